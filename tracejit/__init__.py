@@ -1,0 +1,18 @@
+"""tracejit: JAX's programming model (jit, lax control flow, jax.numpy, ...) as a compiler.
+
+    import tracejit as jax
+    import tracejit.numpy as jnp
+    from tracejit import lax
+"""
+from . import errors, lax, numpy, tree, tree_util  # noqa: F401
+from .core.array import Array  # noqa: F401
+from .core.avals import ShapedArray, ShapeDtypeStruct  # noqa: F401
+from .core.config import config, disable_jit, enable_x64  # noqa: F401
+from .core.dtypes import float0  # noqa: F401
+from .runtime.devices import (block_until_ready, default_backend, device_count,  # noqa: F401
+                              device_put, devices, local_device_count, local_devices,
+                              process_count, process_index)
+from .runtime.jit import eval_shape, jit, make_jaxpr  # noqa: F401
+from .runtime.stages import Compiled, Lowered, Traced  # noqa: F401
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""Core: values (avals, Array, dtypes), primitives, tracing, the jaxpr IR, pytrees, errors."""

@@ -1,0 +1,163 @@
+"""Array: the immutable concrete value (on CPU a read-only NumPy buffer plus its aval).
+
+Operators and methods (`+`, `[]`, `.at`, `.sum()`, ...) are attached by tracejit.numpy's
+array_methods, the same ones tracers get, so eager and traced code behave alike.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .avals import ShapedArray
+
+
+class Array:
+    __slots__ = ("_value", "aval", "_deleted", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, value: np.ndarray, aval: ShapedArray):
+        self._value = value
+        self.aval = aval
+        self._deleted = False
+
+    @staticmethod
+    def from_numpy(value: Any, aval: ShapedArray) -> Array:
+        v = np.asarray(value)
+        if v.dtype != aval.dtype:
+            v = v.astype(aval.dtype)
+        if v.flags.writeable:
+            if not v.flags.owndata and v.base is not None:
+                v = v.copy()  # never freeze a view of somebody else's buffer
+            v.flags.writeable = False
+        return Array(v, aval)
+
+    # -- metadata
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+    nbytes = property(lambda self: self.aval.size * self.aval.dtype.itemsize)
+    itemsize = property(lambda self: self.aval.dtype.itemsize)
+
+    @property
+    def _data(self) -> np.ndarray:
+        if self._deleted:
+            raise RuntimeError("Array has been deleted (it was donated to a jitted function via "
+                               "donate_argnums, or deleted explicitly). Use the function's "
+                               "output instead.")
+        return self._value
+
+    # -- conversion to Python / NumPy
+    def __array__(self, dtype=None, copy=None):
+        v = self._data
+        if copy:
+            return np.array(v, dtype=dtype)
+        return v if dtype is None else v.astype(dtype, copy=False)
+
+    def item(self, *args):
+        return self._data.item(*args)
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def __bool__(self):
+        return bool(self._data)
+
+    def __int__(self):
+        return int(self._data)
+
+    def __float__(self):
+        return float(self._data)
+
+    def __complex__(self):
+        return complex(self._data)
+
+    def __index__(self):
+        if self.dtype.kind not in "iub" or self.dtype.kind == "b":
+            raise TypeError(f"only integer scalar arrays can be converted to a scalar index, "
+                            f"got dtype {self.dtype}")
+        return self._data.__index__()
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __hash__(self):
+        raise TypeError("unhashable type: 'Array'. Static arguments of jit must be hashable; "
+                        "pass arrays as ordinary (traced) arguments.")
+
+    def __setitem__(self, idx, value):
+        raise TypeError("JAX arrays are immutable and do not support in-place item assignment. "
+                        "Instead of x[idx] = y, use x = x.at[idx].set(y).")
+
+    def __reduce__(self):
+        return (_rebuild, (np.array(self._data), self.aval.weak_type))
+
+    def __repr__(self) -> str:
+        if self._deleted:
+            return "Array(<deleted>)"
+        weak = ", weak_type=True" if self.weak_type else ""
+        prefix = "Array("
+        if self.size == 0 and self.shape != (0,):
+            body = f"[], shape={self.shape}"
+        else:
+            body = np.array2string(self._value, separator=", ", prefix=prefix)
+        return f"{prefix}{body}, dtype={self.dtype.name}{weak})"
+
+    def __str__(self) -> str:
+        return str(self._data)
+
+    def __format__(self, spec: str) -> str:
+        if self.ndim == 0:
+            return format(self._data[()], spec)
+        return format(self._data, spec)
+
+    # -- runtime
+    def block_until_ready(self) -> Array:
+        return self
+
+    def copy_to_host_async(self) -> None:
+        pass
+
+    def delete(self) -> None:
+        self._deleted = True
+
+    def is_deleted(self) -> bool:
+        return self._deleted
+
+    def copy(self) -> Array:
+        return Array.from_numpy(np.array(self._data), self.aval)
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    def devices(self):
+        from ..runtime.devices import devices
+        return {devices()[0]}
+
+    @property
+    def device(self):
+        from ..runtime.devices import devices
+        return devices()[0]
+
+    def to_concrete_value(self):
+        return self._data
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        return True
+
+
+def _rebuild(value: np.ndarray, weak_type: bool) -> Array:
+    return Array.from_numpy(value, ShapedArray(value.shape, value.dtype, weak_type))

@@ -1,0 +1,101 @@
+"""Abstract values: what tracing knows about an array (shape, dtype, weak type), never its data."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from . import dtypes
+
+
+class ShapedArray:
+    __slots__ = ("shape", "dtype", "weak_type", "_hash")
+    array_abstraction_level = 1
+
+    def __init__(self, shape: tuple[int, ...], dtype: Any, weak_type: bool = False):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+        self._hash = hash((self.shape, self.dtype, self.weak_type))
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: math.prod(self.shape))
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
+        return ShapedArray(self.shape if shape is None else shape,
+                           self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def strip_weak_type(self) -> ShapedArray:
+        return self.update(weak_type=False) if self.weak_type else self
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is ShapedArray and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def str_short(self) -> str:
+        return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self) -> str:
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{weak})"
+
+    __str__ = __repr__
+
+
+class ShapeDtypeStruct:
+    """A shape and dtype standing for an argument in `jit(f).lower(...)` and `eval_shape`."""
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
+
+    def __init__(self, shape, dtype, *, weak_type: bool = False, sharding=None):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = dtypes.check_user_dtype(dtype) if dtype is not None else None
+        if self.dtype is None:
+            raise TypeError("ShapeDtypeStruct: dtype must be specified.")
+        self.weak_type = weak_type
+        self.sharding = sharding
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: math.prod(self.shape))
+
+    @property
+    def aval(self) -> ShapedArray:
+        return ShapedArray(self.shape, self.dtype, self.weak_type)
+
+    def __eq__(self, other):
+        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+
+
+def check_shape(shape: Any, name: str = "shape") -> tuple[int, ...]:
+    """Normalise a user shape; concrete non-negative ints only."""
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of integers, got {shape!r}") from None
+    out = []
+    for d in dims:
+        if hasattr(d, "_trace") and not hasattr(d, "_value"):
+            from .errors import concretization_error
+            raise concretization_error(d, f"The {name} argument must be concrete (known while tracing).")
+        try:
+            i = int(d.__index__())
+        except (AttributeError, TypeError):
+            raise TypeError(f"{name} must contain only integers, got {shape!r}") from None
+        if i < 0:
+            raise ValueError(f"{name} must not contain negative dimensions, got {dims}")
+        out.append(i)
+    return tuple(out)

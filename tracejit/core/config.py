@@ -1,0 +1,82 @@
+"""Configuration: one place for every option, with JAX's option names.
+
+`config.update("jax_enable_x64", True)` and `config.jax_enable_x64` work as in JAX. Options that
+change what a traced program means are part of every jit cache key (`config.trace_key()`).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any
+
+# name -> (default, affects tracing semantics?)
+_OPTIONS: dict[str, tuple[Any, bool]] = {
+    "jax_enable_x64": (False, True),
+    "jax_disable_jit": (False, False),
+    "jax_numpy_rank_promotion": ("allow", True),
+    "jax_default_matmul_precision": (None, True),
+    "jax_threefry_partitionable": (True, True),
+    "jax_platforms": ("cpu", False),
+    # tracejit's own: which backend runs jitted programs ("interpret" = reference interpreter).
+    "tracejit_backend": ("interpret", True),
+}
+
+
+def _env_default(name: str, default: Any) -> Any:
+    raw = os.environ.get(name.upper())
+    if raw is None:
+        return default
+    if isinstance(default, bool):
+        return raw.lower() in ("1", "true", "yes", "on")
+    return raw
+
+
+class Config:
+    def __init__(self) -> None:
+        self._values = {k: _env_default(k, d) for k, (d, _) in _OPTIONS.items()}
+        self._trace_key_cache: tuple | None = None
+
+    def update(self, name: str, value: Any) -> None:
+        if name not in _OPTIONS:
+            raise AttributeError(f"Unrecognized config option: {name}")
+        if name == "jax_numpy_rank_promotion" and value not in ("allow", "warn", "raise"):
+            raise ValueError(f"jax_numpy_rank_promotion must be 'allow', 'warn' or 'raise', got {value!r}")
+        self._values[name] = value
+        self._trace_key_cache = None
+
+    def read(self, name: str) -> Any:
+        return self._values[name]
+
+    def __getattr__(self, name: str) -> Any:
+        values = self.__dict__.get("_values")
+        if values is not None and name in values:
+            return values[name]
+        raise AttributeError(f"Unrecognized config option: {name}")
+
+    def trace_key(self) -> tuple:
+        """The options a traced program depends on, for jit cache keys."""
+        if self._trace_key_cache is None:
+            self._trace_key_cache = tuple(
+                self._values[k] for k, (_, semantic) in _OPTIONS.items() if semantic)
+        return self._trace_key_cache
+
+    @contextlib.contextmanager
+    def _override(self, name: str, value: Any):
+        old = self._values[name]
+        self.update(name, value)
+        try:
+            yield
+        finally:
+            self.update(name, old)
+
+
+config = Config()
+
+
+def enable_x64(enabled: bool = True):
+    """Context manager: `with enable_x64(): ...` (like jax.experimental.enable_x64)."""
+    return config._override("jax_enable_x64", enabled)
+
+
+def disable_jit(disable: bool = True):
+    return config._override("jax_disable_jit", disable)

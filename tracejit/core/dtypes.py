@@ -1,0 +1,262 @@
+"""Dtypes: JAX's canonicalisation (32-bit unless x64), weak types and type-promotion lattice.
+
+Everything that decides a result dtype asks this module; nothing else hard-codes promotion.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from .config import config
+
+try:  # bfloat16 is optional
+    import ml_dtypes as _ml_dtypes
+
+    bfloat16 = np.dtype(_ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover - depends on environment
+    _ml_dtypes = None
+    bfloat16 = None
+
+bool_ = np.dtype(np.bool_)
+int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+
+# float0: the dtype of tangents of integer values (used by the autodiff issue).
+float0 = np.dtype([("float0", np.void, 0)])
+
+_float_dtypes = [float16, float32, float64] + ([bfloat16] if bfloat16 is not None else [])
+_supported = {bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+              *_float_dtypes, complex64, complex128}
+
+_x64_to_x32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+
+
+def is_supported(dtype: np.dtype) -> bool:
+    return dtype in _supported
+
+
+def canonicalize_dtype(dtype: Any) -> np.dtype:
+    """The dtype values of `dtype` really get: 64-bit types shrink unless x64 is enabled."""
+    dtype = np.dtype(dtype)
+    if dtype not in _supported:
+        raise TypeError(f"JAX only supports number and bool dtypes, got {dtype}")
+    if not config.jax_enable_x64:
+        return _x64_to_x32.get(dtype, dtype)
+    return dtype
+
+
+def default_int() -> np.dtype:
+    return int64 if config.jax_enable_x64 else int32
+
+
+def default_uint() -> np.dtype:
+    return uint64 if config.jax_enable_x64 else uint32
+
+
+def default_float() -> np.dtype:
+    return float64 if config.jax_enable_x64 else float32
+
+
+def default_complex() -> np.dtype:
+    return complex128 if config.jax_enable_x64 else complex64
+
+
+def default_for_kind(kind: str) -> np.dtype:
+    return {"b": bool_, "i": default_int(), "u": default_uint(), "f": default_float(),
+            "c": default_complex()}[kind]
+
+
+def issubdtype(a: Any, b: Any) -> bool:
+    if bfloat16 is not None:
+        if a is bfloat16 or (isinstance(a, np.dtype) and a == bfloat16) or a is _ml_dtypes.bfloat16:
+            return b in (np.floating, np.inexact, np.number, np.generic) or (
+                not isinstance(b, type) and np.dtype(b) == bfloat16) or b is _ml_dtypes.bfloat16
+    return np.issubdtype(a, b)
+
+
+def is_float(dtype: np.dtype) -> bool:
+    return dtype.kind == "f" or (bfloat16 is not None and dtype == bfloat16)
+
+
+def is_int(dtype: np.dtype) -> bool:
+    return dtype.kind in "iu"
+
+
+def is_inexact(dtype: np.dtype) -> bool:
+    return is_float(dtype) or dtype.kind == "c"
+
+
+# --- the promotion lattice -------------------------------------------------------------------
+# Nodes are concrete dtypes plus the three weak kinds of Python scalars. JAX's lattice:
+# bool < i* < {u8, i8}; u8 < {u16, i16}; ...; {u64, i64} < f* < {f16, bf16, c*}; ... < c128.
+_I, _F, _C = "i*", "f*", "c*"
+_weak_kinds = {_I: "i", _F: "f", _C: "c"}
+
+
+def _upper_bounds() -> dict:
+    ub: dict = {
+        bool_: [_I],
+        _I: [uint8, int8],
+        uint8: [uint16, int16], uint16: [uint32, int32], uint32: [uint64, int64], uint64: [_F],
+        int8: [int16], int16: [int32], int32: [int64], int64: [_F],
+        _F: [float16, _C] + ([bfloat16] if bfloat16 is not None else []),
+        float16: [float32], float32: [float64, complex64], float64: [complex128],
+        _C: [complex64], complex64: [complex128], complex128: [],
+    }
+    if bfloat16 is not None:
+        ub[bfloat16] = [float32]
+    return ub
+
+
+@functools.cache
+def _closures() -> dict:
+    ub = _upper_bounds()
+    out = {}
+    for node in ub:
+        seen, stack = {node}, [node]
+        while stack:
+            for nxt in ub[stack.pop()]:
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        out[node] = frozenset(seen)
+    return out
+
+
+@functools.cache
+def _least_upper_bound(*nodes) -> Any:
+    closures = _closures()
+    common = frozenset.intersection(*(closures[n] for n in nodes))
+    for candidate in common:
+        if closures[candidate] >= common:
+            return candidate
+    raise TypeError(f"no common type for {nodes}")  # unreachable: c128 bounds everything
+
+
+def _node(dtype: np.dtype, weak: bool):
+    if weak and dtype != bool_:
+        return {"i": _I, "u": _I, "f": _F, "c": _C}[dtype.kind if dtype != bfloat16 else "f"]
+    return dtype
+
+
+def dtype_and_weak(x: Any) -> tuple[np.dtype, bool]:
+    """(dtype, weak_type) of an operand: Python scalars are weak, arrays carry their flag."""
+    if isinstance(x, bool):
+        return bool_, False
+    if isinstance(x, int):
+        return default_int(), True
+    if isinstance(x, float):
+        return default_float(), True
+    if isinstance(x, complex):
+        return default_complex(), True
+    aval = getattr(x, "aval", None)
+    if aval is not None:
+        return aval.dtype, aval.weak_type
+    if isinstance(x, (np.ndarray, np.generic)):
+        return canonicalize_dtype(x.dtype), False
+    if x is int:
+        return default_int(), True
+    if x is float:
+        return default_float(), True
+    if x is complex:
+        return default_complex(), True
+    if x is bool:
+        return bool_, False
+    return canonicalize_dtype(np.dtype(x)), False
+
+
+def result_type_and_weak(*args: Any) -> tuple[np.dtype, bool]:
+    if not args:
+        raise ValueError("at least one array or dtype is required")
+    pairs = [dtype_and_weak(a) for a in args]
+    dts = [d for d, _ in pairs]
+    weaks = [w for _, w in pairs]
+    if len(pairs) == 1:
+        dtype, weak = pairs[0]
+    elif len(set(dts)) == 1 and not all(weaks):
+        dtype, weak = dts[0], False
+    elif all(weaks):
+        # bound of the strong counterparts, weak at the end (avoids weak int16 and the like)
+        node = _least_upper_bound(*{_node(d, True) for d in dts})
+        dtype, weak = node, True
+    else:
+        node = _least_upper_bound(*{_node(d, w) for d, w in zip(dts, weaks)})
+        dtype, weak = node, node in _weak_kinds
+    if isinstance(dtype, str):
+        return default_for_kind(_weak_kinds[dtype]), weak
+    if weak:
+        return default_for_kind("f" if is_float(dtype) else dtype.kind), True
+    return canonicalize_dtype(dtype), False
+
+
+def result_type(*args: Any, return_weak_type_flag: bool = False):
+    dtype, weak = result_type_and_weak(*args)
+    return (dtype, weak) if return_weak_type_flag else dtype
+
+
+def promote_types(a: Any, b: Any) -> np.dtype:
+    """jnp.promote_types: promotion of two dtypes, both taken as strong."""
+    da, db = np.dtype(a), np.dtype(b)
+    node = _least_upper_bound(da, db)
+    if isinstance(node, str):  # JAX answers the 64-bit default here, x64 or not
+        return {"i": int64, "f": float64, "c": complex128}[_weak_kinds[node]]
+    # An explicitly requested 64-bit input survives; a 64-bit type promotion invented does not.
+    return node if node in (da, db) else canonicalize_dtype(node)
+
+
+def scalar_type_of(x: Any) -> type:
+    dtype, _ = dtype_and_weak(x)
+    if dtype == bool_:
+        return bool
+    if is_int(dtype):
+        return int
+    if is_float(dtype):
+        return float
+    return complex
+
+
+def check_user_dtype(dtype: Any, name: str = "dtype") -> np.dtype:
+    """Parse a user-given dtype argument; a clear TypeError if it is not one."""
+    if dtype is None:
+        raise TypeError(f"{name} must not be None here")
+    if dtype is int:
+        return default_int()
+    if dtype is float:
+        return default_float()
+    if dtype is complex:
+        return default_complex()
+    if dtype is bool:
+        return bool_
+    try:
+        np_dtype = np.dtype(dtype)
+    except TypeError as e:
+        raise TypeError(f"{name}={dtype!r} is not a valid dtype") from e
+    if np_dtype not in _supported:
+        raise TypeError(f"JAX only supports number and bool dtypes, got {name}={np_dtype}")
+    return canonicalize_dtype(np_dtype)
+
+
+def short_name(dtype: np.dtype) -> str:
+    """JAX's short dtype names for printing avals: f32, i32, u8, bool, bf16."""
+    if bfloat16 is not None and dtype == bfloat16:
+        return "bf16"
+    if dtype == bool_:
+        return "bool"
+    if dtype == float0:
+        return "float0"
+    return f"{dtype.kind}{dtype.itemsize * 8}"
+
+
+def finfo_of(dtype: Any):
+    dtype = np.dtype(dtype)
+    if _ml_dtypes is not None and dtype == bfloat16:
+        return _ml_dtypes.finfo(dtype)
+    return np.finfo(dtype)
+
+
+def iinfo_of(dtype: Any):
+    return np.iinfo(np.dtype(dtype))

@@ -1,0 +1,248 @@
+"""The IR: Var, Literal, Eqn, Jaxpr, ClosedJaxpr — with JAX's printed form and a type checker.
+
+Vars compare by identity; names exist only when printing. IR is immutable by convention: passes
+build new Jaxprs.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .avals import ShapedArray
+
+
+class SourceInfo(NamedTuple):
+    filename: str
+    lineno: int
+    function: str
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.lineno} ({self.function})"
+
+
+class Var:
+    __slots__ = ("aval", "_id")
+    _counter = itertools.count()
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+        self._id = next(Var._counter)
+
+    def __repr__(self) -> str:
+        return f"Var({self.aval.str_short()}#{self._id})"
+
+
+class Literal:
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val: Any, aval: ShapedArray):
+        self.val = np.asarray(val, dtype=aval.dtype)
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"Literal({self.val.item()!r}:{self.aval.str_short()})"
+
+    def pretty(self) -> str:
+        v = self.val.item()
+        if isinstance(v, float):
+            text = repr(v) if np.isfinite(v) else {np.inf: "inf", -np.inf: "-inf"}.get(v, "nan")
+        else:
+            text = repr(v)
+        return f"{text}:{self.aval.str_short()}"
+
+
+class Eqn:
+    __slots__ = ("primitive", "invars", "outvars", "params", "source_info")
+
+    def __init__(self, primitive, invars: list, outvars: list[Var], params: dict,
+                 source_info: SourceInfo | None = None):
+        self.primitive = primitive
+        self.invars = list(invars)
+        self.outvars = list(outvars)
+        self.params = params
+        self.source_info = source_info
+
+    def replace(self, **kw) -> Eqn:
+        fields = {s: getattr(self, s) for s in Eqn.__slots__}
+        fields.update(kw)
+        return Eqn(**fields)
+
+    def __repr__(self) -> str:
+        return pp_eqn(self, _Namer())
+
+
+class Jaxpr:
+    __slots__ = ("constvars", "invars", "outvars", "eqns", "debug_info")
+
+    def __init__(self, constvars: list[Var], invars: list[Var], outvars: list, eqns: list[Eqn],
+                 debug_info: Any = None):
+        self.constvars = list(constvars)
+        self.invars = list(invars)
+        self.outvars = list(outvars)
+        self.eqns = list(eqns)
+        self.debug_info = debug_info
+
+    in_avals = property(lambda self: [v.aval for v in self.invars])
+    out_avals = property(lambda self: [v.aval for v in self.outvars])
+
+    def __str__(self) -> str:
+        return pp_jaxpr(self, _Namer(), indent=0)
+
+    __repr__ = __str__
+
+    def pretty_print(self, **_) -> str:
+        return str(self)
+
+
+class ClosedJaxpr:
+    """A jaxpr with its constants bound (consts are concrete arrays, or outer tracers)."""
+    __slots__ = ("jaxpr", "consts")
+
+    def __init__(self, jaxpr: Jaxpr, consts: list):
+        assert len(jaxpr.constvars) == len(consts)
+        self.jaxpr = jaxpr
+        self.consts = list(consts)
+
+    in_avals = property(lambda self: self.jaxpr.in_avals)
+    out_avals = property(lambda self: self.jaxpr.out_avals)
+    eqns = property(lambda self: self.jaxpr.eqns)
+
+    def __str__(self) -> str:
+        return str(self.jaxpr)
+
+    __repr__ = __str__
+
+    def pretty_print(self, **_) -> str:
+        return str(self)
+
+    # params holding a ClosedJaxpr must stay hashable (jit caches key on params)
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other) -> bool:
+        return self is other
+
+
+# --- printing ------------------------------------------------------------------------------
+
+class _Namer:
+    def __init__(self):
+        self.names: dict[int, str] = {}
+
+    def __call__(self, v) -> str:
+        if isinstance(v, Literal):
+            return v.pretty()
+        name = self.names.get(id(v))
+        if name is None:
+            name = self.names[id(v)] = _name(len(self.names))
+        return name
+
+
+def _name(i: int) -> str:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    s = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        s = letters[r] + s
+    return s
+
+
+def _binder(v, namer: _Namer) -> str:
+    return f"{namer(v)}:{v.aval.str_short()}"
+
+
+def pp_jaxpr(jaxpr: Jaxpr, namer: _Namer, indent: int) -> str:
+    pad = " " * indent
+    consts = " ".join(_binder(v, namer) for v in jaxpr.constvars)
+    ins = " ".join(_binder(v, namer) for v in jaxpr.invars)
+    head = f"{{ lambda {consts}{' ' if consts else ''}; {ins}. let"
+    body = [pp_eqn(e, namer, indent + 4) for e in jaxpr.eqns]
+    outs = ", ".join(namer(v) for v in jaxpr.outvars)
+    outs = f"({outs}{',' if len(jaxpr.outvars) == 1 else ''})"
+    if not body:
+        return f"{head}  in {outs} }}"
+    return "\n".join([head] + body + [f"{pad}  in {outs} }}"])
+
+
+def _pp_param(value, namer: _Namer, indent: int) -> str:
+    if isinstance(value, (Jaxpr, ClosedJaxpr)):
+        j = value.jaxpr if isinstance(value, ClosedJaxpr) else value
+        return pp_jaxpr(j, namer, indent + 2)
+    if isinstance(value, tuple) and value and all(isinstance(x, (Jaxpr, ClosedJaxpr))
+                                                  for x in value):
+        pad = " " * (indent + 2)
+        inner = "\n".join(pad + _pp_param(x, namer, indent + 2) for x in value)
+        return f"(\n{inner}\n{' ' * indent})"
+    if isinstance(value, np.dtype):
+        return value.name
+    if callable(value) and hasattr(value, "__name__"):
+        return value.__name__
+    return str(value)
+
+
+def pp_eqn(eqn: Eqn, namer: _Namer, indent: int = 0) -> str:
+    pad = " " * indent
+    ins = " ".join(namer(v) for v in eqn.invars)
+    outs = " ".join(_binder(v, namer) for v in eqn.outvars)
+    params = ""
+    if eqn.params:
+        items = [f"{k}={_pp_param(v, namer, indent + 2)}" for k, v in sorted(eqn.params.items())]
+        if any("\n" in it for it in items):
+            params = "[\n" + "\n".join(" " * (indent + 2) + it for it in items) + f"\n{pad}]"
+        else:
+            params = "[" + " ".join(items) + "]"
+    return f"{pad}{outs} = {eqn.primitive.name}{params} {ins}".rstrip()
+
+
+# --- checking ------------------------------------------------------------------------------
+
+class JaxprTypeError(TypeError):
+    pass
+
+
+def _same_type(a: ShapedArray, b: ShapedArray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+def check_jaxpr(jaxpr: Jaxpr) -> None:
+    """Every var defined once before use; each eqn's outputs are what its abstract eval says."""
+    defined: set[int] = set()
+
+    def define(v: Var, where: str) -> None:
+        if not isinstance(v, Var):
+            raise JaxprTypeError(f"{where}: binder {v!r} is not a Var")
+        if id(v) in defined:
+            raise JaxprTypeError(f"{where}: variable {v!r} defined twice")
+        defined.add(id(v))
+
+    def read(v, where: str) -> None:
+        if isinstance(v, Literal):
+            return
+        if id(v) not in defined:
+            raise JaxprTypeError(f"{where}: variable {v!r} used before definition")
+
+    for v in itertools.chain(jaxpr.constvars, jaxpr.invars):
+        define(v, "binders")
+    for i, eqn in enumerate(jaxpr.eqns):
+        where = f"eqn {i} ({eqn.primitive.name})"
+        for v in eqn.invars:
+            read(v, where)
+        for value in eqn.params.values():
+            for sub in (value if isinstance(value, tuple) else (value,)):
+                if isinstance(sub, ClosedJaxpr):
+                    check_jaxpr(sub.jaxpr)
+                elif isinstance(sub, Jaxpr):
+                    check_jaxpr(sub)
+        expected = eqn.primitive.abstract_eval(*[v.aval for v in eqn.invars], **eqn.params)
+        if len(expected) != len(eqn.outvars):
+            raise JaxprTypeError(f"{where}: {len(eqn.outvars)} outputs, rule gives {len(expected)}")
+        for v, aval in zip(eqn.outvars, expected):
+            if not _same_type(v.aval, aval):
+                raise JaxprTypeError(f"{where}: output typed {v.aval.str_short()}, "
+                                     f"rule gives {aval.str_short()}")
+            define(v, where)
+    for v in jaxpr.outvars:
+        read(v, "outvars")

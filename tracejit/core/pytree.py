@@ -1,0 +1,260 @@
+"""Pytrees: flattening nested containers to leaves and back (`tracejit.tree_util`)."""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+from typing import Any, Callable, NamedTuple
+
+
+class _NodeType(NamedTuple):
+    name: str
+    to_iter: Callable  # node -> (children, aux_data)
+    from_iter: Callable  # (aux_data, children) -> node
+
+
+_registry: dict[type, _NodeType] = {}
+
+
+def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func: Callable,
+                         flatten_with_keys_func: Callable | None = None) -> None:
+    if nodetype in _registry:
+        raise ValueError(f"Duplicate custom PyTreeDef type registration for {nodetype}.")
+    _registry[nodetype] = _NodeType(nodetype.__qualname__, flatten_func, unflatten_func)
+
+
+def register_pytree_node_class(cls: type) -> type:
+    register_pytree_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)
+    return cls
+
+
+def register_dataclass(nodetype: type, data_fields=None, meta_fields=None, drop_fields=()):
+    if data_fields is None or meta_fields is None:
+        if not dataclasses.is_dataclass(nodetype):
+            raise TypeError("register_dataclass: data_fields and meta_fields are required for "
+                            f"{nodetype}, which is not a dataclass")
+        fields = [f for f in dataclasses.fields(nodetype) if f.init and f.name not in drop_fields]
+        meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
+        data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
+    data_fields, meta_fields = tuple(data_fields), tuple(meta_fields)
+
+    def flatten(x):
+        return [getattr(x, k) for k in data_fields], tuple(getattr(x, k) for k in meta_fields)
+
+    def unflatten(meta, children):
+        return nodetype(**dict(zip(meta_fields, meta)), **dict(zip(data_fields, children)))
+
+    register_pytree_node(nodetype, flatten, unflatten)
+    return nodetype
+
+
+def _dict_flatten(d):
+    try:
+        keys = sorted(d)
+    except TypeError:
+        raise TypeError(f"pytree dict keys must be sortable, got keys {list(d)}") from None
+    return [d[k] for k in keys], tuple(keys)
+
+
+register_pytree_node(tuple, lambda t: (t, None), lambda _, c: tuple(c))
+register_pytree_node(list, lambda t: (t, None), lambda _, c: list(c))
+register_pytree_node(dict, _dict_flatten, lambda keys, c: dict(zip(keys, c)))
+register_pytree_node(type(None), lambda _: ((), None), lambda _, c: None)
+register_pytree_node(collections.OrderedDict, lambda d: (list(d.values()), tuple(d)),
+                     lambda keys, c: collections.OrderedDict(zip(keys, c)))
+register_pytree_node(
+    collections.defaultdict,
+    lambda d: (_dict_flatten(d)[0], (d.default_factory, _dict_flatten(d)[1])),
+    lambda aux, c: collections.defaultdict(aux[0], zip(aux[1], c)))
+
+
+def _is_namedtuple(x) -> bool:
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+def _node_type_of(x) -> tuple[Any, _NodeType | None]:
+    t = type(x)
+    nt = _registry.get(t)
+    if nt is not None:
+        return t, nt
+    if _is_namedtuple(x):
+        return t, _NodeType(t.__qualname__, lambda n: (tuple(n), None), lambda _, c, t=t: t(*c))
+    return None, None
+
+
+class PyTreeDef:
+    """The structure of a pytree: node types, their auxiliary data and where leaves go."""
+    __slots__ = ("node_type", "node_data", "children", "num_leaves", "num_nodes", "_nt", "_hash")
+
+    def __init__(self, node_type, node_data, children: tuple, nt: _NodeType | None):
+        self.node_type = node_type
+        self.node_data = node_data
+        self.children = children
+        self._nt = nt
+        if node_type is None:  # a leaf
+            self.num_leaves, self.num_nodes = 1, 1
+        else:
+            self.num_leaves = sum(c.num_leaves for c in children)
+            self.num_nodes = 1 + sum(c.num_nodes for c in children)
+        try:
+            self._hash = hash((node_type, node_data, children))
+        except TypeError:
+            self._hash = hash((node_type, children))
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, PyTreeDef):
+            return False
+        if self is other:
+            return True
+        if self._hash != other._hash or self.node_type is not other.node_type:
+            return False
+        try:
+            same_data = bool(self.node_data == other.node_data)
+        except Exception:
+            same_data = False
+        return same_data and self.children == other.children
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def unflatten(self, leaves) -> Any:
+        return tree_unflatten(self, leaves)
+
+    def flatten_up_to(self, tree) -> list:
+        return _flatten_up_to(self, tree)
+
+    def __repr__(self) -> str:
+        return f"PyTreeDef({self._str()})"
+
+    def _str(self) -> str:
+        if self.node_type is None:
+            return "*"
+        kids = [c._str() for c in self.children]
+        if self.node_type is tuple:
+            return "(" + ", ".join(kids) + ("," if len(kids) == 1 else "") + ")"
+        if self.node_type is list:
+            return "[" + ", ".join(kids) + "]"
+        if self.node_type is dict:
+            return "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(self.node_data, kids)) + "}"
+        if self.node_type is type(None):
+            return "None"
+        return f"CustomNode({self._nt.name}[{self.node_data!r}], [{', '.join(kids)}])"
+
+
+_LEAF = PyTreeDef(None, None, (), None)
+
+
+def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list, PyTreeDef]:
+    leaves: list = []
+
+    def rec(x) -> PyTreeDef:
+        if is_leaf is not None and is_leaf(x):
+            leaves.append(x)
+            return _LEAF
+        t, nt = _node_type_of(x)
+        if nt is None:
+            leaves.append(x)
+            return _LEAF
+        children, aux = nt.to_iter(x)
+        return PyTreeDef(t, aux, tuple(rec(c) for c in children), nt)
+
+    return leaves, rec(tree)
+
+
+def tree_unflatten(treedef: PyTreeDef, leaves) -> Any:
+    it = iter(leaves)
+
+    def rec(td: PyTreeDef):
+        if td.node_type is None:
+            return next(it)
+        return td._nt.from_iter(td.node_data, [rec(c) for c in td.children])
+
+    try:
+        out = rec(treedef)
+    except StopIteration:
+        raise ValueError(f"Too few leaves for PyTreeDef; expected {treedef.num_leaves}.") from None
+    if next(it, _sentinel) is not _sentinel:
+        raise ValueError(f"Too many leaves for PyTreeDef; expected {treedef.num_leaves}.")
+    return out
+
+
+_sentinel = object()
+
+
+def _flatten_up_to(treedef: PyTreeDef, tree) -> list:
+    out: list = []
+
+    def rec(td: PyTreeDef, x):
+        if td.node_type is None:
+            out.append(x)
+            return
+        t, nt = _node_type_of(x)
+        if t is not td.node_type:
+            raise ValueError(f"Custom node type mismatch; expected type: {td.node_type}; "
+                             f"value: {x!r}." if t is not None else
+                             f"Expected {td.node_type.__name__}, got {x!r}.")
+        children, aux = nt.to_iter(x)
+        if len(children) != len(td.children) or (td.node_type in (dict, collections.OrderedDict)
+                                                 and aux != td.node_data):
+            raise ValueError(f"{td.node_type.__name__} mismatch: expected structure "
+                             f"{td._str()}, got {x!r}.")
+        for c_td, c in zip(td.children, children):
+            rec(c_td, c)
+
+    rec(treedef, tree)
+    return out
+
+
+def tree_leaves(tree, is_leaf=None) -> list:
+    return tree_flatten(tree, is_leaf)[0]
+
+
+def tree_structure(tree, is_leaf=None) -> PyTreeDef:
+    return tree_flatten(tree, is_leaf)[1]
+
+
+def tree_map(f: Callable, tree: Any, *rest: Any, is_leaf=None) -> Any:
+    leaves, treedef = tree_flatten(tree, is_leaf)
+    all_leaves = [leaves] + [_flatten_up_to(treedef, r) for r in rest]
+    return treedef.unflatten(f(*xs) for xs in zip(*all_leaves))
+
+
+def tree_all(tree, is_leaf=None) -> bool:
+    return all(tree_leaves(tree, is_leaf))
+
+
+def tree_reduce(function: Callable, tree, initializer=_sentinel, is_leaf=None):
+    leaves = tree_leaves(tree, is_leaf)
+    if initializer is _sentinel:
+        return functools.reduce(function, leaves)
+    return functools.reduce(function, leaves, initializer)
+
+
+def treedef_is_leaf(treedef: PyTreeDef) -> bool:
+    return treedef.node_type is None
+
+
+def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:
+    return list(treedef.children)
+
+
+def all_leaves(iterable, is_leaf=None) -> bool:
+    return all(treedef_is_leaf(tree_structure(x, is_leaf)) for x in iterable)
+
+
+class Partial(functools.partial):
+    """A functools.partial that is a pytree (its args are leaves), as jax.tree_util.Partial."""
+
+    def __new__(klass, func, *args, **kw):
+        if isinstance(func, functools.partial):
+            original = func
+            func = func.func
+            args = original.args + args
+            kw = {**original.keywords, **kw}
+        return super().__new__(klass, func, *args, **kw)
+
+
+register_pytree_node(
+    Partial,
+    lambda p: ((p.args, p.keywords), p.func),
+    lambda func, xs: Partial(func, *xs[0], **xs[1]))

@@ -1,0 +1,485 @@
+"""Tracing: the trace stack, `bind`, the eager (eval) interpreter and staging into a Jaxpr.
+
+Operations on values call `bind(prim, ...)`, which hands them to the innermost active trace:
+EvalTrace runs the primitive's NumPy impl at once; DynamicJaxprTrace records an equation.
+Later transforms (JVP, batching) add their own Trace/Tracer pairs on the same stack.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import dtypes, errors
+from .array import Array
+from .avals import ShapedArray
+from .jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, SourceInfo, Var
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_SKIP_DIRS = (_PKG_DIR, os.path.dirname(contextlib.__file__) + os.sep + "contextlib",
+              os.path.dirname(contextlib.__file__) + os.sep + "functools")
+
+
+def user_source_info() -> SourceInfo | None:
+    """The innermost stack frame that belongs to user code (outside the tracejit package)."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not fn.startswith(_SKIP_DIRS):
+            return SourceInfo(fn, f.f_lineno, f.f_code.co_name)
+        f = f.f_back
+    return None
+
+
+# --- values --------------------------------------------------------------------------------
+
+def get_aval(x: Any) -> ShapedArray:
+    if isinstance(x, (Array, Tracer)):
+        return x.aval
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
+        dtype, weak = dtypes.dtype_and_weak(x)
+        if isinstance(x, int) and not isinstance(x, bool):
+            _check_int_range(x, dtype)
+        return ShapedArray((), dtype, weak)
+    if isinstance(x, (np.ndarray, np.generic)):
+        if x.dtype == object or not dtypes.is_supported(x.dtype):
+            raise TypeError(f"Value {x!r} with dtype {x.dtype} is not a valid JAX array type. "
+                            "Only arrays of numeric and bool types are supported.")
+        return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype), False)
+    if hasattr(x, "__jax_array__"):
+        return get_aval(x.__jax_array__())
+    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid JAX type: "
+                    "arguments and results of traced functions must be arrays, numeric scalars "
+                    "or pytrees of them (mark other arguments static with static_argnames).")
+
+
+def _check_int_range(x: int, dtype: np.dtype) -> None:
+    info = np.iinfo(dtype)
+    if not (info.min <= x <= info.max):
+        # JAX's rule: an out-of-range Python int is an error, not a silent wrap.
+        if dtype == np.int32 and -(2**63) <= x < 2**64:
+            hint = " (enable 64-bit types with config.update('jax_enable_x64', True))"
+        else:
+            hint = ""
+        raise OverflowError(f"Python int {x} too large to convert to {dtype.name}{hint}")
+
+
+def to_numpy(x: Any, aval: ShapedArray | None = None) -> np.ndarray:
+    """The NumPy value of a concrete operand, converted to its (canonical) aval dtype."""
+    if isinstance(x, Array):
+        return x._value
+    aval = aval or get_aval(x)
+    return np.asarray(x, dtype=aval.dtype)
+
+
+def is_concrete(x: Any) -> bool:
+    return not isinstance(x, Tracer) or x.to_concrete_value() is not None
+
+
+def concrete_value(x: Any, context: str = ""):
+    """The concrete NumPy value of x, or a ConcretizationTypeError that explains why not."""
+    if isinstance(x, Tracer):
+        v = x.to_concrete_value()
+        if v is None:
+            raise errors.concretization_error(x, context)
+        return v
+    return to_numpy(x)
+
+
+# --- the trace stack -----------------------------------------------------------------------
+
+class MainTrace:
+    __slots__ = ("level", "trace_type", "global_data", "active")
+
+    def __init__(self, level: int, trace_type: type, global_data: Any):
+        self.level = level
+        self.trace_type = trace_type
+        self.global_data = global_data
+        self.active = True
+
+    def __repr__(self) -> str:
+        return f"MainTrace({self.level},{self.trace_type.__name__})"
+
+
+class Trace:
+    def __init__(self, main: MainTrace):
+        self.main = main
+
+    def pure(self, val):
+        raise NotImplementedError
+
+    def lift(self, val):
+        raise NotImplementedError
+
+    def process_primitive(self, primitive, tracers, params):
+        raise NotImplementedError
+
+
+class EvalTrace(Trace):
+    """Eager evaluation: run the primitive's NumPy impl, wrap results as Arrays."""
+
+    def pure(self, val):
+        return val
+
+    lift = pure
+
+    def process_primitive(self, primitive, tracers, params):
+        avals_in = [get_aval(x) for x in tracers]
+        avals_out = primitive.abstract_eval(*avals_in, **params)
+        vals = [to_numpy(x, a) for x, a in zip(tracers, avals_in)]
+        outs = primitive.impl(*vals, **params)
+        if not primitive.multiple_results:
+            outs = (outs,)
+        result = [Array.from_numpy(o, a) for o, a in zip(outs, avals_out)]
+        return result if primitive.multiple_results else result[0]
+
+
+_trace_stack: list[MainTrace] = [MainTrace(0, EvalTrace, None)]
+_dynamic_trace: MainTrace | None = None
+
+
+@contextlib.contextmanager
+def new_main(trace_type: type, global_data: Any = None, dynamic: bool = False):
+    global _dynamic_trace
+    main = MainTrace(len(_trace_stack), trace_type, global_data)
+    _trace_stack.append(main)
+    prev_dynamic = _dynamic_trace
+    if dynamic:
+        _dynamic_trace = main
+    try:
+        yield main
+    finally:
+        _dynamic_trace = prev_dynamic
+        _trace_stack.pop()
+        main.active = False
+
+
+def is_tracing() -> bool:
+    return len(_trace_stack) > 1
+
+
+def current_dynamic_trace() -> MainTrace | None:
+    return _dynamic_trace
+
+
+class Tracer:
+    """A value seen by a trace. Operators come from the numpy layer (see array_methods)."""
+    __slots__ = ("_trace",)
+    __array_priority__ = 1000
+    _is_tracer = True
+
+    @property
+    def aval(self) -> ShapedArray:
+        raise NotImplementedError
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def to_concrete_value(self):
+        """The concrete value, if this trace knows it (e.g. a JVP primal); None while staging."""
+        return None
+
+    def full_lower(self):
+        return self
+
+    def _short_repr(self) -> str:
+        return f"traced array with shape {self.aval.str_short()}"
+
+    def _origin_msg(self) -> str:
+        return ""
+
+    def _concrete_or_raise(self, error_factory):
+        v = self.to_concrete_value()
+        if v is None:
+            raise error_factory(self)
+        return v
+
+    def __bool__(self):
+        return bool(self._concrete_or_raise(errors.bool_conversion_error))
+
+    def __int__(self):
+        return int(self._concrete_or_raise(errors.integer_conversion_error))
+
+    def __index__(self):
+        v = self._concrete_or_raise(errors.integer_conversion_error)
+        if not dtypes.is_int(np.asarray(v).dtype):
+            raise TypeError(f"only integer scalar arrays can be converted to a scalar index, "
+                            f"got {self.aval.str_short()}")
+        return int(v)
+
+    def __float__(self):
+        return float(self._concrete_or_raise(
+            lambda t: errors.concretization_error(t, "float() needs a concrete value.")))
+
+    def __complex__(self):
+        return complex(self._concrete_or_raise(
+            lambda t: errors.concretization_error(t, "complex() needs a concrete value.")))
+
+    def __array__(self, dtype=None, copy=None):
+        v = self._concrete_or_raise(errors.array_conversion_error)
+        return np.asarray(v, dtype=dtype)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __hash__(self):
+        raise TypeError(f"unhashable type: {type(self).__name__} ({self._short_repr()}). "
+                        "Static arguments of jit must be hashable Python values, not arrays.")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}<{self.aval.str_short()}>"
+
+    def __setitem__(self, idx, value):
+        raise TypeError("JAX arrays are immutable: use x = x.at[idx].set(value) instead of "
+                        "x[idx] = value.")
+
+
+def _check_active(x: Tracer, where: str) -> None:
+    if not x._trace.main.active:
+        raise errors.leaked_tracer_error(x, where)
+
+
+def find_top_trace(xs: Sequence[Any]) -> Trace:
+    top = _trace_stack[0]
+    for x in xs:
+        if isinstance(x, Tracer):
+            main = x._trace.main
+            if not main.active:
+                raise errors.leaked_tracer_error(
+                    x, "The tracer was used after the transformation that created it finished.")
+            if main.level > top.level:
+                top = main
+    if _dynamic_trace is not None and _dynamic_trace.level > top.level:
+        top = _dynamic_trace
+    return top.trace_type(top)
+
+
+def full_raise(trace: Trace, val: Any):
+    if not isinstance(val, Tracer):
+        return trace.pure(val)
+    _check_active(val, "The tracer was used after the transformation that created it finished.")
+    level = trace.main.level
+    if val._trace.main is trace.main:
+        return val
+    if val._trace.main.level < level:
+        return trace.lift(val)
+    raise errors.leaked_tracer_error(
+        val, "A tracer from one transformation was used inside another, unrelated one "
+             "(it escaped through a side effect).")
+
+
+def full_lower(val: Any):
+    return val.full_lower() if isinstance(val, Tracer) else val
+
+
+def bind(primitive, *args, **params):
+    trace = find_top_trace(args)
+    tracers = [full_raise(trace, a) for a in args]
+    outs = trace.process_primitive(primitive, tracers, params)
+    if primitive.multiple_results:
+        return [full_lower(o) for o in outs]
+    return full_lower(outs)
+
+
+# --- staging: DynamicJaxprTrace records equations ------------------------------------------
+
+class DebugInfo:
+    """What is being traced, for error messages: the function, its argument names, and why."""
+    __slots__ = ("fun_name", "fun_source", "arg_names", "traced_for", "static_hint")
+
+    def __init__(self, fun_name: str, fun_source: str, arg_names: Sequence[str],
+                 traced_for: str = "jit", static_hint: Callable[[list[str]], str] | None = None):
+        self.fun_name = fun_name
+        self.fun_source = fun_source
+        self.arg_names = list(arg_names)
+        self.traced_for = traced_for
+        self.static_hint = static_hint
+
+
+def fun_debug_info(fun: Callable, arg_names: Sequence[str], traced_for: str,
+                   static_hint=None) -> DebugInfo:
+    name = getattr(fun, "__name__", type(fun).__name__)
+    code = getattr(getattr(fun, "__wrapped__", fun), "__code__", None)
+    source = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else "<unknown>"
+    return DebugInfo(name, source, arg_names, traced_for, static_hint)
+
+
+class DynamicJaxprTracer(Tracer):
+    __slots__ = ("_aval", "_source")
+
+    def __init__(self, trace: Trace, aval: ShapedArray, source: SourceInfo | None = None):
+        self._trace = trace
+        self._aval = aval
+        self._source = source
+
+    @property
+    def aval(self) -> ShapedArray:
+        return self._aval
+
+    def _origin_msg(self) -> str:
+        builder: JaxprBuilder = self._trace.main.global_data
+        return builder.origin_msg(self)
+
+
+class JaxprBuilder:
+    def __init__(self, debug: DebugInfo | None):
+        self.debug = debug
+        self.eqns: list[Eqn] = []
+        self.tracer_to_var: dict[int, Any] = {}
+        self.tracers: list[Tracer] = []  # keeps tracers alive so ids stay unique
+        self.const_tracers: dict[int, Tracer] = {}
+        self.constvar_to_val: dict[int, tuple[Var, Any]] = {}
+        self.arg_tracers: list[Tracer] = []
+
+    def new_tracer(self, trace: Trace, aval: ShapedArray, source=None) -> DynamicJaxprTracer:
+        t = DynamicJaxprTracer(trace, aval, source)
+        self.tracers.append(t)
+        self.tracer_to_var[id(t)] = Var(aval)
+        return t
+
+    def new_arg(self, trace: Trace, aval: ShapedArray) -> DynamicJaxprTracer:
+        t = self.new_tracer(trace, aval)
+        self.arg_tracers.append(t)
+        return t
+
+    def getvar(self, t: Tracer):
+        return self.tracer_to_var[id(t)]
+
+    def new_const(self, trace: Trace, val: Any) -> DynamicJaxprTracer:
+        key = id(val)
+        t = self.const_tracers.get(key)
+        if t is None:
+            aval = get_aval(val)
+            t = DynamicJaxprTracer(trace, aval)
+            self.tracers.append(t)
+            if aval.shape == () and not isinstance(val, Tracer):
+                self.tracer_to_var[id(t)] = Literal(to_numpy(val, aval), aval)
+            else:
+                var = Var(aval)
+                self.tracer_to_var[id(t)] = var
+                self.constvar_to_val[id(var)] = (var, val)
+            self.const_tracers[key] = t
+            self.tracers.append(val)  # keep val alive: its id is our key
+        return t
+
+    def add_eqn(self, eqn: Eqn) -> None:
+        self.eqns.append(eqn)
+
+    def build(self, in_tracers: Sequence[Tracer], out_tracers: Sequence[Tracer]) -> ClosedJaxpr:
+        invars = [self.getvar(t) for t in in_tracers]
+        outvars = [self.getvar(t) for t in out_tracers]
+        used = _used_constvars(self.eqns, outvars)
+        consts = [(var, val) for var, val in self.constvar_to_val.values() if id(var) in used]
+        jaxpr = Jaxpr([v for v, _ in consts], invars, outvars, self.eqns, self.debug)
+        return ClosedJaxpr(jaxpr, [val for _, val in consts])
+
+    # -- error messages: which arguments does a value depend on?
+    def progenitor_args(self, tracer: Tracer) -> list[int]:
+        var = self.tracer_to_var.get(id(tracer))
+        arg_index = {id(self.tracer_to_var[id(t)]): i for i, t in enumerate(self.arg_tracers)}
+        producers = {id(v): e for e in self.eqns for v in e.outvars}
+        found, seen, stack = set(), set(), [var]
+        while stack:
+            v = stack.pop()
+            if id(v) in seen or isinstance(v, Literal) or v is None:
+                continue
+            seen.add(id(v))
+            if id(v) in arg_index:
+                found.add(arg_index[id(v)])
+            eqn = producers.get(id(v))
+            if eqn is not None:
+                stack.extend(eqn.invars)
+        return sorted(found)
+
+    def origin_msg(self, tracer: Tracer) -> str:
+        d = self.debug
+        if d is None:
+            return ""
+        msg = f"The error occurred while tracing the function {d.fun_name} at {d.fun_source} " \
+              f"for {d.traced_for}."
+        where = user_source_info()
+        if where is not None:
+            msg += f" The failing operation is at {where.filename}:{where.lineno}."
+        idx = self.progenitor_args(tracer)
+        names = [d.arg_names[i] for i in idx if i < len(d.arg_names)]
+        if names:
+            top = sorted({n.split("[")[0].split(".")[0] for n in names})
+            if len(names) == 1:
+                msg += (" This concrete value was not available in Python because it depends on "
+                        f"the value of the argument {names[0]}.")
+            else:
+                msg += (" This concrete value was not available in Python because it depends on "
+                        f"the values of the arguments {', '.join(names)}.")
+            if d.static_hint is not None:
+                msg += "\n" + d.static_hint(top)
+        elif not idx:
+            msg += (" This value is an intermediate result of the traced computation (it does "
+                    "not depend on any argument directly).")
+        return msg
+
+
+def _used_constvars(eqns: list[Eqn], outvars: list) -> set[int]:
+    used = {id(v) for e in eqns for v in e.invars}
+    used.update(id(v) for v in outvars)
+    return used
+
+
+class DynamicJaxprTrace(Trace):
+    @property
+    def builder(self) -> JaxprBuilder:
+        return self.main.global_data
+
+    def new_arg(self, aval: ShapedArray) -> DynamicJaxprTracer:
+        return self.builder.new_arg(self, aval)
+
+    def pure(self, val):
+        return self.builder.new_const(self, val)
+
+    lift = pure
+
+    def process_primitive(self, primitive, tracers, params):
+        builder = self.builder
+        avals_in = [t.aval for t in tracers]
+        avals_out = primitive.abstract_eval(*avals_in, **params)
+        source = user_source_info()
+        outs = [builder.new_tracer(self, a, source) for a in avals_out]
+        builder.add_eqn(Eqn(primitive, [builder.getvar(t) for t in tracers],
+                            [builder.getvar(t) for t in outs], params, source))
+        return outs if primitive.multiple_results else outs[0]
+
+
+def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedArray],
+                   debug: DebugInfo | None = None) -> ClosedJaxpr:
+    """Stage `fun` (flat args -> flat list of outputs) into a ClosedJaxpr.
+
+    Consts of the result may be tracers of an enclosing trace (closures inside control flow).
+    """
+    builder = JaxprBuilder(debug)
+    with new_main(DynamicJaxprTrace, builder, dynamic=True) as main:
+        trace = DynamicJaxprTrace(main)
+        in_tracers = [trace.new_arg(a) for a in in_avals]
+        outs = fun(*in_tracers)
+        out_tracers = [full_raise(trace, _check_output(o, debug)) for o in outs]
+        return builder.build(in_tracers, out_tracers)
+
+
+def _check_output(x: Any, debug: DebugInfo | None):
+    if isinstance(x, (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)):
+        return x
+    what = f" of {debug.fun_name}" if debug else ""
+    raise TypeError(f"Value {x!r} of type {type(x).__name__} returned{what} is not a valid JAX "
+                    "type: functions traced by JAX must return arrays, numeric scalars or "
+                    "pytrees of them.")

@@ -1,0 +1,170 @@
+"""Rule families shared by lax primitives: elementwise unary/binary ops, dtype checks, and the
+conversion of Python scalars to lax operands.
+
+A primitive is registered in one block beside its user function; families keep that to a line.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..core import dtypes
+from ..core.array import Array
+from ..core.avals import ShapedArray
+from ..core.primitive import Primitive
+from ..core.trace import Tracer, get_aval
+
+# dtype kinds accepted by an op
+BOOL = "bool"
+INT = "int"          # signed and unsigned ints
+SIGNED = "signed"    # signed ints
+INTBOOL = "intbool"  # ints and bool (bitwise)
+FLOAT = "float"      # inexact
+NUM = "num"          # ints and floats (no bool)
+ANY = "any"          # everything
+
+
+def dtype_ok(dtype: np.dtype, kinds: str) -> bool:
+    if kinds == ANY:
+        return True
+    if kinds == BOOL:
+        return dtype == dtypes.bool_
+    if kinds == INT:
+        return dtypes.is_int(dtype)
+    if kinds == SIGNED:
+        return dtype.kind == "i"
+    if kinds == INTBOOL:
+        return dtypes.is_int(dtype) or dtype == dtypes.bool_
+    if kinds == FLOAT:
+        return dtypes.is_inexact(dtype)
+    if kinds == NUM:
+        return dtypes.is_int(dtype) or dtypes.is_inexact(dtype)
+    raise ValueError(kinds)
+
+
+_KIND_WORDS = {BOOL: "a boolean", INT: "an integer", SIGNED: "a signed integer",
+               INTBOOL: "an integer or boolean", FLOAT: "a floating-point", NUM: "a numeric"}
+
+
+def check_dtype(name: str, aval: ShapedArray, kinds: str) -> None:
+    if not dtype_ok(aval.dtype, kinds):
+        raise TypeError(f"{name} does not accept dtype {aval.dtype.name}. It requires "
+                        f"{_KIND_WORDS[kinds]} type.")
+
+
+def unop(name: str, impl: Callable, kinds: str = NUM, result_dtype: Callable | None = None
+         ) -> Primitive:
+    """An elementwise unary primitive: same shape; dtype kept (or `result_dtype(dtype)`)."""
+    p = Primitive(name)
+
+    def abstract(x: ShapedArray) -> ShapedArray:
+        check_dtype(name, x, kinds)
+        if result_dtype is None:
+            return x
+        return ShapedArray(x.shape, result_dtype(x.dtype), False)
+
+    p.def_abstract_eval(abstract)
+    p.def_impl(impl)
+    return p
+
+
+def binop(name: str, impl: Callable, kinds: str = NUM, result_dtype: Callable | None = None,
+          nargs: int = 2) -> Primitive:
+    """An elementwise n-ary primitive: operands of equal shape and dtype (lax does not promote)."""
+    p = Primitive(name)
+
+    def abstract(*avals: ShapedArray) -> ShapedArray:
+        x = avals[0]
+        for a in avals:
+            check_dtype(name, a, kinds)
+        if any(a.dtype != x.dtype for a in avals):
+            raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
+                            f"{', '.join(a.dtype.name for a in avals)}. (Tip: jnp.{name} "
+                            "promotes dtypes; lax.convert_element_type converts explicitly.)")
+        # rank-0 operands broadcast (as in JAX's jaxprs: `mul b 2.0:f32[]`); others must agree
+        shapes = {a.shape for a in avals if a.shape != ()}
+        if len(shapes) > 1:
+            raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                            f"{', '.join(str(a.shape) for a in avals)}.")
+        shape = shapes.pop() if shapes else ()
+        weak = all(a.weak_type for a in avals)
+        dtype = x.dtype if result_dtype is None else result_dtype(x.dtype)
+        return ShapedArray(shape, dtype, weak and result_dtype is None)
+
+    p.def_abstract_eval(abstract)
+    p.def_impl(impl)
+    return p
+
+
+def is_array_like(x: Any) -> bool:
+    return isinstance(x, (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex))
+
+
+def check_operand(x: Any, fn: str) -> None:
+    if not is_array_like(x) and not hasattr(x, "__jax_array__"):
+        raise TypeError(f"{fn}: argument of type {type(x).__name__} ({x!r:.60}) is not a valid "
+                        "JAX type; pass an array or a numeric scalar.")
+
+
+def as_lax_operands(fn: str, *args: Any) -> list:
+    """lax ops accept Python scalars beside arrays: they take the dtype of the array operands
+    (JAX's weak-type rule); arrays must otherwise agree in dtype exactly."""
+    for a in args:
+        check_operand(a, f"lax.{fn}")
+    strong = [a for a in args if not isinstance(a, (bool, int, float, complex))]
+    if not strong:
+        dtype, weak = dtypes.result_type_and_weak(*args)
+        return [_const(a, dtype, weak) for a in args]
+    target = get_aval(strong[0]).dtype
+    out = []
+    for a in args:
+        if isinstance(a, (bool, int, float, complex)):
+            out.append(_const(a, target, True))
+        else:
+            out.append(a)
+    return out
+
+
+def _const(x: Any, dtype: np.dtype, weak: bool) -> Array:
+    if isinstance(x, int) and not isinstance(x, bool) and dtypes.is_int(dtype):
+        info = np.iinfo(dtype)
+        if not info.min <= x <= info.max:
+            raise OverflowError(f"Python int {x} too large to convert to {dtype.name}")
+    if isinstance(x, complex) and dtype.kind != "c":
+        raise TypeError(f"cannot convert complex {x} to {dtype.name}")
+    if isinstance(x, float) and dtypes.is_int(dtype):
+        raise TypeError(f"lax operands must agree in dtype: Python float {x} with {dtype.name} "
+                        "operands (use jnp functions, which promote, or convert explicitly)")
+    return Array.from_numpy(np.asarray(x, dtype=dtype), ShapedArray((), dtype, weak))
+
+
+def const_like(ref_aval: ShapedArray, value: Any) -> Array:
+    """A scalar of ref_aval's dtype (weakness kept), for building expressions inside lax/jnp."""
+    return Array.from_numpy(np.asarray(value, dtype=ref_aval.dtype),
+                            ShapedArray((), ref_aval.dtype, ref_aval.weak_type))
+
+
+def normalize_axes(axes: Sequence[int] | int | None, ndim: int, name: str = "axis") -> tuple:
+    if axes is None:
+        return tuple(range(ndim))
+    if isinstance(axes, (int, np.integer)):
+        axes = (axes,)
+    out = []
+    for a in axes:
+        a = canonicalize_axis(a, ndim, name)
+        if a in out:
+            raise ValueError(f"repeated {name}: {a}")
+        out.append(a)
+    return tuple(out)
+
+
+def canonicalize_axis(axis: Any, ndim: int, name: str = "axis") -> int:
+    try:
+        axis = int(axis.__index__())
+    except (AttributeError, TypeError):
+        raise TypeError(f"{name} must be an integer, got {axis!r}") from None
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(
+            f"{name} {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim if ndim else 0

@@ -1,0 +1,4 @@
+"""Cumulative primitives (cumsum, cumprod, cummax, cummin, cumlogsumexp) with their rules."""
+from __future__ import annotations
+
+__all__: list[str] = []

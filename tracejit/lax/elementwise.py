@@ -1,0 +1,414 @@
+"""Elementwise primitives: arithmetic, comparisons, bitwise ops, the math set, conversions,
+select. Each primitive's rules sit in its registration line (families from _base).
+
+Integer semantics are XLA's (JAX's): division truncates, x/0 == -1, x%0 == x, shifts by
+out-of-range amounts give 0 (or the sign), float->int conversion saturates and maps NaN to 0.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.special as sp
+
+from ..core import dtypes
+from ..core.avals import ShapedArray
+from ..core.primitive import Primitive
+from ._base import (ANY, BOOL, FLOAT, INT, INTBOOL, NUM, SIGNED, as_lax_operands, binop,
+                    check_dtype, unop)
+
+
+def _quiet(f):
+    """NumPy reference impls must not warn on the IEEE cases (log(0), 0/0, overflow)."""
+    def g(*args, **kw):
+        with np.errstate(all="ignore"):
+            return f(*args, **kw)
+    g.__name__ = getattr(f, "__name__", "impl")
+    return g
+
+
+def _bool_dtype(_):
+    return dtypes.bool_
+
+
+# --- arithmetic ----------------------------------------------------------------------------
+
+def _int_div(x, y):
+    if not dtypes.is_int(x.dtype):
+        return x / y
+    zero = y == 0
+    safe_y = np.where(zero, 1, y)
+    if x.dtype.kind == "i":  # INT_MIN / -1 overflows: XLA gives INT_MIN
+        overflow = (x == np.iinfo(x.dtype).min) & (safe_y == -1)
+        safe_y = np.where(overflow, 1, safe_y)
+    q = np.trunc(x.astype(np.float64) / safe_y) if x.dtype.itemsize < 8 else None
+    if q is None:  # 64-bit: exact integer truncating division
+        q = np.abs(x) // np.abs(safe_y) * np.sign(x) * np.sign(safe_y)
+        q = np.where((np.sign(x) * np.sign(safe_y)) < 0, -(np.abs(x) // np.abs(safe_y)), q)
+    q = np.asarray(q).astype(x.dtype)
+    return np.where(zero, np.array(-1).astype(x.dtype), q)
+
+
+def _int_rem(x, y):
+    if not dtypes.is_int(x.dtype):
+        return np.fmod(x, y)
+    zero = y == 0
+    safe_y = np.where(zero, 1, y)
+    if x.dtype.kind == "i":
+        safe_y = np.where((x == np.iinfo(x.dtype).min) & (safe_y == -1), 1, safe_y)
+    r = np.fmod(x, safe_y)
+    return np.where(zero, x, r)
+
+
+add_p = binop("add", np.add, NUM)
+sub_p = binop("sub", np.subtract, NUM)
+mul_p = binop("mul", np.multiply, NUM)
+div_p = binop("div", _quiet(_int_div), NUM)
+rem_p = binop("rem", _quiet(_int_rem), NUM)
+max_p = binop("max", np.maximum, ANY)  # NaN-propagating, like XLA
+min_p = binop("min", np.minimum, ANY)
+pow_p = binop("pow", _quiet(np.power), FLOAT)
+atan2_p = binop("atan2", _quiet(np.arctan2), FLOAT)
+nextafter_p = binop("nextafter", np.nextafter, FLOAT)
+neg_p = unop("neg", np.negative, NUM)
+sign_p = unop("sign", lambda x: np.sign(x) if dtypes.is_int(x.dtype) or x.dtype.kind == "u"
+              else np.where(np.isnan(x), x, np.sign(x)) * (x != 0) + x * (x == 0), NUM)
+abs_p = unop("abs", np.abs, NUM)
+square_p = unop("square", np.square, NUM)
+floor_p = unop("floor", np.floor, FLOAT)
+ceil_p = unop("ceil", np.ceil, FLOAT)
+is_finite_p = unop("is_finite", np.isfinite, FLOAT, _bool_dtype)
+
+# round: rounding_method 0 = away from zero (lax default), 1 = to nearest even (jnp.round)
+def _round_impl(x, *, rounding_method):
+    if rounding_method == 1:
+        return np.round(x)
+    r = np.trunc(x)  # away from zero: x - trunc(x) is exact, so the comparison is too
+    return np.copysign(r + (np.abs(x - r) >= 0.5) * np.sign(x), x).astype(x.dtype)
+
+
+round_p = Primitive("round")
+round_p.def_abstract_eval(lambda x, *, rounding_method: (check_dtype("round", x, FLOAT), x)[1])
+round_p.def_impl(_quiet(_round_impl))
+
+
+def _integer_pow_impl(x, *, y: int):
+    if y == 0:
+        return np.ones_like(x)
+    acc = None
+    base, n = x, abs(y)
+    with np.errstate(all="ignore"):
+        while n:  # repeated squaring, as XLA expands it
+            if n & 1:
+                acc = base if acc is None else acc * base
+            n >>= 1
+            if n:
+                base = base * base
+        return (1 / acc).astype(x.dtype) if y < 0 else acc
+
+
+integer_pow_p = Primitive("integer_pow")
+integer_pow_p.def_abstract_eval(lambda x, *, y: (check_dtype("integer_pow", x, NUM), x)[1])
+integer_pow_p.def_impl(_integer_pow_impl)
+
+# --- transcendental math (float only) --------------------------------------------------------
+exp_p = unop("exp", _quiet(np.exp), FLOAT)
+exp2_p = unop("exp2", _quiet(np.exp2), FLOAT)
+log_p = unop("log", _quiet(np.log), FLOAT)
+log1p_p = unop("log1p", _quiet(np.log1p), FLOAT)
+expm1_p = unop("expm1", _quiet(np.expm1), FLOAT)
+tanh_p = unop("tanh", np.tanh, FLOAT)
+logistic_p = unop("logistic", _quiet(lambda x: sp.expit(x).astype(x.dtype)), FLOAT)
+sin_p = unop("sin", np.sin, FLOAT)
+cos_p = unop("cos", np.cos, FLOAT)
+tan_p = unop("tan", _quiet(np.tan), FLOAT)
+asin_p = unop("asin", _quiet(np.arcsin), FLOAT)
+acos_p = unop("acos", _quiet(np.arccos), FLOAT)
+atan_p = unop("atan", np.arctan, FLOAT)
+sinh_p = unop("sinh", _quiet(np.sinh), FLOAT)
+cosh_p = unop("cosh", _quiet(np.cosh), FLOAT)
+asinh_p = unop("asinh", np.arcsinh, FLOAT)
+acosh_p = unop("acosh", _quiet(np.arccosh), FLOAT)
+atanh_p = unop("atanh", _quiet(np.arctanh), FLOAT)
+sqrt_p = unop("sqrt", _quiet(np.sqrt), FLOAT)
+rsqrt_p = unop("rsqrt", _quiet(lambda x: (1 / np.sqrt(x)).astype(x.dtype)), FLOAT)
+cbrt_p = unop("cbrt", np.cbrt, FLOAT)
+erf_p = unop("erf", lambda x: sp.erf(x).astype(x.dtype), FLOAT)
+erfc_p = unop("erfc", lambda x: sp.erfc(x).astype(x.dtype), FLOAT)
+erf_inv_p = unop("erf_inv", _quiet(lambda x: sp.erfinv(x).astype(x.dtype)), FLOAT)
+lgamma_p = unop("lgamma", _quiet(lambda x: sp.gammaln(x).astype(x.dtype)), FLOAT)
+digamma_p = unop("digamma", _quiet(lambda x: sp.psi(x).astype(x.dtype)), FLOAT)
+
+# --- comparisons and logic -----------------------------------------------------------------
+eq_p = binop("eq", np.equal, ANY, _bool_dtype)
+ne_p = binop("ne", np.not_equal, ANY, _bool_dtype)
+lt_p = binop("lt", np.less, ANY, _bool_dtype)
+le_p = binop("le", np.less_equal, ANY, _bool_dtype)
+gt_p = binop("gt", np.greater, ANY, _bool_dtype)
+ge_p = binop("ge", np.greater_equal, ANY, _bool_dtype)
+not_p = unop("not", np.invert, INTBOOL)
+and_p = binop("and", np.bitwise_and, INTBOOL)
+or_p = binop("or", np.bitwise_or, INTBOOL)
+xor_p = binop("xor", np.bitwise_xor, INTBOOL)
+
+
+def _shift(kind: str):
+    def impl(x, y):
+        bits = x.dtype.itemsize * 8
+        unsigned = np.dtype(f"u{x.dtype.itemsize}")
+        amount = y.astype(unsigned)  # negative shift amounts count as huge, as in XLA
+        in_range = amount < bits
+        s = np.where(in_range, amount, 0).astype(unsigned)
+        if kind == "left":
+            out = (x.astype(unsigned) << s).astype(x.dtype)
+            return np.where(in_range, out, np.zeros_like(x))
+        if kind == "right_logical":
+            out = (x.astype(unsigned) >> s).astype(x.dtype)
+            return np.where(in_range, out, np.zeros_like(x))
+        fill = np.where(x < 0, -1, 0).astype(x.dtype) if x.dtype.kind == "i" else np.zeros_like(x)
+        out = (x >> s.astype(x.dtype)).astype(x.dtype)
+        return np.where(in_range, out, fill)
+    return impl
+
+
+shift_left_p = binop("shift_left", _shift("left"), INT)
+shift_right_logical_p = binop("shift_right_logical", _shift("right_logical"), INT)
+shift_right_arithmetic_p = binop("shift_right_arithmetic", _shift("right_arithmetic"), INT)
+
+
+def _popcount(x):
+    u = x.astype(np.dtype(f"u{x.dtype.itemsize}"))
+    return np.bitwise_count(u).astype(x.dtype)
+
+
+def _clz(x):
+    bits = x.dtype.itemsize * 8
+    u = x.astype(np.dtype(f"u{x.dtype.itemsize}")).astype(np.uint64)
+    out = np.full(u.shape, bits, dtype=np.int64)
+    nz = u != 0
+    # position of the highest set bit, exactly (no float rounding)
+    hi = np.zeros(u.shape, dtype=np.int64)
+    v = u.copy()
+    for step in (32, 16, 8, 4, 2, 1):
+        big = v >= (np.uint64(1) << np.uint64(step))
+        hi = np.where(big, hi + step, hi)
+        v = np.where(big, v >> np.uint64(step), v)
+    out = np.where(nz, bits - 1 - hi, out)
+    return out.astype(x.dtype)
+
+
+population_count_p = unop("population_count", _popcount, INT)
+clz_p = unop("clz", _clz, INT)
+
+# --- conversions ---------------------------------------------------------------------------
+
+
+def _convert_impl(x, *, new_dtype, weak_type):
+    new_dtype = np.dtype(new_dtype)
+    if x.dtype == new_dtype:
+        return x
+    if new_dtype == dtypes.bool_:
+        return x != 0
+    if dtypes.is_inexact(x.dtype) and dtypes.is_int(new_dtype):
+        # XLA: saturate to the target range, NaN -> 0
+        info = np.iinfo(new_dtype)
+        with np.errstate(invalid="ignore"):
+            y = np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0))
+            out = np.where(y <= info.min, info.min, np.where(y >= float(info.max), info.max, 0))
+            inside = (y > info.min) & (y < float(info.max))
+            return np.where(inside, np.where(inside, y, 0).astype(new_dtype),
+                            out.astype(new_dtype))
+    with np.errstate(all="ignore"):
+        return x.astype(new_dtype)
+
+
+def _convert_abstract(x, *, new_dtype, weak_type):
+    return ShapedArray(x.shape, new_dtype, weak_type)
+
+
+convert_element_type_p = Primitive("convert_element_type")
+convert_element_type_p.def_abstract_eval(_convert_abstract)
+convert_element_type_p.def_impl(_convert_impl)
+
+
+def _bitcast_abstract(x, *, new_dtype):
+    new_dtype = np.dtype(new_dtype)
+    a, b = x.dtype.itemsize, new_dtype.itemsize
+    if a == b:
+        return ShapedArray(x.shape, new_dtype)
+    if a > b:
+        if a % b:
+            raise TypeError(f"bitcast_convert_type: {x.dtype} -> {new_dtype} sizes incompatible")
+        return ShapedArray(x.shape + (a // b,), new_dtype)
+    if not x.shape or x.shape[-1] != b // a:
+        raise ValueError(f"bitcast_convert_type from {x.dtype} to {new_dtype} needs a trailing "
+                         f"dimension of size {b // a}, got shape {x.shape}")
+    return ShapedArray(x.shape[:-1], new_dtype)
+
+
+def _bitcast_impl(x, *, new_dtype):
+    new_dtype = np.dtype(new_dtype)
+    a, b = x.dtype.itemsize, new_dtype.itemsize
+    x = np.ascontiguousarray(x)
+    if a == b:
+        return x.view(new_dtype)
+    if a > b:
+        return x.view(new_dtype).reshape(x.shape + (a // b,))
+    return x.view(new_dtype).reshape(x.shape[:-1])
+
+
+bitcast_convert_type_p = Primitive("bitcast_convert_type")
+bitcast_convert_type_p.def_abstract_eval(_bitcast_abstract)
+bitcast_convert_type_p.def_impl(_bitcast_impl)
+
+# --- selection -----------------------------------------------------------------------------
+
+
+def _select_n_abstract(which, *cases):
+    if not cases:
+        raise ValueError("select_n requires at least one case")
+    c0 = cases[0]
+    for c in cases[1:]:
+        if c.shape != c0.shape or c.dtype != c0.dtype:
+            raise TypeError(f"select_n cases must have the same shapes and dtypes, got "
+                            f"{[c.str_short() for c in cases]}")
+    if which.dtype != dtypes.bool_ and which.dtype.kind not in "iu":
+        raise TypeError(f"select_n selector must be bool or integer, got {which.dtype}")
+    if which.dtype == dtypes.bool_ and len(cases) > 2:
+        raise TypeError("select_n with a boolean selector takes at most two cases")
+    if which.shape not in ((), c0.shape):
+        raise TypeError(f"select_n selector shape {which.shape} must be scalar or equal to the "
+                        f"case shape {c0.shape}")
+    return ShapedArray(c0.shape, c0.dtype, all(c.weak_type for c in cases))
+
+
+def _select_n_impl(which, *cases):
+    if len(cases) == 1:
+        return cases[0]
+    idx = np.clip(which.astype(np.int64), 0, len(cases) - 1)
+    return np.choose(np.broadcast_to(idx, cases[0].shape), cases)
+
+
+select_n_p = Primitive("select_n")
+select_n_p.def_abstract_eval(_select_n_abstract)
+select_n_p.def_impl(_select_n_impl)
+
+
+def _clamp_abstract(lo, x, hi):
+    for b in (lo, hi):
+        if b.dtype != x.dtype:
+            raise TypeError(f"clamp requires min, operand and max of one dtype, got "
+                            f"{lo.dtype}, {x.dtype}, {hi.dtype}")
+        if b.shape not in ((), x.shape):
+            raise TypeError(f"clamp bounds must be scalars or of the operand's shape {x.shape}, "
+                            f"got {b.shape}")
+    return x
+
+
+clamp_p = Primitive("clamp")
+clamp_p.def_abstract_eval(_clamp_abstract)
+clamp_p.def_impl(lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi))
+
+# --- user functions ------------------------------------------------------------------------
+
+_unary = {
+    "neg": neg_p, "sign": sign_p, "abs": abs_p, "square": square_p, "floor": floor_p,
+    "ceil": ceil_p, "is_finite": is_finite_p, "exp": exp_p, "exp2": exp2_p, "log": log_p,
+    "log1p": log1p_p, "expm1": expm1_p, "tanh": tanh_p, "logistic": logistic_p, "sin": sin_p,
+    "cos": cos_p, "tan": tan_p, "asin": asin_p, "acos": acos_p, "atan": atan_p, "sinh": sinh_p,
+    "cosh": cosh_p, "asinh": asinh_p, "acosh": acosh_p, "atanh": atanh_p, "sqrt": sqrt_p,
+    "rsqrt": rsqrt_p, "cbrt": cbrt_p, "erf": erf_p, "erfc": erfc_p, "erf_inv": erf_inv_p,
+    "lgamma": lgamma_p, "digamma": digamma_p, "bitwise_not": not_p,
+    "population_count": population_count_p, "clz": clz_p,
+}
+_binary = {
+    "add": add_p, "sub": sub_p, "mul": mul_p, "div": div_p, "rem": rem_p, "max": max_p,
+    "min": min_p, "pow": pow_p, "atan2": atan2_p, "nextafter": nextafter_p, "eq": eq_p,
+    "ne": ne_p, "lt": lt_p, "le": le_p, "gt": gt_p, "ge": ge_p, "bitwise_and": and_p,
+    "bitwise_or": or_p, "bitwise_xor": xor_p, "shift_left": shift_left_p,
+    "shift_right_logical": shift_right_logical_p,
+    "shift_right_arithmetic": shift_right_arithmetic_p,
+}
+
+
+def _make_unary(name: str, prim: Primitive):
+    def f(x: Any):
+        (x,) = as_lax_operands(name, x)
+        return prim.bind(x)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"Elementwise {name} (lax primitive `{prim.name}`)."
+    return f
+
+
+def _make_binary(name: str, prim: Primitive):
+    def f(x: Any, y: Any):
+        x, y = as_lax_operands(name, x, y)
+        return prim.bind(x, y)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"Elementwise {name} (lax primitive `{prim.name}`); no implicit promotion."
+    return f
+
+
+for _n, _p in _unary.items():
+    globals()[_n] = _make_unary(_n, _p)
+for _n, _p in _binary.items():
+    globals()[_n] = _make_binary(_n, _p)
+# lax's names for logical ops on bools/ints
+not_ = globals()["bitwise_not"]
+bitwise_and, bitwise_or, bitwise_xor = (globals()[n] for n in ("bitwise_and", "bitwise_or",
+                                                               "bitwise_xor"))
+
+
+def round(x: Any, rounding_method: int = 0):  # noqa: A001 - lax's name
+    """lax.round: rounding_method 0 (AWAY_FROM_ZERO, default) or 1 (TO_NEAREST_EVEN)."""
+    (x,) = as_lax_operands("round", x)
+    return round_p.bind(x, rounding_method=int(rounding_method))
+
+
+class RoundingMethod:
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
+def integer_pow(x: Any, y: int):
+    (x,) = as_lax_operands("integer_pow", x)
+    if not isinstance(y, (int, np.integer)):
+        raise TypeError(f"integer_pow exponent must be a Python int, got {y!r}")
+    return integer_pow_p.bind(x, y=int(y))
+
+
+def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False):
+    (operand,) = as_lax_operands("convert_element_type", operand)
+    new_dtype = dtypes.check_user_dtype(new_dtype, "new_dtype")
+    from ..core.trace import get_aval
+    aval = get_aval(operand)
+    if aval.dtype == new_dtype and aval.weak_type == weak_type:
+        return operand
+    return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+def bitcast_convert_type(operand: Any, new_dtype: Any):
+    (operand,) = as_lax_operands("bitcast_convert_type", operand)
+    return bitcast_convert_type_p.bind(operand, new_dtype=dtypes.check_user_dtype(new_dtype))
+
+
+def select_n(which: Any, *cases: Any):
+    cases = as_lax_operands("select_n", *cases)
+    (which,) = as_lax_operands("select_n", which)
+    return select_n_p.bind(which, *cases)
+
+
+def select(pred: Any, on_true: Any, on_false: Any):
+    """lax.select: pred ? on_true : on_false, elementwise (pred is bool)."""
+    return select_n(pred, on_false, on_true)
+
+
+def clamp(min: Any, x: Any, max: Any):  # noqa: A002 - lax's names
+    lo, x, hi = as_lax_operands("clamp", min, x, max)
+    return clamp_p.bind(lo, x, hi)
+
+
+
+__all__ = sorted(set(_unary) | set(_binary) | {
+    "not_", "round", "RoundingMethod", "integer_pow", "convert_element_type",
+    "bitcast_convert_type", "select_n", "select", "clamp"})

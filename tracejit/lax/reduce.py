@@ -1,0 +1,141 @@
+"""Reduction primitives (reduce_sum/prod/max/min/and/or/xor, argmax/argmin) with their rules."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..core import dtypes
+from ..core.avals import ShapedArray
+from ..core.primitive import Primitive
+from ..core.trace import get_aval
+from ._base import ANY, INTBOOL, NUM, as_lax_operands, check_dtype, normalize_axes
+
+
+def _reduce_abstract(name: str, kinds: str):
+    def abstract(x: ShapedArray, *, axes: tuple[int, ...]) -> ShapedArray:
+        check_dtype(name, x, kinds)
+        if any(not 0 <= a < x.ndim for a in axes):
+            raise ValueError(f"{name}: axes {axes} out of range for rank {x.ndim}")
+        return ShapedArray(tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype,
+                           x.weak_type)
+    return abstract
+
+
+def _minmax_impl(fn, identity_fn):
+    def impl(x, *, axes):
+        if x.size == 0 or any(x.shape[a] == 0 for a in axes):
+            shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+            return np.full(shape, identity_fn(x.dtype), dtype=x.dtype)
+        return fn(x, axis=axes)
+    return impl
+
+
+def _lowest(dtype):
+    if dtype == dtypes.bool_:
+        return False
+    return -np.inf if dtypes.is_inexact(dtype) else np.iinfo(dtype).min
+
+
+def _highest(dtype):
+    if dtype == dtypes.bool_:
+        return True
+    return np.inf if dtypes.is_inexact(dtype) else np.iinfo(dtype).max
+
+
+def reducer(name: str, impl, kinds: str) -> Primitive:
+    p = Primitive(name)
+    p.def_abstract_eval(_reduce_abstract(name, kinds))
+    p.def_impl(impl)
+    return p
+
+
+def _sum_impl(x, *, axes):
+    with np.errstate(all="ignore"):
+        return np.sum(x, axis=axes, dtype=x.dtype)
+
+
+def _prod_impl(x, *, axes):
+    with np.errstate(all="ignore"):
+        return np.prod(x, axis=axes, dtype=x.dtype)
+
+
+reduce_sum_p = reducer("reduce_sum", _sum_impl, NUM)
+reduce_prod_p = reducer("reduce_prod", _prod_impl, NUM)
+reduce_max_p = reducer("reduce_max", _minmax_impl(np.max, _lowest), ANY)
+reduce_min_p = reducer("reduce_min", _minmax_impl(np.min, _highest), ANY)
+reduce_and_p = reducer("reduce_and", lambda x, *, axes: np.bitwise_and.reduce(
+    x, axis=axes) if x.dtype != dtypes.bool_ else np.all(x, axis=axes), INTBOOL)
+reduce_or_p = reducer("reduce_or", lambda x, *, axes: np.bitwise_or.reduce(
+    x, axis=axes) if x.dtype != dtypes.bool_ else np.any(x, axis=axes), INTBOOL)
+reduce_xor_p = reducer("reduce_xor", lambda x, *, axes: np.bitwise_xor.reduce(
+    x, axis=axes) if x.dtype != dtypes.bool_ else (np.sum(x, axis=axes) % 2).astype(bool),
+    INTBOOL)
+
+
+def _make_reduce(name: str, prim: Primitive):
+    def f(operand: Any, axes: Sequence[int]):
+        (operand,) = as_lax_operands(name, operand)
+        axes_ = normalize_axes(tuple(axes), get_aval(operand).ndim, "axes")
+        return prim.bind(operand, axes=tuple(sorted(axes_)))
+    f.__name__ = f.__qualname__ = name
+    return f
+
+
+reduce_sum = _make_reduce("reduce_sum", reduce_sum_p)
+reduce_prod = _make_reduce("reduce_prod", reduce_prod_p)
+reduce_max = _make_reduce("reduce_max", reduce_max_p)
+reduce_min = _make_reduce("reduce_min", reduce_min_p)
+reduce_and = _make_reduce("reduce_and", reduce_and_p)
+reduce_or = _make_reduce("reduce_or", reduce_or_p)
+reduce_xor = _make_reduce("reduce_xor", reduce_xor_p)
+
+
+# --- argmax / argmin: NaN counts as the extreme (first NaN wins), first index on ties -------
+
+
+def _arg_abstract(name: str):
+    def abstract(x: ShapedArray, *, axes: tuple[int, ...], index_dtype) -> ShapedArray:
+        check_dtype(name, x, ANY)
+        (axis,) = axes
+        if x.shape[axis] == 0:
+            raise ValueError(f"{name}: cannot compute over an empty axis (shape {x.shape})")
+        return ShapedArray(tuple(d for i, d in enumerate(x.shape) if i != axis), index_dtype)
+    return abstract
+
+
+def _arg_impl(fn):
+    def impl(x, *, axes, index_dtype):
+        (axis,) = axes
+        if dtypes.is_inexact(x.dtype):
+            nan = np.isnan(x)
+            has_nan = nan.any(axis=axis)
+            idx = np.where(has_nan, np.argmax(nan, axis=axis), fn(np.where(nan, 0, x), axis=axis))
+        else:
+            idx = fn(x, axis=axis)
+        return np.asarray(idx).astype(index_dtype)
+    return impl
+
+
+argmax_p = Primitive("argmax")
+argmax_p.def_abstract_eval(_arg_abstract("argmax"))
+argmax_p.def_impl(_arg_impl(np.argmax))
+argmin_p = Primitive("argmin")
+argmin_p.def_abstract_eval(_arg_abstract("argmin"))
+argmin_p.def_impl(_arg_impl(np.argmin))
+
+
+def argmax(operand: Any, axis: int, index_dtype: Any):
+    (operand,) = as_lax_operands("argmax", operand)
+    axes = normalize_axes(axis, get_aval(operand).ndim)
+    return argmax_p.bind(operand, axes=axes, index_dtype=dtypes.check_user_dtype(index_dtype))
+
+
+def argmin(operand: Any, axis: int, index_dtype: Any):
+    (operand,) = as_lax_operands("argmin", operand)
+    axes = normalize_axes(axis, get_aval(operand).ndim)
+    return argmin_p.bind(operand, axes=axes, index_dtype=dtypes.check_user_dtype(index_dtype))
+
+
+__all__ = ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or",
+           "reduce_xor", "argmax", "argmin"]

@@ -1,0 +1,67 @@
+"""tracejit.numpy: NumPy's API on traced and concrete arrays (JAX's `jax.numpy`), built on lax."""
+import numpy as _np
+
+from ..core import dtypes as _dtypes
+from ..core.array import Array as ndarray  # noqa: F401  (jnp.ndarray is the array type)
+from . import array_methods as _array_methods
+from . import linalg  # noqa: F401
+from ._creation import *  # noqa: F401,F403
+from ._indexing import *  # noqa: F401,F403
+from ._linalg import *  # noqa: F401,F403
+from ._reductions import *  # noqa: F401,F403
+from ._shape import *  # noqa: F401,F403
+from ._sorting import *  # noqa: F401,F403
+from ._ufuncs import *  # noqa: F401,F403
+from ._util import array, asarray, broadcast_shapes, broadcast_to  # noqa: F401
+
+
+class _ScalarMeta(type):
+    """jnp.float32 & co: usable as dtypes (np.dtype(jnp.float32)) and callable like
+    `jnp.float32(x)`, which makes an Array (and works on tracers)."""
+
+    def __hash__(cls):
+        return hash(cls.dtype.type)
+
+    def __eq__(cls, other):
+        return cls is other or other is cls.dtype.type
+
+    def __ne__(cls, other):
+        return not cls == other
+
+    def __call__(cls, x=0):
+        return asarray(x, dtype=cls.dtype)
+
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, cls.dtype.type)
+
+
+def _scalar_type(np_type) -> type:
+    return _ScalarMeta(np_type.__name__, (object,), {"dtype": _np.dtype(np_type)})
+
+
+bool_ = _scalar_type(_np.bool_)
+int8, int16, int32, int64 = (_scalar_type(t) for t in (_np.int8, _np.int16, _np.int32, _np.int64))
+uint8, uint16, uint32, uint64 = (_scalar_type(t) for t in (_np.uint8, _np.uint16, _np.uint32,
+                                                           _np.uint64))
+float16, float32, float64 = (_scalar_type(t) for t in (_np.float16, _np.float32, _np.float64))
+complex64, complex128 = _scalar_type(_np.complex64), _scalar_type(_np.complex128)
+if _dtypes.bfloat16 is not None:
+    bfloat16 = _scalar_type(_dtypes.bfloat16.type)
+dtype = _np.dtype
+float_ = float64
+int_ = int64
+uint = uint64
+complex_ = complex128
+inf, nan, pi, e, euler_gamma = _np.inf, _np.nan, _np.pi, _np.e, _np.euler_gamma
+newaxis = None
+generic, number, inexact, floating, integer = (_np.generic, _np.number, _np.inexact,
+                                               _np.floating, _np.integer)
+signedinteger, unsignedinteger, complexfloating = (_np.signedinteger, _np.unsignedinteger,
+                                                   _np.complexfloating)
+promote_types = _dtypes.promote_types
+result_type = _dtypes.result_type
+issubdtype = _dtypes.issubdtype
+finfo = _dtypes.finfo_of
+iinfo = _dtypes.iinfo_of
+
+_MISSING_METHODS = _array_methods.install(globals())

@@ -1,0 +1,1 @@
+"""Runtime: jit's cache and dispatch, AOT stages, executables, the device model."""

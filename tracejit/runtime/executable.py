@@ -1,0 +1,62 @@
+"""Executables: what `jit` runs on a cache hit. The reference backend evaluates the jaxpr with the
+NumPy interpreter; the native backend (LLVM) plugs in here with the same interface."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..core.array import Array
+from ..core.avals import ShapedArray
+from ..core.config import config
+from ..core.interpret import eval_jaxpr
+from ..core.jaxpr import ClosedJaxpr
+
+
+class Executable:
+    """Runs a closed jaxpr on concrete NumPy inputs; returns Arrays."""
+    backend = "abstract"
+
+    def __init__(self, closed: ClosedJaxpr):
+        self.closed = closed
+        self.out_avals: list[ShapedArray] = closed.out_avals
+        self.in_avals: list[ShapedArray] = closed.in_avals
+
+    def __call__(self, args: Sequence[np.ndarray]) -> list[Array]:
+        raise NotImplementedError
+
+    def as_text(self) -> str:
+        raise NotImplementedError
+
+
+class InterpretExecutable(Executable):
+    backend = "interpret"
+
+    def __init__(self, closed: ClosedJaxpr):
+        super().__init__(closed)
+        self._consts = [np.asarray(c) for c in closed.consts]
+
+    def __call__(self, args: Sequence[np.ndarray]) -> list[Array]:
+        outs = eval_jaxpr(self.closed.jaxpr, self._consts, *args)
+        return [Array.from_numpy(o, a) for o, a in zip(outs, self.out_avals)]
+
+    def as_text(self) -> str:
+        return (f"// tracejit executable (backend: interpret — the NumPy reference interpreter)\n"
+                f"{self.closed.jaxpr}")
+
+
+def compile_jaxpr(closed: ClosedJaxpr, backend: str | None = None) -> Executable:
+    backend = backend or config.tracejit_backend
+    if backend == "interpret":
+        return InterpretExecutable(closed)
+    raise ValueError(f"Unknown tracejit backend {backend!r}; available: 'interpret'.")
+
+
+def to_numpy_args(leaves: Sequence[Any], avals: Sequence[ShapedArray]) -> list[np.ndarray]:
+    out = []
+    for x, aval in zip(leaves, avals):
+        if isinstance(x, Array):
+            out.append(x._data)
+        else:
+            out.append(np.asarray(x, dtype=aval.dtype))
+    return out

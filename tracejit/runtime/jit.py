@@ -1,0 +1,391 @@
+"""jit: flatten arguments, look up the cache (pytree structure, avals with weak types, static
+values, semantic config), trace and compile on a miss, call the executable on a hit. Inside
+another trace a jitted call stages a `pjit` equation (inlined later by the compiler passes)."""
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from ..core import errors
+from ..core.array import Array
+from ..core.avals import ShapedArray, ShapeDtypeStruct
+from ..core.config import config
+from ..core.interpret import eval_jaxpr
+from ..core.jaxpr import ClosedJaxpr, Jaxpr
+from ..core.primitive import Primitive
+from ..core.pytree import PyTreeDef, tree_flatten, tree_unflatten
+from ..core.trace import (Tracer, current_dynamic_trace, fun_debug_info, get_aval,
+                          trace_to_jaxpr)
+from .executable import Executable, compile_jaxpr, to_numpy_args
+
+# --- the call primitive ---------------------------------------------------------------------
+
+pjit_p = Primitive("pjit", multiple_results=True)
+
+
+def _pjit_abstract(*avals, jaxpr: ClosedJaxpr, name: str):
+    return jaxpr.out_avals
+
+
+def _pjit_impl(*args, jaxpr: ClosedJaxpr, name: str):
+    return eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
+
+
+pjit_p.def_abstract_eval(_pjit_abstract)
+pjit_p.def_impl(_pjit_impl)
+
+
+def closure_convert(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
+    """Turn consts that are tracers of an enclosing trace into leading invars."""
+    if not any(isinstance(c, Tracer) for c in closed.consts):
+        return closed, []
+    jaxpr = closed.jaxpr
+    keep = [(v, c) for v, c in zip(jaxpr.constvars, closed.consts) if not isinstance(c, Tracer)]
+    moved = [(v, c) for v, c in zip(jaxpr.constvars, closed.consts) if isinstance(c, Tracer)]
+    new = Jaxpr([v for v, _ in keep], [v for v, _ in moved] + jaxpr.invars, jaxpr.outvars,
+                jaxpr.eqns, jaxpr.debug_info)
+    return ClosedJaxpr(new, [c for _, c in keep]), [c for _, c in moved]
+
+
+# --- argument handling ----------------------------------------------------------------------
+
+def _leaf_names(name: str, tree: Any) -> list[str]:
+    """Names like `x`, `params['w']`, `state[0]` for each leaf of an argument (for errors)."""
+    if isinstance(tree, dict):
+        try:
+            keys = sorted(tree)
+        except TypeError:
+            keys = list(tree)
+        return [n for k in keys for n in _leaf_names(f"{name}[{k!r}]", tree[k])]
+    if isinstance(tree, (list, tuple)):
+        return [n for i, x in enumerate(tree) for n in _leaf_names(f"{name}[{i}]", x)]
+    leaves, _ = tree_flatten(tree)
+    if len(leaves) == 1:
+        return [name]
+    return [f"{name}.<leaf {i}>" for i in range(len(leaves))]
+
+
+def _static_hint(fun_name: str, static_argnames: set[str], positional: list[str]):
+    def hint(names: list[str]) -> str:
+        names = [n for n in names if n not in static_argnames]
+        if not names:
+            return ""
+        quoted = ", ".join(repr(n) for n in names)
+        return (f"If {', '.join(f'`{n}`' for n in names)} only changes the program's structure "
+                f"(a loop count, a shape, a flag), mark it static: "
+                f"jax.jit({fun_name}, static_argnames=({quoted},)) or the matching "
+                "static_argnums. Otherwise express the value-dependent logic with jnp.where, "
+                "lax.cond or lax.fori_loop/scan.")
+    return hint
+
+
+def _hashable_key(value: Any, what: str) -> Any:
+    try:
+        hash(value)
+    except TypeError as e:
+        raise ValueError(
+            f"Non-hashable static arguments are not supported. An error occurred while trying "
+            f"to hash an object of type {type(value)}, {value!r:.200} (static argument {what})."
+            f" The error was:\nTypeError: {e}\nPass it as a tuple (or another hashable value), "
+            "or as an ordinary (traced) argument.") from None
+    return (type(value), value)
+
+
+def _check_static_argnums(argnums: Sequence[int], sig: inspect.Signature | None,
+                          fun_name: str) -> None:
+    if sig is None:
+        return
+    params = list(sig.parameters.values())
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return
+    npos = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+    for i in argnums:
+        if not -npos <= i < npos:
+            raise ValueError(f"Jitted function has static_argnums={tuple(argnums)}, but only "
+                             f"accepts {npos} positional arguments.")
+
+
+class _CacheEntry:
+    __slots__ = ("closed", "in_tree", "out_tree", "executable", "in_avals", "arg_names")
+
+    def __init__(self, closed, in_tree, out_tree, in_avals, arg_names):
+        self.closed = closed
+        self.in_tree = in_tree
+        self.out_tree = out_tree
+        self.in_avals = in_avals
+        self.arg_names = arg_names
+        self.executable: Executable | None = None
+
+
+class Jitted:
+    """The object `jit(f)` returns: callable, with `.trace/.lower` AOT stages."""
+
+    def __init__(self, fun: Callable, static_argnums=None, static_argnames=None,
+                 donate_argnums=None, donate_argnames=None, keep_unused: bool = False,
+                 inline: bool = False, backend: str | None = None):
+        if not callable(fun):
+            raise TypeError(f"Expected a callable value, got {fun!r}")
+        self.fun = fun
+        self.fun_name = getattr(fun, "__name__", type(fun).__name__)
+        try:
+            self._sig = inspect.signature(fun)
+        except (TypeError, ValueError):
+            self._sig = None
+        static_argnums = _as_tuple(static_argnums, "static_argnums")
+        static_argnames = _as_names(static_argnames, "static_argnames")
+        donate_argnums = _as_tuple(donate_argnums, "donate_argnums")
+        donate_argnames = _as_names(donate_argnames, "donate_argnames")
+        # resolve numbers <-> names through the signature, as JAX does
+        pos_names = self._positional_names()
+        static_argnums = set(static_argnums) | {pos_names.index(n) for n in static_argnames
+                                                if n in pos_names}
+        static_argnames = set(static_argnames) | {pos_names[i] for i in static_argnums
+                                                  if -len(pos_names) <= i < len(pos_names)}
+        _check_static_argnums(sorted(static_argnums), self._sig, self.fun_name)
+        if self._sig is not None:
+            known = set(self._sig.parameters)
+            has_varkw = any(p.kind == p.VAR_KEYWORD for p in self._sig.parameters.values())
+            for n in static_argnames | set(donate_argnames):
+                if n not in known and not has_varkw:
+                    raise ValueError(f"jitted function {self.fun_name} has static_argnames or "
+                                     f"donate_argnames {n!r}, which is not a parameter of "
+                                     f"{self.fun_name}{self._sig}.")
+        npos = len(pos_names)
+        self.static_argnums = tuple(sorted({i % npos if npos and i < 0 else i
+                                            for i in static_argnums}))
+        self.static_argnames = frozenset(static_argnames)
+        donate_argnums = set(donate_argnums) | {pos_names.index(n) for n in donate_argnames
+                                                if n in pos_names}
+        if donate_argnums & set(self.static_argnums):
+            raise ValueError("static_argnums and donate_argnums cannot overlap: "
+                             f"{sorted(donate_argnums & set(self.static_argnums))}")
+        self.donate_argnums = tuple(sorted(donate_argnums))
+        self.donate_argnames = frozenset(donate_argnames) | {pos_names[i] for i in donate_argnums
+                                                             if i < len(pos_names)}
+        self.keep_unused = keep_unused
+        self.inline = inline
+        self.backend = backend
+        self._cache: dict[Any, _CacheEntry] = {}
+        functools.update_wrapper(self, fun)
+
+    def _positional_names(self) -> list[str]:
+        if self._sig is None:
+            return []
+        return [p.name for p in self._sig.parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __repr__(self) -> str:
+        return f"<jitted function {self.fun_name}>"
+
+    # -- splitting arguments
+    def _split(self, args: tuple, kwargs: dict):
+        nargs = len(args)
+        for i in self.static_argnums:
+            if i >= nargs and self._positional_names()[i:i + 1] and \
+                    self._positional_names()[i] not in kwargs:
+                param = self._sig.parameters[self._positional_names()[i]]
+                if param.default is inspect.Parameter.empty:
+                    raise TypeError(f"{self.fun_name}() missing required positional argument "
+                                    f"{param.name!r} (static_argnums={self.static_argnums}).")
+        static = tuple((i, _hashable_key(args[i], f"at position {i}"))
+                       for i in self.static_argnums if i < nargs)
+        static_kw = tuple(sorted((k, _hashable_key(v, repr(k))) for k, v in kwargs.items()
+                                 if k in self.static_argnames))
+        static_set = set(self.static_argnums)
+        dyn_args = tuple(a for i, a in enumerate(args) if i not in static_set)
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        return static, static_kw, dyn_args, dyn_kwargs
+
+    def _arg_names(self, args: tuple, dyn_kwargs: dict) -> list[str]:
+        pos = self._positional_names()
+        names: list[str] = []
+        static_set = set(self.static_argnums)
+        for i, a in enumerate(args):
+            if i in static_set:
+                continue
+            base = pos[i] if i < len(pos) else f"args[{i}]"
+            names += _leaf_names(base, a)
+        for k in sorted(dyn_kwargs):
+            names += _leaf_names(k, dyn_kwargs[k])
+        return names
+
+    def _flat_fun(self, static, static_kw, in_tree: PyTreeDef, nargs: int):
+        static_pos = dict((i, v) for i, (_, v) in static)
+        static_kwargs = {k: v for k, (_, v) in static_kw}
+
+        def flat_fun(*leaves):
+            dyn_args, dyn_kwargs = tree_unflatten(in_tree, leaves)
+            it = iter(dyn_args)
+            args = [static_pos[i] if i in static_pos else next(it) for i in range(nargs)]
+            out = self.fun(*args, **dyn_kwargs, **static_kwargs)
+            out_leaves, out_tree = tree_flatten(out)
+            flat_fun.out_tree = out_tree
+            return out_leaves
+        return flat_fun
+
+    def _avals(self, leaves: list, arg_names: list[str]) -> tuple[ShapedArray, ...]:
+        avals = []
+        for i, x in enumerate(leaves):
+            if isinstance(x, ShapeDtypeStruct):
+                avals.append(x.aval)
+                continue
+            try:
+                avals.append(get_aval(x))
+            except TypeError:
+                where = arg_names[i] if i < len(arg_names) else f"#{i}"
+                raise TypeError(
+                    f"Error interpreting argument to {self.fun_name} as an abstract array. The "
+                    f"problematic value is of type {type(x)} and was passed to the function at "
+                    f"path {where}.\nThis typically means that a jit-wrapped function was "
+                    "called with a non-array argument, and this argument was not marked as "
+                    f"static using the static_argnums or static_argnames parameters of "
+                    f"jax.jit: e.g. jax.jit({self.fun_name}, "
+                    f"static_argnames=({where.split('[')[0]!r},)).") from None
+        return tuple(avals)
+
+    def _trace(self, args: tuple, kwargs: dict):
+        static, static_kw, dyn_args, dyn_kwargs = self._split(args, kwargs)
+        leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+        arg_names = self._arg_names(args, dyn_kwargs)
+        avals = self._avals(leaves, arg_names)
+        key = (in_tree, avals, static, static_kw, config.trace_key())
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._stage(static, static_kw, in_tree, len(args), avals, arg_names)
+            if not any(isinstance(c, Tracer) for c in entry.closed.consts):
+                self._cache[key] = entry
+        return entry, leaves
+
+    def _stage(self, static, static_kw, in_tree, nargs, avals, arg_names) -> _CacheEntry:
+        flat_fun = self._flat_fun(static, static_kw, in_tree, nargs)
+        debug = fun_debug_info(self.fun, arg_names, "jit",
+                               _static_hint(self.fun_name, set(self.static_argnames),
+                                            self._positional_names()))
+        closed = trace_to_jaxpr(flat_fun, avals, debug)
+        return _CacheEntry(closed, in_tree, flat_fun.out_tree, avals, arg_names)
+
+    def __call__(self, *args, **kwargs):
+        if config.jax_disable_jit:
+            return self.fun(*args, **kwargs)
+        entry, leaves = self._trace(args, kwargs)
+        if current_dynamic_trace() is not None or any(isinstance(x, Tracer) for x in leaves):
+            closed, extra = closure_convert(entry.closed)
+            outs = pjit_p.bind(*extra, *leaves, jaxpr=closed, name=self.fun_name)
+            return tree_unflatten(entry.out_tree, outs)
+        if entry.executable is None:
+            entry.executable = compile_jaxpr(entry.closed, self.backend)
+        outs = entry.executable(to_numpy_args(leaves, entry.in_avals))
+        if self.donate_argnums or self.donate_argnames:
+            self._delete_donated(args, kwargs)
+        return tree_unflatten(entry.out_tree, outs)
+
+    def _delete_donated(self, args: tuple, kwargs: dict) -> None:
+        donated = [a for i, a in enumerate(args) if i in self.donate_argnums]
+        donated += [v for k, v in kwargs.items() if k in self.donate_argnames]
+        for leaf in tree_flatten(donated)[0]:
+            if isinstance(leaf, Array):
+                leaf.delete()
+
+    # -- AOT stages
+    def trace(self, *args, **kwargs):
+        from .stages import Traced
+        entry, leaves = self._trace(args, kwargs)
+        return Traced(self, entry)
+
+    def lower(self, *args, **kwargs):
+        return self.trace(*args, **kwargs).lower()
+
+    def eval_shape(self, *args, **kwargs):
+        entry, _ = self._trace(args, kwargs)
+        return tree_unflatten(entry.out_tree,
+                              [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                               for a in entry.closed.out_avals])
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
+    def _cache_size(self) -> int:
+        return len(self._cache)
+
+
+def _as_tuple(x, name: str) -> tuple[int, ...]:
+    if x is None:
+        return ()
+    if isinstance(x, (int, np.integer)):
+        return (int(x),)
+    try:
+        items = tuple(x)
+    except TypeError:
+        raise TypeError(f"{name} must be an int or a sequence of ints, got {x!r}") from None
+    for i in items:
+        if not isinstance(i, (int, np.integer)):
+            raise TypeError(f"{name} must contain ints, got {x!r}")
+    return tuple(int(i) for i in items)
+
+
+def _as_names(x, name: str) -> tuple[str, ...]:
+    if x is None:
+        return ()
+    if isinstance(x, str):
+        return (x,)
+    items = tuple(x)
+    for i in items:
+        if not isinstance(i, str):
+            raise TypeError(f"{name} must be a str or a sequence of str, got {x!r}")
+    return items
+
+
+def jit(fun: Callable | None = None, *, static_argnums: int | Iterable[int] | None = None,
+        static_argnames: str | Iterable[str] | None = None,
+        donate_argnums: int | Iterable[int] | None = None,
+        donate_argnames: str | Iterable[str] | None = None, keep_unused: bool = False,
+        device: Any = None, backend: str | None = None, inline: bool = False,
+        abstracted_axes: Any = None, **unsupported: Any) -> Any:
+    """Compile `fun`: trace it once per argument signature and run the compiled program.
+
+    Also usable as `@jit(static_argnums=...)` (decorator factory).
+    """
+    if unsupported:
+        raise TypeError(f"jit() got unexpected keyword arguments {sorted(unsupported)}")
+    if backend not in (None, "cpu", "interpret", "llvm", "native"):
+        raise ValueError(f"Unknown backend {backend!r}")
+    backend = "interpret" if backend == "interpret" else None
+    kw = dict(static_argnums=static_argnums, static_argnames=static_argnames,
+              donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+              keep_unused=keep_unused, inline=inline, backend=backend)
+    if fun is None:
+        return lambda f: Jitted(f, **kw)
+    return Jitted(fun, **kw)
+
+
+def make_jaxpr(fun: Callable, static_argnums: int | Iterable[int] = (),
+               return_shape: bool = False, abstracted_axes: Any = None) -> Callable:
+    """`make_jaxpr(f)(*args)` -> the ClosedJaxpr that jit would compile (printable like JAX's)."""
+    static_argnums = _as_tuple(static_argnums, "static_argnums")
+
+    @functools.wraps(fun)
+    def make(*args, **kwargs):
+        j = Jitted(fun, static_argnums=static_argnums)
+        entry, _ = j._trace(args, kwargs)
+        if return_shape:
+            shapes = tree_unflatten(entry.out_tree, [ShapeDtypeStruct(a.shape, a.dtype,
+                                                                      weak_type=a.weak_type)
+                                                     for a in entry.closed.out_avals])
+            return entry.closed, shapes
+        return entry.closed
+    return make
+
+
+def eval_shape(fun: Callable, *args, **kwargs):
+    return Jitted(fun).eval_shape(*args, **kwargs)
+
+
+__all__ = ["jit", "make_jaxpr", "eval_shape", "pjit_p", "Jitted", "closure_convert", "errors"]

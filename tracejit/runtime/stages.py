@@ -1,0 +1,211 @@
+"""JAX's AOT stages: `jit(f).trace(...)` -> Traced -> `.lower()` -> Lowered -> `.compile()` ->
+Compiled, each printable, with cost and memory analyses of the compiled program."""
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+from ..core.avals import ShapedArray, ShapeDtypeStruct
+from ..core.jaxpr import ClosedJaxpr, Jaxpr
+from ..core.pytree import tree_flatten, tree_unflatten
+from ..core.trace import get_aval
+from .executable import Executable, compile_jaxpr, to_numpy_args
+
+
+class ArgInfo:
+    """What a compiled function expects for one argument leaf."""
+    __slots__ = ("_aval", "donated")
+
+    def __init__(self, aval: ShapedArray, donated: bool):
+        self._aval = aval
+        self.donated = donated
+
+    shape = property(lambda self: self._aval.shape)
+    dtype = property(lambda self: self._aval.dtype)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ArgInfo) and (self._aval, self.donated) == (other._aval,
+                                                                             other.donated)
+
+    def __hash__(self) -> int:
+        return hash((self._aval, self.donated))
+
+    def __repr__(self) -> str:
+        return f"ArgInfo(_aval={self._aval}, donated={self.donated})"
+
+
+class CompiledMemoryStats(NamedTuple):
+    generated_code_size_in_bytes: int
+    argument_size_in_bytes: int
+    output_size_in_bytes: int
+    alias_size_in_bytes: int
+    temp_size_in_bytes: int
+    host_generated_code_size_in_bytes: int = 0
+    host_argument_size_in_bytes: int = 0
+    host_output_size_in_bytes: int = 0
+    host_alias_size_in_bytes: int = 0
+    host_temp_size_in_bytes: int = 0
+
+
+def _nbytes(aval: ShapedArray) -> int:
+    return aval.size * aval.dtype.itemsize
+
+
+_TRANSCENDENTAL = {"exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos",
+                   "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh",
+                   "atanh", "sqrt", "rsqrt", "cbrt", "pow", "erf", "erfc", "erf_inv", "lgamma",
+                   "digamma"}
+
+
+def cost_analysis(jaxpr: Jaxpr) -> dict[str, float]:
+    """A static cost model: flops (one per element per arithmetic op, 2·M·N·K per dot),
+    transcendentals, and bytes accessed (operands read + results written per equation)."""
+    flops = transcendentals = bytes_accessed = 0.0
+    for eqn in jaxpr.eqns:
+        out_elems = sum(v.aval.size for v in eqn.outvars)
+        name = eqn.primitive.name
+        if name == "dot_general":
+            (lc, _), _ = eqn.params["dimension_numbers"]
+            k = math.prod(eqn.invars[0].aval.shape[d] for d in lc)
+            flops += 2.0 * out_elems * k
+        elif name in _TRANSCENDENTAL:
+            transcendentals += out_elems
+            flops += out_elems
+        elif name.startswith("reduce_"):
+            flops += sum(v.aval.size for v in eqn.invars)
+        else:
+            flops += out_elems
+        for sub in eqn.params.values():
+            for j in (sub if isinstance(sub, tuple) else (sub,)):
+                if isinstance(j, (ClosedJaxpr, Jaxpr)):
+                    inner = cost_analysis(j.jaxpr if isinstance(j, ClosedJaxpr) else j)
+                    trips = eqn.params.get("length", 1)
+                    flops += trips * inner["flops"]
+                    transcendentals += trips * inner["transcendentals"]
+        bytes_accessed += sum(_nbytes(v.aval) for v in eqn.invars) + \
+            sum(_nbytes(v.aval) for v in eqn.outvars)
+    return {"flops": flops, "transcendentals": transcendentals,
+            "bytes accessed": bytes_accessed}
+
+
+class Traced:
+    def __init__(self, jitted, entry):
+        self._jitted = jitted
+        self._entry = entry
+
+    @property
+    def jaxpr(self) -> ClosedJaxpr:
+        return self._entry.closed
+
+    @property
+    def out_info(self):
+        return _out_info(self._entry)
+
+    @property
+    def args_info(self):
+        return _args_info(self._jitted, self._entry)
+
+    @property
+    def fun_name(self) -> str:
+        return self._jitted.fun_name
+
+    def lower(self, **_) -> Lowered:
+        return Lowered(self._jitted, self._entry)
+
+
+def _out_info(entry):
+    return tree_unflatten(entry.out_tree, [ShapeDtypeStruct(a.shape, a.dtype,
+                                                            weak_type=a.weak_type)
+                                           for a in entry.closed.out_avals])
+
+
+def _args_info(jitted, entry):
+    donated_names = set(jitted.donate_argnames)
+    infos = [ArgInfo(a, n.split("[")[0].split(".")[0] in donated_names)
+             for a, n in zip(entry.in_avals, entry.arg_names)]
+    return tree_unflatten(entry.in_tree, infos)
+
+
+class Lowered:
+    def __init__(self, jitted, entry):
+        self._jitted = jitted
+        self._entry = entry
+
+    @property
+    def out_info(self):
+        return _out_info(self._entry)
+
+    @property
+    def args_info(self):
+        return _args_info(self._jitted, self._entry)
+
+    def as_text(self, dialect: str | None = None, **_) -> str:
+        avals_in = ", ".join(a.str_short() for a in self._entry.in_avals)
+        avals_out = ", ".join(a.str_short() for a in self._entry.closed.out_avals)
+        return (f"module @jit_{self._jitted.fun_name}  // ({avals_in}) -> ({avals_out})\n"
+                f"{self._entry.closed.jaxpr}\n")
+
+    def cost_analysis(self) -> dict[str, float]:
+        return cost_analysis(self._entry.closed.jaxpr)
+
+    def compile(self, compiler_options: Any = None) -> Compiled:
+        executable = compile_jaxpr(self._entry.closed, self._jitted.backend)
+        return Compiled(self._jitted, self._entry, executable)
+
+
+class Compiled:
+    def __init__(self, jitted, entry, executable: Executable):
+        self._jitted = jitted
+        self._entry = entry
+        self._executable = executable
+
+    @property
+    def out_info(self):
+        return _out_info(self._entry)
+
+    @property
+    def args_info(self):
+        return _args_info(self._jitted, self._entry)
+
+    def as_text(self, dialect: str | None = None) -> str:
+        return self._executable.as_text() if dialect is None else \
+            self._executable.as_text(dialect=dialect)
+
+    def cost_analysis(self) -> dict[str, float]:
+        return cost_analysis(self._entry.closed.jaxpr)
+
+    def memory_analysis(self) -> CompiledMemoryStats:
+        jaxpr = self._entry.closed.jaxpr
+        arg_bytes = sum(_nbytes(a) for a in self._entry.in_avals)
+        out_bytes = sum(_nbytes(v.aval) for v in jaxpr.outvars)
+        outs = {id(v) for v in jaxpr.outvars}
+        temp = sum(_nbytes(v.aval) for e in jaxpr.eqns for v in e.outvars if id(v) not in outs)
+        return CompiledMemoryStats(generated_code_size_in_bytes=0,
+                                   argument_size_in_bytes=arg_bytes,
+                                   output_size_in_bytes=out_bytes, alias_size_in_bytes=0,
+                                   temp_size_in_bytes=temp)
+
+    def __call__(self, *args, **kwargs):
+        jitted, entry = self._jitted, self._entry
+        leaves, in_tree = tree_flatten((args, kwargs))
+        if in_tree != entry.in_tree:
+            raise TypeError(
+                "Function compiled with input pytree does not match the input pytree it was "
+                f"called with: compiled for {entry.in_tree}, called with {in_tree}. Call the "
+                "compiled function with the non-static arguments only, structured as at "
+                "lowering.")
+        mismatches = []
+        for name, want, x in zip(entry.arg_names, entry.in_avals, leaves):
+            got = get_aval(x)
+            if got.shape != want.shape or got.dtype != want.dtype:
+                mismatches.append(f"Argument '{name}' compiled with {want.dtype.name}"
+                                  f"{list(want.shape)} and called with {got.dtype.name}"
+                                  f"{list(got.shape)}")
+        if mismatches:
+            raise TypeError("Argument types differ from the types for which this computation "
+                            "was compiled. The mismatches are:\n" + "\n".join(mismatches))
+        outs = self._executable(to_numpy_args(leaves, entry.in_avals))
+        if jitted.donate_argnums or jitted.donate_argnames:
+            jitted._delete_donated(args, kwargs)
+        return tree_unflatten(entry.out_tree, outs)
+
