@@ -95,7 +95,7 @@ def boolean_index_error(tracer) -> NonConcreteBooleanIndexError:
 def leaked_tracer_error(tracer, how: str) -> UnexpectedTracerError:
     msg = (f"Encountered an unexpected tracer. A function transformed by JAX had a side effect, "
            f"allowing for a reference to an intermediate value with type {tracer.aval.str_short()} "
-           f"to escape the scope of the transformation.\n{how}\n{_origin(tracer)}\n"
+           f"to escape the scope of the transformation.\n{how}\n{tracer._leak_msg()}\n"
            "JAX transformations require that functions explicitly return their outputs and "
            "disallow saving intermediate values to global state (e.g. a list or attribute "
            "outside the function). Return the value instead of storing it.")

@@ -158,7 +158,7 @@ def pp_jaxpr(jaxpr: Jaxpr, namer: _Namer, indent: int) -> str:
     pad = " " * indent
     consts = " ".join(_binder(v, namer) for v in jaxpr.constvars)
     ins = " ".join(_binder(v, namer) for v in jaxpr.invars)
-    head = f"{{ lambda {consts}{' ' if consts else ''}; {ins}. let"
+    head = f"{{ lambda {consts}; {ins}. let"
     body = [pp_eqn(e, namer, indent + 4) for e in jaxpr.eqns]
     outs = ", ".join(namer(v) for v in jaxpr.outvars)
     outs = f"({outs}{',' if len(jaxpr.outvars) == 1 else ''})"

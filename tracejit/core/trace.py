@@ -165,6 +165,11 @@ def current_dynamic_trace() -> MainTrace | None:
     return _dynamic_trace
 
 
+_CONVERSION_HINT = ("The problem arose with the `{fn}` function. If trying to convert the data "
+                    "type of a value, try using `x.astype({fn})` or `jnp.array(x, {fn})` "
+                    "instead.")
+
+
 class Tracer:
     """A value seen by a trace. Operators come from the numpy layer (see array_methods)."""
     __slots__ = ("_trace",)
@@ -189,9 +194,13 @@ class Tracer:
         return self
 
     def _short_repr(self) -> str:
-        return f"traced array with shape {self.aval.str_short()}"
+        return f"traced array with shape {self.aval.dtype.name}{list(self.aval.shape)}".replace(
+            " ", "")
 
     def _origin_msg(self) -> str:
+        return ""
+
+    def _leak_msg(self) -> str:
         return ""
 
     def _concrete_or_raise(self, error_factory):
@@ -204,7 +213,8 @@ class Tracer:
         return bool(self._concrete_or_raise(errors.bool_conversion_error))
 
     def __int__(self):
-        return int(self._concrete_or_raise(errors.integer_conversion_error))
+        return int(self._concrete_or_raise(lambda t: errors.concretization_error(
+            t, _CONVERSION_HINT.format(fn="int"))))
 
     def __index__(self):
         v = self._concrete_or_raise(errors.integer_conversion_error)
@@ -214,12 +224,12 @@ class Tracer:
         return int(v)
 
     def __float__(self):
-        return float(self._concrete_or_raise(
-            lambda t: errors.concretization_error(t, "float() needs a concrete value.")))
+        return float(self._concrete_or_raise(lambda t: errors.concretization_error(
+            t, _CONVERSION_HINT.format(fn="float"))))
 
     def __complex__(self):
-        return complex(self._concrete_or_raise(
-            lambda t: errors.concretization_error(t, "complex() needs a concrete value.")))
+        return complex(self._concrete_or_raise(lambda t: errors.concretization_error(
+            t, _CONVERSION_HINT.format(fn="complex"))))
 
     def __array__(self, dtype=None, copy=None):
         v = self._concrete_or_raise(errors.array_conversion_error)
@@ -332,6 +342,17 @@ class DynamicJaxprTracer(Tracer):
     def _origin_msg(self) -> str:
         builder: JaxprBuilder = self._trace.main.global_data
         return builder.origin_msg(self)
+
+    def _leak_msg(self) -> str:
+        d: DebugInfo | None = self._trace.main.global_data.debug
+        msg = ""
+        if d is not None:
+            msg = (f"The function being traced when the value leaked was {d.fun_name} at "
+                   f"{d.fun_source} traced for {d.traced_for}.")
+        if self._source is not None:
+            msg += f" The leaked value was created at {self._source.filename}:" \
+                   f"{self._source.lineno} ({self._source.function})."
+        return msg
 
 
 class JaxprBuilder:

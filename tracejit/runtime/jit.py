@@ -23,7 +23,7 @@ from .executable import Executable, compile_jaxpr, to_numpy_args
 
 # --- the call primitive ---------------------------------------------------------------------
 
-pjit_p = Primitive("pjit", multiple_results=True)
+pjit_p = Primitive("jit", multiple_results=True)  # JAX prints it as `jit` (formerly pjit)
 
 
 def _pjit_abstract(*avals, jaxpr: ClosedJaxpr, name: str):
@@ -169,7 +169,7 @@ class Jitted:
         self.inline = inline
         self.backend = backend
         self._cache: dict[Any, _CacheEntry] = {}
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())
 
     def _positional_names(self) -> list[str]:
         if self._sig is None:
@@ -275,8 +275,11 @@ class Jitted:
     def __call__(self, *args, **kwargs):
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
+        tracing = current_dynamic_trace() is not None
+        if self.inline and tracing:
+            return self.fun(*args, **kwargs)  # inline=True: no call equation, trace in place
         entry, leaves = self._trace(args, kwargs)
-        if current_dynamic_trace() is not None or any(isinstance(x, Tracer) for x in leaves):
+        if tracing or any(isinstance(x, Tracer) for x in leaves):
             closed, extra = closure_convert(entry.closed)
             outs = pjit_p.bind(*extra, *leaves, jaxpr=closed, name=self.fun_name)
             return tree_unflatten(entry.out_tree, outs)
