@@ -4,7 +4,7 @@
     import tracejit.numpy as jnp
     from tracejit import lax
 """
-from . import errors, lax, numpy, tree, tree_util  # noqa: F401
+from . import errors, lax, nn, numpy, tree, tree_util  # noqa: F401
 from .core.array import Array  # noqa: F401
 from .core.avals import ShapedArray, ShapeDtypeStruct  # noqa: F401
 from .core.config import config, disable_jit, enable_x64  # noqa: F401
@@ -14,5 +14,9 @@ from .runtime.devices import (block_until_ready, default_backend, device_count, 
                               process_count, process_index)
 from .runtime.jit import eval_shape, jit, make_jaxpr  # noqa: F401
 from .runtime.stages import Compiled, Lowered, Traced  # noqa: F401
+from .transforms.api import (checkpoint, custom_jvp, custom_vjp, grad, hessian,  # noqa: F401
+                             jacfwd, jacobian, jacrev, jvp, linear_transpose, linearize, remat,
+                             value_and_grad, vjp, vmap)
 
 __version__ = "0.1.0"
+from . import random  # noqa: E402,F401  (after numpy: random is built on it)

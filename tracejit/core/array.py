@@ -13,19 +13,22 @@ from .avals import ShapedArray
 
 
 class Array:
-    __slots__ = ("_value", "aval", "_deleted", "__weakref__")
+    __slots__ = ("_value", "aval", "_deleted", "_address", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, value: np.ndarray, aval: ShapedArray):
         self._value = value
         self.aval = aval
         self._deleted = False
+        self._address = 0
 
     @staticmethod
     def from_numpy(value: Any, aval: ShapedArray) -> Array:
         v = np.asarray(value)
         if v.dtype != aval.dtype:
             v = v.astype(aval.dtype)
+        if not v.flags.c_contiguous:  # native code reads buffers as dense row-major
+            v = np.ascontiguousarray(v)
         if v.flags.writeable:
             if not v.flags.owndata and v.base is not None:
                 v = v.copy()  # never freeze a view of somebody else's buffer
@@ -40,6 +43,13 @@ class Array:
     weak_type = property(lambda self: self.aval.weak_type)
     nbytes = property(lambda self: self.aval.size * self.aval.dtype.itemsize)
     itemsize = property(lambda self: self.aval.dtype.itemsize)
+
+    @property
+    def address(self) -> int:
+        """The buffer's address, for native calls (cached: ndarray.ctypes is slow)."""
+        if not self._address:
+            self._address = self._data.ctypes.data
+        return self._address
 
     @property
     def _data(self) -> np.ndarray:

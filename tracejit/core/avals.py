@@ -95,7 +95,7 @@ def check_shape(shape: Any, name: str = "shape") -> tuple[int, ...]:
             i = int(d.__index__())
         except (AttributeError, TypeError):
             raise TypeError(f"{name} must contain only integers, got {shape!r}") from None
-        if i < 0:
-            raise ValueError(f"{name} must not contain negative dimensions, got {dims}")
+        if i < 0:  # JAX's shape rules raise TypeError for negative dimensions
+            raise TypeError(f"{name} must have every element be nonnegative, got {dims}")
         out.append(i)
     return tuple(out)

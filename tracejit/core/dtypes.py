@@ -145,6 +145,8 @@ def _node(dtype: np.dtype, weak: bool):
 
 def dtype_and_weak(x: Any) -> tuple[np.dtype, bool]:
     """(dtype, weak_type) of an operand: Python scalars are weak, arrays carry their flag."""
+    if isinstance(x, np.generic):  # np.float64 subclasses float but is strongly typed
+        return canonicalize_dtype(x.dtype), False
     if isinstance(x, bool):
         return bool_, False
     if isinstance(x, int):

@@ -27,6 +27,9 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[np.ndarr
             outs = (outs,)
         for v, out in zip(eqn.outvars, outs):
             out = np.asarray(out)
+            if out.shape != v.aval.shape:
+                raise AssertionError(f"internal error: impl of {eqn.primitive.name} returned "
+                                     f"shape {out.shape}, the jaxpr says {v.aval.shape}")
             if out.dtype != v.aval.dtype:
                 out = out.astype(v.aval.dtype)
             env[id(v)] = out

@@ -154,7 +154,11 @@ def _binder(v, namer: _Namer) -> str:
     return f"{namer(v)}:{v.aval.str_short()}"
 
 
+_WIDTH = 80
+
+
 def pp_jaxpr(jaxpr: Jaxpr, namer: _Namer, indent: int) -> str:
+    """JAX's layout: on one line when it fits, else eqns at indent+4 and `in` at indent+2."""
     pad = " " * indent
     consts = " ".join(_binder(v, namer) for v in jaxpr.constvars)
     ins = " ".join(_binder(v, namer) for v in jaxpr.invars)
@@ -162,15 +166,17 @@ def pp_jaxpr(jaxpr: Jaxpr, namer: _Namer, indent: int) -> str:
     body = [pp_eqn(e, namer, indent + 4) for e in jaxpr.eqns]
     outs = ", ".join(namer(v) for v in jaxpr.outvars)
     outs = f"({outs}{',' if len(jaxpr.outvars) == 1 else ''})"
-    if not body:
-        return f"{head}  in {outs} }}"
+    flat = [line.strip() for line in body]
+    one_line = " ".join([head] + flat + [f"in {outs} }}"])
+    if not body or (all("\n" not in line for line in body) and indent + len(one_line) <= _WIDTH):
+        return one_line
     return "\n".join([head] + body + [f"{pad}  in {outs} }}"])
 
 
 def _pp_param(value, namer: _Namer, indent: int) -> str:
     if isinstance(value, (Jaxpr, ClosedJaxpr)):
         j = value.jaxpr if isinstance(value, ClosedJaxpr) else value
-        return pp_jaxpr(j, namer, indent + 2)
+        return pp_jaxpr(j, namer, indent)
     if isinstance(value, tuple) and value and all(isinstance(x, (Jaxpr, ClosedJaxpr))
                                                   for x in value):
         pad = " " * (indent + 2)
@@ -190,10 +196,10 @@ def pp_eqn(eqn: Eqn, namer: _Namer, indent: int = 0) -> str:
     params = ""
     if eqn.params:
         items = [f"{k}={_pp_param(v, namer, indent + 2)}" for k, v in sorted(eqn.params.items())]
-        if any("\n" in it for it in items):
+        params = "[" + " ".join(items) + "]"
+        one_line = f"{pad}{outs} = {eqn.primitive.name}{params} {ins}".rstrip()
+        if any("\n" in it for it in items) or len(one_line) > _WIDTH:
             params = "[\n" + "\n".join(" " * (indent + 2) + it for it in items) + f"\n{pad}]"
-        else:
-            params = "[" + " ".join(items) + "]"
     return f"{pad}{outs} = {eqn.primitive.name}{params} {ins}".rstrip()
 
 

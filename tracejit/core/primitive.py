@@ -26,6 +26,8 @@ class Primitive:
         self.jvp: Callable | None = None
         self.transpose: Callable | None = None
         self.batch: Callable | None = None
+        # call and control-flow primitives split their primal and tangent work themselves
+        self.linearize: Callable | None = None
         self.lowering: Callable | None = None
         self.not_differentiable = False
         if name in registry:
@@ -67,6 +69,10 @@ class Primitive:
 
     def def_batch(self, f: Callable) -> Callable:
         self.batch = f
+        return f
+
+    def def_linearize(self, f: Callable) -> Callable:
+        self.linearize = f
         return f
 
     def def_lowering(self, f: Callable) -> Callable:

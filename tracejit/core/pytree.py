@@ -20,7 +20,7 @@ def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func:
                          flatten_with_keys_func: Callable | None = None) -> None:
     if nodetype in _registry:
         raise ValueError(f"Duplicate custom PyTreeDef type registration for {nodetype}.")
-    _registry[nodetype] = _NodeType(nodetype.__qualname__, flatten_func, unflatten_func)
+    _registry[nodetype] = _NodeType(nodetype.__name__, flatten_func, unflatten_func)
 
 
 def register_pytree_node_class(cls: type) -> type:
@@ -30,13 +30,30 @@ def register_pytree_node_class(cls: type) -> type:
 
 def register_dataclass(nodetype: type, data_fields=None, meta_fields=None, drop_fields=()):
     if data_fields is None or meta_fields is None:
+        if (data_fields is None) != (meta_fields is None):
+            raise TypeError("register_dataclass: data_fields and meta_fields must both be "
+                            "specified when either is specified. Got "
+                            f"data_fields={data_fields!r} meta_fields={meta_fields!r}.")
         if not dataclasses.is_dataclass(nodetype):
-            raise TypeError("register_dataclass: data_fields and meta_fields are required for "
-                            f"{nodetype}, which is not a dataclass")
-        fields = [f for f in dataclasses.fields(nodetype) if f.init and f.name not in drop_fields]
+            raise TypeError("register_dataclass: data_fields and meta_fields are required when "
+                            f"nodetype is not a dataclass. Got nodetype={nodetype!r}.")
+        fields = dataclasses.fields(nodetype)
         meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
         data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
     data_fields, meta_fields = tuple(data_fields), tuple(meta_fields)
+    if dataclasses.is_dataclass(nodetype):  # the fields must be exactly the __init__ arguments
+        init_fields = {f.name for f in dataclasses.fields(nodetype) if f.init} - set(drop_fields)
+        if {*meta_fields, *data_fields} != init_fields:
+            msg = ("data_fields and meta_fields must include all dataclass fields with "
+                   "``init=True`` and only them.")
+            if missing := init_fields - {*meta_fields, *data_fields}:
+                msg += f" Missing fields: {missing}. Add them to drop_fields to suppress this error."
+            if unexpected := {*meta_fields, *data_fields} - init_fields:
+                msg += f" Unexpected fields: {unexpected}."
+            raise ValueError(msg)
+    if overlap := set(data_fields) & set(meta_fields):
+        raise ValueError(f"data_fields and meta_fields must not overlap. Overlapping fields: "
+                         f"{overlap}.")
 
     def flatten(x):
         return [getattr(x, k) for k in data_fields], tuple(getattr(x, k) for k in meta_fields)
@@ -52,7 +69,8 @@ def _dict_flatten(d):
     try:
         keys = sorted(d)
     except TypeError:
-        raise TypeError(f"pytree dict keys must be sortable, got keys {list(d)}") from None
+        raise ValueError("Comparator raised exception while sorting pytree dictionary keys "
+                         f"{list(d)}; pytree dict keys must be mutually orderable.") from None
     return [d[k] for k in keys], tuple(keys)
 
 
@@ -69,7 +87,11 @@ register_pytree_node(
 
 
 def _is_namedtuple(x) -> bool:
-    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+    return _is_namedtuple_type(type(x))
+
+
+def _is_namedtuple_type(t: type) -> bool:
+    return issubclass(t, tuple) and hasattr(t, "_fields")
 
 
 def _node_type_of(x) -> tuple[Any, _NodeType | None]:
@@ -78,7 +100,8 @@ def _node_type_of(x) -> tuple[Any, _NodeType | None]:
     if nt is not None:
         return t, nt
     if _is_namedtuple(x):
-        return t, _NodeType(t.__qualname__, lambda n: (tuple(n), None), lambda _, c, t=t: t(*c))
+        return t, _NodeType(f"namedtuple[{t.__name__}]", lambda n: (tuple(n), None),
+                            lambda _, c, t=t: t(*c))
     return None, None
 
 
@@ -108,11 +131,7 @@ class PyTreeDef:
             return True
         if self._hash != other._hash or self.node_type is not other.node_type:
             return False
-        try:
-            same_data = bool(self.node_data == other.node_data)
-        except Exception:
-            same_data = False
-        return same_data and self.children == other.children
+        return _same_data(self.node_data, other.node_data) and self.children == other.children
 
     def __hash__(self) -> int:
         return self._hash
@@ -138,7 +157,16 @@ class PyTreeDef:
             return "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(self.node_data, kids)) + "}"
         if self.node_type is type(None):
             return "None"
-        return f"CustomNode({self._nt.name}[{self.node_data!r}], [{', '.join(kids)}])"
+        name = self._nt.name if _is_namedtuple_type(self.node_type) else \
+            f"{self._nt.name}[{self.node_data}]"
+        return f"CustomNode({name}, [{', '.join(kids)}])"
+
+
+def _same_data(a, b) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # e.g. arrays as aux data: ambiguous truth value counts as different
+        return False
 
 
 _LEAF = PyTreeDef(None, None, (), None)
@@ -162,6 +190,10 @@ def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tup
 
 
 def tree_unflatten(treedef: PyTreeDef, leaves) -> Any:
+    leaves = list(leaves)
+    if len(leaves) < treedef.num_leaves:
+        raise ValueError(f"Too few leaves for PyTreeDef; expected {treedef.num_leaves}, got "
+                         f"{len(leaves)}")
     it = iter(leaves)
 
     def rec(td: PyTreeDef):
@@ -169,10 +201,7 @@ def tree_unflatten(treedef: PyTreeDef, leaves) -> Any:
             return next(it)
         return td._nt.from_iter(td.node_data, [rec(c) for c in td.children])
 
-    try:
-        out = rec(treedef)
-    except StopIteration:
-        raise ValueError(f"Too few leaves for PyTreeDef; expected {treedef.num_leaves}.") from None
+    out = rec(treedef)
     if next(it, _sentinel) is not _sentinel:
         raise ValueError(f"Too many leaves for PyTreeDef; expected {treedef.num_leaves}.")
     return out
@@ -181,27 +210,49 @@ def tree_unflatten(treedef: PyTreeDef, leaves) -> Any:
 _sentinel = object()
 
 
+def _child_keys(td: PyTreeDef) -> list[str]:
+    """Key-path entries of td's children, spelled as in JAX's error messages."""
+    if _is_namedtuple_type(td.node_type):
+        return [f".{f}" for f in td.node_type._fields]
+    if td.node_type in (list, tuple):
+        return [f"[{i}]" for i in range(len(td.children))]
+    if td.node_type in (dict, collections.OrderedDict):
+        return [f"[{k!r}]" for k in td.node_data]
+    if td.node_type is collections.defaultdict:
+        return [f"[{k!r}]" for k in td.node_data[1]]
+    return [f"[<flat index {i}>]" for i in range(len(td.children))]
+
+
 def _flatten_up_to(treedef: PyTreeDef, tree) -> list:
+    """The subtrees of `tree` at the leaves of `treedef` (a prefix of tree's structure)."""
     out: list = []
 
-    def rec(td: PyTreeDef, x):
+    def rec(td: PyTreeDef, x, path: str):
         if td.node_type is None:
             out.append(x)
             return
+        where = f"pytree structure error: {{}} at key path\n    tree{path}\nAt that key path, "
         t, nt = _node_type_of(x)
         if t is not td.node_type:
-            raise ValueError(f"Custom node type mismatch; expected type: {td.node_type}; "
-                             f"value: {x!r}." if t is not None else
-                             f"Expected {td.node_type.__name__}, got {x!r}.")
+            raise ValueError(where.format("different types") + "the prefix pytree has a "
+                             f"subtree of type\n    {td.node_type}\nbut the full pytree has a "
+                             f"subtree of different type\n    {type(x)}.")
         children, aux = nt.to_iter(x)
-        if len(children) != len(td.children) or (td.node_type in (dict, collections.OrderedDict)
-                                                 and aux != td.node_data):
-            raise ValueError(f"{td.node_type.__name__} mismatch: expected structure "
-                             f"{td._str()}, got {x!r}.")
-        for c_td, c in zip(td.children, children):
-            rec(c_td, c)
+        children = list(children)
+        if len(children) != len(td.children):
+            raise ValueError(where.format("different numbers of pytree children") + "the "
+                             f"prefix pytree has a subtree of type {td.node_type} with "
+                             f"{len(td.children)} children, but the full pytree has one with "
+                             f"{len(children)} children: {x!r:.200}.")
+        if not _same_data(aux, td.node_data):
+            raise ValueError(where.format("different pytree metadata") + "the prefix pytree "
+                             f"has a subtree of type {td.node_type} with metadata\n    "
+                             f"{td.node_data}\nbut the full pytree has one with metadata\n    "
+                             f"{aux}.")
+        for key, c_td, c in zip(_child_keys(td), td.children, children):
+            rec(c_td, c, path + key)
 
-    rec(treedef, tree)
+    rec(treedef, tree, "")
     return out
 
 
@@ -231,7 +282,7 @@ def tree_reduce(function: Callable, tree, initializer=_sentinel, is_leaf=None):
 
 
 def treedef_is_leaf(treedef: PyTreeDef) -> bool:
-    return treedef.node_type is None
+    return treedef.num_nodes == 1
 
 
 def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:
@@ -239,7 +290,32 @@ def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:
 
 
 def all_leaves(iterable, is_leaf=None) -> bool:
-    return all(treedef_is_leaf(tree_structure(x, is_leaf)) for x in iterable)
+    """Whether every item is a leaf (None and empty containers are not)."""
+    items = list(iterable)
+    leaves = tree_leaves(items, is_leaf)
+    return len(leaves) == len(items) and all(a is b for a, b in zip(items, leaves))
+
+
+class _HashableCallableShim:
+    """A partial given to Partial, kept opaque (its arguments are not leaves) but hashable and
+    comparable by the wrapped callable, as in JAX."""
+
+    def __init__(self, fun: Callable):
+        self.fun = fun
+
+    def __call__(self, *args, **kw):
+        return self.fun(*args, **kw)
+
+    def __hash__(self) -> int:
+        return hash(self.fun)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, _HashableCallableShim):
+            return self.fun == other.fun
+        return self.fun == other
+
+    def __repr__(self) -> str:
+        return f"_HashableCallableShim({self.fun!r})"
 
 
 class Partial(functools.partial):
@@ -248,9 +324,11 @@ class Partial(functools.partial):
     def __new__(klass, func, *args, **kw):
         if isinstance(func, functools.partial):
             original = func
-            func = func.func
-            args = original.args + args
-            kw = {**original.keywords, **kw}
+            func = _HashableCallableShim(original)
+            out = super().__new__(klass, func, *args, **kw)
+            # JAX exposes the wrapped partial's parts on the shim for introspection
+            func.func, func.args, func.keywords = original.func, original.args, original.keywords
+            return out
         return super().__new__(klass, func, *args, **kw)
 
 

@@ -133,8 +133,16 @@ class EvalTrace(Trace):
         outs = primitive.impl(*vals, **params)
         if not primitive.multiple_results:
             outs = (outs,)
-        result = [Array.from_numpy(o, a) for o, a in zip(outs, avals_out)]
+        result = [Array.from_numpy(_checked(primitive, o, a), a) for o, a in zip(outs, avals_out)]
         return result if primitive.multiple_results else result[0]
+
+
+def _checked(primitive, out: Any, aval: ShapedArray) -> np.ndarray:
+    out = np.asarray(out)
+    if out.shape != aval.shape:  # an impl rule disagreeing with its abstract eval is our bug
+        raise AssertionError(f"internal error: impl of {primitive.name} returned shape "
+                             f"{out.shape}, its abstract eval says {aval.shape}")
+    return out
 
 
 _trace_stack: list[MainTrace] = [MainTrace(0, EvalTrace, None)]
@@ -194,8 +202,8 @@ class Tracer:
         return self
 
     def _short_repr(self) -> str:
-        return f"traced array with shape {self.aval.dtype.name}{list(self.aval.shape)}".replace(
-            " ", "")
+        shape = ",".join(map(str, self.aval.shape))
+        return f"traced array with shape {self.aval.dtype.name}[{shape}]"
 
     def _origin_msg(self) -> str:
         return ""

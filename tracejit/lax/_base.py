@@ -62,7 +62,7 @@ def unop(name: str, impl: Callable, kinds: str = NUM, result_dtype: Callable | N
         check_dtype(name, x, kinds)
         if result_dtype is None:
             return x
-        return ShapedArray(x.shape, result_dtype(x.dtype), False)
+        return ShapedArray(x.shape, result_dtype(x.dtype), x.weak_type)  # JAX: weak bools
 
     p.def_abstract_eval(abstract)
     p.def_impl(impl)
@@ -90,7 +90,7 @@ def binop(name: str, impl: Callable, kinds: str = NUM, result_dtype: Callable | 
         shape = shapes.pop() if shapes else ()
         weak = all(a.weak_type for a in avals)
         dtype = x.dtype if result_dtype is None else result_dtype(x.dtype)
-        return ShapedArray(shape, dtype, weak and result_dtype is None)
+        return ShapedArray(shape, dtype, weak)  # lax.eq(1.0, 2.0) is a weak bool in JAX
 
     p.def_abstract_eval(abstract)
     p.def_impl(impl)

@@ -12,8 +12,10 @@ import numpy as np
 import scipy.special as sp
 
 from ..core import dtypes
+from ..core.array import Array
 from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
+from ..core.trace import Tracer
 from ._base import (ANY, BOOL, FLOAT, INT, INTBOOL, NUM, SIGNED, as_lax_operands, binop,
                     check_dtype, unop)
 
@@ -60,24 +62,79 @@ def _int_rem(x, y):
     return np.where(zero, x, r)
 
 
-add_p = binop("add", np.add, NUM)
-sub_p = binop("sub", np.subtract, NUM)
-mul_p = binop("mul", np.multiply, NUM)
+def _max_impl(x, y):
+    out = np.maximum(x, y)  # NaN-propagating, like XLA
+    if dtypes.is_float(x.dtype):  # XLA orders -0.0 below +0.0
+        out = np.where((x == 0) & (y == 0), np.where(np.signbit(x), y, x), out)
+    return out
+
+
+def _min_impl(x, y):
+    out = np.minimum(x, y)
+    if dtypes.is_float(x.dtype):
+        out = np.where((x == 0) & (y == 0), np.where(np.signbit(x), x, y), out)
+    return out
+
+
+def _real_dtype(dtype: np.dtype) -> np.dtype:
+    return np.finfo(dtype).dtype if dtype.kind == "c" else dtype
+
+
+add_p = binop("add", _quiet(np.add), NUM)
+sub_p = binop("sub", _quiet(np.subtract), NUM)
+mul_p = binop("mul", _quiet(np.multiply), NUM)
 div_p = binop("div", _quiet(_int_div), NUM)
 rem_p = binop("rem", _quiet(_int_rem), NUM)
-max_p = binop("max", np.maximum, ANY)  # NaN-propagating, like XLA
-min_p = binop("min", np.minimum, ANY)
-pow_p = binop("pow", _quiet(np.power), FLOAT)
+max_p = binop("max", _max_impl, ANY)
+min_p = binop("min", _min_impl, ANY)
 atan2_p = binop("atan2", _quiet(np.arctan2), FLOAT)
-nextafter_p = binop("nextafter", np.nextafter, FLOAT)
+# x == y gives y (±0.0 included; NumPy's float16 nextafter gives x)
+nextafter_p = binop("nextafter", _quiet(lambda x, y: np.where(x == y, y, np.nextafter(x, y))),
+                    FLOAT)
+def _fma_impl(x, y, z):
+    """x*y + z rounded once. XLA's CPU backend contracts mul+add into FMA, so samplers such as
+    random.uniform need it to reproduce JAX's bits. Products of float16/float32 are exact in the
+    next wider type; float64 falls back to two roundings (no NumPy fma)."""
+    wide = {np.dtype(np.float16): np.float32, np.dtype(np.float32): np.float64}.get(x.dtype)
+    if wide is None:
+        return x * y + z
+    return (x.astype(wide) * y.astype(wide) + z.astype(wide)).astype(x.dtype)
+
+
+fma_p = binop("fma", _quiet(_fma_impl), FLOAT)
 neg_p = unop("neg", np.negative, NUM)
-sign_p = unop("sign", lambda x: np.sign(x) if dtypes.is_int(x.dtype) or x.dtype.kind == "u"
-              else np.where(np.isnan(x), x, np.sign(x)) * (x != 0) + x * (x == 0), NUM)
-abs_p = unop("abs", np.abs, NUM)
-square_p = unop("square", np.square, NUM)
+# sign(±0.0) is ±0.0 and sign(NaN) is NaN, as in XLA
+sign_p = unop("sign", lambda x: np.where(x == 0, x, np.sign(x)).astype(x.dtype), NUM)
+square_p = unop("square", _quiet(np.square), NUM)
 floor_p = unop("floor", np.floor, FLOAT)
 ceil_p = unop("ceil", np.ceil, FLOAT)
 is_finite_p = unop("is_finite", np.isfinite, FLOAT, _bool_dtype)
+
+# pow: an integer exponent is allowed beside a float base (XLA converts it to the base's dtype)
+pow_p = binop("pow", _quiet(lambda x, y: np.power(x, y.astype(x.dtype))), FLOAT)
+_pow_same_dtype_abstract = pow_p._abstract_eval
+
+
+def _pow_abstract(x, y):
+    if dtypes.is_int(y.dtype) and dtypes.is_inexact(x.dtype):
+        y = ShapedArray(y.shape, x.dtype, y.weak_type)
+    return _pow_same_dtype_abstract(x, y)
+
+
+pow_p.def_abstract_eval(_pow_abstract)
+
+
+def _abs_abstract(x):
+    check_dtype("abs", x, NUM)
+    if x.dtype.kind == "u":
+        raise TypeError(f"abs does not accept dtype {x.dtype.name}. It requires a signed integer, "
+                        "floating-point or complex type.")
+    return ShapedArray(x.shape, _real_dtype(x.dtype), x.weak_type)
+
+
+abs_p = Primitive("abs")
+abs_p.def_abstract_eval(_abs_abstract)
+abs_p.def_impl(np.abs)
 
 # round: rounding_method 0 = away from zero (lax default), 1 = to nearest even (jnp.round)
 def _round_impl(x, *, rounding_method):
@@ -96,7 +153,7 @@ def _integer_pow_impl(x, *, y: int):
     if y == 0:
         return np.ones_like(x)
     acc = None
-    base, n = x, abs(y)
+    base, n = x, -y if y < 0 else y  # (this module's `abs` is lax.abs)
     with np.errstate(all="ignore"):
         while n:  # repeated squaring, as XLA expands it
             if n & 1:
@@ -107,8 +164,16 @@ def _integer_pow_impl(x, *, y: int):
         return (1 / acc).astype(x.dtype) if y < 0 else acc
 
 
+def _integer_pow_abstract(x, *, y: int):
+    check_dtype("integer_pow", x, NUM)
+    if y < 0 and dtypes.is_int(x.dtype):
+        raise TypeError(f"Integers cannot be raised to negative powers, got "
+                        f"integer_pow({x.str_short()}, {y})")
+    return x
+
+
 integer_pow_p = Primitive("integer_pow")
-integer_pow_p.def_abstract_eval(lambda x, *, y: (check_dtype("integer_pow", x, NUM), x)[1])
+integer_pow_p.def_abstract_eval(_integer_pow_abstract)
 integer_pow_p.def_impl(_integer_pow_impl)
 
 # --- transcendental math (float only) --------------------------------------------------------
@@ -117,10 +182,10 @@ exp2_p = unop("exp2", _quiet(np.exp2), FLOAT)
 log_p = unop("log", _quiet(np.log), FLOAT)
 log1p_p = unop("log1p", _quiet(np.log1p), FLOAT)
 expm1_p = unop("expm1", _quiet(np.expm1), FLOAT)
-tanh_p = unop("tanh", np.tanh, FLOAT)
+tanh_p = unop("tanh", _quiet(np.tanh), FLOAT)
 logistic_p = unop("logistic", _quiet(lambda x: sp.expit(x).astype(x.dtype)), FLOAT)
-sin_p = unop("sin", np.sin, FLOAT)
-cos_p = unop("cos", np.cos, FLOAT)
+sin_p = unop("sin", _quiet(np.sin), FLOAT)
+cos_p = unop("cos", _quiet(np.cos), FLOAT)
 tan_p = unop("tan", _quiet(np.tan), FLOAT)
 asin_p = unop("asin", _quiet(np.arcsin), FLOAT)
 acos_p = unop("acos", _quiet(np.arccos), FLOAT)
@@ -135,9 +200,36 @@ rsqrt_p = unop("rsqrt", _quiet(lambda x: (1 / np.sqrt(x)).astype(x.dtype)), FLOA
 cbrt_p = unop("cbrt", np.cbrt, FLOAT)
 erf_p = unop("erf", lambda x: sp.erf(x).astype(x.dtype), FLOAT)
 erfc_p = unop("erfc", lambda x: sp.erfc(x).astype(x.dtype), FLOAT)
-erf_inv_p = unop("erf_inv", _quiet(lambda x: sp.erfinv(x).astype(x.dtype)), FLOAT)
-lgamma_p = unop("lgamma", _quiet(lambda x: sp.gammaln(x).astype(x.dtype)), FLOAT)
-digamma_p = unop("digamma", _quiet(lambda x: sp.psi(x).astype(x.dtype)), FLOAT)
+# XLA's float32 erf_inv (Giles' polynomial in w = -log1p(-x²)); JAX's normal sampler is built
+# on it, so the reference follows it rather than the correctly rounded SciPy value.
+_GILES_SMALL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_GILES_LARGE = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def _erf_inv_impl(x):
+    if x.dtype == np.float64:
+        return np.where(x == 0, x, sp.erfinv(x))
+    x32 = x.astype(np.float32)
+    w = -np.log1p(-x32 * x32)
+    small = w < np.float32(5.0)
+    w = np.where(small, w - np.float32(2.5), np.sqrt(w) - np.float32(3.0)).astype(np.float32)
+    p = np.where(small, np.float32(_GILES_SMALL[0]), np.float32(_GILES_LARGE[0]))
+    for a, b in zip(_GILES_SMALL[1:], _GILES_LARGE[1:]):  # Horner steps contract to FMA in XLA
+        c = np.where(small, np.float32(a), np.float32(b)).astype(np.float64)
+        p = (c + p.astype(np.float64) * w).astype(np.float32)
+    out = np.where(np.abs(x32) == 1, x32 * np.float32(np.inf), p * x32)
+    return out.astype(x.dtype)
+
+
+erf_inv_p = unop("erf_inv", _quiet(_erf_inv_impl), FLOAT)
+# XLA: lgamma(-inf) = +inf (scipy says -inf); digamma has poles (NaN) at 0, -1, -2, ...
+lgamma_p = unop("lgamma", _quiet(lambda x: np.where(x == -np.inf, np.inf, sp.gammaln(x))
+                                 .astype(x.dtype)), FLOAT)
+digamma_p = unop("digamma", _quiet(lambda x: np.where((x <= 0) & (x == np.floor(x)), np.nan,
+                                                      sp.psi(x)).astype(x.dtype)), FLOAT)
+bessel_i0e_p = unop("bessel_i0e", _quiet(lambda x: sp.i0e(x).astype(x.dtype)), FLOAT)
 
 # --- comparisons and logic -----------------------------------------------------------------
 eq_p = binop("eq", np.equal, ANY, _bool_dtype)
@@ -165,9 +257,9 @@ def _shift(kind: str):
         if kind == "right_logical":
             out = (x.astype(unsigned) >> s).astype(x.dtype)
             return np.where(in_range, out, np.zeros_like(x))
-        fill = np.where(x < 0, -1, 0).astype(x.dtype) if x.dtype.kind == "i" else np.zeros_like(x)
-        out = (x >> s.astype(x.dtype)).astype(x.dtype)
-        return np.where(in_range, out, fill)
+        signed = x.astype(np.dtype(f"i{x.dtype.itemsize}"))  # unsigned ints shift as signed
+        fill = np.where(signed < 0, -1, 0).astype(signed.dtype)
+        return np.where(in_range, signed >> s.astype(signed.dtype), fill).astype(x.dtype)
     return impl
 
 
@@ -199,6 +291,44 @@ def _clz(x):
 
 population_count_p = unop("population_count", _popcount, INT)
 clz_p = unop("clz", _clz, INT)
+
+# --- complex numbers -----------------------------------------------------------------------
+_COMPLEX_OF = {dtypes.float32: dtypes.complex64, dtypes.float64: dtypes.complex128}
+
+
+def _complex_dtype(name: str):
+    def result_dtype(dtype: np.dtype) -> np.dtype:
+        if dtype.kind == "c" and name == "conj":
+            return dtype
+        if dtype not in _COMPLEX_OF:
+            raise TypeError(f"{name} does not accept dtype {dtype.name}. It requires float32, "
+                            f"float64{' or complex' if name == 'conj' else ''} operands.")
+        return _COMPLEX_OF[dtype]
+    return result_dtype
+
+
+def _complex_part_dtype(name: str):
+    def result_dtype(dtype: np.dtype) -> np.dtype:
+        if dtype.kind != "c":
+            raise TypeError(f"{name} does not accept dtype {dtype.name}. It requires a complex "
+                            "type.")
+        return _real_dtype(dtype)
+    return result_dtype
+
+
+def _complex_impl(x, y):
+    # built from parts: x + 1j * y would turn an infinite y into a NaN real part
+    out = np.empty(np.broadcast_shapes(x.shape, y.shape), _COMPLEX_OF[x.dtype])
+    out.real, out.imag = x, y
+    return out
+
+
+real_p = unop("real", np.real, FLOAT, _complex_part_dtype("real"))
+imag_p = unop("imag", np.imag, FLOAT, _complex_part_dtype("imag"))
+# a real operand becomes x + 0j (XLA builds complex(x, 0), so conj(nan) is nan+0j)
+conj_p = unop("conj", lambda x: np.conj(x) if x.dtype.kind == "c" else
+              x.astype(_complex_dtype("conj")(x.dtype)), FLOAT, _complex_dtype("conj"))
+complex_p = binop("complex", _complex_impl, FLOAT, _complex_dtype("complex"))
 
 # --- conversions ---------------------------------------------------------------------------
 
@@ -233,6 +363,10 @@ convert_element_type_p.def_impl(_convert_impl)
 
 def _bitcast_abstract(x, *, new_dtype):
     new_dtype = np.dtype(new_dtype)
+    if x.dtype != new_dtype and dtypes.bool_ in (x.dtype, new_dtype):
+        raise TypeError(f"lax.bitcast_convert_type does not support bool values unless the "
+                        f"operand and destination types match. Got operand dtype={x.dtype}, "
+                        f"new_dtype={new_dtype}. Consider using the arr.view() method instead.")
     a, b = x.dtype.itemsize, new_dtype.itemsize
     if a == b:
         return ShapedArray(x.shape, new_dtype)
@@ -249,7 +383,7 @@ def _bitcast_abstract(x, *, new_dtype):
 def _bitcast_impl(x, *, new_dtype):
     new_dtype = np.dtype(new_dtype)
     a, b = x.dtype.itemsize, new_dtype.itemsize
-    x = np.ascontiguousarray(x)
+    x = np.ascontiguousarray(x).reshape(x.shape)  # ascontiguousarray makes 0-d arrays 1-d
     if a == b:
         return x.view(new_dtype)
     if a > b:
@@ -318,8 +452,9 @@ _unary = {
     "cos": cos_p, "tan": tan_p, "asin": asin_p, "acos": acos_p, "atan": atan_p, "sinh": sinh_p,
     "cosh": cosh_p, "asinh": asinh_p, "acosh": acosh_p, "atanh": atanh_p, "sqrt": sqrt_p,
     "rsqrt": rsqrt_p, "cbrt": cbrt_p, "erf": erf_p, "erfc": erfc_p, "erf_inv": erf_inv_p,
-    "lgamma": lgamma_p, "digamma": digamma_p, "bitwise_not": not_p,
-    "population_count": population_count_p, "clz": clz_p,
+    "lgamma": lgamma_p, "digamma": digamma_p, "bessel_i0e": bessel_i0e_p, "bitwise_not": not_p,
+    "population_count": population_count_p, "clz": clz_p, "real": real_p, "imag": imag_p,
+    "conj": conj_p,
 }
 _binary = {
     "add": add_p, "sub": sub_p, "mul": mul_p, "div": div_p, "rem": rem_p, "max": max_p,
@@ -327,7 +462,7 @@ _binary = {
     "ne": ne_p, "lt": lt_p, "le": le_p, "gt": gt_p, "ge": ge_p, "bitwise_and": and_p,
     "bitwise_or": or_p, "bitwise_xor": xor_p, "shift_left": shift_left_p,
     "shift_right_logical": shift_right_logical_p,
-    "shift_right_arithmetic": shift_right_arithmetic_p,
+    "shift_right_arithmetic": shift_right_arithmetic_p, "complex": complex_p,
 }
 
 
@@ -382,7 +517,8 @@ def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False):
     new_dtype = dtypes.check_user_dtype(new_dtype, "new_dtype")
     from ..core.trace import get_aval
     aval = get_aval(operand)
-    if aval.dtype == new_dtype and aval.weak_type == weak_type:
+    if aval.dtype == new_dtype and aval.weak_type == weak_type and \
+            isinstance(operand, (Array, Tracer)):
         return operand
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
 
@@ -390,6 +526,12 @@ def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False):
 def bitcast_convert_type(operand: Any, new_dtype: Any):
     (operand,) = as_lax_operands("bitcast_convert_type", operand)
     return bitcast_convert_type_p.bind(operand, new_dtype=dtypes.check_user_dtype(new_dtype))
+
+
+def fma(x: Any, y: Any, z: Any):
+    """x * y + z with a single rounding (XLA's CPU contraction of mul+add)."""
+    x, y, z = as_lax_operands("fma", x, y, z)
+    return fma_p.bind(x, y, z)
 
 
 def select_n(which: Any, *cases: Any):
@@ -411,4 +553,4 @@ def clamp(min: Any, x: Any, max: Any):  # noqa: A002 - lax's names
 
 __all__ = sorted(set(_unary) | set(_binary) | {
     "not_", "round", "RoundingMethod", "integer_pow", "convert_element_type",
-    "bitcast_convert_type", "select_n", "select", "clamp"})
+    "bitcast_convert_type", "select_n", "select", "clamp", "fma"})

@@ -1,5 +1,6 @@
 """Shape primitives: broadcast_in_dim, reshape, transpose, squeeze, expand_dims, rev, pad,
-concatenate, iota, slice. Each registered with its rules beside its user function."""
+concatenate, iota, slice. Each registered with its rules beside its user function; full, split,
+stack, unstack and tile are compositions of them."""
 from __future__ import annotations
 
 import builtins
@@ -9,34 +10,43 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..core import dtypes
+from ..core.array import Array
 from ..core.avals import ShapedArray, check_shape
 from ..core.primitive import Primitive
 from ..core.trace import get_aval
 from ._base import as_lax_operands, canonicalize_axis
+from .elementwise import convert_element_type
 
 # --- broadcast_in_dim ----------------------------------------------------------------------
 
 
 def _broadcast_in_dim_abstract(x, *, shape, broadcast_dimensions):
-    if len(broadcast_dimensions) != x.ndim:
-        raise TypeError(f"broadcast_in_dim broadcast_dimensions {broadcast_dimensions} must "
-                        f"have one entry per operand dimension ({x.shape})")
-    if any(b >= len(shape) for b in broadcast_dimensions) or \
-            list(broadcast_dimensions) != sorted(set(broadcast_dimensions)):
-        raise TypeError(f"broadcast_in_dim broadcast_dimensions must be strictly increasing and "
-                        f"within the result rank, got {broadcast_dimensions} for {shape}")
-    for d, b in zip(x.shape, broadcast_dimensions):
+    bdims = broadcast_dimensions
+    if len(bdims) != x.ndim:
+        raise TypeError(f"broadcast_in_dim broadcast_dimensions must have length equal to "
+                        f"operand ndim; got broadcast_dimensions {bdims} for operand ndim "
+                        f"{x.ndim}.")
+    if any(not 0 <= b < len(shape) for b in bdims):
+        raise TypeError(f"broadcast_in_dim broadcast_dimensions must be a subset of output "
+                        f"dimensions, got {bdims} for operand ndim {x.ndim} and shape {shape}.")
+    if len(set(bdims)) != len(bdims):
+        raise TypeError(f"broadcast_in_dim broadcast_dimensions must not contain duplicates, "
+                        f"got broadcast_dimensions {bdims}")
+    for d, b in zip(x.shape, bdims):
         if d != 1 and d != shape[b]:
             raise TypeError(f"broadcast_in_dim operand dimension sizes must either be 1, or be "
                             f"equal to their corresponding dimensions in the target broadcast "
                             f"shape; got operand of shape {x.shape}, target broadcast shape "
-                            f"{shape}, broadcast_dimensions {broadcast_dimensions}")
+                            f"{shape}, broadcast_dimensions {bdims}")
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
 def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions):
+    # broadcast_dimensions need not increase (JAX allows it): order the operand's axes first
+    order = np.argsort(broadcast_dimensions, kind="stable")
+    x = np.transpose(x, order)
     expanded = [1] * len(shape)
-    for d, b in zip(x.shape, broadcast_dimensions):
+    for d, b in zip(x.shape, sorted(broadcast_dimensions)):
         expanded[b] = d
     return np.broadcast_to(x.reshape(expanded), shape)
 
@@ -69,10 +79,46 @@ def broadcast_to_rank(x: Any, rank: int):
     return broadcast(x, (1,) * (rank - aval.ndim)) if aval.ndim < rank else x
 
 
+def full(shape: Sequence[int], fill_value: Any, dtype: Any = None):
+    """An array of `shape` filled with the scalar `fill_value` (weakly typed when it is a Python
+    scalar and no dtype is given)."""
+    shape = check_shape(shape)
+    if np.shape(fill_value) != ():
+        raise TypeError(f"full must be called with scalar fill_value, got fill_value.shape "
+                        f"{np.shape(fill_value)}.")
+    fill_dtype, fill_weak = dtypes.dtype_and_weak(fill_value)
+    weak = dtype is None and fill_weak
+    dtype = fill_dtype if dtype is None else dtypes.check_user_dtype(dtype)
+    if isinstance(fill_value, (bool, int, float, complex)) and \
+            not isinstance(fill_value, np.generic):
+        # a Python scalar becomes the constant directly (JAX: full(3, 2**40, float) works)
+        if isinstance(fill_value, complex) and dtype.kind not in "cb":
+            raise TypeError(f"Cannot convert complex fill_value {fill_value} to {dtype.name}.")
+        with np.errstate(all="ignore"):
+            fill = Array.from_numpy(np.asarray(fill_value).astype(dtype),
+                                    ShapedArray((), dtype, weak))
+    else:
+        fill = convert_element_type(fill_value, dtype, weak)
+    return broadcast(fill, shape)
+
+
+def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Sequence[int] | None = None):
+    """full with x's shape and dtype (weak when x is weak and no dtype is given); x may be
+    anything with an aval, such as a ShapeDtypeStruct."""
+    aval = x.aval if hasattr(x, "aval") else get_aval(x)
+    weak = dtype is None and aval.weak_type
+    out = full(aval.shape if shape is None else shape, fill_value,
+               aval.dtype if dtype is None else dtype)
+    return convert_element_type(out, get_aval(out).dtype, True) if weak else out
+
+
 # --- reshape -------------------------------------------------------------------------------
 
 
 def _reshape_abstract(x, *, new_sizes, dimensions):
+    if dimensions is not None and sorted(dimensions) != list(range(x.ndim)):
+        raise TypeError(f"reshape dimensions must be a permutation of operand dimensions, got "
+                        f"dimensions {dimensions} for shape {x.shape}.")
     if math.prod(new_sizes) != x.size:
         raise TypeError(f"cannot reshape array of shape {x.shape} (size {x.size}) into shape "
                         f"{new_sizes} (size {math.prod(new_sizes)})")
@@ -139,16 +185,20 @@ squeeze_p.def_impl(lambda x, *, dimensions: np.squeeze(x, axis=dimensions) if di
 def squeeze(array: Any, dimensions: Sequence[int]):
     (array,) = as_lax_operands("squeeze", array)
     ndim = get_aval(array).ndim
-    dims = tuple(sorted({canonicalize_axis(d, ndim) for d in dimensions}))
+    dims = tuple(canonicalize_axis(d, ndim) for d in dimensions)
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"dimensions are not unique: {tuple(dimensions)}")
     if not dims:
         return array
-    return squeeze_p.bind(array, dimensions=dims)
+    return squeeze_p.bind(array, dimensions=tuple(sorted(dims)))
 
 
 def expand_dims(array: Any, dimensions: Sequence[int]):
     aval = get_aval(array)
     ndim_out = aval.ndim + len(dimensions)
     dims = sorted(canonicalize_axis(d, ndim_out) for d in dimensions)
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"repeated axis in lax.expand_dims: {dimensions}")
     shape = list(aval.shape)
     for d in dims:
         shape.insert(d, 1)
@@ -157,15 +207,27 @@ def expand_dims(array: Any, dimensions: Sequence[int]):
 
 # --- rev -----------------------------------------------------------------------------------
 
+def _rev_abstract(x, *, dimensions):
+    # lax.rev takes axes as given: no negative-axis wrapping, as in JAX
+    if any(d < 0 for d in dimensions):
+        raise TypeError(f"rev dimensions must have every element be nonnegative, got "
+                        f"{dimensions}.")
+    if len(set(dimensions)) != len(dimensions):
+        raise TypeError(f"rev dimensions must be unique, got {dimensions}.")
+    if any(d >= x.ndim for d in dimensions):
+        raise TypeError(f"rev dimensions must all be less than operand ndim, got dimensions "
+                        f"{dimensions} for operand ndim {x.ndim}.")
+    return x
+
+
 rev_p = Primitive("rev")
-rev_p.def_abstract_eval(lambda x, *, dimensions: x)
+rev_p.def_abstract_eval(_rev_abstract)
 rev_p.def_impl(lambda x, *, dimensions: np.flip(x, dimensions) if dimensions else x)
 
 
 def rev(operand: Any, dimensions: Sequence[int]):
     (operand,) = as_lax_operands("rev", operand)
-    ndim = get_aval(operand).ndim
-    dims = tuple(sorted({canonicalize_axis(d, ndim) for d in dimensions}))
+    dims = tuple(int(d) for d in dimensions)
     return rev_p.bind(operand, dimensions=dims) if dims else operand
 
 
@@ -173,16 +235,23 @@ def rev(operand: Any, dimensions: Sequence[int]):
 
 
 def _concatenate_abstract(*xs, dimension):
+    shapes = ", ".join(str(x.shape) for x in xs)
+    if len({x.ndim for x in xs}) != 1:
+        raise TypeError(f"Cannot concatenate arrays with different numbers of dimensions: got "
+                        f"{shapes}.")
     x0 = xs[0]
-    for x in xs:
-        if x.dtype != x0.dtype:
-            raise TypeError(f"Cannot concatenate arrays with different dtypes, got "
-                            f"{', '.join(str(x.dtype) for x in xs)}.")
-        if x.ndim != x0.ndim or any(a != b for i, (a, b) in enumerate(zip(x.shape, x0.shape))
-                                    if i != dimension):
-            raise TypeError(f"Cannot concatenate arrays with shapes that differ in dimensions "
-                            f"other than the one being concatenated: concatenating along "
-                            f"dimension {dimension} for shapes {', '.join(str(x.shape) for x in xs)}.")
+    if not 0 <= dimension < x0.ndim:
+        raise TypeError(f"concatenate dimension out of bounds: dimension {dimension} for shapes "
+                        f"{shapes}.")
+    if any(x.dtype != x0.dtype for x in xs):
+        raise TypeError(f"lax.concatenate requires arguments to have the same dtypes, got "
+                        f"{', '.join(x.dtype.name for x in xs)}. (Tip: jnp.concatenate is a "
+                        "similar function that does automatic type promotion on inputs).")
+    if any(a != b for x in xs for i, (a, b) in enumerate(zip(x.shape, x0.shape))
+           if i != dimension):
+        raise TypeError(f"Cannot concatenate arrays with shapes that differ in dimensions "
+                        f"other than the one being concatenated: concatenating along "
+                        f"dimension {dimension} for shapes {shapes}.")
     shape = list(x0.shape)
     shape[dimension] = sum(x.shape[dimension] for x in xs)
     return ShapedArray(shape, x0.dtype, all(x.weak_type for x in xs))
@@ -194,46 +263,106 @@ concatenate_p.def_impl(lambda *xs, dimension: np.concatenate(xs, axis=dimension)
 
 
 def concatenate(operands: Sequence[Any], dimension: int):
-    if not operands:
-        raise ValueError("concatenate needs at least one operand")
+    if len(operands) == 0:
+        raise ValueError("concatenate requires a non-empty sequences of arrays")
     ops = as_lax_operands("concatenate", *operands)
+    dimension = int(dimension)
     if len(ops) == 1:
+        # JAX's dimension check still applies to a lone operand (no negative wrapping)
+        _concatenate_abstract(get_aval(ops[0]), dimension=dimension)
         return ops[0]
-    ndim = get_aval(ops[0]).ndim
-    if ndim == 0:
-        raise TypeError("Cannot concatenate scalars (zero-dimensional arrays)")
-    return concatenate_p.bind(*ops, dimension=canonicalize_axis(dimension, ndim))
+    return concatenate_p.bind(*ops, dimension=dimension)
+
+
+def split(operand: Any, sizes: Sequence[int], axis: int = 0) -> list:
+    """Split operand along `axis` into pieces of the given sizes (which must sum to its size)."""
+    (operand,) = as_lax_operands("split", operand)
+    aval = get_aval(operand)
+    axis = canonicalize_axis(axis, aval.ndim)
+    sizes = [int(s) for s in sizes]
+    if any(s < 0 for s in sizes):
+        raise ValueError(f"Sizes passed to split must be nonnegative, got {sizes}")
+    if sum(sizes) != aval.shape[axis]:
+        raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the "
+                         f"operand shape {list(aval.shape)}")
+    bounds = np.cumsum([0] + sizes).tolist()
+    return [slice_in_dim(operand, lo, hi, 1, axis) for lo, hi in zip(bounds, bounds[1:])]
+
+
+def stack(operands: Sequence[Any], axis: int = 0):
+    """Join arrays of one shape along a new axis."""
+    if len(operands) == 0:
+        raise ValueError("stack expects at least one operand, got 0.")
+    ops = as_lax_operands("stack", *operands)
+    avals = [get_aval(op) for op in ops]
+    shapes = ", ".join(str(a.shape) for a in avals)
+    if len({a.ndim for a in avals}) != 1:
+        raise ValueError(f"Cannot stack arrays with different numbers of dimensions: got "
+                         f"{shapes}.")
+    if len({a.shape for a in avals}) != 1:
+        raise ValueError(f"All input arrays must have the same shape. Got {shapes}.")
+    if len({a.dtype for a in avals}) != 1:
+        raise TypeError(f"lax.stack requires arguments to have the same dtypes, got "
+                        f"{', '.join(a.dtype.name for a in avals)}.")
+    axis = canonicalize_axis(axis, avals[0].ndim + 1)
+    return concatenate([expand_dims(op, (axis,)) for op in ops], axis)
+
+
+def unstack(x: Any, axis: int = 0) -> tuple:
+    """The slices of x along `axis`, each without that axis."""
+    (x,) = as_lax_operands("unstack", x)
+    aval = get_aval(x)
+    axis = canonicalize_axis(axis, aval.ndim)
+    return tuple(index_in_dim(x, i, axis, keepdims=False) for i in range(aval.shape[axis]))
+
+
+def tile(operand: Any, reps: Sequence[int]):
+    """Repeat operand reps[i] times along each axis i (len(reps) == operand.ndim)."""
+    (operand,) = as_lax_operands("tile", operand)
+    aval = get_aval(operand)
+    reps = check_shape(reps, "reps")
+    if len(reps) != aval.ndim:
+        raise TypeError(f"reps length must be equal to the ndim of x, got len(reps)={len(reps)} "
+                        f"and x.ndim={aval.ndim}.")
+    # (r0, d0, r1, d1, ...) then merge each pair: row-major order repeats whole blocks
+    interleaved = tuple(n for r, d in zip(reps, aval.shape) for n in (r, d))
+    out = broadcast_in_dim(operand, interleaved, tuple(range(1, 2 * aval.ndim, 2)))
+    return reshape(out, tuple(r * d for r, d in zip(reps, aval.shape)))
 
 
 # --- pad -----------------------------------------------------------------------------------
 
 
 def _pad_abstract(x, pad_value, *, padding_config):
-    if pad_value.shape != () or pad_value.dtype != x.dtype:
-        raise TypeError(f"pad: padding_value must be a scalar of the operand's dtype {x.dtype}, "
-                        f"got {pad_value.str_short()}")
+    if pad_value.shape != ():
+        raise ValueError(f"padding_value must be a scalar; got np.shape(padding_value)="
+                         f"{pad_value.shape}")
+    if pad_value.dtype != x.dtype:
+        raise TypeError(f"pad operand and padding_value must be same dtype: got "
+                        f"{x.dtype.name} and {pad_value.dtype.name}.")
     if len(padding_config) != x.ndim:
-        raise ValueError(f"pad: padding_config has {len(padding_config)} entries for an operand "
-                         f"of rank {x.ndim}")
-    shape = []
-    for d, (lo, hi, interior) in zip(x.shape, padding_config):
-        if interior < 0:
-            raise ValueError(f"pad: interior padding must be non-negative, got {interior}")
-        n = lo + hi + d + max(d - 1, 0) * interior
-        if n < 0:
-            raise ValueError(f"pad: resulting dimension would be negative: {padding_config}")
-        shape.append(n)
-    return ShapedArray(shape, x.dtype, x.weak_type)
+        raise ValueError(f"length of padding_config must equal the number of axes of operand, "
+                         f"got padding_config {padding_config} for operand shape {x.shape}")
+    if any(interior < 0 for _, _, interior in padding_config):
+        raise ValueError(f"interior padding in padding_config must be nonnegative, got "
+                         f"padding_config {padding_config}")
+    shape = [lo + hi + d + max(d - 1, 0) * interior
+             for d, (lo, hi, interior) in zip(x.shape, padding_config)]
+    if any(n < 0 for n in shape):
+        raise ValueError(f"Dimension size after padding is not at least 0, got result shape "
+                         f"{tuple(shape)}, for padding_config {padding_config} and operand "
+                         f"shape {x.shape}")
+    return ShapedArray(shape, x.dtype, x.weak_type and pad_value.weak_type)
 
 
 def _pad_impl(x, pad_value, *, padding_config):
     shape = [d + max(d - 1, 0) * interior for d, (_, _, interior) in zip(x.shape, padding_config)]
     inner = np.full(shape, pad_value, dtype=x.dtype)
-    inner[tuple(slice(None, None, interior + 1) for _, _, interior in padding_config)] = x
+    inner[tuple(builtins.slice(None, None, interior + 1) for _, _, interior in padding_config)] = x
     # negative low/high padding crops
     pads = [(max(lo, 0), max(hi, 0)) for lo, hi, _ in padding_config]
     out = np.pad(inner, pads, constant_values=pad_value) if inner.ndim else inner
-    crops = tuple(slice(-lo if lo < 0 else 0, (out.shape[i] + hi) if hi < 0 else None)
+    crops = tuple(builtins.slice(-lo if lo < 0 else 0, (out.shape[i] + hi) if hi < 0 else None)
                   for i, (lo, hi, _) in enumerate(padding_config))
     return out[crops]
 
@@ -244,15 +373,27 @@ pad_p.def_impl(_pad_impl)
 
 
 def pad(operand: Any, padding_value: Any, padding_config: Sequence[tuple[int, int, int]]):
-    operand, padding_value = as_lax_operands("pad", operand, padding_value)
+    # each converted on its own: a Python scalar keeps its default dtype (JAX: pad(f32, 0) fails)
+    (operand,) = as_lax_operands("pad", operand)
+    (padding_value,) = as_lax_operands("pad", padding_value)
     cfg = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
     return pad_p.bind(operand, padding_value, padding_config=cfg)
 
 
 # --- iota ----------------------------------------------------------------------------------
 
+def _iota_abstract(*, dtype, shape, dimension):
+    if not (dtypes.is_int(dtype) or dtypes.is_inexact(dtype)):
+        raise TypeError(f"iota does not accept dtype {dtype.name}. Accepted dtypes are subtypes "
+                        "of integer, floating, complexfloating.")
+    if not 0 <= dimension < len(shape):
+        raise ValueError(f"iota dimension must be between 0 and len(shape), got "
+                         f"dimension={dimension} for shape={shape}")
+    return ShapedArray(shape, dtype)
+
+
 iota_p = Primitive("iota")
-iota_p.def_abstract_eval(lambda *, dtype, shape, dimension: ShapedArray(shape, dtype))
+iota_p.def_abstract_eval(_iota_abstract)
 iota_p.def_impl(lambda *, dtype, shape, dimension: np.broadcast_to(
     np.arange(shape[dimension], dtype=dtype).reshape(
         [shape[dimension] if i == dimension else 1 for i in range(len(shape))]), shape))
@@ -265,23 +406,36 @@ def iota(dtype: Any, size: int):
 def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int):
     dtype = dtypes.check_user_dtype(dtype)
     shape = check_shape(shape)
-    return iota_p.bind(dtype=dtype, shape=shape, dimension=canonicalize_axis(dimension, len(shape)))
+    return iota_p.bind(dtype=dtype, shape=shape, dimension=int(dimension))
 
 
 # --- static slice --------------------------------------------------------------------------
 
 
 def _slice_abstract(x, *, start_indices, limit_indices, strides):
-    if not (len(start_indices) == len(limit_indices) == x.ndim) or \
-            (strides is not None and len(strides) != x.ndim):
-        raise TypeError(f"slice indices must have length equal to the operand rank {x.ndim}")
-    shape = []
-    for i, (d, lo, hi) in enumerate(zip(x.shape, start_indices, limit_indices)):
-        s = 1 if strides is None else strides[i]
-        if not 0 <= lo <= hi <= d or s < 1:
-            raise TypeError(f"slice start_indices {start_indices}, limit_indices {limit_indices},"
-                            f" strides {strides} invalid for operand shape {x.shape}")
-        shape.append(-(-(hi - lo) // s))
+    if len(start_indices) != x.ndim:
+        raise TypeError(f"slice start_indices must have length equal to the number of "
+                        f"dimensions of the operand, got indices {start_indices} for operand "
+                        f"shape {x.shape}.")
+    if len(limit_indices) != len(start_indices):
+        raise TypeError(f"slice limit_indices must have the same length as start_indices, got "
+                        f"start_indices {start_indices} and limit_indices {limit_indices}.")
+    if any(hi > d for d, hi in zip(x.shape, limit_indices)):
+        raise TypeError(f"slice limit_indices must be less than or equal to operand shape, got "
+                        f"limit_indices {limit_indices} for operand shape {x.shape}.")
+    if any(lo < 0 for lo in start_indices):
+        raise TypeError(f"slice start_indices must be greater than or equal to zero, got "
+                        f"start_indices of {start_indices}.")
+    if any(hi < lo for lo, hi in zip(start_indices, limit_indices)):
+        raise TypeError(f"slice limit_indices must be greater than or equal to start_indices, "
+                        f"got start_indices {start_indices} and limit_indices {limit_indices}.")
+    strides = strides or (1,) * x.ndim
+    if len(strides) != x.ndim:
+        raise TypeError(f"slice strides must have length equal to the number of dimensions of "
+                        f"the operand, got strides {strides} for operand shape {x.shape}.")
+    if any(s < 1 for s in strides):
+        raise TypeError(f"slice strides must be positive, got {strides}")
+    shape = [-(-(hi - lo) // s) for lo, hi, s in zip(start_indices, limit_indices, strides)]
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
@@ -297,7 +451,8 @@ def slice(operand: Any, start_indices: Sequence[int], limit_indices: Sequence[in
     (operand,) = as_lax_operands("slice", operand)
     st = tuple(int(i) for i in start_indices)
     lim = tuple(int(i) for i in limit_indices)
-    strd = None if strides is None or all(s == 1 for s in strides) else tuple(int(s) for s in strides)
+    strd = None if strides is None or all(s == 1 for s in strides) \
+        else tuple(int(s) for s in strides)
     aval = get_aval(operand)
     if st == (0,) * aval.ndim and lim == aval.shape and strd is None:
         return operand
@@ -306,13 +461,19 @@ def slice(operand: Any, start_indices: Sequence[int], limit_indices: Sequence[in
 
 def slice_in_dim(operand: Any, start_index: int | None, limit_index: int | None,
                  stride: int = 1, axis: int = 0):
+    """operand[..., start:limit:stride] along `axis`; negative indices count from the end, but
+    out-of-range ones are errors (lax.slice does not clamp)."""
     aval = get_aval(operand)
     axis = canonicalize_axis(axis, aval.ndim)
-    lo, hi, _ = builtins.slice(start_index, limit_index).indices(aval.shape[axis])
+    size = aval.shape[axis]
+    lo = 0 if start_index is None else int(start_index)
+    hi = size if limit_index is None else int(limit_index)
     starts = [0] * aval.ndim
     limits = list(aval.shape)
     strides = [1] * aval.ndim
-    starts[axis], limits[axis], strides[axis] = lo, max(hi, lo), stride
+    starts[axis] = lo + size if lo < 0 else lo
+    limits[axis] = hi + size if hi < 0 else hi
+    strides[axis] = int(stride)
     return slice(operand, starts, limits, strides)
 
 
@@ -320,12 +481,15 @@ def index_in_dim(operand: Any, index: int, axis: int = 0, keepdims: bool = True)
     aval = get_aval(operand)
     axis = canonicalize_axis(axis, aval.ndim)
     index = int(index)
-    if index < 0:
-        index += aval.shape[axis]
-    out = slice_in_dim(operand, index, index + 1, 1, axis)
+    size = aval.shape[axis]
+    wrapped = index + size if index < 0 else index
+    if not 0 <= wrapped < size:
+        raise IndexError(f"index {index} is out of bounds for axis {axis} with size {size}")
+    out = slice_in_dim(operand, wrapped, wrapped + 1, 1, axis)
     return out if keepdims else squeeze(out, (axis,))
 
 
-__all__ = ["broadcast_in_dim", "broadcast", "broadcast_to_rank", "reshape", "transpose",
-           "squeeze", "expand_dims", "rev", "concatenate", "pad", "iota", "broadcasted_iota",
-           "slice", "slice_in_dim", "index_in_dim"]
+__all__ = ["broadcast_in_dim", "broadcast", "broadcast_to_rank", "full", "full_like", "reshape",
+           "transpose", "squeeze", "expand_dims", "rev", "concatenate", "split", "stack",
+           "unstack", "tile", "pad", "iota", "broadcasted_iota", "slice", "slice_in_dim",
+           "index_in_dim"]

@@ -1,22 +1,39 @@
 """Elementwise functions of tracejit.numpy (NumPy's ufuncs) on top of lax, with JAX's promotion:
-integer inputs to transcendental functions become floats; bool arithmetic promotes."""
+integer inputs to transcendental functions become floats; bool arithmetic promotes.
+
+Each function follows jax.numpy's own construction (same lax ops, same constants), so results,
+dtypes and weak types agree with JAX's, including integer division by zero and overflow.
+"""
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
 
 from .. import lax
 from ..core import dtypes
-from ..core.trace import get_aval
-from ._util import (asarray, check_arraylike, promote_args, promote_args_inexact,
-                    promote_args_numeric)
+from ..core.array import Array
+from ..core.avals import ShapedArray
+from ..core.trace import get_aval, is_concrete
+from ..lax._base import const_like
+from ._util import (asarray, broadcast_shapes, broadcast_to, check_arraylike, promote_args,
+                    promote_args_inexact, promote_args_numeric, promote_dtypes,
+                    promote_dtypes_inexact, promote_dtypes_numeric, promote_shapes)
 
 __all__: list[str] = []
+
+_INT_OF_WIDTH = {16: np.dtype(np.int16), 32: np.dtype(np.int32), 64: np.dtype(np.int64)}
 
 
 def _export(f):
     __all__.append(f.__name__)
+    return f
+
+
+def _alias(name: str, f):
+    """Export `f` under a second name (NumPy 2 / array-API spellings)."""
+    __all__.append(name)
     return f
 
 
@@ -38,6 +55,80 @@ def _binary(name: str, lax_fn, promote=promote_args):
     return _export(f)
 
 
+# --- helpers: JAX's constants and selection --------------------------------------------------
+
+def _constant(dtype: np.dtype, value: Any, weak: bool = False) -> Array:
+    """A scalar constant; strongly typed unless asked (JAX's NumPy-array constants)."""
+    return Array.from_numpy(np.asarray(value, dtype), ShapedArray((), dtype, weak))
+
+
+def _lax_const(x: Any, value: Any) -> Array:
+    """A scalar of x's dtype, weakly typed only if x is a weak scalar (JAX's lax._const)."""
+    aval = get_aval(x)
+    return _constant(aval.dtype, value, aval.weak_type and aval.ndim == 0)
+
+
+def _zero(x: Any) -> Array:
+    """A zero scalar of x's dtype and weak type (JAX's lax._zero)."""
+    return const_like(get_aval(x), 0)
+
+
+def _constant_like(x: Any, value: Any) -> Array:
+    return _constant(get_aval(x).dtype, value)
+
+
+def _real_dtype(dtype: np.dtype) -> np.dtype:
+    return dtypes.finfo_of(dtype).dtype if dtype.kind == "c" else dtype
+
+
+def _full_like(x: Any, value: Any, dtype: Any = None) -> Any:
+    """lax.full_like: x's shape; x's dtype and weak type unless a dtype is given."""
+    aval = get_aval(x)
+    if dtype is None:
+        return broadcast_to(_constant(aval.dtype, value, aval.weak_type), aval.shape)
+    return broadcast_to(_constant(np.dtype(dtype), value), aval.shape)
+
+
+def _is_int(x: Any) -> bool:
+    return dtypes.is_int(get_aval(x).dtype)
+
+
+def _is_int_or_bool(x: Any) -> bool:
+    dtype = get_aval(x).dtype
+    return dtypes.is_int(dtype) or dtype == dtypes.bool_
+
+
+def _is_complex(x: Any) -> bool:
+    return get_aval(x).dtype.kind == "c"
+
+
+def _broadcast_arrays(*args: Any) -> list:
+    shape = broadcast_shapes(*(get_aval(a).shape for a in args))
+    return [broadcast_to(a, shape) for a in args]
+
+
+def _where(condition: Any, x: Any, y: Any) -> Any:
+    """Three-argument where with jnp promotion of x and y (JAX's numpy.util._where)."""
+    condition = asarray(condition)
+    if get_aval(condition).dtype != dtypes.bool_:
+        condition = lax.ne(condition, _zero(condition))
+    x, y = promote_dtypes(x, y)
+    if get_aval(condition).ndim == 0:  # lax.select takes a scalar predicate as is
+        x, y = _broadcast_arrays(x, y)
+    else:
+        condition, x, y = _broadcast_arrays(condition, x, y)
+    return lax.select(condition, x, y)
+
+
+def _to_bool(x: Any) -> Any:
+    return x if get_aval(x).dtype == dtypes.bool_ else lax.ne(x, _lax_const(x, 0))
+
+
+def _all(x: Any) -> Any:
+    from ._reductions import all as all_  # (_reductions imports this module)
+    return all_(x)
+
+
 # --- transcendental ------------------------------------------------------------------------
 exp = _unary_inexact("exp", lax.exp)
 exp2 = _unary_inexact("exp2", lax.exp2)
@@ -54,12 +145,132 @@ arctan = _unary_inexact("arctan", lax.atan)
 sinh = _unary_inexact("sinh", lax.sinh)
 cosh = _unary_inexact("cosh", lax.cosh)
 arcsinh = _unary_inexact("arcsinh", lax.asinh)
-arccosh = _unary_inexact("arccosh", lax.acosh)
 arctanh = _unary_inexact("arctanh", lax.atanh)
 sqrt = _unary_inexact("sqrt", lax.sqrt)
 cbrt = _unary_inexact("cbrt", lax.cbrt)
 arctan2 = _binary("arctan2", lax.atan2, promote_args_inexact)
 nextafter = _binary("nextafter", lax.nextafter, promote_args_inexact)
+
+
+@_export
+def arccosh(x: Any, /):
+    """Elementwise inverse hyperbolic cosine (NumPy's branch for complex inputs)."""
+    (x,) = promote_args_inexact("arccosh", x)
+    out = lax.acosh(x)
+    if _is_complex(out):
+        out = _where(lax.lt(lax.real(out), _lax_const(lax.real(out), 0)), lax.neg(out), out)
+    return out
+
+
+# NumPy 2 / array-API names
+acos = _alias("acos", arccos)
+acosh = _alias("acosh", arccosh)
+asin = _alias("asin", arcsin)
+asinh = _alias("asinh", arcsinh)
+atan = _alias("atan", arctan)
+atanh = _alias("atanh", arctanh)
+atan2 = _alias("atan2", arctan2)
+
+
+@_export
+def log2(x: Any, /):
+    """Elementwise base-2 logarithm, computed as log(x) / log(2) like JAX."""
+    (x,) = promote_args_inexact("log2", x)
+    if _is_complex(x):
+        r = lax.log(x)
+        re, im = lax.real(r), lax.imag(r)
+        ln2 = lax.log(_constant_like(re, 2))
+        return lax.complex(lax.div(re, ln2), lax.div(im, ln2))
+    return lax.div(lax.log(x), lax.log(_constant_like(x, 2)))
+
+
+@_export
+def log10(x: Any, /):
+    """Elementwise base-10 logarithm, computed as log(x) * (1 / log(10)) like JAX."""
+    (x,) = promote_args_inexact("log10", x)
+    one_over_log10 = _constant(_real_dtype(get_aval(x).dtype), 0.4342944819032518)
+    r = lax.log(x)
+    if _is_complex(x):
+        return lax.complex(lax.mul(lax.real(r), one_over_log10),
+                           lax.mul(lax.imag(r), one_over_log10))
+    return lax.mul(r, one_over_log10)
+
+
+def _logaddexp(name: str, exp_fn, scale: float | None):
+    def f(x1: Any, x2: Any, /):
+        x1, x2 = promote_args_inexact(name, x1, x2)
+        if _is_complex(x1):
+            raise NotImplementedError(f"jnp.{name} of complex inputs is not implemented")
+        amax = lax.max(x1, x2)
+        delta = lax.sub(x1, x2)
+        log1p_term = lax.log1p(exp_fn(lax.neg(lax.abs(delta))))
+        if scale is not None:
+            log1p_term = lax.mul(_lax_const(amax, scale), log1p_term)
+        # NaN delta: both infinite with one sign (or a NaN input) -- x1 + x2 is the answer
+        return lax.select(lax.ne(delta, delta), lax.add(x1, x2), lax.add(amax, log1p_term))
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"Elementwise {name}, as numpy.{name}, without overflow."
+    return _export(f)
+
+
+logaddexp = _logaddexp("logaddexp", lax.exp, None)
+logaddexp2 = _logaddexp("logaddexp2", lax.exp2, 1 / np.log(2))
+
+
+@_export
+def sinc(x: Any, /):
+    """Normalised sinc, sin(pi x) / (pi x), with sinc(0) = 1."""
+    check_arraylike("sinc", x)
+    (x,) = promote_dtypes_inexact(x)
+    eq_zero = lax.eq(x, _lax_const(x, 0))
+    pi_x = lax.mul(_lax_const(x, np.pi), x)
+    safe_pi_x = _where(eq_zero, _lax_const(x, 1), pi_x)
+    at_zero = add(multiply(pi_x, 0), _lax_const(x, 1.0))  # JAX's Maclaurin term, order 0
+    return _where(eq_zero, at_zero, lax.div(lax.sin(safe_pi_x), safe_pi_x))
+
+
+@_export
+def i0(x: Any):
+    """Modified Bessel function of the first kind, order 0."""
+    (x,) = promote_args_inexact("i0", x)
+    if not dtypes.is_float(get_aval(x).dtype):
+        raise ValueError(f"Unsupported input type to jax.numpy.i0: {get_aval(x).dtype}")
+    abs_x = lax.abs(x)
+    return lax.mul(lax.exp(abs_x), lax.bessel_i0e(abs_x))
+
+
+@_export
+def deg2rad(x: Any, /):
+    """Degrees to radians."""
+    (x,) = promote_args_inexact("deg2rad", x)
+    return lax.mul(x, _lax_const(x, np.pi / 180))
+
+
+@_export
+def rad2deg(x: Any, /):
+    """Radians to degrees."""
+    (x,) = promote_args_inexact("rad2deg", x)
+    return lax.mul(x, _lax_const(x, 180 / np.pi))
+
+
+degrees = _alias("degrees", rad2deg)
+radians = _alias("radians", deg2rad)
+
+
+@_export
+def hypot(x1: Any, x2: Any, /):
+    """sqrt(x1**2 + x2**2) without intermediate overflow."""
+    x1, x2 = promote_args_inexact("hypot", x1, x2)
+    if _is_complex(x1):
+        raise ValueError("jnp.hypot is not well defined for complex-valued inputs. Please "
+                         "convert to real values first, such as by using abs(x)")
+    x1, x2 = lax.abs(x1), lax.abs(x2)
+    idx_inf = lax.bitwise_or(isposinf(x1), isposinf(x2))
+    x1, x2 = maximum(x1, x2), minimum(x1, x2)
+    safe_x1 = _where(equal(x1, 0), _full_like(x1, 1), x1)
+    x = _where(equal(x1, 0), x1, multiply(x1, lax.sqrt(add(1, lax.square(lax.div(x2, safe_x1))))))
+    return _where(idx_inf, _lax_const(x, np.inf), x)
+
 
 # --- arithmetic ----------------------------------------------------------------------------
 add = _binary("add", lambda a, b: lax.bitwise_or(a, b) if a.dtype == dtypes.bool_
@@ -70,6 +281,7 @@ multiply = _binary("multiply", lambda a, b: lax.bitwise_and(a, b) if a.dtype == 
 
 @_export
 def subtract(x1: Any, x2: Any, /):
+    """Elementwise x1 - x2 (not defined for bools, as in JAX)."""
     x1, x2 = promote_args("subtract", x1, x2)
     if x1.dtype == dtypes.bool_:
         raise TypeError("numpy boolean subtract, the `-` operator, is not supported, use the "
@@ -78,14 +290,14 @@ def subtract(x1: Any, x2: Any, /):
 
 
 true_divide = _binary("true_divide", lax.div, promote_args_inexact)
-divide = true_divide
-__all__.append("divide")
+divide = _alias("divide", true_divide)
 maximum = _binary("maximum", lax.max)
 minimum = _binary("minimum", lax.min)
 
 
 @_export
 def negative(x: Any, /):
+    """Elementwise -x (not defined for bools, as in JAX)."""
     (x,) = promote_args("negative", x)
     if x.dtype == dtypes.bool_:
         raise TypeError("The numpy boolean negative, the `-` operator, is not supported, use "
@@ -95,5 +307,695 @@ def negative(x: Any, /):
 
 @_export
 def positive(x: Any, /):
+    """Elementwise +x: the input as an array."""
     (x,) = promote_args("positive", x)
     return x
+
+
+@_export
+def floor_divide(x1: Any, x2: Any, /):
+    """Elementwise x1 // x2, rounding toward -inf. Integer x // 0 is -1 (XLA's division)."""
+    x1, x2 = promote_args_numeric("floor_divide", x1, x2)
+    dtype = get_aval(x1).dtype
+    if dtype.kind == "u":
+        return lax.div(x1, x2)
+    if dtype.kind == "i":
+        quotient = lax.div(x1, x2)
+        round_down = logical_and(not_equal(lax.sign(x1), lax.sign(x2)),
+                                 not_equal(lax.rem(x1, x2), 0))
+        return _where(round_down, subtract(quotient, 1), quotient)
+    if dtype.kind == "c":
+        raise TypeError("floor_divide does not support complex-valued inputs")
+    return _float_divmod(x1, x2)[0]
+
+
+@_export
+def remainder(x1: Any, x2: Any, /):
+    """Elementwise x1 % x2 with the sign of x2. Integer x % 0 is 0, as in JAX."""
+    x1, x2 = promote_args_numeric("remainder", x1, x2)
+    zero = _constant_like(x1, 0)
+    if _is_int(x2):
+        x2 = _where(equal(x2, 0), _full_like(x2, 1), x2)
+    trunc_mod = lax.rem(x1, x2)
+    trunc_mod_not_zero = lax.ne(trunc_mod, zero)
+    do_plus = lax.bitwise_and(lax.ne(lax.lt(trunc_mod, zero), lax.lt(x2, zero)),
+                              trunc_mod_not_zero)
+    return lax.select(do_plus, lax.add(trunc_mod, x2), trunc_mod)
+
+
+mod = _alias("mod", remainder)
+
+
+@_export
+def fmod(x1: Any, x2: Any, /):
+    """Elementwise C fmod: remainder with the sign of x1. Integer x fmod 0 is 0, as in JAX."""
+    check_arraylike("fmod", x1, x2)
+    x1, x2 = asarray(x1), asarray(x2)
+    if dtypes.is_int(dtypes.result_type(x1, x2)):
+        x2 = _where(equal(x2, 0), _full_like(x2, 1), x2)
+    return lax.rem(*promote_args_numeric("fmod", x1, x2))
+
+
+@_export
+def divmod(x1: Any, x2: Any, /) -> tuple:  # noqa: A001 - NumPy's name
+    """(floor_divide(x1, x2), remainder(x1, x2))."""
+    x1, x2 = promote_args_numeric("divmod", x1, x2)
+    if _is_int(x1):
+        return floor_divide(x1, x2), remainder(x1, x2)
+    return _float_divmod(x1, x2)
+
+
+def _float_divmod(x1: Any, x2: Any) -> tuple:
+    mod = lax.rem(x1, x2)
+    x1_corrected = _where(equal(x2, 0), x1, lax.sub(x1, mod))
+    div = lax.div(x1_corrected, x2)
+    ind = lax.bitwise_and(not_equal(mod, 0), not_equal(lax.sign(x2), lax.sign(mod)))
+    mod = lax.select(ind, add(mod, x2), mod)
+    div = lax.select(ind, subtract(div, 1.0), div)
+    return lax.round(div), mod
+
+
+@_export
+def power(x1: Any, x2: Any, /):
+    """Elementwise x1 ** x2. A concrete integer exponent uses lax.integer_pow (as JAX does);
+    integer bases with array exponents use binary exponentiation."""
+    check_arraylike("power", x1, x2)
+    x1 = x1.__jax_array__() if hasattr(x1, "__jax_array__") else x1
+    x2 = x2.__jax_array__() if hasattr(x2, "__jax_array__") else x2
+    if is_concrete(x2):
+        try:
+            exponent = operator.index(x2)
+        except TypeError:
+            pass
+        else:
+            (x1,) = promote_dtypes_numeric(x1)
+            return lax.integer_pow(x1, exponent)
+    x1, x2 = promote_shapes("power", asarray(x1), asarray(x2))
+    x1_, x2_ = promote_args_numeric("power", x1, x2)
+    if _is_int_or_bool(x1_):
+        return _pow_int_int(x1_, x2_)
+    if dtypes.is_inexact(get_aval(x1).dtype) and _is_int(x2):
+        return lax.pow(x1, x2)
+    return lax.pow(x1_, x2_)
+
+
+pow = _alias("pow", power)  # noqa: A001 - NumPy 2's name
+
+
+def _pow_int_int(x1: Any, x2: Any) -> Any:
+    # binary exponentiation over the exponent's low 6 bits: more overflows any base > 1
+    zero, one = _constant_like(x2, 0), _constant_like(x2, 1)
+    # pow(0, n) is 0 for n != 0
+    acc = _where(lax.bitwise_and(lax.eq(x1, zero), lax.ne(x2, zero)), zero, one)
+    for _ in range(6):
+        acc = _where(lax.bitwise_and(x2, one), lax.mul(acc, x1), acc)
+        x1 = lax.mul(x1, x1)
+        x2 = lax.shift_right_logical(x2, one)
+    return acc
+
+
+@_export
+def float_power(x1: Any, x2: Any, /):
+    """x1 ** x2 in floating point (JAX keeps the promoted float width, NumPy uses float64)."""
+    return lax.pow(*promote_args_inexact("float_power", x1, x2))
+
+
+@_export
+def square(x: Any, /):
+    """Elementwise x * x (bools become ints)."""
+    check_arraylike("square", x)
+    (x,) = promote_dtypes_numeric(x)
+    return lax.square(x)
+
+
+@_export
+def reciprocal(x: Any, /):
+    """Elementwise 1 / x (ints become floats)."""
+    check_arraylike("reciprocal", x)
+    (x,) = promote_dtypes_inexact(x)
+    return lax.integer_pow(x, -1)
+
+
+@_export
+def absolute(x: Any, /):
+    """Elementwise |x|; bools and unsigned ints come back unchanged."""
+    check_arraylike("absolute", x)
+    x = asarray(x)
+    dtype = get_aval(x).dtype
+    return x if dtype == dtypes.bool_ or dtype.kind == "u" else lax.abs(x)
+
+
+abs = _alias("abs", absolute)  # noqa: A001 - NumPy's name
+
+
+@_export
+def fabs(x: Any, /):
+    """Elementwise |x| as a float."""
+    check_arraylike("fabs", x)
+    if _is_complex(asarray(x)):
+        raise TypeError("ufunc 'fabs' does not support complex dtypes")
+    return lax.abs(*promote_args_inexact("fabs", x))
+
+
+@_export
+def sign(x: Any, /):
+    """Elementwise sign: -1, 0 or 1 (±0 and NaN kept for floats)."""
+    return lax.sign(*promote_args("sign", x))
+
+
+@_export
+def copysign(x1: Any, x2: Any, /):
+    """|x1| with the sign bit of x2."""
+    x1, x2 = promote_args_inexact("copysign", x1, x2)
+    if _is_complex(x1):
+        raise TypeError("copysign does not support complex-valued inputs")
+    return _where(signbit(x2), lax.neg(lax.abs(x1)), lax.abs(x1))
+
+
+@_export
+def heaviside(x1: Any, x2: Any, /):
+    """Step function: 0 below zero, 1 above, x2 at zero (NaN stays NaN)."""
+    check_arraylike("heaviside", x1, x2)
+    x1, x2 = promote_dtypes_inexact(x1, x2)
+    zero = _lax_const(x1, 0)
+    return _where(lax.lt(x1, zero), zero,
+                  _where(lax.gt(x1, zero), _lax_const(x1, 1),
+                         _where(lax.ne(x1, x1), x1, x2)))
+
+
+@_export
+def fmax(x1: Any, x2: Any):
+    """Elementwise maximum that ignores NaNs (NaN only where both are NaN)."""
+    return _where(logical_or(greater(x1, x2), isnan(x2)), x1, x2)
+
+
+@_export
+def fmin(x1: Any, x2: Any):
+    """Elementwise minimum that ignores NaNs (NaN only where both are NaN)."""
+    return _where(logical_or(less(x1, x2), isnan(x2)), x1, x2)
+
+
+@_export
+def clip(arr: Any = None, /, min: Any = None, max: Any = None):  # noqa: A002 - NumPy's names
+    """Limit values to [min, max] (either bound may be None)."""
+    if arr is None:
+        raise ValueError("No input was provided to the clip function.")
+    check_arraylike("clip", arr)
+    if any(iscomplexobj(t) for t in (arr, min, max)):
+        raise ValueError("Clip received a complex value either through the input or the min/max "
+                         "keywords. Complex values have no ordering and cannot be clipped. "
+                         "Please convert to a real value or array by taking the real or "
+                         "imaginary components via jax.numpy.real/imag respectively.")
+    if min is not None:
+        arr = maximum(min, arr)
+    if max is not None:
+        arr = minimum(max, arr)
+    return asarray(arr)
+
+
+@_export
+def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
+               neginf: Any = None):
+    """Replace NaN by `nan` and ±inf by `posinf`/`neginf` (default: the dtype's extremes)."""
+    check_arraylike("nan_to_num", x)
+    x = asarray(x)
+    dtype = get_aval(x).dtype
+    if not dtypes.is_inexact(dtype):
+        return x
+    if dtype.kind == "c":
+        return lax.complex(
+            nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf),
+            nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf))
+    info = dtypes.finfo_of(dtype)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    out = _where(isnan(x), asarray(nan, dtype=dtype), x)
+    out = _where(isposinf(out), asarray(posinf, dtype=dtype), out)
+    return _where(isneginf(out), asarray(neginf, dtype=dtype), out)
+
+
+# --- rounding ------------------------------------------------------------------------------
+
+@_export
+def floor(x: Any, /):
+    """Elementwise floor; integers and bools come back unchanged."""
+    check_arraylike("floor", x)
+    if _is_int_or_bool(asarray(x)):
+        return asarray(x)
+    return lax.floor(*promote_args_inexact("floor", x))
+
+
+@_export
+def ceil(x: Any, /):
+    """Elementwise ceiling; integers and bools come back unchanged."""
+    check_arraylike("ceil", x)
+    if _is_int_or_bool(asarray(x)):
+        return asarray(x)
+    return lax.ceil(*promote_args_inexact("ceil", x))
+
+
+@_export
+def trunc(x: Any):
+    """Round toward zero; integers and bools come back unchanged."""
+    check_arraylike("trunc", x)
+    x = asarray(x)
+    if _is_int_or_bool(x):
+        return x
+    return _where(lax.lt(x, _lax_const(x, 0)), ceil(x), floor(x))
+
+
+@_export
+def rint(x: Any, /):
+    """Round to the nearest integer, ties to even; integers become floats."""
+    check_arraylike("rint", x)
+    x = asarray(x)
+    if _is_int_or_bool(x):
+        return lax.convert_element_type(x, dtypes.default_float())
+    if _is_complex(x):
+        return lax.complex(rint(lax.real(x)), rint(lax.imag(x)))
+    return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+
+
+@_export
+def round(a: Any, decimals: int = 0, out: Any = None):  # noqa: A001 - NumPy's name
+    """Round to `decimals` decimal places, ties to even (scaled by 10**decimals as JAX does)."""
+    check_arraylike("round", a)
+    a = asarray(a)
+    decimals = operator.index(decimals)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
+    dtype = get_aval(a).dtype
+    if dtypes.is_int(dtype):
+        if decimals < 0:
+            raise NotImplementedError("integer np.round not implemented for decimals < 0")
+        return a
+    if not dtypes.is_inexact(dtype):
+        raise ValueError(f"data type {dtype.type} not inexact")
+
+    def round_float(x):
+        if decimals == 0:
+            return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+        # float16 scales in float32: 10**decimals * x overflows float16 early
+        x32 = lax.convert_element_type(x, dtypes.float32) if dtype == dtypes.float16 else x
+        factor = _lax_const(x32, 10 ** decimals)
+        y = lax.div(lax.round(lax.mul(x32, factor), lax.RoundingMethod.TO_NEAREST_EVEN), factor)
+        return lax.convert_element_type(y, dtype) if dtype == dtypes.float16 else y
+
+    if decimals > np.log10(dtypes.finfo_of(dtype).max):  # no digit to round
+        return a
+    if dtype.kind == "c":
+        return lax.complex(round_float(lax.real(a)), round_float(lax.imag(a)))
+    return round_float(a)
+
+
+around = _alias("around", round)
+
+
+@_export
+def modf(x: Any, /, out: Any = None) -> tuple:
+    """(fractional part, integral part), both with the sign of x."""
+    check_arraylike("modf", x)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.modf is not supported.")
+    (x,) = promote_dtypes_inexact(x)
+    whole = _where(lax.ge(x, _zero(x)), floor(x), ceil(x))
+    return subtract(x, whole), whole
+
+
+# --- comparisons and logic -----------------------------------------------------------------
+equal = _binary("equal", lax.eq)
+not_equal = _binary("not_equal", lax.ne)
+
+
+def _ordered_comparison(name: str, lax_fn):
+    def f(x1: Any, x2: Any, /):
+        x1, x2 = promote_args(name, x1, x2)
+        if _is_complex(x1):  # lexicographic on (real, imag), as NumPy
+            return lax.select(lax.eq(lax.real(x1), lax.real(x2)),
+                              lax_fn(lax.imag(x1), lax.imag(x2)),
+                              lax_fn(lax.real(x1), lax.real(x2)))
+        return lax_fn(x1, x2)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"Elementwise {name}, as numpy.{name}, with JAX's type promotion."
+    return _export(f)
+
+
+less = _ordered_comparison("less", lax.lt)
+less_equal = _ordered_comparison("less_equal", lax.le)
+greater = _ordered_comparison("greater", lax.gt)
+greater_equal = _ordered_comparison("greater_equal", lax.ge)
+
+
+def _logical(name: str, lax_fn):
+    def f(*args: Any):
+        return lax_fn(*(_to_bool(a) for a in promote_args(name, *args)))
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"Elementwise {name}: nonzero counts as True."
+    return _export(f)
+
+
+logical_and = _logical("logical_and", lax.bitwise_and)
+logical_or = _logical("logical_or", lax.bitwise_or)
+logical_xor = _logical("logical_xor", lax.bitwise_xor)
+logical_not = _logical("logical_not", lax.bitwise_not)
+
+bitwise_and = _binary("bitwise_and", lax.bitwise_and)
+bitwise_or = _binary("bitwise_or", lax.bitwise_or)
+bitwise_xor = _binary("bitwise_xor", lax.bitwise_xor)
+
+
+@_export
+def invert(x: Any, /):
+    """Elementwise bitwise NOT (logical NOT for bools)."""
+    return lax.bitwise_not(*promote_args("invert", x))
+
+
+bitwise_not = _alias("bitwise_not", invert)
+bitwise_invert = _alias("bitwise_invert", invert)
+
+
+@_export
+def left_shift(x1: Any, x2: Any, /):
+    """x1 << x2; shifts by the bit width or more give 0 (XLA's rule)."""
+    return lax.shift_left(*promote_args_numeric("left_shift", x1, x2))
+
+
+@_export
+def right_shift(x1: Any, x2: Any, /):
+    """x1 >> x2: arithmetic for signed ints, logical for unsigned ones."""
+    x1, x2 = promote_args_numeric("right_shift", x1, x2)
+    if get_aval(x1).dtype.kind == "u":
+        return lax.shift_right_logical(x1, x2)
+    return lax.shift_right_arithmetic(x1, x2)
+
+
+bitwise_left_shift = _alias("bitwise_left_shift", left_shift)
+bitwise_right_shift = _alias("bitwise_right_shift", right_shift)
+
+
+@_export
+def bitwise_count(x: Any, /):
+    """Number of set bits in |x|, as uint8."""
+    (x,) = promote_args_numeric("bitwise_count", x)
+    return lax.convert_element_type(lax.population_count(absolute(x)), dtypes.uint8)
+
+
+@_export
+def gcd(x1: Any, x2: Any):
+    """Greatest common divisor of |x1| and |x2| (Euclid's algorithm in a while_loop)."""
+    check_arraylike("gcd", x1, x2)
+    x1, x2 = promote_dtypes(x1, x2)
+    if not _is_int(x1):
+        raise ValueError("Arguments to jax.numpy.gcd must be integers.")
+    x1, x2 = _broadcast_arrays(x1, x2)
+    return lax.while_loop(_gcd_cond, _gcd_body, (absolute(x1), absolute(x2)))[0]
+
+
+def _gcd_cond(xs: tuple) -> Any:
+    x2 = xs[1]
+    return lax.reduce_or(not_equal(x2, 0), tuple(range(get_aval(x2).ndim)))
+
+
+def _gcd_body(xs: tuple) -> tuple:
+    x1, x2 = xs
+    nonzero = not_equal(x2, 0)
+    x1, x2 = _where(nonzero, x2, x1), _where(nonzero, lax.rem(x1, x2), _lax_const(x2, 0))
+    swap = less(x1, x2)
+    return _where(swap, x2, x1), _where(swap, x1, x2)
+
+
+@_export
+def lcm(x1: Any, x2: Any):
+    """Least common multiple of |x1| and |x2| (0 if either is 0)."""
+    check_arraylike("lcm", x1, x2)
+    x1, x2 = promote_dtypes(x1, x2)
+    x1, x2 = absolute(x1), absolute(x2)
+    if not _is_int(x1):
+        raise ValueError("Arguments to jax.numpy.lcm must be integers.")
+    d = gcd(x1, x2)
+    return _where(equal(d, 0), _lax_const(d, 0), multiply(x1, floor_divide(x2, d)))
+
+
+# --- floating-point classification and bits --------------------------------------------------
+
+@_export
+def isnan(x: Any, /):
+    """Elementwise x != x."""
+    check_arraylike("isnan", x)
+    x = asarray(x)
+    return lax.ne(x, x)
+
+
+@_export
+def isinf(x: Any, /):
+    """Elementwise |x| == inf (always False for ints and bools)."""
+    check_arraylike("isinf", x)
+    x = asarray(x)
+    dtype = get_aval(x).dtype
+    if dtypes.is_float(dtype):
+        return lax.eq(lax.abs(x), _constant_like(x, np.inf))
+    if dtype.kind == "c":
+        re, im = lax.real(x), lax.imag(x)
+        return lax.bitwise_or(lax.eq(lax.abs(re), _constant_like(re, np.inf)),
+                              lax.eq(lax.abs(im), _constant_like(im, np.inf)))
+    return _full_like(x, False, dtypes.bool_)
+
+
+@_export
+def isfinite(x: Any, /):
+    """Elementwise: neither infinite nor NaN (always True for ints and bools)."""
+    check_arraylike("isfinite", x)
+    x = asarray(x)
+    dtype = get_aval(x).dtype
+    if dtypes.is_float(dtype):
+        return lax.is_finite(x)
+    if dtype.kind == "c":
+        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
+    return _full_like(x, True, dtypes.bool_)
+
+
+def _isposneginf(name: str, infinity: float):
+    def f(x: Any, /, out: Any = None):
+        check_arraylike(name, x)
+        if out is not None:
+            raise NotImplementedError("The 'out' argument to isneginf/isposinf is not "
+                                      "supported.")
+        x = asarray(x)
+        dtype = get_aval(x).dtype
+        if dtypes.is_float(dtype):
+            return lax.eq(x, _constant_like(x, infinity))
+        if dtype.kind == "c":
+            raise ValueError("isposinf/isneginf are not well defined for complex types")
+        return _full_like(x, False, dtypes.bool_)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"Elementwise x == {infinity} (always False for ints and bools)."
+    return _export(f)
+
+
+isposinf = _isposneginf("isposinf", np.inf)
+isneginf = _isposneginf("isneginf", -np.inf)
+
+
+@_export
+def signbit(x: Any, /):
+    """Elementwise sign bit (True for -0.0 and negative NaNs)."""
+    (x,) = promote_args("signbit", x)
+    dtype = get_aval(x).dtype
+    if dtypes.is_int(dtype):
+        return lax.lt(x, _constant_like(x, 0))
+    if dtype == dtypes.bool_:
+        return _full_like(x, False, dtypes.bool_)
+    if not dtypes.is_float(dtype):
+        raise ValueError(f"jax.numpy.signbit is not well defined for {dtype}")
+    info = dtypes.finfo_of(dtype)
+    bits = lax.bitcast_convert_type(x, _INT_OF_WIDTH[info.bits])
+    return lax.convert_element_type(right_shift(bits, info.nexp + info.nmant), dtypes.bool_)
+
+
+@_export
+def spacing(x: Any, /):
+    """Distance from x to the next float away from zero."""
+    (x,) = promote_args_inexact("spacing", x)
+    if _is_complex(x):
+        raise ValueError("jnp.spacing is not defined for complex inputs.")
+    dtype = get_aval(x).dtype
+    inf = _lax_const(x, np.inf)
+    if dtype == dtypes.float16:
+        return subtract(lax.nextafter(x, inf), x)
+    result = subtract(lax.nextafter(x, copysign(inf, x)), x)
+    return _where(equal(result, 0), copysign(dtypes.finfo_of(dtype).smallest_subnormal, x),
+                  result)
+
+
+def _normalize_float(x: Any) -> tuple:
+    """(bits of x with subnormals scaled into the normal range, the exponent correction)."""
+    info = dtypes.finfo_of(get_aval(x).dtype)
+    int_type = _INT_OF_WIDTH[info.bits]
+    cond = less(lax.abs(x), info.tiny)
+    x1 = _where(cond, multiply(x, _lax_const(x, 1 << info.nmant)), x)
+    x2 = _where(cond, int_type.type(-info.nmant), int_type.type(0))
+    return lax.bitcast_convert_type(x1, int_type), x2
+
+
+@_export
+def frexp(x: Any, /) -> tuple:
+    """(mantissa in [0.5, 1), int32 exponent) with x == mantissa * 2**exponent."""
+    check_arraylike("frexp", x)
+    (x,) = promote_dtypes_inexact(x)
+    dtype = get_aval(x).dtype
+    if dtype.kind == "c":
+        raise TypeError("frexp does not support complex-valued inputs")
+    info = dtypes.finfo_of(dtype)
+    mask = (1 << info.nexp) - 1
+    bias = 1 - info.minexp
+    x1, x2 = _normalize_float(x)
+    x2 = add(x2, add(bitwise_and(right_shift(x1, info.nmant), mask), 1 - bias))
+    x1 = bitwise_or(bitwise_and(x1, ~(mask << info.nmant)), (bias - 1) << info.nmant)
+    x1 = lax.bitcast_convert_type(x1, dtype)
+    cond = logical_or(logical_or(isinf(x), isnan(x)), equal(x, 0))
+    x2 = _where(cond, _full_like(x2, 0), x2)
+    return _where(cond, x, x1), lax.convert_element_type(x2, dtypes.int32)
+
+
+@_export
+def ldexp(x1: Any, x2: Any, /):
+    """x1 * 2**x2 for integer x2, without intermediate overflow."""
+    check_arraylike("ldexp", x1, x2)
+    x1, x2 = asarray(x1), asarray(x2)
+    d1, d2 = get_aval(x1).dtype, get_aval(x2).dtype
+    if d1.kind == "c" or dtypes.is_inexact(d2):
+        raise ValueError(f"ldexp not supported for input types {(d1, d2)}")
+    (x1,) = promote_args_inexact("ldexp", x1)
+    x2 = lax.convert_element_type(x2, get_aval(x1).dtype)
+    # split off the exponent: small x1 with large x2 must not overflow on the way
+    m, e = frexp(x1)
+    e = lax.convert_element_type(add(lax.convert_element_type(e, get_aval(x2).dtype), x2),
+                                 get_aval(x1).dtype)
+    # the exponent may overflow by one and the result still be finite
+    m = _where(greater(e, 0), multiply(m, 2), m)
+    e = _where(greater(e, 0), subtract(e, 1), e)
+    x = multiply(m, power(2, e))
+    return _where(logical_or(isinf(x1), equal(x1, 0)), x1, x)
+
+
+# --- complex parts -------------------------------------------------------------------------
+
+@_export
+def real(val: Any, /):
+    """Real part (the input itself for real dtypes)."""
+    check_arraylike("real", val)
+    val = asarray(val)
+    return lax.real(val) if _is_complex(val) else val
+
+
+@_export
+def imag(val: Any, /):
+    """Imaginary part (zeros of the input's dtype for real dtypes)."""
+    check_arraylike("imag", val)
+    val = asarray(val)
+    return lax.imag(val) if _is_complex(val) else _full_like(val, 0)
+
+
+@_export
+def conjugate(x: Any, /):
+    """Complex conjugate (the input itself for real dtypes)."""
+    check_arraylike("conjugate", x)
+    x = asarray(x)
+    return lax.conj(x) if _is_complex(x) else x
+
+
+conj = _alias("conj", conjugate)
+
+
+@_export
+def angle(z: Any, deg: bool = False):
+    """Argument of a complex number, atan2(imag, real) (in degrees if deg)."""
+    check_arraylike("angle", z)
+    z = asarray(z)
+    re, im = real(z), imag(z)
+    dtype = get_aval(re).dtype
+    # JAX's rule: non-float inputs, and float scalars, are computed in the default float
+    if not dtypes.is_inexact(dtype) or (dtypes.is_float(get_aval(z).dtype) and
+                                        get_aval(z).ndim == 0):
+        re = lax.convert_element_type(re, dtypes.default_float())
+        im = lax.convert_element_type(im, dtypes.default_float())
+    result = lax.atan2(im, re)
+    return degrees(result) if deg else result
+
+
+@_export
+def isreal(x: Any):
+    """Elementwise imag(x) == 0."""
+    i = imag(x)
+    return lax.eq(i, _lax_const(i, 0))
+
+
+@_export
+def iscomplex(x: Any):
+    """Elementwise imag(x) != 0."""
+    i = imag(x)
+    return lax.ne(i, _lax_const(i, 0))
+
+
+@_export
+def iscomplexobj(x: Any) -> bool:
+    """Whether x has a complex dtype (a Python bool, not an array)."""
+    if isinstance(x, (complex, np.complexfloating)):
+        return True
+    if x is None or isinstance(x, (bool, int, float, str, np.generic)):
+        return False
+    dtype = getattr(x, "dtype", None)
+    return np.dtype(dtype if dtype is not None else get_aval(asarray(x)).dtype).kind == "c"
+
+
+@_export
+def isrealobj(x: Any) -> bool:
+    """Whether x has a real (non-complex) dtype."""
+    return not iscomplexobj(x)
+
+
+# --- closeness and equality of whole arrays --------------------------------------------------
+
+@_export
+def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: bool = False):
+    """Elementwise |a - b| <= atol + rtol * |b| (infinities must match exactly)."""
+    a, b = promote_args("isclose", a, b)
+    a, b = promote_args_inexact("isclose", a, b)
+    dtype = _real_dtype(get_aval(a).dtype)
+    rtol = lax.convert_element_type(rtol, dtype)
+    atol = lax.convert_element_type(atol, dtype)
+    both_nan = logical_and(isnan(a), isnan(b))
+    check_fin = isfinite(b)
+    in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
+    out = logical_or(lax.eq(a, b), logical_and(check_fin, in_range))
+    return logical_or(out, both_nan) if equal_nan else out
+
+
+@_export
+def allclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: bool = False):
+    """Whether isclose holds everywhere (a bool array)."""
+    check_arraylike("allclose", a, b)
+    return _all(isclose(a, b, rtol, atol, equal_nan))
+
+
+@_export
+def array_equal(a1: Any, a2: Any, equal_nan: bool = False):
+    """Same shape and equal elements (NaNs equal if equal_nan)."""
+    a1, a2 = asarray(a1), asarray(a2)
+    if get_aval(a1).shape != get_aval(a2).shape:
+        return asarray(False)
+    eq = equal(a1, a2)
+    if equal_nan:
+        eq = logical_or(eq, logical_and(isnan(a1), isnan(a2)))
+    return _all(eq)
+
+
+@_export
+def array_equiv(a1: Any, a2: Any):
+    """Equal elements after broadcasting (False if the shapes do not broadcast)."""
+    a1, a2 = asarray(a1), asarray(a2)
+    try:
+        eq = equal(a1, a2)
+    except ValueError:
+        return asarray(False)
+    return _all(eq)

@@ -9,7 +9,7 @@ import numpy as np
 from .. import lax
 from ..core import dtypes
 from ..core.array import Array
-from ..core.avals import ShapedArray
+from ..core.avals import ShapedArray, check_shape
 from ..core.config import config
 from ..core.trace import Tracer, get_aval
 
@@ -158,7 +158,12 @@ def _typed_scalar(x: Any, dtype: np.dtype, weak: bool) -> Array:
     if isinstance(x, int) and not isinstance(x, bool) and dtypes.is_int(dtype):
         info = np.iinfo(dtype)
         if not info.min <= x <= info.max:
-            raise OverflowError(f"Python int {x} too large to convert to {dtype.name}")
+            # JAX: an int that fits the default int wraps into a narrower dtype (uint8 + -1
+            # gives 255); only ints beyond the default int overflow
+            wide = np.iinfo(dtypes.default_int())
+            if not wide.min <= x <= wide.max:
+                raise OverflowError(f"Python int {x} too large to convert to {dtype.name}")
+            x = np.asarray(x, wide.dtype).astype(dtype)
     with np.errstate(all="ignore"):
         return Array.from_numpy(np.asarray(x, dtype=dtype), ShapedArray((), dtype, weak))
 
@@ -200,10 +205,11 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
+def broadcast_to(x: Any, shape: tuple[int, ...] | int) -> Any:
+    check_arraylike("broadcast_to", x)
     x = asarray(x)
     aval = get_aval(x)
-    shape = tuple(shape)
+    shape = check_shape((shape,) if np.ndim(shape) == 0 else shape)
     if aval.shape == shape:
         return x
     if len(shape) < aval.ndim:
@@ -239,8 +245,11 @@ def promote_shapes(fun_name: str, *args: Any) -> list:
     try:
         shape = broadcast_shapes(*shapes)
     except ValueError:
-        raise ValueError(f"{fun_name}: incompatible shapes for broadcasting: "
-                         f"{', '.join(str(a.shape) for a in avals)}") from None
+        # JAX hands operands of a single rank straight to lax, whose check raises TypeError;
+        # mixed ranks fail in broadcast_shapes with a ValueError
+        error = TypeError if len({a.ndim for a in avals}) == 1 else ValueError
+        raise error(f"{fun_name}: incompatible shapes for broadcasting: "
+                    f"{', '.join(str(a.shape) for a in avals)}") from None
     return [a if get_aval(a).shape in ((), shape) else broadcast_to(a, shape) for a in args]
 
 

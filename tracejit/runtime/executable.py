@@ -22,10 +22,15 @@ class Executable:
         self.out_avals: list[ShapedArray] = closed.out_avals
         self.in_avals: list[ShapedArray] = closed.in_avals
 
-    def __call__(self, args: Sequence[np.ndarray]) -> list[Array]:
+    def __call__(self, leaves: Sequence[Any]) -> list[Array]:
+        """Run on flat argument leaves (Arrays, NumPy arrays or scalars of the input avals)."""
         raise NotImplementedError
 
     def as_text(self) -> str:
+        raise NotImplementedError
+
+    def temp_bytes(self) -> int:
+        """Bytes of intermediates the executable needs besides its arguments and outputs."""
         raise NotImplementedError
 
 
@@ -36,9 +41,15 @@ class InterpretExecutable(Executable):
         super().__init__(closed)
         self._consts = [np.asarray(c) for c in closed.consts]
 
-    def __call__(self, args: Sequence[np.ndarray]) -> list[Array]:
-        outs = eval_jaxpr(self.closed.jaxpr, self._consts, *args)
+    def __call__(self, leaves: Sequence[Any]) -> list[Array]:
+        outs = eval_jaxpr(self.closed.jaxpr, self._consts, *to_numpy_args(leaves, self.in_avals))
         return [Array.from_numpy(o, a) for o, a in zip(outs, self.out_avals)]
+
+    def temp_bytes(self) -> int:
+        # the interpreter materialises every intermediate
+        outs = {id(v) for v in self.closed.jaxpr.outvars}
+        return sum(v.aval.size * v.aval.dtype.itemsize for e in self.closed.jaxpr.eqns
+                   for v in e.outvars if id(v) not in outs)
 
     def as_text(self) -> str:
         return (f"// tracejit executable (backend: interpret — the NumPy reference interpreter)\n"
@@ -49,7 +60,10 @@ def compile_jaxpr(closed: ClosedJaxpr, backend: str | None = None) -> Executable
     backend = backend or config.tracejit_backend
     if backend == "interpret":
         return InterpretExecutable(closed)
-    raise ValueError(f"Unknown tracejit backend {backend!r}; available: 'interpret'.")
+    if backend == "native":
+        from .native import NativeExecutable
+        return NativeExecutable(closed)
+    raise ValueError(f"Unknown tracejit backend {backend!r}; available: 'interpret', 'native'.")
 
 
 def to_numpy_args(leaves: Sequence[Any], avals: Sequence[ShapedArray]) -> list[np.ndarray]:

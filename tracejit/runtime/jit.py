@@ -19,7 +19,7 @@ from ..core.primitive import Primitive
 from ..core.pytree import PyTreeDef, tree_flatten, tree_unflatten
 from ..core.trace import (Tracer, current_dynamic_trace, fun_debug_info, get_aval,
                           trace_to_jaxpr)
-from .executable import Executable, compile_jaxpr, to_numpy_args
+from .executable import Executable, compile_jaxpr
 
 # --- the call primitive ---------------------------------------------------------------------
 
@@ -106,6 +106,15 @@ def _check_static_argnums(argnums: Sequence[int], sig: inspect.Signature | None,
         if not -npos <= i < npos:
             raise ValueError(f"Jitted function has static_argnums={tuple(argnums)}, but only "
                              f"accepts {npos} positional arguments.")
+
+
+_LEAF_TYPES = frozenset({Array, np.ndarray, float, int, bool, complex, np.float32, np.float64,
+                         np.int32, np.int64, np.bool_, np.float16, np.uint32, np.uint8})
+
+
+@functools.cache
+def _flat_treedef(n: int) -> PyTreeDef:
+    return tree_flatten((tuple(range(n)), {}))[1]
 
 
 class _CacheEntry:
@@ -227,7 +236,7 @@ class Jitted:
             args = [static_pos[i] if i in static_pos else next(it) for i in range(nargs)]
             out = self.fun(*args, **dyn_kwargs, **static_kwargs)
             out_leaves, out_tree = tree_flatten(out)
-            flat_fun.out_tree = out_tree
+            flat_fun.out_tree = _SINGLE_LEAF if out_tree == _SINGLE_LEAF else out_tree
             return out_leaves
         return flat_fun
 
@@ -252,13 +261,22 @@ class Jitted:
         return tuple(avals)
 
     def _trace(self, args: tuple, kwargs: dict):
-        static, static_kw, dyn_args, dyn_kwargs = self._split(args, kwargs)
-        leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
-        arg_names = self._arg_names(args, dyn_kwargs)
-        avals = self._avals(leaves, arg_names)
+        if not kwargs and not self.static_argnums and all(type(a) in _LEAF_TYPES for a in args):
+            # the common case, kept cheap: positional array/scalar arguments only
+            static, static_kw, dyn_args, dyn_kwargs = (), (), args, kwargs
+            leaves, in_tree = list(args), _flat_treedef(len(args))
+        else:
+            static, static_kw, dyn_args, dyn_kwargs = self._split(args, kwargs)
+            leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+        try:
+            avals = tuple(x.aval if type(x) is Array else get_aval(x) for x in leaves)
+        except TypeError:
+            avals = self._avals(leaves, self._arg_names(args, dyn_kwargs))  # raises, naming it
         key = (in_tree, avals, static, static_kw, config.trace_key())
         entry = self._cache.get(key)
         if entry is None:
+            arg_names = self._arg_names(args, dyn_kwargs)
+            avals = self._avals(leaves, arg_names)
             entry = self._stage(static, static_kw, in_tree, len(args), avals, arg_names)
             if not any(isinstance(c, Tracer) for c in entry.closed.consts):
                 self._cache[key] = entry
@@ -285,9 +303,11 @@ class Jitted:
             return tree_unflatten(entry.out_tree, outs)
         if entry.executable is None:
             entry.executable = compile_jaxpr(entry.closed, self.backend)
-        outs = entry.executable(to_numpy_args(leaves, entry.in_avals))
+        outs = entry.executable(leaves)
         if self.donate_argnums or self.donate_argnames:
             self._delete_donated(args, kwargs)
+        if entry.out_tree is _SINGLE_LEAF:
+            return outs[0]
         return tree_unflatten(entry.out_tree, outs)
 
     def _delete_donated(self, args: tuple, kwargs: dict) -> None:
@@ -317,6 +337,9 @@ class Jitted:
 
     def _cache_size(self) -> int:
         return len(self._cache)
+
+
+_SINGLE_LEAF = tree_flatten(0)[1]
 
 
 def _as_tuple(x, name: str) -> tuple[int, ...]:
@@ -360,7 +383,7 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Iterable[int] | No
         raise TypeError(f"jit() got unexpected keyword arguments {sorted(unsupported)}")
     if backend not in (None, "cpu", "interpret", "llvm", "native"):
         raise ValueError(f"Unknown backend {backend!r}")
-    backend = "interpret" if backend == "interpret" else None
+    backend = {"interpret": "interpret", "llvm": "native", "native": "native"}.get(backend)
     kw = dict(static_argnums=static_argnums, static_argnames=static_argnames,
               donate_argnums=donate_argnums, donate_argnames=donate_argnames,
               keep_unused=keep_unused, inline=inline, backend=backend)

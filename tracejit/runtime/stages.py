@@ -9,7 +9,7 @@ from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.pytree import tree_flatten, tree_unflatten
 from ..core.trace import get_aval
-from .executable import Executable, compile_jaxpr, to_numpy_args
+from .executable import Executable, compile_jaxpr
 
 
 class ArgInfo:
@@ -178,8 +178,7 @@ class Compiled:
         jaxpr = self._entry.closed.jaxpr
         arg_bytes = sum(_nbytes(a) for a in self._entry.in_avals)
         out_bytes = sum(_nbytes(v.aval) for v in jaxpr.outvars)
-        outs = {id(v) for v in jaxpr.outvars}
-        temp = sum(_nbytes(v.aval) for e in jaxpr.eqns for v in e.outvars if id(v) not in outs)
+        temp = self._executable.temp_bytes()
         return CompiledMemoryStats(generated_code_size_in_bytes=0,
                                    argument_size_in_bytes=arg_bytes,
                                    output_size_in_bytes=out_bytes, alias_size_in_bytes=0,
@@ -204,7 +203,7 @@ class Compiled:
         if mismatches:
             raise TypeError("Argument types differ from the types for which this computation "
                             "was compiled. The mismatches are:\n" + "\n".join(mismatches))
-        outs = self._executable(to_numpy_args(leaves, entry.in_avals))
+        outs = self._executable(leaves)
         if jitted.donate_argnums or jitted.donate_argnames:
             jitted._delete_donated(args, kwargs)
         return tree_unflatten(entry.out_tree, outs)

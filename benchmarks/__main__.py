@@ -1,0 +1,58 @@
+"""Benchmarks: tracejit vs JAX (newest runnable: a Python 3.12 venv at .venv-jax312 if present,
+else the test venv's JAX) vs NumPy where it applies, in one run. Prints medians and ratios.
+
+    python -m benchmarks [substring ...]
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _side(python: str, impl: str, only: list[str]) -> dict:
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
+    proc = subprocess.run([python, "-m", "benchmarks.run_side", impl, *only], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        return {"version": "unavailable", "rows": {}, "error": proc.stderr[-2000:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _fmt(seconds: float) -> str:
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:8.1f} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:8.2f} ms"
+    return f"{seconds:8.2f} s "
+
+
+def main(only: list[str]) -> None:
+    jax312 = ROOT / ".venv-jax312" / "bin" / "python"
+    jax_python = str(jax312) if jax312.exists() else sys.executable
+    ours = _side(sys.executable, "tracejit", only)
+    theirs = _side(jax_python, "jax", only)
+    print(f"tracejit {ours.get('version')} (Python {ours.get('python')}) vs "
+          f"JAX {theirs.get('version')} (Python {theirs.get('python')}); "
+          f"ratio = JAX time / tracejit time (>1: tracejit faster)")
+    header = f"{'workload':38} {'tracejit':>11} {'JAX':>11} {'ratio':>7} " \
+             f"{'1st call tj':>12} {'1st call JAX':>12}"
+    print(header)
+    print("-" * len(header))
+    for name in ours["rows"] | theirs["rows"]:
+        a, b = ours["rows"].get(name, {}), theirs["rows"].get(name, {})
+        if "median" not in a or "median" not in b:
+            err = a.get("error") or b.get("error") or "missing"
+            print(f"{name:38} {'—':>11} {'—':>11} {'':>7}  ({err[:60]})")
+            continue
+        ratio = b["median"] / a["median"]
+        print(f"{name:38} {_fmt(a['median'])} {_fmt(b['median'])} {ratio:7.2f} "
+              f"{_fmt(a['first']):>12} {_fmt(b['first']):>12}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

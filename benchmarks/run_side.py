@@ -1,0 +1,59 @@
+"""Run every workload with one implementation and print JSON: first-call (trace + compile) and
+median steady-state seconds. `python -m benchmarks.run_side tracejit|jax`"""
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+
+
+def _block(out):
+    leaves = out if isinstance(out, (tuple, list)) else [out]
+    for leaf in leaves:
+        if isinstance(leaf, (tuple, list)):
+            _block(leaf)
+        elif hasattr(leaf, "block_until_ready"):
+            leaf.block_until_ready()
+
+
+def measure(fn, args, budget: float = 1.5, max_runs: int = 200) -> tuple[float, float]:
+    t0 = time.perf_counter()
+    _block(fn(*args))
+    first = time.perf_counter() - t0
+    times: list[float] = []
+    deadline = time.perf_counter() + budget
+    while len(times) < max_runs and (len(times) < 3 or time.perf_counter() < deadline):
+        t = time.perf_counter()
+        _block(fn(*args))
+        times.append(time.perf_counter() - t)
+    return first, statistics.median(times)
+
+
+def main(impl: str) -> None:
+    if impl == "tracejit":
+        import tracejit as jax
+        import tracejit.numpy as jnp
+        from tracejit import lax, random
+    else:
+        import jax
+        import jax.numpy as jnp
+        from jax import lax, random
+    from benchmarks.workloads import WORKLOADS
+    results = {"version": getattr(jax, "__version__", "?"),
+               "python": sys.version.split()[0], "rows": {}}
+    only = sys.argv[2:] or None
+    for name, build in WORKLOADS:
+        if only and not any(o in name for o in only):
+            continue
+        try:
+            fn, args = build(jax, jnp, lax, random)
+            first, median = measure(fn, args)
+            results["rows"][name] = {"first": first, "median": median}
+        except Exception as e:  # report, keep going: the table shows what failed
+            results["rows"][name] = {"error": f"{type(e).__name__}: {e}"[:200]}
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,128 @@
+"""The benchmark workloads, written once against JAX's API and run with tracejit, JAX or NumPy.
+
+Each workload is `(name, build)`: `build(jax, jnp, lax, random)` returns `(fn, args)` where fn is
+already wrapped in the implementation's jit (None for NumPy where no equivalent exists).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _softmax(jnp):
+    def softmax(x):
+        e = jnp.exp(x - jnp.max(x, axis=-1, keepdims=True))
+        return e / jnp.sum(e, axis=-1, keepdims=True)
+    return softmax
+
+
+def dispatch(jax, jnp, lax, random):
+    return jax.jit(lambda x: x + 1), (jnp.asarray(np.float32(1.0)),)
+
+
+def softmax(n, m):
+    def build(jax, jnp, lax, random):
+        x = jnp.asarray(np.random.default_rng(0).standard_normal((n, m)).astype(np.float32))
+        return jax.jit(_softmax(jnp)), (x,)
+    return build
+
+
+def chain(jax, jnp, lax, random):
+    x = jnp.asarray(np.linspace(-3, 3, 10_000_000, dtype=np.float32))
+    return jax.jit(lambda x: jnp.tanh(x) * 0.5 + jnp.exp(-x * x) * jnp.sin(3 * x) - 1), (x,)
+
+
+def sde(steps, adaptive):
+    def build(jax, jnp, lax, random):
+        def drift(x, theta):
+            return theta[0] * x
+
+        def diffusion(x, theta):
+            return theta[1] * x
+
+        def solve(key, x0, theta, dt, steps, adaptive=False):
+            def step(carry, t):
+                key, x, dt_current = carry
+                key, subkey = random.split(key)
+                dw = random.normal(subkey) * jnp.sqrt(dt_current)
+                dx = drift(x, theta) * dt_current + diffusion(x, theta) * dw
+                x_new = x + dx
+                if adaptive:
+                    dt_next = lax.cond(jnp.abs(dx / x) > 0.1, lambda d: d * 0.5, lambda d: d,
+                                       dt_current)
+                else:
+                    dt_next = dt_current
+                return (key, x_new, dt_next), x_new
+            (_, final_x, _), traj = lax.scan(step, (key, x0, dt), xs=jnp.arange(steps))
+            return jnp.concatenate([x0[jnp.newaxis], traj]), final_x
+        fn = jax.jit(solve, static_argnames=("adaptive", "steps"))
+        args = (random.PRNGKey(42), jnp.array(1.0), jnp.array([0.05, 0.2]), 0.01)
+        return (lambda *a: fn(*a, steps=steps, adaptive=adaptive)), args
+    return build
+
+
+def fixed_point(n):
+    def build(jax, jnp, lax, random):
+        def solve(x0, coeff):
+            def body(x, _):
+                return jnp.cos(coeff * x), None
+            return lax.scan(body, x0, xs=None, length=10_000)[0]
+        x0 = jnp.asarray(np.full(n, 0.5, np.float32)) if n else jnp.asarray(np.float32(0.5))
+        return jax.jit(solve), (x0, jnp.asarray(np.float32(0.9)))
+    return build
+
+
+def activation(kind):
+    def build(jax, jnp, lax, random):
+        def act(x):
+            if kind == "polynomial":
+                return x * x * x
+            if kind == "relu":
+                return jax.nn.relu(x)
+            return jax.nn.leaky_relu(x, negative_slope=0.01)
+        return jax.jit(act), (jnp.asarray(np.linspace(-2, 2, 1_000_000, dtype=np.float32)),)
+    return build
+
+
+def matmul(jax, jnp, lax, random):
+    rng = np.random.default_rng(0)
+    a = jnp.asarray(rng.standard_normal((1024, 1024)).astype(np.float32))
+    return jax.jit(lambda a, b: a @ b), (a, a)
+
+
+def newton_sqrt(jax, jnp, lax, random):
+    def sqrt(y):
+        def cond(s):
+            x, i = s
+            return i < 20
+        def body(s):
+            x, i = s
+            return 0.5 * (x + y / x), i + 1
+        return lax.while_loop(cond, body, (y, 0))[0]
+    y = jnp.asarray(np.linspace(1, 100, 1_000_000, dtype=np.float32))
+    return jax.jit(sqrt), (y,)
+
+
+def fori(jax, jnp, lax, random):
+    return jax.jit(lambda x: lax.fori_loop(0, 10_000, lambda i, x: x * 0.999 + 0.001, x)), \
+        (jnp.asarray(np.float32(1.0)),)
+
+
+WORKLOADS = [
+    ("dispatch x+1 (scalar)", dispatch),
+    ("softmax 3x5", softmax(3, 5)),
+    ("softmax 1000x1000", softmax(1000, 1000)),
+    ("softmax 4096x4096", softmax(4096, 4096)),
+    ("elementwise chain 10M", chain),
+    ("SDE 1,000 steps", sde(1_000, False)),
+    ("SDE 1,000 steps adaptive", sde(1_000, True)),
+    ("SDE 100,000 steps", sde(100_000, False)),
+    ("SDE 100,000 steps adaptive", sde(100_000, True)),
+    ("fixed-point scan scalar (10k)", fixed_point(0)),
+    ("fixed-point scan 1000-vector (10k)", fixed_point(1000)),
+    ("polynomial activation 1M", activation("polynomial")),
+    ("relu 1M", activation("relu")),
+    ("leaky_relu 1M", activation("leaky_relu")),
+    ("matmul 1024x1024", matmul),
+    ("while_loop Newton sqrt 1M", newton_sqrt),
+    ("fori_loop 10k scalar steps", fori),
+]

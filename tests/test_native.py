@@ -1,0 +1,223 @@
+"""The native (LLVM) backend against the reference interpreter: same values, bit for bit where
+the operation is exact, on elementwise chains, reductions, shape ops, dots and control flow."""
+import numpy as np
+import pytest
+
+import tracejit
+from tracejit import lax
+
+RNG = np.random.default_rng(0)
+
+
+def _both(f, *args):
+    native = tracejit.jit(f, backend="native")(*args)
+    ref = tracejit.jit(f, backend="interpret")(*args)
+    return native, ref
+
+
+def _assert_same(native, ref, rtol=0.0):
+    n_leaves = tracejit.tree_util.tree_leaves(native)
+    r_leaves = tracejit.tree_util.tree_leaves(ref)
+    assert len(n_leaves) == len(r_leaves)
+    for a, b in zip(n_leaves, r_leaves):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        if rtol:
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol)
+        else:
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def _data(shape, dtype):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return RNG.random(shape) < 0.5
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return RNG.integers(max(info.min, -100), min(info.max, 100), shape).astype(dtype)
+    x = (RNG.standard_normal(shape) * 3).astype(dtype)
+    if x.size >= 4:
+        x.flat[:4] = [np.nan, np.inf, -np.inf, -0.0]
+    return x
+
+
+EXACT_BINARY = ["add", "sub", "mul", "max", "min", "eq", "ne", "lt", "le", "gt", "ge"]
+
+
+@pytest.mark.parametrize("op", EXACT_BINARY)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.uint8, np.int8])
+def test_exact_binary_ops(op, dtype):
+    x, y = _data((3, 7), dtype), _data((3, 7), dtype)
+    _assert_same(*_both(getattr(lax, op), x, y))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.uint32])
+def test_integer_division_semantics(dtype):
+    info = np.iinfo(dtype)
+    x = np.array([7, -7 if info.min else 9, 5, info.min, 0, info.max, 3], dtype=dtype)
+    y = np.array([0, 2, -2, -1, 0, 1, 3], dtype=dtype) if dtype != np.uint32 else \
+        np.array([0, 2, 2, 1, 0, 1, 3], dtype=dtype)
+    _assert_same(*_both(lambda a, b: (lax.div(a, b), lax.rem(a, b)), x, y))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8])
+def test_shifts_out_of_range(dtype):
+    x = np.array([1, 5, 100, 7, 3], dtype=dtype)
+    s = np.array([0, 1, 7, 40, 255], dtype=dtype) if dtype == np.uint8 else \
+        np.array([0, 1, 31, 32, -1], dtype=dtype)
+    _assert_same(*_both(lambda a, b: (lax.shift_left(a, b), lax.shift_right_logical(a, b),
+                                      lax.shift_right_arithmetic(a, b)), x, s))
+
+
+@pytest.mark.parametrize("src", [np.float32, np.float16, np.int32, np.uint8, np.bool_])
+@pytest.mark.parametrize("dst", [np.float32, np.int32, np.uint8, np.int8, np.bool_, np.float16])
+def test_convert_element_type(src, dst):
+    x = _data((17,), src)
+    if src == np.float32:
+        x[4:8] = [1e10, -1e10, 300.7, -3.5]
+    _assert_same(*_both(lambda a: lax.convert_element_type(a, dst), x))
+
+
+def test_unary_exact_ops():
+    x = _data((4, 5), np.float32)
+    _assert_same(*_both(lambda a: (lax.neg(a), lax.abs(a), lax.sign(a), lax.floor(a),
+                                   lax.ceil(a), lax.round(a), lax.round(a, 1), lax.is_finite(a),
+                                   lax.sqrt(lax.abs(a)), lax.integer_pow(a, 3),
+                                   lax.integer_pow(a, -2), lax.square(a)), x))
+    i = _data((9,), np.int32)
+    _assert_same(*_both(lambda a: (lax.neg(a), lax.abs(a), lax.sign(a), lax.population_count(a),
+                                   lax.clz(a), lax.bitwise_not(a)), i))
+
+
+def test_select_clamp_nextafter():
+    x, y = _data((6,), np.float32), _data((6,), np.float32)
+    p = np.array([True, False, True, True, False, False])
+    w = np.array([0, 1, 2, 5, -1, 1], np.int32)
+    _assert_same(*_both(lambda p, w, x, y: (lax.select(p, x, y), lax.select_n(w, x, y, x * 2),
+                                            lax.clamp(-1.0, x, 2.0), lax.nextafter(x, y)),
+                        p, w, x, y))
+
+
+@pytest.mark.parametrize("shape,axes", [((5, 7), (1,)), ((5, 7), (0,)), ((5, 7), (0, 1)),
+                                        ((2, 3, 4), (0, 2)), ((2, 3, 4), (1,)), ((0, 3), (0,)),
+                                        ((4,), (0,))])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_reductions(shape, axes, dtype):
+    x = _data(shape, dtype)
+    if dtype == np.float32:
+        x = np.nan_to_num(x, nan=0.5, posinf=2.0, neginf=-2.0)
+
+    def f(a):
+        return (lax.reduce_sum(a, axes), lax.reduce_max(a, axes), lax.reduce_min(a, axes),
+                lax.reduce_prod(a, axes))
+    native, ref = _both(f, x)
+    _assert_same(native, ref, rtol=1e-5 if dtype == np.float32 else 0.0)
+
+
+def test_reductions_propagate_nan_and_argmax_ties():
+    x = np.array([[1.0, np.nan, 3.0, 3.0], [2.0, 2.0, -np.inf, 0.0]], np.float32)
+    _assert_same(*_both(lambda a: (lax.reduce_max(a, (1,)), lax.reduce_min(a, (0,)),
+                                   lax.argmax(a, 1, np.int32), lax.argmin(a, 1, np.int32),
+                                   lax.reduce_sum(a, (1,))), x))
+    b = np.array([[True, False], [False, False]])
+    _assert_same(*_both(lambda a: (lax.reduce_and(a, (1,)), lax.reduce_or(a, (1,)),
+                                   lax.reduce_xor(a, (0,))), b))
+
+
+def test_fused_elementwise_chain_with_broadcasts_and_shape_ops():
+    x = _data((4, 6), np.float32)
+    v = _data((6,), np.float32)
+
+    def f(a, b):
+        t = lax.broadcast_in_dim(b, (4, 6), (1,))
+        y = lax.transpose(a * t + 1.0, (1, 0))
+        z = lax.rev(lax.reshape(y, (3, 8)), (0,))
+        s = lax.slice(z, (0, 1), (3, 8), (1, 2))
+        c = lax.concatenate([s, s * 2.0], 1)
+        p = lax.pad(c, 0.5, ((1, 0, 0), (0, 2, 1)))
+        return p, lax.iota(np.int32, 5) * 3, lax.squeeze(lax.reshape(a, (1, 24)), (0,))
+    _assert_same(*_both(f, x, v))
+
+
+def test_softmax_matches_reference():
+    x = _data((8, 33), np.float32)
+    x = np.nan_to_num(x)
+
+    def softmax(a):
+        m = lax.reduce_max(a, (1,))
+        e = lax.exp(a - lax.broadcast_in_dim(m, a.shape, (0,)))
+        return e / lax.broadcast_in_dim(lax.reduce_sum(e, (1,)), a.shape, (0,))
+    native, ref = _both(softmax, x)
+    _assert_same(native, ref, rtol=2e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.float16])
+@pytest.mark.parametrize("case", [
+    ((64, 48), (48, 40), (((1,), (0,)), ((), ()))),
+    ((48, 64), (48, 40), (((0,), (0,)), ((), ()))),
+    ((64, 48), (40, 48), (((1,), (1,)), ((), ()))),
+    ((3, 64, 48), (3, 48, 40), (((2,), (1,)), ((0,), (0,)))),
+    ((3, 5), (5, 2), (((1,), (0,)), ((), ()))),
+    ((5,), (5,), (((0,), (0,)), ((), ()))),
+])
+def test_dot_general(case, dtype):
+    ls, rs, dn = case
+    x, y = np.nan_to_num(_data(ls, dtype)), np.nan_to_num(_data(rs, dtype))
+    if np.dtype(dtype).kind == "f":
+        x = np.clip(x, -4, 4).astype(dtype)
+        y = np.clip(y, -4, 4).astype(dtype)
+    with tracejit.enable_x64(dtype == np.float64):
+        native, ref = _both(lambda a, b: lax.dot_general(a, b, dn), x, y)
+    tol = {np.float16: 2e-2, np.float32: 1e-5, np.float64: 1e-12}.get(dtype, 0.0)
+    np.testing.assert_allclose(np.asarray(native, np.float64), np.asarray(ref, np.float64),
+                               rtol=tol, atol=tol)
+    assert native.dtype == ref.dtype
+
+
+def test_control_flow_runs_natively():
+    def scan_fn(c):
+        return lax.scan(lambda c, x: (c * 0.5 + x, c * 2.0), c, np.arange(5, dtype=np.float32))
+
+    def while_fn(x):
+        return lax.while_loop(lambda s: s[0] < 10, lambda s: (s[0] + 1, s[1] * 1.5), (0, x))
+
+    def cond_fn(p, x):
+        return lax.cond(p > 0, lambda x: x + 1.0, lambda x: x * 2.0, x)
+
+    _assert_same(*_both(scan_fn, np.float32(1.0)))
+    _assert_same(*_both(while_fn, np.ones(3, np.float32)))
+    for p in (np.int32(1), np.int32(-1)):
+        _assert_same(*_both(cond_fn, p, np.ones(3, np.float32)))
+
+
+def test_nested_jit_and_closure_constants():
+    c = np.arange(6, dtype=np.float32)
+    inner = tracejit.jit(lambda x: x * c)
+
+    def f(x):
+        return lax.scan(lambda carry, _: (inner(carry) + 1.0, carry), x, None, length=3)
+    _assert_same(*_both(f, np.ones(6, np.float32)))
+
+
+def test_native_as_text_shows_kernels_and_llvm():
+    f = tracejit.jit(lambda x: lax.exp(x * 2.0) + 1.0, backend="native")
+    compiled = f.lower(np.ones(8, np.float32)).compile()
+    text = compiled.as_text()
+    assert "kernel 0: mul -> exp -> add" in text
+    assert "define" in compiled.as_text(dialect="llvm")
+    assert compiled.as_text(dialect="asm").strip()
+
+
+def test_unsupported_primitive_raises_at_compile_time_naming_it(monkeypatch):
+    from tracejit.backend.llvm.codegen import NativeCompileError
+    from tracejit.core import primitive
+
+    monkeypatch.setattr(primitive, "registry", dict(primitive.registry))
+    mystery_p = primitive.Primitive("mystery_op")
+    mystery_p.def_abstract_eval(lambda x: x)
+    mystery_p.def_impl(lambda x: x)
+    f = tracejit.jit(lambda x: mystery_p.bind(x) + 1.0, backend="native")
+    with pytest.raises(NativeCompileError, match="mystery_op"):
+        f(np.ones(3, np.float32))
+    np.testing.assert_array_equal(
+        np.asarray(tracejit.jit(lambda x: mystery_p.bind(x) + 1.0, backend="interpret")(
+            np.ones(3, np.float32))), 2 * np.ones(3))

@@ -1,0 +1,1 @@
+"""Native backends: kernel plans to machine code."""

@@ -1,0 +1,95 @@
+"""The process-wide LLVM JIT: host target machine, O3 through the new pass builder, and one MCJIT
+engine that every compiled module is added to (an engine owns its target machine, so there is
+exactly one)."""
+from __future__ import annotations
+
+import functools
+import threading
+
+import llvmlite.binding as llvm
+
+_lock = threading.Lock()
+
+
+@functools.cache
+def _init_native() -> None:
+    # llvm.initialize() raises in llvmlite 0.50; these two are all the native JIT needs.
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+
+
+@functools.cache
+def host_cpu() -> tuple[str, str]:
+    """(CPU name, feature string) of the host; part of every on-disk cache key."""
+    _init_native()
+    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+
+
+def create_target_machine() -> llvm.TargetMachine:
+    """A target machine for the host CPU with all of its features, optimising at O3."""
+    name, features = host_cpu()
+    target = llvm.Target.from_triple(llvm.get_process_triple())
+    return target.create_target_machine(cpu=name, features=features, opt=3, jit=True)
+
+
+@functools.cache
+def _engine() -> llvm.ExecutionEngine:
+    _init_native()
+    backing = llvm.parse_assembly("")
+    backing.triple = llvm.get_process_triple()
+    return llvm.create_mcjit_compiler(backing, create_target_machine())
+
+
+def target_data() -> llvm.TargetData:
+    """The engine's data layout, to stamp on modules before they are optimised."""
+    return _engine().target_data
+
+
+def optimize(module: llvm.ModuleRef) -> None:
+    """Run the O3 pipeline (loop and SLP vectorisation on) over `module` in place."""
+    tm = _engine_target_machine()
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(module, pb)
+
+
+@functools.cache
+def _engine_target_machine() -> llvm.TargetMachine:
+    # A second target machine for the pass builder: the engine's own belongs to the engine.
+    return create_target_machine()
+
+
+def parse(ir_text: str) -> llvm.ModuleRef:
+    """Parse and verify LLVM IR text into a module for the host."""
+    _init_native()
+    module = llvm.parse_assembly(ir_text)
+    module.triple = llvm.get_process_triple()
+    module.data_layout = str(target_data())
+    module.verify()
+    return module
+
+
+def add_module(module: llvm.ModuleRef) -> None:
+    """Hand an optimised module to the engine and generate its machine code."""
+    engine = _engine()
+    with _lock:
+        engine.add_module(module)
+        engine.finalize_object()
+
+
+def function_address(name: str) -> int:
+    """Address of a JIT-compiled function (after `add_module`)."""
+    address = _engine().get_function_address(name)
+    if not address:
+        raise KeyError(f"no JIT-compiled function named {name!r}")
+    return address
+
+
+def compile_ir(ir_text: str) -> llvm.ModuleRef:
+    """Parse, verify, optimise at O3 and add to the engine; returns the optimised module."""
+    module = parse(ir_text)
+    optimize(module)
+    add_module(module)
+    return module

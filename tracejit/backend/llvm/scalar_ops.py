@@ -1,0 +1,366 @@
+"""Scalar LLVM emission for every elementwise primitive, with XLA's semantics: NaN-propagating
+min/max, saturating float->int conversion, integer division by zero giving -1, shifts by
+out-of-range amounts giving 0. Values are register-typed (bool is i1).
+
+`EMITTERS[name](b, in_dtypes, out_dtype, args, params) -> ir.Value`.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import llvmlite.ir as ir
+import numpy as np
+
+from ...core import dtypes
+from .types import I1, const, is_signed, reg_type
+
+
+def _intrinsic(b: ir.IRBuilder, name: str, args: list[ir.Value], types: list[ir.Type] | None = None
+               ) -> ir.Value:
+    types = types if types is not None else [args[0].type]
+    ret = args[0].type if not name.endswith(".sat") else types[0]
+    fnty = ir.FunctionType(ret, [a.type for a in args])
+    fn = b.module.declare_intrinsic(name, types, fnty)
+    return b.call(fn, args)
+
+
+def _is_float(dtype) -> bool:
+    return dtypes.is_inexact(dtype)
+
+
+# --- math functions: our polynomials where they exist, LLVM intrinsics otherwise -------------
+
+_INTRINSIC_MATH = {"exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "sin": "llvm.sin",
+                   "cos": "llvm.cos", "tan": "llvm.tan", "asin": "llvm.asin", "acos": "llvm.acos",
+                   "atan": "llvm.atan", "sinh": "llvm.sinh", "cosh": "llvm.cosh",
+                   "tanh": "llvm.tanh", "pow": "llvm.pow", "atan2": "llvm.atan2"}
+
+
+def math_fn(b: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
+    from . import math as ourmath
+    return ourmath.emit(b, name, *args)
+
+
+def _with_f32(b: ir.IRBuilder, x: ir.Value, f: Callable[[ir.Value], ir.Value]) -> ir.Value:
+    """float16 math computes in float32 and rounds once, as XLA does."""
+    if x.type == reg_type(dtypes.float16):
+        return b.fptrunc(f(b.fpext(x, ir.FloatType())), x.type)
+    return f(x)
+
+
+def _unary_math(name: str):
+    def emit(b, in_dtypes, out_dtype, args, params):
+        return _with_f32(b, args[0], lambda x: math_fn(b, name, [x]))
+    return emit
+
+
+def _binary_math(name: str):
+    def emit(b, in_dtypes, out_dtype, args, params):
+        x, y = args
+        if x.type == reg_type(dtypes.float16):
+            f32 = ir.FloatType()
+            return b.fptrunc(math_fn(b, name, [b.fpext(x, f32), b.fpext(y, f32)]), x.type)
+        return math_fn(b, name, [x, y])
+    return emit
+
+
+# --- arithmetic ----------------------------------------------------------------------------
+
+def _arith(float_op: str, int_op: str, flags=()):
+    def emit(b, in_dtypes, out_dtype, args, params):
+        x, y = args
+        if _is_float(in_dtypes[0]):
+            return getattr(b, float_op)(x, y)
+        if in_dtypes[0] == dtypes.bool_:  # add/mul on bools (lax allows max/min only, safety)
+            return b.or_(x, y) if int_op == "add" else b.and_(x, y)
+        return getattr(b, int_op)(x, y)
+    return emit
+
+
+def _int_div_rem(rem: bool):
+    def emit(b, in_dtypes, out_dtype, args, params):
+        x, y = args
+        dt = in_dtypes[0]
+        if _is_float(dt):
+            return b.frem(x, y) if rem else b.fdiv(x, y)
+        zero = ir.Constant(x.type, 0)
+        one = ir.Constant(x.type, 1)
+        by_zero = b.icmp_unsigned("==", y, zero)
+        bad = by_zero
+        if is_signed(dt):
+            int_min = ir.Constant(x.type, 1 << (dt.itemsize * 8 - 1))
+            overflow = b.and_(b.icmp_signed("==", x, int_min),
+                              b.icmp_signed("==", y, ir.Constant(x.type, -1)))
+            bad = b.or_(by_zero, overflow)
+        safe_y = b.select(bad, one, y)
+        if rem:
+            r = b.srem(x, safe_y) if is_signed(dt) else b.urem(x, safe_y)
+            return b.select(by_zero, x, r)  # x % 0 == x; INT_MIN % -1 == 0 (srem by 1)
+        q = b.sdiv(x, safe_y) if is_signed(dt) else b.udiv(x, safe_y)
+        return b.select(by_zero, ir.Constant(x.type, -1), q)  # INT_MIN / -1 == INT_MIN
+    return emit
+
+
+def _minmax(is_max: bool):
+    def emit(b, in_dtypes, out_dtype, args, params):
+        x, y = args
+        dt = in_dtypes[0]
+        if _is_float(dt):
+            return _intrinsic(b, "llvm.maximum" if is_max else "llvm.minimum", [x, y])
+        if dt == dtypes.bool_:
+            return b.or_(x, y) if is_max else b.and_(x, y)
+        op = (">" if is_max else "<")
+        cmp = b.icmp_signed(op, x, y) if is_signed(dt) else b.icmp_unsigned(op, x, y)
+        return b.select(cmp, x, y)
+    return emit
+
+
+def _neg(b, in_dtypes, out_dtype, args, params):
+    x, = args
+    return b.fneg(x) if _is_float(in_dtypes[0]) else b.neg(x)
+
+
+def _abs(b, in_dtypes, out_dtype, args, params):
+    x, = args
+    dt = in_dtypes[0]
+    if _is_float(dt):
+        return _intrinsic(b, "llvm.fabs", [x])
+    if not is_signed(dt):
+        return x
+    return _intrinsic(b, "llvm.abs", [x, ir.Constant(I1, 0)], [x.type])
+
+
+def _sign(b, in_dtypes, out_dtype, args, params):
+    x, = args
+    dt = in_dtypes[0]
+    if _is_float(dt):
+        one = ir.Constant(x.type, 1.0)
+        zero = ir.Constant(x.type, 0.0)
+        pos = b.fcmp_ordered(">", x, zero)
+        neg = b.fcmp_ordered("<", x, zero)
+        return b.select(pos, one, b.select(neg, ir.Constant(x.type, -1.0), x))  # NaN, ±0 kept
+    zero = ir.Constant(x.type, 0)
+    if not is_signed(dt):
+        return b.zext(b.icmp_unsigned("!=", x, zero), x.type)
+    pos = b.zext(b.icmp_signed(">", x, zero), x.type)
+    neg = b.zext(b.icmp_signed("<", x, zero), x.type)
+    return b.sub(pos, neg)
+
+
+def _square(b, in_dtypes, out_dtype, args, params):
+    x, = args
+    return b.fmul(x, x) if _is_float(in_dtypes[0]) else b.mul(x, x)
+
+
+def _float_intrinsic(name: str):
+    def emit(b, in_dtypes, out_dtype, args, params):
+        return _intrinsic(b, name, list(args))
+    return emit
+
+
+def _round(b, in_dtypes, out_dtype, args, params):
+    name = "llvm.roundeven" if params["rounding_method"] == 1 else "llvm.round"
+    return _intrinsic(b, name, list(args))
+
+
+def _is_finite(b, in_dtypes, out_dtype, args, params):
+    x, = args
+    inf = ir.Constant(x.type, float("inf"))
+    return b.fcmp_ordered("<", _intrinsic(b, "llvm.fabs", [x]), inf)
+
+
+def _rsqrt(b, in_dtypes, out_dtype, args, params):
+    x, = args
+    return _with_f32(b, x, lambda v: b.fdiv(ir.Constant(v.type, 1.0),
+                                            _intrinsic(b, "llvm.sqrt", [v])))
+
+
+def _integer_pow(b, in_dtypes, out_dtype, args, params):
+    x, = args
+    y = params["y"]
+    is_f = _is_float(in_dtypes[0])
+    mul = b.fmul if is_f else b.mul
+    if y == 0:
+        return ir.Constant(x.type, 1.0 if is_f else 1)
+    acc, base, n = None, x, abs(y)
+    while n:  # the same multiplication order as the reference interpreter
+        if n & 1:
+            acc = base if acc is None else mul(acc, base)
+        n >>= 1
+        if n:
+            base = mul(base, base)
+    if y < 0:
+        return b.fdiv(ir.Constant(x.type, 1.0), acc) if is_f else b.sdiv(ir.Constant(x.type, 1),
+                                                                           acc)
+    return acc
+
+
+def _compare(op: str):
+    def emit(b, in_dtypes, out_dtype, args, params):
+        x, y = args
+        dt = in_dtypes[0]
+        if _is_float(dt):
+            return b.fcmp_unordered(op, x, y) if op == "!=" else b.fcmp_ordered(op, x, y)
+        if dt == dtypes.bool_ or not is_signed(dt):
+            return b.icmp_unsigned(op, x, y)
+        return b.icmp_signed(op, x, y)
+    return emit
+
+
+def _bitwise(op: str):
+    def emit(b, in_dtypes, out_dtype, args, params):
+        return getattr(b, op)(*args)
+    return emit
+
+
+def _not(b, in_dtypes, out_dtype, args, params):
+    return b.not_(args[0])
+
+
+def _shift(kind: str):
+    def emit(b, in_dtypes, out_dtype, args, params):
+        x, y = args
+        dt = in_dtypes[0]
+        bits = ir.Constant(x.type, dt.itemsize * 8)
+        in_range = b.icmp_unsigned("<", y, bits)  # negative amounts are huge when unsigned
+        safe = b.select(in_range, y, ir.Constant(x.type, 0))
+        if kind == "left":
+            return b.select(in_range, b.shl(x, safe), ir.Constant(x.type, 0))
+        if kind == "right_logical":
+            return b.select(in_range, b.lshr(x, safe), ir.Constant(x.type, 0))
+        fill = b.ashr(x, ir.Constant(x.type, dt.itemsize * 8 - 1)) if is_signed(dt) else \
+            ir.Constant(x.type, 0)
+        shifted = b.ashr(x, safe) if is_signed(dt) else b.lshr(x, safe)
+        return b.select(in_range, shifted, fill)
+    return emit
+
+
+def _popcount(b, in_dtypes, out_dtype, args, params):
+    return _intrinsic(b, "llvm.ctpop", list(args))
+
+
+def _clz(b, in_dtypes, out_dtype, args, params):
+    x, = args
+    return _intrinsic(b, "llvm.ctlz", [x, ir.Constant(I1, 0)], [x.type])
+
+
+def convert(b: ir.IRBuilder, x: ir.Value, src: np.dtype, dst: np.dtype) -> ir.Value:
+    """convert_element_type with XLA's rules (float->int saturates, NaN -> 0)."""
+    if src == dst:
+        return x
+    t = reg_type(dst)
+    if dst == dtypes.bool_:
+        if _is_float(src):
+            return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))
+        return b.icmp_unsigned("!=", x, ir.Constant(x.type, 0))
+    if src == dtypes.bool_:
+        return b.uitofp(x, t) if _is_float(dst) else b.zext(x, t)
+    if _is_float(src) and _is_float(dst):
+        if src.itemsize < dst.itemsize:
+            return b.fpext(x, t)
+        return b.fptrunc(x, t)
+    if _is_float(src):
+        name = "llvm.fptosi.sat" if is_signed(dst) else "llvm.fptoui.sat"
+        return _intrinsic(b, name, [x], [t, x.type])
+    if _is_float(dst):
+        return b.sitofp(x, t) if is_signed(src) else b.uitofp(x, t)
+    if src.itemsize > dst.itemsize:
+        return b.trunc(x, t)
+    if src.itemsize < dst.itemsize:
+        return b.sext(x, t) if is_signed(src) else b.zext(x, t)
+    return x  # same width, signedness differs: same bits
+
+
+def _convert(b, in_dtypes, out_dtype, args, params):
+    return convert(b, args[0], in_dtypes[0], out_dtype)
+
+
+def _bitcast(b, in_dtypes, out_dtype, args, params):
+    if in_dtypes[0].itemsize != out_dtype.itemsize:
+        raise NotImplementedError("native bitcast_convert_type between different widths")
+    x, = args
+    src_t = x.type
+    if in_dtypes[0] == dtypes.bool_ or out_dtype == dtypes.bool_:
+        raise NotImplementedError("native bitcast_convert_type of bool")
+    return b.bitcast(x, reg_type(out_dtype)) if src_t != reg_type(out_dtype) else x
+
+
+def _select_n(b, in_dtypes, out_dtype, args, params):
+    which, *cases = args
+    if len(cases) == 1:
+        return cases[0]
+    if in_dtypes[0] == dtypes.bool_:
+        return b.select(which, cases[1], cases[0])
+    out = cases[-1]  # indices past the end pick the last case, before the start the first
+    for i in range(len(cases) - 2, -1, -1):
+        cmp = b.icmp_signed("<=", which, ir.Constant(which.type, i)) if is_signed(in_dtypes[0]) \
+            else b.icmp_unsigned("<=", which, ir.Constant(which.type, i))
+        out = b.select(cmp, cases[i], out)
+    return out
+
+
+def _clamp(b, in_dtypes, out_dtype, args, params):
+    lo, x, hi = args
+    mx, mn = _minmax(True), _minmax(False)
+    dts = [in_dtypes[1]] * 2
+    return mn(b, dts, out_dtype, [mx(b, dts, out_dtype, [x, lo], {}), hi], {})
+
+
+def _fma(b, in_dtypes, out_dtype, args, params):
+    if in_dtypes[0] == dtypes.float16:  # the reference rounds per op for half types
+        x, y, z = args
+        return b.fadd(b.fmul(x, y), z)
+    return _intrinsic(b, "llvm.fma", list(args))
+
+
+def _nextafter(b, in_dtypes, out_dtype, args, params):
+    x, y = args
+    dt = in_dtypes[0]
+    it = ir.IntType(dt.itemsize * 8)
+    xi = b.bitcast(x, it)
+    zero_f = ir.Constant(x.type, 0.0)
+    is_nan = b.fcmp_unordered("uno", x, y)
+    equal = b.fcmp_ordered("==", x, y)
+    x_zero = b.fcmp_ordered("==", x, zero_f)
+    # from ±0 the next value is the smallest denormal with y's sign
+    sign_bit = ir.Constant(it, 1 << (dt.itemsize * 8 - 1))
+    tiny = b.or_(b.and_(b.bitcast(y, it), sign_bit), ir.Constant(it, 1))
+    # moving away from zero increments the magnitude bits, towards zero decrements them
+    x_neg = b.fcmp_ordered("<", x, zero_f)
+    up = b.fcmp_ordered("<", x, y)
+    away = b.xor(up, x_neg)
+    step = b.select(away, ir.Constant(it, 1), ir.Constant(it, -1))
+    moved = b.bitcast(b.add(xi, step), x.type)
+    out = b.select(x_zero, b.bitcast(tiny, x.type), moved)
+    out = b.select(equal, y, out)
+    return b.select(is_nan, b.fadd(x, y), out)
+
+
+EMITTERS: dict[str, Callable] = {
+    "add": _arith("fadd", "add"), "sub": _arith("fsub", "sub"), "mul": _arith("fmul", "mul"),
+    "div": _int_div_rem(False), "rem": _int_div_rem(True), "max": _minmax(True),
+    "min": _minmax(False), "neg": _neg, "abs": _abs, "sign": _sign, "square": _square,
+    "floor": _float_intrinsic("llvm.floor"), "ceil": _float_intrinsic("llvm.ceil"),
+    "round": _round, "is_finite": _is_finite, "sqrt": _float_intrinsic("llvm.sqrt"),
+    "rsqrt": _rsqrt, "integer_pow": _integer_pow,
+    "eq": _compare("=="), "ne": _compare("!="), "lt": _compare("<"), "le": _compare("<="),
+    "gt": _compare(">"), "ge": _compare(">="), "and": _bitwise("and_"), "or": _bitwise("or_"),
+    "xor": _bitwise("xor"), "not": _not, "shift_left": _shift("left"),
+    "shift_right_logical": _shift("right_logical"),
+    "shift_right_arithmetic": _shift("right_arithmetic"), "population_count": _popcount,
+    "clz": _clz, "convert_element_type": _convert, "bitcast_convert_type": _bitcast,
+    "select_n": _select_n, "clamp": _clamp, "fma": _fma, "nextafter": _nextafter,
+    "pow": _binary_math("pow"), "atan2": _binary_math("atan2"),
+}
+for _name in ("exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan",
+              "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "cbrt", "erf",
+              "erfc", "erf_inv", "lgamma", "digamma"):
+    EMITTERS[_name] = _unary_math(_name)
+
+
+def emit_scalar(b: ir.IRBuilder, name: str, in_dtypes: list[np.dtype], out_dtype: np.dtype,
+                args: list[ir.Value], params: dict) -> ir.Value:
+    return EMITTERS[name](b, in_dtypes, out_dtype, args, params)
+
+
+__all__ = ["EMITTERS", "emit_scalar", "convert", "const"]

@@ -1,0 +1,70 @@
+"""Fusion: decide which values are computed inside their consumers' loops instead of being
+written to memory. Elementwise ops, broadcasts, iota and index-remapping shape ops fuse into
+consumers that are themselves fusible or reductions; a value used more than once is
+materialised once (unless it is a cheap broadcast/iota of something already in memory)."""
+from __future__ import annotations
+
+from ..core.jaxpr import Jaxpr, Var
+
+ELEMENTWISE = frozenset({
+    "add", "sub", "mul", "div", "rem", "max", "min", "pow", "atan2", "nextafter", "neg", "sign",
+    "abs", "square", "floor", "ceil", "round", "is_finite", "integer_pow", "exp", "exp2", "log",
+    "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
+    "cosh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "cbrt", "erf", "erfc", "erf_inv",
+    "lgamma", "digamma", "eq", "ne", "lt", "le", "gt", "ge", "not", "and", "or", "xor",
+    "shift_left", "shift_right_logical", "shift_right_arithmetic", "population_count", "clz",
+    "convert_element_type", "bitcast_convert_type", "select_n", "clamp", "fma",
+})
+INDEX_MAPS = frozenset({"broadcast_in_dim", "iota", "transpose", "reshape", "squeeze", "rev",
+                        "slice", "concatenate", "pad", "dynamic_slice", "gather"})
+FUSIBLE = ELEMENTWISE | INDEX_MAPS
+REDUCTIONS = frozenset({"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
+                        "reduce_or", "reduce_xor", "argmax", "argmin"})
+_CHEAP = frozenset({"broadcast_in_dim", "iota"})
+
+
+class FusionPlan:
+    """`lazy`: ids of vars computed inside their consumers; `kernels`: the groups, for printing."""
+
+    def __init__(self, lazy: set[int], kernels: list[list]):
+        self.lazy = lazy
+        self.kernels = kernels
+
+
+def plan_fusion(jaxpr: Jaxpr) -> FusionPlan:
+    consumers: dict[int, list] = {}
+    for eqn in jaxpr.eqns:
+        for v in eqn.invars:
+            if isinstance(v, Var):
+                consumers.setdefault(id(v), []).append(eqn)
+    outs = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
+    producer = {id(v): e for e in jaxpr.eqns for v in e.outvars}
+    lazy: set[int] = set()
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if name not in FUSIBLE or len(eqn.outvars) != 1:
+            continue
+        v = eqn.outvars[0]
+        if v.aval.ndim == 0 or id(v) in outs:
+            continue
+        users = consumers.get(id(v), [])
+        if not users or not all(u.primitive.name in FUSIBLE | REDUCTIONS for u in users):
+            continue
+        if len(users) == 1 and sum(1 for x in users[0].invars if x is v) == 1:
+            lazy.add(id(v))
+        elif name in _CHEAP and not any(id(x) in lazy for x in eqn.invars):
+            lazy.add(id(v))
+    # kernels for printing: each materialised fusible/reduction eqn with its lazy producers
+    kernels = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name not in FUSIBLE | REDUCTIONS or \
+                any(id(v) in lazy for v in eqn.outvars):
+            continue
+        group, stack = [], [eqn]
+        while stack:
+            e = stack.pop()
+            group.append(e)
+            stack.extend(producer[id(x)] for x in e.invars
+                         if isinstance(x, Var) and id(x) in lazy and id(x) in producer)
+        kernels.append(group[::-1])
+    return FusionPlan(lazy, kernels)

@@ -1,0 +1,103 @@
+"""Batching (vmap): a BatchTracer is a value with one extra dimension, `bdim` (or not_mapped),
+and each primitive's batch rule computes all lanes at once.
+
+`batch_flat` vectorises a flat function; `batch_jaxpr` turns a closed jaxpr into its batched
+version (batched inputs and outputs carry the batch dimension first).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from ..core.avals import ShapedArray
+from ..core.jaxpr import ClosedJaxpr
+from ..core.primitive import Primitive
+from ..core.trace import Trace, Tracer, full_lower, full_raise, get_aval, new_main
+from .jaxpr_util import eval_closed, trace_closed
+from .rules import bdim_at_front, not_mapped, unbatched_aval
+
+
+class BatchTracer(Tracer):
+    __slots__ = ("val", "bdim")
+
+    def __init__(self, trace: Trace, val: Any, bdim: int | None):
+        self._trace = trace
+        self.val = val
+        self.bdim = bdim
+
+    @property
+    def aval(self) -> ShapedArray:
+        return unbatched_aval(self.val, self.bdim)
+
+    def full_lower(self):
+        if self.bdim is not_mapped:
+            return full_lower(self.val)
+        return self
+
+
+def batch_rule(primitive: Primitive) -> Callable:
+    if primitive.batch is None:
+        raise NotImplementedError(f"Batching rule for '{primitive.name}' not implemented")
+    return primitive.batch
+
+
+class BatchTrace(Trace):
+    def pure(self, val):
+        return BatchTracer(self, val, not_mapped)
+
+    lift = pure
+
+    def process_primitive(self, primitive, tracers, params):
+        vals = [t.val for t in tracers]
+        dims = [t.bdim for t in tracers]
+        if all(d is not_mapped for d in dims):
+            out = primitive.bind(*vals, **params)
+            out_dims = [not_mapped] * len(out) if primitive.multiple_results else not_mapped
+        else:
+            out, out_dims = batch_rule(primitive)(vals, dims, **params)
+        if primitive.multiple_results:
+            return [BatchTracer(self, o, d) for o, d in zip(out, out_dims)]
+        return BatchTracer(self, out, out_dims)
+
+
+def batch_flat(fun: Callable[..., Sequence[Any]], args: Sequence[Any],
+               in_dims: Sequence[int | None]) -> tuple[list, list[int | None]]:
+    """Run fun on args batched along in_dims; returns the outputs and their batch dims."""
+    with new_main(BatchTrace) as main:
+        trace = BatchTrace(main)
+        outs = fun(*[BatchTracer(trace, x, d) if d is not not_mapped else x
+                     for x, d in zip(args, in_dims)])
+        outs = [full_raise(trace, o) for o in outs]
+        return [o.val for o in outs], [o.bdim for o in outs]
+
+
+def batch_jaxpr(closed: ClosedJaxpr, size: int, in_batched: Sequence[bool],
+                force_out: bool | Sequence[bool]) -> tuple[ClosedJaxpr, list[bool]]:
+    """closed batched over inputs `in_batched` (batch dimension first, length `size`); outputs
+    come out batched first where they depend on a batched input or force_out asks for it."""
+    avals = closed.in_avals
+    b_avals = [a.update(shape=(size,) + a.shape) if b else a for a, b in zip(avals, in_batched)]
+    n_out = len(closed.out_avals)
+    force = [force_out] * n_out if isinstance(force_out, bool) else list(force_out)
+    out_batched: list[bool] = []
+
+    def fun(*args):
+        outs, dims = batch_flat(lambda *xs: eval_closed(closed, *xs), args,
+                                [0 if b else not_mapped for b in in_batched])
+        out_batched[:] = [d is not not_mapped or f for d, f in zip(dims, force)]
+        return [bdim_at_front(o, d, size) if b else o
+                for o, d, b in zip(outs, dims, out_batched)]
+
+    return trace_closed(fun, b_avals), out_batched
+
+
+def move_to_front(vals: Sequence[Any], dims: Sequence[int | None]) -> list:
+    """Batched values with their batch dimension moved first; unbatched ones unchanged."""
+    return [x if d is not_mapped else bdim_at_front(x, d, 0) for x, d in zip(vals, dims)]
+
+
+def unbatched_avals(vals: Sequence[Any], dims: Sequence[int | None]) -> list[ShapedArray]:
+    return [unbatched_aval(v, d) for v, d in zip(vals, dims)]
+
+
+def get_axis_size(vals: Sequence[Any], dims: Sequence[int | None]) -> int:
+    return next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)

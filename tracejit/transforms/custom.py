@@ -1,0 +1,404 @@
+"""User-defined differentiation: custom_jvp, custom_vjp, and checkpoint (rematerialisation).
+
+Each stages its function into a call primitive carrying the user's rules as params, so the
+rules apply wherever the call is later transformed (also after jit has staged it).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+from ..core.interpret import eval_jaxpr
+from ..core.jaxpr import ClosedJaxpr
+from ..core.primitive import Primitive
+from ..core.pytree import tree_flatten, tree_map, tree_unflatten
+from ..core.trace import fun_debug_info, get_aval, trace_to_jaxpr
+from ..runtime.jit import closure_convert
+from .batching import batch_flat, batch_jaxpr
+from .jaxpr_util import eval_closed, trace_closed
+from .jvp import jvp_jaxpr
+from .linearize import linearize_jaxpr
+from .rules import (Zero, axis_size, bdim_at_front, differentiable, instantiate, not_mapped,
+                    tangent_aval)
+from .transpose import call_transpose
+
+
+def _call_impl(*args, call_jaxpr: ClosedJaxpr, **_):
+    return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
+
+
+def _call_abstract(*avals, call_jaxpr: ClosedJaxpr, **_):
+    return call_jaxpr.out_avals
+
+
+def _stage(fun: Callable, args: Sequence[Any], kind: str) -> tuple[ClosedJaxpr, list, Any, list]:
+    """Trace fun(*args) to a jaxpr; returns (jaxpr, its closure operands, out tree, arg leaves)."""
+    leaves, in_tree = tree_flatten(args)
+    out_tree = []
+
+    def flat_fun(*xs):
+        out, tree = tree_flatten(fun(*tree_unflatten(in_tree, xs)))
+        out_tree.append(tree)
+        return out
+
+    debug = fun_debug_info(fun, [f"args[{i}]" for i in range(len(leaves))], kind)
+    closed, consts = closure_convert(trace_to_jaxpr(flat_fun, [get_aval(x) for x in leaves],
+                                                    debug))
+    return closed, consts, out_tree[0], leaves
+
+
+def _resolve_nondiff(argnums: Sequence[int], args: tuple) -> tuple[tuple, tuple]:
+    nondiff = tuple(args[i] for i in argnums)
+    diff = tuple(a for i, a in enumerate(args) if i not in argnums)
+    return nondiff, diff
+
+
+def _closure_error(kind: str) -> TypeError:
+    return TypeError(f"Detected differentiation of a {kind} function with respect to a "
+                     f"closed-over value. That isn't supported because the custom {kind[7:]} "
+                     f"rule only specifies how to differentiate the {kind} function with "
+                     "respect to explicit input parameters. Pass the value as an explicit "
+                     "argument instead.")
+
+
+# --- custom_jvp ----------------------------------------------------------------------------
+
+custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
+custom_jvp_call_p.def_abstract_eval(_call_abstract)
+custom_jvp_call_p.def_impl(_call_impl)
+
+
+def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name):
+    if any(type(t) is not Zero for t in tangents[:num_consts]):
+        raise _closure_error("custom_jvp")
+    args = primals[num_consts:]
+    outs = jvp(*args, *[instantiate(t) for t in tangents[num_consts:]])
+    n = len(call_jaxpr.out_avals)
+    return outs[:n], outs[n:]
+
+
+def _custom_jvp_call_batch(vals, dims, *, call_jaxpr, jvp, num_consts, name):
+    size = axis_size(vals, dims)
+    vals = [bdim_at_front(v, d, size) for v, d in zip(vals, dims)]
+    batched, _ = batch_jaxpr(call_jaxpr, size, [True] * len(vals), True)
+
+    def batched_jvp(*args):  # primals and tangents, all batched first
+        outs, out_dims = batch_flat(jvp, args, [0] * len(args))
+        return [bdim_at_front(o, d, size) for o, d in zip(outs, out_dims)]
+
+    outs = custom_jvp_call_p.bind(*vals, call_jaxpr=batched, jvp=batched_jvp,
+                                  num_consts=num_consts, name=name)
+    return outs, [0] * len(outs)
+
+
+custom_jvp_call_p.def_jvp(_custom_jvp_call_jvp)
+custom_jvp_call_p.def_batch(_custom_jvp_call_batch)
+
+
+class custom_jvp:  # noqa: N801 - JAX's name
+    """A function with a user-defined JVP rule: `f.defjvp(rule)` with
+    rule(primals, tangents) -> (primal_out, tangent_out), or `f.defjvps(*per_arg_rules)`."""
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.jvp: Callable | None = None
+
+    def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
+        if symbolic_zeros:
+            raise NotImplementedError("custom_jvp with symbolic_zeros=True is not supported")
+        self.jvp = jvp
+        return jvp
+
+    def defjvps(self, *jvps: Callable | None) -> None:
+        """One rule per argument: jvps[i](tangent_i, primal_out, *primals) -> tangent part."""
+        def jvp(primals, tangents):
+            out = self(*primals)
+            parts = [rule(t, out, *primals) for rule, t in zip(jvps, tangents)
+                     if rule is not None]
+            total = parts[0]
+            for p in parts[1:]:
+                total = tree_map(lambda a, b: a + b, total, p)
+            return out, total
+        self.defjvp(jvp)
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise TypeError(f"custom_jvp function {self.__name__} takes positional arguments "
+                            f"only (keyword arguments {sorted(kwargs)} given).")
+        if self.jvp is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function {self.__name__} "
+                                 "using defjvp.")
+        nondiff, diff = _resolve_nondiff(self.nondiff_argnums, args)
+        fun, rule = self.fun, self.jvp
+
+        def full_args(diff_args):
+            it = iter(diff_args)
+            return [nondiff[self.nondiff_argnums.index(i)] if i in self.nondiff_argnums
+                    else next(it) for i in range(len(args))]
+
+        closed, consts, out_tree, leaves = _stage(lambda *d: fun(*full_args(d)), diff,
+                                                   "custom_jvp")
+        in_tree = tree_flatten(diff)[1]
+        n_in = len(leaves)
+
+        def flat_jvp(*xs):
+            primals = tree_unflatten(in_tree, xs[:n_in])
+            tangents = tree_unflatten(in_tree, xs[n_in:])
+            out, t_out = rule(*nondiff, primals, tangents) if nondiff else rule(primals,
+                                                                                tangents)
+            out_flat, tree = tree_flatten(out)
+            t_flat, t_tree = tree_flatten(t_out)
+            if tree != out_tree or t_tree != out_tree:
+                raise TypeError(
+                    "Custom JVP rule must produce primal and tangent outputs with equal "
+                    f"container (pytree) structures, but got {tree} and {t_tree} respectively "
+                    f"(the function's output structure is {out_tree}).")
+            for p, t in zip(out_flat, t_flat):
+                pa, ta = get_aval(p), get_aval(t)
+                if pa.shape != ta.shape:
+                    raise ValueError(
+                        "Custom JVP rule must produce primal and tangent outputs with equal "
+                        f"shapes, but got primal output shape {pa.shape} and tangent output "
+                        f"shape {ta.shape}.")
+            return out_flat + t_flat
+
+        outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=closed, jvp=flat_jvp,
+                                      num_consts=len(consts), name=self.__name__)
+        return tree_unflatten(out_tree, outs)
+
+
+# --- custom_vjp ----------------------------------------------------------------------------
+
+custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
+custom_vjp_call_p.def_abstract_eval(_call_abstract)
+custom_vjp_call_p.def_impl(_call_impl)
+
+_VJP_JVP_ERROR = "can't apply forward-mode autodiff (jvp) to a custom_vjp function."
+
+
+def _custom_vjp_call_jvp(primals, tangents, **params):
+    raise TypeError(_VJP_JVP_ERROR)
+
+
+def _custom_vjp_call_linearize(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts, name):
+    if any(type(t) is not Zero for t in tangents[:num_consts]):
+        raise _closure_error("custom_vjp")
+    args = primals[num_consts:]
+    n_out = len(call_jaxpr.out_avals)
+    outs = fwd(*args)
+    out, res = outs[:n_out], outs[n_out:]
+    diff = [differentiable(get_aval(a)) for a in args]
+    t_in = [instantiate(t) for t, d in zip(tangents[num_consts:], diff) if d]
+    t_out = custom_lin_p.bind(*res, *t_in, bwd=bwd, num_res=len(res), diff=tuple(diff),
+                              in_avals=tuple(get_aval(a) for a in args),
+                              out_avals=tuple(tangent_aval(get_aval(o)) for o in out))
+    return out, t_out
+
+
+def _custom_vjp_call_batch(vals, dims, *, call_jaxpr, fwd, bwd, num_consts, name):
+    size = axis_size(vals, dims)
+    vals = [bdim_at_front(v, d, size) for v, d in zip(vals, dims)]
+    batched, _ = batch_jaxpr(call_jaxpr, size, [True] * len(vals), True)
+
+    def batched_all(f):  # every input and output batched first
+        def g(*args):
+            outs, out_dims = batch_flat(f, args, [0] * len(args))
+            return [bdim_at_front(o, d, size) for o, d in zip(outs, out_dims)]
+        return g
+
+    outs = custom_vjp_call_p.bind(*vals, call_jaxpr=batched, fwd=batched_all(fwd),
+                                  bwd=batched_all(bwd), num_consts=num_consts, name=name)
+    return outs, [0] * len(outs)
+
+
+custom_vjp_call_p.def_jvp(_custom_vjp_call_jvp)
+custom_vjp_call_p.def_linearize(_custom_vjp_call_linearize)
+custom_vjp_call_p.def_batch(_custom_vjp_call_batch)
+
+# the tangent side of a custom_vjp call: linear in its tangents, transposed by the bwd rule
+custom_lin_p = Primitive("custom_lin", multiple_results=True)
+custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **_: list(out_avals))
+
+
+def _custom_lin_impl(*args, **params):
+    raise TypeError(_VJP_JVP_ERROR)
+
+
+def _custom_lin_transpose(cts, *args, bwd, num_res, diff, in_avals, out_avals):
+    res = args[:num_res]
+    cts_in = bwd(*res, *[instantiate(ct) for ct in cts])
+    return [None] * num_res + [ct for ct, d in zip(cts_in, diff) if d]
+
+
+custom_lin_p.def_impl(_custom_lin_impl)
+custom_lin_p.def_jvp(_custom_vjp_call_jvp)
+custom_lin_p.def_transpose(_custom_lin_transpose)
+
+
+class custom_vjp:  # noqa: N801 - JAX's name
+    """A function with a user-defined VJP: `f.defvjp(fwd, bwd)` with fwd(*args) ->
+    (out, residuals) and bwd(residuals, out_cotangent) -> one cotangent per argument."""
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.fwd: Callable | None = None
+        self.bwd: Callable | None = None
+
+    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False) -> None:
+        if symbolic_zeros:
+            raise NotImplementedError("custom_vjp with symbolic_zeros=True is not supported")
+        self.fwd, self.bwd = fwd, bwd
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise TypeError(f"custom_vjp function {self.__name__} takes positional arguments "
+                            f"only (keyword arguments {sorted(kwargs)} given).")
+        if self.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {self.__name__} "
+                                 "using defvjp.")
+        nums = self.nondiff_argnums
+        nondiff, diff = _resolve_nondiff(nums, args)
+
+        def full_args(diff_args):
+            it = iter(diff_args)
+            return [nondiff[nums.index(i)] if i in nums else next(it) for i in range(len(args))]
+
+        fun, fwd, bwd = self.fun, self.fwd, self.bwd
+        closed, consts, out_tree, leaves = _stage(lambda *d: fun(*full_args(d)), diff,
+                                                   "custom_vjp")
+        in_tree = tree_flatten(diff)[1]
+        res_tree: list = []
+
+        def flat_fwd(*xs):
+            out, res = fwd(*full_args(tree_unflatten(in_tree, xs)))
+            out_flat, tree = tree_flatten(out)
+            if tree != out_tree:
+                raise TypeError(f"Custom VJP fwd rule {getattr(fwd, '__name__', fwd)} must "
+                                "produce a pair (list or tuple of length two) where the first "
+                                "element represents the primal output (equal to the output of "
+                                f"the custom_vjp-decorated function {self.__name__}), but the "
+                                f"output structures differ: {tree} and {out_tree}.")
+            res_flat, tree = tree_flatten(res)
+            res_tree[:] = [tree]
+            return out_flat + res_flat
+
+        def flat_bwd(*xs):
+            n_res = res_tree[0].num_leaves
+            res = tree_unflatten(res_tree[0], xs[:n_res])
+            ct = tree_unflatten(out_tree, xs[n_res:])
+            cts = bwd(*nondiff, res, ct)
+            if not isinstance(cts, (tuple, list)) or len(cts) != len(diff):
+                raise TypeError(
+                    "Custom VJP bwd rule must produce an output with the same container "
+                    "(pytree) structure as the args tuple of the primal function, and in "
+                    "particular must produce a tuple of length equal to the number of "
+                    f"arguments to the primal function, but got bwd output structure "
+                    f"{tree_flatten(cts)[1]} for primal input structure {in_tree}.")
+            flat = []
+            for ct_arg, arg in zip(cts, diff):
+                arg_leaves, arg_tree = tree_flatten(arg)
+                if ct_arg is None:
+                    flat += [Zero(tangent_aval(get_aval(a))) for a in arg_leaves]
+                    continue
+                ct_leaves, ct_tree = tree_flatten(ct_arg)
+                if ct_tree != arg_tree:
+                    raise TypeError(f"Custom VJP bwd rule produced a cotangent of structure "
+                                    f"{ct_tree} for an argument of structure {arg_tree}.")
+                flat += ct_leaves
+            return flat
+
+        outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=closed, fwd=flat_fwd,
+                                      bwd=flat_bwd, num_consts=len(consts), name=self.__name__)
+        return tree_unflatten(out_tree, outs)
+
+
+# --- checkpoint (remat) --------------------------------------------------------------------
+
+checkpoint_p = Primitive("checkpoint", multiple_results=True)
+checkpoint_p.def_abstract_eval(lambda *avals, jaxpr, **_: jaxpr.out_avals)
+checkpoint_p.def_impl(lambda *args, jaxpr, **_: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args))
+
+
+def _checkpoint_jvp(primals, tangents, *, jaxpr, prevent_cse, differentiated, policy):
+    n_out = len(jaxpr.out_avals)
+    nz = [type(t) is not Zero for t in tangents]
+    jvp, out_nz = jvp_jaxpr(jaxpr, nz, [False] * n_out)
+    outs = checkpoint_p.bind(*primals, *[t for t in tangents if type(t) is not Zero], jaxpr=jvp,
+                             prevent_cse=prevent_cse, differentiated=True, policy=policy)
+    it = iter(outs[n_out:])
+    return outs[:n_out], [next(it) if z else Zero(tangent_aval(a))
+                          for z, a in zip(out_nz, jaxpr.out_avals)]
+
+
+def _checkpoint_linearize(primals, tangents, *, jaxpr, prevent_cse, differentiated, policy):
+    """Only the primal inputs are saved: the tangent side recomputes the residuals."""
+    n_in, n_out = len(primals), len(jaxpr.out_avals)
+    nz = [type(t) is not Zero for t in tangents]
+    known, lin, _, out_nz = linearize_jaxpr(jaxpr, nz, [False] * n_out)
+    outs = checkpoint_p.bind(*primals, jaxpr=jaxpr, prevent_cse=prevent_cse,
+                             differentiated=differentiated, policy=policy)
+    nz_tangents = [t for t in tangents if type(t) is not Zero]
+
+    def remat(*args):
+        res = eval_closed(known, *args[:n_in])[n_out:]
+        return eval_closed(lin, *res, *args[n_in:])
+
+    t_out = []
+    if any(out_nz):
+        remat_jaxpr = trace_closed(remat, jaxpr.in_avals + [get_aval(t) for t in nz_tangents])
+        t_out = checkpoint_p.bind(*primals, *nz_tangents, jaxpr=remat_jaxpr,
+                                  prevent_cse=prevent_cse, differentiated=True, policy=policy)
+    it = iter(t_out)
+    return outs, [next(it) if z else Zero(tangent_aval(a))
+                  for z, a in zip(out_nz, jaxpr.out_avals)]
+
+
+def _checkpoint_batch(vals, dims, *, jaxpr, prevent_cse, differentiated, policy):
+    size = axis_size(vals, dims)
+    batched, out_b = batch_jaxpr(jaxpr, size, [d is not not_mapped for d in dims], False)
+    vals = [v if d is not_mapped else bdim_at_front(v, d, size) for v, d in zip(vals, dims)]
+    outs = checkpoint_p.bind(*vals, jaxpr=batched, prevent_cse=prevent_cse,
+                             differentiated=differentiated, policy=policy)
+    return outs, [0 if b else not_mapped for b in out_b]
+
+
+checkpoint_p.def_jvp(_checkpoint_jvp)
+checkpoint_p.def_linearize(_checkpoint_linearize)
+checkpoint_p.def_transpose(call_transpose(checkpoint_p))
+checkpoint_p.def_batch(_checkpoint_batch)
+
+
+def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | None = None,
+               static_argnums: int | Sequence[int] = ()) -> Callable:
+    """fun, but reverse mode saves only its inputs and recomputes the rest in the backward
+    pass (jax.checkpoint / jax.remat)."""
+    static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
+    @functools.wraps(fun)
+    def remat_fun(*args, **kwargs):
+        static_vals, dyn = _resolve_nondiff(static, args)
+
+        def full(dyn_args):
+            it = iter(dyn_args)
+            return [static_vals[static.index(i)] if i in static else next(it)
+                    for i in range(len(args))]
+
+        closed, consts, out_tree, leaves = _stage(lambda *d: fun(*full(d), **kwargs), dyn,
+                                                   "checkpoint")
+        outs = checkpoint_p.bind(*consts, *leaves, jaxpr=closed, prevent_cse=prevent_cse,
+                                 differentiated=False, policy=policy)
+        return tree_unflatten(out_tree, outs)
+    return remat_fun
+
+
+remat = checkpoint

@@ -1,0 +1,87 @@
+"""Jaxpr plumbing shared by the transformations: re-running a jaxpr through `bind` (so whatever
+trace is active sees its equations), staging a flat function, and reordering binders."""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from ..core.array import Array
+from ..core.avals import ShapedArray
+from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
+from ..core.trace import Tracer, trace_to_jaxpr
+
+
+def literal_value(v: Literal) -> Array:
+    """A literal as an Array, keeping its weak type (a bare NumPy scalar would lose it)."""
+    return Array.from_numpy(v.val, v.aval)
+
+
+def eval_jaxpr_bind(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list:
+    """Evaluate `jaxpr` by binding each equation's primitive: the active traces transform it."""
+    env: dict[int, Any] = {}
+
+    def read(v):
+        return literal_value(v) if isinstance(v, Literal) else env[id(v)]
+
+    for v, x in zip(jaxpr.constvars, consts):
+        env[id(v)] = x
+    for v, x in zip(jaxpr.invars, args):
+        env[id(v)] = x
+    for eqn in jaxpr.eqns:
+        outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
+        if not eqn.primitive.multiple_results:
+            outs = (outs,)
+        for v, out in zip(eqn.outvars, outs):
+            env[id(v)] = out
+    return [read(v) for v in jaxpr.outvars]
+
+
+def eval_closed(closed: ClosedJaxpr, *args: Any) -> list:
+    return eval_jaxpr_bind(closed.jaxpr, closed.consts, *args)
+
+
+def split_tracer_consts(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
+    """Move consts that are tracers (of an enclosing trace) to leading invars."""
+    jaxpr = closed.jaxpr
+    moved = [isinstance(c, Tracer) for c in closed.consts]
+    if not any(moved):
+        return closed, []
+    keep = [(v, c) for v, c, m in zip(jaxpr.constvars, closed.consts, moved) if not m]
+    lead = [(v, c) for v, c, m in zip(jaxpr.constvars, closed.consts, moved) if m]
+    new = Jaxpr([v for v, _ in keep], [v for v, _ in lead] + jaxpr.invars, jaxpr.outvars,
+                jaxpr.eqns, jaxpr.debug_info)
+    return ClosedJaxpr(new, [c for _, c in keep]), [c for _, c in lead]
+
+
+def trace_closed(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedArray]
+                 ) -> ClosedJaxpr:
+    """Stage a flat function of closed jaxprs (it captures no tracers) into a ClosedJaxpr."""
+    closed = trace_to_jaxpr(fun, in_avals)
+    assert not any(isinstance(c, Tracer) for c in closed.consts), "internal: leaked tracer"
+    return closed
+
+
+def permute_invars(closed: ClosedJaxpr, order: Sequence[int]) -> ClosedJaxpr:
+    """The same jaxpr taking its inputs in the order invars[order[0]], invars[order[1]], ..."""
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr(j.constvars, [j.invars[i] for i in order], j.outvars, j.eqns,
+                             j.debug_info), closed.consts)
+
+
+def permute_outvars(closed: ClosedJaxpr, order: Sequence[int]) -> ClosedJaxpr:
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr(j.constvars, j.invars, [j.outvars[i] for i in order], j.eqns,
+                             j.debug_info), closed.consts)
+
+
+def add_unused_invars(closed: ClosedJaxpr, avals: Sequence[ShapedArray],
+                      at_end: bool = True) -> ClosedJaxpr:
+    j = closed.jaxpr
+    extra = [Var(a) for a in avals]
+    invars = j.invars + extra if at_end else extra + j.invars
+    return ClosedJaxpr(Jaxpr(j.constvars, invars, j.outvars, j.eqns, j.debug_info),
+                       closed.consts)
+
+
+def interleave_order(groups: Sequence[Sequence[int]]) -> list[int]:
+    """Flatten index groups: helper for permute_* when blocks of binders change places."""
+    return [i for g in groups for i in g]
