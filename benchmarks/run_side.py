@@ -35,6 +35,7 @@ def main(impl: str) -> None:
         import tracejit as jax
         import tracejit.numpy as jnp
         from tracejit import lax, random
+        jax.config.update("tracejit_backend", "native")
     else:
         import jax
         import jax.numpy as jnp

@@ -223,21 +223,18 @@ UPDATE_CASES = [
 OPS = ["set", "add", "subtract", "multiply", "mul", "divide", "power", "min", "max"]
 
 
-@pytest.mark.parametrize("shape,idx,values", UPDATE_CASES)
-@pytest.mark.parametrize("op", OPS)
-def test_at_updates_match_jax(shape, idx, values, op):
+@pytest.mark.parametrize("k", range(len(UPDATE_CASES)))
+def test_at_updates_match_jax(k):
+    shape, idx, values = UPDATE_CASES[k]
     x = np.asarray(_x(shape, np.int32) % 5 + 1)
     vals = values.astype(np.int32) if isinstance(values, np.ndarray) else values
-    check(lambda m, x: getattr(x.at[idx], op)(vals), x)
-
-
-@pytest.mark.parametrize("shape,idx,values", UPDATE_CASES[:26])
-def test_at_updates_under_jit(shape, idx, values):
-    x = _x(shape, np.float32)
+    # every op on the cases with repeated or out-of-bounds indices, a rotating op elsewhere
+    ops = OPS if k in (2, 3, 7, 8, 9, 19) else [OPS[k % len(OPS)], "add"]
+    for op in ops:
+        check(lambda m, x: getattr(x.at[idx], op)(vals), x)
     build, arrays = _split(idx)
-    vals = values.astype(np.float32) if isinstance(values, np.ndarray) else values
-    for op in ("set", "add", "max"):
-        check_jit(lambda m, x, *a: getattr(x.at[build(*a)], op)(vals), x, *arrays)
+    if arrays:  # traced index arrays, under jit
+        check_jit(lambda m, x, *a: x.at[build(*a)].max(vals), x, *arrays)
 
 
 @pytest.mark.parametrize("mode", [None, "clip", "drop", "fill", "promise_in_bounds"])
@@ -250,15 +247,15 @@ def test_at_update_modes(mode):
 
 
 @pytest.mark.parametrize("mode", [None, "clip", "fill", "promise_in_bounds"])
-@pytest.mark.parametrize("fill_value", [None, -1])
-def test_at_get_modes(mode, fill_value):
-    for dtype in (np.float32, np.int32, np.uint8, np.bool_):
+def test_at_get_modes(mode):
+    for dtype in (np.float32, np.uint8, np.bool_):
         x = _x((5, 2), dtype)
-        for idx in (A([0, 7, -1, -6]), 9, -9, (1, A([3, 0])), (A(2), slice(None))):
-            kw = dict(mode=mode, fill_value=fill_value, indices_are_sorted=True,
-                      unique_indices=False)
-            check(lambda m, x: x.at[idx].get(**kw), x)
-            check(lambda m, x: x.at[idx].get(mode=mode, wrap_negative_indices=False), x)
+        for idx in (A([0, 7, -1, -6]), -9, (1, A([3, 0])), (A(2), slice(None))):
+            check(lambda m, x: x.at[idx].get(mode=mode, indices_are_sorted=True), x)
+    x = _x((5, 2), np.int32)
+    for idx in (A([0, 7, -1, -6]), 9, (A(-7), slice(None))):
+        check(lambda m, x: x.at[idx].get(mode=mode, fill_value=-1), x)
+        check(lambda m, x: x.at[idx].get(mode=mode, wrap_negative_indices=False), x)
 
 
 def test_at_dtype_casting_and_weak_types():
@@ -317,9 +314,9 @@ def test_take_matches_jax(mode):
                           (A([-1, -7, 5]), 0), (A([], np.int32), 1), (A([1, 0], np.uint8), -1),
                           (A([127, -1], np.int8), 1)]:
         check_jit(lambda m, x, i: m.take(x, i, axis=axis, mode=mode), x, indices)
-        check(lambda m, x, i: m.take(x, i, axis=axis, mode=mode, fill_value=-5), x, indices)
+    check(lambda m, x, i: m.take(x, i, mode=mode, fill_value=-5), x, A([-1, -7, 5]))
     i = _x((4,), np.int32)
-    for dtype in (np.int32, np.uint8, np.bool_):
+    for dtype in (np.uint8, np.bool_):
         check(lambda m, x, i: m.take(x, i, mode=mode), _x((3, 3), dtype), i)
 
 
@@ -344,8 +341,8 @@ def test_take_along_axis_matches_jax(mode):
                           (A([[[0, 1, 2, 3]]] * 2), 1), (A([0, 1, -1, 30]), None),
                           (np.zeros((2, 3, 0), np.int32), 2)]:
         check_jit(lambda m, x, i: m.take_along_axis(x, i, axis, mode=mode), x, indices)
-        check(lambda m, x, i: m.take_along_axis(x, i, axis, mode=mode, fill_value=7), x,
-              indices)
+    check(lambda m, x, i: m.take_along_axis(x, i, 0, mode=mode, fill_value=7), x,
+          A([[[0, 5, -1, 2]]]))
     check(lambda m, x, i: m.take_along_axis(x, i, 0, wrap_negative_indices=False), x,
           A([[[-1, 0, 1, 0]]]))
     check(lambda m, x, i: m.take_along_axis(x, i, 1), np.zeros((2, 0, 3), np.float32),
@@ -386,12 +383,11 @@ def test_select_matches_jax():
 
 
 NONZERO_INPUTS = [A([[1, 0], [0, 3]]), A([0.0, -0.0, np.nan, 2.0], np.float32),
-                  A([True, False, True]), np.zeros((2, 0)), np.zeros((3,)), _x((2, 3, 4)) % 3]
+                  np.zeros((2, 0)), _x((2, 3, 4)) % 3]
 
 
 @pytest.mark.parametrize("a", NONZERO_INPUTS)
-@pytest.mark.parametrize("size,fill_value", [(None, None), (0, None), (3, None), (3, -1),
-                                             (5, 1.5), (30, 9)])
+@pytest.mark.parametrize("size,fill_value", [(None, None), (0, None), (3, -1), (30, 1.5)])
 def test_nonzero_family_matches_jax(a, size, fill_value):
     check(lambda m, a: m.nonzero(a, size=size, fill_value=fill_value), a)
     check(lambda m, a: m.argwhere(a, size=size, fill_value=fill_value), a)
@@ -458,15 +454,14 @@ def test_choose_matches_jax():
 
 # --- diagonals and index helpers -------------------------------------------------------------
 
-@pytest.mark.parametrize("shape", [(3, 4), (4, 3), (2, 3, 4), (0, 3), (1, 1)])
-@pytest.mark.parametrize("offset", [0, 1, -1, 2, -5, 7])
+@pytest.mark.parametrize("shape", [(3, 4), (2, 3, 4), (0, 3)])
+@pytest.mark.parametrize("offset", [0, 1, -2, 7])
 def test_diagonal_diag_trace_match_jax(shape, offset):
     x = _x(shape, np.int32)
-    for ax1, ax2 in [(0, 1), (1, 0), (-1, 0)] if len(shape) == 3 else [(0, 1), (1, 0)]:
+    axes = [(0, 1), (-1, 0)] if len(shape) == 3 else [(0, 1), (1, 0)]
+    for ax1, ax2 in axes:
         check(lambda m, x: m.diagonal(x, offset, ax1, ax2), x)
-        check(lambda m, x: m.trace(x, offset, ax1, ax2), x)
-    check(lambda m, x: x.diagonal(offset), x)
-    check(lambda m, x: x.trace(offset), x)
+    check(lambda m, x: x.trace(offset, *axes[-1]), x)
     if len(shape) == 2 and shape[0]:
         check_jit(lambda m, x: m.diag(x, offset), x)
         check_jit(lambda m, x: m.diag(x[0], offset), x)
@@ -490,7 +485,7 @@ def test_index_helpers_match_jax():
     check(lambda m: m.diag_indices(4, 3))
     check(lambda m: m.diag_indices(0))
     check(lambda m, a: m.diag_indices_from(a), np.zeros((3, 3, 3)))
-    for n, k, mm in [(3, 0, None), (3, 1, 4), (4, -1, 2), (3, 5, None), (0, 0, None)]:
+    for n, k, mm in [(3, 1, 4), (4, -1, 2)]:
         check(lambda m: m.tril_indices(n, k, mm))
         check(lambda m: m.triu_indices(n, k, mm))
     check(lambda m, a: m.tril_indices_from(a, 1), np.zeros((2, 3)))
@@ -565,9 +560,6 @@ def test_indexing_in_x64_mode(x64):
     x = np.arange(10, dtype=np.float64)
     check_jit(lambda m, x, i: x[i], x, A([1, -2, 30], np.int64))
     check_jit(lambda m, x, i: x[i], x, np.int64(-3))
-    check(lambda m, x: m.nonzero(x > 4), x)
     check(lambda m, x: m.argwhere(x > 7, size=3, fill_value=-1), x)
     check(lambda m, x: m.diag_indices(3), x)
-    check(lambda m, x: m.tril_indices(3), x)
     check(lambda m, x: x.at[A([1, 1])].add(2), x)
-    check(lambda m, x, i: m.take(x, i), x, A([1, 20], np.int64))

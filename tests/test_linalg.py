@@ -362,9 +362,9 @@ def test_einsum_interleaved_paths_and_preferred_type():
                 jnp.einsum(jnp.asarray(a), [0, 1], jnp.asarray(b), [1, 2], [0, 2]))
     assert_same(tnp.einsum(tnp.asarray(a), [0, Ellipsis], tnp.asarray(a), [0, Ellipsis]),
                 jnp.einsum(jnp.asarray(a), [0, Ellipsis], jnp.asarray(a), [0, Ellipsis]))
-    path = [(1, 2), (0, 1)]
-    assert_same(tnp.einsum("ab,bc,cd", *map(tnp.asarray, (a, b, c)), optimize=path),
-                jnp.einsum("ab,bc,cd", *map(jnp.asarray, (a, b, c)), optimize=path))
+    for path in ([(1, 2), (0, 1)], [(0,), (0, 1), (0, 1)], [(2, 0), (0, 1)]):
+        assert_same(tnp.einsum("ab,bc,cd", *map(tnp.asarray, (a, b, c)), optimize=path),
+                    jnp.einsum("ab,bc,cd", *map(jnp.asarray, (a, b, c)), optimize=path))
     i8 = rand((2, 3), np.int8)
     assert_same(tnp.einsum("ij,kj", tnp.asarray(i8), tnp.asarray(i8),
                            preferred_element_type=np.int32),

@@ -13,7 +13,7 @@ from .avals import ShapedArray
 
 
 class Array:
-    __slots__ = ("_value", "aval", "_deleted", "_address", "__weakref__")
+    __slots__ = ("_value", "aval", "_deleted", "_address", "_pool", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, value: np.ndarray, aval: ShapedArray):
@@ -21,6 +21,11 @@ class Array:
         self.aval = aval
         self._deleted = False
         self._address = 0
+        self._pool = None
+
+    def __del__(self):
+        if self._pool is not None:  # a native output: its buffer may serve the next call
+            self._pool.recycle(self)
 
     @staticmethod
     def from_numpy(value: Any, aval: ShapedArray) -> Array:

@@ -90,6 +90,14 @@ def is_inexact(dtype: np.dtype) -> bool:
     return is_float(dtype) or dtype.kind == "c"
 
 
+def to_inexact(dtype: np.dtype) -> np.dtype:
+    """JAX's float for a bool/int dtype: float32 up to 32-bit ints, float64 for 64-bit ones
+    (so with x64 on, jnp.mean(int32) is still float32)."""
+    if is_inexact(dtype):
+        return dtype
+    return canonicalize_dtype(float64 if dtype.itemsize == 8 else float32)
+
+
 # --- the promotion lattice -------------------------------------------------------------------
 # Nodes are concrete dtypes plus the three weak kinds of Python scalars. JAX's lattice:
 # bool < i* < {u8, i8}; u8 < {u16, i16}; ...; {u64, i64} < f* < {f16, bf16, c*}; ... < c128.

@@ -11,7 +11,11 @@ import numpy as np
 from ..core import dtypes
 from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
+from ..transforms.jvp import jvp_flat
+from ..transforms.rules import def_axis_batching, def_linear
 from ._base import FLOAT, NUM, as_lax_operands, check_dtype
+from .control_flow import associative_scan
+from .elementwise import add, exp, log, max, min, mul, stop_gradient, sub  # noqa: A004
 
 
 def _cumulative_abstract(name: str, kinds: str):
@@ -66,5 +70,30 @@ cumprod = _make_cumulative("cumprod", cumprod_p)
 cummax = _make_cumulative("cummax", cummax_p)
 cummin = _make_cumulative("cummin", cummin_p)
 cumlogsumexp = _make_cumulative("cumlogsumexp", cumlogsumexp_p)
+
+# --- transformation rules: JVP, transpose (cumsum), batching ---------------------------------
+
+def _logaddexp(a, b):
+    m = stop_gradient(max(a, b))  # only shifts the exponents: it needs no derivative
+    return add(m, log(add(exp(sub(a, m)), exp(sub(b, m)))))
+
+
+def _cumulative_jvp(prim: Primitive, combine: Callable):
+    """The tangent of the same prefix combination written as an associative scan (as JAX)."""
+    def jvp(primals, tangents, *, axis, reverse):
+        out = prim.bind(*primals, axis=axis, reverse=reverse)
+        _, (t_out,) = jvp_flat(lambda x: [associative_scan(combine, x, reverse, axis)],
+                               primals, tangents)
+        return out, t_out
+    return jvp
+
+
+def_linear(cumsum_p, lambda ct, x, *, axis, reverse: [cumsum(ct, axis, not reverse)])
+for _p, _combine in ((cumprod_p, mul), (cummax_p, max), (cummin_p, min),
+                     (cumlogsumexp_p, _logaddexp)):
+    _p.def_jvp(_cumulative_jvp(_p, _combine))
+for _p in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p):
+    def_axis_batching(_p)
+
 
 __all__ = ["cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"]

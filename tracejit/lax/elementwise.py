@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import math
+
 import numpy as np
 import scipy.special as sp
 
@@ -15,7 +17,11 @@ from ..core import dtypes
 from ..core.array import Array
 from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
-from ..core.trace import Tracer
+from ..core.pytree import tree_map
+from ..core.trace import Tracer, get_aval
+from ..transforms.rules import (Zero, aval_of, broadcast_to_aval, def_broadcasting, def_linear,
+                                def_vectorized, defjvp, defjvp2, full_like_aval, instantiate,
+                                is_undefined, moveaxis, unbroadcast)
 from ._base import (ANY, BOOL, FLOAT, INT, INTBOOL, NUM, SIGNED, as_lax_operands, binop,
                     check_dtype, unop)
 
@@ -43,11 +49,8 @@ def _int_div(x, y):
     if x.dtype.kind == "i":  # INT_MIN / -1 overflows: XLA gives INT_MIN
         overflow = (x == np.iinfo(x.dtype).min) & (safe_y == -1)
         safe_y = np.where(overflow, 1, safe_y)
-    q = np.trunc(x.astype(np.float64) / safe_y) if x.dtype.itemsize < 8 else None
-    if q is None:  # 64-bit: exact integer truncating division
-        q = np.abs(x) // np.abs(safe_y) * np.sign(x) * np.sign(safe_y)
-        q = np.where((np.sign(x) * np.sign(safe_y)) < 0, -(np.abs(x) // np.abs(safe_y)), q)
-    q = np.asarray(q).astype(x.dtype)
+    q = x // safe_y  # floors; XLA truncates toward zero (exact at every width, no floats)
+    q = q + ((x % safe_y != 0) & ((x < 0) != (safe_y < 0))).astype(x.dtype)
     return np.where(zero, np.array(-1).astype(x.dtype), q)
 
 
@@ -551,6 +554,198 @@ def clamp(min: Any, x: Any, max: Any):  # noqa: A002 - lax's names
 
 
 
+# --- transformation rules: JVP, transpose (linear ops), batching -----------------------------
+# (the user functions above are made in loops; the rules call them by name)
+mul, add, sub, div, neg, eq, ge, gt, lt, sign, floor, log, exp, cos, sin, cosh, sinh, rsqrt, \
+    square, digamma, real, imag, conj = (globals()[n] for n in (
+        "mul", "add", "sub", "div", "neg", "eq", "ge", "gt", "lt", "sign", "floor", "log", "exp",
+        "cos", "sin", "cosh", "sinh", "rsqrt", "square", "digamma", "real", "imag", "conj"))
+_complex, _pow = globals()["complex"], globals()["pow"]
+
+
+def _zeros_like(x):
+    return full_like_aval(get_aval(x), 0)
+
+
+def _add_transpose(ct, x, y):  # a rank-0 operand's cotangent sums over its broadcast
+    return [unbroadcast(aval_of(x), ct) if is_undefined(x) else None,
+            unbroadcast(aval_of(y), ct) if is_undefined(y) else None]
+
+
+def _sub_transpose(ct, x, y):
+    return [unbroadcast(aval_of(x), ct) if is_undefined(x) else None,
+            unbroadcast(aval_of(y), neg(ct)) if is_undefined(y) else None]
+
+
+def _mul_transpose(ct, x, y):
+    if is_undefined(x):  # linear jaxprs multiply a tangent by a residual, never two tangents
+        return [unbroadcast(aval_of(x), mul(ct, y)), None]
+    return [None, unbroadcast(aval_of(y), mul(x, ct))]
+
+
+def _balanced_eq(x, z, y):
+    """1 where x alone attains z, 1/2 where y ties with it, else 0 (JAX's max/min JVP)."""
+    aval = get_aval(z)
+    return div(select_n(eq(x, z), full_like_aval(aval, 0), full_like_aval(aval, 1)),
+               select_n(eq(y, z), full_like_aval(aval, 1), full_like_aval(aval, 2)))
+
+
+def _replace_zero(x):
+    return select_n(eq(x, 0), x, full_like_aval(get_aval(x), 1))
+
+
+def _pow_jvp_base(g, ans, x, y):
+    if dtypes.is_int(get_aval(y).dtype):  # x ** 0 has derivative 0, even at x == 0
+        aval = get_aval(ans)
+        y = broadcast_to_aval(convert_element_type(y, aval.dtype), aval)
+        jac = mul(y, _pow(broadcast_to_aval(x, aval), sub(y, 1)))
+        return mul(g, select_n(eq(y, 0), jac, full_like_aval(aval, 0)))
+    return mul(g, mul(y, _pow(x, sub(y, 1))))
+
+
+def _abs_jvp(g, ans, x):
+    if get_aval(x).dtype.kind == "c":
+        return div(real(mul(conj(x), g)), _replace_zero(ans))
+    return select_n(ge(x, 0), neg(g), g)  # the derivative at 0 is 1, as in JAX
+
+
+def _integer_pow_jvp(g, x, *, y):
+    if y == 0:
+        return Zero.from_primal(x)
+    return g if y == 1 else mul(g, mul(integer_pow(x, y - 1), y))
+
+
+def _clamp_jvp(which):
+    def rule(g, lo, x, hi):
+        zeros, g = _zeros_like(x), broadcast_to_aval(g, get_aval(x))
+        if which == "lo":
+            return select_n(bitwise_and(gt(lo, x), lt(lo, hi)), zeros, g)
+        if which == "x":
+            return select_n(bitwise_and(gt(x, lo), lt(x, hi)), zeros, g)
+        return select_n(lt(hi, x), zeros, g)
+    return rule
+
+
+def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
+    (x,), (t,) = primals, tangents
+    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    if not dtypes.is_inexact(np.dtype(new_dtype)):  # to an integer type: derivative zero
+        return out, Zero.from_primal(out)
+    return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
+
+
+def _convert_transpose(ct, x, *, new_dtype, weak_type):
+    aval = aval_of(x)
+    return [convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=aval.weak_type)]
+
+
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    out = select_n_p.bind(which, *cases)
+    if all(type(t) is Zero for t in tangents[1:]):
+        return out, Zero.from_primal(out)
+    return out, select_n_p.bind(which, *[instantiate(t) for t in tangents[1:]])
+
+
+def _select_n_transpose(ct, which, *cases):
+    zeros = _zeros_like(ct)
+    return [None] + [select_n(which, *[ct if j == i else zeros for j in range(len(cases))])
+                     if is_undefined(c) else None for i, c in enumerate(cases)]
+
+
+def _bitcast_batch(vals, dims, *, new_dtype):
+    (x,), (d,) = vals, dims
+    if d == get_aval(x).ndim - 1:  # the trailing dimension may appear or vanish
+        x, d = moveaxis(x, d, 0), 0
+    return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), d
+
+
+defjvp(add_p, lambda g, x, y: g, lambda g, x, y: g)
+add_p.def_transpose(_add_transpose)
+defjvp(sub_p, lambda g, x, y: g, lambda g, x, y: neg(g))
+sub_p.def_transpose(_sub_transpose)
+defjvp(mul_p, lambda g, x, y: mul(g, y), lambda g, x, y: mul(x, g))
+mul_p.def_transpose(_mul_transpose)
+defjvp(div_p, lambda g, x, y: div(g, y),
+       lambda g, x, y: mul(mul(neg(g), x), integer_pow(y, -2)))
+div_p.def_transpose(lambda ct, x, y: [unbroadcast(aval_of(x), div(ct, y)), None])
+defjvp(rem_p, lambda g, x, y: g,
+       lambda g, x, y: mul(neg(g), mul(sign(div(x, y)), floor(abs_p.bind(div(x, y))))))
+defjvp2(max_p, lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
+        lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
+defjvp2(min_p, lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
+        lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
+defjvp(atan2_p, lambda g, x, y: mul(g, div(y, add(square(x), square(y)))),
+       lambda g, x, y: mul(g, div(neg(x), add(square(x), square(y)))))
+defjvp(fma_p, lambda g, x, y, z: mul(g, y), lambda g, x, y, z: mul(x, g), lambda g, x, y, z: g)
+def_linear(neg_p, lambda ct, x: [neg(ct)])
+defjvp(square_p, lambda g, x: mul(g, mul(x, 2)))
+defjvp2(pow_p, _pow_jvp_base, lambda g, ans, x, y: mul(g, mul(log(_replace_zero(x)), ans)))
+defjvp2(abs_p, _abs_jvp)
+defjvp(integer_pow_p, _integer_pow_jvp)
+defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
+defjvp2(exp2_p, lambda g, ans, x: mul(g, mul(ans, math.log(2))))
+defjvp(log_p, lambda g, x: div(g, x))
+defjvp(log1p_p, lambda g, x: div(g, add(x, 1)))
+defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, 1)))
+defjvp2(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(1, ans)))
+defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(1, ans))))
+defjvp(sin_p, lambda g, x: mul(g, cos(x)))
+defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
+defjvp2(tan_p, lambda g, ans, x: mul(g, add(square(ans), 1)))
+defjvp(asin_p, lambda g, x: mul(g, rsqrt(sub(1, square(x)))))
+defjvp(acos_p, lambda g, x: mul(g, neg(rsqrt(sub(1, square(x))))))
+defjvp(atan_p, lambda g, x: div(g, add(square(x), 1)))
+defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
+defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
+defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), 1))))
+defjvp(acosh_p, lambda g, x: mul(g, rsqrt(mul(sub(x, 1), add(x, 1)))))
+defjvp(atanh_p, lambda g, x: mul(div(1, add(x, 1)), div(g, sub(1, x))))
+defjvp2(sqrt_p, lambda g, ans, x: div(g, mul(ans, 2)))
+defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(div(ans, x), -0.5)))
+defjvp2(cbrt_p, lambda g, ans, x: mul(g, mul(integer_pow(ans, -2), 1 / 3)))
+defjvp(erf_p, lambda g, x: mul(g, mul(exp(neg(square(x))), 2 / math.sqrt(math.pi))))
+defjvp(erfc_p, lambda g, x: mul(g, mul(exp(neg(square(x))), -2 / math.sqrt(math.pi))))
+defjvp2(erf_inv_p, lambda g, ans, x: mul(g, mul(exp(square(ans)), math.sqrt(math.pi) / 2)))
+defjvp(lgamma_p, lambda g, x: mul(g, digamma(x)))
+def_linear(real_p, lambda ct, x: [_complex(ct, _zeros_like(ct))])
+def_linear(imag_p, lambda ct, x: [_complex(_zeros_like(ct), neg(ct))])
+def_linear(complex_p, lambda ct, x, y: [real(ct) if is_undefined(x) else None,
+                                        imag(neg(ct)) if is_undefined(y) else None])
+def_linear(conj_p, lambda ct, x: [conj(ct) if aval_of(x).dtype.kind == "c" else real(ct)])
+convert_element_type_p.def_jvp(_convert_jvp)
+convert_element_type_p.def_transpose(_convert_transpose)
+select_n_p.def_jvp(_select_n_jvp)
+select_n_p.def_transpose(_select_n_transpose)
+defjvp(clamp_p, _clamp_jvp("lo"), _clamp_jvp("x"), _clamp_jvp("hi"))
+# piecewise-constant, integer- and boolean-valued ops have zero derivatives
+for _p in (sign_p, floor_p, ceil_p, round_p, is_finite_p, nextafter_p, eq_p, ne_p, lt_p, le_p,
+           gt_p, ge_p, not_p, and_p, or_p, xor_p, shift_left_p, shift_right_logical_p,
+           shift_right_arithmetic_p, population_count_p, clz_p, bitcast_convert_type_p):
+    _p.def_not_differentiable()
+
+for _p in (*_unary.values(), round_p, integer_pow_p, convert_element_type_p):
+    def_vectorized(_p)
+for _p in (*_binary.values(), fma_p):
+    def_broadcasting(_p)
+def_broadcasting(select_n_p, lambda i, n: i == 0)  # only the selector may stay rank 0
+def_broadcasting(clamp_p, lambda i, n: i != 1)     # the bounds may stay rank 0
+bitcast_convert_type_p.def_batch(_bitcast_batch)
+
+# --- stop_gradient: the identity, with a zero derivative ----------------------------------
+stop_gradient_p = unop("stop_gradient", lambda x: x, ANY)
+stop_gradient_p.def_not_differentiable()
+def_vectorized(stop_gradient_p)
+
+
+def stop_gradient(x: Any) -> Any:
+    """x with a zero derivative, for every inexact leaf of the pytree x (others pass)."""
+    def stop(leaf):
+        (leaf,) = as_lax_operands("stop_gradient", leaf)
+        return stop_gradient_p.bind(leaf) if dtypes.is_inexact(get_aval(leaf).dtype) else leaf
+    return tree_map(stop, x)
+
+
 __all__ = sorted(set(_unary) | set(_binary) | {
     "not_", "round", "RoundingMethod", "integer_pow", "convert_element_type",
-    "bitcast_convert_type", "select_n", "select", "clamp", "fma"})
+    "bitcast_convert_type", "select_n", "select", "clamp", "fma", "stop_gradient"})

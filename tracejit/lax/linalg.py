@@ -15,7 +15,10 @@ from ..core.avals import ShapedArray
 from ..core.config import config
 from ..core.primitive import Primitive
 from ..core.trace import get_aval
+from ..transforms.rules import aval_of, defjvp, is_undefined, moveaxis
 from ._base import check_operand
+from .elementwise import convert_element_type
+from .shape import transpose
 
 
 class Precision(enum.Enum):
@@ -79,11 +82,12 @@ def _bit_width(dtype: np.dtype) -> int:
     return 1 if dtype == dtypes.bool_ else dtype.itemsize * 8
 
 
-def _dot_general_dtype(lhs: ShapedArray, rhs: ShapedArray, preferred) -> np.dtype:
-    lrank, rrank = _type_rank(lhs.dtype), _type_rank(rhs.dtype)
-    if lrank == rrank and lhs.dtype != rhs.dtype:
-        raise TypeError(f"lax.dot_general argument type error: {lhs.dtype}, {rhs.dtype}")
-    result = lhs.dtype if lrank >= rrank else rhs.dtype
+def _dot_general_dtype(lhs: np.dtype, rhs: np.dtype, preferred: np.dtype | None) -> np.dtype:
+    """Mixed operand dtypes are allowed (as in JAX): the result has the higher one."""
+    lrank, rrank = _type_rank(lhs), _type_rank(rhs)
+    if lrank == rrank and lhs != rhs:
+        raise TypeError(f"lax.dot_general argument type error: {lhs}, {rhs}")
+    result = lhs if lrank >= rrank else rhs
     if preferred is None or preferred == result:
         return result
     if not dtypes.is_float(result) and _bit_width(preferred) < _bit_width(result):
@@ -132,7 +136,7 @@ def _dot_general_abstract(lhs: ShapedArray, rhs: ShapedArray, *, dimension_numbe
     if len(lc) != len(rc) or lc_shape != rc_shape:
         raise TypeError(f"dot_general requires contracting dimensions to have the same shape, "
                         f"got {lc_shape} and {rc_shape}.")
-    dtype = _dot_general_dtype(lhs, rhs, preferred_element_type)
+    dtype = _dot_general_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
     shape = (lb_shape + tuple(lhs.shape[d] for d in _free_dims(lhs.ndim, lc, lb))
              + tuple(rhs.shape[d] for d in _free_dims(rhs.ndim, rc, rb)))
     return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type)
@@ -153,8 +157,7 @@ def _accumulation_dtype(lhs: np.dtype, rhs: np.dtype, out: np.dtype) -> np.dtype
 def _dot_general_impl(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers, precision,
                       preferred_element_type) -> np.ndarray:
     (lc, rc), (lb, rb) = dimension_numbers
-    out_dtype = _dot_general_dtype(ShapedArray(lhs.shape, lhs.dtype),
-                                   ShapedArray(rhs.shape, rhs.dtype), preferred_element_type)
+    out_dtype = _dot_general_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
     acc = _accumulation_dtype(lhs.dtype, rhs.dtype, out_dtype)
     lf, rf = _free_dims(lhs.ndim, lc, lb), _free_dims(rhs.ndim, rc, rb)
     batch = [lhs.shape[d] for d in lb]
@@ -235,6 +238,78 @@ def batch_matmul(lhs: Any, rhs: Any, precision: Any = None):
         raise ValueError(f"Arguments to batch_matmul must have same ndim, got {lnd}, {rnd}")
     batch = tuple(range(lnd - 2))
     return dot_general(lhs, rhs, (((lnd - 1,), (rnd - 2,)), (batch, batch)), precision)
+
+
+# --- transformation rules: JVP (bilinear), transpose, batching ------------------------------
+def _ranges_like(*xs):
+    start = 0
+    for x in xs:
+        yield tuple(range(start, start + len(x)))
+        start += len(x)
+
+
+def _free(ndim, *removed):
+    gone = {d for r in removed for d in r}
+    return tuple(d for d in range(ndim) if d not in gone)
+
+
+def _dot_general_transpose_lhs(ct, x, y, *, dimension_numbers, precision,
+                               preferred_element_type, swap_ans=False):
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    x_aval = aval_of(x)
+    x_kept = _free(x_aval.ndim, x_contract, x_batch)
+    y_kept = _free(aval_of(y).ndim, y_contract, y_batch)
+    if swap_ans:
+        ans_batch, ans_y, _ = _ranges_like(x_batch, y_kept, x_kept)
+    else:
+        ans_batch, _, ans_y = _ranges_like(x_batch, x_kept, y_kept)
+    dims = ((ans_y, y_kept), (ans_batch, y_batch))
+    x_contract_by_y = [x_contract[i] for i in np.argsort(y_contract)]
+    out_axes = tuple(int(i) for i in np.argsort(list(x_batch) + list(x_kept) + x_contract_by_y))
+    out = transpose(dot_general_p.bind(ct, y, dimension_numbers=dims, precision=precision,
+                                       preferred_element_type=preferred_element_type), out_axes)
+    return convert_element_type(out, x_aval.dtype)
+
+
+def _dot_general_transpose(ct, x, y, *, dimension_numbers, precision, preferred_element_type):
+    if is_undefined(x):
+        return [_dot_general_transpose_lhs(ct, x, y, dimension_numbers=dimension_numbers,
+                                           precision=precision,
+                                           preferred_element_type=preferred_element_type), None]
+    (xc, yc), (xb, yb) = dimension_numbers
+    return [None, _dot_general_transpose_lhs(ct, y, x, dimension_numbers=((yc, xc), (yb, xb)),
+                                             precision=precision,
+                                             preferred_element_type=preferred_element_type,
+                                             swap_ans=True)]
+
+
+def _dot_general_batch(vals, dims, *, dimension_numbers, precision, preferred_element_type):
+    (x, y), (dx, dy) = vals, dims
+    (xc, yc), (xb, yb) = dimension_numbers
+    x = x if dx is None else moveaxis(x, dx, 0)
+    y = y if dy is None else moveaxis(y, dy, 0)
+
+    def shift(ds, batched):
+        return tuple(d + batched for d in ds)
+
+    xc, xb = shift(xc, dx is not None), shift(xb, dx is not None)
+    yc, yb = shift(yc, dy is not None), shift(yb, dy is not None)
+    if dx is not None and dy is not None:  # a new batch dimension, first in the output
+        xb, yb, out_dim = (0,) + xb, (0,) + yb, 0
+    elif dx is not None:  # the first free dimension of lhs
+        out_dim = len(xb)
+    else:  # the first free dimension of rhs
+        out_dim = len(xb) + get_aval(x).ndim - len(xc) - len(xb)
+    out = dot_general_p.bind(x, y, dimension_numbers=((xc, yc), (xb, yb)), precision=precision,
+                             preferred_element_type=preferred_element_type)
+    return out, out_dim
+
+
+defjvp(dot_general_p,
+       lambda g, x, y, **params: dot_general_p.bind(g, y, **params),
+       lambda g, x, y, **params: dot_general_p.bind(x, g, **params))
+dot_general_p.def_transpose(_dot_general_transpose)
+dot_general_p.def_batch(_dot_general_batch)
 
 
 __all__ = ["Precision", "dot_general", "dot", "batch_matmul"]

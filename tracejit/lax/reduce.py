@@ -1,6 +1,7 @@
 """Reduction primitives (reduce_sum/prod/max/min/and/or/xor, argmax/argmin) with their rules."""
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -9,7 +10,11 @@ from ..core import dtypes
 from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
 from ..core.trace import get_aval
+from ..transforms.rules import (Zero, aval_of, def_linear, def_reducer_batching, defjvp2,
+                                full_like_aval)
 from ._base import ANY, INTBOOL, NUM, as_lax_operands, check_dtype, normalize_axes
+from .elementwise import add, convert_element_type, div, eq, mul
+from .shape import broadcast_in_dim, concatenate, reshape, slice_in_dim, transpose
 
 
 def _reduce_abstract(name: str, kinds: str):
@@ -135,6 +140,61 @@ def argmin(operand: Any, axis: int, index_dtype: Any):
     (operand,) = as_lax_operands("argmin", operand)
     axes = normalize_axes(axis, get_aval(operand).ndim)
     return argmin_p.bind(operand, axes=axes, index_dtype=dtypes.check_user_dtype(index_dtype))
+
+
+# --- transformation rules: JVP, transpose (reduce_sum), batching -----------------------------
+
+def _kept_dims(ndim: int, axes: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(i for i in range(ndim) if i not in axes)
+
+
+def _reduce_sum_transpose(ct, x, *, axes):
+    shape = aval_of(x).shape
+    return [broadcast_in_dim(ct, shape, _kept_dims(len(shape), axes))]
+
+
+def _reduce_prod_jvp(primals, tangents, *, axes):
+    """The JVP of a pairwise product tree over the reduced elements: no division, so zeros in
+    the operand are handled exactly (as in JAX)."""
+    (x,), (t,) = primals, tangents
+    out = reduce_prod_p.bind(x, axes=axes)
+    shape = get_aval(x).shape
+    kept = _kept_dims(len(shape), axes)
+    n = math.prod(shape[a] for a in axes)
+    if n == 0:
+        return out, Zero.from_primal(out)
+    rest = tuple(shape[i] for i in kept)
+    x, t = (reshape(transpose(v, tuple(axes) + kept), (n,) + rest) for v in (x, t))
+    while n > 1:
+        if n % 2:  # one more factor 1 (with tangent 0)
+            one = get_aval(x).update(shape=(1,) + rest)
+            x = concatenate([x, full_like_aval(one, 1)], 0)
+            t = concatenate([t, full_like_aval(one, 0)], 0)
+            n += 1
+        a, b = slice_in_dim(x, 0, n, 2), slice_in_dim(x, 1, n, 2)
+        ta, tb = slice_in_dim(t, 0, n, 2), slice_in_dim(t, 1, n, 2)
+        x, t = mul(a, b), add(mul(ta, b), mul(a, tb))
+        n //= 2
+    return out, reshape(t, rest)
+
+
+def _reduce_chooser_jvp(g, ans, x, *, axes):
+    """Ties share the tangent equally (JAX's rule for max and min reductions)."""
+    aval = get_aval(x)
+    at_extreme = eq(x, broadcast_in_dim(ans, aval.shape, _kept_dims(aval.ndim, axes)))
+    where = convert_element_type(at_extreme, aval.dtype)
+    return div(reduce_sum(mul(g, where), axes), reduce_sum(where, axes))
+
+
+def_linear(reduce_sum_p, _reduce_sum_transpose)
+reduce_prod_p.def_jvp(_reduce_prod_jvp)
+defjvp2(reduce_max_p, _reduce_chooser_jvp)
+defjvp2(reduce_min_p, _reduce_chooser_jvp)
+for _p in (reduce_and_p, reduce_or_p, reduce_xor_p, argmax_p, argmin_p):
+    _p.def_not_differentiable()
+for _p in (reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p,
+           reduce_xor_p, argmax_p, argmin_p):
+    def_reducer_batching(_p)
 
 
 __all__ = ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or",

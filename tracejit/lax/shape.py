@@ -14,8 +14,10 @@ from ..core.array import Array
 from ..core.avals import ShapedArray, check_shape
 from ..core.primitive import Primitive
 from ..core.trace import get_aval
+from ..transforms.rules import (aval_of, axis_size, bdim_at_front, def_linear, full_like_aval,
+                                is_undefined, moveaxis, sum_over)
 from ._base import as_lax_operands, canonicalize_axis
-from .elementwise import convert_element_type
+from .elementwise import convert_element_type, select_n, sub
 
 # --- broadcast_in_dim ----------------------------------------------------------------------
 
@@ -487,6 +489,147 @@ def index_in_dim(operand: Any, index: int, axis: int = 0, keepdims: bool = True)
         raise IndexError(f"index {index} is out of bounds for axis {axis} with size {size}")
     out = slice_in_dim(operand, wrapped, wrapped + 1, 1, axis)
     return out if keepdims else squeeze(out, (axis,))
+
+
+# --- transformation rules: JVP and transpose (all linear), batching -------------------------
+def _zero_scalar(x):
+    return full_like_aval(get_aval(x).update(shape=(), weak_type=False), 0)
+
+
+def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
+    in_shape = aval_of(x).shape
+    bdims = broadcast_dimensions
+    unit = {i for i, d in enumerate(in_shape) if d == 1 and shape[bdims[i]] != 1}
+    kept = [i for i in range(len(in_shape)) if i not in unit]
+    summed = sorted(set(range(len(shape))) - {bdims[i] for i in kept})
+    out = sum_over(ct, summed) if summed else ct
+    order = sorted(kept, key=lambda i: bdims[i])  # out's axes: kept dims by output position
+    if order != kept:
+        out = transpose(out, [order.index(i) for i in kept])
+    return [reshape(out, in_shape)]
+
+
+def _broadcast_in_dim_batch(vals, dims, *, shape, broadcast_dimensions):
+    (x,), (d,) = vals, dims
+    x = moveaxis(x, d, 0)
+    return broadcast_in_dim_p.bind(x, shape=(get_aval(x).shape[0],) + shape,
+                                   broadcast_dimensions=(0,) + tuple(b + 1 for b in
+                                                                     broadcast_dimensions)), 0
+
+
+def _reshape_transpose(ct, x, *, new_sizes, dimensions):
+    shape = aval_of(x).shape
+    if dimensions is None:
+        return [reshape(ct, shape)]
+    permuted = reshape(ct, tuple(shape[d] for d in dimensions))
+    return [transpose(permuted, tuple(int(i) for i in np.argsort(dimensions)))]
+
+
+def _reshape_batch(vals, dims, *, new_sizes, dimensions):
+    (x,), (d,) = vals, dims
+    x = moveaxis(x, d, 0)
+    dims_b = None if dimensions is None else (0,) + tuple(i + 1 for i in dimensions)
+    return reshape_p.bind(x, new_sizes=(get_aval(x).shape[0],) + new_sizes,
+                          dimensions=dims_b), 0
+
+
+def _transpose_batch(vals, dims, *, permutation):
+    (x,), (d,) = vals, dims
+    perm = (d,) + tuple(p + (p >= d) for p in permutation)
+    return transpose_p.bind(x, permutation=perm), 0
+
+
+def _squeeze_batch(vals, dims, *, dimensions):
+    (x,), (d,) = vals, dims
+    return squeeze_p.bind(moveaxis(x, d, 0), dimensions=tuple(i + 1 for i in dimensions)), 0
+
+
+def _concatenate_transpose(ct, *xs, dimension):
+    out, start = [], 0
+    for x in xs:
+        n = aval_of(x).shape[dimension]
+        out.append(slice_in_dim(ct, start, start + n, 1, dimension) if is_undefined(x) else None)
+        start += n
+    return out
+
+
+def _concatenate_batch(vals, dims, *, dimension):
+    size = axis_size(vals, dims)
+    xs = [bdim_at_front(x, d, size) for x, d in zip(vals, dims)]
+    return concatenate_p.bind(*xs, dimension=dimension + 1), 0
+
+
+def _pad_transpose(ct, x, padding_value, *, padding_config):
+    lo, hi, interior = zip(*padding_config)
+    unpadded = pad(ct, _zero_scalar(ct), [(-a, -b, 0) for a, b in zip(lo, hi)])
+    ndim = len(lo)
+    t_x = slice(unpadded, (0,) * ndim, get_aval(unpadded).shape, [i + 1 for i in interior])
+    t_pad = None
+    if is_undefined(padding_value):
+        everything = tuple(range(ndim))
+        t_pad = sub(sum_over(ct, everything), sum_over(t_x, everything))
+    return [t_x if is_undefined(x) else None, t_pad]
+
+
+def _pad_batch(vals, dims, *, padding_config):
+    (x, pad_value), (dx, dv) = vals, dims
+    config = ((0, 0, 0),) + padding_config
+    if dv is None:
+        return pad_p.bind(moveaxis(x, dx, 0), pad_value, padding_config=config), 0
+    # a batched padding value: pad with zeros, then select it where a mask says "padding"
+    x = bdim_at_front(x, dx, axis_size(vals, dims))
+    unbatched = get_aval(x).update(shape=get_aval(x).shape[1:])
+    padded = pad_p.bind(x, _zero_scalar(x), padding_config=config)
+    inside = Array.from_numpy(np.ones(unbatched.shape, bool), ShapedArray(unbatched.shape, bool))
+    outside = Array.from_numpy(np.zeros((), bool), ShapedArray((), bool))
+    mask = pad_p.bind(inside, outside, padding_config=padding_config)
+    out_shape = get_aval(padded).shape
+    mask = broadcast_in_dim(mask, out_shape, tuple(range(1, len(out_shape))))
+    fill = broadcast_in_dim(moveaxis(pad_value, dv, 0), out_shape, (0,))
+    return select_n(mask, fill, padded), 0
+
+
+def _slice_transpose(ct, x, *, start_indices, limit_indices, strides):
+    shape = aval_of(x).shape
+    ct_shape = get_aval(ct).shape
+    if strides is None:
+        config = [(s, n - lim, 0) for s, lim, n in zip(start_indices, limit_indices, shape)]
+    else:
+        real_limits = [s + (0 if m == 0 else 1 + (m - 1) * st)
+                       for s, m, st in zip(start_indices, ct_shape, strides)]
+        config = [(s, n - lim, st - 1)
+                  for s, lim, n, st in zip(start_indices, real_limits, shape, strides)]
+    return [pad(ct, _zero_scalar(ct), config)]
+
+
+def _slice_batch(vals, dims, *, start_indices, limit_indices, strides):
+    (x,), (d,) = vals, dims
+    size = get_aval(x).shape[d]
+    start = start_indices[:d] + (0,) + start_indices[d:]
+    limit = limit_indices[:d] + (size,) + limit_indices[d:]
+    strides = None if strides is None else strides[:d] + (1,) + strides[d:]
+    return slice_p.bind(x, start_indices=start, limit_indices=limit, strides=strides), d
+
+
+def_linear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+broadcast_in_dim_p.def_batch(_broadcast_in_dim_batch)
+def_linear(reshape_p, _reshape_transpose)
+reshape_p.def_batch(_reshape_batch)
+def_linear(transpose_p, lambda ct, x, *, permutation: [
+    transpose(ct, tuple(int(i) for i in np.argsort(permutation)))])
+transpose_p.def_batch(_transpose_batch)
+def_linear(squeeze_p, lambda ct, x, *, dimensions: [reshape(ct, aval_of(x).shape)])
+squeeze_p.def_batch(_squeeze_batch)
+def_linear(rev_p, lambda ct, x, *, dimensions: [rev(ct, dimensions)])
+rev_p.def_batch(lambda vals, dims, *, dimensions: (rev_p.bind(
+    vals[0], dimensions=tuple(a + (a >= dims[0]) for a in dimensions)), dims[0]))
+def_linear(concatenate_p, _concatenate_transpose)
+concatenate_p.def_batch(_concatenate_batch)
+def_linear(pad_p, _pad_transpose)
+pad_p.def_batch(_pad_batch)
+def_linear(slice_p, _slice_transpose)
+slice_p.def_batch(_slice_batch)
+iota_p.def_not_differentiable()
 
 
 __all__ = ["broadcast_in_dim", "broadcast", "broadcast_to_rank", "full", "full_like", "reshape",

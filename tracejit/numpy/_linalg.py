@@ -31,16 +31,12 @@ def _arrays(name: str, *args: Any) -> list:
     return [asarray(a) for a in args]
 
 
-def _result_dtype(name: str, preferred: Any, *args: Any) -> tuple[np.dtype, bool]:
+def _result_dtype(preferred: Any, *args: Any) -> tuple[np.dtype, bool]:
     """The dtype a contraction produces: JAX's promotion (and weak type) of the operands, or the
     user's preferred_element_type (then strong)."""
     if preferred is None:
         return dtypes.result_type_and_weak(*args)
     return dtypes.check_user_dtype(preferred, "preferred_element_type"), False
-
-
-def _finish(x: Any, dtype: np.dtype, weak: bool) -> Any:
-    return lax.convert_element_type(x, dtype, weak)
 
 
 def _conj(x: Any) -> Any:
@@ -51,14 +47,14 @@ def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = 
     """jnp.dot: scalars multiply; otherwise contract a's last axis with b's second-to-last (or
     only) axis."""
     a, b = _arrays("dot", a, b)
-    dtype, weak = _result_dtype("dot", preferred_element_type, a, b)
+    dtype, weak = _result_dtype(preferred_element_type, a, b)
     a_ndim, b_ndim = get_aval(a).ndim, get_aval(b).ndim
     if a_ndim == 0 or b_ndim == 0:
         contract = ((), ())
     else:
         contract = ((a_ndim - 1,), (max(b_ndim - 2, 0),))
     out = lax.dot_general(a, b, (contract, ((), ())), precision, preferred_element_type=dtype)
-    return _finish(out, dtype, weak)
+    return lax.convert_element_type(out, dtype, weak)
 
 
 def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
@@ -70,7 +66,7 @@ def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any
         if aval.ndim < 1:
             raise ValueError(f"matmul input operand {i} must have ndim at least 1, but it has "
                              f"ndim {aval.ndim}")
-    dtype, weak = _result_dtype("matmul", preferred_element_type, a, b)
+    dtype, weak = _result_dtype(preferred_element_type, a, b)
     a_is_mat, b_is_mat = a_aval.ndim > 1, b_aval.ndim > 1
     a_batch = a_aval.shape[:-2] if a_is_mat else ()
     b_batch = b_aval.shape[:-2] if b_is_mat else ()
@@ -116,7 +112,7 @@ def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any
     out = lax.transpose(out, perm)
     if both_squeeze:
         out = lax.expand_dims(out, both_squeeze)
-    return _finish(out, dtype, weak)
+    return lax.convert_element_type(out, dtype, weak)
 
 
 def matvec(x1: Any, x2: Any, /) -> Any:
@@ -167,7 +163,7 @@ def tensordot(a: Any, b: Any, axes: Any = 2, *, precision: Any = None,
     sequences (or of single axes)."""
     a, b = _arrays("tensordot", a, b)
     a_ndim, b_ndim = get_aval(a).ndim, get_aval(b).ndim
-    dtype, weak = _result_dtype("tensordot", preferred_element_type, a, b)
+    dtype, weak = _result_dtype(preferred_element_type, a, b)
     if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
         if axes > min(a_ndim, b_ndim):
             raise TypeError(f"Number of tensordot axes (axes {axes}) exceeds input ranks "
@@ -190,7 +186,7 @@ def tensordot(a: Any, b: Any, axes: Any = 2, *, precision: Any = None,
         raise TypeError("tensordot axes argument must be an int, a pair of ints, or a pair of "
                         "lists/tuples of ints.")
     out = lax.dot_general(a, b, (contract, ((), ())), precision, preferred_element_type=dtype)
-    return _finish(out, dtype, weak)
+    return lax.convert_element_type(out, dtype, weak)
 
 
 def inner(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
@@ -268,20 +264,23 @@ def einsum(subscripts: Any, /, *operands: Any, out: None = None, optimize: Any =
         subscripts, operands = _interleaved_to_subscripts(subscripts, operands)
     arrays = _arrays("einsum", *operands)
     inputs, output = _parse_subscripts(subscripts, [get_aval(x).shape for x in arrays])
-    dtype, weak = _result_dtype("einsum", preferred_element_type, *arrays)
+    dtype, weak = _result_dtype(preferred_element_type, *arrays)
     sizes = _label_sizes(inputs, arrays)
     ops = list(zip(arrays, inputs))
-    for i, j in _contraction_path(optimize, inputs, output, sizes):
-        (rhs, rhs_names), (lhs, lhs_names) = ops.pop(max(i, j)), ops.pop(min(i, j))
-        if i > j:
-            (lhs, lhs_names), (rhs, rhs_names) = (rhs, rhs_names), (lhs, lhs_names)
+    for step in _contraction_path(optimize, inputs, output, sizes):
+        picked = [ops[k] for k in step]
+        ops = [op for k, op in enumerate(ops) if k not in step]
         keep = set(output).union(*(names for _, names in ops))
-        ops.append(_contract_pair(lhs, lhs_names, rhs, rhs_names, keep, output, dtype,
-                                  precision))
+        if len(picked) == 1:
+            ops.append(_sum_labels(*picked[0], keep, dtype))
+        else:
+            (lhs, lhs_names), (rhs, rhs_names) = picked
+            ops.append(_contract_pair(lhs, lhs_names, rhs, rhs_names, keep, output, dtype,
+                                      precision))
     (x, names), = ops
     x, names = _sum_labels(x, names, set(output), dtype)
     x = lax.transpose(x, [names.index(c) for c in output])
-    return _finish(x, dtype, weak)
+    return lax.convert_element_type(x, dtype, weak)
 
 
 def _interleaved_to_subscripts(first: Any, rest: Sequence[Any]) -> tuple[str, list]:
@@ -368,15 +367,15 @@ def _label_sizes(inputs: list[str], arrays: list) -> dict[str, int]:
 
 def _contraction_path(optimize: Any, inputs: list[str], output: str,
                       sizes: dict[str, int]) -> list[tuple[int, int]]:
-    """Pairs of positions in the operand list; each pair's result goes to the end of the list
-    (opt_einsum's convention, so explicit paths from einsum_path work)."""
+    """Steps of one or two positions in the operand list; each step's result goes to the end of
+    the list (opt_einsum's convention, so explicit paths from einsum_path work)."""
     n = len(inputs)
     if isinstance(optimize, (list, tuple)):
         path = [tuple(p) for p in optimize if not isinstance(p, str)]
         if any(len(p) > 2 for p in path):
             raise NotImplementedError("jax.numpy.einsum does not support simultaneous "
                                       "contraction of 3 or more operands.")
-        return [p for p in path if len(p) == 2]
+        return path
     if optimize is False or n < 3:
         return [(0, 1)] * (n - 1)
     names = list(inputs)

@@ -16,7 +16,7 @@ from .. import lax
 from ..core import dtypes
 from ..core.trace import get_aval
 from ..lax._base import canonicalize_axis
-from ._ufuncs import subtract
+from ._ufuncs import _where, subtract
 from ._util import (asarray, broadcast_shapes, broadcast_to, check_arraylike,
                     promote_dtypes_inexact, promote_dtypes_numeric)
 
@@ -71,16 +71,6 @@ def _constant(value: Any, dtype: np.dtype) -> Any:
     return asarray(np.array(value, dtype=dtype))
 
 
-def _where(cond: Any, x: Any, y: Any) -> Any:
-    """lax.select with NumPy broadcasting; a Python scalar takes the other operand's dtype (no
-    promotion, unlike jnp.where)."""
-    ref = y if isinstance(x, (bool, int, float)) else x
-    dtype = get_aval(ref).dtype
-    x, y = (_constant(v, dtype) if isinstance(v, (bool, int, float)) else v for v in (x, y))
-    shape = broadcast_shapes(*(get_aval(v).shape for v in (cond, x, y)))
-    return lax.select(*(broadcast_to(v, shape) for v in (cond, x, y)))
-
-
 def _isnan(x: Any) -> Any:
     return lax.ne(x, x)
 
@@ -100,10 +90,6 @@ def _promote_integer_dtype(dtype: np.dtype) -> np.dtype:
         if dtype.kind == kind and dtype.itemsize < default.itemsize:
             return default
     return dtype
-
-
-def _to_inexact(dtype: np.dtype) -> np.dtype:
-    return dtype if dtypes.is_inexact(dtype) else dtypes.default_float()
 
 
 def _ravel(x: Any) -> Any:
@@ -152,7 +138,7 @@ def _reduction(a: Any, name: str, op: _Monoid, init_val: float, *, has_identity:
     if computation_dtype == dtypes.bool_ and bool_op is not None:
         op = bool_op
     if where is not None:
-        a = _where(where, a, init_val)
+        a = _where(where, a, _constant(init_val, computation_dtype))
     result = op.reduce(a, dims)
     if initial is not None:
         check_arraylike(name, initial)
@@ -269,7 +255,7 @@ def mean(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims
     a = asarray(a)
     where = _check_where("mean", where)
     if dtype is None:
-        result_dtype = _to_inexact(get_aval(a).dtype)
+        result_dtype = dtypes.to_inexact(get_aval(a).dtype)
         computation_dtype = _upcast_f16(result_dtype)
     else:
         result_dtype = computation_dtype = dtypes.check_user_dtype(dtype, "dtype")
@@ -287,16 +273,8 @@ def _var_promote_types(a_dtype: np.dtype, dtype: Any) -> tuple[np.dtype, np.dtyp
     if dtype is not None:
         computation_dtype = dtype = dtypes.check_user_dtype(dtype)
     else:
-        dtype = computation_dtype = _to_inexact(a_dtype)
+        dtype = computation_dtype = dtypes.to_inexact(a_dtype)
     return _upcast_f16(computation_dtype), dtype
-
-
-def _nan_where_empty(ok: Any, result: Any) -> Any:
-    """result where `ok`, NaN elsewhere; an integer result promotes with the Python float NaN,
-    as jnp.where(ok, result, nan) does in JAX (a weak float)."""
-    dtype, weak = dtypes.result_type_and_weak(result, np.nan)
-    nan = lax.convert_element_type(_constant(np.nan, dtype), dtype, weak)
-    return _where(ok, lax.convert_element_type(result, dtype, weak), nan)
 
 
 def _correction(ddof: Any, correction: Any) -> Any:
@@ -329,7 +307,8 @@ def var(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, ddof: int
     normalizer = lax.sub(normalizer, _constant(correction, computation_dtype))
     result = sum(centered, dims, dtype=computation_dtype, keepdims=keepdims, where=where)
     result = lax.convert_element_type(lax.div(result, normalizer), dtype)
-    return _nan_where_empty(lax.gt(normalizer, 0), result)
+    # an int `dtype` promotes with the NaN to a weak float here, as in JAX
+    return _where(lax.gt(normalizer, 0), result, np.nan)
 
 
 @_export
@@ -450,7 +429,8 @@ def _nan_reduction(a: Any, name: str, reduction: Callable, init_val: float,
     if not dtypes.is_inexact(get_aval(a).dtype):
         return reduction(a, axis=axis, keepdims=keepdims, where=where, **kwargs)
     nan_mask = _isnan(a)
-    result = reduction(_where(nan_mask, init_val, a), axis=axis, keepdims=keepdims,
+    init = _constant(init_val, get_aval(a).dtype)
+    result = reduction(_where(nan_mask, init, a), axis=axis, keepdims=keepdims,
                        where=where, **kwargs)
     if not nan_if_all_nan:
         return result
@@ -556,7 +536,7 @@ def _cumulative_reduction(name: str, reduction: Callable, a: Any, axis: int | No
     aval = get_aval(a)
     axis = canonicalize_axis(0 if axis is None else axis, aval.ndim)
     if fill_nan and dtypes.is_inexact(aval.dtype):
-        a = _where(_isnan(a), fill_value, a)
+        a = _where(_isnan(a), _constant(fill_value, aval.dtype), a)
     if dtype is None:
         result_dtype = computation_dtype = (
             _promote_integer_dtype(aval.dtype) if promote_integers or aval.dtype == dtypes.bool_
@@ -644,14 +624,14 @@ _QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "invert
 
 
 def _take_last(x: Any, index: Any) -> Any:
-    """x[..., index] along x's last axis: x is B + (n,), index is Q + B (ints in [0, n)).
-    A one-hot mask and a max-reduction: exact, NaN-propagating, and needs no gather."""
+    """x[..., index] along x's last axis: x is B + (n,), index is Q + B (ints in [0, n))."""
+    from ._indexing import take_along_axis  # (the indexing layer imports this module)
     x_shape, i_shape = get_aval(x).shape, get_aval(index).shape
-    shape = i_shape + x_shape[-1:]
-    x = lax.broadcast_in_dim(x, shape, tuple(range(len(shape) - len(x_shape), len(shape))))
-    index = lax.broadcast_in_dim(index, shape, tuple(range(len(i_shape))))
-    hit = lax.eq(lax.broadcasted_iota(get_aval(index).dtype, shape, len(shape) - 1), index)
-    return lax.reduce_max(_where(hit, x, -np.inf), (len(shape) - 1,))
+    q_ndim = len(i_shape) - len(x_shape) + 1
+    x = lax.reshape(x, (1,) * q_ndim + x_shape)
+    out = take_along_axis(x, lax.reshape(index, i_shape + (1,)), axis=-1,
+                          mode="promise_in_bounds")
+    return lax.reshape(out, i_shape)
 
 
 def _quantile(name: str, a: Any, q: Any, axis: int | Sequence[int] | None, method: str,

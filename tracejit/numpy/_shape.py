@@ -16,6 +16,7 @@ from ..core.array import Array
 from ..core.trace import Tracer, concrete_value, get_aval
 from ..lax._base import canonicalize_axis, normalize_axes
 from ._creation import full, linspace, zeros_like
+from ._ufuncs import multiply, subtract
 from ._util import (array, asarray, broadcast_shapes, broadcast_to, check_arraylike,
                     is_arraylike, promote_dtypes)
 
@@ -478,15 +479,13 @@ def _repeat_indices(repeats: Any, total: int) -> Any:
     """out[j] = a[idx[j]]: idx[j] counts the elements whose runs end at or before j (capped at
     the last element, which pads a result longer than sum(repeats))."""
     last = np.shape(repeats)[0] - 1
+    positions = np.arange(total)
     if isinstance(repeats, np.ndarray):
-        ends = np.cumsum(repeats)
-        idx = np.minimum(np.searchsorted(ends, np.arange(total), side="right"), last)
-        return idx.astype(dtypes.default_int())
-    ends = lax.cumsum(repeats)
-    dtype = get_aval(ends).dtype
-    positions = lax.broadcasted_iota(dtype, (total, last + 1), 0)
-    done = lax.convert_element_type(lax.le(lax.broadcast(ends, (total,)), positions), dtype)
-    return lax.min(lax.reduce_sum(done, (1,)), np.asarray(last, dtype))
+        idx = np.searchsorted(np.cumsum(repeats), positions, side="right")
+        return np.minimum(idx, last).astype(dtypes.default_int())
+    from . import searchsorted  # the sorting layer
+    idx = searchsorted(lax.cumsum(repeats), positions.astype(np.int32), side="right")
+    return lax.min(idx, np.asarray(last, get_aval(idx).dtype))
 
 
 # --- reordering ----------------------------------------------------------------------------
@@ -693,8 +692,7 @@ def _pad_reflect(arr: Any, widths: tuple, mode: str, reflect_type: str) -> Any:
         # reflect skips the edge element, symmetric repeats it; wide padding reflects again
         offset = 1 if mode == "reflect" and n > 1 else 0
         for before, width in ((True, lo), (False, hi)):
-            edge = lax.slice_in_dim(arr, 0, 1, axis=i) if before else \
-                lax.slice_in_dim(arr, -1, None, axis=i)
+            edge = _edge(arr, i, before) if reflect_type == "odd" else None
             while width > 0:
                 cur = min(width, n - offset)
                 width -= cur
@@ -707,15 +705,18 @@ def _pad_reflect(arr: Any, widths: tuple, mode: str, reflect_type: str) -> Any:
                 if reflect_type == "odd":
                     piece = _odd_reflection(edge, piece)
                     if n > 1:
-                        edge = lax.slice_in_dim(piece, 0, 1, axis=i) if before else \
-                            lax.slice_in_dim(piece, -1, None, axis=i)
+                        edge = _edge(piece, i, before)
                 arr = lax.concatenate([piece, arr] if before else [arr, piece], i)
     return arr
 
 
+def _edge(x: Any, axis: int, first: bool) -> Any:
+    return lax.slice_in_dim(x, 0, 1, axis=axis) if first else \
+        lax.slice_in_dim(x, -1, None, axis=axis)
+
+
 def _odd_reflection(edge: Any, piece: Any) -> Any:
     """2 * edge - piece, with NumPy's promotion (as jnp arithmetic would do it)."""
-    from ._ufuncs import multiply, subtract
     return subtract(multiply(2, edge), piece)
 
 

@@ -179,9 +179,7 @@ def promote_dtypes(*args: Any) -> list:
 def promote_dtypes_inexact(*args: Any) -> list:
     """As promote_dtypes, then ints/bools become the default float (jnp.sin(int) is float)."""
     dtype, weak = dtypes.result_type_and_weak(*args)
-    if not dtypes.is_inexact(dtype):
-        dtype = dtypes.default_float()
-    return [convert_to(a, dtype, weak) for a in args]
+    return [convert_to(a, dtypes.to_inexact(dtype), weak) for a in args]
 
 
 def promote_dtypes_numeric(*args: Any) -> list:

@@ -31,8 +31,19 @@ _METHODS = {
 }
 
 
-def _defer(binary: Callable, swap: bool) -> Callable:
+# Operands JAX rejects outright: Python would otherwise answer `x == [1, 2]` with False and let
+# `x * [1, 2]` repeat the list (through x.__index__).
+_REJECTED = {"eq": ("==", (dict, list, set, tuple)), "ne": ("!=", (dict, list, set, tuple)),
+             "add": ("+", (list, tuple)), "mul": ("*", (list, tuple))}
+
+
+def _defer(binary: Callable, swap: bool, op_name: str = "") -> Callable:
+    symbol, rejected = _REJECTED.get(op_name, ("", ()))
+
     def op(self, other):
+        if type(other) in rejected:
+            raise TypeError(f"unsupported operand type(s) for {symbol}: "
+                            f"{type(self).__name__!r} and {type(other).__name__!r}")
         if not is_arraylike(other):
             return NotImplemented
         return binary(other, self) if swap else binary(self, other)
@@ -111,7 +122,7 @@ def install(namespace: dict[str, Any]) -> list[str]:
             fn = get(name)
             if fn is None:
                 continue
-            setattr(cls, f"__{op}__", _defer(fn, False))
+            setattr(cls, f"__{op}__", _defer(fn, False, op))
             if op not in _COMPARISONS:
                 setattr(cls, f"__r{op}__", _defer(fn, True))
         for op, name in _UNARY_OPS.items():

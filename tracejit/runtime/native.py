@@ -13,6 +13,7 @@ from ..backend.llvm import jit_engine
 from ..compiler.passes import dce, inline_calls
 from ..core.array import Array
 from ..core.jaxpr import ClosedJaxpr
+from .buffers import pool
 from .executable import Executable
 
 _names = itertools.count()
@@ -64,12 +65,17 @@ class NativeExecutable(Executable):
             a = np.ascontiguousarray(x, dtype=aval.dtype)
             keep.append(a)
             ins[i] = a.ctypes.data
-        outs = [np.empty(a.shape, a.dtype) for a in self.out_avals]
+        outs = [pool.empty(a.shape, a.dtype) for a in self.out_avals]
         out_ptrs = (ctypes.c_void_p * (self._nout or 1))(*[_address(o) for o in outs])
-        ws = np.empty(self.program.workspace_bytes, np.uint8) if self.program.workspace_bytes \
-            else None
+        nws = self.program.workspace_bytes
+        ws = pool.empty((nws,), np.dtype(np.uint8)) if nws else None
         self._fn(ins, out_ptrs, _address(ws) if ws is not None else None)
-        return [Array.from_numpy(o, a) for o, a in zip(outs, self.out_avals)]
+        if ws is not None:
+            pool.give_back(ws if ws.base is None else ws.base)
+        results = [Array.from_numpy(o, a) for o, a in zip(outs, self.out_avals)]
+        for r in results:
+            r._pool = pool
+        return results
 
     def temp_bytes(self) -> int:
         return self.program.workspace_bytes

@@ -15,7 +15,6 @@ from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.pytree import PyTreeDef, tree_flatten, tree_map, tree_unflatten
 from ..core.trace import Tracer, fun_debug_info, get_aval, to_numpy
 from . import control_flow  # noqa: F401  (registers the rules of jit, cond, while and scan)
-from . import lax_rules  # noqa: F401
 from .batching import batch_flat
 from .custom import checkpoint, custom_jvp, custom_vjp, remat  # noqa: F401
 from .jaxpr_util import eval_jaxpr_bind
@@ -561,16 +560,6 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
     return vmapped
 
 
-def stop_gradient(x: Any) -> Any:
-    """x, with a zero derivative (applied to every inexact leaf of a pytree)."""
-    from .lax_rules import stop_gradient_p
-
-    def stop(leaf):
-        leaf = _as_value(leaf)
-        return stop_gradient_p.bind(leaf) if differentiable(get_aval(leaf)) else leaf
-    return tree_map(stop, x)
-
-
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "jacobian",
            "hessian", "vmap", "linear_transpose", "custom_jvp", "custom_vjp", "checkpoint",
-           "remat", "stop_gradient"]
+           "remat"]

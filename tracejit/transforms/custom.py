@@ -307,8 +307,8 @@ class custom_vjp:  # noqa: N801 - JAX's name
             flat = []
             for ct_arg, arg in zip(cts, diff):
                 arg_leaves, arg_tree = tree_flatten(arg)
-                if ct_arg is None:
-                    flat += [Zero(tangent_aval(get_aval(a))) for a in arg_leaves]
+                if ct_arg is None:  # no cotangent: zeros
+                    flat += [instantiate(Zero(tangent_aval(get_aval(a)))) for a in arg_leaves]
                     continue
                 ct_leaves, ct_tree = tree_flatten(ct_arg)
                 if ct_tree != arg_tree:

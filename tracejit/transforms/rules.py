@@ -113,11 +113,16 @@ def broadcast_to_aval(x: Any, aval: ShapedArray) -> Any:
     return _lax().broadcast(x, aval.shape)
 
 
+def sum_over(x: Any, axes: Sequence[int]) -> Any:
+    """lax.reduce_sum, for rules of modules that lax.reduce itself imports."""
+    return _lax().reduce_sum(x, tuple(axes))
+
+
 def unbroadcast(aval: ShapedArray, ct: Any) -> Any:
     """The cotangent of a rank-0 operand that an elementwise op broadcast."""
     if get_aval(ct).shape == aval.shape:
         return ct
-    return _lax().reduce_sum(ct, tuple(range(get_aval(ct).ndim)))
+    return sum_over(ct, range(get_aval(ct).ndim))
 
 
 def _sum_parts(parts: list, aval: ShapedArray) -> Any:

@@ -659,10 +659,6 @@ def _inline_call(em: Emitter, eqn, ins, dests):
     return em.emit_jaxpr(closed.jaxpr, consts, ins, dests)
 
 
-def _state_slots(em: Emitter, avals: Sequence[ShapedArray]) -> list[Buf]:
-    return [em.alloc(a) for a in avals]
-
-
 def _as_value(em: Emitter, buf: Buf):
     """Reading a carry back: rank-0 slots become register values."""
     if buf.aval.ndim == 0:
@@ -701,33 +697,105 @@ def _cond(em: Emitter, eqn, ins, dests):
     return [_as_value(em, o) if d is None else o for o, d in zip(outs, dests)]
 
 
+class _Carries:
+    """Loop-carried state. Scalars live in allocas (mem2reg turns them into registers); arrays
+    alternate between two buffers whose roles swap every iteration (no copy per iteration)."""
+
+    def __init__(self, em: Emitter, avals: Sequence[ShapedArray], init: Sequence,
+                 dests: Sequence[Buf | None], final_in_first: bool | None = None):
+        self.em = em
+        self.avals = list(avals)
+        self.dests = list(dests)
+        b = em.b
+        self.slots: list[tuple] = []
+        for aval, x, d in zip(avals, init, dests):
+            if aval.ndim == 0:
+                cur = d or em.alloc(aval)
+                _copy(em, x, cur)
+                self.slots.append((cur, em.alloc(aval)))
+                continue
+            # with a known trip-count parity the last iteration writes the destination itself
+            first, second = em.alloc(aval), em.alloc(aval)
+            if d is not None and final_in_first is not None:
+                if final_in_first:
+                    first = d
+                else:
+                    second = d
+            _copy(em, x, first)
+            holder = em._entry_alloca(first.ptr.type)
+            b.store(first.ptr, holder)
+            self.slots.append((first, second, holder))
+
+    def current(self) -> list:
+        out = []
+        for aval, slot in zip(self.avals, self.slots):
+            if aval.ndim == 0:
+                out.append(_as_value(self.em, slot[0]))
+            else:
+                out.append(Buf(self.em.b.load(slot[2]), aval))
+        return out
+
+    def next_slots(self) -> list[Buf]:
+        """Where this iteration writes the new state (the buffer not being read)."""
+        b = self.em.b
+        out = []
+        for aval, slot in zip(self.avals, self.slots):
+            if aval.ndim == 0:
+                out.append(slot[1])
+            else:
+                first, second, holder = slot
+                cur = b.load(holder)
+                out.append(Buf(b.select(b.icmp_unsigned("==", cur, first.ptr), second.ptr,
+                                        first.ptr), aval))
+        return out
+
+    def advance(self, written: list[Buf]) -> None:
+        b = self.em.b
+        for aval, slot, new in zip(self.avals, self.slots, written):
+            if aval.ndim == 0:
+                _copy(self.em, _as_value(self.em, new), slot[0])
+            else:
+                b.store(new.ptr, slot[2])
+
+    def results(self) -> list:
+        em, b = self.em, self.em.b
+        out = []
+        for aval, slot, d, val in zip(self.avals, self.slots, self.dests, self.current()):
+            if aval.ndim == 0:
+                out.append(val if d is None else slot[0])
+            elif d is None:
+                out.append(val)
+            elif val.ptr is not d.ptr:
+                with b.if_then(b.icmp_unsigned("!=", val.ptr, d.ptr)):
+                    _copy(em, val, d)
+                out.append(d)
+        return out
+
+
 def _while(em: Emitter, eqn, ins, dests):
     p = eqn.params
     cond_j, body_j = p["cond_jaxpr"], p["body_jaxpr"]
     cn, bn = p["cond_nconsts"], p["body_nconsts"]
     cond_consts, body_consts, init = ins[:cn], ins[cn:cn + bn], ins[cn + bn:]
     b = em.b
-    avals = [v.aval for v in eqn.outvars]
-    carry = [d or em.alloc(a) for d, a in zip(dests, avals)]
-    new = _state_slots(em, avals)
-    for x, c in zip(init, carry):
-        _copy(em, x, c)
+    carries = _Carries(em, [v.aval for v in eqn.outvars], init, dests)
     header = b.append_basic_block("while.head")
     body_bb = b.append_basic_block("while.body")
     exit_bb = b.append_basic_block("while.exit")
     b.branch(header)
     b.position_at_end(header)
-    (pred,) = em.emit_jaxpr(cond_j.jaxpr, [em.const_value(c) for c in cond_j.consts] +
-                            list(cond_consts), [_as_value(em, c) for c in carry])
+    # as in JAX, a body's leading invars are its const operands, then the carry
+    (pred,) = em.emit_jaxpr(cond_j.jaxpr, [em.const_value(c) for c in cond_j.consts],
+                            list(cond_consts) + carries.current())
     b.cbranch(em.scalar_of(pred), body_bb, exit_bb)
     b.position_at_end(body_bb)
-    em.emit_jaxpr(body_j.jaxpr, [em.const_value(c) for c in body_j.consts] + list(body_consts),
-                  [_as_value(em, c) for c in carry], new)
-    for n_, c in zip(new, carry):
-        _copy(em, _as_value(em, n_), c)
+    new = carries.next_slots()
+    em.emit_jaxpr(body_j.jaxpr, [em.const_value(c) for c in body_j.consts],
+                  list(body_consts) + carries.current(), new)
+    carries.advance(new)
     b.branch(header)
     b.position_at_end(exit_bb)
-    return [_as_value(em, c) if d is None else c for c, d in zip(carry, dests)]
+    return carries.results()
 
 
 def _row(em: Emitter, buf: Buf, i: ir.Value) -> Buf:
@@ -743,27 +811,23 @@ def _scan(em: Emitter, eqn, ins, dests):
     nc, nk, length, reverse = p["num_consts"], p["num_carry"], p["length"], p["reverse"]
     consts, init, xs = ins[:nc], ins[nc:nc + nk], ins[nc + nk:]
     b = em.b
-    carry_avals = [v.aval for v in eqn.outvars[:nk]]
     ys_avals = [v.aval for v in eqn.outvars[nk:]]
-    carry = [d or em.alloc(a) for d, a in zip(dests[:nk], carry_avals)]
+    carries = _Carries(em, [v.aval for v in eqn.outvars[:nk]], init, dests[:nk],
+                       final_in_first=(length % 2 == 0))
     ys = [d or em.alloc(a) for d, a in zip(dests[nk:], ys_avals)]
     xs = [em.materialize(x) for x in xs]
-    new = _state_slots(em, carry_avals)
-    for x, c in zip(init, carry):
-        _copy(em, x, c)
-    inner_consts = [em.const_value(c) for c in closed.consts] + list(consts)
+    inner_consts = [em.const_value(c) for c in closed.consts]
 
     def body(i):
         t = b.sub(ir.Constant(I64, length - 1), i) if reverse else i
         x_rows = [_as_value(em, _row(em, x, t)) for x in xs]
         y_rows = [_row(em, y, t) for y in ys]
-        em.emit_jaxpr(closed.jaxpr, inner_consts, [_as_value(em, c) for c in carry] + x_rows,
-                      new + y_rows)
-        for n_, c in zip(new, carry):
-            _copy(em, _as_value(em, n_), c)
+        new = carries.next_slots()
+        em.emit_jaxpr(closed.jaxpr, inner_consts,  # invars: const operands, carry, x rows
+                      list(consts) + carries.current() + x_rows, new + y_rows)
+        carries.advance(new)
     em.loop(length, body, name="scan")
-    outs = [_as_value(em, c) if d is None else c for c, d in zip(carry, dests[:nk])]
-    return outs + ys
+    return carries.results() + ys
 
 
 def _acc_dtype(dtype: np.dtype) -> np.dtype:
@@ -1049,6 +1113,8 @@ def _sort_rows(em: Emitter, shape: Sequence[int], axis: int,
             width *= 2
         emit_row(oidx, bufs[src])
     em.loop_nest([shape[d] for d in outer_dims], row)
+    for buf in bufs:
+        em.release(buf)
 
 
 def _full_index(oidx: list, axis: int, i: ir.Value) -> list:
