@@ -21,7 +21,7 @@ demo: $(VENV)/.demo-installed
 	MPLBACKEND=Agg $(PY) examples/seed_demo.py
 
 test: $(VENV)/.test-installed
-	MPLBACKEND=Agg $(PY) -m pytest tests
+	MPLBACKEND=Agg $(PY) -m pytest -n 2 tests
 
 bench: $(VENV)/.test-installed
 	$(PY) -m benchmarks

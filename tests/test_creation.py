@@ -87,6 +87,7 @@ def test_filled_x64(x64, dtype):
     check(lambda np_: [np_.zeros(3, dtype), np_.ones((1, 2), dtype), np_.full(2, 1, dtype)])
 
 
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")  # JAX's, casting 2.5+1j
 @pytest.mark.parametrize("fill", [1.0, 1, True, 2.5 + 1j, np.float32(1), np.int8(-3),
                                   np.array(4.0), np.float64(0.5)])
 @pytest.mark.parametrize("dtype", [None, "int32", "float16", "bool"])

@@ -1,5 +1,5 @@
 """tracejit.nn against jax.nn: values (special values and large magnitudes included), result
-dtypes and weak types, errors, and jit against eager."""
+dtypes and weak types, errors, gradients, and jit against eager."""
 import warnings
 
 import jax
@@ -216,6 +216,21 @@ def test_relu_keeps_signed_zero_like_jax():
         np.testing.assert_array_equal(np.signbit(np.asarray(ours)), np.signbit(np.asarray(theirs)))
 
 
+@pytest.mark.parametrize("name,kw", ELEMENTWISE, ids=ELEMENTWISE_IDS)
+def test_elementwise_gradients(name, kw):
+    """grad against JAX's, at the kinks too (relu'(0) = 0, relu6'(6) = 0 by custom rules)."""
+    x = np.array([-40., -3., -1., -0.5, -1e-3, 0., 1e-3, 0.5, 0.69, 1., 3., 6., 7., 40.],
+                 np.float32)
+
+    def ours(a):
+        return getattr(tnn, name)(a, **kw).sum()
+
+    def theirs(a):
+        return getattr(jax.nn, name)(a, **kw).sum()
+    with np.errstate(all="ignore"):
+        _check(tracejit.grad(ours)(x), jax.jit(jax.grad(theirs))(x), rtol=1e-5, atol=1e-6)
+
+
 # --- glu -------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("shape,axis", [((4,), -1), ((3, 6), -1), ((4, 3), 0), ((2, 4, 3), 1),
@@ -356,6 +371,39 @@ def test_reductions_float64(name, x64, rng):
         _compare(name, x, axis=None)
     _compare(name, np.array([[1, 2, 3]], np.int64))
     _compare_aval_or_error(name, np.array([1.0, 2.0], np.float32))
+
+
+@pytest.mark.parametrize("name", REDUCERS)
+def test_reduction_gradients(name, rng):
+    """Shifting by the max carries no gradient (stop_gradient), as in JAX: -inf entries and
+    masked-out entries get zero (or JAX's NaN) gradients."""
+    mats = _matrices(np.float32, rng)
+    for x in (mats["normal"], mats["neg_inf"]):
+        for axis, where in ((-1, None), (None, None), (-1, _masks()["some"])):
+            out_shape = getattr(tnn, name)(x, axis=axis, where=where).shape
+            weights = rng.standard_normal(out_shape).astype(np.float32)
+
+            def ours(a):
+                return (getattr(tnn, name)(a, axis=axis, where=where) * weights).sum()
+
+            def theirs(a):
+                return (getattr(jax.nn, name)(a, axis=axis, where=where) * weights).sum()
+            with np.errstate(all="ignore"):
+                _check(tracejit.grad(ours)(x), jax.jit(jax.grad(theirs))(x), rtol=1e-5,
+                       atol=1e-6)
+
+
+def test_logsumexp_gradient_with_b(rng):
+    x = _matrices(np.float32, rng)["normal"]
+    b = np.array([1.0, 0.0, 2.0, 0.5, 3.0], np.float32)
+
+    def ours(a, bb):
+        return tnn.logsumexp(a, axis=-1, b=bb).sum()
+
+    def theirs(a, bb):
+        return jax.nn.logsumexp(a, axis=-1, b=bb).sum()
+    _check(tracejit.grad(ours, argnums=(0, 1))(x, b),
+           jax.jit(jax.grad(theirs, argnums=(0, 1)))(x, b), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("call", [

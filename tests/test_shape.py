@@ -76,6 +76,7 @@ def _x(shape, dtype="float32"):
 
 X23 = _x((2, 3))
 X234 = _x((2, 3, 4))
+X34 = _x((3, 4), "int32")
 DTYPES = ["float32", "int32", "bool", "uint8", "float16", "complex64"]
 
 # --- reshape / ravel -----------------------------------------------------------------------
@@ -382,6 +383,64 @@ def test_stack_helpers_errors(name):
 def test_append():
     check(lambda np_, x: [np_.append(x, x, axis=0), np_.append(x, 1.0), np_.append(x, x, 1),
                           np_.append(2, 3)], X23)
+
+
+@pytest.mark.parametrize("obj,axis", [(1, None), (-1, 1), (0, 0), (slice(0, 4, 2), 1),
+                                     (slice(None, None, -1), None), (np.array([0, 2]), 1),
+                                     (np.array([1, 1, -1]), None), (np.array([], np.int32), 0),
+                                     (np.array([True, False, True]), 0)])
+def test_delete(obj, axis):
+    check(lambda np_, x: np_.delete(x, obj, axis), X34, jit=False)
+    if not isinstance(obj, np.ndarray):
+        check(lambda np_, x: np_.delete(x, obj, axis), X34)
+
+
+def test_delete_traced_unique_indices():
+    check(lambda np_, x, i: [np_.delete(x, i, 1, assume_unique_indices=True),
+                             np_.delete(x, i, None, assume_unique_indices=True)],
+          X34, np.array([3, -4], np.int32))
+
+
+@pytest.mark.parametrize("case", [
+    lambda np_, x: np_.delete(x, 5, 1),
+    lambda np_, x: np_.delete(x, np.array([7]), 1),
+    lambda np_, x: np_.delete(x, np.array([True, False]), 0),
+    lambda np_, x: np_.delete(x, np.array([0.5]), 0),
+    lambda np_, x: np_.delete(x, [1, 2]),
+    lambda np_, x: np_.delete([1, 2], 0),
+])
+def test_delete_errors(case):
+    check_error(case, X34)
+
+
+def test_delete_traced_indices_need_uniqueness():
+    with pytest.raises(ConcretizationTypeError):
+        tracejit.jit(lambda x, i: tnp.delete(x, i))(tnp.asarray(X34), tnp.asarray([1]))
+
+
+@pytest.mark.parametrize("obj,values,axis", [
+    (1, 5, None), (1, 5, 1), (3, np.array([1, 2, 3]), 1), (np.array([0, 2, 2]), 7, 1),
+    (np.array([0, 2, 2]), np.array([7, 8, 9]), 1), (slice(0, 2), -1, 0),
+    (np.array([1]), np.array([[1], [2], [3]]), 1), (np.array([-1, 9]), 0, None),
+    (4, 2.5, 1), (np.array([], np.int32), 1, 0),
+])
+def test_insert(obj, values, axis):
+    check(lambda np_, x: np_.insert(x, obj, values, axis), X34, jit=False)
+
+
+def test_insert_traced_index_and_values():
+    check(lambda np_, x, i, v: [np_.insert(x, i, v, 1), np_.insert(x, i, v)], X34, 2,
+          np.float32(9))
+
+
+@pytest.mark.parametrize("case", [
+    lambda np_, x: np_.insert(x, np.array([[1]]), 0),
+    lambda np_, x: np_.insert(x, np.array([1.5]), 0),
+    lambda np_, x: np_.insert(x, 1, 0, axis=2),
+    lambda np_, x: np_.insert(x, [1], 0),
+])
+def test_insert_errors(case):
+    check_error(case, X34)
 
 
 # --- splitting -----------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 VJP against JVP (the transpose identity), second order; control flow, custom rules, remat;
 real programs and API behaviour (values, dtypes, weak types, errors) against JAX."""
 import math
-from typing import Any, Callable, NamedTuple
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -410,6 +410,29 @@ def test_jacobian_pytree_structure_matches_jax():
         for a, b in zip(tj.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
             np.testing.assert_allclose(a, b, rtol=1e-6)
             assert np.shape(a) == np.shape(b)
+
+
+def test_transformed_programs_run_on_the_native_backend(rng):
+    """jit of every transformation order compiles natively and agrees with the interpreter."""
+    params = _params(rng)
+    x = rng.standard_normal((7, 3)).astype(np.float32)
+    y = rng.standard_normal((7, 2)).astype(np.float32)
+    xs = np.arange(1., 9., dtype=np.float32).reshape(2, 4)
+    programs = [
+        (tj.grad(_loss(tnp)), (params, x, y)),
+        (tj.vmap(tj.grad(_loss(tnp)), in_axes=(None, 0, 0)), (params, x[:, None], y[:, None])),
+        (tj.vmap(tj.grad(_scan_program(tnp))), (xs,)),
+        (tj.grad(_cond_program(tnp)), (xs[0],)),
+        (tj.hessian(lambda v: tnp.sum(tnp.sin(v) * v[0]) + tnp.prod(v)), (xs[0],)),
+        (lambda v: tj.jvp(lambda u: lax.while_loop(
+            lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * u), (0, u))[1], (v,),
+            (tnp.ones_like(v),))[1], (xs[0],)),
+    ]
+    for f, args in programs:
+        native = tj.jit(f, backend="native")(*args)
+        reference = tj.jit(f, backend="interpret")(*args)
+        for a, b in zip(tj.tree_util.tree_leaves(native), tj.tree_util.tree_leaves(reference)):
+            np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)
 
 
 # --- real programs -------------------------------------------------------------------------

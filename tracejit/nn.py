@@ -18,6 +18,7 @@ from .core.trace import Tracer, concrete_value, get_aval
 from .lax._base import canonicalize_axis
 from .numpy._util import asarray, check_arraylike, promote_args_inexact
 from .runtime.jit import jit
+from .transforms.api import custom_jvp
 
 Axis = int | Sequence[int] | None
 
@@ -39,16 +40,24 @@ def identity(x: Any) -> Any:
     return _arraylike("identity", x)
 
 
+@custom_jvp
 @jit
 def relu(x: Any) -> Any:
-    """max(x, 0)."""
+    """max(x, 0); its derivative at 0 is 0 (max's own rule would give 1/2)."""
     return jnp.maximum(x, 0)
 
 
+relu.defjvps(lambda g, ans, x: lax.select(x > 0, g, lax.full_like(g, 0)))
+
+
+@custom_jvp
 @jit
 def relu6(x: Any) -> Any:
-    """min(max(x, 0), 6)."""
+    """min(max(x, 0), 6); its derivative at 0 and at 6 is 0."""
     return jnp.minimum(jnp.maximum(x, 0), 6.)
+
+
+relu6.defjvps(lambda g, ans, x: lax.select((x > 0) & (x < 6), g, lax.full_like(g, 0)))
 
 
 @jit
@@ -179,12 +188,16 @@ def hard_silu(x: Any) -> Any:
 hard_swish = hard_silu
 
 
+@custom_jvp
 @jit
 def log1mexp(x: Any) -> Any:
     """log(1 - exp(-x)) for x >= 0, switching formulas at log 2 to keep precision."""
     x = _arraylike("log1mexp", x)
     c = jnp.log(2.)
     return jnp.where(x < c, jnp.log(-jnp.expm1(-x)), jnp.log1p(-jnp.exp(-x)))
+
+
+log1mexp.defjvps(lambda g, ans, x: g / jnp.expm1(x))
 
 
 @jit(static_argnames=("axis",))
@@ -226,7 +239,7 @@ def logsumexp(a: Any, axis: Axis = None, b: Any = None, keepdims: bool = False,
     dims = _reduction_dims(aval.ndim, axis)
     amax = jnp.max(a.real, axis=dims, keepdims=keepdims, where=where, initial=-np.inf)
     # an all -inf (or empty, or inf) slice is shifted by 0 instead, giving -inf (or inf/NaN)
-    amax = jnp.where(jnp.isfinite(amax), amax, 0)
+    amax = lax.stop_gradient(jnp.where(jnp.isfinite(amax), amax, 0))
     amax_with_dims = amax if keepdims else lax.expand_dims(amax, dims)
     exp_a = jnp.exp(jnp.subtract(a, amax_with_dims.astype(aval.dtype)))
     if b is not None:
@@ -267,7 +280,7 @@ def log_softmax(x: Any, axis: Axis = -1, where: Any = None) -> Any:
     x = _arraylike("log_softmax", x)
     x_max = jnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
     x_safe = x if where is None else jnp.where(where, x, -np.inf)
-    shifted = x_safe - x_max
+    shifted = x_safe - lax.stop_gradient(x_max)
     shifted_logsumexp = jnp.log(jnp.sum(jnp.exp(shifted), axis, where=where, keepdims=True))
     result = shifted - shifted_logsumexp
     if where is not None:
@@ -283,7 +296,8 @@ def softmax(x: Any, axis: Axis = -1, where: Any = None) -> Any:
     initial = -np.inf
     x_max = jnp.max(x, axis, where=where, initial=initial, keepdims=True)
     x_safe = x if where is None else jnp.where(where, x, initial)
-    unnormalized = jnp.exp(x_safe - x_max)
+    # JAX's default formulation (jax_softmax_custom_jvp=False): the shift carries no gradient
+    unnormalized = jnp.exp(x_safe - lax.stop_gradient(x_max))
     result = unnormalized / jnp.sum(unnormalized, axis, where=where, keepdims=True)
     if where is not None:
         result = jnp.where(where, result, 0)

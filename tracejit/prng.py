@@ -1,11 +1,14 @@
-"""JAX's threefry PRNG, bit-exact: the `threefry2x32` hash and `iota_2x32_shape` primitives, and
-the key operations (seed, split, fold_in, random bits) built from them and lax ops.
+"""JAX's threefry PRNG, bit-exact: the `threefry2x32` hash and `iota_2x32_shape` primitives, the
+key operations (seed, split, fold_in, random bits) built from them and lax ops, and typed key
+arrays (`PRNGKeyArray`, dtype `key<fry>`).
 
-The algorithm is JAX's (see DESIGN.md, "JAX PRNG, bit-exact"); both `jax_threefry_partitionable`
-modes are implemented.
+Key operations take raw key data of shape (*batch, 2) (uint32) and work on every key of the batch
+at once, as JAX's vmapped key primitives do. Both `jax_threefry_partitionable` modes are
+implemented; the algorithm is summarised in DESIGN.md ("JAX PRNG, bit-exact").
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -15,186 +18,379 @@ from .core import dtypes
 from .core.avals import ShapedArray
 from .core.config import config
 from .core.primitive import Primitive
-from .core.trace import get_aval
+from .core.pytree import register_pytree_node
+from .core.trace import Tracer, get_aval
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+_U32 = np.dtype(np.uint32)
 
+
+# --- primitives -------------------------------------------------------------------------------
 
 def _rotl(v: np.ndarray, r: int) -> np.ndarray:
     return (v << np.uint32(r)) | (v >> np.uint32(32 - r))
 
 
 def threefry2x32_numpy(k0, k1, x0, x1) -> tuple[np.ndarray, np.ndarray]:
-    """20-round threefry2x32 on uint32 arrays (the reference implementation)."""
-    k0, k1 = np.uint32(k0), np.uint32(k1)
+    """20-round threefry2x32 on (broadcast) uint32 arrays: the reference implementation."""
+    k0, k1, x0, x1 = np.broadcast_arrays(*(np.asarray(v, np.uint32) for v in (k0, k1, x0, x1)))
     ks = (k0, k1, k0 ^ k1 ^ np.uint32(0x1BD11BDA))
-    x0 = np.asarray(x0, np.uint32) + ks[0]
-    x1 = np.asarray(x1, np.uint32) + ks[1]
-    for group in range(5):
-        for r in _ROTATIONS[group % 2]:
-            x0 = x0 + x1
-            x1 = _rotl(x1, r)
-            x1 = x0 ^ x1
-        x0 = x0 + ks[(group + 1) % 3]
-        x1 = x1 + ks[(group + 2) % 3] + np.uint32(group + 1)
+    with np.errstate(over="ignore"):
+        x0, x1 = x0 + ks[0], x1 + ks[1]
+        for group in range(5):
+            for r in _ROTATIONS[group % 2]:
+                x0 = x0 + x1
+                x1 = _rotl(x1, r)
+                x1 = x0 ^ x1
+            x0 = x0 + ks[(group + 1) % 3]
+            x1 = x1 + ks[(group + 2) % 3] + np.uint32(group + 1)
     return x0, x1
 
 
-def _threefry_abstract(k0, k1, x0, x1):
-    for a in (k0, k1, x0, x1):
-        if a.dtype != dtypes.uint32:
-            raise TypeError(f"threefry2x32 requires uint32 arguments, got {a.dtype}")
-    if k0.shape != () or k1.shape != ():
-        raise TypeError("threefry2x32 key words must be scalars")
-    if x0.shape != x1.shape:
-        raise TypeError(f"threefry2x32 count shapes differ: {x0.shape} vs {x1.shape}")
-    return [ShapedArray(x0.shape, dtypes.uint32), ShapedArray(x1.shape, dtypes.uint32)]
+def _threefry_abstract(*avals):
+    if any(a.dtype != _U32 for a in avals):
+        raise TypeError(f"Arguments to threefry2x32 must have uint32 type, got "
+                        f"{[a.str_short() for a in avals]}")
+    shapes = {a.shape for a in avals if a.ndim}
+    if len(shapes) > 1:
+        raise TypeError(f"threefry2x32 arguments must be rank-0 or share one shape, got "
+                        f"{[a.shape for a in avals]}")
+    shape = shapes.pop() if shapes else ()
+    return [ShapedArray(shape, _U32), ShapedArray(shape, _U32)]
 
 
-def _threefry_impl(k0, k1, x0, x1):
-    with np.errstate(over="ignore"):
-        return list(threefry2x32_numpy(k0, k1, x0, x1))
+def _threefry_batch(vals, dims, **params):
+    size = next(v.shape[d] for v, d in zip(vals, dims) if d is not None)
+    avals = [get_aval(v) for v in vals]
+    shape = max(((a.shape[:d] + a.shape[d + 1:]) if d is not None else a.shape
+                 for a, d in zip(avals, dims)), key=len)
+    args = []
+    for v, d, a in zip(vals, dims, avals):
+        if d is None and a.ndim == 0:
+            args.append(v)
+            continue
+        if d is None:
+            v = lax.broadcast(v, (size,))
+        elif d:
+            v = lax.transpose(v, (d, *[i for i in range(a.ndim) if i != d]))
+        if get_aval(v).shape != (size, *shape):
+            v = lax.broadcast_in_dim(v, (size, *shape), tuple(range(get_aval(v).ndim)))
+        args.append(v)
+    return threefry2x32_p.bind(*args), [0, 0]
 
 
 threefry2x32_p = Primitive("threefry2x32", multiple_results=True)
 threefry2x32_p.def_abstract_eval(_threefry_abstract)
-threefry2x32_p.def_impl(_threefry_impl)
+threefry2x32_p.def_impl(lambda *args: list(threefry2x32_numpy(*args)))
+threefry2x32_p.def_not_differentiable()
+threefry2x32_p.def_batch(_threefry_batch)
 
 
 def _iota_2x32_impl(*, shape):
-    idx = np.arange(int(np.prod(shape)), dtype=np.uint64).reshape(shape)
-    return [(idx >> np.uint64(32)).astype(np.uint32), (idx & np.uint64(0xFFFFFFFF)).astype(
-        np.uint32)]
+    idx = np.arange(math.prod(shape), dtype=np.uint64).reshape(shape)
+    return [(idx >> np.uint64(32)).astype(np.uint32), idx.astype(np.uint32)]
 
 
 iota_2x32_shape_p = Primitive("iota_2x32_shape", multiple_results=True)
 iota_2x32_shape_p.def_abstract_eval(
-    lambda *, shape: [ShapedArray(shape, dtypes.uint32), ShapedArray(shape, dtypes.uint32)])
+    lambda *, shape: [ShapedArray(shape, _U32), ShapedArray(shape, _U32)])
 iota_2x32_shape_p.def_impl(_iota_2x32_impl)
+iota_2x32_shape_p.def_not_differentiable()
 
 
-def _u32(v: int):
-    return np.uint32(v)
+# --- hashing counters ---------------------------------------------------------------------------
+
+def _u32(v: Any):
+    return lax.convert_element_type(v, _U32)
 
 
 def iota_2x32_shape(shape: tuple[int, ...]):
     """(hi, lo) words of the 64-bit row-major index of every element of `shape`."""
     if not shape:
-        zero = lax.convert_element_type(0, dtypes.uint32)
-        return zero, zero
+        return _u32(0), _u32(0)
     return iota_2x32_shape_p.bind(shape=tuple(shape))
 
 
-def key_words(key: Any):
-    k0 = lax.squeeze(lax.slice_in_dim(key, 0, 1, axis=key.ndim - 1), (key.ndim - 1,))
-    k1 = lax.squeeze(lax.slice_in_dim(key, 1, 2, axis=key.ndim - 1), (key.ndim - 1,))
-    return k0, k1
+def key_words(keys: Any):
+    """The two uint32 words of raw keys (*batch, 2), each of shape batch."""
+    last = get_aval(keys).ndim - 1
+    return [lax.squeeze(lax.slice_in_dim(keys, i, i + 1, axis=last), (last,)) for i in (0, 1)]
 
 
-def threefry_2x32(key: Any, count: Any):
-    """JAX's `threefry_2x32(keypair, count)`: hash a uint32 array of counts (any size)."""
-    k0, k1 = key_words(key)
+def _hash(keys: Any, c0: Any, c1: Any):
+    """threefry2x32 of every key of the batch with counter words of shape `count_shape`:
+    results have shape (*batch, *count_shape)."""
+    k0, k1 = key_words(keys)
+    batch, count_shape = get_aval(k0).shape, get_aval(c0).shape
+    if batch and count_shape:
+        shape = (*batch, *count_shape)
+        nb = len(batch)
+        k0, k1 = (lax.broadcast_in_dim(k, shape, tuple(range(nb))) for k in (k0, k1))
+        c0, c1 = (lax.broadcast_in_dim(c, shape, tuple(range(nb, len(shape)))) for c in (c0, c1))
+    return threefry2x32_p.bind(k0, k1, c0, c1)
+
+
+def threefry_2x32(keys: Any, count: Any):
+    """JAX's `threefry_2x32(keypair, count)`: hash a uint32 array of counts (any size) whose
+    halves are the two counter words; the result has shape (*batch, *count.shape)."""
     shape = get_aval(count).shape
-    flat = lax.reshape(count, (int(np.prod(shape)),))
-    n = int(np.prod(shape))
+    n = math.prod(shape)
+    flat = lax.reshape(count, (n,))
     odd = n % 2
     if odd:
-        flat = lax.concatenate([flat, lax.convert_element_type(
-            lax.broadcast(_u32(0), (1,)), dtypes.uint32)], 0)
+        flat = lax.concatenate([flat, lax.broadcast(_u32(0), (1,))], 0)
     half = (n + odd) // 2
-    x0 = lax.slice(flat, (0,), (half,))
-    x1 = lax.slice(flat, (half,), (2 * half,))
-    y0, y1 = threefry2x32_p.bind(k0, k1, x0, x1)
-    out = lax.concatenate([y0, y1], 0)
+    y0, y1 = _hash(keys, lax.slice(flat, (0,), (half,)), lax.slice(flat, (half,), (2 * half,)))
+    last = get_aval(y0).ndim - 1
+    out = lax.concatenate([y0, y1], last)
+    batch = get_aval(keys).shape[:-1]
     if odd:
-        out = lax.slice(out, (0,), (n,))
-    return lax.reshape(out, shape)
+        out = lax.slice_in_dim(out, 0, n, axis=last)
+    return lax.reshape(out, (*batch, *shape))
 
+
+# --- key operations on raw key data ------------------------------------------------------------
 
 def seed(seed_value: Any):
-    """PRNGKey(seed): [seed >> 32, seed & 0xFFFFFFFF] as uint32, with JAX's integer handling."""
-    if isinstance(seed_value, (bool, float)) or (hasattr(seed_value, "dtype") and not
-                                                 dtypes.is_int(np.dtype(seed_value.dtype))):
-        raise TypeError(f"PRNG key seed must be an integer; got {seed_value!r}")
-    if isinstance(seed_value, int):
-        bits = 64 if config.jax_enable_x64 else 32
-        wrapped = np.array(seed_value & ((1 << 64) - 1), dtype=np.uint64).astype(np.int64)
-        seed_value = wrapped if bits == 64 else wrapped.astype(np.int32)
+    """Raw key from an integer seed: [seed >> 32, seed & 0xFFFFFFFF] as uint32. Python ints
+    (bools too, as in JAX) must fit int64; under x32 they are then truncated to int32."""
     from .numpy import asarray
+    if isinstance(seed_value, int):
+        if not -2 ** 63 <= seed_value < 2 ** 63:
+            raise OverflowError("Python int too large to convert to C long")
+        wide = np.int64(seed_value)
+        seed_value = wide if config.jax_enable_x64 else wide.astype(np.int32)
     s = asarray(seed_value)
-    if s.ndim:
-        raise TypeError(f"PRNG key seed must be a scalar; got an array of shape {s.shape}")
-    if dtypes.is_int(s.dtype) and s.dtype.itemsize == 8:
-        hi = lax.convert_element_type(lax.shift_right_logical(s, lax.convert_element_type(
-            32, s.dtype)), dtypes.uint32)
+    aval = get_aval(s)
+    if aval.ndim:
+        raise TypeError(f"PRNG key seed must be a scalar; got {seed_value!r}.")
+    if not dtypes.is_int(aval.dtype):
+        raise TypeError(f"PRNG key seed must be an integer; got {seed_value!r}")
+    if aval.dtype.itemsize == 8:
+        hi = _u32(lax.shift_right_logical(s, lax.convert_element_type(32, aval.dtype)))
+        lo = _u32(lax.bitwise_and(s, lax.convert_element_type(0xFFFFFFFF, aval.dtype)))
     else:
-        hi = lax.convert_element_type(0, dtypes.uint32)
-    lo = lax.convert_element_type(s, dtypes.uint32) if s.dtype.itemsize <= 4 else \
-        lax.convert_element_type(lax.bitwise_and(s, lax.convert_element_type(0xFFFFFFFF, s.dtype)),
-                                 dtypes.uint32)
+        hi, lo = _u32(0), _u32(s)
     return lax.concatenate([lax.broadcast(hi, (1,)), lax.broadcast(lo, (1,))], 0)
 
 
-def split(key: Any, shape: Sequence[int]):
+def split(keys: Any, shape: Sequence[int]):
+    """New keys of shape (*batch, *shape, 2). Partitionable: key i is fold_in(key, i)'s hash of
+    the 64-bit counter i; original: the hash of iota(2 * num), paired up."""
     shape = tuple(shape)
+    batch = get_aval(keys).shape[:-1]
     if config.jax_threefry_partitionable:
-        k0, k1 = key_words(key)
-        c0, c1 = iota_2x32_shape(shape)
-        b0, b1 = threefry2x32_p.bind(k0, k1, c0, c1)
-        return lax.concatenate([lax.expand_dims(b0, (len(shape),)),
-                                lax.expand_dims(b1, (len(shape),))], len(shape))
-    num = int(np.prod(shape))
-    counts = lax.iota(dtypes.uint32, num * 2)
-    return lax.reshape(threefry_2x32(key, counts), (*shape, 2))
+        b0, b1 = _hash(keys, *iota_2x32_shape(shape))
+        axis = len(batch) + len(shape)
+        return lax.concatenate([lax.expand_dims(b0, (axis,)), lax.expand_dims(b1, (axis,))],
+                               axis)
+    num = math.prod(shape)
+    return lax.reshape(threefry_2x32(keys, lax.iota(_U32, num * 2)), (*batch, *shape, 2))
 
 
-def fold_in(key: Any, data: Any):
-    from .numpy import asarray
-    d = asarray(data)
-    return threefry_2x32(key, seed(lax.convert_element_type(d, dtypes.uint32)
-                                   if d.dtype.itemsize < 8 else d))
+def fold_in(keys: Any, data: Any):
+    """Hash of the counts [0, data] (data already uint32, rank 0)."""
+    return threefry_2x32(keys, lax.concatenate([lax.broadcast(_u32(0), (1,)),
+                                                lax.broadcast(data, (1,))], 0))
 
 
-def random_bits(key: Any, bit_width: int, shape: tuple[int, ...]):
+def random_bits(keys: Any, bit_width: int, shape: tuple[int, ...]):
+    """Uniform bits of shape (*batch, *shape) as uint{bit_width}."""
     if bit_width not in (8, 16, 32, 64):
-        raise ValueError(f"bit_width must be 8, 16, 32 or 64, got {bit_width}")
+        raise TypeError("requires 8-, 16-, 32- or 64-bit field width.")
     out_dtype = np.dtype(f"uint{bit_width}")
-    if bit_width == 64 and not config.jax_enable_x64:
-        raise TypeError("64-bit random bits need config.update('jax_enable_x64', True)")
     if config.jax_threefry_partitionable:
-        k0, k1 = key_words(key)
-        c0, c1 = iota_2x32_shape(shape)
-        b0, b1 = threefry2x32_p.bind(k0, k1, c0, c1)
+        if math.prod(shape) > 2 ** 64:
+            raise NotImplementedError("random bits array of size exceeding 2 ** 64")
+        b0, b1 = _hash(keys, *iota_2x32_shape(shape))
         if bit_width == 64:
             hi = lax.convert_element_type(b0, out_dtype)
             return lax.bitwise_or(lax.shift_left(hi, lax.convert_element_type(32, out_dtype)),
                                   lax.convert_element_type(b1, out_dtype))
         bits = lax.bitwise_xor(b0, b1)
         return bits if bit_width == 32 else lax.convert_element_type(bits, out_dtype)
-    return _random_bits_original(key, bit_width, shape)
+    return _random_bits_original(keys, bit_width, shape, out_dtype)
 
 
-def _random_bits_original(key: Any, bit_width: int, shape: tuple[int, ...]):
-    size = int(np.prod(shape))
+def _random_bits_original(keys, bit_width, shape, out_dtype):
+    batch = get_aval(keys).shape[:-1]
+    size = math.prod(shape)
     max_count = -(-bit_width * size // 32)
-    nblocks, rem = divmod(max_count, 2 ** 32 - 1)
-    if nblocks:
-        raise NotImplementedError("more than 2**32 random words in one call")
-    bits = threefry_2x32(key, lax.iota(dtypes.uint32, rem))
-    out_dtype = np.dtype(f"uint{bit_width}")
-    if bit_width == 64:  # first half of the words are the high halves, as in JAX
+    if max_count >= 2 ** 32 - 1:
+        raise NotImplementedError("more than 2**32 - 1 random words from one key in the "
+                                  "original (jax_threefry_partitionable=False) mode")
+    bits = threefry_2x32(keys, lax.iota(_U32, max_count))  # (*batch, max_count)
+    last = len(batch)
+    if bit_width == 64:  # the first half of the words are the high halves, as in JAX
         half = max_count // 2
-        hi = lax.convert_element_type(lax.slice(bits, (0,), (half,)), out_dtype)
-        lo = lax.convert_element_type(lax.slice(bits, (half,), (max_count,)), out_dtype)
-        words = lax.bitwise_or(lax.shift_left(hi, lax.convert_element_type(32, out_dtype)), lo)
-        return lax.reshape(words, shape)
-    if bit_width < 32:
+        hi = lax.convert_element_type(lax.slice_in_dim(bits, 0, half, axis=last), out_dtype)
+        lo = lax.convert_element_type(lax.slice_in_dim(bits, half, max_count, axis=last),
+                                      out_dtype)
+        bits = lax.bitwise_or(lax.shift_left(hi, lax.convert_element_type(32, out_dtype)), lo)
+    elif bit_width < 32:  # each word gives 32 // bit_width values, low bits first
         per = 32 // bit_width
-        bits = lax.reshape(lax.broadcast_in_dim(bits, (max_count, per), (0,)), (max_count * per,))
-        shifts = lax.convert_element_type(lax.mul(lax.iota(dtypes.uint32, per),
-                                                  _u32(bit_width)), dtypes.uint32)
-        shifts = lax.reshape(lax.broadcast_in_dim(shifts, (max_count, per), (1,)),
-                             (max_count * per,))
-        bits = lax.convert_element_type(lax.shift_right_logical(bits, shifts), out_dtype)
-        bits = lax.slice(bits, (0,), (size,))
-    return lax.reshape(bits, shape)
+        wide = (*batch, max_count, per)
+        bits = lax.broadcast_in_dim(bits, wide, tuple(range(last + 1)))
+        shifts = lax.broadcast_in_dim(lax.mul(lax.iota(_U32, per), _u32(bit_width)), wide,
+                                      (last + 1,))
+        bits = lax.reshape(lax.shift_right_logical(bits, shifts), (*batch, max_count * per))
+        bits = lax.slice_in_dim(lax.convert_element_type(bits, out_dtype), 0, size, axis=last)
+    return lax.reshape(bits, (*batch, *shape))
+
+
+# --- typed key arrays ---------------------------------------------------------------------------
+
+class KeyTy:
+    """The dtype of typed key arrays: `key<fry>` (threefry2x32 keys of two uint32 words)."""
+    name = "key<fry>"
+    impl_name = "threefry2x32"
+    key_shape = (2,)
+    itemsize = 8
+
+    def __repr__(self) -> str:
+        return self.name
+
+    __str__ = __repr__
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, KeyTy)
+
+    def __hash__(self) -> int:
+        return hash(KeyTy)
+
+
+KEY_DTYPE = KeyTy()
+
+
+def check_key_data(key_data: Any) -> None:
+    """JAX's checks of raw threefry key data (TypeError with JAX's messages)."""
+    if not all(hasattr(key_data, a) for a in ("ndim", "shape", "dtype")):
+        raise TypeError("JAX encountered invalid PRNG key data: expected key_data to have ndim, "
+                        f"shape, and dtype attributes. Got {key_data}")
+    if key_data.ndim < 1:
+        raise TypeError("JAX encountered invalid PRNG key data: expected key_data.ndim >= 1; "
+                        f"got ndim={key_data.ndim}")
+    if tuple(key_data.shape[-1:]) != (2,):
+        raise TypeError("JAX encountered invalid PRNG key data: expected key_data.shape to end "
+                        f"with (2,); got shape={tuple(key_data.shape)} for impl=threefry2x32")
+    if np.dtype(key_data.dtype) != _U32:
+        raise TypeError("JAX encountered invalid PRNG key data: expected key_data.dtype = uint32; "
+                        f"got dtype={np.dtype(key_data.dtype)}")
+
+
+class PRNGKeyArray:
+    """An array of typed PRNG keys (`jax.random.key`): shape excludes the key's two words,
+    dtype is `key<fry>`. A pytree over its uint32 key data, so it passes through jit, scan and
+    while_loop; arithmetic and NumPy conversion are refused as in JAX."""
+    __slots__ = ("_base_array",)
+    __array_priority__ = 100
+
+    def __init__(self, key_data: Any):
+        self._base_array = key_data
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(get_aval(self._base_array).shape[:-1])
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def dtype(self) -> KeyTy:
+        return KEY_DTYPE
+
+    @property
+    def itemsize(self) -> int:
+        return KEY_DTYPE.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+    def __repr__(self) -> str:
+        if isinstance(self._base_array, Tracer):
+            return f"Traced<{KEY_DTYPE.name}{list(self.shape)}> overlaying:\n{self._base_array}"
+        return f"Array({self.shape}, dtype={KEY_DTYPE.name}) overlaying:\n{self._base_array}"
+
+    __str__ = __repr__
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d key array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __getitem__(self, idx: Any) -> PRNGKeyArray:
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        return PRNGKeyArray(self._base_array[(*idx, slice(None))])
+
+    def __bool__(self) -> bool:
+        raise TypeError("key array cannot be converted to boolean.")
+
+    def __array__(self, dtype: Any = None, copy: Any = None):
+        raise TypeError("JAX array with PRNGKey dtype cannot be converted to a NumPy array. Use "
+                        "jax.random.key_data(arr) if you wish to extract the underlying integer "
+                        "array.")
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def _compare(self, other: Any, name: str):
+        if not isinstance(other, PRNGKeyArray):
+            other_dtype = getattr(other, "dtype", None) or get_aval(other).dtype
+            raise TypeError(f"{name} does not accept dtypes {KEY_DTYPE.name}, {other_dtype}.")
+        from .numpy import all as all_, equal
+        return all_(equal(self._base_array, other._base_array), axis=-1)
+
+    def __eq__(self, other: Any):  # type: ignore[override]
+        return self._compare(other, "eq")
+
+    def __ne__(self, other: Any):  # type: ignore[override]
+        return lax.bitwise_not(self._compare(other, "ne"))
+
+    def reshape(self, *shape: Any, order: str = "C") -> PRNGKeyArray:
+        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+            shape = tuple(shape[0])
+        return PRNGKeyArray(self._base_array.reshape(*shape, 2, order=order))
+
+    def flatten(self) -> PRNGKeyArray:
+        return self.reshape(-1)
+
+    ravel = flatten
+
+    def squeeze(self, axis: Any = None) -> PRNGKeyArray:
+        from .numpy import squeeze
+        if axis is None:
+            axis = tuple(i for i, d in enumerate(self.shape) if d == 1)
+        axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+        return PRNGKeyArray(squeeze(self._base_array, tuple(a % max(self.ndim, 1)
+                                                            for a in axes)))
+
+    def transpose(self, *axes: Any) -> PRNGKeyArray:
+        if not axes or axes == (None,):
+            perm = tuple(reversed(range(self.ndim)))
+        else:
+            perm = tuple(axes[0]) if len(axes) == 1 and not isinstance(axes[0], int) else axes
+        return PRNGKeyArray(lax.transpose(self._base_array, (*perm, self.ndim)))
+
+    @property
+    def T(self) -> PRNGKeyArray:  # noqa: N802 - NumPy's name
+        return self.transpose()
+
+    def copy(self) -> PRNGKeyArray:
+        return PRNGKeyArray(self._base_array)
+
+    def block_until_ready(self) -> PRNGKeyArray:
+        return self
+
+
+register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), None),
+                     lambda _, children: PRNGKeyArray(children[0]))

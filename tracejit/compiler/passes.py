@@ -1,9 +1,45 @@
-"""Jaxpr -> Jaxpr passes run before code generation: inlining of nested jit calls and dead-code
-elimination. Each pass returns a new Jaxpr; the jaxpr checker accepts every result."""
+"""Jaxpr -> Jaxpr passes run before fusion and code generation: inlining of nested jit calls,
+algebraic simplification, constant folding, common-subexpression elimination, forwarding of
+unchanged loop carries, loop-invariant code motion and dead-code elimination. `optimize` runs
+them all. Each pass returns a new Jaxpr (the input is never mutated) and also rewrites the
+sub-jaxprs of control flow; the jaxpr checker accepts every result."""
 from __future__ import annotations
 
-from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
+import math
+from typing import Any, Callable, Sequence
 
+import numpy as np
+
+from ..core import dtypes
+from ..core.array import Array
+from ..core.avals import ShapedArray
+from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
+from ..lax.shape import broadcast_in_dim_p, reshape_p, transpose_p
+from .fusion import ELEMENTWISE
+
+# Primitives whose bodies the passes may reshape: drop or add operands, outputs and consts
+# (every consumer evaluates these bodies with their consts). Any other primitive's sub-jaxprs
+# are rewritten with their signature and consts kept.
+_CONTROL_FLOW = ("cond", "while", "scan", "jit")
+
+FOLD_MAX_SIZE = 1024  # larger folded results stay computed at run time, not stored as consts
+
+
+def optimize(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
+    """The whole pipeline, as the native backend runs it before fusion."""
+    jaxpr, consts = inline_calls(jaxpr, consts)
+    # a second round catches what the first exposes (hoisted eqns with folded operands, ...)
+    for _ in range(2):
+        jaxpr = simplify(jaxpr)
+        jaxpr, consts = fold_constants(jaxpr, consts)
+        jaxpr = cse(jaxpr)
+        jaxpr = forward_carries(jaxpr)
+        jaxpr = licm(jaxpr)
+        jaxpr = dce(jaxpr)
+    return _drop_unused_consts(jaxpr, consts)
+
+
+# --- inline_calls ----------------------------------------------------------------------------
 
 def inline_calls(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
     """Replace `jit` equations by their bodies (their consts become constvars of the result)."""
@@ -41,13 +77,612 @@ def inline_calls(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
     return Jaxpr(constvars, jaxpr.invars, outvars, eqns, jaxpr.debug_info), consts
 
 
+# --- shared helpers ------------------------------------------------------------------------
+
+def _select(items: Sequence, keep: Sequence[bool]) -> list:
+    return [x for x, k in zip(items, keep) if k]
+
+
+def _reader(subst: dict[int, Any]) -> Callable:
+    """Reads an atom through a substitution of vars by atoms."""
+    return lambda v: v if isinstance(v, Literal) else subst.get(id(v), v)
+
+
+def _has_subjaxprs(eqn: Eqn) -> bool:
+    return any(isinstance(x, ClosedJaxpr) for value in eqn.params.values()
+               for x in (value if isinstance(value, tuple) else (value,)))
+
+
+def _map_subjaxprs(eqn: Eqn, f: Callable[[ClosedJaxpr], ClosedJaxpr], memo: dict) -> Eqn:
+    """`eqn` with `f` applied to each sub-jaxpr of its params, once per distinct ClosedJaxpr:
+    eqns that shared a body still share its rewrite (CSE compares bodies by identity)."""
+    def apply(closed: ClosedJaxpr) -> ClosedJaxpr:
+        hit = memo.get(id(closed))
+        if hit is None:
+            hit = memo[id(closed)] = (closed, f(closed))  # holding `closed` keeps its id unique
+        return hit[1]
+
+    params = {}
+    for k, value in eqn.params.items():
+        if isinstance(value, ClosedJaxpr):
+            value = apply(value)
+        elif isinstance(value, tuple) and value and all(isinstance(x, ClosedJaxpr) for x in value):
+            value = tuple(apply(x) for x in value)
+        params[k] = value
+    return eqn.replace(params=params) if _has_subjaxprs(eqn) else eqn
+
+
+def _on_body(pass_: Callable[[Jaxpr], Jaxpr]) -> Callable[[ClosedJaxpr], ClosedJaxpr]:
+    return lambda closed: ClosedJaxpr(pass_(closed.jaxpr), closed.consts)
+
+
+def _rebuild(j: Jaxpr, *, constvars=None, invars=None, outvars=None, eqns=None) -> Jaxpr:
+    return Jaxpr(j.constvars if constvars is None else constvars,
+                 j.invars if invars is None else invars,
+                 j.outvars if outvars is None else outvars,
+                 j.eqns if eqns is None else eqns, j.debug_info)
+
+
+def _with_invars(closed: ClosedJaxpr, invars: list) -> ClosedJaxpr:
+    return ClosedJaxpr(_rebuild(closed.jaxpr, invars=invars), closed.consts)
+
+
+def _size(aval) -> int:
+    return math.prod(aval.shape)
+
+
+# --- dce -------------------------------------------------------------------------------------
+
 def dce(jaxpr: Jaxpr) -> Jaxpr:
-    """Drop equations none of whose outputs are used (all primitives are pure)."""
-    live = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
+    """Drop equations none of whose outputs are used (all primitives are pure), and inside
+    control flow the outputs, loop carries and body inputs nothing needs."""
+    return _dce_jaxpr(jaxpr, [True] * len(jaxpr.outvars))[0]
+
+
+def _dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool]) -> tuple[Jaxpr, set[int]]:
+    """The jaxpr computing only the used outputs (binders kept), and the ids of live vars."""
+    outvars = _select(jaxpr.outvars, used_outputs)
+    live = {id(v) for v in outvars if isinstance(v, Var)}
     kept: list[Eqn] = []
     for eqn in reversed(jaxpr.eqns):
-        if any(id(v) in live for v in eqn.outvars):
-            kept.append(eqn)
-            live.update(id(v) for v in eqn.invars if isinstance(v, Var))
+        used = [id(v) in live for v in eqn.outvars]
+        if not any(used):
+            continue
+        rule = _DCE_RULES.get(eqn.primitive.name)
+        eqn = rule(eqn, used) if rule else _map_subjaxprs(eqn, _on_body(dce), {})
+        kept.append(eqn)
+        live.update(id(v) for v in eqn.invars if isinstance(v, Var))
     kept.reverse()
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, kept, jaxpr.debug_info)
+    return _rebuild(jaxpr, outvars=outvars, eqns=kept), live
+
+
+def _dce_closed(closed: ClosedJaxpr, used_outputs: Sequence[bool]
+                ) -> tuple[ClosedJaxpr, list[bool]]:
+    """A body computing only the used outputs, without unused consts; which invars it reads."""
+    j, live = _dce_jaxpr(closed.jaxpr, used_outputs)
+    keep = [id(v) in live for v in j.constvars]
+    j = _rebuild(j, constvars=_select(j.constvars, keep))
+    return ClosedJaxpr(j, _select(closed.consts, keep)), [id(v) in live for v in j.invars]
+
+
+def _keep_invars(closed: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
+    return _with_invars(closed, _select(closed.jaxpr.invars, keep))
+
+
+def _dce_cond(eqn: Eqn, used: list[bool]) -> Eqn:
+    results = [_dce_closed(b, used) for b in eqn.params["branches"]]
+    reads = [any(col) for col in zip(*(r for _, r in results))]
+    branches = tuple(_keep_invars(b, reads) for b, _ in results)
+    index, *ops = eqn.invars
+    return eqn.replace(invars=[index] + _select(ops, reads), outvars=_select(eqn.outvars, used),
+                       params={**eqn.params, "branches": branches})
+
+
+def _dce_scan(eqn: Eqn, used: list[bool]) -> Eqn:
+    p = eqn.params
+    nc, nk = p["num_consts"], p["num_carry"]
+    carry, ys = used[:nk], used[nk:]
+    # a carry is needed when its result is used or the body reads it for a needed output
+    while True:
+        body, reads = _dce_closed(p["jaxpr"], carry + ys)
+        grown = [c or r for c, r in zip(carry, reads[nc:nc + nk])]
+        if grown == carry:
+            break
+        carry = grown
+    keep = reads[:nc] + carry + reads[nc + nk:]
+    return eqn.replace(invars=_select(eqn.invars, keep), outvars=_select(eqn.outvars, carry + ys),
+                       params={**p, "jaxpr": _keep_invars(body, keep),
+                               "num_consts": sum(reads[:nc]), "num_carry": sum(carry)})
+
+
+def _dce_while(eqn: Eqn, used: list[bool]) -> Eqn:
+    p = eqn.params
+    cn, bn = p["cond_nconsts"], p["body_nconsts"]
+    cond, cond_reads = _dce_closed(p["cond_jaxpr"], [True])
+    carry = [u or r for u, r in zip(used, cond_reads[cn:])]
+    while True:
+        body, reads = _dce_closed(p["body_jaxpr"], carry)
+        grown = [c or r for c, r in zip(carry, reads[bn:])]
+        if grown == carry:
+            break
+        carry = grown
+    cond_consts, body_consts = eqn.invars[:cn], eqn.invars[cn:cn + bn]
+    invars = (_select(cond_consts, cond_reads[:cn]) + _select(body_consts, reads[:bn])
+              + _select(eqn.invars[cn + bn:], carry))
+    return eqn.replace(invars=invars, outvars=_select(eqn.outvars, carry), params={
+        **p, "cond_jaxpr": _keep_invars(cond, cond_reads[:cn] + carry),
+        "body_jaxpr": _keep_invars(body, reads[:bn] + carry),
+        "cond_nconsts": sum(cond_reads[:cn]), "body_nconsts": sum(reads[:bn])})
+
+
+def _dce_call(eqn: Eqn, used: list[bool]) -> Eqn:
+    body, reads = _dce_closed(eqn.params["jaxpr"], used)
+    return eqn.replace(invars=_select(eqn.invars, reads), outvars=_select(eqn.outvars, used),
+                       params={**eqn.params, "jaxpr": _keep_invars(body, reads)})
+
+
+_DCE_RULES: dict[str, Callable[[Eqn, list[bool]], Eqn]] = {
+    "cond": _dce_cond, "scan": _dce_scan, "while": _dce_while, "jit": _dce_call}
+
+
+# --- cse -------------------------------------------------------------------------------------
+
+def cse(jaxpr: Jaxpr) -> Jaxpr:
+    """Common-subexpression elimination: an equation with the same primitive, operands and
+    params as an earlier one reuses that one's outputs."""
+    return _cse(jaxpr, {})
+
+
+def _cse(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
+    subst: dict[int, Any] = {}
+    read = _reader(subst)
+    seen: dict[tuple, list[Var]] = {}
+    eqns = []
+    for eqn in jaxpr.eqns:
+        eqn = _map_subjaxprs(eqn.replace(invars=[read(v) for v in eqn.invars]),
+                             _on_body(lambda j: _cse(j, memo)), memo)
+        key = _cse_key(eqn)
+        if key is not None and key in seen:
+            subst.update((id(v), prev) for v, prev in zip(eqn.outvars, seen[key]))
+            continue
+        if key is not None:
+            seen[key] = eqn.outvars
+        eqns.append(eqn)
+    return _rebuild(jaxpr, outvars=[read(v) for v in jaxpr.outvars], eqns=eqns)
+
+
+def _atom_key(v) -> tuple:
+    if isinstance(v, Literal):  # by bits: -0.0 and 0.0 differ, a NaN equals itself
+        return ("lit", v.aval, v.val.tobytes())
+    return ("var", id(v))
+
+
+def _cse_key(eqn: Eqn) -> tuple | None:
+    if not eqn.outvars or eqn.params.get("prevent_cse"):
+        return None
+    # the param's type is part of the key: 1 == 1.0 == True, but they mean different things
+    params = tuple(sorted((k, type(v), v) for k, v in eqn.params.items()))
+    key = (eqn.primitive, tuple(_atom_key(v) for v in eqn.invars), params)
+    try:
+        hash(key)
+    except TypeError:  # an unhashable param: never merged
+        return None
+    return key
+
+
+# --- fold_constants --------------------------------------------------------------------------
+
+def fold_constants(jaxpr: Jaxpr, consts: list, max_size: int = FOLD_MAX_SIZE
+                   ) -> tuple[Jaxpr, list]:
+    """Evaluate equations whose operands are all known (literals and consts) with their
+    reference impl, when no result has more than `max_size` elements: scalar results become
+    literals, others new consts. Consts nothing reads any more are dropped."""
+    return _fold(jaxpr, consts, max_size, True, {})
+
+
+def _is_concrete(x: Any) -> bool:
+    return isinstance(x, (np.ndarray, np.generic, Array, bool, int, float, complex))
+
+
+def _fold(jaxpr: Jaxpr, consts: list, max_size: int, new_consts: bool,
+          memo: dict) -> tuple[Jaxpr, list]:
+    known = {id(v): np.asarray(c) for v, c in zip(jaxpr.constvars, consts) if _is_concrete(c)}
+    constvars, consts = list(jaxpr.constvars), list(consts)
+    subst: dict[int, Any] = {}
+    read = _reader(subst)
+
+    def fold_body(allow: bool) -> Callable[[ClosedJaxpr], ClosedJaxpr]:
+        return lambda closed: ClosedJaxpr(*_fold(closed.jaxpr, closed.consts, max_size, allow,
+                                                 memo))
+
+    eqns = []
+    for eqn in jaxpr.eqns:
+        eqn = eqn.replace(invars=[read(v) for v in eqn.invars])
+        allow = eqn.primitive.name in _CONTROL_FLOW
+        eqn = _map_subjaxprs(eqn, fold_body(allow), memo.setdefault(allow, {}))
+        outs = _evaluate(eqn, known, max_size, new_consts)
+        if outs is None:
+            eqns.append(eqn)
+            continue
+        for v, out in zip(eqn.outvars, outs):
+            if v.aval.shape == ():
+                subst[id(v)] = Literal(out, v.aval)
+            else:
+                constvars.append(v)
+                consts.append(out)
+                known[id(v)] = out
+    jaxpr = Jaxpr(constvars, jaxpr.invars, [read(v) for v in jaxpr.outvars], eqns,
+                  jaxpr.debug_info)
+    return _drop_unused_consts(jaxpr, consts) if new_consts else (jaxpr, consts)
+
+
+def _drop_unused_consts(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
+    used = {id(v) for e in jaxpr.eqns for v in e.invars} | {id(v) for v in jaxpr.outvars}
+    keep = [id(v) in used for v in jaxpr.constvars]
+    return _rebuild(jaxpr, constvars=_select(jaxpr.constvars, keep)), _select(consts, keep)
+
+
+def _evaluate(eqn: Eqn, known: dict[int, np.ndarray], max_size: int,
+              new_consts: bool) -> list[np.ndarray] | None:
+    """The outputs of `eqn` when it can be folded, else None."""
+    if any(_size(v.aval) > max_size or (v.aval.shape and not new_consts) for v in eqn.outvars):
+        return None
+    if not all(isinstance(v, Literal) or id(v) in known for v in eqn.invars):
+        return None
+    # calls and control flow (possibly long loops) run at run time; so does anything holding
+    # a callable, such as a custom rule
+    if _has_subjaxprs(eqn) or any(callable(p) for p in eqn.params.values()):
+        return None
+    # a broadcast scalar costs nothing inside a fused kernel, and simplify's rules read it
+    if _broadcast_scalar(eqn) is not None:
+        return None
+    args = [v.val if isinstance(v, Literal) else known[id(v)] for v in eqn.invars]
+    with np.errstate(all="ignore"):
+        outs = eqn.primitive.impl(*args, **eqn.params)
+    outs = outs if eqn.primitive.multiple_results else (outs,)
+    return [np.asarray(o, dtype=v.aval.dtype) for o, v in zip(outs, eqn.outvars)]
+
+
+# --- simplify --------------------------------------------------------------------------------
+
+def simplify(jaxpr: Jaxpr) -> Jaxpr:
+    """Algebraic rewrites from the `_RULES` table. Each keeps the exact value, dtype and weak
+    type: x*1, x+(-0.0) and x-0.0 are identities for floats, but x+0.0 (-0.0 + 0.0 is 0.0) and
+    x*0 (NaN, Inf) are not."""
+    return _simplify(jaxpr, {})
+
+
+def _simplify(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
+    subst: dict[int, Any] = {}
+    read = _reader(subst)
+    producers: dict[int, Eqn] = {}
+
+    def producer(v) -> Eqn | None:
+        return None if isinstance(v, Literal) else producers.get(id(v))
+
+    eqns = []
+    for eqn in jaxpr.eqns:
+        pending = [_map_subjaxprs(eqn, _on_body(lambda j: _simplify(j, memo)), memo)]
+        while pending:  # rewritten eqns go through the rules again
+            eqn = pending.pop()
+            eqn = eqn.replace(invars=[read(v) for v in eqn.invars])
+            out = _rewrite(eqn, producer)
+            if isinstance(out, list):
+                pending.extend(reversed(out))
+            elif out is not None:
+                subst[id(eqn.outvars[0])] = read(out)
+            else:
+                eqns.append(eqn)
+                producers.update((id(v), eqn) for v in eqn.outvars)
+    return _rebuild(jaxpr, outvars=[read(v) for v in jaxpr.outvars], eqns=eqns)
+
+
+def _rewrite(eqn: Eqn, producer: Callable) -> list[Eqn] | Var | Literal | None:
+    """The first rule's rewrite of `eqn`: equations computing its outputs, or the atom its
+    output equals."""
+    for rule in _RULES.get(eqn.primitive.name, ()):
+        out = rule(eqn, producer)
+        if isinstance(out, Eqn):
+            return [out]
+        if out is not None:
+            if not isinstance(out, list) and out.aval != eqn.outvars[0].aval:
+                continue  # not an exact identity (shape, dtype or weak type differs)
+            return out
+    return None
+
+
+# (primitive, operand position) -> the constant c with op(x, c) == x bit for bit, for integer
+# and for float x. Not x + 0.0 (-0.0 + 0.0 is 0.0), nor x * 0 (NaN, Inf); nothing for complex
+# x, where (inf + 0j) * (1 + 0j) has a NaN part.
+_IDENTITIES = {("mul", 0): (1, 1.0), ("mul", 1): (1, 1.0), ("add", 0): (0, -0.0),
+               ("add", 1): (0, -0.0), ("sub", 1): (0, 0.0)}
+
+
+def _drop_identity_operand(eqn: Eqn, producer: Callable):
+    for i, v in enumerate(eqn.invars):
+        ident = _IDENTITIES.get((eqn.primitive.name, i))
+        dtype = v.aval.dtype
+        if ident is None or not isinstance(v, Literal) or \
+                not (dtypes.is_int(dtype) or dtypes.is_float(dtype)):
+            continue
+        if v.val.tobytes() == np.asarray(ident[dtypes.is_float(dtype)], dtype).tobytes():
+            return eqn.invars[1 - i]
+    return None
+
+
+def _cancel_involution(eqn: Eqn, producer: Callable):
+    """neg(neg x), not(not x), rev(rev x) over the same dimensions: x."""
+    p = producer(eqn.invars[0])
+    if p is not None and p.primitive is eqn.primitive and p.params == eqn.params:
+        return p.invars[0]
+    return None
+
+
+def _drop_same_type_convert(eqn: Eqn, producer: Callable):
+    x = eqn.invars[0]
+    same = x.aval.dtype == eqn.params["new_dtype"] and x.aval.weak_type == eqn.params["weak_type"]
+    return x if same else None
+
+
+def _is_plain_reshape(eqn: Eqn) -> bool:
+    """Ops that keep the row-major element order, changing only the shape."""
+    name = eqn.primitive.name
+    if name == "reshape":
+        return eqn.params["dimensions"] is None
+    if name == "broadcast_in_dim":  # inserting unit dimensions
+        bdims = eqn.params["broadcast_dimensions"]
+        (x,), (out,) = eqn.invars, eqn.outvars
+        return _size(x.aval) == _size(out.aval) and list(bdims) == sorted(bdims)
+    return name == "squeeze"
+
+
+def _merge_reshapes(eqn: Eqn, producer: Callable):
+    """A reshape-like op of a reshape-like op is one reshape, or nothing at all."""
+    if not _is_plain_reshape(eqn):
+        return None
+    x, shape = eqn.invars[0], eqn.outvars[0].aval.shape
+    if x.aval.shape == shape:
+        return x
+    p = producer(x)
+    if p is None or p.primitive is not reshape_p and not _is_plain_reshape(p):
+        return None
+    dims = p.params["dimensions"] if p.primitive is reshape_p else None
+    base = p.invars[0]
+    if dims is None and base.aval.shape == shape:
+        return base
+    return Eqn(reshape_p, [base], eqn.outvars, {"new_sizes": tuple(shape), "dimensions": dims},
+               eqn.source_info)
+
+
+def _merge_transposes(eqn: Eqn, producer: Callable):
+    perm = eqn.params["permutation"]
+    if perm == tuple(range(len(perm))):
+        return eqn.invars[0]
+    p = producer(eqn.invars[0])
+    if p is None or p.primitive is not transpose_p:
+        return None
+    inner = p.params["permutation"]
+    composed = tuple(inner[j] for j in perm)
+    if composed == tuple(range(len(composed))):
+        return p.invars[0]
+    return Eqn(transpose_p, p.invars, eqn.outvars, {"permutation": composed}, eqn.source_info)
+
+
+def _broadcast_scalar(eqn: Eqn | None) -> Var | Literal | None:
+    """The rank-0 value `eqn` broadcasts, if it is one."""
+    if eqn is None or eqn.primitive is not broadcast_in_dim_p or eqn.invars[0].aval.shape:
+        return None
+    return eqn.invars[0]
+
+
+def _scalar_operands(eqn: Eqn, producer: Callable):
+    """An elementwise op reading a broadcast rank-0 value reads the rank-0 value itself (lax
+    elementwise ops broadcast rank-0 operands), when the result keeps its type."""
+    for i, v in enumerate(eqn.invars):
+        scalar = _broadcast_scalar(producer(v))
+        if scalar is None:
+            continue
+        invars = eqn.invars[:i] + [scalar] + eqn.invars[i + 1:]
+        try:
+            avals = eqn.primitive.abstract_eval(*[x.aval for x in invars], **eqn.params)
+        except (TypeError, ValueError):  # this op does not broadcast that operand
+            continue
+        if avals == [v.aval for v in eqn.outvars]:
+            return eqn.replace(invars=invars)
+    return None
+
+
+def _broadcast_last(eqn: Eqn, producer: Callable):
+    """An elementwise op of broadcast rank-0 values is computed once at rank 0 and then
+    broadcast (so that constant folding and `_scalar_operands` see the scalar)."""
+    (out,) = eqn.outvars
+    if not out.aval.shape:
+        return None
+    scalars = [v if not v.aval.shape else _broadcast_scalar(producer(v))
+               for v in eqn.invars]
+    if any(x is None for x in scalars):
+        return None
+    aval = ShapedArray((), out.aval.dtype, out.aval.weak_type)
+    try:
+        if eqn.primitive.abstract_eval(*[x.aval for x in scalars], **eqn.params) != [aval]:
+            return None
+    except (TypeError, ValueError):
+        return None
+    scalar = Var(aval)
+    return [eqn.replace(invars=scalars, outvars=[scalar]),
+            Eqn(broadcast_in_dim_p, [scalar], [out],
+                {"shape": out.aval.shape, "broadcast_dimensions": ()}, eqn.source_info)]
+
+
+_SPECIFIC_RULES: dict[str, tuple[Callable, ...]] = {
+    "mul": (_drop_identity_operand,), "add": (_drop_identity_operand,),
+    "sub": (_drop_identity_operand,),
+    "neg": (_cancel_involution,), "not": (_cancel_involution,), "rev": (_cancel_involution,),
+    "convert_element_type": (_drop_same_type_convert,),
+    "reshape": (_merge_reshapes,), "squeeze": (_merge_reshapes,),
+    "broadcast_in_dim": (_merge_reshapes,),
+    "transpose": (_merge_transposes,),
+}
+# primitive name -> rules tried in order; every elementwise op also gets the broadcast rules
+_RULES: dict[str, tuple[Callable, ...]] = {
+    name: _SPECIFIC_RULES.get(name, ())
+    + ((_broadcast_last, _scalar_operands) if name in ELEMENTWISE else ())
+    for name in ELEMENTWISE | _SPECIFIC_RULES.keys()}
+
+
+# --- licm ------------------------------------------------------------------------------------
+
+def licm(jaxpr: Jaxpr) -> Jaxpr:
+    """Loop-invariant code motion: an equation of a scan/while body (or while condition) that
+    reads only the body's const operands moves out in front of the loop; its results become new
+    const operands. Size-growing ops (broadcasts, iota) stay: fused in the body they cost no
+    memory traffic. An inner while stays too, as the loop might run zero times."""
+    return _licm(jaxpr, {})
+
+
+def _licm(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
+    eqns = []
+    for eqn in jaxpr.eqns:
+        eqn = _map_subjaxprs(eqn, _on_body(lambda j: _licm(j, memo)), memo)
+        if eqn.primitive.name == "scan":
+            eqn = _licm_scan(eqn, eqns)
+        elif eqn.primitive.name == "while":
+            eqn = _licm_while(eqn, eqns)
+        eqns.append(eqn)
+    return _rebuild(jaxpr, eqns=eqns)
+
+
+def _hoistable(eqn: Eqn, invariant: set[int]) -> bool:
+    if eqn.primitive.name == "while" or not any(isinstance(v, Var) for v in eqn.invars):
+        return False
+    if not all(isinstance(v, Literal) or id(v) in invariant for v in eqn.invars):
+        return False
+    return sum(_size(v.aval) for v in eqn.outvars) <= sum(_size(v.aval) for v in eqn.invars)
+
+
+def _hoist(body: ClosedJaxpr, nconsts: int, operands: list, out: list[Eqn]
+           ) -> tuple[ClosedJaxpr, list]:
+    """Move the invariant eqns of `body` (whose first `nconsts` invars are `operands`) into
+    `out`; returns the body taking their results as extra consts after its own, and the outer
+    values of those extra consts."""
+    j = body.jaxpr
+    invariant = {id(v) for v in j.invars[:nconsts]}
+    moved, kept = [], []
+    for eqn in j.eqns:
+        if _hoistable(eqn, invariant):
+            moved.append(eqn)
+            invariant.update(id(v) for v in eqn.outvars)
+        else:
+            kept.append(eqn)
+    if not moved:
+        return body, []
+    subst = {id(v): x for v, x in zip(j.invars[:nconsts], operands)}
+    read = _reader(subst)
+    for eqn in moved:
+        outvars = [Var(v.aval) for v in eqn.outvars]
+        out.append(eqn.replace(invars=[read(v) for v in eqn.invars], outvars=outvars))
+        subst.update((id(v), o) for v, o in zip(eqn.outvars, outvars))
+    used = {id(v) for e in kept for v in e.invars} | {id(v) for v in j.outvars}
+    extra = [v for e in moved for v in e.outvars if id(v) in used]
+    invars = j.invars[:nconsts] + extra + j.invars[nconsts:]
+    return ClosedJaxpr(_rebuild(j, invars=invars, eqns=kept), body.consts), [read(v) for v in extra]
+
+
+def _licm_scan(eqn: Eqn, out: list[Eqn]) -> Eqn:
+    p, nc = eqn.params, eqn.params["num_consts"]
+    body, extra = _hoist(p["jaxpr"], nc, eqn.invars[:nc], out)
+    if not extra:
+        return eqn
+    return eqn.replace(invars=eqn.invars[:nc] + extra + eqn.invars[nc:],
+                       params={**p, "jaxpr": body, "num_consts": nc + len(extra)})
+
+
+def _licm_while(eqn: Eqn, out: list[Eqn]) -> Eqn:
+    p = eqn.params
+    cn, bn = p["cond_nconsts"], p["body_nconsts"]
+    cond_consts, body_consts = eqn.invars[:cn], eqn.invars[cn:cn + bn]
+    cond, cond_extra = _hoist(p["cond_jaxpr"], cn, cond_consts, out)
+    body, body_extra = _hoist(p["body_jaxpr"], bn, body_consts, out)
+    if not cond_extra and not body_extra:
+        return eqn
+    invars = cond_consts + cond_extra + body_consts + body_extra + eqn.invars[cn + bn:]
+    return eqn.replace(invars=invars, params={
+        **p, "cond_jaxpr": cond, "body_jaxpr": body, "cond_nconsts": cn + len(cond_extra),
+        "body_nconsts": bn + len(body_extra)})
+
+
+# --- forward_carries -------------------------------------------------------------------------
+
+def forward_carries(jaxpr: Jaxpr) -> Jaxpr:
+    """A scan/while carry that the body returns unchanged becomes a const operand of the loop,
+    and the loop's result for it is the initial value."""
+    return _forward(jaxpr, {})
+
+
+def _forward(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
+    subst: dict[int, Any] = {}
+    read = _reader(subst)
+    eqns = []
+    for eqn in jaxpr.eqns:
+        eqn = _map_subjaxprs(eqn.replace(invars=[read(v) for v in eqn.invars]),
+                             _on_body(lambda j: _forward(j, memo)), memo)
+        rule = {"scan": _forward_scan, "while": _forward_while}.get(eqn.primitive.name)
+        if rule is not None:
+            eqn, results = rule(eqn)
+            subst.update(results)
+        eqns.append(eqn)
+    return _rebuild(jaxpr, outvars=[read(v) for v in jaxpr.outvars], eqns=eqns)
+
+
+def _unchanged(body: Jaxpr, first_carry: int, num_carry: int) -> list[bool]:
+    carry_in = body.invars[first_carry:first_carry + num_carry]
+    return [out is v for out, v in zip(body.outvars[:num_carry], carry_in)]
+
+
+def _carries_to_consts(body: ClosedJaxpr, nconsts: int, move: list[bool]) -> ClosedJaxpr:
+    """Body invars reordered: consts, then the moved carries, then the remaining carries."""
+    j, n = body.jaxpr, len(move)
+    carry = j.invars[nconsts:nconsts + n]
+    invars = (j.invars[:nconsts] + _select(carry, move)
+              + _select(carry, [not m for m in move]) + j.invars[nconsts + n:])
+    return _with_invars(body, invars)
+
+
+def _forward_scan(eqn: Eqn) -> tuple[Eqn, dict[int, Any]]:
+    p = eqn.params
+    nc, nk = p["num_consts"], p["num_carry"]
+    move = _unchanged(p["jaxpr"].jaxpr, nc, nk)
+    if not any(move):
+        return eqn, {}
+    stay = [not m for m in move]
+    body = _carries_to_consts(p["jaxpr"], nc, move)
+    j = body.jaxpr
+    body = ClosedJaxpr(_rebuild(j, outvars=_select(j.outvars[:nk], stay) + j.outvars[nk:]),
+                       body.consts)
+    init = eqn.invars[nc:nc + nk]
+    invars = eqn.invars[:nc] + _select(init, move) + _select(init, stay) + eqn.invars[nc + nk:]
+    outvars = _select(eqn.outvars[:nk], stay) + eqn.outvars[nk:]
+    results = {id(v): x for v, x, m in zip(eqn.outvars, init, move) if m}
+    return eqn.replace(invars=invars, outvars=outvars, params={
+        **p, "jaxpr": body, "num_consts": nc + sum(move), "num_carry": nk - sum(move)}), results
+
+
+def _forward_while(eqn: Eqn) -> tuple[Eqn, dict[int, Any]]:
+    p = eqn.params
+    cn, bn = p["cond_nconsts"], p["body_nconsts"]
+    nk = len(eqn.outvars)
+    move = _unchanged(p["body_jaxpr"].jaxpr, bn, nk)
+    if not any(move):
+        return eqn, {}
+    stay = [not m for m in move]
+    body = _carries_to_consts(p["body_jaxpr"], bn, move)
+    body = ClosedJaxpr(_rebuild(body.jaxpr, outvars=_select(body.jaxpr.outvars, stay)),
+                       body.consts)
+    cond = _carries_to_consts(p["cond_jaxpr"], cn, move)  # the condition still reads them
+    init = eqn.invars[cn + bn:]
+    moved = _select(init, move)
+    invars = (eqn.invars[:cn] + moved + eqn.invars[cn:cn + bn] + moved + _select(init, stay))
+    results = {id(v): x for v, x, m in zip(eqn.outvars, init, move) if m}
+    return eqn.replace(invars=invars, outvars=_select(eqn.outvars, stay), params={
+        **p, "cond_jaxpr": cond, "body_jaxpr": body, "cond_nconsts": cn + sum(move),
+        "body_nconsts": bn + sum(move)}), results

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from .avals import ShapedArray
+from .avals import ArrayMetadata, ShapedArray
 
 
-class Array:
+class Array(ArrayMetadata):
     __slots__ = ("_value", "aval", "_deleted", "_address", "_pool", "__weakref__")
     __array_priority__ = 100
 
@@ -41,11 +41,6 @@ class Array:
         return Array(v, aval)
 
     # -- metadata
-    shape = property(lambda self: self.aval.shape)
-    dtype = property(lambda self: self.aval.dtype)
-    ndim = property(lambda self: self.aval.ndim)
-    size = property(lambda self: self.aval.size)
-    weak_type = property(lambda self: self.aval.weak_type)
     nbytes = property(lambda self: self.aval.size * self.aval.dtype.itemsize)
     itemsize = property(lambda self: self.aval.dtype.itemsize)
 
@@ -94,16 +89,6 @@ class Array:
             raise TypeError(f"only integer scalar arrays can be converted to a scalar index, "
                             f"got dtype {self.dtype}")
         return self._data.__index__()
-
-    def __len__(self):
-        if not self.shape:
-            raise TypeError("len() of unsized object")
-        return self.shape[0]
-
-    def __iter__(self):
-        if not self.shape:
-            raise TypeError("iteration over a 0-d array")
-        return (self[i] for i in range(self.shape[0]))
 
     def __hash__(self):
         raise TypeError("unhashable type: 'Array'. Static arguments of jit must be hashable; "

@@ -47,6 +47,27 @@ class ShapedArray:
     __str__ = __repr__
 
 
+class ArrayMetadata:
+    """What Array and every Tracer share: metadata read off `self.aval`, len() and iteration."""
+    __slots__ = ()
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+
 class ShapeDtypeStruct:
     """A shape and dtype standing for an argument in `jit(f).lower(...)` and `eval_shape`."""
     __slots__ = ("shape", "dtype", "weak_type", "sharding")

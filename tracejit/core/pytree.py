@@ -47,7 +47,8 @@ def register_dataclass(nodetype: type, data_fields=None, meta_fields=None, drop_
             msg = ("data_fields and meta_fields must include all dataclass fields with "
                    "``init=True`` and only them.")
             if missing := init_fields - {*meta_fields, *data_fields}:
-                msg += f" Missing fields: {missing}. Add them to drop_fields to suppress this error."
+                msg += (f" Missing fields: {missing}. Add them to drop_fields to suppress this "
+                        "error.")
             if unexpected := {*meta_fields, *data_fields} - init_fields:
                 msg += f" Unexpected fields: {unexpected}."
             raise ValueError(msg)

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import dtypes, errors
 from .array import Array
-from .avals import ShapedArray
+from .avals import ArrayMetadata, ShapedArray
 from .jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, SourceInfo, Var
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -178,7 +178,7 @@ _CONVERSION_HINT = ("The problem arose with the `{fn}` function. If trying to co
                     "instead.")
 
 
-class Tracer:
+class Tracer(ArrayMetadata):
     """A value seen by a trace. Operators come from the numpy layer (see array_methods)."""
     __slots__ = ("_trace",)
     __array_priority__ = 1000
@@ -187,12 +187,6 @@ class Tracer:
     @property
     def aval(self) -> ShapedArray:
         raise NotImplementedError
-
-    shape = property(lambda self: self.aval.shape)
-    dtype = property(lambda self: self.aval.dtype)
-    ndim = property(lambda self: self.aval.ndim)
-    size = property(lambda self: self.aval.size)
-    weak_type = property(lambda self: self.aval.weak_type)
 
     def to_concrete_value(self):
         """The concrete value, if this trace knows it (e.g. a JVP primal); None while staging."""
@@ -242,16 +236,6 @@ class Tracer:
     def __array__(self, dtype=None, copy=None):
         v = self._concrete_or_raise(errors.array_conversion_error)
         return np.asarray(v, dtype=dtype)
-
-    def __len__(self):
-        if not self.shape:
-            raise TypeError("len() of unsized object")
-        return self.shape[0]
-
-    def __iter__(self):
-        if not self.shape:
-            raise TypeError("iteration over a 0-d array")
-        return (self[i] for i in range(self.shape[0]))
 
     def __hash__(self):
         raise TypeError(f"unhashable type: {type(self).__name__} ({self._short_repr()}). "

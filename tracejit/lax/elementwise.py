@@ -94,14 +94,44 @@ atan2_p = binop("atan2", _quiet(np.arctan2), FLOAT)
 # x == y gives y (±0.0 included; NumPy's float16 nextafter gives x)
 nextafter_p = binop("nextafter", _quiet(lambda x, y: np.where(x == y, y, np.nextafter(x, y))),
                     FLOAT)
+def _two_sum(a, b):
+    """a + b = s + err exactly (Knuth)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _two_prod(a, b):
+    """a * b = p + err exactly for float64 (Dekker; Veltkamp splitting at 2**27 + 1)."""
+    p = a * b
+    ca, cb = a * 134217729.0, b * 134217729.0
+    ah, bh = ca - (ca - a), cb - (cb - b)
+    al, bl = a - ah, b - bh
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _round_to_odd(s, err):
+    """The float64 pair s + err rounded to odd: where inexact with s's last bit even, s steps
+    one ulp towards err, so a later rounding to fewer bits rounds the exact value only once."""
+    nudge = (err != 0) & ((s.view(np.int64) & 1) == 0) & np.isfinite(s)
+    return np.where(nudge, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+
+
 def _fma_impl(x, y, z):
     """x*y + z rounded once. XLA's CPU backend contracts mul+add into FMA, so samplers such as
-    random.uniform need it to reproduce JAX's bits. Products of float16/float32 are exact in the
-    next wider type; float64 falls back to two roundings (no NumPy fma)."""
-    wide = {np.dtype(np.float16): np.float32, np.dtype(np.float32): np.float64}.get(x.dtype)
-    if wide is None:
+    random.uniform need it to reproduce JAX's bits. float16/32: the exact float64 product plus
+    z rounded to odd, then to the type; float64: Boldo and Melquiond's correctly rounded sum of
+    the product's two halves and z (plain x*y + z where splitting would overflow)."""
+    if x.dtype in (np.float16, np.float32):
+        a, b, c = (np.asarray(v, np.float64) for v in (x, y, z))
+        return _round_to_odd(*_two_sum(a * b, c)).astype(x.dtype)
+    if x.dtype != np.float64:
         return x * y + z
-    return (x.astype(wide) * y.astype(wide) + z.astype(wide)).astype(x.dtype)
+    ph, pl = _two_prod(x, y)
+    uh, ul = _two_sum(pl, z)
+    th, tl = _two_sum(ph, uh)
+    out = th + _round_to_odd(*_two_sum(tl, ul))
+    return np.where(np.isfinite(out) & (np.abs(ph) < 1e300), out, x * y + z)
 
 
 fma_p = binop("fma", _quiet(_fma_impl), FLOAT)
@@ -204,24 +234,72 @@ cbrt_p = unop("cbrt", np.cbrt, FLOAT)
 erf_p = unop("erf", lambda x: sp.erf(x).astype(x.dtype), FLOAT)
 erfc_p = unop("erfc", lambda x: sp.erfc(x).astype(x.dtype), FLOAT)
 # XLA's float32 erf_inv (Giles' polynomial in w = -log1p(-x²)); JAX's normal sampler is built
-# on it, so the reference follows it rather than the correctly rounded SciPy value.
+# on it, so the reference follows XLA's CPU code bit for bit (log1p included) rather than the
+# correctly rounded SciPy value.
 _GILES_SMALL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
                 -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
 _GILES_LARGE = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
                 -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+# XLA's float32 log: Cephes' polynomial for log(1+f), f in [sqrt(1/2) - 1, sqrt(2) - 1), as
+# float32 bit patterns; ln 2 = _LN2_HI + _LN2_LO
+_LOG_P = tuple(np.array(_b, np.uint32).view(np.float32) for _b in (
+    0x3D9021BB, 0xBDEBD1B8, 0x3DEF251A, 0xBDFE5D4F, 0x3E11E9BF, 0xBE2AAE50, 0x3E4CCEAC,
+    0xBE7FFFFC, 0x3EAAAAAA))
+_LN2_LO, _LN2_HI = (np.array(_b, np.uint32).view(np.float32) for _b in (0xB95E8083, 0x3F318000))
+# XLA's float32 log1p below |x| = sqrt(2) - 1: x - x²/2 + x³ P(x)/Q(x) (Cephes)
+_LOG1P_P = (4.5270000862445199635215e-5, 4.9854102823193375972212e-1, 6.5787325942061044846969,
+            2.9911919328553073277375e1, 6.0949667980987787057556e1, 5.7112963590585538103336e1,
+            2.0039553499201281259648e1)
+_LOG1P_Q = (1.0, 1.5062909083469192043167e1, 8.3047565967967209469434e1,
+            2.2176239823732856465394e2, 3.0909872225312059774938e2, 2.1642788614495947685003e2,
+            6.0118660497603843919306e1)
+
+
+def _fma32(a, b, c):
+    return _fma_impl(*(np.asarray(v, np.float32) for v in (a, b, c)))
+
+
+def _xla_log_f32(u):
+    """XLA CPU's float32 log (frexp, then Cephes' polynomial with XLA's FMA contractions)."""
+    f32 = np.float32
+    m = np.maximum(u, np.finfo(f32).tiny)  # NaN and u <= 0 are patched at the end
+    bits = m.view(np.int32)
+    mant = ((bits & np.int32(-2139095041)) | np.int32(0x3F000000)).view(f32)  # in [1/2, 1)
+    small = mant < f32(np.sqrt(0.5))
+    e = ((bits >> 23) - 127).astype(f32) + f32(1) - small.astype(f32)
+    x = (mant - f32(1)) + np.where(small, mant, f32(0))
+    x2 = x * x
+    x3 = x2 * x
+    y1, y2, y3 = (_fma32(x, _LOG_P[i], _LOG_P[i + 1]) for i in (0, 3, 6))
+    y1, y2, y3 = (_fma32(y, x, _LOG_P[i]) for y, i in ((y1, 2), (y2, 5), (y3, 8)))
+    y = _fma32(_fma32(_fma32(y1, x3, y2), x3, y3), x3, e * _LN2_LO)
+    out = _fma32(e, _LN2_HI, _fma32(x2, f32(-0.5), x) + y)
+    out = np.where(u == np.inf, f32(np.inf), np.where(u == 0, f32(-np.inf), out))
+    return np.where((u < 0) | np.isnan(u), f32(np.nan), out)
+
+
+def _xla_log1p_f32(x):
+    """XLA CPU's float32 log1p: a rational approximation below |x| = sqrt(2) - 1, else
+    log(1 + x); both with XLA's multiply-adds contracted to FMA."""
+    f32 = np.float32
+    num, den = f32(_LOG1P_P[0]), f32(_LOG1P_Q[0])
+    for p, q in zip(_LOG1P_P[1:], _LOG1P_Q[1:]):
+        num, den = _fma32(num, x, f32(p)), _fma32(den, x, f32(q))
+    x2 = x * x
+    small = x + _fma32(x2, f32(-0.5), (x * x2) * (num / den))
+    return np.where(np.abs(x) < f32(np.sqrt(2) - 1), small, _xla_log_f32(x + f32(1)))
 
 
 def _erf_inv_impl(x):
     if x.dtype == np.float64:
         return np.where(x == 0, x, sp.erfinv(x))
     x32 = x.astype(np.float32)
-    w = -np.log1p(-x32 * x32)
+    w = -_xla_log1p_f32(x32 * -x32)
     small = w < np.float32(5.0)
     w = np.where(small, w - np.float32(2.5), np.sqrt(w) - np.float32(3.0)).astype(np.float32)
     p = np.where(small, np.float32(_GILES_SMALL[0]), np.float32(_GILES_LARGE[0]))
     for a, b in zip(_GILES_SMALL[1:], _GILES_LARGE[1:]):  # Horner steps contract to FMA in XLA
-        c = np.where(small, np.float32(a), np.float32(b)).astype(np.float64)
-        p = (c + p.astype(np.float64) * w).astype(np.float32)
+        p = _fma32(p, w, np.where(small, np.float32(a), np.float32(b)))
     out = np.where(np.abs(x32) == 1, x32 * np.float32(np.inf), p * x32)
     return out.astype(x.dtype)
 

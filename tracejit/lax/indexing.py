@@ -20,7 +20,7 @@ from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.primitive import Primitive
 from ..core.trace import Tracer, get_aval, trace_to_jaxpr
 from ._base import ANY, NUM, as_lax_operands, canonicalize_axis, check_dtype, const_like
-from .elementwise import add, convert_element_type, lt, select
+from .elementwise import add, lt, select
 from .shape import expand_dims, index_in_dim, squeeze
 
 
@@ -266,10 +266,10 @@ def _dynamic_slice_indices(shape: tuple[int, ...], start_indices: Any,
             if i < 0 and not allow_negative:
                 raise ValueError(f"Index {i} is out of bounds for dimension {d} if "
                                  "allow_negative_indices=False")
-            # Python ints become strong arrays of the default int type, as in JAX
+            # Python ints become strong scalars of the default int type, as in JAX
             dtype = dtypes.default_int() if isinstance(i, int) else \
                 dtypes.canonicalize_dtype(np.dtype(type(i)))
-            out.append(convert_element_type(int(i) + d if i < 0 else int(i), dtype))
+            out.append(const_like(ShapedArray((), dtype), int(i) + d if i < 0 else int(i)))
             continue
         (i,) = as_lax_operands("dynamic_slice", i)
         aval = get_aval(i)

@@ -199,7 +199,8 @@ def _dynamic_take(arr: Any, entries: list[_Idx], normalize: bool):
             sizes.append(1)
             squeeze_axes.append(axis)
     idx_dtype = _index_dtype(shape)
-    starts = [lax.convert_element_type(s, idx_dtype) for s in starts]
+    starts = [_full((), s, idx_dtype) if isinstance(s, (int, np.integer)) else
+              lax.convert_element_type(s, idx_dtype) for s in starts]
     out = lax.dynamic_slice(arr, starts, sizes, allow_negative_indices=normalize)
     out = lax.rev(out, rev_axes) if rev_axes else out
     out = lax.squeeze(out, squeeze_axes) if squeeze_axes else out

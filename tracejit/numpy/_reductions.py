@@ -17,8 +17,8 @@ from ..core import dtypes
 from ..core.trace import get_aval
 from ..lax._base import canonicalize_axis
 from ._ufuncs import _where, subtract
-from ._util import (asarray, broadcast_shapes, broadcast_to, check_arraylike,
-                    promote_dtypes_inexact, promote_dtypes_numeric)
+from ._util import (asarray, broadcast_to, check_arraylike, promote_dtypes_inexact,
+                    promote_dtypes_numeric)
 
 Axis = Union[int, Sequence[int], None]
 

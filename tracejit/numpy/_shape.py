@@ -13,9 +13,9 @@ import numpy as np
 from .. import lax
 from ..core import dtypes
 from ..core.array import Array
-from ..core.trace import Tracer, concrete_value, get_aval
+from ..core.trace import Tracer, get_aval
 from ..lax._base import canonicalize_axis, normalize_axes
-from ._creation import full, linspace, zeros_like
+from ._creation import _concrete, full, linspace, zeros_like
 from ._ufuncs import multiply, subtract
 from ._util import (array, asarray, broadcast_shapes, broadcast_to, check_arraylike,
                     is_arraylike, promote_dtypes)
@@ -25,7 +25,7 @@ __all__ = ["reshape", "ravel", "transpose", "permute_dims", "matrix_transpose", 
            "atleast_3d", "broadcast_arrays", "concatenate", "concat", "stack", "unstack",
            "vstack", "hstack", "dstack", "column_stack", "split", "array_split", "hsplit",
            "vsplit", "dsplit", "tile", "repeat", "flip", "fliplr", "flipud", "roll", "rot90",
-           "pad", "append", "resize", "shape", "ndim", "size"]
+           "pad", "append", "insert", "delete", "resize", "shape", "ndim", "size"]
 
 
 def _arr(fun: str, a: Any) -> Any:
@@ -39,10 +39,6 @@ def _index_tuple(x: Any) -> tuple[int, ...]:
         return (operator.index(x),)
     except TypeError:
         return tuple(operator.index(i) for i in x)
-
-
-def _concrete(x: Any, context: str) -> Any:
-    return concrete_value(x, context) if isinstance(x, Tracer) else x
 
 
 def _concrete_tree(x: Any, context: str) -> Any:
@@ -356,6 +352,95 @@ def append(arr: Any, values: Any, axis: int | None = None) -> Any:
     if axis is None:
         return concatenate([ravel(arr), ravel(values)], 0)
     return concatenate([arr, values], axis=axis)
+
+
+def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
+    """arr with `values` inserted before the indices `obj` (an int, a 1-d int array or a slice)
+    along `axis` (flattened if None). The indices may be traced."""
+    from . import argsort, arange, clip, where  # the indexing/sorting layers
+    check_arraylike("insert", arr, 0 if isinstance(obj, slice) else obj, values)
+    a = asarray(arr)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = canonicalize_axis(_concrete(axis, "axis argument of jnp.insert()"), get_aval(a).ndim)
+    n_input = get_aval(a).shape[axis]
+    indices = arange(*obj.indices(n_input)) if isinstance(obj, slice) else asarray(obj)
+    idx_aval = get_aval(indices)
+    if idx_aval.ndim > 1:
+        raise ValueError(f"jnp.insert(): obj must be a slice, a one-dimensional array, or a "
+                         f"scalar; got {obj}")
+    if not dtypes.is_int(idx_aval.dtype):
+        if idx_aval.size != 0 or isinstance(obj, (Array, Tracer)):
+            raise ValueError(f"jnp.insert(): index array must be integer typed; got {obj}")
+        indices = lax.convert_element_type(indices, dtypes.default_int())
+    values = array(values, ndmin=get_aval(a).ndim, dtype=get_aval(a).dtype)
+    if get_aval(indices).size == 1:
+        # one insertion point: all of `values` (along axis) goes there
+        if idx_aval.ndim == 0:
+            values = moveaxis(values, 0, axis)
+        indices = full(get_aval(values).shape[axis], ravel(indices)[0])
+    n_insert = broadcast_shapes(get_aval(indices).shape, (get_aval(values).shape[axis],))[0]
+    out_shape = list(get_aval(a).shape)
+    out_shape[axis] += n_insert
+    indices = clip(where(indices < 0, indices + n_input, indices), 0, n_input)
+    # each value's final position: its index plus the number of values placed before it
+    values_ind = indices.at[argsort(indices)].add(arange(n_insert, dtype=indices.dtype))
+    arr_mask = lax.full((n_input + n_insert,), True).at[values_ind].set(False)
+    arr_ind = where(arr_mask, size=n_input)[0]
+    lead = (slice(None),) * axis
+    out = zeros_like(a, shape=tuple(out_shape)).at[lead + (values_ind,)].set(values)
+    return out.at[lead + (arr_ind,)].set(a)
+
+
+def delete(arr: Any, obj: Any, axis: int | None = None, *,
+           assume_unique_indices: bool = False) -> Any:
+    """arr without the entries `obj` (an int, a slice, an int or bool array) along `axis`
+    (flattened if None). Traced indices need assume_unique_indices=True."""
+    a = _arr("delete", arr)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = canonicalize_axis(axis, get_aval(a).ndim)
+    n = get_aval(a).shape[axis]
+    try:
+        index = canonicalize_axis(operator.index(obj), n)
+    except TypeError:
+        pass
+    else:
+        return concatenate([lax.slice_in_dim(a, 0, index, axis=axis),
+                            lax.slice_in_dim(a, index + 1, None, axis=axis)], axis=axis)
+    from . import take  # the indexing layer's gather
+    if isinstance(obj, slice):
+        obj = np.arange(n)[obj]
+    check_arraylike("delete", a, obj)
+    if assume_unique_indices and dtypes.is_int(get_aval(obj).dtype):
+        return take(a, _kept_indices(obj, n), axis=axis)
+    obj = np.asarray(_concrete(obj, "'obj' array argument of jnp.delete()"))
+    if dtypes.is_int(obj.dtype):
+        mask = np.ones(n, dtype=bool)
+        mask[obj] = False
+    elif obj.dtype == bool:
+        if obj.shape != (n,):
+            raise ValueError("np.delete(arr, obj): for boolean indices, obj must be "
+                             "one-dimensional with length matching specified axis.")
+        mask = ~obj
+    else:
+        raise ValueError(f"np.delete(arr, obj): got obj.dtype={obj.dtype}; must be integer or "
+                         "bool.")
+    return take(a, np.flatnonzero(mask).astype(dtypes.default_int()), axis=axis)
+
+
+def _kept_indices(obj: Any, n: int) -> Any:
+    """The indices of [0, n) not in the (unique, possibly traced) `obj`: the i-th kept index
+    is i plus the number of deleted indices at or below it."""
+    from . import arange, clip, sort, where  # the sorting layer
+    obj = ravel(asarray(obj))
+    obj = sort(clip(where(obj < 0, obj + n, obj), 0, n))
+    dtype = get_aval(obj).dtype
+    m = get_aval(obj).shape[0]
+    obj = obj - arange(m, dtype=dtype)  # deleted index k becomes "k-th gap before obj[k]"
+    kept = arange(n - m, dtype=dtype)
+    passed = lax.ge(lax.broadcast(kept, (m,)), lax.broadcast_in_dim(obj, (m, n - m), (0,)))
+    return kept + lax.reduce_sum(lax.convert_element_type(passed, dtype), (0,))
 
 
 # --- splitting -----------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from ..core.array import Array
 from ..core.avals import ShapedArray
 from ..core.trace import get_aval, is_concrete
 from ..lax._base import const_like
+from ..transforms.custom import custom_jvp
 from ._util import (asarray, broadcast_shapes, broadcast_to, check_arraylike, promote_args,
                     promote_args_inexact, promote_args_numeric, promote_dtypes,
                     promote_dtypes_inexact, promote_dtypes_numeric, promote_shapes)
@@ -197,10 +198,8 @@ def log10(x: Any, /):
 
 
 def _logaddexp(name: str, exp_fn, scale: float | None):
-    def f(x1: Any, x2: Any, /):
-        x1, x2 = promote_args_inexact(name, x1, x2)
-        if _is_complex(x1):
-            raise NotImplementedError(f"jnp.{name} of complex inputs is not implemented")
+    @custom_jvp
+    def stable(x1, x2):
         amax = lax.max(x1, x2)
         delta = lax.sub(x1, x2)
         log1p_term = lax.log1p(exp_fn(lax.neg(lax.abs(delta))))
@@ -208,6 +207,22 @@ def _logaddexp(name: str, exp_fn, scale: float | None):
             log1p_term = lax.mul(_lax_const(amax, scale), log1p_term)
         # NaN delta: both infinite with one sign (or a NaN input) -- x1 + x2 is the answer
         return lax.select(lax.ne(delta, delta), lax.add(x1, x2), lax.add(amax, log1p_term))
+
+    def replace_inf(x):
+        return lax.select(lax.eq(x, _lax_const(x, np.inf)), lax.full_like(x, 0), x)
+
+    @stable.defjvp
+    def _jvp(primals, tangents):  # JAX's rule: d/dx1 = exp(x1 - out), finite at the kinks
+        (x1, x2), (t1, t2) = primals, tangents
+        out = stable(x1, x2)
+        return out, lax.add(lax.mul(t1, exp_fn(lax.sub(replace_inf(x1), replace_inf(out)))),
+                            lax.mul(t2, exp_fn(lax.sub(replace_inf(x2), replace_inf(out)))))
+
+    def f(x1: Any, x2: Any, /):
+        x1, x2 = promote_args_inexact(name, x1, x2)
+        if _is_complex(x1):
+            raise NotImplementedError(f"jnp.{name} of complex inputs is not implemented")
+        return stable(x1, x2)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Elementwise {name}, as numpy.{name}, without overflow."
     return _export(f)

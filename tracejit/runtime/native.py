@@ -10,7 +10,7 @@ import numpy as np
 
 from ..backend.llvm import codegen
 from ..backend.llvm import jit_engine
-from ..compiler.passes import dce, inline_calls
+from ..compiler.passes import optimize
 from ..core.array import Array
 from ..core.jaxpr import ClosedJaxpr
 from .buffers import pool
@@ -45,8 +45,7 @@ class NativeExecutable(Executable):
 
     def __init__(self, closed: ClosedJaxpr, name: str = "jit_fn"):
         super().__init__(closed)
-        jaxpr, consts = inline_calls(closed.jaxpr, closed.consts)
-        jaxpr = dce(jaxpr)
+        jaxpr, consts = optimize(closed.jaxpr, closed.consts)
         self.jaxpr = jaxpr
         self._consts = [np.ascontiguousarray(np.asarray(c)) for c in consts]
         self.program = codegen.generate(ClosedJaxpr(jaxpr, consts), _PLACEHOLDER)

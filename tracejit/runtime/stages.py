@@ -88,22 +88,34 @@ def cost_analysis(jaxpr: Jaxpr) -> dict[str, float]:
             "bytes accessed": bytes_accessed}
 
 
-class Traced:
+class _Stage:
+    """What every stage knows: the jitted function and its traced signature."""
+
     def __init__(self, jitted, entry):
         self._jitted = jitted
         self._entry = entry
 
     @property
-    def jaxpr(self) -> ClosedJaxpr:
-        return self._entry.closed
-
-    @property
     def out_info(self):
-        return _out_info(self._entry)
+        return tree_unflatten(self._entry.out_tree,
+                              [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                               for a in self._entry.closed.out_avals])
 
     @property
     def args_info(self):
-        return _args_info(self._jitted, self._entry)
+        donated_names = set(self._jitted.donate_argnames)
+        infos = [ArgInfo(a, n.split("[")[0].split(".")[0] in donated_names)
+                 for a, n in zip(self._entry.in_avals, self._entry.arg_names)]
+        return tree_unflatten(self._entry.in_tree, infos)
+
+    def cost_analysis(self) -> dict[str, float]:
+        return cost_analysis(self._entry.closed.jaxpr)
+
+
+class Traced(_Stage):
+    @property
+    def jaxpr(self) -> ClosedJaxpr:
+        return self._entry.closed
 
     @property
     def fun_name(self) -> str:
@@ -113,66 +125,26 @@ class Traced:
         return Lowered(self._jitted, self._entry)
 
 
-def _out_info(entry):
-    return tree_unflatten(entry.out_tree, [ShapeDtypeStruct(a.shape, a.dtype,
-                                                            weak_type=a.weak_type)
-                                           for a in entry.closed.out_avals])
-
-
-def _args_info(jitted, entry):
-    donated_names = set(jitted.donate_argnames)
-    infos = [ArgInfo(a, n.split("[")[0].split(".")[0] in donated_names)
-             for a, n in zip(entry.in_avals, entry.arg_names)]
-    return tree_unflatten(entry.in_tree, infos)
-
-
-class Lowered:
-    def __init__(self, jitted, entry):
-        self._jitted = jitted
-        self._entry = entry
-
-    @property
-    def out_info(self):
-        return _out_info(self._entry)
-
-    @property
-    def args_info(self):
-        return _args_info(self._jitted, self._entry)
-
+class Lowered(_Stage):
     def as_text(self, dialect: str | None = None, **_) -> str:
         avals_in = ", ".join(a.str_short() for a in self._entry.in_avals)
         avals_out = ", ".join(a.str_short() for a in self._entry.closed.out_avals)
         return (f"module @jit_{self._jitted.fun_name}  // ({avals_in}) -> ({avals_out})\n"
                 f"{self._entry.closed.jaxpr}\n")
 
-    def cost_analysis(self) -> dict[str, float]:
-        return cost_analysis(self._entry.closed.jaxpr)
-
     def compile(self, compiler_options: Any = None) -> Compiled:
         executable = compile_jaxpr(self._entry.closed, self._jitted.backend)
         return Compiled(self._jitted, self._entry, executable)
 
 
-class Compiled:
+class Compiled(_Stage):
     def __init__(self, jitted, entry, executable: Executable):
-        self._jitted = jitted
-        self._entry = entry
+        super().__init__(jitted, entry)
         self._executable = executable
-
-    @property
-    def out_info(self):
-        return _out_info(self._entry)
-
-    @property
-    def args_info(self):
-        return _args_info(self._jitted, self._entry)
 
     def as_text(self, dialect: str | None = None) -> str:
         return self._executable.as_text() if dialect is None else \
             self._executable.as_text(dialect=dialect)
-
-    def cost_analysis(self) -> dict[str, float]:
-        return cost_analysis(self._entry.closed.jaxpr)
 
     def memory_analysis(self) -> CompiledMemoryStats:
         jaxpr = self._entry.closed.jaxpr

@@ -12,7 +12,7 @@ import numpy as np
 from ..core import dtypes
 from ..core.array import Array
 from ..core.avals import ShapedArray, ShapeDtypeStruct
-from ..core.pytree import PyTreeDef, tree_flatten, tree_map, tree_unflatten
+from ..core.pytree import PyTreeDef, tree_flatten, tree_unflatten
 from ..core.trace import Tracer, fun_debug_info, get_aval, to_numpy
 from . import control_flow  # noqa: F401  (registers the rules of jit, cond, while and scan)
 from .batching import batch_flat
@@ -475,6 +475,10 @@ def _check_axis_spec(spec: Any, what: str) -> None:
                             f"but got {spec}.")
 
 
+def _type_name(aval: ShapedArray) -> str:
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
+
+
 def _leaf_paths(args: tuple, names: list[str]) -> list[str]:
     from ..runtime.jit import _leaf_names
     return [p for i, a in enumerate(args)
@@ -528,7 +532,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         if len(set(sizes)) > 1:
             paths = _leaf_paths(args, names) + [f"{k}" for k in sorted(kwargs)]
             lines = [f"  * one axis had size {get_aval(x).shape[d]}: axis {d} of argument "
-                     f"{paths[i] if i < len(paths) else i} of type {get_aval(x).str_short()}"
+                     f"{paths[i] if i < len(paths) else i} of type {_type_name(get_aval(x))}"
                      for i, (x, d) in enumerate(zip(leaves, dims)) if d is not not_mapped]
             if axis_size is not None:
                 lines.append(f"  * the axis_size argument was {axis_size}")
@@ -554,7 +558,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
                 continue
             ndim = get_aval(x).ndim + (d is not_mapped)
             if not -ndim <= ax < ndim:
-                raise ValueError(f"axis {ax} is out of bounds for array of dimension {ndim - 1}")
+                raise ValueError(f"axis {ax} is out of bounds for array of dimension {ndim}")
             result.append(moveaxis(bdim_at_front(_as_value(x), d, size), 0, ax % ndim))
         return tree_unflatten(call.out_tree, result)
     return vmapped

@@ -11,9 +11,9 @@ from typing import Any, Callable, Sequence
 from ..core.avals import ShapedArray
 from ..core.jaxpr import ClosedJaxpr
 from ..core.primitive import Primitive
-from ..core.trace import Trace, Tracer, full_lower, full_raise, get_aval, new_main
+from ..core.trace import Trace, Tracer, full_lower, full_raise, new_main, user_source_info
 from .jaxpr_util import eval_closed, trace_closed
-from .rules import bdim_at_front, not_mapped, unbatched_aval
+from .rules import bdim_at_front, moveaxis, not_mapped, unbatched_aval
 
 
 class BatchTracer(Tracer):
@@ -32,6 +32,11 @@ class BatchTracer(Tracer):
         if self.bdim is not_mapped:
             return full_lower(self.val)
         return self
+
+    def _origin_msg(self) -> str:
+        where = user_source_info()
+        at = f" The failing operation is at {where}." if where is not None else ""
+        return f"The value is batched by vmap: each lane has its own value.{at}"
 
 
 def batch_rule(primitive: Primitive) -> Callable:
@@ -92,12 +97,4 @@ def batch_jaxpr(closed: ClosedJaxpr, size: int, in_batched: Sequence[bool],
 
 def move_to_front(vals: Sequence[Any], dims: Sequence[int | None]) -> list:
     """Batched values with their batch dimension moved first; unbatched ones unchanged."""
-    return [x if d is not_mapped else bdim_at_front(x, d, 0) for x, d in zip(vals, dims)]
-
-
-def unbatched_avals(vals: Sequence[Any], dims: Sequence[int | None]) -> list[ShapedArray]:
-    return [unbatched_aval(v, d) for v, d in zip(vals, dims)]
-
-
-def get_axis_size(vals: Sequence[Any], dims: Sequence[int | None]) -> int:
-    return next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
+    return [x if d is not_mapped else moveaxis(x, d, 0) for x, d in zip(vals, dims)]

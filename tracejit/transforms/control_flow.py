@@ -11,8 +11,6 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..compiler.passes import dce
-from ..core import dtypes
-from ..core.array import Array
 from ..core.avals import ShapedArray
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.trace import get_aval
@@ -81,10 +79,17 @@ def _pjit_jvp(primals, tangents, *, jaxpr, name):
 def _pjit_linearize(primals, tangents, *, jaxpr, name):
     n_out = len(jaxpr.out_avals)
     known, lin, _, out_nz = linearize_jaxpr(jaxpr, _nonzero(tangents), [False] * n_out)
+    # a residual that is an input of the call is passed on directly, not returned by it
+    kj = known.jaxpr
+    input_of = {id(v): i for i, v in enumerate(kj.invars)}
+    forwarded = [input_of.get(id(v)) for v in kj.outvars[n_out:]]
+    known = _keep_outvars(known, [True] * n_out + [f is None for f in forwarded])
     outs = pjit_p.bind(*primals, jaxpr=known, name=name)
+    computed = iter(outs[n_out:])
+    residuals = [next(computed) if f is None else primals[f] for f in forwarded]
     t_out = []
     if any(out_nz):
-        t_out = pjit_p.bind(*outs[n_out:], *_nonzeros_only(tangents), jaxpr=lin,
+        t_out = pjit_p.bind(*residuals, *_nonzeros_only(tangents), jaxpr=lin,
                             name=f"jvp({name})")
     return outs[:n_out], _with_zeros(t_out, out_nz, jaxpr.out_avals)
 

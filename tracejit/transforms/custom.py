@@ -53,9 +53,9 @@ def _resolve_nondiff(argnums: Sequence[int], args: tuple) -> tuple[tuple, tuple]
     return nondiff, diff
 
 
-def _closure_error(kind: str) -> TypeError:
+def _closure_error(kind: str, rule: str) -> TypeError:
     return TypeError(f"Detected differentiation of a {kind} function with respect to a "
-                     f"closed-over value. That isn't supported because the custom {kind[7:]} "
+                     f"closed-over value. That isn't supported because the custom {rule} "
                      f"rule only specifies how to differentiate the {kind} function with "
                      "respect to explicit input parameters. Pass the value as an explicit "
                      "argument instead.")
@@ -70,7 +70,7 @@ custom_jvp_call_p.def_impl(_call_impl)
 
 def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name):
     if any(type(t) is not Zero for t in tangents[:num_consts]):
-        raise _closure_error("custom_jvp")
+        raise _closure_error("custom_jvp", "JVP")
     args = primals[num_consts:]
     outs = jvp(*args, *[instantiate(t) for t in tangents[num_consts:]])
     n = len(call_jaxpr.out_avals)
@@ -187,7 +187,7 @@ def _custom_vjp_call_jvp(primals, tangents, **params):
 
 def _custom_vjp_call_linearize(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts, name):
     if any(type(t) is not Zero for t in tangents[:num_consts]):
-        raise _closure_error("custom_vjp")
+        raise _closure_error("custom_vjp", "VJP")
     args = primals[num_consts:]
     n_out = len(call_jaxpr.out_avals)
     outs = fwd(*args)

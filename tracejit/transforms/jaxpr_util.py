@@ -80,8 +80,3 @@ def add_unused_invars(closed: ClosedJaxpr, avals: Sequence[ShapedArray],
     invars = j.invars + extra if at_end else extra + j.invars
     return ClosedJaxpr(Jaxpr(j.constvars, invars, j.outvars, j.eqns, j.debug_info),
                        closed.consts)
-
-
-def interleave_order(groups: Sequence[Sequence[int]]) -> list[int]:
-    """Flatten index groups: helper for permute_* when blocks of binders change places."""
-    return [i for g in groups for i in g]

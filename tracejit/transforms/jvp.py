@@ -44,6 +44,9 @@ class JVPTracer(Tracer):
             return full_lower(self.primal)
         return self
 
+    def _origin_msg(self) -> str:  # the primal knows where its value comes from
+        return self.primal._origin_msg() if isinstance(self.primal, Tracer) else ""
+
 
 def jvp_rule(primitive: Primitive) -> Callable:
     if primitive.jvp is not None:
@@ -73,12 +76,14 @@ class JVPTrace(Trace):
         tangents = [t.tangent for t in tracers]
         if all(type(t) is Zero for t in tangents):
             out = primitive.bind(*primals, **params)
-            return _wrap(self, primitive, out, None)
+            return wrap_outputs(self, primitive, out, None)
         out, t_out = jvp_rule(primitive)(primals, tangents, **params)
-        return _wrap(self, primitive, out, t_out)
+        return wrap_outputs(self, primitive, out, t_out)
 
 
-def _wrap(trace: Trace, primitive: Primitive, out: Any, t_out: Any) -> Any:
+def wrap_outputs(trace: Trace, primitive: Primitive, out: Any, t_out: Any) -> Any:
+    """Pair a primitive's outputs with their tangents (zeros for t_out None) as the trace's
+    tracers (JVPTracer, or LinearizeTracer for LinearizeTrace)."""
     cls = trace.tracer_type
     if not primitive.multiple_results:
         return cls(trace, out, Zero.from_primal(out) if t_out is None else t_out)
@@ -87,7 +92,7 @@ def _wrap(trace: Trace, primitive: Primitive, out: Any, t_out: Any) -> Any:
     return [cls(trace, o, t) for o, t in zip(out, t_out)]
 
 
-JVPTrace.tracer_type = JVPTracer
+JVPTrace.tracer_type = JVPTracer  # (set after both classes exist)
 
 
 def jvp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],

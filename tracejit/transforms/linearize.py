@@ -15,7 +15,7 @@ from ..core.jaxpr import ClosedJaxpr
 from ..core.trace import (DebugInfo, DynamicJaxprTrace, JaxprBuilder, Trace, full_raise,
                           get_aval, new_main)
 from .jaxpr_util import eval_closed, split_tracer_consts, trace_closed
-from .jvp import JVPTracer, _wrap, jvp_rule
+from .jvp import JVPTracer, jvp_rule, wrap_outputs
 from .rules import Zero, differentiable, instantiate, tangent_aval
 
 
@@ -36,10 +36,10 @@ class LinearizeTrace(Trace):
         primals = [t.primal for t in tracers]
         tangents = [t.tangent for t in tracers]
         if all(type(t) is Zero for t in tangents):
-            return _wrap(self, primitive, primitive.bind(*primals, **params), None)
+            return wrap_outputs(self, primitive, primitive.bind(*primals, **params), None)
         rule = primitive.linearize or jvp_rule(primitive)
         out, t_out = rule(primals, tangents, **params)
-        return _wrap(self, primitive, out, t_out)
+        return wrap_outputs(self, primitive, out, t_out)
 
 
 LinearizeTrace.tracer_type = LinearizeTracer

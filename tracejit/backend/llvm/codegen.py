@@ -654,7 +654,8 @@ def _argminmax(em: Emitter, eqn, ins, dests):
 
 
 def _inline_call(em: Emitter, eqn, ins, dests):
-    closed: ClosedJaxpr = eqn.params["jaxpr"]
+    """Calls (jit, checkpoint, custom_jvp/vjp outside differentiation) run their body inline."""
+    closed: ClosedJaxpr = eqn.params.get("jaxpr") or eqn.params["call_jaxpr"]
     consts = [em.const_value(c) for c in closed.consts]
     return em.emit_jaxpr(closed.jaxpr, consts, ins, dests)
 
@@ -1037,14 +1038,14 @@ def _threefry2x32(em: Emitter, eqn, ins, dests):
             v1 = b.add(b.add(v1, ks[(group + 2) % 3]), ir.Constant(u32, group + 1))
         return v0, v1
 
-    key0, key1 = em.scalar_of(k0), em.scalar_of(k1)
     if aval.ndim == 0 and dests[0] is None and dests[1] is None:
-        y0, y1 = rounds(key0, key1, em.scalar_of(x0), em.scalar_of(x1))
+        y0, y1 = rounds(em.scalar_of(k0), em.scalar_of(k1), em.scalar_of(x0), em.scalar_of(x1))
         return [Scalar(y0, aval), Scalar(y1, aval)]
     outs = [d or em.alloc(aval) for d in dests]
 
-    def body(idx):
-        y0, y1 = rounds(key0, key1, em.value_at(x0, idx), em.value_at(x1, idx))
+    def body(idx):  # key words are rank-0 or shaped like the counters (batched keys)
+        y0, y1 = rounds(em.value_at(k0, idx), em.value_at(k1, idx), em.value_at(x0, idx),
+                        em.value_at(x1, idx))
         lin = em.linear(aval.shape, idx) if aval.ndim else None
         em.store(outs[0], lin, y0)
         em.store(outs[1], lin, y1)
@@ -1283,6 +1284,8 @@ _STRUCTURAL: dict[str, Callable] = {
     "reduce_sum": _reduce, "reduce_prod": _reduce, "reduce_max": _reduce,
     "reduce_min": _reduce, "reduce_and": _reduce, "reduce_or": _reduce, "reduce_xor": _reduce,
     "argmax": _argminmax, "argmin": _argminmax, "jit": _inline_call, "cond": _cond,
+    "checkpoint": _inline_call, "custom_jvp_call": _inline_call,
+    "custom_vjp_call": _inline_call,
     "while": _while, "scan": _scan, "dot_general": _dot_general,
 }
 
