@@ -23,7 +23,13 @@ demo: $(VENV)/.demo-installed
 test: $(VENV)/.test-installed
 	MPLBACKEND=Agg $(PY) -m pytest -n 2 tests
 
-bench: $(VENV)/.test-installed
+# JAX >= 0.11 needs Python >= 3.12: when a python3.12 exists, JAX's side runs in its own venv
+PY312 ?= $(shell command -v python3.12 2>/dev/null || ls $(HOME)/.pyenv/versions/3.12*/bin/python3.12 2>/dev/null | head -1)
+
+.venv-jax312/bin/python:
+	-[ -n "$(PY312)" ] && $(PY312) -m venv .venv-jax312 && .venv-jax312/bin/pip install --quiet jax jaxlib numpy
+
+bench: $(VENV)/.test-installed .venv-jax312/bin/python
 	$(PY) -m benchmarks
 
 clean:

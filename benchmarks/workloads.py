@@ -107,6 +107,27 @@ def fori(jax, jnp, lax, random):
         (jnp.asarray(np.float32(1.0)),)
 
 
+def mlp_grad(jax, jnp, lax, random):
+    rng = np.random.default_rng(0)
+    params = {"w1": jnp.asarray(rng.standard_normal((784, 512)).astype(np.float32) * 0.05),
+              "b1": jnp.asarray(np.zeros(512, np.float32)),
+              "w2": jnp.asarray(rng.standard_normal((512, 10)).astype(np.float32) * 0.05),
+              "b2": jnp.asarray(np.zeros(10, np.float32))}
+    x = jnp.asarray(rng.standard_normal((128, 784)).astype(np.float32))
+    y = jnp.asarray(rng.integers(0, 10, 128).astype(np.int32))
+
+    def loss(p, x, y):
+        h = jax.nn.relu(x @ p["w1"] + p["b1"])
+        logits = h @ p["w2"] + p["b2"]
+        logp = jax.nn.log_softmax(logits)
+        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
+    return jax.jit(jax.grad(loss)), (params, x, y)
+
+
+def normal_10m(jax, jnp, lax, random):
+    return jax.jit(lambda k: random.normal(k, (10_000_000,))), (random.PRNGKey(0),)
+
+
 WORKLOADS = [
     ("dispatch x+1 (scalar)", dispatch),
     ("softmax 3x5", softmax(3, 5)),
@@ -123,6 +144,8 @@ WORKLOADS = [
     ("relu 1M", activation("relu")),
     ("leaky_relu 1M", activation("leaky_relu")),
     ("matmul 1024x1024", matmul),
+    ("MLP 784-512-10 jit(grad), batch 128", mlp_grad),
+    ("random.normal 10M", normal_10m),
     ("while_loop Newton sqrt 1M", newton_sqrt),
     ("fori_loop 10k scalar steps", fori),
 ]

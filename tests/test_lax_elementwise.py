@@ -142,7 +142,7 @@ FLOAT_UNARY = {
     "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "sqrt": np.sqrt,
     "rsqrt": lambda x: 1 / np.sqrt(x), "cbrt": np.cbrt, "erf": sp.erf, "erfc": sp.erfc,
     "erf_inv": sp.erfinv, "lgamma": _xla_lgamma, "digamma": _xla_digamma,
-    "bessel_i0e": sp.i0e,
+    "bessel_i0e": sp.i0e, "bessel_i1e": sp.i1e,
 }
 
 

@@ -49,6 +49,7 @@ def _assert_same_results(closed, jaxpr, consts, trials=4):
         args = [_sample(a, rng, trial) for a in closed.jaxpr.in_avals]
         want = eval_jaxpr(closed.jaxpr, closed.consts, *args)
         got = eval_jaxpr(jaxpr, consts, *args)
+        assert len(got) == len(want)
         for w, g in zip(want, got):
             w, g = np.asarray(w), np.asarray(g)
             assert g.dtype == w.dtype and g.shape == w.shape
@@ -164,7 +165,9 @@ def test_native_agrees_with_interpreter_after_pipeline(name, f, args):
     args = [_sample(get_aval(a), rng, 0) if np.ndim(a) else a for a in args]
     native = tracejit.jit(f, backend="native")(*args)
     ref = tracejit.jit(f, backend="interpret")(*args)
-    for n, r in zip(tracejit.tree_util.tree_leaves(native), tracejit.tree_util.tree_leaves(ref)):
+    native, ref = tracejit.tree_util.tree_leaves(native), tracejit.tree_util.tree_leaves(ref)
+    assert len(native) == len(ref)
+    for n, r in zip(native, ref):
         assert n.dtype == r.dtype and n.shape == r.shape
         np.testing.assert_allclose(np.asarray(n), np.asarray(r), rtol=2e-6, atol=1e-6)
 

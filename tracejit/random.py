@@ -265,11 +265,14 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Sequence[int] | No
         shape = broadcast_shapes(_shape_of(lower), _shape_of(upper))
     else:
         _check_shape("truncated_normal", shape, _shape_of(lower), _shape_of(upper))
-    sqrt2 = _const(dtype, np.sqrt(2))
+    sqrt2 = np.array(np.sqrt(2), dtype)
     lower = lax.convert_element_type(lower, dtype)
     upper = lax.convert_element_type(upper, dtype)
-    a = lax.erf(lax.div(lower, sqrt2))
-    b = lax.erf(lax.div(upper, sqrt2))
+    # JAX divides by √2; XLA folds that into a multiply by the rounded reciprocal
+    inv_sqrt2 = _const(dtype, np.array(1, dtype) / sqrt2)
+    a = lax.erf(lax.mul(lower, inv_sqrt2))
+    b = lax.erf(lax.mul(upper, inv_sqrt2))
+    sqrt2 = _const(dtype, sqrt2)
     out = lax.mul(sqrt2, lax.erf_inv(_uniform(data, a, b, shape, dtype)))
     # rounding (or drawing `a` itself) must not push a sample onto or past a bound
     return jnp.clip(out, lax.nextafter(lax.stop_gradient(lower), _const(dtype, np.inf)),
@@ -815,20 +818,21 @@ def _gamma_lanes(keys: Any, alpha: Any, log_space: bool) -> Any:
     alpha_orig = alpha
     alpha = lax.select(boost_mask, alpha, lax.add(alpha, one))
     d = lax.sub(alpha, c(1 / 3))
-    cc = lax.div(c(1 / 3), lax.sqrt(d))
+    cc = lax.mul(c(1 / 3), lax.rsqrt(d))  # XLA rewrites a / sqrt(b) as a * rsqrt(b)
 
+    # the multiply-adds below are fused as XLA's CPU backend contracts them in JAX's loops
     def keep_going(state):
         _, x, v, u = state
-        squeeze_ok = lax.ge(u, lax.sub(one, lax.mul(c(0.0331), lax.mul(x, x))))
-        log_ok = lax.ge(lax.log(u), lax.add(lax.mul(x, c(0.5)),
-                                            lax.mul(d, lax.add(lax.sub(one, v), lax.log(v)))))
+        squeeze_ok = lax.ge(u, lax.fma(lax.neg(lax.mul(x, x)), c(0.0331), one))
+        log_ok = lax.ge(lax.log(u), lax.fma(x, c(0.5), lax.mul(d, lax.add(lax.sub(one, v),
+                                                                          lax.log(v)))))
         return lax.bitwise_and(squeeze_ok, log_ok)
 
     def next_xv(state):
         keys_, _, _ = state
         keys_, subkey = _split2(keys_)
         x = _normal_real(subkey, (), dtype)
-        return keys_, x, lax.add(one, lax.mul(x, cc))
+        return keys_, x, lax.fma(x, cc, one)
 
     def body(state):
         keys_, x_key, u_key = _split_n(state[0], 3)

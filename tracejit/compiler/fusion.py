@@ -23,6 +23,16 @@ REDUCTIONS = frozenset({"reduce_sum", "reduce_prod", "reduce_max", "reduce_min",
 _CHEAP = frozenset({"broadcast_in_dim", "iota"})
 
 
+def fusible(eqn) -> bool:
+    """Computable element by element inside a consumer's loop nest."""
+    name = eqn.primitive.name
+    if name not in FUSIBLE or len(eqn.outvars) != 1:
+        return False
+    if name == "bitcast_convert_type":  # between widths the element counts differ
+        return eqn.invars[0].aval.dtype.itemsize == eqn.outvars[0].aval.dtype.itemsize
+    return True
+
+
 class FusionPlan:
     """`lazy`: ids of vars computed inside their consumers; `kernels`: the groups, for printing."""
 
@@ -42,13 +52,13 @@ def plan_fusion(jaxpr: Jaxpr) -> FusionPlan:
     lazy: set[int] = set()
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
-        if name not in FUSIBLE or len(eqn.outvars) != 1:
+        if not fusible(eqn):
             continue
         v = eqn.outvars[0]
         if v.aval.ndim == 0 or id(v) in outs:
             continue
         users = consumers.get(id(v), [])
-        if not users or not all(u.primitive.name in FUSIBLE | REDUCTIONS for u in users):
+        if not users or not all(fusible(u) or u.primitive.name in REDUCTIONS for u in users):
             continue
         if len(users) == 1 and sum(1 for x in users[0].invars if x is v) == 1:
             lazy.add(id(v))
@@ -57,7 +67,7 @@ def plan_fusion(jaxpr: Jaxpr) -> FusionPlan:
     # kernels for printing: each materialised fusible/reduction eqn with its lazy producers
     kernels = []
     for eqn in jaxpr.eqns:
-        if eqn.primitive.name not in FUSIBLE | REDUCTIONS or \
+        if not (fusible(eqn) or eqn.primitive.name in REDUCTIONS) or \
                 any(id(v) in lazy for v in eqn.outvars):
             continue
         group, stack = [], [eqn]

@@ -28,8 +28,9 @@ FOLD_MAX_SIZE = 1024  # larger folded results stay computed at run time, not sto
 def optimize(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
     """The whole pipeline, as the native backend runs it before fusion."""
     jaxpr, consts = inline_calls(jaxpr, consts)
-    # a second round catches what the first exposes (hoisted eqns with folded operands, ...)
-    for _ in range(2):
+    # with loops a second round catches what the first exposes: equations that read forwarded
+    # carries become invariant, hoisted ones may fold, ...
+    for _ in range(2 if _has_loops(jaxpr) else 1):
         jaxpr = simplify(jaxpr)
         jaxpr, consts = fold_constants(jaxpr, consts)
         jaxpr = cse(jaxpr)
@@ -88,9 +89,18 @@ def _reader(subst: dict[int, Any]) -> Callable:
     return lambda v: v if isinstance(v, Literal) else subst.get(id(v), v)
 
 
+def _substitute(eqn: Eqn, read: Callable) -> Eqn:
+    """`eqn` reading its operands through `read` (the same Eqn when none changes)."""
+    invars = [read(v) for v in eqn.invars]
+    if all(a is b for a, b in zip(invars, eqn.invars)):
+        return eqn
+    return Eqn(eqn.primitive, invars, eqn.outvars, eqn.params, eqn.source_info)
+
+
 def _has_subjaxprs(eqn: Eqn) -> bool:
-    return any(isinstance(x, ClosedJaxpr) for value in eqn.params.values()
-               for x in (value if isinstance(value, tuple) else (value,)))
+    return bool(eqn.params) and any(
+        isinstance(x, ClosedJaxpr) for value in eqn.params.values()
+        for x in (value if isinstance(value, tuple) else (value,)))
 
 
 def _map_subjaxprs(eqn: Eqn, f: Callable[[ClosedJaxpr], ClosedJaxpr], memo: dict) -> Eqn:
@@ -102,6 +112,8 @@ def _map_subjaxprs(eqn: Eqn, f: Callable[[ClosedJaxpr], ClosedJaxpr], memo: dict
             hit = memo[id(closed)] = (closed, f(closed))  # holding `closed` keeps its id unique
         return hit[1]
 
+    if not _has_subjaxprs(eqn):
+        return eqn
     params = {}
     for k, value in eqn.params.items():
         if isinstance(value, ClosedJaxpr):
@@ -109,7 +121,14 @@ def _map_subjaxprs(eqn: Eqn, f: Callable[[ClosedJaxpr], ClosedJaxpr], memo: dict
         elif isinstance(value, tuple) and value and all(isinstance(x, ClosedJaxpr) for x in value):
             value = tuple(apply(x) for x in value)
         params[k] = value
-    return eqn.replace(params=params) if _has_subjaxprs(eqn) else eqn
+    return eqn.replace(params=params)
+
+
+def _has_loops(jaxpr: Jaxpr) -> bool:
+    return any(eqn.primitive.name in ("scan", "while") or any(
+        _has_loops(closed.jaxpr) for value in eqn.params.values()
+        for closed in (value if isinstance(value, tuple) else (value,))
+        if isinstance(closed, ClosedJaxpr)) for eqn in jaxpr.eqns)
 
 
 def _on_body(pass_: Callable[[Jaxpr], Jaxpr]) -> Callable[[ClosedJaxpr], ClosedJaxpr]:
@@ -127,7 +146,7 @@ def _with_invars(closed: ClosedJaxpr, invars: list) -> ClosedJaxpr:
     return ClosedJaxpr(_rebuild(closed.jaxpr, invars=invars), closed.consts)
 
 
-def _size(aval) -> int:
+def _size(aval: ShapedArray) -> int:
     return math.prod(aval.shape)
 
 
@@ -239,14 +258,16 @@ def _cse(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
     seen: dict[tuple, list[Var]] = {}
     eqns = []
     for eqn in jaxpr.eqns:
-        eqn = _map_subjaxprs(eqn.replace(invars=[read(v) for v in eqn.invars]),
+        eqn = _map_subjaxprs(_substitute(eqn, read),
                              _on_body(lambda j: _cse(j, memo)), memo)
         key = _cse_key(eqn)
-        if key is not None and key in seen:
-            subst.update((id(v), prev) for v, prev in zip(eqn.outvars, seen[key]))
+        try:
+            prev = eqn.outvars if key is None else seen.setdefault(key, eqn.outvars)
+        except TypeError:  # an unhashable param: never merged
+            prev = eqn.outvars
+        if prev is not eqn.outvars:
+            subst.update((id(v), p) for v, p in zip(eqn.outvars, prev))
             continue
-        if key is not None:
-            seen[key] = eqn.outvars
         eqns.append(eqn)
     return _rebuild(jaxpr, outvars=[read(v) for v in jaxpr.outvars], eqns=eqns)
 
@@ -262,12 +283,7 @@ def _cse_key(eqn: Eqn) -> tuple | None:
         return None
     # the param's type is part of the key: 1 == 1.0 == True, but they mean different things
     params = tuple(sorted((k, type(v), v) for k, v in eqn.params.items()))
-    key = (eqn.primitive, tuple(_atom_key(v) for v in eqn.invars), params)
-    try:
-        hash(key)
-    except TypeError:  # an unhashable param: never merged
-        return None
-    return key
+    return eqn.primitive, tuple(_atom_key(v) for v in eqn.invars), params
 
 
 # --- fold_constants --------------------------------------------------------------------------
@@ -297,7 +313,7 @@ def _fold(jaxpr: Jaxpr, consts: list, max_size: int, new_consts: bool,
 
     eqns = []
     for eqn in jaxpr.eqns:
-        eqn = eqn.replace(invars=[read(v) for v in eqn.invars])
+        eqn = _substitute(eqn, read)
         allow = eqn.primitive.name in _CONTROL_FLOW
         eqn = _map_subjaxprs(eqn, fold_body(allow), memo.setdefault(allow, {}))
         outs = _evaluate(eqn, known, max_size, new_consts)
@@ -325,9 +341,9 @@ def _drop_unused_consts(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
 def _evaluate(eqn: Eqn, known: dict[int, np.ndarray], max_size: int,
               new_consts: bool) -> list[np.ndarray] | None:
     """The outputs of `eqn` when it can be folded, else None."""
-    if any(_size(v.aval) > max_size or (v.aval.shape and not new_consts) for v in eqn.outvars):
-        return None
     if not all(isinstance(v, Literal) or id(v) in known for v in eqn.invars):
+        return None
+    if any(_size(v.aval) > max_size or (v.aval.shape and not new_consts) for v in eqn.outvars):
         return None
     # calls and control flow (possibly long loops) run at run time; so does anything holding
     # a callable, such as a custom rule
@@ -365,7 +381,7 @@ def _simplify(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
         pending = [_map_subjaxprs(eqn, _on_body(lambda j: _simplify(j, memo)), memo)]
         while pending:  # rewritten eqns go through the rules again
             eqn = pending.pop()
-            eqn = eqn.replace(invars=[read(v) for v in eqn.invars])
+            eqn = _substitute(eqn, read)
             out = _rewrite(eqn, producer)
             if isinstance(out, list):
                 pending.extend(reversed(out))
@@ -624,7 +640,7 @@ def _forward(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
     read = _reader(subst)
     eqns = []
     for eqn in jaxpr.eqns:
-        eqn = _map_subjaxprs(eqn.replace(invars=[read(v) for v in eqn.invars]),
+        eqn = _map_subjaxprs(_substitute(eqn, read),
                              _on_body(lambda j: _forward(j, memo)), memo)
         rule = {"scan": _forward_scan, "while": _forward_while}.get(eqn.primitive.name)
         if rule is not None:

@@ -209,37 +209,6 @@ integer_pow_p = Primitive("integer_pow")
 integer_pow_p.def_abstract_eval(_integer_pow_abstract)
 integer_pow_p.def_impl(_integer_pow_impl)
 
-# --- transcendental math (float only) --------------------------------------------------------
-exp_p = unop("exp", _quiet(np.exp), FLOAT)
-exp2_p = unop("exp2", _quiet(np.exp2), FLOAT)
-log_p = unop("log", _quiet(np.log), FLOAT)
-log1p_p = unop("log1p", _quiet(np.log1p), FLOAT)
-expm1_p = unop("expm1", _quiet(np.expm1), FLOAT)
-tanh_p = unop("tanh", _quiet(np.tanh), FLOAT)
-logistic_p = unop("logistic", _quiet(lambda x: sp.expit(x).astype(x.dtype)), FLOAT)
-sin_p = unop("sin", _quiet(np.sin), FLOAT)
-cos_p = unop("cos", _quiet(np.cos), FLOAT)
-tan_p = unop("tan", _quiet(np.tan), FLOAT)
-asin_p = unop("asin", _quiet(np.arcsin), FLOAT)
-acos_p = unop("acos", _quiet(np.arccos), FLOAT)
-atan_p = unop("atan", np.arctan, FLOAT)
-sinh_p = unop("sinh", _quiet(np.sinh), FLOAT)
-cosh_p = unop("cosh", _quiet(np.cosh), FLOAT)
-asinh_p = unop("asinh", np.arcsinh, FLOAT)
-acosh_p = unop("acosh", _quiet(np.arccosh), FLOAT)
-atanh_p = unop("atanh", _quiet(np.arctanh), FLOAT)
-sqrt_p = unop("sqrt", _quiet(np.sqrt), FLOAT)
-rsqrt_p = unop("rsqrt", _quiet(lambda x: (1 / np.sqrt(x)).astype(x.dtype)), FLOAT)
-cbrt_p = unop("cbrt", np.cbrt, FLOAT)
-erf_p = unop("erf", lambda x: sp.erf(x).astype(x.dtype), FLOAT)
-erfc_p = unop("erfc", lambda x: sp.erfc(x).astype(x.dtype), FLOAT)
-# XLA's float32 erf_inv (Giles' polynomial in w = -log1p(-x²)); JAX's normal sampler is built
-# on it, so the reference follows XLA's CPU code bit for bit (log1p included) rather than the
-# correctly rounded SciPy value.
-_GILES_SMALL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-                -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
-_GILES_LARGE = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-                -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
 # XLA's float32 log: Cephes' polynomial for log(1+f), f in [sqrt(1/2) - 1, sqrt(2) - 1), as
 # float32 bit patterns; ln 2 = _LN2_HI + _LN2_LO
 _LOG_P = tuple(np.array(_b, np.uint32).view(np.float32) for _b in (
@@ -259,9 +228,15 @@ def _fma32(a, b, c):
     return _fma_impl(*(np.asarray(v, np.float32) for v in (a, b, c)))
 
 
+def _flush_subnormal(x):
+    """XLA's CPU code runs with denormals-are-zero: subnormal inputs read as (signed) zero."""
+    return np.where(np.abs(x) < np.finfo(x.dtype).tiny, x * x.dtype.type(0), x)
+
+
 def _xla_log_f32(u):
     """XLA CPU's float32 log (frexp, then Cephes' polynomial with XLA's FMA contractions)."""
     f32 = np.float32
+    u = _flush_subnormal(u)
     m = np.maximum(u, np.finfo(f32).tiny)  # NaN and u <= 0 are patched at the end
     bits = m.view(np.int32)
     mant = ((bits & np.int32(-2139095041)) | np.int32(0x3F000000)).view(f32)  # in [1/2, 1)
@@ -282,12 +257,98 @@ def _xla_log1p_f32(x):
     """XLA CPU's float32 log1p: a rational approximation below |x| = sqrt(2) - 1, else
     log(1 + x); both with XLA's multiply-adds contracted to FMA."""
     f32 = np.float32
+    x = _flush_subnormal(x)
     num, den = f32(_LOG1P_P[0]), f32(_LOG1P_Q[0])
     for p, q in zip(_LOG1P_P[1:], _LOG1P_Q[1:]):
         num, den = _fma32(num, x, f32(p)), _fma32(den, x, f32(q))
     x2 = x * x
     small = x + _fma32(x2, f32(-0.5), (x * x2) * (num / den))
     return np.where(np.abs(x) < f32(np.sqrt(2) - 1), small, _xla_log_f32(x + f32(1)))
+
+
+# XLA's float32 exp: 2**n * (1 + r + r² P(r)), r = x - n ln 2 (ln 2 = _LN2_HI + _LN2_LO)
+_EXP_P = tuple(np.array(_b, np.uint32).view(np.float32) for _b in (
+    0x39506967, 0x3AB743CE, 0x3C088908, 0x3D2AA9C1, 0x3E2AAAAA, 0x3F000000))
+
+
+def _xla_exp_f32(x):
+    """XLA CPU's float32 exp (Cephes' expf with FMAs). Results below 2**-126 flush to 0."""
+    f32 = np.float32
+    x = _flush_subnormal(x)
+    x = np.where(x < f32(-87.8), f32(-87.8), np.where(x > f32(88.8), f32(88.8), x))
+    n = np.floor(_fma32(x, f32(1 / np.log(2)), f32(0.5)))
+    n = np.where(n < f32(-127), f32(-127), np.where(n > f32(127), f32(127), n))
+    r = _fma32(-n, _LN2_LO, _fma32(-n, _LN2_HI, x))
+    y = _fma32(r, _EXP_P[0], _EXP_P[1])
+    for c in _EXP_P[2:]:
+        y = _fma32(y, r, c)
+    y = f32(1) + _fma32(y, r * r, r)
+    scale = ((np.nan_to_num(n).astype(np.int32) + 127) << 23).view(f32)
+    out = y * scale
+    return np.where(out < np.finfo(f32).tiny, f32(0), out)  # flush-to-zero, as XLA's CPU code
+
+
+# XLA's float32 erf: x P(x²) / Q(x²), ±1 beyond |x| = 3.8325067 (float32 bit patterns)
+_ERF_P, _ERF_Q = ((np.array(_b, np.uint32).view(np.float32) for _b in bits) for bits in (
+    (0x39702D51, 0x3B5F5DA2, 0x3D50B6EB, 0x3E3DA740, 0x3F906EBA),
+    (0xB3FD3906, 0x37C588DF, 0x3A856D28, 0x3C6687D4, 0x3DE34C21, 0x3EFEB44A, 0x3F800000)))
+_ERF_P, _ERF_Q = tuple(_ERF_P), tuple(_ERF_Q)
+
+
+def _xla_erf_f32(x):
+    """XLA CPU's float32 erf: a rational approximation evaluated with FMAs."""
+    x = _flush_subnormal(x)
+    x2 = x * x
+    p, q = _ERF_P[0], _ERF_Q[0]
+    for c in _ERF_P[1:]:
+        p = _fma32(x2, p, c)
+    for c in _ERF_Q[1:]:
+        q = _fma32(x2, q, c)
+    big = np.abs(x) >= np.array(0x407547CB, np.uint32).view(np.float32)
+    return np.where(big, np.copysign(np.float32(1), x), (x * p) / q)
+
+
+def _xla_f32(xla_impl, np_impl):
+    """float16/32 by XLA CPU's float32 algorithm (half types compute in float32 and round, as
+    in XLA), so transcendental results match JAX's bits; float64 by NumPy."""
+    def impl(x):
+        if x.dtype == np.float64:
+            return np_impl(x)
+        return xla_impl(x.astype(np.float32)).astype(x.dtype)
+    return _quiet(impl)
+
+
+# --- transcendental math (float only) --------------------------------------------------------
+exp_p = unop("exp", _xla_f32(_xla_exp_f32, np.exp), FLOAT)
+exp2_p = unop("exp2", _quiet(np.exp2), FLOAT)
+log_p = unop("log", _xla_f32(_xla_log_f32, np.log), FLOAT)
+log1p_p = unop("log1p", _xla_f32(_xla_log1p_f32, np.log1p), FLOAT)
+expm1_p = unop("expm1", _quiet(np.expm1), FLOAT)
+tanh_p = unop("tanh", _quiet(np.tanh), FLOAT)
+logistic_p = unop("logistic", _quiet(lambda x: sp.expit(x).astype(x.dtype)), FLOAT)
+sin_p = unop("sin", _quiet(np.sin), FLOAT)
+cos_p = unop("cos", _quiet(np.cos), FLOAT)
+tan_p = unop("tan", _quiet(np.tan), FLOAT)
+asin_p = unop("asin", _quiet(np.arcsin), FLOAT)
+acos_p = unop("acos", _quiet(np.arccos), FLOAT)
+atan_p = unop("atan", np.arctan, FLOAT)
+sinh_p = unop("sinh", _quiet(np.sinh), FLOAT)
+cosh_p = unop("cosh", _quiet(np.cosh), FLOAT)
+asinh_p = unop("asinh", np.arcsinh, FLOAT)
+acosh_p = unop("acosh", _quiet(np.arccosh), FLOAT)
+atanh_p = unop("atanh", _quiet(np.arctanh), FLOAT)
+sqrt_p = unop("sqrt", _quiet(np.sqrt), FLOAT)
+rsqrt_p = unop("rsqrt", _quiet(lambda x: (1 / np.sqrt(x)).astype(x.dtype)), FLOAT)
+cbrt_p = unop("cbrt", np.cbrt, FLOAT)
+erf_p = unop("erf", _xla_f32(_xla_erf_f32, lambda x: sp.erf(x).astype(x.dtype)), FLOAT)
+erfc_p = unop("erfc", lambda x: sp.erfc(x).astype(x.dtype), FLOAT)
+# XLA's float32 erf_inv (Giles' polynomial in w = -log1p(-x²)); JAX's normal sampler is built
+# on it, so the reference follows XLA's CPU code bit for bit (log1p included) rather than the
+# correctly rounded SciPy value.
+_GILES_SMALL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_GILES_LARGE = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
 
 
 def _erf_inv_impl(x):
@@ -311,6 +372,7 @@ lgamma_p = unop("lgamma", _quiet(lambda x: np.where(x == -np.inf, np.inf, sp.gam
 digamma_p = unop("digamma", _quiet(lambda x: np.where((x <= 0) & (x == np.floor(x)), np.nan,
                                                       sp.psi(x)).astype(x.dtype)), FLOAT)
 bessel_i0e_p = unop("bessel_i0e", _quiet(lambda x: sp.i0e(x).astype(x.dtype)), FLOAT)
+bessel_i1e_p = unop("bessel_i1e", _quiet(lambda x: sp.i1e(x).astype(x.dtype)), FLOAT)
 
 # --- comparisons and logic -----------------------------------------------------------------
 eq_p = binop("eq", np.equal, ANY, _bool_dtype)
@@ -533,7 +595,8 @@ _unary = {
     "cos": cos_p, "tan": tan_p, "asin": asin_p, "acos": acos_p, "atan": atan_p, "sinh": sinh_p,
     "cosh": cosh_p, "asinh": asinh_p, "acosh": acosh_p, "atanh": atanh_p, "sqrt": sqrt_p,
     "rsqrt": rsqrt_p, "cbrt": cbrt_p, "erf": erf_p, "erfc": erfc_p, "erf_inv": erf_inv_p,
-    "lgamma": lgamma_p, "digamma": digamma_p, "bessel_i0e": bessel_i0e_p, "bitwise_not": not_p,
+    "lgamma": lgamma_p, "digamma": digamma_p, "bessel_i0e": bessel_i0e_p,
+    "bessel_i1e": bessel_i1e_p, "bitwise_not": not_p,
     "population_count": population_count_p, "clz": clz_p, "real": real_p, "imag": imag_p,
     "conj": conj_p,
 }
@@ -693,6 +756,16 @@ def _integer_pow_jvp(g, x, *, y):
     return g if y == 1 else mul(g, mul(integer_pow(x, y - 1), y))
 
 
+def _bessel_i1e_jvp(g, ans, x):
+    # i1e'(x) = i0e(x) - i1e(x) (sign(x) + 1/x), which tends to 1/2 at 0: x is kept off 0
+    aval = get_aval(x)
+    eps = full_like_aval(aval, dtypes.finfo_of(aval.dtype).eps)
+    not_tiny = gt(abs_p.bind(x), eps)
+    safe_x = select_n(not_tiny, eps, x)
+    dy_dx = sub(bessel_i0e_p.bind(safe_x), mul(ans, add(sign(safe_x), div(1, safe_x))))
+    return mul(g, select_n(not_tiny, full_like_aval(aval, 0.5), dy_dx))
+
+
 def _clamp_jvp(which):
     def rule(g, lo, x, hi):
         zeros, g = _zeros_like(x), broadcast_to_aval(g, get_aval(x))
@@ -786,6 +859,8 @@ defjvp(erf_p, lambda g, x: mul(g, mul(exp(neg(square(x))), 2 / math.sqrt(math.pi
 defjvp(erfc_p, lambda g, x: mul(g, mul(exp(neg(square(x))), -2 / math.sqrt(math.pi))))
 defjvp2(erf_inv_p, lambda g, ans, x: mul(g, mul(exp(square(ans)), math.sqrt(math.pi) / 2)))
 defjvp(lgamma_p, lambda g, x: mul(g, digamma(x)))
+defjvp2(bessel_i0e_p, lambda g, ans, x: mul(g, sub(bessel_i1e_p.bind(x), mul(sign(x), ans))))
+defjvp2(bessel_i1e_p, _bessel_i1e_jvp)
 def_linear(real_p, lambda ct, x: [_complex(ct, _zeros_like(ct))])
 def_linear(imag_p, lambda ct, x: [_complex(_zeros_like(ct), neg(ct))])
 def_linear(complex_p, lambda ct, x, y: [real(ct) if is_undefined(x) else None,

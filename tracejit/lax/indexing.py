@@ -14,14 +14,18 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from ..core import dtypes
+from ..core.array import Array
 from ..core.avals import ShapedArray, check_shape
 from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.primitive import Primitive
 from ..core.trace import Tracer, get_aval, trace_to_jaxpr
+from ..transforms.rules import (Zero, aval_of, axis_size, bdim_at_front, defjvp, full_like_aval,
+                                instantiate, is_undefined, moveaxis, not_mapped)
 from ._base import ANY, NUM, as_lax_operands, canonicalize_axis, check_dtype, const_like
-from .elementwise import add, lt, select
-from .shape import expand_dims, index_in_dim, squeeze
+from .elementwise import add, div, eq, lt, mul, neg, select
+from .shape import (broadcast, broadcast_in_dim, concatenate, expand_dims, full_like, index_in_dim,
+                    iota, reshape, squeeze)
 
 
 class GatherScatterMode(enum.Enum):
@@ -657,6 +661,348 @@ def scatter_apply(operand: Any, scatter_indices: Any, func: Callable,
                                 unique_indices=bool(unique_indices),
                                 mode=GatherScatterMode.from_any(mode))
 
+
+# --- transformation rules: JVP, transpose, batching (JAX's, from its lax/slicing.py) ---------
+
+def _linear_jvp(prim: Primitive, *linear: int) -> None:
+    """A JVP for a primitive linear in its operands at positions `linear` jointly (the others are
+    indices): the tangent is the primitive applied to the tangents and the same indices."""
+    def jvp(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        if all(type(tangents[i]) is Zero for i in linear):
+            return out, Zero.from_primal(out)
+        args = [instantiate(t) if i in linear else x
+                for i, (x, t) in enumerate(zip(primals, tangents))]
+        return out, prim.bind(*args, **params)
+    prim.def_jvp(jvp)
+
+
+def _dynamic_slice_transpose(ct, x, *starts, slice_sizes):
+    zeros = full_like_aval(aval_of(x), 0)
+    return [dynamic_update_slice_p.bind(zeros, ct, *starts)] + [None] * len(starts)
+
+
+def _dynamic_update_slice_transpose(ct, x, update, *starts):
+    update_aval = aval_of(update)
+    x_ct = dynamic_update_slice_p.bind(ct, full_like_aval(update_aval, 0), *starts) \
+        if is_undefined(x) else None
+    update_ct = dynamic_slice_p.bind(ct, *starts, slice_sizes=update_aval.shape) \
+        if is_undefined(update) else None
+    return [x_ct, update_ct] + [None] * len(starts)
+
+
+def _start_index_vector(starts, dims):
+    """dynamic_slice's scalar starts as one index vector, (n,), or (batch, n) when batched."""
+    if not starts:
+        return Array.from_numpy(np.zeros(0, np.int32), ShapedArray((0,), np.int32)), not_mapped
+    if all(d is not_mapped for d in dims):
+        return concatenate([broadcast(s, (1,)) for s in starts], 0), not_mapped
+    size = axis_size(starts, dims)
+    return concatenate([broadcast_in_dim(s, (size, 1), () if d is not_mapped else (0,))
+                        for s, d in zip(starts, dims)], 1), 0
+
+
+def _dynamic_slice_batch(vals, dims, *, slice_sizes):
+    # a dynamic slice is a gather of one clamped window
+    (x, *starts), (dx, *d_starts) = vals, dims
+    axes = tuple(range(len(slice_sizes)))
+    index, d_index = _start_index_vector(starts, d_starts)
+    return _gather_batch([x, index], [dx, d_index],
+                         dimension_numbers=GatherDimensionNumbers(axes, (), axes),
+                         slice_sizes=slice_sizes, unique_indices=True, indices_are_sorted=True,
+                         mode=GatherScatterMode.CLIP, fill_value=None)
+
+
+def _dynamic_update_slice_batch(vals, dims):
+    # a dynamic update slice is a scatter of one clamped window
+    (x, update, *starts), (dx, du, *d_starts) = vals, dims
+    axes = tuple(range(len(starts)))
+    index, d_index = _start_index_vector(starts, d_starts)
+    return _scatter_batch(scatter_p)([x, index, update], [dx, d_index, du],
+                                     dimension_numbers=ScatterDimensionNumbers(axes, (), axes),
+                                     indices_are_sorted=True, unique_indices=True,
+                                     mode=GatherScatterMode.CLIP)
+
+
+def _shift(dims: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(d + 1 for d in dims)
+
+
+def _gather_jvp(g, operand, indices, *, fill_value, **params):
+    # out-of-bounds windows of a FILL_OR_DROP gather have a zero tangent, whatever they hold
+    return gather_p.bind(g, indices, fill_value=None if fill_value is None else 0, **params)
+
+
+def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes, unique_indices,
+                      indices_are_sorted, mode, fill_value):
+    dn = dimension_numbers
+    dnums = ScatterDimensionNumbers(dn.offset_dims, dn.collapsed_slice_dims, dn.start_index_map,
+                                    dn.operand_batching_dims, dn.start_indices_batching_dims)
+    zeros = full_like_aval(aval_of(operand), 0)
+    return [scatter_add_p.bind(zeros, indices, ct, dimension_numbers=dnums,
+                               indices_are_sorted=indices_are_sorted,
+                               unique_indices=unique_indices, mode=mode), None]
+
+
+def _gather_batch(vals, dims, *, dimension_numbers, slice_sizes, **params):
+    (operand, indices), (d_operand, d_indices) = vals, dims
+    dn = dimension_numbers
+    if d_indices is not_mapped:  # the batch dimension becomes the first window dimension
+        operand = moveaxis(operand, d_operand, 0)
+        dnums = GatherDimensionNumbers((0,) + _shift(dn.offset_dims),
+                                       _shift(dn.collapsed_slice_dims),
+                                       _shift(dn.start_index_map),
+                                       _shift(dn.operand_batching_dims),
+                                       dn.start_indices_batching_dims)
+        sizes = (get_aval(operand).shape[0],) + slice_sizes
+        return gather_p.bind(operand, indices, dimension_numbers=dnums, slice_sizes=sizes,
+                             **params), 0
+    indices = moveaxis(indices, d_indices, 0)
+    if d_operand is not_mapped:  # the batch dimension becomes the first index batch dimension
+        dnums = dn._replace(offset_dims=_shift(dn.offset_dims),
+                            start_indices_batching_dims=_shift(dn.start_indices_batching_dims))
+        # lanes may index the same elements: the batched indices are neither sorted nor unique
+        params = dict(params, unique_indices=False, indices_are_sorted=False)
+        return gather_p.bind(operand, indices, dimension_numbers=dnums, slice_sizes=slice_sizes,
+                             **params), 0
+    # both batched: a batching dimension pairs each lane's indices with its operand
+    operand = moveaxis(operand, d_operand, 0)
+    dnums = GatherDimensionNumbers(_shift(dn.offset_dims), _shift(dn.collapsed_slice_dims),
+                                   _shift(dn.start_index_map),
+                                   (0,) + _shift(dn.operand_batching_dims),
+                                   (0,) + _shift(dn.start_indices_batching_dims))
+    sizes = (min(get_aval(operand).shape[0], 1),) + slice_sizes
+    return gather_p.bind(operand, indices, dimension_numbers=dnums, slice_sizes=sizes,
+                         **params), 0
+
+
+def _gather_dnums_of(dn: ScatterDimensionNumbers) -> GatherDimensionNumbers:
+    """The gather reading the windows the scatter `dn` writes."""
+    return GatherDimensionNumbers(dn.update_window_dims, dn.inserted_window_dims,
+                                  dn.scatter_dims_to_operand_dims, dn.operand_batching_dims,
+                                  dn.scatter_indices_batching_dims)
+
+
+def _window_sizes(operand_shape, updates_shape, dn: ScatterDimensionNumbers) -> tuple:
+    """The operand window each update of scatter `dn` covers (slice sizes of its gather)."""
+    window = iter(updates_shape[d] for d in dn.update_window_dims)
+    return tuple(1 if d in dn.inserted_window_dims or d in dn.operand_batching_dims
+                 else next(window) for d in range(len(operand_shape)))
+
+
+def _gather_windows(x, indices, dn: ScatterDimensionNumbers, updates_shape, mode=None,
+                    fill_value=None):
+    """The windows of x at which scatter `dn` writes updates of shape `updates_shape`."""
+    return gather(x, indices, _gather_dnums_of(dn),
+                  _window_sizes(get_aval(x).shape, updates_shape, dn), mode=mode,
+                  fill_value=fill_value)
+
+
+def _scatter_add_transpose(negate: bool):
+    def transpose(ct, operand, indices, updates, *, dimension_numbers, indices_are_sorted,
+                  unique_indices, mode):
+        updates_ct = None
+        if is_undefined(updates):
+            # out-of-bounds updates were dropped: their cotangent is zero
+            updates_ct = _gather_windows(ct, indices, dimension_numbers, aval_of(updates).shape,
+                                         mode, 0)
+            updates_ct = neg(updates_ct) if negate else updates_ct
+        return [ct if is_undefined(operand) else None, None, updates_ct]
+    return transpose
+
+
+_SCATTER_MUL_UNIQUE = "scatter_mul gradients are only implemented if `unique_indices=True`"
+_SCATTER_UNIQUE = "scatter transpose is only implemented where unique_indices=True"
+
+
+def _check_unique_indices(unique_indices: bool, message: str) -> None:
+    """Duplicate indices would need every update's share of a result: unsupported, as in JAX."""
+    if not unique_indices:
+        raise NotImplementedError(message)
+
+
+def _scatter_mul_jvp_updates(g, operand, indices, updates, *, dimension_numbers,
+                             indices_are_sorted, unique_indices, mode):
+    _check_unique_indices(unique_indices, _SCATTER_MUL_UNIQUE)
+    g_at_operand = scatter_add(full_like(operand, 0), indices, g, dimension_numbers,
+                               indices_are_sorted=indices_are_sorted,
+                               unique_indices=unique_indices, mode=mode)
+    return mul(operand, g_at_operand)
+
+
+def _scatter_mul_transpose(ct, operand, indices, updates, *, dimension_numbers,
+                           indices_are_sorted, unique_indices, mode):
+    operand_ct = updates_ct = None
+    if is_undefined(operand):
+        operand_ct = scatter_mul_p.bind(ct, indices, updates, dimension_numbers=dimension_numbers,
+                                        indices_are_sorted=indices_are_sorted,
+                                        unique_indices=unique_indices, mode=mode)
+    if is_undefined(updates):
+        _check_unique_indices(unique_indices, _SCATTER_MUL_UNIQUE)
+        updates_ct = _gather_windows(mul(ct, operand), indices, dimension_numbers,
+                                     aval_of(updates).shape, mode, 0)
+    return [operand_ct, None, updates_ct]
+
+
+def _scatter_extremal_jvp(prim: Primitive):
+    """scatter-min/max: a tangent where the operand or an update wins, averaged over ties."""
+    def jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices, mode):
+        operand, indices, updates = primals
+        g_operand, _, g_updates = tangents
+        dn = dimension_numbers
+        out = prim.bind(operand, indices, updates, dimension_numbers=dn,
+                        indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                        mode=mode)
+        if type(g_operand) is Zero and type(g_updates) is Zero:
+            return out, Zero.from_primal(out)
+        g_operand, g_updates = instantiate(g_operand), instantiate(g_updates)
+        shape = get_aval(updates).shape
+
+        def at_updates(x):
+            return _gather_windows(x, indices, dn, shape)
+
+        def count(marks):  # how many updates, of those marked, land on each update's element
+            return at_updates(scatter_add(full_like(operand, 0), indices, marks, dn))
+
+        ones, zeros = full_like(updates, 1), full_like(updates, 0)
+        target = at_updates(out)
+        successful = eq(updates, target)
+        retained = eq(at_updates(operand), target)
+        num_updates = count(select(successful, ones, zeros))
+        num_refs = count(ones)
+        shared = div(1, add(num_updates, 1))
+        updates_coef = select(successful, select(retained, shared, div(1, num_updates)), zeros)
+        operand_coef = div(add(select(retained, shared, zeros), -1), num_refs)
+        t_updates = add(mul(at_updates(g_operand), operand_coef), mul(g_updates, updates_coef))
+        return out, scatter_add(g_operand, indices, t_updates, dn,
+                                indices_are_sorted=indices_are_sorted,
+                                unique_indices=unique_indices, mode=mode)
+    return jvp
+
+
+def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices,
+                 mode):
+    operand, indices, updates = primals
+    g_operand, _, g_updates = tangents
+    dn = dimension_numbers
+    params = dict(dimension_numbers=dn, indices_are_sorted=indices_are_sorted,
+                  unique_indices=unique_indices, mode=mode)
+    if type(g_operand) is Zero and type(g_updates) is Zero:
+        out = scatter_p.bind(*primals, **params)
+        return out, Zero.from_primal(out)
+    g_operand, g_updates = instantiate(g_operand), instantiate(g_updates)
+    if unique_indices:  # no update overwrites another: scatter is linear in (operand, updates)
+        return (scatter_p.bind(*primals, **params),
+                scatter_p.bind(g_operand, indices, g_updates, **params))
+    # Which of several updates to one element wins is unspecified, so as JAX: scatter a distinct
+    # id per update, read back which id each element kept, and keep only the winners' values and
+    # tangents, combined by a scatter-add (whose transpose is a gather).
+    shape = get_aval(updates).shape
+    ids_shape = tuple(1 if d in dn.update_window_dims else n for d, n in enumerate(shape))
+    num_ids = math.prod(ids_shape)
+    id_dtype = np.dtype(np.uint32 if num_ids < np.iinfo(np.uint32).max else np.uint64)
+    ids = add(reshape(iota(id_dtype, num_ids), ids_shape), 1)
+    update_ids = broadcast_in_dim(ids, shape, tuple(range(len(shape))))
+    scattered_ids = scatter(full_like(operand, 0, id_dtype), indices, update_ids, dn,
+                            indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                            mode=mode)
+    operand_kept = eq(scattered_ids, 0)
+    update_won = eq(update_ids, _gather_windows(scattered_ids, indices, dn, shape))
+
+    def combine(x, u):
+        return scatter_add(select(operand_kept, x, full_like(x, 0)), indices,
+                           select(update_won, u, full_like(u, 0)), dn,
+                           indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                           mode=mode)
+    return combine(operand, updates), combine(g_operand, g_updates)
+
+
+def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers, indices_are_sorted,
+                       unique_indices, mode):
+    _check_unique_indices(unique_indices, _SCATTER_UNIQUE)
+    updates_aval = aval_of(updates)
+    operand_ct = updates_ct = None
+    if is_undefined(operand):  # the overwritten elements get no cotangent
+        operand_ct = scatter_p.bind(ct, indices, full_like_aval(updates_aval, 0),
+                                    dimension_numbers=dimension_numbers,
+                                    indices_are_sorted=indices_are_sorted, unique_indices=True,
+                                    mode=mode)
+    if is_undefined(updates):
+        updates_ct = _gather_windows(ct, indices, dimension_numbers, updates_aval.shape, mode, 0)
+    return [operand_ct, None, updates_ct]
+
+
+def _batched_scatter_dnums(dn: ScatterDimensionNumbers, indices_batched: bool
+                           ) -> ScatterDimensionNumbers:
+    """Dimension numbers for operand and updates batched first: the batch dimension is the
+    first update window dimension, or (batched indices) a batching dimension."""
+    if not indices_batched:
+        return ScatterDimensionNumbers((0,) + _shift(dn.update_window_dims),
+                                       _shift(dn.inserted_window_dims),
+                                       _shift(dn.scatter_dims_to_operand_dims),
+                                       _shift(dn.operand_batching_dims),
+                                       dn.scatter_indices_batching_dims)
+    return ScatterDimensionNumbers(_shift(dn.update_window_dims), _shift(dn.inserted_window_dims),
+                                   _shift(dn.scatter_dims_to_operand_dims),
+                                   (0,) + _shift(dn.operand_batching_dims),
+                                   (0,) + _shift(dn.scatter_indices_batching_dims))
+
+
+def _scatter_batch(prim: Primitive):
+    def batch(vals, dims, *, dimension_numbers, **params):
+        (operand, indices, updates), (d_operand, d_indices, d_updates) = vals, dims
+        size = axis_size(vals, dims)
+        operand = bdim_at_front(operand, d_operand, size)
+        updates = bdim_at_front(updates, d_updates, size)
+        if d_indices is not not_mapped:
+            indices = moveaxis(indices, d_indices, 0)
+        dnums = _batched_scatter_dnums(dimension_numbers, d_indices is not not_mapped)
+        return prim.bind(operand, indices, updates, dimension_numbers=dnums, **params), 0
+    return batch
+
+
+def _scatter_apply_jvp(primals, tangents, **params):
+    raise NotImplementedError("scatter_apply JVP not implemented")
+
+
+def _scatter_apply_batch(vals, dims, *, dimension_numbers, update_shape, **params):
+    (operand, indices, *consts), (d_operand, d_indices, *d_consts) = vals, dims
+    if any(d is not not_mapped for d in d_consts):
+        raise NotImplementedError("scatter_apply: func closes over a value batched by vmap; "
+                                  "pass it in the operand instead")
+    size = axis_size(vals, dims)
+    operand = bdim_at_front(operand, d_operand, size)
+    if d_indices is not not_mapped:
+        indices = moveaxis(indices, d_indices, 0)
+    dnums = _batched_scatter_dnums(dimension_numbers, d_indices is not not_mapped)
+    return scatter_apply_p.bind(operand, indices, *consts, dimension_numbers=dnums,
+                                update_shape=(size,) + update_shape, **params), 0
+
+
+defjvp(dynamic_slice_p, lambda g, x, *starts, slice_sizes: dynamic_slice_p.bind(
+    g, *starts, slice_sizes=slice_sizes))
+dynamic_slice_p.def_transpose(_dynamic_slice_transpose)
+dynamic_slice_p.def_batch(_dynamic_slice_batch)
+_linear_jvp(dynamic_update_slice_p, 0, 1)
+dynamic_update_slice_p.def_transpose(_dynamic_update_slice_transpose)
+dynamic_update_slice_p.def_batch(_dynamic_update_slice_batch)
+defjvp(gather_p, _gather_jvp)
+gather_p.def_transpose(_gather_transpose)
+gather_p.def_batch(_gather_batch)
+for _p, _negate in ((scatter_add_p, False), (scatter_sub_p, True)):
+    _linear_jvp(_p, 0, 2)
+    _p.def_transpose(_scatter_add_transpose(_negate))
+defjvp(scatter_mul_p, lambda g, x, i, u, **params: scatter_mul_p.bind(g, i, u, **params), None,
+       _scatter_mul_jvp_updates)
+scatter_mul_p.def_transpose(_scatter_mul_transpose)
+scatter_min_p.def_jvp(_scatter_extremal_jvp(scatter_min_p))
+scatter_max_p.def_jvp(_scatter_extremal_jvp(scatter_max_p))
+scatter_p.def_jvp(_scatter_jvp)
+scatter_p.def_transpose(_scatter_transpose)
+for _p in (scatter_p, scatter_add_p, scatter_sub_p, scatter_mul_p, scatter_min_p, scatter_max_p):
+    _p.def_batch(_scatter_batch(_p))
+scatter_apply_p.def_jvp(_scatter_apply_jvp)
+scatter_apply_p.def_batch(_scatter_apply_batch)
 
 __all__ = ["GatherScatterMode", "GatherDimensionNumbers", "ScatterDimensionNumbers",
            "dynamic_slice", "dynamic_update_slice", "dynamic_slice_in_dim",

@@ -15,7 +15,7 @@ from ..core.avals import ShapedArray
 from ..core.config import config
 from ..core.primitive import Primitive
 from ..core.trace import get_aval
-from ..transforms.rules import aval_of, defjvp, is_undefined, moveaxis
+from ..transforms.rules import aval_of, defjvp, is_undefined
 from ._base import check_operand
 from .elementwise import convert_element_type
 from .shape import transpose
@@ -241,6 +241,7 @@ def batch_matmul(lhs: Any, rhs: Any, precision: Any = None):
 
 
 # --- transformation rules: JVP (bilinear), transpose, batching ------------------------------
+
 def _ranges_like(*xs):
     start = 0
     for x in xs:
@@ -248,17 +249,12 @@ def _ranges_like(*xs):
         start += len(x)
 
 
-def _free(ndim, *removed):
-    gone = {d for r in removed for d in r}
-    return tuple(d for d in range(ndim) if d not in gone)
-
-
 def _dot_general_transpose_lhs(ct, x, y, *, dimension_numbers, precision,
                                preferred_element_type, swap_ans=False):
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
     x_aval = aval_of(x)
-    x_kept = _free(x_aval.ndim, x_contract, x_batch)
-    y_kept = _free(aval_of(y).ndim, y_contract, y_batch)
+    x_kept = tuple(_free_dims(x_aval.ndim, x_contract, x_batch))
+    y_kept = tuple(_free_dims(aval_of(y).ndim, y_contract, y_batch))
     if swap_ans:
         ans_batch, ans_y, _ = _ranges_like(x_batch, y_kept, x_kept)
     else:
@@ -268,7 +264,9 @@ def _dot_general_transpose_lhs(ct, x, y, *, dimension_numbers, precision,
     out_axes = tuple(int(i) for i in np.argsort(list(x_batch) + list(x_kept) + x_contract_by_y))
     out = transpose(dot_general_p.bind(ct, y, dimension_numbers=dims, precision=precision,
                                        preferred_element_type=preferred_element_type), out_axes)
-    return convert_element_type(out, x_aval.dtype)
+    if get_aval(out).dtype == x_aval.dtype:
+        return out
+    return convert_element_type(out, x_aval.dtype, x_aval.weak_type)
 
 
 def _dot_general_transpose(ct, x, y, *, dimension_numbers, precision, preferred_element_type):
@@ -284,22 +282,26 @@ def _dot_general_transpose(ct, x, y, *, dimension_numbers, precision, preferred_
 
 
 def _dot_general_batch(vals, dims, *, dimension_numbers, precision, preferred_element_type):
+    """JAX's rule: no transposes; both operands batched make a new (first) batch dimension, one
+    makes its batch dimension a free one."""
     (x, y), (dx, dy) = vals, dims
     (xc, yc), (xb, yb) = dimension_numbers
-    x = x if dx is None else moveaxis(x, dx, 0)
-    y = y if dy is None else moveaxis(y, dy, 0)
 
-    def shift(ds, batched):
-        return tuple(d + batched for d in ds)
+    def bump(ds, d):
+        return tuple(i + (i >= d) for i in ds)
 
-    xc, xb = shift(xc, dx is not None), shift(xb, dx is not None)
-    yc, yb = shift(yc, dy is not None), shift(yb, dy is not None)
-    if dx is not None and dy is not None:  # a new batch dimension, first in the output
-        xb, yb, out_dim = (0,) + xb, (0,) + yb, 0
-    elif dx is not None:  # the first free dimension of lhs
-        out_dim = len(xb)
-    else:  # the first free dimension of rhs
-        out_dim = len(xb) + get_aval(x).ndim - len(xc) - len(xb)
+    if dx is not None and dy is not None:
+        xb, yb = (dx,) + bump(xb, dx), (dy,) + bump(yb, dy)
+        xc, yc = bump(xc, dx), bump(yc, dy)
+        out_dim = 0
+    elif dx is not None:  # among lhs's free dimensions, which follow the batch dimensions
+        x_free = _free_dims(get_aval(x).ndim - 1, xc, xb)
+        out_dim = len(xb) + sum(d < dx for d in x_free)
+        xb, xc = bump(xb, dx), bump(xc, dx)
+    else:  # among rhs's free dimensions, which follow the batch and lhs free dimensions
+        y_free = _free_dims(get_aval(y).ndim - 1, yc, yb)
+        out_dim = get_aval(x).ndim - len(xc) + sum(d < dy for d in y_free)
+        yb, yc = bump(yb, dy), bump(yc, dy)
     out = dot_general_p.bind(x, y, dimension_numbers=((xc, yc), (xb, yb)), precision=precision,
                              preferred_element_type=preferred_element_type)
     return out, out_dim

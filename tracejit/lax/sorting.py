@@ -16,7 +16,10 @@ from ..core import dtypes
 from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
 from ..core.trace import get_aval
+from ..transforms.rules import Zero, moveaxis, not_mapped
 from ._base import canonicalize_axis, check_operand
+from .indexing import GatherDimensionNumbers, GatherScatterMode, gather
+from .shape import broadcast_in_dim, broadcasted_iota, expand_dims
 
 # --- sort ----------------------------------------------------------------------------------
 
@@ -141,5 +144,56 @@ def top_k(operand: Any, k: int, *, axis: int = -1):
     axis = canonicalize_axis(axis, get_aval(operand).ndim)
     return list(top_k_p.bind(operand, k=k, axis=axis))  # a list, as JAX returns
 
+
+# --- transformation rules: JVP (permute the tangents as the values), batching --------------
+
+def _take_along_axis(x: Any, idx: Any, axis: int):
+    """x[..., idx[...], ...] along `axis`: a gather whose other dimensions are batching ones."""
+    ndim = get_aval(x).ndim
+    others = tuple(d for d in range(ndim) if d != axis)
+    dnums = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),
+                                   start_index_map=(axis,), operand_batching_dims=others,
+                                   start_indices_batching_dims=others)
+    return gather(x, expand_dims(idx, (ndim,)), dnums, (1,) * ndim,
+                  mode=GatherScatterMode.PROMISE_IN_BOUNDS)
+
+
+def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
+    # sort an iota along with the operands: it records where each sorted element came from
+    shape = get_aval(primals[0]).shape
+    iota = broadcasted_iota(np.uint32, shape, dimension)
+    *out, perm = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable,
+                             num_keys=num_keys)
+    return out, [t if type(t) is Zero else _take_along_axis(t, perm, dimension)
+                 for t in tangents]
+
+
+def _sort_batch(vals, dims, *, dimension, is_stable, num_keys):
+    proto, bdim = next((x, d) for x, d in zip(vals, dims) if d is not not_mapped)
+    shape = get_aval(proto).shape
+    unbatched = tuple(d for d in range(len(shape)) if d != bdim)
+    args = [broadcast_in_dim(x, shape, unbatched) if d is not_mapped else moveaxis(x, d, bdim)
+            for x, d in zip(vals, dims)]
+    out = sort_p.bind(*args, dimension=dimension + (bdim <= dimension), is_stable=is_stable,
+                      num_keys=num_keys)
+    return out, [bdim] * len(out)
+
+
+def _top_k_jvp(primals, tangents, *, k, axis):
+    (x,), (t,) = primals, tangents
+    values, idx = top_k_p.bind(x, k=k, axis=axis)
+    t_values = Zero.from_primal(values) if type(t) is Zero else _take_along_axis(t, idx, axis)
+    return [values, idx], [t_values, Zero.from_primal(idx)]
+
+
+def _top_k_batch(vals, dims, *, k, axis):
+    (x,), (d,) = vals, dims
+    return top_k_p.bind(x, k=k, axis=axis + (d <= axis)), [d, d]
+
+
+sort_p.def_jvp(_sort_jvp)
+sort_p.def_batch(_sort_batch)
+top_k_p.def_jvp(_top_k_jvp)
+top_k_p.def_batch(_top_k_batch)
 
 __all__: list[str] = ["sort", "sort_key_val", "top_k"]

@@ -48,7 +48,7 @@ def _as_tuple(idx: Any) -> tuple:
     if isinstance(idx, tuple):
         return idx
     if isinstance(idx, Sequence) and not isinstance(idx, str):
-        unpack = any(isinstance(i, (Sequence, slice)) and not isinstance(i, str) or
+        unpack = any((isinstance(i, (Sequence, slice)) and not isinstance(i, str)) or
                      i is None or i is Ellipsis or np.ndim(i) != 0 for i in idx)
         fix = "arr[tuple(seq)]" if unpack else "arr[array(seq)]"
         raise TypeError(f"Using a non-tuple sequence for multidimensional indexing is not "

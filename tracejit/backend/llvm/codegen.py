@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 import llvmlite.ir as ir
 import numpy as np
 
-from ...compiler.fusion import FusionPlan, plan_fusion
+from ...compiler.fusion import FusionPlan, fusible, plan_fusion
 from ...core import dtypes
 from ...core.avals import ShapedArray
 from ...core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
@@ -95,7 +95,9 @@ class Emitter:
     def take_over(self, buf: Buf) -> Buf:
         """Reuse a dying temporary's memory for a result (an in-place update)."""
         slot = self._slot_of.pop(id(buf.ptr))
-        fresh = Buf(self.b.bitcast(buf.ptr, buf.ptr.type), buf.aval)
+        # a new pointer object (llvmlite's same-type bitcast returns its operand): releasing the
+        # dead operand's Buf must not free the slot the result now owns
+        fresh = Buf(self.b.gep(buf.ptr, [ir.Constant(I64, 0)], inbounds=True), buf.aval)
         self._slot_of[id(fresh.ptr)] = slot
         return fresh
 
@@ -281,7 +283,7 @@ class Emitter:
     def emit_eqn(self, eqn, env: dict, plan: FusionPlan, direct: dict[int, Buf]) -> None:
         name = eqn.primitive.name
         out = eqn.outvars[0] if eqn.outvars else None
-        if name in plan_fusible_names() and len(eqn.outvars) == 1:
+        if fusible(eqn):
             if id(out) in plan.lazy:
                 env[id(out)] = Lazy(eqn, out.aval, env)
                 return
@@ -516,11 +518,6 @@ _INDEX_MAPS: dict[str, Callable] = {
     "reshape": _reshape_at, "squeeze": _squeeze_at, "rev": _rev_at, "slice": _slice_at,
     "concatenate": _concatenate_at, "pad": _pad_at,
 }
-
-
-def plan_fusible_names() -> frozenset[str]:
-    from ...compiler.fusion import FUSIBLE
-    return FUSIBLE
 
 
 # --- structural rules: reductions, calls, control flow --------------------------------------
@@ -1272,7 +1269,20 @@ def _scatter(em: Emitter, eqn, ins, dests):
     return [out]
 
 
+def _bitcast_resize(em: Emitter, eqn, ins, dests):
+    """bitcast_convert_type between widths: the same row-major bytes read as another type."""
+    x = em.materialize(ins[0])
+    aval = eqn.outvars[0].aval
+    if dtypes.bool_ in (x.aval.dtype, aval.dtype):
+        raise NativeCompileError("bitcast_convert_type of bool")
+    out = dests[0] or em.alloc(aval)
+    view = Buf(em.b.bitcast(x.ptr, mem_type(aval.dtype).as_pointer()), aval)
+    em.loop(aval.size, lambda i: em.store(out, i, em.load(view, i)), name="bytes")
+    return [out if aval.ndim or dests[0] is not None else _as_value(em, out)]
+
+
 _STRUCTURAL: dict[str, Callable] = {
+    "bitcast_convert_type": _bitcast_resize,
     "scatter": _scatter, "scatter-add": _scatter, "scatter-sub": _scatter,
     "scatter-mul": _scatter, "scatter-min": _scatter, "scatter-max": _scatter,
     "scatter_apply": _scatter,

@@ -228,10 +228,9 @@ def _shift(kind: str):
             return b.select(in_range, b.shl(x, safe), ir.Constant(x.type, 0))
         if kind == "right_logical":
             return b.select(in_range, b.lshr(x, safe), ir.Constant(x.type, 0))
-        fill = b.ashr(x, ir.Constant(x.type, dt.itemsize * 8 - 1)) if is_signed(dt) else \
-            ir.Constant(x.type, 0)
-        shifted = b.ashr(x, safe) if is_signed(dt) else b.lshr(x, safe)
-        return b.select(in_range, shifted, fill)
+        # XLA shifts the bit pattern arithmetically whatever the signedness of the type
+        fill = b.ashr(x, ir.Constant(x.type, dt.itemsize * 8 - 1))
+        return b.select(in_range, b.ashr(x, safe), fill)
     return emit
 
 
