@@ -14,6 +14,7 @@ ELEMENTWISE = frozenset({
     "lgamma", "digamma", "eq", "ne", "lt", "le", "gt", "ge", "not", "and", "or", "xor",
     "shift_left", "shift_right_logical", "shift_right_arithmetic", "population_count", "clz",
     "convert_element_type", "bitcast_convert_type", "select_n", "clamp", "fma",
+    "stop_gradient",
 })
 INDEX_MAPS = frozenset({"broadcast_in_dim", "iota", "transpose", "reshape", "squeeze", "rev",
                         "slice", "concatenate", "pad", "dynamic_slice", "gather"})

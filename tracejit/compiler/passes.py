@@ -460,7 +460,7 @@ def _merge_reshapes(eqn: Eqn, producer: Callable):
     if x.aval.shape == shape:
         return x
     p = producer(x)
-    if p is None or p.primitive is not reshape_p and not _is_plain_reshape(p):
+    if p is None or (p.primitive is not reshape_p and not _is_plain_reshape(p)):
         return None
     dims = p.params["dimensions"] if p.primitive is reshape_p else None
     base = p.invars[0]

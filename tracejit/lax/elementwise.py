@@ -253,17 +253,19 @@ def _xla_log_f32(u):
     return np.where((u < 0) | np.isnan(u), f32(np.nan), out)
 
 
-def _xla_log1p_f32(x):
-    """XLA CPU's float32 log1p: a rational approximation below |x| = sqrt(2) - 1, else
-    log(1 + x); both with XLA's multiply-adds contracted to FMA."""
-    f32 = np.float32
+def _xla_log1p(x):
+    """XLA CPU's log1p: a rational approximation below |x| = sqrt(2) - 1, else log(1 + x) (XLA's
+    float32 log; for float64 the C library's, for which NumPy's stands in); multiply-adds are
+    contracted to FMA as XLA's code generator does."""
+    t = x.dtype.type
     x = _flush_subnormal(x)
-    num, den = f32(_LOG1P_P[0]), f32(_LOG1P_Q[0])
+    num, den = np.asarray(_LOG1P_P[0], x.dtype), np.asarray(_LOG1P_Q[0], x.dtype)
     for p, q in zip(_LOG1P_P[1:], _LOG1P_Q[1:]):
-        num, den = _fma32(num, x, f32(p)), _fma32(den, x, f32(q))
+        num, den = _fma_impl(num, x, t(p)), _fma_impl(den, x, t(q))
     x2 = x * x
-    small = x + _fma32(x2, f32(-0.5), (x * x2) * (num / den))
-    return np.where(np.abs(x) < f32(np.sqrt(2) - 1), small, _xla_log_f32(x + f32(1)))
+    small = x + _fma_impl(x2, np.asarray(-0.5, x.dtype), (x * x2) * (num / den))
+    large = _xla_log_f32(x + t(1)) if x.dtype == np.float32 else np.log(x + t(1))
+    return np.where(np.abs(x) < t(np.sqrt(2) - 1), small, large)
 
 
 # XLA's float32 exp: 2**n * (1 + r + r² P(r)), r = x - n ln 2 (ln 2 = _LN2_HI + _LN2_LO)
@@ -308,12 +310,12 @@ def _xla_erf_f32(x):
     return np.where(big, np.copysign(np.float32(1), x), (x * p) / q)
 
 
-def _xla_f32(xla_impl, np_impl):
+def _xla_f32(xla_impl, f64_impl):
     """float16/32 by XLA CPU's float32 algorithm (half types compute in float32 and round, as
-    in XLA), so transcendental results match JAX's bits; float64 by NumPy."""
+    in XLA), so results match JAX's bits; float64 by `f64_impl`."""
     def impl(x):
         if x.dtype == np.float64:
-            return np_impl(x)
+            return f64_impl(x)
         return xla_impl(x.astype(np.float32)).astype(x.dtype)
     return _quiet(impl)
 
@@ -322,7 +324,7 @@ def _xla_f32(xla_impl, np_impl):
 exp_p = unop("exp", _xla_f32(_xla_exp_f32, np.exp), FLOAT)
 exp2_p = unop("exp2", _quiet(np.exp2), FLOAT)
 log_p = unop("log", _xla_f32(_xla_log_f32, np.log), FLOAT)
-log1p_p = unop("log1p", _xla_f32(_xla_log1p_f32, np.log1p), FLOAT)
+log1p_p = unop("log1p", _xla_f32(_xla_log1p, _xla_log1p), FLOAT)
 expm1_p = unop("expm1", _quiet(np.expm1), FLOAT)
 tanh_p = unop("tanh", _quiet(np.tanh), FLOAT)
 logistic_p = unop("logistic", _quiet(lambda x: sp.expit(x).astype(x.dtype)), FLOAT)
@@ -342,20 +344,65 @@ rsqrt_p = unop("rsqrt", _quiet(lambda x: (1 / np.sqrt(x)).astype(x.dtype)), FLOA
 cbrt_p = unop("cbrt", np.cbrt, FLOAT)
 erf_p = unop("erf", _xla_f32(_xla_erf_f32, lambda x: sp.erf(x).astype(x.dtype)), FLOAT)
 erfc_p = unop("erfc", lambda x: sp.erfc(x).astype(x.dtype), FLOAT)
-# XLA's float32 erf_inv (Giles' polynomial in w = -log1p(-x²)); JAX's normal sampler is built
-# on it, so the reference follows XLA's CPU code bit for bit (log1p included) rather than the
-# correctly rounded SciPy value.
+# XLA's erf_inv (Giles' polynomials in w = -log1p(-x²)); JAX's normal sampler is built on it,
+# so the reference follows XLA's CPU code (log1p and FMA contractions included) rather than the
+# correctly rounded SciPy value. float32: w < 5 and w >= 5; float64: w < 6.25, w < 16, w >= 16.
 _GILES_SMALL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
                 -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
 _GILES_LARGE = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
                 -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+_GILES64 = (
+    (-3.6444120640178196996e-21, -1.685059138182016589e-19, 1.2858480715256400167e-18,
+     1.115787767802518096e-17, -1.333171662854620906e-16, 2.0972767875968561637e-17,
+     6.6376381343583238325e-15, -4.0545662729752068639e-14, -8.1519341976054721522e-14,
+     2.6335093153082322977e-12, -1.2975133253453532498e-11, -5.4154120542946279317e-11,
+     1.051212273321532285e-09, -4.1126339803469836976e-09, -2.9070369957882005086e-08,
+     4.2347877827932403518e-07, -1.3654692000834678645e-06, -1.3882523362786468719e-05,
+     0.0001867342080340571352, -0.00074070253416626697512, -0.0060336708714301490533,
+     0.24015818242558961693, 1.6536545626831027356),
+    (2.2137376921775787049e-09, 9.0756561938885390979e-08, -2.7517406297064545428e-07,
+     1.8239629214389227755e-08, 1.5027403968909827627e-06, -4.013867526981545969e-06,
+     2.9234449089955446044e-06, 1.2475304481671778723e-05, -4.7318229009055733981e-05,
+     6.8284851459573175448e-05, 2.4031110387097893999e-05, -0.0003550375203628474796,
+     0.00095328937973738049703, -0.0016882755560235047313, 0.0024914420961078508066,
+     -0.0037512085075692412107, 0.005370914553590063617, 1.0052589676941592334,
+     3.0838856104922207635),
+    (-2.7109920616438573243e-11, -2.5556418169965252055e-10, 1.5076572693500548083e-09,
+     -3.7894654401267369937e-09, 7.6157012080783393804e-09, -1.4960026627149240478e-08,
+     2.9147953450901080826e-08, -6.7711997758452339498e-08, 2.2900482228026654717e-07,
+     -9.9298272942317002539e-07, 4.5260625972231537039e-06, -1.9681778105531670567e-05,
+     7.5995277030017761139e-05, -0.00021503011930044477347, -0.00013871931833623122026,
+     1.0103004648645343977, 4.8499064014085844221),
+)
+
+
+def _erf_inv_f64(x, w):
+    """XLA's float64 polynomial: 23, 19 or 17 Horner steps by range; shorter polynomials
+    keep their value through the extra steps."""
+    c625, c16, cbig = _GILES64
+    lt625, lt16 = w < 6.25, w < 16.0
+    z = np.where(lt625, w - 3.125, np.sqrt(w) - np.where(lt16, 3.25, 5.0))
+
+    def coefficient(i):
+        c = np.float64(c625[i])
+        if i < 19:
+            c = np.where(lt625, c, c16[i])
+        if i < 17:
+            c = np.where(lt16, c, cbig[i])
+        return c
+    p = coefficient(0) * np.ones_like(z)
+    for i in range(1, 23):
+        step = _fma_impl(p, z, coefficient(i))
+        p = step if i < 17 else np.where(lt16 if i < 19 else lt625, step, p)
+    return p
 
 
 def _erf_inv_impl(x):
     if x.dtype == np.float64:
-        return np.where(x == 0, x, sp.erfinv(x))
+        p = _erf_inv_f64(x, -_xla_log1p(x * -x))
+        return np.where(np.abs(x) == 1, x * np.inf, p * x)
     x32 = x.astype(np.float32)
-    w = -_xla_log1p_f32(x32 * -x32)
+    w = -_xla_log1p(x32 * -x32)
     small = w < np.float32(5.0)
     w = np.where(small, w - np.float32(2.5), np.sqrt(w) - np.float32(3.0)).astype(np.float32)
     p = np.where(small, np.float32(_GILES_SMALL[0]), np.float32(_GILES_LARGE[0]))

@@ -364,8 +364,13 @@ def _delinearize(em: Emitter, linear: ir.Value, shape: Sequence[int]) -> list[ir
 def _reshape_at(em: Emitter, ins, eqn, idx):
     (x,) = ins
     out_shape = eqn.outvars[0].aval.shape
-    if eqn.params.get("dimensions") is not None:
-        raise NativeCompileError("reshape with dimensions")
+    dims = eqn.params.get("dimensions")
+    if dims is not None:  # reshape of transpose(x, dims): go through the transposed index
+        t_idx = _delinearize(em, em.linear(out_shape, idx), [x.aval.shape[d] for d in dims])
+        sub: list = [None] * x.aval.ndim
+        for k, d in enumerate(dims):
+            sub[d] = t_idx[k]
+        return em.value_at(x, sub)
     in_shape = x.aval.shape
     if x.aval.ndim == 0:
         return em.value_at(x, [])

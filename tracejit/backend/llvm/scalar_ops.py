@@ -350,6 +350,7 @@ EMITTERS: dict[str, Callable] = {
     "clz": _clz, "convert_element_type": _convert, "bitcast_convert_type": _bitcast,
     "select_n": _select_n, "clamp": _clamp, "fma": _fma, "nextafter": _nextafter,
     "pow": _binary_math("pow"), "atan2": _binary_math("atan2"),
+    "stop_gradient": lambda b, in_dtypes, out_dtype, args, params: args[0],
 }
 for _name in ("exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan",
               "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "cbrt", "erf",
