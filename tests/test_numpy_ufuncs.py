@@ -27,10 +27,11 @@ INT_DTYPES = ["int8", "int32", "uint8", "uint32"]
 
 class Case(NamedTuple):
     ref: Callable             # NumPy reference, on operands cast to the computing dtype
-    computes_in: str = "same"  # "same" (promoted), "inexact" (ints -> float), "numeric" (bool -> int)
+    computes_in: str = "same"  # "same": promoted; "inexact": ints -> float; "numeric": bool -> int
     ulps: int = 0             # 0: exact; else a float64 reference rounded to the dtype, +- ulps
     valid: Callable | None = None  # where the NumPy reference applies (JAX's rules elsewhere)
     signed_zeros: bool = True  # whether the sign of a zero result must match NumPy's
+    atol_eps: float = 0       # absolute tolerance, in units of the dtype's eps (near zeros)
 
 
 def _xla_sign(x):
@@ -74,12 +75,25 @@ def _shift_in_range(x, y):
     return (y >= 0) & (y < 8 * x.dtype.itemsize)
 
 
-def _not_int_min(x, y):
-    """gcd's Euclid loop never ends for INT_MIN (|INT_MIN| overflows) -- in JAX too."""
-    if x.dtype.kind != "i":
-        return np.ones(np.broadcast_shapes(x.shape, y.shape), bool)
-    low = np.iinfo(x.dtype).min
-    return (x != low) & (y != low)
+def _finite_pi_x(x):
+    """sinc(x) is sin(pi x) / (pi x) at the dtype: NaN once pi x overflows (in JAX too)."""
+    with np.errstate(over="ignore"):
+        return np.isfinite(x * x.dtype.type(np.pi))
+
+
+def _numpy_spacing_applies(x):
+    """JAX's spacing: copysign(inf, x) as the direction, so spacing(-0.0) < 0; and for float16
+    the direction is always +inf (checked against JAX below)."""
+    return ~np.signbit(x) | ((x.dtype != np.float16) & (x != 0))
+
+
+def _pairs(name: str, dtype) -> tuple[np.ndarray, np.ndarray]:
+    v = values(dtype)
+    if name in ("gcd", "lcm") and v.dtype.kind == "i":
+        # JAX's Euclid loop never ends for INT_MIN (|INT_MIN| overflows); neither does ours
+        v = v[v != np.iinfo(v.dtype).min]
+    x, y = np.meshgrid(v, v, indexing="ij")
+    return x.ravel(), y.ravel()
 
 
 UNARY = {
@@ -93,14 +107,15 @@ UNARY = {
     "arcsinh": Case(np.arcsinh, "inexact", 4), "arccosh": Case(np.arccosh, "inexact", 4),
     "arctanh": Case(np.arctanh, "inexact", 4), "sqrt": Case(np.sqrt, "inexact"),
     "cbrt": Case(np.cbrt, "inexact", 4), "log2": Case(np.log2, "inexact", 4),
-    "log10": Case(np.log10, "inexact", 4), "sinc": Case(np.sinc, "inexact", 8),
+    "log10": Case(np.log10, "inexact", 4),
+    "sinc": Case(np.sinc, "inexact", 8, atol_eps=4, valid=_finite_pi_x),
     "i0": Case(np.i0, "inexact", 4), "deg2rad": Case(np.deg2rad, "inexact", 1),
     "rad2deg": Case(np.rad2deg, "inexact", 1), "degrees": Case(np.degrees, "inexact", 1),
     "radians": Case(np.radians, "inexact", 1), "acos": Case(np.arccos, "inexact", 4),
     "acosh": Case(np.arccosh, "inexact", 4), "asin": Case(np.arcsin, "inexact", 4),
     "asinh": Case(np.arcsinh, "inexact", 4), "atan": Case(np.arctan, "inexact", 4),
     "atanh": Case(np.arctanh, "inexact", 4), "reciprocal": Case(np.reciprocal, "inexact", 1),
-    "negative": Case(np.negative), "positive": Case(np.positive),
+    "negative": Case(np.negative), "positive": Case(lambda x: x),
     "square": Case(np.square, "numeric"), "absolute": Case(np.abs), "abs": Case(np.abs),
     "fabs": Case(np.fabs, "inexact"), "sign": Case(_xla_sign), "floor": Case(np.floor),
     "ceil": Case(np.ceil), "trunc": Case(np.trunc), "rint": Case(np.rint, "inexact"),
@@ -110,8 +125,7 @@ UNARY = {
     "bitwise_count": Case(np.bitwise_count, "numeric"), "isnan": Case(np.isnan),
     "isinf": Case(np.isinf), "isfinite": Case(np.isfinite), "isposinf": Case(np.isposinf),
     "isneginf": Case(np.isneginf), "signbit": Case(np.signbit),
-    # JAX's float16 spacing steps toward +inf also for negative x (checked against JAX below)
-    "spacing": Case(np.spacing, valid=lambda x: (x >= 0) | (x.dtype != np.float16)),
+    "spacing": Case(np.spacing, "inexact", valid=_numpy_spacing_applies),
     "real": Case(np.real), "imag": Case(np.imag), "conjugate": Case(np.conjugate),
     "conj": Case(np.conj), "angle": Case(np.angle, "inexact", 1), "isreal": Case(np.isreal),
     "iscomplex": Case(np.iscomplex), "nan_to_num": Case(np.nan_to_num),
@@ -136,8 +150,9 @@ BINARY = {
     "pow": Case(np.power, "numeric", 4, valid=_small_exponent),
     "float_power": Case(np.power, "inexact", 4), "copysign": Case(np.copysign, "inexact"),
     "heaviside": Case(np.heaviside, "inexact"), "fmax": Case(np.fmax), "fmin": Case(np.fmin),
-    "hypot": Case(np.hypot, "inexact", 2), "logaddexp": Case(np.logaddexp, "inexact", 4),
-    "logaddexp2": Case(np.logaddexp2, "inexact", 4), "equal": Case(np.equal),
+    "hypot": Case(np.hypot, "inexact", 2),
+    "logaddexp": Case(np.logaddexp, "inexact", 4, atol_eps=2),
+    "logaddexp2": Case(np.logaddexp2, "inexact", 4, atol_eps=2), "equal": Case(np.equal),
     "not_equal": Case(np.not_equal), "less": Case(np.less), "less_equal": Case(np.less_equal),
     "greater": Case(np.greater), "greater_equal": Case(np.greater_equal),
     "logical_and": Case(np.logical_and), "logical_or": Case(np.logical_or),
@@ -147,7 +162,7 @@ BINARY = {
     "right_shift": Case(np.right_shift, "numeric", valid=_shift_in_range),
     "bitwise_left_shift": Case(np.left_shift, "numeric", valid=_shift_in_range),
     "bitwise_right_shift": Case(np.right_shift, "numeric", valid=_shift_in_range),
-    "gcd": Case(np.gcd, valid=_not_int_min), "lcm": Case(np.lcm, valid=_not_int_min),
+    "gcd": Case(np.gcd), "lcm": Case(np.lcm),
     "isclose": Case(np.isclose, "inexact"),
 }
 # whole-array results: allclose/array_equal/array_equiv and ldexp (mixed operand kinds) are
@@ -189,7 +204,7 @@ def computing_dtype(kind: str, *args) -> np.dtype:
 
 
 def assert_same(actual, expected, ulps: int = 0, signed_zeros: bool = True, mask=None,
-                what=""):
+                atol: float = 0, what=""):
     """Equal values (NaN == NaN; signed zeros distinguished if asked) or within `ulps`."""
     actual, expected = np.asarray(actual), np.asarray(expected)
     assert actual.shape == expected.shape, (what, actual.shape, expected.shape)
@@ -202,7 +217,7 @@ def assert_same(actual, expected, ulps: int = 0, signed_zeros: bool = True, mask
         with np.errstate(all="ignore"):
             same_sign = (np.signbit(a) == np.signbit(e)) | (not signed_zeros) | (ulps > 0)
             close = np.isfinite(e) & (np.abs(a - e) <= ulps * np.spacing(
-                np.abs(expected)).astype(np.float64))
+                np.abs(expected)).astype(np.float64) + atol)
         bad = ~(((a == e) & same_sign) | close | (np.isnan(a) & np.isnan(e)))
     assert not bad.any(), (f"{what}: mismatches at {np.flatnonzero(bad)[:8]}: got "
                            f"{actual[bad][:8]}, expected {expected[bad][:8]}")
@@ -211,7 +226,8 @@ def assert_same(actual, expected, ulps: int = 0, signed_zeros: bool = True, mask
 def reference(case: Case, *args):
     """The NumPy reference result(s) at the computing dtype, and where it applies."""
     dtype = computing_dtype(case.computes_in, *args)
-    cast = [np.asarray(a).astype(dtype) for a in args]
+    with np.errstate(all="ignore"):  # int32 max to float16 is inf, as in JAX
+        cast = [np.asarray(a).astype(dtype) for a in args]
     valid = case.valid(*cast) if case.valid else None
     with np.errstate(all="ignore"):
         if valid is not None:  # evaluate where the reference applies (int power, shifts)
@@ -225,6 +241,13 @@ def reference(case: Case, *args):
     return expected, valid
 
 
+def subnormal(a) -> np.ndarray:
+    a = np.asarray(a)
+    if a.dtype.kind != "f" or a.dtype == np.float16:
+        return np.zeros(a.shape, bool)
+    return (a != 0) & (np.abs(a) < np.finfo(a.dtype).tiny)
+
+
 def check_values(name: str, case: Case, *args):
     fn = getattr(tnp, name)
     ours = outs(fn(*args))
@@ -234,15 +257,22 @@ def check_values(name: str, case: Case, *args):
     for o, e in zip(ours, expected):
         with np.errstate(all="ignore"):
             e = np.asarray(e).astype(o.dtype)
-        assert_same(o, e, case.ulps, case.signed_zeros,
-                    None if valid is None else np.broadcast_to(valid, o.shape), what=name)
+        mask = np.ones(o.shape, bool) if valid is None else np.broadcast_to(valid, o.shape)
+        if case.ulps:
+            # transcendental functions follow XLA's CPU algorithms, which read float32/64
+            # subnormals as zero and flush subnormal results
+            for a in list(args) + [e]:
+                mask = mask & ~np.broadcast_to(subnormal(np.asarray(a)), o.shape)
+        atol = case.atol_eps * float(np.finfo(o.dtype).eps) if case.atol_eps else 0
+        assert_same(o, e, case.ulps, case.signed_zeros, mask, atol, what=name)
     for o, j in zip(ours, outs(tracejit.jit(fn)(*args))):  # the traced program computes alike
         assert (o.dtype, o.weak_type) == (j.dtype, j.weak_type), name
         assert_same(j, o, what=f"jit {name}")
 
 
 def test_tables_cover_the_module():
-    assert set(tnp._ufuncs.__all__) == set(UNARY) | set(BINARY) | OTHER
+    exported = set(tnp._ufuncs.__all__) | set(tnp._elementwise.__all__)
+    assert exported == set(UNARY) | set(BINARY) | OTHER
     assert not set(tnp._MISSING_METHODS) & {"abs", "bitwise_and", "bitwise_or", "bitwise_xor",
                                              "clip", "conjugate", "divmod", "equal",
                                              "floor_divide", "greater", "invert", "left_shift",
@@ -303,7 +333,7 @@ def test_unary_values(name):
 @pytest.mark.parametrize("name", sorted(BINARY))
 def test_binary_values(name):
     for dtype in DTYPES:
-        x, y = (a.ravel() for a in np.meshgrid(values(dtype), values(dtype), indexing="ij"))
+        x, y = _pairs(name, dtype)
         try:
             jax.eval_shape(getattr(jnp, name), x, y)
         except (TypeError, ValueError):
@@ -316,8 +346,7 @@ def test_binary_values(name):
                                   "bitwise_xor", "gcd", "lcm", "equal", "less"])
 def test_integer_values_x64(name, x64):
     for dtype in ["int64", "uint64"]:
-        x, y = (a.ravel() for a in np.meshgrid(values(dtype), values(dtype), indexing="ij"))
-        check_values(name, BINARY[name], x, y)
+        check_values(name, BINARY[name], *_pairs(name, dtype))
 
 
 @pytest.mark.parametrize("name", ["exp", "log1p", "sqrt", "floor", "rint", "sign", "signbit",
@@ -354,19 +383,27 @@ def test_python_scalar_values(scalar):
     for name in ["add", "subtract", "multiply", "true_divide", "floor_divide", "remainder",
                  "power", "maximum", "minimum", "equal", "greater", "arctan2", "copysign",
                  "hypot", "logaddexp", "heaviside", "isclose"]:
-        for arr in (x, i):
-            for args in ((arr, scalar), (scalar, arr)):
-                if _jax_accepts(name, *args):
-                    check_values(name, BINARY[name], *args)
-                    ours = getattr(tnp, name)(*args)
-                    theirs = jax.eval_shape(getattr(jnp, name), *args)
-                    assert (ours.dtype, ours.weak_type) == (theirs.dtype, theirs.weak_type)
+        for arr, first in itertools.product((x, i), (True, False)):
+            args = (arr, scalar) if first else (scalar, arr)
+            # the scalar stays a concrete Python value on JAX's side too (a closure)
+            jax_fn = getattr(jnp, name)
+            try:
+                theirs = jax.eval_shape(lambda a: jax_fn(*((a, scalar) if first else
+                                                           (scalar, a))), arr)
+            except (TypeError, ValueError) as e:
+                with pytest.raises(type(e)):
+                    getattr(tnp, name)(*args)
+                continue
+            check_values(name, BINARY[name], *args)
+            ours = getattr(tnp, name)(*args)
+            assert (ours.dtype, ours.weak_type) == (theirs.dtype, theirs.weak_type), \
+                (name, args)
 
 
 def test_ldexp_values():
     x = values("float32")
     for e in [np.array([0, 1, -1, 5, -30, 200, -200, -149, 127, 128], np.int32),
-              np.arange(-150, 130, 7, dtype=np.int8).astype(np.int32)[:10]]:
+              np.arange(-150, 130, 28, dtype=np.int32)]:
         xs, es = (a.ravel() for a in np.meshgrid(x, e, indexing="ij"))
         ours = tnp.ldexp(xs, es)
         with np.errstate(all="ignore"):
@@ -409,14 +446,17 @@ def test_clip():
 
 
 def test_round_decimals():
-    x = np.array([1.2345, -1.2355, 2.5, 3.5, -0.5, 0.125, 1e6 + 0.5, 123.456, np.nan, np.inf],
+    x = np.array([1.2345, -1.2355, 2.5, 3.5, -0.5, 0.125, 6e4 + 0.5, 123.456, np.nan, np.inf],
                  np.float32)
     for dtype, decimals in itertools.product(["float16", "float32"], [-2, -1, 0, 1, 2, 3, 10]):
         a = x.astype(dtype)
         ours = tnp.round(a, decimals)
-        with np.errstate(all="ignore"):
-            assert_same(ours, np.round(a, decimals), ulps=1, what=f"{dtype} {decimals}")
-        assert_same(ours, np.asarray(jnp.round(a, decimals)), what=f"{dtype} {decimals} jax")
+        with np.errstate(all="ignore"):  # float16 is scaled in float32 (as JAX does)
+            expected = np.round(a.astype(np.float32), decimals).astype(dtype)
+        assert_same(ours, expected, ulps=1, what=f"{dtype} {decimals}")
+        # XLA turns the division by 10**decimals into a multiplication by its reciprocal
+        assert_same(ours, np.asarray(jnp.round(a, decimals)), ulps=int(decimals != 0),
+                    what=f"{dtype} {decimals} jax")
         assert_same(tnp.around(a, decimals), ours)
     i = np.array([15, -25, 7], np.int32)
     assert_same(tnp.round(i, 2), i)
@@ -468,8 +508,8 @@ def test_integer_edge_cases_match_jax(dtype):
     """x / 0, INT_MIN / -1, negative and huge exponents, shifts by >= the width or by negative
     amounts: JAX's (XLA's) answers, which NumPy does not define."""
     info = np.iinfo(dtype)
-    v = np.array(sorted({info.min, info.min + 1, -65, -1, 0, 1, 2, 3, 7, 8, 31, 32, 33, 64, 65,
-                         info.max} & set(range(info.min, info.max + 1))), dtype)
+    candidates = {info.min, info.min + 1, -65, -1, 0, 1, 2, 3, 7, 8, 31, 32, 33, 64, 65, info.max}
+    v = np.array(sorted(c for c in candidates if info.min <= c <= info.max), dtype)
     x, y = (a.ravel() for a in np.meshgrid(v, v, indexing="ij"))
     with jax.disable_jit():  # compile JAX's ops one by one, cached across these functions
         for name in JAX_RULES:
@@ -480,7 +520,9 @@ def test_integer_edge_cases_match_jax(dtype):
 
 def test_integer_division_by_zero_is_jax():
     x = np.array([7, -7, 0], np.int32)
-    assert_same(tnp.floor_divide(x, 0), np.array([-2, 0, -1], np.int32))  # lax.div gives -1
+    # lax.div gives -1, then the floor correction subtracts 1 where x and 0 differ in sign
+    assert_same(tnp.floor_divide(x, 0), np.array([-2, -2, -1], np.int32))
+    assert_same(tnp.floor_divide(x, 0), np.asarray(jnp.floor_divide(x, 0)))
     assert_same(tnp.remainder(x, 0), np.zeros(3, np.int32))
     assert_same(tnp.fmod(x, 0), np.zeros(3, np.int32))
     assert_same(tnp.floor_divide(np.int8(-128), np.int8(-1)), np.int8(-128))
@@ -538,17 +580,19 @@ def test_binary_shapes_and_broadcasting(name):
         y = rng.integers(1, 6, sy).astype(dtype)
         check_values(name, BINARY[name], x, y)
         assert outs(getattr(tnp, name)(x, y))[0].shape == np.broadcast_shapes(sx, sy)
-    with pytest.raises(TypeError):  # JAX: lax's shape check raises TypeError
-        jnp.add(np.ones(2), np.ones(3))
-    with pytest.raises(TypeError):
-        getattr(tnp, name)(np.ones(2, dtype), np.ones(3, dtype))
+    bad = (np.ones(2, dtype), np.ones(3, dtype))
+    with pytest.raises(Exception) as theirs:  # lax's shape check (TypeError) or a broadcast
+        jax.eval_shape(getattr(jnp, name), *bad)
+    with pytest.raises(theirs.type):
+        getattr(tnp, name)(*bad)
 
 
 @pytest.mark.parametrize("shape", [(), (0,), (2, 3)])
 def test_unary_shapes(shape):
     x = np.full(shape, 1.5, np.float32)
     for name, case in UNARY.items():
-        check_values(name, case, x)
+        if _jax_accepts(name, x):
+            check_values(name, case, x)
 
 
 def test_jit_matches_eager_for_a_composite_program():
@@ -588,8 +632,8 @@ def test_errors_match_jax(case):
 
 
 def test_removed_numpy_names_stay_removed():
-    for name in ["fix", "round_", "product"]:  # JAX 0.10 dropped these
-        assert hasattr(tnp, name) == hasattr(jnp, name) == False  # noqa: E712
+    for name in ["fix", "round_", "product"]:  # JAX 0.10 dropped these (jnp.trunc is fix)
+        assert not hasattr(jnp, name) and not hasattr(tnp, name), name
 
 
 # --- complex inputs --------------------------------------------------------------------------
@@ -603,7 +647,8 @@ def test_complex_values():
                       ("isreal", np.isreal), ("iscomplex", np.iscomplex),
                       ("nan_to_num", np.nan_to_num), ("square", np.square)]:
         ours = getattr(tnp, name)(z)
-        expected = ref(z)
+        with np.errstate(divide="ignore"):  # log(0j)
+            expected = ref(z)
         assert ours.dtype == jax.eval_shape(getattr(jnp, name), z).dtype, name
         for part in (np.real, np.imag):
             assert_same(part(np.asarray(ours)), part(expected).astype(
@@ -714,5 +759,5 @@ def test_operators_with_non_arrays_raise_like_jax(other):
         for order in (lambda a: op(a, other), lambda a: op(other, a)):
             expected = _outcome(lambda: order(theirs))
             got = _outcome(lambda: order(ours))
-            assert expected in (TypeError, True, False), (symbol, other, expected)
-            assert got is expected, (symbol, other, got, expected)
+            # `"a" % x` formats the string (x has __getitem__), in JAX too
+            assert type(got) is type(expected) and got == expected, (symbol, other, got)

@@ -177,10 +177,14 @@ def test_second_order(rec, x64, rng):
 def test_jvp_and_vjp_match_jax(rec, x64, rng):
     args = _args(rec, rng)
     tangents = tuple(rng.standard_normal(np.shape(a)) for a in args)
-    _close(tj.jvp(_ours(rec), tuple(args), tangents), jax.jvp(_theirs(rec), tuple(args), tangents))
     out, pullback = tj.vjp(_ours(rec), *args)
     ct = tj.tree_util.tree_map(lambda o: rng.standard_normal(np.shape(o)), out)
-    _close(pullback(ct), jax.vjp(_theirs(rec), *args)[1](ct))
+
+    @jax.jit
+    def theirs(args, tangents, ct):
+        return jax.jvp(_theirs(rec), args, tangents), jax.vjp(_theirs(rec), *args)[1](ct)
+    _close((tj.jvp(_ours(rec), tuple(args), tangents), pullback(ct)),
+           theirs(tuple(args), tangents, ct))
 
 
 def _axes_cases(n: int) -> list[tuple]:
@@ -216,7 +220,8 @@ def test_vmap_matches_python_loop_and_jax(rec, in_axes, x64, rng):
     args = _batched(rng, rec.shapes, in_axes, rec.domain)
     got = tj.vmap(_ours(rec), in_axes=in_axes)(*args)
     _close(got, _loop(_ours(rec), args, in_axes))
-    _close(got, jax.vmap(_theirs(rec), in_axes=in_axes)(*args))
+    if in_axes == (-1,) * len(in_axes):  # and once per record against JAX
+        _close(got, jax.jit(jax.vmap(_theirs(rec), in_axes=in_axes))(*args))
 
 
 # --- batched indices: vmap over the integer operands too ------------------------------------
@@ -282,15 +287,14 @@ def test_vmap_over_indices(rec, in_axes, x64, rng):
     (x,) = _batched(rng, (rec.x_shape,), in_axes[:1])
     i = rec.index(rng, (B,))
     i = np.moveaxis(i, 0, in_axes[1]) if i.ndim > 1 else i
-    got = tj.vmap(ours, in_axes=in_axes)(x, i)
-    _close(got, _loop(ours, [x, i], in_axes))
-    _close(got, jax.vmap(theirs, in_axes=in_axes)(x, i))
-    # per-lane gradients with respect to x, the indices batched
+    _close(tj.vmap(ours, in_axes=in_axes)(x, i), _loop(ours, [x, i], in_axes))
+
+    # per-lane gradients with respect to x, the indices batched, against JAX's
     def loss(mod, f):
         return lambda x, i: sum(mod.sum(o * o) for o in jax.tree_util.tree_leaves(f(x, i))
                                 if o.dtype.kind == "f")
     _close(tj.vmap(tj.grad(loss(tnp, ours)), in_axes=in_axes)(x, i),
-           jax.vmap(jax.grad(loss(jnp, theirs)), in_axes=in_axes)(x, i))
+           jax.jit(jax.vmap(jax.grad(loss(jnp, theirs)), in_axes=in_axes))(x, i))
 
 
 # --- structure, integer outputs, composition with jit and the native backend ---------------
@@ -360,7 +364,7 @@ def test_vmap_of_random_over_keys_matches_jax():
     keys = tj.random.split(tj.random.PRNGKey(7), B)
     j_keys = jax.random.split(jax.random.PRNGKey(7), B)
     np.testing.assert_array_equal(keys, j_keys)
-    for name, args in (("uniform", ((2, 3),)), ("normal", ((4,),)), ("bits", ((5,),))):
+    for name, args in (("normal", ((2, 3),)), ("bits", ((5,),))):
         got = tj.vmap(lambda k: getattr(tj.random, name)(k, *args))(keys)
         want = jax.vmap(lambda k: getattr(jax.random, name)(k, *args))(j_keys)
         np.testing.assert_array_equal(got, want)

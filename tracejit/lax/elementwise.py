@@ -314,7 +314,7 @@ def _xla_f32(xla_impl, f64_impl):
     """float16/32 by XLA CPU's float32 algorithm (half types compute in float32 and round, as
     in XLA), so results match JAX's bits; float64 by `f64_impl`."""
     def impl(x):
-        if x.dtype == np.float64:
+        if x.dtype == np.float64 or x.dtype.kind == "c":  # complex: NumPy's, never truncated
             return f64_impl(x)
         return xla_impl(x.astype(np.float32)).astype(x.dtype)
     return _quiet(impl)

@@ -6,6 +6,7 @@ from ..core.array import Array as ndarray  # noqa: F401  (jnp.ndarray is the arr
 from . import array_methods as _array_methods
 from . import linalg  # noqa: F401
 from ._creation import *  # noqa: F401,F403
+from ._elementwise import *  # noqa: F401,F403
 from ._indexing import *  # noqa: F401,F403
 from ._linalg import *  # noqa: F401,F403
 from ._reductions import *  # noqa: F401,F403

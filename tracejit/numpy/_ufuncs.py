@@ -2,7 +2,9 @@
 integer inputs to transcendental functions become floats; bool arithmetic promotes.
 
 Each function follows jax.numpy's own construction (same lax ops, same constants), so results,
-dtypes and weak types agree with JAX's, including integer division by zero and overflow.
+dtypes and weak types agree with JAX's, including integer division by zero and overflow. The
+elementwise functions JAX keeps outside its ufunc module (clip, round, isclose, gcd, ...) are in
+_elementwise.
 """
 from __future__ import annotations
 
@@ -58,6 +60,7 @@ def _binary(name: str, lax_fn, promote=promote_args):
 
 # --- helpers: JAX's constants and selection --------------------------------------------------
 
+
 def _constant(dtype: np.dtype, value: Any, weak: bool = False) -> Array:
     """A scalar constant; strongly typed unless asked (JAX's NumPy-array constants)."""
     return Array.from_numpy(np.asarray(value, dtype), ShapedArray((), dtype, weak))
@@ -80,14 +83,6 @@ def _constant_like(x: Any, value: Any) -> Array:
 
 def _real_dtype(dtype: np.dtype) -> np.dtype:
     return dtypes.finfo_of(dtype).dtype if dtype.kind == "c" else dtype
-
-
-def _full_like(x: Any, value: Any, dtype: Any = None) -> Any:
-    """lax.full_like: x's shape; x's dtype and weak type unless a dtype is given."""
-    aval = get_aval(x)
-    if dtype is None:
-        return broadcast_to(_constant(aval.dtype, value, aval.weak_type), aval.shape)
-    return broadcast_to(_constant(np.dtype(dtype), value), aval.shape)
 
 
 def _is_int(x: Any) -> bool:
@@ -123,11 +118,6 @@ def _where(condition: Any, x: Any, y: Any) -> Any:
 
 def _to_bool(x: Any) -> Any:
     return x if get_aval(x).dtype == dtypes.bool_ else lax.ne(x, _lax_const(x, 0))
-
-
-def _all(x: Any) -> Any:
-    from ._reductions import all as all_  # (_reductions imports this module)
-    return all_(x)
 
 
 # --- transcendental ------------------------------------------------------------------------
@@ -245,16 +235,6 @@ def sinc(x: Any, /):
 
 
 @_export
-def i0(x: Any):
-    """Modified Bessel function of the first kind, order 0."""
-    (x,) = promote_args_inexact("i0", x)
-    if not dtypes.is_float(get_aval(x).dtype):
-        raise ValueError(f"Unsupported input type to jax.numpy.i0: {get_aval(x).dtype}")
-    abs_x = lax.abs(x)
-    return lax.mul(lax.exp(abs_x), lax.bessel_i0e(abs_x))
-
-
-@_export
 def deg2rad(x: Any, /):
     """Degrees to radians."""
     (x,) = promote_args_inexact("deg2rad", x)
@@ -282,7 +262,7 @@ def hypot(x1: Any, x2: Any, /):
     x1, x2 = lax.abs(x1), lax.abs(x2)
     idx_inf = lax.bitwise_or(isposinf(x1), isposinf(x2))
     x1, x2 = maximum(x1, x2), minimum(x1, x2)
-    safe_x1 = _where(equal(x1, 0), _full_like(x1, 1), x1)
+    safe_x1 = _where(equal(x1, 0), lax.full_like(x1, 1), x1)
     x = _where(equal(x1, 0), x1, multiply(x1, lax.sqrt(add(1, lax.square(lax.div(x2, safe_x1))))))
     return _where(idx_inf, _lax_const(x, np.inf), x)
 
@@ -350,7 +330,7 @@ def remainder(x1: Any, x2: Any, /):
     x1, x2 = promote_args_numeric("remainder", x1, x2)
     zero = _constant_like(x1, 0)
     if _is_int(x2):
-        x2 = _where(equal(x2, 0), _full_like(x2, 1), x2)
+        x2 = _where(equal(x2, 0), lax.full_like(x2, 1), x2)
     trunc_mod = lax.rem(x1, x2)
     trunc_mod_not_zero = lax.ne(trunc_mod, zero)
     do_plus = lax.bitwise_and(lax.ne(lax.lt(trunc_mod, zero), lax.lt(x2, zero)),
@@ -367,7 +347,7 @@ def fmod(x1: Any, x2: Any, /):
     check_arraylike("fmod", x1, x2)
     x1, x2 = asarray(x1), asarray(x2)
     if dtypes.is_int(dtypes.result_type(x1, x2)):
-        x2 = _where(equal(x2, 0), _full_like(x2, 1), x2)
+        x2 = _where(equal(x2, 0), lax.full_like(x2, 1), x2)
     return lax.rem(*promote_args_numeric("fmod", x1, x2))
 
 
@@ -481,7 +461,9 @@ def sign(x: Any, /):
 @_export
 def copysign(x1: Any, x2: Any, /):
     """|x1| with the sign bit of x2."""
-    x1, x2 = promote_args_inexact("copysign", x1, x2)
+    check_arraylike("copysign", x1, x2)
+    # shapes meet first in the where (so a mismatch is where's ValueError, as in JAX)
+    x1, x2 = promote_dtypes_inexact(x1, x2)
     if _is_complex(x1):
         raise TypeError("copysign does not support complex-valued inputs")
     return _where(signbit(x2), lax.neg(lax.abs(x1)), lax.abs(x1))
@@ -498,58 +480,8 @@ def heaviside(x1: Any, x2: Any, /):
                          _where(lax.ne(x1, x1), x1, x2)))
 
 
-@_export
-def fmax(x1: Any, x2: Any):
-    """Elementwise maximum that ignores NaNs (NaN only where both are NaN)."""
-    return _where(logical_or(greater(x1, x2), isnan(x2)), x1, x2)
-
-
-@_export
-def fmin(x1: Any, x2: Any):
-    """Elementwise minimum that ignores NaNs (NaN only where both are NaN)."""
-    return _where(logical_or(less(x1, x2), isnan(x2)), x1, x2)
-
-
-@_export
-def clip(arr: Any = None, /, min: Any = None, max: Any = None):  # noqa: A002 - NumPy's names
-    """Limit values to [min, max] (either bound may be None)."""
-    if arr is None:
-        raise ValueError("No input was provided to the clip function.")
-    check_arraylike("clip", arr)
-    if any(iscomplexobj(t) for t in (arr, min, max)):
-        raise ValueError("Clip received a complex value either through the input or the min/max "
-                         "keywords. Complex values have no ordering and cannot be clipped. "
-                         "Please convert to a real value or array by taking the real or "
-                         "imaginary components via jax.numpy.real/imag respectively.")
-    if min is not None:
-        arr = maximum(min, arr)
-    if max is not None:
-        arr = minimum(max, arr)
-    return asarray(arr)
-
-
-@_export
-def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
-               neginf: Any = None):
-    """Replace NaN by `nan` and ±inf by `posinf`/`neginf` (default: the dtype's extremes)."""
-    check_arraylike("nan_to_num", x)
-    x = asarray(x)
-    dtype = get_aval(x).dtype
-    if not dtypes.is_inexact(dtype):
-        return x
-    if dtype.kind == "c":
-        return lax.complex(
-            nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf),
-            nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf))
-    info = dtypes.finfo_of(dtype)
-    posinf = info.max if posinf is None else posinf
-    neginf = info.min if neginf is None else neginf
-    out = _where(isnan(x), asarray(nan, dtype=dtype), x)
-    out = _where(isposinf(out), asarray(posinf, dtype=dtype), out)
-    return _where(isneginf(out), asarray(neginf, dtype=dtype), out)
-
-
 # --- rounding ------------------------------------------------------------------------------
+
 
 @_export
 def floor(x: Any, /):
@@ -570,16 +502,6 @@ def ceil(x: Any, /):
 
 
 @_export
-def trunc(x: Any):
-    """Round toward zero; integers and bools come back unchanged."""
-    check_arraylike("trunc", x)
-    x = asarray(x)
-    if _is_int_or_bool(x):
-        return x
-    return _where(lax.lt(x, _lax_const(x, 0)), ceil(x), floor(x))
-
-
-@_export
 def rint(x: Any, /):
     """Round to the nearest integer, ties to even; integers become floats."""
     check_arraylike("rint", x)
@@ -589,41 +511,6 @@ def rint(x: Any, /):
     if _is_complex(x):
         return lax.complex(rint(lax.real(x)), rint(lax.imag(x)))
     return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
-
-
-@_export
-def round(a: Any, decimals: int = 0, out: Any = None):  # noqa: A001 - NumPy's name
-    """Round to `decimals` decimal places, ties to even (scaled by 10**decimals as JAX does)."""
-    check_arraylike("round", a)
-    a = asarray(a)
-    decimals = operator.index(decimals)
-    if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
-    dtype = get_aval(a).dtype
-    if dtypes.is_int(dtype):
-        if decimals < 0:
-            raise NotImplementedError("integer np.round not implemented for decimals < 0")
-        return a
-    if not dtypes.is_inexact(dtype):
-        raise ValueError(f"data type {dtype.type} not inexact")
-
-    def round_float(x):
-        if decimals == 0:
-            return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
-        # float16 scales in float32: 10**decimals * x overflows float16 early
-        x32 = lax.convert_element_type(x, dtypes.float32) if dtype == dtypes.float16 else x
-        factor = _lax_const(x32, 10 ** decimals)
-        y = lax.div(lax.round(lax.mul(x32, factor), lax.RoundingMethod.TO_NEAREST_EVEN), factor)
-        return lax.convert_element_type(y, dtype) if dtype == dtypes.float16 else y
-
-    if decimals > np.log10(dtypes.finfo_of(dtype).max):  # no digit to round
-        return a
-    if dtype.kind == "c":
-        return lax.complex(round_float(lax.real(a)), round_float(lax.imag(a)))
-    return round_float(a)
-
-
-around = _alias("around", round)
 
 
 @_export
@@ -715,43 +602,8 @@ def bitwise_count(x: Any, /):
     return lax.convert_element_type(lax.population_count(absolute(x)), dtypes.uint8)
 
 
-@_export
-def gcd(x1: Any, x2: Any):
-    """Greatest common divisor of |x1| and |x2| (Euclid's algorithm in a while_loop)."""
-    check_arraylike("gcd", x1, x2)
-    x1, x2 = promote_dtypes(x1, x2)
-    if not _is_int(x1):
-        raise ValueError("Arguments to jax.numpy.gcd must be integers.")
-    x1, x2 = _broadcast_arrays(x1, x2)
-    return lax.while_loop(_gcd_cond, _gcd_body, (absolute(x1), absolute(x2)))[0]
-
-
-def _gcd_cond(xs: tuple) -> Any:
-    x2 = xs[1]
-    return lax.reduce_or(not_equal(x2, 0), tuple(range(get_aval(x2).ndim)))
-
-
-def _gcd_body(xs: tuple) -> tuple:
-    x1, x2 = xs
-    nonzero = not_equal(x2, 0)
-    x1, x2 = _where(nonzero, x2, x1), _where(nonzero, lax.rem(x1, x2), _lax_const(x2, 0))
-    swap = less(x1, x2)
-    return _where(swap, x2, x1), _where(swap, x1, x2)
-
-
-@_export
-def lcm(x1: Any, x2: Any):
-    """Least common multiple of |x1| and |x2| (0 if either is 0)."""
-    check_arraylike("lcm", x1, x2)
-    x1, x2 = promote_dtypes(x1, x2)
-    x1, x2 = absolute(x1), absolute(x2)
-    if not _is_int(x1):
-        raise ValueError("Arguments to jax.numpy.lcm must be integers.")
-    d = gcd(x1, x2)
-    return _where(equal(d, 0), _lax_const(d, 0), multiply(x1, floor_divide(x2, d)))
-
-
 # --- floating-point classification and bits --------------------------------------------------
+
 
 @_export
 def isnan(x: Any, /):
@@ -773,7 +625,7 @@ def isinf(x: Any, /):
         re, im = lax.real(x), lax.imag(x)
         return lax.bitwise_or(lax.eq(lax.abs(re), _constant_like(re, np.inf)),
                               lax.eq(lax.abs(im), _constant_like(im, np.inf)))
-    return _full_like(x, False, dtypes.bool_)
+    return lax.full_like(x, False, dtypes.bool_)
 
 
 @_export
@@ -786,7 +638,7 @@ def isfinite(x: Any, /):
         return lax.is_finite(x)
     if dtype.kind == "c":
         return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
-    return _full_like(x, True, dtypes.bool_)
+    return lax.full_like(x, True, dtypes.bool_)
 
 
 def _isposneginf(name: str, infinity: float):
@@ -801,7 +653,7 @@ def _isposneginf(name: str, infinity: float):
             return lax.eq(x, _constant_like(x, infinity))
         if dtype.kind == "c":
             raise ValueError("isposinf/isneginf are not well defined for complex types")
-        return _full_like(x, False, dtypes.bool_)
+        return lax.full_like(x, False, dtypes.bool_)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Elementwise x == {infinity} (always False for ints and bools)."
     return _export(f)
@@ -819,7 +671,7 @@ def signbit(x: Any, /):
     if dtypes.is_int(dtype):
         return lax.lt(x, _constant_like(x, 0))
     if dtype == dtypes.bool_:
-        return _full_like(x, False, dtypes.bool_)
+        return lax.full_like(x, False, dtypes.bool_)
     if not dtypes.is_float(dtype):
         raise ValueError(f"jax.numpy.signbit is not well defined for {dtype}")
     info = dtypes.finfo_of(dtype)
@@ -868,7 +720,7 @@ def frexp(x: Any, /) -> tuple:
     x1 = bitwise_or(bitwise_and(x1, ~(mask << info.nmant)), (bias - 1) << info.nmant)
     x1 = lax.bitcast_convert_type(x1, dtype)
     cond = logical_or(logical_or(isinf(x), isnan(x)), equal(x, 0))
-    x2 = _where(cond, _full_like(x2, 0), x2)
+    x2 = _where(cond, lax.full_like(x2, 0), x2)
     return _where(cond, x, x1), lax.convert_element_type(x2, dtypes.int32)
 
 
@@ -895,6 +747,7 @@ def ldexp(x1: Any, x2: Any, /):
 
 # --- complex parts -------------------------------------------------------------------------
 
+
 @_export
 def real(val: Any, /):
     """Real part (the input itself for real dtypes)."""
@@ -908,7 +761,7 @@ def imag(val: Any, /):
     """Imaginary part (zeros of the input's dtype for real dtypes)."""
     check_arraylike("imag", val)
     val = asarray(val)
-    return lax.imag(val) if _is_complex(val) else _full_like(val, 0)
+    return lax.imag(val) if _is_complex(val) else lax.full_like(val, 0)
 
 
 @_export
@@ -920,97 +773,3 @@ def conjugate(x: Any, /):
 
 
 conj = _alias("conj", conjugate)
-
-
-@_export
-def angle(z: Any, deg: bool = False):
-    """Argument of a complex number, atan2(imag, real) (in degrees if deg)."""
-    check_arraylike("angle", z)
-    z = asarray(z)
-    re, im = real(z), imag(z)
-    dtype = get_aval(re).dtype
-    # JAX's rule: non-float inputs, and float scalars, are computed in the default float
-    if not dtypes.is_inexact(dtype) or (dtypes.is_float(get_aval(z).dtype) and
-                                        get_aval(z).ndim == 0):
-        re = lax.convert_element_type(re, dtypes.default_float())
-        im = lax.convert_element_type(im, dtypes.default_float())
-    result = lax.atan2(im, re)
-    return degrees(result) if deg else result
-
-
-@_export
-def isreal(x: Any):
-    """Elementwise imag(x) == 0."""
-    i = imag(x)
-    return lax.eq(i, _lax_const(i, 0))
-
-
-@_export
-def iscomplex(x: Any):
-    """Elementwise imag(x) != 0."""
-    i = imag(x)
-    return lax.ne(i, _lax_const(i, 0))
-
-
-@_export
-def iscomplexobj(x: Any) -> bool:
-    """Whether x has a complex dtype (a Python bool, not an array)."""
-    if isinstance(x, (complex, np.complexfloating)):
-        return True
-    if x is None or isinstance(x, (bool, int, float, str, np.generic)):
-        return False
-    dtype = getattr(x, "dtype", None)
-    return np.dtype(dtype if dtype is not None else get_aval(asarray(x)).dtype).kind == "c"
-
-
-@_export
-def isrealobj(x: Any) -> bool:
-    """Whether x has a real (non-complex) dtype."""
-    return not iscomplexobj(x)
-
-
-# --- closeness and equality of whole arrays --------------------------------------------------
-
-@_export
-def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: bool = False):
-    """Elementwise |a - b| <= atol + rtol * |b| (infinities must match exactly)."""
-    a, b = promote_args("isclose", a, b)
-    a, b = promote_args_inexact("isclose", a, b)
-    dtype = _real_dtype(get_aval(a).dtype)
-    rtol = lax.convert_element_type(rtol, dtype)
-    atol = lax.convert_element_type(atol, dtype)
-    both_nan = logical_and(isnan(a), isnan(b))
-    check_fin = isfinite(b)
-    in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
-    out = logical_or(lax.eq(a, b), logical_and(check_fin, in_range))
-    return logical_or(out, both_nan) if equal_nan else out
-
-
-@_export
-def allclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: bool = False):
-    """Whether isclose holds everywhere (a bool array)."""
-    check_arraylike("allclose", a, b)
-    return _all(isclose(a, b, rtol, atol, equal_nan))
-
-
-@_export
-def array_equal(a1: Any, a2: Any, equal_nan: bool = False):
-    """Same shape and equal elements (NaNs equal if equal_nan)."""
-    a1, a2 = asarray(a1), asarray(a2)
-    if get_aval(a1).shape != get_aval(a2).shape:
-        return asarray(False)
-    eq = equal(a1, a2)
-    if equal_nan:
-        eq = logical_or(eq, logical_and(isnan(a1), isnan(a2)))
-    return _all(eq)
-
-
-@_export
-def array_equiv(a1: Any, a2: Any):
-    """Equal elements after broadcasting (False if the shapes do not broadcast)."""
-    a1, a2 = asarray(a1), asarray(a2)
-    try:
-        eq = equal(a1, a2)
-    except ValueError:
-        return asarray(False)
-    return _all(eq)
