@@ -26,7 +26,8 @@ def _ks(samples, cdf, *args):
 
 def _chi2(counts, probs):
     counts = np.asarray(counts, np.float64)
-    result = stats.chisquare(counts, counts.sum() * np.asarray(probs, np.float64))
+    probs = np.asarray(probs, np.float64)
+    result = stats.chisquare(counts, counts.sum() * probs / probs.sum())
     assert result.pvalue > P_MIN, result
 
 

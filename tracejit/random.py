@@ -75,9 +75,9 @@ def _check_impl(name: str, impl: Any, dtype: Any) -> None:
 def _seed(ctor: str, seed: Any) -> Any:
     if isinstance(seed, PRNGKeyArray):
         raise TypeError(f"{ctor} accepts a scalar seed, but was given a PRNG key.")
-    if np.ndim(seed) if not isinstance(seed, Tracer) else get_aval(seed).ndim:
+    if _shape_of(seed):
         raise TypeError(f"{ctor} accepts a scalar seed, but was given an array of shape "
-                        f"{np.shape(seed)} != (). Use jax.vmap for batching")
+                        f"{_shape_of(seed)} != (). Use jax.vmap for batching")
     return prng.seed(seed)
 
 
@@ -121,9 +121,9 @@ def split(key: Any, num: int | Sequence[int] = 2) -> Any:
 def fold_in(key: Any, data: Any) -> Any:
     """A new key from `key` and 32-bit integer data (converted to uint32 as in JAX)."""
     key_data_, typed = _check_prng_key("fold_in", key)
-    if np.ndim(data) if not isinstance(data, Tracer) else get_aval(data).ndim:
-        raise TypeError("fold_in accepts a scalar, but was given an array of"
-                        f"shape {np.shape(data)} != (). Use jax.vmap for batching.")
+    if _shape_of(data):
+        raise TypeError("fold_in accepts a scalar, but was given an array of shape "
+                        f"{_shape_of(data)} != (). Use jax.vmap for batching.")
     if isinstance(data, int) and not 0 <= data < 2 ** 32:
         raise OverflowError(f"Python integer {data} out of bounds for uint32")
     return _keys_like(typed, prng.fold_in(key_data_, jnp.asarray(data, dtype=np.uint32)))
@@ -142,8 +142,7 @@ def _check_shape(name: str, shape: tuple[int, ...], *param_shapes: tuple[int, ..
 
 
 def _check_broadcast_shapes(name: str, shape: Any, *args: Any) -> tuple[int, ...]:
-    arg_shapes = [np.shape(a) if not isinstance(a, Tracer) else get_aval(a).shape
-                  for a in args]
+    arg_shapes = [_shape_of(a) for a in args]
     if shape is None:
         return broadcast_shapes(*arg_shapes) if arg_shapes else ()
     shape = check_shape(shape)
@@ -321,14 +320,10 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Sequence[int] | No
 
 # --- small linear algebra for multivariate_normal and orthogonal -------------------------------
 
-def _column(a: Any, j: int) -> Any:
-    return lax.squeeze(lax.slice_in_dim(a, j, j + 1, axis=get_aval(a).ndim - 1),
-                       (get_aval(a).ndim - 1,))
-
-
-def _entry(v: Any, i: int) -> Any:
-    return lax.squeeze(lax.slice_in_dim(v, i, i + 1, axis=get_aval(v).ndim - 1),
-                       (get_aval(v).ndim - 1,))
+def _last(x: Any, i: int) -> Any:
+    """x[..., i]: a matrix's column i, a vector's entry i."""
+    axis = get_aval(x).ndim - 1
+    return lax.squeeze(lax.slice_in_dim(x, i, i + 1, axis=axis), (axis,))
 
 
 def _outer_scale(v: Any, s: Any) -> Any:
@@ -345,10 +340,10 @@ def _cholesky(a: Any) -> Any:
     rows = lax.broadcasted_iota(np.int32, shape[-1:], 0)
     cols = []
     for j in range(n):
-        s = _column(a, j)
-        for k, lk in enumerate(cols):
-            s = lax.sub(s, _outer_scale(lk, _entry(lk, j)))
-        d = lax.sqrt(_entry(s, j))
+        s = _last(a, j)
+        for lk in cols:
+            s = lax.sub(s, _outer_scale(lk, _last(lk, j)))
+        d = lax.sqrt(_last(s, j))
         col = lax.div(s, lax.broadcast_in_dim(d, get_aval(s).shape, tuple(range(len(shape) - 2))))
         below = lax.broadcast_in_dim(lax.ge(rows, np.int32(j)), get_aval(col).shape,
                                      (len(shape) - 2,))
@@ -367,13 +362,12 @@ def _symmetric_eigh(a: Any, sweeps: int = 12) -> tuple[Any, Any]:
     v = lax.broadcast_in_dim(jnp.eye(n, dtype=dtype), shape, (len(shape) - 2, len(shape) - 1))
     pairs = [(p, q) for p in range(n) for q in range(p + 1, n)]
 
-    def rotate(pq_and_mats):
-        mats = pq_and_mats
+    def sweep(_, av):
         for p, q in pairs:
-            mats = _jacobi_rotation(*mats, p, q)
-        return mats
+            av = _jacobi_rotation(*av, p, q)
+        return av
 
-    a, v = lax.fori_loop(0, sweeps, lambda _, m: rotate(m), (a, v)) if pairs else (a, v)
+    a, v = lax.fori_loop(0, sweeps, sweep, (a, v)) if pairs else (a, v)
     return jnp.diagonal(a, axis1=-2, axis2=-1), v
 
 
@@ -394,10 +388,8 @@ def _jacobi_rotation(a: Any, v: Any, p: int, q: int) -> tuple[Any, Any]:
 
     def rot_cols(m):
         mp, mq = m[..., :, p], m[..., :, q]
-        cc = lax.broadcast_in_dim(c, get_aval(mp).shape, tuple(range(get_aval(c).ndim)))
-        ss = lax.broadcast_in_dim(s, get_aval(mp).shape, tuple(range(get_aval(s).ndim)))
-        new_p = lax.sub(lax.mul(cc, mp), lax.mul(ss, mq))
-        new_q = lax.add(lax.mul(ss, mp), lax.mul(cc, mq))
+        new_p = lax.sub(_outer_scale(mp, c), _outer_scale(mq, s))
+        new_q = lax.add(_outer_scale(mp, s), _outer_scale(mq, c))
         return m.at[..., :, p].set(new_p).at[..., :, q].set(new_q)
 
     a = rot_cols(a)
@@ -411,10 +403,11 @@ def _householder_qr(a: Any) -> tuple[Any, Any]:
     m, n = shape[-2:]
     dtype = get_aval(a).dtype
     batch = shape[:-2]
-    q = lax.broadcast_in_dim(jnp.eye(m, dtype=dtype), shape[:-2] + (m, m),
+    q = lax.broadcast_in_dim(jnp.eye(m, dtype=dtype), (*batch, m, m),
                              (len(batch), len(batch) + 1))
     r = a
     rows = lax.broadcasted_iota(np.int32, (m,), 0)
+    two = _const(dtype, 2)
     for k in range(n):
         x = r[..., :, k]
         x = lax.select(lax.broadcast_in_dim(lax.ge(rows, np.int32(k)), get_aval(x).shape,
@@ -428,7 +421,6 @@ def _householder_qr(a: Any) -> tuple[Any, Any]:
         v_norm = lax.select(lax.eq(v_norm, lax.full_like(v_norm, 0)), lax.full_like(v_norm, 1),
                             v_norm)
         v = _outer_scale(v, lax.div(lax.full_like(v_norm, 1), v_norm))
-        two = _const(dtype, 2)
         # r <- (I - 2 v v^T) r ;  q <- q (I - 2 v v^T)
         vr = jnp.einsum("...i,...ij->...j", v, r)
         r = lax.sub(r, lax.mul(two, jnp.einsum("...i,...j->...ij", v, vr)))

@@ -94,6 +94,8 @@ atan2_p = binop("atan2", _quiet(np.arctan2), FLOAT)
 # x == y gives y (±0.0 included; NumPy's float16 nextafter gives x)
 nextafter_p = binop("nextafter", _quiet(lambda x, y: np.where(x == y, y, np.nextafter(x, y))),
                     FLOAT)
+
+
 def _two_sum(a, b):
     """a + b = s + err exactly (Knuth)."""
     s = a + b
@@ -324,7 +326,8 @@ def _xla_f32(xla_impl, f64_impl):
 exp_p = unop("exp", _xla_f32(_xla_exp_f32, np.exp), FLOAT)
 exp2_p = unop("exp2", _quiet(np.exp2), FLOAT)
 log_p = unop("log", _xla_f32(_xla_log_f32, np.log), FLOAT)
-log1p_p = unop("log1p", _xla_f32(_xla_log1p, _xla_log1p), FLOAT)
+log1p_p = unop("log1p", _xla_f32(_xla_log1p, lambda x: np.log1p(x) if x.dtype.kind == "c"
+                                  else _xla_log1p(x)), FLOAT)
 expm1_p = unop("expm1", _quiet(np.expm1), FLOAT)
 tanh_p = unop("tanh", _quiet(np.tanh), FLOAT)
 logistic_p = unop("logistic", _quiet(lambda x: sp.expit(x).astype(x.dtype)), FLOAT)
