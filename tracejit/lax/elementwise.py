@@ -91,6 +91,17 @@ rem_p = binop("rem", _quiet(_int_rem), NUM)
 max_p = binop("max", _max_impl, ANY)
 min_p = binop("min", _min_impl, ANY)
 atan2_p = binop("atan2", _quiet(np.arctan2), FLOAT)
+
+
+def _polygamma_impl(m, x):
+    """polygamma(m, x) for integer-valued m (NaN elsewhere, as JAX); m = 0 is digamma."""
+    m_int = np.where(np.isfinite(m), m, -1).astype(np.int64)
+    valid = (m == m_int) & (m_int >= 0)
+    out = sp.polygamma(np.where(valid, m_int, 0), x.astype(np.float64))
+    return np.where(valid, out, np.nan).astype(x.dtype)
+
+
+polygamma_p = binop("polygamma", _quiet(_polygamma_impl), FLOAT)
 # x == y gives y (±0.0 included; NumPy's float16 nextafter gives x)
 nextafter_p = binop("nextafter", _quiet(lambda x, y: np.where(x == y, y, np.nextafter(x, y))),
                     FLOAT)
@@ -722,6 +733,12 @@ def bitcast_convert_type(operand: Any, new_dtype: Any):
     return bitcast_convert_type_p.bind(operand, new_dtype=dtypes.check_user_dtype(new_dtype))
 
 
+def polygamma(m: Any, x: Any):
+    """lax.polygamma: the m-th derivative of digamma (m integer-valued, same dtype as x)."""
+    m, x = as_lax_operands("polygamma", m, x)
+    return polygamma_p.bind(m, x)
+
+
 def fma(x: Any, y: Any, z: Any):
     """x * y + z with a single rounding (XLA's CPU contraction of mul+add)."""
     x, y, z = as_lax_operands("fma", x, y, z)
@@ -909,6 +926,9 @@ defjvp(erf_p, lambda g, x: mul(g, mul(exp(neg(square(x))), 2 / math.sqrt(math.pi
 defjvp(erfc_p, lambda g, x: mul(g, mul(exp(neg(square(x))), -2 / math.sqrt(math.pi))))
 defjvp2(erf_inv_p, lambda g, ans, x: mul(g, mul(exp(square(ans)), math.sqrt(math.pi) / 2)))
 defjvp(lgamma_p, lambda g, x: mul(g, digamma(x)))
+defjvp(digamma_p, lambda g, x: mul(g, polygamma(1.0, x)))
+defjvp(polygamma_p, None, lambda g, m, x: mul(g, polygamma(add(m, 1.0), x)))
+def_broadcasting(polygamma_p)
 defjvp2(bessel_i0e_p, lambda g, ans, x: mul(g, sub(bessel_i1e_p.bind(x), mul(sign(x), ans))))
 defjvp2(bessel_i1e_p, _bessel_i1e_jvp)
 def_linear(real_p, lambda ct, x: [_complex(ct, _zeros_like(ct))])
@@ -951,4 +971,4 @@ def stop_gradient(x: Any) -> Any:
 
 __all__ = sorted(set(_unary) | set(_binary) | {
     "not_", "round", "RoundingMethod", "integer_pow", "convert_element_type",
-    "bitcast_convert_type", "select_n", "select", "clamp", "fma", "stop_gradient"})
+    "bitcast_convert_type", "select_n", "select", "clamp", "fma", "polygamma", "stop_gradient"})
