@@ -36,11 +36,13 @@ def main(only: list[str]) -> None:
     jax_python = str(jax312) if jax312.exists() else sys.executable
     ours = _side(sys.executable, "tracejit", only)
     theirs = _side(jax_python, "jax", only)
+    plain = _side(sys.executable, "numpy", only)
     print(f"tracejit {ours.get('version')} (Python {ours.get('python')}) vs "
           f"JAX {theirs.get('version')} (Python {theirs.get('python')}); "
-          f"ratio = JAX time / tracejit time (>1: tracejit faster)")
-    header = f"{'workload':38} {'tracejit':>11} {'JAX':>11} {'ratio':>7} " \
-             f"{'1st call tj':>12} {'1st call JAX':>12}"
+          f"and NumPy {plain.get('version')}; ratios = other's time / tracejit's time "
+          f"(>1: tracejit faster)")
+    header = f"{'workload':38} {'tracejit':>11} {'JAX':>11} {'vs JAX':>7} {'NumPy':>11} " \
+             f"{'vs NumPy':>8} {'1st call tj':>12} {'1st call JAX':>12}"
     print(header)
     print("-" * len(header))
     for name in ours["rows"] | theirs["rows"]:
@@ -50,7 +52,10 @@ def main(only: list[str]) -> None:
             print(f"{name:38} {'—':>11} {'—':>11} {'':>7}  ({err[:60]})")
             continue
         ratio = b["median"] / a["median"]
-        print(f"{name:38} {_fmt(a['median'])} {_fmt(b['median'])} {ratio:7.2f} "
+        c = plain["rows"].get(name)
+        np_cols = f"{_fmt(c['median'])} {c['median'] / a['median']:8.2f}" if c else \
+            f"{'—':>11} {'':>8}"
+        print(f"{name:38} {_fmt(a['median'])} {_fmt(b['median'])} {ratio:7.2f} {np_cols} "
               f"{_fmt(a['first']):>12} {_fmt(b['first']):>12}")
 
 

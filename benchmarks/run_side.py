@@ -31,6 +31,8 @@ def measure(fn, args, budget: float = 1.5, max_runs: int = 200) -> tuple[float, 
 
 
 def main(impl: str) -> None:
+    if impl == "numpy":
+        return _main_numpy()
     if impl == "tracejit":
         import tracejit as jax
         import tracejit.numpy as jnp
@@ -53,6 +55,21 @@ def main(impl: str) -> None:
             results["rows"][name] = {"first": first, "median": median}
         except Exception as e:  # report, keep going: the table shows what failed
             results["rows"][name] = {"error": f"{type(e).__name__}: {e}"[:200]}
+    print(json.dumps(results))
+
+
+def _main_numpy() -> None:
+    import numpy as np
+
+    from benchmarks.workloads import NUMPY
+    only = sys.argv[2:] or None
+    results = {"version": np.__version__, "python": sys.version.split()[0], "rows": {}}
+    for name, build in NUMPY.items():
+        if only and not any(o in name for o in only):
+            continue
+        fn, args = build()
+        first, median = measure(fn, args, budget=1.0, max_runs=20)
+        results["rows"][name] = {"first": first, "median": median}
     print(json.dumps(results))
 
 

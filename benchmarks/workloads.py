@@ -149,3 +149,74 @@ WORKLOADS = [
     ("while_loop Newton sqrt 1M", newton_sqrt),
     ("fori_loop 10k scalar steps", fori),
 ]
+
+
+# --- the same workloads in plain NumPy (None where NumPy has no counterpart) ----------------
+
+def _np_softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _np_sde(steps):
+    def run(x0=1.0, mu=0.05, sigma=0.2, dt=0.01):
+        rng = np.random.default_rng(42)
+        x = np.float32(x0)
+        traj = np.empty(steps + 1, np.float32)
+        traj[0] = x
+        for i in range(steps):  # NumPy has no compiled loop: one Python iteration per step
+            dw = np.float32(rng.standard_normal()) * np.float32(np.sqrt(dt))
+            x = x + mu * x * dt + sigma * x * dw
+            traj[i + 1] = x
+        return traj
+    return run, ()
+
+
+def _np_fixed_point(n):
+    def run(x, c=np.float32(0.9)):
+        for _ in range(10_000):
+            x = np.cos(c * x)
+        return x
+    return run, (np.full(n, 0.5, np.float32) if n else np.float32(0.5),)
+
+
+def _np_newton(y):
+    x = y
+    for _ in range(20):
+        x = 0.5 * (x + y / x)
+    return x
+
+
+def _np_fori(x):
+    for _ in range(10_000):
+        x = x * np.float32(0.999) + np.float32(0.001)
+    return x
+
+
+_RNG = np.random.default_rng(0)
+NUMPY = {
+    "softmax 3x5": lambda: (_np_softmax, (_RNG.standard_normal((3, 5)).astype(np.float32),)),
+    "softmax 1000x1000": lambda: (_np_softmax,
+                                  (_RNG.standard_normal((1000, 1000)).astype(np.float32),)),
+    "softmax 4096x4096": lambda: (_np_softmax,
+                                  (_RNG.standard_normal((4096, 4096)).astype(np.float32),)),
+    "elementwise chain 10M": lambda: (
+        lambda x: np.tanh(x) * 0.5 + np.exp(-x * x) * np.sin(3 * x) - 1,
+        (np.linspace(-3, 3, 10_000_000, dtype=np.float32),)),
+    "SDE 1,000 steps": lambda: _np_sde(1_000),
+    "fixed-point scan scalar (10k)": lambda: _np_fixed_point(0),
+    "fixed-point scan 1000-vector (10k)": lambda: _np_fixed_point(1000),
+    "polynomial activation 1M": lambda: (lambda x: x * x * x,
+                                         (np.linspace(-2, 2, 1_000_000, dtype=np.float32),)),
+    "relu 1M": lambda: (lambda x: np.maximum(x, 0),
+                        (np.linspace(-2, 2, 1_000_000, dtype=np.float32),)),
+    "leaky_relu 1M": lambda: (lambda x: np.where(x >= 0, x, 0.01 * x),
+                              (np.linspace(-2, 2, 1_000_000, dtype=np.float32),)),
+    "matmul 1024x1024": lambda: (lambda a, b: a @ b, (
+        _RNG.standard_normal((1024, 1024)).astype(np.float32),) * 2),
+    "while_loop Newton sqrt 1M": lambda: (_np_newton,
+                                          (np.linspace(1, 100, 1_000_000, dtype=np.float32),)),
+    "fori_loop 10k scalar steps": lambda: (_np_fori, (np.float32(1.0),)),
+    "random.normal 10M": lambda: (
+        lambda: np.random.default_rng(0).standard_normal(10_000_000, dtype=np.float32), ()),
+}
