@@ -20,4 +20,3 @@ from .transforms.api import (checkpoint, custom_jvp, custom_vjp, grad, hessian, 
 
 __version__ = "0.1.0"
 from . import random  # noqa: E402,F401  (after numpy: random is built on it)
-from . import nn  # noqa: E402,F401  (built on numpy and jit)

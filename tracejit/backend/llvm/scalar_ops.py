@@ -28,12 +28,8 @@ def _is_float(dtype) -> bool:
     return dtypes.is_inexact(dtype)
 
 
-# --- math functions: our polynomials where they exist, LLVM intrinsics otherwise -------------
+# --- math functions: our vectorisable polynomials (backend/llvm/math.py) ---------------------
 
-_INTRINSIC_MATH = {"exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "sin": "llvm.sin",
-                   "cos": "llvm.cos", "tan": "llvm.tan", "asin": "llvm.asin", "acos": "llvm.acos",
-                   "atan": "llvm.atan", "sinh": "llvm.sinh", "cosh": "llvm.cosh",
-                   "tanh": "llvm.tanh", "pow": "llvm.pow", "atan2": "llvm.atan2"}
 
 
 def math_fn(b: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
