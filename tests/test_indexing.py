@@ -10,51 +10,19 @@ import tracejit
 import tracejit.numpy as tnp
 from tracejit import errors
 
-jax = pytest.importorskip("jax")
-jnp = jax.numpy
+import jax_oracle
+from jax_oracle import assert_matches, jax, jnp, same_error
 
 
 def assert_same(ours, theirs):
     """Same structure, values (NaN-aware), dtypes and weak types as the JAX result."""
-    if isinstance(theirs, (tuple, list)):
-        assert isinstance(ours, tuple) and len(ours) == len(theirs)
-        for o, t in zip(ours, theirs):
-            assert_same(o, t)
-        return
-    assert ours.shape == theirs.shape, (ours.shape, theirs.shape)
-    assert ours.dtype == theirs.dtype, (ours.dtype, theirs.dtype)
-    assert ours.weak_type == theirs.weak_type, (ours.weak_type, theirs.weak_type)
-    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
-
-
-def same_error(ours_fn, theirs_fn):
-    """Both raise, ours an instance of JAX's exception class; returns our exception."""
-    with pytest.raises(Exception) as theirs:
-        theirs_fn()
-    with pytest.raises(Exception) as ours:
-        ours_fn()
-    expected = _builtin_or_ours(type(theirs.value))
-    assert isinstance(ours.value, expected), (ours.value, theirs.value)
-    return ours.value
-
-
-def _builtin_or_ours(cls):
-    """JAX's exception class, or ours of the same name (tracejit.errors mirrors jax.errors)."""
-    return getattr(errors, cls.__name__, cls) if cls.__module__.startswith("jax") else cls
-
-
-def both(f, *args):
-    """f(numpy_module, *args) with tracejit.numpy and with jax.numpy; NumPy array arguments
-    become each library's arrays."""
-    def conv(m):
-        return [m.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
-    return f(tnp, *conv(tnp)), f(jnp, *conv(jnp))
+    assert isinstance(ours, tuple) == isinstance(theirs, (tuple, list))
+    assert_matches(ours, theirs)
 
 
 def check(f, *args):
-    ours, theirs = both(f, *args)
-    assert_same(ours, theirs)
-    return ours
+    """f(jnp, *args) on tracejit against JAX; returns tracejit's result."""
+    return jax_oracle.check(f, *args, jit=False)
 
 
 def check_jit(f, *args):

@@ -5,37 +5,11 @@ import pytest
 
 import tracejit
 import tracejit.numpy as tnp
-from tracejit import errors, lax
+from tracejit import lax
 
-jax = pytest.importorskip("jax")
-jnp = jax.numpy
-jlax = jax.lax
+from jax_oracle import assert_matches as assert_same, jlax, jnp, same_error
 
 MODES = ["clip", "fill", "promise_in_bounds"]
-
-
-def assert_same(ours, theirs):
-    """Same values (NaN-aware), dtype and weak type as the JAX result."""
-    assert ours.shape == theirs.shape, (ours.shape, theirs.shape)
-    assert ours.dtype == theirs.dtype, (ours.dtype, theirs.dtype)
-    assert ours.weak_type == theirs.weak_type
-    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
-
-
-def same_error(ours_fn, theirs_fn):
-    """Both raise, ours an instance of JAX's exception class; returns our exception."""
-    with pytest.raises(Exception) as theirs:
-        theirs_fn()
-    with pytest.raises(Exception) as ours:
-        ours_fn()
-    expected = _builtin_or_ours(type(theirs.value))
-    assert isinstance(ours.value, expected), (ours.value, theirs.value)
-    return ours.value
-
-
-def _builtin_or_ours(cls):
-    """JAX's exception class, or ours of the same name (tracejit.errors mirrors jax.errors)."""
-    return getattr(errors, cls.__name__, cls) if cls.__module__.startswith("jax") else cls
 
 
 def _operand(shape, dtype, seed=0):

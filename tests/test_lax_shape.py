@@ -1,66 +1,19 @@
 """lax shape functions (broadcast_in_dim, reshape, transpose, squeeze, expand_dims, rev,
 concatenate, pad, iota, slice, full, split, stack, tile) against jax.lax: values, dtypes, weak
 types and error classes; each case also runs under tracejit.jit."""
+from functools import partial
+
 import numpy as np
 import pytest
 
 import tracejit
 import tracejit.numpy as tnp
 from tracejit import lax as tlax
+import jax_oracle
 
-jax = pytest.importorskip("jax")
-jnp = jax.numpy
-jlax = jax.lax
-
-
-# --- oracle helpers ------------------------------------------------------------------------
-
-def _leaves(x):
-    if isinstance(x, (list, tuple)):
-        return [leaf for item in x for leaf in _leaves(item)]
-    return [x]
-
-
-def _convert(args, asarray):
-    return [asarray(a) if isinstance(a, np.ndarray) else a for a in args]
-
-
-def assert_matches(got, expected):
-    """Same structure, shapes, dtypes, weak types and values (NaN equal to NaN)."""
-    assert type(got) in (list, tuple) if isinstance(expected, (list, tuple)) else True
-    got_l, exp_l = _leaves(got), _leaves(expected)
-    assert len(got_l) == len(exp_l)
-    for g, e in zip(got_l, exp_l):
-        assert isinstance(g, tracejit.Array), type(g)
-        assert g.shape == e.shape and g.dtype == e.dtype, (g.shape, g.dtype, e.shape, e.dtype)
-        assert g.weak_type == e.weak_type, (g.weak_type, e.weak_type)
-        np.testing.assert_array_equal(np.asarray(g), np.asarray(e))
-
-
-def check(f, *args, jit=True):
-    """f(lax, jnp, *args) on JAX and tracejit (eagerly and under jit) gives the same arrays.
-    NumPy arguments become arrays of each library; Python scalars stay (weakly typed)."""
-    expected = f(jlax, jnp, *_convert(args, jnp.asarray))
-    targs = _convert(args, tnp.asarray)
-    assert_matches(f(tlax, tnp, *targs), expected)
-    if jit:
-        assert_matches(tracejit.jit(lambda *a: f(tlax, tnp, *a))(*targs), expected)
-
-
-def _builtin_base(cls):
-    return next(c for c in cls.__mro__ if c.__module__ == "builtins")
-
-
-def check_error(f, *args):
-    """tracejit raises the exception class JAX raises (by name for JAX's own classes)."""
-    with pytest.raises(Exception) as jax_info:
-        f(jlax, jnp, *_convert(args, jnp.asarray))
-    jax_cls = jax_info.type
-    with pytest.raises(_builtin_base(jax_cls)) as info:
-        f(tlax, tnp, *_convert(args, tnp.asarray))
-    if jax_cls.__module__.startswith("jax"):
-        assert info.type.__name__ == jax_cls.__name__
-    assert str(info.value)
+# each case is f(lax, jnp, *args)
+check = partial(jax_oracle.check, with_lax=True)
+check_error = partial(jax_oracle.check_error, with_lax=True)
 
 
 def _x(shape, dtype="float32"):

@@ -15,3 +15,11 @@ def test_every_primitive_has_required_rules():
 def test_registry_is_populated():
     for name in ("add", "exp", "reduce_sum", "broadcast_in_dim", "convert_element_type", "jit"):
         assert name in registry
+
+
+def test_every_primitive_has_a_native_lowering():
+    """`jit` compiles natively by default, with no fallback: a primitive without a lowering
+    would fail at a user's call."""
+    from tracejit.backend.llvm.codegen import has_lowering
+    missing = sorted(name for name in registry if not has_lowering(name))
+    assert not missing, f"primitives the native backend cannot compile: {missing}"

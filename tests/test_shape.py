@@ -7,67 +7,7 @@ import pytest
 import tracejit
 import tracejit.numpy as tnp
 from tracejit.errors import ConcretizationTypeError
-
-jax = pytest.importorskip("jax")
-jnp = jax.numpy
-
-
-# --- oracle helpers ------------------------------------------------------------------------
-
-def _leaves(x):
-    if isinstance(x, (list, tuple)):
-        return [leaf for item in x for leaf in _leaves(item)]
-    return [x]
-
-
-def _convert(args, asarray):
-    return [asarray(a) if isinstance(a, np.ndarray) else a for a in args]
-
-
-def assert_matches(got, expected, rtol=0.0):
-    """Same structure, shapes, dtypes, weak types and values (NaN equal to NaN); rtol for
-    float arithmetic that XLA contracts into FMAs."""
-    assert isinstance(got, (list, tuple)) == isinstance(expected, (list, tuple))
-    got_l, exp_l = _leaves(got), _leaves(expected)
-    assert len(got_l) == len(exp_l)
-    for g, e in zip(got_l, exp_l):
-        if isinstance(e, (int, tuple)):  # jnp.shape / ndim / size
-            assert g == e
-            continue
-        assert isinstance(g, tracejit.Array), type(g)
-        assert g.shape == e.shape and g.dtype == e.dtype, (g.shape, g.dtype, e.shape, e.dtype)
-        assert g.weak_type == e.weak_type, (g.weak_type, e.weak_type)
-        if rtol:
-            np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=rtol, atol=1e-6)
-        else:
-            np.testing.assert_array_equal(np.asarray(g), np.asarray(e))
-
-
-def check(f, *args, jit=True, rtol=0.0):
-    """f(jnp, *args) on JAX and tracejit (eagerly and under jit) gives the same arrays.
-    NumPy arguments become arrays of each library; Python scalars stay (weakly typed)."""
-    expected = f(jnp, *_convert(args, jnp.asarray))
-    targs = _convert(args, tnp.asarray)
-    assert_matches(f(tnp, *targs), expected, rtol)
-    if jit:
-        assert_matches(tracejit.jit(lambda *a: f(tnp, *a))(*targs), expected, rtol)
-
-
-def _builtin_base(cls):
-    return next(c for c in cls.__mro__ if c.__module__ == "builtins")
-
-
-def check_error(f, *args):
-    """tracejit raises the exception class JAX raises (by name for JAX's own classes)."""
-    with pytest.raises(Exception) as jax_info:
-        f(jnp, *_convert(args, jnp.asarray))
-    jax_cls = jax_info.type
-    with pytest.raises(_builtin_base(jax_cls)) as info:
-        f(tnp, *_convert(args, tnp.asarray))
-    if jax_cls.__module__.startswith("jax"):
-        assert info.type.__name__ == jax_cls.__name__
-    assert str(info.value)
-
+from jax_oracle import assert_matches, check, check_error, jnp
 
 def _x(shape, dtype="float32"):
     n = int(np.prod(shape))

@@ -1,7 +1,9 @@
 """Fusion: decide which values are computed inside their consumers' loops instead of being
 written to memory. Elementwise ops, broadcasts, iota and index-remapping shape ops fuse into
 consumers that are themselves fusible or reductions; a value used more than once is
-materialised once (unless it is a cheap broadcast/iota of something already in memory)."""
+materialised once (unless it is a cheap broadcast/iota of something already in memory).
+Row regions (softmax and the like) arrive here as `row_map` equations (compiler.rows): one
+kernel each, whose body is planned like any jaxpr when codegen emits it per row."""
 from __future__ import annotations
 
 from ..core.jaxpr import Jaxpr, Var
@@ -11,10 +13,11 @@ ELEMENTWISE = frozenset({
     "abs", "square", "floor", "ceil", "round", "is_finite", "integer_pow", "exp", "exp2", "log",
     "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
     "cosh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "cbrt", "erf", "erfc", "erf_inv",
-    "lgamma", "digamma", "eq", "ne", "lt", "le", "gt", "ge", "not", "and", "or", "xor",
+    "lgamma", "digamma", "polygamma", "bessel_i0e", "bessel_i1e",
+    "eq", "ne", "lt", "le", "gt", "ge", "not", "and", "or", "xor",
     "shift_left", "shift_right_logical", "shift_right_arithmetic", "population_count", "clz",
     "convert_element_type", "bitcast_convert_type", "select_n", "clamp", "fma",
-    "stop_gradient",
+    "stop_gradient", "real", "imag", "conj", "complex",
 })
 INDEX_MAPS = frozenset({"broadcast_in_dim", "iota", "transpose", "reshape", "squeeze", "rev",
                         "slice", "concatenate", "pad", "dynamic_slice", "gather"})
@@ -65,9 +68,13 @@ def plan_fusion(jaxpr: Jaxpr) -> FusionPlan:
             lazy.add(id(v))
         elif name in _CHEAP and not any(id(x) in lazy for x in eqn.invars):
             lazy.add(id(v))
-    # kernels for printing: each materialised fusible/reduction eqn with its lazy producers
+    # kernels for printing: each materialised fusible/reduction eqn with its lazy producers;
+    # a row kernel (compiler.rows) with the equations of its row body
     kernels = []
     for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "row_map":
+            kernels.append([eqn, *eqn.params["body"].jaxpr.eqns])
+            continue
         if not (fusible(eqn) or eqn.primitive.name in REDUCTIONS) or \
                 any(id(v) in lazy for v in eqn.outvars):
             continue

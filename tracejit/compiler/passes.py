@@ -16,6 +16,7 @@ from ..core.avals import ShapedArray
 from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from ..lax.shape import broadcast_in_dim_p, reshape_p, transpose_p
 from .fusion import ELEMENTWISE
+from .rows import fuse_rows
 
 # Primitives whose bodies the passes may reshape: drop or add operands, outputs and consts
 # (every consumer evaluates these bodies with their consts). Any other primitive's sub-jaxprs
@@ -37,6 +38,7 @@ def optimize(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
         jaxpr = forward_carries(jaxpr)
         jaxpr = licm(jaxpr)
         jaxpr = dce(jaxpr)
+    jaxpr = fuse_rows(jaxpr)  # last: the other passes need not know row_map
     return _drop_unused_consts(jaxpr, consts)
 
 

@@ -16,12 +16,12 @@ class Array(ArrayMetadata):
     __slots__ = ("_value", "aval", "_deleted", "_address", "_pool", "__weakref__")
     __array_priority__ = 100
 
-    def __init__(self, value: np.ndarray, aval: ShapedArray):
-        self._value = value
+    def __init__(self, value: np.ndarray, aval: ShapedArray, address: int = 0, pool=None):
+        self._value = value  # None once deleted
         self.aval = aval
         self._deleted = False
-        self._address = 0
-        self._pool = None
+        self._address = address  # 0: not looked up yet
+        self._pool = pool  # the buffer pool of a native output (see runtime.buffers)
 
     def __del__(self):
         if self._pool is not None:  # a native output: its buffer may serve the next call
@@ -51,12 +51,18 @@ class Array(ArrayMetadata):
             self._address = self._data.ctypes.data
         return self._address
 
+    def unsafe_buffer_pointer(self) -> int:
+        """JAX's name for the buffer's address."""
+        return self.address
+
     @property
     def _data(self) -> np.ndarray:
         if self._deleted:
-            raise RuntimeError("Array has been deleted (it was donated to a jitted function via "
-                               "donate_argnums, or deleted explicitly). Use the function's "
-                               "output instead.")
+            raise RuntimeError(
+                f"Array has been deleted with shape={self.dtype.name}"
+                f"[{','.join(map(str, self.shape))}]. It was donated to a "
+                "jitted function (donate_argnums/donate_argnames) or deleted explicitly: use "
+                "the function's output instead, or stop donating this argument.")
         return self._value
 
     # -- conversion to Python / NumPy
@@ -128,7 +134,20 @@ class Array(ArrayMetadata):
         pass
 
     def delete(self) -> None:
+        if self._deleted:
+            return
+        if self._pool is not None:
+            self._pool.recycle(self)
         self._deleted = True
+        self._value, self._address, self._pool = None, 0, None
+
+    def _take_buffer(self) -> tuple[np.ndarray, int, Any]:
+        """Hand this Array's buffer (value, address, pool) to a new owner; this Array is
+        deleted (donation: a native output was written into this memory)."""
+        taken = (self._value, self.address, self._pool)
+        self._deleted = True
+        self._value, self._address, self._pool = None, 0, None
+        return taken
 
     def is_deleted(self) -> bool:
         return self._deleted

@@ -17,8 +17,9 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     "jax_default_matmul_precision": (None, True),
     "jax_threefry_partitionable": (True, True),
     "jax_platforms": ("cpu", False),
-    # tracejit's own: which backend runs jitted programs ("interpret" = reference interpreter).
-    "tracejit_backend": ("interpret", True),
+    # tracejit's own: which backend runs jitted programs — "native" (the LLVM compiler) or
+    # "interpret" (the NumPy reference interpreter, the oracle the tests compare against).
+    "tracejit_backend": ("native", True),
 }
 
 

@@ -70,7 +70,7 @@ def _check_int_range(x: int, dtype: np.dtype) -> None:
 def to_numpy(x: Any, aval: ShapedArray | None = None) -> np.ndarray:
     """The NumPy value of a concrete operand, converted to its (canonical) aval dtype."""
     if isinstance(x, Array):
-        return x._value
+        return x._data  # raises on a deleted (donated) Array
     aval = aval or get_aval(x)
     return np.asarray(x, dtype=aval.dtype)
 

@@ -3,7 +3,8 @@
 A fresh large `np.empty` is fresh pages from the OS: the kernel writing it pays a page fault per
 4 KiB (on this class of machine that costs more than the computation of a fused kernel). Buffers
 come from a pool of previous outputs instead; an output returns to the pool when its Array is
-garbage collected and nobody else (a NumPy view, `np.asarray` result) still holds the memory.
+garbage collected or deleted and nobody else (a NumPy view, an `np.asarray` result) still holds
+the memory. The same test decides whether a donated input's buffer may become an output.
 """
 from __future__ import annotations
 
@@ -12,9 +13,26 @@ import threading
 
 import numpy as np
 
-_MIN_BYTES = 1 << 16  # small arrays come from NumPy's own cache quickly enough
+MIN_BYTES = 1 << 16  # small arrays come from NumPy's own cache quickly enough
 _MAX_POOLED_BYTES = 512 << 20
 _PER_SIZE = 4
+
+
+def sole_owner(array) -> np.ndarray | None:
+    """The ndarray owning an Array's memory if that Array is its only user, else None.
+
+    Pooled outputs are views of an owner (NumPy points every view's `.base` at the owner), so
+    both the Array's ndarray and its owner are counted. Works from `Array.__del__` too."""
+    value = array._value
+    # refs to value: `value` here, getrefcount's argument, and the Array's `_value`
+    if value is None or sys.getrefcount(value) > 3:
+        return None
+    owner = value if value.base is None else value.base
+    del value
+    if not isinstance(owner, np.ndarray) or owner.base is not None:
+        return None
+    # refs to the owner: `owner` here, getrefcount's argument, and `_value` or the view's `.base`
+    return owner if sys.getrefcount(owner) <= 3 else None
 
 
 class BufferPool:
@@ -23,41 +41,32 @@ class BufferPool:
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        nbytes = int(np.prod(shape)) * dtype.itemsize
-        if nbytes >= _MIN_BYTES:
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> np.ndarray:
+        """A writable C-contiguous buffer of `nbytes` bytes (the caller's count) as `dtype`."""
+        if nbytes >= MIN_BYTES:
             with self._lock:
                 bucket = self._free.get(nbytes)
                 if bucket:
                     owner = bucket.pop()
                     self._bytes -= nbytes
-                    owner.flags.writeable = True
+                    owner.setflags(write=True)
                     return owner.reshape(-1).view(np.uint8).view(dtype).reshape(shape)
         return np.empty(shape, dtype)
 
     def give_back(self, buf: np.ndarray) -> None:
         """Return a buffer known to be unreferenced elsewhere (a call's workspace)."""
-        if buf.base is None and buf.nbytes >= _MIN_BYTES:
-            with self._lock:
-                bucket = self._free.setdefault(buf.nbytes, [])
-                if len(bucket) < _PER_SIZE and self._bytes + buf.nbytes <= _MAX_POOLED_BYTES:
-                    bucket.append(buf)
-                    self._bytes += buf.nbytes
+        if buf.base is None and buf.nbytes >= MIN_BYTES:
+            self._keep(buf)
 
     def recycle(self, array) -> None:
-        """Take back the buffer of a dying Array if nothing else refers to its memory.
+        """Take back the buffer of a dying or deleted Array if nothing else refers to it."""
+        if array._value is None or array._value.nbytes < MIN_BYTES:
+            return
+        owner = sole_owner(array)
+        if owner is not None:
+            self._keep(owner)
 
-        Called from Array.__del__ with the Array; NumPy views always point `.base` at the
-        array that owns the memory, so one refcount check on the owner suffices."""
-        value = array._value
-        owner = value if value.base is None else value.base
-        if owner.base is not None or owner.nbytes < _MIN_BYTES:
-            return
-        del value
-        # refs to the owner: `owner` here, getrefcount's argument, and the Array's `_value`
-        # (or the view's `.base`); anything more is somebody else's reference
-        if sys.getrefcount(owner) > 3:
-            return
+    def _keep(self, owner: np.ndarray) -> None:
         with self._lock:
             bucket = self._free.setdefault(owner.nbytes, [])
             if len(bucket) < _PER_SIZE and self._bytes + owner.nbytes <= _MAX_POOLED_BYTES:

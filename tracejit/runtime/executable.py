@@ -33,6 +33,10 @@ class Executable:
         """Bytes of intermediates the executable needs besides its arguments and outputs."""
         raise NotImplementedError
 
+    def alias_bytes(self) -> int:
+        """Bytes of outputs written into donated inputs' buffers."""
+        return 0
+
 
 class InterpretExecutable(Executable):
     backend = "interpret"
@@ -56,13 +60,16 @@ class InterpretExecutable(Executable):
                 f"{self.closed.jaxpr}")
 
 
-def compile_jaxpr(closed: ClosedJaxpr, backend: str | None = None) -> Executable:
+def compile_jaxpr(closed: ClosedJaxpr, backend: str | None = None,
+                  donated: Sequence[tuple[int, int]] = ()) -> Executable:
+    """`donated`: (output index, input index) pairs whose buffers may be shared (jit's match of
+    donated arguments to outputs); the interpreter never reuses memory."""
     backend = backend or config.tracejit_backend
     if backend == "interpret":
         return InterpretExecutable(closed)
     if backend == "native":
         from .native import NativeExecutable
-        return NativeExecutable(closed)
+        return NativeExecutable(closed, donated=donated)
     raise ValueError(f"Unknown tracejit backend {backend!r}; available: 'interpret', 'native'.")
 
 

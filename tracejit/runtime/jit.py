@@ -3,8 +3,10 @@ values, semantic config), trace and compile on a miss, call the executable on a 
 another trace a jitted call stages a `pjit` equation (inlined later by the compiler passes)."""
 from __future__ import annotations
 
+import collections
 import functools
 import inspect
+import warnings
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -16,7 +18,7 @@ from ..core.config import config
 from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.primitive import Primitive
-from ..core.pytree import PyTreeDef, tree_flatten, tree_unflatten
+from ..core.pytree import PyTreeDef, tree_flatten, tree_leaves, tree_unflatten
 from ..core.trace import (Tracer, current_dynamic_trace, fun_debug_info, get_aval,
                           trace_to_jaxpr)
 from .executable import Executable, compile_jaxpr
@@ -118,15 +120,86 @@ def _flat_treedef(n: int) -> PyTreeDef:
 
 
 class _CacheEntry:
-    __slots__ = ("closed", "in_tree", "out_tree", "executable", "in_avals", "arg_names")
+    __slots__ = ("closed", "in_tree", "out_tree", "executable", "in_avals", "arg_names",
+                 "donated", "aliases", "consumed", "trace_key")
 
-    def __init__(self, closed, in_tree, out_tree, in_avals, arg_names):
+    def __init__(self, closed, in_tree, out_tree, in_avals, arg_names, donated):
         self.closed = closed
         self.in_tree = in_tree
         self.out_tree = out_tree
         self.in_avals = in_avals
         self.arg_names = arg_names
+        self.donated: tuple[bool, ...] = donated  # per argument leaf
         self.executable: Executable | None = None
+        # set by compile_entry: donated (output, leaf) pairs and the leaves a call deletes
+        self.aliases: list[tuple[int, int]] = []
+        self.consumed: tuple[int, ...] = ()
+        self.trace_key: tuple | None = None  # the config it was traced under (fast path)
+
+
+# --- donation -------------------------------------------------------------------------------
+
+def _type_str(aval: ShapedArray) -> str:
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
+
+
+def _match_donations(in_avals: Sequence[ShapedArray], out_avals: Sequence[ShapedArray],
+                     donated: Sequence[bool]) -> tuple[list[tuple[int, int]], tuple[int, ...]]:
+    """JAX's rule (mlir._set_up_aliases): each output, in order, takes the first remaining
+    donated input of its shape and dtype (these pairs may share a buffer); a donated input left
+    over is still consumed when an unmatched output has as many elements (XLA may reuse it);
+    the rest are not usable, with JAX's warning, and stay valid."""
+    by_type: dict[tuple, collections.deque] = collections.defaultdict(collections.deque)
+    for i, (aval, d) in enumerate(zip(in_avals, donated)):
+        if d:
+            by_type[(aval.shape, aval.dtype)].append(i)
+    aliases, unmatched = [], collections.Counter()
+    for j, aval in enumerate(out_avals):
+        candidates = by_type.get((aval.shape, aval.dtype))
+        if candidates:
+            aliases.append((j, candidates.popleft()))
+        else:
+            unmatched[aval.size] += 1
+    consumed = {i for _, i in aliases}
+    unusable = []
+    for i, (aval, d) in enumerate(zip(in_avals, donated)):
+        if d and i not in consumed:
+            if unmatched[aval.size]:
+                unmatched[aval.size] -= 1
+                consumed.add(i)
+            else:
+                unusable.append(_type_str(aval))
+    if unusable:
+        warnings.warn(f"Some donated buffers were not usable: {', '.join(unusable)}.\nSee an "
+                      "explanation at https://docs.jax.dev/en/latest/faq.html#buffer-donation.")
+    return aliases, tuple(sorted(consumed))
+
+
+def compile_entry(entry: _CacheEntry, backend: str | None) -> Executable:
+    """Compile a traced signature, matching its donated arguments to outputs first."""
+    if any(entry.donated):
+        entry.aliases, entry.consumed = _match_donations(entry.in_avals, entry.closed.out_avals,
+                                                         entry.donated)
+    return compile_jaxpr(entry.closed, backend, entry.aliases)
+
+
+def execute(entry: _CacheEntry, executable: Executable, leaves: Sequence) -> list[Array]:
+    """Run a compiled signature on a call's argument leaves, then delete the donated arguments
+    it consumed (those written over are already deleted by the executable)."""
+    for i in entry.consumed:
+        x = leaves[i]
+        if type(x) is Array and any(y is x for j, y in enumerate(leaves) if j != i):
+            raise RuntimeError(
+                f"INVALID_ARGUMENT: Attempt to use a buffer that was previously donated in the "
+                f"same call (flattened argument {i} is also passed as another argument). Toy "
+                "example for this bug: `f(donate(a), a)`. Pass a copy (`a.copy()`) to one of "
+                "them, or do not donate it.")
+    outs = executable(leaves)
+    for i in entry.consumed:
+        x = leaves[i]
+        if type(x) is Array:
+            x.delete()
+    return outs
 
 
 class Jitted:
@@ -178,6 +251,9 @@ class Jitted:
         self.inline = inline
         self.backend = backend
         self._cache: dict[Any, _CacheEntry] = {}
+        # the fast path's cache: avals of positional Array arguments -> entry (None: static
+        # arguments need the full key)
+        self._fast: dict[tuple, _CacheEntry] | None = None if self.static_argnums else {}
         functools.update_wrapper(self, fun, updated=())
 
     def _positional_names(self) -> list[str]:
@@ -288,9 +364,44 @@ class Jitted:
                                _static_hint(self.fun_name, set(self.static_argnames),
                                             self._positional_names()))
         closed = trace_to_jaxpr(flat_fun, avals, debug)
-        return _CacheEntry(closed, in_tree, flat_fun.out_tree, avals, arg_names)
+        return _CacheEntry(closed, in_tree, flat_fun.out_tree, avals, arg_names,
+                           self._donated_leaves(in_tree, static, nargs))
+
+    def _donated_leaves(self, in_tree: PyTreeDef, static, nargs: int) -> tuple[bool, ...]:
+        """Per argument leaf: is it donated (donate_argnums / donate_argnames)?"""
+        flags = [False] * in_tree.num_leaves
+        if not (self.donate_argnums or self.donate_argnames):
+            return tuple(flags)
+        dyn_args, dyn_kwargs = tree_unflatten(in_tree, list(range(in_tree.num_leaves)))
+        static_pos = {i for i, _ in static}
+        positions = [i for i in range(nargs) if i not in static_pos]
+        donated = [sub for i, sub in zip(positions, dyn_args) if i in self.donate_argnums]
+        donated += [sub for k, sub in dyn_kwargs.items() if k in self.donate_argnames]
+        for leaf in tree_leaves(donated):
+            flags[leaf] = True
+        return tuple(flags)
 
     def __call__(self, *args, **kwargs):
+        fast = self._fast
+        if fast is not None and not kwargs and not _config_values["jax_disable_jit"] and \
+                current_dynamic_trace() is None:
+            # the fast path: positional Arrays of a signature seen before, no pytree flattening
+            avals = []
+            for a in args:
+                if type(a) is not Array:
+                    break
+                avals.append(a.aval)
+            else:
+                entry = fast.get(tuple(avals))
+                if entry is not None and entry.trace_key is config.trace_key():
+                    outs = (entry.executable(args) if not entry.consumed else
+                            execute(entry, entry.executable, args))
+                    if entry.out_tree is _SINGLE_LEAF:
+                        return outs[0]
+                    return tree_unflatten(entry.out_tree, outs)
+        return self._call(args, kwargs)
+
+    def _call(self, args: tuple, kwargs: dict):
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
         tracing = current_dynamic_trace() is not None
@@ -302,20 +413,15 @@ class Jitted:
             outs = pjit_p.bind(*extra, *leaves, jaxpr=closed, name=self.fun_name)
             return tree_unflatten(entry.out_tree, outs)
         if entry.executable is None:
-            entry.executable = compile_jaxpr(entry.closed, self.backend)
-        outs = entry.executable(leaves)
-        if self.donate_argnums or self.donate_argnames:
-            self._delete_donated(args, kwargs)
+            entry.executable = compile_entry(entry, self.backend)
+        if self._fast is not None and not kwargs and all(type(a) is Array for a in args) and \
+                not any(isinstance(c, Tracer) for c in entry.closed.consts):
+            entry.trace_key = config.trace_key()
+            self._fast[tuple(a.aval for a in args)] = entry
+        outs = execute(entry, entry.executable, leaves)
         if entry.out_tree is _SINGLE_LEAF:
             return outs[0]
         return tree_unflatten(entry.out_tree, outs)
-
-    def _delete_donated(self, args: tuple, kwargs: dict) -> None:
-        donated = [a for i, a in enumerate(args) if i in self.donate_argnums]
-        donated += [v for k, v in kwargs.items() if k in self.donate_argnames]
-        for leaf in tree_flatten(donated)[0]:
-            if isinstance(leaf, Array):
-                leaf.delete()
 
     # -- AOT stages
     def trace(self, *args, **kwargs):
@@ -334,12 +440,15 @@ class Jitted:
 
     def clear_cache(self) -> None:
         self._cache.clear()
+        if self._fast is not None:
+            self._fast.clear()
 
     def _cache_size(self) -> int:
         return len(self._cache)
 
 
 _SINGLE_LEAF = tree_flatten(0)[1]
+_config_values = config._values  # the fast path reads jax_disable_jit without __getattr__
 
 
 def _as_tuple(x, name: str) -> tuple[int, ...]:

@@ -1,9 +1,12 @@
 """The native executable: compiles a closed jaxpr through the LLVM backend and calls its entry
-point with ctypes (which releases the GIL during the call)."""
+point with ctypes (which releases the GIL during the call). `__call__` is the dispatch fast path
+of every jitted call: what can be worked out once (output recipes, pointer packers, constants'
+addresses, the donation plan) is, so a call is a handful of allocations and one ctypes call."""
 from __future__ import annotations
 
 import ctypes
 import itertools
+import struct
 from typing import Any, Sequence
 
 import numpy as np
@@ -13,17 +16,19 @@ from ..backend.llvm import jit_engine
 from ..compiler.passes import optimize
 from ..core.array import Array
 from ..core.jaxpr import ClosedJaxpr
-from .buffers import pool
+from .buffers import MIN_BYTES, pool, sole_owner
 from .executable import Executable
 
 _names = itertools.count()
-
-
-def _address(a: np.ndarray) -> int | None:
-    """Address of a fresh writable array (faster than ndarray.ctypes.data)."""
-    return ctypes.addressof(ctypes.c_char.from_buffer(a)) if a.nbytes else None
 _PLACEHOLDER = "tracejit_entry"
 _compiled: dict[str, tuple] = {}  # IR text -> (optimised module, entry point)
+# The pointer arrays go in as packed `bytes` (ctypes passes a pointer to their data; the entry
+# only reads them): packing is several times cheaper than filling a ctypes array.
+_ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+_U8 = np.dtype(np.uint8)
+# the address of a fresh writable array (ndarray.ctypes.data costs several times more)
+_addressof = ctypes.addressof
+_from_buffer = ctypes.c_char.from_buffer
 
 
 def _compile_cached(ir_text: str, name: str):
@@ -36,45 +41,91 @@ def _compile_cached(ir_text: str, name: str):
     return hit
 
 
-_ENTRY = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p),
-                          ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)
+def _fresh(shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> tuple:
+    """(value, address, pool) of a new output buffer; large ones come from the pool."""
+    if nbytes >= MIN_BYTES:
+        value = pool.empty(shape, dtype, nbytes)
+        return value, _addressof(_from_buffer(value)), pool
+    value = np.empty(shape, dtype)
+    return value, _addressof(_from_buffer(value)) if nbytes else 0, None
 
 
 class NativeExecutable(Executable):
     backend = "native"
 
-    def __init__(self, closed: ClosedJaxpr, name: str = "jit_fn"):
+    def __init__(self, closed: ClosedJaxpr, name: str = "jit_fn",
+                 donated: Sequence[tuple[int, int]] = ()):
         super().__init__(closed)
         jaxpr, consts = optimize(closed.jaxpr, closed.consts)
         self.jaxpr = jaxpr
         self._consts = [np.ascontiguousarray(np.asarray(c)) for c in consts]
-        self.program = codegen.generate(ClosedJaxpr(jaxpr, consts), _PLACEHOLDER)
+        self.program = codegen.generate(ClosedJaxpr(jaxpr, consts), _PLACEHOLDER, donated)
         self._module, self._fn = _compile_cached(self.program.ir_text, name)
-        self._const_addresses = [c.ctypes.data for c in self._consts]
-        self._nin = len(self._consts) + len(jaxpr.invars)
-        self._nout = len(jaxpr.outvars)
+        self._const_addresses = tuple(c.ctypes.data for c in self._consts)
+        # fresh pointer arrays per call (calls may run concurrently): consts and inputs, outputs
+        self._pack_inputs = struct.Struct(f"{len(self._consts) + len(jaxpr.invars)}P").pack
+        self._pack_outputs = struct.Struct(f"{len(self.out_avals)}P").pack
+        self._recipes = [(a.shape, a.dtype, a.size * a.dtype.itemsize) for a in self.out_avals]
+        self._aliases = sorted(self.program.aliases.items())  # (output index, input index)
+        self._workspace_bytes = self.program.workspace_bytes
 
     def __call__(self, leaves: Sequence[Any]) -> list[Array]:
-        ins = (ctypes.c_void_p * (self._nin or 1))(*self._const_addresses)
-        keep = []  # NumPy copies made here must outlive the call
-        for i, (x, aval) in enumerate(zip(leaves, self.in_avals), len(self._consts)):
+        keep = None  # NumPy copies made for the call must outlive it
+        try:
+            addresses = [x._address or x.address for x in leaves]
+        except AttributeError:  # NumPy arrays or Python scalars among the arguments
+            addresses, keep = self._convert(leaves)
+        if self._aliases:
+            outs = self._donated_outputs(leaves, addresses)
+        else:
+            outs = [_fresh(*r) for r in self._recipes]
+        ins = self._pack_inputs(*self._const_addresses, *addresses)
+        out_ptrs = self._pack_outputs(*[o[1] for o in outs])
+        nws = self._workspace_bytes
+        if nws:
+            ws = pool.empty((nws,), _U8, nws)
+            self._fn(ins, out_ptrs, _addressof(_from_buffer(ws)))
+            pool.give_back(ws if ws.base is None else ws.base)
+        else:
+            self._fn(ins, out_ptrs, None)
+        del keep  # (held through the call)
+        results = []
+        for out, aval in zip(outs, self.out_avals):
+            if type(out[0]) is Array:  # a donated input: its buffer now holds this output
+                out = out[0]._take_buffer()
+            out[0].setflags(write=False)
+            results.append(Array(out[0], aval, out[1], out[2]))
+        return results
+
+    def _convert(self, leaves: Sequence[Any]) -> tuple[list[int], list[np.ndarray]]:
+        addresses, keep = [], []
+        for x, aval in zip(leaves, self.in_avals):
             if type(x) is Array:
-                ins[i] = x.address
+                addresses.append(x.address)
                 continue
             a = np.ascontiguousarray(x, dtype=aval.dtype)
             keep.append(a)
-            ins[i] = a.ctypes.data
-        outs = [pool.empty(a.shape, a.dtype) for a in self.out_avals]
-        out_ptrs = (ctypes.c_void_p * (self._nout or 1))(*[_address(o) for o in outs])
-        nws = self.program.workspace_bytes
-        ws = pool.empty((nws,), np.dtype(np.uint8)) if nws else None
-        self._fn(ins, out_ptrs, _address(ws) if ws is not None else None)
-        if ws is not None:
-            pool.give_back(ws if ws.base is None else ws.base)
-        results = [Array.from_numpy(o, a) for o, a in zip(outs, self.out_avals)]
-        for r in results:
-            r._pool = pool
-        return results
+            addresses.append(a.ctypes.data)
+        return addresses, keep
+
+    def _donated_outputs(self, leaves: Sequence[Any], addresses: list[int]) -> list:
+        """Outputs for a call with aliased pairs: a donated Array that is the only user of its
+        buffer stands for its output (its buffer is taken after the call); otherwise (a NumPy
+        argument, a buffer that a view or another Array shares) a private copy of the argument
+        is both the input and the output."""
+        outs: list[tuple | None] = [None] * len(self._recipes)
+        for j, i in self._aliases:
+            x = leaves[i]
+            if type(x) is Array and sole_owner(x) is not None:
+                outs[j] = (x, addresses[i], None)
+                continue
+            outs[j] = out = _fresh(*self._recipes[j])
+            np.copyto(out[0], np.asarray(x), casting="unsafe")
+            addresses[i] = out[1]
+        return [o if o is not None else _fresh(*r) for o, r in zip(outs, self._recipes)]
+
+    def alias_bytes(self) -> int:
+        return sum(self._recipes[j][2] for j, _ in self._aliases)
 
     def temp_bytes(self) -> int:
         return self.program.workspace_bytes

@@ -9,7 +9,8 @@ from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.pytree import tree_flatten, tree_unflatten
 from ..core.trace import get_aval
-from .executable import Executable, compile_jaxpr
+from .executable import Executable
+from .jit import compile_entry, execute
 
 
 class ArgInfo:
@@ -103,9 +104,7 @@ class _Stage:
 
     @property
     def args_info(self):
-        donated_names = set(self._jitted.donate_argnames)
-        infos = [ArgInfo(a, n.split("[")[0].split(".")[0] in donated_names)
-                 for a, n in zip(self._entry.in_avals, self._entry.arg_names)]
+        infos = [ArgInfo(a, d) for a, d in zip(self._entry.in_avals, self._entry.donated)]
         return tree_unflatten(self._entry.in_tree, infos)
 
     def cost_analysis(self) -> dict[str, float]:
@@ -133,7 +132,7 @@ class Lowered(_Stage):
                 f"{self._entry.closed.jaxpr}\n")
 
     def compile(self, compiler_options: Any = None) -> Compiled:
-        executable = compile_jaxpr(self._entry.closed, self._jitted.backend)
+        executable = compile_entry(self._entry, self._jitted.backend)
         return Compiled(self._jitted, self._entry, executable)
 
 
@@ -153,11 +152,12 @@ class Compiled(_Stage):
         temp = self._executable.temp_bytes()
         return CompiledMemoryStats(generated_code_size_in_bytes=0,
                                    argument_size_in_bytes=arg_bytes,
-                                   output_size_in_bytes=out_bytes, alias_size_in_bytes=0,
+                                   output_size_in_bytes=out_bytes,
+                                   alias_size_in_bytes=self._executable.alias_bytes(),
                                    temp_size_in_bytes=temp)
 
     def __call__(self, *args, **kwargs):
-        jitted, entry = self._jitted, self._entry
+        entry = self._entry
         leaves, in_tree = tree_flatten((args, kwargs))
         if in_tree != entry.in_tree:
             raise TypeError(
@@ -175,8 +175,6 @@ class Compiled(_Stage):
         if mismatches:
             raise TypeError("Argument types differ from the types for which this computation "
                             "was compiled. The mismatches are:\n" + "\n".join(mismatches))
-        outs = self._executable(leaves)
-        if jitted.donate_argnums or jitted.donate_argnames:
-            jitted._delete_donated(args, kwargs)
+        outs = execute(entry, self._executable, leaves)
         return tree_unflatten(entry.out_tree, outs)
 

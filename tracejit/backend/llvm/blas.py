@@ -1,4 +1,4 @@
-"""BLAS entry points for generated code: the Fortran sgemm/dgemm that SciPy exports as capsules
+"""BLAS entry points for generated code: the Fortran s/d/c/zgemm that SciPy exports as capsules
 (`scipy.linalg.cython_blas.__pyx_capi__`); generated code calls them through their address."""
 from __future__ import annotations
 
@@ -23,4 +23,6 @@ def _address(name: str) -> int:
 
 
 def gemm_address(dtype: np.dtype) -> int:
-    return _address({np.dtype(np.float32): "sgemm", np.dtype(np.float64): "dgemm"}[np.dtype(dtype)])
+    return _address({np.dtype(np.float32): "sgemm", np.dtype(np.float64): "dgemm",
+                     np.dtype(np.complex64): "cgemm",
+                     np.dtype(np.complex128): "zgemm"}[np.dtype(dtype)])

@@ -15,10 +15,11 @@ from typing import Any, Callable, Sequence
 import llvmlite.ir as ir
 import numpy as np
 
-from ...compiler.fusion import FusionPlan, fusible, plan_fusion
+from ...compiler.fusion import ELEMENTWISE, FusionPlan, fusible, plan_fusion
 from ...core import dtypes
 from ...core.avals import ShapedArray
 from ...core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
+from .complex_ops import accumulating_mul, pack, parts
 from .scalar_ops import convert, emit_scalar
 from .types import I1, I8, I64, const, mem_type, reg_type
 
@@ -552,7 +553,14 @@ _REDUCE_COMBINE = {"reduce_sum": "add", "reduce_prod": "mul", "reduce_max": "max
 
 def _combine(em: Emitter, name: str, dtype: np.dtype, acc: ir.Value, x: ir.Value) -> ir.Value:
     op = _REDUCE_COMBINE[name]
-    if dtypes.is_inexact(dtype) and op in ("add", "mul"):
+    if dtype.kind == "c" and op == "add":  # part by part, so complex sums vectorise too
+        b = em.b
+        re, im = (b.fadd(b.extract_value(acc, k), b.extract_value(x, k), flags=("reassoc",))
+                  for k in (0, 1))
+        return pack(b, re, im)
+    if dtype.kind == "c" and op == "mul":
+        return accumulating_mul(em.b, acc, x)
+    if dtypes.is_float(dtype) and op in ("add", "mul"):
         # reassoc lets the sum vectorise (partial sums); NaN/Inf semantics are unchanged
         return (em.b.fadd if op == "add" else em.b.fmul)(acc, x, flags=("reassoc",))
     return emit_scalar(em.b, op, [dtype, dtype], dtype, [acc, x], {})
@@ -567,6 +575,11 @@ def _reduce(em: Emitter, eqn, ins, dests):
     in_shape = x.aval.shape
     kept = [d for d in range(len(in_shape)) if d not in axes]
     init = const(dtype, _reduce_identity(name, dtype))
+    if dtype.kind == "c" and name in ("reduce_max", "reduce_min") and \
+            all(in_shape[d] for d in axes):
+        # ±inf + 0j is the empty result, but it would beat -inf - 1j in the lexicographic order
+        init = const(dtype, complex(-np.inf, -np.inf) if name == "reduce_max" else
+                     complex(np.inf, np.inf))
     out = dests[0] or (None if aval_out.ndim == 0 else em.alloc(aval_out))
     b = em.b
     if aval_out.ndim and in_shape and (len(in_shape) - 1) not in axes:
@@ -606,6 +619,15 @@ def _reduce(em: Emitter, eqn, ins, dests):
     return [out]
 
 
+def _is_nan(em: Emitter, dtype: np.dtype, v: ir.Value) -> ir.Value:
+    """NaN test of a float, or of either part of a complex number (NumPy's isnan)."""
+    b = em.b
+    if dtype.kind == "c":
+        re, im = parts(b, v)
+        return b.or_(b.fcmp_unordered("uno", re, re), b.fcmp_unordered("uno", im, im))
+    return b.fcmp_unordered("uno", v, v)
+
+
 def _argminmax(em: Emitter, eqn, ins, dests):
     (x,) = ins
     is_max = eqn.primitive.name == "argmax"
@@ -633,9 +655,9 @@ def _argminmax(em: Emitter, eqn, ins, dests):
             v = at(i)
             best = b.load(best_ptr)
             if dtypes.is_inexact(dtype):  # the first NaN wins; then strict improvement
-                best_nan = b.fcmp_unordered("uno", best, best)
-                v_nan = b.fcmp_unordered("uno", v, v)
-                better = b.fcmp_ordered(">" if is_max else "<", v, best)
+                best_nan, v_nan = _is_nan(em, dtype, best), _is_nan(em, dtype, v)
+                better = emit_scalar(b, "gt" if is_max else "lt", [dtype] * 2,
+                                     dtypes.bool_, [v, best], {})
                 take = b.and_(b.not_(best_nan), b.or_(v_nan, better))
             elif dtype == dtypes.bool_ or dtype.kind == "u":
                 take = b.icmp_unsigned(">" if is_max else "<", v, best)
@@ -653,6 +675,13 @@ def _argminmax(em: Emitter, eqn, ins, dests):
     res_ptr = None if out is not None else em._entry_alloca(reg_type(aval_out.dtype))
     em.loop_nest(aval_out.shape, outer)
     return [out] if out is not None else [Scalar(b.load(res_ptr), aval_out)]
+
+
+def _custom_lin(em: Emitter, eqn, ins, dests):
+    """The tangent side of a custom_vjp function only exists to be transposed: evaluating it is
+    forward-mode autodiff of a custom_vjp function, which JAX (and the interpreter) reject."""
+    from ...transforms.custom import _VJP_JVP_ERROR
+    raise TypeError(_VJP_JVP_ERROR)
 
 
 def _inline_call(em: Emitter, eqn, ins, dests):
@@ -808,6 +837,27 @@ def _row(em: Emitter, buf: Buf, i: ir.Value) -> Buf:
     return Buf(ptr, row)
 
 
+def _row_map(em: Emitter, eqn, ins, dests):
+    """A row kernel (compiler.rows): one loop over rows, the body emitted inside it on row views
+    of the operands and results; its temporaries are row-sized slots every row reuses."""
+    closed: ClosedJaxpr = eqn.params["body"]
+    body = closed.jaxpr
+    ins = [em.materialize(x) if isinstance(x, Lazy) else x for x in ins]
+    outs = [d or em.alloc(v.aval) for d, v in zip(dests, eqn.outvars)]
+    consts = [em.const_value(c) for c in closed.consts]
+
+    def view(buf: Buf, i: ir.Value, row: ShapedArray) -> Buf:  # row i of consecutive rows
+        return Buf(em.b.gep(buf.ptr, [em.b.mul(i, ir.Constant(I64, row.size))], inbounds=True),
+                   row)
+
+    def body_at(i):  # rank-0 operands are the same for every row
+        args = [x if x.aval.ndim == 0 else _as_value(em, view(x, i, v.aval))
+                for x, v in zip(ins, body.invars)]
+        em.emit_jaxpr(body, consts, args, [view(o, i, v.aval) for o, v in zip(outs, body.outvars)])
+    em.loop(math.prod(eqn.params["rows"]), body_at, name="row")
+    return outs
+
+
 def _scan(em: Emitter, eqn, ins, dests):
     p = eqn.params
     closed: ClosedJaxpr = p["jaxpr"]
@@ -853,6 +903,7 @@ def _gemm_layout(aval: ShapedArray, batch: tuple, contract: tuple, free: list[in
 
 
 _BLAS_MIN_FLOPS = 32 * 32 * 32
+_GEMM_DTYPES = (dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128)
 
 
 def _dot_general(em: Emitter, eqn, ins, dests):
@@ -866,7 +917,7 @@ def _dot_general(em: Emitter, eqn, ins, dests):
     m = math.prod(lhs.aval.shape[d] for d in lf)
     n = math.prod(rhs.aval.shape[d] for d in rf)
     k = math.prod(lhs.aval.shape[d] for d in lc)
-    if (dtype in (dtypes.float32, dtypes.float64) and lhs.aval.dtype == rhs.aval.dtype == dtype
+    if (dtype in _GEMM_DTYPES and lhs.aval.dtype == rhs.aval.dtype == dtype
             and isinstance(lhs, Buf) and isinstance(rhs, Buf) and m * n * k >= _BLAS_MIN_FLOPS):
         lt = _gemm_layout(lhs.aval, lb, lc, lf)
         rt = _gemm_layout(rhs.aval, rb, rf, rc)
@@ -902,7 +953,7 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
     ta, lda = (char("T"), k) if rhs_t else (char("N"), n)
     tb, ldb = (char("T"), m) if lhs_t else (char("N"), k)
     args_const = [slot(i32, ir.Constant(i32, v)) for v in (n, m, k)]
-    alpha, beta = slot(ft, ir.Constant(ft, 1.0)), slot(ft, ir.Constant(ft, 0.0))
+    alpha, beta = slot(ft, const(dtype, 1)), slot(ft, const(dtype, 0))
     lda_p, ldb_p, ldc_p = (slot(i32, ir.Constant(i32, v)) for v in (lda, ldb, n))
 
     def one(i):
@@ -974,6 +1025,8 @@ def _cumulative(em: Emitter, eqn, ins, dests):
     axis, reverse = eqn.params["axis"], eqn.params["reverse"]
     aval = eqn.outvars[0].aval
     dtype = aval.dtype
+    if dtype.kind == "c" and name == "cumlogsumexp":  # (NumPy's logaddexp has no complex form)
+        raise NativeCompileError("native cumlogsumexp of complex numbers is not supported")
     work = _acc_dtype(dtype)
     b = em.b
     out = dests[0] or em.alloc(aval)
@@ -985,6 +1038,8 @@ def _cumulative(em: Emitter, eqn, ins, dests):
         if name == "cumsum":
             return emit_scalar(b, "add", [work] * 2, work, [acc, v], {})
         if name == "cumprod":
+            if work.kind == "c":
+                return accumulating_mul(b, acc, v)
             return emit_scalar(b, "mul", [work] * 2, work, [acc, v], {})
         if name == "cummax":
             return emit_scalar(b, "max", [work] * 2, work, [acc, v], {})
@@ -1129,6 +1184,12 @@ def _full_index(oidx: list, axis: int, i: ir.Value) -> list:
 def _key_less(em: Emitter, dtype: np.dtype, a: ir.Value, c: ir.Value) -> tuple[ir.Value, ir.Value]:
     """(a < c, a == c) in sort order: NaNs last and equal to each other, -0.0 == 0.0."""
     b = em.b
+    if dtype.kind == "c":  # the reference's lexicographic keys: real part, then imaginary
+        part = np.dtype(dtypes.finfo_of(dtype).dtype)
+        (ar, ai), (cr, ci) = parts(b, a), parts(b, c)
+        lt_re, eq_re = _key_less(em, part, ar, cr)
+        lt_im, eq_im = _key_less(em, part, ai, ci)
+        return b.or_(lt_re, b.and_(eq_re, lt_im)), b.and_(eq_re, eq_im)
     if dtypes.is_inexact(dtype):
         a_nan, c_nan = b.fcmp_unordered("uno", a, a), b.fcmp_unordered("uno", c, c)
         lt = b.or_(b.and_(b.not_(a_nan), c_nan), b.fcmp_ordered("<", a, c))
@@ -1142,8 +1203,6 @@ def _key_less(em: Emitter, dtype: np.dtype, a: ir.Value, c: ir.Value) -> tuple[i
 def _sort(em: Emitter, eqn, ins, dests):
     axis, num_keys = eqn.params["dimension"], eqn.params["num_keys"]
     aval = eqn.outvars[0].aval
-    if any(x.aval.dtype.kind == "c" for x in ins):
-        raise NativeCompileError("native sort of complex numbers")
     ops = [em.materialize(x) if isinstance(x, Lazy) else x for x in ins]
     outs = [d or em.alloc(v.aval) for d, v in zip(dests, eqn.outvars)]
     b = em.b
@@ -1186,6 +1245,8 @@ def _top_k(em: Emitter, eqn, ins, dests):
     x = em.materialize(x) if isinstance(x, Lazy) else x
     k, axis = eqn.params["k"], eqn.params["axis"]
     dtype = x.aval.dtype
+    if dtype.kind == "c":  # the reference orders the raw bits of the struct, not a number order
+        raise NativeCompileError("native top_k of complex numbers is not supported")
     vals, idxs = [d or em.alloc(v.aval) for d, v in zip(dests, eqn.outvars)]
     out_shape = eqn.outvars[0].aval.shape
     b = em.b
@@ -1262,7 +1323,11 @@ def _scatter(em: Emitter, eqn, ins, dests):
                 u = em.value_at(updates, uidx)
                 op = {"scatter": None, "scatter-add": "add", "scatter-sub": "sub",
                       "scatter-mul": "mul", "scatter-min": "min", "scatter-max": "max"}[name]
-                new = u if op is None else emit_scalar(b, op, [dtype] * 2, dtype, [old, u], {})
+                if op == "mul" and dtype.kind == "c":  # np.multiply.at: plain products
+                    new = accumulating_mul(b, old, u)
+                else:
+                    new = u if op is None else emit_scalar(b, op, [dtype] * 2, dtype, [old, u],
+                                                           {})
             em.store(out, lin, new)
         if p["mode"] == GatherScatterMode.CLIP:
             write()
@@ -1300,26 +1365,158 @@ _STRUCTURAL: dict[str, Callable] = {
     "reduce_min": _reduce, "reduce_and": _reduce, "reduce_or": _reduce, "reduce_xor": _reduce,
     "argmax": _argminmax, "argmin": _argminmax, "jit": _inline_call, "cond": _cond,
     "checkpoint": _inline_call, "custom_jvp_call": _inline_call,
-    "custom_vjp_call": _inline_call,
-    "while": _while, "scan": _scan, "dot_general": _dot_general,
+    "custom_vjp_call": _inline_call, "custom_lin": _custom_lin,
+    "while": _while, "scan": _scan, "dot_general": _dot_general, "row_map": _row_map,
 }
+
+
+
+def has_lowering(name: str) -> bool:
+    """Whether the native backend compiles primitive `name`: fused element by element (a
+    scalar emitter or an index map) or by a structural rule."""
+    from . import complex_ops, scalar_ops
+    scalar = name in scalar_ops.EMITTERS or name in complex_ops.EMITTERS
+    return name in _STRUCTURAL or name in _INDEX_MAPS or (name in ELEMENTWISE and scalar)
+
+# --- donation: outputs written into donated inputs' memory -----------------------------------
+
+# structural rules whose results are always fresh memory (a destination or a workspace slot);
+# any other rule may hand an operand's buffer back as a result (an inlined call returning it)
+_FRESH_RESULTS = frozenset({
+    "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or",
+    "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp",
+    "sort", "top_k", "dot_general", "threefry2x32", "iota_2x32_shape", "bitcast_convert_type",
+    "dynamic_update_slice", "scatter", "scatter-add", "scatter-sub", "scatter-mul",
+    "scatter-min", "scatter-max", "scatter_apply", "while", "scan", "cond", "row_map"})
+_SCATTERS = frozenset(n for n in _FRESH_RESULTS if n.startswith("scatter"))
+
+
+def _in_place_operand(eqn, j: int) -> int | None:
+    """The operand whose buffer result j may overwrite: the rule copies that operand into the
+    result's destination (a no-op when they coincide) before anything else touches it, and
+    never reads the operand again (loop carries, updated arrays)."""
+    name, p = eqn.primitive.name, eqn.params
+    if name == "while":
+        return p["cond_nconsts"] + p["body_nconsts"] + j
+    if name == "scan":
+        return p["num_consts"] + j if j < p["num_carry"] else None
+    if (name == "dynamic_update_slice" or name in _SCATTERS) and j == 0:
+        return 0
+    return None
+
+
+def plan_aliases(jaxpr: Jaxpr, candidates: Sequence[tuple[int, int]]) -> dict[int, int]:
+    """Of the donated (output index, invar index) pairs, those whose output can be written into
+    the input's memory: output index -> invar index. A pair qualifies when every read of the
+    input (or of a value sharing its buffer) happens before the output's writer runs, or inside
+    it at the very element being written (an elementwise kernel, an in-place update or loop
+    carry). Other pairs get fresh outputs. Rank-0 inputs are loaded into registers on entry."""
+    if not candidates:
+        return {}
+    eqns, n = jaxpr.eqns, len(jaxpr.eqns)
+    plan = plan_fusion(jaxpr)
+    producer = {id(v): k for k, e in enumerate(eqns) for v in e.outvars}
+    users: dict[int, list[int]] = {}
+    for k, e in enumerate(eqns):
+        for v in e.invars:
+            if isinstance(v, Var):
+                users.setdefault(id(v), []).append(k)
+    out_positions: dict[int, list[int]] = {}
+    for j, v in enumerate(jaxpr.outvars):
+        if isinstance(v, Var):
+            out_positions.setdefault(id(v), []).append(j)
+
+    def written_directly(v) -> bool:  # emit_jaxpr computes it straight into its destination
+        return id(v) in producer and len(out_positions.get(id(v), ())) == 1
+
+    def read_points(v) -> list[int]:
+        """Where v's memory is read: eqn indices, or n + j for the copy into output j."""
+        points, stack = [], [v]
+        while stack:
+            u = stack.pop()
+            for k in users.get(id(u), ()):
+                lazy = eqns[k].outvars and id(eqns[k].outvars[0]) in plan.lazy
+                if lazy:  # read wherever the fused value is finally computed
+                    stack.append(eqns[k].outvars[0])
+                else:
+                    points.append(k)
+            if not written_directly(u):
+                points += [n + j for j in out_positions.get(id(u), ())]
+        return points
+
+    def sharing(x) -> dict[int, Var]:
+        """x and the values that may be x's buffer handed on."""
+        share = {id(x): x}
+        for e in eqns:
+            if not fusible(e) and e.primitive.name not in _FRESH_RESULTS and \
+                    any(isinstance(v, Var) and id(v) in share for v in e.invars):
+                share.update((id(v), v) for v in e.outvars)
+        return share
+
+    def reads_in_place(eqn, o, x, share: dict[int, Var]) -> bool:
+        """Eqn (which writes o into x's buffer) reads x only at the element it writes."""
+        if not fusible(eqn):
+            pos = _in_place_operand(eqn, eqn.outvars.index(o))
+            return pos is not None and eqn.invars[pos] is x and not any(
+                isinstance(v, Var) and (id(v) in share or id(v) in plan.lazy)
+                for i, v in enumerate(eqn.invars) if i != pos)
+        stack = [(eqn, True)]  # (eqn of the fused tree, same index as the output so far)
+        while stack:
+            e, same_index = stack.pop()
+            same_index = same_index and e.primitive.name in ELEMENTWISE
+            for v in e.invars:
+                if not isinstance(v, Var):
+                    continue
+                if id(v) in share:
+                    if not (same_index and v is x):
+                        return False
+                elif id(v) in plan.lazy:
+                    stack.append((eqns[producer[id(v)]], same_index))
+        return True
+
+    safe: dict[int, int] = {}
+    for j, i in candidates:
+        x, o = jaxpr.invars[i], jaxpr.outvars[j]
+        if x.aval.ndim == 0 or o is x:
+            safe[j] = i
+            continue
+        share = sharing(x)
+        reads = [p for v in share.values() for p in read_points(v)]
+        if isinstance(o, Var) and id(o) in share:
+            continue
+        if not (isinstance(o, Var) and written_directly(o)):
+            ok = all(p < n + j for p in reads)  # copied in after every equation, in order
+        else:
+            k = producer[id(o)]
+            ok = id(o) not in plan.lazy and all(p <= k for p in reads) and \
+                (k not in reads or reads_in_place(eqns[k], o, x, share))
+        if ok:
+            safe[j] = i
+    return safe
 
 
 # --- the whole program -----------------------------------------------------------------------
 
 class Program:
-    """The result of code generation: LLVM IR text plus what the runtime needs to call it."""
+    """The result of code generation: LLVM IR text plus what the runtime needs to call it.
+    `aliases`: output index -> invar index of the donated input whose buffer it is written into
+    (the entry reads that output's pointer from the input's slot)."""
 
-    def __init__(self, name: str, ir_text: str, workspace_bytes: int, emitter: Emitter):
+    def __init__(self, name: str, ir_text: str, workspace_bytes: int, emitter: Emitter,
+                 aliases: dict[int, int]):
         self.name = name
         self.ir_text = ir_text
         self.workspace_bytes = workspace_bytes
         self.fusion_plans = emitter.fusion_plans
+        self.aliases = aliases
 
 
-def generate(closed: ClosedJaxpr, name: str) -> Program:
-    """LLVM IR for a closed jaxpr; consts are passed at run time after the inputs."""
+def generate(closed: ClosedJaxpr, name: str,
+             donated: Sequence[tuple[int, int]] = ()) -> Program:
+    """LLVM IR for a closed jaxpr; consts are passed at run time before the inputs. `donated`:
+    (output index, invar index) pairs that may share a buffer (see plan_aliases)."""
     jaxpr = closed.jaxpr
+    aliases = plan_aliases(jaxpr, donated)
     em = Emitter(name)
     fnty = ir.FunctionType(ir.VoidType(), [I8P.as_pointer(), I8P.as_pointer(), I8P])
     fn = ir.Function(em.module, fnty, name=name)
@@ -1334,11 +1531,14 @@ def generate(closed: ClosedJaxpr, name: str) -> Program:
         raw = em.b.load(em.b.gep(array, [ir.Constant(I64, i)], inbounds=True))
         return Buf(em.b.bitcast(raw, mem_type(aval.dtype).as_pointer()), aval)
 
+    nconsts = len(jaxpr.constvars)
     inputs = list(jaxpr.constvars) + list(jaxpr.invars)
     in_bufs = [arg_buf(fn.args[0], i, v.aval) for i, v in enumerate(inputs)]
-    out_bufs = [arg_buf(fn.args[1], i, v.aval) for i, v in enumerate(jaxpr.outvars)]
+    # an aliased output is the input's own pointer value: the emitter's `ptr is` checks then
+    # skip copying a carry or updated operand onto itself, and LLVM sees the exact aliasing
+    out_bufs = [Buf(in_bufs[nconsts + aliases[j]].ptr, v.aval) if j in aliases else
+                arg_buf(fn.args[1], j, v.aval) for j, v in enumerate(jaxpr.outvars)]
     ins = [_as_value(em, bf) for bf in in_bufs]
-    em.emit_jaxpr(jaxpr, ins[:len(jaxpr.constvars)], ins[len(jaxpr.constvars):], out_bufs)
+    em.emit_jaxpr(jaxpr, ins[:nconsts], ins[nconsts:], out_bufs)
     em.b.ret_void()
-    return Program(name, str(em.module), em.workspace_bytes, em)
-
+    return Program(name, str(em.module), em.workspace_bytes, em, aliases)

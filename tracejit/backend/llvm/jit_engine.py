@@ -8,6 +8,8 @@ import threading
 
 import llvmlite.binding as llvm
 
+from . import support
+
 _lock = threading.Lock()
 
 
@@ -37,7 +39,22 @@ def _engine() -> llvm.ExecutionEngine:
     _init_native()
     backing = llvm.parse_assembly("")
     backing.triple = llvm.get_process_triple()
-    return llvm.create_mcjit_compiler(backing, create_target_machine())
+    engine = llvm.create_mcjit_compiler(backing, create_target_machine())
+    _bind_support_routines(engine)
+    return engine
+
+
+def _bind_support_routines(engine: llvm.ExecutionEngine) -> None:
+    """Compile backend/llvm/support.py's routines and bind the libcall names LLVM emits (for
+    float16 conversions) to them: unbound, such a call would jump to address 0."""
+    module = llvm.parse_assembly(str(support.module()))
+    module.triple = llvm.get_process_triple()
+    module.data_layout = str(engine.target_data)
+    module.verify()
+    engine.add_module(module)
+    engine.finalize_object()
+    for libcall, (symbol, *_) in support.ROUTINES.items():
+        llvm.add_symbol(libcall, engine.get_function_address(symbol))
 
 
 def target_data() -> llvm.TargetData:

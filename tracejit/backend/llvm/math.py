@@ -5,9 +5,11 @@
 ceil, rint, copysign, minimum, maximum), so the loop vectorizer widens a loop that calls it.
 libm calls would stay scalar and cost 5x or more. Every branch of a piecewise method is
 computed and one result is chosen with `select`. No fast-math flags anywhere: NaN, infinities,
-signed zeros and subnormal results follow IEEE (and NumPy/SciPy). Polynomial coefficients are
-near-minimax fits (Lawson-weighted least squares in mpmath, then rounded to the precision used)
-unless they come from a named source.
+signed zeros and subnormal results follow IEEE (and NumPy/SciPy), except float32 exp, log,
+log1p, erf and erf_inv, which are XLA CPU's algorithms bit for bit (subnormal inputs, and exp's
+subnormal results, flush to zero as there), so native results equal JAX's and the reference's.
+Polynomial coefficients are near-minimax fits (Lawson-weighted least squares in mpmath, then
+rounded to the precision used) unless they come from a named source.
 
 Max error in ulp (|result - exact| / spacing at the exact value), measured over the dense
 sweeps of tests/test_llvm_math.py (100k-300k points per function covering every exponent
@@ -15,11 +17,11 @@ range) against float64 (for f32) and long-double (for f64) references, and again
 where SciPy's float64 is the only reference (erf, erfc, lgamma, digamma):
 
     function   f32    f64    notes
-    exp        0.97   1.01
+    exp        4.65   1.01   f32 XLA's (0.97 below x = 80; 4.65 as 2**n nears overflow)
     exp2       0.96   1.02
-    log        0.87   0.80
+    log        1.14   0.80   f32 XLA's
     log2       1.01   0.98
-    log1p      0.88   0.86
+    log1p      2.44   0.86   f32 XLA's
     expm1      1.31   1.95
     tanh       2.10   1.85   t/(t+2), t = expm1(2|x|)
     logistic   1.97   1.93
@@ -35,19 +37,26 @@ where SciPy's float64 is the only reference (erf, erfc, lgamma, digamma):
     asinh      1.48   1.00
     acosh      1.94   1.68
     atanh      1.66   1.54
-    erf        0.73   0.66   (f64 vs mpmath; SciPy's own erf is ~1.5 ulp off)
+    erf        4.22   0.66   f32 XLA's; f64 vs mpmath (SciPy's own erf is ~1.5 ulp off)
     erfc       3.24   3.1    (f64 vs mpmath)
-    erf_inv    -      -      XLA's Giles polynomials, not ours: see _erf_inv
+    erf_inv    -      -      XLA's Giles polynomials, not ours: see _erf_inv64
     pow        0.50   1.12   f32 through float64 log2/exp2; f64 through a double-double log
     cbrt       0.50   0.72
     lgamma     0.50   5.9    f64 worst in [0.5, 1.5] (lgamma(z+1) - log z cancels a little)
     digamma    0.50   8.0    f64 worst at x < 0, see below
+    bessel_i0e 0.50   4.0    f64 vs mpmath; Cephes' ranges with our Chebyshev series
+    bessel_i1e 0.50   10.0   f64 vs mpmath: i1e(x)/x cancels in its series near x = 8
+    polygamma  0.50   4.0    m = 1..30, x > 0, f64 vs mpmath; at x < 0 as digamma, below
 
-f32 lgamma and digamma evaluate the float64 code and round. The f64 target of 4 ulp is missed
-by lgamma on [0.5, 1.5] and by lgamma/digamma at x < 0: there the reflection formula
-f(x) = g(x) -+ f(1 - x) cancels near the zeros and poles of f, so the error is bounded in ulp of
-the larger term, max(|f(1 - x)|, 1) (at most 5.9 and 8.0 ulp of it), not of |f(x)|: relative
-error is unbounded at the zeros of lgamma and digamma for x < 0, as with the usual methods.
+f32 lgamma, digamma, polygamma and the Bessel functions evaluate the float64 code and round.
+The f64 target of 4 ulp is missed by lgamma on [0.5, 1.5] and by lgamma/digamma at x < 0:
+there the reflection formula f(x) = g(x) -+ f(1 - x) cancels near the zeros and poles of f, so
+the error is bounded in ulp of the larger term, max(|f(1 - x)|, 1) (at most 5.9 and 8.0 ulp of
+it), not of |f(x)|: relative error is unbounded at the zeros of lgamma and digamma for x < 0,
+as with the usual methods.
+polygamma(m >= 1, x < 0) is likewise within 3 ulp of the larger term of its reflection,
+m! * sum_k |x + k|**-(m+1) (SciPy, which sums every term from x upwards, is less accurate
+there for large |x|: ~3 digits at x = -1e5 - 0.5).
 
 Speed, 10M float32, one thread of an AMD EPYC (znver5, AVX-512), out[i] = f(x[i]), best of 5
 (benchmarks/math_bench.py): exp 2.7 ms (NumPy 8.2 ms, LLVM calling libm expf 15 ms), log 2.8 ms
@@ -63,6 +72,7 @@ from fractions import Fraction
 import numpy as np
 from llvmlite import ir
 
+from ...lax import elementwise as _xla
 from ...lax.elementwise import _GILES64, _GILES_LARGE, _GILES_SMALL
 
 __all__ = ["NAMES", "emit"]
@@ -656,40 +666,31 @@ _ERF_INV32 = (_GILES_SMALL, _GILES_LARGE)
 _ERF_INV64 = _GILES64
 
 
-def _erf_inv(e: _Emitter, x):
-    """XLA's erf_inv: w = -log1p(-x*x); a polynomial in w - 2.5 (w < 5) or sqrt(w) - 3, times
-    x; +-inf at +-1. Multiply and add stay separate (no fma) as in XLA's evaluation. Only log1p
-    is ours, so float32 results equal JAX's (XLA CPU) bits for ~96% of inputs and differ by at
-    most 2 ulp elsewhere (float64: ~91%; near |x| = 1 the difference is amplified). Accuracy is
-    XLA's: up to ~65 ulp (f32) close to |x| = 1, where -x*x has already lost the bits of 1-x*x."""
+def _erf_inv64(e: _Emitter, x):
+    """XLA's ErfInv64: w = -log1p(-x*x); a polynomial in w - 3.125 (w < 6.25), sqrt(w) - 3.25
+    (w < 16) or sqrt(w) - 5, times x; +-inf at +-1. Multiply and add stay separate (no fma);
+    only log1p is ours, so results equal JAX's bits for ~91% of inputs (near |x| = 1 the
+    difference is amplified). Float32 is XLA's code throughout (_xla_erf_inv32)."""
     w = e.neg(_log1p(e, e.mul(e.neg(x), x)))
     sqrt_w = e.sqrt(w)
-    if not e.f64:
-        lt = e.lt(w, 5.0)
-        w = e.select(lt, e.sub(w, 2.5), e.sub(sqrt_w, 3.0))
-        small, large = _ERF_INV32
-        p = e.select(lt, small[0], large[0])
-        for cs, cl in zip(small[1:], large[1:]):
-            p = e.add(e.select(lt, cs, cl), e.mul(p, w))
-    else:
-        c625, c16, cbig = _ERF_INV64
-        lt625, lt16 = e.lt(w, 6.25), e.lt(w, 16.0)
-        w = e.select(lt625, e.sub(w, 3.125), e.sub(sqrt_w, e.select(lt16, 3.25, 5.0)))
+    c625, c16, cbig = _ERF_INV64
+    lt625, lt16 = e.lt(w, 6.25), e.lt(w, 16.0)
+    w = e.select(lt625, e.sub(w, 3.125), e.sub(sqrt_w, e.select(lt16, 3.25, 5.0)))
 
-        def coefficient(i):
-            c = e.v(c625[i])
-            if i < 19:
-                c = e.select(lt625, c, c16[i])
-            if i < 17:
-                c = e.select(lt16, c, cbig[i])
-            return c
-        p = coefficient(0)
-        for i in range(1, 17):
-            p = e.add(coefficient(i), e.mul(p, w))
-        for i in range(17, 19):
-            p = e.select(lt16, e.add(coefficient(i), e.mul(p, w)), p)
-        for i in range(19, 23):
-            p = e.select(lt625, e.add(coefficient(i), e.mul(p, w)), p)
+    def coefficient(i):
+        c = e.v(c625[i])
+        if i < 19:
+            c = e.select(lt625, c, c16[i])
+        if i < 17:
+            c = e.select(lt16, c, cbig[i])
+        return c
+    p = coefficient(0)
+    for i in range(1, 17):
+        p = e.add(coefficient(i), e.mul(p, w))
+    for i in range(17, 19):
+        p = e.select(lt16, e.add(coefficient(i), e.mul(p, w)), p)
+    for i in range(19, 23):
+        p = e.select(lt625, e.add(coefficient(i), e.mul(p, w)), p)
     return e.select(e.eq(e.abs(x), 1.0), e.mul(x, math.inf), e.mul(p, x))
 
 
@@ -738,10 +739,13 @@ def _log_dd(e: _Emitter, x):
     return _fast_two_sum(e, hi, lo)
 
 
-def _pow_abs64(e: _Emitter, ax, y):
-    """|x|**y in float64 through a double-double log and an exp that takes a low part."""
+def _pow_abs64(e: _Emitter, ax, y, rel=None):
+    """|x|**y in float64 through a double-double log and an exp that takes a low part;
+    `rel` (|rel| < 2**-50) makes it (|x| * (1 + rel))**y, for a base known as hi + lo."""
     l_hi, l_lo = _log_dd(e, ax)
     l_hi = _log_special(e, ax, l_hi)
+    if rel is not None:      # log(|x| (1 + rel)) = log|x| + rel to well below an ulp
+        l_lo = e.add(l_lo, rel)
     t_hi = e.mul(y, l_hi)
     t_lo = e.fma(y, l_hi, e.neg(t_hi))
     t_lo = e.fma(y, l_lo, t_lo)
@@ -904,6 +908,284 @@ def _digamma(e: _Emitter, x):
     return _as64(e, x, _digamma64)
 
 
+# === float32 exp, log, log1p, erf, erf_inv: XLA's CPU algorithms ==========================
+# JAX's samplers (random.normal is erf_inv of uniform bits) are specified by XLA's float32
+# code, so these five primitives follow it operation for operation: the same constants (read
+# from the reference implementation, lax/elementwise.py), the same fma contractions, and XLA
+# CPU's flush of subnormal inputs (and of exp's subnormal results) to zero. Native results
+# then equal the reference's, and JAX's, bit for bit; float64 keeps our own code above.
+
+def _flush32(e: _Emitter, x):
+    """Subnormal inputs read as signed zero (XLA CPU runs with denormals-are-zero)."""
+    return e.select(e.lt(e.abs(x), e.tiny), e.mul(x, 0.0), x)
+
+
+def _xla_exp32(e: _Emitter, x):
+    x = _flush32(e, x)
+    x = e.select(e.lt(x, -87.8), -87.8, e.select(e.gt(x, 88.8), 88.8, x))
+    n = e.floor(e.fma(x, float(np.float32(1 / np.log(2))), 0.5))
+    n = e.select(e.lt(n, -127.0), -127.0, e.select(e.gt(n, 127.0), 127.0, n))
+    r = e.fma(e.neg(n), _xla._LN2_LO, e.fma(e.neg(n), _xla._LN2_HI, x))
+    p = _xla._EXP_P
+    y = e.fma(r, p[0], p[1])
+    for c in p[2:]:
+        y = e.fma(y, r, c)
+    y = e.add(1.0, e.fma(y, e.mul(r, r), r))
+    ni = e.b.fptosi(e.select(e.isnan(n), 0.0, n), e.ity)       # NaN never reaches fptosi
+    out = e.mul(y, e.from_bits(e.ishl(e.iadd(ni, 127), 23)))
+    return e.select(e.lt(out, e.tiny), 0.0, out)                # results flush to zero too
+
+
+def _xla_log32(e: _Emitter, u):
+    u = _flush32(e, u)
+    m = e.select(e.gt(u, e.tiny), u, e.tiny)    # u <= 0 and NaN are patched at the end
+    bits = e.bits(m)
+    mant = e.from_bits(e.b.or_(e.iand(bits, -2139095041), e.i(0x3F000000)))   # in [1/2, 1)
+    small = e.lt(mant, float(np.sqrt(np.float32(0.5))))
+    k = e.b.sitofp(e.isub(e.iashr(bits, 23), 127), e.ty)
+    k = e.sub(e.add(k, 1.0), e.select(small, 1.0, 0.0))
+    x = e.add(e.sub(mant, 1.0), e.select(small, mant, 0.0))
+    x2 = e.mul(x, x)
+    x3 = e.mul(x2, x)
+    p = _xla._LOG_P
+    y1, y2, y3 = (e.fma(x, p[i], p[i + 1]) for i in (0, 3, 6))
+    y1, y2, y3 = (e.fma(y, x, p[i]) for y, i in ((y1, 2), (y2, 5), (y3, 8)))
+    y = e.fma(e.fma(e.fma(y1, x3, y2), x3, y3), x3, e.mul(k, _xla._LN2_LO))
+    out = e.fma(k, _xla._LN2_HI, e.add(e.fma(x2, -0.5, x), y))
+    out = e.select(e.eq(u, math.inf), math.inf, e.select(e.eq(u, 0.0), -math.inf, out))
+    return e.select(e.or_(e.lt(u, 0.0), e.isnan(u)), math.nan, out)
+
+
+def _xla_log1p32(e: _Emitter, x):
+    x = _flush32(e, x)
+    num, den = e.v(_xla._LOG1P_P[0]), e.v(_xla._LOG1P_Q[0])
+    for p, q in zip(_xla._LOG1P_P[1:], _xla._LOG1P_Q[1:]):
+        num, den = e.fma(num, x, p), e.fma(den, x, q)
+    x2 = e.mul(x, x)
+    small = e.add(x, e.fma(x2, -0.5, e.mul(e.mul(x, x2), e.div(num, den))))
+    large = _xla_log32(e, e.add(x, 1.0))
+    return e.select(e.lt(e.abs(x), float(np.float32(np.sqrt(2) - 1))), small, large)
+
+
+def _xla_erf32(e: _Emitter, x):
+    x = _flush32(e, x)
+    x2 = e.mul(x, x)
+    p, q = e.v(_xla._ERF_P[0]), e.v(_xla._ERF_Q[0])
+    for c in _xla._ERF_P[1:]:
+        p = e.fma(x2, p, c)
+    for c in _xla._ERF_Q[1:]:
+        q = e.fma(x2, q, c)
+    big = e.ge(e.abs(x), float(np.array(0x407547CB, np.uint32).view(np.float32)))
+    return e.select(big, e.copysign(1.0, x), e.div(e.mul(x, p), q))
+
+
+def _xla_erf_inv32(e: _Emitter, x):
+    """XLA's ErfInv32 (Giles): w = -log1p(-x*x), a polynomial in w - 2.5 (w < 5) or
+    sqrt(w) - 3, times x; +-inf at +-1."""
+    w = e.neg(_xla_log1p32(e, e.mul(x, e.neg(x))))
+    lt = e.lt(w, 5.0)
+    w = e.select(lt, e.sub(w, 2.5), e.sub(e.sqrt(w), 3.0))
+    small, large = _ERF_INV32
+    p = e.select(lt, small[0], large[0])
+    for cs, cl in zip(small[1:], large[1:]):
+        p = e.fma(p, w, e.select(lt, cs, cl))
+    return e.select(e.eq(e.abs(x), 1.0), e.mul(x, math.inf), e.mul(p, x))
+
+
+def _xla_f32(xla32: Callable, ours64: Callable) -> Callable:
+    return lambda e, x: ours64(e, x) if e.f64 else xla32(e, x)
+
+
+# === polygamma: digamma for m = 0, Hurwitz zeta above (float64 code; float32 rounds) =========
+
+# B_2j / (2j)! for the Euler-Maclaurin tail of the Hurwitz zeta function, j = 1..12.
+_BERNOULLI_2J = (Fraction(1, 6), Fraction(-1, 30), Fraction(1, 42), Fraction(-1, 30),
+                 Fraction(5, 66), Fraction(-691, 2730), Fraction(7, 6), Fraction(-3617, 510),
+                 Fraction(43867, 798), Fraction(-174611, 330), Fraction(854513, 138),
+                 Fraction(-236364091, 2730))
+_EULER_MACLAURIN = tuple(float(b / math.factorial(2 * j))
+                         for j, b in enumerate(_BERNOULLI_2J, 1))
+# Terms summed directly before the tail: at w >= 6 the tail's smallest term is below 2**-55
+# of the sum for every order s (measured against mpmath for s = 2..171).
+_ZETA_SHIFT = 6
+_FACTORIALS = tuple(float(math.factorial(n)) for n in range(171))   # 171! overflows float64
+
+
+def _zeta_pos(e: _Emitter, s, q_hi, q_lo):
+    """Hurwitz zeta(s, q) = sum_k (q + k)**-s for integer-valued s >= 2 and q = q_hi + q_lo
+    >= 0 finite (inf at q = 0), float64: _ZETA_SHIFT terms, then the Euler-Maclaurin tail at
+    w = q + _ZETA_SHIFT cut at its smallest term. Every base carries its rounding into the
+    power (an error of one ulp in q + k would cost s ulp in (q + k)**-s)."""
+    def term(k, power):
+        y, lo = _two_sum(e, q_hi, float(k))
+        lo = e.add(lo, q_lo)
+        ok = e.and_(e.gt(y, 0.0), e.lt(y, math.inf))
+        return y, _pow_abs64(e, y, power, e.select(ok, e.div(lo, y), 0.0))
+    # w**(1 - s), not w**-s * w: the tail ~ w**(1 - s)/(s - 1) must not underflow early
+    w, ws1 = term(_ZETA_SHIFT, e.sub(1.0, s))
+    ratio = e.div(s, w)                       # (s)_(2j-1) / w**(2j-1), built up term by term
+    em = e.mul(ratio, _EULER_MACLAURIN[0])
+    last = e.abs(em)
+    w2 = e.mul(w, w)
+    for j, c in enumerate(_EULER_MACLAURIN[1:], 2):
+        ratio = e.div(e.mul(ratio, e.mul(e.add(s, 2 * j - 3), e.add(s, 2 * j - 2))), w2)
+        t = e.mul(ratio, c)
+        smaller = e.lt(e.abs(t), last)        # an asymptotic series: stop where it turns
+        em = e.select(smaller, e.add(em, t), em)
+        last = e.select(smaller, e.abs(t), e.v(-1.0))
+    bracket = e.add(e.div(1.0, e.sub(s, 1.0)), e.div(e.add(0.5, em), w))
+    acc = e.select(e.eq(ws1, 0.0), 0.0, e.mul(ws1, bracket))   # no 0 * inf for huge s
+    for k in reversed(range(_ZETA_SHIFT)):    # smallest terms first
+        acc = e.add(acc, term(k, e.neg(s))[1])
+    return acc
+
+
+def _zeta(e: _Emitter, s, q):
+    """zeta(s, q) for integer-valued s >= 2 and any q, as SciPy (inf at the poles q = 0, -1,
+    -2, ... and at q = -inf, 0 at q = inf). For q < 0, with f = q - floor(q), g = ceil(q) - q
+    (both exact): zeta(s, q) = zeta(s, f) + (-1)**s (zeta(s, g) - zeta(s, 1 - q)), the terms
+    q + k < 0 summed as the difference of two zetas (each shifted only _ZETA_SHIFT times)."""
+    neg = e.lt(q, 0.0)
+    f = e.sub(q, e.floor(q))
+    g = e.sub(e.neg(q), e.floor(e.neg(q)))
+    zero = e.v(0.0)
+    z_f = _zeta_pos(e, s, e.select(neg, f, q), zero)
+    z_g = _zeta_pos(e, s, e.select(neg, g, zero), zero)
+    one_q, one_q_lo = _two_sum(e, 1.0, e.select(neg, e.neg(q), zero))
+    z_1q = _zeta_pos(e, s, one_q, one_q_lo)
+    odd = e.eq(e.sub(s, e.mul(e.floor(e.mul(s, 0.5)), 2.0)), 1.0)
+    diff = e.sub(z_g, z_1q)
+    res = e.select(neg, e.add(z_f, e.select(odd, e.neg(diff), diff)), z_f)
+    pole = e.and_(e.le(q, 0.0), e.eq(e.floor(q), q))        # -inf included (f is NaN there)
+    return e.select(e.eq(q, math.inf), 0.0, e.select(pole, math.inf, res))
+
+
+def _factorial(e: _Emitter, n):
+    """n! for integer-valued 0 <= n (inf past 170) from a constant table."""
+    module = e.b.module
+    table = module.globals.get("tracejit.factorials")
+    if table is None:
+        ty = ir.ArrayType(ir.DoubleType(), len(_FACTORIALS))
+        table = ir.GlobalVariable(module, ty, name="tracejit.factorials")
+        table.initializer = ir.Constant(ty, list(_FACTORIALS))
+        table.global_constant = True
+        table.linkage = "internal"
+    in_table = e.le(n, float(len(_FACTORIALS) - 1))
+    index = e.b.fptosi(e.select(in_table, n, 0.0), ir.IntType(32))   # in range, never poison
+    ptr = e.b.gep(table, [ir.Constant(ir.IntType(32), 0), index], inbounds=True)
+    return e.select(in_table, e.b.load(ptr), math.inf)
+
+
+def _polygamma64(e: _Emitter, m, x):
+    """SciPy's polygamma(m, x): digamma (SciPy's poles: -inf at +0, inf at -0, NaN below) for
+    m = 0, else (-1)**(m+1) * m! * zeta(m + 1, x) in that order (so huge m gives inf or
+    NaN as SciPy does); NaN unless m is a non-negative integer."""
+    valid = e.and_(e.and_(e.ge(m, 0.0), e.eq(e.floor(m), m)), e.lt(m, math.inf))
+    m = e.select(valid, m, 0.0)
+    odd = e.eq(e.sub(m, e.mul(e.floor(e.mul(m, 0.5)), 2.0)), 1.0)
+    fac = _factorial(e, m)
+    res = e.mul(e.select(odd, fac, e.neg(fac)), _zeta(e, e.add(m, 1.0), x))
+    psi = _digamma64(e, x)
+    psi = e.select(e.eq(x, 0.0), e.copysign(math.inf, e.neg(x)), psi)
+    res = e.select(e.eq(m, 0.0), psi, res)
+    return e.select(valid, res, math.nan)
+
+
+def _polygamma(e: _Emitter, m, x):
+    if e.f64:
+        return _polygamma64(e, m, x)
+    d = _Emitter(e.b, ir.DoubleType())
+    return e.b.fptrunc(_polygamma64(d, e.b.fpext(m, d.ty), e.b.fpext(x, d.ty)), e.ty)
+
+
+# === exponentially scaled Bessel functions i0e, i1e (float64 code; float32 rounds) ==========
+
+# Chebyshev series sum a_k T_k(t) (coefficients ours, interpolated in mpmath at 60 Chebyshev
+# nodes; lowest degree first) on Cephes' two ranges: i0e(x) and i1e(x)/x on [0, 8] with
+# t = x/4 - 1; sqrt(x) i0e(x) and sqrt(x) i1e(x) on [8, inf) with t = 16/x - 1. Cut where the
+# terms fall below 2**-62 of the first; float32 needs only those above 2**-36 (_BESSEL_TERMS32).
+_I0E_SMALL = (
+    0.33839763720473803, -0.3046826723431984, 0.17162090152220877, -0.09490109704804764,
+    0.04930528423967071, -0.02373741480589947, 0.010546460394594998, -0.004324309995050576,
+    0.0016394756169413357, -0.0005763755745385824, 0.00018850288509584165,
+    -5.754195010082104e-05, 1.6448448070728896e-05, -4.4167383584587505e-06,
+    1.1173875391201037e-06, -2.670793853940612e-07, 6.046995022541919e-08,
+    -1.300025009986248e-08, 2.6598237246823866e-09, -5.189795601635263e-10,
+    9.675809035373237e-11, -1.726826291441556e-11, 2.95505266312964e-12,
+    -4.856446783111929e-13, 7.676185498604936e-14, -1.1685332877993451e-14,
+    1.715391285555133e-15, -2.431279846547955e-16, 3.3307945188222384e-17,
+    -4.4153416464793395e-18, 5.669178006921496e-19)
+_I1E_SMALL = (
+    0.12629359322181682, -0.17641651835783406, 0.1026436586898471, -0.05294598120809499,
+    0.024726449030626516, -0.010564084894626197, 0.004156422944312888,
+    -0.0015135724506312532, 0.0005122859561685758, -0.00016176081582589674,
+    4.781565107550054e-05, -1.3273163656039436e-05, 3.4702513081376785e-06,
+    -8.568720264695455e-07, 2.0032947535521353e-07, -4.445059128796328e-08,
+    9.381537386495773e-09, -1.8872497517228294e-09, 3.625590281552117e-10,
+    -6.663489723502027e-11, 1.1736186298890901e-11, -1.9839743977649436e-12,
+    3.223793365945575e-13, -5.042185504727912e-14, 7.600684294735408e-15,
+    -1.1055969477353862e-15, 1.5536319577362005e-16, -2.111421214358166e-17,
+    2.7779141127610464e-18, -3.541581772542136e-19, 4.379302756655071e-20)
+_I0E_LARGE = (
+    0.4022452055070544, 0.0033691164782556943, 6.889758346916825e-05, 2.8913705208347567e-06,
+    2.0489185894690638e-07, 2.266668990498178e-08, 3.3962320257083865e-09,
+    4.94060238822497e-10, 1.1889147107846439e-11, -3.1499165279632416e-11,
+    -1.3215811840447713e-11, -1.7941785315068062e-12, 7.180124451383666e-13,
+    3.8527783827421426e-13, 1.54008621752141e-14, -4.150569347287222e-14,
+    -9.554846698828307e-15, 3.8116806693526224e-15, 1.7725601330565263e-15,
+    -3.425485619677219e-16, -2.8276239805165836e-16, 3.461222867697461e-17,
+    4.46562142029676e-17, -4.830504485944182e-18, -7.233180487874754e-18,
+    9.921475412173699e-19, 1.193650890845982e-18, -2.4887098371508075e-19,
+    -1.938426454160906e-19)
+_I1E_LARGE = (
+    0.38928811750914005, -0.009761097491361469, -0.00011058893876262371,
+    -3.882564808877691e-06, -2.512236237870209e-07, -2.6314688468895196e-08,
+    -3.835380385964237e-09, -5.589743462196584e-10, -1.8974958123505413e-11,
+    3.2526035830154884e-11, 1.4125807436613782e-11, 2.0356285441470896e-12,
+    -7.198551776245908e-13, -4.0835511110921974e-13, -2.1015418427726643e-14,
+    4.272440016711951e-14, 1.0420276984128802e-14, -3.8144030724370075e-15,
+    -1.8803547755107825e-15, 3.3082023109209285e-16, 2.96262899764595e-16,
+    -3.209525921993424e-17, -4.6503053684893586e-17, 4.414348323071708e-18,
+    7.517296310842105e-18, -9.314178867326884e-19, -1.242193275194891e-18,
+    2.4142767194548486e-19, 2.0269443840532852e-19)
+_BESSEL_TERMS32 = (22, 11)     # (small range, large range)
+
+
+def _chebyshev(e: _Emitter, t, coeffs):
+    """sum a_k T_k(t) for |t| <= 1 by Clenshaw's recurrence (stable where the monomial form
+    of a degree-30 series would cancel)."""
+    t2 = e.add(t, t)
+    b1, b2 = e.v(0.0), e.v(0.0)
+    for a in reversed(coeffs[1:]):
+        b1, b2 = e.fma(t2, b1, e.sub(a, b2)), b1
+    return e.fma(t, b1, e.sub(coeffs[0], b2))
+
+
+def _bessel_ie64(e: _Emitter, x, order: int, for_f32: bool):
+    a = e.abs(x)
+    small_c, large_c = (_I0E_SMALL, _I0E_LARGE) if order == 0 else (_I1E_SMALL, _I1E_LARGE)
+    if for_f32:
+        small_c, large_c = small_c[:_BESSEL_TERMS32[0]], large_c[:_BESSEL_TERMS32[1]]
+    small = _chebyshev(e, e.sub(e.mul(a, 0.25), 1.0), small_c)
+    if order == 1:
+        small = e.mul(small, a)
+    # a = inf: t = -1 and the division gives 0; a <= 8 (or NaN) never uses this branch's value
+    large = e.div(_chebyshev(e, e.sub(e.div(16.0, a), 1.0), large_c), e.sqrt(a))
+    res = e.select(e.gt(a, 8.0), large, small)
+    if order == 1:   # odd, but +0 at -0 as SciPy's (the reference's) i1e
+        res = e.select(e.eq(x, 0.0), 0.0, e.copysign(res, x))
+    return res
+
+
+def _bessel_ie(order: int):
+    def fn(e: _Emitter, x):
+        if e.f64:
+            return _bessel_ie64(e, x, order, False)
+        d = _Emitter(e.b, ir.DoubleType())
+        return e.b.fptrunc(_bessel_ie64(d, e.b.fpext(x, d.ty), order, True), e.ty)
+    return fn
+
+
 # === the public entry point =================================================================
 
 def _intrinsic_fn(name: str):
@@ -911,14 +1193,18 @@ def _intrinsic_fn(name: str):
 
 
 _FUNCTIONS: dict[str, tuple[int, Callable]] = {
-    "exp": (1, _exp), "exp2": (1, _exp2), "expm1": (1, _expm1),
-    "log": (1, _log), "log2": (1, _log2), "log1p": (1, _log1p),
+    "exp": (1, _xla_f32(_xla_exp32, _exp)), "exp2": (1, _exp2), "expm1": (1, _expm1),
+    "log": (1, _xla_f32(_xla_log32, _log)), "log2": (1, _log2),
+    "log1p": (1, _xla_f32(_xla_log1p32, _log1p)),
     "tanh": (1, _tanh), "logistic": (1, _logistic), "sinh": (1, _sinh), "cosh": (1, _cosh),
     "asinh": (1, _asinh), "acosh": (1, _acosh), "atanh": (1, _atanh),
     "sin": (1, lambda e, x: _sin_cos(e, x, False)), "cos": (1, lambda e, x: _sin_cos(e, x, True)),
     "tan": (1, _tan), "atan": (1, _atan), "atan2": (2, _atan2), "asin": (1, _asin),
-    "acos": (1, _acos), "erf": (1, _erf), "erfc": (1, _erfc), "erf_inv": (1, _erf_inv),
+    "acos": (1, _acos), "erf": (1, _xla_f32(_xla_erf32, _erf)), "erfc": (1, _erfc),
+    "erf_inv": (1, _xla_f32(_xla_erf_inv32, _erf_inv64)),
     "pow": (2, _pow), "cbrt": (1, _cbrt), "lgamma": (1, _lgamma), "digamma": (1, _digamma),
+    "polygamma": (2, _polygamma), "bessel_i0e": (1, _bessel_ie(0)),
+    "bessel_i1e": (1, _bessel_ie(1)),
     "sqrt": (1, _intrinsic_fn("llvm.sqrt")), "fabs": (1, _intrinsic_fn("llvm.fabs")),
     "floor": (1, _intrinsic_fn("llvm.floor")), "ceil": (1, _intrinsic_fn("llvm.ceil")),
     "fma": (3, _intrinsic_fn("llvm.fma")),

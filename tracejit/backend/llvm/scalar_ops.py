@@ -12,7 +12,8 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ...core import dtypes
-from .types import I1, const, is_signed, reg_type
+from . import complex_ops
+from .types import I1, const, is_complex, is_signed, reg_type
 
 
 def _intrinsic(b: ir.IRBuilder, name: str, args: list[ir.Value], types: list[ir.Type] | None = None
@@ -53,6 +54,8 @@ def _unary_math(name: str):
 def _binary_math(name: str):
     def emit(b, in_dtypes, out_dtype, args, params):
         x, y = args
+        if in_dtypes[1] != in_dtypes[0]:  # pow's integer exponent: converted, as XLA does
+            y = convert(b, y, in_dtypes[1], in_dtypes[0])
         if x.type == reg_type(dtypes.float16):
             f32 = ir.FloatType()
             return b.fptrunc(math_fn(b, name, [b.fpext(x, f32), b.fpext(y, f32)]), x.type)
@@ -243,6 +246,8 @@ def convert(b: ir.IRBuilder, x: ir.Value, src: np.dtype, dst: np.dtype) -> ir.Va
     """convert_element_type with XLA's rules (float->int saturates, NaN -> 0)."""
     if src == dst:
         return x
+    if is_complex(src) or is_complex(dst):
+        return complex_ops.convert(b, x, src, dst, convert)
     t = reg_type(dst)
     if dst == dtypes.bool_:
         if _is_float(src):
@@ -346,16 +351,24 @@ EMITTERS: dict[str, Callable] = {
     "clz": _clz, "convert_element_type": _convert, "bitcast_convert_type": _bitcast,
     "select_n": _select_n, "clamp": _clamp, "fma": _fma, "nextafter": _nextafter,
     "pow": _binary_math("pow"), "atan2": _binary_math("atan2"),
+    "polygamma": _binary_math("polygamma"),
     "stop_gradient": lambda b, in_dtypes, out_dtype, args, params: args[0],
 }
 for _name in ("exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan",
               "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "cbrt", "erf",
-              "erfc", "erf_inv", "lgamma", "digamma"):
+              "erfc", "erf_inv", "lgamma", "digamma", "bessel_i0e", "bessel_i1e"):
     EMITTERS[_name] = _unary_math(_name)
 
 
 def emit_scalar(b: ir.IRBuilder, name: str, in_dtypes: list[np.dtype], out_dtype: np.dtype,
                 args: list[ir.Value], params: dict) -> ir.Value:
+    if is_complex(out_dtype) or any(is_complex(d) for d in in_dtypes):
+        emitter = complex_ops.EMITTERS.get(name)
+        if emitter is None:
+            from .codegen import NativeCompileError  # (codegen imports this module)
+            raise NativeCompileError(complex_ops.refusal(name) or
+                                     f"native `{name}` of complex numbers is not supported")
+        return emitter(b, in_dtypes, out_dtype, args, params)
     return EMITTERS[name](b, in_dtypes, out_dtype, args, params)
 
 

@@ -1,4 +1,6 @@
-"""LLVM types for tracejit dtypes: register types (bool is i1) and memory types (bool is i8)."""
+"""LLVM types for tracejit dtypes: register types (bool is i1) and memory types (bool is i8).
+A complex value is a struct {re, im} of its real type in registers and in memory: NumPy's
+layout, so complex buffers pass between NumPy and generated code unchanged."""
 from __future__ import annotations
 
 import llvmlite.ir as ir
@@ -6,8 +8,10 @@ import numpy as np
 
 from ...core import dtypes
 
-I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+I1, I8, I16, I32, I64 = (ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32),
+                          ir.IntType(64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
+C64, C128 = ir.LiteralStructType([F32, F32]), ir.LiteralStructType([F64, F64])
 
 
 def reg_type(dtype: np.dtype) -> ir.Type:
@@ -21,6 +25,10 @@ def reg_type(dtype: np.dtype) -> ir.Type:
         return F32
     if dtype == dtypes.float64:
         return F64
+    if dtype == dtypes.complex64:
+        return C64
+    if dtype == dtypes.complex128:
+        return C128
     raise NotImplementedError(f"the native backend does not support dtype {dtype} yet")
 
 
@@ -37,9 +45,16 @@ def const(dtype: np.dtype, value) -> ir.Constant:
         v = int(np.asarray(value, dtype=dtype))
         return ir.Constant(t, v & ((1 << (dtype.itemsize * 8)) - 1))
     v = np.asarray(value, dtype=dtype)
+    if dtype.kind == "c":
+        part = reg_type(dtype).elements[0]
+        return ir.Constant(t, [ir.Constant(part, float(v.real)), ir.Constant(part, float(v.imag))])
     if dtype == dtypes.float16:  # llvmlite wants a Python float; half values are exact in it
         return ir.Constant(t, float(v))
     return ir.Constant(t, float(v))
+
+
+def is_complex(dtype: np.dtype) -> bool:
+    return dtype.kind == "c"
 
 
 def is_signed(dtype: np.dtype) -> bool:

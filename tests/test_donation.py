@@ -1,0 +1,290 @@
+"""Buffer donation: `jit(f, donate_argnums=...)` writes outputs into donated inputs' buffers.
+runtime.jit matches donated arguments to outputs as JAX does; codegen.plan_aliases keeps a pair
+only where the program reads the input before (or at the element of) each write, and gives the
+others fresh outputs. Oracles: the same program run without donation (bit for bit), buffer
+addresses for the aliasing itself, and real JAX for deletion, warnings and errors."""
+import warnings
+
+import numpy as np
+import pytest
+
+import tracejit
+import tracejit.numpy as tnp
+from tracejit import lax
+
+RNG = np.random.default_rng(0)
+IDX = np.array([[1], [3], [1]], np.int32)  # scatter indices, one repeated
+
+
+def _scatter_add(x):
+    dn = lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
+                                     scatter_dims_to_operand_dims=(0,))
+    return lax.scatter_add(x, IDX, tnp.ones((3, x.shape[1]), x.dtype), dn)
+
+
+def _scan_carry(length):
+    def f(x):
+        c, _ = lax.scan(lambda c, r: (c * 0.5 + r.sum(), c.sum()), x,
+                        np.arange(length * 2, dtype=np.float32).reshape(length, 2))
+        return c
+    return f
+
+
+# programs whose output should be written into the donated input's buffer
+ALIASED = {
+    "add": lambda x: x + 1,
+    "elementwise chain": lambda x: tnp.tanh(x) * 2.0 - x * x,
+    "reduction first": lambda x: x - x.sum(),
+    "column means first": lambda x: x - x.mean(axis=0),
+    "fori carry": lambda x: lax.fori_loop(0, 5, lambda i, c: c * 0.5 + 1.0, x),
+    "while carry": lambda x: lax.while_loop(lambda c: c[0, 0] < 100.0, lambda c: c * 2.0 + 1.0,
+                                            tnp.abs(x)),
+    "scan carry, even length": _scan_carry(4),
+    "scan carry, odd length": _scan_carry(3),
+    "update slice": lambda x: x.at[1].set(7.0),
+    "update from own slice": lambda x: x.at[0].set(x[1] * 2.0),
+    "scatter-add": _scatter_add,
+    "identity": lambda x: x,
+}
+
+# programs that read the donated input after (or elsewhere than) writing the output's elements
+UNSAFE = {
+    "reverse": lambda x: x[::-1] + 1,
+    "reverse of elementwise": lambda x: (x + 1)[::-1],
+    "transpose": lambda x: x.T * 2.0,
+    "plus own reverse": lambda x: x + x[::-1],
+    "plus own first row": lambda x: x + x[0],
+    "cumsum": lambda x: tnp.cumsum(x, axis=0),
+    "sort": lambda x: tnp.sort(x, axis=0),
+    "matmul by itself": lambda x: x @ x,
+    "rolled": lambda x: tnp.roll(x, 1, axis=1) - x,
+    "loop reading the input": lambda x: lax.fori_loop(0, 3, lambda i, c: c * 0.5 + x, x),
+    "scan over own rows": lambda x: lax.scan(lambda c, r: (c + r, r * c), x[0], x)[1],
+    "input read by a later output": lambda x: (x + 1, x * 2.0),
+    "input returned after": lambda x: (x * 3.0, x),
+    "reduction after": lambda x: (x * 3.0, x.sum(axis=1)),
+}
+
+SHAPES = [(8, 8), (128, 256)]  # below and above the buffer pool's size threshold
+
+
+def _native_run(f, data, donate: bool):
+    x = tnp.asarray(data)
+    address = x.address
+    out = tracejit.jit(f, backend="native", donate_argnums=0 if donate else ())(x)
+    return out, x, address
+
+
+def _assert_bitwise_equal(got, want):
+    got_l, want_l = tracejit.tree_util.tree_leaves(got), tracejit.tree_util.tree_leaves(want)
+    assert len(got_l) == len(want_l)
+    for g, w in zip(got_l, want_l):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("name", list(ALIASED))
+def test_output_is_written_into_the_donated_buffer(name, shape):
+    f = ALIASED[name]
+    data = RNG.standard_normal(shape).astype(np.float32)
+    want, _, _ = _native_run(f, data, donate=False)
+    out, x, address = _native_run(f, data, donate=True)
+    _assert_bitwise_equal(out, want)
+    assert out.unsafe_buffer_pointer() == address  # the output lives in the donated memory
+    assert x.is_deleted()
+    np.testing.assert_allclose(np.asarray(out),  # and the native run agrees with the reference
+                               np.asarray(tracejit.jit(f, backend="interpret")(data)),
+                               rtol=2e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("name", list(UNSAFE))
+def test_unsafe_patterns_compute_the_same_values(name, shape):
+    f = UNSAFE[name]
+    shape = (shape[0], shape[0])  # square: transposes and x @ x keep the shape
+    data = RNG.standard_normal(shape).astype(np.float32)
+    want, _, _ = _native_run(f, data, donate=False)
+    out, x, _ = _native_run(f, data, donate=True)
+    _assert_bitwise_equal(out, want)
+    assert x.is_deleted()  # JAX consumes a donation that matches an output, aliased or not
+
+
+def test_rank0_and_pytree_arguments_alias():
+    f = tracejit.jit(lambda s, p: (s * 3.0 + 1.0, {k: v - s * v for k, v in p.items()}),
+                     backend="native", donate_argnums=(0, 1))
+    s = tnp.asarray(np.float32(0.5))
+    p = {"a": tnp.asarray(RNG.standard_normal(5).astype(np.float32)),
+         "b": tnp.asarray(RNG.standard_normal((2, 3)).astype(np.float32))}
+    want = tracejit.jit(f.fun, backend="native")(s, p)
+    addresses = (s.address, p["a"].address, p["b"].address)
+    got = f(s, p)
+    _assert_bitwise_equal(got, want)
+    assert (got[0].address, got[1]["a"].address, got[1]["b"].address) == addresses
+
+
+def test_donation_by_name_and_next_to_static_arguments():
+    def f(n, x, y):
+        return x * n + y
+
+    data = RNG.standard_normal((4, 5)).astype(np.float32)
+    by_num = tracejit.jit(f, backend="native", static_argnums=0, donate_argnums=1)
+    by_name = tracejit.jit(f, backend="native", static_argnums=0, donate_argnames="x")
+    for call in [lambda x, y: by_num(3, x, y), lambda x, y: by_name(3, y=y, x=x)]:
+        x, y = tnp.asarray(data), tnp.asarray(data)
+        address = x.address
+        out = call(x, y)
+        np.testing.assert_array_equal(np.asarray(out), data * np.float32(3) + data)
+        assert out.address == address and x.is_deleted() and not y.is_deleted()
+
+
+def _loss(p, x, y):
+    return tnp.mean((tnp.tanh(x @ p["w"]) * p["s"] + p["b"] - y) ** 2)
+
+
+def _sgd_step(p, x, y):
+    g = tracejit.grad(_loss)(p, x, y)
+    return tracejit.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, g)
+
+
+def test_training_loop_updates_parameters_in_place():
+    x = RNG.standard_normal((128, 300)).astype(np.float32)
+    y = RNG.standard_normal(128).astype(np.float32)
+    p0 = {"w": RNG.standard_normal(300).astype(np.float32) * 0.1, "s": np.float32(1.0),
+          "b": np.float32(0.0)}
+    donating = tracejit.jit(_sgd_step, backend="native", donate_argnums=0)
+    plain = tracejit.jit(_sgd_step, backend="native")
+    p = {k: tnp.asarray(v) for k, v in p0.items()}
+    q = {k: tnp.asarray(v) for k, v in p0.items()}
+    addresses = {k: v.address for k, v in p.items()}
+    for _ in range(6):
+        old = p
+        p, q = donating(p, x, y), plain(q, x, y)
+        _assert_bitwise_equal(p, q)
+        assert all(v.is_deleted() for v in old.values())
+        assert {k: v.address for k, v in p.items()} == addresses
+    lowered = donating.lower({k: tnp.asarray(v) for k, v in p0.items()}, x, y)
+    assert lowered.compile().memory_analysis().alias_size_in_bytes == 300 * 4 + 4 + 4
+
+
+def test_pool_never_hands_out_memory_an_output_owns():
+    n = 1 << 15  # 128 KiB of float32: pooled
+    f = tracejit.jit(lambda x: x * 2.0, backend="native", donate_argnums=0)
+    g = tracejit.jit(lambda x: x + 1.0, backend="native")
+    x = tnp.asarray(np.ones(n, np.float32))
+    address = x.address
+    y = f(x)
+    assert y.address == address
+    del x  # deleted: its death must not return the buffer y now owns
+    others = [g(tnp.asarray(np.full(n, k, np.float32))) for k in range(6)]
+    assert all(o.address != address for o in others)
+    np.testing.assert_array_equal(np.asarray(y), np.full(n, 2.0, np.float32))
+
+
+def test_view_of_a_pooled_output_keeps_its_memory():
+    n = 1 << 15
+    f = tracejit.jit(lambda x: x + 1.0, backend="native")
+    x = tnp.asarray(np.zeros(n, np.float32))
+    del_me = f(x)
+    del del_me  # its buffer goes to the pool; the next output is a view of it
+    b = f(x)
+    view = np.asarray(b)
+    del b
+    for k in range(4):
+        f(tnp.asarray(np.full(n, 10.0 + k, np.float32)))
+    np.testing.assert_array_equal(view, np.ones(n, np.float32))
+
+
+def test_shared_buffer_is_copied_not_overwritten():
+    data = RNG.standard_normal((64, 64)).astype(np.float32)
+    x = tnp.asarray(data)
+    view = np.asarray(x)  # a NumPy view of x's buffer keeps it from being donated in place
+    y = tracejit.jit(lambda x: x + 1.0, backend="native", donate_argnums=0)(x)
+    np.testing.assert_array_equal(view, data)
+    np.testing.assert_array_equal(np.asarray(y), data + np.float32(1.0))
+    assert x.is_deleted()
+
+
+@pytest.mark.parametrize("backend", ["native", "interpret"])
+def test_numpy_and_scalar_arguments_are_left_alone(backend):
+    data = RNG.standard_normal(16).astype(np.float32)
+    keep = data.copy()
+    f = tracejit.jit(lambda x: x * 3.0, backend=backend, donate_argnums=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # JAX neither warns nor complains
+        out = f(data)
+        scalar = f(2.0)
+    np.testing.assert_array_equal(data, keep)
+    np.testing.assert_array_equal(np.asarray(out), keep * np.float32(3.0))
+    assert float(scalar) == 6.0
+
+
+def _jax():
+    return pytest.importorskip("jax")
+
+
+@pytest.mark.parametrize("backend", ["native", "interpret"])
+def test_using_a_donated_array_raises_like_jax(backend):
+    jax = _jax()
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    jx = jax.numpy.asarray(data)
+    jax.jit(lambda x: x + 1, donate_argnums=0)(jx)
+    x = tnp.asarray(data)
+    f = tracejit.jit(lambda x: x + 1, backend=backend, donate_argnums=0)
+    f(x)
+    for use_j, use in [(np.asarray, np.asarray), (lambda a: a + 1, lambda a: a + 1),
+                       (lambda a: jax.jit(lambda v: v + 1, donate_argnums=0)(a), f)]:
+        with pytest.raises(RuntimeError) as want:
+            use_j(jx)
+        with pytest.raises(RuntimeError) as got:
+            use(x)
+        assert str(got.value).startswith(str(want.value))
+        assert "donate" in str(got.value)  # and ours goes on to name the fix
+
+
+def test_unusable_donation_warns_and_keeps_the_array_like_jax():
+    jax = _jax()
+    data = np.arange(8, dtype=np.float32)
+    for f in [lambda x: x.sum(), lambda x: x.astype(np.int32), lambda x: x[:4]]:
+        jx = jax.numpy.asarray(data)
+        with warnings.catch_warnings(record=True) as want:
+            warnings.simplefilter("always")
+            jax.jit(f, donate_argnums=0)(jx)
+        x = tnp.asarray(data)
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            tracejit.jit(f, backend="native", donate_argnums=0)(x)
+        assert [str(w.message) for w in got] == [str(w.message) for w in want]
+        assert x.is_deleted() == jx.is_deleted()
+
+
+def test_donating_a_buffer_passed_twice_raises_like_jax():
+    jax = _jax()
+    jx = jax.numpy.arange(4.0)
+    with pytest.raises(RuntimeError, match="previously donated"):
+        jax.jit(lambda a, b: a + b, donate_argnums=0)(jx, jx)
+    x = tnp.arange(4.0)
+    with pytest.raises(RuntimeError, match="previously donated"):
+        tracejit.jit(lambda a, b: a + b, backend="native", donate_argnums=0)(x, x)
+    assert not x.is_deleted()
+
+
+def test_aot_stages_report_and_perform_donation_like_jax():
+    jax = _jax()
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+
+    def f(x, y):
+        return x * 2.0 + y
+
+    want = jax.jit(f, donate_argnums=0).lower(data, data).compile()
+    compiled = tracejit.jit(f, backend="native", donate_argnums=0).lower(data, data).compile()
+    assert [a.donated for a in compiled.args_info[0]] == [a.donated for a in want.args_info[0]]
+    assert compiled.memory_analysis().alias_size_in_bytes == \
+        want.memory_analysis().alias_size_in_bytes == data.nbytes
+    plain = tracejit.jit(f, backend="native").lower(data, data).compile()
+    assert plain.memory_analysis().alias_size_in_bytes == 0
+    x, y = tnp.asarray(data), tnp.asarray(data)
+    address = x.address
+    out = compiled(x, y)
+    assert out.address == address and x.is_deleted() and not y.is_deleted()
+    np.testing.assert_array_equal(np.asarray(out), data * 3)

@@ -1,0 +1,228 @@
+"""Row fusion (compiler.rows -> codegen's row_map): softmax, log_softmax and standardize compile
+to one row kernel that keeps no full-size temporary and reads its input row at most twice; the
+values agree with the reference interpreter, and regions that are not row-shaped (axis=0,
+1-D, a value fed back through another op) still compute the right thing."""
+import numpy as np
+import pytest
+
+import tracejit
+import tracejit.numpy as jnp
+from tracejit import lax
+from tracejit.compiler import passes
+from tracejit.core.interpret import eval_jaxpr
+from tracejit.core.jaxpr import check_jaxpr
+from tracejit.runtime.jit import make_jaxpr
+
+F32 = np.float32
+EPS = float(np.finfo(F32).eps)
+RNG = np.random.default_rng(0)
+
+# Tolerances against the interpreter (NumPy): our exp is within 1 ulp of NumPy's; a row sum
+# is reassociated (vector partial sums) and measured up to 3 ulp from NumPy's pairwise sum over
+# 1000 terms; softmax divides one by the other (7 ulp measured at spacing(|want|)). log_softmax
+# and standardize subtract nearly equal terms, so their error is bounded relative to the row's
+# largest value (1 and 3 ulp measured), not to each element.
+SOFTMAX_RTOL = 16 * EPS
+ROW_ATOL = 8 * EPS
+
+
+def _hand_softmax(x):
+    e = jnp.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _hand_softmax_no_keepdims(x):
+    e = jnp.exp(x - jnp.expand_dims(x.max(-1), -1))
+    return e / e.sum(-1)[..., None]
+
+
+def _stable_standardize(x):
+    d = x - x.mean(-1, keepdims=True)
+    return d / jnp.sqrt((d * d).mean(-1, keepdims=True) + 1e-5)
+
+
+ROW_PROGRAMS = [
+    ("softmax", tracejit.nn.softmax, SOFTMAX_RTOL, 0.0),
+    ("hand_softmax", _hand_softmax, SOFTMAX_RTOL, 0.0),
+    ("hand_softmax_no_keepdims", _hand_softmax_no_keepdims, SOFTMAX_RTOL, 0.0),
+    ("log_softmax", tracejit.nn.log_softmax, 0.0, ROW_ATOL),
+    ("standardize", tracejit.nn.standardize, 0.0, ROW_ATOL),
+    ("stable_standardize", _stable_standardize, 0.0, ROW_ATOL),
+]
+# loops over the input row in the row body: a reduction, then the rest; JAX's default
+# standardize takes mean(x) and mean(x^2) in two loops (the row is in cache by the second)
+ROW_LOOPS = {"standardize": 3}
+
+
+def _data(shape):
+    return (RNG.standard_normal(shape) * 3).astype(F32)
+
+
+def _assert_close(got, want, rtol: float, row_atol: float):
+    """Same NaN/inf pattern; |got - want| <= rtol |want| + row_atol max|want| over its row."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
+    if want.ndim == 0:
+        want, got, finite = want[None], got[None], finite[None]
+    rowmax = np.max(np.where(finite, np.abs(want), 0), axis=-1, keepdims=True)
+    bound = rtol * np.abs(want[finite]) + np.broadcast_to(row_atol * rowmax, want.shape)[finite]
+    err = np.abs(got[finite].astype(np.float64) - want[finite])
+    assert np.all(err <= bound), float(np.max(err - bound))
+
+
+def _both(f, *args):
+    return (tracejit.jit(f, backend="native")(*args), tracejit.jit(f, backend="interpret")(*args))
+
+
+def _compiled(f, *args):
+    return tracejit.jit(f, backend="native").lower(*args).compile()
+
+
+def _row_maps(jaxpr):
+    return [e for e in jaxpr.eqns if e.primitive.name == "row_map"]
+
+
+@pytest.mark.parametrize("name,f,rtol,row_atol", ROW_PROGRAMS, ids=[p[0] for p in ROW_PROGRAMS])
+def test_row_kernel_structure_and_values(name, f, rtol, row_atol):
+    x = _data((64, 1000))
+    compiled = _compiled(f, x)
+    executable = compiled._executable
+    # the whole program is one row kernel over the 64 rows
+    (row_eqn,) = executable.jaxpr.eqns
+    assert row_eqn.primitive.name == "row_map" and row_eqn.params["rows"] == (64,)
+    body = row_eqn.params["body"].jaxpr
+    # no full-size temporary: the workspace holds at most one row (plus alignment)
+    assert compiled.memory_analysis().temp_size_in_bytes <= 1000 * 4 + 64
+    # the body reads the input row in two loops (max/mean, then the rest)
+    (body_plan,) = [p for j, p in executable.program.fusion_plans if j is body]
+    row_in = body.invars[0]
+    loops = [g for g in body_plan.kernels if any(v is row_in for e in g for v in e.invars)]
+    assert len(loops) == ROW_LOOPS.get(name, 2), [[e.primitive.name for e in g] for g in loops]
+    text = compiled.as_text()
+    assert "row_map" in text and "// kernel 0: row_map -> reduce_" in text
+    _assert_close(*_both(f, x), rtol, row_atol)
+
+
+@pytest.mark.parametrize("name,f,rtol,row_atol", ROW_PROGRAMS, ids=[p[0] for p in ROW_PROGRAMS])
+@pytest.mark.parametrize("shape", [(3, 5), (5,), (1, 7), (2, 3, 6)])
+def test_small_and_batched_shapes(name, f, rtol, row_atol, shape):
+    x = _data(shape)
+    _assert_close(*_both(f, x), rtol, row_atol)
+    row_maps = _row_maps(_compiled(f, x)._executable.jaxpr)
+    if len(shape) == 1:  # one row: nothing to fuse beyond plain fusion
+        assert not row_maps
+    else:
+        assert [e.params["rows"] for e in row_maps] == [shape[:-1]]
+
+
+@pytest.mark.parametrize("name,f,rtol,row_atol", ROW_PROGRAMS, ids=[p[0] for p in ROW_PROGRAMS])
+def test_nan_and_inf_rows(name, f, rtol, row_atol):
+    x = _data((8, 9))
+    x[1, 3] = np.nan
+    x[2, 0] = np.inf
+    x[3, :] = -np.inf
+    x[4, 2] = -np.inf
+    x[5, :] = np.inf
+    x[6, 1], x[6, 5] = np.inf, -np.inf
+    x[7, :] = 0.0
+    _assert_close(*_both(f, x), rtol, row_atol)
+
+
+def test_softmax_over_leading_axis_is_not_a_row_region():
+    x = _data((64, 100))
+    f = lambda a: tracejit.nn.softmax(a, axis=0)
+    _assert_close(*_both(f, x), SOFTMAX_RTOL, 0.0)
+    assert not _row_maps(_compiled(f, x)._executable.jaxpr)
+
+
+@pytest.mark.parametrize("axis", [(1, 2), (2,), -1])
+def test_batched_rows_reduce_trailing_dims(axis):
+    x = _data((3, 16, 40))
+    f = lambda a: tracejit.nn.standardize(a, axis=axis)
+    _assert_close(*_both(f, x), 0.0, ROW_ATOL)
+    (row_eqn,) = _row_maps(_compiled(f, x)._executable.jaxpr)
+    assert row_eqn.params["rows"] == ((3,) if axis == (1, 2) else (3, 16))
+
+
+def test_region_results_operands_and_scalars():
+    """Per-row and full values read after the region become results; a per-row value and a
+    traced scalar from outside are operands."""
+    def f(x, shift, t):
+        m = x.max(-1, keepdims=True)
+        h = (x - m) / t
+        e = jnp.exp(h)
+        s = e.sum(-1)
+        return e / s[:, None] + shift[:, None], m, h, s
+    args = (_data((32, 50)), _data((32,)), F32(1.5))
+    native, ref = _both(f, *args)
+    for n, r in zip(native, ref):
+        _assert_close(n, r, SOFTMAX_RTOL, ROW_ATOL)
+    (row_eqn,) = _row_maps(_compiled(f, *args)._executable.jaxpr)
+    assert len(row_eqn.outvars) == 4
+
+
+def test_outside_reader_moves_after_the_region():
+    """argmax reads a value inside the region (between its equations): it runs after it."""
+    def f(x):
+        h = jnp.tanh(x)
+        return jnp.argmax(h, -1), _hand_softmax(h)
+    x = _data((16, 30))
+    native, ref = _both(f, x)
+    np.testing.assert_array_equal(native[0], ref[0])
+    _assert_close(native[1], ref[1], SOFTMAX_RTOL, 0.0)
+    jaxpr = _compiled(f, x)._executable.jaxpr
+    names = [e.primitive.name for e in jaxpr.eqns]
+    assert names.index("row_map") < names.index("argmax")
+
+
+def test_value_fed_back_through_another_op_cuts_the_region():
+    """cumsum (not row-wise) reads the row max and feeds the region again: the region stops
+    before it, and the program still computes the same values."""
+    def f(x):
+        m = x.max(-1, keepdims=True)
+        e = jnp.exp(x - m)
+        c = jnp.cumsum(m, axis=0)
+        return e / e.sum(-1, keepdims=True) + c
+    x = _data((16, 30))
+    _assert_close(*_both(f, x), SOFTMAX_RTOL, ROW_ATOL)
+    closed = make_jaxpr(f)(x)
+    jaxpr, _ = passes.optimize(closed.jaxpr, closed.consts)
+    check_jaxpr(jaxpr)
+    names = [e.primitive.name for e in jaxpr.eqns]
+    assert names.index("row_map") < names.index("cumsum") < names.index("add")
+
+
+def test_row_sum_alone_keeps_plain_fusion():
+    """A reduction whose result is not broadcast back gains nothing from a row kernel."""
+    x = _data((16, 30))
+    f = lambda a: jnp.exp(a).sum(-1) * 2.0
+    assert not _row_maps(_compiled(f, x)._executable.jaxpr)
+
+
+@pytest.mark.parametrize("name,f,rtol,row_atol", ROW_PROGRAMS, ids=[p[0] for p in ROW_PROGRAMS])
+def test_row_map_interpreter_agrees_bit_for_bit(name, f, rtol, row_atol):
+    """The optimised jaxpr (row_map evaluated row by row) gives the reference's bits."""
+    x = _data((6, 20))
+    x[2, 3] = np.nan
+    closed = make_jaxpr(f)(x)
+    jaxpr, consts = passes.optimize(closed.jaxpr, closed.consts)
+    check_jaxpr(jaxpr)
+    assert _row_maps(jaxpr)
+    (want,) = eval_jaxpr(closed.jaxpr, closed.consts, x)
+    (got,) = eval_jaxpr(jaxpr, consts, x)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_row_kernel_inside_a_loop_body():
+    def f(x):
+        return lax.fori_loop(0, 3, lambda i, c: tracejit.nn.softmax(c * 2.0), x)
+    x = _data((8, 12))
+    _assert_close(*_both(f, x), 4 * SOFTMAX_RTOL, 0.0)
+    closed = make_jaxpr(f)(x)
+    jaxpr, _ = passes.optimize(closed.jaxpr, closed.consts)
+    (loop,) = [e for e in jaxpr.eqns if e.primitive.name in ("scan", "while")]
+    bodies = [v for v in loop.params.values() if hasattr(v, "jaxpr")]
+    assert any(_row_maps(b.jaxpr) for b in bodies)

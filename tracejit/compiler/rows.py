@@ -1,0 +1,265 @@
+"""Row fusion, the last jaxpr pass before fusion planning: a row region (softmax, log_softmax,
+standardize) becomes one `row_map` equation whose body computes a single row, so that code
+generation runs max, then exp/sum, then normalise on each row while it is still in cache.
+
+A region fixes row dims R and column dims C. Its values are full ([R..., C...]) or per-row
+([R..., 1...]); its equations are elementwise ops, reductions of full values over exactly the C
+dims, broadcasts of per-row values along C, and reshapes between per-row shapes. Plain fusion
+(compiler.fusion) already handles a region whose reductions feed nothing back, so a region is
+formed only when some full value depends on a reduction in it: there a value is used twice (the
+exp of softmax) and would otherwise go to memory at full size."""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..core.avals import ShapedArray
+from ..core.interpret import eval_jaxpr
+from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
+from ..core.primitive import Primitive
+from .fusion import ELEMENTWISE, fusible
+
+ROW_REDUCTIONS = frozenset({"reduce_sum", "reduce_prod", "reduce_max", "reduce_min",
+                            "reduce_and", "reduce_or", "reduce_xor"})
+_FULL, _PER_ROW, _SCALAR = "full", "per-row", "scalar"
+
+
+# --- the row_map primitive -------------------------------------------------------------------
+
+def _row_map_abstract(*avals: ShapedArray, body: ClosedJaxpr, rows: tuple[int, ...],
+                      out_shapes: tuple[tuple[int, ...], ...]) -> list[ShapedArray]:
+    return [ShapedArray(s, v.aval.dtype, v.aval.weak_type)
+            for s, v in zip(out_shapes, body.jaxpr.outvars)]
+
+
+def _row_map_impl(*args, body: ClosedJaxpr, rows: tuple[int, ...],
+                  out_shapes: tuple[tuple[int, ...], ...]) -> list[np.ndarray]:
+    """Row by row: an operand of rank 0 is the same for every row, any other holds one body
+    operand per row, in order."""
+    n = math.prod(rows)
+    jaxpr = body.jaxpr
+    outs = [np.empty((n,) + v.aval.shape, v.aval.dtype) for v in jaxpr.outvars]
+    split = [x if np.ndim(x) == 0 else np.reshape(x, (n,) + v.aval.shape)
+             for x, v in zip(args, jaxpr.invars)]
+    for i in range(n):
+        row = [x if np.ndim(x) == 0 else x[i] for x in split]
+        for out, value in zip(outs, eval_jaxpr(jaxpr, body.consts, *row)):
+            out[i] = value
+    return [out.reshape(s) for out, s in zip(outs, out_shapes)]
+
+
+row_map_p = Primitive("row_map", multiple_results=True)
+row_map_p.def_abstract_eval(_row_map_abstract)
+row_map_p.def_impl(_row_map_impl)
+
+
+# --- the pass --------------------------------------------------------------------------------
+
+def fuse_rows(jaxpr: Jaxpr) -> Jaxpr:
+    """`jaxpr` with each beneficial row region replaced by one `row_map` (bodies included)."""
+    eqns = [_in_bodies(eqn) for eqn in jaxpr.eqns]
+    tried: dict[int, Eqn] = {}  # seeds already grown (held, so that their ids stay unique)
+    while True:
+        found = _next_region(eqns, tried)
+        if found is None:
+            break
+        region, moved, rows, cols = found
+        eqns = _rewrite(eqns, jaxpr.outvars, region, moved, rows, cols)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns, jaxpr.debug_info)
+
+
+def _in_bodies(eqn: Eqn) -> Eqn:
+    """Row fusion inside control-flow bodies (their signatures are unchanged)."""
+    def apply(value):
+        if isinstance(value, ClosedJaxpr):
+            return ClosedJaxpr(fuse_rows(value.jaxpr), value.consts)
+        if isinstance(value, tuple) and value and all(isinstance(x, ClosedJaxpr) for x in value):
+            return tuple(apply(x) for x in value)
+        return value
+    if not any(isinstance(x, ClosedJaxpr) for value in eqn.params.values()
+               for x in (value if isinstance(value, tuple) else (value,))):
+        return eqn
+    return eqn.replace(params={k: apply(v) for k, v in eqn.params.items()})
+
+
+def _kind(shape: tuple[int, ...], rows: tuple[int, ...], cols: tuple[int, ...]) -> str | None:
+    if shape == rows + cols:
+        return _FULL
+    if shape == ():
+        return _SCALAR
+    if shape[:len(rows)] == rows and all(d == 1 for d in shape[len(rows):]):
+        return _PER_ROW
+    return None
+
+
+def _seed(eqn: Eqn) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """(R, C) when `eqn` reduces trailing dims C of an [R..., C...] value, R and C not empty."""
+    if eqn.primitive.name not in ROW_REDUCTIONS:
+        return None
+    shape = eqn.invars[0].aval.shape
+    k = len(shape) - len(eqn.params["axes"])
+    if k < 1 or sorted(eqn.params["axes"]) != list(range(k, len(shape))):
+        return None
+    rows, cols = shape[:k], shape[k:]
+    if math.prod(rows) == 0 or math.prod(cols) <= 1:  # one-element rows: nothing to gain
+        return None
+    return rows, cols
+
+
+def _is_alias(eqn: Eqn, rows, cols) -> bool:
+    """Per-row (or rank-0) value to per-row value: the same value in the row body."""
+    return (eqn.primitive.name in ("reshape", "squeeze", "broadcast_in_dim")
+            and _kind(eqn.outvars[0].aval.shape, rows, cols) == _PER_ROW)
+
+
+def _compatible(eqn: Eqn, rows: tuple[int, ...], cols: tuple[int, ...]) -> bool:
+    name = eqn.primitive.name
+    if len(eqn.outvars) != 1 or len(eqn.invars) == 0:
+        return False
+    out = eqn.outvars[0].aval.shape
+    out_kind = _kind(out, rows, cols)
+    ins = [_kind(v.aval.shape, rows, cols) for v in eqn.invars]
+    if name in ELEMENTWISE:
+        return (fusible(eqn) and out_kind in (_FULL, _PER_ROW)
+                and all(v.aval.shape in (out, ()) for v in eqn.invars))
+    if name in ROW_REDUCTIONS:
+        return _seed(eqn) == (rows, cols)
+    if name == "broadcast_in_dim":
+        bdims = eqn.params["broadcast_dimensions"]
+        return out_kind in (_FULL, _PER_ROW) and (ins == [_SCALAR] or (
+            ins == [_PER_ROW] and bdims[:len(rows)] == tuple(range(len(rows)))))
+    if name == "reshape":
+        return (eqn.params.get("dimensions") is None and out_kind == _PER_ROW
+                and ins[0] in (_PER_ROW, _SCALAR))
+    if name == "squeeze":
+        return out_kind == _PER_ROW and ins == [_PER_ROW]
+    return False
+
+
+def _next_region(eqns: list[Eqn], tried: dict[int, Eqn]):
+    """The first beneficial region grown from an untried reduction: (region indices, indices of
+    outside eqns to move after it, R, C), or None."""
+    producer = {id(v): k for k, e in enumerate(eqns) for v in e.outvars}
+    users: dict[int, list[int]] = {}
+    for k, e in enumerate(eqns):
+        for v in e.invars:
+            if isinstance(v, Var):
+                users.setdefault(id(v), []).append(k)
+    for start, eqn in enumerate(eqns):
+        seed = _seed(eqn)
+        if seed is None or id(eqn) in tried:
+            continue
+        tried[id(eqn)] = eqn
+        rows, cols = seed
+        region = {start}
+        stack = [start]
+        while stack:  # grow along data flow through compatible equations
+            e = eqns[stack.pop()]
+            near = [producer[id(v)] for v in e.invars if isinstance(v, Var) and id(v) in producer]
+            near += [u for v in e.outvars for u in users.get(id(v), ())]
+            for k in near:
+                if k not in region and _compatible(eqns[k], rows, cols):
+                    region.add(k)
+                    stack.append(k)
+        region, moved = _schedulable(eqns, region)
+        if _beneficial(eqns, region, rows, cols):
+            return sorted(region), moved, rows, cols
+    return None
+
+
+def _schedulable(eqns: list[Eqn], region: set[int]) -> tuple[set[int], list[int]]:
+    """The row_map takes the place of the region's last eqn. Outside eqns in between that read
+    region values move after it; if one of those feeds the region back, the region is cut
+    before the first eqn reading it (a prefix of a region is schedulable)."""
+    while region:
+        first, last = min(region), max(region)
+        late = {id(v) for k in region for v in eqns[k].outvars}
+        moved_out: set[int] = set()
+        moved, cut = [], None
+        for k in range(first, last + 1):
+            reads = {id(v) for v in eqns[k].invars if isinstance(v, Var)}
+            if k in region:
+                if reads & moved_out:
+                    cut = k
+                    break
+            elif reads & late:
+                moved.append(k)
+                moved_out |= {id(v) for v in eqns[k].outvars}
+                late |= moved_out
+        if cut is None:
+            return region, moved
+        region = {k for k in region if k < cut}
+    return region, []
+
+
+def _beneficial(eqns: list[Eqn], region: set[int], rows, cols) -> bool:
+    """Some full value in the region depends on a reduction in it."""
+    reduced: set[int] = set()
+    for k in sorted(region):
+        eqn = eqns[k]
+        if eqn.primitive.name in ROW_REDUCTIONS or any(
+                isinstance(v, Var) and id(v) in reduced for v in eqn.invars):
+            out = eqn.outvars[0]
+            if _kind(out.aval.shape, rows, cols) == _FULL:
+                return True
+            reduced.add(id(out))
+    return False
+
+
+def _row_aval(aval: ShapedArray, rows, cols) -> ShapedArray:
+    shape = cols if _kind(aval.shape, rows, cols) == _FULL else ()
+    return ShapedArray(shape, aval.dtype, aval.weak_type)
+
+
+def _rewrite(eqns: list[Eqn], outvars: list, region: Sequence[int], moved: list[int],
+             rows: tuple[int, ...], cols: tuple[int, ...]) -> list[Eqn]:
+    """Replace the region by one row_map eqn, at its last eqn's place, followed by `moved`."""
+    inside = set(region)
+    body_of: dict[int, Var | Literal] = {}
+    outer_in: list = []
+    body_in: list[Var] = []
+
+    def operand(v):
+        if isinstance(v, Literal):
+            return v
+        if id(v) not in body_of:  # read from outside the region
+            body_of[id(v)] = Var(_row_aval(v.aval, rows, cols))
+            outer_in.append(v)
+            body_in.append(body_of[id(v)])
+        return body_of[id(v)]
+
+    body_eqns = []
+    for k in region:
+        eqn = eqns[k]
+        ins = [operand(v) for v in eqn.invars]
+        (out,) = eqn.outvars
+        if _is_alias(eqn, rows, cols):
+            body_of[id(out)] = ins[0]
+            continue
+        params = eqn.params
+        if eqn.primitive.name in ROW_REDUCTIONS:
+            params = {**params, "axes": tuple(range(len(cols)))}
+        elif eqn.primitive.name == "broadcast_in_dim":
+            params = {**params, "shape": cols, "broadcast_dimensions": ()}
+        body_of[id(out)] = Var(_row_aval(out.aval, rows, cols))
+        body_eqns.append(Eqn(eqn.primitive, ins, [body_of[id(out)]], params, eqn.source_info))
+    # results: region values read after it (by outside eqns or as the program's outputs)
+    read_after = {id(v) for k, e in enumerate(eqns) if k not in inside for v in e.invars}
+    read_after |= {id(v) for v in outvars}
+    results = [eqns[k].outvars[0] for k in region if id(eqns[k].outvars[0]) in read_after]
+    body = Jaxpr([], body_in, [body_of[id(v)] for v in results], body_eqns)
+    row_eqn = Eqn(row_map_p, outer_in, results,
+                  {"body": ClosedJaxpr(body, []), "rows": rows,
+                   "out_shapes": tuple(v.aval.shape for v in results)},
+                  eqns[region[-1]].source_info)
+    late = set(moved)
+    out: list[Eqn] = []
+    for k, eqn in enumerate(eqns):
+        if k == region[-1]:
+            out.append(row_eqn)
+            out.extend(eqns[j] for j in moved)
+        elif k not in inside and k not in late:
+            out.append(eqn)
+    return out
