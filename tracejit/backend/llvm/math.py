@@ -454,21 +454,137 @@ def _cos_kernel(e: _Emitter, z):
     return e.fma(e.mul(z, z), e.poly(z, _COS_C[e.f64]), e.fma(z, -0.5, 1.0))
 
 
-def _reduce_pio2(e: _Emitter, x):
-    """x = j*pi/2 + r, |r| <= pi/4, with pi/2 in three parts and fma (Cody-Waite).
+def _two_over_pi_words(nwords: int) -> tuple[int, ...]:
+    """2/pi in binary as 32-bit words, most significant first, word k holding the bits of
+    weight 2**-(32k + 1) .. 2**-(32k + 32); pi by Machin's formula in integer arithmetic
+    (64 guard bits, so every kept bit is exact)."""
+    prec = 32 * nwords + 64
 
-    The reduction is accurate while |x| < 2**16 (f32) / 2**28 (f64); beyond, the three
-    parts no longer hold enough bits of pi/2 for the cancellation and the error grows until
-    at about 2**22 / 2**50 the result carries no information (it stays in [-1, 1] for sin and
-    cos). Returns (r, q) with q = j mod 4 as a float in {0, 1, 2, 3}."""
+    def atan_inv(k: int) -> int:      # atan(1/k) * 2**prec, each term truncated
+        total, power, n = 0, (1 << prec) // k, 1
+        while power:
+            total += power // n if n % 4 == 1 else -(power // n)
+            power //= k * k
+            n += 2
+        return total
+
+    pi = 16 * atan_inv(5) - 4 * atan_inv(239)
+    bits = (1 << (2 * prec + 1)) // pi >> 64          # 2/pi * 2**(32 * nwords)
+    return tuple((bits >> (32 * (nwords - 1 - k))) & 0xFFFFFFFF for k in range(nwords))
+
+
+# Payne-Hanek (below): x*2/pi mod 4 = (m * W mod 2**(32n)) * 2**(2 - 32n) for x = m*2**e and
+# W the 32n bits of 2/pi starting at weight 2**-(e - 1) (the bits above only add multiples
+# of 4). n = 3 limbs for float32 (24-bit m: 70 bits of the fraction survive the truncation
+# of 2/pi, against at most ~32 lost to cancellation next to a multiple of pi/2), 6 for
+# float64 (53-bit m: 137 bits, against ~62 lost at the worst double, 6381956970095103 *
+# 2**797). _PH_PAIRS[k] = word k-1 : word k as one 64-bit integer (word -1 is 0: the window
+# of the smallest reduced exponents starts left of the binary point), so one load and a shift
+# give a limb at any bit offset; signed, as LLVM's i64 constants are.
+_PH_LIMBS = {False: 3, True: 6}
+_PH_MIN = {False: 2.0 ** 16, True: 2.0 ** 28}     # below, Cody-Waite is accurate
+_PH_WORDS = (0,) + _two_over_pi_words((1023 - 52 + 30 >> 5) + _PH_LIMBS[True] + 1)
+_PH_PAIRS = tuple(((hi << 32 | lo) ^ (1 << 63)) - (1 << 63)
+                  for hi, lo in zip(_PH_WORDS, _PH_WORDS[1:]))
+
+
+def _ph_table(module: ir.Module) -> ir.GlobalVariable:
+    table = module.globals.get("tracejit.two_over_pi")
+    if table is None:
+        ty = ir.ArrayType(ir.IntType(64), len(_PH_PAIRS))
+        table = ir.GlobalVariable(module, ty, name="tracejit.two_over_pi")
+        table.initializer = ir.Constant(ty, list(_PH_PAIRS))
+        table.global_constant = True
+        table.linkage = "internal"
+    return table
+
+
+def _reduce_pio2_big(e: _Emitter, x):
+    """x = j*pi/2 + r, |r| <= pi/4, for any finite normal |x| >= 2**-e.mant (Payne-Hanek
+    in 64-bit integers: 32x32-bit products, so the loop still vectorises); r rounded once
+    from a value good to ~70 bits. Returns (r, j mod 4 as a float)."""
+    b, i64 = e.b, ir.IntType(64)
+
+    def c(v: int) -> ir.Constant:
+        return ir.Constant(i64, v)
+
+    bits = e.bits(e.abs(x))
+    bits = bits if e.f64 else b.zext(bits, i64)
+    m = b.or_(b.and_(bits, c((1 << e.mant) - 1)), c(1 << e.mant))
+    # x = m * 2**k, k = exponent - bias - mant; the window starts at weight 2**-(k - 1),
+    # bit g = k - 2 + 32 of _PH_WORDS (g is clamped only where this path is not taken)
+    g = b.sub(b.lshr(bits, c(e.mant)), c(e.bias + e.mant - 30))
+    g_max = e.bias - e.mant + 30                    # the largest finite x
+    g = b.select(b.icmp_signed("<", g, c(0)), c(0), g)
+    g = b.select(b.icmp_signed(">", g, c(g_max)), c(g_max), g)
+    first, shift = b.lshr(g, c(5)), b.sub(c(32), b.and_(g, c(31)))
+    table, mask = _ph_table(b.module), c(0xFFFFFFFF)
+    n = _PH_LIMBS[e.f64]
+    w = []                                          # limbs of W, least significant first
+    for k in reversed(range(n)):
+        ptr = b.gep(table, [c(0), b.add(first, c(k))], inbounds=True)
+        w.append(b.and_(b.lshr(b.load(ptr), shift), mask))
+    ms = [m] if not e.f64 else [b.and_(m, mask), b.lshr(m, c(32))]
+    # m * W mod 2**(32n): each 64-bit partial product split over two columns, then carried
+    cols = [[] for _ in range(n)]
+    for i, mi in enumerate(ms):
+        for k, wk in enumerate(w[:n - i]):
+            p = b.mul(mi, wk)
+            cols[i + k].append(b.and_(p, mask))
+            if i + k + 1 < n:
+                cols[i + k + 1].append(b.lshr(p, c(32)))
+    limbs, carry = [], c(0)
+    for col in cols:
+        acc = carry
+        for t in col:
+            acc = b.add(acc, t)
+        limbs.append(b.and_(acc, mask))
+        carry = b.lshr(acc, c(32))
+    # top 64 bits: 2 integer bits, then 62 of the fraction; round j to nearest, keep the
+    # signed fraction f = frac * 2**-62 + lower limbs (in quarter turns)
+    top = b.add(b.or_(b.shl(limbs[-1], c(32)), limbs[-2]), c(1 << 61))
+    j = b.lshr(top, c(62))
+    frac = b.sub(b.and_(top, c((1 << 62) - 1)), c(1 << 61))
+    d = _Emitter(b, ir.DoubleType())
+
+    def limb(k: int, scale: int) -> ir.Value:
+        return d.mul(b.uitofp(limbs[k], d.ty), 2.0 ** scale)
+
+    hi = b.sitofp(frac, d.ty)
+    if e.f64:   # f as a double-double: hi exactly, then the 96 bits below it
+        lo = d.add(b.sitofp(b.sub(frac, b.fptosi(hi, i64)), d.ty), limb(n - 3, -32))
+        lo, lo_err = _two_sum(d, lo, d.add(limb(n - 4, -64), limb(n - 5, -96)))
+        hi, lo = _fast_two_sum(d, hi, lo)
+        hi, lo = d.mul(hi, 2.0 ** -62), d.mul(d.add(lo, lo_err), 2.0 ** -62)
+        pio2_hi, pio2_lo = _dd(_X_PI / 2, np.float64)
+        r = d.mul(hi, pio2_hi)
+        r_err = d.fma(hi, pio2_hi, d.neg(r))
+        r = d.add(r, d.add(r_err, d.fma(hi, pio2_lo, d.mul(lo, pio2_hi))))
+    else:       # 53 bits of f are plenty for a float32 r
+        f = d.fma(hi, 2.0 ** -62, limb(n - 3, -94))
+        r = b.fptrunc(d.mul(f, _PI / 2), e.ty)
+    neg = e.signbit(x)   # x < 0: -x = -j*pi/2 - r
+    r = e.select(neg, e.neg(r), r)
+    j = b.select(neg, b.sub(c(0), j), j)
+    return r, b.uitofp(b.and_(j, c(3)), e.ty)
+
+
+def _reduce_pio2(e: _Emitter, x):
+    """x = j*pi/2 + r, |r| <= pi/4, returns (r, j mod 4 as a float in {0, 1, 2, 3}).
+
+    Cody-Waite (pi/2 in three parts and fma) while |x| < 2**16 (f32) / 2**28 (f64), where
+    its three parts hold enough bits of pi/2 for the cancellation; Payne-Hanek above (both
+    computed, as everywhere here: the vectorised loop pays for the second path's integer
+    work, not for a branch). Infinities and NaN take the first path, which gives NaN."""
     c1, c2, c3 = _pio2_parts(e.np)
     j = e.rint(e.mul(x, 2.0 / _PI))
     r = e.fma(j, -c1, x)
     r = e.fma(j, -c2, r)
     r = e.fma(j, -c3, r)
-    r = e.clamp(r, -1.0, 1.0)     # only bites far past the accurate range (keeps r*r finite)
     q = e.sub(j, e.mul(e.floor(e.mul(j, 0.25)), 4.0))
-    return r, q
+    r_big, q_big = _reduce_pio2_big(e, x)
+    big = e.and_(e.ge(e.abs(x), _PH_MIN[e.f64]), e.lt(e.abs(x), math.inf))
+    return e.select(big, r_big, r), e.select(big, q_big, q)
 
 
 def _sin_cos(e: _Emitter, x, want_cos: bool):

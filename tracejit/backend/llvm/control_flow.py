@@ -1,0 +1,225 @@
+"""Structural rules for calls and control flow: inlined calls, cond (a switch), while and scan
+(native loops over double-buffered carries) and row_map (compiler.rows' row kernels).
+codegen's Emitter dispatches to them through `rules.STRUCTURAL`."""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import llvmlite.ir as ir
+import numpy as np
+
+from ...core import dtypes
+from ...core.avals import ShapedArray
+from ...core.jaxpr import ClosedJaxpr
+from .codegen import Buf, Emitter, Lazy, _as_value
+from .rules import STRUCTURAL
+from .scalar_ops import convert
+from .types import I64
+
+
+def _custom_lin(em: Emitter, eqn, ins, dests):
+    """The tangent side of a custom_vjp function only exists to be transposed: evaluating it is
+    forward-mode autodiff of a custom_vjp function, which JAX (and the interpreter) reject."""
+    from ...transforms.custom import _VJP_JVP_ERROR
+    raise TypeError(_VJP_JVP_ERROR)
+
+
+def _inline_call(em: Emitter, eqn, ins, dests):
+    """Calls (jit, checkpoint, custom_jvp/vjp outside differentiation) run their body inline."""
+    closed: ClosedJaxpr = eqn.params.get("jaxpr") or eqn.params["call_jaxpr"]
+    consts = [em.const_value(c) for c in closed.consts]
+    return em.emit_jaxpr(closed.jaxpr, consts, ins, dests)
+
+
+def _copy(em: Emitter, src, dst: Buf) -> None:
+    em.materialize(src, dst)
+
+
+def _cond(em: Emitter, eqn, ins, dests):
+    branches: tuple[ClosedJaxpr, ...] = eqn.params["branches"]
+    index, *ops = ins
+    b = em.b
+    outs = [d or em.alloc(v.aval) for d, v in zip(dests, eqn.outvars)]
+    ops = [em.materialize(o) if isinstance(o, Lazy) else o for o in ops]
+    i = em.scalar_of(index)
+    if index.aval.dtype == dtypes.bool_:
+        i = b.zext(i, ir.IntType(32))
+    else:
+        i = convert(b, i, index.aval.dtype, np.dtype(np.int32))
+    n = len(branches)
+    lo, hi = ir.Constant(i.type, 0), ir.Constant(i.type, n - 1)
+    i = b.select(b.icmp_signed("<", i, lo), lo, b.select(b.icmp_signed(">", i, hi), hi, i))
+    merge = b.append_basic_block("cond.merge")
+    blocks = [b.append_basic_block(f"cond.branch{k}") for k in range(n)]
+    sw = b.switch(i, blocks[-1])
+    for k in range(n - 1):
+        sw.add_case(ir.Constant(i.type, k), blocks[k])
+    for blk, br in zip(blocks, branches):
+        b.position_at_end(blk)
+        em.emit_jaxpr(br.jaxpr, [em.const_value(c) for c in br.consts], ops, outs)
+        b.branch(merge)
+    b.position_at_end(merge)
+    return [_as_value(em, o) if d is None else o for o, d in zip(outs, dests)]
+
+
+class _Carries:
+    """Loop-carried state. Scalars live in allocas (mem2reg turns them into registers); arrays
+    alternate between two buffers whose roles swap every iteration (no copy per iteration)."""
+
+    def __init__(self, em: Emitter, avals: Sequence[ShapedArray], init: Sequence,
+                 dests: Sequence[Buf | None], final_in_first: bool | None = None):
+        self.em = em
+        self.avals = list(avals)
+        self.dests = list(dests)
+        b = em.b
+        self.slots: list[tuple] = []
+        for aval, x, d in zip(avals, init, dests):
+            if aval.ndim == 0:
+                cur = d or em.alloc(aval)
+                _copy(em, x, cur)
+                self.slots.append((cur, em.alloc(aval)))
+                continue
+            # with a known trip-count parity the last iteration writes the destination itself
+            first, second = em.alloc(aval), em.alloc(aval)
+            if d is not None and final_in_first is not None:
+                if final_in_first:
+                    first = d
+                else:
+                    second = d
+            _copy(em, x, first)
+            holder = em._entry_alloca(first.ptr.type)
+            b.store(first.ptr, holder)
+            self.slots.append((first, second, holder))
+
+    def current(self) -> list:
+        out = []
+        for aval, slot in zip(self.avals, self.slots):
+            if aval.ndim == 0:
+                out.append(_as_value(self.em, slot[0]))
+            else:
+                out.append(Buf(self.em.b.load(slot[2]), aval))
+        return out
+
+    def next_slots(self) -> list[Buf]:
+        """Where this iteration writes the new state (the buffer not being read)."""
+        b = self.em.b
+        out = []
+        for aval, slot in zip(self.avals, self.slots):
+            if aval.ndim == 0:
+                out.append(slot[1])
+            else:
+                first, second, holder = slot
+                cur = b.load(holder)
+                out.append(Buf(b.select(b.icmp_unsigned("==", cur, first.ptr), second.ptr,
+                                        first.ptr), aval))
+        return out
+
+    def advance(self, written: list[Buf]) -> None:
+        b = self.em.b
+        for aval, slot, new in zip(self.avals, self.slots, written):
+            if aval.ndim == 0:
+                _copy(self.em, _as_value(self.em, new), slot[0])
+            else:
+                b.store(new.ptr, slot[2])
+
+    def results(self) -> list:
+        em, b = self.em, self.em.b
+        out = []
+        for aval, slot, d, val in zip(self.avals, self.slots, self.dests, self.current()):
+            if aval.ndim == 0:
+                out.append(val if d is None else slot[0])
+            elif d is None:
+                out.append(val)
+            elif val.ptr is not d.ptr:
+                with b.if_then(b.icmp_unsigned("!=", val.ptr, d.ptr)):
+                    _copy(em, val, d)
+                out.append(d)
+        return out
+
+
+def _while(em: Emitter, eqn, ins, dests):
+    p = eqn.params
+    cond_j, body_j = p["cond_jaxpr"], p["body_jaxpr"]
+    cn, bn = p["cond_nconsts"], p["body_nconsts"]
+    cond_consts, body_consts, init = ins[:cn], ins[cn:cn + bn], ins[cn + bn:]
+    b = em.b
+    carries = _Carries(em, [v.aval for v in eqn.outvars], init, dests)
+    header = b.append_basic_block("while.head")
+    body_bb = b.append_basic_block("while.body")
+    exit_bb = b.append_basic_block("while.exit")
+    b.branch(header)
+    b.position_at_end(header)
+    # as in JAX, a body's leading invars are its const operands, then the carry
+    (pred,) = em.emit_jaxpr(cond_j.jaxpr, [em.const_value(c) for c in cond_j.consts],
+                            list(cond_consts) + carries.current())
+    b.cbranch(em.scalar_of(pred), body_bb, exit_bb)
+    b.position_at_end(body_bb)
+    new = carries.next_slots()
+    em.emit_jaxpr(body_j.jaxpr, [em.const_value(c) for c in body_j.consts],
+                  list(body_consts) + carries.current(), new)
+    carries.advance(new)
+    b.branch(header)
+    b.position_at_end(exit_bb)
+    return carries.results()
+
+
+def _row(em: Emitter, buf: Buf, i: ir.Value) -> Buf:
+    """Row i of a buffer (a contiguous view)."""
+    row = ShapedArray(buf.aval.shape[1:], buf.aval.dtype, buf.aval.weak_type)
+    ptr = em.b.gep(buf.ptr, [em.b.mul(i, ir.Constant(I64, max(row.size, 0)))], inbounds=True)
+    return Buf(ptr, row)
+
+
+def _row_map(em: Emitter, eqn, ins, dests):
+    """A row kernel (compiler.rows): one loop over rows, the body emitted inside it on row views
+    of the operands and results; its temporaries are row-sized slots every row reuses."""
+    closed: ClosedJaxpr = eqn.params["body"]
+    body = closed.jaxpr
+    ins = [em.materialize(x) if isinstance(x, Lazy) else x for x in ins]
+    outs = [d or em.alloc(v.aval) for d, v in zip(dests, eqn.outvars)]
+    consts = [em.const_value(c) for c in closed.consts]
+
+    def view(buf: Buf, i: ir.Value, row: ShapedArray) -> Buf:  # row i of consecutive rows
+        return Buf(em.b.gep(buf.ptr, [em.b.mul(i, ir.Constant(I64, row.size))], inbounds=True),
+                   row)
+
+    def body_at(i):  # rank-0 operands are the same for every row
+        args = [x if x.aval.ndim == 0 else _as_value(em, view(x, i, v.aval))
+                for x, v in zip(ins, body.invars)]
+        em.emit_jaxpr(body, consts, args, [view(o, i, v.aval) for o, v in zip(outs, body.outvars)])
+    em.loop(math.prod(eqn.params["rows"]), body_at, name="row")
+    return outs
+
+
+def _scan(em: Emitter, eqn, ins, dests):
+    p = eqn.params
+    closed: ClosedJaxpr = p["jaxpr"]
+    nc, nk, length, reverse = p["num_consts"], p["num_carry"], p["length"], p["reverse"]
+    consts, init, xs = ins[:nc], ins[nc:nc + nk], ins[nc + nk:]
+    b = em.b
+    ys_avals = [v.aval for v in eqn.outvars[nk:]]
+    carries = _Carries(em, [v.aval for v in eqn.outvars[:nk]], init, dests[:nk],
+                       final_in_first=(length % 2 == 0))
+    ys = [d or em.alloc(a) for d, a in zip(dests[nk:], ys_avals)]
+    xs = [em.materialize(x) for x in xs]
+    inner_consts = [em.const_value(c) for c in closed.consts]
+
+    def body(i):
+        t = b.sub(ir.Constant(I64, length - 1), i) if reverse else i
+        x_rows = [_as_value(em, _row(em, x, t)) for x in xs]
+        y_rows = [_row(em, y, t) for y in ys]
+        new = carries.next_slots()
+        em.emit_jaxpr(closed.jaxpr, inner_consts,  # invars: const operands, carry, x rows
+                      list(consts) + carries.current() + x_rows, new + y_rows)
+        carries.advance(new)
+    em.loop(length, body, name="scan")
+    return carries.results() + ys
+
+
+STRUCTURAL.update({
+    "jit": _inline_call, "cond": _cond,
+    "checkpoint": _inline_call, "custom_jvp_call": _inline_call,
+    "custom_vjp_call": _inline_call, "custom_lin": _custom_lin,
+    "while": _while, "scan": _scan, "row_map": _row_map,
+})

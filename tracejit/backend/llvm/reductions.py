@@ -1,0 +1,234 @@
+"""Structural rules for reductions: reduce_* along axes, argmin/argmax and the cumulative scans
+(cumsum ... cumlogsumexp). codegen's Emitter dispatches to them through `rules.STRUCTURAL`."""
+from __future__ import annotations
+
+import llvmlite.ir as ir
+import numpy as np
+
+from ...core import dtypes
+from .codegen import Emitter, NativeCompileError, Scalar
+from .complex_ops import accumulating_mul, pack, parts
+from .index_maps import _zero
+from .rules import STRUCTURAL
+from .scalar_ops import convert, emit_scalar
+from .types import I64, const, reg_type
+
+
+def _reduce_identity(name: str, dtype: np.dtype):
+    if name == "reduce_sum" or name == "reduce_or" or name == "reduce_xor":
+        return 0
+    if name == "reduce_prod":
+        return 1
+    if name == "reduce_and":
+        return True if dtype == dtypes.bool_ else -1
+    info = np.finfo(dtype) if dtypes.is_inexact(dtype) else None
+    if name == "reduce_max":
+        if dtype == dtypes.bool_:
+            return False
+        return -np.inf if info is not None else np.iinfo(dtype).min
+    if name == "reduce_min":
+        if dtype == dtypes.bool_:
+            return True
+        return np.inf if info is not None else np.iinfo(dtype).max
+    raise KeyError(name)
+
+
+_REDUCE_COMBINE = {"reduce_sum": "add", "reduce_prod": "mul", "reduce_max": "max",
+                   "reduce_min": "min", "reduce_and": "and", "reduce_or": "or", "reduce_xor": "xor"}
+
+
+def _combine(em: Emitter, name: str, dtype: np.dtype, acc: ir.Value, x: ir.Value) -> ir.Value:
+    op = _REDUCE_COMBINE[name]
+    if dtype.kind == "c" and op == "add":  # part by part, so complex sums vectorise too
+        b = em.b
+        re, im = (b.fadd(b.extract_value(acc, k), b.extract_value(x, k), flags=("reassoc",))
+                  for k in (0, 1))
+        return pack(b, re, im)
+    if dtype.kind == "c" and op == "mul":
+        return accumulating_mul(em.b, acc, x)
+    if dtypes.is_float(dtype) and op in ("add", "mul"):
+        # reassoc lets the sum vectorise (partial sums); NaN/Inf semantics are unchanged
+        return (em.b.fadd if op == "add" else em.b.fmul)(acc, x, flags=("reassoc",))
+    return emit_scalar(em.b, op, [dtype, dtype], dtype, [acc, x], {})
+
+
+def _reduce(em: Emitter, eqn, ins, dests):
+    (x,) = ins
+    name = eqn.primitive.name
+    axes = eqn.params["axes"]
+    aval_out = eqn.outvars[0].aval
+    dtype = x.aval.dtype
+    in_shape = x.aval.shape
+    kept = [d for d in range(len(in_shape)) if d not in axes]
+    init = const(dtype, _reduce_identity(name, dtype))
+    if dtype.kind == "c" and name in ("reduce_max", "reduce_min") and \
+            all(in_shape[d] for d in axes):
+        # ±inf + 0j is the empty result, but it would beat -inf - 1j in the lexicographic order
+        init = const(dtype, complex(-np.inf, -np.inf) if name == "reduce_max" else
+                     complex(np.inf, np.inf))
+    out = dests[0] or (None if aval_out.ndim == 0 else em.alloc(aval_out))
+    b = em.b
+    if aval_out.ndim and in_shape and (len(in_shape) - 1) not in axes:
+        # the contiguous axis is kept: accumulate rows into the output (inner loop vectorises)
+        em.loop_nest(aval_out.shape, lambda idx: em.store(out, em.linear(aval_out.shape, idx),
+                                                         init))
+        order = list(axes) + kept
+
+        def body(idx_in_order):
+            full: list = [None] * len(in_shape)
+            for d, i in zip(order, idx_in_order):
+                full[d] = i
+            oidx = [full[d] for d in kept]
+            lin = em.linear(aval_out.shape, oidx)
+            em.store(out, lin, _combine(em, name, dtype, em.load(out, lin), em.value_at(x, full)))
+        em.loop_nest([in_shape[d] for d in order], body)
+        return [out]
+    acc_ptr = em._entry_alloca(reg_type(dtype))
+
+    def outer(oidx):
+        b.store(init, acc_ptr)
+
+        def inner(ridx):
+            full: list = [None] * len(in_shape)
+            for d, i in zip(kept, oidx):
+                full[d] = i
+            for d, i in zip(axes, ridx):
+                full[d] = i
+            b.store(_combine(em, name, dtype, b.load(acc_ptr), em.value_at(x, full)), acc_ptr)
+        em.loop_nest([in_shape[d] for d in axes], inner)
+        if out is not None:
+            em.store(out, em.linear(aval_out.shape, oidx) if aval_out.ndim else None,
+                     b.load(acc_ptr))
+    em.loop_nest(aval_out.shape, outer)
+    if out is None:
+        return [Scalar(b.load(acc_ptr), aval_out)]
+    return [out]
+
+
+def _is_nan(em: Emitter, dtype: np.dtype, v: ir.Value) -> ir.Value:
+    """NaN test of a float, or of either part of a complex number (NumPy's isnan)."""
+    b = em.b
+    if dtype.kind == "c":
+        re, im = parts(b, v)
+        return b.or_(b.fcmp_unordered("uno", re, re), b.fcmp_unordered("uno", im, im))
+    return b.fcmp_unordered("uno", v, v)
+
+
+def _argminmax(em: Emitter, eqn, ins, dests):
+    (x,) = ins
+    is_max = eqn.primitive.name == "argmax"
+    (axis,) = eqn.params["axes"]
+    aval_out = eqn.outvars[0].aval
+    dtype = x.aval.dtype
+    in_shape = x.aval.shape
+    kept = [d for d in range(len(in_shape)) if d != axis]
+    b = em.b
+    best_ptr = em._entry_alloca(reg_type(dtype))
+    idx_ptr = em._entry_alloca(I64)
+    out = dests[0] or (None if aval_out.ndim == 0 else em.alloc(aval_out))
+
+    def outer(oidx):
+        def at(i):
+            full: list = [None] * len(in_shape)
+            for d, j in zip(kept, oidx):
+                full[d] = j
+            full[axis] = i
+            return em.value_at(x, full)
+        b.store(at(_zero()), best_ptr)
+        b.store(_zero(), idx_ptr)
+
+        def step(i):
+            v = at(i)
+            best = b.load(best_ptr)
+            if dtypes.is_inexact(dtype):  # the first NaN wins; then strict improvement
+                best_nan, v_nan = _is_nan(em, dtype, best), _is_nan(em, dtype, v)
+                better = emit_scalar(b, "gt" if is_max else "lt", [dtype] * 2,
+                                     dtypes.bool_, [v, best], {})
+                take = b.and_(b.not_(best_nan), b.or_(v_nan, better))
+            elif dtype == dtypes.bool_ or dtype.kind == "u":
+                take = b.icmp_unsigned(">" if is_max else "<", v, best)
+            else:
+                take = b.icmp_signed(">" if is_max else "<", v, best)
+            b.store(b.select(take, v, best), best_ptr)
+            b.store(b.select(take, i, b.load(idx_ptr)), idx_ptr)
+        em.loop(in_shape[axis], step, name="r")
+        result = convert(b, b.load(idx_ptr), np.dtype(np.int64), aval_out.dtype)
+        if out is not None:
+            em.store(out, em.linear(aval_out.shape, oidx) if aval_out.ndim else None, result)
+        else:
+            b.store(result, res_ptr)
+
+    res_ptr = None if out is not None else em._entry_alloca(reg_type(aval_out.dtype))
+    em.loop_nest(aval_out.shape, outer)
+    return [out] if out is not None else [Scalar(b.load(res_ptr), aval_out)]
+
+
+def _acc_dtype(dtype: np.dtype) -> np.dtype:
+    """Where products are summed: half floats in float32 (as XLA on CPU and the reference)."""
+    return dtypes.float32 if dtype == dtypes.float16 else dtype
+
+
+def _cumulative(em: Emitter, eqn, ins, dests):
+    (x,) = ins
+    name = eqn.primitive.name
+    axis, reverse = eqn.params["axis"], eqn.params["reverse"]
+    aval = eqn.outvars[0].aval
+    dtype = aval.dtype
+    if dtype.kind == "c" and name == "cumlogsumexp":  # (NumPy's logaddexp has no complex form)
+        raise NativeCompileError("native cumlogsumexp of complex numbers is not supported")
+    work = _acc_dtype(dtype)
+    b = em.b
+    out = dests[0] or em.alloc(aval)
+    acc_ptr = em._entry_alloca(reg_type(work))
+    n = aval.shape[axis]
+    outer_dims = [d for d in range(aval.ndim) if d != axis]
+
+    def combine(acc, v):
+        if name == "cumsum":
+            return emit_scalar(b, "add", [work] * 2, work, [acc, v], {})
+        if name == "cumprod":
+            if work.kind == "c":
+                return accumulating_mul(b, acc, v)
+            return emit_scalar(b, "mul", [work] * 2, work, [acc, v], {})
+        if name == "cummax":
+            return emit_scalar(b, "max", [work] * 2, work, [acc, v], {})
+        if name == "cummin":
+            return emit_scalar(b, "min", [work] * 2, work, [acc, v], {})
+        return _logaddexp(em, work, acc, v)
+
+    def outer(oidx):
+        def step(j):
+            t = b.sub(ir.Constant(I64, n - 1), j) if reverse else j
+            full: list = [None] * aval.ndim
+            for d, i in zip(outer_dims, oidx):
+                full[d] = i
+            full[axis] = t
+            v = convert(b, em.value_at(x, full), dtype, work)
+            first = b.icmp_signed("==", j, _zero())
+            acc = b.select(first, v, combine(b.load(acc_ptr), v))
+            b.store(acc, acc_ptr)
+            em.store(out, em.linear(aval.shape, full), convert(b, acc, work, dtype))
+        em.loop(n, step, name="cum")
+    em.loop_nest([aval.shape[d] for d in outer_dims], outer)
+    return [out]
+
+
+def _logaddexp(em: Emitter, dtype, a: ir.Value, c: ir.Value) -> ir.Value:
+    """log(exp(a) + exp(c)) = max + log1p(exp(-|a - c|)), with -inf/-inf and NaN handled."""
+    b = em.b
+    from .scalar_ops import math_fn
+    hi = emit_scalar(b, "max", [dtype] * 2, dtype, [a, c], {})
+    lo = emit_scalar(b, "min", [dtype] * 2, dtype, [a, c], {})
+    diff = b.fsub(lo, hi)
+    same_inf = b.fcmp_ordered("==", a, c)  # -inf/-inf or +inf/+inf: the sum is that value
+    t = math_fn(b, "log1p", [math_fn(b, "exp", [diff])])
+    return b.select(same_inf, hi, b.fadd(hi, t))
+
+
+STRUCTURAL.update({
+    "reduce_sum": _reduce, "reduce_prod": _reduce, "reduce_max": _reduce,
+    "reduce_min": _reduce, "reduce_and": _reduce, "reduce_or": _reduce, "reduce_xor": _reduce,
+    "argmax": _argminmax, "argmin": _argminmax,
+    "cumsum": _cumulative, "cumprod": _cumulative, "cummax": _cumulative,
+    "cummin": _cumulative, "cumlogsumexp": _cumulative,
+})
