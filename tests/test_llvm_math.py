@@ -1,6 +1,6 @@
 """tracejit.backend.llvm.math: every function JIT-compiled in a loop over a buffer, checked in
 ulp against NumPy/SciPy (float64 references for float32; long double where NumPy has it for
-float64) over dense sweeps, and bit-for-bit on special values (NaN, +-inf, +-0, subnormals,
+float64; mpmath for float64 sin/cos/tan past 2**28) over dense sweeps, and bit-for-bit on special values (NaN, +-inf, +-0, subnormals,
 overflow and underflow edges)."""
 import ctypes
 import functools
@@ -207,7 +207,8 @@ def _domain(name, dtype):
     big = float(np.finfo(dtype).max)
     small = float(np.finfo(dtype).smallest_subnormal)
     f32 = dtype == F32
-    trig_max = 2.0 ** 16 if f32 else 2.0 ** 28
+    # float64 beyond 2**28 is measured against mpmath in test_trig_whole_range
+    trig_max = big if f32 else 2.0 ** 28
     table = {
         "exp": [lin_sweep(-104, 89, N, dtype)] if f32 else [lin_sweep(-746, 710, N, dtype)],
         "exp2": [lin_sweep(-151, 128, N, dtype)] if f32 else [lin_sweep(-1076, 1024, N, dtype)],
@@ -248,7 +249,7 @@ def _special_values(dtype):
     base = [0.0, 1.0, 2.0, 0.5, 1e-3, 3.0, 10.0, 88.72, 88.73, 89.5, 103.0, 104.0, 709.7,
             709.8, 710.5, 745.1, 746.0, 27.3, 10.06, 1.0 - float(info.epsneg), 1.0 + float(info.eps),
             float(info.tiny), float(info.smallest_subnormal), 3 * float(info.smallest_subnormal),
-            float(info.max), 1e30, np.pi, np.pi / 2, np.inf]
+            float(info.max), 1e30, 1e8, 3e9, np.pi, np.pi / 2, np.inf]
     vals = np.array(base + [-v for v in base] + [np.nan], dtype=dtype)
     return vals
 
@@ -364,13 +365,10 @@ def test_unary_special_values(name, dtype):
     x = _special_values(dtype)
     if dtype == F32 and name in XLA_F32:
         x = _normal_in_out(name, x)
-    if name in ("sin", "cos", "tan"):   # past the documented reduction range: no accuracy
-        beyond = np.isfinite(x) & (np.abs(x) > (2.0 ** 16 if dtype == F32 else 2.0 ** 28))
-        if name != "tan":
-            assert np.all(np.abs(run(name, x[beyond], dtype=dtype)) <= 1.0)
-        x = x[~beyond]
     got = run(name, x, dtype=dtype)
     want = np.asarray(reference(name, x, dtype=dtype))
+    if name in _TRIG and dtype == F64:   # mpmath past 2**28 (it drops the sign of -0)
+        want = np.where(np.abs(x) >= 2.0 ** 28, _trig_ref(name, x), want)
     if name == "digamma":   # JAX (not SciPy) gives NaN at every pole, 0 included
         want = np.where((x <= 0) & (x == np.floor(x)), np.nan, want)
     if name == "lgamma":    # and +inf at -inf, as C99 does
@@ -387,6 +385,65 @@ def test_binary_special_values(name, dtype):
     got = run(name, a, b, dtype=dtype)
     _assert_special(name, got, reference(name, a, b, dtype=dtype), (a, b), dtype,
                     BOUNDS[dtype][name])
+
+
+_TRIG = ("sin", "cos", "tan")
+
+
+def _trig_ref(name, x):
+    """mpmath's sin/cos/tan of each value (reduced with as many bits of pi as the exponent
+    needs), as long double where NumPy has it, else float64."""
+    import mpmath
+    fn = getattr(mpmath, name)
+    out = np.empty(x.shape, LD)
+    with mpmath.workprec(128):
+        for i, v in enumerate(np.asarray(x, F64).tolist()):
+            y = fn(mpmath.mpf(v)) if np.isfinite(v) else mpmath.mpf("nan")
+            hi = float(y)
+            out[i] = LD(hi) + LD(float(y - hi)) if np.isfinite(hi) else hi
+    return out
+
+
+def _near_multiples_of_pio2(dtype, n, rng):
+    """The floats nearest k*pi/2 for integers k up to 2**(mantissa bits) (rounded in mpmath),
+    and their neighbours either side: the arguments that cancel most in the reduction."""
+    import mpmath
+    nmant = np.finfo(dtype).nmant + 1
+    ks = np.unique(np.floor(np.exp2(rng.uniform(0, nmant + 1, n))).astype(np.int64))
+    with mpmath.workprec(200):
+        x = np.array([float(mpmath.mpf(int(k)) * mpmath.pi / 2) for k in ks.tolist()], dtype)
+    return np.concatenate([x, np.nextafter(x, dtype(np.inf)), np.nextafter(x, dtype(0))])
+
+
+# The floats closest to a multiple of pi/2 beyond 2**16 (float32: 16367173 * 2**72, within
+# 2**-29.2 of one; found by an exhaustive search) and the known hardest double,
+# 6381956970095103 * 2**797 (within 2**-60.9; Muller, Elementary Functions, 11.3).
+_HARDEST = {F32: [16367173 * 2.0 ** 72, 10741887 * 2.0 ** 11, 10057457 * 2.0 ** 62],
+            F64: [6381956970095103 * 2.0 ** 797]}
+
+
+@pytest.mark.parametrize("dtype", [F32, F64], ids=["f32", "f64"])
+@pytest.mark.parametrize("name", _TRIG)
+def test_trig_whole_range(name, dtype):
+    """Huge arguments (Payne-Hanek reduction past 2**16 / 2**28) up to the largest float,
+    the neighbours of multiples of pi/2 and the hardest cases, against mpmath."""
+    rng = np.random.default_rng(7)
+    huge = log_sweep(2.0 ** 10, float(np.finfo(dtype).max), 20_000, dtype, rng=rng)
+    x = np.concatenate([huge, _near_multiples_of_pio2(dtype, 3000, rng),
+                        np.array(_HARDEST[dtype], dtype)])
+    x = np.concatenate([x, -x])
+    err = ulp_error(run(name, x, dtype=dtype), _trig_ref(name, x), dtype)
+    worst = int(np.argmax(err))
+    assert err[worst] <= BOUNDS[dtype][name], f"{name}({x[worst]!r}): {err[worst]:.2f} ulp"
+
+
+def test_two_over_pi_bits():
+    """The Payne-Hanek table: 2/pi's binary digits from Machin's formula, against mpmath."""
+    import mpmath
+    words = llmath._two_over_pi_words(40)
+    with mpmath.workprec(32 * 40 + 64):
+        want = int(mpmath.floor(2 / mpmath.pi * mpmath.mpf(2) ** (32 * 40)))
+    assert sum(w << (32 * (39 - k)) for k, w in enumerate(words)) == want
 
 
 def test_erf_inv_matches_xla():

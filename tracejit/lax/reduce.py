@@ -56,8 +56,10 @@ def reducer(name: str, impl, kinds: str) -> Primitive:
 
 
 def _sum_impl(x, *, axes):
+    # half floats accumulate in float32 and round once, as XLA's CPU reductions do
+    acc = np.float32 if x.dtype in (dtypes.float16, dtypes.bfloat16) else x.dtype
     with np.errstate(all="ignore"):
-        return np.sum(x, axis=axes, dtype=x.dtype)
+        return np.sum(x, axis=axes, dtype=acc).astype(x.dtype)
 
 
 def _prod_impl(x, *, axes):

@@ -43,11 +43,12 @@ def _compile_cached(ir_text: str, name: str):
 
 def _fresh(shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> tuple:
     """(value, address, pool) of a new output buffer; large ones come from the pool."""
-    if nbytes >= MIN_BYTES:
-        value = pool.empty(shape, dtype, nbytes)
-        return value, _addressof(_from_buffer(value)), pool
-    value = np.empty(shape, dtype)
-    return value, _addressof(_from_buffer(value)) if nbytes else 0, None
+    owner = pool if nbytes >= MIN_BYTES else None
+    value = pool.empty(shape, dtype, nbytes) if owner else np.empty(shape, dtype)
+    try:
+        return value, _addressof(_from_buffer(value)) if nbytes else 0, owner
+    except ValueError:  # ml_dtypes' bfloat16 is outside the buffer protocol
+        return value, value.ctypes.data, owner
 
 
 class NativeExecutable(Executable):

@@ -23,7 +23,7 @@ from ...core.avals import ShapedArray
 from ...core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from .aliasing import plan_aliases
 from .rules import INDEX_MAPS, STRUCTURAL
-from .scalar_ops import emit_scalar
+from .scalar_ops import bf16_bits, bf16_widen, emit_scalar
 from .types import I1, I8, I64, const, mem_type
 
 I8P = I8.as_pointer()
@@ -133,11 +133,15 @@ class Emitter:
     def load(self, buf: Buf, linear: ir.Value | None) -> ir.Value:
         ptr = buf.ptr if linear is None else self.b.gep(buf.ptr, [linear], inbounds=True)
         v = self.b.load(ptr)
+        if buf.aval.dtype == dtypes.bfloat16:
+            return bf16_widen(self.b, v)
         return self.b.trunc(v, I1) if buf.aval.dtype == dtypes.bool_ else v
 
     def store(self, buf: Buf, linear: ir.Value | None, value: ir.Value) -> None:
         if buf.aval.dtype == dtypes.bool_:
             value = self.b.zext(value, I8)
+        elif buf.aval.dtype == dtypes.bfloat16:  # (the value is a bfloat16 already: no rounding)
+            value = bf16_bits(self.b, value)
         ptr = buf.ptr if linear is None else self.b.gep(buf.ptr, [linear], inbounds=True)
         self.b.store(value, ptr)
 

@@ -25,9 +25,9 @@ where SciPy's float64 is the only reference (erf, erfc, lgamma, digamma):
     expm1      1.31   1.95
     tanh       2.10   1.85   t/(t+2), t = expm1(2|x|)
     logistic   1.97   1.93
-    sin        1.43   1.54   for |x| < 2**16 (f32) / 2**28 (f64), see _reduce_pio2
-    cos        1.53   1.42   same range
-    tan        3.19   2.95   same range
+    sin        1.47   1.54   whole range: Payne-Hanek past 2**16 / 2**28, see _reduce_pio2
+    cos        1.53   1.42   (f64 past 2**28, the hardest cases and multiples of pi/2 vs
+    tan        3.47   2.95   mpmath: at most 1.48, 1.40, 2.85)
     atan       1.74   1.21
     atan2      1.81   2.05
     asin       2.22   2.16
@@ -62,9 +62,13 @@ Speed, 10M float32, one thread of an AMD EPYC (znver5, AVX-512), out[i] = f(x[i]
 (benchmarks/math_bench.py): exp 2.7 ms (NumPy 8.2 ms, LLVM calling libm expf 15 ms), log 2.8 ms
 (NumPy 3.5), sin 2.5 ms (NumPy 22.6), tanh 2.5 ms (NumPy 2.2, which uses its own SIMD tanh).
 At ~2.5 ms all four are bound by memory bandwidth (80 MB moved), not by the polynomials.
+sin/cos/tan pay for the Payne-Hanek path on every element (integer work, no branch): sin
+float32 ~13 ms, float64 ~60 ms for 10M where Cody-Waite alone took 2.6 and 6.8 ms (measured
+on a busy shared machine, so only the ratio means much).
 """
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from fractions import Fraction
@@ -419,7 +423,8 @@ def _atanh(e: _Emitter, x):
     t = e.add(a, a)
     # fdlibm: atanh(a) = log1p(2a + 2a*a/(1-a)) / 2; 1 - a is exact where it matters.
     res = e.mul(_log1p(e, e.add(t, e.div(e.mul(t, a), e.sub(1.0, a)))), 0.5)
-    return e.copysign(res, x)
+    # beyond 1 the log1p argument 2a/(1-a) cancels to about 0 once a*a dwarfs a: say NaN
+    return e.select(e.gt(a, 1.0), math.nan, e.copysign(res, x))
 
 
 # === trigonometric =========================================================================
@@ -485,7 +490,7 @@ _PH_LIMBS = {False: 3, True: 6}
 _PH_MIN = {False: 2.0 ** 16, True: 2.0 ** 28}     # below, Cody-Waite is accurate
 _PH_WORDS = (0,) + _two_over_pi_words((1023 - 52 + 30 >> 5) + _PH_LIMBS[True] + 1)
 _PH_PAIRS = tuple(((hi << 32 | lo) ^ (1 << 63)) - (1 << 63)
-                  for hi, lo in zip(_PH_WORDS, _PH_WORDS[1:]))
+                  for hi, lo in itertools.pairwise(_PH_WORDS))
 
 
 def _ph_table(module: ir.Module) -> ir.GlobalVariable:
@@ -500,9 +505,9 @@ def _ph_table(module: ir.Module) -> ir.GlobalVariable:
 
 
 def _reduce_pio2_big(e: _Emitter, x):
-    """x = j*pi/2 + r, |r| <= pi/4, for any finite normal |x| >= 2**-e.mant (Payne-Hanek
-    in 64-bit integers: 32x32-bit products, so the loop still vectorises); r rounded once
-    from a value good to ~70 bits. Returns (r, j mod 4 as a float)."""
+    """x = j*pi/2 + r, |r| <= pi/4, for finite |x| >= 2**(mant - 30) (Payne-Hanek in 64-bit
+    integers with 32x32-bit products, so the loop still vectorises); r is rounded once, from
+    a double (f32) or a double-double (f64). Returns (r, j mod 4 as a float)."""
     b, i64 = e.b, ir.IntType(64)
 
     def c(v: int) -> ir.Constant:
@@ -518,12 +523,19 @@ def _reduce_pio2_big(e: _Emitter, x):
     g = b.select(b.icmp_signed("<", g, c(0)), c(0), g)
     g = b.select(b.icmp_signed(">", g, c(g_max)), c(g_max), g)
     first, shift = b.lshr(g, c(5)), b.sub(c(32), b.and_(g, c(31)))
-    table, mask = _ph_table(b.module), c(0xFFFFFFFF)
-    n = _PH_LIMBS[e.f64]
-    w = []                                          # limbs of W, least significant first
-    for k in reversed(range(n)):
-        ptr = b.gep(table, [c(0), b.add(first, c(k))], inbounds=True)
-        w.append(b.and_(b.lshr(b.load(ptr), shift), mask))
+    mask, n = c(0xFFFFFFFF), _PH_LIMBS[e.f64]
+    if e.f64:
+        table = _ph_table(b.module)
+        pairs = [b.load(b.gep(table, [c(0), b.add(first, c(k))], inbounds=True))
+                 for k in range(n)]
+    else:       # first is 0..4: selects are much cheaper than vector gathers
+        pairs = []
+        for k in range(n):
+            pair = c(_PH_PAIRS[k])
+            for f in range(1, (g_max >> 5) + 1):
+                pair = b.select(b.icmp_unsigned("==", first, c(f)), c(_PH_PAIRS[f + k]), pair)
+            pairs.append(pair)
+    w = [b.and_(b.lshr(pair, shift), mask) for pair in reversed(pairs)]   # least significant first
     ms = [m] if not e.f64 else [b.and_(m, mask), b.lshr(m, c(32))]
     # m * W mod 2**(32n): each 64-bit partial product split over two columns, then carried
     cols = [[] for _ in range(n)]

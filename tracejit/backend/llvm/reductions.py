@@ -46,8 +46,9 @@ def _combine(em: Emitter, name: str, dtype: np.dtype, acc: ir.Value, x: ir.Value
         return pack(b, re, im)
     if dtype.kind == "c" and op == "mul":
         return accumulating_mul(em.b, acc, x)
-    if dtypes.is_float(dtype) and op in ("add", "mul"):
-        # reassoc lets the sum vectorise (partial sums); NaN/Inf semantics are unchanged
+    if dtypes.is_float(dtype) and op in ("add", "mul") and dtype != dtypes.bfloat16:
+        # reassoc lets the sum vectorise (partial sums); NaN/Inf semantics are unchanged.
+        # (bfloat16 goes in order, rounding every step, as the reference's ml_dtypes add)
         return (em.b.fadd if op == "add" else em.b.fmul)(acc, x, flags=("reassoc",))
     return emit_scalar(em.b, op, [dtype, dtype], dtype, [acc, x], {})
 
@@ -58,9 +59,11 @@ def _reduce(em: Emitter, eqn, ins, dests):
     axes = eqn.params["axes"]
     aval_out = eqn.outvars[0].aval
     dtype = x.aval.dtype
+    # half-float sums accumulate in float32 and round once, as XLA on CPU (and the reference)
+    work = _acc_dtype(dtype) if name == "reduce_sum" else dtype
     in_shape = x.aval.shape
     kept = [d for d in range(len(in_shape)) if d not in axes]
-    init = const(dtype, _reduce_identity(name, dtype))
+    init = const(work, _reduce_identity(name, dtype))
     if dtype.kind == "c" and name in ("reduce_max", "reduce_min") and \
             all(in_shape[d] for d in axes):
         # ±inf + 0j is the empty result, but it would beat -inf - 1j in the lexicographic order
@@ -68,9 +71,14 @@ def _reduce(em: Emitter, eqn, ins, dests):
                      complex(np.inf, np.inf))
     out = dests[0] or (None if aval_out.ndim == 0 else em.alloc(aval_out))
     b = em.b
+
+    def element(full):
+        return convert(b, em.value_at(x, full), dtype, work)
+
     if aval_out.ndim and in_shape and (len(in_shape) - 1) not in axes:
         # the contiguous axis is kept: accumulate rows into the output (inner loop vectorises)
-        em.loop_nest(aval_out.shape, lambda idx: em.store(out, em.linear(aval_out.shape, idx),
+        acc = out if work == dtype else em.alloc(aval_out.update(dtype=work))
+        em.loop_nest(aval_out.shape, lambda idx: em.store(acc, em.linear(aval_out.shape, idx),
                                                          init))
         order = list(axes) + kept
 
@@ -80,10 +88,15 @@ def _reduce(em: Emitter, eqn, ins, dests):
                 full[d] = i
             oidx = [full[d] for d in kept]
             lin = em.linear(aval_out.shape, oidx)
-            em.store(out, lin, _combine(em, name, dtype, em.load(out, lin), em.value_at(x, full)))
+            em.store(acc, lin, _combine(em, name, work, em.load(acc, lin), element(full)))
         em.loop_nest([in_shape[d] for d in order], body)
+        if acc is not out:
+            em.loop_nest(aval_out.shape, lambda idx: em.store(
+                out, em.linear(aval_out.shape, idx),
+                convert(b, em.load(acc, em.linear(aval_out.shape, idx)), work, dtype)))
+            em.release(acc)
         return [out]
-    acc_ptr = em._entry_alloca(reg_type(dtype))
+    acc_ptr = em._entry_alloca(reg_type(work))
 
     def outer(oidx):
         b.store(init, acc_ptr)
@@ -94,14 +107,14 @@ def _reduce(em: Emitter, eqn, ins, dests):
                 full[d] = i
             for d, i in zip(axes, ridx):
                 full[d] = i
-            b.store(_combine(em, name, dtype, b.load(acc_ptr), em.value_at(x, full)), acc_ptr)
+            b.store(_combine(em, name, work, b.load(acc_ptr), element(full)), acc_ptr)
         em.loop_nest([in_shape[d] for d in axes], inner)
         if out is not None:
             em.store(out, em.linear(aval_out.shape, oidx) if aval_out.ndim else None,
-                     b.load(acc_ptr))
+                     convert(b, b.load(acc_ptr), work, dtype))
     em.loop_nest(aval_out.shape, outer)
     if out is None:
-        return [Scalar(b.load(acc_ptr), aval_out)]
+        return [Scalar(convert(b, b.load(acc_ptr), work, dtype), aval_out)]
     return [out]
 
 
@@ -165,7 +178,7 @@ def _argminmax(em: Emitter, eqn, ins, dests):
 
 def _acc_dtype(dtype: np.dtype) -> np.dtype:
     """Where products are summed: half floats in float32 (as XLA on CPU and the reference)."""
-    return dtypes.float32 if dtype == dtypes.float16 else dtype
+    return dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
 
 
 def _cumulative(em: Emitter, eqn, ins, dests):
@@ -220,7 +233,10 @@ def _logaddexp(em: Emitter, dtype, a: ir.Value, c: ir.Value) -> ir.Value:
     hi = emit_scalar(b, "max", [dtype] * 2, dtype, [a, c], {})
     lo = emit_scalar(b, "min", [dtype] * 2, dtype, [a, c], {})
     diff = b.fsub(lo, hi)
-    same_inf = b.fcmp_ordered("==", a, c)  # -inf/-inf or +inf/+inf: the sum is that value
+    # -inf/-inf or +inf/+inf: the sum is that value (inf - inf would make a NaN below)
+    fabs = b.module.declare_intrinsic("llvm.fabs", [a.type])
+    a_inf = b.fcmp_ordered("==", b.call(fabs, [a]), ir.Constant(a.type, float("inf")))
+    same_inf = b.and_(a_inf, b.fcmp_ordered("==", a, c))
     t = math_fn(b, "log1p", [math_fn(b, "exp", [diff])])
     return b.select(same_inf, hi, b.fadd(hi, t))
 

@@ -1,6 +1,8 @@
 """Scalar LLVM emission for every elementwise primitive, with XLA's semantics: NaN-propagating
 min/max, saturating float->int conversion, integer division by zero giving -1, shifts by
-out-of-range amounts giving 0. Values are register-typed (bool is i1).
+out-of-range amounts giving 0. Values are register-typed (bool is i1; bfloat16 is a float32
+holding a bfloat16 value: every bfloat16 result is computed in float32 and rounded right where
+it is produced, op by op, as ml_dtypes' NumPy arithmetic in the reference does).
 
 `EMITTERS[name](b, in_dtypes, out_dtype, args, params) -> ir.Value`.
 """
@@ -13,7 +15,7 @@ import numpy as np
 
 from ...core import dtypes
 from . import complex_ops
-from .types import I1, const, is_complex, is_signed, reg_type
+from .types import F32, F64, I1, I16, I32, I64, const, is_complex, is_signed, reg_type
 
 
 def _intrinsic(b: ir.IRBuilder, name: str, args: list[ir.Value], types: list[ir.Type] | None = None
@@ -27,6 +29,74 @@ def _intrinsic(b: ir.IRBuilder, name: str, args: list[ir.Value], types: list[ir.
 
 def _is_float(dtype) -> bool:
     return dtypes.is_inexact(dtype)
+
+
+# --- bfloat16: float32 registers, 16-bit memory ---------------------------------------------
+
+def bf16_widen(b: ir.IRBuilder, bits: ir.Value) -> ir.Value:
+    """A bfloat16's 16 bits -> the float32 of the same value (exact: the top half of it)."""
+    return b.bitcast(b.shl(b.zext(bits, I32), ir.Constant(I32, 16)), F32)
+
+
+def bf16_bits(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """The 16 bits of a float32 register holding a bfloat16 value (NaN payloads kept)."""
+    return b.trunc(b.lshr(b.bitcast(x, I32), ir.Constant(I32, 16)), I16)
+
+
+def bf16_round(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """A float32 rounded to the nearest bfloat16, ties to even (overflow gives inf); NaN becomes
+    the quiet NaN of its sign, as ml_dtypes' (Eigen's) float -> bfloat16 conversion."""
+    bits = b.bitcast(x, I32)
+    lsb = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
+    rounded = b.and_(b.add(bits, b.add(ir.Constant(I32, 0x7FFF), lsb)),
+                     ir.Constant(I32, 0xFFFF0000))
+    qnan = b.or_(b.and_(bits, ir.Constant(I32, 0x80000000)), ir.Constant(I32, 0x7FC00000))
+    return b.bitcast(b.select(b.fcmp_unordered("uno", x, x), qnan, rounded), F32)
+
+
+def _f64_to_bf16(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """float64 -> bfloat16 rounded once, as ml_dtypes: float32 rounded to odd (inexact results
+    get an odd last bit, a sticky bit 16 places below bfloat16's), then to nearest even."""
+    r = b.fptrunc(x, F32)
+    back = b.fpext(r, F64)
+    bits = b.bitcast(r, I32)
+    inexact = b.fcmp_ordered("!=", back, x)  # (false for NaN)
+    even = b.icmp_unsigned("==", b.and_(bits, ir.Constant(I32, 1)), ir.Constant(I32, 0))
+    # the odd neighbour lies towards x: one step in magnitude (sign-magnitude bits)
+    away = b.fcmp_ordered("<", _intrinsic(b, "llvm.fabs", [back]), _intrinsic(b, "llvm.fabs", [x]))
+    step = b.select(away, ir.Constant(I32, 1), ir.Constant(I32, -1))
+    odd = b.select(b.and_(inexact, even), b.add(bits, step), bits)
+    return bf16_round(b, b.bitcast(odd, F32))
+
+
+def _int_to_bf16(b: ir.IRBuilder, x: ir.Value, src: np.dtype) -> ir.Value:
+    """Integer -> bfloat16 rounded once (as ml_dtypes; through float32 would round twice)."""
+    signed = is_signed(src)
+    if src.itemsize <= 2:  # exact in float32
+        return bf16_round(b, b.sitofp(x, F32) if signed else b.uitofp(x, F32))
+    if src.itemsize == 4:  # exact in float64
+        return _f64_to_bf16(b, b.sitofp(x, F64) if signed else b.uitofp(x, F64))
+    # 64-bit: the magnitude's top 32 bits with a sticky bit for the rest, exact in float64
+    neg = b.icmp_signed("<", x, ir.Constant(I64, 0)) if signed else ir.Constant(I1, 0)
+    mag = b.select(neg, b.neg(x), x)  # (INT64_MIN's magnitude 2**63 as unsigned)
+    lead = _intrinsic(b, "llvm.ctlz", [b.or_(mag, ir.Constant(I64, 1)), ir.Constant(I1, 0)],
+                      [I64])
+    norm = b.shl(mag, lead)
+    sticky = b.icmp_unsigned("!=", b.trunc(norm, I32), ir.Constant(I32, 0))
+    top = b.or_(b.lshr(norm, ir.Constant(I64, 32)), b.zext(sticky, I64))
+    scale = b.bitcast(b.shl(b.sub(ir.Constant(I64, 1023 + 32), lead), ir.Constant(I64, 52)),
+                      F64)  # 2**(32 - lead)
+    value = b.fmul(b.uitofp(top, F64), scale)
+    return _f64_to_bf16(b, b.select(neg, b.fneg(value), value))
+
+
+def _float_bits(b: ir.IRBuilder, dtype: np.dtype, x: ir.Value) -> ir.Value:
+    return bf16_bits(b, x) if dtype == dtypes.bfloat16 else \
+        b.bitcast(x, ir.IntType(dtype.itemsize * 8))
+
+
+def _float_from_bits(b: ir.IRBuilder, dtype: np.dtype, bits: ir.Value) -> ir.Value:
+    return bf16_widen(b, bits) if dtype == dtypes.bfloat16 else b.bitcast(bits, reg_type(dtype))
 
 
 # --- math functions: our vectorisable polynomials (backend/llvm/math.py) ---------------------
@@ -170,6 +240,8 @@ def _is_finite(b, in_dtypes, out_dtype, args, params):
 
 def _rsqrt(b, in_dtypes, out_dtype, args, params):
     x, = args
+    if in_dtypes[0] == dtypes.bfloat16:  # the reference: 1 / sqrt(x), each rounded to bfloat16
+        return b.fdiv(ir.Constant(x.type, 1.0), bf16_round(b, _intrinsic(b, "llvm.sqrt", [x])))
     return _with_f32(b, x, lambda v: b.fdiv(ir.Constant(v.type, 1.0),
                                             _intrinsic(b, "llvm.sqrt", [v])))
 
@@ -179,6 +251,9 @@ def _integer_pow(b, in_dtypes, out_dtype, args, params):
     y = params["y"]
     is_f = _is_float(in_dtypes[0])
     mul = b.fmul if is_f else b.mul
+    if in_dtypes[0] == dtypes.bfloat16:  # the reference rounds every product to bfloat16
+        def mul(u, v):
+            return bf16_round(b, b.fmul(u, v))
     if y == 0:
         return ir.Constant(x.type, 1.0 if is_f else 1)
     acc, base, n = None, x, abs(y)
@@ -255,6 +330,15 @@ def convert(b: ir.IRBuilder, x: ir.Value, src: np.dtype, dst: np.dtype) -> ir.Va
         return b.icmp_unsigned("!=", x, ir.Constant(x.type, 0))
     if src == dtypes.bool_:
         return b.uitofp(x, t) if _is_float(dst) else b.zext(x, t)
+    if dst == dtypes.bfloat16:
+        if dtypes.is_int(src):
+            return _int_to_bf16(b, x, src)
+        if src == dtypes.float64:
+            return _f64_to_bf16(b, x)
+        return bf16_round(b, b.fpext(x, F32) if src == dtypes.float16 else x)
+    if src == dtypes.bfloat16 and _is_float(dst):  # a float32 register: exact, or rounded once
+        return x if dst == dtypes.float32 else b.fpext(x, t) if dst == dtypes.float64 else \
+            b.fptrunc(x, t)
     if _is_float(src) and _is_float(dst):
         if src.itemsize < dst.itemsize:
             return b.fpext(x, t)
@@ -282,6 +366,9 @@ def _bitcast(b, in_dtypes, out_dtype, args, params):
     src_t = x.type
     if in_dtypes[0] == dtypes.bool_ or out_dtype == dtypes.bool_:
         raise NotImplementedError("native bitcast_convert_type of bool")
+    if dtypes.bfloat16 in (in_dtypes[0], out_dtype):  # through the 16 bits
+        bits = _float_bits(b, in_dtypes[0], x) if _is_float(in_dtypes[0]) else x
+        return _float_from_bits(b, out_dtype, bits) if _is_float(out_dtype) else bits
     return b.bitcast(x, reg_type(out_dtype)) if src_t != reg_type(out_dtype) else x
 
 
@@ -310,6 +397,9 @@ def _fma(b, in_dtypes, out_dtype, args, params):
     if in_dtypes[0] == dtypes.float16:  # the reference rounds per op for half types
         x, y, z = args
         return b.fadd(b.fmul(x, y), z)
+    if in_dtypes[0] == dtypes.bfloat16:  # (the add is rounded by emit_scalar)
+        x, y, z = args
+        return b.fadd(bf16_round(b, b.fmul(x, y)), z)
     return _intrinsic(b, "llvm.fma", list(args))
 
 
@@ -317,21 +407,21 @@ def _nextafter(b, in_dtypes, out_dtype, args, params):
     x, y = args
     dt = in_dtypes[0]
     it = ir.IntType(dt.itemsize * 8)
-    xi = b.bitcast(x, it)
+    xi = _float_bits(b, dt, x)
     zero_f = ir.Constant(x.type, 0.0)
     is_nan = b.fcmp_unordered("uno", x, y)
     equal = b.fcmp_ordered("==", x, y)
     x_zero = b.fcmp_ordered("==", x, zero_f)
     # from ±0 the next value is the smallest denormal with y's sign
     sign_bit = ir.Constant(it, 1 << (dt.itemsize * 8 - 1))
-    tiny = b.or_(b.and_(b.bitcast(y, it), sign_bit), ir.Constant(it, 1))
+    tiny = b.or_(b.and_(_float_bits(b, dt, y), sign_bit), ir.Constant(it, 1))
     # moving away from zero increments the magnitude bits, towards zero decrements them
     x_neg = b.fcmp_ordered("<", x, zero_f)
     up = b.fcmp_ordered("<", x, y)
     away = b.xor(up, x_neg)
     step = b.select(away, ir.Constant(it, 1), ir.Constant(it, -1))
-    moved = b.bitcast(b.add(xi, step), x.type)
-    out = b.select(x_zero, b.bitcast(tiny, x.type), moved)
+    moved = _float_from_bits(b, dt, b.add(xi, step))
+    out = b.select(x_zero, _float_from_bits(b, dt, tiny), moved)
     out = b.select(equal, y, out)
     return b.select(is_nan, b.fadd(x, y), out)
 
@@ -369,7 +459,17 @@ def emit_scalar(b: ir.IRBuilder, name: str, in_dtypes: list[np.dtype], out_dtype
             raise NativeCompileError(complex_ops.refusal(name) or
                                      f"native `{name}` of complex numbers is not supported")
         return emitter(b, in_dtypes, out_dtype, args, params)
-    return EMITTERS[name](b, in_dtypes, out_dtype, args, params)
+    out = EMITTERS[name](b, in_dtypes, out_dtype, args, params)
+    if out_dtype == dtypes.bfloat16 and name not in _BF16_EXACT:
+        out = bf16_round(b, out)
+    return out
 
 
-__all__ = ["EMITTERS", "emit_scalar", "convert", "const"]
+# bfloat16 results these emit are an operand's value, NaN payload included (or, for a
+# conversion, already rounded): rounding would only quieten NaNs the reference passes through
+_BF16_EXACT = {"neg", "abs", "select_n", "stop_gradient", "bitcast_convert_type",
+               "convert_element_type"}
+
+
+__all__ = ["EMITTERS", "bf16_bits", "bf16_round", "bf16_widen", "const", "convert",
+           "emit_scalar"]

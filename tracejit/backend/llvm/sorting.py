@@ -12,7 +12,7 @@ from ...core.avals import ShapedArray
 from .codegen import Buf, Emitter, Lazy, NativeCompileError
 from .complex_ops import parts
 from .rules import STRUCTURAL
-from .types import I1, I8, I64
+from .types import I1, I8, I64, reg_bits
 
 
 def _sort_rows(em: Emitter, shape: Sequence[int], axis: int,
@@ -125,10 +125,11 @@ def _total_order(em: Emitter, dtype: np.dtype, v: ir.Value) -> ir.Value:
     b = em.b
     if not dtypes.is_inexact(dtype):
         return b.zext(v, I8) if dtype == dtypes.bool_ else v
-    it = ir.IntType(dtype.itemsize * 8)
+    width = reg_bits(dtype)  # (bfloat16: its float32 register orders the same)
+    it = ir.IntType(width)
     bits = b.bitcast(v, it)
     neg = b.icmp_signed("<", bits, ir.Constant(it, 0))
-    return b.select(neg, b.xor(bits, ir.Constant(it, (1 << (dtype.itemsize * 8 - 1)) - 1)), bits)
+    return b.select(neg, b.xor(bits, ir.Constant(it, (1 << (width - 1)) - 1)), bits)
 
 
 def _top_k(em: Emitter, eqn, ins, dests):

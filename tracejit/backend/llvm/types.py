@@ -1,6 +1,8 @@
 """LLVM types for tracejit dtypes: register types (bool is i1) and memory types (bool is i8).
 A complex value is a struct {re, im} of its real type in registers and in memory: NumPy's
-layout, so complex buffers pass between NumPy and generated code unchanged."""
+layout, so complex buffers pass between NumPy and generated code unchanged. bfloat16 (which
+llvmlite's ir cannot name) is its 16 bits (i16) in memory and, in registers, a float32 holding
+a bfloat16 value: codegen widens on load and narrows on store, scalar_ops rounds each result."""
 from __future__ import annotations
 
 import llvmlite.ir as ir
@@ -21,7 +23,7 @@ def reg_type(dtype: np.dtype) -> ir.Type:
         return ir.IntType(dtype.itemsize * 8)
     if dtype == dtypes.float16:
         return F16
-    if dtype == dtypes.float32:
+    if dtype == dtypes.float32 or dtype == dtypes.bfloat16:
         return F32
     if dtype == dtypes.float64:
         return F64
@@ -33,7 +35,14 @@ def reg_type(dtype: np.dtype) -> ir.Type:
 
 
 def mem_type(dtype: np.dtype) -> ir.Type:
+    if dtype == dtypes.bfloat16:
+        return I16
     return I8 if dtype == dtypes.bool_ else reg_type(dtype)
+
+
+def reg_bits(dtype: np.dtype) -> int:
+    """Width of a float's register value (bfloat16: the 32 of its float32 register)."""
+    return 32 if dtype == dtypes.bfloat16 else dtype.itemsize * 8
 
 
 def const(dtype: np.dtype, value) -> ir.Constant:
@@ -48,8 +57,7 @@ def const(dtype: np.dtype, value) -> ir.Constant:
     if dtype.kind == "c":
         part = reg_type(dtype).elements[0]
         return ir.Constant(t, [ir.Constant(part, float(v.real)), ir.Constant(part, float(v.imag))])
-    if dtype == dtypes.float16:  # llvmlite wants a Python float; half values are exact in it
-        return ir.Constant(t, float(v))
+    # llvmlite wants a Python float: half and bfloat16 values are exact in it (and in float32)
     return ir.Constant(t, float(v))
 
 
