@@ -1,10 +1,12 @@
 """Reductions and cumulative ops (tracejit.numpy + lax.cum*): values against NumPy, result
 dtypes, weak types and error classes against real JAX, jit against eager."""
 import functools
+import math
 import warnings
 
 import numpy as np
 import pytest
+from tolerance import assert_jit_matches_eager, reassociation_ulps
 
 import tracejit
 import tracejit.numpy as tnp
@@ -518,10 +520,38 @@ def test_jit_matches_eager(name):
             f = functools.partial(getattr(tnp, name), axis=axis, **kw)
             args = (x,)
         eager, jitted = f(*args), tracejit.jit(f)(*args)
-        for e, j in zip(eager if isinstance(eager, tuple) else (eager,),
-                        jitted if isinstance(jitted, tuple) else (jitted,)):
+        eager = eager if isinstance(eager, tuple) else (eager,)
+        jitted = jitted if isinstance(jitted, tuple) else (jitted,)
+        for e, j, tol in zip(eager, jitted, _jit_tolerance(name, axis, *args)):
             assert (e.dtype, e.shape, e.weak_type) == (j.dtype, j.shape, j.weak_type)
-            np.testing.assert_array_equal(np.asarray(e), np.asarray(j), err_msg=str(axis))
+            scale = tol.pop("scale", None)
+            assert_jit_matches_eager(j, e, scale=None if scale is None else np.reshape(
+                scale, np.shape(e)), what=f"{name} axis={axis}", **tol)
+
+
+def _jit_tolerance(name, axis, x, w=None) -> list[dict]:
+    """assert_jit_matches_eager's tolerance for each output of `name` (tests/tolerance.py):
+    float sums and products reassociate under jit, within reassociation_ulps of the sum of
+    the magnitudes of their terms (`scale`, float64, keepdims); everything else is exact."""
+    n = x.size if axis is None else math.prod(x.shape[a] for a in np.atleast_1d(axis))
+    a = np.abs(x.astype(np.float64))
+    sums = functools.partial(np.nansum, axis=axis, keepdims=True)
+    if name in ("sum", "nansum"):
+        return [{"ulps": reassociation_ulps(n), "scale": sums(a)}]
+    if name in ("mean", "nanmean"):  # sum / count: one more rounding
+        with np.errstate(invalid="ignore"):  # a NaN alone (axis=()): NaN in both
+            mean_abs = sums(a) / np.sum(~np.isnan(x), axis, keepdims=True)
+        return [{"ulps": reassociation_ulps(n, 1), "scale": mean_abs}]
+    if name in ("prod", "nanprod"):
+        return [{"ulps": reassociation_ulps(n)}]
+    if name in ("var", "nanvar", "std", "nanstd"):
+        # sum((x - mean)**2) / count: terms of one sign, after two roundings; the mean's own
+        # error changes the sum only in second order (the deviations sum to zero)
+        return [{"ulps": reassociation_ulps(n, 3)}]
+    if name == "average":  # (sum(w x) / sum(w), sum(w)), w >= 0: both sums' errors add up
+        return [{"ulps": reassociation_ulps(2 * n, 1), "scale": sums(w * a) / sums(w)},
+                {"ulps": reassociation_ulps(n)}]
+    return [{}, {}]
 
 
 def test_jit_with_where_initial_and_traced_q():

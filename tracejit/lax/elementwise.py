@@ -144,7 +144,8 @@ def _fma_impl(x, y, z):
     uh, ul = _two_sum(pl, z)
     th, tl = _two_sum(ph, uh)
     out = th + _round_to_odd(*_two_sum(tl, ul))
-    return np.where(np.isfinite(out) & (np.abs(ph) < 1e300), out, x * y + z)
+    # a zero sum takes IEEE's sign from x*y + z itself (exact there: the product cancels z)
+    return np.where(np.isfinite(out) & (np.abs(ph) < 1e300) & (out != 0), out, x * y + z)
 
 
 fma_p = binop("fma", _quiet(_fma_impl), FLOAT)
