@@ -36,7 +36,7 @@ def _loop(module: ir.Module, name: str, body) -> None:
     i.add_incoming(i64(0), entry)
     b.store(body(b, b.load(b.gep(fn.args[0], [i]))), b.gep(fn.args[1], [i]))
     nxt = b.add(i, i64(1))
-    i.add_incoming(nxt, loop)
+    i.add_incoming(nxt, b.block)  # (the math may have opened blocks of its own)
     b.cbranch(b.icmp_signed("<", nxt, fn.args[2]), loop, done)
     b.position_at_end(done)
     b.ret_void()

@@ -42,7 +42,7 @@ def _build_loop(module, fname, name, ty, nargs):
     xs = [b.load(b.gep(p, [i])) for p in fn.args[:nargs]]
     b.store(llmath.emit(b, name, *xs), b.gep(fn.args[nargs], [i]))
     nxt = b.add(i, i64(1))
-    i.add_incoming(nxt, loop)
+    i.add_incoming(nxt, b.block)  # (the math may have opened blocks of its own)
     b.cbranch(b.icmp_signed("<", nxt, n), loop, done)
     b.position_at_end(done)
     b.ret_void()

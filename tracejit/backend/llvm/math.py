@@ -585,18 +585,28 @@ def _reduce_pio2(e: _Emitter, x):
     """x = j*pi/2 + r, |r| <= pi/4, returns (r, j mod 4 as a float in {0, 1, 2, 3}).
 
     Cody-Waite (pi/2 in three parts and fma) while |x| < 2**16 (f32) / 2**28 (f64), where
-    its three parts hold enough bits of pi/2 for the cancellation; Payne-Hanek above (both
-    computed, as everywhere here: the vectorised loop pays for the second path's integer
-    work, not for a branch). Infinities and NaN take the first path, which gives NaN."""
+    its three parts hold enough bits of pi/2 for the cancellation; Payne-Hanek above. The
+    second path sits behind a branch, the one exception to this module's select-only rule:
+    a vectorised loop if-converts it (and pays for both, as with a select), but a scalar loop
+    (a fixed-point iteration in a scan) skips its integer work. Infinities and NaN take the
+    first path, which gives NaN."""
     c1, c2, c3 = _pio2_parts(e.np)
     j = e.rint(e.mul(x, 2.0 / _PI))
     r = e.fma(j, -c1, x)
     r = e.fma(j, -c2, r)
     r = e.fma(j, -c3, r)
     q = e.sub(j, e.mul(e.floor(e.mul(j, 0.25)), 4.0))
-    r_big, q_big = _reduce_pio2_big(e, x)
     big = e.and_(e.ge(e.abs(x), _PH_MIN[e.f64]), e.lt(e.abs(x), math.inf))
-    return e.select(big, r_big, r), e.select(big, q_big, q)
+    b = e.b
+    small_block = b.block
+    with b.if_then(big, likely=False):
+        r_big, q_big = _reduce_pio2_big(e, x)
+        big_block = b.block
+    r_out, q_out = b.phi(e.ty), b.phi(e.ty)
+    for phi, small, large in ((r_out, r, r_big), (q_out, q, q_big)):
+        phi.add_incoming(small, small_block)
+        phi.add_incoming(large, big_block)
+    return r_out, q_out
 
 
 def _sin_cos(e: _Emitter, x, want_cos: bool):
