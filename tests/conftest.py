@@ -1,4 +1,5 @@
-"""Shared test fixtures: config isolation, the jaxpr checker after every trace, and the JAX oracle."""
+"""Shared test fixtures: config isolation, the jaxpr checker after every trace, and the JAX
+oracle."""
 import os
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")

@@ -232,7 +232,7 @@ def test_using_a_donated_array_raises_like_jax(backend):
     x = tnp.asarray(data)
     f = tracejit.jit(lambda x: x + 1, backend=backend, donate_argnums=0)
     f(x)
-    for use_j, use in [(np.asarray, np.asarray), (lambda a: a + 1, lambda a: a + 1),
+    for use_j, use in [(np.asarray, np.asarray), (lambda a: a + 1, lambda a: a + 1), (repr, repr),
                        (lambda a: jax.jit(lambda v: v + 1, donate_argnums=0)(a), f)]:
         with pytest.raises(RuntimeError) as want:
             use_j(jx)

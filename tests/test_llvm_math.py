@@ -1,7 +1,7 @@
 """tracejit.backend.llvm.math: every function JIT-compiled in a loop over a buffer, checked in
 ulp against NumPy/SciPy (float64 references for float32; long double where NumPy has it for
-float64; mpmath for float64 sin/cos/tan past 2**28) over dense sweeps, and bit-for-bit on special values (NaN, +-inf, +-0, subnormals,
-overflow and underflow edges)."""
+float64; mpmath for float64 sin/cos/tan past 2**28) over dense sweeps, and bit-for-bit on
+special values (NaN, +-inf, +-0, subnormals, overflow and underflow edges)."""
 import ctypes
 import functools
 import re
@@ -247,7 +247,8 @@ def _domain(name, dtype):
 def _special_values(dtype):
     info = np.finfo(dtype)
     base = [0.0, 1.0, 2.0, 0.5, 1e-3, 3.0, 10.0, 88.72, 88.73, 89.5, 103.0, 104.0, 709.7,
-            709.8, 710.5, 745.1, 746.0, 27.3, 10.06, 1.0 - float(info.epsneg), 1.0 + float(info.eps),
+            709.8, 710.5, 745.1, 746.0, 27.3, 10.06, 1.0 - float(info.epsneg),
+            1.0 + float(info.eps),
             float(info.tiny), float(info.smallest_subnormal), 3 * float(info.smallest_subnormal),
             float(info.max), 1e30, 1e8, 3e9, np.pi, np.pi / 2, np.inf]
     vals = np.array(base + [-v for v in base] + [np.nan], dtype=dtype)

@@ -37,6 +37,18 @@ def fusible(eqn) -> bool:
     return True
 
 
+
+def def_use(eqns) -> tuple[dict[int, int], dict[int, list[int]]]:
+    """Index maps of a list of equations: var id -> the equation defining it, and var id -> the
+    equations reading it (in order, once per operand position)."""
+    producer = {id(v): k for k, e in enumerate(eqns) for v in e.outvars}
+    users: dict[int, list[int]] = {}
+    for k, e in enumerate(eqns):
+        for v in e.invars:
+            if isinstance(v, Var):
+                users.setdefault(id(v), []).append(k)
+    return producer, users
+
 class FusionPlan:
     """`lazy`: ids of vars computed inside their consumers; `kernels`: the groups, for printing."""
 

@@ -19,7 +19,7 @@ from ..core.avals import ShapedArray
 from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from ..core.primitive import Primitive
-from .fusion import ELEMENTWISE, fusible
+from .fusion import ELEMENTWISE, def_use, fusible
 
 ROW_REDUCTIONS = frozenset({"reduce_sum", "reduce_prod", "reduce_max", "reduce_min",
                             "reduce_and", "reduce_or", "reduce_xor"})
@@ -141,12 +141,7 @@ def _compatible(eqn: Eqn, rows: tuple[int, ...], cols: tuple[int, ...]) -> bool:
 def _next_region(eqns: list[Eqn], tried: dict[int, Eqn]):
     """The first beneficial region grown from an untried reduction: (region indices, indices of
     outside eqns to move after it, R, C), or None."""
-    producer = {id(v): k for k, e in enumerate(eqns) for v in e.outvars}
-    users: dict[int, list[int]] = {}
-    for k, e in enumerate(eqns):
-        for v in e.invars:
-            if isinstance(v, Var):
-                users.setdefault(id(v), []).append(k)
+    producer, users = def_use(eqns)
     for start, eqn in enumerate(eqns):
         seed = _seed(eqn)
         if seed is None or id(eqn) in tried:

@@ -108,8 +108,7 @@ class Array(ArrayMetadata):
         return (_rebuild, (np.array(self._data), self.aval.weak_type))
 
     def __repr__(self) -> str:
-        if self._deleted:
-            return "Array(<deleted>)"
+        self._data  # noqa: B018 - a deleted array raises JAX's error here too, as JAX's repr does
         weak = ", weak_type=True" if self.weak_type else ""
         prefix = "Array("
         if self.size == 0 and self.shape != (0,):

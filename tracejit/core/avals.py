@@ -111,7 +111,8 @@ def check_shape(shape: Any, name: str = "shape") -> tuple[int, ...]:
     for d in dims:
         if hasattr(d, "_trace") and not hasattr(d, "_value"):
             from .errors import concretization_error
-            raise concretization_error(d, f"The {name} argument must be concrete (known while tracing).")
+            raise concretization_error(
+                d, f"The {name} argument must be concrete (known while tracing).")
         try:
             i = int(d.__index__())
         except (AttributeError, TypeError):

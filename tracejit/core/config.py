@@ -41,7 +41,8 @@ class Config:
         if name not in _OPTIONS:
             raise AttributeError(f"Unrecognized config option: {name}")
         if name == "jax_numpy_rank_promotion" and value not in ("allow", "warn", "raise"):
-            raise ValueError(f"jax_numpy_rank_promotion must be 'allow', 'warn' or 'raise', got {value!r}")
+            raise ValueError("jax_numpy_rank_promotion must be 'allow', 'warn' or 'raise', "
+                             f"got {value!r}")
         self._values[name] = value
         self._trace_key_cache = None
 

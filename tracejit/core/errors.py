@@ -1,4 +1,5 @@
-"""JAX's error classes (same names and hierarchy as `jax.errors`) and the messages that explain them.
+"""JAX's error classes (same names and hierarchy as `jax.errors`) and the messages that explain
+them.
 
 Each message names what was being traced, which argument made the value abstract, the user's
 line, and the fix.

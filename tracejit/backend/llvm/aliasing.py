@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ...compiler.fusion import ELEMENTWISE, fusible, plan_fusion
+from ...compiler.fusion import ELEMENTWISE, def_use, fusible, plan_fusion
 from ...core.jaxpr import Jaxpr, Var
 
 
@@ -44,12 +44,7 @@ def plan_aliases(jaxpr: Jaxpr, candidates: Sequence[tuple[int, int]]) -> dict[in
         return {}
     eqns, n = jaxpr.eqns, len(jaxpr.eqns)
     plan = plan_fusion(jaxpr)
-    producer = {id(v): k for k, e in enumerate(eqns) for v in e.outvars}
-    users: dict[int, list[int]] = {}
-    for k, e in enumerate(eqns):
-        for v in e.invars:
-            if isinstance(v, Var):
-                users.setdefault(id(v), []).append(k)
+    producer, users = def_use(eqns)
     out_positions: dict[int, list[int]] = {}
     for j, v in enumerate(jaxpr.outvars):
         if isinstance(v, Var):

@@ -17,8 +17,9 @@ is bit-identical and transcendentals differ only by the float math's ulps:
 complex64 transcendentals compute in float64 and round once, which is at least as accurate as
 the float routines NumPy calls, except where NumPy's formula rounds an intermediate that
 the result is sensitive to (log1p's 1 + z, exp2's z ln 2, pow's integer branch): those
-intermediates round in the operand's precision as in NumPy. The inverse trig family, erf/erfc, erf_inv and polygamma on
-complex are refused with NativeCompileError (see `refusal`).
+intermediates round in the operand's precision as in NumPy. The inverse trig family,
+erf/erfc, erf_inv and polygamma on complex are refused with NativeCompileError (see
+`refusal`).
 """
 from __future__ import annotations
 
