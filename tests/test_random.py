@@ -394,6 +394,12 @@ def _jit_tolerance(name: str, key) -> dict:
         z = np.asarray(tr.normal(key, (2, 3)))
         return {"ulps": reassociation_ulps(3),
                 "scale": np.sqrt(np.diag(_COV)) * np.linalg.norm(z, axis=-1, keepdims=True)}
+    if name == "dirichlet":  # g / sum(g) over 3 positive gamma draws: a sum, one division
+        return {"ulps": reassociation_ulps(3, roundings=1)}
+    if name == "orthogonal":
+        # Q of a 3x3 QR: three dependent stages of length-3 dots and norms, each within
+        # reassociation_ulps(3) of |entries| <= 1 (Q's columns have unit norm)
+        return {"ulps": 3 * reassociation_ulps(3), "scale": 1.0}
     return {}
 
 
