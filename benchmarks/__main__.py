@@ -16,6 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _side(python: str, impl: str, only: list[str]) -> dict:
     env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
+    # JAX's modules come precompiled from pip; let ours be cached too, or every first call
+    # would include compiling tracejit's sources (this environment sets the variable)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     proc = subprocess.run([python, "-m", "benchmarks.run_side", impl, *only], cwd=ROOT, env=env,
                           capture_output=True, text=True)
     if proc.returncode != 0:
