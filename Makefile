@@ -30,6 +30,7 @@ PY312 ?= $(shell command -v python3.12 2>/dev/null || ls $(HOME)/.pyenv/versions
 	-[ -n "$(PY312)" ] && $(PY312) -m venv .venv-jax312 && .venv-jax312/bin/pip install --quiet jax jaxlib numpy
 
 bench: $(VENV)/.test-installed .venv-jax312/bin/python
+	$(PY) -m pip install --quiet threadpoolctl
 	$(PY) -m benchmarks
 
 clean:

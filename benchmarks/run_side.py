@@ -30,6 +30,17 @@ def measure(fn, args, budget: float = 1.5, max_runs: int = 200) -> tuple[float, 
     return first, statistics.median(times)
 
 
+def _blas_kernel() -> str:
+    """The OpenBLAS kernel SciPy's BLAS (ours for dot_general) runs, when threadpoolctl says."""
+    try:
+        import scipy.linalg.cython_blas  # noqa: F401  (loads SciPy's OpenBLAS)
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "unknown (pip install threadpoolctl)"
+    return ", ".join(f"{i.get('architecture')} x{i['num_threads']}" for i in threadpool_info()
+                     if "scipy_openblas-" in i["filepath"]) or "unknown"
+
+
 def main(impl: str) -> None:
     if impl == "numpy":
         return _main_numpy()
@@ -44,7 +55,7 @@ def main(impl: str) -> None:
         from jax import lax, random
     from benchmarks.workloads import WORKLOADS
     results = {"version": getattr(jax, "__version__", "?"),
-               "python": sys.version.split()[0], "rows": {}}
+               "python": sys.version.split()[0], "blas": _blas_kernel(), "rows": {}}
     only = sys.argv[2:] or None
     for name, build in WORKLOADS:
         if only and not any(o in name for o in only):
