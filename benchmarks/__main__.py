@@ -24,6 +24,8 @@ def _side(python: str, impl: str, only: list[str]) -> dict:
     # the benchmark's subprocesses drop the pin; the tests keep the environment's settings.
     env.pop("OPENBLAS_CORETYPE", None)
     env.pop("OPENBLAS_L2_SIZE", None)
+    # first calls are cold compiles on both sides (JAX's persistent cache is off by default)
+    env["TRACEJIT_PERSISTENT_CACHE"] = "0"
     proc = subprocess.run([python, "-m", "benchmarks.run_side", impl, *only], cwd=ROOT, env=env,
                           capture_output=True, text=True)
     if proc.returncode != 0:

@@ -1,8 +1,15 @@
 """Shared test fixtures: config isolation, the jaxpr checker after every trace, and the JAX
 oracle."""
+import atexit
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# The on-disk object cache goes to a fresh folder per test session (and to test subprocesses,
+# which inherit it): tests never write into the user's home, nor depend on an earlier run's cache.
+os.environ["TRACEJIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="tracejit-test-cache-")
+atexit.register(shutil.rmtree, os.environ["TRACEJIT_CACHE_DIR"], ignore_errors=True)
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

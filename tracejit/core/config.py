@@ -20,6 +20,10 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     # tracejit's own: which backend runs jitted programs — "native" (the LLVM compiler) or
     # "interpret" (the NumPy reference interpreter, the oracle the tests compare against).
     "tracejit_backend": ("native", True),
+    # the on-disk cache of object code (runtime/disk_cache.py): on/off, and its folder (None:
+    # $XDG_CACHE_HOME/tracejit or ~/.cache/tracejit). Where code is cached changes no program.
+    "tracejit_persistent_cache": (True, False),
+    "tracejit_cache_dir": (None, False),
 }
 
 

@@ -5,8 +5,9 @@ addresses, the donation plan) is, so a call is a handful of allocations and one 
 from __future__ import annotations
 
 import ctypes
-import itertools
+import hashlib
 import struct
+import threading
 from typing import Any, Sequence
 
 import numpy as np
@@ -16,12 +17,13 @@ from ..backend.llvm import jit_engine
 from ..compiler.passes import optimize
 from ..core.array import Array
 from ..core.jaxpr import ClosedJaxpr
+from . import disk_cache
 from .buffers import MIN_BYTES, pool, sole_owner
 from .executable import Executable
 
-_names = itertools.count()
 _PLACEHOLDER = "tracejit_entry"
 _compiled: dict[str, tuple] = {}  # IR text -> (optimised module, entry point)
+_compile_lock = threading.Lock()
 # The pointer arrays go in as packed `bytes` (ctypes passes a pointer to their data; the entry
 # only reads them): packing is several times cheaper than filling a ctypes array.
 _ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
@@ -34,11 +36,18 @@ _from_buffer = ctypes.c_char.from_buffer
 def _compile_cached(ir_text: str, name: str):
     """Identical programs (same IR) share machine code: LLVM's O3 is most of compile time."""
     hit = _compiled.get(ir_text)
-    if hit is None:
-        entry = f"{name}_{next(_names)}"  # symbols are global to the one engine
-        module = jit_engine.compile_ir(ir_text.replace(f'@"{_PLACEHOLDER}"', f'@"{entry}"'))
-        hit = _compiled[ir_text] = (module, _ENTRY(jit_engine.function_address(entry)))
-    return hit
+    if hit is not None:
+        return hit
+    # Symbols are global to the one engine, and the on-disk cache's object code defines the
+    # entry by name: so the name is a function of the program, the same in every process, and
+    # two threads must not both add the same program (its symbol defined twice).
+    with _compile_lock:
+        hit = _compiled.get(ir_text)
+        if hit is None:
+            entry = f"{name}_{hashlib.sha256(ir_text.encode()).hexdigest()[:20]}"
+            module = disk_cache.compile_ir(ir_text.replace(f'@"{_PLACEHOLDER}"', f'@"{entry}"'))
+            hit = _compiled[ir_text] = (module, _ENTRY(jit_engine.function_address(entry)))
+        return hit
 
 
 def _fresh(shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> tuple:

@@ -1,5 +1,7 @@
 """BLAS entry points for generated code: the Fortran s/d/c/zgemm that SciPy exports as capsules
-(`scipy.linalg.cython_blas.__pyx_capi__`); generated code calls them through their address."""
+(`scipy.linalg.cython_blas.__pyx_capi__`). Generated code calls them by a symbol name that the
+JIT binds to the capsule's address, so the IR (and the on-disk cache key made from it) does not
+change with where the library happens to be loaded."""
 from __future__ import annotations
 
 import ctypes
@@ -22,7 +24,12 @@ def _address(name: str) -> int:
     return _get_pointer(capsule, _get_name(capsule))
 
 
-def gemm_address(dtype: np.dtype) -> int:
-    return _address({np.dtype(np.float32): "sgemm", np.dtype(np.float64): "dgemm",
-                     np.dtype(np.complex64): "cgemm",
-                     np.dtype(np.complex128): "zgemm"}[np.dtype(dtype)])
+@functools.cache
+def gemm_symbol(dtype: np.dtype) -> str:
+    """The name generated code calls ?gemm by, bound to SciPy's function for this process."""
+    import llvmlite.binding as llvm
+    name = {np.dtype(np.float32): "sgemm", np.dtype(np.float64): "dgemm",
+            np.dtype(np.complex64): "cgemm", np.dtype(np.complex128): "zgemm"}[np.dtype(dtype)]
+    symbol = f"tracejit_scipy_{name}"
+    llvm.add_symbol(symbol, _address(name))
+    return symbol

@@ -41,7 +41,21 @@ def _engine() -> llvm.ExecutionEngine:
     backing.triple = llvm.get_process_triple()
     engine = llvm.create_mcjit_compiler(backing, create_target_machine())
     _bind_support_routines(engine)
+    engine.set_object_cache(_object_compiled, _cached_object)
     return engine
+
+
+# MCJIT's object-cache hooks for the one module `add_module` is finalising (under `_lock`): the
+# object code to load instead of generating it, and the object code it generated.
+_object_slot: dict[str, bytes | None] = {"cached": None, "generated": None}
+
+
+def _cached_object(module: llvm.ModuleRef) -> bytes | None:
+    return _object_slot["cached"]
+
+
+def _object_compiled(module: llvm.ModuleRef, obj: bytes) -> None:
+    _object_slot["generated"] = obj
 
 
 def _bind_support_routines(engine: llvm.ExecutionEngine) -> None:
@@ -89,12 +103,19 @@ def parse(ir_text: str) -> llvm.ModuleRef:
     return module
 
 
-def add_module(module: llvm.ModuleRef) -> None:
-    """Hand an optimised module to the engine and generate its machine code."""
+def add_module(module: llvm.ModuleRef, cached_object: bytes | None = None) -> bytes | None:
+    """Hand an optimised module to the engine and generate its machine code, or load
+    `cached_object` (object code an earlier `add_module` of the same module returned) instead.
+    Returns the object code generated, None when `cached_object` was loaded."""
     engine = _engine()
     with _lock:
-        engine.add_module(module)
-        engine.finalize_object()
+        _object_slot["cached"], _object_slot["generated"] = cached_object, None
+        try:
+            engine.add_module(module)
+            engine.finalize_object()
+            return _object_slot["generated"]
+        finally:
+            _object_slot["cached"] = _object_slot["generated"] = None
 
 
 def function_address(name: str) -> int:

@@ -59,14 +59,15 @@ def _dot_general(em: Emitter, eqn, ins, dests):
 def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: int, n: int,
                k: int, lhs_t: bool, rhs_t: bool) -> None:
     """Row-major C[m,n] = A·B through Fortran BLAS: C^T = B^T·A^T (column-major), per batch."""
-    from .blas import gemm_address
+    from .blas import gemm_symbol
     b = em.b
     ft = reg_type(dtype)
     i32 = ir.IntType(32)
     fnty = ir.FunctionType(ir.VoidType(), [I8P, I8P] + [i32.as_pointer()] * 3 +
                            [ft.as_pointer()] * 2 + [i32.as_pointer()] + [ft.as_pointer()] +
                            [i32.as_pointer()] + [ft.as_pointer()] * 2 + [i32.as_pointer()])
-    fn = b.inttoptr(ir.Constant(I64, gemm_address(dtype)), fnty.as_pointer())
+    symbol = gemm_symbol(dtype)
+    fn = em.module.globals.get(symbol) or ir.Function(em.module, fnty, name=symbol)
 
     def slot(t, value):
         ptr = em._entry_alloca(t)

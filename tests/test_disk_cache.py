@@ -1,0 +1,134 @@
+"""The persistent on-disk object cache (runtime/disk_cache.py): a second process running the same
+program loads its object code instead of compiling, with the same results and optimised IR; a
+truncated or corrupt entry is compiled afresh; the key follows the toolchain and host CPU; and
+switching the cache off writes nothing."""
+import json
+import os
+import subprocess
+import sys
+import uuid
+
+import llvmlite
+import numpy as np
+import pytest
+
+import tracejit
+import tracejit.numpy as tnp
+from tracejit.backend.llvm import jit_engine
+from tracejit.runtime import disk_cache
+
+# Runs a program with a reduction, a transcendental, a float16 conversion (which links to the
+# support routines) and a matmul large enough for BLAS (called by a bound symbol name, so the
+# IR, and the key, do not depend on where SciPy's library is loaded) natively, checks it against the interpreter, and reports what the cache
+# did.
+_SCRIPT = """
+import hashlib, json
+import numpy as np
+import tracejit, tracejit.numpy as tnp
+from tracejit.runtime import disk_cache
+
+def f(x, y):
+    z = tnp.sin(x) * 2.5 + tnp.exp(y).astype(np.float16).astype(np.float32)
+    a = tnp.abs(z)  # positive terms: the product's relative error is at most k eps (BLAS order)
+    return tnp.sum(z, axis=0), z.max(), a.reshape(37 * 11, 64) @ a.reshape(64, 37 * 11)
+
+rng = np.random.default_rng(0)
+x, y = rng.standard_normal((2, 37, 11, 64)).astype(np.float32)
+native = [np.asarray(v) for v in tracejit.jit(f, backend="native")(x, y)]
+ref = [np.asarray(v) for v in tracejit.jit(f, backend="interpret")(x, y)]
+llvm_ir = tracejit.jit(f).lower(x, y).compile().as_text(dialect="llvm")
+print(json.dumps({"stats": dict(disk_cache.stats),
+                  "native": [v.tolist() for v in native], "ref": [v.tolist() for v in ref],
+                  "llvm_ir": hashlib.sha256(llvm_ir.encode()).hexdigest()}))
+"""
+
+
+def _run(cache_dir, enabled: bool = True) -> dict:
+    env = dict(os.environ, TRACEJIT_CACHE_DIR=str(cache_dir),
+               TRACEJIT_PERSISTENT_CACHE="1" if enabled else "0", TRACEJIT_BACKEND="native")
+    done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    # our sin/exp are within a few ulp, and sums (length 37, and 64 in the matmul) may add in
+    # another order
+    for native, ref, rtol in zip(out["native"], out["ref"], (2e-6, 2e-6, 64 * 2 ** -23)):
+        np.testing.assert_allclose(native, ref, rtol=rtol)
+    return out
+
+
+def _entries(cache_dir) -> list:
+    return sorted(p for p in cache_dir.iterdir() if p.suffix == ".o") if cache_dir.exists() else []
+
+
+def test_second_process_loads_object_code(tmp_path):
+    cold = _run(tmp_path)
+    assert cold["stats"].get("hits", 0) == 0 and cold["stats"]["misses"] >= 1
+    assert cold["stats"]["stores"] == cold["stats"]["misses"] == len(_entries(tmp_path))
+    warm = _run(tmp_path)
+    assert warm["stats"].get("misses", 0) == 0
+    assert warm["stats"]["hits"] == cold["stats"]["misses"]
+    assert warm["native"] == cold["native"]  # bit for bit
+    assert warm["llvm_ir"] == cold["llvm_ir"]  # the optimised IR, as the cold process had it
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip_byte", "empty"])
+def test_damaged_entry_is_compiled_afresh(tmp_path, damage):
+    cold = _run(tmp_path)
+    for path in _entries(tmp_path):
+        data = bytearray(path.read_bytes())
+        if damage == "truncate":
+            data = data[: len(data) // 2]
+        elif damage == "flip_byte":
+            data[-100] ^= 0x40  # inside the object code: only the checksum can tell
+        else:
+            data = b""
+        path.write_bytes(bytes(data))
+    again = _run(tmp_path)
+    n = cold["stats"]["misses"]
+    assert again["stats"]["errors"] == again["stats"]["misses"] == n
+    assert again["stats"].get("hits", 0) == 0
+    assert again["native"] == cold["native"]
+    # the damaged entries were replaced: a third process loads them
+    assert _run(tmp_path)["stats"]["hits"] == n
+
+
+def test_key_follows_toolchain_and_host(monkeypatch):
+    ir_text = "define void @f() {\n  ret void\n}\n"
+    base = disk_cache.key(ir_text)
+    assert disk_cache.key(ir_text) == base
+    assert disk_cache.key(ir_text.replace("@f", "@g")) != base
+    cpu, features = jit_engine.host_cpu()
+    flipped = features.replace("+", "?").replace("-", "+").replace("?", "-")
+    assert flipped != features
+    monkeypatch.setattr(jit_engine, "host_cpu", lambda: (cpu, flipped))
+    assert disk_cache.key(ir_text) != base
+    monkeypatch.setattr(jit_engine, "host_cpu", lambda: (cpu + "x", features))
+    assert disk_cache.key(ir_text) != base
+    monkeypatch.setattr(jit_engine, "host_cpu", lambda: (cpu, features))
+    assert disk_cache.key(ir_text) == base
+    monkeypatch.setattr(llvmlite, "__version__", llvmlite.__version__ + ".post1")
+    assert disk_cache.key(ir_text) != base
+    monkeypatch.setattr(disk_cache, "FORMAT", disk_cache.FORMAT + 1)
+    monkeypatch.setattr(llvmlite, "__version__", llvmlite.__version__[:-len(".post1")])
+    assert disk_cache.key(ir_text) != base
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_option_switches_writing(tmp_path, enabled):
+    tracejit.config.update("tracejit_cache_dir", str(tmp_path))
+    tracejit.config.update("tracejit_persistent_cache", enabled)
+    # a constant no other test uses: the in-process cache has not seen this program
+    c = np.float32(uuid.uuid4().int % 10_000 / 7.0 + 1.0)
+    x = np.arange(16, dtype=np.float32)
+    out = tracejit.jit(lambda x: tnp.cos(x) * c, backend="native")(x)
+    ref = tracejit.jit(lambda x: tnp.cos(x) * c, backend="interpret")(x)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(ref), rtol=2e-6)
+    assert len(_entries(tmp_path)) == (1 if enabled else 0)
+
+
+def test_disabled_in_env_writes_nothing(tmp_path):
+    out = _run(tmp_path, enabled=False)
+    assert out["stats"] == {} and not any(tmp_path.iterdir())
+
