@@ -197,29 +197,71 @@ class Emitter:
         return self.value_at(val, [])
 
     def value_at(self, val, idx: list[ir.Value]) -> ir.Value:
-        """The element of a value at a multi-index (rank-0 values ignore the index)."""
+        """The element of a value at a multi-index (rank-0 values ignore the index). A fused
+        value's tree of operands is walked with an explicit stack of element generators, not by
+        recursion: a chain of thousands of fused equations must not reach Python's stack limit.
+        Elements are memoised per loop body, so a value read twice at one index is computed
+        once."""
+        if not isinstance(val, Lazy):
+            return self._stored_at(val, idx)
+        memo = self._memo if self._memo is not None else {}
+        key = (val, tuple(idx))
+        if key in memo:
+            return memo[key]
+        stack = [(key, self._element(val, idx))]
+        got = None  # the element the generator on top asked for
+        while stack:
+            key, gen = stack[-1]
+            try:
+                x, sub = gen.send(got)
+            except StopIteration as done:
+                stack.pop()
+                got = memo[key] = done.value
+                continue
+            if not isinstance(x, Lazy):
+                got = self._stored_at(x, sub)
+                continue
+            sub_key = (x, tuple(sub))
+            if sub_key in memo:
+                got = memo[sub_key]
+                continue
+            stack.append((sub_key, self._element(x, sub)))
+            got = None
+        return got
+
+    def drive(self, gen):
+        """Run an element generator (an index map's helper) outside a fused tree: each element
+        it asks for is computed with `value_at`."""
+        got = None
+        while True:
+            try:
+                x, sub = gen.send(got)
+            except StopIteration as done:
+                return done.value
+            got = self.value_at(x, sub)
+
+    def _stored_at(self, val, idx: list[ir.Value]) -> ir.Value:
+        """The element of a register or memory value."""
         if isinstance(val, Scalar):
             return val.value
-        if isinstance(val, Buf):
-            return self.load(val, self.linear(val.aval.shape, idx) if val.aval.ndim else None)
-        key = (id(val), tuple(id(i) for i in idx))
-        hit = self._memo.get(key) if self._memo is not None else None
-        if hit is not None and hit[0] is val:  # ids of dead values get reused: check identity
-            return hit[1]
-        out = self._lazy_at(val, idx)
-        if self._memo is not None:
-            self._memo[key] = (val, out)
-        return out
+        return self.load(val, self.linear(val.aval.shape, idx) if val.aval.ndim else None)
 
-    def _lazy_at(self, lazy: Lazy, idx: list[ir.Value]) -> ir.Value:
-        eqn, env, b = lazy.eqn, lazy.env, self.b
+    def _element(self, lazy: Lazy, idx: list[ir.Value]):
+        """Generator computing a fused value's element at `idx`: it yields (operand, index) for
+        each operand element it needs, is sent that element, and returns its own."""
+        eqn, env = lazy.eqn, lazy.env
         name = eqn.primitive.name
-        p = eqn.params
         ins = [self.read(env, v) for v in eqn.invars]
         if name in INDEX_MAPS:
-            return INDEX_MAPS[name](self, ins, eqn, idx)
-        args = [self.value_at(x, idx if x.aval.ndim else []) for x in ins]
-        return emit_scalar(b, name, [x.aval.dtype for x in ins], lazy.aval.dtype, args, p)
+            out = INDEX_MAPS[name](self, ins, eqn, idx)
+            if isinstance(out, ir.Value):  # (iota reads no operand: a plain function)
+                return out
+            return (yield from out)
+        args = []
+        for x in ins:
+            args.append((yield x, idx if x.aval.ndim else []))
+        return emit_scalar(self.b, name, [x.aval.dtype for x in ins], lazy.aval.dtype, args,
+                           eqn.params)
 
     def materialize(self, val, dest: Buf | None = None) -> Buf:
         if isinstance(val, Buf) and dest is None:

@@ -1,6 +1,10 @@
 """Index maps: shape ops (broadcast, reshape, slice, gather ...) fused into their consumer's
 loop nest as index arithmetic that never reads out of bounds. codegen's Emitter reads them
-through `rules.INDEX_MAPS`, which this module fills."""
+through `rules.INDEX_MAPS`, which this module fills.
+
+A rule is a generator: it yields `(operand, multi-index)` for each operand element it needs and
+is sent that element back (codegen's Emitter drives the rules from an explicit stack, so a long
+chain of fused ops never deepens Python's call stack); it returns the element it computes."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -22,7 +26,7 @@ def _broadcast_at(em: Emitter, ins, eqn, idx):
     (x,) = ins
     bdims = eqn.params["broadcast_dimensions"]
     sub = [idx[bd] if x.aval.shape[k] != 1 else _zero() for k, bd in enumerate(bdims)]
-    return em.value_at(x, sub)
+    return (yield x, sub)
 
 
 def _iota_at(em: Emitter, ins, eqn, idx):
@@ -36,7 +40,7 @@ def _transpose_at(em: Emitter, ins, eqn, idx):
     sub: list = [None] * len(perm)
     for k, p in enumerate(perm):
         sub[p] = idx[k]
-    return em.value_at(x, sub)
+    return (yield x, sub)
 
 
 def _delinearize(em: Emitter, linear: ir.Value, shape: Sequence[int]) -> list[ir.Value]:
@@ -59,25 +63,25 @@ def _reshape_at(em: Emitter, ins, eqn, idx):
         sub: list = [None] * x.aval.ndim
         for k, d in enumerate(dims):
             sub[d] = t_idx[k]
-        return em.value_at(x, sub)
+        return (yield x, sub)
     in_shape = x.aval.shape
     if x.aval.ndim == 0:
-        return em.value_at(x, [])
+        return (yield x, [])
     # dropping/adding unit dims keeps the index; anything else goes through the linear index
     squeezed_out = [i for i, d in zip(idx, out_shape) if d != 1]
     if [d for d in in_shape if d != 1] == [d for d in out_shape if d != 1]:
         it = iter(squeezed_out)
-        return em.value_at(x, [next(it) if d != 1 else _zero() for d in in_shape])
+        return (yield x, [next(it) if d != 1 else _zero() for d in in_shape])
     if isinstance(x, Buf):
         return em.load(x, em.linear(out_shape, idx))
-    return em.value_at(x, _delinearize(em, em.linear(out_shape, idx), in_shape))
+    return (yield x, _delinearize(em, em.linear(out_shape, idx), in_shape))
 
 
 def _squeeze_at(em: Emitter, ins, eqn, idx):
     (x,) = ins
     dims = set(eqn.params["dimensions"])
     it = iter(idx)
-    return em.value_at(x, [_zero() if k in dims else next(it) for k in range(x.aval.ndim)])
+    return (yield x, [_zero() if k in dims else next(it) for k in range(x.aval.ndim)])
 
 
 def _rev_at(em: Emitter, ins, eqn, idx):
@@ -85,7 +89,7 @@ def _rev_at(em: Emitter, ins, eqn, idx):
     dims = set(eqn.params["dimensions"])
     sub = [em.b.sub(ir.Constant(I64, x.aval.shape[k] - 1), i) if k in dims else i
            for k, i in enumerate(idx)]
-    return em.value_at(x, sub)
+    return (yield x, sub)
 
 
 def _slice_at(em: Emitter, ins, eqn, idx):
@@ -96,7 +100,7 @@ def _slice_at(em: Emitter, ins, eqn, idx):
     for i, lo, st in zip(idx, p["start_indices"], strides):
         j = i if st == 1 else em.b.mul(i, ir.Constant(I64, st))
         sub.append(j if lo == 0 else em.b.add(j, ir.Constant(I64, lo)))
-    return em.value_at(x, sub)
+    return (yield x, sub)
 
 
 def _clamp_index(em: Emitter, i: ir.Value, hi: int) -> ir.Value:
@@ -118,7 +122,7 @@ def _concatenate_at(em: Emitter, ins, eqn, idx):
         local = b.sub(idx[dim], ir.Constant(I64, offset)) if offset else idx[dim]
         sub = list(idx)
         sub[dim] = _clamp_index(em, local, n - 1)
-        v = em.value_at(x, sub)
+        v = yield x, sub
         if out is None:
             out = v
         else:
@@ -141,10 +145,10 @@ def _pad_at(em: Emitter, ins, eqn, idx):
             ok = b.and_(ok, b.icmp_signed("==", b.srem(t, ir.Constant(I64, step)), _zero()))
         inside = b.and_(inside, ok)
         sub.append(_clamp_index(em, q, max(n - 1, 0)))
-    pv = em.scalar_of(pad_value)
+    pv = yield pad_value, []
     if x.aval.size == 0:
         return pv
-    return b.select(inside, em.value_at(x, sub), pv)
+    return b.select(inside, (yield x, sub), pv)
 
 
 def _dynamic_slice_at(em: Emitter, ins, eqn, idx):
@@ -152,20 +156,21 @@ def _dynamic_slice_at(em: Emitter, ins, eqn, idx):
     sizes = eqn.params["slice_sizes"]
     sub = []
     for i, start, n, size in zip(idx, starts, x.aval.shape, sizes):
-        st = convert(em.b, em.scalar_of(start), start.aval.dtype, np.dtype(np.int64))
+        st = convert(em.b, (yield start, []), start.aval.dtype, np.dtype(np.int64))
         sub.append(em.b.add(i, _clamp_index(em, st, n - size)))  # XLA clamps the window
-    return em.value_at(x, sub)
+    return (yield x, sub)
 
 
 def _window_starts(em: Emitter, shape, indices, bidx: list, index_map, operand_bdims,
-                   indices_bdims, sizes) -> tuple[dict[int, ir.Value], ir.Value]:
+                   indices_bdims, sizes):
     """Clamped window starts per operand dim for one index vector, and whether the unclamped
-    window lay wholly in bounds (the same rule as the reference `_window_indices`)."""
+    window lay wholly in bounds (the same rule as the reference `_window_indices`). A generator
+    reading `indices` as the rules do."""
     b = em.b
     starts: dict[int, ir.Value] = {}
     in_bounds = ir.Constant(I1, 1)
     for k, d in enumerate(index_map):
-        raw = em.value_at(indices, bidx + [ir.Constant(I64, k)])
+        raw = yield indices, bidx + [ir.Constant(I64, k)]
         st = convert(b, raw, indices.aval.dtype, np.dtype(np.int64))
         upper = shape[d] - sizes[d]
         ok = b.and_(b.icmp_signed(">=", st, _zero()),
@@ -187,16 +192,16 @@ def _gather_at(em: Emitter, ins, eqn, idx):
                    if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims]
     bidx = [i for k, i in enumerate(idx) if k not in dn.offset_dims]
     widx = [i for k, i in enumerate(idx) if k in dn.offset_dims]
-    starts, in_bounds = _window_starts(em, x.aval.shape, indices, bidx, dn.start_index_map,
-                                       dn.operand_batching_dims,
-                                       dn.start_indices_batching_dims, sizes)
+    starts, in_bounds = yield from _window_starts(em, x.aval.shape, indices, bidx,
+                                                  dn.start_index_map, dn.operand_batching_dims,
+                                                  dn.start_indices_batching_dims, sizes)
     coord = []
     for d in range(x.aval.ndim):
         c = starts.get(d, _zero())
         if d in window_dims:
             c = em.b.add(c, widx[window_dims.index(d)])
         coord.append(c)
-    v = em.value_at(x, coord)
+    v = yield x, coord
     if p["mode"] == GatherScatterMode.FILL_OR_DROP:
         fill = np.asarray(p["fill_value"]) if p["fill_value"] is not None else None
         with np.errstate(all="ignore"):

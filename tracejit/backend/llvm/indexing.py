@@ -65,10 +65,10 @@ def _scatter(em: Emitter, eqn, ins, dests):
         for a, i in zip(order, ord_idx):
             uidx[a] = i
         bidx = [uidx[a] for a in scatter_axes]
-        starts, in_bounds = _window_starts(em, aval.shape, indices, bidx,
-                                           dn.scatter_dims_to_operand_dims,
-                                           dn.operand_batching_dims,
-                                           dn.scatter_indices_batching_dims, sizes)
+        starts, in_bounds = em.drive(_window_starts(em, aval.shape, indices, bidx,
+                                                    dn.scatter_dims_to_operand_dims,
+                                                    dn.operand_batching_dims,
+                                                    dn.scatter_indices_batching_dims, sizes))
         coord = []
         for d in range(aval.ndim):
             c = starts.get(d, _zero())

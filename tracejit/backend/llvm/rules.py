@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-# shape ops fused as index arithmetic: (em, ins, eqn, idx) -> the element at multi-index idx
+# shape ops fused as index arithmetic: (em, ins, eqn, idx) -> the element at multi-index idx,
+# as a generator yielding the (operand, index) pairs it reads (see index_maps)
 INDEX_MAPS: dict[str, Callable] = {}
 # primitives that emit their own loops, branches or calls: (em, eqn, ins, dests) -> outputs
 STRUCTURAL: dict[str, Callable] = {}
