@@ -38,48 +38,48 @@ def fusible(eqn) -> bool:
 
 
 
-def def_use(eqns) -> tuple[dict[int, int], dict[int, list[int]]]:
-    """Index maps of a list of equations: var id -> the equation defining it, and var id -> the
+def def_use(eqns) -> tuple[dict[Var, int], dict[Var, list[int]]]:
+    """Index maps of a list of equations: var -> the equation defining it, and var -> the
     equations reading it (in order, once per operand position)."""
-    producer = {id(v): k for k, e in enumerate(eqns) for v in e.outvars}
-    users: dict[int, list[int]] = {}
+    producer = {v: k for k, e in enumerate(eqns) for v in e.outvars}
+    users: dict[Var, list[int]] = {}
     for k, e in enumerate(eqns):
         for v in e.invars:
             if isinstance(v, Var):
-                users.setdefault(id(v), []).append(k)
+                users.setdefault(v, []).append(k)
     return producer, users
 
 class FusionPlan:
-    """`lazy`: ids of vars computed inside their consumers; `kernels`: the groups, for printing."""
+    """`lazy`: the vars computed inside their consumers; `kernels`: the groups, for printing."""
 
-    def __init__(self, lazy: set[int], kernels: list[list]):
+    def __init__(self, lazy: set[Var], kernels: list[list]):
         self.lazy = lazy
         self.kernels = kernels
 
 
 def plan_fusion(jaxpr: Jaxpr) -> FusionPlan:
-    consumers: dict[int, list] = {}
+    consumers: dict[Var, list] = {}
     for eqn in jaxpr.eqns:
         for v in eqn.invars:
             if isinstance(v, Var):
-                consumers.setdefault(id(v), []).append(eqn)
-    outs = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
-    producer = {id(v): e for e in jaxpr.eqns for v in e.outvars}
-    lazy: set[int] = set()
+                consumers.setdefault(v, []).append(eqn)
+    outs = set(jaxpr.outvars)
+    producer = {v: e for e in jaxpr.eqns for v in e.outvars}
+    lazy: set[Var] = set()
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
         if not fusible(eqn):
             continue
         v = eqn.outvars[0]
-        if v.aval.ndim == 0 or id(v) in outs:
+        if v.aval.ndim == 0 or v in outs:
             continue
-        users = consumers.get(id(v), [])
+        users = consumers.get(v, [])
         if not users or not all(fusible(u) or u.primitive.name in REDUCTIONS for u in users):
             continue
         if len(users) == 1 and sum(1 for x in users[0].invars if x is v) == 1:
-            lazy.add(id(v))
-        elif name in _CHEAP and not any(id(x) in lazy for x in eqn.invars):
-            lazy.add(id(v))
+            lazy.add(v)
+        elif name in _CHEAP and not any(x in lazy for x in eqn.invars):
+            lazy.add(v)
     # kernels for printing: each materialised fusible/reduction eqn with its lazy producers;
     # a row kernel (compiler.rows) with the equations of its row body
     kernels = []
@@ -88,13 +88,13 @@ def plan_fusion(jaxpr: Jaxpr) -> FusionPlan:
             kernels.append([eqn, *eqn.params["body"].jaxpr.eqns])
             continue
         if not (fusible(eqn) or eqn.primitive.name in REDUCTIONS) or \
-                any(id(v) in lazy for v in eqn.outvars):
+                any(v in lazy for v in eqn.outvars):
             continue
         group, stack = [], [eqn]
         while stack:
             e = stack.pop()
             group.append(e)
-            stack.extend(producer[id(x)] for x in e.invars
-                         if isinstance(x, Var) and id(x) in lazy and id(x) in producer)
+            stack.extend(producer[x] for x in e.invars
+                         if isinstance(x, Var) and x in lazy and x in producer)
         kernels.append(group[::-1])
     return FusionPlan(lazy, kernels)

@@ -50,10 +50,10 @@ def inline_calls(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
         return jaxpr, consts
     constvars, consts = list(jaxpr.constvars), list(consts)
     eqns: list[Eqn] = []
-    rename: dict[int, object] = {}
+    rename: dict[Var, object] = {}
 
     def read(v):
-        return v if isinstance(v, Literal) else rename.get(id(v), v)
+        return v if isinstance(v, Literal) else rename.get(v, v)
 
     for eqn in jaxpr.eqns:
         invars = [read(v) for v in eqn.invars]
@@ -66,16 +66,16 @@ def inline_calls(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
             fresh = Var(v.aval)
             constvars.append(fresh)
             consts.append(c)
-            rename[id(v)] = fresh
+            rename[v] = fresh
         for v, x in zip(inner.invars, invars):
-            rename[id(v)] = x
+            rename[v] = x
         for e in inner.eqns:
             new_outs = [Var(v.aval) for v in e.outvars]
             eqns.append(e.replace(invars=[read(v) for v in e.invars], outvars=new_outs))
             for old, new in zip(e.outvars, new_outs):
-                rename[id(old)] = new
+                rename[old] = new
         for v, out in zip(eqn.outvars, inner.outvars):
-            rename[id(v)] = read(out)
+            rename[v] = read(out)
     outvars = [read(v) for v in jaxpr.outvars]
     return Jaxpr(constvars, jaxpr.invars, outvars, eqns, jaxpr.debug_info), consts
 
@@ -86,9 +86,9 @@ def _select(items: Sequence, keep: Sequence[bool]) -> list:
     return [x for x, k in zip(items, keep) if k]
 
 
-def _reader(subst: dict[int, Any]) -> Callable:
+def _reader(subst: dict[Var, Any]) -> Callable:
     """Reads an atom through a substitution of vars by atoms."""
-    return lambda v: v if isinstance(v, Literal) else subst.get(id(v), v)
+    return lambda v: v if isinstance(v, Literal) else subst.get(v, v)
 
 
 def _substitute(eqn: Eqn, read: Callable) -> Eqn:
@@ -109,10 +109,10 @@ def _map_subjaxprs(eqn: Eqn, f: Callable[[ClosedJaxpr], ClosedJaxpr], memo: dict
     """`eqn` with `f` applied to each sub-jaxpr of its params, once per distinct ClosedJaxpr:
     eqns that shared a body still share its rewrite (CSE compares bodies by identity)."""
     def apply(closed: ClosedJaxpr) -> ClosedJaxpr:
-        hit = memo.get(id(closed))
+        hit = memo.get(closed)
         if hit is None:
-            hit = memo[id(closed)] = (closed, f(closed))  # holding `closed` keeps its id unique
-        return hit[1]
+            hit = memo[closed] = f(closed)
+        return hit
 
     if not _has_subjaxprs(eqn):
         return eqn
@@ -160,19 +160,19 @@ def dce(jaxpr: Jaxpr) -> Jaxpr:
     return _dce_jaxpr(jaxpr, [True] * len(jaxpr.outvars))[0]
 
 
-def _dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool]) -> tuple[Jaxpr, set[int]]:
-    """The jaxpr computing only the used outputs (binders kept), and the ids of live vars."""
+def _dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool]) -> tuple[Jaxpr, set[Var]]:
+    """The jaxpr computing only the used outputs (binders kept), and the live vars."""
     outvars = _select(jaxpr.outvars, used_outputs)
-    live = {id(v) for v in outvars if isinstance(v, Var)}
+    live = {v for v in outvars if isinstance(v, Var)}
     kept: list[Eqn] = []
     for eqn in reversed(jaxpr.eqns):
-        used = [id(v) in live for v in eqn.outvars]
+        used = [v in live for v in eqn.outvars]
         if not any(used):
             continue
         rule = _DCE_RULES.get(eqn.primitive.name)
         eqn = rule(eqn, used) if rule else _map_subjaxprs(eqn, _on_body(dce), {})
         kept.append(eqn)
-        live.update(id(v) for v in eqn.invars if isinstance(v, Var))
+        live.update(v for v in eqn.invars if isinstance(v, Var))
     kept.reverse()
     return _rebuild(jaxpr, outvars=outvars, eqns=kept), live
 
@@ -181,9 +181,9 @@ def _dce_closed(closed: ClosedJaxpr, used_outputs: Sequence[bool]
                 ) -> tuple[ClosedJaxpr, list[bool]]:
     """A body computing only the used outputs, without unused consts; which invars it reads."""
     j, live = _dce_jaxpr(closed.jaxpr, used_outputs)
-    keep = [id(v) in live for v in j.constvars]
+    keep = [v in live for v in j.constvars]
     j = _rebuild(j, constvars=_select(j.constvars, keep))
-    return ClosedJaxpr(j, _select(closed.consts, keep)), [id(v) in live for v in j.invars]
+    return ClosedJaxpr(j, _select(closed.consts, keep)), [v in live for v in j.invars]
 
 
 def _keep_invars(closed: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
@@ -255,7 +255,7 @@ def cse(jaxpr: Jaxpr) -> Jaxpr:
 
 
 def _cse(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
-    subst: dict[int, Any] = {}
+    subst: dict[Var, Any] = {}
     read = _reader(subst)
     seen: dict[tuple, list[Var]] = {}
     eqns = []
@@ -268,7 +268,7 @@ def _cse(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
         except TypeError:  # an unhashable param: never merged
             prev = eqn.outvars
         if prev is not eqn.outvars:
-            subst.update((id(v), p) for v, p in zip(eqn.outvars, prev))
+            subst.update((v, p) for v, p in zip(eqn.outvars, prev))
             continue
         eqns.append(eqn)
     return _rebuild(jaxpr, outvars=[read(v) for v in jaxpr.outvars], eqns=eqns)
@@ -277,7 +277,7 @@ def _cse(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
 def _atom_key(v) -> tuple:
     if isinstance(v, Literal):  # by bits: -0.0 and 0.0 differ, a NaN equals itself
         return ("lit", v.aval, v.val.tobytes())
-    return ("var", id(v))
+    return ("var", v)
 
 
 def _cse_key(eqn: Eqn) -> tuple | None:
@@ -304,9 +304,9 @@ def _is_concrete(x: Any) -> bool:
 
 def _fold(jaxpr: Jaxpr, consts: list, max_size: int, new_consts: bool,
           memo: dict) -> tuple[Jaxpr, list]:
-    known = {id(v): np.asarray(c) for v, c in zip(jaxpr.constvars, consts) if _is_concrete(c)}
+    known = {v: np.asarray(c) for v, c in zip(jaxpr.constvars, consts) if _is_concrete(c)}
     constvars, consts = list(jaxpr.constvars), list(consts)
-    subst: dict[int, Any] = {}
+    subst: dict[Var, Any] = {}
     read = _reader(subst)
 
     def fold_body(allow: bool) -> Callable[[ClosedJaxpr], ClosedJaxpr]:
@@ -324,26 +324,26 @@ def _fold(jaxpr: Jaxpr, consts: list, max_size: int, new_consts: bool,
             continue
         for v, out in zip(eqn.outvars, outs):
             if v.aval.shape == ():
-                subst[id(v)] = Literal(out, v.aval)
+                subst[v] = Literal(out, v.aval)
             else:
                 constvars.append(v)
                 consts.append(out)
-                known[id(v)] = out
+                known[v] = out
     jaxpr = Jaxpr(constvars, jaxpr.invars, [read(v) for v in jaxpr.outvars], eqns,
                   jaxpr.debug_info)
     return _drop_unused_consts(jaxpr, consts) if new_consts else (jaxpr, consts)
 
 
 def _drop_unused_consts(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
-    used = {id(v) for e in jaxpr.eqns for v in e.invars} | {id(v) for v in jaxpr.outvars}
-    keep = [id(v) in used for v in jaxpr.constvars]
+    used = {v for e in jaxpr.eqns for v in e.invars} | set(jaxpr.outvars)
+    keep = [v in used for v in jaxpr.constvars]
     return _rebuild(jaxpr, constvars=_select(jaxpr.constvars, keep)), _select(consts, keep)
 
 
-def _evaluate(eqn: Eqn, known: dict[int, np.ndarray], max_size: int,
+def _evaluate(eqn: Eqn, known: dict[Var, np.ndarray], max_size: int,
               new_consts: bool) -> list[np.ndarray] | None:
     """The outputs of `eqn` when it can be folded, else None."""
-    if not all(isinstance(v, Literal) or id(v) in known for v in eqn.invars):
+    if not all(isinstance(v, Literal) or v in known for v in eqn.invars):
         return None
     if any(_size(v.aval) > max_size or (v.aval.shape and not new_consts) for v in eqn.outvars):
         return None
@@ -354,7 +354,7 @@ def _evaluate(eqn: Eqn, known: dict[int, np.ndarray], max_size: int,
     # a broadcast scalar costs nothing inside a fused kernel, and simplify's rules read it
     if _broadcast_scalar(eqn) is not None:
         return None
-    args = [v.val if isinstance(v, Literal) else known[id(v)] for v in eqn.invars]
+    args = [v.val if isinstance(v, Literal) else known[v] for v in eqn.invars]
     with np.errstate(all="ignore"):
         outs = eqn.primitive.impl(*args, **eqn.params)
     outs = outs if eqn.primitive.multiple_results else (outs,)
@@ -371,12 +371,12 @@ def simplify(jaxpr: Jaxpr) -> Jaxpr:
 
 
 def _simplify(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
-    subst: dict[int, Any] = {}
+    subst: dict[Var, Any] = {}
     read = _reader(subst)
-    producers: dict[int, Eqn] = {}
+    producers: dict[Var, Eqn] = {}
 
     def producer(v) -> Eqn | None:
-        return None if isinstance(v, Literal) else producers.get(id(v))
+        return None if isinstance(v, Literal) else producers.get(v)
 
     eqns = []
     for eqn in jaxpr.eqns:
@@ -388,10 +388,10 @@ def _simplify(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
             if isinstance(out, list):
                 pending.extend(reversed(out))
             elif out is not None:
-                subst[id(eqn.outvars[0])] = read(out)
+                subst[eqn.outvars[0]] = read(out)
             else:
                 eqns.append(eqn)
-                producers.update((id(v), eqn) for v in eqn.outvars)
+                producers.update((v, eqn) for v in eqn.outvars)
     return _rebuild(jaxpr, outvars=[read(v) for v in jaxpr.outvars], eqns=eqns)
 
 
@@ -570,10 +570,10 @@ def _licm(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
     return _rebuild(jaxpr, eqns=eqns)
 
 
-def _hoistable(eqn: Eqn, invariant: set[int]) -> bool:
+def _hoistable(eqn: Eqn, invariant: set[Var]) -> bool:
     if eqn.primitive.name == "while" or not any(isinstance(v, Var) for v in eqn.invars):
         return False
-    if not all(isinstance(v, Literal) or id(v) in invariant for v in eqn.invars):
+    if not all(isinstance(v, Literal) or v in invariant for v in eqn.invars):
         return False
     return sum(_size(v.aval) for v in eqn.outvars) <= sum(_size(v.aval) for v in eqn.invars)
 
@@ -584,24 +584,24 @@ def _hoist(body: ClosedJaxpr, nconsts: int, operands: list, out: list[Eqn]
     `out`; returns the body taking their results as extra consts after its own, and the outer
     values of those extra consts."""
     j = body.jaxpr
-    invariant = {id(v) for v in j.invars[:nconsts]}
+    invariant = set(j.invars[:nconsts])
     moved, kept = [], []
     for eqn in j.eqns:
         if _hoistable(eqn, invariant):
             moved.append(eqn)
-            invariant.update(id(v) for v in eqn.outvars)
+            invariant.update(v for v in eqn.outvars)
         else:
             kept.append(eqn)
     if not moved:
         return body, []
-    subst = {id(v): x for v, x in zip(j.invars[:nconsts], operands)}
+    subst = {v: x for v, x in zip(j.invars[:nconsts], operands)}
     read = _reader(subst)
     for eqn in moved:
         outvars = [Var(v.aval) for v in eqn.outvars]
         out.append(eqn.replace(invars=[read(v) for v in eqn.invars], outvars=outvars))
-        subst.update((id(v), o) for v, o in zip(eqn.outvars, outvars))
-    used = {id(v) for e in kept for v in e.invars} | {id(v) for v in j.outvars}
-    extra = [v for e in moved for v in e.outvars if id(v) in used]
+        subst.update((v, o) for v, o in zip(eqn.outvars, outvars))
+    used = {v for e in kept for v in e.invars} | set(j.outvars)
+    extra = [v for e in moved for v in e.outvars if v in used]
     invars = j.invars[:nconsts] + extra + j.invars[nconsts:]
     return ClosedJaxpr(_rebuild(j, invars=invars, eqns=kept), body.consts), [read(v) for v in extra]
 
@@ -638,7 +638,7 @@ def forward_carries(jaxpr: Jaxpr) -> Jaxpr:
 
 
 def _forward(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
-    subst: dict[int, Any] = {}
+    subst: dict[Var, Any] = {}
     read = _reader(subst)
     eqns = []
     for eqn in jaxpr.eqns:
@@ -666,7 +666,7 @@ def _carries_to_consts(body: ClosedJaxpr, nconsts: int, move: list[bool]) -> Clo
     return _with_invars(body, invars)
 
 
-def _forward_scan(eqn: Eqn) -> tuple[Eqn, dict[int, Any]]:
+def _forward_scan(eqn: Eqn) -> tuple[Eqn, dict[Var, Any]]:
     p = eqn.params
     nc, nk = p["num_consts"], p["num_carry"]
     move = _unchanged(p["jaxpr"].jaxpr, nc, nk)
@@ -680,12 +680,12 @@ def _forward_scan(eqn: Eqn) -> tuple[Eqn, dict[int, Any]]:
     init = eqn.invars[nc:nc + nk]
     invars = eqn.invars[:nc] + _select(init, move) + _select(init, stay) + eqn.invars[nc + nk:]
     outvars = _select(eqn.outvars[:nk], stay) + eqn.outvars[nk:]
-    results = {id(v): x for v, x, m in zip(eqn.outvars, init, move) if m}
+    results = {v: x for v, x, m in zip(eqn.outvars, init, move) if m}
     return eqn.replace(invars=invars, outvars=outvars, params={
         **p, "jaxpr": body, "num_consts": nc + sum(move), "num_carry": nk - sum(move)}), results
 
 
-def _forward_while(eqn: Eqn) -> tuple[Eqn, dict[int, Any]]:
+def _forward_while(eqn: Eqn) -> tuple[Eqn, dict[Var, Any]]:
     p = eqn.params
     cn, bn = p["cond_nconsts"], p["body_nconsts"]
     nk = len(eqn.outvars)
@@ -700,7 +700,7 @@ def _forward_while(eqn: Eqn) -> tuple[Eqn, dict[int, Any]]:
     init = eqn.invars[cn + bn:]
     moved = _select(init, move)
     invars = (eqn.invars[:cn] + moved + eqn.invars[cn:cn + bn] + moved + _select(init, stay))
-    results = {id(v): x for v, x, m in zip(eqn.outvars, init, move) if m}
+    results = {v: x for v, x, m in zip(eqn.outvars, init, move) if m}
     return eqn.replace(invars=invars, outvars=_select(eqn.outvars, stay), params={
         **p, "cond_jaxpr": cond, "body_jaxpr": body, "cond_nconsts": cn + sum(move),
         "body_nconsts": bn + sum(move)}), results

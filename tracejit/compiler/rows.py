@@ -60,7 +60,7 @@ row_map_p.def_impl(_row_map_impl)
 def fuse_rows(jaxpr: Jaxpr) -> Jaxpr:
     """`jaxpr` with each beneficial row region replaced by one `row_map` (bodies included)."""
     eqns = [_in_bodies(eqn) for eqn in jaxpr.eqns]
-    tried: dict[int, Eqn] = {}  # seeds already grown (held, so that their ids stay unique)
+    tried: set[Eqn] = set()  # seeds already grown
     while True:
         found = _next_region(eqns, tried)
         if found is None:
@@ -138,22 +138,22 @@ def _compatible(eqn: Eqn, rows: tuple[int, ...], cols: tuple[int, ...]) -> bool:
     return False
 
 
-def _next_region(eqns: list[Eqn], tried: dict[int, Eqn]):
+def _next_region(eqns: list[Eqn], tried: set[Eqn]):
     """The first beneficial region grown from an untried reduction: (region indices, indices of
     outside eqns to move after it, R, C), or None."""
     producer, users = def_use(eqns)
     for start, eqn in enumerate(eqns):
         seed = _seed(eqn)
-        if seed is None or id(eqn) in tried:
+        if seed is None or eqn in tried:
             continue
-        tried[id(eqn)] = eqn
+        tried.add(eqn)
         rows, cols = seed
         region = {start}
         stack = [start]
         while stack:  # grow along data flow through compatible equations
             e = eqns[stack.pop()]
-            near = [producer[id(v)] for v in e.invars if isinstance(v, Var) and id(v) in producer]
-            near += [u for v in e.outvars for u in users.get(id(v), ())]
+            near = [producer[v] for v in e.invars if isinstance(v, Var) and v in producer]
+            near += [u for v in e.outvars for u in users.get(v, ())]
             for k in near:
                 if k not in region and _compatible(eqns[k], rows, cols):
                     region.add(k)
@@ -170,18 +170,18 @@ def _schedulable(eqns: list[Eqn], region: set[int]) -> tuple[set[int], list[int]
     before the first eqn reading it (a prefix of a region is schedulable)."""
     while region:
         first, last = min(region), max(region)
-        late = {id(v) for k in region for v in eqns[k].outvars}
-        moved_out: set[int] = set()
+        late = {v for k in region for v in eqns[k].outvars}
+        moved_out: set[Var] = set()
         moved, cut = [], None
         for k in range(first, last + 1):
-            reads = {id(v) for v in eqns[k].invars if isinstance(v, Var)}
+            reads = {v for v in eqns[k].invars if isinstance(v, Var)}
             if k in region:
                 if reads & moved_out:
                     cut = k
                     break
             elif reads & late:
                 moved.append(k)
-                moved_out |= {id(v) for v in eqns[k].outvars}
+                moved_out |= set(eqns[k].outvars)
                 late |= moved_out
         if cut is None:
             return region, moved
@@ -191,15 +191,15 @@ def _schedulable(eqns: list[Eqn], region: set[int]) -> tuple[set[int], list[int]
 
 def _beneficial(eqns: list[Eqn], region: set[int], rows, cols) -> bool:
     """Some full value in the region depends on a reduction in it."""
-    reduced: set[int] = set()
+    reduced: set[Var] = set()
     for k in sorted(region):
         eqn = eqns[k]
         if eqn.primitive.name in ROW_REDUCTIONS or any(
-                isinstance(v, Var) and id(v) in reduced for v in eqn.invars):
+                isinstance(v, Var) and v in reduced for v in eqn.invars):
             out = eqn.outvars[0]
             if _kind(out.aval.shape, rows, cols) == _FULL:
                 return True
-            reduced.add(id(out))
+            reduced.add(out)
     return False
 
 
@@ -212,18 +212,18 @@ def _rewrite(eqns: list[Eqn], outvars: list, region: Sequence[int], moved: list[
              rows: tuple[int, ...], cols: tuple[int, ...]) -> list[Eqn]:
     """Replace the region by one row_map eqn, at its last eqn's place, followed by `moved`."""
     inside = set(region)
-    body_of: dict[int, Var | Literal] = {}
+    body_of: dict[Var, Var | Literal] = {}
     outer_in: list = []
     body_in: list[Var] = []
 
     def operand(v):
         if isinstance(v, Literal):
             return v
-        if id(v) not in body_of:  # read from outside the region
-            body_of[id(v)] = Var(_row_aval(v.aval, rows, cols))
+        if v not in body_of:  # read from outside the region
+            body_of[v] = Var(_row_aval(v.aval, rows, cols))
             outer_in.append(v)
-            body_in.append(body_of[id(v)])
-        return body_of[id(v)]
+            body_in.append(body_of[v])
+        return body_of[v]
 
     body_eqns = []
     for k in region:
@@ -231,20 +231,20 @@ def _rewrite(eqns: list[Eqn], outvars: list, region: Sequence[int], moved: list[
         ins = [operand(v) for v in eqn.invars]
         (out,) = eqn.outvars
         if _is_alias(eqn, rows, cols):
-            body_of[id(out)] = ins[0]
+            body_of[out] = ins[0]
             continue
         params = eqn.params
         if eqn.primitive.name in ROW_REDUCTIONS:
             params = {**params, "axes": tuple(range(len(cols)))}
         elif eqn.primitive.name == "broadcast_in_dim":
             params = {**params, "shape": cols, "broadcast_dimensions": ()}
-        body_of[id(out)] = Var(_row_aval(out.aval, rows, cols))
-        body_eqns.append(Eqn(eqn.primitive, ins, [body_of[id(out)]], params, eqn.source_info))
+        body_of[out] = Var(_row_aval(out.aval, rows, cols))
+        body_eqns.append(Eqn(eqn.primitive, ins, [body_of[out]], params, eqn.source_info))
     # results: region values read after it (by outside eqns or as the program's outputs)
-    read_after = {id(v) for k, e in enumerate(eqns) if k not in inside for v in e.invars}
-    read_after |= {id(v) for v in outvars}
-    results = [eqns[k].outvars[0] for k in region if id(eqns[k].outvars[0]) in read_after]
-    body = Jaxpr([], body_in, [body_of[id(v)] for v in results], body_eqns)
+    read_after = {v for k, e in enumerate(eqns) if k not in inside for v in e.invars}
+    read_after |= set(outvars)
+    results = [eqns[k].outvars[0] for k in region if eqns[k].outvars[0] in read_after]
+    body = Jaxpr([], body_in, [body_of[v] for v in results], body_eqns)
     row_eqn = Eqn(row_map_p, outer_in, results,
                   {"body": ClosedJaxpr(body, []), "rows": rows,
                    "out_shapes": tuple(v.aval.shape for v in results)},

@@ -45,44 +45,44 @@ def plan_aliases(jaxpr: Jaxpr, candidates: Sequence[tuple[int, int]]) -> dict[in
     eqns, n = jaxpr.eqns, len(jaxpr.eqns)
     plan = plan_fusion(jaxpr)
     producer, users = def_use(eqns)
-    out_positions: dict[int, list[int]] = {}
+    out_positions: dict[Var, list[int]] = {}
     for j, v in enumerate(jaxpr.outvars):
         if isinstance(v, Var):
-            out_positions.setdefault(id(v), []).append(j)
+            out_positions.setdefault(v, []).append(j)
 
     def written_directly(v) -> bool:  # emit_jaxpr computes it straight into its destination
-        return id(v) in producer and len(out_positions.get(id(v), ())) == 1
+        return v in producer and len(out_positions.get(v, ())) == 1
 
     def read_points(v) -> list[int]:
         """Where v's memory is read: eqn indices, or n + j for the copy into output j."""
         points, stack = [], [v]
         while stack:
             u = stack.pop()
-            for k in users.get(id(u), ()):
-                lazy = eqns[k].outvars and id(eqns[k].outvars[0]) in plan.lazy
+            for k in users.get(u, ()):
+                lazy = eqns[k].outvars and eqns[k].outvars[0] in plan.lazy
                 if lazy:  # read wherever the fused value is finally computed
                     stack.append(eqns[k].outvars[0])
                 else:
                     points.append(k)
             if not written_directly(u):
-                points += [n + j for j in out_positions.get(id(u), ())]
+                points += [n + j for j in out_positions.get(u, ())]
         return points
 
-    def sharing(x) -> dict[int, Var]:
+    def sharing(x) -> set[Var]:
         """x and the values that may be x's buffer handed on."""
-        share = {id(x): x}
+        share = {x}
         for e in eqns:
             if not fusible(e) and e.primitive.name not in _FRESH_RESULTS and \
-                    any(isinstance(v, Var) and id(v) in share for v in e.invars):
-                share.update((id(v), v) for v in e.outvars)
+                    any(isinstance(v, Var) and v in share for v in e.invars):
+                share.update(e.outvars)
         return share
 
-    def reads_in_place(eqn, o, x, share: dict[int, Var]) -> bool:
+    def reads_in_place(eqn, o, x, share: set[Var]) -> bool:
         """Eqn (which writes o into x's buffer) reads x only at the element it writes."""
         if not fusible(eqn):
             pos = _in_place_operand(eqn, eqn.outvars.index(o))
             return pos is not None and eqn.invars[pos] is x and not any(
-                isinstance(v, Var) and (id(v) in share or id(v) in plan.lazy)
+                isinstance(v, Var) and (v in share or v in plan.lazy)
                 for i, v in enumerate(eqn.invars) if i != pos)
         stack = [(eqn, True)]  # (eqn of the fused tree, same index as the output so far)
         while stack:
@@ -91,11 +91,11 @@ def plan_aliases(jaxpr: Jaxpr, candidates: Sequence[tuple[int, int]]) -> dict[in
             for v in e.invars:
                 if not isinstance(v, Var):
                     continue
-                if id(v) in share:
+                if v in share:
                     if not (same_index and v is x):
                         return False
-                elif id(v) in plan.lazy:
-                    stack.append((eqns[producer[id(v)]], same_index))
+                elif v in plan.lazy:
+                    stack.append((eqns[producer[v]], same_index))
         return True
 
     safe: dict[int, int] = {}
@@ -105,14 +105,14 @@ def plan_aliases(jaxpr: Jaxpr, candidates: Sequence[tuple[int, int]]) -> dict[in
             safe[j] = i
             continue
         share = sharing(x)
-        reads = [p for v in share.values() for p in read_points(v)]
-        if isinstance(o, Var) and id(o) in share:
+        reads = [p for v in share for p in read_points(v)]
+        if isinstance(o, Var) and o in share:
             continue
         if not (isinstance(o, Var) and written_directly(o)):
             ok = all(p < n + j for p in reads)  # copied in after every equation, in order
         else:
-            k = producer[id(o)]
-            ok = id(o) not in plan.lazy and all(p <= k for p in reads) and \
+            k = producer[o]
+            ok = o not in plan.lazy and all(p <= k for p in reads) and \
                 (k not in reads or reads_in_place(eqns[k], o, x, share))
         if ok:
             safe[j] = i

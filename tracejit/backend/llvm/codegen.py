@@ -70,12 +70,12 @@ class Emitter:
         self.module = ir.Module(name=name)
         self.workspace_bytes = 0
         self._free: list[tuple[int, int]] = []  # released workspace slots (offset, size)
-        self._slot_of: dict[int, tuple[int, int]] = {}  # id(Buf.ptr) -> its slot
+        self._slot_of: dict[ir.Value, tuple[int, int]] = {}  # Buf.ptr -> its slot
         self.fusion_plans: list[tuple[Jaxpr, FusionPlan]] = []
         self.b: ir.IRBuilder | None = None
         self.workspace: ir.Value | None = None
         self._memo: dict | None = None
-        self._dying: set[int] = set()
+        self._dying: set[Var] = set()
 
     # --- memory ------------------------------------------------------------------------------
     def alloc(self, aval: ShapedArray) -> Buf:
@@ -93,28 +93,28 @@ class Emitter:
             self.workspace_bytes += size
         raw = self.b.gep(self.workspace, [ir.Constant(I64, slot[0])], inbounds=True)
         buf = Buf(self.b.bitcast(raw, mem_type(aval.dtype).as_pointer()), aval)
-        self._slot_of[id(buf.ptr)] = slot
+        self._slot_of[buf.ptr] = slot
         return buf
 
     def take_over(self, buf: Buf) -> Buf:
         """Reuse a dying temporary's memory for a result (an in-place update)."""
-        slot = self._slot_of.pop(id(buf.ptr))
+        slot = self._slot_of.pop(buf.ptr)
         # a new pointer object (llvmlite's same-type bitcast returns its operand): releasing the
         # dead operand's Buf must not free the slot the result now owns
         fresh = Buf(self.b.gep(buf.ptr, [ir.Constant(I64, 0)], inbounds=True), buf.aval)
-        self._slot_of[id(fresh.ptr)] = slot
+        self._slot_of[fresh.ptr] = slot
         return fresh
 
     def can_update_in_place(self, eqn, operand) -> bool:
         """The operand is a workspace temporary that dies at this equation."""
         v = eqn.invars[0]
-        return (isinstance(operand, Buf) and id(operand.ptr) in self._slot_of and
-                isinstance(v, Var) and id(v) in self._dying and operand.aval.ndim > 0)
+        return (isinstance(operand, Buf) and operand.ptr in self._slot_of and
+                isinstance(v, Var) and v in self._dying and operand.aval.ndim > 0)
 
     def release(self, val) -> None:
         """The value is dead: its workspace slot may hold a later temporary."""
         if isinstance(val, Buf):
-            slot = self._slot_of.pop(id(val.ptr), None)
+            slot = self._slot_of.pop(val.ptr, None)
             if slot is not None:
                 self._free.append(slot)
 
@@ -187,7 +187,7 @@ class Emitter:
     def read(self, env: dict, v) -> Any:
         if isinstance(v, Literal):
             return Scalar(const(v.aval.dtype, v.val), v.aval)
-        return env[id(v)]
+        return env[v]
 
     def scalar_of(self, val) -> ir.Value:
         if isinstance(val, Scalar):
@@ -299,29 +299,29 @@ class Emitter:
         """Emit `jaxpr` at the builder's position; outputs go to `dests` where given."""
         plan = plan_fusion(jaxpr)
         self.fusion_plans.append((jaxpr, plan))
-        env: dict[int, Any] = {}
+        env: dict[Var, Any] = {}
         for v, x in zip(jaxpr.constvars, consts):
-            env[id(v)] = x
+            env[v] = x
         for v, x in zip(jaxpr.invars, args):
-            env[id(v)] = x
+            env[v] = x
         dests = dests or [None] * len(jaxpr.outvars)
         # an output computed here (and returned once) is written straight into its destination
-        direct: dict[int, Buf] = {}
-        produced = {id(v) for e in jaxpr.eqns for v in e.outvars}
-        counts: dict[int, int] = {}
+        direct: dict[Var, Buf] = {}
+        produced = {v for e in jaxpr.eqns for v in e.outvars}
+        counts: dict[Var, int] = {}
         for v in jaxpr.outvars:
-            counts[id(v)] = counts.get(id(v), 0) + 1
+            counts[v] = counts.get(v, 0) + 1
         for v, d in zip(jaxpr.outvars, dests):
-            if d is not None and isinstance(v, Var) and id(v) in produced and counts[id(v)] == 1:
-                direct[id(v)] = d
+            if d is not None and isinstance(v, Var) and v in produced and counts[v] == 1:
+                direct[v] = d
         last_use = _last_uses(jaxpr, plan)
-        keep = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
+        keep = set(jaxpr.outvars)
         for k, eqn in enumerate(jaxpr.eqns):
-            self._dying = {id(v) for v in last_use.get(k, ()) if id(v) not in keep}
+            self._dying = {v for v in last_use.get(k, ()) if v not in keep}
             self.emit_eqn(eqn, env, plan, direct)
             for v in last_use.get(k, ()):
-                if id(v) not in keep and id(v) not in direct:
-                    self.release(env.get(id(v)))
+                if v not in keep and v not in direct:
+                    self.release(env.get(v))
         outs = []
         for v, d in zip(jaxpr.outvars, dests):
             val = self.read(env, v)
@@ -330,17 +330,17 @@ class Emitter:
             outs.append(val)
         return outs
 
-    def emit_eqn(self, eqn, env: dict, plan: FusionPlan, direct: dict[int, Buf]) -> None:
+    def emit_eqn(self, eqn, env: dict, plan: FusionPlan, direct: dict[Var, Buf]) -> None:
         name = eqn.primitive.name
         out = eqn.outvars[0] if eqn.outvars else None
         if fusible(eqn):
-            if id(out) in plan.lazy:
-                env[id(out)] = Lazy(eqn, out.aval, env)
+            if out in plan.lazy:
+                env[out] = Lazy(eqn, out.aval, env)
                 return
-            if out.aval.ndim == 0 and id(out) not in direct:
-                env[id(out)] = Scalar(self.value_at(Lazy(eqn, out.aval, env), []), out.aval)
+            if out.aval.ndim == 0 and out not in direct:
+                env[out] = Scalar(self.value_at(Lazy(eqn, out.aval, env), []), out.aval)
                 return
-            env[id(out)] = self.materialize(Lazy(eqn, out.aval, env), direct.get(id(out)))
+            env[out] = self.materialize(Lazy(eqn, out.aval, env), direct.get(out))
             return
         rule = STRUCTURAL.get(name)
         if rule is None:
@@ -349,27 +349,26 @@ class Emitter:
                 f"{eqn.source_info}); run it with jax.jit(..., backend='interpret') or "
                 "config.update('tracejit_backend', 'interpret').")
         ins = [self.read(env, v) for v in eqn.invars]
-        outs = rule(self, eqn, ins, [direct.get(id(v)) for v in eqn.outvars])
+        outs = rule(self, eqn, ins, [direct.get(v) for v in eqn.outvars])
         for v, o in zip(eqn.outvars, outs):
-            env[id(v)] = o
+            env[v] = o
 
 
 def _last_uses(jaxpr: Jaxpr, plan: FusionPlan) -> dict[int, list]:
     """eqn index -> vars produced in this jaxpr that are dead after it. A fused (lazy) value
     reads its operands wherever it is finally computed, which extends their lifetime."""
-    last: dict[int, int] = {}
-    index = {id(v): k for k, e in enumerate(jaxpr.eqns) for v in e.outvars}
+    last: dict[Var, int] = {}
+    index = {v: k for k, e in enumerate(jaxpr.eqns) for v in e.outvars}
     for k in range(len(jaxpr.eqns) - 1, -1, -1):
         eqn = jaxpr.eqns[k]
-        lazy_out = eqn.outvars and id(eqn.outvars[0]) in plan.lazy
-        end = last.get(id(eqn.outvars[0]), k) if lazy_out else k
+        lazy_out = eqn.outvars and eqn.outvars[0] in plan.lazy
+        end = last.get(eqn.outvars[0], k) if lazy_out else k
         for v in eqn.invars:
-            if isinstance(v, Var) and id(v) in index:
-                last[id(v)] = max(last.get(id(v), -1), end)
+            if isinstance(v, Var) and v in index:
+                last[v] = max(last.get(v, -1), end)
     out: dict[int, list] = {}
-    by_id = {id(v): v for e in jaxpr.eqns for v in e.outvars}
-    for vid, k in last.items():
-        out.setdefault(k, []).append(by_id[vid])
+    for v, k in last.items():
+        out.setdefault(k, []).append(v)
     return out
 
 
