@@ -1,12 +1,22 @@
-"""Fusion: decide which values are computed inside their consumers' loops instead of being
-written to memory. Elementwise ops, broadcasts, iota and index-remapping shape ops fuse into
-consumers that are themselves fusible or reductions; a value used more than once is
-materialised once (unless it is a cheap broadcast/iota of something already in memory).
-Row regions (softmax and the like) arrive here as `row_map` equations (compiler.rows): one
-kernel each, whose body is planned like any jaxpr when codegen emits it per row."""
+"""Fusion, the last pass of the pipeline (after compiler.rows): decides which values are computed
+inside their consumers' loops instead of being written to memory, and writes each such group as
+one `fused` equation, so that code generation only lowers what it is given.
+
+Elementwise ops, broadcasts, iota and index-remapping shape ops fuse into consumers that are
+themselves fusible or reductions; a value used more than once is materialised once (unless it
+is a cheap broadcast/iota of something already in memory). A `fused` equation's body ends with
+its root (an elementwise op, index map or reduction, run as one loop nest); the equations
+before it are computed element by element inside those loops. Row regions (softmax and the
+like) arrive here as `row_map` equations (compiler.rows): one kernel each, whose body is fused
+like any other jaxpr."""
 from __future__ import annotations
 
-from ..core.jaxpr import Jaxpr, Var
+from collections.abc import Sequence
+
+from ..core.avals import ShapedArray
+from ..core.interpret import eval_jaxpr
+from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Var
+from ..core.primitive import Primitive
 
 ELEMENTWISE = frozenset({
     "add", "sub", "mul", "div", "rem", "max", "min", "pow", "atan2", "nextafter", "neg", "sign",
@@ -37,7 +47,6 @@ def fusible(eqn) -> bool:
     return True
 
 
-
 def def_use(eqns) -> tuple[dict[Var, int], dict[Var, list[int]]]:
     """Index maps of a list of equations: var -> the equation defining it, and var -> the
     equations reading it (in order, once per operand position)."""
@@ -49,24 +58,87 @@ def def_use(eqns) -> tuple[dict[Var, int], dict[Var, list[int]]]:
                 users.setdefault(v, []).append(k)
     return producer, users
 
-class FusionPlan:
-    """`lazy`: the vars computed inside their consumers; `kernels`: the groups, for printing."""
 
-    def __init__(self, lazy: set[Var], kernels: list[list]):
-        self.lazy = lazy
-        self.kernels = kernels
+# --- the fused primitive ---------------------------------------------------------------------
+
+def _fused_abstract(*avals: ShapedArray, body: ClosedJaxpr) -> list[ShapedArray]:
+    jaxpr = body.jaxpr
+    if [(a.shape, a.dtype) for a in avals] != [(v.aval.shape, v.aval.dtype)
+                                               for v in jaxpr.invars]:
+        raise TypeError(f"fused: operands {[a.str_short() for a in avals]} do not match the "
+                        f"body's inputs {[v.aval.str_short() for v in jaxpr.invars]}")
+    return [v.aval for v in jaxpr.outvars]
 
 
-def plan_fusion(jaxpr: Jaxpr) -> FusionPlan:
+def _fused_impl(*args, body: ClosedJaxpr) -> list:
+    return eval_jaxpr(body.jaxpr, body.consts, *args)
+
+
+fused_p = Primitive("fused", multiple_results=True)
+fused_p.def_abstract_eval(_fused_abstract)
+fused_p.def_impl(_fused_impl)
+
+
+# --- the pass --------------------------------------------------------------------------------
+
+def fuse(jaxpr: Jaxpr) -> Jaxpr:
+    """`jaxpr` with every group of two or more equations that run as one loop nest replaced by a
+    `fused` equation, in the bodies of control flow (and row kernels) too. A lone elementwise
+    op or reduction stays as it is: it is a loop nest of its own already."""
+    return _fuse(jaxpr, {})
+
+
+def _fuse(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
+    eqns = [_in_bodies(eqn, memo) for eqn in jaxpr.eqns]
+    lazy = _lazy_values(eqns, jaxpr.outvars)
+    if not lazy:
+        return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns, jaxpr.debug_info)
+    producer, _ = def_use(eqns)
+    out: list[Eqn] = []
+    for k, eqn in enumerate(eqns):
+        if eqn.outvars and eqn.outvars[0] in lazy:
+            continue  # computed inside the kernel(s) of its consumer
+        if not (fusible(eqn) or eqn.primitive.name in REDUCTIONS):
+            out.append(eqn)
+            continue
+        group, stack = {k}, [k]
+        while stack:
+            for v in eqns[stack.pop()].invars:
+                if isinstance(v, Var) and v in lazy and producer[v] not in group:
+                    group.add(producer[v])
+                    stack.append(producer[v])
+        out.append(eqn if len(group) == 1 else _fused_eqn([eqns[i] for i in sorted(group)]))
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, out, jaxpr.debug_info)
+
+
+def _in_bodies(eqn: Eqn, memo: dict) -> Eqn:
+    """Fusion inside the sub-jaxprs of control flow, calls and row kernels (signatures kept);
+    eqns that shared a body still share its rewrite."""
+    def apply(value):
+        if isinstance(value, ClosedJaxpr):
+            if value not in memo:
+                memo[value] = ClosedJaxpr(_fuse(value.jaxpr, memo), value.consts)
+            return memo[value]
+        if isinstance(value, tuple) and value and all(isinstance(x, ClosedJaxpr) for x in value):
+            return tuple(apply(x) for x in value)
+        return value
+    if eqn.primitive is fused_p or not any(
+            isinstance(x, ClosedJaxpr) for value in eqn.params.values()
+            for x in (value if isinstance(value, tuple) else (value,))):
+        return eqn
+    return eqn.replace(params={k: apply(v) for k, v in eqn.params.items()})
+
+
+def _lazy_values(eqns: Sequence[Eqn], outvars: Sequence) -> set[Var]:
+    """The values computed inside their consumers' loops rather than stored."""
     consumers: dict[Var, list] = {}
-    for eqn in jaxpr.eqns:
+    for eqn in eqns:
         for v in eqn.invars:
             if isinstance(v, Var):
                 consumers.setdefault(v, []).append(eqn)
-    outs = set(jaxpr.outvars)
-    producer = {v: e for e in jaxpr.eqns for v in e.outvars}
+    outs = set(outvars)
     lazy: set[Var] = set()
-    for eqn in jaxpr.eqns:
+    for eqn in eqns:
         name = eqn.primitive.name
         if not fusible(eqn):
             continue
@@ -80,21 +152,25 @@ def plan_fusion(jaxpr: Jaxpr) -> FusionPlan:
             lazy.add(v)
         elif name in _CHEAP and not any(x in lazy for x in eqn.invars):
             lazy.add(v)
-    # kernels for printing: each materialised fusible/reduction eqn with its lazy producers;
-    # a row kernel (compiler.rows) with the equations of its row body
-    kernels = []
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "row_map":
-            kernels.append([eqn, *eqn.params["body"].jaxpr.eqns])
-            continue
-        if not (fusible(eqn) or eqn.primitive.name in REDUCTIONS) or \
-                any(v in lazy for v in eqn.outvars):
-            continue
-        group, stack = [], [eqn]
-        while stack:
-            e = stack.pop()
-            group.append(e)
-            stack.extend(producer[x] for x in e.invars
-                         if isinstance(x, Var) and x in lazy and x in producer)
-        kernels.append(group[::-1])
-    return FusionPlan(lazy, kernels)
+    return lazy
+
+
+def _fused_eqn(group: list[Eqn]) -> Eqn:
+    """One `fused` equation computing the last eqn of `group` (the root; the others are its lazy
+    producers, in order) from the values the group reads from outside."""
+    root = group[-1]
+    produced = {v for eqn in group for v in eqn.outvars}
+    # operands: the root's, then backwards through its producers (the order in which codegen
+    # frees the slots of those that die here)
+    outer_in = list(dict.fromkeys(v for eqn in reversed(group) for v in eqn.invars
+                                  if isinstance(v, Var) and v not in produced))
+    inside: dict[Var, Var] = {v: Var(v.aval) for v in outer_in}
+    body_eqns = []
+    for eqn in group:
+        ins = [inside[v] if isinstance(v, Var) else v for v in eqn.invars]
+        outs = [Var(v.aval) for v in eqn.outvars]
+        inside.update(zip(eqn.outvars, outs))
+        body_eqns.append(eqn.replace(invars=ins, outvars=outs))
+    body = Jaxpr([], [inside[v] for v in outer_in], [inside[root.outvars[0]]], body_eqns)
+    return Eqn(fused_p, outer_in, list(root.outvars), {"body": ClosedJaxpr(body, [])},
+               root.source_info)

@@ -1,8 +1,9 @@
-"""Jaxpr -> Jaxpr passes run before fusion and code generation: inlining of nested jit calls,
-algebraic simplification, constant folding, common-subexpression elimination, forwarding of
-unchanged loop carries, loop-invariant code motion and dead-code elimination. `optimize` runs
-them all. Each pass returns a new Jaxpr (the input is never mutated) and also rewrites the
-sub-jaxprs of control flow; the jaxpr checker accepts every result."""
+"""Jaxpr -> Jaxpr passes run before code generation: inlining of nested jit calls, algebraic
+simplification, constant folding, common-subexpression elimination, forwarding of unchanged loop
+carries, loop-invariant code motion and dead-code elimination. `optimize` runs them all, then row
+fusion (compiler.rows) and fusion (compiler.fusion). Each pass returns a new Jaxpr (the input
+is never mutated) and also rewrites the sub-jaxprs of control flow; the jaxpr checker accepts
+every result."""
 from __future__ import annotations
 
 import math
@@ -15,7 +16,7 @@ from ..core.array import Array
 from ..core.avals import ShapedArray
 from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from ..lax.shape import broadcast_in_dim_p, reshape_p, transpose_p
-from .fusion import ELEMENTWISE
+from .fusion import ELEMENTWISE, fuse
 from .rows import fuse_rows
 
 # Primitives whose bodies the passes may reshape: drop or add operands, outputs and consts
@@ -27,7 +28,7 @@ FOLD_MAX_SIZE = 1024  # larger folded results stay computed at run time, not sto
 
 
 def optimize(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
-    """The whole pipeline, as the native backend runs it before fusion."""
+    """The whole pipeline, as the native backend runs it before code generation."""
     jaxpr, consts = inline_calls(jaxpr, consts)
     # with loops a second round catches what the first exposes: equations that read forwarded
     # carries become invariant, hoisted ones may fold, ...
@@ -38,7 +39,8 @@ def optimize(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
         jaxpr = forward_carries(jaxpr)
         jaxpr = licm(jaxpr)
         jaxpr = dce(jaxpr)
-    jaxpr = fuse_rows(jaxpr)  # last: the other passes need not know row_map
+    jaxpr = fuse_rows(jaxpr)  # last: the other passes need not know row_map or fused
+    jaxpr = fuse(jaxpr)
     return _drop_unused_consts(jaxpr, consts)
 
 

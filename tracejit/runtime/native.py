@@ -14,7 +14,9 @@ import numpy as np
 
 from ..backend.llvm import codegen
 from ..backend.llvm import jit_engine
+from ..compiler.fusion import REDUCTIONS, fused_p, fusible
 from ..compiler.passes import optimize
+from ..compiler.rows import row_map_p
 from ..core.array import Array
 from ..core.jaxpr import ClosedJaxpr
 from . import disk_cache
@@ -145,10 +147,25 @@ class NativeExecutable(Executable):
             return str(self._module)
         if dialect == "asm":
             return jit_engine.create_target_machine().emit_assembly(self._module)
-        lines = [f"// tracejit native executable: {len(self.program.fusion_plans[0][1].kernels)} "
-                 f"fused kernels at top level, workspace {self.program.workspace_bytes} bytes",
-                 str(self.jaxpr)]
-        for jaxpr, plan in self.program.fusion_plans[:1]:
-            for k, group in enumerate(plan.kernels):
-                lines.append(f"// kernel {k}: " + " -> ".join(e.primitive.name for e in group))
+        kernels = _kernels(self.jaxpr)
+        lines = [f"// tracejit native executable: {len(kernels)} fused kernels at top level, "
+                 f"workspace {self.program.workspace_bytes} bytes", str(self.jaxpr)]
+        for k, names in enumerate(kernels):
+            lines.append(f"// kernel {k}: " + " -> ".join(names))
         return "\n".join(lines)
+
+
+def _kernels(jaxpr) -> list[list[str]]:
+    """The loop nests of the top level that fusion formed, as the primitive names they run:
+    `fused` and `row_map` equations (by their bodies) and lone elementwise ops and reductions."""
+    out = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive is fused_p or eqn.primitive is row_map_p:
+            names = ["row_map"] if eqn.primitive is row_map_p else []
+            for e in eqn.params["body"].jaxpr.eqns:
+                inner = e.params["body"].jaxpr.eqns if e.primitive is fused_p else [e]
+                names += [x.primitive.name for x in inner]
+            out.append(names)
+        elif fusible(eqn) or eqn.primitive.name in REDUCTIONS:
+            out.append([eqn.primitive.name])
+    return out

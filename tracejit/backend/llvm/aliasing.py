@@ -1,12 +1,12 @@
 """Donation planning: which donated inputs' memory the program's outputs may be written into.
-codegen's `generate` runs `plan_aliases` before emitting; it reads only the jaxpr and its fusion
-plan, never the emitted code."""
+codegen's `generate` runs `plan_aliases` before emitting; it reads only the (fused) jaxpr, never
+the emitted code."""
 from __future__ import annotations
 
 from typing import Sequence
 
-from ...compiler.fusion import ELEMENTWISE, def_use, fusible, plan_fusion
-from ...core.jaxpr import Jaxpr, Var
+from ...compiler.fusion import ELEMENTWISE, def_use, fused_p, fusible
+from ...core.jaxpr import Eqn, Jaxpr, Var
 
 
 # structural rules whose results are always fresh memory (a destination or a workspace slot);
@@ -16,7 +16,7 @@ _FRESH_RESULTS = frozenset({
     "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp",
     "sort", "top_k", "dot_general", "threefry2x32", "iota_2x32_shape", "bitcast_convert_type",
     "dynamic_update_slice", "scatter", "scatter-add", "scatter-sub", "scatter-mul",
-    "scatter-min", "scatter-max", "scatter_apply", "while", "scan", "cond", "row_map"})
+    "scatter-min", "scatter-max", "scatter_apply", "while", "scan", "cond", "row_map", "fused"})
 _SCATTERS = frozenset(n for n in _FRESH_RESULTS if n.startswith("scatter"))
 
 
@@ -34,6 +34,32 @@ def _in_place_operand(eqn, j: int) -> int | None:
     return None
 
 
+def _elementwise_reads(eqn: Eqn) -> list[tuple[Var, bool]] | None:
+    """For an equation lowered as one elementwise loop nest (an elementwise op or index map, or
+    a `fused` kernel with such a root): each operand it reads, and whether every read is at the
+    element being written. None for any other equation."""
+    if fusible(eqn):
+        same = eqn.primitive.name in ELEMENTWISE
+        return [(v, same) for v in eqn.invars if isinstance(v, Var)]
+    if eqn.primitive is not fused_p:
+        return None
+    body = eqn.params["body"].jaxpr
+    if not fusible(body.eqns[-1]):  # a reduction root
+        return None
+    outer = dict(zip(body.invars, eqn.invars))
+    producer = {v: e for e in body.eqns for v in e.outvars}
+    reads, stack = [], [(body.eqns[-1], True)]  # (eqn of the body, same index as the output)
+    while stack:
+        e, same_index = stack.pop()
+        same_index = same_index and e.primitive.name in ELEMENTWISE
+        for v in e.invars:
+            if v in producer:
+                stack.append((producer[v], same_index))
+            elif isinstance(v, Var):
+                reads.append((outer[v], same_index))
+    return reads
+
+
 def plan_aliases(jaxpr: Jaxpr, candidates: Sequence[tuple[int, int]]) -> dict[int, int]:
     """Of the donated (output index, invar index) pairs, those whose output can be written into
     the input's memory: output index -> invar index. A pair qualifies when every read of the
@@ -43,7 +69,6 @@ def plan_aliases(jaxpr: Jaxpr, candidates: Sequence[tuple[int, int]]) -> dict[in
     if not candidates:
         return {}
     eqns, n = jaxpr.eqns, len(jaxpr.eqns)
-    plan = plan_fusion(jaxpr)
     producer, users = def_use(eqns)
     out_positions: dict[Var, list[int]] = {}
     for j, v in enumerate(jaxpr.outvars):
@@ -55,17 +80,9 @@ def plan_aliases(jaxpr: Jaxpr, candidates: Sequence[tuple[int, int]]) -> dict[in
 
     def read_points(v) -> list[int]:
         """Where v's memory is read: eqn indices, or n + j for the copy into output j."""
-        points, stack = [], [v]
-        while stack:
-            u = stack.pop()
-            for k in users.get(u, ()):
-                lazy = eqns[k].outvars and eqns[k].outvars[0] in plan.lazy
-                if lazy:  # read wherever the fused value is finally computed
-                    stack.append(eqns[k].outvars[0])
-                else:
-                    points.append(k)
-            if not written_directly(u):
-                points += [n + j for j in out_positions.get(u, ())]
+        points = list(users.get(v, ()))
+        if not written_directly(v):
+            points += [n + j for j in out_positions.get(v, ())]
         return points
 
     def sharing(x) -> set[Var]:
@@ -79,24 +96,12 @@ def plan_aliases(jaxpr: Jaxpr, candidates: Sequence[tuple[int, int]]) -> dict[in
 
     def reads_in_place(eqn, o, x, share: set[Var]) -> bool:
         """Eqn (which writes o into x's buffer) reads x only at the element it writes."""
-        if not fusible(eqn):
-            pos = _in_place_operand(eqn, eqn.outvars.index(o))
-            return pos is not None and eqn.invars[pos] is x and not any(
-                isinstance(v, Var) and (v in share or v in plan.lazy)
-                for i, v in enumerate(eqn.invars) if i != pos)
-        stack = [(eqn, True)]  # (eqn of the fused tree, same index as the output so far)
-        while stack:
-            e, same_index = stack.pop()
-            same_index = same_index and e.primitive.name in ELEMENTWISE
-            for v in e.invars:
-                if not isinstance(v, Var):
-                    continue
-                if v in share:
-                    if not (same_index and v is x):
-                        return False
-                elif v in plan.lazy:
-                    stack.append((eqns[producer[v]], same_index))
-        return True
+        reads = _elementwise_reads(eqn)
+        if reads is not None:
+            return all(same_index and v is x for v, same_index in reads if v in share)
+        pos = _in_place_operand(eqn, eqn.outvars.index(o))
+        return pos is not None and eqn.invars[pos] is x and not any(
+            isinstance(v, Var) and v in share for i, v in enumerate(eqn.invars) if i != pos)
 
     safe: dict[int, int] = {}
     for j, i in candidates:
@@ -112,9 +117,8 @@ def plan_aliases(jaxpr: Jaxpr, candidates: Sequence[tuple[int, int]]) -> dict[in
             ok = all(p < n + j for p in reads)  # copied in after every equation, in order
         else:
             k = producer[o]
-            ok = o not in plan.lazy and all(p <= k for p in reads) and \
+            ok = all(p <= k for p in reads) and \
                 (k not in reads or reads_in_place(eqns[k], o, x, share))
         if ok:
             safe[j] = i
     return safe
-

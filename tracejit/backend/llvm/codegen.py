@@ -1,12 +1,13 @@
 """Jaxpr -> LLVM IR: one module per executable with one entry function for the whole program.
 
 Values live in one of three forms while emitting: `Scalar` (rank 0, in a register), `Buf` (an
-array in memory: an input, an output, or a slot of the workspace) and `Lazy` (a fused value,
-computed elementwise inside the loop nest of whoever consumes it). Fusion decisions come from
-`compiler.fusion`; this module turns them into loop nests and hands every other equation to its
-rule: shape ops fused as index arithmetic (index_maps) and primitives with loops of their own
-(reductions, control_flow, linalg, indexing, sorting, bits) fill the tables in `rules`; which
-donated inputs hold outputs is planned in aliasing.
+array in memory: an input, an output, or a slot of the workspace) and `Lazy` (a value inside a
+`fused` equation, computed elementwise inside the loop nest of its root). What is fused was
+decided by the compiler (`compiler.fusion.fuse`, which writes each kernel as one `fused`
+equation); this module lowers: elementwise ops and `fused` kernels to loop nests, every other
+equation by its rule: shape ops fused as index arithmetic (index_maps) and primitives with loops
+of their own (reductions, control_flow, linalg, indexing, sorting, bits) fill the tables in
+`rules`; which donated inputs hold outputs is planned in aliasing.
 
 Entry signature: `void entry(i8** inputs, i8** outputs, i8* workspace)`.
 """
@@ -17,7 +18,7 @@ from typing import Any, Callable, Sequence
 import llvmlite.ir as ir
 import numpy as np
 
-from ...compiler.fusion import ELEMENTWISE, FusionPlan, fusible, plan_fusion
+from ...compiler.fusion import ELEMENTWISE, fused_p, fusible
 from ...core import dtypes
 from ...core.avals import ShapedArray
 from ...core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
@@ -71,7 +72,6 @@ class Emitter:
         self.workspace_bytes = 0
         self._free: list[tuple[int, int]] = []  # released workspace slots (offset, size)
         self._slot_of: dict[ir.Value, tuple[int, int]] = {}  # Buf.ptr -> its slot
-        self.fusion_plans: list[tuple[Jaxpr, FusionPlan]] = []
         self.b: ir.IRBuilder | None = None
         self.workspace: ir.Value | None = None
         self._memo: dict | None = None
@@ -297,8 +297,6 @@ class Emitter:
     def emit_jaxpr(self, jaxpr: Jaxpr, consts: list, args: list,
                    dests: list[Buf | None] | None = None) -> list:
         """Emit `jaxpr` at the builder's position; outputs go to `dests` where given."""
-        plan = plan_fusion(jaxpr)
-        self.fusion_plans.append((jaxpr, plan))
         env: dict[Var, Any] = {}
         for v, x in zip(jaxpr.constvars, consts):
             env[v] = x
@@ -314,11 +312,12 @@ class Emitter:
         for v, d in zip(jaxpr.outvars, dests):
             if d is not None and isinstance(v, Var) and v in produced and counts[v] == 1:
                 direct[v] = d
-        last_use = _last_uses(jaxpr, plan)
+        last_use = _last_uses(jaxpr)
         keep = set(jaxpr.outvars)
         for k, eqn in enumerate(jaxpr.eqns):
             self._dying = {v for v in last_use.get(k, ()) if v not in keep}
-            self.emit_eqn(eqn, env, plan, direct)
+            outs = self.lower(eqn, env, [direct.get(v) for v in eqn.outvars])
+            env.update(zip(eqn.outvars, outs))
             for v in last_use.get(k, ()):
                 if v not in keep and v not in direct:
                     self.release(env.get(v))
@@ -330,42 +329,47 @@ class Emitter:
             outs.append(val)
         return outs
 
-    def emit_eqn(self, eqn, env: dict, plan: FusionPlan, direct: dict[Var, Buf]) -> None:
+    def lower(self, eqn, env: dict, dests: list[Buf | None]) -> list:
+        """Emit one equation reading its operands from `env`; its outputs go to `dests` where
+        given. An elementwise op or index map is one loop nest (or one register value)."""
         name = eqn.primitive.name
-        out = eqn.outvars[0] if eqn.outvars else None
         if fusible(eqn):
-            if out in plan.lazy:
-                env[out] = Lazy(eqn, out.aval, env)
-                return
-            if out.aval.ndim == 0 and out not in direct:
-                env[out] = Scalar(self.value_at(Lazy(eqn, out.aval, env), []), out.aval)
-                return
-            env[out] = self.materialize(Lazy(eqn, out.aval, env), direct.get(out))
-            return
+            (out,), (dest,) = eqn.outvars, dests
+            value = Lazy(eqn, out.aval, env)
+            if out.aval.ndim == 0 and dest is None:
+                return [Scalar(self.value_at(value, []), out.aval)]
+            return [self.materialize(value, dest)]
         rule = STRUCTURAL.get(name)
         if rule is None:
             raise NativeCompileError(
                 f"the native backend cannot compile primitive `{name}` yet (at "
                 f"{eqn.source_info}); run it with jax.jit(..., backend='interpret') or "
                 "config.update('tracejit_backend', 'interpret').")
-        ins = [self.read(env, v) for v in eqn.invars]
-        outs = rule(self, eqn, ins, [direct.get(v) for v in eqn.outvars])
-        for v, o in zip(eqn.outvars, outs):
-            env[v] = o
+        return rule(self, eqn, [self.read(env, v) for v in eqn.invars], dests)
 
 
-def _last_uses(jaxpr: Jaxpr, plan: FusionPlan) -> dict[int, list]:
-    """eqn index -> vars produced in this jaxpr that are dead after it. A fused (lazy) value
-    reads its operands wherever it is finally computed, which extends their lifetime."""
+def _fused(em: Emitter, eqn, ins, dests):
+    """A kernel (compiler.fusion): the body's root lowered as one loop nest, its other
+    equations computed element by element inside it."""
+    body = eqn.params["body"].jaxpr
+    *inner, root = body.eqns
+    env: dict[Var, Any] = dict(zip(body.invars, ins))
+    for e in inner:
+        env[e.outvars[0]] = Lazy(e, e.outvars[0].aval, env)
+    return em.lower(root, env, dests)
+
+
+STRUCTURAL[fused_p.name] = _fused
+
+
+def _last_uses(jaxpr: Jaxpr) -> dict[int, list]:
+    """eqn index -> vars produced in this jaxpr that are dead after it."""
     last: dict[Var, int] = {}
     index = {v: k for k, e in enumerate(jaxpr.eqns) for v in e.outvars}
     for k in range(len(jaxpr.eqns) - 1, -1, -1):
-        eqn = jaxpr.eqns[k]
-        lazy_out = eqn.outvars and eqn.outvars[0] in plan.lazy
-        end = last.get(eqn.outvars[0], k) if lazy_out else k
-        for v in eqn.invars:
-            if isinstance(v, Var) and v in index:
-                last[v] = max(last.get(v, -1), end)
+        for v in jaxpr.eqns[k].invars:
+            if isinstance(v, Var) and v in index and v not in last:
+                last[v] = k
     out: dict[int, list] = {}
     for v, k in last.items():
         out.setdefault(k, []).append(v)
@@ -380,8 +384,8 @@ def _as_value(em: Emitter, buf: Buf):
 
 
 def has_lowering(name: str) -> bool:
-    """Whether the native backend compiles primitive `name`: fused element by element (a
-    scalar emitter or an index map) or by a structural rule."""
+    """Whether the native backend compiles primitive `name`: element by element (a scalar
+    emitter or an index map) or by a structural rule."""
     from . import complex_ops, scalar_ops
     scalar = name in scalar_ops.EMITTERS or name in complex_ops.EMITTERS
     return name in STRUCTURAL or name in INDEX_MAPS or (name in ELEMENTWISE and scalar)
@@ -394,12 +398,10 @@ class Program:
     `aliases`: output index -> invar index of the donated input whose buffer it is written into
     (the entry reads that output's pointer from the input's slot)."""
 
-    def __init__(self, name: str, ir_text: str, workspace_bytes: int, emitter: Emitter,
-                 aliases: dict[int, int]):
+    def __init__(self, name: str, ir_text: str, workspace_bytes: int, aliases: dict[int, int]):
         self.name = name
         self.ir_text = ir_text
         self.workspace_bytes = workspace_bytes
-        self.fusion_plans = emitter.fusion_plans
         self.aliases = aliases
 
 
@@ -433,5 +435,5 @@ def generate(closed: ClosedJaxpr, name: str,
     ins = [_as_value(em, bf) for bf in in_bufs]
     em.emit_jaxpr(jaxpr, ins[:nconsts], ins[nconsts:], out_bufs)
     em.b.ret_void()
-    return Program(name, str(em.module), em.workspace_bytes, em, aliases)
+    return Program(name, str(em.module), em.workspace_bytes, aliases)
 

@@ -12,7 +12,7 @@ import numpy as np
 from ...core import dtypes
 from ...core.avals import ShapedArray
 from ...core.jaxpr import ClosedJaxpr
-from .codegen import Buf, Emitter, Lazy, _as_value
+from .codegen import Buf, Emitter, _as_value
 from .rules import STRUCTURAL
 from .scalar_ops import convert
 from .types import I64
@@ -41,7 +41,6 @@ def _cond(em: Emitter, eqn, ins, dests):
     index, *ops = ins
     b = em.b
     outs = [d or em.alloc(v.aval) for d, v in zip(dests, eqn.outvars)]
-    ops = [em.materialize(o) if isinstance(o, Lazy) else o for o in ops]
     i = em.scalar_of(index)
     if index.aval.dtype == dtypes.bool_:
         i = b.zext(i, ir.IntType(32))
@@ -176,7 +175,6 @@ def _row_map(em: Emitter, eqn, ins, dests):
     of the operands and results; its temporaries are row-sized slots every row reuses."""
     closed: ClosedJaxpr = eqn.params["body"]
     body = closed.jaxpr
-    ins = [em.materialize(x) if isinstance(x, Lazy) else x for x in ins]
     outs = [d or em.alloc(v.aval) for d, v in zip(dests, eqn.outvars)]
     consts = [em.const_value(c) for c in closed.consts]
 

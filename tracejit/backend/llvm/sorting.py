@@ -9,7 +9,7 @@ import numpy as np
 
 from ...core import dtypes
 from ...core.avals import ShapedArray
-from .codegen import Buf, Emitter, Lazy, NativeCompileError
+from .codegen import Buf, Emitter, NativeCompileError
 from .complex_ops import parts
 from .rules import STRUCTURAL
 from .types import I1, I8, I64, reg_bits
@@ -94,14 +94,13 @@ def _key_less(em: Emitter, dtype: np.dtype, a: ir.Value, c: ir.Value) -> tuple[i
 def _sort(em: Emitter, eqn, ins, dests):
     axis, num_keys = eqn.params["dimension"], eqn.params["num_keys"]
     aval = eqn.outvars[0].aval
-    ops = [em.materialize(x) if isinstance(x, Lazy) else x for x in ins]
     outs = [d or em.alloc(v.aval) for d, v in zip(dests, eqn.outvars)]
     b = em.b
 
     def less(oidx, i, j):
         result = ir.Constant(I1, 0)
         decided = ir.Constant(I1, 0)
-        for x in ops[:num_keys]:
+        for x in ins[:num_keys]:
             xi = em.value_at(x, _full_index(oidx, axis, i))
             xj = em.value_at(x, _full_index(oidx, axis, j))
             lt, eq = _key_less(em, x.aval.dtype, xi, xj)
@@ -113,7 +112,7 @@ def _sort(em: Emitter, eqn, ins, dests):
         def put(k):
             src = _full_index(oidx, axis, em.load(perm, k))
             dst = em.linear(aval.shape, _full_index(oidx, axis, k))
-            for x, o in zip(ops, outs):
+            for x, o in zip(ins, outs):
                 em.store(o, dst, em.value_at(x, src))
         em.loop(aval.shape[axis], put, name="put")
     _sort_rows(em, aval.shape, axis, less, emit_row)
@@ -134,7 +133,6 @@ def _total_order(em: Emitter, dtype: np.dtype, v: ir.Value) -> ir.Value:
 
 def _top_k(em: Emitter, eqn, ins, dests):
     (x,) = ins
-    x = em.materialize(x) if isinstance(x, Lazy) else x
     k, axis = eqn.params["k"], eqn.params["axis"]
     dtype = x.aval.dtype
     if dtype.kind == "c":  # the reference orders the raw bits of the struct, not a number order
