@@ -1,5 +1,5 @@
-"""Shared test fixtures: config isolation, the jaxpr checker after every trace, and the JAX
-oracle."""
+"""Shared test fixtures: config isolation, the jaxpr checker after every trace and every
+compiler pass, and the JAX oracle."""
 import atexit
 import os
 import shutil
@@ -15,24 +15,10 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import tracejit  # noqa: E402
-from tracejit.core import jaxpr as _jaxpr_mod  # noqa: E402
-from tracejit.core import trace as _trace_mod  # noqa: E402
 
-_original_trace_to_jaxpr = _trace_mod.trace_to_jaxpr
-
-
-def _checked_trace_to_jaxpr(*args, **kwargs):
-    closed = _original_trace_to_jaxpr(*args, **kwargs)
-    _jaxpr_mod.check_jaxpr(closed.jaxpr)
-    return closed
-
-
-@pytest.fixture(autouse=True)
-def _check_every_jaxpr(monkeypatch):
-    """Every jaxpr traced during a test goes through the type checker."""
-    import tracejit.runtime.jit as jit_mod
-    monkeypatch.setattr(jit_mod, "trace_to_jaxpr", _checked_trace_to_jaxpr)
-    yield
+# every jaxpr traced during the tests (by jit, control flow, transformations) and every
+# compiler pass's result goes through the type checker
+tracejit.config.update("tracejit_enable_checks", True)
 
 
 @pytest.fixture(autouse=True)

@@ -9,22 +9,9 @@ import pytest
 
 import tracejit
 from tracejit.core import jaxpr as jaxpr_mod
-from tracejit.lax import control_flow
 
 JAX = (jax, jax.lax, jax.numpy)
 TJ = (tracejit, tracejit.lax, tracejit.numpy)
-
-_traced = control_flow.trace_to_jaxpr
-
-
-@pytest.fixture(autouse=True)
-def _check_body_jaxprs(monkeypatch):
-    """Branches and bodies traced eagerly (outside jit) go through the jaxpr checker too."""
-    def checked(*args, **kwargs):
-        closed = _traced(*args, **kwargs)
-        jaxpr_mod.check_jaxpr(closed.jaxpr)
-        return closed
-    monkeypatch.setattr(control_flow, "trace_to_jaxpr", checked)
 
 
 def assert_same(ours, theirs, path="out"):

@@ -230,6 +230,7 @@ def test_native_as_text_shows_kernels_and_llvm():
     compiled = f.lower(np.ones(8, np.float32)).compile()
     text = compiled.as_text()
     assert "kernel 0: mul -> exp -> add" in text
+    assert " = fused[" in text  # the kernel is an equation of the printed jaxpr
     assert "define" in compiled.as_text(dialect="llvm")
     assert compiled.as_text(dialect="asm").strip()
 

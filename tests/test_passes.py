@@ -9,7 +9,7 @@ import tracejit.numpy as jnp
 from tracejit import lax
 from tracejit.compiler import passes
 from tracejit.core.interpret import eval_jaxpr
-from tracejit.core.jaxpr import ClosedJaxpr, Jaxpr, Var, check_jaxpr
+from tracejit.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprTypeError, Var, check_jaxpr
 from tracejit.core.trace import get_aval
 from tracejit.lax.elementwise import convert_element_type_p
 
@@ -145,7 +145,8 @@ PROGRAMS = [
     ("cond", _cond_program, [np.zeros(4, F32)]),
     ("call_in_loop", _call_in_loop_program, [np.zeros(3, F32)]),
 ]
-PASSES = ["dce", "cse", "fold_constants", "simplify", "licm", "forward_carries", "optimize"]
+PASSES = ["dce", "cse", "fold_constants", "simplify", "licm", "forward_carries", "fuse",
+          "optimize"]
 
 
 @pytest.mark.parametrize("pass_name", PASSES)
@@ -557,3 +558,62 @@ def test_native_executable_runs_the_pipeline():
                      backend="native")
     text = f.lower(np.ones(3, F32)).compile().as_text()
     assert text.count(" sin ") == 1 and " cos " not in text
+
+
+# --- fusion ----------------------------------------------------------------------------------
+
+def _fused(jaxpr):
+    return [e for e in jaxpr.eqns if e.primitive.name == "fused"]
+
+
+def test_fuse_writes_each_kernel_as_one_equation():
+    """Producers computed inside their consumer's loops go into its `fused` equation; the body
+    ends with the root (here the reduction), and a value read twice is stored once."""
+    def f(x):
+        e = jnp.exp(x * 2.0 + 1.0)
+        return jnp.sum(jnp.sin(e) * e), jnp.cos(x)
+    closed = _jaxpr(f, np.zeros(5, F32))
+    jaxpr = passes.fuse(closed.jaxpr)
+    assert _names(jaxpr) == ["fused", "fused", "cos"]
+    first, second = _fused(jaxpr)
+    assert _names(first.params["body"].jaxpr) == ["mul", "add", "exp"]
+    assert _names(second.params["body"].jaxpr) == ["sin", "mul", "reduce_sum"]
+    assert second.invars == first.outvars  # e, read twice, is stored by the first kernel
+    _assert_same_results(closed, jaxpr, closed.consts)
+
+
+def test_fuse_copies_a_cheap_broadcast_into_each_consumer():
+    def f(x, s):
+        b = jnp.broadcast_to(s, x.shape)
+        return jnp.exp(x) * b, jnp.sin(x) + b
+    closed = _jaxpr(f, np.zeros(4, F32), F32(2.0))
+    jaxpr = passes.fuse(closed.jaxpr)
+    assert _count(jaxpr, "broadcast_in_dim") == 0 and len(_fused(jaxpr)) == 2
+    for eqn in _fused(jaxpr):
+        assert _count(eqn.params["body"].jaxpr, "broadcast_in_dim") == 1
+    _assert_same_results(closed, jaxpr, closed.consts)
+
+
+def test_fuse_inside_loop_bodies_and_row_kernels():
+    def f(x):
+        def body(c, _):
+            return tracejit.nn.softmax(c * 2.0 + 1.0) * 0.5, jnp.tanh(c.T) * 3.0 + 1.0
+        return lax.scan(body, x, None, length=3)
+    closed = _jaxpr(f, np.zeros((4, 6), F32))
+    jaxpr, consts = passes.optimize(closed.jaxpr, closed.consts)
+    _, body = _body(jaxpr, "scan")
+    (row_eqn,) = [e for e in body.eqns if e.primitive.name == "row_map"]
+    assert _fused(body) and _fused(row_eqn.params["body"].jaxpr)
+    _assert_same_results(closed, jaxpr, consts)
+
+
+def test_enable_checks_names_the_pass_that_broke_a_jaxpr(monkeypatch):
+    def cse(jaxpr):  # a broken pass: drops the first equation, whose output is still read
+        return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, jaxpr.eqns[1:])
+    monkeypatch.setattr(passes, "cse", cse)
+    closed = _jaxpr(lambda x: jnp.sin(x) * 2.0, np.zeros(3, F32))
+    assert tracejit.config.tracejit_enable_checks  # (the tests turn the checks on)
+    with pytest.raises(JaxprTypeError, match="after the cse pass"):
+        passes.optimize(closed.jaxpr, closed.consts)
+    tracejit.config.update("tracejit_enable_checks", False)
+    passes.optimize(closed.jaxpr, closed.consts)  # unchecked: nothing notices

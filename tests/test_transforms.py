@@ -12,22 +12,7 @@ import pytest
 import tracejit as tj
 import tracejit.numpy as tnp
 from tracejit import lax
-from tracejit.core import jaxpr as jaxpr_mod
 from tracejit.core.primitive import registry
-from tracejit.transforms import jaxpr_util
-
-
-@pytest.fixture(autouse=True)
-def _check_transform_jaxprs(monkeypatch):
-    """Jaxprs the transformations stage (bodies of jvp/transpose/batched control flow) are
-    type-checked too."""
-    original = jaxpr_util.trace_to_jaxpr
-
-    def checked(*args, **kwargs):
-        closed = original(*args, **kwargs)
-        jaxpr_mod.check_jaxpr(closed.jaxpr)
-        return closed
-    monkeypatch.setattr(jaxpr_util, "trace_to_jaxpr", checked)
 
 
 # --- checking machinery --------------------------------------------------------------------

@@ -14,7 +14,8 @@ import numpy as np
 from ..core import dtypes
 from ..core.array import Array
 from ..core.avals import ShapedArray
-from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
+from ..core.config import config
+from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Literal, Var, check_jaxpr
 from ..lax.shape import broadcast_in_dim_p, reshape_p, transpose_p
 from .fusion import ELEMENTWISE, fuse
 from .rows import fuse_rows
@@ -28,20 +29,33 @@ FOLD_MAX_SIZE = 1024  # larger folded results stay computed at run time, not sto
 
 
 def optimize(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
-    """The whole pipeline, as the native backend runs it before code generation."""
-    jaxpr, consts = inline_calls(jaxpr, consts)
+    """The whole pipeline, as the native backend runs it before code generation. With the
+    `tracejit_enable_checks` option on, the jaxpr checker runs after every pass."""
+    jaxpr, consts = _checked(inline_calls, jaxpr, consts)
     # with loops a second round catches what the first exposes: equations that read forwarded
     # carries become invariant, hoisted ones may fold, ...
     for _ in range(2 if _has_loops(jaxpr) else 1):
-        jaxpr = simplify(jaxpr)
-        jaxpr, consts = fold_constants(jaxpr, consts)
-        jaxpr = cse(jaxpr)
-        jaxpr = forward_carries(jaxpr)
-        jaxpr = licm(jaxpr)
-        jaxpr = dce(jaxpr)
-    jaxpr = fuse_rows(jaxpr)  # last: the other passes need not know row_map or fused
-    jaxpr = fuse(jaxpr)
+        jaxpr = _checked(simplify, jaxpr)
+        jaxpr, consts = _checked(fold_constants, jaxpr, consts)
+        jaxpr = _checked(cse, jaxpr)
+        jaxpr = _checked(forward_carries, jaxpr)
+        jaxpr = _checked(licm, jaxpr)
+        jaxpr = _checked(dce, jaxpr)
+    # last: the other passes need not know row_map or fused
+    jaxpr = _checked(fuse_rows, jaxpr)
+    jaxpr = _checked(fuse, jaxpr)
     return _drop_unused_consts(jaxpr, consts)
+
+
+def _checked(pass_: Callable, jaxpr: Jaxpr, *consts: list):
+    """Run one pass; with checks enabled, type-check its result, naming the pass on failure."""
+    out = pass_(jaxpr, *consts)
+    if config.tracejit_enable_checks:
+        try:
+            check_jaxpr(out[0] if consts else out)
+        except JaxprTypeError as e:
+            raise JaxprTypeError(f"after the {pass_.__name__} pass: {e}") from e
+    return out
 
 
 # --- inline_calls ----------------------------------------------------------------------------

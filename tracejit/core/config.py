@@ -24,6 +24,9 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     # $XDG_CACHE_HOME/tracejit or ~/.cache/tracejit). Where code is cached changes no program.
     "tracejit_persistent_cache": (True, False),
     "tracejit_cache_dir": (None, False),
+    # run the jaxpr checker (core.jaxpr.check_jaxpr) on every traced jaxpr and after every
+    # compiler pass: slower compiles, for the tests and for debugging a pass
+    "tracejit_enable_checks": (False, False),
 }
 
 

@@ -16,7 +16,8 @@ import numpy as np
 from . import dtypes, errors
 from .array import Array
 from .avals import ArrayMetadata, ShapedArray
-from .jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, SourceInfo, Var
+from .config import config
+from .jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, SourceInfo, Var, check_jaxpr
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _SKIP_DIRS = (_PKG_DIR, os.path.dirname(contextlib.__file__) + os.sep + "contextlib",
@@ -486,7 +487,10 @@ def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedA
         in_tracers = [trace.new_arg(a) for a in in_avals]
         outs = fun(*in_tracers)
         out_tracers = [full_raise(trace, _check_output(o, debug)) for o in outs]
-        return builder.build(in_tracers, out_tracers)
+        closed = builder.build(in_tracers, out_tracers)
+    if config.tracejit_enable_checks:
+        check_jaxpr(closed.jaxpr)
+    return closed
 
 
 def _check_output(x: Any, debug: DebugInfo | None):
