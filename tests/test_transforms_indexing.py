@@ -15,8 +15,7 @@ import tracejit.numpy as tnp
 from tracejit import lax
 from tracejit.lax.indexing import scatter_p
 from tracejit.transforms.rules import UndefinedPrimal
-from test_transforms import (_check_transform_jaxprs, check_jvp,  # noqa: F401  (autouse fixture)
-                             check_second_order, check_vjp)
+from test_transforms import check_jvp, check_second_order, check_vjp
 
 B = 3  # vmap batch size
 

@@ -5,7 +5,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_transforms import RECORDS, _check_transform_jaxprs  # noqa: F401  (autouse fixture)
+from test_transforms import RECORDS
 from tolerance import assert_jit_matches_eager, math_ulps
 
 import tracejit as tj

@@ -1,6 +1,6 @@
-"""Row fusion, the last jaxpr pass before fusion planning: a row region (softmax, log_softmax,
-standardize) becomes one `row_map` equation whose body computes a single row, so that code
-generation runs max, then exp/sum, then normalise on each row while it is still in cache.
+"""Row fusion, the jaxpr pass just before fusion (compiler.fusion): a row region (softmax,
+log_softmax, standardize) becomes one `row_map` equation whose body computes a single row, so
+that code generation runs max, then exp/sum, then normalise on each row while it is in cache.
 
 A region fixes row dims R and column dims C. Its values are full ([R..., C...]) or per-row
 ([R..., 1...]); its equations are elementwise ops, reductions of full values over exactly the C
