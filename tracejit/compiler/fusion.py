@@ -7,34 +7,27 @@ kernel each, whose body is planned like any jaxpr when codegen emits it per row.
 from __future__ import annotations
 
 from ..core.jaxpr import Jaxpr, Var
-
-ELEMENTWISE = frozenset({
-    "add", "sub", "mul", "div", "rem", "max", "min", "pow", "atan2", "nextafter", "neg", "sign",
-    "abs", "square", "floor", "ceil", "round", "is_finite", "integer_pow", "exp", "exp2", "log",
-    "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
-    "cosh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "cbrt", "erf", "erfc", "erf_inv",
-    "lgamma", "digamma", "polygamma", "bessel_i0e", "bessel_i1e",
-    "eq", "ne", "lt", "le", "gt", "ge", "not", "and", "or", "xor",
-    "shift_left", "shift_right_logical", "shift_right_arithmetic", "population_count", "clz",
-    "convert_element_type", "bitcast_convert_type", "select_n", "clamp", "fma",
-    "stop_gradient", "real", "imag", "conj", "complex",
-})
-INDEX_MAPS = frozenset({"broadcast_in_dim", "iota", "transpose", "reshape", "squeeze", "rev",
-                        "slice", "concatenate", "pad", "dynamic_slice", "gather"})
-FUSIBLE = ELEMENTWISE | INDEX_MAPS
-REDUCTIONS = frozenset({"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
-                        "reduce_or", "reduce_xor", "argmax", "argmin"})
-_CHEAP = frozenset({"broadcast_in_dim", "iota"})
+from ..core.primitive import ELEMENTWISE, INDEX_MAP, REDUCTION
+from ..lax.elementwise import bitcast_convert_type_p
 
 
 def fusible(eqn) -> bool:
-    """Computable element by element inside a consumer's loop nest."""
-    name = eqn.primitive.name
-    if name not in FUSIBLE or len(eqn.outvars) != 1:
+    """Computable element by element inside a consumer's loop nest (the primitive's declared
+    fusion class is elementwise or an index map)."""
+    if eqn.primitive.fusion not in (ELEMENTWISE, INDEX_MAP) or len(eqn.outvars) != 1:
         return False
-    if name == "bitcast_convert_type":  # between widths the element counts differ
+    if eqn.primitive is bitcast_convert_type_p:  # between widths the element counts differ
         return eqn.invars[0].aval.dtype.itemsize == eqn.outvars[0].aval.dtype.itemsize
     return True
+
+
+def is_elementwise(eqn) -> bool:
+    return eqn.primitive.fusion == ELEMENTWISE
+
+
+def is_reduction(eqn) -> bool:
+    """A kernel root that reads fused operands."""
+    return eqn.primitive.fusion == REDUCTION
 
 
 
@@ -67,18 +60,17 @@ def plan_fusion(jaxpr: Jaxpr) -> FusionPlan:
     producer = {id(v): e for e in jaxpr.eqns for v in e.outvars}
     lazy: set[int] = set()
     for eqn in jaxpr.eqns:
-        name = eqn.primitive.name
         if not fusible(eqn):
             continue
         v = eqn.outvars[0]
         if v.aval.ndim == 0 or id(v) in outs:
             continue
         users = consumers.get(id(v), [])
-        if not users or not all(fusible(u) or u.primitive.name in REDUCTIONS for u in users):
+        if not users or not all(fusible(u) or is_reduction(u) for u in users):
             continue
         if len(users) == 1 and sum(1 for x in users[0].invars if x is v) == 1:
             lazy.add(id(v))
-        elif name in _CHEAP and not any(id(x) in lazy for x in eqn.invars):
+        elif eqn.primitive.cheap and not any(id(x) in lazy for x in eqn.invars):
             lazy.add(id(v))
     # kernels for printing: each materialised fusible/reduction eqn with its lazy producers;
     # a row kernel (compiler.rows) with the equations of its row body
@@ -87,7 +79,7 @@ def plan_fusion(jaxpr: Jaxpr) -> FusionPlan:
         if eqn.primitive.name == "row_map":
             kernels.append([eqn, *eqn.params["body"].jaxpr.eqns])
             continue
-        if not (fusible(eqn) or eqn.primitive.name in REDUCTIONS) or \
+        if not (fusible(eqn) or is_reduction(eqn)) or \
                 any(id(v) in lazy for v in eqn.outvars):
             continue
         group, stack = [], [eqn]

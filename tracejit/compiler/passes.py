@@ -14,8 +14,9 @@ from ..core import dtypes
 from ..core.array import Array
 from ..core.avals import ShapedArray
 from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
-from ..lax.shape import broadcast_in_dim_p, reshape_p, transpose_p
-from .fusion import ELEMENTWISE
+from ..core.primitive import ELEMENTWISE, Primitive
+from ..lax.elementwise import convert_element_type_p
+from ..lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p
 from .rows import fuse_rows
 
 # Primitives whose bodies the passes may reshape: drop or add operands, outputs and consts
@@ -364,7 +365,8 @@ def _evaluate(eqn: Eqn, known: dict[int, np.ndarray], max_size: int,
 # --- simplify --------------------------------------------------------------------------------
 
 def simplify(jaxpr: Jaxpr) -> Jaxpr:
-    """Algebraic rewrites from the `_RULES` table. Each keeps the exact value, dtype and weak
+    """Algebraic rewrites (`_rules`: from each primitive's declared algebra and fusion class,
+    and the rules of particular shape ops). Each keeps the exact value, dtype and weak
     type: x*1, x+(-0.0) and x-0.0 are identities for floats, but x+0.0 (-0.0 + 0.0 is 0.0) and
     x*0 (NaN, Inf) are not."""
     return _simplify(jaxpr, {})
@@ -398,7 +400,7 @@ def _simplify(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
 def _rewrite(eqn: Eqn, producer: Callable) -> list[Eqn] | Var | Literal | None:
     """The first rule's rewrite of `eqn`: equations computing its outputs, or the atom its
     output equals."""
-    for rule in _RULES.get(eqn.primitive.name, ()):
+    for rule in _rules(eqn.primitive):
         out = rule(eqn, producer)
         if isinstance(out, Eqn):
             return [out]
@@ -409,16 +411,11 @@ def _rewrite(eqn: Eqn, producer: Callable) -> list[Eqn] | Var | Literal | None:
     return None
 
 
-# (primitive, operand position) -> the constant c with op(x, c) == x bit for bit, for integer
-# and for float x. Not x + 0.0 (-0.0 + 0.0 is 0.0), nor x * 0 (NaN, Inf); nothing for complex
-# x, where (inf + 0j) * (1 + 0j) has a NaN part.
-_IDENTITIES = {("mul", 0): (1, 1.0), ("mul", 1): (1, 1.0), ("add", 0): (0, -0.0),
-               ("add", 1): (0, -0.0), ("sub", 1): (0, 0.0)}
-
-
 def _drop_identity_operand(eqn: Eqn, producer: Callable):
+    """op(x, c) with c one of the primitive's declared identities (`Primitive.identities`); none
+    for a complex x, where (inf + 0j) * (1 + 0j) has a NaN part."""
     for i, v in enumerate(eqn.invars):
-        ident = _IDENTITIES.get((eqn.primitive.name, i))
+        ident = eqn.primitive.identities.get(i)
         dtype = v.aval.dtype
         if ident is None or not isinstance(v, Literal) or \
                 not (dtypes.is_int(dtype) or dtypes.is_float(dtype)):
@@ -532,20 +529,22 @@ def _broadcast_last(eqn: Eqn, producer: Callable):
                 {"shape": out.aval.shape, "broadcast_dimensions": ()}, eqn.source_info)]
 
 
-_SPECIFIC_RULES: dict[str, tuple[Callable, ...]] = {
-    "mul": (_drop_identity_operand,), "add": (_drop_identity_operand,),
-    "sub": (_drop_identity_operand,),
-    "neg": (_cancel_involution,), "not": (_cancel_involution,), "rev": (_cancel_involution,),
-    "convert_element_type": (_drop_same_type_convert,),
-    "reshape": (_merge_reshapes,), "squeeze": (_merge_reshapes,),
-    "broadcast_in_dim": (_merge_reshapes,),
-    "transpose": (_merge_transposes,),
+# rewrites of particular primitives (keyed by the primitive object)
+_SPECIFIC_RULES: dict[Primitive, tuple[Callable, ...]] = {
+    convert_element_type_p: (_drop_same_type_convert,),
+    reshape_p: (_merge_reshapes,), squeeze_p: (_merge_reshapes,),
+    broadcast_in_dim_p: (_merge_reshapes,),
+    transpose_p: (_merge_transposes,),
 }
-# primitive name -> rules tried in order; every elementwise op also gets the broadcast rules
-_RULES: dict[str, tuple[Callable, ...]] = {
-    name: _SPECIFIC_RULES.get(name, ())
-    + ((_broadcast_last, _scalar_operands) if name in ELEMENTWISE else ())
-    for name in ELEMENTWISE | _SPECIFIC_RULES.keys()}
+
+
+def _rules(prim: Primitive) -> tuple[Callable, ...]:
+    """The rewrites tried, in order, on an equation of `prim`: its declared algebra, its own
+    rules, and for every elementwise op the broadcast rules."""
+    return (((_drop_identity_operand,) if prim.identities else ())
+            + ((_cancel_involution,) if prim.involution else ())
+            + _SPECIFIC_RULES.get(prim, ())
+            + ((_broadcast_last, _scalar_operands) if prim.fusion == ELEMENTWISE else ()))
 
 
 # --- licm ------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import numpy as np
 from ..core import dtypes
 from ..core.array import Array
 from ..core.avals import ShapedArray
-from ..core.primitive import Primitive
+from ..core.primitive import ELEMENTWISE, Primitive
 from ..core.trace import Tracer, get_aval
 
 # dtype kinds accepted by an op
@@ -53,10 +53,10 @@ def check_dtype(name: str, aval: ShapedArray, kinds: str) -> None:
                         f"{_KIND_WORDS[kinds]} type.")
 
 
-def unop(name: str, impl: Callable, kinds: str = NUM, result_dtype: Callable | None = None
-         ) -> Primitive:
+def unop(name: str, impl: Callable, kinds: str = NUM, result_dtype: Callable | None = None,
+         transcendental: bool = False) -> Primitive:
     """An elementwise unary primitive: same shape; dtype kept (or `result_dtype(dtype)`)."""
-    p = Primitive(name)
+    p = Primitive(name, fusion=ELEMENTWISE, transcendental=transcendental)
 
     def abstract(x: ShapedArray) -> ShapedArray:
         check_dtype(name, x, kinds)
@@ -70,9 +70,9 @@ def unop(name: str, impl: Callable, kinds: str = NUM, result_dtype: Callable | N
 
 
 def binop(name: str, impl: Callable, kinds: str = NUM, result_dtype: Callable | None = None,
-          nargs: int = 2) -> Primitive:
+          transcendental: bool = False) -> Primitive:
     """An elementwise n-ary primitive: operands of equal shape and dtype (lax does not promote)."""
-    p = Primitive(name)
+    p = Primitive(name, fusion=ELEMENTWISE, transcendental=transcendental)
 
     def abstract(*avals: ShapedArray) -> ShapedArray:
         x = avals[0]

@@ -16,7 +16,7 @@ import scipy.special as sp
 from ..core import dtypes
 from ..core.array import Array
 from ..core.avals import ShapedArray
-from ..core.primitive import Primitive
+from ..core.primitive import ELEMENTWISE, Primitive
 from ..core.pytree import tree_map
 from ..core.trace import Tracer, get_aval
 from ..transforms.rules import (Zero, aval_of, broadcast_to_aval, def_broadcasting, def_linear,
@@ -86,11 +86,16 @@ def _real_dtype(dtype: np.dtype) -> np.dtype:
 add_p = binop("add", _quiet(np.add), NUM)
 sub_p = binop("sub", _quiet(np.subtract), NUM)
 mul_p = binop("mul", _quiet(np.multiply), NUM)
+# the simplifier's algebra: op(x, c) == x bit for bit for these c (for an integer x, a float x).
+# Not x + 0.0 (-0.0 + 0.0 is 0.0), nor x * 0 (NaN, Inf)
+add_p.identities = {0: (0, -0.0), 1: (0, -0.0)}
+sub_p.identities = {1: (0, 0.0)}
+mul_p.identities = {0: (1, 1.0), 1: (1, 1.0)}
 div_p = binop("div", _quiet(_int_div), NUM)
 rem_p = binop("rem", _quiet(_int_rem), NUM)
 max_p = binop("max", _max_impl, ANY)
 min_p = binop("min", _min_impl, ANY)
-atan2_p = binop("atan2", _quiet(np.arctan2), FLOAT)
+atan2_p = binop("atan2", _quiet(np.arctan2), FLOAT, transcendental=True)
 
 
 def _polygamma_impl(m, x):
@@ -101,7 +106,7 @@ def _polygamma_impl(m, x):
     return np.where(valid, out, np.nan).astype(x.dtype)
 
 
-polygamma_p = binop("polygamma", _quiet(_polygamma_impl), FLOAT)
+polygamma_p = binop("polygamma", _quiet(_polygamma_impl), FLOAT, transcendental=True)
 # x == y gives y (±0.0 included; NumPy's float16 nextafter gives x)
 nextafter_p = binop("nextafter", _quiet(lambda x, y: np.where(x == y, y, np.nextafter(x, y))),
                     FLOAT)
@@ -150,6 +155,7 @@ def _fma_impl(x, y, z):
 
 fma_p = binop("fma", _quiet(_fma_impl), FLOAT)
 neg_p = unop("neg", np.negative, NUM)
+neg_p.involution = True
 # sign(±0.0) is ±0.0 and sign(NaN) is NaN, as in XLA
 sign_p = unop("sign", lambda x: np.where(x == 0, x, np.sign(x)).astype(x.dtype), NUM)
 square_p = unop("square", _quiet(np.square), NUM)
@@ -158,7 +164,8 @@ ceil_p = unop("ceil", np.ceil, FLOAT)
 is_finite_p = unop("is_finite", np.isfinite, FLOAT, _bool_dtype)
 
 # pow: an integer exponent is allowed beside a float base (XLA converts it to the base's dtype)
-pow_p = binop("pow", _quiet(lambda x, y: np.power(x, y.astype(x.dtype))), FLOAT)
+pow_p = binop("pow", _quiet(lambda x, y: np.power(x, y.astype(x.dtype))), FLOAT,
+              transcendental=True)
 _pow_same_dtype_abstract = pow_p._abstract_eval
 
 
@@ -179,7 +186,7 @@ def _abs_abstract(x):
     return ShapedArray(x.shape, _real_dtype(x.dtype), x.weak_type)
 
 
-abs_p = Primitive("abs")
+abs_p = Primitive("abs", fusion=ELEMENTWISE)
 abs_p.def_abstract_eval(_abs_abstract)
 abs_p.def_impl(np.abs)
 
@@ -191,7 +198,7 @@ def _round_impl(x, *, rounding_method):
     return np.copysign(r + (np.abs(x - r) >= 0.5) * np.sign(x), x).astype(x.dtype)
 
 
-round_p = Primitive("round")
+round_p = Primitive("round", fusion=ELEMENTWISE)
 round_p.def_abstract_eval(lambda x, *, rounding_method: (check_dtype("round", x, FLOAT), x)[1])
 round_p.def_impl(_quiet(_round_impl))
 
@@ -219,7 +226,7 @@ def _integer_pow_abstract(x, *, y: int):
     return x
 
 
-integer_pow_p = Primitive("integer_pow")
+integer_pow_p = Primitive("integer_pow", fusion=ELEMENTWISE)
 integer_pow_p.def_abstract_eval(_integer_pow_abstract)
 integer_pow_p.def_impl(_integer_pow_impl)
 
@@ -335,30 +342,33 @@ def _xla_f32(xla_impl, f64_impl):
 
 
 # --- transcendental math (float only) --------------------------------------------------------
-exp_p = unop("exp", _xla_f32(_xla_exp_f32, np.exp), FLOAT)
-exp2_p = unop("exp2", _quiet(np.exp2), FLOAT)
-log_p = unop("log", _xla_f32(_xla_log_f32, np.log), FLOAT)
+exp_p = unop("exp", _xla_f32(_xla_exp_f32, np.exp), FLOAT, transcendental=True)
+exp2_p = unop("exp2", _quiet(np.exp2), FLOAT, transcendental=True)
+log_p = unop("log", _xla_f32(_xla_log_f32, np.log), FLOAT, transcendental=True)
 log1p_p = unop("log1p", _xla_f32(_xla_log1p, lambda x: np.log1p(x) if x.dtype.kind == "c"
-                                  else _xla_log1p(x)), FLOAT)
-expm1_p = unop("expm1", _quiet(np.expm1), FLOAT)
-tanh_p = unop("tanh", _quiet(np.tanh), FLOAT)
-logistic_p = unop("logistic", _quiet(lambda x: sp.expit(x).astype(x.dtype)), FLOAT)
-sin_p = unop("sin", _quiet(np.sin), FLOAT)
-cos_p = unop("cos", _quiet(np.cos), FLOAT)
-tan_p = unop("tan", _quiet(np.tan), FLOAT)
-asin_p = unop("asin", _quiet(np.arcsin), FLOAT)
-acos_p = unop("acos", _quiet(np.arccos), FLOAT)
-atan_p = unop("atan", np.arctan, FLOAT)
-sinh_p = unop("sinh", _quiet(np.sinh), FLOAT)
-cosh_p = unop("cosh", _quiet(np.cosh), FLOAT)
-asinh_p = unop("asinh", np.arcsinh, FLOAT)
-acosh_p = unop("acosh", _quiet(np.arccosh), FLOAT)
-atanh_p = unop("atanh", _quiet(np.arctanh), FLOAT)
-sqrt_p = unop("sqrt", _quiet(np.sqrt), FLOAT)
-rsqrt_p = unop("rsqrt", _quiet(lambda x: (1 / np.sqrt(x)).astype(x.dtype)), FLOAT)
-cbrt_p = unop("cbrt", np.cbrt, FLOAT)
-erf_p = unop("erf", _xla_f32(_xla_erf_f32, lambda x: sp.erf(x).astype(x.dtype)), FLOAT)
-erfc_p = unop("erfc", lambda x: sp.erfc(x).astype(x.dtype), FLOAT)
+                                  else _xla_log1p(x)), FLOAT, transcendental=True)
+expm1_p = unop("expm1", _quiet(np.expm1), FLOAT, transcendental=True)
+tanh_p = unop("tanh", _quiet(np.tanh), FLOAT, transcendental=True)
+logistic_p = unop("logistic", _quiet(lambda x: sp.expit(x).astype(x.dtype)), FLOAT,
+                  transcendental=True)
+sin_p = unop("sin", _quiet(np.sin), FLOAT, transcendental=True)
+cos_p = unop("cos", _quiet(np.cos), FLOAT, transcendental=True)
+tan_p = unop("tan", _quiet(np.tan), FLOAT, transcendental=True)
+asin_p = unop("asin", _quiet(np.arcsin), FLOAT, transcendental=True)
+acos_p = unop("acos", _quiet(np.arccos), FLOAT, transcendental=True)
+atan_p = unop("atan", np.arctan, FLOAT, transcendental=True)
+sinh_p = unop("sinh", _quiet(np.sinh), FLOAT, transcendental=True)
+cosh_p = unop("cosh", _quiet(np.cosh), FLOAT, transcendental=True)
+asinh_p = unop("asinh", np.arcsinh, FLOAT, transcendental=True)
+acosh_p = unop("acosh", _quiet(np.arccosh), FLOAT, transcendental=True)
+atanh_p = unop("atanh", _quiet(np.arctanh), FLOAT, transcendental=True)
+sqrt_p = unop("sqrt", _quiet(np.sqrt), FLOAT, transcendental=True)
+rsqrt_p = unop("rsqrt", _quiet(lambda x: (1 / np.sqrt(x)).astype(x.dtype)), FLOAT,
+               transcendental=True)
+cbrt_p = unop("cbrt", np.cbrt, FLOAT, transcendental=True)
+erf_p = unop("erf", _xla_f32(_xla_erf_f32, lambda x: sp.erf(x).astype(x.dtype)), FLOAT,
+             transcendental=True)
+erfc_p = unop("erfc", lambda x: sp.erfc(x).astype(x.dtype), FLOAT, transcendental=True)
 # XLA's erf_inv (Giles' polynomials in w = -log1p(-x²)); JAX's normal sampler is built on it,
 # so the reference follows XLA's CPU code (log1p and FMA contractions included) rather than the
 # correctly rounded SciPy value. float32: w < 5 and w >= 5; float64: w < 6.25, w < 16, w >= 16.
@@ -427,14 +437,17 @@ def _erf_inv_impl(x):
     return out.astype(x.dtype)
 
 
-erf_inv_p = unop("erf_inv", _quiet(_erf_inv_impl), FLOAT)
+erf_inv_p = unop("erf_inv", _quiet(_erf_inv_impl), FLOAT, transcendental=True)
 # XLA: lgamma(-inf) = +inf (scipy says -inf); digamma has poles (NaN) at 0, -1, -2, ...
 lgamma_p = unop("lgamma", _quiet(lambda x: np.where(x == -np.inf, np.inf, sp.gammaln(x))
-                                 .astype(x.dtype)), FLOAT)
+                                 .astype(x.dtype)), FLOAT, transcendental=True)
 digamma_p = unop("digamma", _quiet(lambda x: np.where((x <= 0) & (x == np.floor(x)), np.nan,
-                                                      sp.psi(x)).astype(x.dtype)), FLOAT)
-bessel_i0e_p = unop("bessel_i0e", _quiet(lambda x: sp.i0e(x).astype(x.dtype)), FLOAT)
-bessel_i1e_p = unop("bessel_i1e", _quiet(lambda x: sp.i1e(x).astype(x.dtype)), FLOAT)
+                                                      sp.psi(x)).astype(x.dtype)),
+                 FLOAT, transcendental=True)
+bessel_i0e_p = unop("bessel_i0e", _quiet(lambda x: sp.i0e(x).astype(x.dtype)), FLOAT,
+                    transcendental=True)
+bessel_i1e_p = unop("bessel_i1e", _quiet(lambda x: sp.i1e(x).astype(x.dtype)), FLOAT,
+                    transcendental=True)
 
 # --- comparisons and logic -----------------------------------------------------------------
 eq_p = binop("eq", np.equal, ANY, _bool_dtype)
@@ -444,6 +457,7 @@ le_p = binop("le", np.less_equal, ANY, _bool_dtype)
 gt_p = binop("gt", np.greater, ANY, _bool_dtype)
 ge_p = binop("ge", np.greater_equal, ANY, _bool_dtype)
 not_p = unop("not", np.invert, INTBOOL)
+not_p.involution = True
 and_p = binop("and", np.bitwise_and, INTBOOL)
 or_p = binop("or", np.bitwise_or, INTBOOL)
 xor_p = binop("xor", np.bitwise_xor, INTBOOL)
@@ -561,7 +575,7 @@ def _convert_abstract(x, *, new_dtype, weak_type):
     return ShapedArray(x.shape, new_dtype, weak_type)
 
 
-convert_element_type_p = Primitive("convert_element_type")
+convert_element_type_p = Primitive("convert_element_type", fusion=ELEMENTWISE)
 convert_element_type_p.def_abstract_eval(_convert_abstract)
 convert_element_type_p.def_impl(_convert_impl)
 
@@ -596,7 +610,7 @@ def _bitcast_impl(x, *, new_dtype):
     return x.view(new_dtype).reshape(x.shape[:-1])
 
 
-bitcast_convert_type_p = Primitive("bitcast_convert_type")
+bitcast_convert_type_p = Primitive("bitcast_convert_type", fusion=ELEMENTWISE)
 bitcast_convert_type_p.def_abstract_eval(_bitcast_abstract)
 bitcast_convert_type_p.def_impl(_bitcast_impl)
 
@@ -628,7 +642,7 @@ def _select_n_impl(which, *cases):
     return np.choose(np.broadcast_to(idx, cases[0].shape), cases)
 
 
-select_n_p = Primitive("select_n")
+select_n_p = Primitive("select_n", fusion=ELEMENTWISE)
 select_n_p.def_abstract_eval(_select_n_abstract)
 select_n_p.def_impl(_select_n_impl)
 
@@ -644,7 +658,7 @@ def _clamp_abstract(lo, x, hi):
     return x
 
 
-clamp_p = Primitive("clamp")
+clamp_p = Primitive("clamp", fusion=ELEMENTWISE)
 clamp_p.def_abstract_eval(_clamp_abstract)
 clamp_p.def_impl(lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi))
 

@@ -18,7 +18,7 @@ from ..core.array import Array
 from ..core.avals import ShapedArray, check_shape
 from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
-from ..core.primitive import Primitive
+from ..core.primitive import INDEX_MAP, Primitive
 from ..core.trace import Tracer, get_aval, trace_to_jaxpr
 from ..transforms.rules import (Zero, aval_of, axis_size, bdim_at_front, defjvp, full_like_aval,
                                 instantiate, is_undefined, moveaxis, not_mapped)
@@ -215,7 +215,7 @@ def _dynamic_slice_abstract(operand, *starts, slice_sizes):
     return ShapedArray(slice_sizes, operand.dtype, operand.weak_type)
 
 
-dynamic_slice_p = Primitive("dynamic_slice")
+dynamic_slice_p = Primitive("dynamic_slice", fusion=INDEX_MAP)
 dynamic_slice_p.def_abstract_eval(_dynamic_slice_abstract)
 dynamic_slice_p.def_impl(lambda operand, *starts, slice_sizes: operand[
     _clamped_window(operand.shape, starts, slice_sizes)])
@@ -436,7 +436,7 @@ def _gather_impl(operand, indices, *, dimension_numbers, slice_sizes, indices_ar
     return np.transpose(out, perm)
 
 
-gather_p = Primitive("gather")
+gather_p = Primitive("gather", fusion=INDEX_MAP)
 gather_p.def_abstract_eval(_gather_abstract)
 gather_p.def_impl(_gather_impl)
 

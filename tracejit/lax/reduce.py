@@ -8,7 +8,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.avals import ShapedArray
-from ..core.primitive import Primitive
+from ..core.primitive import REDUCTION, Primitive
 from ..core.trace import get_aval
 from ..transforms.rules import (Zero, aval_of, def_linear, def_reducer_batching, defjvp2,
                                 full_like_aval)
@@ -49,7 +49,8 @@ def _highest(dtype):
 
 
 def reducer(name: str, impl, kinds: str) -> Primitive:
-    p = Primitive(name)
+    p = Primitive(name, fusion=REDUCTION)
+    p.monoid = True
     p.def_abstract_eval(_reduce_abstract(name, kinds))
     p.def_impl(impl)
     return p
@@ -124,10 +125,10 @@ def _arg_impl(fn):
     return impl
 
 
-argmax_p = Primitive("argmax")
+argmax_p = Primitive("argmax", fusion=REDUCTION)
 argmax_p.def_abstract_eval(_arg_abstract("argmax"))
 argmax_p.def_impl(_arg_impl(np.argmax))
-argmin_p = Primitive("argmin")
+argmin_p = Primitive("argmin", fusion=REDUCTION)
 argmin_p.def_abstract_eval(_arg_abstract("argmin"))
 argmin_p.def_impl(_arg_impl(np.argmin))
 

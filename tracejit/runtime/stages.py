@@ -52,12 +52,6 @@ def _nbytes(aval: ShapedArray) -> int:
     return aval.size * aval.dtype.itemsize
 
 
-_TRANSCENDENTAL = {"exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos",
-                   "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh",
-                   "atanh", "sqrt", "rsqrt", "cbrt", "pow", "erf", "erfc", "erf_inv", "lgamma",
-                   "digamma"}
-
-
 def cost_analysis(jaxpr: Jaxpr) -> dict[str, float]:
     """A static cost model: flops (one per element per arithmetic op, 2·M·N·K per dot),
     transcendentals, and bytes accessed (operands read + results written per equation)."""
@@ -69,7 +63,7 @@ def cost_analysis(jaxpr: Jaxpr) -> dict[str, float]:
             (lc, _), _ = eqn.params["dimension_numbers"]
             k = math.prod(eqn.invars[0].aval.shape[d] for d in lc)
             flops += 2.0 * out_elems * k
-        elif name in _TRANSCENDENTAL:
+        elif eqn.primitive.transcendental:
             transcendentals += out_elems
             flops += out_elems
         elif name.startswith("reduce_"):

@@ -17,10 +17,11 @@ from typing import Any, Callable, Sequence
 import llvmlite.ir as ir
 import numpy as np
 
-from ...compiler.fusion import ELEMENTWISE, FusionPlan, fusible, plan_fusion
+from ...compiler.fusion import FusionPlan, fusible, plan_fusion
 from ...core import dtypes
 from ...core.avals import ShapedArray
 from ...core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
+from ...core.primitive import ELEMENTWISE, Primitive
 from .aliasing import plan_aliases
 from .rules import INDEX_MAPS, STRUCTURAL
 from .scalar_ops import bf16_bits, bf16_widen, emit_scalar
@@ -213,13 +214,13 @@ class Emitter:
 
     def _lazy_at(self, lazy: Lazy, idx: list[ir.Value]) -> ir.Value:
         eqn, env, b = lazy.eqn, lazy.env, self.b
-        name = eqn.primitive.name
-        p = eqn.params
         ins = [self.read(env, v) for v in eqn.invars]
-        if name in INDEX_MAPS:
-            return INDEX_MAPS[name](self, ins, eqn, idx)
+        index_map = INDEX_MAPS.get(eqn.primitive)
+        if index_map is not None:
+            return index_map(self, ins, eqn, idx)
         args = [self.value_at(x, idx if x.aval.ndim else []) for x in ins]
-        return emit_scalar(b, name, [x.aval.dtype for x in ins], lazy.aval.dtype, args, p)
+        return emit_scalar(b, eqn.primitive, [x.aval.dtype for x in ins], lazy.aval.dtype, args,
+                           eqn.params)
 
     def materialize(self, val, dest: Buf | None = None) -> Buf:
         if isinstance(val, Buf) and dest is None:
@@ -300,7 +301,7 @@ class Emitter:
                 return
             env[id(out)] = self.materialize(Lazy(eqn, out.aval, env), direct.get(id(out)))
             return
-        rule = STRUCTURAL.get(name)
+        rule = STRUCTURAL.get(eqn.primitive)
         if rule is None:
             raise NativeCompileError(
                 f"the native backend cannot compile primitive `{name}` yet (at "
@@ -338,12 +339,12 @@ def _as_value(em: Emitter, buf: Buf):
     return buf
 
 
-def has_lowering(name: str) -> bool:
-    """Whether the native backend compiles primitive `name`: fused element by element (a
-    scalar emitter or an index map) or by a structural rule."""
+def has_lowering(prim: Primitive) -> bool:
+    """Whether the native backend compiles `prim`: fused element by element (a scalar emitter
+    or an index map) or by a structural rule."""
     from . import complex_ops, scalar_ops
-    scalar = name in scalar_ops.EMITTERS or name in complex_ops.EMITTERS
-    return name in STRUCTURAL or name in INDEX_MAPS or (name in ELEMENTWISE and scalar)
+    scalar = prim in scalar_ops.EMITTERS or prim in complex_ops.EMITTERS
+    return prim in STRUCTURAL or prim in INDEX_MAPS or (prim.fusion == ELEMENTWISE and scalar)
 
 
 # --- the whole program -----------------------------------------------------------------------
