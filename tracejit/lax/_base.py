@@ -14,6 +14,7 @@ from ..core.array import Array
 from ..core.avals import ShapedArray
 from ..core.primitive import ELEMENTWISE, Primitive
 from ..core.trace import Tracer, get_aval
+from ..transforms.rules import def_broadcasting, def_vectorized
 
 # dtype kinds accepted by an op
 BOOL = "bool"
@@ -66,6 +67,7 @@ def unop(name: str, impl: Callable, kinds: str = NUM, result_dtype: Callable | N
 
     p.def_abstract_eval(abstract)
     p.def_impl(impl)
+    def_vectorized(p)
     return p
 
 
@@ -94,6 +96,7 @@ def binop(name: str, impl: Callable, kinds: str = NUM, result_dtype: Callable | 
 
     p.def_abstract_eval(abstract)
     p.def_impl(impl)
+    def_broadcasting(p)
     return p
 
 

@@ -664,54 +664,338 @@ clamp_p.def_impl(lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi))
 
 # --- user functions ------------------------------------------------------------------------
 
-_unary = {
-    "neg": neg_p, "sign": sign_p, "abs": abs_p, "square": square_p, "floor": floor_p,
-    "ceil": ceil_p, "is_finite": is_finite_p, "exp": exp_p, "exp2": exp2_p, "log": log_p,
-    "log1p": log1p_p, "expm1": expm1_p, "tanh": tanh_p, "logistic": logistic_p, "sin": sin_p,
-    "cos": cos_p, "tan": tan_p, "asin": asin_p, "acos": acos_p, "atan": atan_p, "sinh": sinh_p,
-    "cosh": cosh_p, "asinh": asinh_p, "acosh": acosh_p, "atanh": atanh_p, "sqrt": sqrt_p,
-    "rsqrt": rsqrt_p, "cbrt": cbrt_p, "erf": erf_p, "erfc": erfc_p, "erf_inv": erf_inv_p,
-    "lgamma": lgamma_p, "digamma": digamma_p, "bessel_i0e": bessel_i0e_p,
-    "bessel_i1e": bessel_i1e_p, "bitwise_not": not_p,
-    "population_count": population_count_p, "clz": clz_p, "real": real_p, "imag": imag_p,
-    "conj": conj_p,
-}
-_binary = {
-    "add": add_p, "sub": sub_p, "mul": mul_p, "div": div_p, "rem": rem_p, "max": max_p,
-    "min": min_p, "pow": pow_p, "atan2": atan2_p, "nextafter": nextafter_p, "eq": eq_p,
-    "ne": ne_p, "lt": lt_p, "le": le_p, "gt": gt_p, "ge": ge_p, "bitwise_and": and_p,
-    "bitwise_or": or_p, "bitwise_xor": xor_p, "shift_left": shift_left_p,
-    "shift_right_logical": shift_right_logical_p,
-    "shift_right_arithmetic": shift_right_arithmetic_p, "complex": complex_p,
-}
+def _unary(name: str, prim: Primitive, x: Any):
+    (x,) = as_lax_operands(name, x)
+    return prim.bind(x)
 
 
-def _make_unary(name: str, prim: Primitive):
-    def f(x: Any):
-        (x,) = as_lax_operands(name, x)
-        return prim.bind(x)
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"Elementwise {name} (lax primitive `{prim.name}`)."
-    return f
+def _binary(name: str, prim: Primitive, x: Any, y: Any):
+    x, y = as_lax_operands(name, x, y)
+    return prim.bind(x, y)
 
 
-def _make_binary(name: str, prim: Primitive):
-    def f(x: Any, y: Any):
-        x, y = as_lax_operands(name, x, y)
-        return prim.bind(x, y)
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"Elementwise {name} (lax primitive `{prim.name}`); no implicit promotion."
-    return f
+def neg(x: Any):
+    """Elementwise: -x."""
+    return _unary("neg", neg_p, x)
 
 
-for _n, _p in _unary.items():
-    globals()[_n] = _make_unary(_n, _p)
-for _n, _p in _binary.items():
-    globals()[_n] = _make_binary(_n, _p)
-# lax's names for logical ops on bools/ints
-not_ = globals()["bitwise_not"]
-bitwise_and, bitwise_or, bitwise_xor = (globals()[n] for n in ("bitwise_and", "bitwise_or",
-                                                               "bitwise_xor"))
+def sign(x: Any):
+    """Elementwise: the sign of x: -1, 0 or 1 (NaN for NaN; x / |x| for complex x)."""
+    return _unary("sign", sign_p, x)
+
+
+def abs(x: Any):  # noqa: A001 - lax's name
+    """Elementwise: |x| (the modulus, a real number, for complex x)."""
+    return _unary("abs", abs_p, x)
+
+
+def square(x: Any):
+    """Elementwise: x * x."""
+    return _unary("square", square_p, x)
+
+
+def floor(x: Any):
+    """Elementwise: the largest integer <= x."""
+    return _unary("floor", floor_p, x)
+
+
+def ceil(x: Any):
+    """Elementwise: the smallest integer >= x."""
+    return _unary("ceil", ceil_p, x)
+
+
+def is_finite(x: Any):
+    """Elementwise: Whether x is neither infinite nor NaN."""
+    return _unary("is_finite", is_finite_p, x)
+
+
+def exp(x: Any):
+    """Elementwise: E ** x."""
+    return _unary("exp", exp_p, x)
+
+
+def exp2(x: Any):
+    """Elementwise: 2 ** x."""
+    return _unary("exp2", exp2_p, x)
+
+
+def log(x: Any):
+    """Elementwise: the natural logarithm of x."""
+    return _unary("log", log_p, x)
+
+
+def log1p(x: Any):
+    """Elementwise: Log(1 + x), accurate near 0."""
+    return _unary("log1p", log1p_p, x)
+
+
+def expm1(x: Any):
+    """Elementwise: Exp(x) - 1, accurate near 0."""
+    return _unary("expm1", expm1_p, x)
+
+
+def tanh(x: Any):
+    """Elementwise: the hyperbolic tangent of x."""
+    return _unary("tanh", tanh_p, x)
+
+
+def logistic(x: Any):
+    """Elementwise: the logistic sigmoid 1 / (1 + exp(-x))."""
+    return _unary("logistic", logistic_p, x)
+
+
+def sin(x: Any):
+    """Elementwise: the sine of x."""
+    return _unary("sin", sin_p, x)
+
+
+def cos(x: Any):
+    """Elementwise: the cosine of x."""
+    return _unary("cos", cos_p, x)
+
+
+def tan(x: Any):
+    """Elementwise: the tangent of x."""
+    return _unary("tan", tan_p, x)
+
+
+def asin(x: Any):
+    """Elementwise: the inverse sine of x."""
+    return _unary("asin", asin_p, x)
+
+
+def acos(x: Any):
+    """Elementwise: the inverse cosine of x."""
+    return _unary("acos", acos_p, x)
+
+
+def atan(x: Any):
+    """Elementwise: the inverse tangent of x."""
+    return _unary("atan", atan_p, x)
+
+
+def sinh(x: Any):
+    """Elementwise: the hyperbolic sine of x."""
+    return _unary("sinh", sinh_p, x)
+
+
+def cosh(x: Any):
+    """Elementwise: the hyperbolic cosine of x."""
+    return _unary("cosh", cosh_p, x)
+
+
+def asinh(x: Any):
+    """Elementwise: the inverse hyperbolic sine of x."""
+    return _unary("asinh", asinh_p, x)
+
+
+def acosh(x: Any):
+    """Elementwise: the inverse hyperbolic cosine of x."""
+    return _unary("acosh", acosh_p, x)
+
+
+def atanh(x: Any):
+    """Elementwise: the inverse hyperbolic tangent of x."""
+    return _unary("atanh", atanh_p, x)
+
+
+def sqrt(x: Any):
+    """Elementwise: the square root of x."""
+    return _unary("sqrt", sqrt_p, x)
+
+
+def rsqrt(x: Any):
+    """Elementwise: 1 / sqrt(x)."""
+    return _unary("rsqrt", rsqrt_p, x)
+
+
+def cbrt(x: Any):
+    """Elementwise: the cube root of x."""
+    return _unary("cbrt", cbrt_p, x)
+
+
+def erf(x: Any):
+    """Elementwise: the error function of x."""
+    return _unary("erf", erf_p, x)
+
+
+def erfc(x: Any):
+    """Elementwise: the complementary error function 1 - erf(x)."""
+    return _unary("erfc", erfc_p, x)
+
+
+def erf_inv(x: Any):
+    """Elementwise: the inverse error function of x."""
+    return _unary("erf_inv", erf_inv_p, x)
+
+
+def lgamma(x: Any):
+    """Elementwise: the log of the absolute value of the gamma function of x."""
+    return _unary("lgamma", lgamma_p, x)
+
+
+def digamma(x: Any):
+    """Elementwise: the digamma function (the derivative of lgamma) of x."""
+    return _unary("digamma", digamma_p, x)
+
+
+def bessel_i0e(x: Any):
+    """Elementwise: the exponentially scaled modified Bessel function of order 0 of x."""
+    return _unary("bessel_i0e", bessel_i0e_p, x)
+
+
+def bessel_i1e(x: Any):
+    """Elementwise: the exponentially scaled modified Bessel function of order 1 of x."""
+    return _unary("bessel_i1e", bessel_i1e_p, x)
+
+
+def bitwise_not(x: Any):
+    """Elementwise: the bitwise (for booleans: logical) negation of x."""
+    return _unary("bitwise_not", not_p, x)
+
+
+def population_count(x: Any):
+    """Elementwise: the number of set bits of x."""
+    return _unary("population_count", population_count_p, x)
+
+
+def clz(x: Any):
+    """Elementwise: the number of leading zero bits of x."""
+    return _unary("clz", clz_p, x)
+
+
+def real(x: Any):
+    """Elementwise: the real part of x."""
+    return _unary("real", real_p, x)
+
+
+def imag(x: Any):
+    """Elementwise: the imaginary part of x."""
+    return _unary("imag", imag_p, x)
+
+
+def conj(x: Any):
+    """Elementwise: the complex conjugate of x."""
+    return _unary("conj", conj_p, x)
+
+
+def add(x: Any, y: Any):
+    """Elementwise: x + y."""
+    return _binary("add", add_p, x, y)
+
+
+def sub(x: Any, y: Any):
+    """Elementwise: x - y."""
+    return _binary("sub", sub_p, x, y)
+
+
+def mul(x: Any, y: Any):
+    """Elementwise: x * y."""
+    return _binary("mul", mul_p, x, y)
+
+
+def div(x: Any, y: Any):
+    """Elementwise: x / y (integers: truncated toward zero; x / 0 is -1)."""
+    return _binary("div", div_p, x, y)
+
+
+def rem(x: Any, y: Any):
+    """Elementwise: the remainder of x / y, with the sign of x (integers: x % 0 is x)."""
+    return _binary("rem", rem_p, x, y)
+
+
+def max(x: Any, y: Any):  # noqa: A001 - lax's name
+    """Elementwise: the larger of x and y (NaN if either is NaN)."""
+    return _binary("max", max_p, x, y)
+
+
+def min(x: Any, y: Any):  # noqa: A001 - lax's name
+    """Elementwise: the smaller of x and y (NaN if either is NaN)."""
+    return _binary("min", min_p, x, y)
+
+
+def pow(x: Any, y: Any):  # noqa: A001 - lax's name
+    """Elementwise: x ** y."""
+    return _binary("pow", pow_p, x, y)
+
+
+def atan2(x: Any, y: Any):
+    """Elementwise: the angle of the point (y, x): atan(x / y) in the right quadrant."""
+    return _binary("atan2", atan2_p, x, y)
+
+
+def nextafter(x: Any, y: Any):
+    """Elementwise: the next floating-point value after x towards y."""
+    return _binary("nextafter", nextafter_p, x, y)
+
+
+def eq(x: Any, y: Any):
+    """Elementwise: x == y."""
+    return _binary("eq", eq_p, x, y)
+
+
+def ne(x: Any, y: Any):
+    """Elementwise: x != y."""
+    return _binary("ne", ne_p, x, y)
+
+
+def lt(x: Any, y: Any):
+    """Elementwise: x < y."""
+    return _binary("lt", lt_p, x, y)
+
+
+def le(x: Any, y: Any):
+    """Elementwise: x <= y."""
+    return _binary("le", le_p, x, y)
+
+
+def gt(x: Any, y: Any):
+    """Elementwise: x > y."""
+    return _binary("gt", gt_p, x, y)
+
+
+def ge(x: Any, y: Any):
+    """Elementwise: x >= y."""
+    return _binary("ge", ge_p, x, y)
+
+
+def bitwise_and(x: Any, y: Any):
+    """Elementwise: Bitwise (for booleans: logical) and."""
+    return _binary("bitwise_and", and_p, x, y)
+
+
+def bitwise_or(x: Any, y: Any):
+    """Elementwise: Bitwise (for booleans: logical) or."""
+    return _binary("bitwise_or", or_p, x, y)
+
+
+def bitwise_xor(x: Any, y: Any):
+    """Elementwise: Bitwise (for booleans: logical) exclusive or."""
+    return _binary("bitwise_xor", xor_p, x, y)
+
+
+def shift_left(x: Any, y: Any):
+    """Elementwise: x << y (0 when y is out of range)."""
+    return _binary("shift_left", shift_left_p, x, y)
+
+
+def shift_right_logical(x: Any, y: Any):
+    """Elementwise: x >> y, shifting in zeros (0 when y is out of range)."""
+    return _binary("shift_right_logical", shift_right_logical_p, x, y)
+
+
+def shift_right_arithmetic(x: Any, y: Any):
+    """Elementwise: x >> y, shifting in the sign bit."""
+    return _binary("shift_right_arithmetic", shift_right_arithmetic_p, x, y)
+
+
+def complex(x: Any, y: Any):  # noqa: A001 - lax's name
+    """Elementwise: the complex number x + i*y."""
+    return _binary("complex", complex_p, x, y)
+
+
+# lax's name for logical not on bools and ints
+not_ = bitwise_not
 
 
 def round(x: Any, rounding_method: int = 0):  # noqa: A001 - lax's name
@@ -778,12 +1062,7 @@ def clamp(min: Any, x: Any, max: Any):  # noqa: A002 - lax's names
 
 
 # --- transformation rules: JVP, transpose (linear ops), batching -----------------------------
-# (the user functions above are made in loops; the rules call them by name)
-mul, add, sub, div, neg, eq, ge, gt, lt, sign, floor, log, exp, cos, sin, cosh, sinh, rsqrt, \
-    square, digamma, real, imag, conj = (globals()[n] for n in (
-        "mul", "add", "sub", "div", "neg", "eq", "ge", "gt", "lt", "sign", "floor", "log", "exp",
-        "cos", "sin", "cosh", "sinh", "rsqrt", "square", "digamma", "real", "imag", "conj"))
-_complex, _pow = globals()["complex"], globals()["pow"]
+_complex, _pow = complex, pow  # (the rules below also use Python's builtins of these names)
 
 
 def _zeros_like(x):
@@ -962,10 +1241,9 @@ for _p in (sign_p, floor_p, ceil_p, round_p, is_finite_p, nextafter_p, eq_p, ne_
            shift_right_arithmetic_p, population_count_p, clz_p, bitcast_convert_type_p):
     _p.def_not_differentiable()
 
-for _p in (*_unary.values(), round_p, integer_pow_p, convert_element_type_p):
+# (the unop/binop families batch their primitives themselves)
+for _p in (abs_p, round_p, integer_pow_p, convert_element_type_p):
     def_vectorized(_p)
-for _p in (*_binary.values(), fma_p):
-    def_broadcasting(_p)
 def_broadcasting(select_n_p, lambda i, n: i == 0)  # only the selector may stay rank 0
 def_broadcasting(clamp_p, lambda i, n: i != 1)     # the bounds may stay rank 0
 bitcast_convert_type_p.def_batch(_bitcast_batch)
@@ -973,7 +1251,6 @@ bitcast_convert_type_p.def_batch(_bitcast_batch)
 # --- stop_gradient: the identity, with a zero derivative ----------------------------------
 stop_gradient_p = unop("stop_gradient", lambda x: x, ANY)
 stop_gradient_p.def_not_differentiable()
-def_vectorized(stop_gradient_p)
 
 
 def stop_gradient(x: Any) -> Any:
@@ -984,6 +1261,15 @@ def stop_gradient(x: Any) -> Any:
     return tree_map(stop, x)
 
 
-__all__ = sorted(set(_unary) | set(_binary) | {
-    "not_", "round", "RoundingMethod", "integer_pow", "convert_element_type",
-    "bitcast_convert_type", "select_n", "select", "clamp", "fma", "polygamma", "stop_gradient"})
+__all__ = [
+    "RoundingMethod", "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh",
+    "bessel_i0e", "bessel_i1e", "bitcast_convert_type", "bitwise_and", "bitwise_not",
+    "bitwise_or", "bitwise_xor", "cbrt", "ceil", "clamp", "clz", "complex", "conj",
+    "convert_element_type", "cos", "cosh", "digamma", "div", "eq", "erf", "erf_inv", "erfc",
+    "exp", "exp2", "expm1", "floor", "fma", "ge", "gt", "imag", "integer_pow", "is_finite",
+    "le", "lgamma", "log", "log1p", "logistic", "lt", "max", "min", "mul", "ne", "neg",
+    "nextafter", "not_", "polygamma", "population_count", "pow", "real", "rem", "round",
+    "rsqrt", "select", "select_n", "shift_left", "shift_right_arithmetic",
+    "shift_right_logical", "sign", "sin", "sinh", "sqrt", "square", "stop_gradient", "sub",
+    "tan", "tanh"
+]
