@@ -13,6 +13,9 @@ import numpy as np
 from ..compiler.passes import dce
 from ..core.avals import ShapedArray
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
+from ..core.rules import (UndefinedPrimal, Zero, add_tangents, axis_size, bdim_at_front,
+                          instantiate, is_undefined, moveaxis, not_mapped, tangent_aval,
+                          zeros_like_aval)
 from ..core.trace import get_aval
 from ..lax.control_flow import cond_p, scan_p, while_p
 from ..lax.elementwise import clamp, select_n
@@ -24,8 +27,6 @@ from .jaxpr_util import add_unused_invars, eval_closed, permute_invars, permute_
     trace_closed
 from .jvp import jvp_jaxpr
 from .linearize import linearize_jaxpr
-from .rules import (UndefinedPrimal, Zero, add_tangents, axis_size, bdim_at_front, instantiate,
-                    is_undefined, moveaxis, not_mapped, tangent_aval, zeros_like_aval)
 from .transpose import backward_pass, call_transpose, transpose_jaxpr
 
 

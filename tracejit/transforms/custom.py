@@ -12,14 +12,14 @@ from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import ClosedJaxpr
 from ..core.primitive import Primitive
 from ..core.pytree import tree_flatten, tree_map, tree_unflatten
+from ..core.rules import (Zero, axis_size, bdim_at_front, differentiable, instantiate, not_mapped,
+                          tangent_aval)
 from ..core.trace import fun_debug_info, get_aval, trace_to_jaxpr
 from ..runtime.jit import closure_convert
 from .batching import batch_flat, batch_jaxpr
 from .jaxpr_util import eval_closed, trace_closed
 from .jvp import jvp_jaxpr
 from .linearize import linearize_jaxpr
-from .rules import (Zero, axis_size, bdim_at_front, differentiable, instantiate, not_mapped,
-                    tangent_aval)
 from .transpose import call_transpose
 
 

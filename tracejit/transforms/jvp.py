@@ -10,9 +10,9 @@ from typing import Any, Callable, Sequence
 from ..core.avals import ShapedArray
 from ..core.jaxpr import ClosedJaxpr
 from ..core.primitive import Primitive
+from ..core.rules import Zero, differentiable, instantiate, tangent_aval
 from ..core.trace import Trace, Tracer, full_lower, full_raise, get_aval, new_main
 from .jaxpr_util import eval_closed, trace_closed
-from .rules import Zero, differentiable, instantiate, tangent_aval
 
 
 def concrete_or_none(x: Any):

@@ -12,11 +12,11 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 from ..core.avals import ShapedArray
 from ..core.jaxpr import ClosedJaxpr
+from ..core.rules import Zero, differentiable, instantiate, tangent_aval
 from ..core.trace import (DebugInfo, DynamicJaxprTrace, JaxprBuilder, Trace, full_raise,
                           get_aval, new_main)
 from .jaxpr_util import eval_closed, split_tracer_consts, trace_closed
 from .jvp import JVPTracer, jvp_rule, wrap_outputs
-from .rules import Zero, differentiable, instantiate, tangent_aval
 
 
 class LinearizeTracer(JVPTracer):
