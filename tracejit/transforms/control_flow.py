@@ -17,11 +17,11 @@ from ..core.rules import (UndefinedPrimal, Zero, add_tangents, axis_size, bdim_a
                           instantiate, is_undefined, moveaxis, not_mapped, tangent_aval,
                           zeros_like_aval)
 from ..core.trace import get_aval
+from ..lax.call import pjit_p
 from ..lax.control_flow import cond_p, scan_p, while_p
 from ..lax.elementwise import clamp, select_n
 from ..lax.reduce import reduce_or
 from ..lax.shape import broadcast_in_dim
-from ..runtime.jit import pjit_p
 from .batching import batch_jaxpr, move_to_front
 from .jaxpr_util import add_unused_invars, eval_closed, permute_invars, permute_outvars, \
     trace_closed

@@ -15,7 +15,7 @@ from ..core.pytree import tree_flatten, tree_map, tree_unflatten
 from ..core.rules import (Zero, axis_size, bdim_at_front, differentiable, instantiate, not_mapped,
                           tangent_aval)
 from ..core.trace import fun_debug_info, get_aval, trace_to_jaxpr
-from ..runtime.jit import closure_convert
+from ..lax.call import closure_convert
 from .batching import batch_flat, batch_jaxpr
 from .jaxpr_util import eval_closed, trace_closed
 from .jvp import jvp_jaxpr

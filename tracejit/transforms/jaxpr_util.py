@@ -39,19 +39,6 @@ def eval_closed(closed: ClosedJaxpr, *args: Any) -> list:
     return eval_jaxpr_bind(closed.jaxpr, closed.consts, *args)
 
 
-def split_tracer_consts(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
-    """Move consts that are tracers (of an enclosing trace) to leading invars."""
-    jaxpr = closed.jaxpr
-    moved = [isinstance(c, Tracer) for c in closed.consts]
-    if not any(moved):
-        return closed, []
-    keep = [(v, c) for v, c, m in zip(jaxpr.constvars, closed.consts, moved) if not m]
-    lead = [(v, c) for v, c, m in zip(jaxpr.constvars, closed.consts, moved) if m]
-    new = Jaxpr([v for v, _ in keep], [v for v, _ in lead] + jaxpr.invars, jaxpr.outvars,
-                jaxpr.eqns, jaxpr.debug_info)
-    return ClosedJaxpr(new, [c for _, c in keep]), [c for _, c in lead]
-
-
 def trace_closed(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedArray]
                  ) -> ClosedJaxpr:
     """Stage a flat function of closed jaxprs (it captures no tracers) into a ClosedJaxpr."""
