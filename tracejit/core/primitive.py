@@ -28,6 +28,9 @@ class Primitive:
         self.batch: Callable | None = None
         # call and control-flow primitives split their primal and tangent work themselves
         self.linearize: Callable | None = None
+        # dce(eqn, used_outputs) -> the equation computing only the used outputs (primitives
+        # with sub-jaxprs drop carries, branch outputs and operands nothing needs)
+        self.dce: Callable | None = None
         self.lowering: Callable | None = None
         self.not_differentiable = False
         if name in registry:
@@ -73,6 +76,10 @@ class Primitive:
 
     def def_linearize(self, f: Callable) -> Callable:
         self.linearize = f
+        return f
+
+    def def_dce(self, f: Callable) -> Callable:
+        self.dce = f
         return f
 
     def def_lowering(self, f: Callable) -> Callable:

@@ -10,8 +10,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..compiler.passes import dce
 from ..core.avals import ShapedArray
+from ..core.dce import dce
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.rules import (UndefinedPrimal, Zero, add_tangents, axis_size, bdim_at_front,
                           instantiate, is_undefined, moveaxis, not_mapped, tangent_aval,
