@@ -156,14 +156,14 @@ def map_subjaxprs(eqn: Eqn, f: Callable[[ClosedJaxpr], ClosedJaxpr], memo: dict)
 
 class _Namer:
     def __init__(self):
-        self.names: dict[int, str] = {}
+        self.names: dict[Var, str] = {}
 
     def __call__(self, v) -> str:
         if isinstance(v, Literal):
             return v.pretty()
-        name = self.names.get(id(v))
+        name = self.names.get(v)
         if name is None:
-            name = self.names[id(v)] = _name(len(self.names))
+            name = self.names[v] = _name(len(self.names))
         return name
 
 
@@ -242,19 +242,19 @@ def _same_type(a: ShapedArray, b: ShapedArray) -> bool:
 
 def check_jaxpr(jaxpr: Jaxpr) -> None:
     """Every var defined once before use; each eqn's outputs are what its abstract eval says."""
-    defined: set[int] = set()
+    defined: set[Var] = set()
 
     def define(v: Var, where: str) -> None:
         if not isinstance(v, Var):
             raise JaxprTypeError(f"{where}: binder {v!r} is not a Var")
-        if id(v) in defined:
+        if v in defined:
             raise JaxprTypeError(f"{where}: variable {v!r} defined twice")
-        defined.add(id(v))
+        defined.add(v)
 
     def read(v, where: str) -> None:
         if isinstance(v, Literal):
             return
-        if id(v) not in defined:
+        if not isinstance(v, Var) or v not in defined:
             raise JaxprTypeError(f"{where}: variable {v!r} used before definition")
 
     for v in itertools.chain(jaxpr.constvars, jaxpr.invars):

@@ -17,21 +17,21 @@ def literal_value(v: Literal) -> Array:
 
 def eval_jaxpr_bind(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list:
     """Evaluate `jaxpr` by binding each equation's primitive: the active traces transform it."""
-    env: dict[int, Any] = {}
+    env: dict[Var, Any] = {}
 
     def read(v):
-        return literal_value(v) if isinstance(v, Literal) else env[id(v)]
+        return literal_value(v) if isinstance(v, Literal) else env[v]
 
     for v, x in zip(jaxpr.constvars, consts):
-        env[id(v)] = x
+        env[v] = x
     for v, x in zip(jaxpr.invars, args):
-        env[id(v)] = x
+        env[v] = x
     for eqn in jaxpr.eqns:
         outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
         if not eqn.primitive.multiple_results:
             outs = (outs,)
         for v, out in zip(eqn.outvars, outs):
-            env[id(v)] = out
+            env[v] = out
     return [read(v) for v in jaxpr.outvars]
 
 
