@@ -10,8 +10,8 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.avals import ShapedArray
-from ..core.primitive import Primitive
 from ..core.jvp_trace import jvp_flat
+from ..core.primitive import Primitive
 from ..core.rules import def_axis_batching, def_linear
 from ._base import FLOAT, NUM, as_lax_operands, check_dtype
 from .control_flow import associative_scan

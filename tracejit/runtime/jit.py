@@ -15,7 +15,6 @@ from ..core import errors
 from ..core.array import Array
 from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.config import config
-from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.pytree import PyTreeDef, leaf_names, tree_flatten, tree_leaves, tree_unflatten
 from ..core.trace import (Tracer, current_dynamic_trace, fun_debug_info, get_aval,
                           trace_to_jaxpr)
