@@ -476,4 +476,4 @@ def eval_shape(fun: Callable, *args, **kwargs):
     return Jitted(fun).eval_shape(*args, **kwargs)
 
 
-__all__ = ["jit", "make_jaxpr", "eval_shape", "pjit_p", "Jitted", "closure_convert", "errors"]
+__all__ = ["jit", "make_jaxpr", "eval_shape", "Jitted", "errors"]
