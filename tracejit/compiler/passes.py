@@ -13,8 +13,9 @@ import numpy as np
 from ..core import dtypes
 from ..core.array import Array
 from ..core.avals import ShapedArray
-from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
-from ..core.primitive import ELEMENTWISE, Primitive
+from ..core.dce import dce, dce_closed
+from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, has_subjaxprs, map_subjaxprs
+from ..core.primitive import ELEMENTWISE, Primitive, registry
 from ..lax.elementwise import convert_element_type_p
 from ..lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p
 from .rows import fuse_rows
@@ -100,33 +101,6 @@ def _substitute(eqn: Eqn, read: Callable) -> Eqn:
     return Eqn(eqn.primitive, invars, eqn.outvars, eqn.params, eqn.source_info)
 
 
-def _has_subjaxprs(eqn: Eqn) -> bool:
-    return bool(eqn.params) and any(
-        isinstance(x, ClosedJaxpr) for value in eqn.params.values()
-        for x in (value if isinstance(value, tuple) else (value,)))
-
-
-def _map_subjaxprs(eqn: Eqn, f: Callable[[ClosedJaxpr], ClosedJaxpr], memo: dict) -> Eqn:
-    """`eqn` with `f` applied to each sub-jaxpr of its params, once per distinct ClosedJaxpr:
-    eqns that shared a body still share its rewrite (CSE compares bodies by identity)."""
-    def apply(closed: ClosedJaxpr) -> ClosedJaxpr:
-        hit = memo.get(id(closed))
-        if hit is None:
-            hit = memo[id(closed)] = (closed, f(closed))  # holding `closed` keeps its id unique
-        return hit[1]
-
-    if not _has_subjaxprs(eqn):
-        return eqn
-    params = {}
-    for k, value in eqn.params.items():
-        if isinstance(value, ClosedJaxpr):
-            value = apply(value)
-        elif isinstance(value, tuple) and value and all(isinstance(x, ClosedJaxpr) for x in value):
-            value = tuple(apply(x) for x in value)
-        params[k] = value
-    return eqn.replace(params=params)
-
-
 def _has_loops(jaxpr: Jaxpr) -> bool:
     return any(eqn.primitive.name in ("scan", "while") or any(
         _has_loops(closed.jaxpr) for value in eqn.params.values()
@@ -154,45 +128,15 @@ def _size(aval: ShapedArray) -> int:
 
 
 # --- dce -------------------------------------------------------------------------------------
-
-def dce(jaxpr: Jaxpr) -> Jaxpr:
-    """Drop equations none of whose outputs are used (all primitives are pure), and inside
-    control flow the outputs, loop carries and body inputs nothing needs."""
-    return _dce_jaxpr(jaxpr, [True] * len(jaxpr.outvars))[0]
-
-
-def _dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool]) -> tuple[Jaxpr, set[int]]:
-    """The jaxpr computing only the used outputs (binders kept), and the ids of live vars."""
-    outvars = _select(jaxpr.outvars, used_outputs)
-    live = {id(v) for v in outvars if isinstance(v, Var)}
-    kept: list[Eqn] = []
-    for eqn in reversed(jaxpr.eqns):
-        used = [id(v) in live for v in eqn.outvars]
-        if not any(used):
-            continue
-        rule = _DCE_RULES.get(eqn.primitive.name)
-        eqn = rule(eqn, used) if rule else _map_subjaxprs(eqn, _on_body(dce), {})
-        kept.append(eqn)
-        live.update(id(v) for v in eqn.invars if isinstance(v, Var))
-    kept.reverse()
-    return _rebuild(jaxpr, outvars=outvars, eqns=kept), live
-
-
-def _dce_closed(closed: ClosedJaxpr, used_outputs: Sequence[bool]
-                ) -> tuple[ClosedJaxpr, list[bool]]:
-    """A body computing only the used outputs, without unused consts; which invars it reads."""
-    j, live = _dce_jaxpr(closed.jaxpr, used_outputs)
-    keep = [id(v) in live for v in j.constvars]
-    j = _rebuild(j, constvars=_select(j.constvars, keep))
-    return ClosedJaxpr(j, _select(closed.consts, keep)), [id(v) in live for v in j.invars]
-
+# The walk is core.dce (the transformations prune with it too); these are the rules of the
+# primitives with bodies.
 
 def _keep_invars(closed: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
     return _with_invars(closed, _select(closed.jaxpr.invars, keep))
 
 
 def _dce_cond(eqn: Eqn, used: list[bool]) -> Eqn:
-    results = [_dce_closed(b, used) for b in eqn.params["branches"]]
+    results = [dce_closed(b, used) for b in eqn.params["branches"]]
     reads = [any(col) for col in zip(*(r for _, r in results))]
     branches = tuple(_keep_invars(b, reads) for b, _ in results)
     index, *ops = eqn.invars
@@ -206,7 +150,7 @@ def _dce_scan(eqn: Eqn, used: list[bool]) -> Eqn:
     carry, ys = used[:nk], used[nk:]
     # a carry is needed when its result is used or the body reads it for a needed output
     while True:
-        body, reads = _dce_closed(p["jaxpr"], carry + ys)
+        body, reads = dce_closed(p["jaxpr"], carry + ys)
         grown = [c or r for c, r in zip(carry, reads[nc:nc + nk])]
         if grown == carry:
             break
@@ -220,10 +164,10 @@ def _dce_scan(eqn: Eqn, used: list[bool]) -> Eqn:
 def _dce_while(eqn: Eqn, used: list[bool]) -> Eqn:
     p = eqn.params
     cn, bn = p["cond_nconsts"], p["body_nconsts"]
-    cond, cond_reads = _dce_closed(p["cond_jaxpr"], [True])
+    cond, cond_reads = dce_closed(p["cond_jaxpr"], [True])
     carry = [u or r for u, r in zip(used, cond_reads[cn:])]
     while True:
-        body, reads = _dce_closed(p["body_jaxpr"], carry)
+        body, reads = dce_closed(p["body_jaxpr"], carry)
         grown = [c or r for c, r in zip(carry, reads[bn:])]
         if grown == carry:
             break
@@ -238,13 +182,15 @@ def _dce_while(eqn: Eqn, used: list[bool]) -> Eqn:
 
 
 def _dce_call(eqn: Eqn, used: list[bool]) -> Eqn:
-    body, reads = _dce_closed(eqn.params["jaxpr"], used)
+    body, reads = dce_closed(eqn.params["jaxpr"], used)
     return eqn.replace(invars=_select(eqn.invars, reads), outvars=_select(eqn.outvars, used),
                        params={**eqn.params, "jaxpr": _keep_invars(body, reads)})
 
 
 _DCE_RULES: dict[str, Callable[[Eqn, list[bool]], Eqn]] = {
     "cond": _dce_cond, "scan": _dce_scan, "while": _dce_while, "jit": _dce_call}
+for _name, _rule in _DCE_RULES.items():  # the walk (core.dce) reads them off the primitives
+    registry[_name].def_dce(_rule)
 
 
 # --- cse -------------------------------------------------------------------------------------
@@ -261,7 +207,7 @@ def _cse(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
     seen: dict[tuple, list[Var]] = {}
     eqns = []
     for eqn in jaxpr.eqns:
-        eqn = _map_subjaxprs(_substitute(eqn, read),
+        eqn = map_subjaxprs(_substitute(eqn, read),
                              _on_body(lambda j: _cse(j, memo)), memo)
         key = _cse_key(eqn)
         try:
@@ -318,7 +264,7 @@ def _fold(jaxpr: Jaxpr, consts: list, max_size: int, new_consts: bool,
     for eqn in jaxpr.eqns:
         eqn = _substitute(eqn, read)
         allow = eqn.primitive.name in _CONTROL_FLOW
-        eqn = _map_subjaxprs(eqn, fold_body(allow), memo.setdefault(allow, {}))
+        eqn = map_subjaxprs(eqn, fold_body(allow), memo.setdefault(allow, {}))
         outs = _evaluate(eqn, known, max_size, new_consts)
         if outs is None:
             eqns.append(eqn)
@@ -350,7 +296,7 @@ def _evaluate(eqn: Eqn, known: dict[int, np.ndarray], max_size: int,
         return None
     # calls and control flow (possibly long loops) run at run time; so does anything holding
     # a callable, such as a custom rule
-    if _has_subjaxprs(eqn) or any(callable(p) for p in eqn.params.values()):
+    if has_subjaxprs(eqn) or any(callable(p) for p in eqn.params.values()):
         return None
     # a broadcast scalar costs nothing inside a fused kernel, and simplify's rules read it
     if _broadcast_scalar(eqn) is not None:
@@ -382,7 +328,7 @@ def _simplify(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
 
     eqns = []
     for eqn in jaxpr.eqns:
-        pending = [_map_subjaxprs(eqn, _on_body(lambda j: _simplify(j, memo)), memo)]
+        pending = [map_subjaxprs(eqn, _on_body(lambda j: _simplify(j, memo)), memo)]
         while pending:  # rewritten eqns go through the rules again
             eqn = pending.pop()
             eqn = _substitute(eqn, read)
@@ -560,7 +506,7 @@ def licm(jaxpr: Jaxpr) -> Jaxpr:
 def _licm(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
     eqns = []
     for eqn in jaxpr.eqns:
-        eqn = _map_subjaxprs(eqn, _on_body(lambda j: _licm(j, memo)), memo)
+        eqn = map_subjaxprs(eqn, _on_body(lambda j: _licm(j, memo)), memo)
         if eqn.primitive.name == "scan":
             eqn = _licm_scan(eqn, eqns)
         elif eqn.primitive.name == "while":
@@ -641,7 +587,7 @@ def _forward(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
     read = _reader(subst)
     eqns = []
     for eqn in jaxpr.eqns:
-        eqn = _map_subjaxprs(_substitute(eqn, read),
+        eqn = map_subjaxprs(_substitute(eqn, read),
                              _on_body(lambda j: _forward(j, memo)), memo)
         rule = {"scan": _forward_scan, "while": _forward_while}.get(eqn.primitive.name)
         if rule is not None:

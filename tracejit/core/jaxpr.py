@@ -6,7 +6,7 @@ build new Jaxprs.
 from __future__ import annotations
 
 import itertools
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -125,18 +125,45 @@ class ClosedJaxpr:
         return self is other
 
 
+def has_subjaxprs(eqn: Eqn) -> bool:
+    return bool(eqn.params) and any(
+        isinstance(x, ClosedJaxpr) for value in eqn.params.values()
+        for x in (value if isinstance(value, tuple) else (value,)))
+
+
+def map_subjaxprs(eqn: Eqn, f: Callable[[ClosedJaxpr], ClosedJaxpr], memo: dict) -> Eqn:
+    """`eqn` with `f` applied to each sub-jaxpr of its params, once per distinct ClosedJaxpr:
+    eqns that shared a body still share its rewrite (CSE compares bodies by identity)."""
+    def apply(closed: ClosedJaxpr) -> ClosedJaxpr:
+        hit = memo.get(closed)
+        if hit is None:
+            hit = memo[closed] = f(closed)
+        return hit
+
+    if not has_subjaxprs(eqn):
+        return eqn
+    params = {}
+    for k, value in eqn.params.items():
+        if isinstance(value, ClosedJaxpr):
+            value = apply(value)
+        elif isinstance(value, tuple) and value and all(isinstance(x, ClosedJaxpr) for x in value):
+            value = tuple(apply(x) for x in value)
+        params[k] = value
+    return eqn.replace(params=params)
+
+
 # --- printing ------------------------------------------------------------------------------
 
 class _Namer:
     def __init__(self):
-        self.names: dict[int, str] = {}
+        self.names: dict[Var, str] = {}
 
     def __call__(self, v) -> str:
         if isinstance(v, Literal):
             return v.pretty()
-        name = self.names.get(id(v))
+        name = self.names.get(v)
         if name is None:
-            name = self.names[id(v)] = _name(len(self.names))
+            name = self.names[v] = _name(len(self.names))
         return name
 
 
@@ -215,19 +242,19 @@ def _same_type(a: ShapedArray, b: ShapedArray) -> bool:
 
 def check_jaxpr(jaxpr: Jaxpr) -> None:
     """Every var defined once before use; each eqn's outputs are what its abstract eval says."""
-    defined: set[int] = set()
+    defined: set[Var] = set()
 
     def define(v: Var, where: str) -> None:
         if not isinstance(v, Var):
             raise JaxprTypeError(f"{where}: binder {v!r} is not a Var")
-        if id(v) in defined:
+        if v in defined:
             raise JaxprTypeError(f"{where}: variable {v!r} defined twice")
-        defined.add(id(v))
+        defined.add(v)
 
     def read(v, where: str) -> None:
         if isinstance(v, Literal):
             return
-        if id(v) not in defined:
+        if not isinstance(v, Var) or v not in defined:
             raise JaxprTypeError(f"{where}: variable {v!r} used before definition")
 
     for v in itertools.chain(jaxpr.constvars, jaxpr.invars):

@@ -14,7 +14,7 @@ from ..core.array import Array
 from ..core.avals import ShapedArray
 from ..core.primitive import ELEMENTWISE, Primitive
 from ..core.trace import Tracer, get_aval
-from ..transforms.rules import def_broadcasting, def_vectorized
+from ..core.rules import def_broadcasting, def_vectorized
 
 # dtype kinds accepted by an op
 BOOL = "bool"

@@ -72,8 +72,8 @@ def _join_consts(traced: Sequence[_Traced]) -> tuple[list[ClosedJaxpr], list]:
 
 def _forwarding(jaxpr: Jaxpr) -> list[int | None]:
     """For each output, the index of the input it returns unchanged, else None."""
-    index = {id(v): i for i, v in enumerate(jaxpr.invars)}
-    return [index.get(id(v)) for v in jaxpr.outvars]
+    index = {v: i for i, v in enumerate(jaxpr.invars)}
+    return [index.get(v) for v in jaxpr.outvars]
 
 
 def _rebuild(closed: ClosedJaxpr, invars: list | None = None, outvars: list | None = None,
@@ -94,13 +94,13 @@ def _move_to_front(items: Sequence, move: Sequence[bool]) -> list:
 
 def _live(jaxpr: Jaxpr) -> tuple[list, list[bool]]:
     """Dead-code elimination: the equations the outputs need, and which inputs they read."""
-    live = {id(v) for v in jaxpr.outvars}
+    live = {v for v in jaxpr.outvars}
     eqns = []
     for eqn in reversed(jaxpr.eqns):
-        if any(id(v) in live for v in eqn.outvars):
+        if any(v in live for v in eqn.outvars):
             eqns.append(eqn)
-            live.update(id(v) for v in eqn.invars)
-    return eqns[::-1], [id(v) in live for v in jaxpr.invars]
+            live.update(v for v in eqn.invars)
+    return eqns[::-1], [v in live for v in jaxpr.invars]
 
 
 def _flat_avals(leaves: Sequence[Any]) -> list[ShapedArray]:

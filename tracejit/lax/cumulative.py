@@ -10,9 +10,9 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.avals import ShapedArray
+from ..core.jvp_trace import jvp_flat
 from ..core.primitive import Primitive
-from ..transforms.jvp import jvp_flat
-from ..transforms.rules import def_axis_batching, def_linear
+from ..core.rules import def_axis_batching, def_linear
 from ._base import FLOAT, NUM, as_lax_operands, check_dtype
 from .control_flow import associative_scan
 from .elementwise import add, exp, log, max, min, mul, stop_gradient, sub  # noqa: A004

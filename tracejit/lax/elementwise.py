@@ -18,10 +18,10 @@ from ..core.array import Array
 from ..core.avals import ShapedArray
 from ..core.primitive import ELEMENTWISE, Primitive
 from ..core.pytree import tree_map
+from ..core.rules import (Zero, aval_of, broadcast_to_aval, def_broadcasting, def_linear,
+                          def_vectorized, defjvp, defjvp2, full_like_aval, instantiate,
+                          is_undefined, moveaxis, unbroadcast)
 from ..core.trace import Tracer, get_aval
-from ..transforms.rules import (Zero, aval_of, broadcast_to_aval, def_broadcasting, def_linear,
-                                def_vectorized, defjvp, defjvp2, full_like_aval, instantiate,
-                                is_undefined, moveaxis, unbroadcast)
 from ._base import (ANY, FLOAT, INT, INTBOOL, NUM, as_lax_operands, binop,
                     check_dtype, unop)
 

@@ -19,9 +19,9 @@ from ..core.avals import ShapedArray, check_shape
 from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.primitive import INDEX_MAP, Primitive
+from ..core.rules import (Zero, aval_of, axis_size, bdim_at_front, defjvp, full_like_aval,
+                          instantiate, is_undefined, moveaxis, not_mapped)
 from ..core.trace import Tracer, get_aval, trace_to_jaxpr
-from ..transforms.rules import (Zero, aval_of, axis_size, bdim_at_front, defjvp, full_like_aval,
-                                instantiate, is_undefined, moveaxis, not_mapped)
 from ._base import ANY, NUM, as_lax_operands, canonicalize_axis, check_dtype, const_like
 from .elementwise import add, div, eq, lt, mul, neg, select
 from .shape import (broadcast, broadcast_in_dim, concatenate, expand_dims, full_like, index_in_dim,

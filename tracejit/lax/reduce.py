@@ -9,9 +9,8 @@ import numpy as np
 from ..core import dtypes
 from ..core.avals import ShapedArray
 from ..core.primitive import REDUCTION, Primitive
+from ..core.rules import Zero, aval_of, def_linear, def_reducer_batching, defjvp2, full_like_aval
 from ..core.trace import get_aval
-from ..transforms.rules import (Zero, aval_of, def_linear, def_reducer_batching, defjvp2,
-                                full_like_aval)
 from ._base import ANY, INTBOOL, NUM, as_lax_operands, check_dtype, normalize_axes
 from .elementwise import add, convert_element_type, div, eq, mul
 from .shape import broadcast_in_dim, concatenate, reshape, slice_in_dim, transpose

@@ -13,9 +13,9 @@ from ..core import dtypes
 from ..core.array import Array
 from ..core.avals import ShapedArray, check_shape
 from ..core.primitive import INDEX_MAP, Primitive
+from ..core.rules import (aval_of, axis_size, bdim_at_front, def_linear, full_like_aval,
+                          is_undefined, moveaxis, sum_over)
 from ..core.trace import get_aval
-from ..transforms.rules import (aval_of, axis_size, bdim_at_front, def_linear, full_like_aval,
-                                is_undefined, moveaxis, sum_over)
 from ._base import as_lax_operands, canonicalize_axis
 from .elementwise import convert_element_type, select_n, sub
 

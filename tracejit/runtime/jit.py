@@ -15,60 +15,13 @@ from ..core import errors
 from ..core.array import Array
 from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.config import config
-from ..core.interpret import eval_jaxpr
-from ..core.jaxpr import ClosedJaxpr, Jaxpr
-from ..core.primitive import Primitive
-from ..core.pytree import PyTreeDef, tree_flatten, tree_leaves, tree_unflatten
+from ..core.pytree import PyTreeDef, leaf_names, tree_flatten, tree_leaves, tree_unflatten
 from ..core.trace import (Tracer, current_dynamic_trace, fun_debug_info, get_aval,
                           trace_to_jaxpr)
+from ..lax.call import closure_convert, pjit_p
 from .executable import Executable, compile_jaxpr
 
-# --- the call primitive ---------------------------------------------------------------------
-
-pjit_p = Primitive("jit", multiple_results=True)  # JAX prints it as `jit` (formerly pjit)
-
-
-def _pjit_abstract(*avals, jaxpr: ClosedJaxpr, name: str):
-    return jaxpr.out_avals
-
-
-def _pjit_impl(*args, jaxpr: ClosedJaxpr, name: str):
-    return eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
-
-
-pjit_p.def_abstract_eval(_pjit_abstract)
-pjit_p.def_impl(_pjit_impl)
-
-
-def closure_convert(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
-    """Turn consts that are tracers of an enclosing trace into leading invars."""
-    if not any(isinstance(c, Tracer) for c in closed.consts):
-        return closed, []
-    jaxpr = closed.jaxpr
-    keep = [(v, c) for v, c in zip(jaxpr.constvars, closed.consts) if not isinstance(c, Tracer)]
-    moved = [(v, c) for v, c in zip(jaxpr.constvars, closed.consts) if isinstance(c, Tracer)]
-    new = Jaxpr([v for v, _ in keep], [v for v, _ in moved] + jaxpr.invars, jaxpr.outvars,
-                jaxpr.eqns, jaxpr.debug_info)
-    return ClosedJaxpr(new, [c for _, c in keep]), [c for _, c in moved]
-
-
 # --- argument handling ----------------------------------------------------------------------
-
-def _leaf_names(name: str, tree: Any) -> list[str]:
-    """Names like `x`, `params['w']`, `state[0]` for each leaf of an argument (for errors)."""
-    if isinstance(tree, dict):
-        try:
-            keys = sorted(tree)
-        except TypeError:
-            keys = list(tree)
-        return [n for k in keys for n in _leaf_names(f"{name}[{k!r}]", tree[k])]
-    if isinstance(tree, (list, tuple)):
-        return [n for i, x in enumerate(tree) for n in _leaf_names(f"{name}[{i}]", x)]
-    leaves, _ = tree_flatten(tree)
-    if len(leaves) == 1:
-        return [name]
-    return [f"{name}.<leaf {i}>" for i in range(len(leaves))]
-
 
 def _static_hint(fun_name: str, static_argnames: set[str], positional: list[str]):
     def hint(names: list[str]) -> str:
@@ -297,9 +250,9 @@ class Jitted:
             if i in static_set:
                 continue
             base = pos[i] if i < len(pos) else f"args[{i}]"
-            names += _leaf_names(base, a)
+            names += leaf_names(base, a)
         for k in sorted(dyn_kwargs):
-            names += _leaf_names(k, dyn_kwargs[k])
+            names += leaf_names(k, dyn_kwargs[k])
         return names
 
     def _flat_fun(self, static, static_kw, in_tree: PyTreeDef, nargs: int):
@@ -523,4 +476,4 @@ def eval_shape(fun: Callable, *args, **kwargs):
     return Jitted(fun).eval_shape(*args, **kwargs)
 
 
-__all__ = ["jit", "make_jaxpr", "eval_shape", "pjit_p", "Jitted", "closure_convert", "errors"]
+__all__ = ["jit", "make_jaxpr", "eval_shape", "Jitted", "errors"]

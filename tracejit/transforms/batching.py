@@ -11,9 +11,9 @@ from typing import Any, Callable, Sequence
 from ..core.avals import ShapedArray
 from ..core.jaxpr import ClosedJaxpr
 from ..core.primitive import Primitive
+from ..core.rules import bdim_at_front, moveaxis, not_mapped, unbatched_aval
 from ..core.trace import Trace, Tracer, full_lower, full_raise, new_main, user_source_info
 from .jaxpr_util import eval_closed, trace_closed
-from .rules import bdim_at_front, moveaxis, not_mapped, unbatched_aval
 
 
 class BatchTracer(Tracer):

@@ -10,22 +10,23 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..compiler.passes import dce
 from ..core.avals import ShapedArray
+from ..core.dce import dce
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
+from ..core.rules import (UndefinedPrimal, Zero, add_tangents, axis_size, bdim_at_front,
+                          instantiate, is_undefined, moveaxis, not_mapped, tangent_aval,
+                          zeros_like_aval)
 from ..core.trace import get_aval
+from ..lax.call import pjit_p
 from ..lax.control_flow import cond_p, scan_p, while_p
 from ..lax.elementwise import clamp, select_n
 from ..lax.reduce import reduce_or
 from ..lax.shape import broadcast_in_dim
-from ..runtime.jit import pjit_p
 from .batching import batch_jaxpr, move_to_front
 from .jaxpr_util import add_unused_invars, eval_closed, permute_invars, permute_outvars, \
     trace_closed
 from .jvp import jvp_jaxpr
 from .linearize import linearize_jaxpr
-from .rules import (UndefinedPrimal, Zero, add_tangents, axis_size, bdim_at_front, instantiate,
-                    is_undefined, moveaxis, not_mapped, tangent_aval, zeros_like_aval)
 from .transpose import backward_pass, call_transpose, transpose_jaxpr
 
 
@@ -81,8 +82,8 @@ def _pjit_linearize(primals, tangents, *, jaxpr, name):
     known, lin, _, out_nz = linearize_jaxpr(jaxpr, _nonzero(tangents), [False] * n_out)
     # a residual that is an input of the call is passed on directly, not returned by it
     kj = known.jaxpr
-    input_of = {id(v): i for i, v in enumerate(kj.invars)}
-    forwarded = [input_of.get(id(v)) for v in kj.outvars[n_out:]]
+    input_of = {v: i for i, v in enumerate(kj.invars)}
+    forwarded = [input_of.get(v) for v in kj.outvars[n_out:]]
     known = _keep_outvars(known, [True] * n_out + [f is None for f in forwarded])
     outs = pjit_p.bind(*primals, jaxpr=known, name=name)
     computed = iter(outs[n_out:])
@@ -363,11 +364,11 @@ def _scan_linearize(primals, tangents, *, jaxpr, num_consts, num_carry, length, 
     # residuals that are consts or xs of the loop are passed as they are; the others are
     # stacked per iteration as extra ys of the known loop
     kj = known.jaxpr
-    const_of = {id(v): i for i, v in enumerate(kj.invars[:nc])}
-    xs_of = {id(v): i for i, v in enumerate(kj.invars[nc + ncar:])}
+    const_of = {v: i for i, v in enumerate(kj.invars[:nc])}
+    xs_of = {v: i for i, v in enumerate(kj.invars[nc + ncar:])}
     res_vars = kj.outvars[n_out:]
-    invariant = [i for i, v in enumerate(res_vars) if id(v) in const_of]
-    sliced = [i for i, v in enumerate(res_vars) if id(v) in xs_of and id(v) not in const_of]
+    invariant = [i for i, v in enumerate(res_vars) if v in const_of]
+    sliced = [i for i, v in enumerate(res_vars) if v in xs_of and v not in const_of]
     stacked = [i for i in range(num_res) if i not in invariant and i not in sliced]
     known = _keep_outvars(known, [True] * n_out + [i in stacked for i in range(num_res)])
     outs = scan_p.bind(*consts, *carry, *xs, jaxpr=known, num_consts=nc, num_carry=ncar,
@@ -381,8 +382,8 @@ def _scan_linearize(primals, tangents, *, jaxpr, num_consts, num_carry, length, 
     r = num_res
     lin = permute_invars(lin, [*invariant, *range(r, r + nct), *range(r + nct, r + nct + ncart),
                                *stacked, *sliced, *range(r + nct + ncart, r + nct + ncart + nxt)])
-    res_consts = [consts[const_of[id(res_vars[i])]] for i in invariant]
-    res_xs = [xs[xs_of[id(res_vars[i])]] for i in sliced]
+    res_consts = [consts[const_of[res_vars[i]]] for i in invariant]
+    res_xs = [xs[xs_of[res_vars[i]]] for i in sliced]
     carry_t = [instantiate(t) for t, z in zip(carry_t, carry_nz) if z]
     t_out = scan_p.bind(*res_consts, *_nonzeros_only(const_t), *carry_t, *res_stacked, *res_xs,
                         *_nonzeros_only(xs_t), jaxpr=lin, num_consts=len(res_consts) + nct,

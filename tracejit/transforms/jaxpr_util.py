@@ -17,39 +17,26 @@ def literal_value(v: Literal) -> Array:
 
 def eval_jaxpr_bind(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list:
     """Evaluate `jaxpr` by binding each equation's primitive: the active traces transform it."""
-    env: dict[int, Any] = {}
+    env: dict[Var, Any] = {}
 
     def read(v):
-        return literal_value(v) if isinstance(v, Literal) else env[id(v)]
+        return literal_value(v) if isinstance(v, Literal) else env[v]
 
     for v, x in zip(jaxpr.constvars, consts):
-        env[id(v)] = x
+        env[v] = x
     for v, x in zip(jaxpr.invars, args):
-        env[id(v)] = x
+        env[v] = x
     for eqn in jaxpr.eqns:
         outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
         if not eqn.primitive.multiple_results:
             outs = (outs,)
         for v, out in zip(eqn.outvars, outs):
-            env[id(v)] = out
+            env[v] = out
     return [read(v) for v in jaxpr.outvars]
 
 
 def eval_closed(closed: ClosedJaxpr, *args: Any) -> list:
     return eval_jaxpr_bind(closed.jaxpr, closed.consts, *args)
-
-
-def split_tracer_consts(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
-    """Move consts that are tracers (of an enclosing trace) to leading invars."""
-    jaxpr = closed.jaxpr
-    moved = [isinstance(c, Tracer) for c in closed.consts]
-    if not any(moved):
-        return closed, []
-    keep = [(v, c) for v, c, m in zip(jaxpr.constvars, closed.consts, moved) if not m]
-    lead = [(v, c) for v, c, m in zip(jaxpr.constvars, closed.consts, moved) if m]
-    new = Jaxpr([v for v, _ in keep], [v for v, _ in lead] + jaxpr.invars, jaxpr.outvars,
-                jaxpr.eqns, jaxpr.debug_info)
-    return ClosedJaxpr(new, [c for _, c in keep]), [c for _, c in lead]
 
 
 def trace_closed(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedArray]

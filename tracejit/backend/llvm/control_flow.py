@@ -9,7 +9,7 @@ from typing import Sequence
 import llvmlite.ir as ir
 import numpy as np
 
-from ...core import dtypes
+from ...core import dtypes, errors
 from ...core.avals import ShapedArray
 from ...compiler.rows import row_map_p
 from ...core.jaxpr import ClosedJaxpr
@@ -25,8 +25,7 @@ from .types import I64
 def _custom_lin(em: Emitter, eqn, ins, dests):
     """The tangent side of a custom_vjp function only exists to be transposed: evaluating it is
     forward-mode autodiff of a custom_vjp function, which JAX (and the interpreter) reject."""
-    from ...transforms.custom import _VJP_JVP_ERROR
-    raise TypeError(_VJP_JVP_ERROR)
+    raise errors.custom_vjp_jvp_error()
 
 
 def _inline_call(em: Emitter, eqn, ins, dests):
