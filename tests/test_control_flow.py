@@ -9,7 +9,7 @@ import pytest
 
 import tracejit
 from tracejit.core import jaxpr as jaxpr_mod
-from tracejit.lax import control_flow
+from tracejit.lax.control_flow import common as control_flow
 
 JAX = (jax, jax.lax, jax.numpy)
 TJ = (tracejit, tracejit.lax, tracejit.numpy)

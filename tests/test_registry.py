@@ -82,3 +82,10 @@ def test_linear_primitives_have_transpose_rules():
               "dynamic_update_slice", "gather", "scatter-add")
     assert [n for n in linear if registry[n].transpose is None] == []
 
+
+
+def test_control_flow_primitives_have_dce_rules():
+    """Control flow drops carries, branch outputs and operands nothing needs: each declares
+    its DCE rule (the generic walk only prunes inside bodies)."""
+    for name in ("cond", "while", "scan", "jit"):
+        assert registry[name].dce is not None, name

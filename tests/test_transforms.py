@@ -13,7 +13,7 @@ import tracejit as tj
 import tracejit.numpy as tnp
 from tracejit import lax
 from tracejit.core import jaxpr as jaxpr_mod
-from tracejit.transforms import jaxpr_util
+from tracejit.core import jaxpr_util
 
 
 @pytest.fixture(autouse=True)

@@ -13,9 +13,9 @@ import numpy as np
 from ..core import dtypes
 from ..core.array import Array
 from ..core.avals import ShapedArray
-from ..core.dce import dce, dce_closed
+from ..core.dce import dce
 from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, has_subjaxprs, map_subjaxprs
-from ..core.primitive import ELEMENTWISE, Primitive, registry
+from ..core.primitive import ELEMENTWISE, Primitive
 from ..lax.elementwise import convert_element_type_p
 from ..lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p
 from .rows import fuse_rows
@@ -127,70 +127,8 @@ def _size(aval: ShapedArray) -> int:
     return math.prod(aval.shape)
 
 
-# --- dce -------------------------------------------------------------------------------------
-# The walk is core.dce (the transformations prune with it too); these are the rules of the
-# primitives with bodies.
-
-def _keep_invars(closed: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
-    return _with_invars(closed, _select(closed.jaxpr.invars, keep))
-
-
-def _dce_cond(eqn: Eqn, used: list[bool]) -> Eqn:
-    results = [dce_closed(b, used) for b in eqn.params["branches"]]
-    reads = [any(col) for col in zip(*(r for _, r in results))]
-    branches = tuple(_keep_invars(b, reads) for b, _ in results)
-    index, *ops = eqn.invars
-    return eqn.replace(invars=[index] + _select(ops, reads), outvars=_select(eqn.outvars, used),
-                       params={**eqn.params, "branches": branches})
-
-
-def _dce_scan(eqn: Eqn, used: list[bool]) -> Eqn:
-    p = eqn.params
-    nc, nk = p["num_consts"], p["num_carry"]
-    carry, ys = used[:nk], used[nk:]
-    # a carry is needed when its result is used or the body reads it for a needed output
-    while True:
-        body, reads = dce_closed(p["jaxpr"], carry + ys)
-        grown = [c or r for c, r in zip(carry, reads[nc:nc + nk])]
-        if grown == carry:
-            break
-        carry = grown
-    keep = reads[:nc] + carry + reads[nc + nk:]
-    return eqn.replace(invars=_select(eqn.invars, keep), outvars=_select(eqn.outvars, carry + ys),
-                       params={**p, "jaxpr": _keep_invars(body, keep),
-                               "num_consts": sum(reads[:nc]), "num_carry": sum(carry)})
-
-
-def _dce_while(eqn: Eqn, used: list[bool]) -> Eqn:
-    p = eqn.params
-    cn, bn = p["cond_nconsts"], p["body_nconsts"]
-    cond, cond_reads = dce_closed(p["cond_jaxpr"], [True])
-    carry = [u or r for u, r in zip(used, cond_reads[cn:])]
-    while True:
-        body, reads = dce_closed(p["body_jaxpr"], carry)
-        grown = [c or r for c, r in zip(carry, reads[bn:])]
-        if grown == carry:
-            break
-        carry = grown
-    cond_consts, body_consts = eqn.invars[:cn], eqn.invars[cn:cn + bn]
-    invars = (_select(cond_consts, cond_reads[:cn]) + _select(body_consts, reads[:bn])
-              + _select(eqn.invars[cn + bn:], carry))
-    return eqn.replace(invars=invars, outvars=_select(eqn.outvars, carry), params={
-        **p, "cond_jaxpr": _keep_invars(cond, cond_reads[:cn] + carry),
-        "body_jaxpr": _keep_invars(body, reads[:bn] + carry),
-        "cond_nconsts": sum(cond_reads[:cn]), "body_nconsts": sum(reads[:bn])})
-
-
-def _dce_call(eqn: Eqn, used: list[bool]) -> Eqn:
-    body, reads = dce_closed(eqn.params["jaxpr"], used)
-    return eqn.replace(invars=_select(eqn.invars, reads), outvars=_select(eqn.outvars, used),
-                       params={**eqn.params, "jaxpr": _keep_invars(body, reads)})
-
-
-_DCE_RULES: dict[str, Callable[[Eqn, list[bool]], Eqn]] = {
-    "cond": _dce_cond, "scan": _dce_scan, "while": _dce_while, "jit": _dce_call}
-for _name, _rule in _DCE_RULES.items():  # the walk (core.dce) reads them off the primitives
-    registry[_name].def_dce(_rule)
+# (dce: the walk is core.dce, which the transformations use too; primitives with bodies declare
+# their DCE rules beside their definitions, in lax/control_flow and lax/call.py)
 
 
 # --- cse -------------------------------------------------------------------------------------

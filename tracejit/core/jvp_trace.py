@@ -1,16 +1,18 @@
 """Forward mode: JVPTrace carries a (primal, tangent) pair through every primitive's JVP rule.
 
 `jvp_flat` differentiates a flat function. The interpreter sits in core, beside the eval and
-staging traces, because lax rules run it too (cumulative ops differentiate their scan form);
-the jaxpr-level transforms built on it live in transforms/.
+staging traces, because lax rules run it too (cumulative ops differentiate their scan form, and
+control flow's rules differentiate their bodies with `jvp_jaxpr`, at the end of this module).
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
 from .avals import ShapedArray
+from .jaxpr import ClosedJaxpr
+from .jaxpr_util import eval_closed, trace_closed
 from .primitive import Primitive
-from .rules import Zero
+from .rules import Zero, differentiable, instantiate, tangent_aval
 from .trace import Trace, Tracer, full_lower, full_raise, get_aval, new_main
 
 
@@ -102,3 +104,24 @@ def jvp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
         outs = fun(*[JVPTracer(trace, p, t) for p, t in zip(primals, tangents)])
         outs = [full_raise(trace, o) for o in outs]
         return [o.primal for o in outs], [o.tangent for o in outs]
+
+
+# --- forward mode on jaxprs -----------------------------------------------------------------
+
+def jvp_jaxpr(closed: ClosedJaxpr, nonzeros: Sequence[bool], instantiate_out: Sequence[bool]
+              ) -> tuple[ClosedJaxpr, list[bool]]:
+    """The jaxpr (primals..., nonzero tangents...) -> (primal outs..., nonzero tangent outs...)
+    of closed's JVP, and which output tangents are nonzero (those asked for always are)."""
+    avals = closed.in_avals
+    t_avals = [tangent_aval(a) for a, nz in zip(avals, nonzeros) if nz]
+    out_nz: list[bool] = []
+
+    def fun(*args):
+        primals, it = args[:len(avals)], iter(args[len(avals):])
+        tangents = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(avals, nonzeros)]
+        p_out, t_out = jvp_flat(lambda *xs: eval_closed(closed, *xs), primals, tangents)
+        out_nz[:] = [type(t) is not Zero or (inst and differentiable(t.aval))
+                     for t, inst in zip(t_out, instantiate_out)]
+        return p_out + [instantiate(t) for t, nz in zip(t_out, out_nz) if nz]
+
+    return trace_closed(fun, list(avals) + t_avals), out_nz

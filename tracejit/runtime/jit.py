@@ -15,10 +15,10 @@ from ..core import errors
 from ..core.array import Array
 from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.config import config
+from ..core.jaxpr_util import closure_convert
 from ..core.pytree import PyTreeDef, leaf_names, tree_flatten, tree_leaves, tree_unflatten
-from ..core.trace import (Tracer, current_dynamic_trace, fun_debug_info, get_aval,
-                          trace_to_jaxpr)
-from ..lax.call import closure_convert, pjit_p
+from ..core.trace import Tracer, current_dynamic_trace, fun_debug_info, get_aval, trace_to_jaxpr
+from ..lax.call import pjit_p
 from .executable import Executable, compile_jaxpr
 
 # --- argument handling ----------------------------------------------------------------------

@@ -12,17 +12,25 @@ import numpy as np
 from ..core import dtypes
 from ..core.array import Array
 from ..core.avals import ShapedArray, ShapeDtypeStruct
+from ..core.batching import batch_flat
+from ..core.jaxpr_util import eval_jaxpr_bind
 from ..core.jvp_trace import jvp_flat
+from ..core.linearize import Linearized, linearize_flat
 from ..core.pytree import PyTreeDef, leaf_names, tree_flatten, tree_unflatten
-from ..core.rules import (UndefinedPrimal, Zero, bdim_at_front, differentiable, instantiate,
-                          moveaxis, not_mapped, tangent_aval, zeros_like_aval)
+from ..core.rules import (
+    UndefinedPrimal,
+    Zero,
+    bdim_at_front,
+    differentiable,
+    instantiate,
+    moveaxis,
+    not_mapped,
+    tangent_aval,
+    zeros_like_aval,
+)
 from ..core.trace import Tracer, fun_debug_info, get_aval, to_numpy
-from . import control_flow  # noqa: F401  (registers the rules of jit, cond, while and scan)
-from .batching import batch_flat
+from ..core.transpose import backward_pass
 from .custom import checkpoint, custom_jvp, custom_vjp, remat  # noqa: F401
-from .jaxpr_util import eval_jaxpr_bind
-from .linearize import Linearized, linearize_flat
-from .transpose import backward_pass
 
 # --- helpers -------------------------------------------------------------------------------
 

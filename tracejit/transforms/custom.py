@@ -9,19 +9,25 @@ import functools
 from typing import Any, Callable, Sequence
 
 from ..core import errors
+from ..core.batching import batch_flat, batch_jaxpr
 from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import ClosedJaxpr
+from ..core.jaxpr_util import closure_convert, eval_closed, trace_closed
+from ..core.jvp_trace import jvp_jaxpr
+from ..core.linearize import linearize_jaxpr
 from ..core.primitive import Primitive
 from ..core.pytree import tree_flatten, tree_map, tree_unflatten
-from ..core.rules import (Zero, axis_size, bdim_at_front, differentiable, instantiate, not_mapped,
-                          tangent_aval)
+from ..core.rules import (
+    Zero,
+    axis_size,
+    bdim_at_front,
+    differentiable,
+    instantiate,
+    not_mapped,
+    tangent_aval,
+)
 from ..core.trace import fun_debug_info, get_aval, trace_to_jaxpr
-from ..lax.call import closure_convert
-from .batching import batch_flat, batch_jaxpr
-from .jaxpr_util import eval_closed, trace_closed
-from .jvp import jvp_jaxpr
-from .linearize import linearize_jaxpr
-from .transpose import call_transpose
+from ..core.transpose import call_transpose
 
 
 def _call_impl(*args, call_jaxpr: ClosedJaxpr, **_):

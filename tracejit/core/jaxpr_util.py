@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ..core.array import Array
-from ..core.avals import ShapedArray
-from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
-from ..core.trace import Tracer, trace_to_jaxpr
+from .array import Array
+from .avals import ShapedArray
+from .jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
+from .trace import Tracer, trace_to_jaxpr
 
 
 def literal_value(v: Literal) -> Array:
@@ -67,3 +67,16 @@ def add_unused_invars(closed: ClosedJaxpr, avals: Sequence[ShapedArray],
     invars = j.invars + extra if at_end else extra + j.invars
     return ClosedJaxpr(Jaxpr(j.constvars, invars, j.outvars, j.eqns, j.debug_info),
                        closed.consts)
+
+
+def closure_convert(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
+    """Turn consts that are tracers of an enclosing trace into leading invars: a body staged
+    inside another trace then closes over nothing that trace owns."""
+    if not any(isinstance(c, Tracer) for c in closed.consts):
+        return closed, []
+    jaxpr = closed.jaxpr
+    keep = [(v, c) for v, c in zip(jaxpr.constvars, closed.consts) if not isinstance(c, Tracer)]
+    moved = [(v, c) for v, c in zip(jaxpr.constvars, closed.consts) if isinstance(c, Tracer)]
+    new = Jaxpr([v for v, _ in keep], [v for v, _ in moved] + jaxpr.invars, jaxpr.outvars,
+                jaxpr.eqns, jaxpr.debug_info)
+    return ClosedJaxpr(new, [c for _, c in keep]), [c for _, c in moved]

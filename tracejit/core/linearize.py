@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple, Sequence
 
-from ..core.avals import ShapedArray
-from ..core.jaxpr import ClosedJaxpr
-from ..core.jvp_trace import JVPTracer, jvp_rule, wrap_outputs
-from ..core.rules import Zero, differentiable, instantiate, tangent_aval
-from ..core.trace import (DebugInfo, DynamicJaxprTrace, JaxprBuilder, Trace, full_raise,
-                          get_aval, new_main)
-from ..lax.call import closure_convert
-from .jaxpr_util import eval_closed, trace_closed
+from .avals import ShapedArray
+from .jaxpr import ClosedJaxpr
+from .jaxpr_util import closure_convert, eval_closed, trace_closed
+from .jvp_trace import JVPTracer, jvp_rule, wrap_outputs
+from .rules import Zero, differentiable, instantiate, tangent_aval
+from .trace import DebugInfo, DynamicJaxprTrace, JaxprBuilder, Trace, full_raise, get_aval, new_main
 
 
 class LinearizeTracer(JVPTracer):

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
-from ..core.primitive import Primitive
-from ..core.rules import UndefinedPrimal, Zero, add_tangents, instantiate, is_undefined
+from .jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from .jaxpr_util import literal_value, trace_closed
+from .primitive import Primitive
+from .rules import UndefinedPrimal, Zero, add_tangents, instantiate, is_undefined
 
 
 def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
