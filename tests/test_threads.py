@@ -125,3 +125,25 @@ def test_concurrent_compiles_and_calls(backend):
                 np.testing.assert_array_equal(np.asarray(g), w)
 
     _run_threads(work, n_threads)
+
+
+def test_a_tracer_passed_to_another_thread_raises():
+    from tracejit.errors import UnexpectedTracerError
+    entered, release = threading.Event(), threading.Event()
+    leaked: list = []
+
+    def f(x):
+        leaked.append(x)
+        entered.set()
+        assert release.wait(60)
+        return x + 1.0
+
+    thread = threading.Thread(target=lambda: tracejit.jit(f)(np.float32(1.0)))
+    thread.start()
+    try:
+        assert entered.wait(60)
+        with pytest.raises(UnexpectedTracerError, match="another thread"):
+            jnp.sin(leaked[0])  # while its trace is still running, in the other thread
+    finally:
+        release.set()
+        thread.join(60)

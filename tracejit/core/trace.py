@@ -263,13 +263,17 @@ def _check_active(x: Tracer, where: str) -> None:
 
 def find_top_trace(xs: Sequence[Any]) -> Trace:
     state = _state
-    top = state.trace_stack[0]
+    stack = state.trace_stack
+    top = stack[0]
     for x in xs:
         if isinstance(x, Tracer):
             main = x._trace.main
             if not main.active:
                 raise errors.leaked_tracer_error(
                     x, "The tracer was used after the transformation that created it finished.")
+            if main.level >= len(stack) or stack[main.level] is not main:
+                raise errors.leaked_tracer_error(
+                    x, "The tracer belongs to a transformation running in another thread.")
             if main.level > top.level:
                 top = main
     dynamic = state.dynamic_trace
