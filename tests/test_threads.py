@@ -93,9 +93,10 @@ def _pytree(x):
     return {"a": x + x, "b": (x - 1, x.T)}
 
 
-_SHARED = [(_double_plus_one, lambda x: x * 2 + 1), (_square_sum, lambda x: (x * x).sum(0, dtype=x.dtype)),
+_SHARED = [(_double_plus_one, lambda x: x * 2 + 1),
+           (_square_sum, lambda x: (x * x).sum(0, dtype=x.dtype)),
            (_abs_where, lambda x: np.where(x > 2, x, -x)),
-           (_pytree, lambda x: {"a": x + x, "b": (x - 1, x.T)})]
+           (_pytree, lambda x: {"a": x + x, "b": (x - 1, x.T)})]  # (function, NumPy oracle)
 
 
 @pytest.mark.parametrize("backend", [None, "interpret"])
