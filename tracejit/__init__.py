@@ -12,7 +12,7 @@ from .core.devices import (default_backend, device_count, devices,  # noqa: F401
                            local_device_count, local_devices, process_count, process_index)
 from .core.dtypes import float0  # noqa: F401
 from .runtime.devices import block_until_ready, device_put  # noqa: F401
-from .runtime.jit import eval_shape, jit, make_jaxpr  # noqa: F401
+from .runtime.jit import clear_caches, eval_shape, jit, make_jaxpr  # noqa: F401
 from .runtime.stages import Compiled, Lowered, Traced  # noqa: F401
 from .transforms.api import (checkpoint, custom_jvp, custom_vjp, grad, hessian,  # noqa: F401
                              jacfwd, jacobian, jacrev, jvp, linear_transpose, linearize, remat,

@@ -10,7 +10,7 @@ from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.pytree import tree_flatten, tree_unflatten
 from ..core.trace import get_aval
 from .executable import Executable
-from .jit import compile_entry, execute
+from .jit import compile_entry, execute, without_unused_args
 
 
 class ArgInfo:
@@ -120,13 +120,16 @@ class Traced(_Stage):
 
 class Lowered(_Stage):
     def as_text(self, dialect: str | None = None, **_) -> str:
-        avals_in = ", ".join(a.str_short() for a in self._entry.in_avals)
-        avals_out = ", ".join(a.str_short() for a in self._entry.closed.out_avals)
+        closed = self._entry.closed
+        if not self._jitted.keep_unused:  # the program compile() builds: what it reads
+            closed, _ = without_unused_args(closed)
+        avals_in = ", ".join(a.str_short() for a in closed.in_avals)
+        avals_out = ", ".join(a.str_short() for a in closed.out_avals)
         return (f"module @jit_{self._jitted.fun_name}  // ({avals_in}) -> ({avals_out})\n"
-                f"{self._entry.closed.jaxpr}\n")
+                f"{closed.jaxpr}\n")
 
     def compile(self, compiler_options: Any = None) -> Compiled:
-        executable = compile_entry(self._entry, self._jitted.backend)
+        executable = compile_entry(self._entry, self._jitted.backend, self._jitted.keep_unused)
         return Compiled(self._jitted, self._entry, executable)
 
 
