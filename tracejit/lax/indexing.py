@@ -586,30 +586,86 @@ scatter_min_p = _scatter_primitive("scatter-min", np.minimum.at, ANY)
 scatter_max_p = _scatter_primitive("scatter-max", np.maximum.at, ANY)
 
 
-def _make_scatter(name: str, prim: Primitive):
-    def f(operand: Any, scatter_indices: Any, updates: Any,
-          dimension_numbers: ScatterDimensionNumbers, *, indices_are_sorted: bool = False,
-          unique_indices: bool = False, mode: str | GatherScatterMode | None = None):
-        operand, updates = as_lax_operands(name, operand, updates)
-        (scatter_indices,) = as_lax_operands(name, scatter_indices)
-        return prim.bind(operand, scatter_indices, updates,
-                         dimension_numbers=_int_tuples(dimension_numbers,
-                                                       ScatterDimensionNumbers),
-                         indices_are_sorted=bool(indices_are_sorted),
-                         unique_indices=bool(unique_indices),
-                         mode=GatherScatterMode.from_any(mode))
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = (f"lax.{name}: XLA's Scatter combining with {prim.name}; out-of-bounds windows "
-                 "are dropped unless mode='clip' (`mode=None` means FILL_OR_DROP).")
-    return f
+_SCATTER_DOC = ("XLA's Scatter of `updates` into `operand` at `scatter_indices`, {}. "
+                "Out-of-bounds windows are dropped unless mode='clip' (`mode=None` means "
+                "FILL_OR_DROP).")
 
 
-scatter = _make_scatter("scatter", scatter_p)
-scatter_add = _make_scatter("scatter_add", scatter_add_p)
-scatter_sub = _make_scatter("scatter_sub", scatter_sub_p)
-scatter_mul = _make_scatter("scatter_mul", scatter_mul_p)
-scatter_min = _make_scatter("scatter_min", scatter_min_p)
-scatter_max = _make_scatter("scatter_max", scatter_max_p)
+def _scatter(name: str, prim: Primitive, operand: Any, scatter_indices: Any, updates: Any,
+             dimension_numbers: ScatterDimensionNumbers, indices_are_sorted: bool,
+             unique_indices: bool, mode: str | GatherScatterMode | None):
+    operand, updates = as_lax_operands(name, operand, updates)
+    (scatter_indices,) = as_lax_operands(name, scatter_indices)
+    return prim.bind(operand, scatter_indices, updates,
+                     dimension_numbers=_int_tuples(dimension_numbers, ScatterDimensionNumbers),
+                     indices_are_sorted=bool(indices_are_sorted),
+                     unique_indices=bool(unique_indices), mode=GatherScatterMode.from_any(mode))
+
+
+def scatter(operand: Any, scatter_indices: Any, updates: Any,
+            dimension_numbers: ScatterDimensionNumbers, *,
+            indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode: str | GatherScatterMode | None = None):
+    return _scatter("scatter", scatter_p, operand, scatter_indices, updates,
+                    dimension_numbers, indices_are_sorted, unique_indices, mode)
+
+
+scatter.__doc__ = _SCATTER_DOC.format("replacing the operand's elements (the last update wins)")
+
+
+def scatter_add(operand: Any, scatter_indices: Any, updates: Any,
+                dimension_numbers: ScatterDimensionNumbers, *,
+                indices_are_sorted: bool = False, unique_indices: bool = False,
+                mode: str | GatherScatterMode | None = None):
+    return _scatter("scatter_add", scatter_add_p, operand, scatter_indices, updates,
+                    dimension_numbers, indices_are_sorted, unique_indices, mode)
+
+
+scatter_add.__doc__ = _SCATTER_DOC.format("adding to the operand's elements")
+
+
+def scatter_sub(operand: Any, scatter_indices: Any, updates: Any,
+                dimension_numbers: ScatterDimensionNumbers, *,
+                indices_are_sorted: bool = False, unique_indices: bool = False,
+                mode: str | GatherScatterMode | None = None):
+    return _scatter("scatter_sub", scatter_sub_p, operand, scatter_indices, updates,
+                    dimension_numbers, indices_are_sorted, unique_indices, mode)
+
+
+scatter_sub.__doc__ = _SCATTER_DOC.format("subtracting from the operand's elements")
+
+
+def scatter_mul(operand: Any, scatter_indices: Any, updates: Any,
+                dimension_numbers: ScatterDimensionNumbers, *,
+                indices_are_sorted: bool = False, unique_indices: bool = False,
+                mode: str | GatherScatterMode | None = None):
+    return _scatter("scatter_mul", scatter_mul_p, operand, scatter_indices, updates,
+                    dimension_numbers, indices_are_sorted, unique_indices, mode)
+
+
+scatter_mul.__doc__ = _SCATTER_DOC.format("multiplying the operand's elements")
+
+
+def scatter_min(operand: Any, scatter_indices: Any, updates: Any,
+                dimension_numbers: ScatterDimensionNumbers, *,
+                indices_are_sorted: bool = False, unique_indices: bool = False,
+                mode: str | GatherScatterMode | None = None):
+    return _scatter("scatter_min", scatter_min_p, operand, scatter_indices, updates,
+                    dimension_numbers, indices_are_sorted, unique_indices, mode)
+
+
+scatter_min.__doc__ = _SCATTER_DOC.format("keeping the smaller of each element and its update")
+
+
+def scatter_max(operand: Any, scatter_indices: Any, updates: Any,
+                dimension_numbers: ScatterDimensionNumbers, *,
+                indices_are_sorted: bool = False, unique_indices: bool = False,
+                mode: str | GatherScatterMode | None = None):
+    return _scatter("scatter_max", scatter_max_p, operand, scatter_indices, updates,
+                    dimension_numbers, indices_are_sorted, unique_indices, mode)
+
+
+scatter_max.__doc__ = _SCATTER_DOC.format("keeping the larger of each element and its update")
 
 
 # scatter_apply: operand[i] = func(operand[i]) at each scattered position; `jaxpr` is func on a
