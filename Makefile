@@ -24,7 +24,8 @@ test: $(VENV)/.test-installed
 	MPLBACKEND=Agg $(PY) -m pytest -n 2 tests
 
 # JAX >= 0.11 needs Python >= 3.12: when a python3.12 exists, JAX's side runs in its own venv
-PY312 ?= $(shell command -v python3.12 2>/dev/null || ls $(HOME)/.pyenv/versions/3.12*/bin/python3.12 2>/dev/null | head -1)
+# (pyenv's interpreters first: its `python3.12` shim exists but fails unless 3.12 is selected)
+PY312 ?= $(or $(shell ls $(HOME)/.pyenv/versions/3.12*/bin/python3.12 2>/dev/null | head -1),$(shell command -v python3.12 2>/dev/null))
 
 .venv-jax312/bin/python:
 	-[ -n "$(PY312)" ] && $(PY312) -m venv .venv-jax312 && .venv-jax312/bin/pip install --quiet jax jaxlib numpy

@@ -270,3 +270,152 @@ def test_jitted_method():
             return isinstance(other, Model)
 
     assert float(Model()(np.float32(2))) == 6.0
+
+
+# --- the trace cache lives on the underlying function, as in JAX ------------------------------
+
+def _count_traces(lib, calls) -> int:
+    """How many times `calls(jit, f)` traces f (a Python side effect runs once per trace)."""
+    count = []
+
+    def f(x, n=2):
+        count.append(1)
+        return x * n
+
+    calls(lib, f)
+    return len(count)
+
+
+@pytest.mark.parametrize("name, calls", [
+    ("two wrappers", lambda lib, f: (lib.jit(f)(4.0), lib.jit(f)(5.0))),
+    ("make_jaxpr then jit", lambda lib, f: (lib.make_jaxpr(f)(4.0), lib.jit(f)(5.0))),
+    ("other static_argnums", lambda lib, f: (lib.jit(f)(4.0, 3), lib.jit(f, static_argnums=1)(
+        4.0, 3))),
+    ("other shape", lambda lib, f: (lib.jit(f)(np.ones(2)), lib.jit(f)(np.ones(3)))),
+    ("clear_cache", lambda lib, f: (lib.jit(f)(4.0), lib.jit(f).clear_cache(), lib.jit(f)(4.0))),
+    ("clear_caches", lambda lib, f: (lib.jit(f)(4.0), lib.clear_caches(), lib.jit(f)(4.0))),
+])
+def test_traces_are_cached_on_the_function_like_jax(name, calls):
+    assert _count_traces(tracejit, calls) == _count_traces(jax, calls)
+
+
+def test_jit_options_that_change_the_program_have_their_own_traces():
+    count = []
+
+    def f(x, y):
+        count.append(1)
+        return x + 1.0
+
+    x, y = np.arange(3.0, dtype=np.float32), np.ones(3, np.float32)
+    want = x + 1.0
+    for kw in [{}, {}, dict(donate_argnums=1), dict(keep_unused=True),
+               dict(backend="interpret"), dict(static_argnums=1)]:
+        args = (x, 7) if kw.get("static_argnums") else (x, y)
+        np.testing.assert_array_equal(np.asarray(tracejit.jit(f, **kw)(*args)), want)
+    assert len(count) == 5  # the second plain jit(f) found the first's trace
+
+
+def test_unreferenceable_callables_get_their_own_cache():
+    class Scale:  # no __weakref__ slot: cannot key a weak dictionary
+        __slots__ = ("k",)
+
+        def __init__(self, k):
+            self.k = k
+
+        def __call__(self, x):
+            return x * self.k
+
+    x = np.arange(4.0, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(tracejit.jit(Scale(3.0))(x)), x * 3)
+    np.testing.assert_array_equal(np.asarray(tracejit.jit(Scale(5.0))(x)), x * 5)
+
+
+def test_traces_do_not_keep_their_function_alive():
+    import gc
+    import weakref
+
+    def make():
+        def f(x):
+            return x * 2.0
+        return f
+
+    f = make()
+    ref = weakref.ref(f)
+    np.testing.assert_array_equal(np.asarray(tracejit.jit(f)(np.ones(3, np.float32))),
+                                  np.full(3, 2.0, np.float32))
+    del f
+    gc.collect()
+    assert ref() is None
+
+
+def test_disable_jit_after_a_compiled_call_runs_python():
+    count = []
+
+    def f(x):
+        count.append(1)
+        return x + 1
+
+    g = tracejit.jit(f)
+    x = tnp.asarray(np.ones(3, np.float32))
+    g(x)
+    g(x)  # the fast path
+    with tracejit.disable_jit():
+        g(x)
+        g(x)
+    g(x)
+    assert len(count) == 3  # one trace, two Python runs
+
+
+# --- jit options: device, abstracted_axes, keep_unused -------------------------------------
+
+def test_jit_device_option_like_jax():
+    x = np.arange(3.0, dtype=np.float32)
+    with pytest.warns(DeprecationWarning):
+        got = tracejit.jit(lambda x: x + 1, device=tracejit.devices()[0])(x)
+    np.testing.assert_array_equal(np.asarray(got), x + 1)
+    assert got.devices() == {tracejit.devices()[0]}
+    np.testing.assert_array_equal(np.asarray(tracejit.jit(lambda x: x + 1, device=None)(x)),
+                                  x + 1)
+    with pytest.warns(DeprecationWarning):  # JAX: both at once is an error
+        with pytest.raises(ValueError, match="both a device and a backend"):
+            tracejit.jit(lambda x: x, device=tracejit.devices()[0], backend="cpu")
+    with pytest.warns(DeprecationWarning):
+        with pytest.raises(ValueError, match="not a device"):
+            tracejit.jit(lambda x: x, device="gpu:0")
+
+
+def test_abstracted_axes_is_refused():
+    with pytest.raises(NotImplementedError, match="abstracted_axes"):
+        tracejit.jit(lambda x: x, abstracted_axes=("n",))
+    with pytest.raises(NotImplementedError, match="abstracted_axes"):
+        tracejit.make_jaxpr(lambda x: x, abstracted_axes=("n",))
+
+
+@pytest.mark.parametrize("keep_unused", [False, True])
+@pytest.mark.parametrize("backend", [None, "interpret"])
+def test_keep_unused_decides_whether_an_unused_argument_is_donated_like_jax(keep_unused,
+                                                                            backend):
+    import warnings
+
+    def f(x, y, z):
+        return x * 2.0 + z
+
+    data = [np.arange(3.0, dtype=np.float32), np.ones(3, np.float32), np.full(3, 5.0, np.float32)]
+    want = data[0] * 2 + data[2]
+    deleted = []
+    for lib, kw in [(jax, {}), (tracejit, dict(backend=backend))]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            args = [lib.numpy.asarray(d) for d in data]
+            g = lib.jit(f, donate_argnums=1, keep_unused=keep_unused, **kw)
+            got = g(*args)
+            again = g(args[0], lib.numpy.asarray(data[1]), args[2])  # tracejit's fast path
+        np.testing.assert_array_equal(np.asarray(got), want)
+        np.testing.assert_array_equal(np.asarray(again), want)
+        deleted.append((args[1].is_deleted(), args[0].is_deleted(),
+                        [str(w.message)[:30] for w in caught if "donated" in str(w.message)]))
+    assert deleted[0] == deleted[1]
+    lowered = tracejit.jit(f, keep_unused=keep_unused).lower(*data)
+    assert lowered.as_text().splitlines()[0].count("f32[3]") == (4 if keep_unused else 3)
+    compiled = lowered.compile()
+    np.testing.assert_array_equal(np.asarray(compiled(*data)), want)

@@ -13,8 +13,8 @@ import pytest
 import tracejit as tj
 import tracejit.numpy as tnp
 from tracejit import lax
+from tracejit.core.rules import UndefinedPrimal
 from tracejit.lax.indexing import scatter_p
-from tracejit.transforms.rules import UndefinedPrimal
 from test_transforms import check_jvp, check_second_order, check_vjp
 
 B = 3  # vmap batch size

@@ -8,11 +8,11 @@ from . import errors, lax, nn, numpy, tree, tree_util  # noqa: F401
 from .core.array import Array  # noqa: F401
 from .core.avals import ShapedArray, ShapeDtypeStruct  # noqa: F401
 from .core.config import config, disable_jit, enable_x64  # noqa: F401
+from .core.devices import (default_backend, device_count, devices,  # noqa: F401
+                           local_device_count, local_devices, process_count, process_index)
 from .core.dtypes import float0  # noqa: F401
-from .runtime.devices import (block_until_ready, default_backend, device_count,  # noqa: F401
-                              device_put, devices, local_device_count, local_devices,
-                              process_count, process_index)
-from .runtime.jit import eval_shape, jit, make_jaxpr  # noqa: F401
+from .runtime.devices import block_until_ready, device_put  # noqa: F401
+from .runtime.jit import clear_caches, eval_shape, jit, make_jaxpr  # noqa: F401
 from .runtime.stages import Compiled, Lowered, Traced  # noqa: F401
 from .transforms.api import (checkpoint, custom_jvp, custom_vjp, grad, hessian,  # noqa: F401
                              jacfwd, jacobian, jacrev, jvp, linear_transpose, linearize, remat,

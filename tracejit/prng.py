@@ -15,87 +15,12 @@ import numpy as np
 
 from . import lax
 from .core import dtypes
-from .core.avals import ShapedArray
 from .core.config import config
-from .core.primitive import Primitive
 from .core.pytree import register_pytree_node
 from .core.trace import Tracer, get_aval
+from .lax.random_bits import iota_2x32_shape_p, threefry2x32_p
 
-_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _U32 = np.dtype(np.uint32)
-
-
-# --- primitives -------------------------------------------------------------------------------
-
-def _rotl(v: np.ndarray, r: int) -> np.ndarray:
-    return (v << np.uint32(r)) | (v >> np.uint32(32 - r))
-
-
-def threefry2x32_numpy(k0, k1, x0, x1) -> tuple[np.ndarray, np.ndarray]:
-    """20-round threefry2x32 on (broadcast) uint32 arrays: the reference implementation."""
-    k0, k1, x0, x1 = np.broadcast_arrays(*(np.asarray(v, np.uint32) for v in (k0, k1, x0, x1)))
-    ks = (k0, k1, k0 ^ k1 ^ np.uint32(0x1BD11BDA))
-    with np.errstate(over="ignore"):
-        x0, x1 = x0 + ks[0], x1 + ks[1]
-        for group in range(5):
-            for r in _ROTATIONS[group % 2]:
-                x0 = x0 + x1
-                x1 = _rotl(x1, r)
-                x1 = x0 ^ x1
-            x0 = x0 + ks[(group + 1) % 3]
-            x1 = x1 + ks[(group + 2) % 3] + np.uint32(group + 1)
-    return x0, x1
-
-
-def _threefry_abstract(*avals):
-    if any(a.dtype != _U32 for a in avals):
-        raise TypeError(f"Arguments to threefry2x32 must have uint32 type, got "
-                        f"{[a.str_short() for a in avals]}")
-    shapes = {a.shape for a in avals if a.ndim}
-    if len(shapes) > 1:
-        raise TypeError(f"threefry2x32 arguments must be rank-0 or share one shape, got "
-                        f"{[a.shape for a in avals]}")
-    shape = shapes.pop() if shapes else ()
-    return [ShapedArray(shape, _U32), ShapedArray(shape, _U32)]
-
-
-def _threefry_batch(vals, dims, **params):
-    size = next(v.shape[d] for v, d in zip(vals, dims) if d is not None)
-    avals = [get_aval(v) for v in vals]
-    shape = max(((a.shape[:d] + a.shape[d + 1:]) if d is not None else a.shape
-                 for a, d in zip(avals, dims)), key=len)
-    args = []
-    for v, d, a in zip(vals, dims, avals):
-        if d is None and a.ndim == 0:
-            args.append(v)
-            continue
-        if d is None:
-            v = lax.broadcast(v, (size,))
-        elif d:
-            v = lax.transpose(v, (d, *[i for i in range(a.ndim) if i != d]))
-        if get_aval(v).shape != (size, *shape):
-            v = lax.broadcast_in_dim(v, (size, *shape), tuple(range(get_aval(v).ndim)))
-        args.append(v)
-    return threefry2x32_p.bind(*args), [0, 0]
-
-
-threefry2x32_p = Primitive("threefry2x32", multiple_results=True)
-threefry2x32_p.def_abstract_eval(_threefry_abstract)
-threefry2x32_p.def_impl(lambda *args: list(threefry2x32_numpy(*args)))
-threefry2x32_p.def_not_differentiable()
-threefry2x32_p.def_batch(_threefry_batch)
-
-
-def _iota_2x32_impl(*, shape):
-    idx = np.arange(math.prod(shape), dtype=np.uint64).reshape(shape)
-    return [(idx >> np.uint64(32)).astype(np.uint32), idx.astype(np.uint32)]
-
-
-iota_2x32_shape_p = Primitive("iota_2x32_shape", multiple_results=True)
-iota_2x32_shape_p.def_abstract_eval(
-    lambda *, shape: [ShapedArray(shape, _U32), ShapedArray(shape, _U32)])
-iota_2x32_shape_p.def_impl(_iota_2x32_impl)
-iota_2x32_shape_p.def_not_differentiable()
 
 
 # --- hashing counters ---------------------------------------------------------------------------

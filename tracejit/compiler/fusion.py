@@ -16,35 +16,27 @@ from collections.abc import Sequence
 from ..core.avals import ShapedArray
 from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Var
-from ..core.primitive import Primitive
-
-ELEMENTWISE = frozenset({
-    "add", "sub", "mul", "div", "rem", "max", "min", "pow", "atan2", "nextafter", "neg", "sign",
-    "abs", "square", "floor", "ceil", "round", "is_finite", "integer_pow", "exp", "exp2", "log",
-    "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
-    "cosh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "cbrt", "erf", "erfc", "erf_inv",
-    "lgamma", "digamma", "polygamma", "bessel_i0e", "bessel_i1e",
-    "eq", "ne", "lt", "le", "gt", "ge", "not", "and", "or", "xor",
-    "shift_left", "shift_right_logical", "shift_right_arithmetic", "population_count", "clz",
-    "convert_element_type", "bitcast_convert_type", "select_n", "clamp", "fma",
-    "stop_gradient", "real", "imag", "conj", "complex",
-})
-INDEX_MAPS = frozenset({"broadcast_in_dim", "iota", "transpose", "reshape", "squeeze", "rev",
-                        "slice", "concatenate", "pad", "dynamic_slice", "gather"})
-FUSIBLE = ELEMENTWISE | INDEX_MAPS
-REDUCTIONS = frozenset({"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
-                        "reduce_or", "reduce_xor", "argmax", "argmin"})
-_CHEAP = frozenset({"broadcast_in_dim", "iota"})
+from ..core.primitive import ELEMENTWISE, INDEX_MAP, REDUCTION, Primitive
+from ..lax.elementwise import bitcast_convert_type_p
 
 
 def fusible(eqn) -> bool:
-    """Computable element by element inside a consumer's loop nest."""
-    name = eqn.primitive.name
-    if name not in FUSIBLE or len(eqn.outvars) != 1:
+    """Computable element by element inside a consumer's loop nest (the primitive's declared
+    fusion class is elementwise or an index map)."""
+    if eqn.primitive.fusion not in (ELEMENTWISE, INDEX_MAP) or len(eqn.outvars) != 1:
         return False
-    if name == "bitcast_convert_type":  # between widths the element counts differ
+    if eqn.primitive is bitcast_convert_type_p:  # between widths the element counts differ
         return eqn.invars[0].aval.dtype.itemsize == eqn.outvars[0].aval.dtype.itemsize
     return True
+
+
+def is_elementwise(eqn) -> bool:
+    return eqn.primitive.fusion == ELEMENTWISE
+
+
+def is_reduction(eqn) -> bool:
+    """A kernel root that reads fused operands."""
+    return eqn.primitive.fusion == REDUCTION
 
 
 def def_use(eqns) -> tuple[dict[Var, int], dict[Var, list[int]]]:
@@ -98,7 +90,7 @@ def _fuse(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
     for k, eqn in enumerate(eqns):
         if eqn.outvars and eqn.outvars[0] in lazy:
             continue  # computed inside the kernel(s) of its consumer
-        if not (fusible(eqn) or eqn.primitive.name in REDUCTIONS):
+        if not (fusible(eqn) or is_reduction(eqn)):
             out.append(eqn)
             continue
         group, stack = {k}, [k]
@@ -139,18 +131,17 @@ def _lazy_values(eqns: Sequence[Eqn], outvars: Sequence) -> set[Var]:
     outs = set(outvars)
     lazy: set[Var] = set()
     for eqn in eqns:
-        name = eqn.primitive.name
         if not fusible(eqn):
             continue
         v = eqn.outvars[0]
         if v.aval.ndim == 0 or v in outs:
             continue
         users = consumers.get(v, [])
-        if not users or not all(fusible(u) or u.primitive.name in REDUCTIONS for u in users):
+        if not users or not all(fusible(u) or is_reduction(u) for u in users):
             continue
         if len(users) == 1 and sum(1 for x in users[0].invars if x is v) == 1:
             lazy.add(v)
-        elif name in _CHEAP and not any(x in lazy for x in eqn.invars):
+        elif eqn.primitive.cheap and not any(x in lazy for x in eqn.invars):
             lazy.add(v)
     return lazy
 

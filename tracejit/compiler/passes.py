@@ -15,9 +15,13 @@ from ..core import dtypes
 from ..core.array import Array
 from ..core.avals import ShapedArray
 from ..core.config import config
-from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Literal, Var, check_jaxpr
-from ..lax.shape import broadcast_in_dim_p, reshape_p, transpose_p
-from .fusion import ELEMENTWISE, fuse
+from ..core.dce import dce
+from ..core.jaxpr import (ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Literal, Var, check_jaxpr,
+                          has_subjaxprs, map_subjaxprs)
+from ..core.primitive import ELEMENTWISE, Primitive
+from ..lax.elementwise import convert_element_type_p
+from ..lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p
+from .fusion import fuse
 from .rows import fuse_rows
 
 # Primitives whose bodies the passes may reshape: drop or add operands, outputs and consts
@@ -115,33 +119,6 @@ def _substitute(eqn: Eqn, read: Callable) -> Eqn:
     return Eqn(eqn.primitive, invars, eqn.outvars, eqn.params, eqn.source_info)
 
 
-def _has_subjaxprs(eqn: Eqn) -> bool:
-    return bool(eqn.params) and any(
-        isinstance(x, ClosedJaxpr) for value in eqn.params.values()
-        for x in (value if isinstance(value, tuple) else (value,)))
-
-
-def _map_subjaxprs(eqn: Eqn, f: Callable[[ClosedJaxpr], ClosedJaxpr], memo: dict) -> Eqn:
-    """`eqn` with `f` applied to each sub-jaxpr of its params, once per distinct ClosedJaxpr:
-    eqns that shared a body still share its rewrite (CSE compares bodies by identity)."""
-    def apply(closed: ClosedJaxpr) -> ClosedJaxpr:
-        hit = memo.get(closed)
-        if hit is None:
-            hit = memo[closed] = f(closed)
-        return hit
-
-    if not _has_subjaxprs(eqn):
-        return eqn
-    params = {}
-    for k, value in eqn.params.items():
-        if isinstance(value, ClosedJaxpr):
-            value = apply(value)
-        elif isinstance(value, tuple) and value and all(isinstance(x, ClosedJaxpr) for x in value):
-            value = tuple(apply(x) for x in value)
-        params[k] = value
-    return eqn.replace(params=params)
-
-
 def _has_loops(jaxpr: Jaxpr) -> bool:
     return any(eqn.primitive.name in ("scan", "while") or any(
         _has_loops(closed.jaxpr) for value in eqn.params.values()
@@ -168,98 +145,8 @@ def _size(aval: ShapedArray) -> int:
     return math.prod(aval.shape)
 
 
-# --- dce -------------------------------------------------------------------------------------
-
-def dce(jaxpr: Jaxpr) -> Jaxpr:
-    """Drop equations none of whose outputs are used (all primitives are pure), and inside
-    control flow the outputs, loop carries and body inputs nothing needs."""
-    return _dce_jaxpr(jaxpr, [True] * len(jaxpr.outvars))[0]
-
-
-def _dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool]) -> tuple[Jaxpr, set[Var]]:
-    """The jaxpr computing only the used outputs (binders kept), and the live vars."""
-    outvars = _select(jaxpr.outvars, used_outputs)
-    live = {v for v in outvars if isinstance(v, Var)}
-    kept: list[Eqn] = []
-    for eqn in reversed(jaxpr.eqns):
-        used = [v in live for v in eqn.outvars]
-        if not any(used):
-            continue
-        rule = _DCE_RULES.get(eqn.primitive.name)
-        eqn = rule(eqn, used) if rule else _map_subjaxprs(eqn, _on_body(dce), {})
-        kept.append(eqn)
-        live.update(v for v in eqn.invars if isinstance(v, Var))
-    kept.reverse()
-    return _rebuild(jaxpr, outvars=outvars, eqns=kept), live
-
-
-def _dce_closed(closed: ClosedJaxpr, used_outputs: Sequence[bool]
-                ) -> tuple[ClosedJaxpr, list[bool]]:
-    """A body computing only the used outputs, without unused consts; which invars it reads."""
-    j, live = _dce_jaxpr(closed.jaxpr, used_outputs)
-    keep = [v in live for v in j.constvars]
-    j = _rebuild(j, constvars=_select(j.constvars, keep))
-    return ClosedJaxpr(j, _select(closed.consts, keep)), [v in live for v in j.invars]
-
-
-def _keep_invars(closed: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
-    return _with_invars(closed, _select(closed.jaxpr.invars, keep))
-
-
-def _dce_cond(eqn: Eqn, used: list[bool]) -> Eqn:
-    results = [_dce_closed(b, used) for b in eqn.params["branches"]]
-    reads = [any(col) for col in zip(*(r for _, r in results))]
-    branches = tuple(_keep_invars(b, reads) for b, _ in results)
-    index, *ops = eqn.invars
-    return eqn.replace(invars=[index] + _select(ops, reads), outvars=_select(eqn.outvars, used),
-                       params={**eqn.params, "branches": branches})
-
-
-def _dce_scan(eqn: Eqn, used: list[bool]) -> Eqn:
-    p = eqn.params
-    nc, nk = p["num_consts"], p["num_carry"]
-    carry, ys = used[:nk], used[nk:]
-    # a carry is needed when its result is used or the body reads it for a needed output
-    while True:
-        body, reads = _dce_closed(p["jaxpr"], carry + ys)
-        grown = [c or r for c, r in zip(carry, reads[nc:nc + nk])]
-        if grown == carry:
-            break
-        carry = grown
-    keep = reads[:nc] + carry + reads[nc + nk:]
-    return eqn.replace(invars=_select(eqn.invars, keep), outvars=_select(eqn.outvars, carry + ys),
-                       params={**p, "jaxpr": _keep_invars(body, keep),
-                               "num_consts": sum(reads[:nc]), "num_carry": sum(carry)})
-
-
-def _dce_while(eqn: Eqn, used: list[bool]) -> Eqn:
-    p = eqn.params
-    cn, bn = p["cond_nconsts"], p["body_nconsts"]
-    cond, cond_reads = _dce_closed(p["cond_jaxpr"], [True])
-    carry = [u or r for u, r in zip(used, cond_reads[cn:])]
-    while True:
-        body, reads = _dce_closed(p["body_jaxpr"], carry)
-        grown = [c or r for c, r in zip(carry, reads[bn:])]
-        if grown == carry:
-            break
-        carry = grown
-    cond_consts, body_consts = eqn.invars[:cn], eqn.invars[cn:cn + bn]
-    invars = (_select(cond_consts, cond_reads[:cn]) + _select(body_consts, reads[:bn])
-              + _select(eqn.invars[cn + bn:], carry))
-    return eqn.replace(invars=invars, outvars=_select(eqn.outvars, carry), params={
-        **p, "cond_jaxpr": _keep_invars(cond, cond_reads[:cn] + carry),
-        "body_jaxpr": _keep_invars(body, reads[:bn] + carry),
-        "cond_nconsts": sum(cond_reads[:cn]), "body_nconsts": sum(reads[:bn])})
-
-
-def _dce_call(eqn: Eqn, used: list[bool]) -> Eqn:
-    body, reads = _dce_closed(eqn.params["jaxpr"], used)
-    return eqn.replace(invars=_select(eqn.invars, reads), outvars=_select(eqn.outvars, used),
-                       params={**eqn.params, "jaxpr": _keep_invars(body, reads)})
-
-
-_DCE_RULES: dict[str, Callable[[Eqn, list[bool]], Eqn]] = {
-    "cond": _dce_cond, "scan": _dce_scan, "while": _dce_while, "jit": _dce_call}
+# (dce: the walk is core.dce, which the transformations use too; primitives with bodies declare
+# their DCE rules beside their definitions, in lax/control_flow and lax/call.py)
 
 
 # --- cse -------------------------------------------------------------------------------------
@@ -276,7 +163,7 @@ def _cse(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
     seen: dict[tuple, list[Var]] = {}
     eqns = []
     for eqn in jaxpr.eqns:
-        eqn = _map_subjaxprs(_substitute(eqn, read),
+        eqn = map_subjaxprs(_substitute(eqn, read),
                              _on_body(lambda j: _cse(j, memo)), memo)
         key = _cse_key(eqn)
         try:
@@ -333,7 +220,7 @@ def _fold(jaxpr: Jaxpr, consts: list, max_size: int, new_consts: bool,
     for eqn in jaxpr.eqns:
         eqn = _substitute(eqn, read)
         allow = eqn.primitive.name in _CONTROL_FLOW
-        eqn = _map_subjaxprs(eqn, fold_body(allow), memo.setdefault(allow, {}))
+        eqn = map_subjaxprs(eqn, fold_body(allow), memo.setdefault(allow, {}))
         outs = _evaluate(eqn, known, max_size, new_consts)
         if outs is None:
             eqns.append(eqn)
@@ -365,7 +252,7 @@ def _evaluate(eqn: Eqn, known: dict[Var, np.ndarray], max_size: int,
         return None
     # calls and control flow (possibly long loops) run at run time; so does anything holding
     # a callable, such as a custom rule
-    if _has_subjaxprs(eqn) or any(callable(p) for p in eqn.params.values()):
+    if has_subjaxprs(eqn) or any(callable(p) for p in eqn.params.values()):
         return None
     # a broadcast scalar costs nothing inside a fused kernel, and simplify's rules read it
     if _broadcast_scalar(eqn) is not None:
@@ -380,7 +267,8 @@ def _evaluate(eqn: Eqn, known: dict[Var, np.ndarray], max_size: int,
 # --- simplify --------------------------------------------------------------------------------
 
 def simplify(jaxpr: Jaxpr) -> Jaxpr:
-    """Algebraic rewrites from the `_RULES` table. Each keeps the exact value, dtype and weak
+    """Algebraic rewrites (`_rules`: from each primitive's declared algebra and fusion class,
+    and the rules of particular shape ops). Each keeps the exact value, dtype and weak
     type: x*1, x+(-0.0) and x-0.0 are identities for floats, but x+0.0 (-0.0 + 0.0 is 0.0) and
     x*0 (NaN, Inf) are not."""
     return _simplify(jaxpr, {})
@@ -396,7 +284,7 @@ def _simplify(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
 
     eqns = []
     for eqn in jaxpr.eqns:
-        pending = [_map_subjaxprs(eqn, _on_body(lambda j: _simplify(j, memo)), memo)]
+        pending = [map_subjaxprs(eqn, _on_body(lambda j: _simplify(j, memo)), memo)]
         while pending:  # rewritten eqns go through the rules again
             eqn = pending.pop()
             eqn = _substitute(eqn, read)
@@ -414,7 +302,7 @@ def _simplify(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
 def _rewrite(eqn: Eqn, producer: Callable) -> list[Eqn] | Var | Literal | None:
     """The first rule's rewrite of `eqn`: equations computing its outputs, or the atom its
     output equals."""
-    for rule in _RULES.get(eqn.primitive.name, ()):
+    for rule in _rules(eqn.primitive):
         out = rule(eqn, producer)
         if isinstance(out, Eqn):
             return [out]
@@ -425,16 +313,11 @@ def _rewrite(eqn: Eqn, producer: Callable) -> list[Eqn] | Var | Literal | None:
     return None
 
 
-# (primitive, operand position) -> the constant c with op(x, c) == x bit for bit, for integer
-# and for float x. Not x + 0.0 (-0.0 + 0.0 is 0.0), nor x * 0 (NaN, Inf); nothing for complex
-# x, where (inf + 0j) * (1 + 0j) has a NaN part.
-_IDENTITIES = {("mul", 0): (1, 1.0), ("mul", 1): (1, 1.0), ("add", 0): (0, -0.0),
-               ("add", 1): (0, -0.0), ("sub", 1): (0, 0.0)}
-
-
 def _drop_identity_operand(eqn: Eqn, producer: Callable):
+    """op(x, c) with c one of the primitive's declared identities (`Primitive.identities`); none
+    for a complex x, where (inf + 0j) * (1 + 0j) has a NaN part."""
     for i, v in enumerate(eqn.invars):
-        ident = _IDENTITIES.get((eqn.primitive.name, i))
+        ident = eqn.primitive.identities.get(i)
         dtype = v.aval.dtype
         if ident is None or not isinstance(v, Literal) or \
                 not (dtypes.is_int(dtype) or dtypes.is_float(dtype)):
@@ -548,20 +431,22 @@ def _broadcast_last(eqn: Eqn, producer: Callable):
                 {"shape": out.aval.shape, "broadcast_dimensions": ()}, eqn.source_info)]
 
 
-_SPECIFIC_RULES: dict[str, tuple[Callable, ...]] = {
-    "mul": (_drop_identity_operand,), "add": (_drop_identity_operand,),
-    "sub": (_drop_identity_operand,),
-    "neg": (_cancel_involution,), "not": (_cancel_involution,), "rev": (_cancel_involution,),
-    "convert_element_type": (_drop_same_type_convert,),
-    "reshape": (_merge_reshapes,), "squeeze": (_merge_reshapes,),
-    "broadcast_in_dim": (_merge_reshapes,),
-    "transpose": (_merge_transposes,),
+# rewrites of particular primitives (keyed by the primitive object)
+_SPECIFIC_RULES: dict[Primitive, tuple[Callable, ...]] = {
+    convert_element_type_p: (_drop_same_type_convert,),
+    reshape_p: (_merge_reshapes,), squeeze_p: (_merge_reshapes,),
+    broadcast_in_dim_p: (_merge_reshapes,),
+    transpose_p: (_merge_transposes,),
 }
-# primitive name -> rules tried in order; every elementwise op also gets the broadcast rules
-_RULES: dict[str, tuple[Callable, ...]] = {
-    name: _SPECIFIC_RULES.get(name, ())
-    + ((_broadcast_last, _scalar_operands) if name in ELEMENTWISE else ())
-    for name in ELEMENTWISE | _SPECIFIC_RULES.keys()}
+
+
+def _rules(prim: Primitive) -> tuple[Callable, ...]:
+    """The rewrites tried, in order, on an equation of `prim`: its declared algebra, its own
+    rules, and for every elementwise op the broadcast rules."""
+    return (((_drop_identity_operand,) if prim.identities else ())
+            + ((_cancel_involution,) if prim.involution else ())
+            + _SPECIFIC_RULES.get(prim, ())
+            + ((_broadcast_last, _scalar_operands) if prim.fusion == ELEMENTWISE else ()))
 
 
 # --- licm ------------------------------------------------------------------------------------
@@ -577,7 +462,7 @@ def licm(jaxpr: Jaxpr) -> Jaxpr:
 def _licm(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
     eqns = []
     for eqn in jaxpr.eqns:
-        eqn = _map_subjaxprs(eqn, _on_body(lambda j: _licm(j, memo)), memo)
+        eqn = map_subjaxprs(eqn, _on_body(lambda j: _licm(j, memo)), memo)
         if eqn.primitive.name == "scan":
             eqn = _licm_scan(eqn, eqns)
         elif eqn.primitive.name == "while":
@@ -658,7 +543,7 @@ def _forward(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
     read = _reader(subst)
     eqns = []
     for eqn in jaxpr.eqns:
-        eqn = _map_subjaxprs(_substitute(eqn, read),
+        eqn = map_subjaxprs(_substitute(eqn, read),
                              _on_body(lambda j: _forward(j, memo)), memo)
         rule = {"scan": _forward_scan, "while": _forward_while}.get(eqn.primitive.name)
         if rule is not None:

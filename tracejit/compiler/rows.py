@@ -19,10 +19,7 @@ from ..core.avals import ShapedArray
 from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from ..core.primitive import Primitive
-from .fusion import ELEMENTWISE, def_use, fusible
-
-ROW_REDUCTIONS = frozenset({"reduce_sum", "reduce_prod", "reduce_max", "reduce_min",
-                            "reduce_and", "reduce_or", "reduce_xor"})
+from .fusion import def_use, fusible, is_elementwise
 _FULL, _PER_ROW, _SCALAR = "full", "per-row", "scalar"
 
 
@@ -94,9 +91,13 @@ def _kind(shape: tuple[int, ...], rows: tuple[int, ...], cols: tuple[int, ...]) 
     return None
 
 
+def _row_reduction(eqn: Eqn) -> bool:
+    return eqn.primitive.monoid
+
+
 def _seed(eqn: Eqn) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     """(R, C) when `eqn` reduces trailing dims C of an [R..., C...] value, R and C not empty."""
-    if eqn.primitive.name not in ROW_REDUCTIONS:
+    if not _row_reduction(eqn):
         return None
     shape = eqn.invars[0].aval.shape
     k = len(shape) - len(eqn.params["axes"])
@@ -121,10 +122,10 @@ def _compatible(eqn: Eqn, rows: tuple[int, ...], cols: tuple[int, ...]) -> bool:
     out = eqn.outvars[0].aval.shape
     out_kind = _kind(out, rows, cols)
     ins = [_kind(v.aval.shape, rows, cols) for v in eqn.invars]
-    if name in ELEMENTWISE:
+    if is_elementwise(eqn):
         return (fusible(eqn) and out_kind in (_FULL, _PER_ROW)
                 and all(v.aval.shape in (out, ()) for v in eqn.invars))
-    if name in ROW_REDUCTIONS:
+    if _row_reduction(eqn):
         return _seed(eqn) == (rows, cols)
     if name == "broadcast_in_dim":
         bdims = eqn.params["broadcast_dimensions"]
@@ -194,7 +195,7 @@ def _beneficial(eqns: list[Eqn], region: set[int], rows, cols) -> bool:
     reduced: set[Var] = set()
     for k in sorted(region):
         eqn = eqns[k]
-        if eqn.primitive.name in ROW_REDUCTIONS or any(
+        if _row_reduction(eqn) or any(
                 isinstance(v, Var) and v in reduced for v in eqn.invars):
             out = eqn.outvars[0]
             if _kind(out.aval.shape, rows, cols) == _FULL:
@@ -234,7 +235,7 @@ def _rewrite(eqns: list[Eqn], outvars: list, region: Sequence[int], moved: list[
             body_of[out] = ins[0]
             continue
         params = eqn.params
-        if eqn.primitive.name in ROW_REDUCTIONS:
+        if _row_reduction(eqn):
             params = {**params, "axes": tuple(range(len(cols)))}
         elif eqn.primitive.name == "broadcast_in_dim":
             params = {**params, "shape": cols, "broadcast_dimensions": ()}

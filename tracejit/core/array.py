@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .avals import ArrayMetadata, ShapedArray
+from .devices import devices
 
 
 class Array(ArrayMetadata):
@@ -161,12 +162,10 @@ class Array(ArrayMetadata):
         return self.copy()
 
     def devices(self):
-        from ..runtime.devices import devices
         return {devices()[0]}
 
     @property
     def device(self):
-        from ..runtime.devices import devices
         return devices()[0]
 
     def to_concrete_value(self):

@@ -63,7 +63,9 @@ class Config:
         raise AttributeError(f"Unrecognized config option: {name}")
 
     def trace_key(self) -> tuple:
-        """The options a traced program depends on, for jit cache keys."""
+        """The options a traced program depends on, for jit cache keys. A new tuple after every
+        `update` (of any option): a key held from before and compared with `is` tells whether
+        anything changed since (jit's dispatch fast path stamps its entries so)."""
         if self._trace_key_cache is None:
             self._trace_key_cache = tuple(
                 self._values[k] for k, (_, semantic) in _OPTIONS.items() if semantic)

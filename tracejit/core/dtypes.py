@@ -218,17 +218,6 @@ def promote_types(a: Any, b: Any) -> np.dtype:
     return node if node in (da, db) else canonicalize_dtype(node)
 
 
-def scalar_type_of(x: Any) -> type:
-    dtype, _ = dtype_and_weak(x)
-    if dtype == bool_:
-        return bool
-    if is_int(dtype):
-        return int
-    if is_float(dtype):
-        return float
-    return complex
-
-
 def check_user_dtype(dtype: Any, name: str = "dtype") -> np.dtype:
     """Parse a user-given dtype argument; a clear TypeError if it is not one."""
     if dtype is None:

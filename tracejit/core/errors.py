@@ -101,3 +101,9 @@ def leaked_tracer_error(tracer, how: str) -> UnexpectedTracerError:
            "disallow saving intermediate values to global state (e.g. a list or attribute "
            "outside the function). Return the value instead of storing it.")
     return UnexpectedTracerError(_with_docs(UnexpectedTracerError, msg))
+
+
+def custom_vjp_jvp_error() -> TypeError:
+    """Forward-mode autodiff of a custom_vjp function: JAX rejects it, and so do the interpreter
+    and the native backend when they meet its tangent side (custom_lin)."""
+    return TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")

@@ -8,19 +8,19 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .jaxpr import ClosedJaxpr, Jaxpr, Literal
+from .jaxpr import Jaxpr, Literal, Var
 
 
 def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[np.ndarray]:
-    env: dict[int, Any] = {}
+    env: dict[Var, Any] = {}
 
     def read(v):
-        return v.val if isinstance(v, Literal) else env[id(v)]
+        return v.val if isinstance(v, Literal) else env[v]
 
     for v, x in zip(jaxpr.constvars, consts):
-        env[id(v)] = np.asarray(x)
+        env[v] = np.asarray(x)
     for v, x in zip(jaxpr.invars, args):
-        env[id(v)] = x
+        env[v] = x
     for eqn in jaxpr.eqns:
         outs = eqn.primitive.impl(*[read(v) for v in eqn.invars], **eqn.params)
         if not eqn.primitive.multiple_results:
@@ -32,9 +32,6 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[np.ndarr
                                      f"shape {out.shape}, the jaxpr says {v.aval.shape}")
             if out.dtype != v.aval.dtype:
                 out = out.astype(v.aval.dtype)
-            env[id(v)] = out
+            env[v] = out
     return [read(v) for v in jaxpr.outvars]
 
-
-def eval_closed_jaxpr(closed: ClosedJaxpr, *args: Any) -> list[np.ndarray]:
-    return eval_jaxpr(closed.jaxpr, closed.consts, *args)

@@ -6,7 +6,7 @@ build new Jaxprs.
 from __future__ import annotations
 
 import itertools
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -125,6 +125,33 @@ class ClosedJaxpr:
         return self is other
 
 
+def has_subjaxprs(eqn: Eqn) -> bool:
+    return bool(eqn.params) and any(
+        isinstance(x, ClosedJaxpr) for value in eqn.params.values()
+        for x in (value if isinstance(value, tuple) else (value,)))
+
+
+def map_subjaxprs(eqn: Eqn, f: Callable[[ClosedJaxpr], ClosedJaxpr], memo: dict) -> Eqn:
+    """`eqn` with `f` applied to each sub-jaxpr of its params, once per distinct ClosedJaxpr:
+    eqns that shared a body still share its rewrite (CSE compares bodies by identity)."""
+    def apply(closed: ClosedJaxpr) -> ClosedJaxpr:
+        hit = memo.get(closed)
+        if hit is None:
+            hit = memo[closed] = f(closed)
+        return hit
+
+    if not has_subjaxprs(eqn):
+        return eqn
+    params = {}
+    for k, value in eqn.params.items():
+        if isinstance(value, ClosedJaxpr):
+            value = apply(value)
+        elif isinstance(value, tuple) and value and all(isinstance(x, ClosedJaxpr) for x in value):
+            value = tuple(apply(x) for x in value)
+        params[k] = value
+    return eqn.replace(params=params)
+
+
 # --- printing ------------------------------------------------------------------------------
 
 class _Namer:
@@ -227,7 +254,7 @@ def check_jaxpr(jaxpr: Jaxpr) -> None:
     def read(v, where: str) -> None:
         if isinstance(v, Literal):
             return
-        if v not in defined:
+        if not isinstance(v, Var) or v not in defined:
             raise JaxprTypeError(f"{where}: variable {v!r} used before definition")
 
     for v in itertools.chain(jaxpr.constvars, jaxpr.invars):

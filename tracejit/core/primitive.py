@@ -1,7 +1,10 @@
 """Primitive: one operation with all its rules registered together, and the registry of them.
 
-Rules: abstract eval (avals -> avals, required), impl (NumPy reference, required), then the slots
-later stages fill: jvp, transpose, batch (vmap) and lowering (native codegen).
+Rules: abstract eval (avals -> avals, required), impl (NumPy reference, required), jvp,
+transpose, batch (vmap) and DCE. Beside the rules a primitive *declares* what the compiler may
+do with it — its fusion class, whether it is transcendental (cost model), the algebra the
+simplifier uses — and every table the compiler and backend consult is derived from those
+declarations (the backend's lowerings are keyed by the primitive object, in backend/llvm).
 """
 from __future__ import annotations
 
@@ -12,15 +15,33 @@ from .trace import bind
 
 registry: dict[str, Primitive] = {}
 
-RULES = ("abstract_eval", "impl", "jvp", "transpose", "batch", "lowering")
+RULES = ("abstract_eval", "impl", "jvp", "transpose", "batch", "dce")
+
+# fusion classes: what a fusing compiler may do with an equation of the primitive
+ELEMENTWISE = "elementwise"  # out[i] = f(operands[i]): computed inside a consumer's loop nest
+INDEX_MAP = "index_map"      # out[i] = operand[g(i)]: fused as index arithmetic
+REDUCTION = "reduction"      # a loop nest's root: reads fused operands, writes a smaller result
 
 
 class Primitive:
     multiple_results = False
 
-    def __init__(self, name: str, *, multiple_results: bool = False):
+    def __init__(self, name: str, *, multiple_results: bool = False, fusion: str | None = None,
+                 transcendental: bool = False):
         self.name = name
         self.multiple_results = multiple_results
+        # declarations (see the module docstring); `cheap`: an index map worth recomputing in
+        # every consumer (broadcast, iota) rather than materialising once
+        self.fusion = fusion
+        self.transcendental = transcendental
+        self.cheap = False
+        # algebra for the simplifier: operand position -> the constants c with op(x, c) == x
+        # bit for bit (for an integer x, for a float x); `involution`: op(op(x)) == x
+        self.identities: dict[int, tuple[Any, Any]] = {}
+        self.involution = False
+        # a REDUCTION that folds with an associative operator (not argmax/argmin): one row of
+        # it may be reduced on its own
+        self.monoid = False
         self._abstract_eval: Callable | None = None
         self.impl: Callable | None = None
         self.jvp: Callable | None = None
@@ -28,7 +49,9 @@ class Primitive:
         self.batch: Callable | None = None
         # call and control-flow primitives split their primal and tangent work themselves
         self.linearize: Callable | None = None
-        self.lowering: Callable | None = None
+        # dce(eqn, used_outputs) -> the equation computing only the used outputs (primitives
+        # with sub-jaxprs drop carries, branch outputs and operands nothing needs)
+        self.dce: Callable | None = None
         self.not_differentiable = False
         if name in registry:
             raise ValueError(f"primitive {name!r} registered twice")
@@ -75,8 +98,8 @@ class Primitive:
         self.linearize = f
         return f
 
-    def def_lowering(self, f: Callable) -> Callable:
-        self.lowering = f
+    def def_dce(self, f: Callable) -> Callable:
+        self.dce = f
         return f
 
     def def_not_differentiable(self) -> None:

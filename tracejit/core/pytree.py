@@ -265,6 +265,22 @@ def tree_structure(tree, is_leaf=None) -> PyTreeDef:
     return tree_flatten(tree, is_leaf)[1]
 
 
+def leaf_names(name: str, tree: Any) -> list[str]:
+    """Names like `x`, `params['w']`, `state[0]` for each leaf of an argument (for errors)."""
+    if isinstance(tree, dict):
+        try:
+            keys = sorted(tree)
+        except TypeError:
+            keys = list(tree)
+        return [n for k in keys for n in leaf_names(f"{name}[{k!r}]", tree[k])]
+    if isinstance(tree, (list, tuple)):
+        return [n for i, x in enumerate(tree) for n in leaf_names(f"{name}[{i}]", x)]
+    leaves, _ = tree_flatten(tree)
+    if len(leaves) == 1:
+        return [name]
+    return [f"{name}.<leaf {i}>" for i in range(len(leaves))]
+
+
 def tree_map(f: Callable, tree: Any, *rest: Any, is_leaf=None) -> Any:
     leaves, treedef = tree_flatten(tree, is_leaf)
     all_leaves = [leaves] + [_flatten_up_to(treedef, r) for r in rest]

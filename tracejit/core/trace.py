@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -146,32 +147,38 @@ def _checked(primitive, out: Any, aval: ShapedArray) -> np.ndarray:
     return out
 
 
-_trace_stack: list[MainTrace] = [MainTrace(0, EvalTrace, None)]
-_dynamic_trace: MainTrace | None = None
+class _TraceState(threading.local):
+    """Each thread's tracing state: its trace stack (EvalTrace at the bottom) and the innermost
+    staging trace. Per thread, so a jitted call in one thread never joins another's trace."""
+
+    def __init__(self) -> None:
+        self.trace_stack: list[MainTrace] = [MainTrace(0, EvalTrace, None)]
+        self.dynamic_trace: MainTrace | None = None
+
+
+_state = _TraceState()
 
 
 @contextlib.contextmanager
 def new_main(trace_type: type, global_data: Any = None, dynamic: bool = False):
-    global _dynamic_trace
-    main = MainTrace(len(_trace_stack), trace_type, global_data)
-    _trace_stack.append(main)
-    prev_dynamic = _dynamic_trace
+    state = _state
+    stack = state.trace_stack
+    main = MainTrace(len(stack), trace_type, global_data)
+    stack.append(main)
+    prev_dynamic = state.dynamic_trace
     if dynamic:
-        _dynamic_trace = main
+        state.dynamic_trace = main
     try:
         yield main
     finally:
-        _dynamic_trace = prev_dynamic
-        _trace_stack.pop()
+        state.dynamic_trace = prev_dynamic
+        stack.pop()
         main.active = False
 
 
-def is_tracing() -> bool:
-    return len(_trace_stack) > 1
-
-
 def current_dynamic_trace() -> MainTrace | None:
-    return _dynamic_trace
+    """This thread's innermost staging trace, None when nothing is being staged."""
+    return _state.dynamic_trace
 
 
 _CONVERSION_HINT = ("The problem arose with the `{fn}` function. If trying to convert the data "
@@ -256,17 +263,23 @@ def _check_active(x: Tracer, where: str) -> None:
 
 
 def find_top_trace(xs: Sequence[Any]) -> Trace:
-    top = _trace_stack[0]
+    state = _state
+    stack = state.trace_stack
+    top = stack[0]
     for x in xs:
         if isinstance(x, Tracer):
             main = x._trace.main
             if not main.active:
                 raise errors.leaked_tracer_error(
                     x, "The tracer was used after the transformation that created it finished.")
+            if main.level >= len(stack) or stack[main.level] is not main:
+                raise errors.leaked_tracer_error(
+                    x, "The tracer belongs to a transformation running in another thread.")
             if main.level > top.level:
                 top = main
-    if _dynamic_trace is not None and _dynamic_trace.level > top.level:
-        top = _dynamic_trace
+    dynamic = state.dynamic_trace
+    if dynamic is not None and dynamic.level > top.level:
+        top = dynamic
     return top.trace_type(top)
 
 
@@ -321,11 +334,14 @@ def fun_debug_info(fun: Callable, arg_names: Sequence[str], traced_for: str,
 
 
 class DynamicJaxprTracer(Tracer):
-    __slots__ = ("_aval", "_source")
+    """A value being staged: its aval and the Var (or Literal) that names it in the jaxpr."""
+    __slots__ = ("_aval", "_source", "_var")
 
-    def __init__(self, trace: Trace, aval: ShapedArray, source: SourceInfo | None = None):
+    def __init__(self, trace: Trace, aval: ShapedArray, var: Var | Literal,
+                 source: SourceInfo | None = None):
         self._trace = trace
         self._aval = aval
+        self._var = var
         self._source = source
 
     @property
@@ -349,44 +365,40 @@ class DynamicJaxprTracer(Tracer):
 
 
 class JaxprBuilder:
+    """The equations staged by one DynamicJaxprTrace. Each tracer carries its own Var; only
+    consts are looked up by identity (`id(val)`), and the map holds the value it is keyed by
+    (an id is unique only while its object lives)."""
+
     def __init__(self, debug: DebugInfo | None):
         self.debug = debug
         self.eqns: list[Eqn] = []
-        self.tracer_to_var: dict[int, Any] = {}
-        self.tracers: list[Tracer] = []  # keeps tracers alive so ids stay unique
-        self.const_tracers: dict[int, Tracer] = {}
-        self.constvar_to_val: dict[int, tuple[Var, Any]] = {}
-        self.arg_tracers: list[Tracer] = []
+        self.const_tracers: dict[int, tuple[Any, DynamicJaxprTracer]] = {}  # id(val) -> both
+        self.constvar_to_val: dict[Var, Any] = {}
+        self.arg_tracers: list[DynamicJaxprTracer] = []
 
     def new_tracer(self, trace: Trace, aval: ShapedArray, source=None) -> DynamicJaxprTracer:
-        t = DynamicJaxprTracer(trace, aval, source)
-        self.tracers.append(t)
-        self.tracer_to_var[id(t)] = Var(aval)
-        return t
+        return DynamicJaxprTracer(trace, aval, Var(aval), source)
 
     def new_arg(self, trace: Trace, aval: ShapedArray) -> DynamicJaxprTracer:
         t = self.new_tracer(trace, aval)
         self.arg_tracers.append(t)
         return t
 
-    def getvar(self, t: Tracer):
-        return self.tracer_to_var[id(t)]
+    @staticmethod
+    def getvar(t: DynamicJaxprTracer) -> Var | Literal:
+        return t._var
 
     def new_const(self, trace: Trace, val: Any) -> DynamicJaxprTracer:
-        key = id(val)
-        t = self.const_tracers.get(key)
-        if t is None:
-            aval = get_aval(val)
-            t = DynamicJaxprTracer(trace, aval)
-            self.tracers.append(t)
-            if aval.shape == () and not isinstance(val, Tracer):
-                self.tracer_to_var[id(t)] = Literal(to_numpy(val, aval), aval)
-            else:
-                var = Var(aval)
-                self.tracer_to_var[id(t)] = var
-                self.constvar_to_val[id(var)] = (var, val)
-            self.const_tracers[key] = t
-            self.tracers.append(val)  # keep val alive: its id is our key
+        hit = self.const_tracers.get(id(val))
+        if hit is not None:
+            return hit[1]
+        aval = get_aval(val)
+        if aval.shape == () and not isinstance(val, Tracer):
+            t = DynamicJaxprTracer(trace, aval, Literal(to_numpy(val, aval), aval))
+        else:
+            t = self.new_tracer(trace, aval)
+            self.constvar_to_val[t._var] = val
+        self.const_tracers[id(val)] = (val, t)
         return t
 
     def add_eqn(self, eqn: Eqn) -> None:
@@ -395,25 +407,24 @@ class JaxprBuilder:
     def build(self, in_tracers: Sequence[Tracer], out_tracers: Sequence[Tracer]) -> ClosedJaxpr:
         invars = [self.getvar(t) for t in in_tracers]
         outvars = [self.getvar(t) for t in out_tracers]
-        used = _used_constvars(self.eqns, outvars)
-        consts = [(var, val) for var, val in self.constvar_to_val.values() if id(var) in used]
+        used = _used_vars(self.eqns, outvars)
+        consts = [(var, val) for var, val in self.constvar_to_val.items() if var in used]
         jaxpr = Jaxpr([v for v, _ in consts], invars, outvars, self.eqns, self.debug)
         return ClosedJaxpr(jaxpr, [val for _, val in consts])
 
     # -- error messages: which arguments does a value depend on?
-    def progenitor_args(self, tracer: Tracer) -> list[int]:
-        var = self.tracer_to_var.get(id(tracer))
-        arg_index = {id(self.tracer_to_var[id(t)]): i for i, t in enumerate(self.arg_tracers)}
-        producers = {id(v): e for e in self.eqns for v in e.outvars}
-        found, seen, stack = set(), set(), [var]
+    def progenitor_args(self, tracer: DynamicJaxprTracer) -> list[int]:
+        arg_index = {t._var: i for i, t in enumerate(self.arg_tracers)}
+        producers = {v: e for e in self.eqns for v in e.outvars}
+        found, seen, stack = set(), set(), [tracer._var]
         while stack:
             v = stack.pop()
-            if id(v) in seen or isinstance(v, Literal) or v is None:
+            if isinstance(v, Literal) or v in seen:
                 continue
-            seen.add(id(v))
-            if id(v) in arg_index:
-                found.add(arg_index[id(v)])
-            eqn = producers.get(id(v))
+            seen.add(v)
+            if v in arg_index:
+                found.add(arg_index[v])
+            eqn = producers.get(v)
             if eqn is not None:
                 stack.extend(eqn.invars)
         return sorted(found)
@@ -445,9 +456,9 @@ class JaxprBuilder:
         return msg
 
 
-def _used_constvars(eqns: list[Eqn], outvars: list) -> set[int]:
-    used = {id(v) for e in eqns for v in e.invars}
-    used.update(id(v) for v in outvars)
+def _used_vars(eqns: list[Eqn], outvars: list) -> set:
+    used = {v for e in eqns for v in e.invars}
+    used.update(outvars)
     return used
 
 

@@ -1,10 +1,19 @@
 """tracejit.lax: the primitives (JAX's `jax.lax`), grouped by family, each with all its rules."""
-from . import _base  # noqa: F401
+from ..core.rules import use_lax_primitives
+from . import _base, call  # noqa: F401
 from .control_flow import *  # noqa: F401,F403
 from .cumulative import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
+from .elementwise import add_p
 from .indexing import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
+from . import random_bits  # noqa: F401  (the PRNG's primitives; tracejit.prng uses them)
 from .reduce import *  # noqa: F401,F403
+from .reduce import reduce_sum_p
 from .shape import *  # noqa: F401,F403
+from .shape import broadcast_in_dim_p, transpose_p
 from .sorting import *  # noqa: F401,F403
+
+# the rule vocabulary in core builds tangents and batched values with these primitives
+use_lax_primitives(add_p=add_p, broadcast_in_dim_p=broadcast_in_dim_p, reduce_sum_p=reduce_sum_p,
+                   transpose_p=transpose_p)

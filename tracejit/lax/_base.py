@@ -12,8 +12,9 @@ import numpy as np
 from ..core import dtypes
 from ..core.array import Array
 from ..core.avals import ShapedArray
-from ..core.primitive import Primitive
+from ..core.primitive import ELEMENTWISE, Primitive
 from ..core.trace import Tracer, get_aval
+from ..core.rules import def_broadcasting, def_vectorized
 
 # dtype kinds accepted by an op
 BOOL = "bool"
@@ -53,10 +54,10 @@ def check_dtype(name: str, aval: ShapedArray, kinds: str) -> None:
                         f"{_KIND_WORDS[kinds]} type.")
 
 
-def unop(name: str, impl: Callable, kinds: str = NUM, result_dtype: Callable | None = None
-         ) -> Primitive:
+def unop(name: str, impl: Callable, kinds: str = NUM, result_dtype: Callable | None = None,
+         transcendental: bool = False) -> Primitive:
     """An elementwise unary primitive: same shape; dtype kept (or `result_dtype(dtype)`)."""
-    p = Primitive(name)
+    p = Primitive(name, fusion=ELEMENTWISE, transcendental=transcendental)
 
     def abstract(x: ShapedArray) -> ShapedArray:
         check_dtype(name, x, kinds)
@@ -66,13 +67,14 @@ def unop(name: str, impl: Callable, kinds: str = NUM, result_dtype: Callable | N
 
     p.def_abstract_eval(abstract)
     p.def_impl(impl)
+    def_vectorized(p)
     return p
 
 
 def binop(name: str, impl: Callable, kinds: str = NUM, result_dtype: Callable | None = None,
-          nargs: int = 2) -> Primitive:
+          transcendental: bool = False) -> Primitive:
     """An elementwise n-ary primitive: operands of equal shape and dtype (lax does not promote)."""
-    p = Primitive(name)
+    p = Primitive(name, fusion=ELEMENTWISE, transcendental=transcendental)
 
     def abstract(*avals: ShapedArray) -> ShapedArray:
         x = avals[0]
@@ -94,6 +96,7 @@ def binop(name: str, impl: Callable, kinds: str = NUM, result_dtype: Callable | 
 
     p.def_abstract_eval(abstract)
     p.def_impl(impl)
+    def_broadcasting(p)
     return p
 
 

@@ -10,9 +10,9 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.avals import ShapedArray
+from ..core.jvp_trace import jvp_flat
 from ..core.primitive import Primitive
-from ..transforms.jvp import jvp_flat
-from ..transforms.rules import def_axis_batching, def_linear
+from ..core.rules import def_axis_batching, def_linear
 from ._base import FLOAT, NUM, as_lax_operands, check_dtype
 from .control_flow import associative_scan
 from .elementwise import add, exp, log, max, min, mul, stop_gradient, sub  # noqa: A004
@@ -56,20 +56,39 @@ cummin_p = cumulative("cummin", np.minimum.accumulate)
 cumlogsumexp_p = cumulative("cumlogsumexp", np.logaddexp.accumulate, FLOAT)
 
 
-def _make_cumulative(name: str, prim: Primitive):
-    def f(operand: Any, axis: int = 0, reverse: bool = False):
-        (operand,) = as_lax_operands(name, operand)
-        return prim.bind(operand, axis=int(axis), reverse=bool(reverse))
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"lax.{name} along `axis` (non-negative); `reverse=True` scans from the end."
-    return f
+def _cumulative(name: str, prim: Primitive, operand: Any, axis: int, reverse: bool):
+    (operand,) = as_lax_operands(name, operand)
+    return prim.bind(operand, axis=int(axis), reverse=bool(reverse))
 
 
-cumsum = _make_cumulative("cumsum", cumsum_p)
-cumprod = _make_cumulative("cumprod", cumprod_p)
-cummax = _make_cumulative("cummax", cummax_p)
-cummin = _make_cumulative("cummin", cummin_p)
-cumlogsumexp = _make_cumulative("cumlogsumexp", cumlogsumexp_p)
+def cumsum(operand: Any, axis: int = 0, reverse: bool = False):
+    """The running sums of `operand` along `axis` (non-negative);
+    `reverse=True` scans from the end."""
+    return _cumulative("cumsum", cumsum_p, operand, axis, reverse)
+
+
+def cumprod(operand: Any, axis: int = 0, reverse: bool = False):
+    """The running products of `operand` along `axis` (non-negative);
+    `reverse=True` scans from the end."""
+    return _cumulative("cumprod", cumprod_p, operand, axis, reverse)
+
+
+def cummax(operand: Any, axis: int = 0, reverse: bool = False):
+    """The running maxima of `operand` along `axis` (non-negative);
+    `reverse=True` scans from the end."""
+    return _cumulative("cummax", cummax_p, operand, axis, reverse)
+
+
+def cummin(operand: Any, axis: int = 0, reverse: bool = False):
+    """The running minima of `operand` along `axis` (non-negative);
+    `reverse=True` scans from the end."""
+    return _cumulative("cummin", cummin_p, operand, axis, reverse)
+
+
+def cumlogsumexp(operand: Any, axis: int = 0, reverse: bool = False):
+    """The running log(sum(exp(...))) of `operand` along `axis` (non-negative);
+    `reverse=True` scans from the end."""
+    return _cumulative("cumlogsumexp", cumlogsumexp_p, operand, axis, reverse)
 
 # --- transformation rules: JVP, transpose (cumsum), batching ---------------------------------
 

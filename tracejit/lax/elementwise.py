@@ -16,12 +16,12 @@ import scipy.special as sp
 from ..core import dtypes
 from ..core.array import Array
 from ..core.avals import ShapedArray
-from ..core.primitive import Primitive
+from ..core.primitive import ELEMENTWISE, Primitive
 from ..core.pytree import tree_map
+from ..core.rules import (Zero, aval_of, broadcast_to_aval, def_broadcasting, def_linear,
+                          def_vectorized, defjvp, defjvp2, full_like_aval, instantiate,
+                          is_undefined, moveaxis, unbroadcast)
 from ..core.trace import Tracer, get_aval
-from ..transforms.rules import (Zero, aval_of, broadcast_to_aval, def_broadcasting, def_linear,
-                                def_vectorized, defjvp, defjvp2, full_like_aval, instantiate,
-                                is_undefined, moveaxis, unbroadcast)
 from ._base import (ANY, FLOAT, INT, INTBOOL, NUM, as_lax_operands, binop,
                     check_dtype, unop)
 
@@ -86,11 +86,16 @@ def _real_dtype(dtype: np.dtype) -> np.dtype:
 add_p = binop("add", _quiet(np.add), NUM)
 sub_p = binop("sub", _quiet(np.subtract), NUM)
 mul_p = binop("mul", _quiet(np.multiply), NUM)
+# the simplifier's algebra: op(x, c) == x bit for bit for these c (for an integer x, a float x).
+# Not x + 0.0 (-0.0 + 0.0 is 0.0), nor x * 0 (NaN, Inf)
+add_p.identities = {0: (0, -0.0), 1: (0, -0.0)}
+sub_p.identities = {1: (0, 0.0)}
+mul_p.identities = {0: (1, 1.0), 1: (1, 1.0)}
 div_p = binop("div", _quiet(_int_div), NUM)
 rem_p = binop("rem", _quiet(_int_rem), NUM)
 max_p = binop("max", _max_impl, ANY)
 min_p = binop("min", _min_impl, ANY)
-atan2_p = binop("atan2", _quiet(np.arctan2), FLOAT)
+atan2_p = binop("atan2", _quiet(np.arctan2), FLOAT, transcendental=True)
 
 
 def _polygamma_impl(m, x):
@@ -101,7 +106,7 @@ def _polygamma_impl(m, x):
     return np.where(valid, out, np.nan).astype(x.dtype)
 
 
-polygamma_p = binop("polygamma", _quiet(_polygamma_impl), FLOAT)
+polygamma_p = binop("polygamma", _quiet(_polygamma_impl), FLOAT, transcendental=True)
 # x == y gives y (±0.0 included; NumPy's float16 nextafter gives x)
 nextafter_p = binop("nextafter", _quiet(lambda x, y: np.where(x == y, y, np.nextafter(x, y))),
                     FLOAT)
@@ -150,6 +155,7 @@ def _fma_impl(x, y, z):
 
 fma_p = binop("fma", _quiet(_fma_impl), FLOAT)
 neg_p = unop("neg", np.negative, NUM)
+neg_p.involution = True
 # sign(±0.0) is ±0.0 and sign(NaN) is NaN, as in XLA
 sign_p = unop("sign", lambda x: np.where(x == 0, x, np.sign(x)).astype(x.dtype), NUM)
 square_p = unop("square", _quiet(np.square), NUM)
@@ -158,7 +164,8 @@ ceil_p = unop("ceil", np.ceil, FLOAT)
 is_finite_p = unop("is_finite", np.isfinite, FLOAT, _bool_dtype)
 
 # pow: an integer exponent is allowed beside a float base (XLA converts it to the base's dtype)
-pow_p = binop("pow", _quiet(lambda x, y: np.power(x, y.astype(x.dtype))), FLOAT)
+pow_p = binop("pow", _quiet(lambda x, y: np.power(x, y.astype(x.dtype))), FLOAT,
+              transcendental=True)
 _pow_same_dtype_abstract = pow_p._abstract_eval
 
 
@@ -179,7 +186,7 @@ def _abs_abstract(x):
     return ShapedArray(x.shape, _real_dtype(x.dtype), x.weak_type)
 
 
-abs_p = Primitive("abs")
+abs_p = Primitive("abs", fusion=ELEMENTWISE)
 abs_p.def_abstract_eval(_abs_abstract)
 abs_p.def_impl(np.abs)
 
@@ -191,7 +198,7 @@ def _round_impl(x, *, rounding_method):
     return np.copysign(r + (np.abs(x - r) >= 0.5) * np.sign(x), x).astype(x.dtype)
 
 
-round_p = Primitive("round")
+round_p = Primitive("round", fusion=ELEMENTWISE)
 round_p.def_abstract_eval(lambda x, *, rounding_method: (check_dtype("round", x, FLOAT), x)[1])
 round_p.def_impl(_quiet(_round_impl))
 
@@ -219,7 +226,7 @@ def _integer_pow_abstract(x, *, y: int):
     return x
 
 
-integer_pow_p = Primitive("integer_pow")
+integer_pow_p = Primitive("integer_pow", fusion=ELEMENTWISE)
 integer_pow_p.def_abstract_eval(_integer_pow_abstract)
 integer_pow_p.def_impl(_integer_pow_impl)
 
@@ -335,30 +342,33 @@ def _xla_f32(xla_impl, f64_impl):
 
 
 # --- transcendental math (float only) --------------------------------------------------------
-exp_p = unop("exp", _xla_f32(_xla_exp_f32, np.exp), FLOAT)
-exp2_p = unop("exp2", _quiet(np.exp2), FLOAT)
-log_p = unop("log", _xla_f32(_xla_log_f32, np.log), FLOAT)
+exp_p = unop("exp", _xla_f32(_xla_exp_f32, np.exp), FLOAT, transcendental=True)
+exp2_p = unop("exp2", _quiet(np.exp2), FLOAT, transcendental=True)
+log_p = unop("log", _xla_f32(_xla_log_f32, np.log), FLOAT, transcendental=True)
 log1p_p = unop("log1p", _xla_f32(_xla_log1p, lambda x: np.log1p(x) if x.dtype.kind == "c"
-                                  else _xla_log1p(x)), FLOAT)
-expm1_p = unop("expm1", _quiet(np.expm1), FLOAT)
-tanh_p = unop("tanh", _quiet(np.tanh), FLOAT)
-logistic_p = unop("logistic", _quiet(lambda x: sp.expit(x).astype(x.dtype)), FLOAT)
-sin_p = unop("sin", _quiet(np.sin), FLOAT)
-cos_p = unop("cos", _quiet(np.cos), FLOAT)
-tan_p = unop("tan", _quiet(np.tan), FLOAT)
-asin_p = unop("asin", _quiet(np.arcsin), FLOAT)
-acos_p = unop("acos", _quiet(np.arccos), FLOAT)
-atan_p = unop("atan", np.arctan, FLOAT)
-sinh_p = unop("sinh", _quiet(np.sinh), FLOAT)
-cosh_p = unop("cosh", _quiet(np.cosh), FLOAT)
-asinh_p = unop("asinh", np.arcsinh, FLOAT)
-acosh_p = unop("acosh", _quiet(np.arccosh), FLOAT)
-atanh_p = unop("atanh", _quiet(np.arctanh), FLOAT)
-sqrt_p = unop("sqrt", _quiet(np.sqrt), FLOAT)
-rsqrt_p = unop("rsqrt", _quiet(lambda x: (1 / np.sqrt(x)).astype(x.dtype)), FLOAT)
-cbrt_p = unop("cbrt", np.cbrt, FLOAT)
-erf_p = unop("erf", _xla_f32(_xla_erf_f32, lambda x: sp.erf(x).astype(x.dtype)), FLOAT)
-erfc_p = unop("erfc", lambda x: sp.erfc(x).astype(x.dtype), FLOAT)
+                                  else _xla_log1p(x)), FLOAT, transcendental=True)
+expm1_p = unop("expm1", _quiet(np.expm1), FLOAT, transcendental=True)
+tanh_p = unop("tanh", _quiet(np.tanh), FLOAT, transcendental=True)
+logistic_p = unop("logistic", _quiet(lambda x: sp.expit(x).astype(x.dtype)), FLOAT,
+                  transcendental=True)
+sin_p = unop("sin", _quiet(np.sin), FLOAT, transcendental=True)
+cos_p = unop("cos", _quiet(np.cos), FLOAT, transcendental=True)
+tan_p = unop("tan", _quiet(np.tan), FLOAT, transcendental=True)
+asin_p = unop("asin", _quiet(np.arcsin), FLOAT, transcendental=True)
+acos_p = unop("acos", _quiet(np.arccos), FLOAT, transcendental=True)
+atan_p = unop("atan", np.arctan, FLOAT, transcendental=True)
+sinh_p = unop("sinh", _quiet(np.sinh), FLOAT, transcendental=True)
+cosh_p = unop("cosh", _quiet(np.cosh), FLOAT, transcendental=True)
+asinh_p = unop("asinh", np.arcsinh, FLOAT, transcendental=True)
+acosh_p = unop("acosh", _quiet(np.arccosh), FLOAT, transcendental=True)
+atanh_p = unop("atanh", _quiet(np.arctanh), FLOAT, transcendental=True)
+sqrt_p = unop("sqrt", _quiet(np.sqrt), FLOAT, transcendental=True)
+rsqrt_p = unop("rsqrt", _quiet(lambda x: (1 / np.sqrt(x)).astype(x.dtype)), FLOAT,
+               transcendental=True)
+cbrt_p = unop("cbrt", np.cbrt, FLOAT, transcendental=True)
+erf_p = unop("erf", _xla_f32(_xla_erf_f32, lambda x: sp.erf(x).astype(x.dtype)), FLOAT,
+             transcendental=True)
+erfc_p = unop("erfc", lambda x: sp.erfc(x).astype(x.dtype), FLOAT, transcendental=True)
 # XLA's erf_inv (Giles' polynomials in w = -log1p(-x²)); JAX's normal sampler is built on it,
 # so the reference follows XLA's CPU code (log1p and FMA contractions included) rather than the
 # correctly rounded SciPy value. float32: w < 5 and w >= 5; float64: w < 6.25, w < 16, w >= 16.
@@ -427,14 +437,17 @@ def _erf_inv_impl(x):
     return out.astype(x.dtype)
 
 
-erf_inv_p = unop("erf_inv", _quiet(_erf_inv_impl), FLOAT)
+erf_inv_p = unop("erf_inv", _quiet(_erf_inv_impl), FLOAT, transcendental=True)
 # XLA: lgamma(-inf) = +inf (scipy says -inf); digamma has poles (NaN) at 0, -1, -2, ...
 lgamma_p = unop("lgamma", _quiet(lambda x: np.where(x == -np.inf, np.inf, sp.gammaln(x))
-                                 .astype(x.dtype)), FLOAT)
+                                 .astype(x.dtype)), FLOAT, transcendental=True)
 digamma_p = unop("digamma", _quiet(lambda x: np.where((x <= 0) & (x == np.floor(x)), np.nan,
-                                                      sp.psi(x)).astype(x.dtype)), FLOAT)
-bessel_i0e_p = unop("bessel_i0e", _quiet(lambda x: sp.i0e(x).astype(x.dtype)), FLOAT)
-bessel_i1e_p = unop("bessel_i1e", _quiet(lambda x: sp.i1e(x).astype(x.dtype)), FLOAT)
+                                                      sp.psi(x)).astype(x.dtype)),
+                 FLOAT, transcendental=True)
+bessel_i0e_p = unop("bessel_i0e", _quiet(lambda x: sp.i0e(x).astype(x.dtype)), FLOAT,
+                    transcendental=True)
+bessel_i1e_p = unop("bessel_i1e", _quiet(lambda x: sp.i1e(x).astype(x.dtype)), FLOAT,
+                    transcendental=True)
 
 # --- comparisons and logic -----------------------------------------------------------------
 eq_p = binop("eq", np.equal, ANY, _bool_dtype)
@@ -444,6 +457,7 @@ le_p = binop("le", np.less_equal, ANY, _bool_dtype)
 gt_p = binop("gt", np.greater, ANY, _bool_dtype)
 ge_p = binop("ge", np.greater_equal, ANY, _bool_dtype)
 not_p = unop("not", np.invert, INTBOOL)
+not_p.involution = True
 and_p = binop("and", np.bitwise_and, INTBOOL)
 or_p = binop("or", np.bitwise_or, INTBOOL)
 xor_p = binop("xor", np.bitwise_xor, INTBOOL)
@@ -561,7 +575,7 @@ def _convert_abstract(x, *, new_dtype, weak_type):
     return ShapedArray(x.shape, new_dtype, weak_type)
 
 
-convert_element_type_p = Primitive("convert_element_type")
+convert_element_type_p = Primitive("convert_element_type", fusion=ELEMENTWISE)
 convert_element_type_p.def_abstract_eval(_convert_abstract)
 convert_element_type_p.def_impl(_convert_impl)
 
@@ -596,7 +610,7 @@ def _bitcast_impl(x, *, new_dtype):
     return x.view(new_dtype).reshape(x.shape[:-1])
 
 
-bitcast_convert_type_p = Primitive("bitcast_convert_type")
+bitcast_convert_type_p = Primitive("bitcast_convert_type", fusion=ELEMENTWISE)
 bitcast_convert_type_p.def_abstract_eval(_bitcast_abstract)
 bitcast_convert_type_p.def_impl(_bitcast_impl)
 
@@ -628,7 +642,7 @@ def _select_n_impl(which, *cases):
     return np.choose(np.broadcast_to(idx, cases[0].shape), cases)
 
 
-select_n_p = Primitive("select_n")
+select_n_p = Primitive("select_n", fusion=ELEMENTWISE)
 select_n_p.def_abstract_eval(_select_n_abstract)
 select_n_p.def_impl(_select_n_impl)
 
@@ -644,60 +658,344 @@ def _clamp_abstract(lo, x, hi):
     return x
 
 
-clamp_p = Primitive("clamp")
+clamp_p = Primitive("clamp", fusion=ELEMENTWISE)
 clamp_p.def_abstract_eval(_clamp_abstract)
 clamp_p.def_impl(lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi))
 
 # --- user functions ------------------------------------------------------------------------
 
-_unary = {
-    "neg": neg_p, "sign": sign_p, "abs": abs_p, "square": square_p, "floor": floor_p,
-    "ceil": ceil_p, "is_finite": is_finite_p, "exp": exp_p, "exp2": exp2_p, "log": log_p,
-    "log1p": log1p_p, "expm1": expm1_p, "tanh": tanh_p, "logistic": logistic_p, "sin": sin_p,
-    "cos": cos_p, "tan": tan_p, "asin": asin_p, "acos": acos_p, "atan": atan_p, "sinh": sinh_p,
-    "cosh": cosh_p, "asinh": asinh_p, "acosh": acosh_p, "atanh": atanh_p, "sqrt": sqrt_p,
-    "rsqrt": rsqrt_p, "cbrt": cbrt_p, "erf": erf_p, "erfc": erfc_p, "erf_inv": erf_inv_p,
-    "lgamma": lgamma_p, "digamma": digamma_p, "bessel_i0e": bessel_i0e_p,
-    "bessel_i1e": bessel_i1e_p, "bitwise_not": not_p,
-    "population_count": population_count_p, "clz": clz_p, "real": real_p, "imag": imag_p,
-    "conj": conj_p,
-}
-_binary = {
-    "add": add_p, "sub": sub_p, "mul": mul_p, "div": div_p, "rem": rem_p, "max": max_p,
-    "min": min_p, "pow": pow_p, "atan2": atan2_p, "nextafter": nextafter_p, "eq": eq_p,
-    "ne": ne_p, "lt": lt_p, "le": le_p, "gt": gt_p, "ge": ge_p, "bitwise_and": and_p,
-    "bitwise_or": or_p, "bitwise_xor": xor_p, "shift_left": shift_left_p,
-    "shift_right_logical": shift_right_logical_p,
-    "shift_right_arithmetic": shift_right_arithmetic_p, "complex": complex_p,
-}
+def _unary(name: str, prim: Primitive, x: Any):
+    (x,) = as_lax_operands(name, x)
+    return prim.bind(x)
 
 
-def _make_unary(name: str, prim: Primitive):
-    def f(x: Any):
-        (x,) = as_lax_operands(name, x)
-        return prim.bind(x)
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"Elementwise {name} (lax primitive `{prim.name}`)."
-    return f
+def _binary(name: str, prim: Primitive, x: Any, y: Any):
+    x, y = as_lax_operands(name, x, y)
+    return prim.bind(x, y)
 
 
-def _make_binary(name: str, prim: Primitive):
-    def f(x: Any, y: Any):
-        x, y = as_lax_operands(name, x, y)
-        return prim.bind(x, y)
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"Elementwise {name} (lax primitive `{prim.name}`); no implicit promotion."
-    return f
+def neg(x: Any):
+    """Elementwise: -x."""
+    return _unary("neg", neg_p, x)
 
 
-for _n, _p in _unary.items():
-    globals()[_n] = _make_unary(_n, _p)
-for _n, _p in _binary.items():
-    globals()[_n] = _make_binary(_n, _p)
-# lax's names for logical ops on bools/ints
-not_ = globals()["bitwise_not"]
-bitwise_and, bitwise_or, bitwise_xor = (globals()[n] for n in ("bitwise_and", "bitwise_or",
-                                                               "bitwise_xor"))
+def sign(x: Any):
+    """Elementwise: the sign of x: -1, 0 or 1 (NaN for NaN; x / |x| for complex x)."""
+    return _unary("sign", sign_p, x)
+
+
+def abs(x: Any):  # noqa: A001 - lax's name
+    """Elementwise: |x| (the modulus, a real number, for complex x)."""
+    return _unary("abs", abs_p, x)
+
+
+def square(x: Any):
+    """Elementwise: x * x."""
+    return _unary("square", square_p, x)
+
+
+def floor(x: Any):
+    """Elementwise: the largest integer <= x."""
+    return _unary("floor", floor_p, x)
+
+
+def ceil(x: Any):
+    """Elementwise: the smallest integer >= x."""
+    return _unary("ceil", ceil_p, x)
+
+
+def is_finite(x: Any):
+    """Elementwise: Whether x is neither infinite nor NaN."""
+    return _unary("is_finite", is_finite_p, x)
+
+
+def exp(x: Any):
+    """Elementwise: E ** x."""
+    return _unary("exp", exp_p, x)
+
+
+def exp2(x: Any):
+    """Elementwise: 2 ** x."""
+    return _unary("exp2", exp2_p, x)
+
+
+def log(x: Any):
+    """Elementwise: the natural logarithm of x."""
+    return _unary("log", log_p, x)
+
+
+def log1p(x: Any):
+    """Elementwise: Log(1 + x), accurate near 0."""
+    return _unary("log1p", log1p_p, x)
+
+
+def expm1(x: Any):
+    """Elementwise: Exp(x) - 1, accurate near 0."""
+    return _unary("expm1", expm1_p, x)
+
+
+def tanh(x: Any):
+    """Elementwise: the hyperbolic tangent of x."""
+    return _unary("tanh", tanh_p, x)
+
+
+def logistic(x: Any):
+    """Elementwise: the logistic sigmoid 1 / (1 + exp(-x))."""
+    return _unary("logistic", logistic_p, x)
+
+
+def sin(x: Any):
+    """Elementwise: the sine of x."""
+    return _unary("sin", sin_p, x)
+
+
+def cos(x: Any):
+    """Elementwise: the cosine of x."""
+    return _unary("cos", cos_p, x)
+
+
+def tan(x: Any):
+    """Elementwise: the tangent of x."""
+    return _unary("tan", tan_p, x)
+
+
+def asin(x: Any):
+    """Elementwise: the inverse sine of x."""
+    return _unary("asin", asin_p, x)
+
+
+def acos(x: Any):
+    """Elementwise: the inverse cosine of x."""
+    return _unary("acos", acos_p, x)
+
+
+def atan(x: Any):
+    """Elementwise: the inverse tangent of x."""
+    return _unary("atan", atan_p, x)
+
+
+def sinh(x: Any):
+    """Elementwise: the hyperbolic sine of x."""
+    return _unary("sinh", sinh_p, x)
+
+
+def cosh(x: Any):
+    """Elementwise: the hyperbolic cosine of x."""
+    return _unary("cosh", cosh_p, x)
+
+
+def asinh(x: Any):
+    """Elementwise: the inverse hyperbolic sine of x."""
+    return _unary("asinh", asinh_p, x)
+
+
+def acosh(x: Any):
+    """Elementwise: the inverse hyperbolic cosine of x."""
+    return _unary("acosh", acosh_p, x)
+
+
+def atanh(x: Any):
+    """Elementwise: the inverse hyperbolic tangent of x."""
+    return _unary("atanh", atanh_p, x)
+
+
+def sqrt(x: Any):
+    """Elementwise: the square root of x."""
+    return _unary("sqrt", sqrt_p, x)
+
+
+def rsqrt(x: Any):
+    """Elementwise: 1 / sqrt(x)."""
+    return _unary("rsqrt", rsqrt_p, x)
+
+
+def cbrt(x: Any):
+    """Elementwise: the cube root of x."""
+    return _unary("cbrt", cbrt_p, x)
+
+
+def erf(x: Any):
+    """Elementwise: the error function of x."""
+    return _unary("erf", erf_p, x)
+
+
+def erfc(x: Any):
+    """Elementwise: the complementary error function 1 - erf(x)."""
+    return _unary("erfc", erfc_p, x)
+
+
+def erf_inv(x: Any):
+    """Elementwise: the inverse error function of x."""
+    return _unary("erf_inv", erf_inv_p, x)
+
+
+def lgamma(x: Any):
+    """Elementwise: the log of the absolute value of the gamma function of x."""
+    return _unary("lgamma", lgamma_p, x)
+
+
+def digamma(x: Any):
+    """Elementwise: the digamma function (the derivative of lgamma) of x."""
+    return _unary("digamma", digamma_p, x)
+
+
+def bessel_i0e(x: Any):
+    """Elementwise: the exponentially scaled modified Bessel function of order 0 of x."""
+    return _unary("bessel_i0e", bessel_i0e_p, x)
+
+
+def bessel_i1e(x: Any):
+    """Elementwise: the exponentially scaled modified Bessel function of order 1 of x."""
+    return _unary("bessel_i1e", bessel_i1e_p, x)
+
+
+def bitwise_not(x: Any):
+    """Elementwise: the bitwise (for booleans: logical) negation of x."""
+    return _unary("bitwise_not", not_p, x)
+
+
+def population_count(x: Any):
+    """Elementwise: the number of set bits of x."""
+    return _unary("population_count", population_count_p, x)
+
+
+def clz(x: Any):
+    """Elementwise: the number of leading zero bits of x."""
+    return _unary("clz", clz_p, x)
+
+
+def real(x: Any):
+    """Elementwise: the real part of x."""
+    return _unary("real", real_p, x)
+
+
+def imag(x: Any):
+    """Elementwise: the imaginary part of x."""
+    return _unary("imag", imag_p, x)
+
+
+def conj(x: Any):
+    """Elementwise: the complex conjugate of x."""
+    return _unary("conj", conj_p, x)
+
+
+def add(x: Any, y: Any):
+    """Elementwise: x + y."""
+    return _binary("add", add_p, x, y)
+
+
+def sub(x: Any, y: Any):
+    """Elementwise: x - y."""
+    return _binary("sub", sub_p, x, y)
+
+
+def mul(x: Any, y: Any):
+    """Elementwise: x * y."""
+    return _binary("mul", mul_p, x, y)
+
+
+def div(x: Any, y: Any):
+    """Elementwise: x / y (integers: truncated toward zero; x / 0 is -1)."""
+    return _binary("div", div_p, x, y)
+
+
+def rem(x: Any, y: Any):
+    """Elementwise: the remainder of x / y, with the sign of x (integers: x % 0 is x)."""
+    return _binary("rem", rem_p, x, y)
+
+
+def max(x: Any, y: Any):  # noqa: A001 - lax's name
+    """Elementwise: the larger of x and y (NaN if either is NaN)."""
+    return _binary("max", max_p, x, y)
+
+
+def min(x: Any, y: Any):  # noqa: A001 - lax's name
+    """Elementwise: the smaller of x and y (NaN if either is NaN)."""
+    return _binary("min", min_p, x, y)
+
+
+def pow(x: Any, y: Any):  # noqa: A001 - lax's name
+    """Elementwise: x ** y."""
+    return _binary("pow", pow_p, x, y)
+
+
+def atan2(x: Any, y: Any):
+    """Elementwise: the angle of the point (y, x): atan(x / y) in the right quadrant."""
+    return _binary("atan2", atan2_p, x, y)
+
+
+def nextafter(x: Any, y: Any):
+    """Elementwise: the next floating-point value after x towards y."""
+    return _binary("nextafter", nextafter_p, x, y)
+
+
+def eq(x: Any, y: Any):
+    """Elementwise: x == y."""
+    return _binary("eq", eq_p, x, y)
+
+
+def ne(x: Any, y: Any):
+    """Elementwise: x != y."""
+    return _binary("ne", ne_p, x, y)
+
+
+def lt(x: Any, y: Any):
+    """Elementwise: x < y."""
+    return _binary("lt", lt_p, x, y)
+
+
+def le(x: Any, y: Any):
+    """Elementwise: x <= y."""
+    return _binary("le", le_p, x, y)
+
+
+def gt(x: Any, y: Any):
+    """Elementwise: x > y."""
+    return _binary("gt", gt_p, x, y)
+
+
+def ge(x: Any, y: Any):
+    """Elementwise: x >= y."""
+    return _binary("ge", ge_p, x, y)
+
+
+def bitwise_and(x: Any, y: Any):
+    """Elementwise: Bitwise (for booleans: logical) and."""
+    return _binary("bitwise_and", and_p, x, y)
+
+
+def bitwise_or(x: Any, y: Any):
+    """Elementwise: Bitwise (for booleans: logical) or."""
+    return _binary("bitwise_or", or_p, x, y)
+
+
+def bitwise_xor(x: Any, y: Any):
+    """Elementwise: Bitwise (for booleans: logical) exclusive or."""
+    return _binary("bitwise_xor", xor_p, x, y)
+
+
+def shift_left(x: Any, y: Any):
+    """Elementwise: x << y (0 when y is out of range)."""
+    return _binary("shift_left", shift_left_p, x, y)
+
+
+def shift_right_logical(x: Any, y: Any):
+    """Elementwise: x >> y, shifting in zeros (0 when y is out of range)."""
+    return _binary("shift_right_logical", shift_right_logical_p, x, y)
+
+
+def shift_right_arithmetic(x: Any, y: Any):
+    """Elementwise: x >> y, shifting in the sign bit."""
+    return _binary("shift_right_arithmetic", shift_right_arithmetic_p, x, y)
+
+
+def complex(x: Any, y: Any):  # noqa: A001 - lax's name
+    """Elementwise: the complex number x + i*y."""
+    return _binary("complex", complex_p, x, y)
+
+
+# lax's name for logical not on bools and ints
+not_ = bitwise_not
 
 
 def round(x: Any, rounding_method: int = 0):  # noqa: A001 - lax's name
@@ -764,12 +1062,7 @@ def clamp(min: Any, x: Any, max: Any):  # noqa: A002 - lax's names
 
 
 # --- transformation rules: JVP, transpose (linear ops), batching -----------------------------
-# (the user functions above are made in loops; the rules call them by name)
-mul, add, sub, div, neg, eq, ge, gt, lt, sign, floor, log, exp, cos, sin, cosh, sinh, rsqrt, \
-    square, digamma, real, imag, conj = (globals()[n] for n in (
-        "mul", "add", "sub", "div", "neg", "eq", "ge", "gt", "lt", "sign", "floor", "log", "exp",
-        "cos", "sin", "cosh", "sinh", "rsqrt", "square", "digamma", "real", "imag", "conj"))
-_complex, _pow = globals()["complex"], globals()["pow"]
+_complex, _pow = complex, pow  # (the rules below also use Python's builtins of these names)
 
 
 def _zeros_like(x):
@@ -948,10 +1241,9 @@ for _p in (sign_p, floor_p, ceil_p, round_p, is_finite_p, nextafter_p, eq_p, ne_
            shift_right_arithmetic_p, population_count_p, clz_p, bitcast_convert_type_p):
     _p.def_not_differentiable()
 
-for _p in (*_unary.values(), round_p, integer_pow_p, convert_element_type_p):
+# (the unop/binop families batch their primitives themselves)
+for _p in (abs_p, round_p, integer_pow_p, convert_element_type_p):
     def_vectorized(_p)
-for _p in (*_binary.values(), fma_p):
-    def_broadcasting(_p)
 def_broadcasting(select_n_p, lambda i, n: i == 0)  # only the selector may stay rank 0
 def_broadcasting(clamp_p, lambda i, n: i != 1)     # the bounds may stay rank 0
 bitcast_convert_type_p.def_batch(_bitcast_batch)
@@ -959,7 +1251,6 @@ bitcast_convert_type_p.def_batch(_bitcast_batch)
 # --- stop_gradient: the identity, with a zero derivative ----------------------------------
 stop_gradient_p = unop("stop_gradient", lambda x: x, ANY)
 stop_gradient_p.def_not_differentiable()
-def_vectorized(stop_gradient_p)
 
 
 def stop_gradient(x: Any) -> Any:
@@ -970,6 +1261,15 @@ def stop_gradient(x: Any) -> Any:
     return tree_map(stop, x)
 
 
-__all__ = sorted(set(_unary) | set(_binary) | {
-    "not_", "round", "RoundingMethod", "integer_pow", "convert_element_type",
-    "bitcast_convert_type", "select_n", "select", "clamp", "fma", "polygamma", "stop_gradient"})
+__all__ = [
+    "RoundingMethod", "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh",
+    "bessel_i0e", "bessel_i1e", "bitcast_convert_type", "bitwise_and", "bitwise_not",
+    "bitwise_or", "bitwise_xor", "cbrt", "ceil", "clamp", "clz", "complex", "conj",
+    "convert_element_type", "cos", "cosh", "digamma", "div", "eq", "erf", "erf_inv", "erfc",
+    "exp", "exp2", "expm1", "floor", "fma", "ge", "gt", "imag", "integer_pow", "is_finite",
+    "le", "lgamma", "log", "log1p", "logistic", "lt", "max", "min", "mul", "ne", "neg",
+    "nextafter", "not_", "polygamma", "population_count", "pow", "real", "rem", "round",
+    "rsqrt", "select", "select_n", "shift_left", "shift_right_arithmetic",
+    "shift_right_logical", "sign", "sin", "sinh", "sqrt", "square", "stop_gradient", "sub",
+    "tan", "tanh"
+]

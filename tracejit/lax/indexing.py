@@ -18,10 +18,10 @@ from ..core.array import Array
 from ..core.avals import ShapedArray, check_shape
 from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
-from ..core.primitive import Primitive
+from ..core.primitive import INDEX_MAP, Primitive
+from ..core.rules import (Zero, aval_of, axis_size, bdim_at_front, defjvp, full_like_aval,
+                          instantiate, is_undefined, moveaxis, not_mapped)
 from ..core.trace import Tracer, get_aval, trace_to_jaxpr
-from ..transforms.rules import (Zero, aval_of, axis_size, bdim_at_front, defjvp, full_like_aval,
-                                instantiate, is_undefined, moveaxis, not_mapped)
 from ._base import ANY, NUM, as_lax_operands, canonicalize_axis, check_dtype, const_like
 from .elementwise import add, div, eq, lt, mul, neg, select
 from .shape import (broadcast, broadcast_in_dim, concatenate, expand_dims, full_like, index_in_dim,
@@ -215,7 +215,7 @@ def _dynamic_slice_abstract(operand, *starts, slice_sizes):
     return ShapedArray(slice_sizes, operand.dtype, operand.weak_type)
 
 
-dynamic_slice_p = Primitive("dynamic_slice")
+dynamic_slice_p = Primitive("dynamic_slice", fusion=INDEX_MAP)
 dynamic_slice_p.def_abstract_eval(_dynamic_slice_abstract)
 dynamic_slice_p.def_impl(lambda operand, *starts, slice_sizes: operand[
     _clamped_window(operand.shape, starts, slice_sizes)])
@@ -436,7 +436,7 @@ def _gather_impl(operand, indices, *, dimension_numbers, slice_sizes, indices_ar
     return np.transpose(out, perm)
 
 
-gather_p = Primitive("gather")
+gather_p = Primitive("gather", fusion=INDEX_MAP)
 gather_p.def_abstract_eval(_gather_abstract)
 gather_p.def_impl(_gather_impl)
 
@@ -586,30 +586,86 @@ scatter_min_p = _scatter_primitive("scatter-min", np.minimum.at, ANY)
 scatter_max_p = _scatter_primitive("scatter-max", np.maximum.at, ANY)
 
 
-def _make_scatter(name: str, prim: Primitive):
-    def f(operand: Any, scatter_indices: Any, updates: Any,
-          dimension_numbers: ScatterDimensionNumbers, *, indices_are_sorted: bool = False,
-          unique_indices: bool = False, mode: str | GatherScatterMode | None = None):
-        operand, updates = as_lax_operands(name, operand, updates)
-        (scatter_indices,) = as_lax_operands(name, scatter_indices)
-        return prim.bind(operand, scatter_indices, updates,
-                         dimension_numbers=_int_tuples(dimension_numbers,
-                                                       ScatterDimensionNumbers),
-                         indices_are_sorted=bool(indices_are_sorted),
-                         unique_indices=bool(unique_indices),
-                         mode=GatherScatterMode.from_any(mode))
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = (f"lax.{name}: XLA's Scatter combining with {prim.name}; out-of-bounds windows "
-                 "are dropped unless mode='clip' (`mode=None` means FILL_OR_DROP).")
-    return f
+_SCATTER_DOC = ("XLA's Scatter of `updates` into `operand` at `scatter_indices`, {}. "
+                "Out-of-bounds windows are dropped unless mode='clip' (`mode=None` means "
+                "FILL_OR_DROP).")
 
 
-scatter = _make_scatter("scatter", scatter_p)
-scatter_add = _make_scatter("scatter_add", scatter_add_p)
-scatter_sub = _make_scatter("scatter_sub", scatter_sub_p)
-scatter_mul = _make_scatter("scatter_mul", scatter_mul_p)
-scatter_min = _make_scatter("scatter_min", scatter_min_p)
-scatter_max = _make_scatter("scatter_max", scatter_max_p)
+def _scatter(name: str, prim: Primitive, operand: Any, scatter_indices: Any, updates: Any,
+             dimension_numbers: ScatterDimensionNumbers, indices_are_sorted: bool,
+             unique_indices: bool, mode: str | GatherScatterMode | None):
+    operand, updates = as_lax_operands(name, operand, updates)
+    (scatter_indices,) = as_lax_operands(name, scatter_indices)
+    return prim.bind(operand, scatter_indices, updates,
+                     dimension_numbers=_int_tuples(dimension_numbers, ScatterDimensionNumbers),
+                     indices_are_sorted=bool(indices_are_sorted),
+                     unique_indices=bool(unique_indices), mode=GatherScatterMode.from_any(mode))
+
+
+def scatter(operand: Any, scatter_indices: Any, updates: Any,
+            dimension_numbers: ScatterDimensionNumbers, *,
+            indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode: str | GatherScatterMode | None = None):
+    return _scatter("scatter", scatter_p, operand, scatter_indices, updates,
+                    dimension_numbers, indices_are_sorted, unique_indices, mode)
+
+
+scatter.__doc__ = _SCATTER_DOC.format("replacing the operand's elements (the last update wins)")
+
+
+def scatter_add(operand: Any, scatter_indices: Any, updates: Any,
+                dimension_numbers: ScatterDimensionNumbers, *,
+                indices_are_sorted: bool = False, unique_indices: bool = False,
+                mode: str | GatherScatterMode | None = None):
+    return _scatter("scatter_add", scatter_add_p, operand, scatter_indices, updates,
+                    dimension_numbers, indices_are_sorted, unique_indices, mode)
+
+
+scatter_add.__doc__ = _SCATTER_DOC.format("adding to the operand's elements")
+
+
+def scatter_sub(operand: Any, scatter_indices: Any, updates: Any,
+                dimension_numbers: ScatterDimensionNumbers, *,
+                indices_are_sorted: bool = False, unique_indices: bool = False,
+                mode: str | GatherScatterMode | None = None):
+    return _scatter("scatter_sub", scatter_sub_p, operand, scatter_indices, updates,
+                    dimension_numbers, indices_are_sorted, unique_indices, mode)
+
+
+scatter_sub.__doc__ = _SCATTER_DOC.format("subtracting from the operand's elements")
+
+
+def scatter_mul(operand: Any, scatter_indices: Any, updates: Any,
+                dimension_numbers: ScatterDimensionNumbers, *,
+                indices_are_sorted: bool = False, unique_indices: bool = False,
+                mode: str | GatherScatterMode | None = None):
+    return _scatter("scatter_mul", scatter_mul_p, operand, scatter_indices, updates,
+                    dimension_numbers, indices_are_sorted, unique_indices, mode)
+
+
+scatter_mul.__doc__ = _SCATTER_DOC.format("multiplying the operand's elements")
+
+
+def scatter_min(operand: Any, scatter_indices: Any, updates: Any,
+                dimension_numbers: ScatterDimensionNumbers, *,
+                indices_are_sorted: bool = False, unique_indices: bool = False,
+                mode: str | GatherScatterMode | None = None):
+    return _scatter("scatter_min", scatter_min_p, operand, scatter_indices, updates,
+                    dimension_numbers, indices_are_sorted, unique_indices, mode)
+
+
+scatter_min.__doc__ = _SCATTER_DOC.format("keeping the smaller of each element and its update")
+
+
+def scatter_max(operand: Any, scatter_indices: Any, updates: Any,
+                dimension_numbers: ScatterDimensionNumbers, *,
+                indices_are_sorted: bool = False, unique_indices: bool = False,
+                mode: str | GatherScatterMode | None = None):
+    return _scatter("scatter_max", scatter_max_p, operand, scatter_indices, updates,
+                    dimension_numbers, indices_are_sorted, unique_indices, mode)
+
+
+scatter_max.__doc__ = _SCATTER_DOC.format("keeping the larger of each element and its update")
 
 
 # scatter_apply: operand[i] = func(operand[i]) at each scattered position; `jaxpr` is func on a

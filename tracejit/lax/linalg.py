@@ -14,8 +14,8 @@ from ..core import dtypes
 from ..core.avals import ShapedArray
 from ..core.config import config
 from ..core.primitive import Primitive
+from ..core.rules import aval_of, defjvp, is_undefined
 from ..core.trace import get_aval
-from ..transforms.rules import aval_of, defjvp, is_undefined
 from ._base import check_operand
 from .elementwise import convert_element_type
 from .shape import transpose

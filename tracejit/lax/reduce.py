@@ -8,10 +8,9 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.avals import ShapedArray
-from ..core.primitive import Primitive
+from ..core.primitive import REDUCTION, Primitive
+from ..core.rules import Zero, aval_of, def_linear, def_reducer_batching, defjvp2, full_like_aval
 from ..core.trace import get_aval
-from ..transforms.rules import (Zero, aval_of, def_linear, def_reducer_batching, defjvp2,
-                                full_like_aval)
 from ._base import ANY, INTBOOL, NUM, as_lax_operands, check_dtype, normalize_axes
 from .elementwise import add, convert_element_type, div, eq, mul
 from .shape import broadcast_in_dim, concatenate, reshape, slice_in_dim, transpose
@@ -49,7 +48,8 @@ def _highest(dtype):
 
 
 def reducer(name: str, impl, kinds: str) -> Primitive:
-    p = Primitive(name)
+    p = Primitive(name, fusion=REDUCTION)
+    p.monoid = True
     p.def_abstract_eval(_reduce_abstract(name, kinds))
     p.def_impl(impl)
     return p
@@ -80,22 +80,45 @@ reduce_xor_p = reducer("reduce_xor", lambda x, *, axes: np.bitwise_xor.reduce(
     INTBOOL)
 
 
-def _make_reduce(name: str, prim: Primitive):
-    def f(operand: Any, axes: Sequence[int]):
-        (operand,) = as_lax_operands(name, operand)
-        axes_ = normalize_axes(tuple(axes), get_aval(operand).ndim, "axes")
-        return prim.bind(operand, axes=tuple(sorted(axes_)))
-    f.__name__ = f.__qualname__ = name
-    return f
+def _reduce(name: str, prim: Primitive, operand: Any, axes: Sequence[int]):
+    (operand,) = as_lax_operands(name, operand)
+    axes_ = normalize_axes(tuple(axes), get_aval(operand).ndim, "axes")
+    return prim.bind(operand, axes=tuple(sorted(axes_)))
 
 
-reduce_sum = _make_reduce("reduce_sum", reduce_sum_p)
-reduce_prod = _make_reduce("reduce_prod", reduce_prod_p)
-reduce_max = _make_reduce("reduce_max", reduce_max_p)
-reduce_min = _make_reduce("reduce_min", reduce_min_p)
-reduce_and = _make_reduce("reduce_and", reduce_and_p)
-reduce_or = _make_reduce("reduce_or", reduce_or_p)
-reduce_xor = _make_reduce("reduce_xor", reduce_xor_p)
+def reduce_sum(operand: Any, axes: Sequence[int]):
+    """The sum of `operand` over `axes`."""
+    return _reduce("reduce_sum", reduce_sum_p, operand, axes)
+
+
+def reduce_prod(operand: Any, axes: Sequence[int]):
+    """The product of `operand` over `axes`."""
+    return _reduce("reduce_prod", reduce_prod_p, operand, axes)
+
+
+def reduce_max(operand: Any, axes: Sequence[int]):
+    """The maximum of `operand` over `axes`."""
+    return _reduce("reduce_max", reduce_max_p, operand, axes)
+
+
+def reduce_min(operand: Any, axes: Sequence[int]):
+    """The minimum of `operand` over `axes`."""
+    return _reduce("reduce_min", reduce_min_p, operand, axes)
+
+
+def reduce_and(operand: Any, axes: Sequence[int]):
+    """The bitwise (logical) and of `operand` over `axes`."""
+    return _reduce("reduce_and", reduce_and_p, operand, axes)
+
+
+def reduce_or(operand: Any, axes: Sequence[int]):
+    """The bitwise (logical) or of `operand` over `axes`."""
+    return _reduce("reduce_or", reduce_or_p, operand, axes)
+
+
+def reduce_xor(operand: Any, axes: Sequence[int]):
+    """The bitwise (logical) exclusive or of `operand` over `axes`."""
+    return _reduce("reduce_xor", reduce_xor_p, operand, axes)
 
 
 # --- argmax / argmin: NaN counts as the extreme (first NaN wins), first index on ties -------
@@ -124,10 +147,10 @@ def _arg_impl(fn):
     return impl
 
 
-argmax_p = Primitive("argmax")
+argmax_p = Primitive("argmax", fusion=REDUCTION)
 argmax_p.def_abstract_eval(_arg_abstract("argmax"))
 argmax_p.def_impl(_arg_impl(np.argmax))
-argmin_p = Primitive("argmin")
+argmin_p = Primitive("argmin", fusion=REDUCTION)
 argmin_p.def_abstract_eval(_arg_abstract("argmin"))
 argmin_p.def_impl(_arg_impl(np.argmin))
 

@@ -12,10 +12,10 @@ import numpy as np
 from ..core import dtypes
 from ..core.array import Array
 from ..core.avals import ShapedArray, check_shape
-from ..core.primitive import Primitive
+from ..core.primitive import INDEX_MAP, Primitive
+from ..core.rules import (aval_of, axis_size, bdim_at_front, def_linear, full_like_aval,
+                          is_undefined, moveaxis, sum_over)
 from ..core.trace import get_aval
-from ..transforms.rules import (aval_of, axis_size, bdim_at_front, def_linear, full_like_aval,
-                                is_undefined, moveaxis, sum_over)
 from ._base import as_lax_operands, canonicalize_axis
 from .elementwise import convert_element_type, select_n, sub
 
@@ -53,7 +53,8 @@ def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions):
     return np.broadcast_to(x.reshape(expanded), shape)
 
 
-broadcast_in_dim_p = Primitive("broadcast_in_dim")
+broadcast_in_dim_p = Primitive("broadcast_in_dim", fusion=INDEX_MAP)
+broadcast_in_dim_p.cheap = True  # recomputed in each consumer: it reads a smaller operand
 broadcast_in_dim_p.def_abstract_eval(_broadcast_in_dim_abstract)
 broadcast_in_dim_p.def_impl(_broadcast_in_dim_impl)
 
@@ -127,7 +128,7 @@ def _reshape_abstract(x, *, new_sizes, dimensions):
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
 
 
-reshape_p = Primitive("reshape")
+reshape_p = Primitive("reshape", fusion=INDEX_MAP)
 reshape_p.def_abstract_eval(_reshape_abstract)
 reshape_p.def_impl(lambda x, *, new_sizes, dimensions: (
     x if dimensions is None else np.transpose(x, dimensions)).reshape(new_sizes))
@@ -154,7 +155,7 @@ def _transpose_abstract(x, *, permutation):
     return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype, x.weak_type)
 
 
-transpose_p = Primitive("transpose")
+transpose_p = Primitive("transpose", fusion=INDEX_MAP)
 transpose_p.def_abstract_eval(_transpose_abstract)
 transpose_p.def_impl(lambda x, *, permutation: np.transpose(x, permutation))
 
@@ -179,7 +180,7 @@ def _squeeze_abstract(x, *, dimensions):
                        x.weak_type)
 
 
-squeeze_p = Primitive("squeeze")
+squeeze_p = Primitive("squeeze", fusion=INDEX_MAP)
 squeeze_p.def_abstract_eval(_squeeze_abstract)
 squeeze_p.def_impl(lambda x, *, dimensions: np.squeeze(x, axis=dimensions) if dimensions else x)
 
@@ -222,7 +223,8 @@ def _rev_abstract(x, *, dimensions):
     return x
 
 
-rev_p = Primitive("rev")
+rev_p = Primitive("rev", fusion=INDEX_MAP)
+rev_p.involution = True  # over the same dimensions
 rev_p.def_abstract_eval(_rev_abstract)
 rev_p.def_impl(lambda x, *, dimensions: np.flip(x, dimensions) if dimensions else x)
 
@@ -259,7 +261,7 @@ def _concatenate_abstract(*xs, dimension):
     return ShapedArray(shape, x0.dtype, all(x.weak_type for x in xs))
 
 
-concatenate_p = Primitive("concatenate")
+concatenate_p = Primitive("concatenate", fusion=INDEX_MAP)
 concatenate_p.def_abstract_eval(_concatenate_abstract)
 concatenate_p.def_impl(lambda *xs, dimension: np.concatenate(xs, axis=dimension))
 
@@ -369,7 +371,7 @@ def _pad_impl(x, pad_value, *, padding_config):
     return out[crops]
 
 
-pad_p = Primitive("pad")
+pad_p = Primitive("pad", fusion=INDEX_MAP)
 pad_p.def_abstract_eval(_pad_abstract)
 pad_p.def_impl(_pad_impl)
 
@@ -394,7 +396,8 @@ def _iota_abstract(*, dtype, shape, dimension):
     return ShapedArray(shape, dtype)
 
 
-iota_p = Primitive("iota")
+iota_p = Primitive("iota", fusion=INDEX_MAP)
+iota_p.cheap = True
 iota_p.def_abstract_eval(_iota_abstract)
 iota_p.def_impl(lambda *, dtype, shape, dimension: np.broadcast_to(
     np.arange(shape[dimension], dtype=dtype).reshape(
@@ -441,7 +444,7 @@ def _slice_abstract(x, *, start_indices, limit_indices, strides):
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
-slice_p = Primitive("slice")
+slice_p = Primitive("slice", fusion=INDEX_MAP)
 slice_p.def_abstract_eval(_slice_abstract)
 slice_p.def_impl(lambda x, *, start_indices, limit_indices, strides: x[tuple(
     builtins.slice(lo, hi, 1 if strides is None else s) for lo, hi, s in

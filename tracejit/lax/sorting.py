@@ -15,8 +15,8 @@ import numpy as np
 from ..core import dtypes
 from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
+from ..core.rules import Zero, moveaxis, not_mapped
 from ..core.trace import get_aval
-from ..transforms.rules import Zero, moveaxis, not_mapped
 from ._base import canonicalize_axis, check_operand
 from .indexing import GatherDimensionNumbers, GatherScatterMode, gather
 from .shape import broadcast_in_dim, broadcasted_iota, expand_dims

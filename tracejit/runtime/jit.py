@@ -6,7 +6,9 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
+import threading
 import warnings
+import weakref
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -15,60 +17,15 @@ from ..core import errors
 from ..core.array import Array
 from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.config import config
-from ..core.interpret import eval_jaxpr
+from ..core.devices import devices
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
-from ..core.primitive import Primitive
-from ..core.pytree import PyTreeDef, tree_flatten, tree_leaves, tree_unflatten
-from ..core.trace import (Tracer, current_dynamic_trace, fun_debug_info, get_aval,
-                          trace_to_jaxpr)
+from ..core.jaxpr_util import closure_convert
+from ..core.pytree import PyTreeDef, leaf_names, tree_flatten, tree_leaves, tree_unflatten
+from ..core.trace import Tracer, current_dynamic_trace, fun_debug_info, get_aval, trace_to_jaxpr
+from ..lax.call import pjit_p
 from .executable import Executable, compile_jaxpr
 
-# --- the call primitive ---------------------------------------------------------------------
-
-pjit_p = Primitive("jit", multiple_results=True)  # JAX prints it as `jit` (formerly pjit)
-
-
-def _pjit_abstract(*avals, jaxpr: ClosedJaxpr, name: str):
-    return jaxpr.out_avals
-
-
-def _pjit_impl(*args, jaxpr: ClosedJaxpr, name: str):
-    return eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
-
-
-pjit_p.def_abstract_eval(_pjit_abstract)
-pjit_p.def_impl(_pjit_impl)
-
-
-def closure_convert(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
-    """Turn consts that are tracers of an enclosing trace into leading invars."""
-    if not any(isinstance(c, Tracer) for c in closed.consts):
-        return closed, []
-    jaxpr = closed.jaxpr
-    keep = [(v, c) for v, c in zip(jaxpr.constvars, closed.consts) if not isinstance(c, Tracer)]
-    moved = [(v, c) for v, c in zip(jaxpr.constvars, closed.consts) if isinstance(c, Tracer)]
-    new = Jaxpr([v for v, _ in keep], [v for v, _ in moved] + jaxpr.invars, jaxpr.outvars,
-                jaxpr.eqns, jaxpr.debug_info)
-    return ClosedJaxpr(new, [c for _, c in keep]), [c for _, c in moved]
-
-
 # --- argument handling ----------------------------------------------------------------------
-
-def _leaf_names(name: str, tree: Any) -> list[str]:
-    """Names like `x`, `params['w']`, `state[0]` for each leaf of an argument (for errors)."""
-    if isinstance(tree, dict):
-        try:
-            keys = sorted(tree)
-        except TypeError:
-            keys = list(tree)
-        return [n for k in keys for n in _leaf_names(f"{name}[{k!r}]", tree[k])]
-    if isinstance(tree, (list, tuple)):
-        return [n for i, x in enumerate(tree) for n in _leaf_names(f"{name}[{i}]", x)]
-    leaves, _ = tree_flatten(tree)
-    if len(leaves) == 1:
-        return [name]
-    return [f"{name}.<leaf {i}>" for i in range(len(leaves))]
-
 
 def _static_hint(fun_name: str, static_argnames: set[str], positional: list[str]):
     def hint(names: list[str]) -> str:
@@ -120,8 +77,9 @@ def _flat_treedef(n: int) -> PyTreeDef:
 
 
 class _CacheEntry:
+    """One traced signature of a jitted function and, once called, its executable."""
     __slots__ = ("closed", "in_tree", "out_tree", "executable", "in_avals", "arg_names",
-                 "donated", "aliases", "consumed", "trace_key")
+                 "donated", "aliases", "consumed", "kept", "direct", "trace_key", "lock")
 
     def __init__(self, closed, in_tree, out_tree, in_avals, arg_names, donated):
         self.closed = closed
@@ -131,10 +89,63 @@ class _CacheEntry:
         self.arg_names = arg_names
         self.donated: tuple[bool, ...] = donated  # per argument leaf
         self.executable: Executable | None = None
-        # set by compile_entry: donated (output, leaf) pairs and the leaves a call deletes
+        # set by compile_entry: donated (output, leaf) pairs, the leaves a call deletes, the
+        # leaves the program reads (None: all), and whether a call is just the executable's
         self.aliases: list[tuple[int, int]] = []
         self.consumed: tuple[int, ...] = ()
-        self.trace_key: tuple | None = None  # the config it was traced under (fast path)
+        self.kept: tuple[int, ...] | None = None
+        self.direct = True
+        self.trace_key: tuple | None = None  # the config it was compiled under (fast path)
+        self.lock = threading.Lock()  # one thread compiles it; the others wait for that
+
+
+class _Traces:
+    """The traces of one function under one set of jit options, shared by every `jit` wrapper of
+    that function with those options: as in JAX, `jit(f)(4.); jit(f)(5.)` traces f once."""
+    __slots__ = ("entries", "fast")
+
+    def __init__(self, fast: bool):
+        self.entries: dict[tuple, _CacheEntry] = {}
+        # the dispatch fast path's index: avals of positional Array arguments -> entry (None:
+        # static arguments need the full key)
+        self.fast: dict[tuple, _CacheEntry] | None = {} if fast else None
+
+    def clear(self) -> None:
+        with _cache_lock:
+            self.entries.clear()
+            if self.fast is not None:
+                self.fast.clear()
+
+
+# function -> {jit options -> _Traces}. Weakly keyed: the traces go when the function does (an
+# entry holds names and jaxprs, never its function, which would then live as long as its
+# traces). Reads take no lock (a dict lookup); every fill takes `_cache_lock`.
+_traces_by_fun: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_cache_lock = threading.Lock()
+
+
+def _traces_for(fun: Callable, options: tuple) -> _Traces:
+    static_argnums = options[0]
+    with _cache_lock:
+        try:
+            by_options = _traces_by_fun.get(fun)
+            if by_options is None:
+                by_options = _traces_by_fun[fun] = {}
+        except TypeError:  # not weakly referenceable, or unhashable: this wrapper's own cache
+            return _Traces(fast=not static_argnums)
+        traces = by_options.get(options)
+        if traces is None:
+            traces = by_options[options] = _Traces(fast=not static_argnums)
+        return traces
+
+
+def clear_caches() -> None:
+    """Drop every jitted function's traces and executables (`jax.clear_caches()`). Machine code
+    stays in the LLVM engine and its in-process and on-disk caches, to be found again."""
+    with _cache_lock:
+        all_traces = [t for by_options in _traces_by_fun.values() for t in by_options.values()]
+    for traces in all_traces:
+        traces.clear()
 
 
 # --- donation -------------------------------------------------------------------------------
@@ -175,12 +186,39 @@ def _match_donations(in_avals: Sequence[ShapedArray], out_avals: Sequence[Shaped
     return aliases, tuple(sorted(consumed))
 
 
-def compile_entry(entry: _CacheEntry, backend: str | None) -> Executable:
-    """Compile a traced signature, matching its donated arguments to outputs first."""
-    if any(entry.donated):
-        entry.aliases, entry.consumed = _match_donations(entry.in_avals, entry.closed.out_avals,
-                                                         entry.donated)
-    return compile_jaxpr(entry.closed, backend, entry.aliases)
+def compile_entry(entry: _CacheEntry, backend: str | None, keep_unused: bool) -> Executable:
+    """Compile a traced signature. Unless `keep_unused`, arguments the program never reads are
+    left out of it (not passed, not donated), as JAX does; donated arguments are matched to
+    outputs. Records on `entry` what a call then does with its argument leaves."""
+    closed, kept = entry.closed, None
+    if not keep_unused:
+        closed, kept = without_unused_args(closed)
+    in_avals = entry.in_avals if kept is None else [entry.in_avals[i] for i in kept]
+    donated = entry.donated if kept is None else [entry.donated[i] for i in kept]
+    aliases: list[tuple[int, int]] = []
+    consumed: tuple[int, ...] = ()
+    if any(donated):
+        aliases, consumed = _match_donations(in_avals, closed.out_avals, donated)
+        if kept is not None:
+            consumed = tuple(kept[i] for i in consumed)
+    executable = compile_jaxpr(closed, backend, aliases)
+    entry.aliases, entry.consumed, entry.kept = aliases, consumed, kept
+    entry.direct = kept is None and not consumed
+    return executable
+
+
+def without_unused_args(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, tuple[int, ...] | None]:
+    """The program without the invars that no equation or output reads, and the indices of
+    those kept (None when all are read)."""
+    jaxpr = closed.jaxpr
+    read = {v for e in jaxpr.eqns for v in e.invars}
+    read.update(jaxpr.outvars)
+    kept = tuple(i for i, v in enumerate(jaxpr.invars) if v in read)
+    if len(kept) == len(jaxpr.invars):
+        return closed, None
+    pruned = Jaxpr(jaxpr.constvars, [jaxpr.invars[i] for i in kept], jaxpr.outvars, jaxpr.eqns,
+                   jaxpr.debug_info)
+    return ClosedJaxpr(pruned, closed.consts), kept
 
 
 def execute(entry: _CacheEntry, executable: Executable, leaves: Sequence) -> list[Array]:
@@ -194,7 +232,8 @@ def execute(entry: _CacheEntry, executable: Executable, leaves: Sequence) -> lis
                 f"same call (flattened argument {i} is also passed as another argument). Toy "
                 "example for this bug: `f(donate(a), a)`. Pass a copy (`a.copy()`) to one of "
                 "them, or do not donate it.")
-    outs = executable(leaves)
+    kept = entry.kept
+    outs = executable(leaves if kept is None else [leaves[i] for i in kept])
     for i in entry.consumed:
         x = leaves[i]
         if type(x) is Array:
@@ -247,13 +286,12 @@ class Jitted:
         self.donate_argnums = tuple(sorted(donate_argnums))
         self.donate_argnames = frozenset(donate_argnames) | {pos_names[i] for i in donate_argnums
                                                              if i < len(pos_names)}
-        self.keep_unused = keep_unused
-        self.inline = inline
+        self.keep_unused = bool(keep_unused)
+        self.inline = bool(inline)
         self.backend = backend
-        self._cache: dict[Any, _CacheEntry] = {}
-        # the fast path's cache: avals of positional Array arguments -> entry (None: static
-        # arguments need the full key)
-        self._fast: dict[tuple, _CacheEntry] | None = None if self.static_argnums else {}
+        self._traces = _traces_for(fun, (self.static_argnums, self.static_argnames,
+                                         self.donate_argnums, self.donate_argnames,
+                                         self.keep_unused, self.inline, self.backend))
         functools.update_wrapper(self, fun, updated=())
 
     def _positional_names(self) -> list[str]:
@@ -297,9 +335,9 @@ class Jitted:
             if i in static_set:
                 continue
             base = pos[i] if i < len(pos) else f"args[{i}]"
-            names += _leaf_names(base, a)
+            names += leaf_names(base, a)
         for k in sorted(dyn_kwargs):
-            names += _leaf_names(k, dyn_kwargs[k])
+            names += leaf_names(k, dyn_kwargs[k])
         return names
 
     def _flat_fun(self, static, static_kw, in_tree: PyTreeDef, nargs: int):
@@ -349,13 +387,16 @@ class Jitted:
         except TypeError:
             avals = self._avals(leaves, self._arg_names(args, dyn_kwargs))  # raises, naming it
         key = (in_tree, avals, static, static_kw, config.trace_key())
-        entry = self._cache.get(key)
+        entry = self._traces.entries.get(key)
         if entry is None:
             arg_names = self._arg_names(args, dyn_kwargs)
             avals = self._avals(leaves, arg_names)
+            # traced without the lock (tracing may jit other functions, in this thread or
+            # another); when two threads trace one signature at once, the first stored wins
             entry = self._stage(static, static_kw, in_tree, len(args), avals, arg_names)
             if not any(isinstance(c, Tracer) for c in entry.closed.consts):
-                self._cache[key] = entry
+                with _cache_lock:
+                    entry = self._traces.entries.setdefault(key, entry)
         return entry, leaves
 
     def _stage(self, static, static_kw, in_tree, nargs, avals, arg_names) -> _CacheEntry:
@@ -382,10 +423,13 @@ class Jitted:
         return tuple(flags)
 
     def __call__(self, *args, **kwargs):
-        fast = self._fast
-        if fast is not None and not kwargs and not _config_values["jax_disable_jit"] and \
-                current_dynamic_trace() is None:
-            # the fast path: positional Arrays of a signature seen before, no pytree flattening
+        """Every jitted call. Positional Arrays of a signature compiled before, under the same
+        config, find their entry by avals alone (no flattening, no full key); anything else
+        goes through `_trace`, then is staged into an enclosing trace or compiled."""
+        tracing = current_dynamic_trace() is not None
+        fast = self._traces.fast
+        entry = None
+        if fast is not None and not kwargs and not tracing:
             avals = []
             for a in args:
                 if type(a) is not Array:
@@ -393,35 +437,37 @@ class Jitted:
                 avals.append(a.aval)
             else:
                 entry = fast.get(tuple(avals))
-                if entry is not None and entry.trace_key is config.trace_key():
-                    outs = (entry.executable(args) if not entry.consumed else
-                            execute(entry, entry.executable, args))
-                    if entry.out_tree is _SINGLE_LEAF:
-                        return outs[0]
-                    return tree_unflatten(entry.out_tree, outs)
-        return self._call(args, kwargs)
-
-    def _call(self, args: tuple, kwargs: dict):
-        if config.jax_disable_jit:
-            return self.fun(*args, **kwargs)
-        tracing = current_dynamic_trace() is not None
-        if self.inline and tracing:
-            return self.fun(*args, **kwargs)  # inline=True: no call equation, trace in place
-        entry, leaves = self._trace(args, kwargs)
-        if tracing or any(isinstance(x, Tracer) for x in leaves):
-            closed, extra = closure_convert(entry.closed)
-            outs = pjit_p.bind(*extra, *leaves, jaxpr=closed, name=self.fun_name)
-            return tree_unflatten(entry.out_tree, outs)
-        if entry.executable is None:
-            entry.executable = compile_entry(entry, self.backend)
-        if self._fast is not None and not kwargs and all(type(a) is Array for a in args) and \
-                not any(isinstance(c, Tracer) for c in entry.closed.consts):
-            entry.trace_key = config.trace_key()
-            self._fast[tuple(a.aval for a in args)] = entry
-        outs = execute(entry, entry.executable, leaves)
+                # a stamp that is still config.trace_key() means no option changed since it
+                # was stamped, jax_disable_jit included
+                if entry is not None and entry.trace_key is not config.trace_key():
+                    entry = None
+            leaves = args
+        if entry is None:
+            trace_key = config.trace_key()
+            if config.read("jax_disable_jit") or (self.inline and tracing):
+                return self.fun(*args, **kwargs)  # inline=True: no call equation, trace in place
+            entry, leaves = self._trace(args, kwargs)
+            if tracing or any(isinstance(x, Tracer) for x in leaves):
+                closed, extra = closure_convert(entry.closed)
+                outs = pjit_p.bind(*extra, *leaves, jaxpr=closed, name=self.fun_name)
+                return tree_unflatten(entry.out_tree, outs)
+            if entry.executable is None:
+                self._compile(entry)
+            if fast is not None and not kwargs and all(type(a) is Array for a in args) and \
+                    not any(isinstance(c, Tracer) for c in entry.closed.consts):
+                entry.trace_key = trace_key
+                with _cache_lock:
+                    fast[tuple(a.aval for a in args)] = entry
+        outs = entry.executable(leaves) if entry.direct else \
+            execute(entry, entry.executable, leaves)
         if entry.out_tree is _SINGLE_LEAF:
             return outs[0]
         return tree_unflatten(entry.out_tree, outs)
+
+    def _compile(self, entry: _CacheEntry) -> None:
+        with entry.lock:  # not `_cache_lock`: other signatures compile meanwhile
+            if entry.executable is None:
+                entry.executable = compile_entry(entry, self.backend, self.keep_unused)
 
     # -- AOT stages
     def trace(self, *args, **kwargs):
@@ -439,16 +485,14 @@ class Jitted:
                                for a in entry.closed.out_avals])
 
     def clear_cache(self) -> None:
-        self._cache.clear()
-        if self._fast is not None:
-            self._fast.clear()
+        """Drop the traces of this function under these jit options (for every wrapper)."""
+        self._traces.clear()
 
     def _cache_size(self) -> int:
-        return len(self._cache)
+        return len(self._traces.entries)
 
 
 _SINGLE_LEAF = tree_flatten(0)[1]
-_config_values = config._values  # the fast path reads jax_disable_jit without __getattr__
 
 
 def _as_tuple(x, name: str) -> tuple[int, ...]:
@@ -490,6 +534,9 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Iterable[int] | No
     """
     if unsupported:
         raise TypeError(f"jit() got unexpected keyword arguments {sorted(unsupported)}")
+    _check_abstracted_axes(abstracted_axes, "jit")
+    if device is not None:
+        _check_device(device, backend)
     if backend not in (None, "cpu", "interpret", "llvm", "native"):
         raise ValueError(f"Unknown backend {backend!r}")
     backend = {"interpret": "interpret", "llvm": "native", "native": "native"}.get(backend)
@@ -501,9 +548,33 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Iterable[int] | No
     return Jitted(fun, **kw)
 
 
+def _check_device(device: Any, backend: str | None) -> None:
+    """`device=`: tracejit has one device, the CPU, where every output already lives; any other
+    value is an error. JAX deprecates the option and rejects it together with `backend`."""
+    warnings.warn("backend and device argument on jit is deprecated. You can use "
+                  "`jax.device_put(..., jax.local_devices(backend=\"cpu\")[0])` on the inputs "
+                  "to the jitted function to get the same behavior.", DeprecationWarning,
+                  stacklevel=3)
+    if backend is not None:
+        raise ValueError(f"can't specify both a device and a backend for jit, got "
+                         f"device={device!r} and backend={backend!r}")
+    if not any(device is d for d in devices()):
+        raise ValueError(f"jit(device={device!r}): not a device of this process; tracejit "
+                         f"runs on the CPU only, devices() = {devices()}.")
+
+
+def _check_abstracted_axes(abstracted_axes: Any, where: str) -> None:
+    if abstracted_axes is not None:
+        raise NotImplementedError(
+            f"{where}(abstracted_axes=...) (dynamic shapes, experimental in JAX) is not "
+            "supported: tracejit traces and compiles one program per argument shape. Leave "
+            "abstracted_axes unset.")
+
+
 def make_jaxpr(fun: Callable, static_argnums: int | Iterable[int] = (),
                return_shape: bool = False, abstracted_axes: Any = None) -> Callable:
     """`make_jaxpr(f)(*args)` -> the ClosedJaxpr that jit would compile (printable like JAX's)."""
+    _check_abstracted_axes(abstracted_axes, "make_jaxpr")
     static_argnums = _as_tuple(static_argnums, "static_argnums")
 
     @functools.wraps(fun)
@@ -523,4 +594,4 @@ def eval_shape(fun: Callable, *args, **kwargs):
     return Jitted(fun).eval_shape(*args, **kwargs)
 
 
-__all__ = ["jit", "make_jaxpr", "eval_shape", "pjit_p", "Jitted", "closure_convert", "errors"]
+__all__ = ["jit", "make_jaxpr", "eval_shape", "clear_caches", "Jitted", "errors"]

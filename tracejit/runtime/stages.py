@@ -10,7 +10,7 @@ from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.pytree import tree_flatten, tree_unflatten
 from ..core.trace import get_aval
 from .executable import Executable
-from .jit import compile_entry, execute
+from .jit import compile_entry, execute, without_unused_args
 
 
 class ArgInfo:
@@ -52,12 +52,6 @@ def _nbytes(aval: ShapedArray) -> int:
     return aval.size * aval.dtype.itemsize
 
 
-_TRANSCENDENTAL = {"exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos",
-                   "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh",
-                   "atanh", "sqrt", "rsqrt", "cbrt", "pow", "erf", "erfc", "erf_inv", "lgamma",
-                   "digamma"}
-
-
 def cost_analysis(jaxpr: Jaxpr) -> dict[str, float]:
     """A static cost model: flops (one per element per arithmetic op, 2·M·N·K per dot),
     transcendentals, and bytes accessed (operands read + results written per equation)."""
@@ -69,7 +63,7 @@ def cost_analysis(jaxpr: Jaxpr) -> dict[str, float]:
             (lc, _), _ = eqn.params["dimension_numbers"]
             k = math.prod(eqn.invars[0].aval.shape[d] for d in lc)
             flops += 2.0 * out_elems * k
-        elif name in _TRANSCENDENTAL:
+        elif eqn.primitive.transcendental:
             transcendentals += out_elems
             flops += out_elems
         elif name.startswith("reduce_"):
@@ -126,13 +120,16 @@ class Traced(_Stage):
 
 class Lowered(_Stage):
     def as_text(self, dialect: str | None = None, **_) -> str:
-        avals_in = ", ".join(a.str_short() for a in self._entry.in_avals)
-        avals_out = ", ".join(a.str_short() for a in self._entry.closed.out_avals)
+        closed = self._entry.closed
+        if not self._jitted.keep_unused:  # the program compile() builds: what it reads
+            closed, _ = without_unused_args(closed)
+        avals_in = ", ".join(a.str_short() for a in closed.in_avals)
+        avals_out = ", ".join(a.str_short() for a in closed.out_avals)
         return (f"module @jit_{self._jitted.fun_name}  // ({avals_in}) -> ({avals_out})\n"
-                f"{self._entry.closed.jaxpr}\n")
+                f"{closed.jaxpr}\n")
 
     def compile(self, compiler_options: Any = None) -> Compiled:
-        executable = compile_entry(self._entry, self._jitted.backend)
+        executable = compile_entry(self._entry, self._jitted.backend, self._jitted.keep_unused)
         return Compiled(self._jitted, self._entry, executable)
 
 

@@ -1,6 +1,6 @@
-"""Transformations of traced programs: forward mode (jvp), reverse mode (linearize + transpose),
-batching (vmap) and custom derivative rules. The user API lives in `transforms.api`.
+"""The transformations' user API (transforms.api: jvp, grad, vjp, vmap, jacobians, ...) and
+custom derivative rules (transforms.custom: custom_jvp, custom_vjp, checkpoint).
 
-This package's `__init__` imports nothing: lax modules import `transforms.rules` while they
-register their primitives, before the interpreters (which use lax) can be loaded.
+The interpreters they run (JVP, linearize, transpose, batching) live in core, where lax's rules
+use them too; above this package sit the compiler, backend and runtime.
 """

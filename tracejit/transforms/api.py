@@ -12,17 +12,25 @@ import numpy as np
 from ..core import dtypes
 from ..core.array import Array
 from ..core.avals import ShapedArray, ShapeDtypeStruct
-from ..core.pytree import PyTreeDef, tree_flatten, tree_unflatten
+from ..core.batching import batch_flat
+from ..core.jaxpr_util import eval_jaxpr_bind
+from ..core.jvp_trace import jvp_flat
+from ..core.linearize import Linearized, linearize_flat
+from ..core.pytree import PyTreeDef, leaf_names, tree_flatten, tree_unflatten
+from ..core.rules import (
+    UndefinedPrimal,
+    Zero,
+    bdim_at_front,
+    differentiable,
+    instantiate,
+    moveaxis,
+    not_mapped,
+    tangent_aval,
+    zeros_like_aval,
+)
 from ..core.trace import Tracer, fun_debug_info, get_aval, to_numpy
-from . import control_flow  # noqa: F401  (registers the rules of jit, cond, while and scan)
-from .batching import batch_flat
+from ..core.transpose import backward_pass
 from .custom import checkpoint, custom_jvp, custom_vjp, remat  # noqa: F401
-from .jaxpr_util import eval_jaxpr_bind
-from .jvp import jvp_flat
-from .linearize import Linearized, linearize_flat
-from .rules import (UndefinedPrimal, Zero, bdim_at_front, differentiable, instantiate,
-                    moveaxis, not_mapped, tangent_aval, zeros_like_aval)
-from .transpose import backward_pass
 
 # --- helpers -------------------------------------------------------------------------------
 
@@ -480,9 +488,8 @@ def _type_name(aval: ShapedArray) -> str:
 
 
 def _leaf_paths(args: tuple, names: list[str]) -> list[str]:
-    from ..runtime.jit import _leaf_names
     return [p for i, a in enumerate(args)
-            for p in _leaf_names(names[i] if i < len(names) else f"args[{i}]", a)]
+            for p in leaf_names(names[i] if i < len(names) else f"args[{i}]", a)]
 
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None,

@@ -8,19 +8,26 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Sequence
 
+from ..core import errors
+from ..core.batching import batch_flat, batch_jaxpr
 from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import ClosedJaxpr
+from ..core.jaxpr_util import closure_convert, eval_closed, trace_closed
+from ..core.jvp_trace import jvp_jaxpr
+from ..core.linearize import linearize_jaxpr
 from ..core.primitive import Primitive
 from ..core.pytree import tree_flatten, tree_map, tree_unflatten
+from ..core.rules import (
+    Zero,
+    axis_size,
+    bdim_at_front,
+    differentiable,
+    instantiate,
+    not_mapped,
+    tangent_aval,
+)
 from ..core.trace import fun_debug_info, get_aval, trace_to_jaxpr
-from ..runtime.jit import closure_convert
-from .batching import batch_flat, batch_jaxpr
-from .jaxpr_util import eval_closed, trace_closed
-from .jvp import jvp_jaxpr
-from .linearize import linearize_jaxpr
-from .rules import (Zero, axis_size, bdim_at_front, differentiable, instantiate, not_mapped,
-                    tangent_aval)
-from .transpose import call_transpose
+from ..core.transpose import call_transpose
 
 
 def _call_impl(*args, call_jaxpr: ClosedJaxpr, **_):
@@ -178,11 +185,8 @@ custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
 custom_vjp_call_p.def_abstract_eval(_call_abstract)
 custom_vjp_call_p.def_impl(_call_impl)
 
-_VJP_JVP_ERROR = "can't apply forward-mode autodiff (jvp) to a custom_vjp function."
-
-
 def _custom_vjp_call_jvp(primals, tangents, **params):
-    raise TypeError(_VJP_JVP_ERROR)
+    raise errors.custom_vjp_jvp_error()
 
 
 def _custom_vjp_call_linearize(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts, name):
@@ -226,7 +230,7 @@ custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **_: list(out_avals))
 
 
 def _custom_lin_impl(*args, **params):
-    raise TypeError(_VJP_JVP_ERROR)
+    raise errors.custom_vjp_jvp_error()
 
 
 def _custom_lin_transpose(cts, *args, bwd, num_res, diff, in_avals, out_avals):

@@ -5,33 +5,21 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ...compiler.fusion import ELEMENTWISE, def_use, fused_p, fusible
+from ...compiler.fusion import def_use, fused_p, fusible, is_elementwise
 from ...core.jaxpr import Eqn, Jaxpr, Var
+from .rules import FORWARDING, IN_PLACE, STRUCTURAL
 
 
-# structural rules whose results are always fresh memory (a destination or a workspace slot);
-# any other rule may hand an operand's buffer back as a result (an inlined call returning it)
-_FRESH_RESULTS = frozenset({
-    "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or",
-    "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp",
-    "sort", "top_k", "dot_general", "threefry2x32", "iota_2x32_shape", "bitcast_convert_type",
-    "dynamic_update_slice", "scatter", "scatter-add", "scatter-sub", "scatter-mul",
-    "scatter-min", "scatter-max", "scatter_apply", "while", "scan", "cond", "row_map", "fused"})
-_SCATTERS = frozenset(n for n in _FRESH_RESULTS if n.startswith("scatter"))
+def _fresh_results(eqn) -> bool:
+    """The rule's results are always fresh memory (see rules.FORWARDING)."""
+    return eqn.primitive in STRUCTURAL and eqn.primitive not in FORWARDING
 
 
 def _in_place_operand(eqn, j: int) -> int | None:
-    """The operand whose buffer result j may overwrite: the rule copies that operand into the
-    result's destination (a no-op when they coincide) before anything else touches it, and
-    never reads the operand again (loop carries, updated arrays)."""
-    name, p = eqn.primitive.name, eqn.params
-    if name == "while":
-        return p["cond_nconsts"] + p["body_nconsts"] + j
-    if name == "scan":
-        return p["num_consts"] + j if j < p["num_carry"] else None
-    if (name == "dynamic_update_slice" or name in _SCATTERS) and j == 0:
-        return 0
-    return None
+    """The operand whose buffer result j may overwrite (declared with the lowering, in
+    rules.IN_PLACE)."""
+    rule = IN_PLACE.get(eqn.primitive)
+    return None if rule is None else rule(eqn, j)
 
 
 def _elementwise_reads(eqn: Eqn) -> list[tuple[Var, bool]] | None:
@@ -39,7 +27,7 @@ def _elementwise_reads(eqn: Eqn) -> list[tuple[Var, bool]] | None:
     a `fused` kernel with such a root): each operand it reads, and whether every read is at the
     element being written. None for any other equation."""
     if fusible(eqn):
-        same = eqn.primitive.name in ELEMENTWISE
+        same = is_elementwise(eqn)
         return [(v, same) for v in eqn.invars if isinstance(v, Var)]
     if eqn.primitive is not fused_p:
         return None
@@ -51,7 +39,7 @@ def _elementwise_reads(eqn: Eqn) -> list[tuple[Var, bool]] | None:
     reads, stack = [], [(body.eqns[-1], True)]  # (eqn of the body, same index as the output)
     while stack:
         e, same_index = stack.pop()
-        same_index = same_index and e.primitive.name in ELEMENTWISE
+        same_index = same_index and is_elementwise(e)
         for v in e.invars:
             if v in producer:
                 stack.append((producer[v], same_index))
@@ -89,7 +77,7 @@ def plan_aliases(jaxpr: Jaxpr, candidates: Sequence[tuple[int, int]]) -> dict[in
         """x and the values that may be x's buffer handed on."""
         share = {x}
         for e in eqns:
-            if not fusible(e) and e.primitive.name not in _FRESH_RESULTS and \
+            if not fusible(e) and not _fresh_results(e) and \
                     any(isinstance(v, Var) and v in share for v in e.invars):
                 share.update(e.outvars)
         return share

@@ -6,6 +6,8 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from ...core import dtypes
+from ...lax.elementwise import bitcast_convert_type_p
+from ...lax.random_bits import iota_2x32_shape_p, threefry2x32_p
 from .codegen import Buf, Emitter, NativeCompileError, Scalar, _as_value
 from .rules import STRUCTURAL
 from .types import I64, mem_type
@@ -72,6 +74,6 @@ def _bitcast_resize(em: Emitter, eqn, ins, dests):
 
 
 STRUCTURAL.update({
-    "threefry2x32": _threefry2x32, "iota_2x32_shape": _iota_2x32_shape,
-    "bitcast_convert_type": _bitcast_resize,
+    threefry2x32_p: _threefry2x32, iota_2x32_shape_p: _iota_2x32_shape,
+    bitcast_convert_type_p: _bitcast_resize,
 })

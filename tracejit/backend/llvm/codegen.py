@@ -18,10 +18,11 @@ from typing import Any, Callable, Sequence
 import llvmlite.ir as ir
 import numpy as np
 
-from ...compiler.fusion import ELEMENTWISE, fused_p, fusible
+from ...compiler.fusion import fused_p, fusible
 from ...core import dtypes
 from ...core.avals import ShapedArray
 from ...core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
+from ...core.primitive import ELEMENTWISE, Primitive
 from .aliasing import plan_aliases
 from .rules import INDEX_MAPS, STRUCTURAL
 from .scalar_ops import bf16_bits, bf16_widen, emit_scalar
@@ -250,18 +251,18 @@ class Emitter:
         """Generator computing a fused value's element at `idx`: it yields (operand, index) for
         each operand element it needs, is sent that element, and returns its own."""
         eqn, env = lazy.eqn, lazy.env
-        name = eqn.primitive.name
         ins = [self.read(env, v) for v in eqn.invars]
-        if name in INDEX_MAPS:
-            out = INDEX_MAPS[name](self, ins, eqn, idx)
+        index_map = INDEX_MAPS.get(eqn.primitive)
+        if index_map is not None:
+            out = index_map(self, ins, eqn, idx)
             if isinstance(out, ir.Value):  # (iota reads no operand: a plain function)
                 return out
             return (yield from out)
         args = []
         for x in ins:
             args.append((yield x, idx if x.aval.ndim else []))
-        return emit_scalar(self.b, name, [x.aval.dtype for x in ins], lazy.aval.dtype, args,
-                           eqn.params)
+        return emit_scalar(self.b, eqn.primitive, [x.aval.dtype for x in ins], lazy.aval.dtype,
+                           args, eqn.params)
 
     def materialize(self, val, dest: Buf | None = None) -> Buf:
         if isinstance(val, Buf) and dest is None:
@@ -339,7 +340,7 @@ class Emitter:
             if out.aval.ndim == 0 and dest is None:
                 return [Scalar(self.value_at(value, []), out.aval)]
             return [self.materialize(value, dest)]
-        rule = STRUCTURAL.get(name)
+        rule = STRUCTURAL.get(eqn.primitive)
         if rule is None:
             raise NativeCompileError(
                 f"the native backend cannot compile primitive `{name}` yet (at "
@@ -359,7 +360,7 @@ def _fused(em: Emitter, eqn, ins, dests):
     return em.lower(root, env, dests)
 
 
-STRUCTURAL[fused_p.name] = _fused
+STRUCTURAL[fused_p] = _fused
 
 
 def _last_uses(jaxpr: Jaxpr) -> dict[int, list]:
@@ -383,12 +384,12 @@ def _as_value(em: Emitter, buf: Buf):
     return buf
 
 
-def has_lowering(name: str) -> bool:
-    """Whether the native backend compiles primitive `name`: element by element (a scalar
-    emitter or an index map) or by a structural rule."""
+def has_lowering(prim: Primitive) -> bool:
+    """Whether the native backend compiles `prim`: fused element by element (a scalar emitter
+    or an index map) or by a structural rule."""
     from . import complex_ops, scalar_ops
-    scalar = name in scalar_ops.EMITTERS or name in complex_ops.EMITTERS
-    return name in STRUCTURAL or name in INDEX_MAPS or (name in ELEMENTWISE and scalar)
+    scalar = prim in scalar_ops.EMITTERS or prim in complex_ops.EMITTERS
+    return prim in STRUCTURAL or prim in INDEX_MAPS or (prim.fusion == ELEMENTWISE and scalar)
 
 
 # --- the whole program -----------------------------------------------------------------------

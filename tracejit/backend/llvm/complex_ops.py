@@ -29,18 +29,20 @@ import numpy as np
 from llvmlite import ir
 
 from ...core import dtypes
+from ...core.primitive import Primitive
+from ...lax import elementwise as ew
 from .math import _Emitter
 from .types import F64, is_complex, reg_type
 
 # the complex forms NumPy evaluates with dedicated algorithms we do not reproduce
-_REFUSED = frozenset({"asin", "acos", "atan", "asinh", "acosh", "atanh", "erf", "erfc",
-                      "erf_inv", "polygamma"})
+_REFUSED = frozenset({ew.asin_p, ew.acos_p, ew.atan_p, ew.asinh_p, ew.acosh_p, ew.atanh_p,
+                      ew.erf_p, ew.erfc_p, ew.erf_inv_p, ew.polygamma_p})
 
 
-def refusal(name: str) -> str | None:
-    """Why `name` on complex operands has no native form, or None if it has one."""
-    if name in _REFUSED:
-        return (f"native `{name}` of complex numbers is not implemented (NumPy's complex "
+def refusal(prim: Primitive) -> str | None:
+    """Why `prim` on complex operands has no native form, or None if it has one."""
+    if prim in _REFUSED:
+        return (f"native `{prim.name}` of complex numbers is not implemented (NumPy's complex "
                 f"algorithm for it is not reproduced)")
     return None
 
@@ -485,7 +487,7 @@ def _rsqrt(b, in_dtypes, out_dtype, args, params):
 
 def _select_n(b, in_dtypes, out_dtype, args, params):
     from .scalar_ops import EMITTERS
-    return EMITTERS["select_n"](b, in_dtypes, out_dtype, args, params)
+    return EMITTERS[ew.select_n_p](b, in_dtypes, out_dtype, args, params)
 
 
 def _clamp(b, in_dtypes, out_dtype, args, params):
@@ -575,26 +577,28 @@ def _complex(b, in_dtypes, out_dtype, args, params):
     return pack(b, *args)
 
 
-EMITTERS: dict[str, Callable] = {
-    "add": _parts_op(lambda e, ar, ai, br, bi: (e.add(ar, br), e.add(ai, bi))),
-    "sub": _parts_op(lambda e, ar, ai, br, bi: (e.sub(ar, br), e.sub(ai, bi))),
-    "mul": _parts_op(_mul_fma), "div": _parts_op(_div),
-    "neg": _parts_op(lambda e, re, im: (e.neg(re), e.neg(im))),
-    "square": _parts_op(lambda e, re, im: _mul_fma(e, re, im, re, im)),
-    "sign": _parts_op(_sign), "abs": _real_result(_abs), "is_finite": _is_finite,
-    "integer_pow": _integer_pow, "pow": _pow_emitter,
-    "eq": _compare("=="), "ne": _compare("!="), "lt": _compare("<"), "le": _compare("<="),
-    "gt": _compare(">"), "ge": _compare(">="),
-    "max": _parts_op(_minmax(True)), "min": _parts_op(_minmax(False)), "clamp": _clamp,
-    "fma": _fma, "select_n": _select_n, "convert_element_type": _convert,
-    "bitcast_convert_type": _bitcast, "real": _real, "imag": _imag, "conj": _conj,
-    "complex": _complex, "stop_gradient": lambda b, in_dtypes, out_dtype, args, params: args[0],
-    "sqrt": _parts_op(_sqrt, wide=True), "rsqrt": _rsqrt, "exp": _parts_op(_exp, wide=True),
-    "log": _parts_op(_log, wide=True), "expm1": _parts_op(_expm1, wide=True),
-    "log1p": _parts_op(_log1p), "exp2": _parts_op(_exp2),
-    "sin": _parts_op(_sin, wide=True), "cos": _parts_op(_cos, wide=True),
-    "tan": _parts_op(_tan, wide=True), "sinh": _parts_op(_sinh, wide=True),
-    "cosh": _parts_op(_cosh, wide=True), "tanh": _parts_op(_tanh, wide=True),
+EMITTERS: dict[Primitive, Callable] = {
+    ew.add_p: _parts_op(lambda e, ar, ai, br, bi: (e.add(ar, br), e.add(ai, bi))),
+    ew.sub_p: _parts_op(lambda e, ar, ai, br, bi: (e.sub(ar, br), e.sub(ai, bi))),
+    ew.mul_p: _parts_op(_mul_fma), ew.div_p: _parts_op(_div),
+    ew.neg_p: _parts_op(lambda e, re, im: (e.neg(re), e.neg(im))),
+    ew.square_p: _parts_op(lambda e, re, im: _mul_fma(e, re, im, re, im)),
+    ew.sign_p: _parts_op(_sign), ew.abs_p: _real_result(_abs), ew.is_finite_p: _is_finite,
+    ew.integer_pow_p: _integer_pow, ew.pow_p: _pow_emitter, ew.eq_p: _compare("=="),
+    ew.ne_p: _compare("!="), ew.lt_p: _compare("<"), ew.le_p: _compare("<="),
+    ew.gt_p: _compare(">"), ew.ge_p: _compare(">="), ew.max_p: _parts_op(_minmax(True)),
+    ew.min_p: _parts_op(_minmax(False)), ew.clamp_p: _clamp, ew.fma_p: _fma,
+    ew.select_n_p: _select_n, ew.convert_element_type_p: _convert,
+    ew.bitcast_convert_type_p: _bitcast, ew.real_p: _real, ew.imag_p: _imag, ew.conj_p: _conj,
+    ew.complex_p: _complex,
+    ew.stop_gradient_p: lambda b, in_dtypes, out_dtype, args, params: args[0],
+    ew.sqrt_p: _parts_op(_sqrt, wide=True), ew.rsqrt_p: _rsqrt,
+    ew.exp_p: _parts_op(_exp, wide=True), ew.log_p: _parts_op(_log, wide=True),
+    ew.expm1_p: _parts_op(_expm1, wide=True), ew.log1p_p: _parts_op(_log1p),
+    ew.exp2_p: _parts_op(_exp2), ew.sin_p: _parts_op(_sin, wide=True),
+    ew.cos_p: _parts_op(_cos, wide=True), ew.tan_p: _parts_op(_tan, wide=True),
+    ew.sinh_p: _parts_op(_sinh, wide=True), ew.cosh_p: _parts_op(_cosh, wide=True),
+    ew.tanh_p: _parts_op(_tanh, wide=True),
 }
 
 __all__ = ["EMITTERS", "accumulating_mul", "convert", "pack", "parts", "refusal"]

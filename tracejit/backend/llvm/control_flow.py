@@ -9,11 +9,15 @@ from typing import Sequence
 import llvmlite.ir as ir
 import numpy as np
 
-from ...core import dtypes
+from ...compiler.rows import row_map_p
+from ...core import dtypes, errors
 from ...core.avals import ShapedArray
 from ...core.jaxpr import ClosedJaxpr
+from ...lax.call import pjit_p
+from ...lax.control_flow import cond_p, scan_p, while_p
+from ...transforms.custom import checkpoint_p, custom_jvp_call_p, custom_lin_p, custom_vjp_call_p
 from .codegen import Buf, Emitter, _as_value
-from .rules import STRUCTURAL
+from .rules import FORWARDING, IN_PLACE, STRUCTURAL
 from .scalar_ops import convert
 from .types import I64
 
@@ -21,8 +25,7 @@ from .types import I64
 def _custom_lin(em: Emitter, eqn, ins, dests):
     """The tangent side of a custom_vjp function only exists to be transposed: evaluating it is
     forward-mode autodiff of a custom_vjp function, which JAX (and the interpreter) reject."""
-    from ...transforms.custom import _VJP_JVP_ERROR
-    raise TypeError(_VJP_JVP_ERROR)
+    raise errors.custom_vjp_jvp_error()
 
 
 def _inline_call(em: Emitter, eqn, ins, dests):
@@ -215,9 +218,13 @@ def _scan(em: Emitter, eqn, ins, dests):
     return carries.results() + ys
 
 
-STRUCTURAL.update({
-    "jit": _inline_call, "cond": _cond,
-    "checkpoint": _inline_call, "custom_jvp_call": _inline_call,
-    "custom_vjp_call": _inline_call, "custom_lin": _custom_lin,
-    "while": _while, "scan": _scan, "row_map": _row_map,
-})
+_CALLS = (pjit_p, checkpoint_p, custom_jvp_call_p, custom_vjp_call_p)
+STRUCTURAL.update({p: _inline_call for p in _CALLS})
+STRUCTURAL.update({custom_lin_p: _custom_lin, cond_p: _cond, while_p: _while, scan_p: _scan,
+                   row_map_p: _row_map})
+# an inlined body may return one of its operands as it is
+FORWARDING.update(_CALLS + (custom_lin_p,))
+# carries are updated in place: result j overwrites the initial value of carry j
+IN_PLACE[while_p] = lambda eqn, j: eqn.params["cond_nconsts"] + eqn.params["body_nconsts"] + j
+IN_PLACE[scan_p] = lambda eqn, j: (eqn.params["num_consts"] + j
+                                   if j < eqn.params["num_carry"] else None)

@@ -12,6 +12,8 @@ from typing import Sequence
 import llvmlite.ir as ir
 import numpy as np
 
+from ...lax import indexing as lx_indexing
+from ...lax import shape as lx_shape
 from .codegen import Buf, Emitter, _strides
 from .rules import INDEX_MAPS
 from .scalar_ops import convert
@@ -211,9 +213,9 @@ def _gather_at(em: Emitter, ins, eqn, idx):
 
 
 INDEX_MAPS.update({
-    "gather": _gather_at,
-    "dynamic_slice": _dynamic_slice_at,
-    "broadcast_in_dim": _broadcast_at, "iota": _iota_at, "transpose": _transpose_at,
-    "reshape": _reshape_at, "squeeze": _squeeze_at, "rev": _rev_at, "slice": _slice_at,
-    "concatenate": _concatenate_at, "pad": _pad_at,
+    lx_indexing.gather_p: _gather_at, lx_indexing.dynamic_slice_p: _dynamic_slice_at,
+    lx_shape.broadcast_in_dim_p: _broadcast_at, lx_shape.iota_p: _iota_at,
+    lx_shape.transpose_p: _transpose_at, lx_shape.reshape_p: _reshape_at,
+    lx_shape.squeeze_p: _squeeze_at, lx_shape.rev_p: _rev_at, lx_shape.slice_p: _slice_at,
+    lx_shape.concatenate_p: _concatenate_at, lx_shape.pad_p: _pad_at,
 })

@@ -6,10 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.avals import ShapedArray
+from ...lax import elementwise as ew
+from ...lax import indexing as lx
 from .codegen import Emitter, Scalar, _as_value
 from .complex_ops import accumulating_mul
 from .index_maps import _clamp_index, _window_starts, _zero
-from .rules import STRUCTURAL
+from .rules import IN_PLACE, STRUCTURAL
 from .scalar_ops import convert, emit_scalar
 
 
@@ -86,9 +88,8 @@ def _scatter(em: Emitter, eqn, ins, dests):
                 new = em.scalar_of(new)
             else:
                 u = em.value_at(updates, uidx)
-                op = {"scatter": None, "scatter-add": "add", "scatter-sub": "sub",
-                      "scatter-mul": "mul", "scatter-min": "min", "scatter-max": "max"}[name]
-                if op == "mul" and dtype.kind == "c":  # np.multiply.at: plain products
+                op = _SCATTER_COMBINE[eqn.primitive]
+                if op is ew.mul_p and dtype.kind == "c":  # np.multiply.at: plain products
                     new = accumulating_mul(b, old, u)
                 else:
                     new = u if op is None else emit_scalar(b, op, [dtype] * 2, dtype, [old, u],
@@ -104,9 +105,12 @@ def _scatter(em: Emitter, eqn, ins, dests):
     return [out]
 
 
-STRUCTURAL.update({
-    "dynamic_update_slice": _dynamic_update_slice,
-    "scatter": _scatter, "scatter-add": _scatter, "scatter-sub": _scatter,
-    "scatter-mul": _scatter, "scatter-min": _scatter, "scatter-max": _scatter,
-    "scatter_apply": _scatter,
-})
+# how each scatter combines an update with the old element (None: the update replaces it)
+_SCATTER_COMBINE = {lx.scatter_p: None, lx.scatter_add_p: ew.add_p, lx.scatter_sub_p: ew.sub_p,
+                    lx.scatter_mul_p: ew.mul_p, lx.scatter_min_p: ew.min_p,
+                    lx.scatter_max_p: ew.max_p}
+STRUCTURAL.update({p: _scatter for p in (*_SCATTER_COMBINE, lx.scatter_apply_p)})
+STRUCTURAL[lx.dynamic_update_slice_p] = _dynamic_update_slice
+# the updated operand's buffer holds the result
+IN_PLACE.update({p: (lambda eqn, j: 0 if j == 0 else None)
+                 for p in (*_SCATTER_COMBINE, lx.scatter_apply_p, lx.dynamic_update_slice_p)})

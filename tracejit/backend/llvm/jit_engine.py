@@ -10,6 +10,8 @@ import llvmlite.binding as llvm
 
 from . import support
 
+# Serialises what touches the engine: its creation and adding modules (MCJIT is not thread-safe).
+# runtime/native.py compiles one program at a time (its cache fill holds a lock of its own).
 _lock = threading.Lock()
 
 
@@ -34,8 +36,20 @@ def create_target_machine() -> llvm.TargetMachine:
     return target.create_target_machine(cpu=name, features=features, opt=3, jit=True)
 
 
-@functools.cache
 def _engine() -> llvm.ExecutionEngine:
+    """The one engine, made by the first caller in any thread (two would each own a copy of
+    every symbol bound to them)."""
+    if not _the_engine:
+        with _lock:
+            if not _the_engine:
+                _the_engine.append(_new_engine())
+    return _the_engine[0]
+
+
+_the_engine: list[llvm.ExecutionEngine] = []
+
+
+def _new_engine() -> llvm.ExecutionEngine:
     _init_native()
     backing = llvm.parse_assembly("")
     backing.triple = llvm.get_process_triple()

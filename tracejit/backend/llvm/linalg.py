@@ -9,6 +9,9 @@ import llvmlite.ir as ir
 
 from ...core import dtypes
 from ...core.avals import ShapedArray
+from ...lax import elementwise as ew
+from ...lax.linalg import dot_general_p
+from ...lax.reduce import reduce_sum_p
 from .codegen import I8P, Buf, Emitter, Scalar, _as_value
 from .reductions import _acc_dtype, _combine
 from .rules import STRUCTURAL
@@ -119,8 +122,8 @@ def _dot_loops(em: Emitter, eqn, lhs, rhs, out: Buf, dests, lc, rc, lb, rb, lf, 
             if acc_dtype == dtypes.bool_:
                 b.store(b.or_(b.load(acc_ptr), b.and_(x, y)), acc_ptr)
                 return
-            prod = emit_scalar(b, "mul", [acc_dtype] * 2, acc_dtype, [x, y], {})
-            b.store(_combine(em, "reduce_sum", acc_dtype, b.load(acc_ptr), prod), acc_ptr)
+            prod = emit_scalar(b, ew.mul_p, [acc_dtype] * 2, acc_dtype, [x, y], {})
+            b.store(_combine(em, reduce_sum_p, acc_dtype, b.load(acc_ptr), prod), acc_ptr)
         em.loop_nest(csizes, inner)
         em.store(out, em.linear(aval_out.shape, oidx) if aval_out.ndim else None,
                  convert(b, b.load(acc_ptr), acc_dtype, dtype))
@@ -128,4 +131,4 @@ def _dot_loops(em: Emitter, eqn, lhs, rhs, out: Buf, dests, lc, rc, lb, rb, lf, 
     return [out if aval_out.ndim or dests[0] is not None else _as_value(em, out)]
 
 
-STRUCTURAL.update({"dot_general": _dot_general})
+STRUCTURAL[dot_general_p] = _dot_general

@@ -6,6 +6,10 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ...core import dtypes
+from ...core.primitive import Primitive
+from ...lax import cumulative as cu
+from ...lax import elementwise as ew
+from ...lax import reduce as rd
 from .codegen import Emitter, NativeCompileError, Scalar
 from .complex_ops import accumulating_mul, pack, parts
 from .index_maps import _zero
@@ -33,23 +37,25 @@ def _reduce_identity(name: str, dtype: np.dtype):
     raise KeyError(name)
 
 
-_REDUCE_COMBINE = {"reduce_sum": "add", "reduce_prod": "mul", "reduce_max": "max",
-                   "reduce_min": "min", "reduce_and": "and", "reduce_or": "or", "reduce_xor": "xor"}
+_REDUCE_COMBINE = {rd.reduce_sum_p: ew.add_p, rd.reduce_prod_p: ew.mul_p,
+                   rd.reduce_max_p: ew.max_p, rd.reduce_min_p: ew.min_p, rd.reduce_and_p: ew.and_p,
+                   rd.reduce_or_p: ew.or_p, rd.reduce_xor_p: ew.xor_p}
 
 
-def _combine(em: Emitter, name: str, dtype: np.dtype, acc: ir.Value, x: ir.Value) -> ir.Value:
-    op = _REDUCE_COMBINE[name]
-    if dtype.kind == "c" and op == "add":  # part by part, so complex sums vectorise too
+def _combine(em: Emitter, reducer: Primitive, dtype: np.dtype, acc: ir.Value, x: ir.Value
+             ) -> ir.Value:
+    op = _REDUCE_COMBINE[reducer]
+    if dtype.kind == "c" and op is ew.add_p:  # part by part, so complex sums vectorise too
         b = em.b
         re, im = (b.fadd(b.extract_value(acc, k), b.extract_value(x, k), flags=("reassoc",))
                   for k in (0, 1))
         return pack(b, re, im)
-    if dtype.kind == "c" and op == "mul":
+    if dtype.kind == "c" and op is ew.mul_p:
         return accumulating_mul(em.b, acc, x)
-    if dtypes.is_float(dtype) and op in ("add", "mul") and dtype != dtypes.bfloat16:
+    if dtypes.is_float(dtype) and op in (ew.add_p, ew.mul_p) and dtype != dtypes.bfloat16:
         # reassoc lets the sum vectorise (partial sums); NaN/Inf semantics are unchanged.
         # (bfloat16 goes in order, rounding every step, as the reference's ml_dtypes add)
-        return (em.b.fadd if op == "add" else em.b.fmul)(acc, x, flags=("reassoc",))
+        return (em.b.fadd if op is ew.add_p else em.b.fmul)(acc, x, flags=("reassoc",))
     return emit_scalar(em.b, op, [dtype, dtype], dtype, [acc, x], {})
 
 
@@ -88,7 +94,7 @@ def _reduce(em: Emitter, eqn, ins, dests):
                 full[d] = i
             oidx = [full[d] for d in kept]
             lin = em.linear(aval_out.shape, oidx)
-            em.store(acc, lin, _combine(em, name, work, em.load(acc, lin), element(full)))
+            em.store(acc, lin, _combine(em, eqn.primitive, work, em.load(acc, lin), element(full)))
         em.loop_nest([in_shape[d] for d in order], body)
         if acc is not out:
             em.loop_nest(aval_out.shape, lambda idx: em.store(
@@ -107,7 +113,7 @@ def _reduce(em: Emitter, eqn, ins, dests):
                 full[d] = i
             for d, i in zip(axes, ridx):
                 full[d] = i
-            b.store(_combine(em, name, work, b.load(acc_ptr), element(full)), acc_ptr)
+            b.store(_combine(em, eqn.primitive, work, b.load(acc_ptr), element(full)), acc_ptr)
         em.loop_nest([in_shape[d] for d in axes], inner)
         if out is not None:
             em.store(out, em.linear(aval_out.shape, oidx) if aval_out.ndim else None,
@@ -155,7 +161,7 @@ def _argminmax(em: Emitter, eqn, ins, dests):
             best = b.load(best_ptr)
             if dtypes.is_inexact(dtype):  # the first NaN wins; then strict improvement
                 best_nan, v_nan = _is_nan(em, dtype, best), _is_nan(em, dtype, v)
-                better = emit_scalar(b, "gt" if is_max else "lt", [dtype] * 2,
+                better = emit_scalar(b, ew.gt_p if is_max else ew.lt_p, [dtype] * 2,
                                      dtypes.bool_, [v, best], {})
                 take = b.and_(b.not_(best_nan), b.or_(v_nan, better))
             elif dtype == dtypes.bool_ or dtype.kind == "u":
@@ -198,15 +204,15 @@ def _cumulative(em: Emitter, eqn, ins, dests):
 
     def combine(acc, v):
         if name == "cumsum":
-            return emit_scalar(b, "add", [work] * 2, work, [acc, v], {})
+            return emit_scalar(b, ew.add_p, [work] * 2, work, [acc, v], {})
         if name == "cumprod":
             if work.kind == "c":
                 return accumulating_mul(b, acc, v)
-            return emit_scalar(b, "mul", [work] * 2, work, [acc, v], {})
+            return emit_scalar(b, ew.mul_p, [work] * 2, work, [acc, v], {})
         if name == "cummax":
-            return emit_scalar(b, "max", [work] * 2, work, [acc, v], {})
+            return emit_scalar(b, ew.max_p, [work] * 2, work, [acc, v], {})
         if name == "cummin":
-            return emit_scalar(b, "min", [work] * 2, work, [acc, v], {})
+            return emit_scalar(b, ew.min_p, [work] * 2, work, [acc, v], {})
         return _logaddexp(em, work, acc, v)
 
     def outer(oidx):
@@ -230,8 +236,8 @@ def _logaddexp(em: Emitter, dtype, a: ir.Value, c: ir.Value) -> ir.Value:
     """log(exp(a) + exp(c)) = max + log1p(exp(-|a - c|)), with -inf/-inf and NaN handled."""
     b = em.b
     from .scalar_ops import math_fn
-    hi = emit_scalar(b, "max", [dtype] * 2, dtype, [a, c], {})
-    lo = emit_scalar(b, "min", [dtype] * 2, dtype, [a, c], {})
+    hi = emit_scalar(b, ew.max_p, [dtype] * 2, dtype, [a, c], {})
+    lo = emit_scalar(b, ew.min_p, [dtype] * 2, dtype, [a, c], {})
     diff = b.fsub(lo, hi)
     # -inf/-inf or +inf/+inf: the sum is that value (inf - inf would make a NaN below)
     fabs = b.module.declare_intrinsic("llvm.fabs", [a.type])
@@ -241,10 +247,7 @@ def _logaddexp(em: Emitter, dtype, a: ir.Value, c: ir.Value) -> ir.Value:
     return b.select(same_inf, hi, b.fadd(hi, t))
 
 
-STRUCTURAL.update({
-    "reduce_sum": _reduce, "reduce_prod": _reduce, "reduce_max": _reduce,
-    "reduce_min": _reduce, "reduce_and": _reduce, "reduce_or": _reduce, "reduce_xor": _reduce,
-    "argmax": _argminmax, "argmin": _argminmax,
-    "cumsum": _cumulative, "cumprod": _cumulative, "cummax": _cumulative,
-    "cummin": _cumulative, "cumlogsumexp": _cumulative,
-})
+STRUCTURAL.update({p: _reduce for p in _REDUCE_COMBINE})
+STRUCTURAL.update({rd.argmax_p: _argminmax, rd.argmin_p: _argminmax})
+STRUCTURAL.update({p: _cumulative for p in (cu.cumsum_p, cu.cumprod_p, cu.cummax_p, cu.cummin_p,
+                                            cu.cumlogsumexp_p)})

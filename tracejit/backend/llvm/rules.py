@@ -1,12 +1,23 @@
-"""The tables codegen's Emitter dispatches on, primitive name -> rule. The family modules
-(index_maps, reductions, control_flow, linalg, indexing, sorting, bits) fill them when the
-package imports them; they import codegen, never the other way round."""
+"""The backend's lowering tables, keyed by the primitive object: elementwise primitives lower
+through scalar_ops' (and complex_ops') EMITTERS, the rest through the tables below, which the
+family modules (index_maps, reductions, control_flow, linalg, indexing, sorting, bits) fill when
+the package imports them; they import codegen, never the other way round."""
 from __future__ import annotations
 
 from typing import Callable
 
+from ...core.primitive import Primitive
+
 # shape ops fused as index arithmetic: (em, ins, eqn, idx) -> the element at multi-index idx,
 # as a generator yielding the (operand, index) pairs it reads (see index_maps)
-INDEX_MAPS: dict[str, Callable] = {}
+INDEX_MAPS: dict[Primitive, Callable] = {}
 # primitives that emit their own loops, branches or calls: (em, eqn, ins, dests) -> outputs
-STRUCTURAL: dict[str, Callable] = {}
+STRUCTURAL: dict[Primitive, Callable] = {}
+# structural rules that may hand an operand's buffer back as a result (an inlined call returning
+# its argument); every other rule's results are fresh memory (a destination or workspace slot)
+FORWARDING: set[Primitive] = set()
+# structural rules that write result j over one operand's buffer: (eqn, j) -> that operand's
+# position, or None. The rule copies the operand into the result's destination (a no-op when
+# they coincide) before anything else touches it and never reads it again (loop carries,
+# updated arrays); donation planning (aliasing) relies on that.
+IN_PLACE: dict[Primitive, Callable] = {}

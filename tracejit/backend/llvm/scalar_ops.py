@@ -4,7 +4,8 @@ out-of-range amounts giving 0. Values are register-typed (bool is i1; bfloat16 i
 holding a bfloat16 value: every bfloat16 result is computed in float32 and rounded right where
 it is produced, op by op, as ml_dtypes' NumPy arithmetic in the reference does).
 
-`EMITTERS[name](b, in_dtypes, out_dtype, args, params) -> ir.Value`.
+`EMITTERS[primitive](b, in_dtypes, out_dtype, args, params) -> ir.Value`, keyed by the lax
+primitive object.
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ...core import dtypes
+from ...core.primitive import Primitive
+from ...lax import elementwise as ew
 from . import complex_ops
 from .types import F32, F64, I1, I16, I32, I64, const, is_complex, is_signed, reg_type
 
@@ -426,49 +429,50 @@ def _nextafter(b, in_dtypes, out_dtype, args, params):
     return b.select(is_nan, b.fadd(x, y), out)
 
 
-EMITTERS: dict[str, Callable] = {
-    "add": _arith("fadd", "add"), "sub": _arith("fsub", "sub"), "mul": _arith("fmul", "mul"),
-    "div": _int_div_rem(False), "rem": _int_div_rem(True), "max": _minmax(True),
-    "min": _minmax(False), "neg": _neg, "abs": _abs, "sign": _sign, "square": _square,
-    "floor": _float_intrinsic("llvm.floor"), "ceil": _float_intrinsic("llvm.ceil"),
-    "round": _round, "is_finite": _is_finite, "sqrt": _float_intrinsic("llvm.sqrt"),
-    "rsqrt": _rsqrt, "integer_pow": _integer_pow,
-    "eq": _compare("=="), "ne": _compare("!="), "lt": _compare("<"), "le": _compare("<="),
-    "gt": _compare(">"), "ge": _compare(">="), "and": _bitwise("and_"), "or": _bitwise("or_"),
-    "xor": _bitwise("xor"), "not": _not, "shift_left": _shift("left"),
-    "shift_right_logical": _shift("right_logical"),
-    "shift_right_arithmetic": _shift("right_arithmetic"), "population_count": _popcount,
-    "clz": _clz, "convert_element_type": _convert, "bitcast_convert_type": _bitcast,
-    "select_n": _select_n, "clamp": _clamp, "fma": _fma, "nextafter": _nextafter,
-    "pow": _binary_math("pow"), "atan2": _binary_math("atan2"),
-    "polygamma": _binary_math("polygamma"),
-    "stop_gradient": lambda b, in_dtypes, out_dtype, args, params: args[0],
+EMITTERS: dict[Primitive, Callable] = {
+    ew.add_p: _arith("fadd", "add"), ew.sub_p: _arith("fsub", "sub"),
+    ew.mul_p: _arith("fmul", "mul"), ew.div_p: _int_div_rem(False), ew.rem_p: _int_div_rem(True),
+    ew.max_p: _minmax(True), ew.min_p: _minmax(False), ew.neg_p: _neg, ew.abs_p: _abs,
+    ew.sign_p: _sign, ew.square_p: _square, ew.floor_p: _float_intrinsic("llvm.floor"),
+    ew.ceil_p: _float_intrinsic("llvm.ceil"), ew.round_p: _round, ew.is_finite_p: _is_finite,
+    ew.sqrt_p: _float_intrinsic("llvm.sqrt"), ew.rsqrt_p: _rsqrt, ew.integer_pow_p: _integer_pow,
+    ew.eq_p: _compare("=="), ew.ne_p: _compare("!="), ew.lt_p: _compare("<"),
+    ew.le_p: _compare("<="), ew.gt_p: _compare(">"), ew.ge_p: _compare(">="),
+    ew.and_p: _bitwise("and_"), ew.or_p: _bitwise("or_"), ew.xor_p: _bitwise("xor"), ew.not_p: _not,
+    ew.shift_left_p: _shift("left"), ew.shift_right_logical_p: _shift("right_logical"),
+    ew.shift_right_arithmetic_p: _shift("right_arithmetic"), ew.population_count_p: _popcount,
+    ew.clz_p: _clz, ew.convert_element_type_p: _convert, ew.bitcast_convert_type_p: _bitcast,
+    ew.select_n_p: _select_n, ew.clamp_p: _clamp, ew.fma_p: _fma, ew.nextafter_p: _nextafter,
+    ew.pow_p: _binary_math("pow"), ew.atan2_p: _binary_math("atan2"),
+    ew.polygamma_p: _binary_math("polygamma"),
+    ew.stop_gradient_p: lambda b, in_dtypes, out_dtype, args, params: args[0],
 }
-for _name in ("exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan",
-              "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "cbrt", "erf",
-              "erfc", "erf_inv", "lgamma", "digamma", "bessel_i0e", "bessel_i1e"):
-    EMITTERS[_name] = _unary_math(_name)
+for _p in (ew.exp_p, ew.exp2_p, ew.log_p, ew.log1p_p, ew.expm1_p, ew.tanh_p, ew.logistic_p,
+           ew.sin_p, ew.cos_p, ew.tan_p, ew.asin_p, ew.acos_p, ew.atan_p, ew.sinh_p, ew.cosh_p,
+           ew.asinh_p, ew.acosh_p, ew.atanh_p, ew.cbrt_p, ew.erf_p, ew.erfc_p, ew.erf_inv_p,
+           ew.lgamma_p, ew.digamma_p, ew.bessel_i0e_p, ew.bessel_i1e_p):
+    EMITTERS[_p] = _unary_math(_p.name)  # math.py's polynomial of the same name
 
 
-def emit_scalar(b: ir.IRBuilder, name: str, in_dtypes: list[np.dtype], out_dtype: np.dtype,
+def emit_scalar(b: ir.IRBuilder, prim: Primitive, in_dtypes: list[np.dtype], out_dtype: np.dtype,
                 args: list[ir.Value], params: dict) -> ir.Value:
     if is_complex(out_dtype) or any(is_complex(d) for d in in_dtypes):
-        emitter = complex_ops.EMITTERS.get(name)
+        emitter = complex_ops.EMITTERS.get(prim)
         if emitter is None:
             from .codegen import NativeCompileError  # (codegen imports this module)
-            raise NativeCompileError(complex_ops.refusal(name) or
-                                     f"native `{name}` of complex numbers is not supported")
+            raise NativeCompileError(complex_ops.refusal(prim) or
+                                     f"native `{prim.name}` of complex numbers is not supported")
         return emitter(b, in_dtypes, out_dtype, args, params)
-    out = EMITTERS[name](b, in_dtypes, out_dtype, args, params)
-    if out_dtype == dtypes.bfloat16 and name not in _BF16_EXACT:
+    out = EMITTERS[prim](b, in_dtypes, out_dtype, args, params)
+    if out_dtype == dtypes.bfloat16 and prim not in _BF16_EXACT:
         out = bf16_round(b, out)
     return out
 
 
 # bfloat16 results these emit are an operand's value, NaN payload included (or, for a
 # conversion, already rounded): rounding would only quieten NaNs the reference passes through
-_BF16_EXACT = {"neg", "abs", "select_n", "stop_gradient", "bitcast_convert_type",
-               "convert_element_type"}
+_BF16_EXACT = {ew.neg_p, ew.abs_p, ew.select_n_p, ew.stop_gradient_p, ew.bitcast_convert_type_p,
+               ew.convert_element_type_p}
 
 
 __all__ = ["EMITTERS", "bf16_bits", "bf16_round", "bf16_widen", "const", "convert",

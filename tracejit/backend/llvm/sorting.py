@@ -9,6 +9,7 @@ import numpy as np
 
 from ...core import dtypes
 from ...core.avals import ShapedArray
+from ...lax.sorting import sort_p, top_k_p
 from .codegen import Buf, Emitter, NativeCompileError
 from .complex_ops import parts
 from .rules import STRUCTURAL
@@ -158,4 +159,4 @@ def _top_k(em: Emitter, eqn, ins, dests):
     return [vals, idxs]
 
 
-STRUCTURAL.update({"sort": _sort, "top_k": _top_k})
+STRUCTURAL.update({sort_p: _sort, top_k_p: _top_k})

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ..core.avals import ShapedArray
-from ..core.jaxpr import ClosedJaxpr
-from ..core.primitive import Primitive
-from ..core.trace import Trace, Tracer, full_lower, full_raise, new_main, user_source_info
+from .avals import ShapedArray
+from .jaxpr import ClosedJaxpr
 from .jaxpr_util import eval_closed, trace_closed
+from .primitive import Primitive
 from .rules import bdim_at_front, moveaxis, not_mapped, unbatched_aval
+from .trace import Trace, Tracer, full_lower, full_raise, new_main, user_source_info
 
 
 class BatchTracer(Tracer):

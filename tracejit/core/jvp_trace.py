@@ -1,18 +1,19 @@
 """Forward mode: JVPTrace carries a (primal, tangent) pair through every primitive's JVP rule.
 
-`jvp_flat` differentiates a flat function; `jvp_jaxpr` turns a closed jaxpr into the jaxpr of
-its JVP (what call and control-flow primitives bind under differentiation).
+`jvp_flat` differentiates a flat function. The interpreter sits in core, beside the eval and
+staging traces, because lax rules run it too (cumulative ops differentiate their scan form, and
+control flow's rules differentiate their bodies with `jvp_jaxpr`, at the end of this module).
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ..core.avals import ShapedArray
-from ..core.jaxpr import ClosedJaxpr
-from ..core.primitive import Primitive
-from ..core.trace import Trace, Tracer, full_lower, full_raise, get_aval, new_main
+from .avals import ShapedArray
+from .jaxpr import ClosedJaxpr
 from .jaxpr_util import eval_closed, trace_closed
+from .primitive import Primitive
 from .rules import Zero, differentiable, instantiate, tangent_aval
+from .trace import Trace, Tracer, full_lower, full_raise, get_aval, new_main
 
 
 def concrete_or_none(x: Any):
@@ -104,6 +105,8 @@ def jvp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
         outs = [full_raise(trace, o) for o in outs]
         return [o.primal for o in outs], [o.tangent for o in outs]
 
+
+# --- forward mode on jaxprs -----------------------------------------------------------------
 
 def jvp_jaxpr(closed: ClosedJaxpr, nonzeros: Sequence[bool], instantiate_out: Sequence[bool]
               ) -> tuple[ClosedJaxpr, list[bool]]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ..core.array import Array
-from ..core.avals import ShapedArray
-from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
-from ..core.trace import Tracer, trace_to_jaxpr
+from .array import Array
+from .avals import ShapedArray
+from .jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
+from .trace import Tracer, trace_to_jaxpr
 
 
 def literal_value(v: Literal) -> Array:
@@ -17,39 +17,26 @@ def literal_value(v: Literal) -> Array:
 
 def eval_jaxpr_bind(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list:
     """Evaluate `jaxpr` by binding each equation's primitive: the active traces transform it."""
-    env: dict[int, Any] = {}
+    env: dict[Var, Any] = {}
 
     def read(v):
-        return literal_value(v) if isinstance(v, Literal) else env[id(v)]
+        return literal_value(v) if isinstance(v, Literal) else env[v]
 
     for v, x in zip(jaxpr.constvars, consts):
-        env[id(v)] = x
+        env[v] = x
     for v, x in zip(jaxpr.invars, args):
-        env[id(v)] = x
+        env[v] = x
     for eqn in jaxpr.eqns:
         outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
         if not eqn.primitive.multiple_results:
             outs = (outs,)
         for v, out in zip(eqn.outvars, outs):
-            env[id(v)] = out
+            env[v] = out
     return [read(v) for v in jaxpr.outvars]
 
 
 def eval_closed(closed: ClosedJaxpr, *args: Any) -> list:
     return eval_jaxpr_bind(closed.jaxpr, closed.consts, *args)
-
-
-def split_tracer_consts(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
-    """Move consts that are tracers (of an enclosing trace) to leading invars."""
-    jaxpr = closed.jaxpr
-    moved = [isinstance(c, Tracer) for c in closed.consts]
-    if not any(moved):
-        return closed, []
-    keep = [(v, c) for v, c, m in zip(jaxpr.constvars, closed.consts, moved) if not m]
-    lead = [(v, c) for v, c, m in zip(jaxpr.constvars, closed.consts, moved) if m]
-    new = Jaxpr([v for v, _ in keep], [v for v, _ in lead] + jaxpr.invars, jaxpr.outvars,
-                jaxpr.eqns, jaxpr.debug_info)
-    return ClosedJaxpr(new, [c for _, c in keep]), [c for _, c in lead]
 
 
 def trace_closed(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedArray]
@@ -80,3 +67,16 @@ def add_unused_invars(closed: ClosedJaxpr, avals: Sequence[ShapedArray],
     invars = j.invars + extra if at_end else extra + j.invars
     return ClosedJaxpr(Jaxpr(j.constvars, invars, j.outvars, j.eqns, j.debug_info),
                        closed.consts)
+
+
+def closure_convert(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
+    """Turn consts that are tracers of an enclosing trace into leading invars: a body staged
+    inside another trace then closes over nothing that trace owns."""
+    if not any(isinstance(c, Tracer) for c in closed.consts):
+        return closed, []
+    jaxpr = closed.jaxpr
+    keep = [(v, c) for v, c in zip(jaxpr.constvars, closed.consts) if not isinstance(c, Tracer)]
+    moved = [(v, c) for v, c in zip(jaxpr.constvars, closed.consts) if isinstance(c, Tracer)]
+    new = Jaxpr([v for v, _ in keep], [v for v, _ in moved] + jaxpr.invars, jaxpr.outvars,
+                jaxpr.eqns, jaxpr.debug_info)
+    return ClosedJaxpr(new, [c for _, c in keep]), [c for _, c in moved]

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple, Sequence
 
-from ..core.avals import ShapedArray
-from ..core.jaxpr import ClosedJaxpr
-from ..core.trace import (DebugInfo, DynamicJaxprTrace, JaxprBuilder, Trace, full_raise,
-                          get_aval, new_main)
-from .jaxpr_util import eval_closed, split_tracer_consts, trace_closed
-from .jvp import JVPTracer, jvp_rule, wrap_outputs
+from .avals import ShapedArray
+from .jaxpr import ClosedJaxpr
+from .jaxpr_util import closure_convert, eval_closed, trace_closed
+from .jvp_trace import JVPTracer, jvp_rule, wrap_outputs
 from .rules import Zero, differentiable, instantiate, tangent_aval
+from .trace import DebugInfo, DynamicJaxprTrace, JaxprBuilder, Trace, full_raise, get_aval, new_main
 
 
 class LinearizeTracer(JVPTracer):
@@ -104,7 +103,7 @@ def linearize_jaxpr(closed: ClosedJaxpr, nonzeros: Sequence[bool],
             lin_outs = [full_raise(tangent_trace, instantiate(o.tangent))
                         for o, nz in zip(outs, out_nz) if nz]
             lin = builder.build([t for t in t_in if type(t) is not Zero], lin_outs)
-        lin, residuals = split_tracer_consts(lin)
+        lin, residuals = closure_convert(lin)
         info.update(lin=lin, out_nz=out_nz, num_res=len(residuals))
         return [o.primal for o in outs] + residuals
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal
-from ..core.primitive import Primitive
+from .jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from .jaxpr_util import literal_value, trace_closed
+from .primitive import Primitive
 from .rules import UndefinedPrimal, Zero, add_tangents, instantiate, is_undefined
 
 
@@ -18,51 +18,51 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
                   cts_out: Sequence[Any]) -> list:
     """Cotangents of jaxpr's linear inputs (those given as UndefinedPrimal; Zero where none
     flows) from cotangents of its outputs (Zero allowed). Non-linear inputs get None."""
-    env: dict[int, Any] = {}
-    linear: set[int] = set()
+    env: dict[Var, Any] = {}
+    linear: set[Var] = set()
 
     def read(v):
-        return literal_value(v) if isinstance(v, Literal) else env[id(v)]
+        return literal_value(v) if isinstance(v, Literal) else env[v]
 
     for v, c in zip(jaxpr.constvars, consts):
-        env[id(v)] = c
+        env[v] = c
     for v, a in zip(jaxpr.invars, args):
         if is_undefined(a):
-            linear.add(id(v))
+            linear.add(v)
         else:
-            env[id(v)] = a
+            env[v] = a
     linear_eqns = []
     for eqn in jaxpr.eqns:
-        if any(id(v) in linear for v in eqn.invars if not isinstance(v, Literal)):
+        if any(v in linear for v in eqn.invars if not isinstance(v, Literal)):
             linear_eqns.append(eqn)
-            linear.update(id(v) for v in eqn.outvars)
+            linear.update(v for v in eqn.outvars)
             continue
         outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
         for v, out in zip(eqn.outvars, outs if eqn.primitive.multiple_results else (outs,)):
-            env[id(v)] = out
+            env[v] = out
 
-    cts: dict[int, Any] = {}
+    cts: dict[Var, Any] = {}
 
     def accumulate(v, ct):
-        if isinstance(v, Literal) or id(v) not in linear or ct is None or type(ct) is Zero:
+        if isinstance(v, Literal) or v not in linear or ct is None or type(ct) is Zero:
             return
-        cts[id(v)] = add_tangents(cts[id(v)], ct) if id(v) in cts else ct
+        cts[v] = add_tangents(cts[v], ct) if v in cts else ct
 
     for v, ct in zip(jaxpr.outvars, cts_out):
         accumulate(v, ct)
     for eqn in reversed(linear_eqns):
-        ct_out = [cts.pop(id(v), Zero(v.aval)) for v in eqn.outvars]
+        ct_out = [cts.pop(v, Zero(v.aval)) for v in eqn.outvars]
         if all(type(ct) is Zero for ct in ct_out):
             continue
         args_in = [UndefinedPrimal(v.aval)
-                   if not isinstance(v, Literal) and id(v) in linear else read(v)
+                   if not isinstance(v, Literal) and v in linear else read(v)
                    for v in eqn.invars]
         rule = transpose_rule(eqn.primitive)
         ct_in = rule(ct_out if eqn.primitive.multiple_results else ct_out[0], *args_in,
                      **eqn.params)
         for v, ct in zip(eqn.invars, ct_in):
             accumulate(v, ct)
-    return [cts.get(id(v), Zero(v.aval)) if is_undefined(a) else None
+    return [cts.get(v, Zero(v.aval)) if is_undefined(a) else None
             for v, a in zip(jaxpr.invars, args)]
 
 

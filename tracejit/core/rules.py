@@ -9,8 +9,9 @@ Batch rule:     batch(vals, dims, **params) -> (out, out_dim); a dim is an int o
                 Families: `def_vectorized`, `def_broadcasting`, `def_reducer_batching`,
                 `def_axis_batching`.
 
-lax imports this module while registering its primitives, so the few lax operations the rules
-below need are imported when a rule runs (`_lax()`), not at import time.
+It sits in core, below lax: lax registers its primitives' rules with these families. The rules
+build values with four lax primitives (add, broadcast_in_dim, reduce_sum, transpose), which lax
+hands over with `use_lax_primitives` once it has defined them; no rule runs before that.
 """
 from __future__ import annotations
 
@@ -18,16 +19,37 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..core import dtypes
-from ..core.array import Array
-from ..core.avals import ShapedArray
-from ..core.primitive import Primitive
-from ..core.trace import get_aval
+from . import dtypes
+from .array import Array
+from .avals import ShapedArray
+from .primitive import Primitive
+from .trace import get_aval
 
 
-def _lax():
-    from .. import lax
-    return lax
+class _LaxPrimitives:
+    """The lax primitives the rules below bind (set by `use_lax_primitives`)."""
+    add_p: Primitive
+    broadcast_in_dim_p: Primitive
+    reduce_sum_p: Primitive
+    transpose_p: Primitive
+
+
+_lax = _LaxPrimitives()
+
+
+def use_lax_primitives(*, add_p: Primitive, broadcast_in_dim_p: Primitive,
+                       reduce_sum_p: Primitive, transpose_p: Primitive) -> None:
+    _lax.add_p = add_p
+    _lax.broadcast_in_dim_p = broadcast_in_dim_p
+    _lax.reduce_sum_p = reduce_sum_p
+    _lax.transpose_p = transpose_p
+
+
+def _broadcast(x: Any, sizes: tuple[int, ...]) -> Any:
+    """lax.broadcast: x with leading dimensions `sizes` (never the identity where used here)."""
+    shape = get_aval(x).shape
+    dims = tuple(range(len(sizes), len(sizes) + len(shape)))
+    return _lax.broadcast_in_dim_p.bind(x, shape=sizes + shape, broadcast_dimensions=dims)
 
 
 # --- symbolic zeros and undefined primals --------------------------------------------------
@@ -85,7 +107,7 @@ def full_like_aval(aval: ShapedArray, value: Any) -> Any:
     """An array of aval's type filled with the scalar `value`."""
     fill = Array.from_numpy(np.asarray(value, aval.dtype),
                             ShapedArray((), aval.dtype, aval.weak_type))
-    return _lax().broadcast(fill, aval.shape) if aval.shape else fill
+    return _broadcast(fill, aval.shape) if aval.shape else fill
 
 
 def zeros_like_aval(aval: ShapedArray) -> Any:
@@ -103,19 +125,19 @@ def add_tangents(x: Any, y: Any) -> Any:
         return y
     if type(y) is Zero:
         return x
-    return _lax().elementwise.add_p.bind(x, y)
+    return _lax.add_p.bind(x, y)
 
 
 def broadcast_to_aval(x: Any, aval: ShapedArray) -> Any:
     """A rank-0 contribution to an elementwise op's tangent, broadcast to the output's shape."""
     if get_aval(x).shape == aval.shape:
         return x
-    return _lax().broadcast(x, aval.shape)
+    return _broadcast(x, aval.shape)
 
 
 def sum_over(x: Any, axes: Sequence[int]) -> Any:
     """lax.reduce_sum, for rules of modules that lax.reduce itself imports."""
-    return _lax().reduce_sum(x, tuple(axes))
+    return _lax.reduce_sum_p.bind(x, axes=tuple(sorted(axes)))
 
 
 def unbroadcast(aval: ShapedArray, ct: Any) -> Any:
@@ -178,13 +200,13 @@ def moveaxis(x: Any, src: int, dst: int) -> Any:
         return x
     perm = [i for i in range(get_aval(x).ndim) if i != src]
     perm.insert(dst, src)
-    return _lax().transpose(x, perm)
+    return _lax.transpose_p.bind(x, permutation=tuple(perm))
 
 
 def bdim_at_front(x: Any, bdim: int | None, size: int) -> Any:
     """x with its batch dimension first (an unbatched x is broadcast along a new one)."""
     if bdim is not_mapped:
-        return _lax().broadcast(x, (size,))
+        return _broadcast(x, (size,))
     return moveaxis(x, bdim, 0)
 
 
@@ -223,7 +245,8 @@ def def_broadcasting(prim: Primitive, scalar_ok: Callable[[int, int], bool] = la
             if not k:
                 x = bdim_at_front(x, d, size)
                 if a.shape != shape:
-                    x = _lax().broadcast_in_dim(x, (size,) + shape, (0,))
+                    x = _lax.broadcast_in_dim_p.bind(x, shape=(size,) + shape,
+                                                     broadcast_dimensions=(0,))
             out.append(x)
         return prim.bind(*out, **params), 0
     prim.def_batch(batch)

@@ -1,0 +1,51 @@
+"""Dead-code elimination's walk over a jaxpr, shared by the transformations (which prune the
+bodies they build) and the compiler's pass pipeline (compiler/passes.py).
+
+The walk keeps an equation when one of its outputs is used (all primitives are pure). A
+primitive with bodies may declare a rule, `Primitive.dce(eqn, used_outputs)`, returning the
+equation that computes only the used outputs (control flow drops carries, branch outputs and
+operands nothing needs); other equations keep their signature and get their bodies pruned.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from .jaxpr import ClosedJaxpr, Eqn, Jaxpr, Var, map_subjaxprs
+
+
+def dce(jaxpr: Jaxpr) -> Jaxpr:
+    """Drop equations none of whose outputs are used, and inside control flow the outputs, loop
+    carries and body inputs nothing needs."""
+    return dce_jaxpr(jaxpr, [True] * len(jaxpr.outvars))[0]
+
+
+def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool]) -> tuple[Jaxpr, set[Var]]:
+    """The jaxpr computing only the used outputs (binders kept), and its live vars."""
+    outvars = [v for v, u in zip(jaxpr.outvars, used_outputs) if u]
+    live = {v for v in outvars if isinstance(v, Var)}
+    kept: list[Eqn] = []
+    for eqn in reversed(jaxpr.eqns):
+        used = [v in live for v in eqn.outvars]
+        if not any(used):
+            continue
+        rule = eqn.primitive.dce
+        eqn = rule(eqn, used) if rule else map_subjaxprs(eqn, _dce_body, {})
+        kept.append(eqn)
+        live.update(v for v in eqn.invars if isinstance(v, Var))
+    kept.reverse()
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, kept, jaxpr.debug_info), live
+
+
+def dce_closed(closed: ClosedJaxpr, used_outputs: Sequence[bool]
+               ) -> tuple[ClosedJaxpr, list[bool]]:
+    """A body computing only the used outputs, without unused consts; which invars it reads."""
+    j, live = dce_jaxpr(closed.jaxpr, used_outputs)
+    keep = [v in live for v in j.constvars]
+    j = Jaxpr([v for v, k in zip(j.constvars, keep) if k], j.invars, j.outvars, j.eqns,
+              j.debug_info)
+    return (ClosedJaxpr(j, [c for c, k in zip(closed.consts, keep) if k]),
+            [v in live for v in j.invars])
+
+
+def _dce_body(closed: ClosedJaxpr) -> ClosedJaxpr:
+    return ClosedJaxpr(dce(closed.jaxpr), closed.consts)

@@ -1,0 +1,47 @@
+"""The device model: one CPU device and JAX's queries about it (`devices()`, `device_count()`,
+...). It sits in core because an Array answers `.devices()` and `.device` itself; moving data to
+the device and waiting for it are in runtime/devices.py.
+"""
+from __future__ import annotations
+
+
+class CpuDevice:
+    id = 0
+    platform = "cpu"
+    device_kind = "cpu"
+    process_index = 0
+
+    def __repr__(self) -> str:
+        return "CpuDevice(id=0)"
+
+
+_CPU = CpuDevice()
+
+
+def devices(backend: str | None = None) -> list[CpuDevice]:
+    if backend not in (None, "cpu"):
+        raise RuntimeError(f"Unknown backend {backend!r}: tracejit runs on the CPU only.")
+    return [_CPU]
+
+
+def local_devices(process_index: int | None = None, backend: str | None = None):
+    return devices(backend)
+
+
+def device_count(backend: str | None = None) -> int:
+    return 1
+
+
+local_device_count = device_count
+
+
+def default_backend() -> str:
+    return "cpu"
+
+
+def process_index() -> int:
+    return 0
+
+
+def process_count() -> int:
+    return 1
