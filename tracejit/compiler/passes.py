@@ -19,6 +19,8 @@ from ..core.dce import dce
 from ..core.jaxpr import (ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Literal, Var, check_jaxpr,
                           has_subjaxprs, map_subjaxprs)
 from ..core.primitive import ELEMENTWISE, Primitive
+from ..lax.call import pjit_p
+from ..lax.control_flow import cond_p, scan_p, while_p
 from ..lax.elementwise import convert_element_type_p
 from ..lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p
 from .fusion import fuse
@@ -27,7 +29,7 @@ from .rows import fuse_rows
 # Primitives whose bodies the passes may reshape: drop or add operands, outputs and consts
 # (every consumer evaluates these bodies with their consts). Any other primitive's sub-jaxprs
 # are rewritten with their signature and consts kept.
-_CONTROL_FLOW = ("cond", "while", "scan", "jit")
+_CONTROL_FLOW = (cond_p, while_p, scan_p, pjit_p)
 
 FOLD_MAX_SIZE = 1024  # larger folded results stay computed at run time, not stored as consts
 
@@ -66,7 +68,7 @@ def _checked(pass_: Callable, jaxpr: Jaxpr, *consts: list):
 
 def inline_calls(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
     """Replace `jit` equations by their bodies (their consts become constvars of the result)."""
-    if not any(e.primitive.name == "jit" for e in jaxpr.eqns):
+    if not any(e.primitive is pjit_p for e in jaxpr.eqns):
         return jaxpr, consts
     constvars, consts = list(jaxpr.constvars), list(consts)
     eqns: list[Eqn] = []
@@ -77,7 +79,7 @@ def inline_calls(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
 
     for eqn in jaxpr.eqns:
         invars = [read(v) for v in eqn.invars]
-        if eqn.primitive.name != "jit":
+        if eqn.primitive is not pjit_p:
             eqns.append(eqn.replace(invars=invars))
             continue
         closed: ClosedJaxpr = eqn.params["jaxpr"]
@@ -120,7 +122,7 @@ def _substitute(eqn: Eqn, read: Callable) -> Eqn:
 
 
 def _has_loops(jaxpr: Jaxpr) -> bool:
-    return any(eqn.primitive.name in ("scan", "while") or any(
+    return any(eqn.primitive in (scan_p, while_p) or any(
         _has_loops(closed.jaxpr) for value in eqn.params.values()
         for closed in (value if isinstance(value, tuple) else (value,))
         if isinstance(closed, ClosedJaxpr)) for eqn in jaxpr.eqns)
@@ -219,7 +221,7 @@ def _fold(jaxpr: Jaxpr, consts: list, max_size: int, new_consts: bool,
     eqns = []
     for eqn in jaxpr.eqns:
         eqn = _substitute(eqn, read)
-        allow = eqn.primitive.name in _CONTROL_FLOW
+        allow = eqn.primitive in _CONTROL_FLOW
         eqn = map_subjaxprs(eqn, fold_body(allow), memo.setdefault(allow, {}))
         outs = _evaluate(eqn, known, max_size, new_consts)
         if outs is None:
@@ -463,16 +465,16 @@ def _licm(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
     eqns = []
     for eqn in jaxpr.eqns:
         eqn = map_subjaxprs(eqn, _on_body(lambda j: _licm(j, memo)), memo)
-        if eqn.primitive.name == "scan":
+        if eqn.primitive is scan_p:
             eqn = _licm_scan(eqn, eqns)
-        elif eqn.primitive.name == "while":
+        elif eqn.primitive is while_p:
             eqn = _licm_while(eqn, eqns)
         eqns.append(eqn)
     return _rebuild(jaxpr, eqns=eqns)
 
 
 def _hoistable(eqn: Eqn, invariant: set[Var]) -> bool:
-    if eqn.primitive.name == "while" or not any(isinstance(v, Var) for v in eqn.invars):
+    if eqn.primitive is while_p or not any(isinstance(v, Var) for v in eqn.invars):
         return False
     if not all(isinstance(v, Literal) or v in invariant for v in eqn.invars):
         return False
@@ -545,7 +547,7 @@ def _forward(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
     for eqn in jaxpr.eqns:
         eqn = map_subjaxprs(_substitute(eqn, read),
                              _on_body(lambda j: _forward(j, memo)), memo)
-        rule = {"scan": _forward_scan, "while": _forward_while}.get(eqn.primitive.name)
+        rule = {scan_p: _forward_scan, while_p: _forward_while}.get(eqn.primitive)
         if rule is not None:
             eqn, results = rule(eqn)
             subst.update(results)

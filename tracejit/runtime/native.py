@@ -14,7 +14,7 @@ import numpy as np
 
 from ..backend.llvm import codegen
 from ..backend.llvm import jit_engine
-from ..compiler.fusion import REDUCTIONS, fused_p, fusible
+from ..compiler.fusion import fused_p, fusible, is_reduction
 from ..compiler.passes import optimize
 from ..compiler.rows import row_map_p
 from ..core.array import Array
@@ -166,6 +166,6 @@ def _kernels(jaxpr) -> list[list[str]]:
                 inner = e.params["body"].jaxpr.eqns if e.primitive is fused_p else [e]
                 names += [x.primitive.name for x in inner]
             out.append(names)
-        elif fusible(eqn) or eqn.primitive.name in REDUCTIONS:
+        elif fusible(eqn) or is_reduction(eqn):
             out.append([eqn.primitive.name])
     return out
