@@ -49,3 +49,21 @@ def dce_closed(closed: ClosedJaxpr, used_outputs: Sequence[bool]
 
 def _dce_body(closed: ClosedJaxpr) -> ClosedJaxpr:
     return ClosedJaxpr(dce(closed.jaxpr), closed.consts)
+
+
+def compress(items: Sequence, keep: Sequence[bool]) -> list:
+    return [x for x, k in zip(items, keep) if k]
+
+
+def keep_invars(closed: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
+    """`closed` with only the kept binders (the others must be unread)."""
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr(j.constvars, compress(j.invars, keep), j.outvars, j.eqns,
+                             j.debug_info), closed.consts)
+
+
+def keep_outvars(closed: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
+    """`closed` computing only the kept outputs."""
+    j = closed.jaxpr
+    return ClosedJaxpr(dce(Jaxpr(j.constvars, j.invars, compress(j.outvars, keep), j.eqns,
+                                 j.debug_info)), closed.consts)

@@ -267,3 +267,24 @@ def def_axis_batching(prim: Primitive) -> None:
         (x,), (d,) = vals, dims
         return prim.bind(x, axis=axis + (axis >= d), **params), d
     prim.def_batch(batch)
+
+
+# --- helpers of the rules of primitives with bodies (calls, control flow) ------------------
+
+def nonzero_mask(tangents: Sequence[Any]) -> list[bool]:
+    """Which tangents are not symbolic zeros."""
+    return [type(t) is not Zero for t in tangents]
+
+
+def nonzero_tangents(tangents: Sequence[Any]) -> list:
+    return [t for t in tangents if type(t) is not Zero]
+
+
+def with_zeros(vals: Sequence[Any], mask: Sequence[bool], avals: Sequence[ShapedArray]) -> list:
+    """`vals` where `mask` is set, symbolic zeros of `avals` elsewhere."""
+    it = iter(vals)
+    return [next(it) if nz else Zero(tangent_aval(a)) for nz, a in zip(mask, avals)]
+
+
+def batch_dims(batched: Sequence[bool], dim: int = 0) -> list[int | None]:
+    return [dim if b else not_mapped for b in batched]

@@ -1,13 +1,12 @@
 """tracejit.lax: the primitives (JAX's `jax.lax`), grouped by family, each with all its rules."""
 from ..core.rules import use_lax_primitives
-from . import _base, call  # noqa: F401
+from . import _base, call, random_bits  # noqa: F401  (random_bits: the PRNG's primitives)
 from .control_flow import *  # noqa: F401,F403
 from .cumulative import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .elementwise import add_p
 from .indexing import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
-from . import random_bits  # noqa: F401  (the PRNG's primitives; tracejit.prng uses them)
 from .reduce import *  # noqa: F401,F403
 from .reduce import reduce_sum_p
 from .shape import *  # noqa: F401,F403

@@ -13,8 +13,8 @@ from ..core import dtypes
 from ..core.array import Array
 from ..core.avals import ShapedArray
 from ..core.primitive import ELEMENTWISE, Primitive
-from ..core.trace import Tracer, get_aval
 from ..core.rules import def_broadcasting, def_vectorized
+from ..core.trace import Tracer, get_aval
 
 # dtype kinds accepted by an op
 BOOL = "bool"

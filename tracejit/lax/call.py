@@ -3,17 +3,21 @@
 The compiler inlines it (compiler/passes.py `inline_calls`)."""
 from __future__ import annotations
 
-from typing import Any, Sequence
-
-from ..core.avals import ShapedArray
 from ..core.batching import batch_jaxpr, move_to_front
-from ..core.dce import dce, dce_closed
+from ..core.dce import compress, dce_closed, keep_invars, keep_outvars
 from ..core.interpret import eval_jaxpr
-from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr
+from ..core.jaxpr import ClosedJaxpr, Eqn
 from ..core.jvp_trace import jvp_jaxpr
 from ..core.linearize import linearize_jaxpr
 from ..core.primitive import Primitive
-from ..core.rules import Zero, axis_size, not_mapped, tangent_aval
+from ..core.rules import (
+    axis_size,
+    batch_dims,
+    nonzero_mask,
+    nonzero_tangents,
+    not_mapped,
+    with_zeros,
+)
 from ..core.transpose import call_transpose
 
 pjit_p = Primitive("jit", multiple_results=True)  # JAX prints it as `jit` (formerly pjit)
@@ -33,61 +37,36 @@ pjit_p.def_impl(_pjit_impl)
 
 # --- transformation and DCE rules ---------------------------------------------------------
 
-def _nonzero(tangents: Sequence[Any]) -> list[bool]:
-    return [type(t) is not Zero for t in tangents]
-
-
-def _nonzeros_only(tangents: Sequence[Any]) -> list:
-    return [t for t in tangents if type(t) is not Zero]
-
-
-def _with_zeros(vals: Sequence[Any], nonzero: Sequence[bool], avals: Sequence[ShapedArray]
-                ) -> list:
-    it = iter(vals)
-    return [next(it) if nz else Zero(tangent_aval(a)) for nz, a in zip(nonzero, avals)]
-
-
-def _dims(batched: Sequence[bool], dim: int = 0) -> list[int | None]:
-    return [dim if b else not_mapped for b in batched]
-
-
-def _keep_outvars(closed: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
-    j = closed.jaxpr
-    outvars = [v for v, k in zip(j.outvars, keep) if k]
-    return ClosedJaxpr(dce(Jaxpr(j.constvars, j.invars, outvars, j.eqns, j.debug_info)),
-                       closed.consts)
-
-
 
 def _pjit_jvp(primals, tangents, *, jaxpr, name):
     n_out = len(jaxpr.out_avals)
-    jvp, out_nz = jvp_jaxpr(jaxpr, _nonzero(tangents), [False] * n_out)
-    outs = pjit_p.bind(*primals, *_nonzeros_only(tangents), jaxpr=jvp, name=f"jvp({name})")
-    return outs[:n_out], _with_zeros(outs[n_out:], out_nz, jaxpr.out_avals)
+    jvp, out_nz = jvp_jaxpr(jaxpr, nonzero_mask(tangents), [False] * n_out)
+    outs = pjit_p.bind(*primals, *nonzero_tangents(tangents), jaxpr=jvp, name=f"jvp({name})")
+    return outs[:n_out], with_zeros(outs[n_out:], out_nz, jaxpr.out_avals)
 
 
 def _pjit_linearize(primals, tangents, *, jaxpr, name):
     n_out = len(jaxpr.out_avals)
-    known, lin, _, out_nz = linearize_jaxpr(jaxpr, _nonzero(tangents), [False] * n_out)
+    known, lin, _, out_nz = linearize_jaxpr(jaxpr, nonzero_mask(tangents), [False] * n_out)
     # a residual that is an input of the call is passed on directly, not returned by it
     kj = known.jaxpr
     input_of = {v: i for i, v in enumerate(kj.invars)}
     forwarded = [input_of.get(v) for v in kj.outvars[n_out:]]
-    known = _keep_outvars(known, [True] * n_out + [f is None for f in forwarded])
+    known = keep_outvars(known, [True] * n_out + [f is None for f in forwarded])
     outs = pjit_p.bind(*primals, jaxpr=known, name=name)
     computed = iter(outs[n_out:])
     residuals = [next(computed) if f is None else primals[f] for f in forwarded]
     t_out = []
     if any(out_nz):
-        t_out = pjit_p.bind(*residuals, *_nonzeros_only(tangents), jaxpr=lin,
+        t_out = pjit_p.bind(*residuals, *nonzero_tangents(tangents), jaxpr=lin,
                             name=f"jvp({name})")
-    return outs[:n_out], _with_zeros(t_out, out_nz, jaxpr.out_avals)
+    return outs[:n_out], with_zeros(t_out, out_nz, jaxpr.out_avals)
 
 
 def _pjit_batch(vals, dims, *, jaxpr, name):
     batched, out_b = batch_jaxpr(jaxpr, axis_size(vals, dims),
                                  [d is not not_mapped for d in dims], False)
-    return pjit_p.bind(*move_to_front(vals, dims), jaxpr=batched, name=name), _dims(out_b)
+    return pjit_p.bind(*move_to_front(vals, dims), jaxpr=batched, name=name), batch_dims(out_b)
 
 
 pjit_p.def_jvp(_pjit_jvp)
@@ -98,18 +77,8 @@ pjit_p.def_batch(_pjit_batch)
 
 def _dce_call(eqn: Eqn, used: list[bool]) -> Eqn:
     body, reads = dce_closed(eqn.params["jaxpr"], used)
-    return eqn.replace(invars=_select(eqn.invars, reads), outvars=_select(eqn.outvars, used),
-                       params={**eqn.params, "jaxpr": _keep_invars(body, reads)})
-
-
-def _select(items: Sequence, keep: Sequence[bool]) -> list:
-    return [x for x, k in zip(items, keep) if k]
-
-
-def _keep_invars(closed: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
-    j = closed.jaxpr
-    return ClosedJaxpr(Jaxpr(j.constvars, _select(j.invars, keep), j.outvars, j.eqns,
-                             j.debug_info), closed.consts)
+    return eqn.replace(invars=compress(eqn.invars, reads), outvars=compress(eqn.outvars, used),
+                       params={**eqn.params, "jaxpr": keep_invars(body, reads)})
 
 
 pjit_p.def_dce(_dce_call)

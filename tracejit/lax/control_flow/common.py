@@ -12,10 +12,8 @@ import numpy as np
 from ...core import dtypes
 from ...core.array import Array
 from ...core.avals import ShapedArray, ShapeDtypeStruct
-from ...core.dce import dce
 from ...core.jaxpr import ClosedJaxpr, Jaxpr, JaxprTypeError, Var
 from ...core.pytree import PyTreeDef, tree_flatten, tree_unflatten
-from ...core.rules import Zero, not_mapped, tangent_aval
 from ...core.trace import Tracer, fun_debug_info, get_aval, to_numpy, trace_to_jaxpr
 from ..elementwise import convert_element_type
 
@@ -304,20 +302,6 @@ def _check_carry(name: str, body_fun: Callable, in_tree: PyTreeDef,
 
 # --- pieces of the transformation and DCE rules ---------------------------------------------
 
-def _nonzero(tangents: Sequence[Any]) -> list[bool]:
-    return [type(t) is not Zero for t in tangents]
-
-
-def _nonzeros_only(tangents: Sequence[Any]) -> list:
-    return [t for t in tangents if type(t) is not Zero]
-
-
-def _with_zeros(vals: Sequence[Any], nonzero: Sequence[bool], avals: Sequence[ShapedArray]
-                ) -> list:
-    it = iter(vals)
-    return [next(it) if nz else Zero(tangent_aval(a)) for nz, a in zip(nonzero, avals)]
-
-
 def _split(xs: Sequence[Any], *sizes: int) -> list[list]:
     out, start = [], 0
     for n in sizes:
@@ -331,23 +315,4 @@ def _or(a: Sequence[bool], b: Sequence[bool]) -> list[bool]:
     return [x or y for x, y in zip(a, b)]
 
 
-def _dims(batched: Sequence[bool], dim: int = 0) -> list[int | None]:
-    return [dim if b else not_mapped for b in batched]
 
-
-def _keep_outvars(closed: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
-    j = closed.jaxpr
-    outvars = [v for v, k in zip(j.outvars, keep) if k]
-    return ClosedJaxpr(dce(Jaxpr(j.constvars, j.invars, outvars, j.eqns, j.debug_info)),
-                       closed.consts)
-
-
-
-def _select(items: Sequence, keep: Sequence[bool]) -> list:
-    return [x for x, k in zip(items, keep) if k]
-
-
-def _keep_invars(closed: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
-    j = closed.jaxpr
-    return ClosedJaxpr(Jaxpr(j.constvars, _select(j.invars, keep), j.outvars, j.eqns,
-                             j.debug_info), closed.consts)

@@ -11,7 +11,7 @@ from ...core import dtypes
 from ...core.avals import ShapedArray
 from ...core.batching import batch_jaxpr, move_to_front
 from ...core.config import config
-from ...core.dce import dce_closed
+from ...core.dce import compress, dce_closed, keep_invars
 from ...core.interpret import eval_jaxpr
 from ...core.jaxpr import ClosedJaxpr, Eqn, JaxprTypeError
 from ...core.jaxpr_util import eval_closed, trace_closed
@@ -19,7 +19,17 @@ from ...core.jvp_trace import jvp_jaxpr
 from ...core.linearize import linearize_jaxpr
 from ...core.primitive import Primitive
 from ...core.pytree import tree_flatten, tree_unflatten
-from ...core.rules import axis_size, is_undefined, moveaxis, not_mapped, zeros_like_aval
+from ...core.rules import (
+    axis_size,
+    batch_dims,
+    is_undefined,
+    moveaxis,
+    nonzero_mask,
+    nonzero_tangents,
+    not_mapped,
+    with_zeros,
+    zeros_like_aval,
+)
 from ...core.trace import get_aval, is_concrete
 from ...core.transpose import transpose_jaxpr
 from ..elementwise import clamp, convert_element_type, ne, select_n
@@ -28,20 +38,14 @@ from .common import (
     _asarray,
     _check_branch_outputs,
     _check_types,
-    _dims,
     _flat_avals,
     _forwarding,
     _join_consts,
-    _keep_invars,
     _keep_outputs,
-    _nonzero,
-    _nonzeros_only,
     _or,
-    _select,
     _trace,
     _Traced,
     _unalias,
-    _with_zeros,
 )
 
 # --- cond ----------------------------------------------------------------------------------
@@ -170,12 +174,12 @@ def _union_out(rule, branches, nz, n_out):
 
 def _cond_jvp(primals, tangents, *, branches):
     index, *ops = primals
-    nz = _nonzero(tangents[1:])
+    nz = nonzero_mask(tangents[1:])
     n_out = len(branches[0].out_avals)
     results, out_nz = _union_out(jvp_jaxpr, branches, nz, n_out)
-    outs = cond_p.bind(index, *ops, *_nonzeros_only(tangents[1:]),
+    outs = cond_p.bind(index, *ops, *nonzero_tangents(tangents[1:]),
                        branches=tuple(r[0] for r in results))
-    return outs[:n_out], _with_zeros(outs[n_out:], out_nz, branches[0].out_avals)
+    return outs[:n_out], with_zeros(outs[n_out:], out_nz, branches[0].out_avals)
 
 
 def _residual_slots(res_avals: list[list[ShapedArray]]) -> tuple[list, list[list[int]]]:
@@ -199,7 +203,7 @@ def _residual_slots(res_avals: list[list[ShapedArray]]) -> tuple[list, list[list
 
 def _cond_linearize(primals, tangents, *, branches):
     index, *ops = primals
-    nz = _nonzero(tangents[1:])
+    nz = nonzero_mask(tangents[1:])
     n_out = len(branches[0].out_avals)
     results, out_nz = _union_out(linearize_jaxpr, branches, nz, n_out)
     slots, assignment = _residual_slots([k.out_avals[n_out:] for k, *_ in results])
@@ -212,9 +216,9 @@ def _cond_linearize(primals, tangents, *, branches):
     outs = cond_p.bind(index, *ops, branches=tuple(known))
     t_out = []
     if any(out_nz):
-        t_out = cond_p.bind(index, *outs[n_out:], *_nonzeros_only(tangents[1:]),
+        t_out = cond_p.bind(index, *outs[n_out:], *nonzero_tangents(tangents[1:]),
                             branches=tuple(lin))
-    return outs[:n_out], _with_zeros(t_out, out_nz, branches[0].out_avals)
+    return outs[:n_out], with_zeros(t_out, out_nz, branches[0].out_avals)
 
 
 def _fill_slots(known: ClosedJaxpr, n_out: int, mine: list[int], slots: list[ShapedArray]):
@@ -237,10 +241,10 @@ def _read_slots(lin: ClosedJaxpr, mine: list[int], n_slots: int):
 
 def _cond_transpose(cts, index, *ops, branches):
     linear = [is_undefined(o) for o in ops]
-    ct_nz = _nonzero(cts)
+    ct_nz = nonzero_mask(cts)
     t_branches = tuple(transpose_jaxpr(b, linear, ct_nz) for b in branches)
     outs = iter(cond_p.bind(index, *[o for o in ops if not is_undefined(o)],
-                            *_nonzeros_only(cts), branches=t_branches))
+                            *nonzero_tangents(cts), branches=t_branches))
     return [None] + [next(outs) if lin else None for lin in linear]
 
 
@@ -254,7 +258,7 @@ def _cond_batch(vals, dims, *, branches):
         for b in branches:
             out_b = _or(out_b, batch_jaxpr(b, size, in_b, False)[1])
         batched = tuple(batch_jaxpr(b, size, in_b, out_b)[0] for b in branches)
-        return cond_p.bind(index, *ops, branches=batched), _dims(out_b)
+        return cond_p.bind(index, *ops, branches=batched), batch_dims(out_b)
     # a batched predicate: run every branch on all lanes, then pick each lane's result
     index = clamp(np.int32(0), moveaxis(index, d_index, 0), np.int32(len(branches) - 1))
     outs = [eval_closed(batch_jaxpr(b, size, in_b, True)[0], *ops) for b in branches]
@@ -274,9 +278,9 @@ cond_p.def_batch(_cond_batch)
 def _dce_cond(eqn: Eqn, used: list[bool]) -> Eqn:
     results = [dce_closed(b, used) for b in eqn.params["branches"]]
     reads = [any(col) for col in zip(*(r for _, r in results))]
-    branches = tuple(_keep_invars(b, reads) for b, _ in results)
+    branches = tuple(keep_invars(b, reads) for b, _ in results)
     index, *ops = eqn.invars
-    return eqn.replace(invars=[index] + _select(ops, reads), outvars=_select(eqn.outvars, used),
+    return eqn.replace(invars=[index] + compress(ops, reads), outvars=compress(eqn.outvars, used),
                        params={**eqn.params, "branches": branches})
 
 

@@ -12,7 +12,7 @@ from ...core import dtypes
 from ...core.avals import ShapedArray
 from ...core.batching import batch_jaxpr, move_to_front
 from ...core.config import config
-from ...core.dce import dce_closed
+from ...core.dce import compress, dce_closed, keep_invars, keep_outvars
 from ...core.errors import ConcretizationTypeError
 from ...core.interpret import eval_jaxpr
 from ...core.jaxpr import Eqn, JaxprTypeError
@@ -31,11 +31,15 @@ from ...core.rules import (
     UndefinedPrimal,
     add_tangents,
     axis_size,
+    batch_dims,
     bdim_at_front,
     instantiate,
     is_undefined,
     moveaxis,
+    nonzero_mask,
+    nonzero_tangents,
     not_mapped,
+    with_zeros,
     zeros_like_aval,
 )
 from ...core.trace import Tracer, concrete_value, get_aval, is_concrete
@@ -49,24 +53,17 @@ from .common import (
     _avals_short,
     _check_carry,
     _check_types,
-    _dims,
     _flat_avals,
     _forwarding,
-    _keep_invars,
     _keep_outputs,
-    _keep_outvars,
     _live,
     _move_to_front,
-    _nonzero,
-    _nonzeros_only,
     _or,
     _promote_weak_init,
     _rebuild,
-    _select,
     _split,
     _trace,
     _unalias,
-    _with_zeros,
 )
 
 # --- while ---------------------------------------------------------------------------------
@@ -424,7 +421,7 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
     nc, nb = cond_nconsts, body_nconsts
     cconsts, bconsts, carry = _split(primals, nc, nb)
     _, bconst_t, carry_t = _split(tangents, nc, nb)
-    bconst_nz, carry_nz = _nonzero(bconst_t), _nonzero(carry_t)
+    bconst_nz, carry_nz = nonzero_mask(bconst_t), nonzero_mask(carry_t)
     while True:  # a carry's tangent is nonzero if it starts so or the body makes it so
         body, out_nz = jvp_jaxpr(body_jaxpr, bconst_nz + carry_nz, carry_nz)
         if out_nz == carry_nz:
@@ -438,10 +435,10 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
     carry_avals = [get_aval(c) for c in carry]
     cond = add_unused_invars(cond_jaxpr, [a for a, z in zip(carry_avals, carry_nz) if z])
     carry_t = [instantiate(t) for t, z in zip(carry_t, carry_nz) if z]
-    outs = while_p.bind(*cconsts, *bconsts, *_nonzeros_only(bconst_t), *carry, *carry_t,
+    outs = while_p.bind(*cconsts, *bconsts, *nonzero_tangents(bconst_t), *carry, *carry_t,
                         cond_jaxpr=cond, body_jaxpr=body, cond_nconsts=nc,
                         body_nconsts=nb + nbt)
-    return outs[:n], _with_zeros(outs[n:], carry_nz, carry_avals)
+    return outs[:n], with_zeros(outs[n:], carry_nz, carry_avals)
 
 
 def _while_linearize(primals, tangents, **params):
@@ -477,7 +474,7 @@ def _while_batch(vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
     if not pred_b:
         outs = while_p.bind(*cconsts, *bconsts, *carry, cond_jaxpr=cond, body_jaxpr=body,
                             cond_nconsts=nc, body_nconsts=nb)
-        return outs, _dims(carry_b)
+        return outs, batch_dims(carry_b)
     carry_avals = [get_aval(c) for c in carry]
 
     def any_lane(*args):
@@ -517,11 +514,11 @@ def _dce_while(eqn: Eqn, used: list[bool]) -> Eqn:
             break
         carry = grown
     cond_consts, body_consts = eqn.invars[:cn], eqn.invars[cn:cn + bn]
-    invars = (_select(cond_consts, cond_reads[:cn]) + _select(body_consts, reads[:bn])
-              + _select(eqn.invars[cn + bn:], carry))
-    return eqn.replace(invars=invars, outvars=_select(eqn.outvars, carry), params={
-        **p, "cond_jaxpr": _keep_invars(cond, cond_reads[:cn] + carry),
-        "body_jaxpr": _keep_invars(body, reads[:bn] + carry),
+    invars = (compress(cond_consts, cond_reads[:cn]) + compress(body_consts, reads[:bn])
+              + compress(eqn.invars[cn + bn:], carry))
+    return eqn.replace(invars=invars, outvars=compress(eqn.outvars, carry), params={
+        **p, "cond_jaxpr": keep_invars(cond, cond_reads[:cn] + carry),
+        "body_jaxpr": keep_invars(body, reads[:bn] + carry),
         "cond_nconsts": sum(cond_reads[:cn]), "body_nconsts": sum(reads[:bn])})
 
 
@@ -534,7 +531,7 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
     nc, ncar = num_consts, num_carry
     consts, carry, xs = _split(primals, nc, ncar)
     const_t, carry_t, xs_t = _split(tangents, nc, ncar)
-    const_nz, carry_nz, xs_nz = _nonzero(const_t), _nonzero(carry_t), _nonzero(xs_t)
+    const_nz, carry_nz, xs_nz = nonzero_mask(const_t), nonzero_mask(carry_t), nonzero_mask(xs_t)
     n_ys = len(jaxpr.out_avals) - ncar
     while True:
         body, out_nz = jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz, carry_nz + [False] * n_ys)
@@ -552,13 +549,13 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
     body = permute_outvars(body, [*range(ncar), *range(q, q + ncart), *range(ncar, q),
                                   *range(q + ncart, q + ncart + nyt)])
     carry_t = [instantiate(t) for t, z in zip(carry_t, carry_nz) if z]
-    outs = scan_p.bind(*consts, *_nonzeros_only(const_t), *carry, *carry_t, *xs,
-                       *_nonzeros_only(xs_t), jaxpr=body, num_consts=nc + nct,
+    outs = scan_p.bind(*consts, *nonzero_tangents(const_t), *carry, *carry_t, *xs,
+                       *nonzero_tangents(xs_t), jaxpr=body, num_consts=nc + nct,
                        num_carry=ncar + ncart, length=length, reverse=reverse, unroll=unroll)
     carry_out, carry_t_out, ys, ys_t = _split(outs, ncar, ncart, n_ys)
     out_avals = [get_aval(o) for o in carry_out + ys]
-    return carry_out + ys, (_with_zeros(carry_t_out, carry_nz, out_avals[:ncar])
-                            + _with_zeros(ys_t, ys_nz, out_avals[ncar:]))
+    return carry_out + ys, (with_zeros(carry_t_out, carry_nz, out_avals[:ncar])
+                            + with_zeros(ys_t, ys_nz, out_avals[ncar:]))
 
 
 def _scan_linearize(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse,
@@ -566,7 +563,7 @@ def _scan_linearize(primals, tangents, *, jaxpr, num_consts, num_carry, length, 
     nc, ncar = num_consts, num_carry
     consts, carry, xs = _split(primals, nc, ncar)
     const_t, carry_t, xs_t = _split(tangents, nc, ncar)
-    const_nz, carry_nz, xs_nz = _nonzero(const_t), _nonzero(carry_t), _nonzero(xs_t)
+    const_nz, carry_nz, xs_nz = nonzero_mask(const_t), nonzero_mask(carry_t), nonzero_mask(xs_t)
     n_ys = len(jaxpr.out_avals) - ncar
     while True:
         known, lin, num_res, out_nz = linearize_jaxpr(jaxpr, const_nz + carry_nz + xs_nz,
@@ -584,14 +581,14 @@ def _scan_linearize(primals, tangents, *, jaxpr, num_consts, num_carry, length, 
     invariant = [i for i, v in enumerate(res_vars) if v in const_of]
     sliced = [i for i, v in enumerate(res_vars) if v in xs_of and v not in const_of]
     stacked = [i for i in range(num_res) if i not in invariant and i not in sliced]
-    known = _keep_outvars(known, [True] * n_out + [i in stacked for i in range(num_res)])
+    known = keep_outvars(known, [True] * n_out + [i in stacked for i in range(num_res)])
     outs = scan_p.bind(*consts, *carry, *xs, jaxpr=known, num_consts=nc, num_carry=ncar,
                        length=length, reverse=reverse, unroll=unroll)
     primal_out, res_stacked = outs[:n_out], outs[n_out:]
     ys_nz = out_nz[ncar:]
     out_avals = [get_aval(o) for o in primal_out]
     if not any(out_nz):
-        return primal_out, _with_zeros([], out_nz, out_avals)
+        return primal_out, with_zeros([], out_nz, out_avals)
     nct, ncart, nxt = sum(const_nz), sum(carry_nz), sum(xs_nz)
     r = num_res
     lin = permute_invars(lin, [*invariant, *range(r, r + nct), *range(r + nct, r + nct + ncart),
@@ -599,12 +596,12 @@ def _scan_linearize(primals, tangents, *, jaxpr, num_consts, num_carry, length, 
     res_consts = [consts[const_of[res_vars[i]]] for i in invariant]
     res_xs = [xs[xs_of[res_vars[i]]] for i in sliced]
     carry_t = [instantiate(t) for t, z in zip(carry_t, carry_nz) if z]
-    t_out = scan_p.bind(*res_consts, *_nonzeros_only(const_t), *carry_t, *res_stacked, *res_xs,
-                        *_nonzeros_only(xs_t), jaxpr=lin, num_consts=len(res_consts) + nct,
+    t_out = scan_p.bind(*res_consts, *nonzero_tangents(const_t), *carry_t, *res_stacked, *res_xs,
+                        *nonzero_tangents(xs_t), jaxpr=lin, num_consts=len(res_consts) + nct,
                         num_carry=ncart, length=length, reverse=reverse, unroll=unroll)
     carry_t_out, ys_t = t_out[:ncart], t_out[ncart:]
-    return primal_out, (_with_zeros(carry_t_out, carry_nz, out_avals[:ncar])
-                        + _with_zeros(ys_t, ys_nz, out_avals[ncar:]))
+    return primal_out, (with_zeros(carry_t_out, carry_nz, out_avals[:ncar])
+                        + with_zeros(ys_t, ys_nz, out_avals[ncar:]))
 
 
 def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
@@ -621,7 +618,7 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
     in_avals = jaxpr.in_avals
     const_avals, carry_avals, x_avals = _split(in_avals, nc, ncar)
     lin_const_avals = [a for a, lin in zip(const_avals, const_lin) if lin]
-    ys_nz = _nonzero(ct_ys)
+    ys_nz = nonzero_mask(ct_ys)
     y_avals = jaxpr.out_avals[ncar:]
 
     def body_t(*args):
@@ -632,7 +629,7 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
                 for a, lin in zip(const_avals, const_lin)]
                + [UndefinedPrimal(a) for a in carry_avals]
                + [UndefinedPrimal(a) if lin else next(eres_) for a, lin in zip(x_avals, xs_lin)])
-        cts_out = list(ct_c) + _with_zeros(ct_y, ys_nz, y_avals)
+        cts_out = list(ct_c) + with_zeros(ct_y, ys_nz, y_avals)
         cts_in = backward_pass(jaxpr.jaxpr, jaxpr.consts, ins, cts_out)
         ct_consts, ct_carry_in, ct_xs = _split(cts_in, nc, ncar)
         acc = [instantiate(add_tangents(a, c))
@@ -646,7 +643,7 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
     body = trace_closed(body_t, t_avals)
     n_acc = len(lin_const_avals)
     outs = scan_p.bind(*ires, *[zeros_like_aval(a) for a in lin_const_avals],
-                       *[instantiate(c) for c in ct_carry], *_nonzeros_only(ct_ys), *eres,
+                       *[instantiate(c) for c in ct_carry], *nonzero_tangents(ct_ys), *eres,
                        jaxpr=body, num_consts=len(ires), num_carry=n_acc + ncar, length=length,
                        reverse=not reverse, unroll=unroll)
     ct_consts, ct_init, ct_xs = _split(outs, n_acc, ncar)
@@ -673,7 +670,7 @@ def _scan_batch(vals, dims, *, jaxpr, num_consts, num_carry, length, reverse, un
     xs = [x if d is not_mapped else moveaxis(x, d, 1) for x, d in zip(xs, xs_d)]
     outs = scan_p.bind(*consts, *carry, *xs, jaxpr=body, num_consts=nc, num_carry=ncar,
                        length=length, reverse=reverse, unroll=unroll)
-    return outs, _dims(carry_b) + _dims(out_b[ncar:], 1)
+    return outs, batch_dims(carry_b) + batch_dims(out_b[ncar:], 1)
 
 
 scan_p.def_jvp(_scan_jvp)
@@ -694,8 +691,8 @@ def _dce_scan(eqn: Eqn, used: list[bool]) -> Eqn:
             break
         carry = grown
     keep = reads[:nc] + carry + reads[nc + nk:]
-    return eqn.replace(invars=_select(eqn.invars, keep), outvars=_select(eqn.outvars, carry + ys),
-                       params={**p, "jaxpr": _keep_invars(body, keep),
+    return eqn.replace(invars=compress(eqn.invars, keep), outvars=compress(eqn.outvars, carry + ys),
+                       params={**p, "jaxpr": keep_invars(body, keep),
                                "num_consts": sum(reads[:nc]), "num_carry": sum(carry)})
 
 
