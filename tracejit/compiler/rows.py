@@ -19,7 +19,9 @@ from ..core.avals import ShapedArray
 from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from ..core.primitive import Primitive
+from ..lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p
 from .fusion import def_use, fusible, is_elementwise
+
 _FULL, _PER_ROW, _SCALAR = "full", "per-row", "scalar"
 
 
@@ -111,12 +113,12 @@ def _seed(eqn: Eqn) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
 
 def _is_alias(eqn: Eqn, rows, cols) -> bool:
     """Per-row (or rank-0) value to per-row value: the same value in the row body."""
-    return (eqn.primitive.name in ("reshape", "squeeze", "broadcast_in_dim")
+    return (eqn.primitive in (reshape_p, squeeze_p, broadcast_in_dim_p)
             and _kind(eqn.outvars[0].aval.shape, rows, cols) == _PER_ROW)
 
 
 def _compatible(eqn: Eqn, rows: tuple[int, ...], cols: tuple[int, ...]) -> bool:
-    name = eqn.primitive.name
+    prim = eqn.primitive
     if len(eqn.outvars) != 1 or len(eqn.invars) == 0:
         return False
     out = eqn.outvars[0].aval.shape
@@ -127,14 +129,14 @@ def _compatible(eqn: Eqn, rows: tuple[int, ...], cols: tuple[int, ...]) -> bool:
                 and all(v.aval.shape in (out, ()) for v in eqn.invars))
     if _row_reduction(eqn):
         return _seed(eqn) == (rows, cols)
-    if name == "broadcast_in_dim":
+    if prim is broadcast_in_dim_p:
         bdims = eqn.params["broadcast_dimensions"]
         return out_kind in (_FULL, _PER_ROW) and (ins == [_SCALAR] or (
             ins == [_PER_ROW] and bdims[:len(rows)] == tuple(range(len(rows)))))
-    if name == "reshape":
+    if prim is reshape_p:
         return (eqn.params.get("dimensions") is None and out_kind == _PER_ROW
                 and ins[0] in (_PER_ROW, _SCALAR))
-    if name == "squeeze":
+    if prim is squeeze_p:
         return out_kind == _PER_ROW and ins == [_PER_ROW]
     return False
 
@@ -237,7 +239,7 @@ def _rewrite(eqns: list[Eqn], outvars: list, region: Sequence[int], moved: list[
         params = eqn.params
         if _row_reduction(eqn):
             params = {**params, "axes": tuple(range(len(cols)))}
-        elif eqn.primitive.name == "broadcast_in_dim":
+        elif eqn.primitive is broadcast_in_dim_p:
             params = {**params, "shape": cols, "broadcast_dimensions": ()}
         body_of[out] = Var(_row_aval(out.aval, rows, cols))
         body_eqns.append(Eqn(eqn.primitive, ins, [body_of[out]], params, eqn.source_info))
