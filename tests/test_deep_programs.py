@@ -10,7 +10,7 @@ import tracejit.numpy as tnp
 
 
 def _compare(f, *args, rtol=1e-6):
-    compiled = tracejit.jit(f).lower(*args).compile()
+    compiled = tracejit.jit(f, backend="native").lower(*args).compile()
     expected = tracejit.jit(f, backend="interpret")(*args)
     np.testing.assert_allclose(np.asarray(compiled(*args)), np.asarray(expected), rtol=rtol)
     return compiled

@@ -275,7 +275,7 @@ def chain(x):
     return lax.tanh(x) * 0.5 + lax.exp(-x * x) * lax.sin(3.0 * x) - 1.0
 
 x = tracejit.numpy.asarray(np.linspace(-3, 3, 10_000_000, dtype=np.float32))
-compiled = tracejit.jit(chain).lower(x).compile()
+compiled = tracejit.jit(chain, backend="native").lower(x).compile()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 out = compiled(x).block_until_ready()
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
