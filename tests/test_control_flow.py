@@ -268,6 +268,15 @@ def test_cond_traces_both_branches_once():
         assert count(TJ, jit) == count(JAX, jit) == ["t", "f"]
 
 
+def test_legacy_cond_with_an_operand_per_branch():
+    """cond(pred, true_operand, true_fun, false_operand, false_fun), eagerly and under jit."""
+    def f(mod, lax, p):
+        return lax.cond(p, 1.5, lambda x: x + 1, np.float32(2.0), lambda x: x * 2)
+    for p in (True, False):
+        assert_same(f(*TJ[:2], p), f(*JAX[:2], p))
+        assert_same(TJ[0].jit(lambda q: f(*TJ[:2], q))(p), JAX[0].jit(lambda q: f(*JAX[:2], q))(p))
+
+
 def _scan_closing_over(lax):
     return lambda x, y: lax.scan(lambda c, _: (c + y, c * y), x, None, length=3)
 

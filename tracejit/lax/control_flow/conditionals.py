@@ -106,7 +106,14 @@ def _cond_branches(api: str, index: Any, funs: Sequence[Callable], names: Sequen
 
 def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any,
          operand: Any = _NO_OPERAND) -> Any:
-    """`true_fun(*operands)` if pred else `false_fun(*operands)`; both branches are traced."""
+    """`true_fun(*operands)` if pred else `false_fun(*operands)`; both branches are traced.
+    The legacy form `cond(pred, true_operand, true_fun, false_operand, false_fun)` still works
+    (as in JAX): each branch gets its own operand."""
+    if not callable(true_fun) and callable(false_fun) and len(operands) == 2 and \
+            callable(operands[1]):
+        true_operand, true_fun, (false_operand, false_fun) = true_fun, false_fun, operands
+        return cond(pred, lambda ops: true_fun(ops[0]), lambda ops: false_fun(ops[1]),
+                    (true_operand, false_operand))
     if not (callable(true_fun) and callable(false_fun)):
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
     operands = _legacy_operand(operands, operand)
