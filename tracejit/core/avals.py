@@ -40,6 +40,11 @@ class ShapedArray:
     def str_short(self) -> str:
         return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
 
+    def str_long(self) -> str:
+        """`float32[3]`, `~float32[]` for a weak type: how JAX's tracer reprs show a type."""
+        shape = ",".join(map(str, self.shape))
+        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{shape}]"
+
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{weak})"

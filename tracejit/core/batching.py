@@ -13,11 +13,16 @@ from .jaxpr import ClosedJaxpr
 from .jaxpr_util import eval_closed, trace_closed
 from .primitive import Primitive
 from .rules import bdim_at_front, moveaxis, not_mapped, unbatched_aval
-from .trace import Trace, Tracer, full_lower, full_raise, new_main, user_source_info
+from .trace import (Trace, Tracer, full_lower, full_raise, get_aval, new_main,
+                    user_source_info)
 
 
 class BatchTracer(Tracer):
     __slots__ = ("val", "bdim")
+
+    def __repr__(self) -> str:  # JAX's name and form
+        batched = get_aval(self.val)
+        return f"VmapTracer(aval={self.aval.str_long()}, batched={batched.str_long()})"
 
     def __init__(self, trace: Trace, val: Any, bdim: int | None):
         self._trace = trace

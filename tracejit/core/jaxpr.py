@@ -177,8 +177,19 @@ def _name(i: int) -> str:
     return s
 
 
-def _binder(v, namer: _Namer) -> str:
-    return f"{namer(v)}:{v.aval.str_short()}"
+def _binder(v, namer: _Namer, used: set | None = None) -> str:
+    """`a:f32[3]`; an equation's output nothing reads prints as `_` (JAX's form)."""
+    name = "_" if used is not None and v not in used else namer(v)
+    return f"{name}:{v.aval.str_short()}"
+
+
+class Scoped:
+    """A param holding a jaxpr printed with its own variable names (a call's body, as JAX
+    prints `jit`'s)."""
+    __slots__ = ("jaxpr",)
+
+    def __init__(self, jaxpr: Jaxpr | ClosedJaxpr):
+        self.jaxpr = jaxpr
 
 
 _WIDTH = 80
@@ -190,7 +201,9 @@ def pp_jaxpr(jaxpr: Jaxpr, namer: _Namer, indent: int) -> str:
     consts = " ".join(_binder(v, namer) for v in jaxpr.constvars)
     ins = " ".join(_binder(v, namer) for v in jaxpr.invars)
     head = f"{{ lambda {consts}; {ins}. let"
-    body = [pp_eqn(e, namer, indent + 4) for e in jaxpr.eqns]
+    used = {v for e in jaxpr.eqns for v in e.invars if isinstance(v, Var)}
+    used.update(v for v in jaxpr.outvars if isinstance(v, Var))
+    body = [pp_eqn(e, namer, indent + 4, used) for e in jaxpr.eqns]
     outs = ", ".join(namer(v) for v in jaxpr.outvars)
     outs = f"({outs}{',' if len(jaxpr.outvars) == 1 else ''})"
     flat = [line.strip() for line in body]
@@ -201,6 +214,8 @@ def pp_jaxpr(jaxpr: Jaxpr, namer: _Namer, indent: int) -> str:
 
 
 def _pp_param(value, namer: _Namer, indent: int) -> str:
+    if isinstance(value, Scoped):
+        return _pp_param(value.jaxpr, _Namer(), indent)
     if isinstance(value, (Jaxpr, ClosedJaxpr)):
         j = value.jaxpr if isinstance(value, ClosedJaxpr) else value
         return pp_jaxpr(j, namer, indent)
@@ -216,13 +231,15 @@ def _pp_param(value, namer: _Namer, indent: int) -> str:
     return str(value)
 
 
-def pp_eqn(eqn: Eqn, namer: _Namer, indent: int = 0) -> str:
+def pp_eqn(eqn: Eqn, namer: _Namer, indent: int = 0, used: set | None = None) -> str:
     pad = " " * indent
     ins = " ".join(namer(v) for v in eqn.invars)
-    outs = " ".join(_binder(v, namer) for v in eqn.outvars)
+    outs = " ".join(_binder(v, namer, used) for v in eqn.outvars)
     params = ""
-    if eqn.params:
-        items = [f"{k}={_pp_param(v, namer, indent + 2)}" for k, v in sorted(eqn.params.items())]
+    shown = eqn.params if eqn.primitive.pp_params is None else eqn.primitive.pp_params(eqn.params)
+    pairs = shown.items() if eqn.primitive.pp_params is not None else sorted(shown.items())
+    if shown:
+        items = [f"{k}={_pp_param(v, namer, indent + 2)}" for k, v in pairs]
         params = "[" + " ".join(items) + "]"
         one_line = f"{pad}{outs} = {eqn.primitive.name}{params} {ins}".rstrip()
         if any("\n" in it for it in items) or len(one_line) > _WIDTH:

@@ -27,6 +27,9 @@ def concrete_or_none(x: Any):
 class JVPTracer(Tracer):
     __slots__ = ("primal", "tangent")
 
+
+    def __repr__(self) -> str:
+        return f"JVPTracer(primal={self.primal}, tangent={self.tangent})"
     def __init__(self, trace: Trace, primal: Any, tangent: Any):
         self._trace = trace
         self.primal = primal

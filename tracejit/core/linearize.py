@@ -15,12 +15,18 @@ from .jaxpr import ClosedJaxpr
 from .jaxpr_util import closure_convert, eval_closed, trace_closed
 from .jvp_trace import JVPTracer, jvp_rule, wrap_outputs
 from .rules import Zero, differentiable, instantiate, tangent_aval
-from .trace import DebugInfo, DynamicJaxprTrace, JaxprBuilder, Trace, full_raise, get_aval, new_main
+from .trace import (DebugInfo, DynamicJaxprTrace, JaxprBuilder, Trace, full_raise, get_aval,
+                    new_main)
 
 
 class LinearizeTracer(JVPTracer):
     """A primal value of the enclosing trace and its tangent, a tracer of the linear jaxpr."""
     __slots__ = ()
+
+    def __repr__(self) -> str:  # JAX's name for a tracer of reverse-mode differentiation
+        t = self.tangent  # a tracer of the linear jaxpr, or a symbolic Zero
+        tangent = (t.aval if hasattr(t, "aval") else get_aval(t)).str_short()
+        return f"GradTracer(primal={self.primal}, typeof(tangent)={tangent})"
 
 
 class LinearizeTrace(Trace):

@@ -42,6 +42,9 @@ class Primitive:
         # a REDUCTION that folds with an associative operator (not argmax/argmin): one row of
         # it may be reduced on its own
         self.monoid = False
+        # how the printer shows the params (params -> the params to print, in order); None:
+        # all of them, sorted by name
+        self.pp_params: Callable[[dict], dict] | None = None
         self._abstract_eval: Callable | None = None
         self.impl: Callable | None = None
         self.jvp: Callable | None = None

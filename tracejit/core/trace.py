@@ -348,6 +348,9 @@ class DynamicJaxprTracer(Tracer):
     def aval(self) -> ShapedArray:
         return self._aval
 
+    def __repr__(self) -> str:  # JAX's name for a tracer of a staging (jit) trace
+        return f"JitTracer({self._aval.str_long()})"
+
     def _origin_msg(self) -> str:
         builder: JaxprBuilder = self._trace.main.global_data
         return builder.origin_msg(self)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..core.batching import batch_jaxpr, move_to_front
 from ..core.dce import compress, dce_closed, keep_invars, keep_outvars
 from ..core.interpret import eval_jaxpr
-from ..core.jaxpr import ClosedJaxpr, Eqn
+from ..core.jaxpr import ClosedJaxpr, Eqn, Scoped
 from ..core.jvp_trace import jvp_jaxpr
 from ..core.linearize import linearize_jaxpr
 from ..core.primitive import Primitive
@@ -33,6 +33,8 @@ def _pjit_impl(*args, jaxpr: ClosedJaxpr, name: str):
 
 pjit_p.def_abstract_eval(_pjit_abstract)
 pjit_p.def_impl(_pjit_impl)
+# JAX prints the name first and the body with its own variable names
+pjit_p.pp_params = lambda params: {"name": params["name"], "jaxpr": Scoped(params["jaxpr"])}
 
 
 # --- transformation and DCE rules ---------------------------------------------------------

@@ -182,6 +182,17 @@ dot_general_p.def_abstract_eval(_dot_general_abstract)
 dot_general_p.def_impl(_dot_general_impl)
 
 
+def _dot_general_pp_params(params: dict) -> dict:
+    """As JAX prints it: dimension numbers as lists, None-valued params left out."""
+    (lc, rc), (lb, rb) = params["dimension_numbers"]
+    shown = {k: v for k, v in sorted(params.items()) if v is not None}
+    shown["dimension_numbers"] = (list(lc), list(rc)), (list(lb), list(rb))
+    return dict(sorted(shown.items()))
+
+
+dot_general_p.pp_params = _dot_general_pp_params
+
+
 def _index_tuple(dims: Any, what: str) -> tuple[int, ...]:
     if isinstance(dims, (int, np.integer)):
         return (int(dims),)

@@ -57,6 +57,10 @@ broadcast_in_dim_p = Primitive("broadcast_in_dim", fusion=INDEX_MAP)
 broadcast_in_dim_p.cheap = True  # recomputed in each consumer: it reads a smaller operand
 broadcast_in_dim_p.def_abstract_eval(_broadcast_in_dim_abstract)
 broadcast_in_dim_p.def_impl(_broadcast_in_dim_impl)
+# printed as JAX does: the shape is the binder's, trivial broadcast_dimensions go unsaid
+broadcast_in_dim_p.pp_params = lambda params: (
+    {"broadcast_dimensions": params["broadcast_dimensions"]}
+    if params["broadcast_dimensions"] else {})
 
 
 def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: Sequence[int]):
