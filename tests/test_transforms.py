@@ -558,6 +558,55 @@ def test_custom_jvp_and_custom_vjp_match_jax():
         tj.jvp(_custom_vjp_fun(tj, tnp), (x, y), (1.0, 1.0))
 
 
+def _branching_custom_jvp(api, np_mod, calls):
+    """A custom_jvp function with Python control flow on its argument (as library code has)."""
+    @api.custom_jvp
+    def f(x):
+        calls.append("f")
+        return np_mod.sin(x) if x > 0 else x
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        calls.append("jvp")
+        (x,), (t,) = primals, tangents
+        return f(x), np_mod.cos(x) * t
+    return f
+
+
+@pytest.mark.parametrize("how", ["grad", "jvp", "call", "grad_of_grad_rule"])
+def test_custom_jvp_function_is_not_traced_where_its_rule_or_value_serves(how):
+    """Under grad/jvp the rule replaces the function, and on concrete values it runs as is,
+    so `if x > 0` in it works, as in JAX; which of the two ran, in order, is JAX's too."""
+    def run(api, np_mod):
+        calls = []
+        f = _branching_custom_jvp(api, np_mod, calls)
+        out = {"grad": lambda: api.grad(f)(1.0),
+               "jvp": lambda: api.jvp(f, (1.0,), (2.0,)),
+               "call": lambda: f(2.0),
+               "grad_of_grad_rule": lambda: api.grad(lambda v: f(v) * v)(0.5)}[how]()
+        return [np.asarray(o) for o in (out if isinstance(out, tuple) else (out,))], calls
+    (ours, our_calls), (theirs, their_calls) = run(tj, tnp), run(jax, jnp)
+    assert our_calls == their_calls
+    for o, t in zip(ours, theirs):
+        np.testing.assert_allclose(o, t, rtol=1e-6)
+
+
+def test_custom_jvp_closing_over_a_differentiated_value_raises():
+    def outer(y):
+        @tj.custom_jvp
+        def f(x):
+            return x * y
+
+        @f.defjvp
+        def f_jvp(primals, tangents):
+            return f(primals[0]), tangents[0] * y
+        return f(2.0)
+    for g in (tj.grad(outer), tj.jit(tj.grad(outer))):
+        with pytest.raises(TypeError, match="closed-over value"):
+            g(3.0)
+    np.testing.assert_allclose(tj.vmap(outer)(np.arange(3.0)), [0.0, 2.0, 4.0])
+
+
 def test_custom_jvp_defjvps_and_nondiff_argnums():
     f = tj.custom_jvp(lambda x, y: x * y)
     f.defjvps(lambda g, ans, x, y: g * 10.0, lambda g, ans, x, y: g * 100.0)

@@ -13,10 +13,10 @@ from ..core.batching import batch_flat, batch_jaxpr
 from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import ClosedJaxpr
 from ..core.jaxpr_util import closure_convert, eval_closed, trace_closed
-from ..core.jvp_trace import jvp_jaxpr
-from ..core.linearize import linearize_jaxpr
+from ..core.jvp_trace import JVPTrace, jvp_jaxpr
+from ..core.linearize import LinearizeTrace, linearize_jaxpr
 from ..core.primitive import Primitive
-from ..core.pytree import tree_flatten, tree_map, tree_unflatten
+from ..core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from ..core.rules import (
     Zero,
     axis_size,
@@ -26,7 +26,8 @@ from ..core.rules import (
     not_mapped,
     tangent_aval,
 )
-from ..core.trace import fun_debug_info, get_aval, trace_to_jaxpr
+from ..core.trace import (EvalTrace, Tracer, find_top_trace, full_raise, fun_debug_info,
+                          get_aval, trace_to_jaxpr)
 from ..core.transpose import call_transpose
 
 
@@ -148,10 +149,10 @@ class custom_jvp:  # noqa: N801 - JAX's name
             return [nondiff[self.nondiff_argnums.index(i)] if i in self.nondiff_argnums
                     else next(it) for i in range(len(args))]
 
-        closed, consts, out_tree, leaves = _stage(lambda *d: fun(*full_args(d)), diff,
-                                                   "custom_jvp")
-        in_tree = tree_flatten(diff)[1]
+        leaves, in_tree = tree_flatten(diff)
         n_in = len(leaves)
+        out_tree = None  # the function's output structure, once it has been traced
+        rule_trees = []  # the structure of the rule's primal outputs, per call of the rule
 
         def flat_jvp(*xs):
             primals = tree_unflatten(in_tree, xs[:n_in])
@@ -160,11 +161,12 @@ class custom_jvp:  # noqa: N801 - JAX's name
                                                                                 tangents)
             out_flat, tree = tree_flatten(out)
             t_flat, t_tree = tree_flatten(t_out)
-            if tree != out_tree or t_tree != out_tree:
+            rule_trees.append(tree)
+            if t_tree != tree or (out_tree is not None and tree != out_tree):
                 raise TypeError(
                     "Custom JVP rule must produce primal and tangent outputs with equal "
                     f"container (pytree) structures, but got {tree} and {t_tree} respectively "
-                    f"(the function's output structure is {out_tree}).")
+                    f"(the function's output structure is {out_tree or tree}).")
             for p, t in zip(out_flat, t_flat):
                 pa, ta = get_aval(p), get_aval(t)
                 if pa.shape != ta.shape:
@@ -174,9 +176,39 @@ class custom_jvp:  # noqa: N801 - JAX's name
                         f"shape {ta.shape}.")
             return out_flat + t_flat
 
+        # As JAX does, the function itself runs only where its value is needed: on concrete
+        # values it runs as is (so Python control flow in it works), and under forward or
+        # reverse differentiation its rule replaces it; it is traced only to be staged.
+        trace = find_top_trace(leaves)
+        if type(trace) is EvalTrace:
+            out = fun(*args)
+            if not any(isinstance(o, Tracer) for o in tree_leaves(out)):
+                return out  # (else it closed over a traced value: staged below, which says so)
+        elif isinstance(trace, (JVPTrace, LinearizeTrace)):
+            return self._differentiate(trace, leaves, in_tree, full_args, flat_jvp, rule_trees)
+        closed, consts, out_tree, leaves = _stage(lambda *d: fun(*full_args(d)), diff,
+                                                   "custom_jvp")
         outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=closed, jvp=flat_jvp,
                                       num_consts=len(consts), name=self.__name__)
         return tree_unflatten(out_tree, outs)
+
+    def _differentiate(self, trace, leaves, in_tree, full_args, flat_jvp, rule_trees):
+        """The call on the tracers of a JVP (or linearize) trace: the rule gives primal and
+        tangent outputs; with all input tangents zero the call runs on the primals alone."""
+        tracers = [full_raise(trace, x) for x in leaves]
+        primals = [t.primal for t in tracers]
+        tangents = [t.tangent for t in tracers]
+        if all(type(t) is Zero for t in tangents):
+            out = self(*full_args(tree_unflatten(in_tree, primals)))
+            out_flat, out_tree = tree_flatten(out)
+            return tree_unflatten(out_tree, [trace.tracer_type(trace, o, Zero.from_primal(o))
+                                             for o in out_flat])
+        outs = flat_jvp(*primals, *[instantiate(t) for t in tangents])
+        if any(isinstance(o, Tracer) and o._trace.main is trace.main for o in outs):
+            raise _closure_error("custom_jvp", "JVP")  # the rule read a closed-over tracer
+        n = len(outs) // 2
+        return tree_unflatten(rule_trees[-1], [trace.tracer_type(trace, p, t)
+                                         for p, t in zip(outs[:n], outs[n:])])
 
 
 # --- custom_vjp ----------------------------------------------------------------------------
