@@ -107,6 +107,17 @@ def test_usage_without_a_script(tmp_path):
     assert out.returncode == 2 and "usage: python -m tracejit SCRIPT.py" in out.stderr
 
 
+@pytest.mark.parametrize("mode", [[], ["-m"]])
+def test_missing_script_or_module_fails_as_under_python(tmp_path, mode):
+    name = "nosuch.py" if not mode else "nosuch_module"
+    got = python("-m", "tracejit", *mode, name, cwd=tmp_path)
+    expected = python(*mode, name, cwd=tmp_path)
+    assert got.returncode == expected.returncode != 0
+    what = "can't open file" if not mode else "No module named"
+    tail = expected.stderr.strip().split(what)[1]
+    assert got.stderr.strip().endswith(what + tail), got.stderr
+
+
 def test_missing_submodule_says_tracejit_lacks_it(tmp_path):
     write(tmp_path / "sparse.py", """
         import jax.numpy
@@ -131,13 +142,15 @@ def test_alias_jax_in_process(tmp_path):
         tracejit.alias_jax()  # a second call changes nothing
         import jax.numpy as jnp
         from jax import numpy
+        import jaxlib, jax_like  # names that only start with "jax" are not aliased
         print(jnp is tracejit.numpy, numpy is jnp,
               sum(type(f).__name__ == "JaxAliasFinder" for f in sys.meta_path),
-              type(sys.meta_path[0]).__name__)
+              type(sys.meta_path[0]).__name__, jaxlib.__name__, jax_like.__name__)
     """)
+    write(tmp_path / "jax_like.py", "")
     out = python("inproc.py", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["True", "True", "1", "JaxAliasFinder"]
+    assert out.stdout.split() == ["True", "True", "1", "JaxAliasFinder", "jaxlib", "jax_like"]
 
 
 def test_alias_jax_after_real_jax_raises(tmp_path):

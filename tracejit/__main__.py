@@ -22,12 +22,17 @@ tracejit and tracejit.X (even where real JAX is installed)."""
 def run_script(path: str, args: list[str]) -> None:
     """`python PATH args` with jax aliased: the script's argv, its directory first on sys.path
     (for a directory or zip file with a __main__.py, runpy puts the path itself there)."""
+    if not os.path.exists(path):
+        print(f"{sys.executable}: can't open file {os.path.abspath(path)!r}: "
+              f"[Errno 2] No such file or directory", file=sys.stderr)
+        raise SystemExit(2)
     alias_jax()
     sys.argv = [path, *args]
-    if os.path.isfile(path) and not zipfile.is_zipfile(path):
-        sys.path[0] = os.path.dirname(os.path.realpath(path))
-    else:
-        del sys.path[0]
+    if not sys.flags.safe_path:  # under `python -P` neither the cwd nor the script's dir is there
+        if os.path.isfile(path) and not zipfile.is_zipfile(path):
+            sys.path[0] = os.path.dirname(os.path.realpath(path))
+        else:
+            del sys.path[0]
     runpy.run_path(path, run_name="__main__")
 
 
@@ -40,6 +45,8 @@ def run_module(name: str, args: list[str]) -> None:
 
 
 def main(argv: list[str]) -> int:
+    """The command line after `python -m tracejit`; returns the exit status when the program
+    itself did not exit."""
     if not argv or argv[0] == "-m" and len(argv) < 2:
         print(USAGE, file=sys.stderr)
         return 2
