@@ -11,7 +11,8 @@ from .core.config import config, disable_jit, enable_x64  # noqa: F401
 from .core.devices import (default_backend, device_count, devices,  # noqa: F401
                            local_device_count, local_devices, process_count, process_index)
 from .core.dtypes import float0  # noqa: F401
-from .runtime.devices import block_until_ready, device_put  # noqa: F401
+from .core.trace import ensure_compile_time_eval, named_scope, typeof  # noqa: F401
+from .runtime.devices import block_until_ready, device_get, device_put  # noqa: F401
 from .runtime.jit import clear_caches, eval_shape, jit, make_jaxpr  # noqa: F401
 from .runtime.stages import Compiled, Lowered, Traced  # noqa: F401
 from .alias import alias_jax  # noqa: F401

@@ -176,6 +176,33 @@ def new_main(trace_type: type, global_data: Any = None, dynamic: bool = False):
         main.active = False
 
 
+@contextlib.contextmanager
+def ensure_compile_time_eval():
+    """JAX's `ensure_compile_time_eval`: inside it, operations on concrete values run at once
+    (their results are concrete Arrays) even while a function is being staged by jit; values
+    that depend on the staged function's arguments are staged as usual."""
+    state = _state
+    saved, state.dynamic_trace = state.dynamic_trace, None
+    try:
+        yield
+    finally:
+        state.dynamic_trace = saved
+
+
+def typeof(x: Any) -> ShapedArray:
+    """JAX's `typeof`: the abstract value (shape, dtype, weak type) of an array or scalar."""
+    return get_aval(x)
+
+
+@contextlib.contextmanager
+def named_scope(name: str):
+    """JAX's `named_scope`: names the operations staged inside it for profilers; tracejit's
+    jaxprs carry no name stack, so it checks its argument and otherwise changes nothing."""
+    if not isinstance(name, str):
+        raise TypeError("named_scope name argument must be a string.")
+    yield
+
+
 def current_dynamic_trace() -> MainTrace | None:
     """This thread's innermost staging trace, None when nothing is being staged."""
     return _state.dynamic_trace

@@ -29,6 +29,16 @@ def device_put(x: Any, device: Any = None, *, donate: bool = False, may_alias=No
     return tree_map(_to_array, x)
 
 
+def device_get(x: Any) -> Any:
+    """JAX's `device_get`: a pytree with every array leaf as a NumPy array (other leaves as
+    they are)."""
+    def get(leaf):
+        if isinstance(leaf, Tracer):
+            return np.asarray(leaf)  # JAX's conversion error for a tracer without a value
+        return np.asarray(leaf) if isinstance(leaf, Array) else leaf
+    return tree_map(get, x)
+
+
 def block_until_ready(x: Any) -> Any:
     for leaf in tree_leaves(x):
         ready = getattr(leaf, "block_until_ready", None)

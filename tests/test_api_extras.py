@@ -1,0 +1,68 @@
+"""Small public functions of the `jax` namespace (typeof, device_get, ensure_compile_time_eval,
+named_scope), each compared with real JAX on the same inputs."""
+import jax
+import jax.numpy as jnp_jax
+import numpy as np
+import pytest
+
+import tracejit
+import tracejit.numpy as jnp_tj
+
+API = [(tracejit, jnp_tj), (jax, jnp_jax)]
+
+
+@pytest.mark.parametrize("value", [1.0, 3, True, np.int32(3), np.ones((2, 3), np.float16)])
+def test_typeof(value):
+    ours, theirs = tracejit.typeof(value), jax.typeof(value)
+    assert (ours.shape, ours.dtype, ours.weak_type) == (theirs.shape, theirs.dtype,
+                                                         theirs.weak_type)
+
+
+def test_typeof_of_a_tracer_is_its_abstract_value():
+    def f(api):
+        seen = []
+        api.jit(lambda x: seen.append(api.typeof(x)) or x)(np.ones(3, np.float32))
+        return seen[0]
+    ours, theirs = f(tracejit), f(jax)
+    assert (ours.shape, ours.dtype, ours.weak_type) == (theirs.shape, theirs.dtype,
+                                                         theirs.weak_type)
+
+
+def test_device_get():
+    def f(api, jnp):
+        return api.device_get({"a": jnp.ones(2), "b": 3, "c": np.ones(1), "d": (jnp.arange(3),)})
+    ours, theirs = f(*API[0]), f(*API[1])
+    assert ours.keys() == theirs.keys() and ours["b"] == theirs["b"] == 3
+    for k in ("a", "c"):
+        assert type(ours[k]) is type(theirs[k]) is np.ndarray
+        np.testing.assert_array_equal(ours[k], theirs[k])
+        assert ours[k].dtype == theirs[k].dtype
+    np.testing.assert_array_equal(ours["d"][0], theirs["d"][0])
+
+
+def test_ensure_compile_time_eval_inside_jit():
+    def run(api, jnp):
+        kinds = []
+
+        @api.jit
+        def f(x):
+            with api.ensure_compile_time_eval():
+                y = jnp.sin(2.0)               # concrete: computed now, usable in Python
+                kinds.append(float(y) > 0)
+                z = jnp.sin(x)                 # depends on the argument: still staged
+                kinds.append(type(z).__name__.endswith("Tracer"))
+            return x + y + z
+        return np.asarray(f(1.0)), kinds
+    (ours, our_kinds), (theirs, their_kinds) = run(*API[0]), run(*API[1])
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+    assert our_kinds == their_kinds == [True, True]
+
+
+def test_named_scope():
+    for api, _ in API:
+        with api.named_scope("block"):
+            text = str(api.make_jaxpr(lambda x: x * 2)(1.0))
+        assert "mul" in text
+        with pytest.raises(TypeError, match="must be a string"):
+            with api.named_scope(3):
+                pass
