@@ -216,10 +216,10 @@ def _cond_linearize(primals, tangents, *, branches):
     slots, assignment = _residual_slots([k.out_avals[n_out:] for k, *_ in results])
     op_avals = [get_aval(o) for o in ops]
     known, lin = [], []
-    for (k, l, _, _), mine in zip(results, assignment):
+    for (k, linear, _, _), mine in zip(results, assignment):
         known.append(trace_closed(_fill_slots(k, n_out, mine, slots), op_avals))
-        lin.append(trace_closed(_read_slots(l, mine, len(slots)),
-                                slots + l.in_avals[len(mine):]))
+        lin.append(trace_closed(_read_slots(linear, mine, len(slots)),
+                                slots + linear.in_avals[len(mine):]))
     outs = cond_p.bind(index, *ops, branches=tuple(known))
     t_out = []
     if any(out_nz):
