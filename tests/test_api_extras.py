@@ -66,3 +66,21 @@ def test_named_scope():
         with pytest.raises(TypeError, match="must be a string"):
             with api.named_scope(3):
                 pass
+
+
+def test_tracers_are_instances_of_the_array_type():
+    """`isinstance(x, jax.Array)` (and jnp.ndarray) holds for concrete arrays and inside jit,
+    vmap and grad (equinox's `is_array` relies on it); not for Python scalars or NumPy arrays."""
+    def run(api, jnp):
+        seen = []
+
+        def probe(x):
+            seen.append((isinstance(x, api.Array), isinstance(x, jnp.ndarray)))
+            return x * 2
+        api.jit(probe)(1.0)
+        api.vmap(probe)(jnp.ones(2))
+        api.grad(probe)(1.0)
+        seen.append((isinstance(jnp.ones(2), api.Array), jnp.ndarray is api.Array))
+        seen.append((isinstance(1.0, api.Array), isinstance(np.ones(2), api.Array)))
+        return seen
+    assert run(*API[0]) == run(*API[1])

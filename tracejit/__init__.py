@@ -5,7 +5,7 @@
     from tracejit import lax
 """
 from . import errors, lax, nn, numpy, tree, tree_util  # noqa: F401
-from .core.array import Array  # noqa: F401
+from .core.array import BaseArray as Array  # noqa: F401  (concrete arrays and tracers)
 from .core.avals import ShapedArray, ShapeDtypeStruct  # noqa: F401
 from .core.config import config, disable_jit, enable_x64  # noqa: F401
 from .core.devices import (default_backend, device_count, devices,  # noqa: F401

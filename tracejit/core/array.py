@@ -5,6 +5,7 @@ array_methods, the same ones tracers get, so eager and traced code behave alike.
 """
 from __future__ import annotations
 
+import abc
 from typing import Any
 
 import numpy as np
@@ -178,3 +179,14 @@ class Array(ArrayMetadata):
 
 def _rebuild(value: np.ndarray, weak_type: bool) -> Array:
     return Array.from_numpy(value, ShapedArray(value.shape, value.dtype, weak_type))
+
+
+class BaseArray(abc.ABC):
+    """The array type users see as `jax.Array` / `jnp.ndarray`: concrete Arrays and tracers
+    both are instances (`isinstance(x, jax.Array)` holds inside jit, vmap and grad, as in
+    JAX). Inside tracejit, `Array` is the concrete type and `Tracer` the traced one."""
+    __slots__ = ()
+
+
+BaseArray.__name__ = BaseArray.__qualname__ = "Array"
+BaseArray.register(Array)

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import dtypes, errors
-from .array import Array
+from .array import Array, BaseArray
 from .avals import ArrayMetadata, ShapedArray
 from .config import config
 from .jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, SourceInfo, Var, check_jaxpr
@@ -282,6 +282,9 @@ class Tracer(ArrayMetadata):
     def __setitem__(self, idx, value):
         raise TypeError("JAX arrays are immutable: use x = x.at[idx].set(value) instead of "
                         "x[idx] = value.")
+
+
+BaseArray.register(Tracer)  # tracers are `jax.Array`s too
 
 
 def _check_active(x: Tracer, where: str) -> None:

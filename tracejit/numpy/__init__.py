@@ -2,7 +2,7 @@
 import numpy as _np
 
 from ..core import dtypes as _dtypes
-from ..core.array import Array as ndarray  # noqa: F401  (jnp.ndarray is the array type)
+from ..core.array import BaseArray as ndarray  # noqa: F401  (jnp.ndarray is jax.Array)
 from . import array_methods as _array_methods
 from . import linalg  # noqa: F401
 from ._creation import *  # noqa: F401,F403
