@@ -27,6 +27,10 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     # run the jaxpr checker (core.jaxpr.check_jaxpr) on every traced jaxpr and after every
     # compiler pass: slower compiles, for the tests and for debugging a pass
     "tracejit_enable_checks": (False, False),
+    # say (to the `tracejit` logger) why a jitted call traced again, and when jit traces and
+    # compiles (JAX's options)
+    "jax_explain_cache_misses": (False, False),
+    "jax_log_compiles": (False, False),
 }
 
 

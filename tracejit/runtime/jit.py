@@ -7,6 +7,7 @@ import collections
 import functools
 import inspect
 import threading
+import time
 import warnings
 import weakref
 from typing import Any, Callable, Iterable, Sequence
@@ -23,6 +24,7 @@ from ..core.jaxpr_util import closure_convert
 from ..core.pytree import PyTreeDef, leaf_names, tree_flatten, tree_leaves, tree_unflatten
 from ..core.trace import Tracer, current_dynamic_trace, fun_debug_info, get_aval, trace_to_jaxpr
 from ..lax.call import pjit_p
+from . import explain
 from .executable import Executable, compile_jaxpr
 
 # --- argument handling ----------------------------------------------------------------------
@@ -391,9 +393,15 @@ class Jitted:
         if entry is None:
             arg_names = self._arg_names(args, dyn_kwargs)
             avals = self._avals(leaves, arg_names)
+            if config.read("jax_explain_cache_misses"):
+                explain.explain_cache_miss(self.fun, self.fun_name, key,
+                                           list(self._traces.entries), arg_names)
             # traced without the lock (tracing may jit other functions, in this thread or
             # another); when two threads trace one signature at once, the first stored wins
+            start = time.perf_counter()
             entry = self._stage(static, static_kw, in_tree, len(args), avals, arg_names)
+            if config.read("jax_log_compiles"):
+                explain.log_traced(self.fun_name, time.perf_counter() - start)
             if not any(isinstance(c, Tracer) for c in entry.closed.consts):
                 with _cache_lock:
                     entry = self._traces.entries.setdefault(key, entry)
@@ -467,7 +475,14 @@ class Jitted:
     def _compile(self, entry: _CacheEntry) -> None:
         with entry.lock:  # not `_cache_lock`: other signatures compile meanwhile
             if entry.executable is None:
+                log = config.read("jax_log_compiles")
+                if log:
+                    explain.log_compiling(self.fun_name, entry.in_avals)
+                start = time.perf_counter()
                 entry.executable = compile_entry(entry, self.backend, self.keep_unused)
+                if log:
+                    explain.log_compiled(self.fun_name, self.backend or config.tracejit_backend,
+                                         time.perf_counter() - start)
 
     # -- AOT stages
     def trace(self, *args, **kwargs):
