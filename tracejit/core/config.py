@@ -30,6 +30,10 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     # say (to the `tracejit` logger) why a jitted call traced again, and when jit traces and
     # compiles (JAX's options)
     "jax_explain_cache_misses": (False, False),
+    # raise FloatingPointError where an operation produces a NaN (an infinity), naming it and
+    # the user's line; part of jit's key, so a program compiled without the check gets it
+    "jax_debug_nans": (False, True),
+    "jax_debug_infs": (False, True),
     "jax_log_compiles": (False, False),
 }
 
@@ -95,3 +99,13 @@ def enable_x64(enabled: bool = True):
 
 def disable_jit(disable: bool = True):
     return config._override("jax_disable_jit", disable)
+
+
+def debug_nans(new_val: bool = True):
+    """Context manager: `with jax.debug_nans(True): ...` checks for NaNs inside it."""
+    return config._override("jax_debug_nans", new_val)
+
+
+def debug_infs(new_val: bool = True):
+    """Context manager: `with jax.debug_infs(True): ...` checks for infinities inside it."""
+    return config._override("jax_debug_infs", new_val)

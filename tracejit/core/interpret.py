@@ -8,7 +8,54 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .jaxpr import Jaxpr, Literal, Var
+from .jaxpr import ClosedJaxpr, Jaxpr, Literal, SourceInfo, Var
+
+
+def invalid_values(outs: Sequence[Any], nans: bool, infs: bool) -> str | None:
+    """"nan" or "inf" when a float output holds one that is checked for (jax_debug_nans/infs),
+    else None."""
+    for out in outs:
+        out = np.asarray(out)
+        if out.dtype.kind not in "fc" and out.dtype.name != "bfloat16":
+            continue
+        with np.errstate(all="ignore"):
+            if nans and np.isnan(out).any():
+                return "nan"
+            if infs and np.isinf(out).any():
+                return "inf"
+    return None
+
+
+def invalid_value_error(kind: str, name: str, where: SourceInfo | None) -> FloatingPointError:
+    """JAX's FloatingPointError, with the user's line where it is known."""
+    at = f" (at {where.filename}:{where.lineno}, in {where.function})" if where else ""
+    return FloatingPointError(f"invalid value ({kind}) encountered in {name}{at}")
+
+
+def eval_jaxpr_checked(closed: ClosedJaxpr, args: Sequence[Any], nans: bool, infs: bool
+                       ) -> None:
+    """Run `closed` op by op (nested jit bodies too) and raise at the first operation whose
+    output has a NaN or infinity that is checked for: the de-optimized rerun of a jitted
+    function whose output had one."""
+    jaxpr, env = closed.jaxpr, {}
+
+    def read(v):
+        return v.val if isinstance(v, Literal) else env[v]
+
+    env.update(zip(jaxpr.constvars, (np.asarray(c) for c in closed.consts)))
+    env.update(zip(jaxpr.invars, args))
+    for eqn in jaxpr.eqns:
+        ins = [read(v) for v in eqn.invars]
+        body = eqn.params.get("jaxpr")
+        if eqn.primitive.name == "jit" and isinstance(body, ClosedJaxpr):
+            eval_jaxpr_checked(body, ins, nans, infs)  # raises inside the call if it can
+        outs = eqn.primitive.impl(*ins, **eqn.params)
+        outs = outs if eqn.primitive.multiple_results else (outs,)
+        kind = invalid_values(outs, nans, infs)
+        if kind is not None:
+            raise invalid_value_error(kind, eqn.primitive.name, eqn.source_info)
+        env.update((v, np.asarray(o).astype(v.aval.dtype, copy=False))
+                   for v, o in zip(eqn.outvars, outs))
 
 
 def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[np.ndarray]:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import dtypes, errors
+from . import dtypes, errors, interpret
 from .array import Array, BaseArray
 from .avals import ArrayMetadata, ShapedArray
 from .config import config
@@ -136,6 +136,11 @@ class EvalTrace(Trace):
         if not primitive.multiple_results:
             outs = (outs,)
         result = [Array.from_numpy(_checked(primitive, o, a), a) for o, a in zip(outs, avals_out)]
+        nans, infs = config.read("jax_debug_nans"), config.read("jax_debug_infs")
+        if nans or infs:
+            kind = interpret.invalid_values(outs, nans, infs)
+            if kind is not None:
+                raise interpret.invalid_value_error(kind, primitive.name, user_source_info())
         return result if primitive.multiple_results else result[0]
 
 

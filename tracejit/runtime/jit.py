@@ -19,6 +19,7 @@ from ..core.array import Array
 from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.config import config
 from ..core.devices import devices
+from ..core.interpret import eval_jaxpr_checked, invalid_value_error, invalid_values
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.jaxpr_util import closure_convert
 from ..core.pytree import PyTreeDef, leaf_names, tree_flatten, tree_leaves, tree_unflatten
@@ -81,7 +82,8 @@ def _flat_treedef(n: int) -> PyTreeDef:
 class _CacheEntry:
     """One traced signature of a jitted function and, once called, its executable."""
     __slots__ = ("closed", "in_tree", "out_tree", "executable", "in_avals", "arg_names",
-                 "donated", "aliases", "consumed", "kept", "direct", "trace_key", "lock")
+                 "donated", "aliases", "consumed", "kept", "direct", "trace_key", "lock",
+                 "debug_checks")
 
     def __init__(self, closed, in_tree, out_tree, in_avals, arg_names, donated):
         self.closed = closed
@@ -98,6 +100,9 @@ class _CacheEntry:
         self.kept: tuple[int, ...] | None = None
         self.direct = True
         self.trace_key: tuple | None = None  # the config it was compiled under (fast path)
+        # (nans, infs) to look for in its outputs (jax_debug_nans/infs, part of the key)
+        nans, infs = config.read("jax_debug_nans"), config.read("jax_debug_infs")
+        self.debug_checks = (nans, infs) if nans or infs else None
         self.lock = threading.Lock()  # one thread compiles it; the others wait for that
 
 
@@ -468,9 +473,25 @@ class Jitted:
                     fast[tuple(a.aval for a in args)] = entry
         outs = entry.executable(leaves) if entry.direct else \
             execute(entry, entry.executable, leaves)
+        if entry.debug_checks is not None:
+            self._check_outputs(entry, leaves, outs)
         if entry.out_tree is _SINGLE_LEAF:
             return outs[0]
         return tree_unflatten(entry.out_tree, outs)
+
+    def _check_outputs(self, entry: _CacheEntry, leaves: Sequence, outs: list) -> None:
+        """jax_debug_nans/infs: an output with a NaN (infinity) reruns the program op by op,
+        which raises naming the operation that made it and the user's line (as JAX does)."""
+        nans, infs = entry.debug_checks
+        kind = invalid_values(outs, nans, infs)
+        if kind is None:
+            return
+        explain.logger.warning(f"Invalid {kind} value encountered in the output of a jit "
+                               "function. Calling the de-optimized version.")
+        eval_jaxpr_checked(entry.closed, [np.asarray(x) for x in leaves], nans, infs)
+        raise invalid_value_error(kind, f"the output of jit({self.fun_name}) (the "
+                                  "de-optimized version produced none: it came from an input)",
+                                  None)
 
     def _compile(self, entry: _CacheEntry) -> None:
         with entry.lock:  # not `_cache_lock`: other signatures compile meanwhile
