@@ -1,5 +1,7 @@
 """tracejit.errors: JAX's error classes (`jax.errors`)."""
-from .core.errors import (ConcretizationTypeError, JAXIndexError, JAXTypeError,  # noqa: F401
-                          KeyReuseError, NonConcreteBooleanIndexError, TracerArrayConversionError,
+from .core.errors import (ConcretizationTypeError, InconclusiveDimensionOperation,  # noqa: F401
+                          JAXIndexError, JaxRuntimeError, JAXTypeError, KeyReuseError,
+                          NonConcreteBooleanIndexError, TracerArrayConversionError,
                           TracerBoolConversionError, TracerIntegerConversionError,
                           UnexpectedTracerError)
+from .core.jaxpr import JaxprTypeError  # noqa: F401

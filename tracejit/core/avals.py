@@ -9,7 +9,12 @@ import numpy as np
 from . import dtypes
 
 
-class ShapedArray:
+class AbstractValue:
+    """The type of a value a trace knows only abstractly (JAX's `core.AbstractValue`)."""
+    __slots__ = ()
+
+
+class ShapedArray(AbstractValue):
     __slots__ = ("shape", "dtype", "weak_type", "_hash")
     array_abstraction_level = 1
 

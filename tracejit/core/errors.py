@@ -45,6 +45,14 @@ class KeyReuseError(JAXTypeError):
     pass
 
 
+class JaxRuntimeError(RuntimeError):
+    """An error raised while a compiled program runs (JAX's name for XLA's runtime errors)."""
+
+
+class InconclusiveDimensionOperation(Exception):
+    """A comparison of symbolic dimensions that cannot be decided (shape polymorphism)."""
+
+
 def _origin(tracer) -> str:
     origin = getattr(tracer, "_origin_msg", None)
     return origin() if origin is not None else ""

@@ -1,0 +1,44 @@
+"""JAX's public names, recorded from real JAX (0.10) into this file, exist in tracejit for each
+module it mirrors; what is left out is listed with the reason."""
+import importlib
+
+import pytest
+
+import tracejit
+
+# module -> JAX's public names there (dir() without underscores), as recorded
+PUBLIC = {
+    "core": ["AbstractValue", "Atom", "ParamDict", "ShapedArray", "Trace", "Tracer", "Value",
+             "ensure_compile_time_eval", "eval_context", "eval_jaxpr", "max_dim", "min_dim"],
+    "errors": ["ConcretizationTypeError", "InconclusiveDimensionOperation", "JAXIndexError",
+               "JAXTypeError", "JaxRuntimeError", "JaxprTypeError", "KeyReuseError",
+               "NonConcreteBooleanIndexError", "TracerArrayConversionError",
+               "TracerBoolConversionError", "TracerIntegerConversionError",
+               "UnexpectedTracerError"],
+}
+OUT_OF_SCOPE: dict[str, dict[str, str]] = {}
+
+
+@pytest.mark.parametrize("module", sorted(PUBLIC))
+def test_public_names_exist(module):
+    ours = importlib.import_module(f"tracejit.{module}")
+    skip = OUT_OF_SCOPE.get(module, {})
+    missing = [n for n in PUBLIC[module] if n not in skip and not hasattr(ours, n)]
+    assert not missing, f"tracejit.{module} lacks {missing}"
+
+
+@pytest.mark.parametrize("module", sorted(PUBLIC))
+def test_recorded_lists_are_jaxs(module):
+    """The lists above are JAX's own (this fails when the oracle's surface moves)."""
+    import jax  # noqa: F401
+    theirs = importlib.import_module(f"jax.{module}")
+    assert sorted(n for n in dir(theirs) if not n.startswith("_")) == sorted(PUBLIC[module])
+
+
+def test_error_classes_derive_as_jaxs():
+    import jax.errors as theirs
+    for name in PUBLIC["errors"]:
+        ours = getattr(tracejit.errors, name)
+        builtin = [c.__name__ for c in getattr(theirs, name).__mro__
+                   if c.__module__ == "builtins"]
+        assert [c.__name__ for c in ours.__mro__ if c.__module__ == "builtins"] == builtin, name
