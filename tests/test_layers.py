@@ -22,7 +22,8 @@ LAYERS = [
     ("compiler", {"compiler"}),
     ("backend", {"backend"}),
     ("runtime", {"runtime"}),
-    ("user-facing", {"numpy", "nn", "random", "prng", "tree_util", "tree", "errors", "scipy"}),
+    ("user-facing", {"numpy", "nn", "random", "prng", "tree_util", "tree", "errors", "scipy",
+                     "stages"}),
     ("face", {"alias", "__main__"}),  # and tracejit/__init__.py
 ]
 

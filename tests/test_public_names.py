@@ -16,6 +16,7 @@ PUBLIC = {
                "TracerBoolConversionError", "TracerIntegerConversionError",
                "UnexpectedTracerError"],
 }
+PUBLIC["stages"] = ["ArgInfo", "Compiled", "CompilerOptions", "Lowered", "Traced", "Wrapped"]
 OUT_OF_SCOPE: dict[str, dict[str, str]] = {}
 
 
@@ -42,3 +43,14 @@ def test_error_classes_derive_as_jaxs():
         builtin = [c.__name__ for c in getattr(theirs, name).__mro__
                    if c.__module__ == "builtins"]
         assert [c.__name__ for c in ours.__mro__ if c.__module__ == "builtins"] == builtin, name
+
+
+def test_jitted_functions_are_wrapped_and_args_info_is_jaxs():
+    import jax
+    import numpy as np
+    assert isinstance(tracejit.jit(lambda x: x), tracejit.stages.Wrapped)
+    assert not isinstance(lambda x: x, tracejit.stages.Wrapped)
+    x = np.ones(2, np.float32)
+    ours = tracejit.jit(lambda x: x).lower(x).compile().args_info
+    theirs = jax.jit(lambda x: x).lower(x).compile().args_info
+    assert repr(ours) == repr(theirs)

@@ -4,7 +4,7 @@
     import tracejit.numpy as jnp
     from tracejit import lax
 """
-from . import errors, lax, nn, numpy, tree, tree_util  # noqa: F401
+from . import errors, lax, nn, numpy, stages, tree, tree_util  # noqa: F401
 from .core.array import BaseArray as Array  # noqa: F401  (concrete arrays and tracers)
 from .core.avals import ShapedArray, ShapeDtypeStruct  # noqa: F401
 from .core.config import (config, debug_infs, debug_nans, disable_jit,  # noqa: F401
