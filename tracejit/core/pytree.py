@@ -606,6 +606,41 @@ def tree_reduce(function: Callable, tree, initializer=_sentinel, is_leaf=None):
     return functools.reduce(function, leaves, initializer)
 
 
+def tree_reduce_associative(operation: Callable, tree, *, identity=_sentinel, is_leaf=None):
+    """Reduce the leaves with an associative `operation`, pairing halves as a balanced tree
+    (so the grouping matches JAX's: ((1, 2), (3, (4, 5))) for five leaves)."""
+    def reduce(xs: list):
+        if not xs:
+            if identity is _sentinel:
+                raise TypeError("Must specify identity for parallel reduction of empty "
+                                "sequence.")
+            return identity
+        if len(xs) == 1:
+            return xs[0]
+        return operation(reduce(xs[:len(xs) // 2]), reduce(xs[len(xs) // 2:]))
+    return reduce(tree_leaves(tree, is_leaf))
+
+
+def tree_broadcast(prefix_tree: Any, full_tree: Any, is_leaf=None) -> Any:
+    """`full_tree`'s structure with each leaf taken from the prefix leaf above it."""
+    prefix_leaves, prefix_def = tree_flatten(prefix_tree, is_leaf)
+    subtrees = _flatten_up_to(prefix_def, full_tree, "broadcast_prefix prefix_tree")
+    leaves = [x for x, sub in zip(prefix_leaves, subtrees)
+              for _ in range(tree_structure(sub).num_leaves)]
+    return tree_structure(full_tree).unflatten(leaves)
+
+
+def static(**kwargs) -> Any:
+    """A dataclasses.field marked static (auxiliary data) for register_dataclass."""
+    metadata = {"static": True, **(kwargs.pop("metadata", {}) or {})}
+    return dataclasses.field(metadata=metadata, **kwargs)
+
+
+def treedef_tuple(treedefs: Iterable[PyTreeDef]) -> PyTreeDef:
+    """The structure of a tuple whose items have the given structures."""
+    return PyTreeDef(tuple, None, tuple(treedefs), _registry[tuple])
+
+
 def treedef_is_leaf(treedef: PyTreeDef) -> bool:
     return treedef.num_nodes == 1
 
