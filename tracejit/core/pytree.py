@@ -7,8 +7,10 @@ import dataclasses
 import difflib
 import functools
 import operator
+import re
 import textwrap
-from typing import Any, Callable, Hashable, Iterable, NamedTuple, TypeVar
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, NamedTuple, TypeVar
 
 KeyEntry = TypeVar("KeyEntry", bound=Any)
 KeyPath = tuple[KeyEntry, ...]
@@ -496,8 +498,8 @@ def _child_keys_of(td: PyTreeDef) -> list:
     """The keys of td's children, rebuilt from a stand-in node made of its own structure."""
     try:
         stand_in = td._nt.from_iter(td.node_data, [object() for _ in td.children])
-        return [k for k, _ in _keyed_children(td._nt, stand_in)]
-    except Exception:  # an unflatten that computes on its children: fall back to positions
+        return [k for k, _ in _keyed_children(td._nt, stand_in)[0]]
+    except Exception:  # noqa: BLE001 (an unflatten computing on its children: use positions)
         return [FlattenedIndexKey(i) for i in range(len(td.children))]
 
 
@@ -511,8 +513,13 @@ def tree_structure(tree, is_leaf=None) -> PyTreeDef:
 
 def leaf_names(name: str, tree: Any) -> list[str]:
     """Names like `x`, `params['w']`, `state[0]`, `p.w` for each leaf of an argument (for
-    errors), spelled as JAX's key paths."""
-    return [name + keystr(path) for path, _ in tree_leaves_with_path(tree)]
+    errors): JAX's key paths, a custom node's `[<flat index 1>]` cleaned to `[1]` as JAX's
+    argument names do."""
+    return [name + _FLAT_INDEX.sub(r"\1", keystr(path))
+            for path, _ in tree_leaves_with_path(tree)]
+
+
+_FLAT_INDEX = re.compile(r"<flat index ([^>]+)>")
 
 
 def tree_map(f: Callable, tree: Any, *rest: Any, is_leaf=None) -> Any:
