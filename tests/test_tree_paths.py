@@ -452,3 +452,29 @@ def test_jit_argument_errors_name_the_key_path_as_jax(arg):
             lib.jit(lambda params: params)(arg)
         return re.search(r"at path (\S+)\.\n", str(info.value)).group(1)
     assert where(tracejit) == where(jax)
+
+
+VMAP_SPEC_MISMATCHES = {
+    "in_axes_dict_keys": (lambda x, y: x, {"in_axes": (0, {"a": 0})},
+                          lambda np_: (np_.ones(2), {"b": np_.ones(2)})),
+    "in_axes_two_places": (lambda x, y: x, {"in_axes": ([0, 1], {"a": 0})},
+                           lambda np_: ([np_.ones(2)], {"b": np_.ones(2)})),
+    "in_axes_with_kwargs": (lambda x, **kw: x, {"in_axes": ({"a": 0},)},
+                            lambda np_: ({"b": np_.ones(2)},)),
+    "in_axes_subtree_vs_leaf": (lambda x: x, {"in_axes": ((0, 0),)}, lambda np_: (np_.ones(2),)),
+    "out_axes_type": (lambda x: x, {"out_axes": (0, [0])}, lambda np_: (np_.ones(2),)),
+    "out_axes_length": (lambda x: (x, [x]), {"out_axes": (0, [0, 0])},
+                        lambda np_: (np_.ones(2),)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VMAP_SPEC_MISMATCHES))
+def test_vmap_axis_spec_errors_name_key_paths_as_jax(name):
+    fn, kw, make_args = VMAP_SPEC_MISMATCHES[name]
+
+    def message(lib):
+        with pytest.raises(ValueError) as info:
+            lib.vmap(fn, **kw)(*make_args(lib.numpy))
+        # leaves are compared through a stand-in type, named after the library that defines it
+        return re.sub(r"<class '[\w.]+\.PytreeLeaf'>", "<PytreeLeaf>", str(info.value))
+    assert message(tracejit) == message(jax)

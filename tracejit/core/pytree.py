@@ -448,50 +448,82 @@ def _keyed_children(nt: _NodeType, x) -> tuple[list, Any]:
 
 
 def _prefix_error(treedef: PyTreeDef, tree, name: str) -> ValueError:
-    """JAX's message for the first place where `tree` does not have `treedef` as a prefix,
-    naming its key path (the wording of jax._src.tree_util._prefix_error)."""
+    """JAX's message for the first place where `tree` does not have `treedef` as a prefix."""
+    for error in _prefix_errors(treedef, tree):
+        return error(name)
+    return ValueError(f"pytree structure error: {name} is not a prefix of the full tree.")
+
+
+def prefix_errors(prefix_tree: Any, full_tree: Any, is_leaf=None
+                  ) -> list[Callable[[str], ValueError]]:
+    """One error maker per place where `full_tree` does not extend `prefix_tree`, in tree
+    order; each takes the name to call the prefix by (e.g. 'vmap in_axes')."""
+    return list(_prefix_errors(tree_structure(prefix_tree, is_leaf), full_tree))
+
+
+def _prefix_errors(treedef: PyTreeDef, tree) -> Iterable[Callable[[str], ValueError]]:
+    """Where `tree` does not have `treedef` as a prefix, each mismatch worded as
+    jax._src.tree_util._prefix_error words it and named by its key path. A mismatching
+    subtree is not searched further."""
+    def error(text: str) -> Callable[[str], ValueError]:
+        return lambda name: ValueError(text.replace(_NAME, name))
+
     todo = [(treedef, tree, ())]
     while todo:
         td, x, path = todo.pop()
         if td.node_type is None:
             continue
-        where = (f"at key path\n    {name}{keystr(path)}\nAt that key path, the prefix pytree "
-                 f"{name} has a subtree of type")
+        where = (f"at key path\n    {_NAME}{keystr(path)}\nAt that key path, the prefix "
+                 f"pytree {_NAME} has a subtree of type")
         t, nt = _node_type_of(x)
         if t is not td.node_type:
-            return ValueError(
+            yield error(
                 f"pytree structure error: different types {where}\n    {td.node_type}\nbut at "
                 f"the same key path the full pytree has a subtree of different type\n    "
                 f"{type(x)}.")
+            continue
         key_children, aux = _keyed_children(nt, x)
         if issubclass(t, (list, tuple)) and len(key_children) != len(td.children):
-            return ValueError(
+            yield error(
                 f"pytree structure error: different lengths of {t.__name__} {where} "
                 f"{t.__name__} of length {len(td.children)}, but the full pytree has a subtree "
                 f"of the same type but of length {len(key_children)}.")
+            continue
         if len(key_children) != len(td.children):
             ours = _child_keys_of(td)
             theirs = [k for k, _ in key_children]
             diff = [k for k in ours if k not in theirs] + [k for k in theirs if k not in ours]
-            return ValueError(
+            yield error(
                 f"pytree structure error: different numbers of pytree children {where}\n    "
                 f"{td.node_type}\nwith {len(td.children)} child keys\n    "
                 f"{' '.join(map(_simple_entrystr, ours))}\nbut at the same key path the full "
                 f"pytree has a subtree of the same type but with {len(key_children)} child "
                 f"keys\n    {' '.join(map(_simple_entrystr, theirs))}\nso the symmetric "
                 f"difference on key sets is\n    {' '.join(map(_simple_entrystr, diff))}")
+            continue
         if not _same_data(aux, td.node_data):
             before, after = str(td.node_data), str(aux)
             diff = textwrap.indent("\n".join(difflib.ndiff(before.splitlines(),
                                                            after.splitlines())), "    ")
-            return ValueError(
+            yield error(
                 f"pytree structure error: different pytree metadata {where}\n    "
                 f"{td.node_type}\nwith metadata\n    {before}\nbut at the same key path the "
                 f"full pytree has a subtree of the same type but with metadata\n    {after}\n"
                 f"so the diff in the metadata at these pytree nodes is\n{diff}")
+            continue
         todo += reversed([(c_td, c, path + (k,))
                           for c_td, (k, c) in zip(td.children, key_children)])
-    return ValueError(f"pytree structure error: {name} is not a prefix of the full tree.")
+
+
+_NAME = "\x00"  # where an error maker puts the prefix tree's name
+
+
+class PytreeLeaf:
+    """A stand-in leaf: errors about a prefix of some value's structure are computed against
+    the structure alone, as JAX's are (its messages then name this type)."""
+
+    def __repr__(self) -> str:
+        return "*"
 
 
 def _child_keys_of(td: PyTreeDef) -> list:
