@@ -478,3 +478,53 @@ def test_vmap_axis_spec_errors_name_key_paths_as_jax(name):
         # leaves are compared through a stand-in type, named after the library that defines it
         return re.sub(r"<class '[\w.]+\.PytreeLeaf'>", "<PytreeLeaf>", str(info.value))
     assert message(tracejit) == message(jax)
+
+
+class Other(NamedTuple):
+    x: Any
+    y: Any
+
+
+class Flex:
+    """A custom node whose arity varies with the value."""
+
+    def __init__(self, *children):
+        self.children = children
+
+    def __repr__(self):
+        return f"Flex{self.children}"
+
+
+for _m in MODULES:
+    _m.register_pytree_node(Flex, lambda f: (f.children, None), lambda aux, c: Flex(*c))
+
+FLATTEN_UP_TO_MISMATCHES = {
+    "list_vs_tuple": ([1, 2], (1, 2)), "tuple_vs_list": ((1, 2), [1, 2]),
+    "list_arity": ([1, 2], [1, 2, 3]), "tuple_arity": ((1, 2), (1,)),
+    "list_vs_leaf": ([1, 2], 5), "nested_list_vs_leaf": ([1, [2]], [1, 2]),
+    "dict_keys": ({"a": 1}, {"b": 1}), "dict_more_keys": ({"a": 1}, {"a": 1, "b": 2}),
+    "dict_vs_list": ({"a": 1}, [1]), "dict_vs_odict": ({"a": 1}, collections.OrderedDict(a=1)),
+    "none_vs_leaf": ({"a": None}, {"a": 1}), "tuple_vs_none": ((1,), None),
+    "namedtuple_vs_tuple": (Point(1, 2), (1, 2)), "tuple_vs_namedtuple": ((1, 2), Point(1, 2)),
+    "namedtuple_types": (Point(1, 2), Other(1, 2)),
+    "inside_namedtuple": (Point(1, [2]), Point(1, [2, 3])),
+    "odict_order": (collections.OrderedDict([("a", 1), ("b", 2)]),
+                    collections.OrderedDict([("b", 1), ("a", 2)])),
+    "odict_vs_dict": (collections.OrderedDict([("a", 1)]), {"a": 1}),
+    "ddict_factory": (collections.defaultdict(int, a=1), collections.defaultdict(list, a=1)),
+    "custom_aux": (Box(1, 2, "a"), Box(1, 2, "b")), "custom_vs_tuple": (Box(1, 2), (1, 2)),
+    "custom_arity": (Flex(1, 2), Flex(1)), "custom_vs_none": (Flex(1), None),
+    "dataclass_meta": (Params(w=1, n=5), Params(w=1, n=6)),
+    "dataclass_vs_tuple": (Params(w=1, n=5), (1,)), "keyed_vs_tuple": (Keyed(1, 2), (1, 2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLATTEN_UP_TO_MISMATCHES))
+def test_flatten_up_to_messages_match_jax(name):
+    prefix, full = FLATTEN_UP_TO_MISMATCHES[name]
+
+    def message(m):
+        with pytest.raises(ValueError) as info:
+            m.tree_structure(prefix).flatten_up_to(full)
+        return str(info.value)
+    assert message(ttu) == message(jtu)

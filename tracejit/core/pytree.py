@@ -141,6 +141,7 @@ class _NodeType(NamedTuple):
 
 
 _registry: dict[type, _NodeType] = {}
+_dataclass_nodes: set[type] = set()  # registered by register_dataclass (named so in errors)
 
 
 def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func: Callable,
@@ -231,6 +232,7 @@ def register_dataclass(nodetype: type, data_fields=None, meta_fields=None, drop_
                 tuple(getattr(x, k) for k in meta_fields))
 
     register_pytree_node(nodetype, flatten, unflatten, flatten_with_keys)
+    _dataclass_nodes.add(nodetype)
     return nodetype
 
 
@@ -408,13 +410,14 @@ _sentinel = object()
 
 
 class _Mismatch(Exception):
-    """Raised inside _flatten_up_to's walk; the caller then words the error as JAX does."""
+    """Raised inside _flatten_up_to's walk at the node (prefix treedef, value) that differs."""
 
 
-def _flatten_up_to(treedef: PyTreeDef, tree, name: str = "tree") -> list:
+def _flatten_up_to(treedef: PyTreeDef, tree, name: str | None = None) -> list:
     """The subtrees of `tree` at the leaves of `treedef` (a prefix of tree's structure).
-    The walk carries no key path; only on a mismatch is a second, keyed walk made to name it
-    (`name` is how the message calls the prefix tree, e.g. 'tree_map tree')."""
+    The walk carries no key path. On a mismatch: with a `name` (how to call the prefix tree,
+    e.g. 'tree_map tree') a second, keyed walk names it as JAX's tree_map does; without one,
+    the message is PyTreeDef.flatten_up_to's in JAX."""
     out: list = []
 
     def rec(td: PyTreeDef, x):
@@ -423,19 +426,52 @@ def _flatten_up_to(treedef: PyTreeDef, tree, name: str = "tree") -> list:
             return
         t, nt = _node_type_of(x)
         if t is not td.node_type:
-            raise _Mismatch
+            raise _Mismatch(td, x)
         children, aux = nt.to_iter(x)
         children = list(children)
         if len(children) != len(td.children) or not _same_data(aux, td.node_data):
-            raise _Mismatch
+            raise _Mismatch(td, x)
         for c_td, c in zip(td.children, children):
             rec(c_td, c)
 
     try:
         rec(treedef, tree)
-    except _Mismatch:
+    except _Mismatch as e:
+        if name is None:
+            raise ValueError(_flatten_up_to_message(*e.args)) from None
         raise _prefix_error(treedef, tree, name) from None
     return out
+
+
+def _flatten_up_to_message(td: PyTreeDef, x) -> str:
+    """JAX's (C++) PyTreeDef.flatten_up_to message for value x not matching node td."""
+    kind = td.node_type
+    if kind in (list, tuple, dict, type(None)) and type(x) is not kind:
+        expected = "None" if kind is type(None) else kind.__name__
+        hint = ("\n\nIn previous releases of JAX, flatten-up-to used to consider None to be a "
+                "tree-prefix of non-None values. To obtain the previous behavior, you can "
+                "usually write:\n  jax.tree.map(lambda x, y: None if x is None else f(x, y), a, "
+                "b, is_leaf=lambda x: x is None)") if kind is type(None) and x is not None else ""
+        return f"Expected {expected}, got {x!r}.{hint}"
+    if kind in (list, tuple):
+        return (f"{kind.__name__.capitalize()} arity mismatch: {len(x)} != {len(td.children)}; "
+                f"{kind.__name__}: {x!r}.")
+    if kind is dict:
+        return (f"Dict key mismatch; expected keys: {list(td.node_data)}; present keys: "
+                f"{list(_dict_flatten(x)[1])}.")
+    if _is_namedtuple_type(kind):
+        if not isinstance(x, tuple) or not _is_namedtuple(x):
+            return f"Expected named tuple, got {x!r}."
+        return f"Named tuple type mismatch: expected type: {kind}, tuple: {x!r}."
+    custom = "Custom dataclass node" if kind in _dataclass_nodes else "Custom node"
+    if type(x) is not kind:
+        return f"{custom} type mismatch: expected type: {kind}, value: {x!r}."
+    children, aux = td._nt.to_iter(x)
+    if not _same_data(aux, td.node_data):
+        return f"Mismatch {custom[0].lower()}{custom[1:]} data: {td.node_data!r} != {aux!r}; " \
+            f"value: {x!r}."
+    return f"Custom type arity mismatch: {len(list(children))} != {len(td.children)}; " \
+        f"value: {x!r}."
 
 
 def _keyed_children(nt: _NodeType, x) -> tuple[list, Any]:
