@@ -16,7 +16,14 @@ from ..core.batching import batch_flat
 from ..core.jaxpr_util import eval_jaxpr_bind
 from ..core.jvp_trace import jvp_flat
 from ..core.linearize import Linearized, linearize_flat
-from ..core.pytree import PyTreeDef, leaf_names, tree_flatten, tree_unflatten
+from ..core.pytree import (
+    PyTreeDef,
+    PytreeLeaf,
+    leaf_names,
+    prefix_errors,
+    tree_flatten,
+    tree_unflatten,
+)
 from ..core.rules import (
     UndefinedPrimal,
     Zero,
@@ -463,15 +470,22 @@ def _is_none(x: Any) -> bool:
     return x is None
 
 
-def _broadcast_prefix(prefix: Any, tree: Any, what: str) -> list:
-    """One entry of `prefix` (a pytree prefix of tree, None leaves allowed) per leaf of tree."""
+def _broadcast_prefix(prefix: Any, tree: Any, what: str, shown: tuple | None = None) -> list:
+    """One entry of `prefix` (a pytree prefix of tree, None leaves allowed) per leaf of tree.
+    On a mismatch every place is named by key path, as JAX does, within `shown` (the
+    (prefix, tree) the user wrote, e.g. in_axes against the positional arguments)."""
     p_leaves, p_tree = tree_flatten(prefix, is_leaf=_is_none)
     try:
         subtrees = p_tree.flatten_up_to(tree)
-    except ValueError as e:
+    except ValueError:
+        shown_prefix, shown_tree = shown or (prefix, tree)
+        shape = tree_flatten(shown_tree)[1]
+        dummy = tree_unflatten(shape, [PytreeLeaf() for _ in range(shape.num_leaves)])
+        errors = prefix_errors(shown_prefix, dummy, is_leaf=_is_none)
+        details = "\n  ".join(str(e(what)) for e in errors)
         raise ValueError(f"{what} specification must be a tree prefix of the corresponding "
-                         f"value, got specification {prefix} for value tree "
-                         f"{tree_flatten(tree)[1]}.\n{e}") from None
+                         f"value; \n  Mismatch details ({len(errors)} found):\n  {details}"
+                         ) from None
     return [p for p, sub in zip(p_leaves, subtrees) for _ in tree_flatten(sub)[0]]
 
 
@@ -513,9 +527,9 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
                              f"function, but got len(in_axes)={len(in_axes)}, "
                              f"len(args)={len(args)}")
         leaves, in_tree = tree_flatten((args, kwargs))
-        axes = _broadcast_prefix((in_axes if isinstance(in_axes, tuple) else
-                                  (in_axes,) * len(args), {k: 0 for k in kwargs}),
-                                 (args, kwargs), "vmap in_axes")
+        per_arg = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+        axes = _broadcast_prefix((per_arg, {k: 0 for k in kwargs}), (args, kwargs),
+                                 "vmap in_axes", shown=(per_arg, args))
         leaves = [_as_value(x) for x in leaves]
         dims, sizes = [], []
         for x, ax in zip(leaves, axes):
