@@ -21,7 +21,8 @@ LAYERS = [
     ("compiler", {"compiler"}),
     ("backend", {"backend"}),
     ("runtime", {"runtime"}),
-    ("user-facing", {"numpy", "nn", "random", "prng", "tree_util", "tree", "errors", "scipy"}),
+    ("user-facing", {"numpy", "nn", "random", "prng", "tree_util", "tree", "errors", "scipy",
+                     "typing", "dtypes", "flatten_util", "test_util"}),
     ("face", set()),  # tracejit/__init__.py
 ]
 
