@@ -180,3 +180,129 @@ def test_version_info():
     assert all(isinstance(p, int) for p in tracejit.__version_info__)
     assert ".".join(map(str, tracejit.__version_info__)) == tracejit.__version__
     assert ".".join(map(str, jax.__version_info__)) == jax.__version__  # the same convention
+
+
+# --- flatten_util ----------------------------------------------------------------------------
+
+def assert_same_array(got, expected, weak: bool = True):
+    """Same shape, dtype, weak type (unless `weak` is False) and values."""
+    assert isinstance(got, tracejit.Array), type(got)
+    assert (got.shape, got.dtype) == (expected.shape, expected.dtype), (got, expected)
+    if weak:
+        assert got.weak_type == expected.weak_type, (got, expected)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+
+
+def assert_same_tree(got, expected, weak: bool = True):
+    g_leaves, g_tree = tracejit.tree_util.tree_flatten(got)
+    e_leaves, e_tree = jax.tree_util.tree_flatten(expected)
+    assert str(g_tree).replace("PyTreeDef", "") == str(e_tree).replace("PyTreeDef", "")
+    for g, e in zip(g_leaves, e_leaves):
+        assert_same_array(g, e, weak)
+
+
+def _tree(lib, case):
+    """The same pytree built from `lib` (tracejit.numpy or jax.numpy)."""
+    a = lambda x: lib.asarray(x)  # noqa: E731
+    return {
+        "empty": [],
+        "empty_dict": {"a": [], "b": ()},
+        "scalar": 1.0,
+        "int_scalar": 3,
+        "mixed_scalars": [1.0, 2, True],
+        "f32_i32_f16": {"w": a(np.arange(6, dtype=np.float32).reshape(2, 3)),
+                        "i": a(np.arange(3, dtype=np.int32)),
+                        "h": a(np.array([0.5, -1.5], np.float16))},
+        "f16_i8": (a(np.array([1.5, 2.5], np.float16)), a(np.array([-3, 4], np.int8))),
+        "bf16_f16": [a(np.array([1, 2], ml_dtypes.bfloat16)), a(np.array([3.5], np.float16))],
+        "bool_int8": [True, a(np.array([1, 2], np.int8))],
+        "weak_and_strong": [lib.asarray(1.0), a(np.ones(2, np.float32))],
+        "all_weak": (lib.asarray(1.0), lib.asarray(2.0) * 3),
+        "numpy_leaves": [np.float64(1.5), np.arange(3)],
+        "zero_size": [a(np.zeros((0, 3), np.float32)), a(np.ones(2, np.float32))],
+        "complex": [a(np.array([1 + 2j], np.complex64)), 1.0],
+        "nested": {"layers": [(a(np.ones((2, 2), np.float32)), a(np.zeros(2, np.float32)))] * 2,
+                   "step": a(np.array(7, np.int32))},
+    }[case]
+
+
+_CASES = ["empty", "empty_dict", "scalar", "int_scalar", "mixed_scalars", "f32_i32_f16",
+          "f16_i8", "bf16_f16", "bool_int8", "weak_and_strong", "all_weak", "numpy_leaves",
+          "zero_size", "complex", "nested"]
+
+
+@pytest.mark.filterwarnings("error::numpy.exceptions.ComplexWarning")  # JAX does not warn
+@pytest.mark.parametrize("x64", [False, True])
+@pytest.mark.parametrize("case", _CASES)
+def test_ravel_pytree(case, x64):
+    from jax.flatten_util import ravel_pytree as jax_ravel
+    with tracejit.enable_x64(x64), jax.enable_x64(x64):
+        flat, unravel = tracejit.flatten_util.ravel_pytree(_tree(tnp, case))
+        j_flat, j_unravel = jax_ravel(_tree(jnp, case))
+        assert_same_array(flat, j_flat)
+        assert_same_tree(unravel(flat), j_unravel(j_flat))
+        doubled = np.asarray(j_flat) * 2  # unravel of a new vector of the same dtype
+        assert_same_tree(unravel(tnp.asarray(doubled)), j_unravel(jnp.asarray(doubled)))
+
+
+def test_unravel_dtype_rules():
+    from jax.flatten_util import ravel_pytree as jax_ravel
+    ours = tracejit.flatten_util.ravel_pytree
+    # one dtype: unravel is dtype-polymorphic
+    _, u = ours([tnp.ones(2), tnp.ones(3)])
+    _, ju = jax_ravel([jnp.ones(2), jnp.ones(3)])
+    assert_same_tree(u(tnp.arange(5)), ju(jnp.arange(5)))
+    # several dtypes: unravel insists on the promoted dtype; wrong sizes fail in split
+    _, u = ours({"a": tnp.ones(2, "float16"), "b": tnp.arange(3)})
+    _, ju = jax_ravel({"a": jnp.ones(2, "float16"), "b": jnp.arange(3)})
+    assert outcome(u, tnp.ones(5)) == outcome(ju, jnp.ones(5))
+    assert outcome(u, tnp.ones(4, "float16")) == outcome(ju, jnp.ones(4, "float16"))
+    _, u = ours([tnp.ones(2), tnp.ones(3)])
+    _, ju = jax_ravel([jnp.ones(2), jnp.ones(3)])
+    assert outcome(u, tnp.ones(4)) == outcome(ju, jnp.ones(4))
+
+
+def test_unravel_functions_compare_by_structure():
+    """Equal structures give equal (and equally hashed) unravel functions, so they can be
+    static jit arguments; JAX's do the same."""
+    for lib, ravel in [(tnp, tracejit.flatten_util.ravel_pytree),
+                       (jnp, jax.flatten_util.ravel_pytree)]:
+        u1, u2, u3 = (ravel(t)[1] for t in ([lib.ones(2)], [lib.zeros(2)], [lib.zeros(3)]))
+        assert u1 == u2 and hash(u1) == hash(u2) and u1 != u3
+        m1, m2 = (ravel([lib.ones(2), lib.ones(1, "int32")])[1] for _ in range(2))
+        assert m1 == m2 and hash(m1) == hash(m2)
+
+
+def _loss(lib, ravel, params):
+    flat, unravel = ravel(params)
+    tree = unravel(flat * 2)
+    return lib.sum(flat ** 2) + lib.sum(tree["w"] * 3) + lib.sum(tree["b"])
+
+
+def _params(lib):
+    return {"w": lib.asarray(np.arange(6, dtype=np.float32).reshape(2, 3) / 7),
+            "b": lib.asarray(np.array([0.5, -2.0], np.float32))}
+
+
+def test_ravel_pytree_under_jit_grad_vmap():
+    ours, theirs = tracejit.flatten_util.ravel_pytree, jax.flatten_util.ravel_pytree
+    # jit: flat vector and round trip
+    got = tracejit.jit(lambda p: ours(p)[0])(_params(tnp))
+    assert_same_array(got, theirs(_params(jnp))[0])
+    got = tracejit.jit(lambda p: ours(p)[1](ours(p)[0] + 1))(_params(tnp))
+    assert_same_tree(got, jax.jit(lambda p: theirs(p)[1](theirs(p)[0] + 1))(_params(jnp)))
+    # grad through ravel and unravel
+    got = tracejit.grad(lambda p: _loss(tnp, ours, p))(_params(tnp))
+    expected = jax.grad(lambda p: _loss(jnp, theirs, p))(_params(jnp))
+    assert_same_tree(got, expected)
+    # vmap over a batch of trees, mixed dtypes
+    batch = {"a": np.arange(6, dtype=np.float32).reshape(3, 2),
+             "b": np.arange(3, dtype=np.int32)}
+    got = tracejit.vmap(lambda t: ours(t)[0])({k: tnp.asarray(v) for k, v in batch.items()})
+    expected = jax.vmap(lambda t: theirs(t)[0])({k: jnp.asarray(v) for k, v in batch.items()})
+    assert_same_array(got, expected)
+    # the unravel function of a closed-over tree, vmapped over flat vectors
+    _, u = ours(_params(tnp))
+    _, ju = theirs(_params(jnp))
+    flats = np.arange(16, dtype=np.float32).reshape(2, 8)
+    assert_same_tree(tracejit.vmap(u)(tnp.asarray(flats)), jax.vmap(ju)(jnp.asarray(flats)))

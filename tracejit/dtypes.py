@@ -58,18 +58,21 @@ def result_type(*args: Any, return_weak_type_flag: bool = False) -> Any:
 
 
 def _dtype_of(x: Any) -> np.dtype:
-    """JAX's dtypes.dtype for a value: Python scalars get the (canonical) default dtypes."""
+    """JAX's dtypes.dtype for a value: Python scalars get the canonical default dtypes (strong),
+    NumPy values are canonicalised, our arrays and tracers keep the dtype they have."""
     if x is None:
         raise ValueError(f"Invalid argument to dtype: {x}.")
     if type(x) in _PYTHON_SCALAR_DTYPES:
         return canonicalize_dtype(_PYTHON_SCALAR_DTYPES[type(x)])
+    if hasattr(x, "aval"):
+        return x.aval.dtype
     dt = getattr(x, "dtype", None)
     if not isinstance(dt, np.dtype):
         dt = np.result_type(x)
     if dt not in _core._supported and dt not in (float0, np.dtype(bfloat16)):
         raise TypeError(f"Value '{x}' with dtype {dt} is not a valid JAX array type. Only "
                         "arrays of numeric types are supported by JAX.")
-    return dt
+    return canonicalize_dtype(dt)
 
 
 def scalar_type_of(x: Any) -> type:
