@@ -366,3 +366,5 @@ __all__ = [
     "softmax", "softplus", "sparse_plus", "sparse_sigmoid", "squareplus", "standardize", "swish",
     "tanh",
 ]
+
+from . import initializers  # noqa: E402,F401  (jax.nn.initializers)
