@@ -12,6 +12,10 @@ import tracejit.numpy as tnp
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
+import jax.dtypes  # noqa: E402  (JAX loads these submodules only when imported)
+import jax.flatten_util  # noqa: E402
+import jax.test_util  # noqa: E402
+import jax.typing  # noqa: E402
 
 
 def public_names(module) -> set:
@@ -306,3 +310,90 @@ def test_ravel_pytree_under_jit_grad_vmap():
     _, ju = theirs(_params(jnp))
     flats = np.arange(16, dtype=np.float32).reshape(2, 8)
     assert_same_tree(tracejit.vmap(u)(tnp.asarray(flats)), jax.vmap(ju)(jnp.asarray(flats)))
+
+
+# --- test_util -------------------------------------------------------------------------------
+
+def test_test_util_names_are_jaxs():
+    assert public_names(jax.test_util) <= public_names(tracejit.test_util)
+
+
+def _grads_outcome(check_grads, f, args, *a, **kw):
+    """None when check_grads passes, else (exception class, the check that failed)."""
+    try:
+        check_grads(f, args, *a, **kw)
+    except AssertionError as e:
+        # the first message line names the check ("JVP of VJP tangent"); numbers may differ
+        lines = [ln for ln in str(e).splitlines() if ln.strip()]
+        return "AssertionError", lines[1].strip() if len(lines) > 1 else lines[0]
+    return None
+
+
+def _broken_sin(lib, jax_mod):
+    """sin with a derivative 10% too large: every check of order >= 1 must catch it."""
+    @jax_mod.custom_jvp
+    def f(x):
+        return lib.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return f(x), 1.1 * lib.cos(x) * t
+    return f
+
+
+_GRAD_FUNS = {
+    "sin": lambda lib, jm: lib.sin,
+    "poly": lambda lib, jm: lambda x, y: x ** 2 * y + lib.sin(y),
+    "tree": lambda lib, jm: lambda p: {"s": lib.sum(p["w"] ** 2), "t": lib.tanh(p["b"]) * 3},
+    "complex": lambda lib, jm: lambda z: lib.sin(z) * z,
+    "broken": _broken_sin,
+}
+_GRAD_ARGS = {
+    "sin": lambda lib: (lib.asarray(np.array([0.3, -1.2, 2.0])),),
+    "poly": lambda lib: (lib.asarray(np.array([0.5, 0.25])),
+                         lib.asarray(np.array([0.75, -0.5]))),
+    "tree": lambda lib: ({"w": lib.asarray(np.array([[0.2, 0.4]])),
+                          "b": lib.asarray(np.array([0.1, -0.7]))},),
+    "complex": lambda lib: (lib.asarray(np.array([0.3 + 0.4j, -1.0 + 0.2j])),),
+    "broken": lambda lib: (lib.asarray(np.array([0.3, 1.1])),),
+}
+
+
+@pytest.mark.parametrize("x64", [False, True])
+@pytest.mark.parametrize("modes", [("fwd", "rev"), ("fwd",), ("rev",), ("lin",)])
+@pytest.mark.parametrize("fun", list(_GRAD_FUNS))
+def test_check_grads(fun, modes, x64):
+    order = 1 if fun == "complex" and "rev" in modes else 2
+    with tracejit.enable_x64(x64), jax.enable_x64(x64):
+        got = _grads_outcome(tracejit.test_util.check_grads, _GRAD_FUNS[fun](tnp, tracejit),
+                             _GRAD_ARGS[fun](tnp), order, modes=modes)
+        expected = _grads_outcome(jax.test_util.check_grads, _GRAD_FUNS[fun](jnp, jax),
+                                  _GRAD_ARGS[fun](jnp), order, modes=modes)
+    assert got == expected
+    assert (expected is None) == (fun != "broken")  # the oracle itself tells them apart
+
+
+def test_check_grads_tolerances_and_eps():
+    """atol/rtol as numbers or per-dtype dicts, and eps, are honoured as JAX does: a loose
+    tolerance accepts the broken derivative, a huge eps makes the finite differences fail."""
+    for kw in [dict(atol=0.5, rtol=0.5), dict(atol={np.float32: 0.5}, rtol={np.float32: 0.5}),
+               dict(eps=0.5), dict(eps=1e-3, atol=1e-4, rtol=1e-4)]:
+        for fun in ["broken", "sin"]:
+            got = _grads_outcome(tracejit.test_util.check_grads, _GRAD_FUNS[fun](tnp, tracejit),
+                                 _GRAD_ARGS[fun](tnp), 1, **kw)
+            expected = _grads_outcome(jax.test_util.check_grads, _GRAD_FUNS[fun](jnp, jax),
+                                      _GRAD_ARGS[fun](jnp), 1, **kw)
+            assert got == expected, (fun, kw)
+
+
+def test_check_jvp_and_vjp_directly():
+    from functools import partial
+    for lib, mod in [(tnp, tracejit), (jnp, jax)]:
+        f = lambda x: lib.sin(x) * x  # noqa: E731
+        x = (lib.asarray(np.array([0.5, 1.5, -0.3])),)
+        mod.test_util.check_jvp(f, partial(mod.jvp, f), x)
+        mod.test_util.check_vjp(f, partial(mod.vjp, f), x)
+        bad = partial(mod.jvp, lambda x: lib.sin(x) * x * 1.5)
+        with pytest.raises(AssertionError, match="my fn primal"):
+            mod.test_util.check_jvp(f, bad, x, err_msg="my fn")
