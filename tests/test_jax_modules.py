@@ -12,10 +12,11 @@ import tracejit.numpy as tnp
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
-import jax.dtypes  # noqa: E402  (JAX loads these submodules only when imported)
-import jax.flatten_util  # noqa: E402
-import jax.test_util  # noqa: E402
-import jax.typing  # noqa: E402
+# JAX loads these submodules only when they are imported
+import jax.dtypes
+import jax.flatten_util
+import jax.test_util
+import jax.typing
 
 
 def public_names(module) -> set:
@@ -207,7 +208,7 @@ def assert_same_tree(got, expected, weak: bool = True):
 
 def _tree(lib, case):
     """The same pytree built from `lib` (tracejit.numpy or jax.numpy)."""
-    a = lambda x: lib.asarray(x)  # noqa: E731
+    a = lambda x: lib.asarray(x)
     return {
         "empty": [],
         "empty_dict": {"a": [], "b": ()},
@@ -377,8 +378,8 @@ def test_check_grads(fun, modes, x64):
 def test_check_grads_tolerances_and_eps():
     """atol/rtol as numbers or per-dtype dicts, and eps, are honoured as JAX does: a loose
     tolerance accepts the broken derivative, a huge eps makes the finite differences fail."""
-    for kw in [dict(atol=0.5, rtol=0.5), dict(atol={np.float32: 0.5}, rtol={np.float32: 0.5}),
-               dict(eps=0.5), dict(eps=1e-3, atol=1e-4, rtol=1e-4)]:
+    for kw in [{"atol": 0.5, "rtol": 0.5}, {"atol": {np.float32: 0.5}, "rtol": {np.float32: 0.5}},
+               {"eps": 0.5}, {"eps": 1e-3, "atol": 1e-4, "rtol": 1e-4}]:
         for fun in ["broken", "sin"]:
             got = _grads_outcome(tracejit.test_util.check_grads, _GRAD_FUNS[fun](tnp, tracejit),
                                  _GRAD_ARGS[fun](tnp), 1, **kw)
@@ -390,10 +391,11 @@ def test_check_grads_tolerances_and_eps():
 def test_check_jvp_and_vjp_directly():
     from functools import partial
     for lib, mod in [(tnp, tracejit), (jnp, jax)]:
-        f = lambda x: lib.sin(x) * x  # noqa: E731
+        def f(x, lib=lib):
+            return lib.sin(x) * x
         x = (lib.asarray(np.array([0.5, 1.5, -0.3])),)
         mod.test_util.check_jvp(f, partial(mod.jvp, f), x)
         mod.test_util.check_vjp(f, partial(mod.vjp, f), x)
-        bad = partial(mod.jvp, lambda x: lib.sin(x) * x * 1.5)
+        bad = partial(mod.jvp, lambda x, lib=lib: lib.sin(x) * x * 1.5)
         with pytest.raises(AssertionError, match="my fn primal"):
             mod.test_util.check_jvp(f, bad, x, err_msg="my fn")

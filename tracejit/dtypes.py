@@ -9,8 +9,7 @@ import ml_dtypes
 import numpy as np
 
 from .core import dtypes as _core
-from .core.dtypes import (ExtendedDType, TypePromotionError, extended, float0,  # noqa: F401
-                          issubdtype, prng_key)
+from .core.dtypes import ExtendedDType, TypePromotionError, extended, float0, issubdtype, prng_key
 
 __all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "finfo", "float0",
            "iinfo", "issubdtype", "itemsize_bits", "prng_key", "result_type", "scalar_type_of"]

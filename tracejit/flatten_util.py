@@ -4,7 +4,8 @@ shape ops and pytrees, so it works eagerly and under jit, grad and vmap.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +24,7 @@ class _HashablePartial:
     def __init__(self, f: Callable, *args: Any):
         self.f, self.args = f, args
 
-    def __eq__(self, other: Any) -> bool:
+    def __eq__(self, other: object) -> bool:
         return (type(other) is _HashablePartial and self.f.__code__ == other.f.__code__
                 and self.args == other.args)
 

@@ -5,8 +5,9 @@ JAX's tolerances, random directions and error messages.
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import ml_dtypes
 import numpy as np

@@ -21,15 +21,16 @@ class SupportsDType(Protocol):
 
 
 # Scalars that convert to JAX arrays and may be static arguments.
-StaticScalar = Union[np.bool_, np.number, bool, int, float, complex]
+# typing.Union, not X | Y, as JAX: the docstrings below need a typing.Union object
+StaticScalar = Union[np.bool_, np.number, bool, int, float, complex]  # noqa: UP007
 StaticScalar.__doc__ = "Type annotation for JAX-compatible static scalars."
 
 # Values that convert implicitly to a JAX array: unlike np.typing.ArrayLike, no sequences and
 # no strings.
-ArrayLike = Union[Array, np.ndarray, StaticScalar]
+ArrayLike = Union[Array, np.ndarray, StaticScalar]  # noqa: UP007
 ArrayLike.__doc__ = "Type annotation for JAX array-like objects."
 
-DTypeLike = Union[
+DTypeLike = Union[  # noqa: UP007
     str,            # 'float32', 'int32'
     type[Any],      # np.float32, float
     np.dtype,       # np.dtype('float32')

@@ -36,11 +36,11 @@ class TypePromotionError(ValueError):
 # --- extended dtypes (typed PRNG keys): not NumPy dtypes, but their scalar classes sit in
 # NumPy's scalar hierarchy, so issubdtype(key.dtype, prng_key) works as in JAX.
 
-class extended(np.generic):  # noqa: N801 - JAX's name
+class extended(np.generic):  # lower case: JAX's name
     """Abstract scalar class of extended dtypes; exists for `issubdtype`, never instantiated."""
 
 
-class prng_key(extended):  # noqa: N801 - JAX's name
+class prng_key(extended):  # lower case: JAX's name
     """Abstract scalar class of PRNG key dtypes: `issubdtype(key.dtype, prng_key)` is True."""
 
 

@@ -367,4 +367,4 @@ __all__ = [
     "tanh",
 ]
 
-from . import initializers  # noqa: E402,F401  (jax.nn.initializers)
+from . import initializers  # noqa: F401  (jax.nn.initializers)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import typing
-from typing import Any, Literal, Protocol, Sequence
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
