@@ -141,6 +141,21 @@ def test_result_type(args, x64):
             assert got == expected, (got, expected)
 
 
+@pytest.mark.parametrize("args", [(np.float64,), ("int64", 1), (np.dtype("uint64"),),
+                                  (np.ones(2),), (float,), (np.float64(1),),
+                                  (np.dtype("float64"), np.int64), ("complex128", "float32")],
+                         ids=repr)
+def test_result_type_warns_of_truncated_dtypes(args):
+    """Under x32, explicitly named 64-bit dtypes warn (one warning each) as in JAX."""
+    caught = []
+    for f in (tracejit.dtypes.result_type, jax.dtypes.result_type):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            f(*args)
+        caught.append([str(x.message) for x in w])
+    assert caught[0] == caught[1]
+
+
 def test_result_type_of_arrays_keeps_weak_types():
     for make_t, make_j in [(lambda: tnp.asarray(1.0), lambda: jnp.asarray(1.0)),
                            (lambda: tnp.ones(2, "bfloat16"), lambda: jnp.ones(2, "bfloat16")),
