@@ -23,7 +23,7 @@ LAYERS = [
     ("backend", {"backend"}),
     ("runtime", {"runtime"}),
     ("user-facing", {"numpy", "nn", "random", "prng", "tree_util", "tree", "errors", "scipy",
-                     "stages"}),
+                     "stages", "typing", "dtypes", "flatten_util", "test_util"}),
     ("face", {"alias", "__main__"}),  # and tracejit/__init__.py
 ]
 

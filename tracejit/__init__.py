@@ -22,4 +22,6 @@ from .transforms.api import (checkpoint, custom_jvp, custom_vjp, grad, hessian, 
                              value_and_grad, vjp, vmap)
 
 __version__ = "0.1.0"
+__version_info__ = tuple(int(part) for part in __version__.split("."))  # as JAX's
 from . import random  # noqa: E402,F401  (after numpy: random is built on it)
+from . import dtypes, flatten_util, test_util, typing  # noqa: E402,F401

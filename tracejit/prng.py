@@ -165,8 +165,10 @@ def _random_bits_original(keys, bit_width, shape, out_dtype):
 
 # --- typed key arrays ---------------------------------------------------------------------------
 
-class KeyTy:
-    """The dtype of typed key arrays: `key<fry>` (threefry2x32 keys of two uint32 words)."""
+class KeyTy(dtypes.ExtendedDType):
+    """The dtype of typed key arrays: `key<fry>` (threefry2x32 keys of two uint32 words); its
+    scalar class is `prng_key`, so `issubdtype(key.dtype, jax.dtypes.prng_key)` holds."""
+    type = dtypes.prng_key
     name = "key<fry>"
     impl_name = "threefry2x32"
     key_shape = (2,)

@@ -28,6 +28,26 @@ complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 # float0: the dtype of tangents of integer values (used by the autodiff issue).
 float0 = np.dtype([("float0", np.void, 0)])
 
+
+class TypePromotionError(ValueError):
+    """Raised when JAX type promotion fails (jax.dtypes.TypePromotionError)."""
+
+
+# --- extended dtypes (typed PRNG keys): not NumPy dtypes, but their scalar classes sit in
+# NumPy's scalar hierarchy, so issubdtype(key.dtype, prng_key) works as in JAX.
+
+class extended(np.generic):  # lower case: JAX's name
+    """Abstract scalar class of extended dtypes; exists for `issubdtype`, never instantiated."""
+
+
+class prng_key(extended):  # lower case: JAX's name
+    """Abstract scalar class of PRNG key dtypes: `issubdtype(key.dtype, prng_key)` is True."""
+
+
+class ExtendedDType:
+    """Base of extended dtype objects (a typed key's `key<fry>`): `type` is its scalar class."""
+    type: type = extended
+
 _float_dtypes = [float16, float32, float64] + ([bfloat16] if bfloat16 is not None else [])
 _supported = {bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
               *_float_dtypes, complex64, complex128}
@@ -70,12 +90,57 @@ def default_for_kind(kind: str) -> np.dtype:
             "c": default_complex()}[kind]
 
 
+def _issubclass(a: Any, b: Any) -> bool:
+    try:
+        return issubclass(a, b)
+    except TypeError:
+        return False
+
+
+def _scalar_class(x: Any) -> type:
+    """The scalar class of a dtype-like (np.float32 for 'float32', jnp.int8, dtype('i1'), ...)."""
+    if isinstance(x, type) and _issubclass(x, np.generic):
+        return x
+    return np.dtype(x).type
+
+
+# ml_dtypes' scalar classes JAX knows (bfloat16, float8_*, int4, ...) -> the NumPy abstract
+# class they belong under: they do not subclass np.floating / np.integer themselves.
+_CUSTOM_FLOATS = ("bfloat16", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4",
+                  "float8_e4m3", "float8_e8m0fnu", "float8_e4m3b11fnuz", "float8_e4m3fn",
+                  "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")
+
+
+def _custom_kinds() -> dict:
+    if _ml_dtypes is None:  # pragma: no cover - depends on environment
+        return {}
+    kinds = {getattr(_ml_dtypes, n): np.floating for n in _CUSTOM_FLOATS}
+    kinds.update({_ml_dtypes.int2: np.signedinteger, _ml_dtypes.int4: np.signedinteger,
+                  _ml_dtypes.uint2: np.unsignedinteger, _ml_dtypes.uint4: np.unsignedinteger})
+    return kinds
+
+
+_CUSTOM_KINDS = _custom_kinds()
+
+
 def issubdtype(a: Any, b: Any) -> bool:
-    if bfloat16 is not None:
-        if a is bfloat16 or (isinstance(a, np.dtype) and a == bfloat16) or a is _ml_dtypes.bfloat16:
-            return b in (np.floating, np.inexact, np.number, np.generic) or (
-                not isinstance(b, type) and np.dtype(b) == bfloat16) or b is _ml_dtypes.bfloat16
-    return np.issubdtype(a, b)
+    """JAX's issubdtype: NumPy's, extended to typed-key dtypes (`prng_key`, `extended`) and to
+    ml_dtypes' types (bfloat16 is a floating type, int4 a signed integer one)."""
+    if isinstance(b, type) and _issubclass(b, extended):
+        if isinstance(a, ExtendedDType):
+            return _issubclass(a.type, b)
+        return _issubclass(_scalar_class(a), b)
+    if isinstance(b, ExtendedDType):
+        return isinstance(a, ExtendedDType) and a == b
+    if isinstance(a, ExtendedDType):
+        a = a.type
+    a_sc, b_sc = _scalar_class(a), _scalar_class(b)
+    kind = _CUSTOM_KINDS.get(a_sc)
+    if kind is not None:
+        parents = {np.floating: (np.inexact,), np.signedinteger: (np.integer,),
+                   np.unsignedinteger: (np.integer,)}[kind]
+        return b_sc in {a_sc, kind, *parents, np.number, np.generic}
+    return bool(np.issubdtype(a_sc, b_sc))
 
 
 def is_float(dtype: np.dtype) -> bool:

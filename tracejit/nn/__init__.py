@@ -11,14 +11,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import lax
-from . import numpy as jnp
-from .core import dtypes
-from .core.trace import Tracer, concrete_value, get_aval
-from .lax._base import canonicalize_axis
-from .numpy._util import asarray, check_arraylike, promote_args_inexact
-from .runtime.jit import jit
-from .transforms.api import custom_jvp
+from .. import lax
+from .. import numpy as jnp
+from ..core import dtypes
+from ..core.trace import Tracer, concrete_value, get_aval
+from ..lax._base import canonicalize_axis
+from ..numpy._util import asarray, check_arraylike, promote_args_inexact
+from ..runtime.jit import jit
+from ..transforms.api import custom_jvp
 
 Axis = int | Sequence[int] | None
 
@@ -366,3 +366,5 @@ __all__ = [
     "softmax", "softplus", "sparse_plus", "sparse_sigmoid", "squareplus", "standardize", "swish",
     "tanh",
 ]
+
+from . import initializers  # noqa: F401  (jax.nn.initializers)

@@ -1,0 +1,124 @@
+"""tracejit.dtypes: JAX's public `jax.dtypes` module, a user-facing face over core.dtypes (where
+promotion and canonicalisation live) plus ml_dtypes' bfloat16, finfo and iinfo, as in JAX.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from .core import dtypes as _core
+from .core.dtypes import ExtendedDType, TypePromotionError, extended, float0, issubdtype, prng_key
+
+__all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "finfo", "float0",
+           "iinfo", "issubdtype", "itemsize_bits", "prng_key", "result_type", "scalar_type_of"]
+
+# JAX's bfloat16 is the scalar type (not a np.dtype): np.dtype(bfloat16) is the dtype.
+bfloat16: type = ml_dtypes.bfloat16
+finfo = ml_dtypes.finfo
+iinfo = ml_dtypes.iinfo
+
+_PYTHON_SCALAR_DTYPES = {bool: np.dtype(bool), int: np.dtype(np.int64),
+                         float: np.dtype(np.float64), complex: np.dtype(np.complex128)}
+
+
+def canonicalize_dtype(dtype: Any, allow_extended_dtype: bool = False) -> Any:
+    """The dtype values of `dtype` really get: 64-bit types become 32-bit ones unless x64 is
+    enabled. Extended dtypes (typed keys) pass through only with `allow_extended_dtype`."""
+    if issubdtype(dtype, extended):
+        if not allow_extended_dtype:
+            raise ValueError(f"Internal: canonicalize_dtype called on extended dtype {dtype} "
+                             "with allow_extended_dtype=False")
+        return dtype
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as e:
+        raise TypeError(f"dtype {dtype!r} not understood") from e
+    if _core.config.jax_enable_x64:
+        return dt
+    return _core._x64_to_x32.get(dt, dt)
+
+
+def result_type(*args: Any, return_weak_type_flag: bool = False) -> Any:
+    """JAX's dtype promotion of arrays, scalars and dtypes (None counts as the default float);
+    with `return_weak_type_flag`, the pair (dtype, weak_type)."""
+    if not args:
+        raise ValueError("at least one array or dtype is required")
+    args = tuple(_core.default_float() if a is None else a for a in args)
+    ext = [getattr(a, "dtype", a) for a in args]
+    if any(isinstance(e, ExtendedDType) for e in ext):
+        # typed keys promote only with themselves (JAX's "trivial promotion" case)
+        if len(set(ext)) != 1:
+            bad = next(e for e in ext if isinstance(e, ExtendedDType))
+            raise ValueError(f"dtype={bad} is not a valid dtype for JAX type promotion.")
+        return (ext[0], False) if return_weak_type_flag else ext[0]
+    for a in args:
+        _warn_if_truncated(a)
+    return _core.result_type(*args, return_weak_type_flag=return_weak_type_flag)
+
+
+def _warn_if_truncated(spec: Any) -> None:
+    """JAX's warning when a dtype named explicitly (a NumPy scalar type, a dtype, a string) is
+    64-bit under x32 and will be truncated; values and Python types are silently canonical."""
+    if _core.config.jax_enable_x64:
+        return
+    if not (isinstance(spec, (str, np.dtype))
+            or (isinstance(spec, type) and issubclass(spec, np.generic))):
+        return
+    dt = np.dtype(spec)
+    canonical = _core._x64_to_x32.get(dt, dt)
+    if canonical != dt:
+        warnings.warn(f"Explicitly requested dtype {dt} requested in dtype is not available, "
+                      f"and will be truncated to dtype {canonical.name}. To enable more dtypes, "
+                      "set the jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell "
+                      "environment variable. See https://github.com/jax-ml/jax#current-gotchas "
+                      "for more.", stacklevel=3)
+
+
+def _dtype_of(x: Any) -> np.dtype:
+    """JAX's dtypes.dtype for a value: Python scalars get the canonical default dtypes (strong),
+    NumPy values are canonicalised, our arrays and tracers keep the dtype they have."""
+    if x is None:
+        raise ValueError(f"Invalid argument to dtype: {x}.")
+    if type(x) in _PYTHON_SCALAR_DTYPES:
+        return canonicalize_dtype(_PYTHON_SCALAR_DTYPES[type(x)])
+    if hasattr(x, "aval"):
+        return x.aval.dtype
+    dt = getattr(x, "dtype", None)
+    if not isinstance(dt, np.dtype):
+        dt = np.result_type(x)
+    if dt not in _core._supported and dt not in (float0, np.dtype(bfloat16)):
+        raise TypeError(f"Value '{x}' with dtype {dt} is not a valid JAX array type. Only "
+                        "arrays of numeric types are supported by JAX.")
+    return canonicalize_dtype(dt)
+
+
+def scalar_type_of(x: Any) -> type:
+    """The Python scalar type (bool, int, float or complex) of a value's dtype."""
+    dt = _dtype_of(x)
+    if issubdtype(dt, np.bool_):
+        return bool
+    if issubdtype(dt, np.integer):
+        return int
+    if issubdtype(dt, np.floating):
+        return float
+    if issubdtype(dt, np.complexfloating):
+        return complex
+    raise TypeError(f"Invalid scalar value {x}")
+
+
+def itemsize_bits(dtype: Any) -> int:
+    """Bits per element of `dtype` (4 for int4: dtype.itemsize cannot say that)."""
+    if dtype is None:
+        raise ValueError("dtype cannot be None.")
+    if dtype == np.dtype(bool):
+        return 8  # bools are stored a byte each
+    if issubdtype(dtype, np.integer):
+        return iinfo(dtype).bits
+    if issubdtype(dtype, np.floating):
+        return finfo(dtype).bits
+    if issubdtype(dtype, np.complexfloating):
+        return 2 * finfo(dtype).bits
+    raise ValueError(f"unexpected input: {dtype=}")
