@@ -5,6 +5,7 @@ from ..core import dtypes as _dtypes
 from ..core.array import Array as ndarray  # noqa: F401  (jnp.ndarray is the array type)
 from . import array_methods as _array_methods
 from . import linalg  # noqa: F401
+from ._array_api import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403
 from ._elementwise import *  # noqa: F401,F403
 from ._indexing import *  # noqa: F401,F403
