@@ -83,9 +83,11 @@ def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
 def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Any:
     """An array of `shape` filled with fill_value (an array fill value is broadcast)."""
     check_device(device, "full")
+    check_arraylike("full", fill_value)
     if dtype is not None:
         dtype = dtypes.check_user_dtype(dtype)
-    check_arraylike("full", fill_value)
+    elif device is not None:  # JAX commits the result to the device as a strong type
+        dtype = dtypes.result_type(fill_value)
     if np.ndim(fill_value) == 0:
         return lax.full(canonicalize_shape(shape), fill_value, dtype)
     return broadcast_to(asarray(fill_value, dtype), canonicalize_shape(shape))
@@ -106,6 +108,8 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
     _check_like("full_like", a, fill_value)
     if dtype is not None:
         dtype = dtypes.check_user_dtype(dtype)
+    elif device is not None:  # JAX commits the result to the device as a strong type
+        dtype = a.dtype if hasattr(a, "dtype") else dtypes.result_type(a)
     if shape is not None:
         shape = canonicalize_shape(shape)
     if np.ndim(fill_value) == 0:
@@ -119,14 +123,14 @@ def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = No
     """Zeros shaped and typed like `a` (weakly typed if `a` is and no dtype is given)."""
     check_device(device, "zeros_like")
     _check_like("zeros_like", a)
-    return full_like(a, 0, dtype, shape)
+    return full_like(a, 0, dtype, shape, device=device)
 
 
 def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
     """Ones shaped and typed like `a` (weakly typed if `a` is and no dtype is given)."""
     check_device(device, "ones_like")
     _check_like("ones_like", a)
-    return full_like(a, 1, dtype, shape)
+    return full_like(a, 1, dtype, shape, device=device)
 
 
 def empty_like(prototype: Any, dtype: Any = None, shape: Any = None, *,
@@ -134,7 +138,7 @@ def empty_like(prototype: Any, dtype: Any = None, shape: Any = None, *,
     """As zeros_like (see empty)."""
     check_device(device, "empty_like")
     _check_like("empty_like", prototype)
-    return full_like(prototype, 0, dtype, shape)
+    return full_like(prototype, 0, dtype, shape, device=device)
 
 
 # --- matrices ------------------------------------------------------------------------------
