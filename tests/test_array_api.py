@@ -12,9 +12,13 @@ import tracejit.numpy as tnp
 from tests.jax_oracle import assert_matches
 
 jax = pytest.importorskip("jax")
-# JAX warns when x64 is off and a 64-bit dtype is asked for; both libraries truncate alike
-pytestmark = pytest.mark.filterwarnings("ignore:Explicitly requested dtype:UserWarning")
 jnp = jax.numpy
+# JAX warns when x64 is off and a 64-bit dtype is asked for (both libraries truncate alike);
+# NumPy's can_cast (JAX's too) deprecates an array argument alike for both
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:Explicitly requested dtype:UserWarning"),
+    pytest.mark.filterwarnings("ignore:Implicit conversion of an array:DeprecationWarning"),
+]
 
 NAMES = ["bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
          "float16", "float32", "float64", "complex64", "complex128", "bfloat16"]
