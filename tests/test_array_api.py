@@ -316,11 +316,28 @@ def test_from_dlpack(value, x64):
         tnp.from_dlpack(value, device="cpu")
 
 
-def test_from_dlpack_shares_no_mutable_memory():
+def test_from_dlpack_errors():
+    for bad in [3, [1, 2], np.arange(3, dtype=object)]:
+        got, expected = _answers(lambda ns: ns.from_dlpack(bad))
+        assert got is expected, (bad, got, expected)
+    # copy=False: a buffer that must be converted cannot be shared (int64 without x64 ...)
+    got, expected = _answers(lambda ns: ns.from_dlpack(np.arange(3, dtype=np.int64), copy=False))
+    assert got is expected is ValueError
+    got, expected = _answers(lambda ns: ns.arange(3.0).__dlpack__(stream=1))
+    assert issubclass(expected, RuntimeError) and issubclass(got, RuntimeError)
+
+
+def test_from_dlpack_copies():
     source = np.arange(4, dtype=np.float32)
     x = tnp.from_dlpack(source)
-    source[0] = 99.0  # tracejit arrays are immutable: the import copied
+    source[0] = 99.0  # the default import copied, so the Array keeps its value (as JAX's)
     np.testing.assert_array_equal(np.asarray(x), [0, 1, 2, 3])
+    # copy=False shares the buffer (JAX too, when its alignment allows)
+    shared = tnp.from_dlpack(source, copy=False)
+    assert np.shares_memory(np.asarray(shared), source)
+    assert_matches(shared, jnp.asarray(source))
+    assert_matches(shared + 1, jnp.asarray(source) + 1)
+    assert_matches(tracejit.jit(lambda a: a * 2)(shared), jnp.asarray(source) * 2)
 
 
 # --- signatures ----------------------------------------------------------------------------

@@ -10,6 +10,8 @@ import numpy as np
 
 from .. import lax
 from ..core import dtypes
+from ..core.array import Array
+from ..core.avals import ShapedArray
 from ..core.config import config
 from ..core.devices import check_device, devices
 from ._util import array, asarray, check_arraylike
@@ -88,12 +90,23 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = False, device: Any = None) -> 
 
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Any:
     """An Array of the DLPack-exporting `x` (a NumPy array, another library's tensor, an Array).
-    tracejit's buffers are immutable, so the data is copied in."""
+    The data is copied in unless copy=False."""
+    if not (hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__")):
+        raise TypeError("The array passed to from_dlpack must have __dlpack__ and "
+                        "__dlpack_device__ methods.")
     check_device(device, "from_dlpack")
-    if copy is False:
-        raise ValueError("from_dlpack(copy=False): tracejit arrays own immutable buffers, so "
-                         "DLPack data is always copied in")
-    return asarray(np.from_dlpack(x))
+    if copy is not False:
+        return asarray(np.from_dlpack(x))
+    # copy=False: a read-only view of the producer's buffer (writing to it afterwards is, as in
+    # JAX, undefined behaviour); a value that needs converting cannot be shared
+    v = np.from_dlpack(x, copy=False)
+    if not (dtypes.is_supported(v.dtype) and dtypes.canonicalize_dtype(v.dtype) == v.dtype
+            and v.flags.c_contiguous):
+        raise ValueError(f"from_dlpack(copy=False): a {v.dtype} buffer of strides {v.strides} "
+                         "needs a copy to become an array. Set copy=True or copy=None.")
+    view = v.view()
+    view.flags.writeable = False
+    return Array(view, ShapedArray(view.shape, view.dtype, False))
 
 
 class ArrayNamespaceInfo:
