@@ -138,7 +138,7 @@ def _empty(shape, dtype):
     return Array.from_numpy(np.zeros(shape, dtype), ShapedArray(shape, dtype, False))
 
 
-def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None,  # noqa: A002
+def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = "K",  # noqa: A002
           ndmin: int = 0, *, device: Any = None) -> Any:
     """jnp.array: as asarray, but a copy of an Array by default, and at least `ndmin` dims."""
     out = asarray(object, dtype, copy=copy, device=device)
