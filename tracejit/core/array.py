@@ -6,12 +6,21 @@ array_methods, the same ones tracers get, so eager and traced code behave alike.
 from __future__ import annotations
 
 import abc
+import enum
 from typing import Any
 
 import numpy as np
 
 from .avals import ArrayMetadata, ShapedArray
-from .devices import devices
+from .devices import check_device, devices
+
+
+class DLDeviceType(enum.IntEnum):
+    """DLPack's device codes, as JAX names them (`Array.__dlpack_device__()[0]`)."""
+    kDLCPU = 1
+    kDLCUDA = 2
+    kDLCUDAHost = 3
+    kDLROCM = 10
 
 
 class Array(ArrayMetadata):
@@ -168,6 +177,32 @@ class Array(ArrayMetadata):
     @property
     def device(self):
         return devices()[0]
+
+    def to_device(self, device: Any, *, stream: Any = None) -> Array:
+        """This array placed on `device` (the CPU device, or None): itself, as it lives there."""
+        if stream is not None:
+            raise NotImplementedError("stream argument of array.to_device()")
+        check_device(device, "to_device")
+        return self
+
+    # -- DLPack: the NumPy buffer is exported (so np.from_dlpack(x) shares memory)
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[DLDeviceType, int] | None = None,
+                   copy: bool | None = None):
+        """A DLPack capsule of this array's buffer. Consumers that only speak DLPack < 1.0
+        cannot be told the buffer is read-only, so they get a copy (copy=False: BufferError)."""
+        v = self._data
+        if max_version is None or max_version[0] < 1:
+            if copy is False:
+                raise BufferError("an immutable Array can be exported without a copy only to "
+                                  "DLPack >= 1.0 consumers (max_version=(1, 0)), which are "
+                                  "told that the buffer is read-only")
+            v, copy = np.array(v), None
+        return v.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device,
+                            copy=copy)
+
+    def __dlpack_device__(self) -> tuple[DLDeviceType, int]:
+        return DLDeviceType.kDLCPU, 0
 
     def to_concrete_value(self):
         return self._data

@@ -4,6 +4,8 @@ the device and waiting for it are in runtime/devices.py.
 """
 from __future__ import annotations
 
+from typing import Any
+
 
 class CpuDevice:
     id = 0
@@ -16,6 +18,18 @@ class CpuDevice:
 
 
 _CPU = CpuDevice()
+
+
+def check_device(device: Any, fun_name: str) -> None:
+    """The `device=` argument of creation functions, astype and to_device: None (uncommitted),
+    the CPU device or a sharding over it; anything else is a ValueError naming `fun_name`."""
+    if device is None or device is _CPU:
+        return
+    device_set = getattr(device, "device_set", None)  # a Sharding
+    if device_set is not None and set(device_set) == {_CPU}:
+        return
+    raise ValueError(f"{fun_name}: device={device!r} is not a device of tracejit: pass None, "
+                     f"{_CPU!r} (tracejit.devices()[0]) or a sharding over it.")
 
 
 def devices(backend: str | None = None) -> list[CpuDevice]:

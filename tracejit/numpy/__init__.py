@@ -5,6 +5,7 @@ from ..core import dtypes as _dtypes
 from ..core.array import BaseArray as ndarray  # noqa: F401  (jnp.ndarray is jax.Array)
 from . import array_methods as _array_methods
 from . import linalg  # noqa: F401
+from ._array_api import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403
 from ._elementwise import *  # noqa: F401,F403
 from ._indexing import *  # noqa: F401,F403
@@ -20,16 +21,22 @@ class _ScalarMeta(type):
     """jnp.float32 & co: usable as dtypes (np.dtype(jnp.float32)) and callable like
     `jnp.float32(x)`, which makes an Array (and works on tracers)."""
 
+    @property
+    def __numpy_dtype__(cls) -> _np.dtype:  # NumPy >= 2.4 asks this when comparing dtypes
+        return cls.dtype
+
     def __hash__(cls):
         return hash(cls.dtype.type)
 
     def __eq__(cls, other):
-        return cls is other or other is cls.dtype.type
+        # by value, as JAX: jnp.int32 == x.dtype == np.int32 == "int32" is False (a string
+        # is no scalar type), and np.int32 == np.dtype("int32") is NumPy's own answer
+        return cls is other or cls.dtype.type == other
 
     def __ne__(cls, other):
         return not cls == other
 
-    def __call__(cls, x=0):
+    def __call__(cls, x):
         return asarray(x, dtype=cls.dtype)
 
     def __instancecheck__(cls, instance):

@@ -12,6 +12,7 @@ import numpy as np
 from .. import lax
 from ..core import dtypes
 from ..core.avals import check_shape
+from ..core.devices import check_device
 from ..core.trace import Tracer, concrete_value, get_aval
 from ..lax._base import canonicalize_axis
 from ._ufuncs import add, multiply, subtract, true_divide
@@ -60,27 +61,33 @@ def _to_inexact(dtype: np.dtype) -> np.dtype:
 
 def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
     """An array of zeros (default dtype float32, float64 with x64)."""
+    check_device(device, "zeros")
     dtype = _dtype_arg(dtype, float, "zeros", shape)
     return lax.full(canonicalize_shape(shape), 0, dtype)
 
 
 def ones(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
     """An array of ones (default dtype float32, float64 with x64)."""
+    check_device(device, "ones")
     dtype = _dtype_arg(dtype, float, "ones", shape)
     return lax.full(canonicalize_shape(shape), 1, dtype)
 
 
 def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
     """As zeros: JAX arrays are immutable, so 'uninitialised' memory is never observable."""
+    check_device(device, "empty")
     dtype = _dtype_arg(dtype, float, "empty", shape)
     return lax.full(canonicalize_shape(shape), 0, dtype)
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Any:
     """An array of `shape` filled with fill_value (an array fill value is broadcast)."""
+    check_device(device, "full")
+    check_arraylike("full", fill_value)
     if dtype is not None:
         dtype = dtypes.check_user_dtype(dtype)
-    check_arraylike("full", fill_value)
+    elif device is not None:  # JAX commits the result to the device as a strong type
+        dtype = dtypes.result_type(fill_value)
     if np.ndim(fill_value) == 0:
         return lax.full(canonicalize_shape(shape), fill_value, dtype)
     return broadcast_to(asarray(fill_value, dtype), canonicalize_shape(shape))
@@ -97,9 +104,12 @@ def _check_like(fun: str, a: Any, *others: Any) -> None:
 def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
               device: Any = None) -> Any:
     """An array shaped and typed like `a` (unless overridden), filled with fill_value."""
+    check_device(device, "full_like")
     _check_like("full_like", a, fill_value)
     if dtype is not None:
         dtype = dtypes.check_user_dtype(dtype)
+    elif device is not None:  # JAX commits the result to the device as a strong type
+        dtype = a.dtype if hasattr(a, "dtype") else dtypes.result_type(a)
     if shape is not None:
         shape = canonicalize_shape(shape)
     if np.ndim(fill_value) == 0:
@@ -111,21 +121,24 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
 
 def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
     """Zeros shaped and typed like `a` (weakly typed if `a` is and no dtype is given)."""
+    check_device(device, "zeros_like")
     _check_like("zeros_like", a)
-    return full_like(a, 0, dtype, shape)
+    return full_like(a, 0, dtype, shape, device=device)
 
 
 def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
     """Ones shaped and typed like `a` (weakly typed if `a` is and no dtype is given)."""
+    check_device(device, "ones_like")
     _check_like("ones_like", a)
-    return full_like(a, 1, dtype, shape)
+    return full_like(a, 1, dtype, shape, device=device)
 
 
 def empty_like(prototype: Any, dtype: Any = None, shape: Any = None, *,
                device: Any = None) -> Any:
     """As zeros_like (see empty)."""
+    check_device(device, "empty_like")
     _check_like("empty_like", prototype)
-    return full_like(prototype, 0, dtype, shape)
+    return full_like(prototype, 0, dtype, shape, device=device)
 
 
 # --- matrices ------------------------------------------------------------------------------
@@ -133,6 +146,7 @@ def empty_like(prototype: Any, dtype: Any = None, shape: Any = None, *,
 def eye(N: int, M: int | None = None, k: Any = 0, dtype: Any = None, *,
         device: Any = None) -> Any:
     """Ones on the k-th diagonal of an N x M matrix; k may be a traced integer scalar."""
+    check_device(device, "eye")
     dtype = dtypes.check_user_dtype(float if dtype is None else dtype)
     if isinstance(k, int) and not isinstance(k, bool):
         info = np.iinfo(np.int32)  # a diagonal beyond int32 range is empty anyway
@@ -192,6 +206,7 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
            device: Any = None) -> Any:
     """Evenly spaced values in [start, stop). The bounds must be concrete: the result's length
     depends on them (under jit, pass them as static arguments)."""
+    check_device(device, "arange")
     if dtype is not None:
         dtype = dtypes.check_user_dtype(dtype)
     check_arraylike("arange", *(x for x in (start, stop, step) if x is not None))
@@ -238,6 +253,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
              device: Any = None) -> Any:
     """`num` evenly spaced values from start to stop (array bounds give one series per element,
     laid out along `axis`); with retstep, also the spacing."""
+    check_device(device, "linspace")
     num = _concrete_int(num, "The 'num' argument of jnp.linspace must be concrete.")
     axis = _concrete_int(axis, "The 'axis' argument of jnp.linspace must be concrete.")
     if num < 0:

@@ -549,8 +549,9 @@ greater_equal = _ordered_comparison("greater_equal", lax.ge)
 
 
 def _logical(name: str, lax_fn):
-    def f(*args: Any):
-        return lax_fn(*(_to_bool(a) for a in promote_args(name, *args)))
+    def f(x1: Any, x2: Any, /):
+        x1, x2 = promote_args(name, x1, x2)
+        return lax_fn(_to_bool(x1), _to_bool(x2))
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Elementwise {name}: nonzero counts as True."
     return _export(f)
@@ -559,7 +560,13 @@ def _logical(name: str, lax_fn):
 logical_and = _logical("logical_and", lax.bitwise_and)
 logical_or = _logical("logical_or", lax.bitwise_or)
 logical_xor = _logical("logical_xor", lax.bitwise_xor)
-logical_not = _logical("logical_not", lax.bitwise_not)
+
+
+@_export
+def logical_not(x: Any, /):
+    """Elementwise logical NOT: zero counts as False."""
+    (x,) = promote_args("logical_not", x)
+    return lax.bitwise_not(_to_bool(x))
 
 bitwise_and = _binary("bitwise_and", lax.bitwise_and)
 bitwise_or = _binary("bitwise_or", lax.bitwise_or)

@@ -11,6 +11,7 @@ from ..core import dtypes
 from ..core.array import Array
 from ..core.avals import ShapedArray, check_shape
 from ..core.config import config
+from ..core.devices import check_device
 from ..core.trace import Tracer, get_aval
 
 _scalar_types = (bool, int, float, complex)
@@ -43,9 +44,17 @@ def _scalar_array(x: Any, dtype: np.dtype | None) -> Array:
         return Array.from_numpy(np.asarray(x, dtype=d), ShapedArray((), d, weak))
 
 
-def asarray(x: Any, dtype: Any = None, *, copy: bool | None = None) -> Any:
+def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool | None = None,
+            device: Any = None) -> Any:
     """jnp.asarray: arrays pass through (converted if dtype given); Python scalars become weakly
     typed arrays; nested sequences are stacked with promotion."""
+    if device is not None:
+        check_device(device, "asarray")
+    out = _asarray(a, dtype)
+    return out.copy() if copy and out is a and isinstance(out, Array) else out
+
+
+def _asarray(x: Any, dtype: Any = None) -> Any:
     if isinstance(x, (Array, Tracer)):
         if dtype is None:
             return x
@@ -129,9 +138,10 @@ def _empty(shape, dtype):
     return Array.from_numpy(np.zeros(shape, dtype), ShapedArray(shape, dtype, False))
 
 
-def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None,  # noqa: A002
-          ndmin: int = 0) -> Any:
-    out = asarray(object, dtype)
+def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = "K",  # noqa: A002
+          ndmin: int = 0, *, device: Any = None) -> Any:
+    """jnp.array: as asarray, but a copy of an Array by default, and at least `ndmin` dims."""
+    out = asarray(object, dtype, copy=copy, device=device)
     aval = get_aval(out)
     if ndmin > aval.ndim:
         out = lax.broadcast(out, (1,) * (ndmin - aval.ndim))

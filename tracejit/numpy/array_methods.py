@@ -64,8 +64,17 @@ def _transpose(self, *args):
 
 
 def _astype(self, dtype, copy: bool = False, device=None):
-    from . import asarray
-    return asarray(self, dtype=dtype)
+    from . import astype
+    return astype(self, dtype, copy=copy, device=device)
+
+
+def _array_namespace(self, *, api_version: str | None = None):
+    from . import __array_api_version__
+    if api_version is not None and api_version != __array_api_version__:
+        raise ValueError(f"{api_version=!r} is not available; "
+                         f"available versions are: {[__array_api_version__]}")
+    from .. import numpy
+    return numpy
 
 
 def _getitem(self, idx):
@@ -136,6 +145,7 @@ def install(namespace: dict[str, Any]) -> list[str]:
         cls.reshape = _reshape
         cls.transpose = _transpose
         cls.astype = _astype
+        cls.__array_namespace__ = _array_namespace
         cls.__getitem__ = _getitem
         cls.view = _view
         cls.T = property(_T)
@@ -143,4 +153,5 @@ def install(namespace: dict[str, Any]) -> list[str]:
         cls.at = property(_at)
         cls.real = property(_real)
         cls.imag = property(_imag)
+    Tracer.to_device = Array.to_device  # under jit placement is the caller's: checked only
     return sorted(set(missing))
