@@ -84,3 +84,9 @@ def test_tracers_are_instances_of_the_array_type():
         seen.append((isinstance(1.0, api.Array), isinstance(np.ones(2), api.Array)))
         return seen
     assert run(*API[0]) == run(*API[1])
+
+
+def test_device_type():
+    for api, _ in API:
+        assert isinstance(api.devices()[0], api.Device)
+        assert not isinstance("cpu", api.Device)

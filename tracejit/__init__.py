@@ -9,7 +9,7 @@ from .core.array import BaseArray as Array  # noqa: F401  (concrete arrays and t
 from .core.avals import ShapedArray, ShapeDtypeStruct  # noqa: F401
 from .core.config import (config, debug_infs, debug_nans, disable_jit,  # noqa: F401
                           enable_x64)
-from .core.devices import (default_backend, device_count, devices,  # noqa: F401
+from .core.devices import (Device, default_backend, device_count, devices,  # noqa: F401
                            local_device_count, local_devices, process_count, process_index)
 from .core.dtypes import float0  # noqa: F401
 from .core.trace import ensure_compile_time_eval, named_scope, typeof  # noqa: F401

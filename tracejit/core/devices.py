@@ -7,7 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 
-class CpuDevice:
+class Device:
+    """A device arrays live on (JAX's `jax.Device`); this process has one, the CPU."""
+    __slots__ = ()
+
+
+class CpuDevice(Device):
     id = 0
     platform = "cpu"
     device_kind = "cpu"
