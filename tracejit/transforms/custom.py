@@ -207,8 +207,8 @@ class custom_jvp:  # noqa: N801 - JAX's name
         if any(isinstance(o, Tracer) and o._trace.main is trace.main for o in outs):
             raise _closure_error("custom_jvp", "JVP")  # the rule read a closed-over tracer
         n = len(outs) // 2
-        return tree_unflatten(rule_trees[-1], [trace.tracer_type(trace, p, t)
-                                         for p, t in zip(outs[:n], outs[n:])])
+        wrapped = [trace.tracer_type(trace, p, t) for p, t in zip(outs[:n], outs[n:])]
+        return tree_unflatten(rule_trees[-1], wrapped)
 
 
 # --- custom_vjp ----------------------------------------------------------------------------
