@@ -502,17 +502,24 @@ while_p.def_transpose(_while_transpose)
 while_p.def_batch(_while_batch)
 
 
+def _dce_loop_body(body, carry: list[bool], ys: list[bool], carry_start: int):
+    """A loop body pruned to the needed carries and outputs `ys`: a carry is needed when its
+    result is used or the body reads it for a needed output (to a fixed point). Returns the
+    body, which of its inputs it reads (carries from `carry_start`), and the needed carries."""
+    while True:
+        pruned, reads = dce_closed(body, carry + ys)
+        grown = [c or r for c, r in zip(carry, reads[carry_start:carry_start + len(carry)])]
+        if grown == carry:
+            return pruned, reads, carry
+        carry = grown
+
+
 def _dce_while(eqn: Eqn, used: list[bool]) -> Eqn:
     p = eqn.params
     cn, bn = p["cond_nconsts"], p["body_nconsts"]
     cond, cond_reads = dce_closed(p["cond_jaxpr"], [True])
     carry = [u or r for u, r in zip(used, cond_reads[cn:])]
-    while True:
-        body, reads = dce_closed(p["body_jaxpr"], carry)
-        grown = [c or r for c, r in zip(carry, reads[bn:])]
-        if grown == carry:
-            break
-        carry = grown
+    body, reads, carry = _dce_loop_body(p["body_jaxpr"], carry, [], bn)
     cond_consts, body_consts = eqn.invars[:cn], eqn.invars[cn:cn + bn]
     invars = (compress(cond_consts, cond_reads[:cn]) + compress(body_consts, reads[:bn])
               + compress(eqn.invars[cn + bn:], carry))
@@ -683,13 +690,7 @@ def _dce_scan(eqn: Eqn, used: list[bool]) -> Eqn:
     p = eqn.params
     nc, nk = p["num_consts"], p["num_carry"]
     carry, ys = used[:nk], used[nk:]
-    # a carry is needed when its result is used or the body reads it for a needed output
-    while True:
-        body, reads = dce_closed(p["jaxpr"], carry + ys)
-        grown = [c or r for c, r in zip(carry, reads[nc:nc + nk])]
-        if grown == carry:
-            break
-        carry = grown
+    body, reads, carry = _dce_loop_body(p["jaxpr"], carry, ys, nc)
     keep = reads[:nc] + carry + reads[nc + nk:]
     return eqn.replace(invars=compress(eqn.invars, keep), outvars=compress(eqn.outvars, carry + ys),
                        params={**p, "jaxpr": keep_invars(body, keep),
