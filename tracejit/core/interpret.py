@@ -4,7 +4,7 @@ It is the oracle the native backend is tested against, and what `backend="interp
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -37,28 +37,19 @@ def eval_jaxpr_checked(closed: ClosedJaxpr, args: Sequence[Any], nans: bool, inf
     """Run `closed` op by op (nested jit bodies too) and raise at the first operation whose
     output has a NaN or infinity that is checked for: the de-optimized rerun of a jitted
     function whose output had one."""
-    jaxpr, env = closed.jaxpr, {}
-
-    def read(v):
-        return v.val if isinstance(v, Literal) else env[v]
-
-    env.update(zip(jaxpr.constvars, (np.asarray(c) for c in closed.consts)))
-    env.update(zip(jaxpr.invars, args))
-    for eqn in jaxpr.eqns:
-        ins = [read(v) for v in eqn.invars]
+    def check(eqn, ins, outs):
         body = eqn.params.get("jaxpr")
         if eqn.primitive.name == "jit" and isinstance(body, ClosedJaxpr):
-            eval_jaxpr_checked(body, ins, nans, infs)  # raises inside the call if it can
-        outs = eqn.primitive.impl(*ins, **eqn.params)
-        outs = outs if eqn.primitive.multiple_results else (outs,)
+            eval_jaxpr(body.jaxpr, body.consts, *ins, check=check)  # raises inside if it can
         kind = invalid_values(outs, nans, infs)
         if kind is not None:
             raise invalid_value_error(kind, eqn.primitive.name, eqn.source_info)
-        env.update((v, np.asarray(o).astype(v.aval.dtype, copy=False))
-                   for v, o in zip(eqn.outvars, outs))
+    eval_jaxpr(closed.jaxpr, closed.consts, *args, check=check)
 
 
-def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[np.ndarray]:
+def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any,
+               check: Callable | None = None) -> list[np.ndarray]:
+    """`check(eqn, ins, outs)`, where given, sees every equation once it has run."""
     env: dict[Var, Any] = {}
 
     def read(v):
@@ -69,9 +60,12 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[np.ndarr
     for v, x in zip(jaxpr.invars, args):
         env[v] = x
     for eqn in jaxpr.eqns:
-        outs = eqn.primitive.impl(*[read(v) for v in eqn.invars], **eqn.params)
+        ins = [read(v) for v in eqn.invars]
+        outs = eqn.primitive.impl(*ins, **eqn.params)
         if not eqn.primitive.multiple_results:
             outs = (outs,)
+        if check is not None:
+            check(eqn, ins, outs)
         for v, out in zip(eqn.outvars, outs):
             out = np.asarray(out)
             if out.shape != v.aval.shape:
