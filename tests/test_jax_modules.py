@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 import tracejit
+import tracejit.flatten_util
 import tracejit.numpy as tnp
+import tracejit.test_util
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy

@@ -24,4 +24,5 @@ from .transforms.api import (checkpoint, custom_jvp, custom_vjp, grad, hessian, 
 __version__ = "0.1.0"
 __version_info__ = tuple(int(part) for part in __version__.split("."))  # as JAX's
 from . import random  # noqa: E402,F401  (after numpy: random is built on it)
-from . import dtypes, flatten_util, test_util, typing  # noqa: E402,F401
+# (as with JAX, flatten_util and test_util load when imported, not with the package)
+from . import dtypes, typing  # noqa: E402,F401
