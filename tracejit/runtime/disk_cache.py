@@ -4,33 +4,54 @@ first instead of optimising and generating it again (O3 and code generation are 
 time). An entry also holds the optimised IR, which is parsed and handed to the engine in place
 of re-optimising, so `Compiled.as_text("llvm")` reads the same warm or cold.
 
+Loading object code runs it, so the cache trusts nothing it did not write itself:
+- the folder must be the user's own and writable by nobody else (created 0700), else the cache
+  is off for the process, with one warning naming the folder and the fix;
+- every entry is authenticated: an HMAC-SHA256, under a random per-user key kept 0600 in the
+  folder, of the entry's own name (its key) and payload, so an entry written elsewhere, edited,
+  or moved to another name is rejected;
+- entries are opened without following links or blocking (a FIFO, a device or a link is not an
+  entry), must be regular files of the user's, not group/world-writable, of bounded size;
+- the object code is checked structurally (ELF for this host: headers, sections, symbols and
+  relocations within bounds) before the linker sees it.
+Anything rejected or unreadable is deleted where it is ours to delete and the program compiled
+as if there were no cache. Writes are atomic (a temp file in the same folder, then os.replace).
+
 Key: sha256 of FORMAT, the llvmlite and LLVM versions, the host CPU name and features, and the
-IR text (entry symbol included: native.py names it deterministically). Entries are written
-atomically (a temp file in the same folder, then os.replace) and carry their payload's length
-and sha256: a missing, truncated or corrupt entry, or any I/O error, means compiling as if there
-were no cache. Options: `tracejit_persistent_cache` (on by default) and `tracejit_cache_dir`
-(else $XDG_CACHE_HOME/tracejit or ~/.cache/tracejit).
+IR text (entry symbol included: native.py names it deterministically). Options:
+`tracejit_persistent_cache` (on by default) and `tracejit_cache_dir` (else
+$XDG_CACHE_HOME/tracejit or ~/.cache/tracejit).
 """
 from __future__ import annotations
 
 import collections
+import errno
 import hashlib
+import hmac
 import os
 import pathlib
+import secrets
+import stat
 import struct
 import tempfile
+import threading
+import warnings
 
 import llvmlite
 import llvmlite.binding as llvm
 
 from ..backend.llvm import jit_engine
 from ..core.config import config
+from .object_code import BadObject, check
 
-FORMAT = 1  # bump when the entry layout or what the object code depends on changes
+FORMAT = 2  # bump when the entry layout or what the object code depends on changes
 _MAGIC = b"TJOC"
-_HEADER = struct.Struct("<4sQQ32s")  # magic, IR bytes, object bytes, sha256(IR + object)
+_HEADER = struct.Struct("<4sQQ32s")  # magic, IR bytes, object bytes, HMAC (see _tag)
+_MAX_ENTRY_BYTES = 1 << 30  # far above any program's object code; bounds what a read takes
+_KEY_NAME = "hmac-key"
+_KEY_BYTES = 32
 # hits: object code loaded; misses: compiled (no usable entry); stores: entries written;
-# errors: unreadable, corrupt or unwritable entries (each also a miss or a failed store)
+# errors: unreadable, rejected or unwritable entries (each also a miss or a failed store)
 stats: collections.Counter[str] = collections.Counter()
 
 
@@ -57,19 +78,18 @@ def key(ir_text: str) -> str:
 
 def compile_ir(ir_text: str) -> llvm.ModuleRef:
     """Parse, verify and optimise at O3, and add to the engine, loading the machine code from the
-    cache when it holds an entry for `ir_text`. Returns the optimised module as O3 left it (code
-    generation rewrites the module the engine holds), the same whether compiled or loaded."""
+    cache when it holds a valid entry for `ir_text`. Returns the optimised module as O3 left it
+    (code generation rewrites the module the engine holds), the same whether compiled or
+    loaded."""
     folder = cache_dir()
-    path = folder / f"{key(ir_text)}.o" if folder is not None else None
-    entry = _load(path) if path is not None else None
+    secret = _secret(folder) if folder is not None else None
+    name = key(ir_text)
+    path = folder / f"{name}.o" if secret is not None else None
+    entry = _load(path, name, secret) if path is not None else None
     if entry is not None:
-        optimised_ir, obj = entry
-        try:
-            module = jit_engine.parse(optimised_ir)
-        except RuntimeError:  # intact but unparsable: compile afresh, as for a corrupt entry
-            stats["errors"] += 1
-        else:
-            jit_engine.add_module(module, cached_object=obj)
+        module = _checked_module(path, *entry)
+        if module is not None:
+            jit_engine.add_module(module, cached_object=entry[1])
             stats["hits"] += 1
             return module
     module = jit_engine.parse(ir_text)
@@ -79,40 +99,167 @@ def compile_ir(ir_text: str) -> llvm.ModuleRef:
     if path is not None:
         stats["misses"] += 1
         if obj is not None:
-            _store(path, optimised_ir.encode(), obj)
+            _store(path, name, secret, optimised_ir.encode(), obj)
     # parsed back, as a hit is: the text reads the same (parsing canonicalises attributes)
     return jit_engine.parse(optimised_ir)
 
 
-def _load(path: pathlib.Path) -> tuple[str, bytes] | None:
+def _checked_module(path: pathlib.Path, optimised_ir: str, obj: bytes) -> llvm.ModuleRef | None:
+    """The entry's IR parsed, if it parses and its object code passes object_code.check (which
+    needs the IR: every function the module defines must be in the object); else None, the
+    entry deleted."""
     try:
-        data = path.read_bytes()
+        module = jit_engine.parse(optimised_ir)
+        check(obj, [f.name for f in module.functions if not f.is_declaration])
+    except (RuntimeError, BadObject):
+        stats["errors"] += 1
+        _discard(path)
+        return None
+    return module
+
+
+# --- the folder and its key ------------------------------------------------------------------
+
+class UnsafeCacheFolder(Exception):
+    """The cache folder (or its key) is not safe to load code from; the message says how."""
+
+
+_secrets: dict[pathlib.Path, bytes | None] = {}  # folder -> its key; None: not usable
+_secrets_lock = threading.Lock()
+
+
+def _secret(folder: pathlib.Path) -> bytes | None:
+    """The folder's key after checking the folder, once per folder and process; None, with one
+    warning, when the folder is not safe or usable (the persistent cache is then off)."""
+    with _secrets_lock:
+        if folder not in _secrets:
+            try:
+                _secrets[folder] = _open_folder(folder)
+            except (UnsafeCacheFolder, OSError) as err:
+                _secrets[folder] = None
+                warnings.warn(f"tracejit's persistent code cache is off for this process: "
+                              f"{err}", RuntimeWarning, stacklevel=2)
+        return _secrets[folder]
+
+
+def _open_folder(folder: pathlib.Path) -> bytes:
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except FileExistsError:
+        raise UnsafeCacheFolder(f"{folder} is not a folder; remove it or point "
+                                f"TRACEJIT_CACHE_DIR elsewhere") from None
+    info = folder.stat()
+    fix = f"chmod 700 {folder}, or point TRACEJIT_CACHE_DIR at a folder of your own"
+    if info.st_uid != os.getuid():
+        raise UnsafeCacheFolder(f"{folder} belongs to user id {info.st_uid}, not to you "
+                                f"({os.getuid()}): anyone who can write there could run code "
+                                f"as you; point TRACEJIT_CACHE_DIR at a folder of your own")
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise UnsafeCacheFolder(f"{folder} is writable by other users, who could make this "
+                                f"process run their code; {fix}")
+    return _folder_key(folder)
+
+
+def _folder_key(folder: pathlib.Path) -> bytes:
+    """The folder's random key, made on first use (0600, written whole before it appears)."""
+    path = folder / _KEY_NAME
+    try:
+        data = _read_own_file(path, _KEY_BYTES, private=True)
+    except FileNotFoundError:
+        fd, temp = tempfile.mkstemp(dir=folder, prefix=".tmp-")  # mkstemp makes it 0600
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_bytes(_KEY_BYTES))
+            try:
+                os.link(temp, path)  # atomic, and never replaces a key another process made
+            except FileExistsError:
+                pass
+        finally:
+            os.unlink(temp)
+        data = _read_own_file(path, _KEY_BYTES, private=True)
+    except _Rejected as err:
+        raise UnsafeCacheFolder(f"its key {path} {err}; delete the file") from None
+    if len(data) != _KEY_BYTES:
+        raise UnsafeCacheFolder(f"its key {path} is not one tracejit wrote; delete the file")
+    return data
+
+
+# --- entries ---------------------------------------------------------------------------------
+
+class _Rejected(Exception):
+    """A file at an entry's (or the key's) path that must not be read as one."""
+
+
+def _read_own_file(path: pathlib.Path, max_bytes: int, private: bool = False) -> bytes:
+    """The bytes of `path` if it is a regular file of ours (not a link, FIFO or device) that
+    nobody else may write (with `private`, nobody else may read), at most `max_bytes` long.
+    Raises FileNotFoundError, _Rejected, or OSError."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise _Rejected("is a symbolic link") from None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        others = stat.S_IRWXG | stat.S_IRWXO if private else stat.S_IWGRP | stat.S_IWOTH
+        if not stat.S_ISREG(info.st_mode):
+            raise _Rejected("is not a regular file")
+        if info.st_uid != os.getuid() or info.st_mode & others:
+            raise _Rejected("belongs to another user or is open to others")
+        if info.st_size > max_bytes:
+            raise _Rejected(f"is larger than {max_bytes} bytes")
+        return f.read(max_bytes + 1)
+
+
+def _tag(secret: bytes, name: str, header: bytes, payload) -> bytes:
+    """The entry's HMAC: over its own name too, so an entry moved to another name is rejected."""
+    mac = hmac.new(secret, name.encode() + b"\0", hashlib.sha256)
+    mac.update(header)
+    mac.update(payload)
+    return mac.digest()
+
+
+def _load(path: pathlib.Path, name: str, secret: bytes) -> tuple[str, bytes] | None:
+    try:
+        data = _read_own_file(path, _MAX_ENTRY_BYTES)
     except FileNotFoundError:
         return None
-    except OSError:
+    except (OSError, _Rejected):
         stats["errors"] += 1
+        _discard(path)
         return None
     if len(data) >= _HEADER.size:
-        magic, n_ir, n_obj, checksum = _HEADER.unpack_from(data)
+        magic, n_ir, n_obj, tag = _HEADER.unpack_from(data)
         payload = memoryview(data)[_HEADER.size:]
+        header = data[:_HEADER.size - len(tag)]
         if (magic == _MAGIC and len(payload) == n_ir + n_obj
-                and hashlib.sha256(payload).digest() == checksum):
+                and hmac.compare_digest(tag, _tag(secret, name, header, payload))):
             try:
                 return bytes(payload[:n_ir]).decode(), bytes(payload[n_ir:])
             except UnicodeDecodeError:
                 pass
     stats["errors"] += 1
+    _discard(path)
     return None
 
 
-def _store(path: pathlib.Path, ir: bytes, obj: bytes) -> None:
-    header = _HEADER.pack(_MAGIC, len(ir), len(obj), hashlib.sha256(ir + obj).digest())
+def _discard(path: pathlib.Path) -> None:
+    """Delete a rejected entry (the name only: a link goes, not what it points to)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _store(path: pathlib.Path, name: str, secret: bytes, ir: bytes, obj: bytes) -> None:
+    header = _HEADER.pack(_MAGIC, len(ir), len(obj), bytes(32))[:-32]
+    entry = header + _tag(secret, name, header, ir + obj) + ir + obj
+    try:
         fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".o")
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(header + ir + obj)
+                f.write(entry)
             os.replace(temp, path)
         except BaseException:
             os.unlink(temp)
