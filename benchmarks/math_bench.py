@@ -57,7 +57,7 @@ def main() -> None:
         _loop(module, f"bench_{name}", lambda b, x, name=name: llmath.emit(b, name, x))
     libm = ir.Function(module, ir.FunctionType(ir.FloatType(), [ir.FloatType()]), name="expf")
     _loop(module, "bench_libm_exp", lambda b, x: b.call(libm, [x]))
-    jit_engine.compile_ir(str(module))
+    _, code = jit_engine.compile_ir(str(module))
 
     rng = np.random.default_rng(0)
     inputs = {"exp": rng.uniform(-80, 80, N), "log": rng.uniform(1e-3, 1e3, N),
@@ -67,13 +67,13 @@ def main() -> None:
     for name, np_fn in CASES.items():
         x = inputs[name].astype(np.float32)
         out = np.empty_like(x)
-        fn = proto(jit_engine.function_address(f"bench_{name}"))
+        fn = proto(code.address(f"bench_{name}"))
         ours = _best(lambda fn=fn, x=x, out=out: fn(x.ctypes.data, out.ctypes.data, N))
         theirs = _best(lambda np_fn=np_fn, x=x, out=out: np_fn(x, out=out))
         print(f"{name:10s} {ours:9.2f} {theirs:9.2f} {theirs / ours:8.1f}x")
     x = inputs["exp"].astype(np.float32)
     out = np.empty_like(x)
-    fn = proto(jit_engine.function_address("bench_libm_exp"))
+    fn = proto(code.address("bench_libm_exp"))
     print(f"{'exp (libm)':10s} {_best(lambda: fn(x.ctypes.data, out.ctypes.data, N)):9.2f}")
 
 

@@ -55,19 +55,19 @@ def _compiled():
         nargs = llmath._FUNCTIONS[name][0]
         for dtype, ty in _IR_TYPES.items():
             _build_loop(module, _kernel_name(name, dtype), name, ty, nargs)
-    optimized = jit_engine.compile_ir(str(module))
-    return str(optimized)
+    optimized, code = jit_engine.compile_ir(str(module))
+    return str(optimized), code
 
 
 def run(name, *args, dtype=F32):
     """Evaluate llmath's `name` elementwise over NumPy arrays (broadcast together)."""
-    _compiled()
+    _, code = _compiled()
     arrays = np.broadcast_arrays(*[np.asarray(a, dtype) for a in args])
     arrays = [np.ascontiguousarray(a.ravel()) for a in arrays]
     out = np.empty_like(arrays[0])
     nargs = len(arrays)
     proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * (nargs + 1)), ctypes.c_int64)
-    fn = proto(jit_engine.function_address(_kernel_name(name, dtype)))
+    fn = proto(code.address(_kernel_name(name, dtype)))
     fn(*[a.ctypes.data for a in arrays], out.ctypes.data, out.size)
     return out.reshape(np.broadcast_shapes(*[np.shape(a) for a in args]))
 
@@ -543,7 +543,7 @@ def test_intrinsics(dtype):
 
 def test_exp_loop_vectorises():
     """The whole point of branch-free polynomials: a loop calling exp uses vector registers."""
-    ir_text = _compiled()
+    ir_text, _ = _compiled()
     body = ir_text[re.search(r'define void @"?k_exp_float32"?\(', ir_text).start():]
     body = body[:body.index("\n}\n")]
     assert "<16 x float>" in body or "<8 x float>" in body

@@ -24,6 +24,11 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     # $XDG_CACHE_HOME/tracejit or ~/.cache/tracejit). Where code is cached changes no program.
     "tracejit_persistent_cache": (True, False),
     "tracejit_cache_dir": (None, False),
+    # bounds: the on-disk cache's total size (least recently used entries go first), and how
+    # many signatures each jitted function keeps traced and compiled (least recently called
+    # go first; a call after that traces and compiles again)
+    "tracejit_cache_max_bytes": (1 << 30, False),
+    "tracejit_jit_cache_size": (4096, False),
     # run the jaxpr checker (core.jaxpr.check_jaxpr) on every traced jaxpr and after every
     # compiler pass: slower compiles, for the tests and for debugging a pass
     "tracejit_enable_checks": (False, False),

@@ -17,6 +17,9 @@ Loading object code runs it, so the cache trusts nothing it did not write itself
 Anything rejected or unreadable is deleted where it is ours to delete and the program compiled
 as if there were no cache. Writes are atomic (a temp file in the same folder, then os.replace).
 
+The folder is bounded (`tracejit_cache_max_bytes`): a store that takes it past the bound deletes
+the least recently used entries (a hit refreshes an entry's modification time).
+
 Key: sha256 of FORMAT, the llvmlite and LLVM versions, the host CPU name and features, and the
 IR text (entry symbol included: native.py names it deterministically). Options:
 `tracejit_persistent_cache` (on by default) and `tracejit_cache_dir` (else
@@ -51,7 +54,8 @@ _MAX_ENTRY_BYTES = 1 << 30  # far above any program's object code; bounds what a
 _KEY_NAME = "hmac-key"
 _KEY_BYTES = 32
 # hits: object code loaded; misses: compiled (no usable entry); stores: entries written;
-# errors: unreadable, rejected or unwritable entries (each also a miss or a failed store)
+# errors: unreadable, rejected or unwritable entries (each also a miss or a failed store);
+# evictions: entries deleted to keep the folder within tracejit_cache_max_bytes
 stats: collections.Counter[str] = collections.Counter()
 
 
@@ -76,11 +80,11 @@ def key(ir_text: str) -> str:
     return digest.hexdigest()
 
 
-def compile_ir(ir_text: str) -> llvm.ModuleRef:
-    """Parse, verify and optimise at O3, and add to the engine, loading the machine code from the
-    cache when it holds a valid entry for `ir_text`. Returns the optimised module as O3 left it
-    (code generation rewrites the module the engine holds), the same whether compiled or
-    loaded."""
+def compile_ir(ir_text: str) -> tuple[llvm.ModuleRef, jit_engine.Code]:
+    """Parse, verify and optimise at O3, and generate machine code, loading it from the cache
+    when that holds a valid entry for `ir_text`. Returns the optimised module as O3 left it (the
+    same whether compiled or loaded; code generation rewrites the one the engine holds) and the
+    code."""
     folder = cache_dir()
     secret = _secret(folder) if folder is not None else None
     name = key(ir_text)
@@ -89,19 +93,21 @@ def compile_ir(ir_text: str) -> llvm.ModuleRef:
     if entry is not None:
         module = _checked_module(path, *entry)
         if module is not None:
-            jit_engine.add_module(module, cached_object=entry[1])
+            optimised_ir = str(module)
+            code, _ = jit_engine.load(module, cached_object=entry[1])
             stats["hits"] += 1
-            return module
+            _touch(path)
+            return jit_engine.parse(optimised_ir), code
     module = jit_engine.parse(ir_text)
     jit_engine.optimize(module)
     optimised_ir = str(module)
-    obj = jit_engine.add_module(module)
+    code, obj = jit_engine.load(module)
     if path is not None:
         stats["misses"] += 1
         if obj is not None:
             _store(path, name, secret, optimised_ir.encode(), obj)
     # parsed back, as a hit is: the text reads the same (parsing canonicalises attributes)
-    return jit_engine.parse(optimised_ir)
+    return jit_engine.parse(optimised_ir), code
 
 
 def _checked_module(path: pathlib.Path, optimised_ir: str, obj: bytes) -> llvm.ModuleRef | None:
@@ -268,3 +274,36 @@ def _store(path: pathlib.Path, name: str, secret: bytes, ir: bytes, obj: bytes) 
         stats["errors"] += 1
         return
     stats["stores"] += 1
+    _evict(path.parent, config.tracejit_cache_max_bytes)
+
+
+def _touch(path: pathlib.Path) -> None:
+    """Mark an entry used (its modification time orders eviction; access times are often not
+    kept)."""
+    try:
+        os.utime(path, follow_symlinks=False)
+    except OSError:
+        pass
+
+
+def _evict(folder: pathlib.Path, max_bytes: int) -> None:
+    """Delete the least recently used entries until the folder's entries fit in `max_bytes`."""
+    entries = []
+    try:
+        with os.scandir(folder) as listing:
+            for item in listing:
+                if item.name.endswith(".o") and not item.name.startswith("."):
+                    info = item.stat(follow_symlinks=False)
+                    entries.append((info.st_mtime_ns, info.st_size, item.path))
+    except OSError:
+        return
+    total = sum(size for _, size, _ in entries)
+    for _, size, entry in sorted(entries):
+        if total <= max_bytes:
+            break
+        try:
+            os.unlink(entry)
+            stats["evictions"] += 1
+        except OSError:
+            pass
+        total -= size

@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
+import itertools
 import threading
 import time
 import warnings
@@ -83,7 +84,7 @@ class _CacheEntry:
     """One traced signature of a jitted function and, once called, its executable."""
     __slots__ = ("closed", "in_tree", "out_tree", "executable", "in_avals", "arg_names",
                  "donated", "aliases", "consumed", "kept", "direct", "trace_key", "lock",
-                 "debug_checks")
+                 "debug_checks", "last_use")
 
     def __init__(self, closed, in_tree, out_tree, in_avals, arg_names, donated):
         self.closed = closed
@@ -104,6 +105,7 @@ class _CacheEntry:
         nans, infs = config.read("jax_debug_nans"), config.read("jax_debug_infs")
         self.debug_checks = (nans, infs) if nans or infs else None
         self.lock = threading.Lock()  # one thread compiles it; the others wait for that
+        self.last_use = 0  # `_clock` at its last call: the least recently used is evicted
 
 
 class _Traces:
@@ -122,6 +124,26 @@ class _Traces:
             self.entries.clear()
             if self.fast is not None:
                 self.fast.clear()
+
+    def add(self, key: tuple, entry: _CacheEntry) -> _CacheEntry:
+        """Store `entry` under `key` unless another thread stored one first (that one wins and is
+        returned); beyond `tracejit_jit_cache_size` entries the least recently used go, with
+        their executables (under `_cache_lock`)."""
+        entry = self.entries.setdefault(key, entry)
+        entry.last_use = next(_clock)
+        excess = len(self.entries) - config.read("tracejit_jit_cache_size")
+        if excess > 0:
+            oldest = sorted(self.entries.items(), key=lambda item: item[1].last_use)[:excess]
+            gone = {id(e) for _, e in oldest}
+            for k, _ in oldest:
+                del self.entries[k]
+            if self.fast is not None:
+                for k in [k for k, e in self.fast.items() if id(e) in gone]:
+                    del self.fast[k]
+        return entry
+
+
+_clock = itertools.count(1)  # orders calls, for the least-recently-used eviction
 
 
 # function -> {jit options -> _Traces}. Weakly keyed: the traces go when the function does (an
@@ -409,7 +431,7 @@ class Jitted:
                 explain.log_traced(self.fun_name, time.perf_counter() - start)
             if not any(isinstance(c, Tracer) for c in entry.closed.consts):
                 with _cache_lock:
-                    entry = self._traces.entries.setdefault(key, entry)
+                    entry = self._traces.add(key, entry)
         return entry, leaves
 
     def _stage(self, static, static_kw, in_tree, nargs, avals, arg_names) -> _CacheEntry:
@@ -469,8 +491,10 @@ class Jitted:
             if fast is not None and not kwargs and all(type(a) is Array for a in args) and \
                     not any(isinstance(c, Tracer) for c in entry.closed.consts):
                 entry.trace_key = trace_key
-                with _cache_lock:
-                    fast[tuple(a.aval for a in args)] = entry
+                with _cache_lock:  # (unless evicted meanwhile: then it is only the caller's)
+                    if any(e is entry for e in self._traces.entries.values()):
+                        fast[tuple(a.aval for a in args)] = entry
+        entry.last_use = next(_clock)
         outs = entry.executable(leaves) if entry.direct else \
             execute(entry, entry.executable, leaves)
         if entry.debug_checks is not None:

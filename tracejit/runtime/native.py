@@ -8,6 +8,7 @@ import ctypes
 import hashlib
 import struct
 import threading
+import weakref
 from typing import Any, Sequence
 
 import numpy as np
@@ -24,7 +25,6 @@ from .buffers import MIN_BYTES, pool, sole_owner
 from .executable import Executable
 
 _PLACEHOLDER = "tracejit_entry"
-_compiled: dict[str, tuple] = {}  # IR text -> (optimised module, entry point)
 _compile_lock = threading.Lock()
 # The pointer arrays go in as packed `bytes` (ctypes passes a pointer to their data; the entry
 # only reads them): packing is several times cheaper than filling a ctypes array.
@@ -35,20 +35,34 @@ _addressof = ctypes.addressof
 _from_buffer = ctypes.c_char.from_buffer
 
 
-def _compile_cached(ir_text: str, name: str):
-    """Identical programs (same IR) share machine code: LLVM's O3 is most of compile time."""
+class _Program:
+    """A compiled program: its optimised module (for as_text), its machine code, and the entry
+    point. Executables hold it; when the last one goes, so does the machine code."""
+    __slots__ = ("module", "code", "entry", "__weakref__")
+
+    def __init__(self, module, code: jit_engine.Code, entry):
+        self.module, self.code, self.entry = module, code, entry
+
+
+# IR text -> the program compiled from it, while some executable still holds it
+_compiled: weakref.WeakValueDictionary[str, _Program] = weakref.WeakValueDictionary()
+
+
+def _compile_cached(ir_text: str, name: str) -> _Program:
+    """Identical programs (same IR) share machine code while both are alive: LLVM's O3 is most
+    of compile time."""
     hit = _compiled.get(ir_text)
     if hit is not None:
         return hit
-    # Symbols are global to the one engine, and the on-disk cache's object code defines the
-    # entry by name: so the name is a function of the program, the same in every process, and
-    # two threads must not both add the same program (its symbol defined twice).
+    # The on-disk cache's object code defines the entry by name, so the name is a function of
+    # the program, the same in every process; one thread compiles a program at a time.
     with _compile_lock:
         hit = _compiled.get(ir_text)
         if hit is None:
             entry = f"{name}_{hashlib.sha256(ir_text.encode()).hexdigest()[:20]}"
-            module = disk_cache.compile_ir(ir_text.replace(f'@"{_PLACEHOLDER}"', f'@"{entry}"'))
-            hit = _compiled[ir_text] = (module, _ENTRY(jit_engine.function_address(entry)))
+            module, code = disk_cache.compile_ir(
+                ir_text.replace(f'@"{_PLACEHOLDER}"', f'@"{entry}"'))
+            hit = _compiled[ir_text] = _Program(module, code, _ENTRY(code.address(entry)))
         return hit
 
 
@@ -72,7 +86,8 @@ class NativeExecutable(Executable):
         self.jaxpr = jaxpr
         self._consts = [np.ascontiguousarray(np.asarray(c)) for c in consts]
         self.program = codegen.generate(ClosedJaxpr(jaxpr, consts), _PLACEHOLDER, donated)
-        self._module, self._fn = _compile_cached(self.program.ir_text, name)
+        self._compiled = _compile_cached(self.program.ir_text, name)
+        self._module, self._fn = self._compiled.module, self._compiled.entry
         self._const_addresses = tuple(c.ctypes.data for c in self._consts)
         # fresh pointer arrays per call (calls may run concurrently): consts and inputs, outputs
         self._pack_inputs = struct.Struct(f"{len(self._consts) + len(jaxpr.invars)}P").pack

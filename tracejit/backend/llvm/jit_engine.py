@@ -1,6 +1,6 @@
-"""The process-wide LLVM JIT: host target machine, O3 through the new pass builder, and one MCJIT
-engine that every compiled module is added to (an engine owns its target machine, so there is
-exactly one)."""
+"""The LLVM JIT: host target machine, O3 through the new pass builder, and an MCJIT engine per
+compiled program (`Code`), so that a program's machine code is freed when nothing uses it; the
+support routines every program links to live in one engine kept for the process."""
 from __future__ import annotations
 
 import functools
@@ -10,7 +10,7 @@ import llvmlite.binding as llvm
 
 from . import support
 
-# Serialises what touches the engine: its creation and adding modules (MCJIT is not thread-safe).
+# Serialises engine creation and code generation (the object-cache hooks below are shared).
 # runtime/native.py compiles one program at a time (its cache fill holds a lock of its own).
 _lock = threading.Lock()
 
@@ -36,30 +36,38 @@ def create_target_machine() -> llvm.TargetMachine:
     return target.create_target_machine(cpu=name, features=features, opt=3, jit=True)
 
 
-def _engine() -> llvm.ExecutionEngine:
-    """The one engine, made by the first caller in any thread (two would each own a copy of
-    every symbol bound to them)."""
-    if not _the_engine:
-        with _lock:
-            if not _the_engine:
-                _the_engine.append(_new_engine())
-    return _the_engine[0]
+class Code:
+    """The machine code of one program, in an MCJIT engine of its own: when the last reference
+    goes, the engine is disposed of and LLVM's memory manager gives its pages back."""
+    __slots__ = ("_engine",)
+
+    def __init__(self, engine: llvm.ExecutionEngine):
+        self._engine = engine
+
+    def address(self, name: str) -> int:
+        """Address of the function `name` in this code."""
+        address = self._engine.get_function_address(name)
+        if not address:
+            raise KeyError(f"no JIT-compiled function named {name!r}")
+        return address
 
 
-_the_engine: list[llvm.ExecutionEngine] = []
-
-
-def _new_engine() -> llvm.ExecutionEngine:
+@functools.cache
+def _support_engine() -> llvm.ExecutionEngine:
+    """The engine of the support routines, made once and kept: every program links to them."""
     _init_native()
-    backing = llvm.parse_assembly("")
-    backing.triple = llvm.get_process_triple()
-    engine = llvm.create_mcjit_compiler(backing, create_target_machine())
-    _bind_support_routines(engine)
-    engine.set_object_cache(_object_compiled, _cached_object)
+    module = llvm.parse_assembly(str(support.module()))
+    module.triple = llvm.get_process_triple()
+    module.data_layout = str(target_data())
+    module.verify()
+    engine = llvm.create_mcjit_compiler(module, create_target_machine())
+    engine.finalize_object()
+    for libcall, (symbol, *_) in support.ROUTINES.items():
+        llvm.add_symbol(libcall, engine.get_function_address(symbol))
     return engine
 
 
-# MCJIT's object-cache hooks for the one module `add_module` is finalising (under `_lock`): the
+# MCJIT's object-cache hooks for the one module `load` is finalising (under `_lock`): the
 # object code to load instead of generating it, and the object code it generated.
 _object_slot: dict[str, bytes | None] = {"cached": None, "generated": None}
 
@@ -72,22 +80,9 @@ def _object_compiled(module: llvm.ModuleRef, obj: bytes) -> None:
     _object_slot["generated"] = obj
 
 
-def _bind_support_routines(engine: llvm.ExecutionEngine) -> None:
-    """Compile backend/llvm/support.py's routines and bind the libcall names LLVM emits (for
-    float16 conversions) to them: unbound, such a call would jump to address 0."""
-    module = llvm.parse_assembly(str(support.module()))
-    module.triple = llvm.get_process_triple()
-    module.data_layout = str(engine.target_data)
-    module.verify()
-    engine.add_module(module)
-    engine.finalize_object()
-    for libcall, (symbol, *_) in support.ROUTINES.items():
-        llvm.add_symbol(libcall, engine.get_function_address(symbol))
-
-
 def target_data() -> llvm.TargetData:
-    """The engine's data layout, to stamp on modules before they are optimised."""
-    return _engine().target_data
+    """The host's data layout, to stamp on modules before they are optimised."""
+    return _engine_target_machine().target_data
 
 
 def optimize(module: llvm.ModuleRef) -> None:
@@ -117,32 +112,27 @@ def parse(ir_text: str) -> llvm.ModuleRef:
     return module
 
 
-def add_module(module: llvm.ModuleRef, cached_object: bytes | None = None) -> bytes | None:
-    """Hand an optimised module to the engine and generate its machine code, or load
-    `cached_object` (object code an earlier `add_module` of the same module returned) instead.
-    Returns the object code generated, None when `cached_object` was loaded."""
-    engine = _engine()
+def load(module: llvm.ModuleRef, cached_object: bytes | None = None) -> tuple[Code, bytes | None]:
+    """Generate the machine code of an optimised module in an engine of its own (which takes
+    the module), or load `cached_object` (object code an earlier `load` of the same module
+    returned) instead. Returns the code and the object code generated (None when loaded)."""
+    _support_engine()
     with _lock:
         _object_slot["cached"], _object_slot["generated"] = cached_object, None
         try:
-            engine.add_module(module)
+            engine = llvm.create_mcjit_compiler(module, create_target_machine())
+            engine.set_object_cache(_object_compiled, _cached_object)
             engine.finalize_object()
-            return _object_slot["generated"]
+            return Code(engine), _object_slot["generated"]
         finally:
             _object_slot["cached"] = _object_slot["generated"] = None
 
 
-def function_address(name: str) -> int:
-    """Address of a JIT-compiled function (after `add_module`)."""
-    address = _engine().get_function_address(name)
-    if not address:
-        raise KeyError(f"no JIT-compiled function named {name!r}")
-    return address
-
-
-def compile_ir(ir_text: str) -> llvm.ModuleRef:
-    """Parse, verify, optimise at O3 and add to the engine; returns the optimised module."""
+def compile_ir(ir_text: str) -> tuple[llvm.ModuleRef, Code]:
+    """Parse, verify, optimise at O3 and generate machine code. Returns the optimised module
+    (parsed back: the engine owns the one it compiled) and the code."""
     module = parse(ir_text)
     optimize(module)
-    add_module(module)
-    return module
+    optimised_ir = str(module)
+    code, _ = load(module)
+    return parse(optimised_ir), code

@@ -1,0 +1,97 @@
+"""Memory is given back and bounded (runtime/native.py, runtime/jit.py, runtime/disk_cache.py,
+backend/llvm/jit_engine.py): a program's machine code lives in an engine of its own and goes
+when the last jitted function using it goes (or its cache is cleared); each function keeps at
+most `tracejit_jit_cache_size` signatures; the disk cache stays under `tracejit_cache_max_bytes`,
+evicting the least recently used entries."""
+import gc
+import uuid
+import weakref
+
+import numpy as np
+
+import tracejit
+import tracejit.numpy as tnp
+from tracejit.runtime import disk_cache, native
+
+
+def test_dropping_a_jitted_function_frees_its_machine_code():
+    c = float(uuid.uuid4().int % 1000) + 0.25  # a program no other test compiled
+    f = tracejit.jit(lambda x: tnp.sin(x) * c)
+    x = np.ones(4, np.float32)
+    np.testing.assert_allclose(f(x), np.sin(x) * c, rtol=1e-6)
+    program = weakref.ref(next(iter(f._traces.entries.values())).executable._compiled)
+    assert program() is not None
+    del f
+    gc.collect()
+    assert program() is None
+
+
+def test_clear_caches_frees_machine_code_of_live_functions():
+    c = float(uuid.uuid4().int % 1000) + 0.5
+    f = tracejit.jit(lambda x: tnp.cos(x) + c)
+    x = np.ones(4, np.float32)
+    f(x)
+    program = weakref.ref(next(iter(f._traces.entries.values())).executable._compiled)
+    tracejit.clear_caches()
+    gc.collect()
+    assert program() is None
+    np.testing.assert_allclose(f(x), np.cos(x) + c, rtol=1e-6)  # compiled again on demand
+
+
+def test_identical_programs_share_machine_code_while_alive():
+    c = float(uuid.uuid4().int % 1000) + 0.75
+    f = tracejit.jit(lambda x: tnp.exp(x) - c)
+    g = tracejit.jit(lambda x: tnp.exp(x) - c)  # another function, the same program
+    x = np.ones(4, np.float32)
+    f(x), g(x)
+    (ef,), (eg,) = f._traces.entries.values(), g._traces.entries.values()
+    assert ef.executable._compiled is eg.executable._compiled
+    n = len(native._compiled)
+    del f, g, ef, eg
+    gc.collect()
+    assert len(native._compiled) == n - 1
+
+
+def test_each_function_keeps_its_most_recently_used_signatures():
+    tracejit.config.update("tracejit_jit_cache_size", 3)
+    traced = []
+
+    @tracejit.jit
+    def f(x):
+        traced.append(x.shape)
+        return x * 2
+
+    for n in (1, 2, 3, 4):  # the fourth evicts shape (1,), the least recently used
+        f(tnp.ones(n))
+    f(tnp.ones(2))  # refreshes (2,)
+    f(tnp.ones(5))  # evicts (3,)
+    assert f._cache_size() == 3 and traced == [(1,), (2,), (3,), (4,), (5,)]
+    f(tnp.ones(2)), f(tnp.ones(4))  # still cached
+    assert len(traced) == 5
+    np.testing.assert_array_equal(f(tnp.ones(3)), np.full(3, 2.0))  # traced again
+    assert traced[-1] == (3,) and f._cache_size() == 3
+
+
+def test_disk_cache_evicts_least_recently_used_entries(tmp_path):
+    tracejit.config.update("tracejit_cache_dir", str(tmp_path))
+    tracejit.config.update("tracejit_persistent_cache", True)
+    x = np.arange(8, dtype=np.float32)
+    salt = uuid.uuid4().int % 10_000
+
+    def compile_one(i):
+        c = np.float32(salt + i / 8)
+        out = tracejit.jit(lambda x: tnp.tanh(x) * c)(x)
+        np.testing.assert_allclose(out, np.tanh(x) * c, rtol=2e-6)
+
+    compile_one(0)
+    (first,) = [p for p in tmp_path.iterdir() if p.suffix == ".o"]
+    size = first.stat().st_size
+    tracejit.config.update("tracejit_cache_max_bytes", int(size * 2.5))
+    before = disk_cache.stats["evictions"]
+    for i in range(1, 5):
+        compile_one(i)
+    entries = [p for p in tmp_path.iterdir() if p.suffix == ".o"]
+    assert len(entries) == 2 and not first.exists()
+    assert sum(p.stat().st_size for p in entries) <= size * 2.5
+    assert disk_cache.stats["evictions"] - before == 3
+    assert (tmp_path / "hmac-key").exists()  # only entries are evicted
