@@ -23,6 +23,9 @@ SIGNED = "signed"    # signed ints
 INTBOOL = "intbool"  # ints and bool (bitwise)
 FLOAT = "float"      # inexact
 NUM = "num"          # ints and floats (no bool)
+REAL = "real"        # ints and real floats (no bool, no complex)
+REALFLOAT = "realfloat"  # real floats
+ORDERED = "ordered"  # what has an order: bool, ints, real floats (not complex)
 ANY = "any"          # everything
 
 
@@ -41,6 +44,13 @@ def dtype_ok(dtype: np.dtype, kinds: str) -> bool:
         return dtypes.is_inexact(dtype)
     if kinds == NUM:
         return dtypes.is_int(dtype) or dtypes.is_inexact(dtype)
+    real = dtypes.is_inexact(dtype) and np.dtype(dtype).kind != "c"
+    if kinds == REALFLOAT:
+        return real
+    if kinds == REAL:
+        return dtypes.is_int(dtype) or real
+    if kinds == ORDERED:
+        return dtypes.is_int(dtype) or real or dtype == dtypes.bool_
     raise ValueError(kinds)
 
 
@@ -48,10 +58,19 @@ _KIND_WORDS = {BOOL: "a boolean", INT: "an integer", SIGNED: "a signed integer",
                INTBOOL: "an integer or boolean", FLOAT: "a floating-point", NUM: "a numeric"}
 
 
-def check_dtype(name: str, aval: ShapedArray, kinds: str) -> None:
-    if not dtype_ok(aval.dtype, kinds):
-        raise TypeError(f"{name} does not accept dtype {aval.dtype.name}. It requires "
-                        f"{_KIND_WORDS[kinds]} type.")
+# JAX's words for the kinds that exclude complex numbers
+_ACCEPTED = {REAL: "integer, floating", REALFLOAT: "floating", ORDERED: "integer, floating, bool"}
+
+
+def check_dtype(name: str, aval: ShapedArray, kinds: str, position: int = 0) -> None:
+    if dtype_ok(aval.dtype, kinds):
+        return
+    if kinds in _ACCEPTED:
+        raise TypeError(f"{name} does not accept dtype {aval.dtype.name} at position "
+                        f"{position}. Accepted dtypes at position {position} are subtypes of "
+                        f"{_ACCEPTED[kinds]}.")
+    raise TypeError(f"{name} does not accept dtype {aval.dtype.name}. It requires "
+                    f"{_KIND_WORDS[kinds]} type.")
 
 
 def unop(name: str, impl: Callable, kinds: str = NUM, result_dtype: Callable | None = None,
@@ -78,8 +97,8 @@ def binop(name: str, impl: Callable, kinds: str = NUM, result_dtype: Callable | 
 
     def abstract(*avals: ShapedArray) -> ShapedArray:
         x = avals[0]
-        for a in avals:
-            check_dtype(name, a, kinds)
+        for i, a in enumerate(avals):
+            check_dtype(name, a, kinds, i)
         if any(a.dtype != x.dtype for a in avals):
             raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
                             f"{', '.join(a.dtype.name for a in avals)}. (Tip: jnp.{name} "

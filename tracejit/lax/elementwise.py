@@ -22,8 +22,8 @@ from ..core.rules import (Zero, aval_of, broadcast_to_aval, def_broadcasting, de
                           def_vectorized, defjvp, defjvp2, full_like_aval, instantiate,
                           is_undefined, moveaxis, unbroadcast)
 from ..core.trace import Tracer, get_aval
-from ._base import (ANY, FLOAT, INT, INTBOOL, NUM, as_lax_operands, binop,
-                    check_dtype, unop)
+from ._base import (ANY, FLOAT, INT, INTBOOL, NUM, ORDERED, REAL, REALFLOAT, as_lax_operands,
+                    binop, check_dtype, unop)
 
 
 def _quiet(f):
@@ -92,7 +92,7 @@ add_p.identities = {0: (0, -0.0), 1: (0, -0.0)}
 sub_p.identities = {1: (0, 0.0)}
 mul_p.identities = {0: (1, 1.0), 1: (1, 1.0)}
 div_p = binop("div", _quiet(_int_div), NUM)
-rem_p = binop("rem", _quiet(_int_rem), NUM)
+rem_p = binop("rem", _quiet(_int_rem), REAL)
 max_p = binop("max", _max_impl, ANY)
 min_p = binop("min", _min_impl, ANY)
 atan2_p = binop("atan2", _quiet(np.arctan2), FLOAT, transcendental=True)
@@ -109,7 +109,7 @@ def _polygamma_impl(m, x):
 polygamma_p = binop("polygamma", _quiet(_polygamma_impl), FLOAT, transcendental=True)
 # x == y gives y (±0.0 included; NumPy's float16 nextafter gives x)
 nextafter_p = binop("nextafter", _quiet(lambda x, y: np.where(x == y, y, np.nextafter(x, y))),
-                    FLOAT)
+                    REALFLOAT)
 
 
 def _two_sum(a, b):
@@ -452,10 +452,10 @@ bessel_i1e_p = unop("bessel_i1e", _quiet(lambda x: sp.i1e(x).astype(x.dtype)), F
 # --- comparisons and logic -----------------------------------------------------------------
 eq_p = binop("eq", np.equal, ANY, _bool_dtype)
 ne_p = binop("ne", np.not_equal, ANY, _bool_dtype)
-lt_p = binop("lt", np.less, ANY, _bool_dtype)
-le_p = binop("le", np.less_equal, ANY, _bool_dtype)
-gt_p = binop("gt", np.greater, ANY, _bool_dtype)
-ge_p = binop("ge", np.greater_equal, ANY, _bool_dtype)
+lt_p = binop("lt", np.less, ORDERED, _bool_dtype)
+le_p = binop("le", np.less_equal, ORDERED, _bool_dtype)
+gt_p = binop("gt", np.greater, ORDERED, _bool_dtype)
+ge_p = binop("ge", np.greater_equal, ORDERED, _bool_dtype)
 not_p = unop("not", np.invert, INTBOOL)
 not_p.involution = True
 and_p = binop("and", np.bitwise_and, INTBOOL)

@@ -11,7 +11,7 @@ from ..core.avals import ShapedArray
 from ..core.primitive import REDUCTION, Primitive
 from ..core.rules import Zero, aval_of, def_linear, def_reducer_batching, defjvp2, full_like_aval
 from ..core.trace import get_aval
-from ._base import ANY, INTBOOL, NUM, as_lax_operands, check_dtype, normalize_axes
+from ._base import ANY, INTBOOL, NUM, ORDERED, as_lax_operands, check_dtype, normalize_axes
 from .elementwise import add, convert_element_type, div, eq, mul
 from .shape import broadcast_in_dim, concatenate, reshape, slice_in_dim, transpose
 
@@ -126,7 +126,8 @@ def reduce_xor(operand: Any, axes: Sequence[int]):
 
 def _arg_abstract(name: str):
     def abstract(x: ShapedArray, *, axes: tuple[int, ...], index_dtype) -> ShapedArray:
-        check_dtype(name, x, ANY)
+        # complex numbers have no order: JAX's rule fails in the comparison it makes
+        check_dtype("gt" if name == "argmax" else "lt", x, ORDERED)
         (axis,) = axes
         if x.shape[axis] == 0:
             raise ValueError(f"{name}: cannot compute over an empty axis (shape {x.shape})")

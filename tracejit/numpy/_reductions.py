@@ -269,12 +269,27 @@ _mean = mean  # var's `mean=` argument shadows the function
 
 
 def _var_promote_types(a_dtype: np.dtype, dtype: Any) -> tuple[np.dtype, np.dtype]:
-    """(computation dtype, result dtype) of var/std."""
+    """(computation dtype, result dtype) of var/std: a complex array's variance is real, the
+    mean of |x - mean|^2."""
+    complex_in = np.dtype(a_dtype).kind == "c"
     if dtype is not None:
         computation_dtype = dtype = dtypes.check_user_dtype(dtype)
+        if complex_in and np.dtype(dtype).kind != "c":
+            raise ValueError("jnp.var does not support a real `dtype` for complex input "
+                             "(NumPy's meaning is unclear, as in JAX); leave `dtype` unset to "
+                             "get the real variance")
+    elif complex_in:
+        computation_dtype, dtype = np.dtype(a_dtype), np.array(0, a_dtype).real.dtype
     else:
         dtype = computation_dtype = dtypes.to_inexact(a_dtype)
     return _upcast_f16(computation_dtype), dtype
+
+
+def _squared_magnitude(centered: Any) -> Any:
+    """|c|^2, real for complex c (c * conj(c) has no imaginary part)."""
+    if get_aval(centered).dtype.kind == "c":
+        return lax.real(lax.mul(centered, lax.conj(centered)))
+    return lax.square(centered)
 
 
 def _correction(ddof: Any, correction: Any) -> Any:
@@ -302,7 +317,8 @@ def var(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, ddof: int
         a_mean = _mean(a, dims, dtype=computation_dtype, keepdims=True, where=where)
     else:
         a_mean = lax.convert_element_type(asarray(mean), computation_dtype)
-    centered = lax.square(lax.sub(a, broadcast_to(a_mean, get_aval(a).shape)))
+    centered = _squared_magnitude(lax.sub(a, broadcast_to(a_mean, get_aval(a).shape)))
+    computation_dtype = get_aval(centered).dtype  # real, also for complex input
     normalizer = _count(a, dims, keepdims, where, computation_dtype)
     normalizer = lax.sub(normalizer, _constant(correction, computation_dtype))
     result = sum(centered, dims, dtype=computation_dtype, keepdims=keepdims, where=where)
@@ -505,7 +521,7 @@ def nanvar(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, ddof: 
     normalizer = sum(lax.not_(nan_mask), axis=axis, keepdims=keepdims, where=where)
     normalizer = subtract(normalizer, ddof)
     empty = lax.le(normalizer, 0)
-    result = sum(lax.square(centered), axis, keepdims=keepdims, where=where)
+    result = sum(_squared_magnitude(centered), axis, keepdims=keepdims, where=where)
     result = _where(empty, np.nan, result)
     divisor = lax.convert_element_type(_where(empty, 1, normalizer), get_aval(result).dtype)
     return lax.convert_element_type(lax.div(result, divisor), dtype)

@@ -426,15 +426,14 @@ def _parts_op(fn: Callable, wide: bool = False):
 
 
 def _compare(op: str):
+    """== and != (lax's ordered comparisons refuse complex operands, as JAX's do)."""
     def emit(b, in_dtypes, out_dtype, args, params):
         x, y = args
         e = _emitter(b, x)
         ar, ai = parts(b, x)
         br, bi = parts(b, y)
-        if op in ("==", "!="):
-            eq = e.and_(e.eq(ar, br), e.eq(ai, bi))
-            return eq if op == "==" else e.not_(eq)
-        return _order(op)(e, ar, ai, br, bi)
+        eq = e.and_(e.eq(ar, br), e.eq(ai, bi))
+        return eq if op == "==" else e.not_(eq)
     return emit
 
 
@@ -585,8 +584,7 @@ EMITTERS: dict[Primitive, Callable] = {
     ew.square_p: _parts_op(lambda e, re, im: _mul_fma(e, re, im, re, im)),
     ew.sign_p: _parts_op(_sign), ew.abs_p: _real_result(_abs), ew.is_finite_p: _is_finite,
     ew.integer_pow_p: _integer_pow, ew.pow_p: _pow_emitter, ew.eq_p: _compare("=="),
-    ew.ne_p: _compare("!="), ew.lt_p: _compare("<"), ew.le_p: _compare("<="),
-    ew.gt_p: _compare(">"), ew.ge_p: _compare(">="), ew.max_p: _parts_op(_minmax(True)),
+    ew.ne_p: _compare("!="), ew.max_p: _parts_op(_minmax(True)),
     ew.min_p: _parts_op(_minmax(False)), ew.clamp_p: _clamp, ew.fma_p: _fma,
     ew.select_n_p: _select_n, ew.convert_element_type_p: _convert,
     ew.bitcast_convert_type_p: _bitcast, ew.real_p: _real, ew.imag_p: _imag, ew.conj_p: _conj,
