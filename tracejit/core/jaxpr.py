@@ -131,6 +131,21 @@ def has_subjaxprs(eqn: Eqn) -> bool:
         for x in (value if isinstance(value, tuple) else (value,)))
 
 
+def has_effects(eqn: Eqn) -> bool:
+    """Whether running `eqn` does something besides computing its results: its primitive is
+    effectful, or an equation in one of its bodies (at any depth) is."""
+    stack = [eqn]
+    while stack:
+        e = stack.pop()
+        if e.primitive.effectful:
+            return True
+        for value in e.params.values():
+            for x in (value if isinstance(value, tuple) else (value,)):
+                if isinstance(x, ClosedJaxpr):
+                    stack.extend(x.jaxpr.eqns)
+    return False
+
+
 def map_subjaxprs(eqn: Eqn, f: Callable[[ClosedJaxpr], ClosedJaxpr], memo: dict) -> Eqn:
     """`eqn` with `f` applied to each sub-jaxpr of its params, once per distinct ClosedJaxpr:
     eqns that shared a body still share its rewrite (CSE compares bodies by identity)."""
