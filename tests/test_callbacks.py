@@ -244,6 +244,92 @@ def print_argument_errors(jax, jnp, exp):
         print(e)
 
 
+# custom rules, remat, jacobians, switch, other dtypes, donation
+@program
+def custom_vjp_bwd_print(jax, jnp, exp):
+    @jax.custom_vjp
+    def f(x):
+        return x * 2
+
+    def fwd(x):
+        jax.debug.print("fwd {}", x)
+        return x * 2, x
+
+    def bwd(r, g):
+        jax.debug.print("bwd {} {}", r, g)
+        return (g * 2,)
+    f.defvjp(fwd, bwd)
+    return jax.grad(f)(3.), jax.jit(jax.grad(f))(4.)
+
+
+@program
+def custom_jvp_print(jax, jnp, exp):
+    @jax.custom_jvp
+    def f(x):
+        jax.debug.print("primal {}", x)
+        return x * 2
+
+    @f.defjvp
+    def f_jvp(p, t):
+        jax.debug.print("jvp {} {}", p[0], t[0])
+        return f(p[0]), t[0] * 2
+    return jax.grad(f)(3.), f(1.), jax.jvp(f, (1.,), (2.,))
+
+
+@program
+def checkpoint_print(jax, jnp, exp):
+    @jax.checkpoint
+    def g(x):
+        jax.debug.print("ck {}", x)
+        return x * x
+    return jax.grad(lambda x: g(x) * 2)(3.)
+
+
+@program
+def jacobians_print(jax, jnp, exp):
+    def f(x):
+        jax.debug.print("x {}", x)
+        return x * x
+    return (jax.vmap(jax.grad(f))(jnp.arange(2.)), jax.jacfwd(f)(jnp.arange(2.)),
+            jax.jacrev(f)(jnp.arange(2.)))
+
+
+@program
+def switch_print(jax, jnp, exp):
+    def branch(i):
+        return lambda x: (jax.debug.print("b{}", i, ordered=True), x + i)[1]
+    f = jax.jit(lambda i, x: jax.lax.switch(i, [branch(i) for i in range(3)], x))
+    return f(0, 1.), f(2, 1.), f(5, 1.)
+
+
+@program
+def jvp_of_while_print(jax, jnp, exp):
+    def f(x):
+        return jax.lax.while_loop(lambda c: c < 10,
+                                  lambda c: (jax.debug.print("c {}", c), c * 2)[1], x)
+    return jax.jvp(f, (1.,), (1.,))
+
+
+@program
+def print_other_dtypes(jax, jnp, exp):
+    jax.jit(lambda a, b, c: jax.debug.print("{} {} {}", a, b, c))(
+        jnp.ones(2, jnp.bfloat16), jnp.array([1 + 2j], jnp.complex64), jnp.zeros((0, 3)))
+    empty = jax.jit(lambda x: jax.pure_callback(lambda v: np.asarray(v) * 2, x, x))(
+        jnp.zeros((0, 2)))
+    flags = jax.jit(lambda x: jax.pure_callback(
+        lambda v: np.asarray(v) > 1, jax.ShapeDtypeStruct((3,), jnp.bool_), x))(jnp.arange(3))
+    return empty, flags
+
+
+@program
+def callback_on_a_donated_argument(jax, jnp, exp):
+    def f(x):
+        y = jax.pure_callback(lambda v: np.asarray(v) + 1, x, x)
+        jax.debug.print("x {} y {}", x, y, ordered=True)
+        return y * x
+    return jax.jit(f, donate_argnums=0)(jnp.arange(3.))
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", sorted(PRINTS))
 def test_prints_as_jax(name, backend, capsys):
@@ -454,7 +540,6 @@ def test_exception_names_the_callbacks_error(backend):
         f(1.)
     assert isinstance(info.value.__cause__, KeyError)
     assert "KeyError: 'boom'" in str(info.value)
-    assert f.__wrapped__ if hasattr(f, "__wrapped__") else True
     # the failed call left nothing behind: the next call runs normally
     f2 = tracejit.jit(lambda x: tracejit.pure_callback(np.negative, x, x))
     assert float(f2(np.float32(2.))) == -2.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import cmd
 import inspect
+import logging
 import os
 import pprint
 import string
@@ -99,7 +100,7 @@ class _FormatChecker(string.Formatter):
 
 
 def print(fmt: str | None = None, *args: Any, ordered: bool = False,  # noqa: A001 - JAX's
-          partitioned: bool = False, skip_format_check: bool = False,
+          partitioned: bool = False, skip_format_check: bool = False, _use_logging: bool = False,
           **kwargs: Any) -> Callable[..., None] | None:
     """Print `fmt.format(*args, **kwargs)` with the concrete values when the program runs (not
     when it is traced), with NumPy's print options of the call site. Not an f-string: formatting
@@ -117,7 +118,10 @@ def print(fmt: str | None = None, *args: Any, ordered: bool = False,  # noqa: A0
                     msg = fmt.format(*a, **k)
             else:
                 msg = " ".join((fmt, *(str(x) for x in a)))
-            sys.stdout.write(msg + "\n")
+            if _use_logging:
+                logging.getLogger(__name__).info(msg)
+            else:
+                sys.stdout.write(msg + "\n")
         _bind(emit, c_args, c_kwargs, ordered)
 
     if fmt is not None:
@@ -129,16 +133,9 @@ def print(fmt: str | None = None, *args: Any, ordered: bool = False,  # noqa: A0
     return _debug_print
 
 
-def log(fmt: str, *args: Any, **kwargs: Any) -> None:
-    """Like `print`, through the `tracejit.debug` logger at INFO level."""
-    import logging
-    logger = logging.getLogger(__name__)
-    in_tree, dyn, static = _split_args(args, kwargs)
-
-    def emit(*a, **k):
-        logger.info(fmt.format(*a, **k))
-    debug_callback_p.bind(*dyn, callback=FlatCallback(emit, in_tree, static),
-                          effect=debug_effect, partitioned=False)
+def log(fmt: str | None = None, *args: Any, **kwargs: Any) -> Callable[..., None] | None:
+    """`print` to the `tracejit.debug` logger (INFO) instead of stdout."""
+    return print(fmt, *args, _use_logging=True, **kwargs)
 
 
 # --- breakpoint -----------------------------------------------------------------------------
