@@ -728,9 +728,24 @@ def test_visualize_array_sharding_as_jax(capsys):
         assert capsys.readouterr().out == theirs
 
 
-def test_public_names_of_debug_are_jaxs():
-    ours = set(tracejit.debug.__all__)
-    theirs = {n for n in dir(jax.debug) if not n.startswith("_")}
-    # inspect_array_sharding hands a Sharding to its callback: it comes with jax.sharding
-    assert ours == theirs - {"inspect_array_sharding"}
-    assert callable(tracejit.experimental.io_callback) and callable(tracejit.effects_barrier)
+def test_io_callback_and_effects_barrier_are_where_jax_has_them():
+    assert tracejit.experimental.io_callback is tracejit.callback.io_callback
+    assert tracejit.effects_barrier() is None and tracejit.pure_callback.__doc__
+
+
+def test_failed_call_deletes_a_donated_argument():
+    """The program stopped part way: a donated argument it may have begun to overwrite reads as
+    deleted, never as half-updated values."""
+    tracejit.config.update("tracejit_backend", "native")
+
+    def boom(v):
+        raise ValueError("no")
+
+    def f(x):
+        y = x * 2
+        tracejit.debug.callback(boom, y)
+        return y
+    x = tnp.arange(4.)
+    with pytest.raises(tracejit.errors.JaxRuntimeError, match="ValueError: no"):
+        tracejit.jit(f, donate_argnums=0)(x)
+    assert x.is_deleted()

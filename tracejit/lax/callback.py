@@ -81,6 +81,8 @@ def call_host(prim: Primitive, params: dict, args: Sequence[np.ndarray]) -> list
     jax.Arrays) and return its results checked against the declared avals, as NumPy arrays of
     exactly those dtypes. Raises what the callback raises, or JAX's RuntimeError on a result of
     the wrong number, shape or dtype."""
+    # copies: the callback may keep them, and Array.from_numpy freezes what it is given (an
+    # interpreter value may be the caller's own NumPy array)
     arrays = [Array.from_numpy(np.array(x), get_aval(x)) for x in args]
     out = params["callback"](*arrays)
     result_avals = params.get("result_avals", ())

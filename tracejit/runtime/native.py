@@ -117,6 +117,9 @@ class NativeExecutable(Executable):
         if self._callbacks:
             exc = host_callback.take_error()
             if exc is not None:
+                for out in outs:  # a donated input the program had begun to overwrite is gone
+                    if type(out[0]) is Array:
+                        out[0]._take_buffer()
                 raise callback_error(exc) from exc
         results = []
         for out, aval in zip(outs, self.out_avals):

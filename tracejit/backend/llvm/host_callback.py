@@ -89,8 +89,9 @@ def _trampoline(call_id: int, inputs: int, outputs: int) -> int:
         call = TABLE[call_id]
         ins = ctypes.cast(inputs, ctypes.POINTER(ctypes.c_void_p))
         outs = ctypes.cast(outputs, ctypes.POINTER(ctypes.c_void_p))
-        # copies: the callback may keep its arguments, and the buffers are reused after it
-        args = [_view(ins[k] or 0, a).copy() for k, a in enumerate(call.in_avals)]
+        # views of the program's buffers (`call_host` hands the callback copies: it may keep
+        # its arguments, and the buffers are reused after it)
+        args = [_view(ins[k] or 0, a) for k, a in enumerate(call.in_avals)]
         results = call.run(args)
         for k, (r, a) in enumerate(zip(results, call.out_avals)):
             if a.size:
