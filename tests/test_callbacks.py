@@ -718,6 +718,11 @@ def test_breakpoint_is_jaxs_jdb_on_concrete_values(tmp_path):
     ours = session("tracejit")
     assert ours == session("jax")
     assert "Array([0., 2., 4.], dtype=float32)" in ours and "'here'" in ours
+    # `q` exits the program, as the docs say (JAX 0.10 raises a JaxRuntimeError instead)
+    done = subprocess.run([sys.executable, str(script), "tracejit"], input="q\n",
+                          env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True, text=True,
+                          timeout=120)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "Entering jdb:\n(jdb) ", "")
 
 
 def test_visualize_array_sharding_as_jax(capsys):
@@ -749,3 +754,29 @@ def test_failed_call_deletes_a_donated_argument():
     with pytest.raises(tracejit.errors.JaxRuntimeError, match="ValueError: no"):
         tracejit.jit(f, donate_argnums=0)(x)
     assert x.is_deleted()
+
+
+def test_callbacks_from_threads_and_from_inside_callbacks():
+    """Several threads run programs with callbacks at once (ctypes takes the GIL for each), and
+    a callback may itself call (and compile) jitted programs with callbacks."""
+    import threading
+    tracejit.config.update("tracejit_backend", "native")
+    inner = tracejit.jit(lambda v: tracejit.pure_callback(lambda a: np.asarray(a) * 10, v, v))
+
+    def cb(v):
+        return np.asarray(inner(np.asarray(v))) + 1
+    f = tracejit.jit(lambda x: tracejit.pure_callback(cb, x, x) * 2)
+    errors, results = [], {}
+
+    def work(k):
+        try:
+            results[k] = [float(f(np.float32(k + i))) for i in range(20)]
+        except Exception as e:  # reported below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert results == {k: [((k + i) * 10 + 1) * 2.0 for i in range(20)] for k in range(4)}

@@ -120,6 +120,8 @@ class NativeExecutable(Executable):
                 for out in outs:  # a donated input the program had begun to overwrite is gone
                     if type(out[0]) is Array:
                         out[0]._take_buffer()
+                if not isinstance(exc, Exception):  # exit and Ctrl-C stay what they are
+                    raise exc
                 raise callback_error(exc) from exc
         results = []
         for out, aval in zip(outs, self.out_avals):
