@@ -1,6 +1,7 @@
 """tracejit.lax: the primitives (JAX's `jax.lax`), grouped by family, each with all its rules."""
 from ..core.rules import use_lax_primitives
 from . import _base, call, random_bits  # noqa: F401  (random_bits: the PRNG's primitives)
+from .callback import host_call  # noqa: F401  (host callbacks: their primitives live there)
 from .control_flow import *  # noqa: F401,F403
 from .cumulative import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
@@ -16,4 +17,3 @@ from .sorting import *  # noqa: F401,F403
 # the rule vocabulary in core builds tangents and batched values with these primitives
 use_lax_primitives(add_p=add_p, broadcast_in_dim_p=broadcast_in_dim_p, reduce_sum_p=reduce_sum_p,
                    transpose_p=transpose_p)
-from .callback import host_call  # noqa: F401  (host callbacks: their primitives live there)
