@@ -330,6 +330,62 @@ def callback_on_a_donated_argument(jax, jnp, exp):
     return jax.jit(f, donate_argnums=0)(jnp.arange(3.))
 
 
+@program
+def while_cond_print(jax, jnp, exp):
+    def cond(c):
+        jax.debug.print("cond {}", c, ordered=True)
+        return c < 3
+    return jax.jit(lambda x: jax.lax.while_loop(cond, lambda c: c + 1, x))(0)
+
+
+@program
+def lax_map_io_callback(jax, jnp, exp):
+    log = []
+
+    def cb(v):
+        log.append(float(v))
+        return v * 2
+    sd = jax.ShapeDtypeStruct((), jnp.float32)
+    r = jax.jit(lambda xs: jax.lax.map(lambda x: exp.io_callback(cb, sd, x, ordered=True), xs))(
+        jnp.arange(3.))
+    print(log)
+    return r
+
+
+@program
+def vmap_cond_unbatched_predicate(jax, jnp, exp):
+    def f(p, x):
+        return jax.lax.cond(p, lambda x: (jax.debug.print("t {}", x), x)[1],
+                            lambda x: (jax.debug.print("f {}", x), -x)[1], x)
+    return jax.vmap(f, in_axes=(None, 0))(True, jnp.arange(2.))
+
+
+@program
+def loop_invariant_print_runs_every_iteration(jax, jnp, exp):
+    def f(x, n):
+        def body(i, c):
+            jax.debug.print("inv {}", x * 2, ordered=True)
+            return c + x
+        return jax.lax.fori_loop(0, n, body, 0.)
+    return jax.jit(f)(1.5, 3)
+
+
+@program
+def scan_reverse_print(jax, jnp, exp):
+    def body(c, x):
+        jax.debug.print("x {}", x)
+        return c + x, None
+    return jax.lax.scan(body, 0., jnp.arange(3.), reverse=True)[0]
+
+
+@program
+def grad_of_cond_print(jax, jnp, exp):
+    def f(x):
+        return jax.lax.cond(x > 0, lambda x: (jax.debug.print("pos {}", x), x * x)[1],
+                            lambda x: (jax.debug.print("neg {}", x), -x)[1], x)
+    return jax.grad(f)(2.), jax.jit(jax.grad(f))(-1.)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", sorted(PRINTS))
 def test_prints_as_jax(name, backend, capsys):
