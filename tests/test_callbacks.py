@@ -704,14 +704,14 @@ def test_effectful_equations_survive_the_passes():
     def count(j):
         n = 0
         for eqn in j.eqns:
-            n += eqn.primitive.name == "debug_callback"
+            n += eqn.primitive.name == "debug_print"
             for p in eqn.params.values():
                 for sub in (p if isinstance(p, tuple) else (p,)):
                     if isinstance(sub, tracejit.core.jaxpr.ClosedJaxpr):
                         n += count(sub.jaxpr)
         return n
     assert count(jaxpr) == 3
-    assert [e.primitive.name for e in jaxpr.eqns][-1] == "debug_callback"
+    assert [e.primitive.name for e in jaxpr.eqns][-1] == "debug_print"
 
 
 # --- host_call, breakpoint, sharding pictures ---------------------------------------------------
@@ -836,3 +836,15 @@ def test_callbacks_from_threads_and_from_inside_callbacks():
         t.join()
     assert not errors
     assert results == {k: [((k + i) * 10 + 1) * 2.0 for i in range(20)] for k in range(4)}
+
+
+def test_jaxprs_of_debug_print_are_jaxs():
+    """debug.print stages one `debug_print` equation with JAX's params (no binders: it has no
+    results), and make_jaxpr prints it as JAX does."""
+    def f(x, y):
+        jax_or_ours.debug.print("x={x}", x=x)
+        jax_or_ours.debug.print("{} {}", y, "s", ordered=True)
+    texts = []
+    for jax_or_ours in (jax, tracejit):
+        texts.append(str(jax_or_ours.make_jaxpr(f)(1., 2)))
+    assert texts[1] == texts[0]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import cmd
 import inspect
-import logging
 import os
 import pprint
 import string
@@ -18,7 +17,7 @@ import numpy as np
 
 from .core.pytree import tree_flatten
 from .core.trace import Tracer, get_aval
-from .lax.callback import FlatCallback, debug_callback_p
+from .lax.callback import FlatCallback, debug_callback_p, debug_print_p
 
 __all__ = ["DebugEffect", "OrderedDebugEffect", "breakpoint", "callback", "log", "print",
            "visualize_array_sharding", "visualize_sharding"]
@@ -110,19 +109,11 @@ def print(fmt: str | None = None, *args: Any, ordered: bool = False,  # noqa: A0
         if not skip_format_check:
             _FormatChecker().format(fmt, *c_args, **c_kwargs)
         has_placeholders = bool(fmt) and next(iter(string.Formatter().parse(fmt)))[1] is not None
-        options = np.get_printoptions()
-
-        def emit(*a, **k):
-            if has_placeholders:
-                with np.printoptions(**options):
-                    msg = fmt.format(*a, **k)
-            else:
-                msg = " ".join((fmt, *(str(x) for x in a)))
-            if _use_logging:
-                logging.getLogger(__name__).info(msg)
-            else:
-                sys.stdout.write(msg + "\n")
-        _bind(emit, c_args, c_kwargs, ordered)
+        in_tree, dyn, static = _split_args(c_args, c_kwargs)
+        debug_print_p.bind(*dyn, fmt=fmt, has_placeholders=has_placeholders, in_tree=in_tree,
+                           logging_record=__name__ if _use_logging else None,
+                           np_printoptions=tuple(np.get_printoptions().items()),
+                           ordered=ordered, partitioned=partitioned, static_args=static)
 
     if fmt is not None:
         _debug_print(fmt, *args, **kwargs)

@@ -250,16 +250,17 @@ def pp_eqn(eqn: Eqn, namer: _Namer, indent: int = 0, used: set | None = None) ->
     pad = " " * indent
     ins = " ".join(namer(v) for v in eqn.invars)
     outs = " ".join(_binder(v, namer, used) for v in eqn.outvars)
+    outs = f"{outs} = " if eqn.outvars else ""  # (an effect with no results: no binders)
     params = ""
     shown = eqn.params if eqn.primitive.pp_params is None else eqn.primitive.pp_params(eqn.params)
     pairs = shown.items() if eqn.primitive.pp_params is not None else sorted(shown.items())
     if shown:
         items = [f"{k}={_pp_param(v, namer, indent + 2)}" for k, v in pairs]
         params = "[" + " ".join(items) + "]"
-        one_line = f"{pad}{outs} = {eqn.primitive.name}{params} {ins}".rstrip()
+        one_line = f"{pad}{outs}{eqn.primitive.name}{params} {ins}".rstrip()
         if any("\n" in it for it in items) or len(one_line) > _WIDTH:
             params = "[\n" + "\n".join(" " * (indent + 2) + it for it in items) + f"\n{pad}]"
-    return f"{pad}{outs} = {eqn.primitive.name}{params} {ins}".rstrip()
+    return f"{pad}{outs}{eqn.primitive.name}{params} {ins}".rstrip()
 
 
 # --- checking ------------------------------------------------------------------------------

@@ -2,13 +2,16 @@
 reference interpreter (their impl) or from native code (backend/llvm/host_callback.py calls
 `call_host` back through one trampoline). The user APIs (debug, callbacks) sit above lax.
 
-debug_callback: effectful, no results; under jvp it runs on the primals and has no tangent, it
+debug_callback (and debug_print, its form for jax.debug.print, with the format in its params as
+in JAX's jaxprs): effectful, no results; under jvp it runs on the primals and has no tangent, it
 transposes to nothing, under vmap it runs once per batch element (JAX's rule).
 pure_callback: pure (dropped when unused, may be merged); no JVP; vmap by its `vmap_method`.
 io_callback: effectful; no JVP; vmap as a sequential loop, not at all when ordered.
 """
 from __future__ import annotations
 
+import logging
+import sys
 import threading
 import traceback
 from typing import Any, Callable, Sequence
@@ -43,15 +46,20 @@ class FlatCallback:
         self.static = static  # (flat position, value) of the leaves that are not arrays
 
     def __call__(self, *flat_args: Any) -> list:
-        leaves, dyn = [], iter(flat_args)
-        static = dict(self.static)
-        for i in range(len(static) + len(flat_args)):
-            leaves.append(static[i] if i in static else next(dyn))
-        args, kwargs = tree_unflatten(self.in_tree, leaves)
+        args, kwargs = _unflatten(flat_args, self.in_tree, self.static)
         return tree_leaves(self.callback_func(*args, **kwargs))
 
     def __repr__(self) -> str:
         return f"_FlatCallback(callback_func={self.callback_func!r}, in_tree={self.in_tree})"
+
+
+def _unflatten(flat_args: Sequence[Any], in_tree: PyTreeDef,
+               static: tuple[tuple[int, Any], ...]) -> tuple[tuple, dict]:
+    """(args, kwargs) from the array leaves and the static ones at their flat positions."""
+    leaves, dyn, by_position = [], iter(flat_args), dict(static)
+    for i in range(len(by_position) + len(flat_args)):
+        leaves.append(by_position[i] if i in by_position else next(dyn))
+    return tree_unflatten(in_tree, leaves)
 
 
 # --- running a callback on the host ---------------------------------------------------------
@@ -84,6 +92,9 @@ def call_host(prim: Primitive, params: dict, args: Sequence[np.ndarray]) -> list
     # copies: the callback may keep them, and Array.from_numpy freezes what it is given (an
     # interpreter value may be the caller's own NumPy array)
     arrays = [Array.from_numpy(np.array(x), get_aval(x)) for x in args]
+    if prim is debug_print_p:
+        _print_formatted(arrays, **params)
+        return []
     out = params["callback"](*arrays)
     result_avals = params.get("result_avals", ())
     if prim is debug_callback_p:
@@ -113,7 +124,7 @@ def _impl(prim: Primitive) -> Callable:
             # eagerly a debug callback raises the user's exception itself (JAX's eager rule);
             # inside a compiled program, and for pure and io callbacks, which JAX runs as a
             # compiled program even eagerly, it is a JaxRuntimeError naming it
-            if prim is debug_callback_p and not getattr(_state, "compiled", 0):
+            if prim in (debug_callback_p, debug_print_p) and not getattr(_state, "compiled", 0):
                 raise
             raise callback_error(e) from e
     return impl
@@ -150,6 +161,40 @@ def _debug_callback_batch(vals, dims, **params):
 debug_callback_p.def_jvp(_debug_callback_jvp)
 debug_callback_p.def_transpose(_debug_callback_transpose)
 debug_callback_p.def_batch(_debug_callback_batch)
+
+# jax.debug.print: the format, the tree of (args, kwargs), the leaves that are not arrays and
+# NumPy's print options of the call site are params; the rules are debug_callback's
+debug_print_p = Primitive("debug_print", multiple_results=True)
+debug_print_p.effectful = True
+debug_print_p.def_abstract_eval(lambda *avals, **params: [])
+debug_print_p.def_impl(_impl(debug_print_p))
+debug_print_p.def_jvp(lambda primals, tangents, **params: (debug_print_p.bind(*primals, **params),
+                                                          []))
+debug_print_p.def_transpose(_debug_callback_transpose)
+
+
+def _debug_print_batch(vals, dims, **params):
+    for i in range(axis_size(vals, dims)):
+        debug_print_p.bind(*[x if d is None else index_in_dim(x, i, d, keepdims=False)
+                             for x, d in zip(vals, dims)], **params)
+    return [], []
+
+
+debug_print_p.def_batch(_debug_print_batch)
+
+
+def _print_formatted(arrays, *, fmt, has_placeholders, in_tree, static_args, np_printoptions,
+                     logging_record, ordered, partitioned):
+    args, kwargs = _unflatten(arrays, in_tree, static_args)
+    if has_placeholders:
+        with np.printoptions(**dict(np_printoptions)):
+            msg = fmt.format(*args, **kwargs)
+    else:
+        msg = " ".join((fmt, *(str(x) for x in args)))
+    if logging_record is not None:
+        logging.getLogger(logging_record).info(msg)
+    else:
+        sys.stdout.write(msg + "\n")
 
 
 # --- pure_callback ----------------------------------------------------------------------------
@@ -242,7 +287,7 @@ io_callback_p.def_jvp(_io_callback_jvp)
 io_callback_p.def_transpose(_io_callback_transpose)
 io_callback_p.def_batch(_io_callback_batch)
 
-CALLBACK_PRIMITIVES = (debug_callback_p, pure_callback_p, io_callback_p)
+CALLBACK_PRIMITIVES = (debug_callback_p, debug_print_p, pure_callback_p, io_callback_p)
 
 
 def host_call(fn: Callable[..., Sequence[Any]], avals_out: Sequence[ShapedArray],
