@@ -848,3 +848,34 @@ def test_jaxprs_of_debug_print_are_jaxs():
     for jax_or_ours in (jax, tracejit):
         texts.append(str(jax_or_ours.make_jaxpr(f)(1., 2)))
     assert texts[1] == texts[0]
+
+
+def test_a_primitive_without_a_lowering_runs_its_impl_from_native_code(monkeypatch):
+    """host_callback.lower_with_impl: an equation of the primitive itself (as in the jaxpr JAX
+    prints) compiled to a call of its impl rule, inside a native loop."""
+    from tracejit.backend.llvm.rules import STRUCTURAL
+    from tracejit.core import primitive
+    monkeypatch.setattr(primitive, "registry", dict(primitive.registry))
+    prim = primitive.Primitive("host_impl_cumsum", multiple_results=True)
+    prim.def_abstract_eval(lambda x, *, scale: [x, tracejit.ShapedArray((), np.int32)])
+    prim.def_impl(lambda x, *, scale: (np.cumsum(x) * scale, np.int32(np.argmax(x))))
+    monkeypatch.setitem(STRUCTURAL, prim, None)  # (so the entry goes when the test ends)
+    host_callback.lower_with_impl(prim)
+
+    def f(xs):
+        def body(c, x):
+            total, arg = prim.bind(x + c, scale=2.0)
+            return total[-1], arg
+        return tracejit.lax.scan(body, np.float32(0), xs)
+    xs = np.arange(6, dtype=np.float32).reshape(3, 2)
+    tracejit.config.update("tracejit_backend", "native")
+    native = tracejit.jit(f)(xs)
+    tracejit.config.update("tracejit_backend", "interpret")
+    reference = tracejit.jit(f)(xs)
+    c, expect = 0.0, []
+    for x in xs:
+        c = float(np.cumsum(x + c)[-1] * 2)
+        expect.append(c)
+    for got in (native, reference):
+        assert float(got[0]) == expect[-1]
+        np.testing.assert_array_equal(got[1], [1, 1, 1])

@@ -89,16 +89,34 @@ def call_host(prim: Primitive, params: dict, args: Sequence[np.ndarray]) -> list
     jax.Arrays) and return its results checked against the declared avals, as NumPy arrays of
     exactly those dtypes. Raises what the callback raises, or JAX's RuntimeError on a result of
     the wrong number, shape or dtype."""
-    # copies: the callback may keep them, and Array.from_numpy freezes what it is given (an
-    # interpreter value may be the caller's own NumPy array)
-    arrays = [Array.from_numpy(np.array(x), get_aval(x)) for x in args]
+    arrays = _as_arrays(args)
     if prim is debug_print_p:
         _print_formatted(arrays, **params)
         return []
     out = params["callback"](*arrays)
-    result_avals = params.get("result_avals", ())
     if prim is debug_callback_p:
         return []
+    return checked_results(out, params["result_avals"])
+
+
+def call_impl(prim: Primitive, params: dict, out_avals: Sequence[ShapedArray],
+              args: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Run `prim`'s impl rule on concrete inputs (as Arrays) and return its results checked
+    against `out_avals`: how native code runs a primitive that has no lowering of its own (a
+    user-defined primitive; see backend/llvm/host_callback.lower_with_impl)."""
+    out = prim.impl(*_as_arrays(args), **params)
+    return checked_results(out if prim.multiple_results else [out], out_avals)
+
+
+def _as_arrays(args: Sequence[np.ndarray]) -> list[Array]:
+    # copies: the callee may keep them, and Array.from_numpy freezes what it is given (an
+    # interpreter value may be the caller's own NumPy array)
+    return [Array.from_numpy(np.array(x), get_aval(x)) for x in args]
+
+
+def checked_results(out: Sequence[Any], result_avals: Sequence[ShapedArray]) -> list[np.ndarray]:
+    """`out` as NumPy arrays of exactly `result_avals`' dtypes (64-bit values canonicalized as
+    JAX does), or JAX's RuntimeError naming the first result of the wrong number/shape/dtype."""
     if len(out) != len(result_avals):
         raise RuntimeError("Mismatched number of outputs from callback. "
                            f"Expected: {len(result_avals)}, Actual: {len(out)}")

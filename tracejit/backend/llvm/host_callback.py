@@ -24,7 +24,8 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ...core.avals import ShapedArray
-from ...lax.callback import CALLBACK_PRIMITIVES, call_host
+from ...core.primitive import Primitive
+from ...lax.callback import CALLBACK_PRIMITIVES, call_host, call_impl
 from .codegen import I8P, Buf, Emitter
 from .rules import STRUCTURAL
 from .types import I32, I64
@@ -132,11 +133,11 @@ def _pointer_array(em: Emitter, bufs: Sequence[Buf]) -> ir.Value:
     return b.bitcast(arr, I8P.as_pointer())
 
 
-def _lower_callback(em: Emitter, eqn, ins, dests):
-    prim, params = eqn.primitive, eqn.params
+def emit_host_call(em: Emitter, eqn, ins, dests, run: Callable) -> list[Buf]:
+    """Lower `eqn` to a call back into Python running `run(inputs) -> outputs` (NumPy arrays of
+    the equation's avals); its results are written to `dests` where given."""
     slot = len(em.callbacks)
-    em.callbacks.append(HostCall(functools.partial(call_host, prim, params),
-                                 tuple(v.aval for v in eqn.invars),
+    em.callbacks.append(HostCall(run, tuple(v.aval for v in eqn.invars),
                                  tuple(v.aval for v in eqn.outvars)))
     temps = [x for x in ins if not isinstance(x, Buf)]
     in_bufs = [em.materialize(x) for x in ins]
@@ -151,6 +152,24 @@ def _lower_callback(em: Emitter, eqn, ins, dests):
         if any(x is t for t in temps):
             em.release(buf)
     return out_bufs
+
+
+def _lower_callback(em: Emitter, eqn, ins, dests):
+    return emit_host_call(em, eqn, ins, dests,
+                          functools.partial(call_host, eqn.primitive, eqn.params))
+
+
+def _lower_impl(em: Emitter, eqn, ins, dests):
+    out_avals = tuple(v.aval for v in eqn.outvars)
+    return emit_host_call(em, eqn, ins, dests,
+                          functools.partial(call_impl, eqn.primitive, eqn.params, out_avals))
+
+
+def lower_with_impl(prim: Primitive) -> None:
+    """Compile `prim` natively as a call of its impl rule on the host (Arrays in, arrays out;
+    results checked against the equation's avals): the lowering of a primitive that has no
+    native lowering of its own, such as a user-defined one."""
+    STRUCTURAL[prim] = _lower_impl
 
 
 for _prim in CALLBACK_PRIMITIVES:
