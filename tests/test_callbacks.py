@@ -555,6 +555,32 @@ def io_vmap_scan_and_errors(jax, jnp, exp):
             print(e)
 
 
+def ordered_effects_under_vmap(jax, jnp, exp):
+    jax.jit(jax.vmap(lambda x: jax.debug.print("o {}", x, ordered=True)))(jnp.arange(3.))
+    jax.vmap(lambda x: jax.debug.callback(lambda v: print("cb", v), x, ordered=True))(
+        jnp.arange(2.))
+
+
+def pure_kwargs_and_in_axes(jax, jnp, exp):
+    def cb(a, *, b):
+        return a["u"] * b
+
+    def cb2(x):
+        print("shape", np.shape(x))
+        return np.asarray(x) * 2
+    f = jax.jit(lambda x: jax.pure_callback(cb, jax.ShapeDtypeStruct((2,), jnp.float32),
+                                            {"u": x}, b=x))
+    g = jax.vmap(lambda x: jax.pure_callback(cb2, jax.ShapeDtypeStruct(x.shape, x.dtype), x,
+                                             vmap_method="expand_dims"), in_axes=1)
+    return f(jnp.arange(2.)), g(jnp.arange(6.).reshape(2, 3))
+
+
+def eager_io_and_pure(jax, jnp, exp):
+    sd = jax.ShapeDtypeStruct((2,), jnp.float32)
+    print(exp.io_callback(lambda v: np.asarray(v) + 1, sd, jnp.ones(2)))
+    return jax.pure_callback(lambda v: np.zeros(3, np.float32), sd, jnp.ones(2))
+
+
 # --- exceptions ----------------------------------------------------------------------------
 
 def raise_in_jit(jax, jnp, exp):
@@ -571,7 +597,8 @@ def raise_eagerly(jax, jnp, exp):
 
 CALLBACKS = [pure_vmap_methods, pure_pytrees_and_dtypes, pure_under_scan_and_cond, pure_grad_error,
              pure_custom_jvp, pure_bad_vmap_method, pure_64_bit_result, wrong_shape, wrong_dtype,
-             wrong_count, io_ordered, io_vmap_scan_and_errors, raise_in_jit, raise_eagerly]
+             wrong_count, io_ordered, io_vmap_scan_and_errors, raise_in_jit, raise_eagerly,
+             ordered_effects_under_vmap, pure_kwargs_and_in_axes, eager_io_and_pure]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
