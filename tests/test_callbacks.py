@@ -331,6 +331,23 @@ def callback_on_a_donated_argument(jax, jnp, exp):
 
 
 @program
+def control_flow_kept_only_for_its_prints(jax, jnp, exp):
+    # no result of the cond, scan or while is used: each stays (without outputs) for its prints
+    def f(p, x, xs):
+        jax.lax.cond(p, lambda x: (jax.debug.print("t {}", x), x)[1],
+                     lambda x: (jax.debug.print("f {}", x), -x)[1], x)
+        jax.lax.scan(lambda c, x: (jax.debug.print("x {}", x, ordered=True), (c, x * 2))[1],
+                     0., xs)
+        jax.lax.while_loop(lambda c: c[0] < 2, lambda c: (
+            jax.debug.print("c {}", c[1], ordered=True), (c[0] + 1, c[1] * 3))[1], (0, x))
+        jax.lax.scan(lambda c, _: (jax.debug.print("it", ordered=True), (c, None))[1], x, None,
+                     length=2)
+        return x
+    g = jax.jit(f)
+    return g(True, 1., jnp.arange(3.)), g(False, 2., jnp.arange(2.))
+
+
+@program
 def while_cond_print(jax, jnp, exp):
     def cond(c):
         jax.debug.print("cond {}", c, ordered=True)
