@@ -598,6 +598,38 @@ def eager_io_and_pure(jax, jnp, exp):
     return jax.pure_callback(lambda v: np.zeros(3, np.float32), sd, jnp.ones(2))
 
 
+def docs_bessel_with_custom_jvp(jax, jnp, exp):
+    """The external-callbacks guide's scipy.special.jv, differentiable through custom_jvp."""
+    import scipy.special
+
+    def jv(v, z):
+        v, z = jnp.asarray(v), jnp.asarray(z)
+        sd = jax.ShapeDtypeStruct(shape=jnp.broadcast_shapes(v.shape, z.shape), dtype=z.dtype)
+        return jax.pure_callback(lambda v, z: scipy.special.jv(v, z).astype(z.dtype), sd, v, z,
+                                 vmap_method="broadcast_all")
+    jv = jax.custom_jvp(jv, nondiff_argnums=(0,))
+
+    @jv.defjvp
+    def _jv_jvp(v, primals, tangents):
+        (z,), (z_dot,) = primals, tangents
+        return jv(v, z), z_dot * 0.5 * (jv(v - 1, z) - jv(v + 1, z))
+    z = jnp.arange(5.0)
+    return (jax.jit(jv)(3, z), jax.grad(jv, argnums=1)(3, 2.0),
+            jax.vmap(jax.grad(jv, argnums=1), in_axes=(None, 0))(3, z),
+            jax.hessian(jv, argnums=1)(3, 2.0))
+
+
+def docs_host_random(jax, jnp, exp):
+    """The guide's io_callback example: host-side NumPy random numbers, under jit and vmap."""
+    rng = np.random.default_rng(0)
+
+    @jax.jit
+    def numpy_random_like(x):
+        return exp.io_callback(lambda x: rng.uniform(size=x.shape).astype(x.dtype), x, x)
+    x = jnp.zeros(5)
+    return numpy_random_like(x), jax.vmap(numpy_random_like)(x)
+
+
 # --- exceptions ----------------------------------------------------------------------------
 
 def raise_in_jit(jax, jnp, exp):
@@ -615,7 +647,8 @@ def raise_eagerly(jax, jnp, exp):
 CALLBACKS = [pure_vmap_methods, pure_pytrees_and_dtypes, pure_under_scan_and_cond, pure_grad_error,
              pure_custom_jvp, pure_bad_vmap_method, pure_64_bit_result, wrong_shape, wrong_dtype,
              wrong_count, io_ordered, io_vmap_scan_and_errors, raise_in_jit, raise_eagerly,
-             ordered_effects_under_vmap, pure_kwargs_and_in_axes, eager_io_and_pure]
+             ordered_effects_under_vmap, pure_kwargs_and_in_axes, eager_io_and_pure,
+             docs_bessel_with_custom_jvp, docs_host_random]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
