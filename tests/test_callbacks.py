@@ -706,6 +706,7 @@ def test_native_code_stops_at_the_failed_callback(backend):
 
 def test_no_table_entries_leak_when_a_jitted_function_is_cleared():
     tracejit.config.update("tracejit_backend", "native")
+    tracejit.clear_caches()  # (what earlier tests left; clear_caches below would drop it)
     gc.collect()
     before = len(host_callback.TABLE)
 
