@@ -957,3 +957,14 @@ def test_a_primitive_without_a_lowering_runs_its_impl_from_native_code(monkeypat
     for got in (native, reference):
         assert float(got[0]) == expect[-1]
         np.testing.assert_array_equal(got[1], [1, 1, 1])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_64_bit_values_with_x64(x64, backend, capsys):
+    def prog(jax, jnp, exp):
+        f = jax.jit(lambda x, i: (jax.debug.print("{} {}", x, i),
+                                  jax.pure_callback(lambda v: np.asarray(v) * 2, x, x))[1])
+        print(f(jnp.arange(3.), jnp.int64(2**40)))
+        return jax.jit(lambda x: jax.pure_callback(
+            lambda v: np.float32(1), jax.ShapeDtypeStruct((), jnp.float64), x))(1.)
+    assert_same_output(prog, backend, capsys)
