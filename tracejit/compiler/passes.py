@@ -17,7 +17,7 @@ from ..core.avals import ShapedArray
 from ..core.config import config
 from ..core.dce import dce
 from ..core.jaxpr import (ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Literal, Var, check_jaxpr,
-                          has_subjaxprs, map_subjaxprs)
+                          has_effects, has_subjaxprs, map_subjaxprs)
 from ..core.primitive import ELEMENTWISE, Primitive
 from ..lax.call import pjit_p
 from ..lax.control_flow import cond_p, scan_p, while_p
@@ -186,7 +186,8 @@ def _atom_key(v) -> tuple:
 
 
 def _cse_key(eqn: Eqn) -> tuple | None:
-    if not eqn.outvars or eqn.params.get("prevent_cse"):
+    # two prints of one value print twice
+    if not eqn.outvars or eqn.params.get("prevent_cse") or has_effects(eqn):
         return None
     # the param's type is part of the key: 1 == 1.0 == True, but they mean different things
     params = tuple(sorted((k, type(v), v) for k, v in eqn.params.items()))
@@ -254,7 +255,8 @@ def _evaluate(eqn: Eqn, known: dict[Var, np.ndarray], max_size: int,
         return None
     # calls and control flow (possibly long loops) run at run time; so does anything holding
     # a callable, such as a custom rule
-    if has_subjaxprs(eqn) or any(callable(p) for p in eqn.params.values()):
+    if has_subjaxprs(eqn) or eqn.primitive.effectful or any(
+            callable(p) for p in eqn.params.values()):
         return None
     # a broadcast scalar costs nothing inside a fused kernel, and simplify's rules read it
     if _broadcast_scalar(eqn) is not None:
@@ -475,6 +477,8 @@ def _licm(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
 
 def _hoistable(eqn: Eqn, invariant: set[Var]) -> bool:
     if eqn.primitive is while_p or not any(isinstance(v, Var) for v in eqn.invars):
+        return False
+    if has_effects(eqn):  # a print in a loop body prints every iteration
         return False
     if not all(isinstance(v, Literal) or v in invariant for v in eqn.invars):
         return False

@@ -1,7 +1,8 @@
 """Dead-code elimination's walk over a jaxpr, shared by the transformations (which prune the
 bodies they build) and the compiler's pass pipeline (compiler/passes.py).
 
-The walk keeps an equation when one of its outputs is used (all primitives are pure). A
+The walk keeps an equation when one of its outputs is used or it has effects (a host callback,
+or a body holding one: `has_effects`). A
 primitive with bodies may declare a rule, `Primitive.dce(eqn, used_outputs)`, returning the
 equation that computes only the used outputs (control flow drops carries, branch outputs and
 operands nothing needs); other equations keep their signature and get their bodies pruned.
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .jaxpr import ClosedJaxpr, Eqn, Jaxpr, Var, map_subjaxprs
+from .jaxpr import ClosedJaxpr, Eqn, Jaxpr, Var, has_effects, map_subjaxprs
 
 
 def dce(jaxpr: Jaxpr) -> Jaxpr:
@@ -26,7 +27,7 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool]) -> tuple[Jaxpr, set[Va
     kept: list[Eqn] = []
     for eqn in reversed(jaxpr.eqns):
         used = [v in live for v in eqn.outvars]
-        if not any(used):
+        if not any(used) and not has_effects(eqn):
             continue
         rule = eqn.primitive.dce
         eqn = rule(eqn, used) if rule else map_subjaxprs(eqn, _dce_body, {})

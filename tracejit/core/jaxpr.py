@@ -131,6 +131,21 @@ def has_subjaxprs(eqn: Eqn) -> bool:
         for x in (value if isinstance(value, tuple) else (value,)))
 
 
+def has_effects(eqn: Eqn) -> bool:
+    """Whether running `eqn` does something besides computing its results: its primitive is
+    effectful, or an equation in one of its bodies (at any depth) is."""
+    stack = [eqn]
+    while stack:
+        e = stack.pop()
+        if e.primitive.effectful:
+            return True
+        for value in e.params.values():
+            for x in (value if isinstance(value, tuple) else (value,)):
+                if isinstance(x, ClosedJaxpr):
+                    stack.extend(x.jaxpr.eqns)
+    return False
+
+
 def map_subjaxprs(eqn: Eqn, f: Callable[[ClosedJaxpr], ClosedJaxpr], memo: dict) -> Eqn:
     """`eqn` with `f` applied to each sub-jaxpr of its params, once per distinct ClosedJaxpr:
     eqns that shared a body still share its rewrite (CSE compares bodies by identity)."""
@@ -235,16 +250,17 @@ def pp_eqn(eqn: Eqn, namer: _Namer, indent: int = 0, used: set | None = None) ->
     pad = " " * indent
     ins = " ".join(namer(v) for v in eqn.invars)
     outs = " ".join(_binder(v, namer, used) for v in eqn.outvars)
+    outs = f"{outs} = " if eqn.outvars else ""  # (an effect with no results: no binders)
     params = ""
     shown = eqn.params if eqn.primitive.pp_params is None else eqn.primitive.pp_params(eqn.params)
     pairs = shown.items() if eqn.primitive.pp_params is not None else sorted(shown.items())
     if shown:
         items = [f"{k}={_pp_param(v, namer, indent + 2)}" for k, v in pairs]
         params = "[" + " ".join(items) + "]"
-        one_line = f"{pad}{outs} = {eqn.primitive.name}{params} {ins}".rstrip()
+        one_line = f"{pad}{outs}{eqn.primitive.name}{params} {ins}".rstrip()
         if any("\n" in it for it in items) or len(one_line) > _WIDTH:
             params = "[\n" + "\n".join(" " * (indent + 2) + it for it in items) + f"\n{pad}]"
-    return f"{pad}{outs} = {eqn.primitive.name}{params} {ins}".rstrip()
+    return f"{pad}{outs}{eqn.primitive.name}{params} {ins}".rstrip()
 
 
 # --- checking ------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 Rules: abstract eval (avals -> avals, required), impl (NumPy reference, required), jvp,
 transpose, batch (vmap) and DCE. Beside the rules a primitive *declares* what the compiler may
 do with it — its fusion class, whether it is transcendental (cost model), the algebra the
-simplifier uses — and every table the compiler and backend consult is derived from those
+simplifier uses, whether it has effects — and every table the compiler and backend consult is derived from those
 declarations (the backend's lowerings are keyed by the primitive object, in backend/llvm).
 """
 from __future__ import annotations
@@ -42,6 +42,9 @@ class Primitive:
         # a REDUCTION that folds with an associative operator (not argmax/argmin): one row of
         # it may be reduced on its own
         self.monoid = False
+        # has an effect beyond its results (a host callback that prints or does I/O): the
+        # compiler never drops, merges, folds, hoists or reorders its equations
+        self.effectful = False
         # how the printer shows the params (params -> the params to print, in order); None:
         # all of them, sorted by name
         self.pp_params: Callable[[dict], dict] | None = None

@@ -11,6 +11,7 @@ from ..core.avals import ShapedArray
 from ..core.config import config
 from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import ClosedJaxpr
+from ..lax.callback import compiled_program
 
 
 class Executable:
@@ -46,7 +47,9 @@ class InterpretExecutable(Executable):
         self._consts = [np.asarray(c) for c in closed.consts]
 
     def __call__(self, leaves: Sequence[Any]) -> list[Array]:
-        outs = eval_jaxpr(self.closed.jaxpr, self._consts, *to_numpy_args(leaves, self.in_avals))
+        with compiled_program():  # (a failing callback raises as from native code)
+            outs = eval_jaxpr(self.closed.jaxpr, self._consts,
+                              *to_numpy_args(leaves, self.in_avals))
         return [Array.from_numpy(o, a) for o, a in zip(outs, self.out_avals)]
 
     def temp_bytes(self) -> int:

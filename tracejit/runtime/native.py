@@ -13,13 +13,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..backend.llvm import codegen
+from ..backend.llvm import codegen, host_callback
 from ..backend.llvm import jit_engine
 from ..compiler.fusion import fused_p, fusible, is_reduction
 from ..compiler.passes import optimize
 from ..compiler.rows import row_map_p
 from ..core.array import Array
 from ..core.jaxpr import ClosedJaxpr
+from ..lax.callback import callback_error
 from . import disk_cache
 from .buffers import MIN_BYTES, pool, sole_owner
 from .executable import Executable
@@ -89,8 +90,19 @@ class NativeExecutable(Executable):
         self._compiled = _compile_cached(self.program.ir_text, name)
         self._module, self._fn = self._compiled.module, self._compiled.entry
         self._const_addresses = tuple(c.ctypes.data for c in self._consts)
-        # fresh pointer arrays per call (calls may run concurrently): consts and inputs, outputs
-        self._pack_inputs = struct.Struct(f"{len(self._consts) + len(jaxpr.invars)}P").pack
+        self._callbacks = bool(self.program.callbacks)
+        if self._callbacks:
+            # the ids live as long as this executable (and so its code's callers): registered
+            # now, dropped when it is collected (a cleared jit cache leaves no entry behind)
+            ids = host_callback.TABLE.register(self.program.callbacks)
+            weakref.finalize(self, host_callback.TABLE.unregister, ids)
+            self._callback_ids = np.array(ids, np.int64)
+        # after the inputs: the callback ids' address (codegen.Program)
+        self._tail = (self._callback_ids.ctypes.data,) if self._callbacks else ()
+        # fresh pointer arrays per call (calls may run concurrently): consts and inputs (and
+        # callback ids), outputs
+        nins = len(self._consts) + len(jaxpr.invars) + len(self._tail)
+        self._pack_inputs = struct.Struct(f"{nins}P").pack
         self._pack_outputs = struct.Struct(f"{len(self.out_avals)}P").pack
         self._recipes = [(a.shape, a.dtype, a.size * a.dtype.itemsize) for a in self.out_avals]
         self._aliases = sorted(self.program.aliases.items())  # (output index, input index)
@@ -106,7 +118,7 @@ class NativeExecutable(Executable):
             outs = self._donated_outputs(leaves, addresses)
         else:
             outs = [_fresh(*r) for r in self._recipes]
-        ins = self._pack_inputs(*self._const_addresses, *addresses)
+        ins = self._pack_inputs(*self._const_addresses, *addresses, *self._tail)
         out_ptrs = self._pack_outputs(*[o[1] for o in outs])
         nws = self._workspace_bytes
         if nws:
@@ -116,6 +128,15 @@ class NativeExecutable(Executable):
         else:
             self._fn(ins, out_ptrs, None)
         del keep  # (held through the call)
+        if self._callbacks:
+            exc = host_callback.take_error()
+            if exc is not None:
+                for out in outs:  # a donated input the program had begun to overwrite is gone
+                    if type(out[0]) is Array:
+                        out[0]._take_buffer()
+                if not isinstance(exc, Exception):  # exit and Ctrl-C stay what they are
+                    raise exc
+                raise callback_error(exc) from exc
         results = []
         for out, aval in zip(outs, self.out_avals):
             if type(out[0]) is Array:  # a donated input: its buffer now holds this output

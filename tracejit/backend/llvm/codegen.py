@@ -9,7 +9,8 @@ equation by its rule: shape ops fused as index arithmetic (index_maps) and primi
 of their own (reductions, control_flow, linalg, indexing, sorting, bits) fill the tables in
 `rules`; which donated inputs hold outputs is planned in aliasing.
 
-Entry signature: `void entry(i8** inputs, i8** outputs, i8* workspace)`.
+Entry signature: `void entry(i8** inputs, i8** outputs, i8* workspace)`; a program with host
+callbacks reads their ids from one more input pointer (host_callback.py).
 """
 from __future__ import annotations
 
@@ -77,6 +78,12 @@ class Emitter:
         self.workspace: ir.Value | None = None
         self._memo: dict | None = None
         self._dying: set[Var] = set()
+        # host callbacks (host_callback.py), by slot: the entry finds slot k's id at ids[k],
+        # the int64 array passed after its inputs (`inputs` arg, `num_inputs` pointers)
+        self.callbacks: list = []
+        self.inputs: ir.Value | None = None
+        self.num_inputs = 0
+        self._callback_ids: ir.Value | None = None
 
     # --- memory ------------------------------------------------------------------------------
     def alloc(self, aval: ShapedArray) -> Buf:
@@ -130,6 +137,21 @@ class Emitter:
             ptr = b.alloca(t)
         b.position_at_end(here)
         return ptr
+
+    def callback_ids(self) -> ir.Value:
+        """The i64* to the executable's callback ids (loaded once, in the entry block)."""
+        if self._callback_ids is None:
+            b = self.b
+            here = b.block
+            entry = b.function.entry_basic_block
+            with b.goto_block(entry):
+                if entry.instructions:
+                    b.position_before(entry.instructions[0])
+                raw = b.load(b.gep(self.inputs, [ir.Constant(I64, self.num_inputs)],
+                                   inbounds=True))
+                self._callback_ids = b.bitcast(raw, I64.as_pointer())
+            b.position_at_end(here)
+        return self._callback_ids
 
     def load(self, buf: Buf, linear: ir.Value | None) -> ir.Value:
         ptr = buf.ptr if linear is None else self.b.gep(buf.ptr, [linear], inbounds=True)
@@ -397,13 +419,17 @@ def has_lowering(prim: Primitive) -> bool:
 class Program:
     """The result of code generation: LLVM IR text plus what the runtime needs to call it.
     `aliases`: output index -> invar index of the donated input whose buffer it is written into
-    (the entry reads that output's pointer from the input's slot)."""
+    (the entry reads that output's pointer from the input's slot). `callbacks`: the host calls
+    by slot (host_callback.py); when there are any, the inputs array holds one more pointer, to
+    their int64 ids."""
 
-    def __init__(self, name: str, ir_text: str, workspace_bytes: int, aliases: dict[int, int]):
+    def __init__(self, name: str, ir_text: str, workspace_bytes: int, aliases: dict[int, int],
+                 callbacks: list):
         self.name = name
         self.ir_text = ir_text
         self.workspace_bytes = workspace_bytes
         self.aliases = aliases
+        self.callbacks = callbacks
 
 
 def generate(closed: ClosedJaxpr, name: str,
@@ -421,6 +447,8 @@ def generate(closed: ClosedJaxpr, name: str,
     entry = fn.append_basic_block("entry")
     em.b = ir.IRBuilder(entry)
     em.workspace = fn.args[2]
+    em.inputs = fn.args[0]
+    em.num_inputs = len(jaxpr.constvars) + len(jaxpr.invars)
 
     def arg_buf(array: ir.Value, i: int, aval: ShapedArray) -> Buf:
         raw = em.b.load(em.b.gep(array, [ir.Constant(I64, i)], inbounds=True))
@@ -436,5 +464,5 @@ def generate(closed: ClosedJaxpr, name: str,
     ins = [_as_value(em, bf) for bf in in_bufs]
     em.emit_jaxpr(jaxpr, ins[:nconsts], ins[nconsts:], out_bufs)
     em.b.ret_void()
-    return Program(name, str(em.module), em.workspace_bytes, aliases)
+    return Program(name, str(em.module), em.workspace_bytes, aliases, em.callbacks)
 

@@ -1,0 +1,2 @@
+"""jax.experimental: the experimental APIs that tracejit provides (a package: modules join it)."""
+from ..callback import io_callback  # noqa: F401
