@@ -11,7 +11,7 @@ from .. import lax
 from .. import numpy as jnp
 from ..core import dtypes
 from ..core.trace import get_aval
-from ..nn import logsumexp  # noqa: F401  (the same function in JAX)
+from ..nn import log_softmax, logsumexp, softmax  # noqa: F401  (the same functions in JAX)
 from ..numpy._util import promote_args_inexact
 from ..transforms.api import custom_jvp
 
@@ -68,7 +68,7 @@ def polygamma(n: Any, x: Any) -> Any:
 def xlogy(x: Any, y: Any) -> Any:
     """x * log(y), and 0 where x == 0 (even where log(y) is -inf or NaN)."""
     x, y = promote_args_inexact("xlogy", x, y)
-    x_ok = x != 0.
+    x_ok = (x != 0.) | jnp.isnan(y)        # 0 * log(NaN) stays NaN, as in JAX
     return jnp.where(x_ok, lax.mul(x, lax.log(y)), jnp.zeros_like(x))
 
 
@@ -83,7 +83,7 @@ def _xlogy_jvp(primals, tangents):
 def xlog1py(x: Any, y: Any) -> Any:
     """x * log1p(y), and 0 where x == 0."""
     x, y = promote_args_inexact("xlog1py", x, y)
-    x_ok = x != 0.
+    x_ok = (x != 0.) | jnp.isnan(y)
     return jnp.where(x_ok, lax.mul(x, lax.log1p(y)), jnp.zeros_like(x))
 
 
@@ -106,9 +106,52 @@ def ndtr(x: Any) -> Any:
 
 
 def ndtri(p: Any) -> Any:
-    """The inverse of ndtr: sqrt(2) * erfinv(2p - 1); -inf at 0, inf at 1, NaN outside."""
-    p = _real_float("ndtri", p)
-    return np.sqrt(2.) * lax.erf_inv(2. * p - 1.)
+    """The inverse of ndtr: -inf at 0, inf at 1, NaN outside [0, 1]. sqrt(2) erfinv(2p - 1)
+    where 2p - 1 is exact (p in [1/4, 3/4]); in the tails, Newton's method on
+    log(ndtr(x)) = log(q) (q = min(p, 1 - p)), which keeps full relative accuracy down to the
+    smallest q, from erfinv's guess or, below ~1e-15, the asymptote x**2 = t - log(2 pi t),
+    t = -2 log q."""
+    return _ndtri(_real_float("ndtri", p))
+
+
+_NDTRI_NEWTON_STEPS = 4      # from either start the error falls below an ulp by the 3rd
+
+
+@custom_jvp
+def _ndtri(p: Any) -> Any:
+    dtype = np.dtype(get_aval(p).dtype)
+    upper = p > 0.5
+    q = jnp.where(upper, 1. - p, p)               # exact for p > 1/2
+    central = jnp.abs(p - 0.5) <= 0.25
+    x_central = np.sqrt(2.) * lax.erf_inv(2. * jnp.where(central, p, 0.5) - 1.)
+    # the tails: q in (0, 1/4), every branch kept finite so no NaN reaches a select
+    tiny = dtypes.finfo_of(dtype).tiny
+    tail_q = jnp.clip(q, 0., 0.25)
+    # log q for subnormal q too (a float32 log flushes them to zero, as XLA's does)
+    subnormal = tail_q < tiny
+    log_q = jnp.where(subnormal, lax.log(jnp.maximum(tail_q, tiny * dtypes.finfo_of(dtype).eps) * 2. ** 64)
+                      - 64 * np.log(2.), lax.log(jnp.maximum(tail_q, tiny)))
+    t = -2. * log_q
+    x_far = -lax.sqrt(t - lax.log(2. * np.pi * t))
+    x_near = np.sqrt(2.) * lax.erf_inv(2. * tail_q - 1.)
+    x = jnp.where(tail_q > 16 * dtypes.finfo_of(dtype).eps, x_near, x_far)
+    for _ in range(_NDTRI_NEWTON_STEPS):
+        # order 12: the default 3 leaves ~1e-9 of error just past log_ndtr's switch point
+        log_cdf = log_ndtr(x, series_order=12)
+        log_pdf = -0.5 * lax.square(x) - 0.5 * np.log(2. * np.pi)
+        x = x - (log_cdf - log_q) * lax.exp(log_cdf - log_pdf)
+    x_tail = jnp.where(upper, -x, x)
+    out = jnp.where(central, x_central, x_tail)
+    out = jnp.where(p == 0, -np.inf, jnp.where(p == 1, np.inf, out))
+    return jnp.where((p < 0) | (p > 1) | jnp.isnan(p), np.nan, out).astype(dtype)
+
+
+@_ndtri.defjvp
+def _ndtri_jvp(primals, tangents):
+    # dx/dp = 1 / pdf(x)
+    (p,), (p_dot,) = primals, tangents
+    x = _ndtri(p)
+    return x, p_dot * float(np.sqrt(2. * np.pi)) * lax.exp(0.5 * lax.square(x))
 
 
 # the asymptotic series of log_ndtr takes over below these points (JAX's choice per dtype)
@@ -183,3 +226,248 @@ def _real_float(name: str, x: Any) -> Any:
         raise TypeError(f"{name}: x.dtype={dtype} is not supported; pass a floating-point "
                         "array, e.g. x.astype(jnp.float32)")
     return x
+
+
+# --- the gamma family ---------------------------------------------------------------------
+
+def _real_only(name: str, *args: Any) -> list:
+    args = promote_args_inexact(name, *args)
+    if dtypes.issubdtype(get_aval(args[0]).dtype, np.complexfloating):
+        raise ValueError(f"{name} does not support complex-valued inputs.")
+    return args
+
+
+def gammasgn(x: Any) -> Any:
+    """The sign of Gamma(x): -1 or 1 (-1 at -0.0), NaN at the poles x = -1, -2, ... and NaN."""
+    (x,) = _real_only("gammasgn", x)
+    floor_x = lax.floor(x)
+    neg = x < 0
+    nan = (neg & (x == floor_x)) | jnp.isnan(x)
+    minus = (neg & (lax.rem(floor_x, jnp.full_like(x, 2)) != 0)) | ((x == 0) & jnp.signbit(x))
+    return jnp.where(nan, jnp.nan, jnp.where(minus, -1., 1.)).astype(get_aval(x).dtype)
+
+
+def gamma(x: Any) -> Any:
+    """The gamma function, as gammasgn(x) * exp(gammaln(x))."""
+    (x,) = _real_only("gamma", x)
+    return gammasgn(x) * lax.exp(lax.lgamma(x))
+
+
+def loggamma(x: Any) -> Any:
+    """log(Gamma(x)) for real x > 0 (NaN elsewhere; complex x is not supported yet)."""
+    (x,) = promote_args_inexact("loggamma", x)
+    if dtypes.issubdtype(get_aval(x).dtype, np.complexfloating):
+        raise NotImplementedError("loggamma of complex numbers is not supported in tracejit yet")
+    return jnp.where(x > 0, lax.lgamma(x), jnp.nan)
+
+
+def _algdiv(a: Any, b: Any) -> Any:
+    """lgamma(b) - lgamma(a + b) for b >= 8 and a <= b, without the cancellation of the
+    difference: Stirling's series for both, the difference of their corrections summed as one
+    series (cdflib's algdiv, which SciPy's betaln uses)."""
+    h = a / b
+    c = h / (1 + h)
+    x2 = c * c
+    s3 = 1. + (c + x2)
+    s5 = 1. + (c + x2 * s3)
+    s7 = 1. + (c + x2 * s5)
+    s9 = 1. + (c + x2 * s7)
+    s11 = 1. + (c + x2 * s9)
+    t = lax.square(1. / b)
+    coef = (0.833333333333333e-01, -0.277777777760991e-02, 0.793650666825390e-03,
+            -0.595202931351870e-03, 0.837308034031215e-03, -0.165322962780713e-02)
+    w = ((((coef[5] * s11 * t + coef[4] * s9) * t + coef[3] * s7) * t + coef[2] * s5) * t
+         + coef[1] * s3) * t + coef[0]
+    w = w * (c / b)
+    u = (b + (a - 0.5)) * lax.log1p(a / b)
+    v = a * (lax.log(b) - 1.)
+    return jnp.where(u <= v, (w - v) - u, (w - u) - v)
+
+
+def betaln(a: Any, b: Any) -> Any:
+    """log|B(a, b)|, accurate for large arguments (no cancellation of three lgammas)."""
+    a, b = promote_args_inexact("betaln", a, b)
+    a, b = jnp.minimum(a, b), jnp.maximum(a, b)
+    small_b = lax.lgamma(a) + (lax.lgamma(b) - lax.lgamma(a + b))
+    large_b = lax.lgamma(a) + _algdiv(a, jnp.maximum(b, 8.))
+    return jnp.where(b < 8, small_b, large_b)
+
+
+def beta(a: Any, b: Any) -> Any:
+    """The beta function Gamma(a) Gamma(b) / Gamma(a + b)."""
+    a, b = _real_only("beta", a, b)
+    sign = gammasgn(a) * gammasgn(b) * gammasgn(a + b)
+    return sign * lax.exp(betaln(a, b))
+
+
+def betainc(a: Any, b: Any, x: Any) -> Any:
+    """The regularized incomplete beta function I_x(a, b) (differentiable in x only)."""
+    a, b, x = jnp.broadcast_arrays(*_real_only("betainc", a, b, x))
+    return lax.betainc(a, b, x)
+
+
+def gammainc(a: Any, x: Any) -> Any:
+    """The regularized lower incomplete gamma function P(a, x)."""
+    a, x = jnp.broadcast_arrays(*_real_only("gammainc", a, x))
+    return lax.igamma(a, x)
+
+
+def gammaincc(a: Any, x: Any) -> Any:
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
+    a, x = jnp.broadcast_arrays(*_real_only("gammaincc", a, x))
+    return lax.igammac(a, x)
+
+
+def factorial(n: Any, exact: bool = False) -> Any:
+    """n! as a float, exp(gammaln(n + 1)); 0 for n < 0 (exact=True is not supported, as in
+    JAX: exact factorials past 20! overflow every integer dtype)."""
+    if exact:
+        raise NotImplementedError("factorial with exact=True")
+    (n,) = promote_args_inexact("factorial", n)
+    return jnp.where(n < 0, 0, lax.exp(lax.lgamma(n + 1)))
+
+
+def comb(N: Any, k: Any, *, repetition: bool = False) -> Any:
+    """The binomial coefficient N choose k as a float; 0 when k < 0, N < 0 or k > N."""
+    N, k = promote_args_inexact("comb", N, k)
+    if repetition:
+        return jnp.where((k == 0) & (N >= 0), 1.0, comb(N + k - 1, k))
+    ok = (k <= N) & (N >= 0) & (k >= 0)
+    safe_n, safe_k = jnp.where(ok, N, 0.), jnp.where(ok, k, 0.)
+    out = lax.exp(gammaln(safe_n + 1) - gammaln(safe_k + 1) - gammaln(safe_n + 1 - safe_k))
+    return jnp.where(ok, out, 0.)
+
+
+@custom_jvp
+def poch(z: Any, m: Any) -> Any:
+    """The rising factorial Gamma(z + m) / Gamma(z) (1 at m = 0)."""
+    z, m = _real_only("poch", z, m)
+    return jnp.where(m == 0., jnp.ones_like(z), gamma(z + m) / gamma(z))
+
+
+@poch.defjvp
+def _poch_jvp(primals, tangents):
+    (z, m), (z_dot, m_dot) = primals, tangents
+    out = poch(z, m)
+    psi_zm = digamma(z + m)
+    return out, (psi_zm - digamma(z)) * out * z_dot + psi_zm * out * m_dot
+
+
+def multigammaln(a: Any, d: int) -> Any:
+    """log of the multivariate gamma function of dimension d (a concrete int)."""
+    try:
+        d = int(d)
+    except TypeError:
+        raise TypeError("multigammaln: d must be a concrete Python int (it sets how many "
+                        "terms are summed); it cannot be traced") from None
+    a, d_ = promote_args_inexact("multigammaln", a, d)
+    dtype = get_aval(a).dtype
+    constant = d * (d - 1) / 4 * np.log(np.pi)
+    halves = jnp.asarray(np.arange(d) / 2, dtype=dtype)
+    return jnp.sum(gammaln(jnp.expand_dims(a, -1) - halves), axis=-1) + \
+        jnp.asarray(constant, dtype)
+
+
+def zeta(x: Any, q: Any = None) -> Any:
+    """The Hurwitz zeta function sum_k (q + k)**-x (differentiable in q)."""
+    if q is None:
+        raise NotImplementedError("Riemann zeta function not implemented; pass q != None to "
+                                  "compute the Hurwitz Zeta function.")
+    x, q = jnp.broadcast_arrays(*_real_only("zeta", x, q))
+    return lax.zeta(x, q)
+
+
+def bernoulli(n: int) -> Any:
+    """The Bernoulli numbers B_0 .. B_n (B_1 = -1/2), from exact rational arithmetic."""
+    try:
+        n = int(n)
+    except TypeError:
+        raise TypeError("bernoulli: n must be a concrete Python int") from None
+    if n < 0:
+        raise ValueError("n must be a non-negative integer.")
+    from fractions import Fraction
+    from math import comb as binom
+    b = [Fraction(1)]
+    for k in range(1, n + 1):     # sum_j C(k + 1, j) B_j = 0
+        b.append(-sum(binom(k + 1, j) * b[j] for j in range(k)) / (k + 1))
+    return jnp.asarray(np.array([float(v) for v in b]), dtype=dtypes.default_float())
+
+
+# --- entropies ----------------------------------------------------------------------------
+
+@custom_jvp
+def _xlogx(x: Any) -> Any:
+    return xlogy(x, x)
+
+
+@_xlogx.defjvp
+def _xlogx_jvp(primals, tangents):
+    (x,), (x_dot,) = primals, tangents
+    return _xlogx(x), x_dot * (lax.log(x) + 1)
+
+
+def entr(x: Any) -> Any:
+    """-x log x for x > 0, 0 at 0, -inf below."""
+    (x,) = _real_only("entr", x)
+    return jnp.where(x < 0, -np.inf, -_xlogx(x))
+
+
+def rel_entr(p: Any, q: Any) -> Any:
+    """p log(p / q) for p, q > 0; 0 at p = 0, q >= 0; inf otherwise."""
+    p, q = _real_only("rel_entr", p, q)
+    both = (p > 0) & (q > 0)
+    zero_p = (p == 0) & (q >= 0)
+    safe_p, safe_q = jnp.where(both, p, 1), jnp.where(both, q, 1)
+    val = _xlogx(safe_p) - xlogy(safe_p, safe_q)
+    return jnp.where(both, val, jnp.where(zero_p, 0., np.inf))
+
+
+def kl_div(p: Any, q: Any) -> Any:
+    """p log(p / q) - p + q (inf where undefined)."""
+    p, q = _real_only("kl_div", p, q)
+    return rel_entr(p, q) - p + q
+
+
+def boxcox(x: Any, lmbda: Any) -> Any:
+    """The Box-Cox transform (x**lmbda - 1) / lmbda, log(x) at lmbda = 0."""
+    x, lmbda = promote_args_inexact("boxcox", x, lmbda)
+    return _boxcox(lax.log(x), lmbda)
+
+
+def boxcox1p(x: Any, lmbda: Any) -> Any:
+    """The Box-Cox transform of 1 + x, accurate for small x."""
+    x, lmbda = promote_args_inexact("boxcox1p", x, lmbda)
+    return _boxcox(lax.log1p(x), lmbda)
+
+
+def _boxcox(log_x: Any, lmbda: Any) -> Any:
+    # expm1(lmbda log x) / lmbda keeps digits where lmbda log x is small
+    zero = lmbda == 0
+    safe = jnp.where(zero, 1, lmbda)
+    return jnp.where(zero, log_x, lax.expm1(safe * log_x) / safe)
+
+
+# --- Bessel functions ---------------------------------------------------------------------
+
+def i0e(x: Any) -> Any:
+    """The exponentially scaled modified Bessel function of order 0, exp(-|x|) I0(x)."""
+    (x,) = promote_args_inexact("i0e", x)
+    return lax.bessel_i0e(x)
+
+
+def i0(x: Any) -> Any:
+    """The modified Bessel function of order 0."""
+    (x,) = promote_args_inexact("i0", x)
+    return lax.mul(lax.exp(lax.abs(x)), lax.bessel_i0e(x))
+
+
+def i1e(x: Any) -> Any:
+    """The exponentially scaled modified Bessel function of order 1, exp(-|x|) I1(x)."""
+    (x,) = promote_args_inexact("i1e", x)
+    return lax.bessel_i1e(x)
+
+
+def i1(x: Any) -> Any:
+    """The modified Bessel function of order 1."""
+    (x,) = promote_args_inexact("i1", x)
+    return lax.mul(lax.exp(lax.abs(x)), lax.bessel_i1e(x))
