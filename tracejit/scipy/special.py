@@ -126,10 +126,11 @@ def _ndtri(p: Any) -> Any:
     x_central = np.sqrt(2.) * lax.erf_inv(2. * jnp.where(central, p, 0.5) - 1.)
     # the tails: q in (0, 1/4), every branch kept finite so no NaN reaches a select
     tiny = dtypes.finfo_of(dtype).tiny
+    smallest = tiny * dtypes.finfo_of(dtype).eps
     tail_q = jnp.clip(q, 0., 0.25)
     # log q for subnormal q too (a float32 log flushes them to zero, as XLA's does)
     subnormal = tail_q < tiny
-    log_q = jnp.where(subnormal, lax.log(jnp.maximum(tail_q, tiny * dtypes.finfo_of(dtype).eps) * 2. ** 64)
+    log_q = jnp.where(subnormal, lax.log(jnp.maximum(tail_q, smallest) * 2. ** 64)
                       - 64 * np.log(2.), lax.log(jnp.maximum(tail_q, tiny)))
     t = -2. * log_q
     x_far = -lax.sqrt(t - lax.log(2. * np.pi * t))
