@@ -193,3 +193,34 @@ def test_vmap_over_parameters_matches_a_loop():
     np.testing.assert_allclose(g(np.float32(0.3), a, a[::-1]),
                                [stats.beta.logpdf(0.3, s, r) for s, r in zip(a, a[::-1])],
                                rtol=1e-5)
+
+
+@pytest.mark.parametrize("kw", [{}, {"bw_method": "silverman"}, {"bw_method": 0.3},
+                                {"weights": "w"}], ids=str)
+def test_gaussian_kde_matches_jax(kw):
+    data = RNG.normal(size=50).astype(np.float32)
+    if kw.get("weights") == "w":
+        kw = {"weights": RNG.uniform(size=50).astype(np.float32)}
+    pts = np.linspace(-3, 3, 11).astype(np.float32)
+    theirs, ours = jst.gaussian_kde(data, **kw), stats.gaussian_kde(data, **kw)
+    for m in ("evaluate", "logpdf", "pdf", "__call__"):
+        np.testing.assert_allclose(getattr(ours, m)(pts), getattr(theirs, m)(pts), rtol=1e-5,
+                                   atol=1e-7)
+    np.testing.assert_allclose(ours.integrate_box_1d(-1., 0.5),
+                               theirs.integrate_box_1d(-1., 0.5), rtol=1e-5)
+    np.testing.assert_allclose(ours.integrate_gaussian(0.3, 1.2),
+                               theirs.integrate_gaussian(0.3, 1.2), rtol=1e-5)
+    np.testing.assert_allclose(ours.integrate_kde(stats.gaussian_kde(data[:20])),
+                               theirs.integrate_kde(jst.gaussian_kde(data[:20])), rtol=1e-5)
+    np.testing.assert_allclose(ours.covariance, theirs.covariance, rtol=1e-5)
+    # a pytree: it passes through jit and grad
+    np.testing.assert_allclose(tracejit.jit(lambda k, x: k.logpdf(x))(ours, pts),
+                               theirs.logpdf(pts), rtol=1e-5)
+    g = tracejit.grad(lambda d: stats.gaussian_kde(d, **kw).logpdf(pts).sum())(data)
+    want = jax.grad(lambda d: jst.gaussian_kde(d, **kw).logpdf(pts).sum())(data)
+    np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-6)
+    assert ours.resample(tracejit.random.PRNGKey(0), (5,)).shape == (1, 5)
+    with pytest.raises(ValueError, match="bw_method"):
+        stats.gaussian_kde(data, bw_method="wide")
+    with pytest.raises(NotImplementedError, match="integrate_box_1d"):
+        ours.integrate_box(0., 1.)

@@ -4,3 +4,4 @@ from . import (bernoulli, beta, betabinom, binom, cauchy, chi2, dirichlet, expon
                gamma, gennorm, geom, gumbel_l, gumbel_r, laplace, logistic, multinomial,
                multivariate_normal, nbinom, norm, pareto, poisson, t, truncnorm, uniform,
                vonmises, wrapcauchy)
+from .kde import gaussian_kde  # noqa: F401
