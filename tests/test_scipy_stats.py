@@ -46,6 +46,12 @@ NAMES = {
 }
 
 
+def test_module_names_are_jaxs():
+    public = sorted(n for n in dir(jst) if not n.startswith("_"))
+    assert public == sorted([*NAMES, "gaussian_kde", "mode", "rankdata", "sem"])
+    assert [n for n in public if not hasattr(stats, n)] == []
+
+
 def test_each_distribution_has_jaxs_functions():
     for dist, names in NAMES.items():
         theirs = getattr(jst, dist)
@@ -224,3 +230,32 @@ def test_gaussian_kde_matches_jax(kw):
         stats.gaussian_kde(data, bw_method="wide")
     with pytest.raises(NotImplementedError, match="integrate_box_1d"):
         ours.integrate_box(0., 1.)
+
+
+def test_mode_rankdata_and_sem_match_jax():
+    a = RNG.integers(0, 4, size=(5, 6))
+    f = RNG.normal(size=7).astype(np.float32)
+    f[3] = f[1]
+    for axis in (0, 1, None, -1):
+        for keepdims in (False, True):
+            want = jst.mode(a, axis=axis, keepdims=keepdims)
+            got = stats.mode(a, axis=axis, keepdims=keepdims)
+            for g, w in zip(got, want):
+                assert g.dtype == w.dtype and g.shape == w.shape
+                np.testing.assert_array_equal(g, w)
+    for method in ("average", "min", "max", "dense", "ordinal"):
+        for x in (a[0], f, a):
+            want = jst.rankdata(x, method)
+            got = tracejit.jit(stats.rankdata, static_argnums=1)(x, method)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(stats.rankdata(a, method, axis=1),
+                                      jst.rankdata(a, method, axis=1))
+    np.testing.assert_array_equal(stats.rankdata(np.array([1., np.nan])), [np.nan, np.nan])
+    with pytest.raises(ValueError, match="unknown method"):
+        stats.rankdata(f, "mean")
+    with pytest.raises(NotImplementedError, match="omit"):
+        stats.mode(a, nan_policy="omit")
+    np.testing.assert_allclose(stats.sem(f), jst.sem(f), rtol=1e-6)
+    np.testing.assert_allclose(stats.sem(a, axis=1, ddof=0), jst.sem(a, axis=1, ddof=0),
+                               rtol=1e-6)
