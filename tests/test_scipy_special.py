@@ -77,7 +77,7 @@ JAX_SPECIAL = [
     "xlogy", "zeta"]
 # not built yet (each needs its own series/asymptotic code): see the README's "Not yet"
 NOT_YET = {"bessel_jn", "dawsn", "erfcx", "fresnel", "hyp1f1", "hyp2f1", "owens_t", "sici",
-           "spence", "sph_harm_y", "wofz"}
+           "sph_harm_y", "wofz"}
 
 
 def test_public_names_are_jaxs():
@@ -341,3 +341,18 @@ def test_exponential_integral_gradients(x64):
         shifted[argnum] = args[argnum] - eps
         fd = (up - float(f(*shifted))) / (2 * eps)
         np.testing.assert_allclose(got, fd, rtol=1e-7)
+
+
+def test_spence_against_scipy_and_jax(x64):
+    import scipy.special as sp
+    x = np.concatenate([np.linspace(0, 5, 2001), 10 ** np.linspace(-300, 300, 600),
+                        [-1., np.inf, np.nan, 1.]])
+    got, want = np.asarray(tracejit.jit(special.spence)(x)), sp.spence(x)
+    np.testing.assert_allclose(got, want, rtol=8e-15, atol=1e-300, equal_nan=True)
+    x32 = np.array([-1., 0., 0.25, 0.5, 1., 2., 10., 1e10, np.inf, np.nan], np.float32)
+    got32 = special.spence(x32)
+    assert got32.dtype == np.float32
+    np.testing.assert_allclose(got32, jsp.spence(x32), rtol=3e-6, equal_nan=True)
+    # d/dx Li2(1 - x) = log(x) / (1 - x) (JAX 0.10 gives NaN at 2 and 0 at 1)
+    for v, want_g in [(2., -np.log(2.)), (1., -1.), (0.3, np.log(0.3) / 0.7)]:
+        np.testing.assert_allclose(tracejit.grad(special.spence)(v), want_g, rtol=1e-12)

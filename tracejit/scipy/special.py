@@ -611,3 +611,58 @@ def expi(x: Any) -> Any:
 def _expi_jvp(primals, tangents):
     (x,), (x_dot,) = primals, tangents
     return expi(x), lax.exp(x) / x * x_dot
+
+
+# --- Spence's function ----------------------------------------------------------------------
+
+_DILOG_TERMS = 50           # sum u**k / k**2 for |u| <= 1/2: the 50th term is below 2**-56
+
+
+def _dilog_small(u: Any) -> Any:
+    total, power = jnp.zeros_like(u), jnp.ones_like(u)
+    for k in range(1, _DILOG_TERMS + 1):
+        power = power * u
+        total = total + power / (k * k)
+    return total
+
+
+def _dilog_minus(w: Any) -> Any:
+    """Li2(w) for -1 <= w <= 0: the series, or Landen's identity to bring w/(w-1) into
+    [1/3, 1/2] when w < -1/2."""
+    near = w >= -0.5
+    landen = -_dilog_small(jnp.where(near, -0.5, w / (w - 1))) - \
+        0.5 * lax.square(lax.log1p(-jnp.where(near, -0.5, w)))
+    return jnp.where(near, _dilog_small(jnp.where(near, w, 0.)), landen)
+
+
+@custom_jvp
+def spence(x: Any) -> Any:
+    """Spence's function int_1^x log(t) / (t - 1) dt = Li2(1 - x) for x >= 0 (NaN below and at
+    inf). Li2(y), y = 1 - x (exact near y = 0), by its series for |y| <= 1/2, the reflection
+    Li2(y) = pi**2/6 - log(y) log(1 - y) - Li2(1 - y) above, and the inversion
+    Li2(y) = -pi**2/6 - log(-y)**2 / 2 - Li2(1/y) below -1."""
+    (x,) = _real_only("spence", x)
+    y = 1 - x
+    pi2_6 = np.pi ** 2 / 6
+    small = jnp.abs(y) <= 0.5
+    upper = y > 0.5
+    lower = y < -1
+    s = _dilog_small(jnp.where(small, y, 0.))
+    x_up = jnp.where(upper & (x > 0), x, 0.5)            # 1 - y, exactly x
+    reflect = pi2_6 - lax.log1p(-x_up) * lax.log(x_up) - _dilog_small(x_up)
+    reflect = jnp.where(x == 0, pi2_6, reflect)
+    y_mid = jnp.where(~small & ~upper & ~lower, y, -0.75)
+    mid = _dilog_minus(y_mid)
+    y_low = jnp.where(lower & jnp.isfinite(y), y, -2.)
+    invert = -pi2_6 - 0.5 * lax.square(lax.log(-y_low)) - _dilog_minus(1 / y_low)
+    out = jnp.where(small, s, jnp.where(upper, reflect, jnp.where(lower, invert, mid)))
+    return jnp.where((x < 0) | (x == np.inf), np.nan, out)
+
+
+@spence.defjvp
+def _spence_jvp(primals, tangents):
+    # d/dx Li2(1 - x) = log(x) / (1 - x), which tends to -1 at x = 1
+    (x,), (x_dot,) = primals, tangents
+    one = x == 1
+    safe = jnp.where(one, 2., x)
+    return spence(x), jnp.where(one, -1., lax.log(safe) / (1 - safe)) * x_dot
