@@ -259,3 +259,11 @@ def test_mode_rankdata_and_sem_match_jax():
     np.testing.assert_allclose(stats.sem(f), jst.sem(f), rtol=1e-6)
     np.testing.assert_allclose(stats.sem(a, axis=1, ddof=0), jst.sem(a, axis=1, ddof=0),
                                rtol=1e-6)
+
+
+@pytest.mark.parametrize("dist, fn, grid", PARAMS, ids=[f"{d}.{f}" for d, f, _ in PARAMS])
+def test_float32_stays_float32_with_x64(dist, fn, grid, x64):
+    """No float64 constant leaks into float32 code (NumPy scalars are not weakly typed)."""
+    args = [a[:3] for a in grid(fn)]
+    # (JAX 0.10's norm.ppf/isf return float64 here: its ndtri mixes in float64 constants)
+    assert getattr(getattr(stats, dist), fn)(*args).dtype == np.float32

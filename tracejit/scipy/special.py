@@ -3,6 +3,7 @@ differentiates, batches and compiles natively like any other jax.numpy code."""
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import numpy as np
@@ -97,7 +98,7 @@ def _xlog1py_jvp(primals, tangents):
 def ndtr(x: Any) -> Any:
     """The standard normal CDF, from erf near 0 and erfc in the tails (no cancellation)."""
     x = _real_float("ndtr", x)
-    half_sqrt_2 = np.sqrt(0.5)
+    half_sqrt_2 = math.sqrt(0.5)
     w = x * half_sqrt_2
     z = lax.abs(w)
     y = jnp.where(z < half_sqrt_2, 1. + lax.erf(w),
@@ -123,7 +124,7 @@ def _ndtri(p: Any) -> Any:
     upper = p > 0.5
     q = jnp.where(upper, 1. - p, p)               # exact for p > 1/2
     central = jnp.abs(p - 0.5) <= 0.25
-    x_central = np.sqrt(2.) * lax.erf_inv(2. * jnp.where(central, p, 0.5) - 1.)
+    x_central = math.sqrt(2.) * lax.erf_inv(2. * jnp.where(central, p, 0.5) - 1.)
     # the tails: q in (0, 1/4), every branch kept finite so no NaN reaches a select
     tiny = dtypes.finfo_of(dtype).tiny
     smallest = tiny * dtypes.finfo_of(dtype).eps
@@ -131,15 +132,15 @@ def _ndtri(p: Any) -> Any:
     # log q for subnormal q too (a float32 log flushes them to zero, as XLA's does)
     subnormal = tail_q < tiny
     log_q = jnp.where(subnormal, lax.log(jnp.maximum(tail_q, smallest) * 2. ** 64)
-                      - 64 * np.log(2.), lax.log(jnp.maximum(tail_q, tiny)))
+                      - 64 * math.log(2.), lax.log(jnp.maximum(tail_q, tiny)))
     t = -2. * log_q
     x_far = -lax.sqrt(t - lax.log(2. * np.pi * t))
-    x_near = np.sqrt(2.) * lax.erf_inv(2. * tail_q - 1.)
+    x_near = math.sqrt(2.) * lax.erf_inv(2. * tail_q - 1.)
     x = jnp.where(tail_q > 16 * dtypes.finfo_of(dtype).eps, x_near, x_far)
     for _ in range(_NDTRI_NEWTON_STEPS):
         # order 12: the default 3 leaves ~1e-9 of error just past log_ndtr's switch point
         log_cdf = log_ndtr(x, series_order=12)
-        log_pdf = -0.5 * lax.square(x) - 0.5 * np.log(2. * np.pi)
+        log_pdf = -0.5 * lax.square(x) - 0.5 * math.log(2. * np.pi)
         x = x - (log_cdf - log_q) * lax.exp(log_cdf - log_pdf)
     x_tail = jnp.where(upper, -x, x)
     out = jnp.where(central, x_central, x_tail)
@@ -152,7 +153,7 @@ def _ndtri_jvp(primals, tangents):
     # dx/dp = 1 / pdf(x)
     (p,), (p_dot,) = primals, tangents
     x = _ndtri(p)
-    return x, p_dot * float(np.sqrt(2. * np.pi)) * lax.exp(0.5 * lax.square(x))
+    return x, p_dot * math.sqrt(2. * np.pi) * lax.exp(0.5 * lax.square(x))
 
 
 # the asymptotic series of log_ndtr takes over below these points (JAX's choice per dtype)
@@ -188,14 +189,14 @@ def _log_ndtr_jvp(series_order, primals, tangents):
     # d/dx log ndtr(x) = pdf(x) / ndtr(x), taken in logs so neither tail over- or underflows
     (x,), (t,) = primals, tangents
     ans = _log_ndtr(x, series_order)
-    log_pdf = -0.5 * lax.square(x) - 0.5 * np.log(2. * np.pi)
+    log_pdf = -0.5 * lax.square(x) - 0.5 * math.log(2. * np.pi)
     return ans, t * lax.exp(log_pdf - ans)
 
 
 def _log_ndtr_lower(x: Any, series_order: int) -> Any:
     """log(ndtr(x)) for x << 0: -x^2/2 - log(-x) - log(2 pi)/2 + log(1 + sum_k c_k / x^2k)."""
     x_2 = lax.square(x)
-    log_scale = -0.5 * x_2 - lax.log(-x) - 0.5 * np.log(2. * np.pi)
+    log_scale = -0.5 * x_2 - lax.log(-x) - 0.5 * math.log(2. * np.pi)
     return log_scale + lax.log(_log_ndtr_series(x_2, series_order))
 
 
@@ -363,7 +364,7 @@ def multigammaln(a: Any, d: int) -> Any:
                         "terms are summed); it cannot be traced") from None
     a, d_ = promote_args_inexact("multigammaln", a, d)
     dtype = get_aval(a).dtype
-    constant = d * (d - 1) / 4 * np.log(np.pi)
+    constant = d * (d - 1) / 4 * math.log(np.pi)
     halves = jnp.asarray(np.arange(d) / 2, dtype=dtype)
     return jnp.sum(gammaln(jnp.expand_dims(a, -1) - halves), axis=-1) + \
         jnp.asarray(constant, dtype)
@@ -685,7 +686,7 @@ def erfcx(x: Any) -> Any:
     t = xb
     for k in range(_ERFCX_TERMS, 0, -1):      # evaluated from the tail inwards
         t = xb + (k / 2) / t
-    cf = 1 / (np.sqrt(np.pi) * t)
+    cf = 1 / (math.sqrt(np.pi) * t)
     xs = jnp.where(big, 0., x)
     x2 = xs * xs
     lo = lax.fma(xs, xs, -x2)
@@ -698,4 +699,4 @@ def erfcx(x: Any) -> Any:
 def _erfcx_jvp(primals, tangents):
     (x,), (x_dot,) = primals, tangents
     y = erfcx(x)
-    return y, (2 * x * y - 2 / np.sqrt(np.pi)) * x_dot
+    return y, (2 * x * y - 2 / math.sqrt(np.pi)) * x_dot

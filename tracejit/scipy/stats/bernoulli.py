@@ -34,4 +34,4 @@ def ppf(q: Any, p: Any) -> Any:
     """The smallest k in {0, 1} with cdf(k) >= q."""
     q, p = promote_args_inexact("bernoulli.ppf", q, p)
     bad = jnp.isnan(q) | jnp.isnan(p) | (p < 0) | (p > 1) | (q < 0) | (q > 1)
-    return jnp.where(bad, np.nan, jnp.where(q <= 1 - p, 0., 1.))
+    return jnp.where(bad, np.nan, jnp.where(q <= 1 - p, jnp.zeros_like(q), jnp.ones_like(q)))

@@ -1,6 +1,7 @@
 """jax.scipy.stats.chi2: the chi-squared distribution (user-facing layer)."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ def logpdf(x: Any, df: Any, loc: Any = 0, scale: Any = 1) -> Any:
     y = (x - loc) / scale
     half_df = df / 2
     kernel = (half_df - 1) * lax.log(y) - y / 2
-    normalizer = -(lax.lgamma(half_df) + np.log(2.) * df / 2)
+    normalizer = -(lax.lgamma(half_df) + math.log(2.) * df / 2)
     return jnp.where(x < loc, -np.inf, normalizer - lax.log(scale) + kernel)
 
 

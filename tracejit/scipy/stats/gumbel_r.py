@@ -1,6 +1,7 @@
 """jax.scipy.stats.gumbel_r: the right-skewed Gumbel distribution (user-facing layer)."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -54,5 +55,5 @@ def logsf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
     x, loc, scale = promote_args_inexact("gumbel_r.logsf", x, loc, scale)
     t = lax.exp((loc - x) / scale)
     # log(1 - exp(-t)): log(-expm1(-t)) for small t, log1p(-exp(-t)) for large
-    out = jnp.where(t < np.log(2.), lax.log(-lax.expm1(-t)), lax.log1p(-lax.exp(-t)))
+    out = jnp.where(t < math.log(2.), lax.log(-lax.expm1(-t)), lax.log1p(-lax.exp(-t)))
     return jnp.where(scale > 0, out, np.nan)

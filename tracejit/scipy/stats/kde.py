@@ -4,6 +4,7 @@ the inverse covariance and its Cholesky factor come from jnp.linalg (engineer D'
 functions)."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -184,7 +185,7 @@ class gaussian_kde:  # noqa: N801 - SciPy's and JAX's name
         whitening = _lower_cholesky(precision)
         data_w = data.T @ whitening                 # (n, d)
         xi_w = xi.T @ whitening                     # (m, d)
-        log_norm = jnp.sum(jnp.log(jnp.diagonal(whitening))) - 0.5 * self.d * np.log(2 * np.pi)
+        log_norm = jnp.sum(jnp.log(jnp.diagonal(whitening))) - 0.5 * self.d * math.log(2 * np.pi)
         arg = log_norm - 0.5 * jnp.sum(jnp.square(data_w[None, :, :] - xi_w[:, None, :]),
                                        axis=-1)     # (m, n)
         if in_log:
