@@ -6,6 +6,7 @@ works eagerly, under jit, inside loops and under vmap.
 """
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from typing import Any, Sequence
@@ -21,6 +22,7 @@ from .core.trace import Tracer, concrete_value, get_aval
 from .lax._base import canonicalize_axis
 from .numpy._util import broadcast_shapes, check_arraylike, promote_dtypes_inexact
 from .prng import PRNGKeyArray
+from .transforms.custom import custom_jvp
 
 __all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "split", "fold_in",
            "bits", "uniform", "normal", "truncated_normal", "bernoulli", "randint", "choice",
@@ -796,6 +798,7 @@ def _gamma(keys: Any, a: Any, shape: tuple[int, ...] | None, dtype: np.dtype,
     return lax.reshape(_gamma_lanes(lanes, lax.reshape(a, (size,)), log_space), shape)
 
 
+@functools.partial(custom_jvp, nondiff_argnums=(2,))
 def _gamma_lanes(keys: Any, alpha: Any, log_space: bool) -> Any:
     """JAX's `_gamma_one` for every lane (key i, alpha i) at once: loops run until every lane
     is done and a lane's state only changes while its own condition holds, which is what
@@ -842,6 +845,24 @@ def _gamma_lanes(keys: Any, alpha: Any, log_space: bool) -> Any:
     samples = lax.sub(one, _uniform(subkey, 0.0, 1.0, (), dtype))
     boost = lax.select(boost_mask, one, lax.pow(samples, lax.div(one, alpha_orig)))
     return lax.mul(lax.mul(d, v), boost)
+
+
+@_gamma_lanes.defjvp
+def _gamma_lanes_jvp(log_space, primals, tangents):
+    """JAX's implicit reparameterisation gradient: the sample moves with alpha at a fixed CDF
+    value, dx/dalpha = -(dP/dalpha) / (dP/dx) (lax.random_gamma_grad); d log x = dx / x."""
+    keys, alpha = primals
+    alpha_dot = tangents[1]
+    sample = _gamma_lanes(keys, alpha, log_space)
+    if log_space:
+        # exp(log sample) may round to 0: use the smallest normal instead, as JAX does
+        x = lax.exp(sample)
+        x = lax.select(lax.eq(x, lax.full_like(x, 0)),
+                       lax.full_like(x, dtypes.finfo_of(get_aval(x).dtype).tiny), x)
+        grad = lax.div(lax.random_gamma_grad(alpha, x), x)
+    else:
+        grad = lax.random_gamma_grad(alpha, sample)
+    return sample, lax.mul(grad, alpha_dot)
 
 
 def _masked_while(lane_cond, body, state):

@@ -22,6 +22,7 @@ INT = "int"          # signed and unsigned ints
 SIGNED = "signed"    # signed ints
 INTBOOL = "intbool"  # ints and bool (bitwise)
 FLOAT = "float"      # inexact
+REAL_FLOAT = "real_float"  # floating, not complex
 NUM = "num"          # ints and floats (no bool)
 REAL = "real"        # ints and real floats (no bool, no complex)
 REALFLOAT = "realfloat"  # real floats
@@ -42,6 +43,8 @@ def dtype_ok(dtype: np.dtype, kinds: str) -> bool:
         return dtypes.is_int(dtype) or dtype == dtypes.bool_
     if kinds == FLOAT:
         return dtypes.is_inexact(dtype)
+    if kinds == REAL_FLOAT:
+        return dtypes.is_float(dtype)
     if kinds == NUM:
         return dtypes.is_int(dtype) or dtypes.is_inexact(dtype)
     real = dtypes.is_inexact(dtype) and np.dtype(dtype).kind != "c"
@@ -55,7 +58,8 @@ def dtype_ok(dtype: np.dtype, kinds: str) -> bool:
 
 
 _KIND_WORDS = {BOOL: "a boolean", INT: "an integer", SIGNED: "a signed integer",
-               INTBOOL: "an integer or boolean", FLOAT: "a floating-point", NUM: "a numeric"}
+               INTBOOL: "an integer or boolean", FLOAT: "a floating-point",
+               REAL_FLOAT: "a real floating-point", NUM: "a numeric"}
 
 
 # JAX's words for the kinds that exclude complex numbers

@@ -17,7 +17,7 @@ import numpy as np
 from ...core import dtypes
 from ...core.primitive import Primitive
 from ...lax import elementwise as ew
-from . import complex_ops
+from . import complex_ops, special_math
 from .types import F32, F64, I1, I16, I32, I64, const, is_complex, is_signed, reg_type
 
 
@@ -452,6 +452,7 @@ for _p in (ew.exp_p, ew.exp2_p, ew.log_p, ew.log1p_p, ew.expm1_p, ew.tanh_p, ew.
            ew.asinh_p, ew.acosh_p, ew.atanh_p, ew.cbrt_p, ew.erf_p, ew.erfc_p, ew.erf_inv_p,
            ew.lgamma_p, ew.digamma_p, ew.bessel_i0e_p, ew.bessel_i1e_p):
     EMITTERS[_p] = _unary_math(_p.name)  # math.py's polynomial of the same name
+EMITTERS.update(special_math.EMITTERS)  # igamma, betainc, zeta: loops per element
 
 
 def emit_scalar(b: ir.IRBuilder, prim: Primitive, in_dtypes: list[np.dtype], out_dtype: np.dtype,

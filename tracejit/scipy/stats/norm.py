@@ -1,6 +1,7 @@
 """jax.scipy.stats.norm: the normal distribution's pdf, cdf and their logs and inverses."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,7 @@ from ... import numpy as jnp
 from ...numpy._util import promote_args_inexact
 from ..special import log_ndtr, ndtr, ndtri
 
-_HALF_LOG_2PI = 0.5 * np.log(2 * np.pi)
+_HALF_LOG_2PI = 0.5 * math.log(2 * np.pi)
 
 
 def logpdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:

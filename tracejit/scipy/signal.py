@@ -1,0 +1,121 @@
+"""jax.scipy.signal: direct convolution and correlation of N-d arrays (user-facing layer).
+
+There is no lax.conv_general_dilated yet, so the direct method gathers every input window the
+kernel covers (one gather with static indices) and contracts the windows with the flipped
+kernel in one dot_general: O(out.size * kernel.size) memory, fine for the small kernels signal
+processing uses. `fftconvolve` and method="fft" need an FFT, which tracejit does not have yet:
+they raise NotImplementedError saying so."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import lax
+from .. import numpy as jnp
+from ..numpy._util import promote_dtypes_inexact
+
+_MODES = ("full", "same", "valid")
+
+
+def _windows_dot(x: Any, kernel: Any, padding: list[tuple[int, int]]) -> Any:
+    """The valid cross-correlation of x, zero-padded by `padding`, with kernel (what
+    lax.conv_general_dilated computes for one feature and no strides)."""
+    x = jnp.pad(x, [(max(lo, 0), max(hi, 0)) for lo, hi in padding])
+    # negative padding crops, as in lax.conv ("same" output of a swapped pair)
+    x = x[tuple(slice(max(-lo, 0), s - max(-hi, 0)) for (lo, hi), s in zip(padding, x.shape))]
+    out_shape = tuple(s - k + 1 for s, k in zip(x.shape, kernel.shape))
+    nd = x.ndim
+    index = []
+    for d, (o, k) in enumerate(zip(out_shape, kernel.shape)):
+        # axes (out_0, ..., out_n-1, k_0, ..., k_n-1): window offsets after the positions
+        shape = [1] * (2 * nd)
+        shape[d], shape[nd + d] = o, k
+        index.append((np.arange(o)[:, None] + np.arange(k)[None, :]).reshape(shape))
+    windows = x[tuple(index)]
+    k_axes = tuple(range(nd, 2 * nd))
+    return lax.dot_general(windows, kernel, ((k_axes, tuple(range(nd))), ((), ())))
+
+
+def _convolve_nd(in1: Any, in2: Any, mode: str) -> Any:
+    if mode not in _MODES:
+        raise ValueError("mode must be one of ['full', 'same', 'valid']")
+    in1, in2 = jnp.asarray(in1), jnp.asarray(in2)
+    if in1.ndim != in2.ndim:
+        raise ValueError("in1 and in2 must have the same number of dimensions")
+    if in1.size == 0 or in2.size == 0:
+        raise ValueError("zero-size arrays not supported in convolutions, got shapes "
+                         f"{in1.shape} and {in2.shape}.")
+    in1, in2 = promote_dtypes_inexact(in1, in2)
+    no_swap = all(s1 >= s2 for s1, s2 in zip(in1.shape, in2.shape))
+    swap = all(s1 <= s2 for s1, s2 in zip(in1.shape, in2.shape))
+    if not (no_swap or swap):
+        raise ValueError("One input must be smaller than the other in every dimension.")
+    shape_o = in2.shape                  # "same" centres on in1 as given
+    if swap:
+        in1, in2 = in2, in1
+    shape = in2.shape
+    if mode == "valid":
+        padding = [(0, 0) for _ in shape]
+    elif mode == "same":
+        padding = [(s - 1 - (s_o - 1) // 2, s - s_o + (s_o - 1) // 2)
+                   for s, s_o in zip(shape, shape_o)]
+    else:
+        padding = [(s - 1, s - 1) for s in shape]
+    return _windows_dot(in1, jnp.flip(in2), padding)
+
+
+def convolve(in1: Any, in2: Any, mode: str = "full", method: str = "auto",
+             precision: Any = None) -> Any:
+    """The N-d convolution of in1 and in2 ("full", "same" or "valid"), by the direct method."""
+    if method == "fft":
+        return fftconvolve(in1, in2, mode=mode)
+    if method not in ("direct", "auto"):
+        raise ValueError(f"Got method={method!r}; expected 'auto', 'fft', or 'direct'.")
+    return _convolve_nd(in1, in2, mode)
+
+
+def correlate(in1: Any, in2: Any, mode: str = "full", method: str = "auto",
+              precision: Any = None) -> Any:
+    """The N-d cross-correlation: convolve(in1, flip(conj(in2)))."""
+    return convolve(in1, jnp.flip(jnp.conj(jnp.asarray(in2))), mode, method=method)
+
+
+def _check_2d(name: str, in1: Any, in2: Any, boundary: str, fillvalue: Any) -> None:
+    if boundary != "fill" or fillvalue != 0:
+        raise NotImplementedError(f"{name}() only supports boundary='fill', fillvalue=0")
+    if np.ndim(in1) != 2 or np.ndim(in2) != 2:
+        raise ValueError(f"{name}() only supports 2-dimensional inputs.")
+
+
+def convolve2d(in1: Any, in2: Any, mode: str = "full", boundary: str = "fill",
+               fillvalue: Any = 0, precision: Any = None) -> Any:
+    """The 2-d convolution (zero fill only, as in JAX)."""
+    _check_2d("convolve2d", in1, in2, boundary, fillvalue)
+    return _convolve_nd(in1, in2, mode)
+
+
+def correlate2d(in1: Any, in2: Any, mode: str = "full", boundary: str = "fill",
+                fillvalue: Any = 0, precision: Any = None) -> Any:
+    """The 2-d cross-correlation, with SciPy's orientation of the output when in2 is the
+    larger input."""
+    _check_2d("correlate2d", in1, in2, boundary, fillvalue)
+    in1, in2 = jnp.asarray(in1), jnp.asarray(in2)
+    swap = all(s1 <= s2 for s1, s2 in zip(in1.shape, in2.shape))
+    same_shape = in1.shape == in2.shape
+    if mode == "same":
+        return jnp.flip(_convolve_nd(jnp.flip(in1), jnp.conj(in2), mode))
+    if mode == "valid":
+        if swap and not same_shape:
+            return _convolve_nd(jnp.flip(in2), jnp.conj(in1), mode)
+        return jnp.flip(_convolve_nd(jnp.flip(in1), jnp.conj(in2), mode))
+    if swap:
+        return jnp.conj(_convolve_nd(jnp.flip(in2), jnp.conj(in1), mode))
+    return jnp.flip(_convolve_nd(jnp.flip(in1), jnp.conj(in2), mode))
+
+
+def fftconvolve(in1: Any, in2: Any, mode: str = "full", axes: Any = None) -> Any:
+    """Not available: tracejit has no FFT yet (use convolve, the direct method)."""
+    raise NotImplementedError("jax.scipy.signal.fftconvolve needs an FFT, which tracejit does "
+                              "not have yet; signal.convolve(..., method='direct') computes the "
+                              "same result directly")
