@@ -25,7 +25,6 @@ FLOAT = "float"      # inexact
 REAL_FLOAT = "real_float"  # floating, not complex
 NUM = "num"          # ints and floats (no bool)
 REAL = "real"        # ints and real floats (no bool, no complex)
-REALFLOAT = "realfloat"  # real floats
 ORDERED = "ordered"  # what has an order: bool, ints, real floats (not complex)
 ANY = "any"          # everything
 
@@ -47,23 +46,20 @@ def dtype_ok(dtype: np.dtype, kinds: str) -> bool:
         return dtypes.is_float(dtype)
     if kinds == NUM:
         return dtypes.is_int(dtype) or dtypes.is_inexact(dtype)
-    real = dtypes.is_inexact(dtype) and np.dtype(dtype).kind != "c"
-    if kinds == REALFLOAT:
-        return real
     if kinds == REAL:
-        return dtypes.is_int(dtype) or real
+        return dtypes.is_int(dtype) or dtypes.is_float(dtype)
     if kinds == ORDERED:
-        return dtypes.is_int(dtype) or real or dtype == dtypes.bool_
+        return dtypes.is_int(dtype) or dtypes.is_float(dtype) or dtype == dtypes.bool_
     raise ValueError(kinds)
 
 
 _KIND_WORDS = {BOOL: "a boolean", INT: "an integer", SIGNED: "a signed integer",
-               INTBOOL: "an integer or boolean", FLOAT: "a floating-point",
-               REAL_FLOAT: "a real floating-point", NUM: "a numeric"}
+               INTBOOL: "an integer or boolean", FLOAT: "a floating-point", NUM: "a numeric"}
 
 
 # JAX's words for the kinds that exclude complex numbers
-_ACCEPTED = {REAL: "integer, floating", REALFLOAT: "floating", ORDERED: "integer, floating, bool"}
+_ACCEPTED = {REAL: "integer, floating", REAL_FLOAT: "floating",
+             ORDERED: "integer, floating, bool"}
 
 
 def check_dtype(name: str, aval: ShapedArray, kinds: str, position: int = 0) -> None:

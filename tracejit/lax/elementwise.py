@@ -22,7 +22,7 @@ from ..core.rules import (Zero, aval_of, broadcast_to_aval, def_broadcasting, de
                           def_vectorized, defjvp, defjvp2, full_like_aval, instantiate,
                           is_undefined, moveaxis, unbroadcast)
 from ..core.trace import Tracer, get_aval
-from ._base import (ANY, FLOAT, INT, INTBOOL, NUM, ORDERED, REAL, REALFLOAT, as_lax_operands,
+from ._base import (ANY, FLOAT, INT, INTBOOL, NUM, ORDERED, REAL, REAL_FLOAT, as_lax_operands,
                     binop, check_dtype, unop)
 
 
@@ -109,7 +109,7 @@ def _polygamma_impl(m, x):
 polygamma_p = binop("polygamma", _quiet(_polygamma_impl), FLOAT, transcendental=True)
 # x == y gives y (±0.0 included; NumPy's float16 nextafter gives x)
 nextafter_p = binop("nextafter", _quiet(lambda x, y: np.where(x == y, y, np.nextafter(x, y))),
-                    REALFLOAT)
+                    REAL_FLOAT)
 
 
 def _two_sum(a, b):
