@@ -326,3 +326,7 @@ dot_general_p.def_batch(_dot_general_batch)
 
 
 __all__ = ["Precision", "dot_general", "dot", "batch_matmul"]
+
+# lax.linalg's decompositions live in their own module (they use dot_general, defined above)
+from .decompositions import (cholesky, eig, eigh, lu, lu_pivots_to_permutation,  # noqa: E402,F401
+                             qr, svd, symmetrize, triangular_solve, tridiagonal_solve)

@@ -1,3 +1,4 @@
 """The LLVM backend: IR for fused kernels, vectorisable math polynomials, the process JIT."""
 # the rule families fill rules' tables as they are imported; codegen's Emitter then reads them
-from . import bits, control_flow, index_maps, indexing, linalg, reductions, sorting  # noqa: F401
+from . import (bits, control_flow, index_maps, indexing, lapack, linalg,  # noqa: F401
+               reductions, sorting)
