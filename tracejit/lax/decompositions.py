@@ -48,6 +48,27 @@ def _mm(a: Any, b: Any) -> Any:
                        precision=Precision.HIGHEST)
 
 
+def _bmul(x: Any, y: Any) -> Any:
+    """x * y with NumPy's broadcasting of size-1 dims (the operands have equal ranks)."""
+    shape = np.broadcast_shapes(get_aval(x).shape, get_aval(y).shape)
+    return ew.mul(_bcast(x, shape), _bcast(y, shape))
+
+
+def _bcast(x: Any, shape: tuple) -> Any:
+    if get_aval(x).shape == tuple(shape):
+        return x
+    return broadcast_in_dim(x, tuple(shape), tuple(range(len(shape))))
+
+
+def _outer_diff(w: Any) -> Any:
+    """[..., i, j] = w[..., j] - w[..., i]."""
+    aval = get_aval(w)
+    nd, n = aval.ndim, aval.shape[-1]
+    shape = aval.shape + (n,)
+    return ew.sub(broadcast_in_dim(w, shape, tuple(range(nd - 1)) + (nd,)),
+                  broadcast_in_dim(w, shape, tuple(range(nd))))
+
+
 def _tri_mask(shape: tuple, k: int) -> Any:
     """True on and below the k-th diagonal of the last two dims."""
     nd = len(shape)
@@ -92,7 +113,7 @@ def _diag_matrix(s: Any) -> Any:
     """A (batched) diagonal matrix with diagonal s."""
     aval = get_aval(s)
     n = aval.shape[-1]
-    return ew.mul(expand_dims(s, (aval.ndim - 1,)), _eye(aval.dtype, aval.shape + (n,)))
+    return _bmul(expand_dims(s, (aval.ndim - 1,)), _eye(aval.dtype, aval.shape + (n,)))
 
 
 def _real_dtype(dtype: np.dtype) -> np.dtype:
@@ -110,7 +131,7 @@ def _take_rows(x: Any, perm: Any) -> Any:
     aval = get_aval(x)
     nd = aval.ndim
     batch = tuple(range(nd - 2))
-    dnums = GatherDimensionNumbers(offset_dims=(nd - 2,), collapsed_slice_dims=(nd - 2,),
+    dnums = GatherDimensionNumbers(offset_dims=(nd - 1,), collapsed_slice_dims=(nd - 2,),
                                    start_index_map=(nd - 2,), operand_batching_dims=batch,
                                    start_indices_batching_dims=batch)
     return gather(x, expand_dims(perm, (nd - 1,)), dnums, (1,) * (nd - 2) + (1, aval.shape[-1]),
@@ -597,16 +618,12 @@ def _eigh_jvp(primals, tangents, *, lower, sort_eigenvalues):
     if type(a_dot) is Zero:
         return [v, w_real], [Zero.from_primal(v), Zero.from_primal(w_real)]
     aval = get_aval(a)
-    n = aval.shape[-1]
     w = ew.convert_element_type(w_real, aval.dtype)
     eye_n = _eye(aval.dtype, aval.shape)
-    nd = aval.ndim
-    diffs = ew.sub(expand_dims(w, (nd - 2,)), expand_dims(w, (nd - 1,)))
-    fmat = ew.sub(ew.integer_pow(ew.add(eye_n, diffs), -1), eye_n)
+    fmat = ew.sub(ew.integer_pow(ew.add(eye_n, _outer_diff(w)), -1), eye_n)
     vdag_adot_v = _mm(_mm(_H(v), a_dot), v)
     dv = _mm(v, ew.mul(fmat, vdag_adot_v))
     real_part = ew.real(vdag_adot_v) if aval.dtype.kind == "c" else vdag_adot_v
-    del n
     return [v, w_real], [dv, _diagonal(real_part)]
 
 
@@ -697,29 +714,29 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
     ds = _diagonal(ew.real(dS) if dtype.kind == "c" else dS)
     if not compute_uv:
         return [s], [ds]
-    k = get_aval(s).shape[-1]
-    s_diffs = ew.mul(ew.add(s_dim, _T(s_dim)), ew.sub(s_dim, _T(s_dim)))
-    eye_k = _eye(get_aval(s).dtype, get_aval(s_diffs).shape)
-    F = ew.sub(ew.div(np.array(1, get_aval(s).dtype), ew.add(s_diffs, eye_k)), eye_k)
+    real = get_aval(s).dtype
+    s_sum = ew.add(_bcast(s_dim, get_aval(dS).shape), _bcast(_T(s_dim), get_aval(dS).shape))
+    s_diffs = ew.mul(s_sum, _outer_diff(s))  # [i, j] = s_j^2 - s_i^2
+    eye_k = _eye(real, get_aval(s_diffs).shape)
+    F = ew.sub(ew.div(np.array(1, real), ew.add(s_diffs, eye_k)), eye_k)
     s_c = ew.convert_element_type(s_dim, dtype)
-    dSS = ew.mul(s_c, dS)
-    SdS = ew.mul(_T(s_c), dS)
-    s_zeros = ew.convert_element_type(ew.eq(s, np.array(0, get_aval(s).dtype)),
-                                      get_aval(s).dtype)
-    s_inv = ew.sub(ew.div(np.array(1, get_aval(s).dtype), ew.add(s, s_zeros)), s_zeros)
+    dSS = _bmul(s_c, dS)
+    SdS = _bmul(_T(s_c), dS)
+    s_zeros = ew.convert_element_type(ew.eq(s, np.array(0, real)), real)
+    s_inv = ew.sub(ew.div(np.array(1, real), ew.add(s, s_zeros)), s_zeros)
     s_inv_mat = ew.convert_element_type(_diag_matrix(s_inv), dtype)
-    half = np.array(0.5, dtype)
-    dUdV_diag = ew.mul(ew.mul(half, ew.sub(dS, _H(dS))), s_inv_mat)
+    dUdV_diag = ew.mul(ew.mul(np.array(0.5, dtype), ew.sub(dS, _H(dS))), s_inv_mat)
     F_c = ew.convert_element_type(F, dtype)
     dU = _mm(U, ew.add(ew.mul(F_c, ew.add(dSS, _H(dSS))), dUdV_diag))
     dV = _mm(V, ew.mul(F_c, ew.add(SdS, _H(SdS))))
     if m > n:
         dAV = _mm(dA, V)
-        dU = ew.add(dU, ew.div(ew.sub(dAV, _mm(U, _mm(Ut, dAV))), s_c))
+        resid = ew.sub(dAV, _mm(U, _mm(Ut, dAV)))
+        dU = ew.add(dU, ew.div(resid, _bcast(s_c, get_aval(resid).shape)))
     if n > m:
         dAHU = _mm(_H(dA), U)
-        dV = ew.add(dV, ew.div(ew.sub(dAHU, _mm(V, _mm(Vt, dAHU))), s_c))
-    del k
+        resid = ew.sub(dAHU, _mm(V, _mm(Vt, dAHU)))
+        dV = ew.add(dV, ew.div(resid, _bcast(s_c, get_aval(resid).shape)))
     return [s, U, Vt], [ds, dU, _H(dV)]
 
 
@@ -777,9 +794,7 @@ def _eig_vec_jvp(w, v, da):
     aval = get_aval(v)
     nd = aval.ndim
     eye_n = _eye(aval.dtype, aval.shape)
-    fmat = ew.sub(ew.div(np.array(1, aval.dtype),
-                         ew.add(eye_n, ew.sub(expand_dims(w, (nd - 2,)),
-                                              expand_dims(w, (nd - 1,))))), eye_n)
+    fmat = ew.sub(ew.div(np.array(1, aval.dtype), ew.add(eye_n, _outer_diff(w))), eye_n)
     P = _mm(_solve(v, da), v)
     dw = _diagonal(P)
     U = _mm(v, ew.mul(fmat, P))
@@ -791,7 +806,7 @@ def _eig_vec_jvp(w, v, da):
     c = ew.complex(ew.neg(ew.real(reduce_sum(ew.mul(_conj(v), U), (nd - 2,)))),
                    ew.div(ew.neg(ew.imag(reduce_sum(ew.mul(mask, U), (nd - 2,)))),
                           ew.real(reduce_sum(ew.mul(mask, v), (nd - 2,)))))
-    return dw, ew.add(U, ew.mul(v, expand_dims(c, (nd - 2,))))
+    return dw, ew.add(U, _bmul(v, expand_dims(c, (nd - 2,))))
 
 
 def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eigenvectors,
@@ -882,14 +897,14 @@ def _tridiagonal_product(dl, d, du, b):
     shape = get_aval(b).shape
     m = shape[-2]
     zero = np.array(0, get_aval(b).dtype)
-    y = ew.mul(expand_dims(d, (nd - 1,)), b)
+    y = _bmul(expand_dims(d, (nd - 1,)), b)
     lo = [(0, 0, 0)] * (nd - 2)
     # row i gets dl[i] b[i-1] and du[i] b[i+1]
     b_down = pad(slice(b, (0,) * nd, shape[:-2] + (m - 1, shape[-1])), zero,
                  lo + [(1, 0, 0), (0, 0, 0)])
     b_up = pad(slice(b, (0,) * (nd - 2) + (1, 0), shape), zero, lo + [(0, 1, 0), (0, 0, 0)])
-    y = ew.add(y, ew.mul(expand_dims(dl, (nd - 1,)), b_down))
-    return ew.add(y, ew.mul(expand_dims(du, (nd - 1,)), b_up))
+    y = ew.add(y, _bmul(expand_dims(dl, (nd - 1,)), b_down))
+    return ew.add(y, _bmul(expand_dims(du, (nd - 1,)), b_up))
 
 
 def _tridiagonal_solve_jvp(primals, tangents, *, perturb_singular):
