@@ -5,6 +5,7 @@ import pytest
 
 import tracejit
 import tracejit.numpy as tnp
+import tracejit.scipy.linalg  # noqa: F401
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -309,3 +310,105 @@ def test_error_classes_match_jax(name, args, kwargs):
         getattr(jnp.linalg, name)(*args, **kwargs)
     with pytest.raises(type(theirs.value)):
         getattr(tnp.linalg, name)(*args, **kwargs)
+
+
+# --- jax.scipy.linalg ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_scipy_solves(dtype):
+    a = rand((4, 4), dtype) + 3 * np.eye(4, dtype=dtype)
+    p = spd((2, 4, 4), dtype)
+    b = rand((4, 2), dtype)
+    for assume_a in ("gen", "sym", "her", "pos"):
+        both("scipy.linalg.solve", p[0], b, assume_a=assume_a, scale=10)
+    both("scipy.linalg.solve", p, rand((2, 4, 3), dtype), assume_a="pos", lower=True, scale=10)
+    for trans in (0, 1, 2, "N", "T", "C"):
+        both("scipy.linalg.solve_triangular", a, b, trans=trans, lower=True, scale=10)
+    both("scipy.linalg.solve_triangular", a, b[:, 0], unit_diagonal=True, scale=10)
+    for lower in (False, True):
+        both("scipy.linalg.cholesky", p, lower=lower, scale=10)
+        ours = tracejit.scipy.linalg.cho_solve(tracejit.scipy.linalg.cho_factor(p, lower=lower),
+                                               rand((2, 4, 2), dtype))
+        assert ours.shape == (2, 4, 2)
+        c = jax.scipy.linalg.cho_factor(p[0], lower=lower)
+        both("scipy.linalg.cho_solve", (np.asarray(c[0]), lower), b, scale=10, check_jit=False)
+    lu_piv = tuple(np.asarray(t) for t in jax.scipy.linalg.lu_factor(a))
+    both("scipy.linalg.lu_factor", a, scale=10)
+    for trans in (0, 1, 2):
+        both("scipy.linalg.lu_solve", lu_piv, b, trans=trans, scale=10, check_jit=False)
+        both("scipy.linalg.lu_solve", lu_piv, b[:, 0], trans=trans, scale=10, check_jit=False)
+    both("scipy.linalg.inv", a, scale=10)
+    both("scipy.linalg.det", a, scale=10)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5)])
+def test_scipy_decompositions(dtype, shape):
+    x = rand(shape, dtype)
+    both("scipy.linalg.lu", x, scale=10)
+    both("scipy.linalg.lu", x, permute_l=True, scale=10)
+    both("scipy.linalg.svd", x, compute_uv=False, scale=10)
+    for mode in ("full", "economic", "r"):
+        ours = tracejit.scipy.linalg.qr(x, mode=mode)
+        theirs = jax.scipy.linalg.qr(x, mode=mode)
+        assert [o.shape for o in ours] == [t.shape for t in theirs]
+        r_o, r_t = np.asarray(ours[-1]), np.asarray(theirs[-1])
+        np.testing.assert_allclose(np.abs(r_o), np.abs(r_t), atol=tol_for(x) * 20,
+                                   rtol=tol_for(x) * 20)
+    if shape[0] == shape[1]:
+        h = x + np.conj(x.T)
+        both("scipy.linalg.eigh", h, eigvals_only=True, scale=10)
+        w, v = tracejit.jit(tracejit.scipy.linalg.eigh)(h)
+        np.testing.assert_allclose(np.asarray(h @ v), np.asarray(v) * np.asarray(w)[None, :],
+                                   atol=tol_for(h) * 20, rtol=tol_for(h) * 20)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("scale", [0.01, 0.3, 1.0, 3.0, 30.0])
+def test_expm(dtype, scale):
+    a = rand((4, 4), dtype) * scale / 2
+    both("scipy.linalg.expm", a, scale=100)
+    both("scipy.linalg.expm", np.triu(a), upper_triangular=True, scale=100)
+    both("scipy.linalg.expm", rand((2, 3, 3), dtype) * scale / 2, scale=100)
+
+
+def test_expm_derivatives():
+    a = rand((3, 3), np.float64)
+    e = rand((3, 3), np.float64)
+    both("scipy.linalg.expm_frechet", a, e)
+    import scipy.linalg
+    np.testing.assert_allclose(np.asarray(tracejit.scipy.linalg.expm_frechet(a, e)[1]),
+                               scipy.linalg.expm_frechet(a, e)[1], atol=1e-10)
+    ours = tracejit.jit(tracejit.grad(lambda a: tnp.sum(tracejit.scipy.linalg.expm(a) ** 2)))(a)
+    theirs = jax.grad(lambda a: jnp.sum(jax.scipy.linalg.expm(a) ** 2))(a)
+    np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), atol=1e-9)
+    # too many squarings needed: NaN, as JAX
+    both("scipy.linalg.expm", a * 1e8, max_squarings=2)
+
+
+def test_scipy_constructors():
+    both("scipy.linalg.block_diag", np.ones((2, 2)), 3 * np.ones((1, 3)), np.array(5.0))
+    both("scipy.linalg.block_diag", np.ones((2, 2), np.int32), np.ones(2, np.float32))
+    both("scipy.linalg.toeplitz", rand((3,)), rand((4,)))
+    both("scipy.linalg.toeplitz", rand((3,), np.complex64))
+    assert_same(tracejit.scipy.linalg.hilbert(4), jax.scipy.linalg.hilbert(4))
+    with pytest.raises(ValueError):
+        tracejit.scipy.linalg.block_diag(np.ones((2, 2, 2)))
+
+
+SCIPY_ERRORS = [
+    ("solve", (np.eye(2), np.ones(2)), {"assume_a": "bogus"}),
+    ("solve_triangular", (np.eye(2), np.ones(2)), {"trans": 3}),
+    ("qr", (np.eye(2),), {"mode": "bogus"}),
+    ("expm", (np.ones(3),), {}),
+    ("expm_frechet", (np.eye(2), np.eye(3)), {}),
+    ("eigh", (np.eye(2), np.eye(2)), {}),
+]
+
+
+@pytest.mark.parametrize("name,args,kwargs", SCIPY_ERRORS, ids=[e[0] for e in SCIPY_ERRORS])
+def test_scipy_error_classes_match_jax(name, args, kwargs):
+    with pytest.raises(Exception) as theirs:
+        getattr(jax.scipy.linalg, name)(*args, **kwargs)
+    with pytest.raises(type(theirs.value)):
+        getattr(tracejit.scipy.linalg, name)(*args, **kwargs)

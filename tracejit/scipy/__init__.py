@@ -1,0 +1,2 @@
+"""tracejit.scipy (JAX's `jax.scipy`): SciPy's API on tracejit arrays."""
+from . import linalg  # noqa: F401
