@@ -5,6 +5,7 @@ impls here are NumPy/SciPy (the oracle). A failed factorisation gives NaNs, as J
 """
 from __future__ import annotations
 
+import enum
 import math
 from typing import Any
 
@@ -23,6 +24,29 @@ from .shape import (broadcast_in_dim, broadcasted_iota, concatenate, expand_dims
                     slice, squeeze, transpose)
 
 _INEXACT = (dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128)
+
+
+class EigImplementation(enum.Enum):
+    """lax.linalg.eig's implementation choice; on CPU only LAPACK."""
+    CUSOLVER = "cusolver"
+    MAGMA = "magma"
+    LAPACK = "lapack"
+
+
+class EighImplementation(enum.Enum):
+    """lax.linalg.eigh's implementation choice; on CPU only QR (LAPACK's syevd)."""
+    QR = "qr"
+    JACOBI = "jacobi"
+    QDWH = "qdwh"
+
+
+class SvdAlgorithm(enum.Enum):
+    """lax.linalg.svd's algorithm choice; on CPU LAPACK's divide and conquer (gesdd)."""
+    DEFAULT = "default"
+    QR = "QR"
+    JACOBI = "Jacobi"
+    POLAR = "polar"
+    DIVIDE_AND_CONQUER = "divide_and_conquer"
 
 
 # --- matrix helpers (the last two dimensions are the matrix; the rest batch) -----------------
@@ -605,6 +629,10 @@ def eigh(x: Any, *, lower: bool = True, symmetrize_input: bool = True,
     aval = get_aval(x)
     if subset_by_index is not None and tuple(subset_by_index) != (0, aval.shape[-1]):
         raise NotImplementedError("subset_by_index not supported on CPU and GPU")
+    if implementation == EighImplementation.QDWH:
+        raise NotImplementedError("QDWH implementation is only supported on TPU")
+    if implementation == EighImplementation.JACOBI:
+        raise NotImplementedError("Jacobi implementation is not supported on CPU")
     if symmetrize_input:
         x = symmetrize(x)
     v, w = eigh_p.bind(x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues))
@@ -674,6 +702,10 @@ def svd(x: Any, *, full_matrices: bool = True, compute_uv: bool = True,
     m, n = aval.shape[-2:]
     if subset_by_index is not None and tuple(subset_by_index) != (0, min(m, n)):
         raise NotImplementedError("subset_by_index not implemented for CPU and GPU")
+    # (QR, LAPACK's gesvd, agrees with gesdd up to rounding: both run as gesdd)
+    if algorithm in (SvdAlgorithm.JACOBI, SvdAlgorithm.POLAR):
+        raise NotImplementedError("The SVD Jacobi and Polar algorithms are not implemented on "
+                                  "CPU.")
     if m == 0 or n == 0:
         return _empty_svd(aval, bool(full_matrices), bool(compute_uv))
     out = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
@@ -783,6 +815,8 @@ def eig(x: Any, *, compute_left_eigenvectors: bool = True,
         compute_right_eigenvectors: bool = True, enable_eigvec_derivs: bool = False,
         implementation: Any = None, use_magma: Any = None) -> list:
     """lax.linalg.eig: [w, vl, vr] (as requested) of a general square matrix, complex."""
+    if implementation is not None and implementation != EigImplementation.LAPACK:
+        raise ValueError("Only the lapack implementation is supported on CPU.")
     return list(eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
                            compute_right_eigenvectors=bool(compute_right_eigenvectors),
                            enable_eigvec_derivs=bool(enable_eigvec_derivs)))
@@ -938,5 +972,18 @@ tridiagonal_solve_p.def_jvp(_tridiagonal_solve_jvp)
 tridiagonal_solve_p.def_transpose(_tridiagonal_solve_transpose)
 
 
-__all__ = ["cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "eigh",
+def symmetric_product(a_matrix: Any, c_matrix: Any, *, alpha: float = 1.0, beta: float = 0.0,
+                      symmetrize_output: bool = False) -> Any:
+    """lax.linalg.symmetric_product: alpha * a a^T + beta * c."""
+    a_aval = get_aval(a_matrix)
+    dtype = a_aval.dtype
+    out = ew.add(ew.mul(np.array(alpha, dtype), _mm(a_matrix, _T(a_matrix))),
+                 ew.mul(np.array(beta, dtype), c_matrix))
+    if symmetrize_output:
+        out = ew.div(ew.add(out, _T(out)), np.array(2, dtype))
+    return out
+
+
+__all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "symmetric_product",
+           "cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "eigh",
            "svd", "eig", "tridiagonal_solve", "symmetrize", "tril", "triu"]
