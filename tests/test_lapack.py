@@ -381,3 +381,42 @@ def test_inside_scan():
         return c + linalg.cholesky(x).sum(), None
     got, _ = tracejit.jit(lambda a: lax.scan(step, 0.0, a))(a)
     close(got, np.linalg.cholesky(a).sum(), np.float64)
+
+
+# --- schur, hessenberg, householder_product (not differentiable, as in JAX) -------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_schur_hessenberg(dtype, batch):
+    x = rand(batch + (5, 5), dtype)
+    (t, vs), (t_r, vs_r) = native_and_reference(linalg.schur, x)
+    close(t, t_r, dtype, 10)
+    close(vs @ t @ H(vs), x, dtype, 20)
+    close(H(vs) @ vs, np.eye(5), dtype, 10)
+    below = np.tril(t, -2 if np.dtype(dtype).kind == "f" else -1)  # (quasi-)triangular
+    assert np.abs(below).max() == 0
+    (t_only,), _ = native_and_reference(
+        lambda x: linalg.schur(x, compute_schur_vectors=False), x)
+    close(t_only, t, dtype, 10)
+    (h, taus), (h_r, taus_r) = native_and_reference(linalg.hessenberg, x)
+    close(h, h_r, dtype)
+    close(taus, taus_r, dtype)
+    assert taus.shape == batch + (4,)
+    for idx in np.ndindex(*batch):
+        want = scipy.linalg.hessenberg(x[idx])
+        close(np.abs(np.triu(h[idx], -1)), np.abs(want), dtype, 10)
+    with pytest.raises(NotImplementedError, match="Differentiation rule for 'schur'"):
+        tracejit.jvp(lambda x: linalg.schur(x)[0], (x,), (x,))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_householder_product(dtype):
+    x = rand((2, 5, 3), dtype)
+    from scipy.linalg import get_lapack_funcs
+    geqrf = get_lapack_funcs("geqrf", (x[0],))
+    factored = [geqrf(m)[:2] for m in x]
+    a = np.stack([f[0] for f in factored])
+    taus = np.stack([f[1] for f in factored])
+    (q,), (q_r,) = native_and_reference(linalg.householder_product, a, taus)
+    close(q, q_r, dtype)
+    close(q, np.linalg.qr(x)[0], dtype, 10)

@@ -412,3 +412,18 @@ def test_scipy_error_classes_match_jax(name, args, kwargs):
         getattr(jax.scipy.linalg, name)(*args, **kwargs)
     with pytest.raises(type(theirs.value)):
         getattr(tracejit.scipy.linalg, name)(*args, **kwargs)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_scipy_schur_hessenberg(dtype):
+    a = rand((4, 4), dtype)
+    both("scipy.linalg.hessenberg", a, scale=10)
+    both("scipy.linalg.hessenberg", rand((2, 4, 4), dtype), calc_q=True, scale=10)
+    for output in ("real", "complex"):
+        t, z = tracejit.jit(lambda a: tracejit.scipy.linalg.schur(a, output=output))(a)
+        tj, zj = jax.scipy.linalg.schur(a, output=output)
+        assert (t.dtype, z.dtype) == (tj.dtype, zj.dtype)
+        np.testing.assert_allclose(np.abs(np.asarray(t)), np.abs(np.asarray(tj)),
+                                   atol=tol_for(a) * 20, rtol=tol_for(a) * 20)
+    with pytest.raises(ValueError):
+        tracejit.scipy.linalg.schur(a, output="bogus")

@@ -972,6 +972,107 @@ tridiagonal_solve_p.def_jvp(_tridiagonal_solve_jvp)
 tridiagonal_solve_p.def_transpose(_tridiagonal_solve_transpose)
 
 
+# --- schur and hessenberg (CPU only in JAX, and not differentiable there) --------------------
+
+def _no_jvp(prim: Primitive) -> None:
+    def jvp(primals, tangents, **params):
+        raise NotImplementedError(f"Differentiation rule for '{prim.name}' not implemented")
+    prim.def_jvp(jvp)
+
+
+def _schur_abstract(x: ShapedArray, *, compute_schur_vectors: bool):
+    _check("schur", x, ranks=(2,))
+    _square("schur", x)
+    return (ShapedArray(x.shape, x.dtype),) * (2 if compute_schur_vectors else 1)
+
+
+def _schur_one(a: np.ndarray, *, compute_schur_vectors: bool):
+    import scipy.linalg
+    try:
+        t, vs = scipy.linalg.schur(a, output="complex" if a.dtype.kind == "c" else "real",
+                                   check_finite=False)
+    except (np.linalg.LinAlgError, ValueError):
+        t, vs = _nan_like(a), _nan_like(a)
+    return (t, vs) if compute_schur_vectors else (t,)
+
+
+schur_p = Primitive("schur", multiple_results=True)
+schur_p.def_abstract_eval(_schur_abstract)
+schur_p.def_impl(_batched_impl(schur_p, _schur_one))
+_front_batch(schur_p)
+_no_jvp(schur_p)
+
+
+def schur(x: Any, *, compute_schur_vectors: bool = True, sort_eig_vals: bool = False,
+          select_callable: Any = None) -> list:
+    """lax.linalg.schur: [T, vs] with x = vs T vs^H, T (quasi-)upper triangular (real Schur
+    form for real x); [T] without compute_schur_vectors."""
+    if sort_eig_vals or select_callable is not None:
+        raise NotImplementedError("schur with sorted eigenvalues (sort_eig_vals, "
+                                  "select_callable) is not implemented in tracejit")
+    return list(schur_p.bind(x, compute_schur_vectors=bool(compute_schur_vectors)))
+
+
+def _hessenberg_abstract(x: ShapedArray):
+    batch = _check("hessenberg", x, ranks=(2,))
+    _square("hessenberg", x)
+    n = x.shape[-1]
+    return ShapedArray(x.shape, x.dtype), ShapedArray(batch + (max(n - 1, 0),), x.dtype)
+
+
+def _hessenberg_one(a: np.ndarray):
+    from scipy.linalg import get_lapack_funcs
+    gehrd = get_lapack_funcs("gehrd", (a,))
+    h, tau, info = gehrd(a)
+    return h, tau[:max(a.shape[0] - 1, 0)]
+
+
+hessenberg_p = Primitive("hessenberg", multiple_results=True)
+hessenberg_p.def_abstract_eval(_hessenberg_abstract)
+hessenberg_p.def_impl(_batched_impl(hessenberg_p, _hessenberg_one))
+_front_batch(hessenberg_p)
+_no_jvp(hessenberg_p)
+
+
+def hessenberg(a: Any) -> tuple:
+    """lax.linalg.hessenberg: (a, taus): the upper Hessenberg form in a's upper triangle and
+    first subdiagonal, the Householder reflectors below it with their scales in taus."""
+    return tuple(hessenberg_p.bind(a))
+
+
+def _householder_product_abstract(a: ShapedArray, taus: ShapedArray):
+    _check("householder_product", a, taus, ranks=(2, 1))
+    m, n = a.shape[-2:]
+    if m < n:
+        raise ValueError(f"The first argument to householder_product must have at least as "
+                         f"many rows as columns, got shape {a.shape}")
+    if taus.shape[-1] > n:
+        raise ValueError(f"The second argument to householder_product must not have more "
+                         f"elements than the minimum of the first argument's dimensions, got "
+                         f"{taus.shape[-1]} > {n}")
+    return ShapedArray(a.shape, a.dtype)
+
+
+def _householder_product_one(a: np.ndarray, taus: np.ndarray):
+    from scipy.linalg import get_lapack_funcs
+    orgqr = get_lapack_funcs("ungqr" if a.dtype.kind == "c" else "orgqr", (a,))
+    q, _, info = orgqr(a, taus)
+    return (q,)
+
+
+householder_product_p = Primitive("householder_product")
+householder_product_p.def_abstract_eval(_householder_product_abstract)
+householder_product_p.def_impl(_batched_impl(householder_product_p, _householder_product_one))
+_front_batch(householder_product_p)
+_no_jvp(householder_product_p)
+
+
+def householder_product(a: Any, taus: Any) -> Any:
+    """lax.linalg.householder_product: the unitary matrix (shape of a) that is the product of
+    the elementary reflectors stored below a's diagonal, with scales taus (LAPACK's orgqr)."""
+    return householder_product_p.bind(a, taus)
+
+
 def symmetric_product(a_matrix: Any, c_matrix: Any, *, alpha: float = 1.0, beta: float = 0.0,
                       symmetrize_output: bool = False) -> Any:
     """lax.linalg.symmetric_product: alpha * a a^T + beta * c."""
@@ -985,5 +1086,6 @@ def symmetric_product(a_matrix: Any, c_matrix: Any, *, alpha: float = 1.0, beta:
 
 
 __all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "symmetric_product",
+           "schur", "hessenberg", "householder_product",
            "cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "eigh",
            "svd", "eig", "tridiagonal_solve", "symmetrize", "tril", "triu"]

@@ -436,6 +436,91 @@ def _tridiagonal_solve(em: Emitter, eqn, ins, dests):
     return [out]
 
 
+def _schur(em: Emitter, eqn, ins, dests):
+    outs = _outs(em, eqn, dests)
+    (x,) = ins
+    dtype = x.aval.dtype
+    n = x.aval.shape[-1]
+    vectors = eqn.params["compute_schur_vectors"]
+    jobvs, ldvs = ("V", max(n, 1)) if vectors else ("N", 1)
+    name = routine(dtype, "gees")
+    real = np.dtype(dtypes.finfo_of(dtype).dtype)
+    null = ir.Constant(I8P, None)  # the eigenvalue-selecting function: unused without sorting
+    wk = Work(dtype)
+    if dtype.kind == "c":
+        query(name, [jobvs, "N", Work(np.int8), n, Work(dtype), max(n, 1), 0, Work(dtype),
+                     Work(dtype), ldvs, wk, -1, Work(real), Work(np.int32), 0])
+    else:
+        query(name, [jobvs, "N", Work(np.int8), n, Work(dtype), max(n, 1), 0, Work(dtype),
+                     Work(dtype), Work(dtype), ldvs, wk, -1, Work(np.int32), 0])
+    lwork = _size(wk)
+    a, vs, work, info = (_work(em, n * n, dtype), _work(em, n * n if vectors else 1, dtype),
+                         _work(em, lwork, dtype), _info(em))
+    sdim, bwork = _info(em), _work(em, n, np.int32)
+    w = [_work(em, n, dtype)] if dtype.kind == "c" else [_work(em, n, dtype), _work(em, n, dtype)]
+    rwork = [_work(em, n, real)] if dtype.kind == "c" else []
+
+    def one(bidx):
+        _to_fortran(em, x, bidx, n, n, a, max(n, 1))
+        _call(em, name, [jobvs, "N", null, n, a, max(n, 1), sdim, *w, vs, ldvs, work, lwork,
+                         *rwork, bwork, info])
+        ok = _info_is(em, info, "==")
+        _from_fortran(em, a, max(n, 1), outs[0], bidx, n, n, ok)
+        if vectors:
+            _from_fortran(em, vs, ldvs, outs[1], bidx, n, n, ok)
+    if n:
+        em.loop_nest(list(_batch(eqn)), one)
+    _release(em, a, vs, work, info, sdim, bwork, *w, *rwork)
+    return outs
+
+
+def _hessenberg(em: Emitter, eqn, ins, dests):
+    (x,), (out, taus) = ins, _outs(em, eqn, dests)
+    dtype = x.aval.dtype
+    n = x.aval.shape[-1]
+    name = routine(dtype, "gehrd")
+    wk = Work(dtype)
+    query(name, [n, 1, n, Work(dtype), max(n, 1), Work(dtype), wk, -1, 0])
+    lwork = _size(wk)
+    a, tau, work, info = (_work(em, n * n, dtype), _work(em, n, dtype), _work(em, lwork, dtype),
+                          _info(em))
+
+    def one(bidx):
+        _to_fortran(em, x, bidx, n, n, a, max(n, 1))
+        _call(em, name, [n, 1, n, a, max(n, 1), tau, work, lwork, info])
+        _from_fortran(em, a, max(n, 1), out, bidx, n, n)
+        _vector_out(em, tau, taus, bidx, n - 1)
+    if n:
+        em.loop_nest(list(_batch(eqn)), one)
+    _release(em, a, tau, work, info)
+    return [out, taus]
+
+
+def _householder_product(em: Emitter, eqn, ins, dests):
+    (x, taus), (out,) = ins, _outs(em, eqn, dests)
+    dtype = x.aval.dtype
+    m, n = x.aval.shape[-2:]
+    k = taus.aval.shape[-1]
+    name = routine(dtype, "orgqr")
+    wk = Work(dtype)
+    query(name, [m, n, k, Work(dtype), max(m, 1), Work(dtype), wk, -1, 0])
+    lwork = _size(wk)
+    a, tau, work, info = (_work(em, m * n, dtype), _work(em, k, dtype), _work(em, lwork, dtype),
+                          _info(em))
+
+    def one(bidx):
+        _to_fortran(em, x, bidx, m, n, a, max(m, 1))
+        em.loop(k, lambda i: em.store(tau, i, em.value_at(taus, bidx + [i])), name="tau")
+        _call(em, name, [m, n, k, a, max(m, 1), tau, work, lwork, info])
+        _from_fortran(em, a, max(m, 1), out, bidx, m, n)
+    if m and n:
+        em.loop_nest(list(_batch(eqn)), one)
+    _release(em, a, tau, work, info)
+    return [out]
+
+
+STRUCTURAL.update({dec.schur_p: _schur, dec.hessenberg_p: _hessenberg,
+                   dec.householder_product_p: _householder_product})
 STRUCTURAL.update({dec.cholesky_p: _cholesky, dec.triangular_solve_p: _triangular_solve,
                    dec.lu_p: _lu, dec.qr_p: _qr, dec.eigh_p: _eigh, dec.svd_p: _svd,
                    dec.eig_p: _eig, dec.tridiagonal_solve_p: _tridiagonal_solve})
