@@ -427,3 +427,13 @@ def test_scipy_schur_hessenberg(dtype):
                                    atol=tol_for(a) * 20, rtol=tol_for(a) * 20)
     with pytest.raises(ValueError):
         tracejit.scipy.linalg.schur(a, output="bogus")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_scipy_sqrtm(dtype):
+    a = rand((4, 4), dtype)
+    spd_a = spd((4, 4), dtype)
+    both("scipy.linalg.sqrtm", a, scale=100)
+    both("scipy.linalg.sqrtm", spd_a, scale=100)
+    r = np.asarray(tracejit.jit(tracejit.scipy.linalg.sqrtm)(a))
+    np.testing.assert_allclose(r @ r, a, atol=tol_for(a) * 100, rtol=tol_for(a) * 100)
