@@ -6,7 +6,6 @@ impls here are NumPy/SciPy (the oracle). A failed factorisation gives NaNs, as J
 from __future__ import annotations
 
 import enum
-import math
 from typing import Any
 
 import numpy as np
@@ -17,9 +16,10 @@ from ..core.primitive import Primitive
 from ..core.rules import Zero, add_tangents, bdim_at_front, instantiate, not_mapped
 from ..core.trace import get_aval
 from . import elementwise as ew
-from .indexing import GatherDimensionNumbers, GatherScatterMode, gather
+from .control_flow import fori_loop
+from .indexing import GatherDimensionNumbers, GatherScatterMode, dynamic_slice_in_dim, gather
 from .linalg import Precision, dot_general
-from .reduce import reduce_sum
+from .reduce import argmax, reduce_sum
 from .shape import (broadcast_in_dim, broadcasted_iota, concatenate, expand_dims, full, pad,
                     slice, squeeze, transpose)
 
@@ -144,13 +144,13 @@ def _real_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(dtypes.finfo_of(dtype).dtype) if dtype.kind == "c" else dtype
 
 
-def _complex_dtype(dtype: np.dtype) -> np.dtype:
+def complex_dtype(dtype: np.dtype) -> np.dtype:
     if dtype.kind == "c":
         return dtype
     return dtypes.complex128 if dtype == dtypes.float64 else dtypes.complex64
 
 
-def _take_rows(x: Any, perm: Any) -> Any:
+def take_rows(x: Any, perm: Any) -> Any:
     """x[..., perm[...], :]: rows of each matrix in the order of the batched permutation."""
     aval = get_aval(x)
     nd = aval.ndim
@@ -453,7 +453,7 @@ def _lu_jvp(primals, tangents):
                 [(0, 0, 0)] * (nd - 2) + [(k, 0, 0), (k, 0, 0)])
     u_full = ew.add(pad(u_part, zero, [(0, 0, 0)] * (nd - 2) + [(0, n - k, 0), (0, 0, 0)]),
                     u_eye)
-    la = triangular_solve(l_full, _take_rows(a_dot, perm), left_side=True, lower=True,
+    la = triangular_solve(l_full, take_rows(a_dot, perm), left_side=True, lower=True,
                           unit_diagonal=True)
     lau = triangular_solve(u_full, la, left_side=False, lower=False)
     lu_dot = ew.add(_mm(l_full, tril(lau, -1)), _mm(triu(lau), u_full))
@@ -466,8 +466,6 @@ lu_p.def_jvp(_lu_jvp)
 def lu_pivots_to_permutation(pivots: Any, permutation_size: int) -> Any:
     """lax.linalg.lu_pivots_to_permutation: arange(permutation_size) with the row swaps
     `pivots` ([..., k], int32) applied in order."""
-    from .control_flow import fori_loop
-    from .indexing import dynamic_slice_in_dim
     aval = get_aval(pivots)
     if aval.dtype != dtypes.int32:
         raise TypeError(f"lu_pivots_to_permutation requires int32 pivots, got {aval.dtype}")
@@ -590,7 +588,7 @@ qr_p.def_jvp(_qr_jvp)
 def _solve(a: Any, b: Any) -> Any:
     """a^-1 b for square a (batched, same batch dims) through LU with partial pivoting."""
     lu_, _, perm = lu_p.bind(a)
-    x = _take_rows(b, perm)
+    x = take_rows(b, perm)
     x = triangular_solve(lu_, x, left_side=True, lower=True, unit_diagonal=True)
     return triangular_solve(lu_, x, left_side=True, lower=False)
 
@@ -781,7 +779,7 @@ def _eig_abstract(x: ShapedArray, *, compute_left_eigenvectors: bool,
                   compute_right_eigenvectors: bool, enable_eigvec_derivs: bool):
     batch = _check("eig", x, ranks=(2,))
     _square("eig", x)
-    dtype = _complex_dtype(x.dtype)
+    dtype = complex_dtype(x.dtype)
     count = int(compute_left_eigenvectors) + int(compute_right_eigenvectors)
     return (ShapedArray(batch + x.shape[-1:], dtype),) + (ShapedArray(x.shape, dtype),) * count
 
@@ -790,7 +788,7 @@ def _eig_one(a: np.ndarray, *, compute_left_eigenvectors: bool,
              compute_right_eigenvectors: bool, enable_eigvec_derivs: bool):
     import scipy.linalg
     # the complex algorithm (zgeev) for real input too: the native code calls the same one
-    a = a.astype(_complex_dtype(a.dtype))
+    a = a.astype(complex_dtype(a.dtype))
     try:
         w, vl, vr = scipy.linalg.eig(a, left=True, right=True, check_finite=False)
     except (np.linalg.LinAlgError, ValueError):
@@ -832,7 +830,6 @@ def _eig_vec_jvp(w, v, da):
     P = _mm(_solve(v, da), v)
     dw = _diagonal(P)
     U = _mm(v, ew.mul(fmat, P))
-    from .reduce import argmax
     k = argmax(ew.abs(v), nd - 2, np.int32)
     mask = ew.convert_element_type(
         ew.eq(broadcasted_iota(np.int32, aval.shape, nd - 2), expand_dims(k, (nd - 2,))),

@@ -300,7 +300,7 @@ def qr(a: Any, mode: str = "reduced") -> Any:
 def _solve_square(a: Any, b: Any) -> Any:
     """a^-1 b for a [..., m, m] and b [..., m, n] with equal batch dims (LU, partial pivoting)."""
     lu, _, perm = _dec.lu(a)
-    x = _dec._take_rows(b, perm)
+    x = _dec.take_rows(b, perm)
     x = _dec.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
     return _dec.triangular_solve(lu, x, left_side=True, lower=False)
 
@@ -346,10 +346,9 @@ def inv(a: Any) -> Any:
     return solve(a, eye)
 
 
-def _lu_sign_parity(lu: Any, pivots: Any, n: int) -> Any:
-    """(-1) ** (number of row swaps) from LU's pivots."""
-    iota = _jnp.arange(n, dtype=np.int32)
-    return _jnp.count_nonzero(pivots != iota, axis=-1)
+def _swaps(pivots: Any, n: int) -> Any:
+    """The number of row swaps LU's pivots make (its parity is the permutation's sign)."""
+    return _jnp.count_nonzero(pivots != _jnp.arange(n, dtype=np.int32), axis=-1)
 
 
 def _slogdet_lu(a: Any) -> tuple:
@@ -358,7 +357,7 @@ def _slogdet_lu(a: Any) -> tuple:
     lu, pivots, _ = _dec.lu(a)
     diag = _jnp.diagonal(lu, axis1=-2, axis2=-1)
     is_zero = _jnp.any(diag == _jnp.array(0, dtype=dtype), axis=-1)
-    parity = _lu_sign_parity(lu, pivots, n)
+    parity = _swaps(pivots, n)
     if dtype.kind == "c":
         sign = _jnp.prod(diag / _jnp.abs(diag).astype(dtype), axis=-1)
     else:
@@ -412,7 +411,7 @@ def _cofactor_solve(a: Any, b: Any) -> tuple:
         return a[..., 0, 0], b
     lu, pivots, permutation = _dec.lu(a)
     diag = _jnp.diagonal(lu, axis1=-2, axis2=-1)
-    parity = _lu_sign_parity(lu, pivots, n)
+    parity = _swaps(pivots, n)
     sign = _jnp.asarray(-2 * (parity % 2) + 1, dtype=dtype)
     partial_det = _jnp.cumprod(diag, axis=-1) * sign[..., None]
     lu = lu.at[..., -1, -1].set(1.0 / partial_det[..., -2])
@@ -421,7 +420,7 @@ def _cofactor_solve(a: Any, b: Any) -> tuple:
     d = _jnp.any(_jnp.isnan(d) | _jnp.isinf(d), axis=-1)
     d = _jnp.broadcast_to(d[..., None, None], get_aval(b).shape)
     x = _jnp.where(d, _jnp.zeros_like(b), b)
-    x = _dec._take_rows(x, permutation)
+    x = _dec.take_rows(x, permutation)
     x = _dec.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
     x = _jnp.concatenate((x[..., :-1, :] * partial_det[..., -1, None, None], x[..., -1:, :]),
                          axis=-2)
