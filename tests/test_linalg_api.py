@@ -437,3 +437,9 @@ def test_scipy_sqrtm(dtype):
     both("scipy.linalg.sqrtm", spd_a, scale=100)
     r = np.asarray(tracejit.jit(tracejit.scipy.linalg.sqrtm)(a))
     np.testing.assert_allclose(r @ r, a, atol=tol_for(a) * 100, rtol=tol_for(a) * 100)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 4, 3)])
+def test_qr_raw(dtype, shape):
+    both("qr", rand(shape, dtype), mode="raw", scale=10)

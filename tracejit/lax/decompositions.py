@@ -1037,6 +1037,31 @@ def hessenberg(a: Any) -> tuple:
     return tuple(hessenberg_p.bind(a))
 
 
+def _geqrf_abstract(x: ShapedArray):
+    batch = _check("geqrf", x, ranks=(2,))
+    m, n = x.shape[-2:]
+    return ShapedArray(x.shape, x.dtype), ShapedArray(batch + (min(m, n),), x.dtype)
+
+
+def _geqrf_one(a: np.ndarray):
+    from scipy.linalg import get_lapack_funcs
+    qr_, tau, _, info = get_lapack_funcs("geqrf", (a,))(a)
+    return qr_, tau
+
+
+geqrf_p = Primitive("geqrf", multiple_results=True)
+geqrf_p.def_abstract_eval(_geqrf_abstract)
+geqrf_p.def_impl(_batched_impl(geqrf_p, _geqrf_one))
+_front_batch(geqrf_p)
+_no_jvp(geqrf_p)
+
+
+def geqrf(a: Any) -> tuple:
+    """LAPACK's geqrf: (a, taus) with R on and above a's diagonal and the Householder
+    reflectors below it (JAX's lax.linalg.geqrf)."""
+    return tuple(geqrf_p.bind(a))
+
+
 def _householder_product_abstract(a: ShapedArray, taus: ShapedArray):
     _check("householder_product", a, taus, ranks=(2, 1))
     m, n = a.shape[-2:]
@@ -1083,6 +1108,6 @@ def symmetric_product(a_matrix: Any, c_matrix: Any, *, alpha: float = 1.0, beta:
 
 
 __all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "symmetric_product",
-           "schur", "hessenberg", "householder_product",
+           "schur", "hessenberg", "householder_product", "geqrf",
            "cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "eigh",
            "svd", "eig", "tridiagonal_solve", "symmetrize", "tril", "triu"]

@@ -282,11 +282,12 @@ def eigvalsh(a: Any, UPLO: str | None = "L", *, symmetrize_input: bool = True) -
 
 
 def qr(a: Any, mode: str = "reduced") -> Any:
-    """jnp.linalg.qr: QRResult(Q, R) ('reduced' or 'complete'), or R alone ('r')."""
+    """jnp.linalg.qr: QRResult(Q, R) ('reduced' or 'complete'), R alone ('r'), or LAPACK's
+    (reflectors transposed, taus) ('raw')."""
     (a,) = _inexact("jnp.linalg.qr", a)
-    if mode == "raw":
-        raise NotImplementedError("jnp.linalg.qr(mode='raw') (Householder reflectors) is not "
-                                  "implemented in tracejit; use mode='reduced' or 'complete'")
+    if mode == "raw":  # LAPACK's geqrf, its matrix transposed (Fortran's view), as NumPy
+        a, taus = _dec.geqrf(a)
+        return QRResult(_mT(a), taus)
     if mode in ("reduced", "r", "full"):
         full_matrices = False
     elif mode == "complete":

@@ -496,6 +496,29 @@ def _hessenberg(em: Emitter, eqn, ins, dests):
     return [out, taus]
 
 
+def _geqrf(em: Emitter, eqn, ins, dests):
+    (x,), (out, taus) = ins, _outs(em, eqn, dests)
+    dtype = x.aval.dtype
+    m, n = x.aval.shape[-2:]
+    k = min(m, n)
+    name = routine(dtype, "geqrf")
+    wk = Work(dtype)
+    query(name, [m, n, Work(dtype), max(m, 1), Work(dtype), wk, -1, 0])
+    lwork = _size(wk)
+    a, tau, work, info = (_work(em, m * n, dtype), _work(em, k, dtype), _work(em, lwork, dtype),
+                          _info(em))
+
+    def one(bidx):
+        _to_fortran(em, x, bidx, m, n, a, max(m, 1))
+        _call(em, name, [m, n, a, max(m, 1), tau, work, lwork, info])
+        _from_fortran(em, a, max(m, 1), out, bidx, m, n)
+        _vector_out(em, tau, taus, bidx, k)
+    if m and n:
+        em.loop_nest(list(_batch(eqn)), one)
+    _release(em, a, tau, work, info)
+    return [out, taus]
+
+
 def _householder_product(em: Emitter, eqn, ins, dests):
     (x, taus), (out,) = ins, _outs(em, eqn, dests)
     dtype = x.aval.dtype
@@ -520,7 +543,7 @@ def _householder_product(em: Emitter, eqn, ins, dests):
 
 
 STRUCTURAL.update({dec.schur_p: _schur, dec.hessenberg_p: _hessenberg,
-                   dec.householder_product_p: _householder_product})
+                   dec.householder_product_p: _householder_product, dec.geqrf_p: _geqrf})
 STRUCTURAL.update({dec.cholesky_p: _cholesky, dec.triangular_solve_p: _triangular_solve,
                    dec.lu_p: _lu, dec.qr_p: _qr, dec.eigh_p: _eigh, dec.svd_p: _svd,
                    dec.eig_p: _eig, dec.tridiagonal_solve_p: _tridiagonal_solve})
