@@ -420,3 +420,17 @@ def test_householder_product(dtype):
     (q,), (q_r,) = native_and_reference(linalg.householder_product, a, taus)
     close(q, q_r, dtype)
     close(q, np.linalg.qr(x)[0], dtype, 10)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("lower", [True, False])
+def test_tridiagonal(dtype, lower):
+    x = rand((2, 5, 5), dtype)
+    x = x + H(x)
+    (a, d, e, taus), refs = native_and_reference(lambda x: linalg.tridiagonal(x, lower=lower), x)
+    for got, ref in zip((a, d, e, taus), refs):
+        close(got, ref, dtype)
+    assert d.dtype == e.dtype == np.abs(x).dtype and taus.dtype == x.dtype
+    for i in range(2):  # the tridiagonal matrix has x's eigenvalues
+        t = np.diag(d[i]) + np.diag(e[i], -1) + np.diag(e[i], 1)
+        close(np.linalg.eigvalsh(t), np.linalg.eigvalsh(x[i]), dtype, 20)

@@ -1062,6 +1062,38 @@ def geqrf(a: Any) -> tuple:
     return tuple(geqrf_p.bind(a))
 
 
+def _tridiagonal_abstract(x: ShapedArray, *, lower: bool):
+    batch = _check("tridiagonal", x, ranks=(2,))
+    n = x.shape[-1]
+    if x.shape[-2] != n or n == 0:
+        raise ValueError(f"The input to tridiagonal must be a square matrix. Got shape "
+                         f"{x.shape[-2:]}.")
+    real = _real_dtype(x.dtype)
+    return (ShapedArray(x.shape, x.dtype), ShapedArray(batch + (n,), real),
+            ShapedArray(batch + (n - 1,), real), ShapedArray(batch + (n - 1,), x.dtype))
+
+
+def _tridiagonal_one(a: np.ndarray, *, lower: bool):
+    from scipy.linalg import get_lapack_funcs
+    sytrd = get_lapack_funcs("hetrd" if a.dtype.kind == "c" else "sytrd", (a,))
+    c, d, e, tau, info = sytrd(a, lower=int(lower))
+    return c, d, e, tau
+
+
+tridiagonal_p = Primitive("tridiagonal", multiple_results=True)
+tridiagonal_p.def_abstract_eval(_tridiagonal_abstract)
+tridiagonal_p.def_impl(_batched_impl(tridiagonal_p, _tridiagonal_one))
+_front_batch(tridiagonal_p)
+_no_jvp(tridiagonal_p)
+
+
+def tridiagonal(a: Any, *, lower: bool = True) -> tuple:
+    """lax.linalg.tridiagonal: (a, d, e, taus) reducing a Hermitian matrix to tridiagonal form
+    (LAPACK's sytrd/hetrd): diagonal d, off-diagonal e, the reflectors in a's `lower` (or
+    upper) triangle with scales taus."""
+    return tuple(tridiagonal_p.bind(a, lower=bool(lower)))
+
+
 def _householder_product_abstract(a: ShapedArray, taus: ShapedArray):
     _check("householder_product", a, taus, ranks=(2, 1))
     m, n = a.shape[-2:]
@@ -1108,6 +1140,6 @@ def symmetric_product(a_matrix: Any, c_matrix: Any, *, alpha: float = 1.0, beta:
 
 
 __all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "symmetric_product",
-           "schur", "hessenberg", "householder_product", "geqrf",
+           "schur", "hessenberg", "householder_product", "geqrf", "tridiagonal",
            "cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "eigh",
            "svd", "eig", "tridiagonal_solve", "symmetrize", "tril", "triu"]

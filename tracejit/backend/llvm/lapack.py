@@ -47,7 +47,7 @@ def routine(dtype: np.dtype, name: str) -> str:
     """The LAPACK/BLAS name for `dtype`: 'potrf' -> dpotrf; 'syevd' -> zheevd for complex."""
     prefix = _PREFIX[np.dtype(dtype)]
     if prefix in "cz":
-        name = {"syevd": "heevd", "orgqr": "ungqr"}.get(name, name)
+        name = {"syevd": "heevd", "orgqr": "ungqr", "sytrd": "hetrd"}.get(name, name)
     return prefix + name
 
 
@@ -519,6 +519,31 @@ def _geqrf(em: Emitter, eqn, ins, dests):
     return [out, taus]
 
 
+def _tridiagonal(em: Emitter, eqn, ins, dests):
+    (x,), (out, d, e, taus) = ins, _outs(em, eqn, dests)
+    dtype = x.aval.dtype
+    real = d.aval.dtype
+    n = x.aval.shape[-1]
+    uplo = "L" if eqn.params["lower"] else "U"
+    name = routine(dtype, "sytrd")
+    wk = Work(dtype)
+    query(name, [uplo, n, Work(dtype), n, Work(real), Work(real), Work(dtype), wk, -1, 0])
+    lwork = _size(wk)
+    a, fd, fe, tau, work, info = (_work(em, n * n, dtype), _work(em, n, real), _work(em, n, real),
+                                  _work(em, n, dtype), _work(em, lwork, dtype), _info(em))
+
+    def one(bidx):
+        _to_fortran(em, x, bidx, n, n, a, n)
+        _call(em, name, [uplo, n, a, n, fd, fe, tau, work, lwork, info])
+        _from_fortran(em, a, n, out, bidx, n, n)
+        _vector_out(em, fd, d, bidx, n)
+        _vector_out(em, fe, e, bidx, n - 1)
+        _vector_out(em, tau, taus, bidx, n - 1)
+    em.loop_nest(list(_batch(eqn)), one)
+    _release(em, a, fd, fe, tau, work, info)
+    return [out, d, e, taus]
+
+
 def _householder_product(em: Emitter, eqn, ins, dests):
     (x, taus), (out,) = ins, _outs(em, eqn, dests)
     dtype = x.aval.dtype
@@ -543,7 +568,8 @@ def _householder_product(em: Emitter, eqn, ins, dests):
 
 
 STRUCTURAL.update({dec.schur_p: _schur, dec.hessenberg_p: _hessenberg,
-                   dec.householder_product_p: _householder_product, dec.geqrf_p: _geqrf})
+                   dec.householder_product_p: _householder_product, dec.geqrf_p: _geqrf,
+                   dec.tridiagonal_p: _tridiagonal})
 STRUCTURAL.update({dec.cholesky_p: _cholesky, dec.triangular_solve_p: _triangular_solve,
                    dec.lu_p: _lu, dec.qr_p: _qr, dec.eigh_p: _eigh, dec.svd_p: _svd,
                    dec.eig_p: _eig, dec.tridiagonal_solve_p: _tridiagonal_solve})
