@@ -434,3 +434,22 @@ def test_tridiagonal(dtype, lower):
     for i in range(2):  # the tridiagonal matrix has x's eigenvalues
         t = np.diag(d[i]) + np.diag(e[i], -1) + np.diag(e[i], 1)
         close(np.linalg.eigvalsh(t), np.linalg.eigvalsh(x[i]), dtype, 20)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("transpose", [True, False])
+def test_ormqr(dtype, left, transpose):
+    x = rand((2, 5, 3), dtype)
+    from scipy.linalg import get_lapack_funcs
+    geqrf = get_lapack_funcs("geqrf", (x[0],))
+    factored = [geqrf(m)[:2] for m in x]
+    a = np.stack([f[0] for f in factored])
+    taus = np.stack([f[1] for f in factored])
+    c = rand((2, 5, 4) if left else (2, 4, 5), dtype)
+    f = lambda a, t, c: linalg.ormqr(a, t, c, left=left, transpose=transpose)  # noqa: E731
+    (got,), (ref,) = native_and_reference(f, a, taus, c)
+    close(got, ref, dtype)
+    q = np.linalg.qr(x, mode="complete")[0]
+    q = H(q) if transpose else q
+    close(got, q @ c if left else c @ q, dtype, 10)

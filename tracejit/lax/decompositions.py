@@ -1094,6 +1094,49 @@ def tridiagonal(a: Any, *, lower: bool = True) -> tuple:
     return tuple(tridiagonal_p.bind(a, lower=bool(lower)))
 
 
+def _ormqr_abstract(a: ShapedArray, taus: ShapedArray, c: ShapedArray, *, left: bool,
+                    transpose: bool) -> ShapedArray:
+    _check("ormqr", a, taus, c, ranks=(2, 1, 2))
+    m = a.shape[-2]
+    if left and c.shape[-2] != m:
+        raise ValueError(f"ormqr with left=True expects c to have the same number of rows as "
+                         f"the Householder matrix a. Got a shape {a.shape[-2:]} and c shape "
+                         f"{c.shape[-2:]}.")
+    if not left and c.shape[-1] != m:
+        raise ValueError(f"ormqr with left=False expects c to have the same number of columns "
+                         f"as the Householder matrix a has rows. Got a shape {a.shape[-2:]} "
+                         f"and c shape {c.shape[-2:]}.")
+    if taus.shape[-1] > min(a.shape[-2:]):
+        raise ValueError(f"ormqr: taus has {taus.shape[-1]} elements, more than a "
+                         f"{a.shape[-2:]} matrix has reflectors")
+    return ShapedArray(c.shape, c.dtype)
+
+
+def _ormqr_one(a: np.ndarray, taus: np.ndarray, c: np.ndarray, *, left: bool,
+               transpose: bool):
+    from scipy.linalg import get_lapack_funcs
+    complex_ = a.dtype.kind == "c"
+    ormqr = get_lapack_funcs("unmqr" if complex_ else "ormqr", (a,))
+    trans = ("C" if complex_ else "T") if transpose else "N"
+    k = taus.shape[-1]
+    cq, _, info = ormqr("L" if left else "R", trans, a[:, :k], taus, c,
+                        lwork=max(1, 64 * max(c.shape)))
+    return (cq,)
+
+
+ormqr_p = Primitive("ormqr")
+ormqr_p.def_abstract_eval(_ormqr_abstract)
+ormqr_p.def_impl(_batched_impl(ormqr_p, _ormqr_one))
+_front_batch(ormqr_p)
+_no_jvp(ormqr_p)
+
+
+def ormqr(a: Any, taus: Any, c: Any, *, left: bool = True, transpose: bool = False) -> Any:
+    """lax.linalg.ormqr: Q c (left) or c Q, with Q^T (Q^H for complex) if `transpose`, for the
+    Q whose Householder reflectors are a's columns (geqrf's) and taus, without forming Q."""
+    return ormqr_p.bind(a, taus, c, left=bool(left), transpose=bool(transpose))
+
+
 def _householder_product_abstract(a: ShapedArray, taus: ShapedArray):
     _check("householder_product", a, taus, ranks=(2, 1))
     m, n = a.shape[-2:]
@@ -1140,6 +1183,6 @@ def symmetric_product(a_matrix: Any, c_matrix: Any, *, alpha: float = 1.0, beta:
 
 
 __all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "symmetric_product",
-           "schur", "hessenberg", "householder_product", "geqrf", "tridiagonal",
+           "schur", "hessenberg", "householder_product", "geqrf", "tridiagonal", "ormqr",
            "cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "eigh",
            "svd", "eig", "tridiagonal_solve", "symmetrize", "tril", "triu"]

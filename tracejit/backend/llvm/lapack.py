@@ -47,7 +47,8 @@ def routine(dtype: np.dtype, name: str) -> str:
     """The LAPACK/BLAS name for `dtype`: 'potrf' -> dpotrf; 'syevd' -> zheevd for complex."""
     prefix = _PREFIX[np.dtype(dtype)]
     if prefix in "cz":
-        name = {"syevd": "heevd", "orgqr": "ungqr", "sytrd": "hetrd"}.get(name, name)
+        name = {"syevd": "heevd", "orgqr": "ungqr", "sytrd": "hetrd",
+                "ormqr": "unmqr"}.get(name, name)
     return prefix + name
 
 
@@ -544,6 +545,35 @@ def _tridiagonal(em: Emitter, eqn, ins, dests):
     return [out, d, e, taus]
 
 
+def _ormqr(em: Emitter, eqn, ins, dests):
+    (x, taus, c), (out,) = ins, _outs(em, eqn, dests)
+    dtype = c.aval.dtype
+    ma, na = x.aval.shape[-2:]
+    k = taus.aval.shape[-1]
+    m, n = c.aval.shape[-2:]
+    side = "L" if eqn.params["left"] else "R"
+    trans = ("C" if dtype.kind == "c" else "T") if eqn.params["transpose"] else "N"
+    name = routine(dtype, "ormqr")
+    wk = Work(dtype)
+    query(name, [side, trans, m, n, k, Work(dtype), max(ma, 1), Work(dtype), Work(dtype),
+                 max(m, 1), wk, -1, 0])
+    lwork = _size(wk)
+    a, tau, fc, work, info = (_work(em, ma * na, dtype), _work(em, k, dtype),
+                              _work(em, m * n, dtype), _work(em, lwork, dtype), _info(em))
+
+    def one(bidx):
+        _to_fortran(em, x, bidx, ma, na, a, max(ma, 1))
+        em.loop(k, lambda i: em.store(tau, i, em.value_at(taus, bidx + [i])), name="tau")
+        _to_fortran(em, c, bidx, m, n, fc, max(m, 1))
+        _call(em, name, [side, trans, m, n, k, a, max(ma, 1), tau, fc, max(m, 1), work, lwork,
+                         info])
+        _from_fortran(em, fc, max(m, 1), out, bidx, m, n)
+    if m and n:
+        em.loop_nest(list(_batch(eqn)), one)
+    _release(em, a, tau, fc, work, info)
+    return [out]
+
+
 def _householder_product(em: Emitter, eqn, ins, dests):
     (x, taus), (out,) = ins, _outs(em, eqn, dests)
     dtype = x.aval.dtype
@@ -569,7 +599,7 @@ def _householder_product(em: Emitter, eqn, ins, dests):
 
 STRUCTURAL.update({dec.schur_p: _schur, dec.hessenberg_p: _hessenberg,
                    dec.householder_product_p: _householder_product, dec.geqrf_p: _geqrf,
-                   dec.tridiagonal_p: _tridiagonal})
+                   dec.tridiagonal_p: _tridiagonal, dec.ormqr_p: _ormqr})
 STRUCTURAL.update({dec.cholesky_p: _cholesky, dec.triangular_solve_p: _triangular_solve,
                    dec.lu_p: _lu, dec.qr_p: _qr, dec.eigh_p: _eigh, dec.svd_p: _svd,
                    dec.eig_p: _eig, dec.tridiagonal_solve_p: _tridiagonal_solve})
