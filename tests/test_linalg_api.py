@@ -443,3 +443,14 @@ def test_scipy_sqrtm(dtype):
 @pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 4, 3)])
 def test_qr_raw(dtype, shape):
     both("qr", rand(shape, dtype), mode="raw", scale=10)
+
+
+def test_lax_linalg_helpers_match_jax():
+    a = spd((4, 4), np.float64)
+    r = np.linalg.cholesky(a).T
+    both("lax.linalg.cholesky_update", r, rand((4,), np.float64))
+    both("lax.linalg.symmetric_product", rand((3, 4), np.float64), spd((3, 3), np.float64),
+         alpha=0.5, beta=2.0)
+    x = rand((2, 4, 4), np.float64)
+    both("lax.linalg.tridiagonal", x + np.swapaxes(x, -1, -2), lower=False)
+    both("lax.linalg.lu_pivots_to_permutation", np.array([[2, 2, 3], [1, 1, 2]], np.int32), 5)

@@ -1170,6 +1170,20 @@ def householder_product(a: Any, taus: Any) -> Any:
     return householder_product_p.bind(a, taus)
 
 
+def cholesky_update(r_matrix: Any, w_vector: Any) -> Any:
+    """lax.linalg.cholesky_update: the upper-triangular Cholesky factor of R^T R + w w^T given
+    R's. Computed by refactoring the updated matrix (LAPACK potrf, O(n^3)), not JAX's O(n^2)
+    rotations; the result is the same factor (positive diagonal)."""
+    r_aval, w_aval = get_aval(r_matrix), get_aval(w_vector)
+    if r_aval.ndim != 2 or r_aval.shape[0] != r_aval.shape[1] or w_aval.shape != r_aval.shape[:1]:
+        raise ValueError(f"cholesky_update expects a square matrix and a vector of its size, "
+                         f"got shapes {r_aval.shape} and {w_aval.shape}")
+    n = r_aval.shape[0]
+    w_col = broadcast_in_dim(w_vector, (n, 1), (0,))
+    a = ew.add(_mm(_H(r_matrix), r_matrix), _mm(w_col, _H(w_col)))
+    return _H(cholesky(a, symmetrize_input=False))
+
+
 def symmetric_product(a_matrix: Any, c_matrix: Any, *, alpha: float = 1.0, beta: float = 0.0,
                       symmetrize_output: bool = False) -> Any:
     """lax.linalg.symmetric_product: alpha * a a^T + beta * c."""
@@ -1184,5 +1198,6 @@ def symmetric_product(a_matrix: Any, c_matrix: Any, *, alpha: float = 1.0, beta:
 
 __all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "symmetric_product",
            "schur", "hessenberg", "householder_product", "geqrf", "tridiagonal", "ormqr",
+           "cholesky_update",
            "cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "eigh",
            "svd", "eig", "tridiagonal_solve", "symmetrize", "tril", "triu"]
