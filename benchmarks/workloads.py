@@ -128,6 +128,25 @@ def normal_10m(jax, jnp, lax, random):
     return jax.jit(lambda k: random.normal(k, (10_000_000,))), (random.PRNGKey(0),)
 
 
+def _spd(n):
+    a = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
+    return a @ a.T + n * np.eye(n, dtype=np.float32)
+
+
+def cholesky_solve(jax, jnp, lax, random):
+    def solve(a, b):  # factor, then the two triangular solves (LAPACK potrf + trsm)
+        L = jnp.linalg.cholesky(a)
+        y = lax.linalg.triangular_solve(L, b, left_side=True, lower=True)
+        return lax.linalg.triangular_solve(L, y, left_side=True, lower=True, transpose_a=True)
+    b = np.random.default_rng(1).standard_normal((512, 8)).astype(np.float32)
+    return jax.jit(solve), (jnp.asarray(_spd(512)), jnp.asarray(b))
+
+
+def batched_inverse(jax, jnp, lax, random):
+    x = np.random.default_rng(0).standard_normal((64, 32, 32)).astype(np.float32)
+    return jax.jit(jnp.linalg.inv), (jnp.asarray(x + 8 * np.eye(32, dtype=np.float32)),)
+
+
 WORKLOADS = [
     ("dispatch x+1 (scalar)", dispatch),
     ("softmax 3x5", softmax(3, 5)),
@@ -148,6 +167,8 @@ WORKLOADS = [
     ("random.normal 10M", normal_10m),
     ("while_loop Newton sqrt 1M", newton_sqrt),
     ("fori_loop 10k scalar steps", fori),
+    ("Cholesky solve 512x512", cholesky_solve),
+    ("batched inverse 64x(32x32)", batched_inverse),
 ]
 
 
@@ -193,6 +214,13 @@ def _np_fori(x):
     return x
 
 
+def _np_cholesky_solve(a, b):
+    import scipy.linalg
+    L = np.linalg.cholesky(a)
+    y = scipy.linalg.solve_triangular(L, b, lower=True)
+    return scipy.linalg.solve_triangular(L, y, lower=True, trans=1)
+
+
 _RNG = np.random.default_rng(0)
 NUMPY = {
     "softmax 3x5": lambda: (_np_softmax, (_RNG.standard_normal((3, 5)).astype(np.float32),)),
@@ -217,6 +245,11 @@ NUMPY = {
     "while_loop Newton sqrt 1M": lambda: (_np_newton,
                                           (np.linspace(1, 100, 1_000_000, dtype=np.float32),)),
     "fori_loop 10k scalar steps": lambda: (_np_fori, (np.float32(1.0),)),
+    "Cholesky solve 512x512": lambda: (_np_cholesky_solve, (
+        _spd(512), np.random.default_rng(1).standard_normal((512, 8)).astype(np.float32))),
+    "batched inverse 64x(32x32)": lambda: (np.linalg.inv, (
+        np.random.default_rng(0).standard_normal((64, 32, 32)).astype(np.float32)
+        + 8 * np.eye(32, dtype=np.float32),)),
     "random.normal 10M": lambda: (
         lambda: np.random.default_rng(0).standard_normal(10_000_000, dtype=np.float32), ()),
 }

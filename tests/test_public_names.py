@@ -20,9 +20,38 @@ PUBLIC["stages"] = ["ArgInfo", "Compiled", "CompilerOptions", "Lowered", "Traced
 PUBLIC["debug"] = ["DebugEffect", "OrderedDebugEffect", "breakpoint", "callback",
                    "inspect_array_sharding", "log", "print", "visualize_array_sharding",
                    "visualize_sharding"]
+PUBLIC["numpy.linalg"] = [
+    "cholesky", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv",
+    "lstsq", "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose",
+    "multi_dot", "norm", "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals",
+    "tensordot", "tensorinv", "tensorsolve", "trace", "vecdot", "vector_norm"]
+PUBLIC["lax.linalg"] = [
+    "EigImplementation", "EighImplementation", "SvdAlgorithm", "cholesky", "cholesky_p",
+    "cholesky_update", "cholesky_update_p", "eig", "eig_p", "eigh", "eigh_p", "hessenberg",
+    "hessenberg_p", "householder_product", "householder_product_p", "lu", "lu_p",
+    "lu_pivots_to_permutation", "lu_pivots_to_permutation_p", "ormqr", "ormqr_p", "qdwh", "qr",
+    "qr_p", "schur", "schur_p", "svd", "svd_p", "symmetric_product", "symmetric_product_p",
+    "triangular_solve", "triangular_solve_p", "tridiagonal", "tridiagonal_p",
+    "tridiagonal_solve", "tridiagonal_solve_p"]
+PUBLIC["scipy.linalg"] = [
+    "block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
+    "convolution_matrix", "det", "dft", "eigh", "eigh_tridiagonal", "expm", "expm_frechet",
+    "fiedler", "fiedler_companion", "funm", "hadamard", "hankel", "helmert", "hessenberg",
+    "hilbert", "inv", "invhilbert", "invpascal", "leslie", "lu", "lu_factor", "lu_solve",
+    "pascal", "polar", "qr", "qr_multiply", "rsf2csf", "schur", "solve", "solve_sylvester",
+    "solve_triangular", "sqrtm", "svd", "toeplitz"]
+_NOT_YET = "not implemented yet (issue 11: LAPACK routines beyond the core decompositions)"
 OUT_OF_SCOPE: dict[str, dict[str, str]] = {
     "debug": {"inspect_array_sharding": "hands a Sharding to its callback: comes with "
                                         "jax.sharding"},
+    "lax.linalg": {n: _NOT_YET for n in (
+        "cholesky_update_p", "lu_pivots_to_permutation_p", "qdwh",
+        "symmetric_product_p")},
+    "scipy.linalg": {n: _NOT_YET for n in (
+        "circulant", "companion", "convolution_matrix", "dft", "eigh_tridiagonal", "fiedler",
+        "fiedler_companion", "funm", "hadamard", "hankel", "helmert", "invhilbert",
+        "invpascal", "leslie", "pascal", "polar", "qr_multiply", "rsf2csf",
+        "solve_sylvester")},
 }
 
 

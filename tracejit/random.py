@@ -282,8 +282,8 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Sequence[int] | No
 
 def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Sequence[int] | None = None,
                         dtype: Any = None, method: str = "cholesky") -> Any:
-    """mean + factor(cov) @ z for standard normal z; factor by Cholesky ('cholesky') or by a
-    symmetric eigendecomposition ('eigh', 'svd': cov is symmetric positive semi-definite)."""
+    """mean + factor(cov) @ z for standard normal z; factor by Cholesky ('cholesky'), the
+    eigendecomposition ('eigh') or the SVD ('svd') of cov, as JAX."""
     data, _ = _check_prng_key("multivariate_normal", key)
     mean, cov = promote_dtypes_inexact(jnp.asarray(mean), jnp.asarray(cov))
     if method not in ("svd", "eigh", "cholesky"):
@@ -308,127 +308,17 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Sequence[int] | No
     else:
         shape = check_shape(shape)
         _check_shape("normal", shape, mean_shape[:-1], cov_shape[:-2])
-    if method == "cholesky":
-        factor = _cholesky(cov)
+    # the factor as JAX computes it (LAPACK through lax.linalg)
+    if method == "svd":
+        u, s, _ = jnp.linalg.svd(cov)
+        factor = u * jnp.sqrt(s[..., None, :])
+    elif method == "eigh":
+        w, v = jnp.linalg.eigh(cov)
+        factor = v * jnp.sqrt(w[..., None, :])
     else:
-        w, v = _symmetric_eigh(cov)
-        if method == "svd":  # singular values of a symmetric matrix: |eigenvalues|
-            w = lax.abs(w)
-        factor = lax.mul(v, lax.broadcast_in_dim(lax.sqrt(w), get_aval(v).shape,
-                                                 (*range(len(cov_shape) - 2), len(cov_shape) - 1)))
+        factor = jnp.linalg.cholesky(cov)
     z = _normal_real(data, (*shape, n), dtype)
     return jnp.add(mean, jnp.einsum("...ij,...j->...i", factor, z))
-
-
-# --- small linear algebra for multivariate_normal and orthogonal -------------------------------
-
-def _last(x: Any, i: int) -> Any:
-    """x[..., i]: a matrix's column i, a vector's entry i."""
-    axis = get_aval(x).ndim - 1
-    return lax.squeeze(lax.slice_in_dim(x, i, i + 1, axis=axis), (axis,))
-
-
-def _outer_scale(v: Any, s: Any) -> Any:
-    """v * s[..., None] for a batch of vectors v and scalars s."""
-    shape = get_aval(v).shape
-    return lax.mul(v, lax.broadcast_in_dim(s, shape, tuple(range(len(shape) - 1))))
-
-
-def _cholesky(a: Any) -> Any:
-    """Lower Cholesky factor of a batch of symmetric positive-definite matrices (..., n, n),
-    column by column (NaN where a is not positive definite, as LAPACK's result in JAX)."""
-    shape = get_aval(a).shape
-    n = shape[-1]
-    rows = lax.broadcasted_iota(np.int32, shape[-1:], 0)
-    cols = []
-    for j in range(n):
-        s = _last(a, j)
-        for lk in cols:
-            s = lax.sub(s, _outer_scale(lk, _last(lk, j)))
-        d = lax.sqrt(_last(s, j))
-        col = lax.div(s, lax.broadcast_in_dim(d, get_aval(s).shape, tuple(range(len(shape) - 2))))
-        below = lax.broadcast_in_dim(lax.ge(rows, np.int32(j)), get_aval(col).shape,
-                                     (len(shape) - 2,))
-        cols.append(lax.select(below, col, lax.full_like(col, 0)))
-    if not cols:
-        return a
-    return jnp.stack(cols, axis=-1)
-
-
-def _symmetric_eigh(a: Any, sweeps: int = 12) -> tuple[Any, Any]:
-    """Eigenvalues w and eigenvectors v (columns) of a batch of symmetric matrices by cyclic
-    Jacobi rotations: a fixed number of sweeps, each rotating every off-diagonal pair to 0."""
-    shape = get_aval(a).shape
-    n = shape[-1]
-    dtype = get_aval(a).dtype
-    v = lax.broadcast_in_dim(jnp.eye(n, dtype=dtype), shape, (len(shape) - 2, len(shape) - 1))
-    pairs = [(p, q) for p in range(n) for q in range(p + 1, n)]
-
-    def sweep(_, av):
-        for p, q in pairs:
-            av = _jacobi_rotation(*av, p, q)
-        return av
-
-    a, v = lax.fori_loop(0, sweeps, sweep, (a, v)) if pairs else (a, v)
-    return jnp.diagonal(a, axis1=-2, axis2=-1), v
-
-
-def _jacobi_rotation(a: Any, v: Any, p: int, q: int) -> tuple[Any, Any]:
-    """Rotate rows/columns p and q of a (and columns of v) so that a[p, q] becomes 0."""
-    app, aqq = a[..., p, p], a[..., q, q]
-    apq = a[..., p, q]
-    zero = lax.full_like(apq, 0)
-    one = lax.full_like(apq, 1)
-    off = lax.ne(apq, zero)
-    theta = lax.div(lax.sub(aqq, app), lax.mul(_const(get_aval(a).dtype, 2),
-                                                lax.select(off, apq, one)))
-    sign = lax.select(lax.ge(theta, zero), one, lax.neg(one))
-    t = lax.div(sign, lax.add(lax.abs(theta), lax.sqrt(lax.add(lax.mul(theta, theta), one))))
-    t = lax.select(off, t, zero)
-    c = lax.rsqrt(lax.add(lax.mul(t, t), one))
-    s = lax.mul(t, c)
-
-    def rot_cols(m):
-        mp, mq = m[..., :, p], m[..., :, q]
-        new_p = lax.sub(_outer_scale(mp, c), _outer_scale(mq, s))
-        new_q = lax.add(_outer_scale(mp, s), _outer_scale(mq, c))
-        return m.at[..., :, p].set(new_p).at[..., :, q].set(new_q)
-
-    a = rot_cols(a)
-    a = jnp.swapaxes(rot_cols(jnp.swapaxes(a, -1, -2)), -1, -2)
-    return a, rot_cols(v)
-
-
-def _householder_qr(a: Any) -> tuple[Any, Any]:
-    """Reduced QR of a batch of (..., m, n) matrices, m >= n, by Householder reflections."""
-    shape = get_aval(a).shape
-    m, n = shape[-2:]
-    dtype = get_aval(a).dtype
-    batch = shape[:-2]
-    q = lax.broadcast_in_dim(jnp.eye(m, dtype=dtype), (*batch, m, m),
-                             (len(batch), len(batch) + 1))
-    r = a
-    rows = lax.broadcasted_iota(np.int32, (m,), 0)
-    two = _const(dtype, 2)
-    for k in range(n):
-        x = r[..., :, k]
-        x = lax.select(lax.broadcast_in_dim(lax.ge(rows, np.int32(k)), get_aval(x).shape,
-                                            (len(batch),)), x, lax.full_like(x, 0))
-        alpha = x[..., k]
-        norm_x = lax.sqrt(jnp.sum(lax.mul(x, x), axis=-1))
-        sign = lax.select(lax.ge(alpha, lax.full_like(alpha, 0)), lax.full_like(alpha, 1),
-                          lax.full_like(alpha, -1))
-        v = x.at[..., k].add(lax.mul(sign, norm_x))
-        v_norm = lax.sqrt(jnp.sum(lax.mul(v, v), axis=-1))
-        v_norm = lax.select(lax.eq(v_norm, lax.full_like(v_norm, 0)), lax.full_like(v_norm, 1),
-                            v_norm)
-        v = _outer_scale(v, lax.div(lax.full_like(v_norm, 1), v_norm))
-        # r <- (I - 2 v v^T) r ;  q <- q (I - 2 v v^T)
-        vr = jnp.einsum("...i,...ij->...j", v, r)
-        r = lax.sub(r, lax.mul(two, jnp.einsum("...i,...j->...ij", v, vr)))
-        qv = jnp.einsum("...ij,...j->...i", q, v)
-        q = lax.sub(q, lax.mul(two, jnp.einsum("...i,...j->...ij", qv, v)))
-    return q[..., :, :n], r[..., :n, :]
 
 
 def orthogonal(key: Any, n: int, shape: Sequence[int] = (), dtype: Any = None,
@@ -442,10 +332,9 @@ def orthogonal(key: Any, n: int, shape: Sequence[int] = (), dtype: Any = None,
     n = operator.index(concrete_value(n, "The error occurred in jax.random.orthogonal()"))
     m_ = operator.index(concrete_value(m_, "The error occurred in jax.random.orthogonal()"))
     z = _normal_real(data, (*shape, max(n, m_), min(n, m_)), dtype)
-    q, r = _householder_qr(z)
+    q, r = jnp.linalg.qr(z)
     d = jnp.diagonal(r, axis1=-2, axis2=-1)
-    x = lax.mul(q, lax.broadcast_in_dim(lax.sign(d), get_aval(q).shape,
-                                        (*range(len(shape)), len(shape) + 1)))
+    x = q * jnp.expand_dims(jnp.sign(d), -2)
     return jnp.swapaxes(x, -1, -2) if n < m_ else x
 
 

@@ -326,3 +326,11 @@ dot_general_p.def_batch(_dot_general_batch)
 
 
 __all__ = ["Precision", "dot_general", "dot", "batch_matmul"]
+
+# lax.linalg's decompositions live in their own module (they use dot_general, defined above)
+from .decompositions import (  # noqa: E402,F401
+    EigImplementation, EighImplementation, SvdAlgorithm, cholesky, cholesky_p, cholesky_update,
+    eig, eig_p, eigh, eigh_p, hessenberg, hessenberg_p, householder_product,
+    householder_product_p, lu, lu_p, lu_pivots_to_permutation, ormqr, ormqr_p, qr, qr_p, schur,
+    schur_p, svd, svd_p, symmetric_product, symmetrize, triangular_solve, triangular_solve_p,
+    tridiagonal, tridiagonal_p, tridiagonal_solve, tridiagonal_solve_p)
