@@ -15,6 +15,7 @@ from .core.dtypes import float0  # noqa: F401
 from .core.trace import ensure_compile_time_eval, named_scope, typeof  # noqa: F401
 from .runtime.devices import block_until_ready, device_get, device_put  # noqa: F401
 from .runtime.jit import clear_caches, eval_shape, jit, make_jaxpr  # noqa: F401
+from .runtime.pmap import pmap  # noqa: F401
 from .runtime.stages import Compiled, Lowered, Traced  # noqa: F401
 from .alias import alias_jax  # noqa: F401
 from .transforms.api import (checkpoint, custom_jvp, custom_vjp, grad, hessian,  # noqa: F401

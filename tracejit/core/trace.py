@@ -18,19 +18,20 @@ from . import dtypes, errors, interpret
 from .array import Array, BaseArray
 from .avals import ArrayMetadata, ShapedArray
 from .config import config
+from .traceback_util import include_filename
 from .jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, SourceInfo, Var, check_jaxpr
 
-_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_SKIP_DIRS = (_PKG_DIR, os.path.dirname(contextlib.__file__) + os.sep + "contextlib",
+_SKIP_DIRS = (os.path.dirname(contextlib.__file__) + os.sep + "contextlib",
               os.path.dirname(contextlib.__file__) + os.sep + "functools")
 
 
 def user_source_info() -> SourceInfo | None:
-    """The innermost stack frame that belongs to user code (outside the tracejit package)."""
+    """The innermost stack frame that belongs to user code (outside the tracejit package and
+    the paths libraries registered with traceback_util.register_exclusion)."""
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
-        if not fn.startswith(_SKIP_DIRS):
+        if not fn.startswith(_SKIP_DIRS) and include_filename(fn):
             return SourceInfo(fn, f.f_lineno, f.f_code.co_name)
         f = f.f_back
     return None

@@ -1,0 +1,10 @@
+"""Programs written for real JAX that define primitives through jax.extend or use equinox and
+flax, run unmodified with `python -m tracejit` and compared with real JAX's results."""
+from tests.libraries import assert_close, run_both
+
+
+def test_user_primitive_multiply_add(tmp_path):
+    # JAX's documented multiply_add: eager, jit (lower_fun lowering), jvp, grad, vmap, mixes
+    ours, theirs = run_both("user_primitive", tmp_path)
+    assert len(theirs) == 10
+    assert_close(ours, theirs, rtol=1e-6)
