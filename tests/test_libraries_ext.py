@@ -8,3 +8,15 @@ def test_user_primitive_multiply_add(tmp_path):
     ours, theirs = run_both("user_primitive", tmp_path)
     assert len(theirs) == 10
     assert_close(ours, theirs, rtol=1e-6)
+
+
+def test_equinox_mlp(tmp_path):
+    # eqx.nn.MLP trained under filter_jit / filter_value_and_grad; filter_vmap, filter_grad
+    ours, theirs = run_both("equinox_mlp", tmp_path)
+    assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_flax_linen_mlp(tmp_path):
+    # linen Dense/relu MLP: init, apply, 20 plain gradient steps under jit
+    ours, theirs = run_both("flax_linen_mlp", tmp_path)
+    assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
