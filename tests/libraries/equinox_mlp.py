@@ -36,7 +36,16 @@ per_example = eqx.filter_vmap(lambda m, xi, yi: jnp.sum((m(xi) - yi) ** 2),
                               in_axes=(None, 0, 0))(model, x, y)
 grads = eqx.filter_grad(loss)(model, x, y)
 params, _ = eqx.partition(model, eqx.is_array)
+# equinox's own primitives (jax.extend.core.Primitive with batching rules and lower_fun
+# lowerings): unvmap_any / unvmap_max see through vmap, eagerly and under jit
+flags = x[:, 0] > 1.0
+unvmapped = {
+    "any_eager": eqx.internal.unvmap_any(flags),
+    "any_vmap_jit": jax.jit(jax.vmap(eqx.internal.unvmap_any))(flags),
+    "max_vmap": jax.vmap(eqx.internal.unvmap_max)(jnp.arange(5)),
+}
+primal, tangent = eqx.filter_jvp(lambda v: model(v), (x[0],), (jnp.ones(3),))
 out = {"losses": jnp.stack(losses), "per_example": per_example,
-       "params": jax.tree_util.tree_leaves(params), "grads": jax.tree_util.tree_leaves(grads)}
+       "params": jax.tree_util.tree_leaves(params), "grads": jax.tree_util.tree_leaves(grads), "unvmapped": unvmapped, "jvp": (primal, tangent)}
 flat = jax.tree_util.tree_flatten_with_path(out)[0]
 np.savez(sys.argv[1], **{jax.tree_util.keystr(path): np.asarray(v) for path, v in flat})
