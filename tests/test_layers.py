@@ -24,7 +24,7 @@ LAYERS = [
     ("runtime", {"runtime"}),
     ("user-facing", {"numpy", "nn", "random", "prng", "tree_util", "tree", "errors", "scipy",
                      "stages", "typing", "dtypes", "flatten_util", "test_util",
-                     "extend", "interpreters"}),
+                     "extend", "interpreters", "experimental", "sharding"}),
     ("face", {"alias", "__main__"}),  # and tracejit/__init__.py
 ]
 

@@ -46,6 +46,7 @@ unvmapped = {
 }
 primal, tangent = eqx.filter_jvp(lambda v: model(v), (x[0],), (jnp.ones(3),))
 out = {"losses": jnp.stack(losses), "per_example": per_example,
-       "params": jax.tree_util.tree_leaves(params), "grads": jax.tree_util.tree_leaves(grads), "unvmapped": unvmapped, "jvp": (primal, tangent)}
+       "params": jax.tree_util.tree_leaves(params), "grads": jax.tree_util.tree_leaves(grads),
+       "unvmapped": unvmapped, "jvp": (primal, tangent)}
 flat = jax.tree_util.tree_flatten_with_path(out)[0]
 np.savez(sys.argv[1], **{jax.tree_util.keystr(path): np.asarray(v) for path, v in flat})

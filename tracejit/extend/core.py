@@ -106,9 +106,9 @@ def _as_avals(prim: Primitive, out: Any):
             return a
         if hasattr(a, "shape") and hasattr(a, "dtype"):
             return ShapedArray(a.shape, a.dtype, getattr(a, "weak_type", False))
+        many = " (a sequence of them: it has multiple results)" if prim.multiple_results else ""
         raise TypeError(f"The abstract evaluation rule of the primitive '{prim.name}' returned "
-                        f"{a!r}; it must return a ShapedArray"
-                        f"{' (a sequence of them: the primitive has multiple results)' if prim.multiple_results else ''}.")
+                        f"{a!r}; it must return a ShapedArray{many}.")
     if prim.multiple_results:
         if not isinstance(out, (list, tuple)):
             raise TypeError(f"The abstract evaluation rule of the multiple-results primitive "
