@@ -12,7 +12,7 @@ from .core.config import (config, debug_infs, debug_nans, disable_jit,  # noqa: 
 from .core.devices import (Device, default_backend, device_count, devices,  # noqa: F401
                            local_device_count, local_devices, process_count, process_index)
 from .core.dtypes import float0  # noqa: F401
-from .core.trace import ensure_compile_time_eval, named_scope, typeof  # noqa: F401
+from .core.trace import ensure_compile_time_eval, named_call, named_scope, typeof  # noqa: F401
 from .runtime.devices import block_until_ready, device_get, device_put  # noqa: F401
 from .runtime.jit import clear_caches, eval_shape, jit, make_jaxpr  # noqa: F401
 from .runtime.pmap import pmap  # noqa: F401

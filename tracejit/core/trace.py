@@ -7,6 +7,7 @@ Later transforms (JVP, batching) add their own Trace/Tracer pairs on the same st
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import threading
@@ -207,6 +208,18 @@ def named_scope(name: str):
     if not isinstance(name, str):
         raise TypeError("named_scope name argument must be a string.")
     yield
+
+
+def named_call(fun: Callable, *, name: str | None = None) -> Callable:
+    """JAX's `named_call`: `fun` with its operations staged under `name` (default: fun's name)
+    for profilers; as with named_scope, tracejit's jaxprs carry no name stack."""
+    scope = name if name is not None else getattr(fun, "__name__", type(fun).__name__)
+
+    @functools.wraps(fun)
+    def named(*args, **kwargs):
+        with named_scope(scope):
+            return fun(*args, **kwargs)
+    return named
 
 
 def current_dynamic_trace() -> MainTrace | None:
