@@ -32,6 +32,12 @@ def test_flax_linen_mlp(tmp_path):
     assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
 
 
+def test_flax_linen_scan(tmp_path):
+    # nn.scan over an RNN cell: flax traces the body with partial_eval.trace_to_jaxpr_nounits
+    ours, theirs = run_both("flax_linen_scan", tmp_path)
+    assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
     "flax.nnx imports jax.experimental.hijax (HiPrimitive, MutableHiType, AvalQDD, "
     "register_hitype, ...), jax._src.state.types.AbstractRef, jax.Ref and jax._src.checkify, "

@@ -22,10 +22,8 @@ from .transforms.api import (checkpoint, custom_jvp, custom_vjp, grad, hessian, 
                              jacfwd, jacobian, jacrev, jvp, linear_transpose, linearize, remat,
                              value_and_grad, vjp, vmap)
 
-# the JAX release whose API tracejit implements: libraries choose code paths by comparing
-# jax.__version_info__ (flax, equinox, optax), so it must name the API they will find
-__version__ = "0.10.0"
-__version_info__ = tuple(int(part) for part in __version__.split("."))  # as JAX's
+from .version import __version__, __version_info__  # noqa: F401  (the JAX API implemented)
 from . import random  # noqa: E402,F401  (after numpy: random is built on it)
 # (as with JAX, flatten_util and test_util load when imported, not with the package)
 from . import dtypes, typing  # noqa: E402,F401
+from . import api_util, version  # noqa: E402,F401  (libraries reach them as jax.api_util, ...)
