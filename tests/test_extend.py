@@ -332,3 +332,25 @@ def test_jax_internal_modules_libraries_import(tmp_path):
     done = subprocess.run([sys.executable, "-m", "tracejit", str(script)], env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+def test_jaxpr_helpers_as_jax():
+    def f(a, b, c):
+        return a * 2, b + 1, a * c
+    ours = tracejit.make_jaxpr(f)(1.0, 2.0, 3.0).jaxpr
+    theirs = jax.make_jaxpr(f)(1.0, 2.0, 3.0).jaxpr
+    for used, inst in [([True, False, False], False), ([False, True, True], [True, False, False]),
+                       (False, False)]:
+        new, kept = tpe.dce_jaxpr(ours, used, inst)
+        new_theirs, kept_theirs = jpe.dce_jaxpr(theirs, used, inst)
+        assert kept == kept_theirs
+        assert (len(new.invars), len(new.outvars), len(new.eqns)) == \
+            (len(new_theirs.invars), len(new_theirs.outvars), len(new_theirs.eqns))
+    for x in (1.0, np.ones(2), "a", object()):
+        assert tcore.valid_jaxtype(x) == jcore.valid_jaxtype(x)
+    assert tcore.concrete_or_error(int, 3.0) == jcore.concrete_or_error(int, 3.0) == 3
+    with pytest.raises(tracejit.errors.ConcretizationTypeError, match="while testing"):
+        tracejit.jit(lambda x: tcore.concrete_or_error(None, x, "while testing"))(1.0)
+    eqn = tcore.new_jaxpr_eqn(ours.invars[:1], [tcore.Var(ours.invars[0].aval)], tlax.neg_p, {},
+                              tcore.no_effects)
+    assert eqn.primitive is tlax.neg_p and eqn.invars == ours.invars[:1]

@@ -15,7 +15,9 @@ from ..core.avals import AbstractValue, ShapedArray
 from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Literal, Var  # noqa: F401
 from ..core.jaxpr import check_jaxpr as _check_jaxpr
 from ..core.jaxpr_util import eval_jaxpr_bind
-from ..core.trace import Trace, _state
+from ..core.errors import InconclusiveDimensionOperation, concretization_error  # noqa: F401
+from ..core.jaxpr import SourceInfo
+from ..core.trace import DebugInfo, Trace, Tracer, _state, get_aval  # noqa: F401
 from ..core.trace import find_top_trace as _find_top_trace
 
 JaxprEqn = Eqn
@@ -122,6 +124,37 @@ def jaxpr_as_fun(closed_jaxpr: ClosedJaxpr, *args: Any) -> Any:
     def fun(*xs):
         return eval_jaxpr_bind(closed_jaxpr.jaxpr, closed_jaxpr.consts, *xs)
     return fun(*args) if args else fun
+
+
+def new_jaxpr_eqn(invars: list, outvars: list, primitive: _primitive.Primitive, params: dict,
+                  effects: Any = no_effects, source_info: SourceInfo | None = None,
+                  ctx: Any = None) -> Eqn:
+    """An equation `outvars = primitive[params] invars` (tracejit's equations carry no
+    effects: those of user primitives are refused when their abstract eval declares any)."""
+    if effects:
+        raise NotImplementedError("tracejit's jaxpr equations carry no effects")
+    return Eqn(primitive, invars, outvars, params, source_info)
+
+
+def valid_jaxtype(x: Any) -> bool:
+    """Whether x is a value JAX can trace (an array or a numeric scalar)."""
+    try:
+        get_aval(x)
+    except TypeError:
+        return False
+    return True
+
+
+def concrete_or_error(force: Callable | None, val: Any, context: str = "") -> Any:
+    """force(val) for a concrete val (or a tracer that knows its value); otherwise a
+    ConcretizationTypeError naming `context`."""
+    force = force if force is not None else (lambda x: x)
+    if isinstance(val, Tracer):
+        concrete = val.to_concrete_value()
+        if concrete is None:
+            raise concretization_error(val, context)
+        return force(concrete)
+    return force(val)
 
 
 def check_jaxpr(jaxpr: Jaxpr) -> None:

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple, Sequence
 
 from ..core.avals import AbstractValue, ShapedArray
 from ..core.dce import dce
+from ..core.dce import dce_jaxpr as _dce_jaxpr
 from ..core.jaxpr import Jaxpr, Literal, Var
 from ..core.jaxpr_util import eval_jaxpr_bind, literal_value
 from ..core.trace import DynamicJaxprTracer, trace_to_jaxpr  # noqa: F401
@@ -91,3 +92,16 @@ def _evaluate_known(jaxpr: Jaxpr, consts: list, outs: list) -> list:
     only = dce(Jaxpr(jaxpr.constvars, [Var(v.aval) for v in jaxpr.invars], outs, jaxpr.eqns))
     return [literal_value(o) if isinstance(o, Literal) else o for o in
             eval_jaxpr_bind(only, consts)]
+
+
+def dce_jaxpr(jaxpr: Jaxpr, used_outputs: bool | Sequence[bool],
+              instantiate: bool | Sequence[bool] = False) -> tuple[Jaxpr, list[bool]]:
+    """The jaxpr computing only the used outputs from only the inputs they need (and those
+    `instantiate` keeps), and which inputs it kept."""
+    n_out, n_in = len(jaxpr.outvars), len(jaxpr.invars)
+    used = [used_outputs] * n_out if isinstance(used_outputs, bool) else list(used_outputs)
+    keep = [instantiate] * n_in if isinstance(instantiate, bool) else list(instantiate)
+    new, live = _dce_jaxpr(jaxpr, used)
+    used_inputs = [v in live or k for v, k in zip(jaxpr.invars, keep)]
+    invars = [v for v, u in zip(jaxpr.invars, used_inputs) if u]
+    return Jaxpr(new.constvars, invars, new.outvars, new.eqns, new.debug_info), used_inputs
