@@ -37,9 +37,7 @@ def _sincos_prim(lib, name="sincos_scaled"):
     p = core.Primitive(name)
     p.multiple_results = True
     p.def_impl(lambda x, *, s: [np.sin(x) * s, np.cos(x) * s])
-    p.def_abstract_eval(lambda a, *, s: [core.ShapedArray(a.shape, a.dtype)] * 2
-                        if hasattr(core, "ShapedArray") else [jx.core.ShapedArray(a.shape,
-                                                                                  a.dtype)] * 2)
+    p.def_abstract_eval(lambda a, *, s: [jx.core.ShapedArray(a.shape, a.dtype)] * 2)
     mlir.register_lowering(p, mlir.lower_fun(
         lambda x, *, s: [np_.sin(x) * s, np_.cos(x) * s], multiple_results=True))
 

@@ -23,8 +23,7 @@ def multiply_add_impl(x, y, z):
 
 def multiply_add_abstract_eval(xs, ys, zs):
     assert xs.shape == ys.shape == zs.shape
-    return core.ShapedArray(xs.shape, xs.dtype) if hasattr(core, "ShapedArray") else \
-        jax.core.ShapedArray(xs.shape, xs.dtype)
+    return jax.core.ShapedArray(xs.shape, xs.dtype)
 
 
 multiply_add_p.def_impl(multiply_add_impl)
