@@ -352,3 +352,26 @@ def test_jaxpr_helpers_as_jax():
     eqn = tcore.new_jaxpr_eqn(ours.invars[:1], [tcore.Var(ours.invars[0].aval)], tlax.neg_p, {},
                               tcore.no_effects)
     assert eqn.primitive is tlax.neg_p and eqn.invars == ours.invars[:1]
+
+
+def _times_iota(lib):
+    jx, np_, lax, core, _, _, mlir = lib
+    p = core.Primitive("times_iota")
+    p.def_impl(lambda x: np.multiply(x, np.arange(1.0, 4.0, dtype=np.float32)))
+    p.def_abstract_eval(lambda a: a)
+    # the lowering closes over an array: it becomes a const of the body it is inlined into
+    mlir.register_lowering(p, mlir.lower_fun(
+        lambda x: x * np_.asarray(np.arange(1.0, 4.0, dtype=np.float32)),
+        multiple_results=False))
+
+    def body(c, x):
+        return c + p.bind(x), p.bind(c)
+    xs = np_.arange(12.0, dtype=np_.float32).reshape(4, 3)
+    scanned = jx.jit(lambda xs: lax.scan(body, np_.ones(3, np_.float32), xs))(xs)
+    cond = jx.jit(lambda x: lax.cond(x[0] > 0, p.bind, lambda y: -y, x))
+    return [*scanned, cond(np_.ones(3)), cond(-np_.ones(3))]
+
+
+def test_lowering_consts_inside_control_flow_bodies():
+    for g, e in zip(_times_iota(TRACEJIT), _times_iota(JAX)):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(e))
