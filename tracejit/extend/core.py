@@ -43,12 +43,9 @@ class Primitive(_primitive.Primitive):
 
     def __init__(self, name: str):
         super().__init__(name, registered=False)
-        self._user_impl: Callable | None = None
 
     def def_impl(self, impl: Callable) -> Callable:
         """The eager implementation: called with arrays (as in JAX, not NumPy arrays)."""
-        self._user_impl = impl
-
         def on_arrays(*args, **params):
             return impl(*[Array.from_numpy(x, ShapedArray(x.shape, x.dtype))
                           if isinstance(x, np.ndarray) else x for x in args], **params)
