@@ -24,7 +24,8 @@ LAYERS = [
     ("runtime", {"runtime"}),
     ("user-facing", {"numpy", "nn", "random", "prng", "tree_util", "tree", "errors", "scipy",
                      "stages", "typing", "dtypes", "flatten_util", "test_util", "debug",
-                     "callback", "experimental"}),
+                     "callback", "extend", "interpreters", "experimental", "sharding",
+                     "api_util", "version"}),
     ("face", {"alias", "__main__"}),  # and tracejit/__init__.py
 ]
 

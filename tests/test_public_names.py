@@ -53,6 +53,77 @@ OUT_OF_SCOPE: dict[str, dict[str, str]] = {
         "invpascal", "leslie", "pascal", "polar", "qr_multiply", "rsf2csf",
         "solve_sylvester")},
 }
+# jax.extend / jax.interpreters: what code defining its own primitives uses
+PUBLIC["extend.core"] = [
+    "AbstractToken", "CallPrimitive", "ClosedJaxpr", "DebugInfo", "DropVar", "Effect", "Effects",
+    "InconclusiveDimensionOperation", "Jaxpr", "JaxprEqn", "JaxprTypeError", "Literal",
+    "Primitive", "Token", "TraceTag", "Var", "array_types", "call_impl", "check_jaxpr",
+    "concrete_or_error", "find_top_trace", "gensym", "get_opaque_trace_state", "jaxpr_as_fun",
+    "jaxprs_in_params", "mapped_aval", "new_jaxpr_eqn", "no_effects",
+    "nonempty_axis_env_DO_NOT_USE", "primal_dtype_to_tangent_dtype", "primitives",
+    "set_current_trace", "subjaxprs", "take_current_trace", "unmapped_aval",
+    "unsafe_am_i_under_a_jit_DO_NOT_USE", "unsafe_am_i_under_a_vmap_DO_NOT_USE",
+    "unsafe_get_axis_names_DO_NOT_USE", "valid_jaxtype"]
+PUBLIC["extend.linear_util"] = [
+    "Callable", "StoreException", "WrappedFun", "cache", "merge_linear_aux", "transformation",
+    "transformation2", "transformation_with_aux", "transformation_with_aux2", "wrap_init"]
+PUBLIC["extend.source_info_util"] = [
+    "NameStack", "SourceInfo", "current", "current_name_stack", "extend_name_stack",
+    "new_name_stack", "new_source_info", "register_exclusion", "reset_name_stack",
+    "set_name_stack", "summarize", "transform_name_stack", "user_context"]
+PUBLIC["interpreters.ad"] = [
+    "JVPTrace", "JVPTracer", "UndefinedPrimal", "Zero", "add_jaxvals", "add_jaxvals_p",
+    "add_tangents", "annotations", "defbilinear", "defjvp", "defjvp2", "deflinear", "deflinear2",
+    "get_primitive_transpose", "instantiate_zeros", "is_undefined_primal", "jvp", "linearize",
+    "primitive_jvps", "primitive_transposes", "zeros_like_aval"]
+PUBLIC["interpreters.batching"] = [
+    "axis_primitive_batchers", "bdim_at_front", "broadcast", "defbroadcasting", "defreducer",
+    "defvectorized", "fancy_primitive_batchers", "primitive_batchers", "register_vmappable",
+    "unregister_vmappable"]
+PUBLIC["interpreters.partial_eval"] = [
+    "DynamicJaxprTracer", "JaxprTracer", "PartialVal", "Val", "custom_partial_eval_rules",
+    "dce_jaxpr", "dce_jaxpr_call_rule", "dce_jaxpr_closed_call_rule", "dce_jaxpr_consts",
+    "dce_rules", "partial_eval_jaxpr_custom_rules", "trace_to_jaxpr_dynamic",
+    "trace_to_jaxpr_nounits"]
+_NEW_TRACE_API = "JAX's context-based trace API (tracejit keeps a trace stack of MainTraces)"
+_LU_TRANSFORMS = "linear_util's generator transformations: tracejit's transforms are functions"
+_NAME_STACKS = "tracejit's jaxprs carry no name stacks (named_scope changes nothing)"
+OUT_OF_SCOPE["extend.core"] = {
+    "AbstractToken": "tokens: tracejit orders effects without token values",
+    "Token": "tokens: tracejit orders effects without token values",
+    "CallPrimitive": "call primitives are tracejit's own (pjit); user code defines none",
+    "DropVar": "unused outputs are plain Vars (printed `_`)",
+    "TraceTag": _NEW_TRACE_API, "set_current_trace": _NEW_TRACE_API,
+    "take_current_trace": _NEW_TRACE_API, "nonempty_axis_env_DO_NOT_USE": _NEW_TRACE_API,
+    "unsafe_am_i_under_a_jit_DO_NOT_USE": _NEW_TRACE_API,
+    "unsafe_am_i_under_a_vmap_DO_NOT_USE": _NEW_TRACE_API,
+    "unsafe_get_axis_names_DO_NOT_USE": _NEW_TRACE_API,
+    "array_types": "JAX's set of array scalar types; no library here uses it",
+    "call_impl": "call primitives are tracejit's own", "gensym": "Vars need no name generator",
+    "primitives": "the lax primitives are tracejit.lax.<name>_p"}
+OUT_OF_SCOPE["extend.linear_util"] = {
+    n: _LU_TRANSFORMS for n in ("StoreException", "cache", "merge_linear_aux", "transformation",
+                                "transformation2", "transformation_with_aux",
+                                "transformation_with_aux2")}
+OUT_OF_SCOPE["extend.source_info_util"] = {
+    n: _NAME_STACKS for n in ("NameStack", "current_name_stack", "extend_name_stack",
+                              "new_name_stack", "new_source_info", "reset_name_stack",
+                              "set_name_stack", "transform_name_stack", "user_context")}
+OUT_OF_SCOPE["interpreters.ad"] = {
+    "add_jaxvals_p": "tangents are added with lax.add_p", "jvp": _LU_TRANSFORMS,
+    "linearize": _LU_TRANSFORMS}
+OUT_OF_SCOPE["interpreters.batching"] = {
+    "register_vmappable": "custom vmappable containers (JAX's jumbles) are not supported",
+    "unregister_vmappable": "custom vmappable containers (JAX's jumbles) are not supported"}
+OUT_OF_SCOPE["interpreters.partial_eval"] = {
+    "JaxprTracer": "partial evaluation stages all of a function, then splits it by dependence",
+    "Val": "a type alias of JAX's partial evaluator",
+    "custom_partial_eval_rules": "tracejit's primitives split their own work (linearize rules)",
+    "partial_eval_jaxpr_custom_rules": "tracejit's primitives split their own work",
+    "dce_rules": "DCE rules are declared on each primitive (def_dce)",
+    "dce_jaxpr_call_rule": "DCE rules are declared on each primitive (def_dce)",
+    "dce_jaxpr_closed_call_rule": "DCE rules are declared on each primitive (def_dce)",
+    "dce_jaxpr_consts": "dce_jaxpr keeps constvars; the compiler drops unused consts"}
 
 
 @pytest.mark.parametrize("module", sorted(PUBLIC))

@@ -19,6 +19,15 @@ __all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "
 bfloat16: type = ml_dtypes.bfloat16
 finfo = ml_dtypes.finfo
 iinfo = ml_dtypes.iinfo
+DType = np.dtype  # the type of dtypes (JAX's internal jax._src.dtypes, which maps here, has it)
+
+_NO_INF_FLOAT8 = {np.dtype(getattr(ml_dtypes, n)) for n in (
+    "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2fnuz")}
+
+
+def supports_inf(dtype: Any) -> bool:
+    """Whether `dtype` has an infinity: inexact types do, except float8 formats without one."""
+    return np.dtype(dtype) not in _NO_INF_FLOAT8 and issubdtype(dtype, np.inexact)
 
 _PYTHON_SCALAR_DTYPES = {bool: np.dtype(bool), int: np.dtype(np.int64),
                          float: np.dtype(np.float64), complex: np.dtype(np.complex128)}

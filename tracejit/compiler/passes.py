@@ -1,4 +1,5 @@
-"""Jaxpr -> Jaxpr passes run before code generation: inlining of nested jit calls, algebraic
+"""Jaxpr -> Jaxpr passes run before code generation: expansion of user primitives into their
+lowerings (user_lowerings.py), inlining of nested jit calls, algebraic
 simplification, constant folding, common-subexpression elimination, forwarding of unchanged loop
 carries, loop-invariant code motion and dead-code elimination. `optimize` runs them all, then row
 fusion (compiler.rows) and fusion (compiler.fusion). Each pass returns a new Jaxpr (the input
@@ -25,6 +26,7 @@ from ..lax.elementwise import convert_element_type_p
 from ..lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p
 from .fusion import fuse
 from .rows import fuse_rows
+from .user_lowerings import expand_user_primitives
 
 # Primitives whose bodies the passes may reshape: drop or add operands, outputs and consts
 # (every consumer evaluates these bodies with their consts). Any other primitive's sub-jaxprs
@@ -37,6 +39,7 @@ FOLD_MAX_SIZE = 1024  # larger folded results stay computed at run time, not sto
 def optimize(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
     """The whole pipeline, as the native backend runs it before code generation. With the
     `tracejit_enable_checks` option on, the jaxpr checker runs after every pass."""
+    jaxpr, consts = _checked(expand_user_primitives, jaxpr, consts)
     jaxpr, consts = _checked(inline_calls, jaxpr, consts)
     # with loops a second round catches what the first exposes: equations that read forwarded
     # carries become invariant, hoisted ones may fold, ...

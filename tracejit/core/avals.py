@@ -32,6 +32,12 @@ class ShapedArray(AbstractValue):
                            self.dtype if dtype is None else dtype,
                            self.weak_type if weak_type is None else weak_type)
 
+    def to_tangent_aval(self) -> ShapedArray:
+        """The type of this type's tangents: float0 for integer and boolean values."""
+        if dtypes.is_inexact(self.dtype):
+            return self
+        return ShapedArray(self.shape, dtypes.float0, self.weak_type)
+
     def strip_weak_type(self) -> ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self
 

@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 from .avals import ShapedArray
 from .jaxpr import ClosedJaxpr
 from .jaxpr_util import eval_closed, trace_closed
-from .primitive import Primitive
+from .primitive import Primitive, primitive_batchers
 from .rules import bdim_at_front, moveaxis, not_mapped, unbatched_aval
 from .trace import (Trace, Tracer, full_lower, full_raise, get_aval, new_main,
                     user_source_info)
@@ -45,9 +45,10 @@ class BatchTracer(Tracer):
 
 
 def batch_rule(primitive: Primitive) -> Callable:
-    if primitive.batch is None:
+    rule = primitive.batch or primitive_batchers.get(primitive)  # (user rules: see primitive.py)
+    if rule is None:
         raise NotImplementedError(f"Batching rule for '{primitive.name}' not implemented")
-    return primitive.batch
+    return rule
 
 
 class BatchTrace(Trace):

@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 from .avals import ShapedArray
 from .jaxpr import ClosedJaxpr
 from .jaxpr_util import eval_closed, trace_closed
-from .primitive import Primitive
+from .primitive import Primitive, primitive_jvps
 from .rules import Zero, differentiable, instantiate, tangent_aval
 from .trace import Trace, Tracer, full_lower, full_raise, get_aval, new_main
 
@@ -55,6 +55,9 @@ class JVPTracer(Tracer):
 def jvp_rule(primitive: Primitive) -> Callable:
     if primitive.jvp is not None:
         return primitive.jvp
+    rule = primitive_jvps.get(primitive)  # a user primitive's rule (jax.interpreters.ad)
+    if rule is not None:
+        return rule
     if primitive.not_differentiable:
         return _zero_jvp(primitive)
     raise NotImplementedError(f"Differentiation rule for '{primitive.name}' not implemented")

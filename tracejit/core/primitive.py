@@ -17,6 +17,28 @@ registry: dict[str, Primitive] = {}
 
 RULES = ("abstract_eval", "impl", "jvp", "transpose", "batch", "dce")
 
+# Rules registered JAX's way (jax.interpreters.ad / batching / mlir), keyed by primitive: code
+# written for JAX defines its own primitives (jax.extend.core.Primitive) and registers their
+# rules here. The transformations consult these for a primitive without a rule of its own.
+primitive_jvps: dict[Primitive, Callable] = {}
+primitive_transposes: dict[Primitive, Callable] = {}
+primitive_batchers: dict[Primitive, Callable] = {}
+# lowerings of user primitives: a TracedLowering is traced and inlined before compilation
+lowerings: dict[Primitive, Any] = {}
+
+
+class TracedLowering:
+    """A lowering given as a traceable function (JAX's `mlir.lower_fun`): the compiler inlines
+    the jaxpr of `fun(*operands, **params)` in place of the primitive's equation."""
+
+    def __init__(self, fun: Callable, multiple_results: bool):
+        self.fun = fun
+        self.multiple_results = multiple_results
+
+    def __repr__(self) -> str:
+        name = getattr(self.fun, "__name__", type(self.fun).__name__)
+        return f"lower_fun({name}, multiple_results={self.multiple_results})"
+
 # fusion classes: what a fusing compiler may do with an equation of the primitive
 ELEMENTWISE = "elementwise"  # out[i] = f(operands[i]): computed inside a consumer's loop nest
 INDEX_MAP = "index_map"      # out[i] = operand[g(i)]: fused as index arithmetic
@@ -27,7 +49,7 @@ class Primitive:
     multiple_results = False
 
     def __init__(self, name: str, *, multiple_results: bool = False, fusion: str | None = None,
-                 transcendental: bool = False):
+                 transcendental: bool = False, registered: bool = True):
         self.name = name
         self.multiple_results = multiple_results
         # declarations (see the module docstring); `cheap`: an index map worth recomputing in
@@ -59,6 +81,10 @@ class Primitive:
         # with sub-jaxprs drop carries, branch outputs and operands nothing needs)
         self.dce: Callable | None = None
         self.not_differentiable = False
+        # user primitives (registered=False) stay out of the registry: names need not be unique
+        # among them, and their rules live in the JAX-style tables above
+        if not registered:
+            return
         if name in registry:
             raise ValueError(f"primitive {name!r} registered twice")
         registry[name] = self

@@ -65,6 +65,8 @@ class Zero:
     def from_primal(x: Any) -> Zero:
         return Zero(tangent_aval(get_aval(x)))
 
+    from_primal_value = from_primal  # JAX's name (jax.interpreters.ad.Zero)
+
     def __repr__(self) -> str:
         return f"Zero({self.aval.str_short()})"
 

@@ -7,6 +7,7 @@ Later transforms (JVP, batching) add their own Trace/Tracer pairs on the same st
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import threading
@@ -18,19 +19,20 @@ from . import dtypes, errors, interpret
 from .array import Array, BaseArray
 from .avals import ArrayMetadata, ShapedArray
 from .config import config
+from .traceback_util import include_filename
 from .jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, SourceInfo, Var, check_jaxpr
 
-_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_SKIP_DIRS = (_PKG_DIR, os.path.dirname(contextlib.__file__) + os.sep + "contextlib",
+_SKIP_DIRS = (os.path.dirname(contextlib.__file__) + os.sep + "contextlib",
               os.path.dirname(contextlib.__file__) + os.sep + "functools")
 
 
 def user_source_info() -> SourceInfo | None:
-    """The innermost stack frame that belongs to user code (outside the tracejit package)."""
+    """The innermost stack frame that belongs to user code (outside the tracejit package and
+    the paths libraries registered with traceback_util.register_exclusion)."""
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
-        if not fn.startswith(_SKIP_DIRS):
+        if not fn.startswith(_SKIP_DIRS) and include_filename(fn):
             return SourceInfo(fn, f.f_lineno, f.f_code.co_name)
         f = f.f_back
     return None
@@ -206,6 +208,18 @@ def named_scope(name: str):
     if not isinstance(name, str):
         raise TypeError("named_scope name argument must be a string.")
     yield
+
+
+def named_call(fun: Callable, *, name: str | None = None) -> Callable:
+    """JAX's `named_call`: `fun` with its operations staged under `name` (default: fun's name)
+    for profilers; as with named_scope, tracejit's jaxprs carry no name stack."""
+    scope = name if name is not None else getattr(fun, "__name__", type(fun).__name__)
+
+    @functools.wraps(fun)
+    def named(*args, **kwargs):
+        with named_scope(scope):
+            return fun(*args, **kwargs)
+    return named
 
 
 def current_dynamic_trace() -> MainTrace | None:

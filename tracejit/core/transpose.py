@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 from .jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from .jaxpr_util import literal_value, trace_closed
-from .primitive import Primitive
+from .primitive import Primitive, primitive_transposes
 from .rules import UndefinedPrimal, Zero, add_tangents, instantiate, is_undefined
 
 
@@ -67,10 +67,11 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
 
 
 def transpose_rule(primitive: Primitive):
-    if primitive.transpose is None:
+    rule = primitive.transpose or primitive_transposes.get(primitive)  # (see primitive.py)
+    if rule is None:
         raise NotImplementedError(f"Transpose rule (for reverse-mode differentiation) for "
                                   f"'{primitive.name}' not implemented")
-    return primitive.transpose
+    return rule
 
 
 def transpose_jaxpr(closed: ClosedJaxpr, linear: Sequence[bool], ct_nonzero: Sequence[bool]

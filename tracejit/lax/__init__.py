@@ -18,3 +18,10 @@ from .special import *  # noqa: F401,F403
 # the rule vocabulary in core builds tangents and batched values with these primitives
 use_lax_primitives(add_p=add_p, broadcast_in_dim_p=broadcast_in_dim_p, reduce_sum_p=reduce_sum_p,
                    transpose_p=transpose_p)
+
+# JAX's lax names each primitive `<name>_p`; libraries match jaxpr equations against them
+# (equinox's jaxpr finalisation keys a table by lax.stop_gradient_p, ...)
+from ..core.primitive import registry as _registry  # noqa: E402
+
+globals().update({f"{p.name}_p": p for p in _registry.values()
+                  if f"{p.name}_p" not in globals()})

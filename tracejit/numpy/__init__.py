@@ -1,4 +1,5 @@
 """tracejit.numpy: NumPy's API on traced and concrete arrays (JAX's `jax.numpy`), built on lax."""
+import ml_dtypes as _ml_dtypes
 import numpy as _np
 
 from ..core import dtypes as _dtypes
@@ -55,6 +56,14 @@ float16, float32, float64 = (_scalar_type(t) for t in (_np.float16, _np.float32,
 complex64, complex128 = _scalar_type(_np.complex64), _scalar_type(_np.complex128)
 if _dtypes.bfloat16 is not None:
     bfloat16 = _scalar_type(_dtypes.bfloat16.type)
+# ml_dtypes' narrow formats, which JAX names: libraries refer to the types (flax's fp8 layers),
+# though tracejit computes in none of them (an array of one is refused with a TypeError)
+(float4_e2m1fn, float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float8_e4m3fn, float8_e4m3fnuz,
+ float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, int2, int4, uint2, uint4) = (
+    _scalar_type(getattr(_ml_dtypes, n)) for n in (
+        "float4_e2m1fn", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
+        "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "int2", "int4",
+        "uint2", "uint4"))
 dtype = _np.dtype
 float_ = float64
 int_ = int64

@@ -25,7 +25,7 @@ from ...core.avals import ShapedArray
 from ...core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ...core.primitive import ELEMENTWISE, Primitive
 from .aliasing import plan_aliases
-from .rules import INDEX_MAPS, STRUCTURAL
+from .rules import INDEX_MAPS, STRUCTURAL, structural_rule
 from .scalar_ops import bf16_bits, bf16_widen, emit_scalar
 from .types import I1, I8, I64, const, mem_type
 
@@ -362,7 +362,7 @@ class Emitter:
             if out.aval.ndim == 0 and dest is None:
                 return [Scalar(self.value_at(value, []), out.aval)]
             return [self.materialize(value, dest)]
-        rule = STRUCTURAL.get(eqn.primitive)
+        rule = structural_rule(eqn.primitive)
         if rule is None:
             raise NativeCompileError(
                 f"the native backend cannot compile primitive `{name}` yet (at "

@@ -27,7 +27,7 @@ from ...core.avals import ShapedArray
 from ...core.primitive import Primitive
 from ...lax.callback import CALLBACK_PRIMITIVES, call_host, call_impl
 from .codegen import I8P, Buf, Emitter
-from .rules import STRUCTURAL
+from .rules import IMPL_ON_HOST, STRUCTURAL
 from .types import I32, I64
 
 SYMBOL = "tracejit_host_callback"
@@ -174,3 +174,4 @@ def lower_with_impl(prim: Primitive) -> None:
 
 for _prim in CALLBACK_PRIMITIVES:
     STRUCTURAL[_prim] = _lower_callback
+IMPL_ON_HOST.append(_lower_impl)

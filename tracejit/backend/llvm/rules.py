@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ...core.primitive import Primitive
+from ...core.primitive import Primitive, registry
 
 # shape ops fused as index arithmetic: (em, ins, eqn, idx) -> the element at multi-index idx,
 # as a generator yielding the (operand, index) pairs it reads (see index_maps)
@@ -21,3 +21,20 @@ FORWARDING: set[Primitive] = set()
 # they coincide) before anything else touches it and never reads it again (loop carries,
 # updated arrays); donation planning (aliasing) relies on that.
 IN_PLACE: dict[Primitive, Callable] = {}
+# the lowering of a primitive that user code defined with an impl rule and no lowering of its
+# own: a call back into Python running the impl (host_callback fills it)
+IMPL_ON_HOST: list[Callable] = []
+
+
+def structural_rule(prim: Primitive) -> Callable | None:
+    """The structural lowering of `prim`: its own, else (for a user-defined primitive with an
+    impl rule) a host call of the impl; None if it has neither."""
+    rule = STRUCTURAL.get(prim)
+    if rule is None and prim.impl is not None and IMPL_ON_HOST and not is_tracejit_own(prim):
+        return IMPL_ON_HOST[0]
+    return rule
+
+
+def is_tracejit_own(prim: Primitive) -> bool:
+    """Whether tracejit defined `prim` (its own are in the registry under their names)."""
+    return registry.get(prim.name) is prim

@@ -236,8 +236,11 @@ def _scan_python(f: Callable, init: Any, xs_flat: list, xs_tree: PyTreeDef, leng
 
 
 def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
-         reverse: bool = False, unroll: int | bool = 1) -> tuple[Any, Any]:
-    """Loop `carry, y = f(carry, x)` over the leading axis of xs; returns (carry, stacked ys)."""
+         reverse: bool = False, unroll: int | bool = 1, _split_transpose: bool = False
+         ) -> tuple[Any, Any]:
+    """Loop `carry, y = f(carry, x)` over the leading axis of xs; returns (carry, stacked ys).
+    `_split_transpose` (JAX's: transpose in two scans, to save memory) changes no value;
+    tracejit's transpose is always one scan."""
     if not callable(f):
         raise TypeError("lax.scan: f argument should be a callable.")
     init_flat, init_tree = tree_flatten(init)

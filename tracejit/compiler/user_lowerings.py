@@ -1,0 +1,103 @@
+"""The first compiler pass: primitives defined by user code (jax.extend.core.Primitive) become
+the equations of the lowering they registered (`mlir.register_lowering(p, mlir.lower_fun(f))`).
+One with only an impl rule stays as it is: the native backend compiles it as a call back into
+Python running the impl (backend/llvm/host_callback.py)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, map_subjaxprs
+from ..core.primitive import Primitive, TracedLowering, lowerings, registry
+from ..core.trace import trace_to_jaxpr
+
+
+def is_user_primitive(prim: Primitive) -> bool:
+    """Whether `prim` was made by user code rather than by tracejit (which registers its own)."""
+    return registry.get(prim.name) is not prim
+
+
+def expand_user_primitives(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
+    """Replace each equation of a user primitive (here and in sub-jaxprs) by the jaxpr of its
+    traced lowering; the lowering's consts become constvars of the result."""
+    if not _has_user_primitives(jaxpr):
+        return jaxpr, consts
+    constvars, consts = list(jaxpr.constvars), list(consts)
+    eqns: list[Eqn] = []
+    rename: dict[Var, Any] = {}
+    memo: dict = {}
+
+    def read(v):
+        return v if isinstance(v, Literal) else rename.get(v, v)
+
+    def expand_body(closed: ClosedJaxpr) -> ClosedJaxpr:
+        inner, inner_consts = expand_user_primitives(closed.jaxpr, closed.consts)
+        return ClosedJaxpr(inner, inner_consts)
+
+    for eqn in jaxpr.eqns:
+        invars = [read(v) for v in eqn.invars]
+        if not is_user_primitive(eqn.primitive):
+            eqns.append(map_subjaxprs(eqn.replace(invars=invars), expand_body, memo))
+            continue
+        lowered = _lowered(eqn)
+        if lowered is None:  # only an impl rule: the backend calls it on the host
+            eqns.append(eqn.replace(invars=invars))
+            continue
+        inner, inner_consts = expand_user_primitives(*lowered)
+        for v, c in zip(inner.constvars, inner_consts):
+            rename[v] = fresh = Var(v.aval)
+            constvars.append(fresh)
+            consts.append(c)
+        for v, x in zip(inner.invars, invars):
+            rename[v] = x
+        for e in inner.eqns:
+            new_outs = [Var(v.aval) for v in e.outvars]
+            eqns.append(e.replace(invars=[read(v) for v in e.invars], outvars=new_outs))
+            rename.update(zip(e.outvars, new_outs))
+        for v, out in zip(eqn.outvars, inner.outvars):
+            rename[v] = read(out)
+    outvars = [read(v) for v in jaxpr.outvars]
+    return Jaxpr(constvars, jaxpr.invars, outvars, eqns, jaxpr.debug_info), consts
+
+
+def _has_user_primitives(jaxpr: Jaxpr) -> bool:
+    return any(is_user_primitive(eqn.primitive) or any(
+        _has_user_primitives(closed.jaxpr) for value in eqn.params.values()
+        for closed in (value if isinstance(value, tuple) else (value,))
+        if isinstance(closed, ClosedJaxpr)) for eqn in jaxpr.eqns)
+
+
+def _lowered(eqn: Eqn) -> tuple[Jaxpr, list] | None:
+    """The jaxpr of the lowering registered for eqn's (user) primitive, at eqn's types; None for
+    a primitive with only an impl rule (compiled as a call of it on the host)."""
+    prim = eqn.primitive
+    rule = lowerings.get(prim)
+    if rule is None and prim.impl is not None:
+        return None
+    if rule is None:
+        raise NotImplementedError(
+            f"The primitive '{prim.name}' has no lowering, so it cannot run inside jit (its impl "
+            f"rule runs only eagerly). Register one that computes it with jax operations: "
+            f"jax.interpreters.mlir.register_lowering(p, jax.interpreters.mlir.lower_fun("
+            f"fun, multiple_results={prim.multiple_results})).")
+    if not isinstance(rule, TracedLowering):
+        raise NotImplementedError(
+            f"The lowering registered for the primitive '{prim.name}' is an MLIR lowering rule; "
+            f"tracejit compiles to native code through LLVM, not MLIR, and cannot run it. "
+            f"Register a traceable one instead: jax.interpreters.mlir.register_lowering(p, "
+            f"jax.interpreters.mlir.lower_fun(fun, multiple_results="
+            f"{prim.multiple_results})).")
+    params = eqn.params
+
+    def fun(*args):
+        out = rule.fun(*args, **params)
+        return list(out) if rule.multiple_results else [out]
+
+    closed = trace_to_jaxpr(fun, [v.aval for v in eqn.invars])
+    got = closed.out_avals
+    want = [v.aval for v in eqn.outvars]
+    if [(a.shape, a.dtype) for a in got] != [(a.shape, a.dtype) for a in want]:
+        raise TypeError(
+            f"The lowering of the primitive '{prim.name}' returned "
+            f"{[a.str_short() for a in got]}, but its abstract evaluation rule says "
+            f"{[a.str_short() for a in want]}.")
+    return closed.jaxpr, closed.consts
