@@ -26,3 +26,5 @@ __version_info__ = tuple(int(part) for part in __version__.split("."))  # as JAX
 from . import random  # noqa: E402,F401  (after numpy: random is built on it)
 # (as with JAX, flatten_util and test_util load when imported, not with the package)
 from . import dtypes, typing  # noqa: E402,F401
+from . import custom_derivatives  # noqa: E402,F401
+from .custom_derivatives import closure_convert, custom_gradient  # noqa: E402,F401
