@@ -28,3 +28,5 @@ from . import random  # noqa: E402,F401  (after numpy: random is built on it)
 from . import dtypes, typing  # noqa: E402,F401
 from . import custom_derivatives  # noqa: E402,F401
 from .custom_derivatives import closure_convert, custom_gradient  # noqa: E402,F401
+from . import ad_checkpoint  # noqa: E402,F401
+from .ad_checkpoint import checkpoint_policies  # noqa: E402,F401

@@ -17,9 +17,15 @@ class SourceInfo(NamedTuple):
     filename: str
     lineno: int
     function: str
+    column: int | None = None  # of the expression, from 0 (where Python knows it)
 
     def __str__(self) -> str:
         return f"{self.filename}:{self.lineno} ({self.function})"
+
+    def summary(self) -> str:
+        """JAX's form, with the column: 'file:line:column (function)'."""
+        col = "" if self.column is None else f":{self.column}"
+        return f"{self.filename}:{self.lineno}{col} ({self.function})"
 
 
 class Var:

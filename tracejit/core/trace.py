@@ -7,6 +7,7 @@ Later transforms (JVP, batching) add their own Trace/Tracer pairs on the same st
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import sys
 import threading
@@ -26,14 +27,27 @@ _SKIP_DIRS = (_PKG_DIR, os.path.dirname(contextlib.__file__) + os.sep + "context
 
 
 def user_source_info() -> SourceInfo | None:
-    """The innermost stack frame that belongs to user code (outside the tracejit package)."""
+    """The innermost stack frame that belongs to user code (outside the tracejit package); while
+    a jaxpr's equation is being re-bound (`rebinding_source`), that equation's source."""
+    if _state.source is not None:
+        return _state.source
     f = sys._getframe(1)
     while f is not None:
-        fn = f.f_code.co_filename
-        if not fn.startswith(_SKIP_DIRS):
-            return SourceInfo(fn, f.f_lineno, f.f_code.co_name)
+        code = f.f_code
+        if not code.co_filename.startswith(_SKIP_DIRS):
+            pos = next(itertools.islice(code.co_positions(), f.f_lasti // 2, None), None)
+            return SourceInfo(code.co_filename, f.f_lineno, code.co_name,
+                              pos[2] if pos is not None else None)
         f = f.f_back
     return None
+
+
+def rebinding_source(source: SourceInfo | None) -> SourceInfo | None:
+    """Make `source` the source of what is staged until the next call (None: the user's stack
+    again); returns the previous one. Re-binding a jaxpr's equations (transformations) keeps
+    their user source lines this way, as JAX does."""
+    prev, _state.source = _state.source, source
+    return prev
 
 
 # --- values --------------------------------------------------------------------------------
@@ -159,6 +173,7 @@ class _TraceState(threading.local):
     def __init__(self) -> None:
         self.trace_stack: list[MainTrace] = [MainTrace(0, EvalTrace, None)]
         self.dynamic_trace: MainTrace | None = None
+        self.source: SourceInfo | None = None  # see rebinding_source
 
 
 _state = _TraceState()

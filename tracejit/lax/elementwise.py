@@ -1261,6 +1261,15 @@ def stop_gradient(x: Any) -> Any:
     return tree_map(stop, x)
 
 
+# --- name: checkpoint_name's marker, the identity (checkpoint policies read its `name`) ----
+name_p = Primitive("name", fusion=ELEMENTWISE)
+name_p.def_abstract_eval(lambda x, *, name: x)
+name_p.def_impl(lambda x, *, name: x)
+name_p.def_jvp(lambda primals, tangents, *, name: (name_p.bind(primals[0], name=name),
+                                                   tangents[0]))  # the tangent stays unnamed
+def_vectorized(name_p)
+
+
 __all__ = [
     "RoundingMethod", "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh",
     "bessel_i0e", "bessel_i1e", "bitcast_convert_type", "bitwise_and", "bitwise_not",

@@ -13,7 +13,8 @@ from ..core import errors
 from ..core.batching import batch_flat, batch_jaxpr
 from ..core.interpret import eval_jaxpr
 from ..core.avals import ShapedArray
-from ..core.jaxpr import ClosedJaxpr
+from ..core.dce import compress, dce, dce_closed, keep_invars
+from ..core.jaxpr import ClosedJaxpr, Jaxpr, Var
 from ..core.jaxpr_util import closure_convert, eval_closed, trace_closed
 from ..core.jvp_trace import JVPTrace, jvp_jaxpr
 from ..core.linearize import LinearizeTrace, linearize_jaxpr
@@ -33,6 +34,7 @@ from ..core.rules import (
 from ..core.trace import (EvalTrace, Tracer, find_top_trace, full_raise, fun_debug_info,
                           get_aval, trace_to_jaxpr)
 from ..core.transpose import call_transpose
+from .checkpoint_policies import is_saved
 
 
 def _call_impl(*args, call_jaxpr: ClosedJaxpr, **_):
@@ -645,26 +647,64 @@ def _checkpoint_jvp(primals, tangents, *, jaxpr, prevent_cse, differentiated, po
 
 
 def _checkpoint_linearize(primals, tangents, *, jaxpr, prevent_cse, differentiated, policy):
-    """Only the primal inputs are saved: the tangent side recomputes the residuals."""
+    """The forward pass runs inline and keeps what the policy saves (without a policy: nothing
+    but the inputs); the tangent side is a checkpoint call that recomputes the other residuals
+    from the inputs and the saved values."""
     n_in, n_out = len(primals), len(jaxpr.out_avals)
     nz = [type(t) is not Zero for t in tangents]
     known, lin, _, out_nz = linearize_jaxpr(jaxpr, nz, [False] * n_out)
-    outs = checkpoint_p.bind(*primals, jaxpr=jaxpr, prevent_cse=prevent_cse,
-                             differentiated=differentiated, policy=policy)
+    fwd, recompute = _split_by_policy(known, n_out, policy)
+    outs = eval_closed(fwd, *primals)
+    outs, saved = outs[:n_out], outs[n_out:]
     nz_tangents = [t for t in tangents if type(t) is not Zero]
 
     def remat(*args):
-        res = eval_closed(known, *args[:n_in])[n_out:]
-        return eval_closed(lin, *res, *args[n_in:])
+        res = eval_closed(recompute, *args[:n_in + len(saved)])
+        return eval_closed(lin, *res, *args[n_in + len(saved):])
 
     t_out = []
     if any(out_nz):
-        remat_jaxpr = trace_closed(remat, jaxpr.in_avals + [get_aval(t) for t in nz_tangents])
-        t_out = checkpoint_p.bind(*primals, *nz_tangents, jaxpr=remat_jaxpr,
+        args = [*primals, *saved, *nz_tangents]
+        remat_jaxpr = trace_closed(remat, [get_aval(x) for x in args])
+        remat_jaxpr, reads = dce_closed(remat_jaxpr, [True] * len(remat_jaxpr.out_avals))
+        t_out = checkpoint_p.bind(*compress(args, reads), jaxpr=keep_invars(remat_jaxpr, reads),
                                   prevent_cse=prevent_cse, differentiated=True, policy=policy)
     it = iter(t_out)
     return outs, [next(it) if z else Zero(tangent_aval(a))
                   for z, a in zip(out_nz, jaxpr.out_avals)]
+
+
+def _split_by_policy(known: ClosedJaxpr, n_out: int, policy: Callable | None
+                     ) -> tuple[ClosedJaxpr, ClosedJaxpr]:
+    """Split `known` (inputs -> n_out outputs + residuals) into the forward pass (inputs ->
+    outputs + saved values) and the recomputation (inputs + saved values -> residuals).
+    Walking back from the residuals, a value is saved where the policy saves the equation
+    making it, and otherwise recomputed from that equation's inputs."""
+    j = known.jaxpr
+    producer = {v: (k, eqn) for k, eqn in enumerate(j.eqns) for v in eqn.outvars}
+    verdict: dict[int, bool] = {}
+    saved: set[Var] = set()
+    seen: set[Var] = set()
+    stack = [v for v in j.outvars[n_out:] if isinstance(v, Var)]
+    while stack:
+        v = stack.pop()
+        if v in seen or v not in producer:
+            continue  # (inputs and constants are there in both passes)
+        seen.add(v)
+        k, eqn = producer[v]
+        if k not in verdict:
+            verdict[k] = policy is not None and is_saved(
+                policy(eqn.primitive, *[x.aval for x in eqn.invars], **eqn.params))
+        if verdict[k]:
+            saved.add(v)
+        else:
+            stack.extend(x for x in eqn.invars if isinstance(x, Var))
+    saved_vars = [v for eqn in j.eqns for v in eqn.outvars if v in saved]
+    fwd = Jaxpr(j.constvars, j.invars, j.outvars[:n_out] + saved_vars, j.eqns, j.debug_info)
+    recompute = Jaxpr(j.constvars, j.invars + saved_vars, j.outvars[n_out:],
+                      [e for e in j.eqns if not any(v in saved for v in e.outvars)],
+                      j.debug_info)
+    return (ClosedJaxpr(dce(fwd), known.consts), ClosedJaxpr(dce(recompute), known.consts))
 
 
 def _checkpoint_batch(vals, dims, *, jaxpr, prevent_cse, differentiated, policy):
