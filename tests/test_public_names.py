@@ -21,6 +21,8 @@ PUBLIC["custom_derivatives"] = [
     "CustomVJPPrimal", "SymbolicZero", "closure_convert", "custom_gradient", "custom_jvp",
     "custom_jvp_call_p", "custom_vjp", "custom_vjp_call_p", "custom_vjp_primal_tree_values",
     "linear_call", "remat_opt_p", "zero_from_primal"]
+PUBLIC["ad_checkpoint"] = ["Offloadable", "Recompute", "Saveable", "checkpoint_name",
+                           "checkpoint_policies", "print_saved_residuals"]
 OUT_OF_SCOPE: dict[str, dict[str, str]] = {
     "custom_derivatives": {"remat_opt_p": "JAX's internal primitive for custom_vjp's "
                            "optimize_remat, which tracejit does not implement"},

@@ -1,6 +1,5 @@
-"""jax.ad_checkpoint: rematerialisation (checkpoint and its policies, checkpoint_name) and
-print_saved_residuals; a user-facing face over transforms.custom and
-transforms.checkpoint_policies."""
+"""jax.ad_checkpoint: checkpoint's policies, checkpoint_name and print_saved_residuals (a
+user-facing face over transforms.checkpoint_policies; checkpoint itself is tracejit.checkpoint)."""
 from .transforms.checkpoint_policies import (  # noqa: F401
     Offloadable,
     Recompute,
@@ -10,4 +9,3 @@ from .transforms.checkpoint_policies import (  # noqa: F401
     print_saved_residuals,
     saved_residuals,
 )
-from .transforms.custom import checkpoint, remat  # noqa: F401

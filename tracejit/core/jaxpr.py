@@ -18,14 +18,15 @@ class SourceInfo(NamedTuple):
     lineno: int
     function: str
     column: int | None = None  # of the expression, from 0 (where Python knows it)
+    qualname: str | None = None  # the function's qualified name (`outer.<locals>.f`)
 
     def __str__(self) -> str:
         return f"{self.filename}:{self.lineno} ({self.function})"
 
     def summary(self) -> str:
-        """JAX's form, with the column: 'file:line:column (function)'."""
+        """JAX's form, with the column: 'file:line:column (qualified function name)'."""
         col = "" if self.column is None else f":{self.column}"
-        return f"{self.filename}:{self.lineno}{col} ({self.function})"
+        return f"{self.filename}:{self.lineno}{col} ({self.qualname or self.function})"
 
 
 class Var:

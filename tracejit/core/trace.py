@@ -37,7 +37,7 @@ def user_source_info() -> SourceInfo | None:
         if not code.co_filename.startswith(_SKIP_DIRS):
             pos = next(itertools.islice(code.co_positions(), f.f_lasti // 2, None), None)
             return SourceInfo(code.co_filename, f.f_lineno, code.co_name,
-                              pos[2] if pos is not None else None)
+                              pos[2] if pos is not None else None, code.co_qualname)
         f = f.f_back
     return None
 
