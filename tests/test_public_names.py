@@ -23,6 +23,8 @@ PUBLIC["custom_derivatives"] = [
     "linear_call", "remat_opt_p", "zero_from_primal"]
 PUBLIC["ad_checkpoint"] = ["Offloadable", "Recompute", "Saveable", "checkpoint_name",
                            "checkpoint_policies", "print_saved_residuals"]
+PUBLIC["ref"] = ["AbstractRef", "Ref", "addupdate", "empty_ref", "free_ref", "freeze", "get",
+                 "new_ref", "set", "swap"]
 OUT_OF_SCOPE: dict[str, dict[str, str]] = {
     "custom_derivatives": {"remat_opt_p": "JAX's internal primitive for custom_vjp's "
                            "optimize_remat, which tracejit does not implement"},

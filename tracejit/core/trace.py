@@ -210,7 +210,10 @@ def ensure_compile_time_eval():
 
 
 def typeof(x: Any) -> ShapedArray:
-    """JAX's `typeof`: the abstract value (shape, dtype, weak type) of an array or scalar."""
+    """JAX's `typeof`: the abstract value (shape, dtype, weak type) of an array or scalar
+    (of a Ref: its AbstractRef)."""
+    if getattr(type(x), "_is_ref", False):
+        return x.aval
     return get_aval(x)
 
 

@@ -26,6 +26,7 @@ from ...core.jaxpr_util import (
 from ...core.jvp_trace import jvp_jaxpr
 from ...core.linearize import linearize_jaxpr
 from ...core.primitive import Primitive
+from ...core.refs import current_values, ref_scope, refs_in_use, thread_refs
 from ...core.pytree import PyTreeDef, tree_flatten, tree_map, tree_unflatten
 from ...core.rules import (
     UndefinedPrimal,
@@ -98,6 +99,24 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     """`val = init_val; while cond_fun(val): val = body_fun(val)`, as one primitive."""
     if not (callable(body_fun) and callable(cond_fun)):
         raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
+    if not refs_in_use() or config.jax_disable_jit:
+        return _while_loop(cond_fun, body_fun, init_val)
+    owner = object()
+
+    def run(plan):  # the Refs the loop touches are carried
+        def cond(c):
+            with ref_scope(owner, plan, c[1]):
+                return cond_fun(c[0])
+
+        def body(c):
+            with ref_scope(owner, plan, c[1]) as scope:
+                out = body_fun(c[0])
+                return out, [scope.values[r] for r in plan]
+        return _while_loop(cond, body, (init_val, current_values(plan)))
+    return thread_refs(owner, run)
+
+
+def _while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     if config.jax_disable_jit:
         try:
             val = tree_map(_asarray, init_val)
@@ -240,6 +259,23 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
     """Loop `carry, y = f(carry, x)` over the leading axis of xs; returns (carry, stacked ys)."""
     if not callable(f):
         raise TypeError("lax.scan: f argument should be a callable.")
+    if not refs_in_use() or config.jax_disable_jit:
+        return _scan(f, init, xs, length, reverse, unroll)
+    owner = object()
+
+    def run(plan):  # the Refs the body touches are carried
+        def body(c, x):
+            with ref_scope(owner, plan, c[1]) as scope:
+                carry, y = f(c[0], x)
+                return (carry, [scope.values[r] for r in plan]), y
+        (carry, finals), ys = _scan(body, (init, current_values(plan)), xs, length, reverse,
+                                    unroll)
+        return (carry, ys), finals
+    return thread_refs(owner, run)
+
+
+def _scan(f: Callable, init: Any, xs: Any, length: int | None, reverse: bool,
+          unroll: int | bool) -> tuple[Any, Any]:
     init_flat, init_tree = tree_flatten(init)
     xs_flat, xs_tree = tree_flatten(xs)
     length = _scan_length(xs_flat, length)
