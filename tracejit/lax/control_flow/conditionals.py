@@ -92,15 +92,19 @@ def _cond_branches(api: str, index: Any, funs: Sequence[Callable], names: Sequen
     def run(plan):  # the Refs the branches touch: extra operands, and results of every branch
         def with_refs(fun):
             @functools.wraps(fun)
-            def branch(ops, values):
+            def branch(*ops):
+                values = ops[-1] if plan else ()
                 with ref_scope(owner, plan, values) as scope:
-                    out = fun(*ops)
+                    out = fun(*(ops[:-1] if plan else ops))
                     debug = fun_debug_info(fun, [], api)
                     check_no_refs(tree_leaves(out), debug.fun_name, debug.fun_source, api)
-                    return out, [scope.values[r] for r in plan]
+                    return (out, [scope.values[r] for r in plan]) if plan else out
             return branch
+        if not plan:  # (until a branch touches a Ref, the cond is staged as it is)
+            return _staged_cond(api, index, [with_refs(f) for f in funs], names, operands,
+                                order), []
         return _staged_cond(api, index, [with_refs(f) for f in funs], names,
-                            (operands, current_values(plan)), order)
+                            (*operands, current_values(plan)), order)
     return thread_refs(owner, run)
 
 

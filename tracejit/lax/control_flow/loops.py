@@ -4,6 +4,7 @@ while_loop, fori_loop, scan, map, associative_scan. Native lowerings are in
 backend/llvm/control_flow.py."""
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -104,6 +105,15 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     owner = object()
 
     def run(plan):  # the Refs the loop touches are carried
+        if not plan:  # (until the loop touches a Ref, it is staged as it is)
+            def plain(fun):
+                @functools.wraps(fun)  # (errors name the user's parameters)
+                def g(c):
+                    with ref_scope(owner, (), ()):
+                        return fun(c)
+                return g
+            return _while_loop(plain(cond_fun), plain(body_fun), init_val), []
+
         def cond(c):
             with ref_scope(owner, plan, c[1]):
                 return cond_fun(c[0])
@@ -264,13 +274,22 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
     owner = object()
 
     def run(plan):  # the Refs the body touches are carried
+        if not plan:  # (until the body touches a Ref, the loop is staged as it is)
+            @functools.wraps(f)  # (errors name the user's parameters)
+            def plain(c, x):
+                with ref_scope(owner, (), ()):
+                    return f(c, x)
+            return _scan(plain, init, xs, length, reverse, unroll), []
+
         def body(c, x):
             with ref_scope(owner, plan, c[1]) as scope:
-                carry, y = f(c[0], x)
-                return (carry, [scope.values[r] for r in plan]), y
-        (carry, finals), ys = _scan(body, (init, current_values(plan)), xs, length, reverse,
-                                    unroll)
-        return (carry, ys), finals
+                out = f(c[0], x)
+                if not isinstance(out, (tuple, list)) or len(out) != 2:
+                    return out  # (_scan says what is wrong with it)
+                # the Refs' values ride along in the carry; the pair keeps its type
+                return type(out)([(out[0], [scope.values[r] for r in plan]), out[1]])
+        out = _scan(body, (init, current_values(plan)), xs, length, reverse, unroll)
+        return type(out)([out[0][0], out[1]]), out[0][1]
     return thread_refs(owner, run)
 
 
