@@ -99,8 +99,8 @@ def binop(name: str, impl: Callable, kinds: str = NUM, result_dtype: Callable | 
 
 # lax op -> the jnp function that promotes instead (JAX names it in the dtype error)
 _JNP_EQUIVALENTS = {
-    "add": "add", "atan2": "arctan2", "div": "divide", "eq": "equal", "max": "maximum", "min": "minimum",
-    "mul": "multiply", "ne": "not_equal", "nextafter": "nextafter", "pow": "float_power",
+    "add": "add", "atan2": "arctan2", "div": "divide", "eq": "equal", "max": "maximum",
+    "min": "minimum", "mul": "multiply", "ne": "not_equal", "nextafter": "nextafter", "pow": "float_power",
     "select": "where", "shift_left": "left_shift", "shift_right_logical": "right_shift",
     "shift_right_arithmetic": "right_shift", "sub": "subtract",
 }
