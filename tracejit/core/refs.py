@@ -221,7 +221,7 @@ def check_no_refs(leaves: Sequence[Any], fun_name: str, fun_source: str, kind: s
         if isinstance(x, Ref):
             where = x._where
             msg = (f"function {fun_name} at {fun_source} traced for {kind} returned a mutable "
-                   f"array reference of type {x.aval.str_short().replace('f32', 'float32')}, "
+                   f"array reference of type {x.aval!r}, "
                    "but mutable array references cannot be returned.")
             if where is not None:
                 msg += f"\n\nThe returned mutable array was created on line {where.summary()}."

@@ -23,7 +23,7 @@ from ..core.interpret import eval_jaxpr_checked, invalid_value_error, invalid_va
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.jaxpr_util import closure_convert
 from ..core.pytree import PyTreeDef, leaf_names, tree_flatten, tree_leaves, tree_unflatten
-from ..core.refs import check_no_refs, refs_in_use, stage_scope
+from ..core.refs import check_no_refs, is_new_ref_for, refs_in_use, stage_scope
 from ..core.trace import Tracer, current_dynamic_trace, fun_debug_info, get_aval, trace_to_jaxpr
 from ..lax.call import pjit_p
 from . import explain
@@ -627,7 +627,15 @@ def make_jaxpr(fun: Callable, static_argnums: int | Iterable[int] = (),
     @functools.wraps(fun)
     def make(*args, **kwargs):
         j = Jitted(fun, static_argnums=static_argnums)
-        entry, _ = j._trace(args, kwargs)
+        try:
+            entry, _ = j._trace(args, kwargs)
+        except Exception as e:  # noqa: BLE001 - the one case reworded, the rest as they are
+            if is_new_ref_for(e, j):
+                raise NotImplementedError(
+                    "make_jaxpr of a function that reads or writes a Ref it closes over is not "
+                    "supported; pass the Ref's value (jax.freeze(ref) or ref[...]) instead, or "
+                    "call the function under jit.") from None
+            raise
         if return_shape:
             shapes = tree_unflatten(entry.out_tree, [ShapeDtypeStruct(a.shape, a.dtype,
                                                                       weak_type=a.weak_type)
