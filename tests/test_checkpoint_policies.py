@@ -187,3 +187,24 @@ def test_policy_answers_and_errors():
     with pytest.raises(TypeError, match="must return a bool"):
         tj.grad(bad)(1.0)
     assert sorted(vars(cp)) == sorted(vars(jax.checkpoint_policies))
+
+
+@pytest.mark.parametrize("policy", ["dots_saveable", "everything_saveable", "nothing_saveable",
+                                    "save_only_these_names"])
+def test_policies_compose_with_second_order_vmap_and_jit(policy):
+    def build(api):
+        _, m, _, ac = api
+
+        def f(x):
+            w = m.ones((3, 3)) * 0.3
+            z = ac.checkpoint_name(m.cos(m.sin(m.dot(w, x))), "a")
+            return m.sum(m.tanh(m.dot(w, z)) ** 2)
+        return api[0].checkpoint(f, policy=POLICIES[policy](api[0].checkpoint_policies))
+    x = np.linspace(0.1, 0.9, 3).astype(np.float32)
+    transforms = [lambda a, g: a.grad(lambda v: a.grad(g)(v).sum()), lambda a, g: a.hessian(g),
+                  lambda a, g: a.vmap(a.grad(g)), lambda a, g: a.jit(a.grad(g))]
+    for k, t in enumerate(transforms):
+        arg = np.stack([x, 2 * x]) if k == 2 else x
+        ours = t(tj, build(APIS["ours"]))(arg)
+        theirs = t(jax, build(APIS["jax"]))(arg)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
