@@ -7,7 +7,6 @@ Later transforms (JVP, batching) add their own Trace/Tracer pairs on the same st
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import sys
 import threading
@@ -35,9 +34,7 @@ def user_source_info() -> SourceInfo | None:
     while f is not None:
         code = f.f_code
         if not code.co_filename.startswith(_SKIP_DIRS):
-            pos = next(itertools.islice(code.co_positions(), f.f_lasti // 2, None), None)
-            return SourceInfo(code.co_filename, f.f_lineno, code.co_name,
-                              pos[2] if pos is not None else None, code.co_qualname)
+            return SourceInfo(code.co_filename, f.f_lineno, code.co_name, code, f.f_lasti)
         f = f.f_back
     return None
 
