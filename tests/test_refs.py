@@ -232,3 +232,12 @@ def test_a_ref_made_inside_jit_cannot_be_used_after_it():
     np.testing.assert_allclose(f(2.0), 4.0)
     with pytest.raises(ValueError, match="created inside a staged function"):
         leaked[0][...]
+
+
+def test_writing_a_transformed_value_into_an_outside_ref_raises_as_jax():
+    for api, m in APIS.values():
+        r = api.new_ref(m.arange(3.0))
+        with pytest.raises(Exception, match="differentiated value on a non-differentiated "
+                                            "array reference of type Ref{float32\\[3\\]}"):
+            api.grad(lambda x: (r.__setitem__(0, x), r[0] * 2)[1])(1.0)
+        np.testing.assert_allclose(api.grad(lambda x: r[1] * x)(1.0), 1.0)  # reading is fine

@@ -170,6 +170,13 @@ def swap(ref: Ref, idx: Any, value: Any, _function_name: str = "swap") -> Any:
         raise ValueError(f"Invalid shape for `{_function_name}`. Ref shape: {ref.shape}. "
                          f"Expected shape: {target.shape}. Value shape: {aval.shape}. "
                          "Transforms: (). ")
+    if not _scopes.stack and isinstance(value, Tracer) and not isinstance(old, Tracer):
+        # a transformation's value (grad, vmap) written into a Ref made outside it would
+        # outlive the transformation
+        raise Exception("performing a set/swap operation with a differentiated value on a "
+                        "non-differentiated array reference of type "
+                        f"{ref.aval!r}. Move the array reference to be an argument of the "
+                        "differentiated function?")
     new = value if _is_full(idx) else old.at[idx].set(value)
     ref._write(new)
     return part
