@@ -663,6 +663,38 @@ def test_errors_match_jax(fn, args):
         getattr(lax, fn)(*args)
 
 
+BINARY = ["add", "sub", "mul", "div", "rem", "max", "min", "atan2", "nextafter", "eq", "ne",
+          "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor", "shift_left",
+          "shift_right_logical", "shift_right_arithmetic"]
+SCALAR_PAIRS = [(1, 1.0), (1.0, 1), (1, 1j), (2.0, 1j), (np.float32(1), 1), (np.int8(2), 1),
+                (np.float16(1), 1.0), (np.ones(2, np.float32), 2), (np.int32(3), 1.5),
+                (1, 1), (1.0, 2.0), (np.float32(1), 2.0), (np.int32(3), 2), (True, False)]
+
+
+@pytest.mark.parametrize("fn", BINARY)
+def test_python_scalars_keep_their_own_dtype_as_in_jax(fn):
+    """lax does not promote Python scalars either: each is a weak value of its own default
+    dtype, so lax.add(1, 1.0) raises JAX's TypeError (its text, tip included), while the
+    jnp functions keep promoting."""
+    for args in SCALAR_PAIRS:
+        try:
+            expected = getattr(jlax, fn)(*args)
+        except TypeError as e:
+            with pytest.raises(TypeError) as ours:
+                getattr(lax, fn)(*args)
+            if "same dtypes" in str(e):
+                assert str(ours.value) == str(e), args
+            continue
+        got = getattr(lax, fn)(*args)
+        assert (got.dtype, got.weak_type) == (expected.dtype, expected.weak_type), args
+        np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-6)
+        traced = tracejit.jit(lambda a, b: getattr(lax, fn)(a, b))(*args)
+        np.testing.assert_allclose(np.asarray(traced), np.asarray(expected), rtol=1e-6)
+    import tracejit.numpy as tnp
+    np.testing.assert_array_equal(tnp.add(1, 1.0), jax.numpy.add(1, 1.0))
+    assert tnp.multiply(np.float16(2), 3.0).dtype == np.float16
+
+
 def test_integer_pow_errors_match_jax():
     with pytest.raises(TypeError):
         jlax.integer_pow(np.int32(3), -1)

@@ -124,6 +124,18 @@ OUT_OF_SCOPE["interpreters.partial_eval"] = {
     "dce_jaxpr_call_rule": "DCE rules are declared on each primitive (def_dce)",
     "dce_jaxpr_closed_call_rule": "DCE rules are declared on each primitive (def_dce)",
     "dce_jaxpr_consts": "dce_jaxpr keeps constvars; the compiler drops unused consts"}
+PUBLIC["custom_derivatives"] = [
+    "CustomVJPPrimal", "SymbolicZero", "closure_convert", "custom_gradient", "custom_jvp",
+    "custom_jvp_call_p", "custom_vjp", "custom_vjp_call_p", "custom_vjp_primal_tree_values",
+    "linear_call", "remat_opt_p", "zero_from_primal"]
+PUBLIC["ad_checkpoint"] = ["Offloadable", "Recompute", "Saveable", "checkpoint_name",
+                           "checkpoint_policies", "print_saved_residuals"]
+PUBLIC["ref"] = ["AbstractRef", "Ref", "addupdate", "empty_ref", "free_ref", "freeze", "get",
+                 "new_ref", "set", "swap"]
+OUT_OF_SCOPE.update({
+    "custom_derivatives": {"remat_opt_p": "JAX's internal primitive for custom_vjp's "
+                           "optimize_remat, which tracejit does not implement"},
+})
 
 
 @pytest.mark.parametrize("module", sorted(PUBLIC))

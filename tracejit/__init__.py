@@ -29,3 +29,9 @@ from . import dtypes, typing  # noqa: E402,F401
 from . import debug, experimental  # noqa: E402,F401
 from .callback import effects_barrier, pure_callback  # noqa: E402,F401
 from . import api_util, version  # noqa: E402,F401  (libraries reach them as jax.api_util, ...)
+from . import custom_derivatives  # noqa: E402,F401
+from .custom_derivatives import closure_convert, custom_gradient  # noqa: E402,F401
+from . import ad_checkpoint  # noqa: E402,F401
+from .ad_checkpoint import checkpoint_policies  # noqa: E402,F401
+from . import ref  # noqa: E402,F401
+from .ref import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402,F401

@@ -17,9 +17,19 @@ class SourceInfo(NamedTuple):
     filename: str
     lineno: int
     function: str
+    code: Any = None  # the frame's code object and instruction offset: the column and the
+    lasti: int = -1   # qualified name are read from them only when printed (tracing is hot)
 
     def __str__(self) -> str:
         return f"{self.filename}:{self.lineno} ({self.function})"
+
+    def summary(self) -> str:
+        """JAX's form, with the column: 'file:line:column (qualified function name)'."""
+        if self.code is None:
+            return f"{self.filename}:{self.lineno} ({self.function})"
+        pos = next(itertools.islice(self.code.co_positions(), self.lasti // 2, None), None)
+        col = "" if pos is None or pos[2] is None else f":{pos[2]}"
+        return f"{self.filename}:{self.lineno}{col} ({self.code.co_qualname})"
 
 
 class Var:

@@ -7,7 +7,7 @@ from typing import Any, Callable, Sequence
 from .array import Array
 from .avals import ShapedArray
 from .jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
-from .trace import Tracer, trace_to_jaxpr
+from .trace import Tracer, rebinding_source, trace_to_jaxpr
 
 
 def literal_value(v: Literal) -> Array:
@@ -27,7 +27,15 @@ def eval_jaxpr_bind(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list:
     for v, x in zip(jaxpr.invars, args):
         env[v] = x
     for eqn in jaxpr.eqns:
-        outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
+        args = [read(v) for v in eqn.invars]
+        if eqn.source_info is None:
+            outs = eqn.primitive.bind(*args, **eqn.params)
+        else:  # what the transformations stage for this equation keeps its source line
+            prev = rebinding_source(eqn.source_info)
+            try:
+                outs = eqn.primitive.bind(*args, **eqn.params)
+            finally:
+                rebinding_source(prev)
         if not eqn.primitive.multiple_results:
             outs = (outs,)
         for v, out in zip(eqn.outvars, outs):

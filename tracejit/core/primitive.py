@@ -4,7 +4,8 @@ Rules: abstract eval (avals -> avals, required), impl (NumPy reference, required
 transpose, batch (vmap) and DCE. Beside the rules a primitive *declares* what the compiler may
 do with it — its fusion class, whether it is transcendental (cost model), the algebra the
 simplifier uses, whether it has effects — and every table the compiler and backend consult is
-derived from those declarations (the backend's lowerings are keyed by the primitive object, in backend/llvm).
+derived from those declarations (the backend's lowerings are keyed by the primitive object, in
+backend/llvm).
 """
 from __future__ import annotations
 

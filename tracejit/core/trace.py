@@ -28,14 +28,26 @@ _SKIP_DIRS = (os.path.dirname(contextlib.__file__) + os.sep + "contextlib",
 
 def user_source_info() -> SourceInfo | None:
     """The innermost stack frame that belongs to user code (outside the tracejit package and
-    the paths libraries registered with traceback_util.register_exclusion)."""
+    the paths libraries registered with traceback_util.register_exclusion); while a jaxpr's
+    equation is being re-bound (`rebinding_source`), that equation's source."""
+    if _state.source is not None:
+        return _state.source
     f = sys._getframe(1)
     while f is not None:
-        fn = f.f_code.co_filename
+        code = f.f_code
+        fn = code.co_filename
         if not fn.startswith(_SKIP_DIRS) and include_filename(fn):
-            return SourceInfo(fn, f.f_lineno, f.f_code.co_name)
+            return SourceInfo(fn, f.f_lineno, code.co_name, code, f.f_lasti)
         f = f.f_back
     return None
+
+
+def rebinding_source(source: SourceInfo | None) -> SourceInfo | None:
+    """Make `source` the source of what is staged until the next call (None: the user's stack
+    again); returns the previous one. Re-binding a jaxpr's equations (transformations) keeps
+    their user source lines this way, as JAX does."""
+    prev, _state.source = _state.source, source
+    return prev
 
 
 # --- values --------------------------------------------------------------------------------
@@ -161,6 +173,7 @@ class _TraceState(threading.local):
     def __init__(self) -> None:
         self.trace_stack: list[MainTrace] = [MainTrace(0, EvalTrace, None)]
         self.dynamic_trace: MainTrace | None = None
+        self.source: SourceInfo | None = None  # see rebinding_source
 
 
 _state = _TraceState()
@@ -197,7 +210,10 @@ def ensure_compile_time_eval():
 
 
 def typeof(x: Any) -> ShapedArray:
-    """JAX's `typeof`: the abstract value (shape, dtype, weak type) of an array or scalar."""
+    """JAX's `typeof`: the abstract value (shape, dtype, weak type) of an array or scalar
+    (of a Ref: its AbstractRef)."""
+    if getattr(type(x), "_is_ref", False):
+        return x.aval
     return get_aval(x)
 
 

@@ -99,10 +99,7 @@ def binop(name: str, impl: Callable, kinds: str = NUM, result_dtype: Callable | 
         x = avals[0]
         for i, a in enumerate(avals):
             check_dtype(name, a, kinds, i)
-        if any(a.dtype != x.dtype for a in avals):
-            raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
-                            f"{', '.join(a.dtype.name for a in avals)}. (Tip: jnp.{name} "
-                            "promotes dtypes; lax.convert_element_type converts explicitly.)")
+        check_same_dtypes(name, *avals)
         # rank-0 operands broadcast (as in JAX's jaxprs: `mul b 2.0:f32[]`); others must agree
         shapes = {a.shape for a in avals if a.shape != ()}
         if len(shapes) > 1:
@@ -117,6 +114,27 @@ def binop(name: str, impl: Callable, kinds: str = NUM, result_dtype: Callable | 
     p.def_impl(impl)
     def_broadcasting(p)
     return p
+
+
+# lax op -> the jnp function that promotes instead (JAX names it in the dtype error)
+_JNP_EQUIVALENTS = {
+    "add": "add", "atan2": "arctan2", "div": "divide", "eq": "equal", "max": "maximum",
+    "min": "minimum", "mul": "multiply", "ne": "not_equal", "nextafter": "nextafter",
+    "pow": "float_power",
+    "select": "where", "shift_left": "left_shift", "shift_right_logical": "right_shift",
+    "shift_right_arithmetic": "right_shift", "sub": "subtract",
+}
+
+
+def check_same_dtypes(name: str, *avals: ShapedArray) -> None:
+    """lax does not promote: operands must agree in dtype (JAX's error text)."""
+    if any(a.dtype != avals[0].dtype for a in avals):
+        msg = (f"lax.{name} requires arguments to have the same dtypes, got "
+               f"{', '.join(a.dtype.name for a in avals)}.")
+        if name in _JNP_EQUIVALENTS:
+            msg += (f" (Tip: jnp.{_JNP_EQUIVALENTS[name]} is a similar function that does "
+                    "automatic type promotion on inputs).")
+        raise TypeError(msg)
 
 
 def is_array_like(x: Any) -> bool:
@@ -146,6 +164,16 @@ def as_lax_operands(fn: str, *args: Any) -> list:
         else:
             out.append(a)
     return out
+
+
+def as_strict_lax_operands(fn: str, *args: Any) -> list:
+    """The operands of lax's elementwise ops, as JAX 0.10 takes them: a Python scalar is a
+    weakly typed value of its own default dtype (int32, float32, ...; 64-bit under x64), and
+    the abstract evaluation then requires equal dtypes (lax.add(1, 1.0) raises)."""
+    for a in args:
+        check_operand(a, f"lax.{fn}")
+    return [_const(a, *dtypes.dtype_and_weak(a)) if isinstance(a, (bool, int, float, complex))
+            else a for a in args]
 
 
 def _const(x: Any, dtype: np.dtype, weak: bool) -> Array:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import math
+import os
+import sys
 
 import numpy as np
 import scipy.special as sp
@@ -23,7 +25,7 @@ from ..core.rules import (Zero, aval_of, broadcast_to_aval, def_broadcasting, de
                           is_undefined, moveaxis, unbroadcast)
 from ..core.trace import Tracer, get_aval
 from ._base import (ANY, FLOAT, INT, INTBOOL, NUM, ORDERED, REAL, REAL_FLOAT, as_lax_operands,
-                    binop, check_dtype, unop)
+                    as_strict_lax_operands, binop, check_dtype, unop)
 
 
 def _quiet(f):
@@ -664,13 +666,21 @@ clamp_p.def_impl(lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi))
 
 # --- user functions ------------------------------------------------------------------------
 
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
 def _unary(name: str, prim: Primitive, x: Any):
     (x,) = as_lax_operands(name, x)
     return prim.bind(x)
 
 
 def _binary(name: str, prim: Primitive, x: Any, y: Any):
-    x, y = as_lax_operands(name, x, y)
+    # Called by the user, lax is as strict as JAX's: a Python scalar keeps its own dtype, so
+    # lax.add(1, 1.0) raises. The package's own code (jnp, rules, nn, ...) writes lax.mul(x, 2)
+    # for x of any dtype, the scalar taking x's: its calls keep that convenience.
+    if sys._getframe(2).f_code.co_filename.startswith(_PACKAGE_DIR):
+        x, y = as_lax_operands(name, x, y)
+    else:
+        x, y = as_strict_lax_operands(name, x, y)
     return prim.bind(x, y)
 
 
@@ -916,7 +926,8 @@ def min(x: Any, y: Any):  # noqa: A001 - lax's name
 
 def pow(x: Any, y: Any):  # noqa: A001 - lax's name
     """Elementwise: x ** y."""
-    return _binary("pow", pow_p, x, y)
+    x, y = as_lax_operands("pow", x, y)  # (a Python int exponent is welcome: not strict)
+    return pow_p.bind(x, y)
 
 
 def atan2(x: Any, y: Any):
@@ -1259,6 +1270,15 @@ def stop_gradient(x: Any) -> Any:
         (leaf,) = as_lax_operands("stop_gradient", leaf)
         return stop_gradient_p.bind(leaf) if dtypes.is_inexact(get_aval(leaf).dtype) else leaf
     return tree_map(stop, x)
+
+
+# --- name: checkpoint_name's marker, the identity (checkpoint policies read its `name`) ----
+name_p = Primitive("name", fusion=ELEMENTWISE)
+name_p.def_abstract_eval(lambda x, *, name: x)
+name_p.def_impl(lambda x, *, name: x)
+name_p.def_jvp(lambda primals, tangents, *, name: (name_p.bind(primals[0], name=name),
+                                                   tangents[0]))  # the tangent stays unnamed
+def_vectorized(name_p)
 
 
 __all__ = [

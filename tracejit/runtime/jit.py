@@ -24,10 +24,12 @@ from ..core.interpret import eval_jaxpr_checked, invalid_value_error, invalid_va
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.jaxpr_util import closure_convert
 from ..core.pytree import PyTreeDef, leaf_names, tree_flatten, tree_leaves, tree_unflatten
+from ..core.refs import check_no_refs, is_new_ref_for, refs_in_use, stage_scope
 from ..core.trace import Tracer, current_dynamic_trace, fun_debug_info, get_aval, trace_to_jaxpr
 from ..lax.call import pjit_p
 from . import explain
 from .executable import Executable, compile_jaxpr
+from .jit_refs import call_with_refs
 
 # --- argument handling ----------------------------------------------------------------------
 
@@ -379,6 +381,9 @@ class Jitted:
             args = [static_pos[i] if i in static_pos else next(it) for i in range(nargs)]
             out = self.fun(*args, **dyn_kwargs, **static_kwargs)
             out_leaves, out_tree = tree_flatten(out)
+            if refs_in_use():
+                check_no_refs(out_leaves, self.fun_name, fun_debug_info(self.fun, [], "jit")
+                              .fun_source, "jit")
             flat_fun.out_tree = _SINGLE_LEAF if out_tree == _SINGLE_LEAF else out_tree
             return out_leaves
         return flat_fun
@@ -439,7 +444,8 @@ class Jitted:
         debug = fun_debug_info(self.fun, arg_names, "jit",
                                _static_hint(self.fun_name, set(self.static_argnames),
                                             self._positional_names()))
-        closed = trace_to_jaxpr(flat_fun, avals, debug)
+        with stage_scope(self):  # (a Ref it closes over reroutes the call: jit_refs.py)
+            closed = trace_to_jaxpr(flat_fun, avals, debug)
         return _CacheEntry(closed, in_tree, flat_fun.out_tree, avals, arg_names,
                            self._donated_leaves(in_tree, static, nargs))
 
@@ -458,6 +464,11 @@ class Jitted:
         return tuple(flags)
 
     def __call__(self, *args, **kwargs):
+        if refs_in_use():  # Refs as arguments or closed over: threaded through (jit_refs.py)
+            return call_with_refs(self, args, kwargs)
+        return self._call(args, kwargs)
+
+    def _call(self, args: tuple, kwargs: dict):
         """Every jitted call. Positional Arrays of a signature compiled before, under the same
         config, find their entry by avals alone (no flattening, no full key); anything else
         goes through `_trace`, then is staged into an enclosing trace or compiled."""
@@ -640,7 +651,15 @@ def make_jaxpr(fun: Callable, static_argnums: int | Iterable[int] = (),
     @functools.wraps(fun)
     def make(*args, **kwargs):
         j = Jitted(fun, static_argnums=static_argnums)
-        entry, _ = j._trace(args, kwargs)
+        try:
+            entry, _ = j._trace(args, kwargs)
+        except Exception as e:  # noqa: BLE001 - the one case reworded, the rest as they are
+            if is_new_ref_for(e, j):
+                raise NotImplementedError(
+                    "make_jaxpr of a function that reads or writes a Ref it closes over is not "
+                    "supported; pass the Ref's value (jax.freeze(ref) or ref[...]) instead, or "
+                    "call the function under jit.") from None
+            raise
         if return_shape:
             shapes = tree_unflatten(entry.out_tree, [ShapeDtypeStruct(a.shape, a.dtype,
                                                                       weak_type=a.weak_type)

@@ -15,7 +15,8 @@ from ...core.avals import ShapedArray
 from ...core.jaxpr import ClosedJaxpr
 from ...lax.call import pjit_p
 from ...lax.control_flow import cond_p, scan_p, while_p
-from ...transforms.custom import checkpoint_p, custom_jvp_call_p, custom_lin_p, custom_vjp_call_p
+from ...transforms.custom import (checkpoint_p, custom_jvp_call_p, custom_lin_p, custom_vjp_call_p,
+                                 linear_call_p)
 from .codegen import Buf, Emitter, _as_value
 from .rules import FORWARDING, IN_PLACE, STRUCTURAL
 from .scalar_ops import convert
@@ -218,7 +219,7 @@ def _scan(em: Emitter, eqn, ins, dests):
     return carries.results() + ys
 
 
-_CALLS = (pjit_p, checkpoint_p, custom_jvp_call_p, custom_vjp_call_p)
+_CALLS = (pjit_p, checkpoint_p, custom_jvp_call_p, custom_vjp_call_p, linear_call_p)
 STRUCTURAL.update({p: _inline_call for p in _CALLS})
 STRUCTURAL.update({custom_lin_p: _custom_lin, cond_p: _cond, while_p: _while, scan_p: _scan,
                    row_map_p: _row_map})

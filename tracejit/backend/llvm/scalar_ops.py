@@ -446,6 +446,7 @@ EMITTERS: dict[Primitive, Callable] = {
     ew.pow_p: _binary_math("pow"), ew.atan2_p: _binary_math("atan2"),
     ew.polygamma_p: _binary_math("polygamma"),
     ew.stop_gradient_p: lambda b, in_dtypes, out_dtype, args, params: args[0],
+    ew.name_p: lambda b, in_dtypes, out_dtype, args, params: args[0],
 }
 for _p in (ew.exp_p, ew.exp2_p, ew.log_p, ew.log1p_p, ew.expm1_p, ew.tanh_p, ew.logistic_p,
            ew.sin_p, ew.cos_p, ew.tan_p, ew.asin_p, ew.acos_p, ew.atan_p, ew.sinh_p, ew.cosh_p,
@@ -472,8 +473,8 @@ def emit_scalar(b: ir.IRBuilder, prim: Primitive, in_dtypes: list[np.dtype], out
 
 # bfloat16 results these emit are an operand's value, NaN payload included (or, for a
 # conversion, already rounded): rounding would only quieten NaNs the reference passes through
-_BF16_EXACT = {ew.neg_p, ew.abs_p, ew.select_n_p, ew.stop_gradient_p, ew.bitcast_convert_type_p,
-               ew.convert_element_type_p}
+_BF16_EXACT = {ew.neg_p, ew.abs_p, ew.select_n_p, ew.stop_gradient_p, ew.name_p,
+               ew.bitcast_convert_type_p, ew.convert_element_type_p}
 
 
 __all__ = ["EMITTERS", "bf16_bits", "bf16_round", "bf16_widen", "const", "convert",

@@ -3,6 +3,7 @@ impl, jvp, linearize, transpose, batching and DCE; its native lowering is in
 backend/llvm/control_flow.py."""
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -18,7 +19,8 @@ from ...core.jaxpr_util import eval_closed, trace_closed
 from ...core.jvp_trace import jvp_jaxpr
 from ...core.linearize import linearize_jaxpr
 from ...core.primitive import Primitive
-from ...core.pytree import tree_flatten, tree_unflatten
+from ...core.pytree import tree_flatten, tree_leaves, tree_unflatten
+from ...core.refs import check_no_refs, current_values, ref_scope, refs_in_use, thread_refs
 from ...core.rules import (
     axis_size,
     batch_dims,
@@ -30,7 +32,7 @@ from ...core.rules import (
     with_zeros,
     zeros_like_aval,
 )
-from ...core.trace import get_aval, is_concrete
+from ...core.trace import fun_debug_info, get_aval, is_concrete
 from ...core.transpose import transpose_jaxpr
 from ..elementwise import clamp, convert_element_type, ne, select_n
 from ..shape import broadcast_in_dim
@@ -83,6 +85,31 @@ def _legacy_operand(operands: tuple, operand: Any) -> tuple:
 
 def _cond_branches(api: str, index: Any, funs: Sequence[Callable], names: Sequence[str],
                    operands: tuple, order: Sequence[int]) -> Any:
+    if not refs_in_use():
+        return _staged_cond(api, index, funs, names, operands, order)
+    owner = object()
+
+    def run(plan):  # the Refs the branches touch: extra operands, and results of every branch
+        def with_refs(fun):
+            @functools.wraps(fun)
+            def branch(*ops):
+                values = ops[-1] if plan else ()
+                with ref_scope(owner, plan, values) as scope:
+                    out = fun(*(ops[:-1] if plan else ops))
+                    debug = fun_debug_info(fun, [], api)
+                    check_no_refs(tree_leaves(out), debug.fun_name, debug.fun_source, api)
+                    return (out, [scope.values[r] for r in plan]) if plan else out
+            return branch
+        if not plan:  # (until a branch touches a Ref, the cond is staged as it is)
+            return _staged_cond(api, index, [with_refs(f) for f in funs], names, operands,
+                                order), []
+        return _staged_cond(api, index, [with_refs(f) for f in funs], names,
+                            (*operands, current_values(plan)), order)
+    return thread_refs(owner, run)
+
+
+def _staged_cond(api: str, index: Any, funs: Sequence[Callable], names: Sequence[str],
+                 operands: tuple, order: Sequence[int]) -> Any:
     """Trace each branch (in `order`, as JAX does), check outputs against the first, bind."""
     leaves, args_tree = tree_flatten(operands)
     avals = _flat_avals(leaves)

@@ -4,6 +4,7 @@ while_loop, fori_loop, scan, map, associative_scan. Native lowerings are in
 backend/llvm/control_flow.py."""
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -26,6 +27,7 @@ from ...core.jaxpr_util import (
 from ...core.jvp_trace import jvp_jaxpr
 from ...core.linearize import linearize_jaxpr
 from ...core.primitive import Primitive
+from ...core.refs import current_values, ref_scope, refs_in_use, thread_refs
 from ...core.pytree import PyTreeDef, tree_flatten, tree_map, tree_unflatten
 from ...core.rules import (
     UndefinedPrimal,
@@ -98,6 +100,33 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     """`val = init_val; while cond_fun(val): val = body_fun(val)`, as one primitive."""
     if not (callable(body_fun) and callable(cond_fun)):
         raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
+    if not refs_in_use() or config.jax_disable_jit:
+        return _while_loop(cond_fun, body_fun, init_val)
+    owner = object()
+
+    def run(plan):  # the Refs the loop touches are carried
+        if not plan:  # (until the loop touches a Ref, it is staged as it is)
+            def plain(fun):
+                @functools.wraps(fun)  # (errors name the user's parameters)
+                def g(c):
+                    with ref_scope(owner, (), ()):
+                        return fun(c)
+                return g
+            return _while_loop(plain(cond_fun), plain(body_fun), init_val), []
+
+        def cond(c):
+            with ref_scope(owner, plan, c[1]):
+                return cond_fun(c[0])
+
+        def body(c):
+            with ref_scope(owner, plan, c[1]) as scope:
+                out = body_fun(c[0])
+                return out, [scope.values[r] for r in plan]
+        return _while_loop(cond, body, (init_val, current_values(plan)))
+    return thread_refs(owner, run)
+
+
+def _while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     if config.jax_disable_jit:
         try:
             val = tree_map(_asarray, init_val)
@@ -243,6 +272,32 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
     tracejit's transpose is always one scan."""
     if not callable(f):
         raise TypeError("lax.scan: f argument should be a callable.")
+    if not refs_in_use() or config.jax_disable_jit:
+        return _scan(f, init, xs, length, reverse, unroll)
+    owner = object()
+
+    def run(plan):  # the Refs the body touches are carried
+        if not plan:  # (until the body touches a Ref, the loop is staged as it is)
+            @functools.wraps(f)  # (errors name the user's parameters)
+            def plain(c, x):
+                with ref_scope(owner, (), ()):
+                    return f(c, x)
+            return _scan(plain, init, xs, length, reverse, unroll), []
+
+        def body(c, x):
+            with ref_scope(owner, plan, c[1]) as scope:
+                out = f(c[0], x)
+                if not isinstance(out, (tuple, list)) or len(out) != 2:
+                    return out  # (_scan says what is wrong with it)
+                # the Refs' values ride along in the carry; the pair keeps its type
+                return type(out)([(out[0], [scope.values[r] for r in plan]), out[1]])
+        out = _scan(body, (init, current_values(plan)), xs, length, reverse, unroll)
+        return type(out)([out[0][0], out[1]]), out[0][1]
+    return thread_refs(owner, run)
+
+
+def _scan(f: Callable, init: Any, xs: Any, length: int | None, reverse: bool,
+          unroll: int | bool) -> tuple[Any, Any]:
     init_flat, init_tree = tree_flatten(init)
     xs_flat, xs_tree = tree_flatten(xs)
     length = _scan_length(xs_flat, length)
