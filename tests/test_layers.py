@@ -23,7 +23,8 @@ LAYERS = [
     ("backend", {"backend"}),
     ("runtime", {"runtime"}),
     ("user-facing", {"numpy", "nn", "random", "prng", "tree_util", "tree", "errors", "scipy",
-                     "stages", "typing", "dtypes", "flatten_util", "test_util"}),
+                     "stages", "typing", "dtypes", "flatten_util", "test_util",
+                     "sharding"}),
     ("face", {"alias", "__main__"}),  # and tracejit/__init__.py
 ]
 

@@ -12,6 +12,7 @@ from .core.config import (config, debug_infs, debug_nans, disable_jit,  # noqa: 
 from .core.devices import (Device, default_backend, device_count, devices,  # noqa: F401
                            local_device_count, local_devices, process_count, process_index)
 from .core.dtypes import float0  # noqa: F401
+from .core.sharding import PartitionSpec as P, make_mesh, set_mesh  # noqa: F401
 from .core.trace import ensure_compile_time_eval, named_scope, typeof  # noqa: F401
 from .runtime.devices import block_until_ready, device_get, device_put  # noqa: F401
 from .runtime.jit import clear_caches, eval_shape, jit, make_jaxpr  # noqa: F401
@@ -25,4 +26,4 @@ __version__ = "0.1.0"
 __version_info__ = tuple(int(part) for part in __version__.split("."))  # as JAX's
 from . import random  # noqa: E402,F401  (after numpy: random is built on it)
 # (as with JAX, flatten_util and test_util load when imported, not with the package)
-from . import dtypes, typing  # noqa: E402,F401
+from . import dtypes, sharding, typing  # noqa: E402,F401

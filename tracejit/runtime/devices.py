@@ -8,7 +8,9 @@ from typing import Any
 import numpy as np
 
 from ..core.array import Array
+from ..core.devices import Device, check_device
 from ..core.pytree import tree_leaves, tree_map
+from ..core.sharding import check_shardings
 from ..core.trace import Tracer, get_aval
 
 
@@ -25,8 +27,15 @@ def _to_array(x: Any) -> Any:
 
 
 def device_put(x: Any, device: Any = None, *, donate: bool = False, may_alias=None) -> Any:
-    """Put a pytree of arrays on the (only) device: NumPy inputs become Arrays."""
-    return tree_map(_to_array, x)
+    """Put a pytree of arrays on the (only) device: NumPy inputs become Arrays. `device` is
+    None, the device, or a sharding (or PartitionSpec, or a pytree prefix of them), checked
+    against each array's rank as JAX does; with one device the data is where it belongs."""
+    out = tree_map(_to_array, x)
+    if device is not None and not isinstance(device, Device):
+        check_shardings(device, out, "device_put")
+    elif device is not None:
+        check_device(device, "device_put")
+    return out
 
 
 def device_get(x: Any) -> Any:

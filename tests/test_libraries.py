@@ -1,0 +1,24 @@
+"""JAX's libraries, unmodified, under `python -m tracejit`: each program in tests/libraries runs
+with real JAX and with tracejit, and the numbers must agree."""
+import importlib.util
+
+import pytest
+
+from tests.libraries import assert_close, run_both
+
+
+def needs(*modules):
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    return pytest.mark.skipif(bool(missing), reason=f"test extras not installed: {missing}")
+
+
+@needs("jax", "optax")
+def test_optax_adam_fits_a_linear_model(tmp_path):
+    ours, theirs = run_both("optax_adam", tmp_path)
+    assert_close(ours, theirs, rtol=2e-5, atol=1e-6)
+
+
+@needs("jax")
+def test_jnp_vectorize_as_jax(tmp_path):
+    ours, theirs = run_both("jnp_vectorize", tmp_path)
+    assert_close(ours, theirs, rtol=1e-6)
