@@ -22,3 +22,20 @@ def test_optax_adam_fits_a_linear_model(tmp_path):
 def test_jnp_vectorize_as_jax(tmp_path):
     ours, theirs = run_both("jnp_vectorize", tmp_path)
     assert_close(ours, theirs, rtol=1e-6)
+
+
+def _has_scipy_linalg() -> bool:
+    """numpyro and blackjax import jax.scipy.linalg at load time (engineer D's module)."""
+    return importlib.util.find_spec("tracejit.scipy.linalg") is not None
+
+
+needs_linalg = pytest.mark.skipif(not _has_scipy_linalg(),
+                                  reason="tracejit.scipy.linalg not merged yet (numpyro and "
+                                  "blackjax import it at load time)")
+
+
+@needs("jax", "blackjax")
+@needs_linalg
+def test_blackjax_nuts_window_adaptation_hmc_and_random_walk(tmp_path):
+    ours, theirs = run_both("blackjax_nuts", tmp_path)
+    assert_close(ours, theirs, rtol=1e-9, atol=1e-10)

@@ -14,9 +14,20 @@ import types
 ALIAS = "jax"
 TARGET = "tracejit"
 
+# JAX's internal modules that libraries built on JAX import, each answered by the tracejit
+# module that holds the same machinery; the packages above them (`jax._src`) are empty
+# namespaces made here. Any other `jax._src` module is missing.
+INTERNALS = {
+    # optax / numpyro / blackjax
+    "jax._src.flatten_util": "tracejit.flatten_util",
+}
+_NAMESPACES = {name.rsplit(".", i)[0] for name in INTERNALS for i in range(1, name.count("."))}
+
 
 def _target_name(fullname: str) -> str | None:
     """'jax.numpy' -> 'tracejit.numpy'; None for a name outside the `jax` package."""
+    if fullname in INTERNALS:
+        return INTERNALS[fullname]
     if fullname == ALIAS or fullname.startswith(ALIAS + "."):
         return TARGET + fullname[len(ALIAS):]
     return None
@@ -32,6 +43,8 @@ class JaxAliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds `jax` and `jax.*` and loads each as the tracejit module of the same dotted path."""
 
     def find_spec(self, fullname: str, path=None, target=None):
+        if fullname in _NAMESPACES:
+            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
         name = _target_name(fullname)
         if name is None:
             return None
@@ -55,6 +68,10 @@ class JaxAliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None  # a placeholder: exec_module puts the tracejit module in its place
 
     def exec_module(self, module: types.ModuleType) -> None:
+        if module.__name__ in _NAMESPACES:
+            module.__doc__ = f"JAX's internal package {module.__name__}: a namespace of the " \
+                             f"tracejit modules in tracejit.alias.INTERNALS"
+            return
         # The import system returns whatever sys.modules holds once this returns, so the
         # tracejit module itself stands under the jax name, with its own __name__ and __spec__
         # (setting them up through create_module would overwrite tracejit's __spec__).

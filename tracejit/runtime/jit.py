@@ -23,10 +23,12 @@ from ..core.interpret import eval_jaxpr_checked, invalid_value_error, invalid_va
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.jaxpr_util import closure_convert
 from ..core.sharding import check_sharding_leaves, check_shardings
-from ..core.pytree import PyTreeDef, leaf_names, tree_flatten, tree_leaves, tree_unflatten
+from ..core.pytree import (PyTreeDef, leaf_names, tree_flatten, tree_leaves, tree_map,
+                           tree_unflatten)
 from ..core.trace import Tracer, current_dynamic_trace, fun_debug_info, get_aval, trace_to_jaxpr
 from ..lax.call import pjit_p
 from . import explain
+from .devices import to_array
 from .executable import Executable, compile_jaxpr
 
 # --- argument handling ----------------------------------------------------------------------
@@ -420,6 +422,15 @@ class Jitted:
                     entry = self._traces.entries.setdefault(key, entry)
         return entry, leaves
 
+    def _inline_args(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """The arguments an inlined call passes on: the dynamic ones as arrays (a Python float
+        becomes a weakly typed float32 array, as jit makes it), static ones as they are."""
+        args = tuple(a if i in self.static_argnums else tree_map(to_array, a)
+                     for i, a in enumerate(args))
+        kwargs = {k: v if k in self.static_argnames else tree_map(to_array, v)
+                  for k, v in kwargs.items()}
+        return args, kwargs
+
     def _check_in_shardings(self, dyn_args: tuple) -> None:
         shardings = self.in_shardings
         if shardings is None:
@@ -487,8 +498,11 @@ class Jitted:
             leaves = args
         if entry is None:
             trace_key = config.trace_key()
-            if config.read("jax_disable_jit") or (self.inline and tracing):
-                return self.fun(*args, **kwargs)  # inline=True: no call equation, trace in place
+            if config.read("jax_disable_jit"):
+                return self.fun(*args, **kwargs)
+            if self.inline and tracing:  # no call equation: traced in place, on arrays as jit
+                args, kwargs = self._inline_args(args, kwargs)
+                return self.fun(*args, **kwargs)
             entry, leaves = self._trace(args, kwargs)
             if tracing or any(isinstance(x, Tracer) for x in leaves):
                 closed, extra = closure_convert(entry.closed)
