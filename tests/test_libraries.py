@@ -2,6 +2,7 @@
 with real JAX and with tracejit, and the numbers must agree."""
 import importlib.util
 
+import numpy as np
 import pytest
 
 from tests.libraries import assert_close, run_both
@@ -39,3 +40,11 @@ needs_linalg = pytest.mark.skipif(not _has_scipy_linalg(),
 def test_blackjax_nuts_window_adaptation_hmc_and_random_walk(tmp_path):
     ours, theirs = run_both("blackjax_nuts", tmp_path)
     assert_close(ours, theirs, rtol=1e-9, atol=1e-10)
+
+
+@needs("jax")
+def test_example_libraries_stax_mlp_with_every_optimizer(tmp_path):
+    ours, theirs = run_both("stax_mlp", tmp_path)
+    for key in ("W0", "b0", "Wlast", "out_shape"):  # same key -> the same initial bits
+        np.testing.assert_array_equal(ours[key], theirs[key], err_msg=key)
+    assert_close(ours, theirs, rtol=1e-5, atol=2e-6)
