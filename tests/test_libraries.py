@@ -61,3 +61,15 @@ def test_optax_transforms_schedules_and_lbfgs(tmp_path):
                  {k: v for k, v in theirs.items() if k not in noisy}, rtol=1e-5, atol=1e-6)
     assert_close({k: ours[k] for k in noisy}, {k: theirs[k] for k in noisy}, rtol=1e-3,
                  atol=5e-4)
+
+
+@needs("jax")
+def test_scipy_dct_as_jax(tmp_path):
+    ours, theirs = run_both("scipy_dct", tmp_path)
+    assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
+@needs("jax")
+def test_sparse_bcoo_as_numpyro_uses_it(tmp_path):
+    ours, theirs = run_both("sparse_bcoo", tmp_path)
+    assert_close(ours, theirs, rtol=0)

@@ -19,6 +19,7 @@ TARGET = "tracejit"
 # namespaces made here. Any other `jax._src` module is missing.
 INTERNALS = {
     # optax / numpyro / blackjax
+    "jax._src.core": "tracejit.core",  # numpyro: trace_state_clean
     "jax._src.flatten_util": "tracejit.flatten_util",
 }
 _NAMESPACES = {name.rsplit(".", i)[0] for name in INTERNALS for i in range(1, name.count("."))}
