@@ -24,7 +24,8 @@ LAYERS = [
     ("runtime", {"runtime"}),
     ("user-facing", {"numpy", "nn", "random", "prng", "tree_util", "tree", "errors", "scipy",
                      "stages", "typing", "dtypes", "flatten_util", "test_util",
-                     "sharding", "shard_map", "example_libraries", "experimental"}),
+                     "sharding", "shard_map", "example_libraries", "experimental",
+                     "api_util"}),
     ("face", {"alias", "__main__"}),  # and tracejit/__init__.py
 ]
 

@@ -13,7 +13,7 @@ from .core.devices import (Device, default_backend, device_count, devices,  # no
                            local_device_count, local_devices, process_count, process_index)
 from .core.dtypes import float0  # noqa: F401
 from .core.sharding import PartitionSpec as P, make_mesh, set_mesh  # noqa: F401
-from .shard_map import shard_map  # noqa: F401,E402
+from .shard_map import pmap, shard_map  # noqa: F401,E402
 from .core.trace import ensure_compile_time_eval, named_scope, typeof  # noqa: F401
 from .runtime.devices import block_until_ready, device_get, device_put  # noqa: F401
 from .runtime.jit import clear_caches, eval_shape, jit, make_jaxpr  # noqa: F401

@@ -1,15 +1,19 @@
-"""`jax.shard_map` on a one-device mesh (a user-facing layer over core/sharding.py): every mesh
-axis has size 1, so each argument's one shard is the whole argument and `f` runs once on it.
-The specs are checked as JAX checks them. Not here yet (they need the multi-device issue):
-collectives over mesh axes (lax.psum & co.) and JAX's replication (check_vma) inference."""
+"""Parallel maps on one device (a user-facing layer over core/sharding.py and jit/vmap):
+`jax.shard_map` on a mesh whose axes all have size 1, so each argument's one shard is the whole
+argument and `f` runs once on it (the specs are checked as JAX checks them), and `jax.pmap` over
+a leading axis of size 1 (jit of vmap). Not here yet (the multi-device issue): collectives over
+mesh axes (lax.psum & co.) and JAX's replication (check_vma) inference."""
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
+from .core.devices import device_count
 from .core.pytree import prefix_errors, tree_flatten, tree_leaves
 from .core.sharding import AbstractMesh, Mesh, PartitionSpec, get_mesh
 from .core.trace import get_aval
+from .runtime.jit import jit
+from .transforms.api import vmap
 
 
 class _InferFromArgs:
@@ -81,4 +85,42 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
     return mapped
 
 
-__all__ = ["shard_map", "Infer"]
+def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: Any = 0,
+         static_broadcasted_argnums: int | Sequence[int] = (), devices: Any = None,
+         backend: str | None = None, axis_size: int | None = None,
+         donate_argnums: int | Sequence[int] = ()) -> Callable:
+    """Map `fun` over a leading axis, one slice per device: with one device the axis has size
+    1 and this is a compiled vmap (static_broadcasted_argnums stay static)."""
+    static = (static_broadcasted_argnums,) if isinstance(static_broadcasted_argnums, int) \
+        else tuple(static_broadcasted_argnums)
+    if devices is not None and len(devices) > device_count():
+        raise ValueError(f"pmap: devices={devices} names more devices than the "
+                         f"{device_count()} of this process")
+
+    @functools.wraps(fun)
+    def mapped(*args, **kwargs):
+        dyn = [i for i in range(len(args)) if i not in static]
+        axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(dyn)
+        if len(axes) != len(dyn):
+            raise ValueError(f"pmap in_axes specification must be a tree prefix of the "
+                             f"corresponding value, got {len(axes)} in_axes for {len(dyn)} "
+                             f"positional arguments")
+        sizes = {get_aval(leaf).shape[ax] for i, ax in zip(dyn, axes) if ax is not None
+                 for leaf in tree_leaves(args[i]) if get_aval(leaf).ndim > ax}
+        size = axis_size if not sizes else max(sizes)
+        if size is not None and size > device_count():
+            raise ValueError(f"pmap: the mapped axis has size {size}, but this process has "
+                             f"{device_count()} device(s) (jax.device_count()); pmap maps "
+                             f"one slice per device")
+
+        def body(*dyn_args):
+            full = list(args)
+            for i, a in zip(dyn, dyn_args):
+                full[i] = a
+            return fun(*full, **kwargs)
+        return vmap(body, in_axes=tuple(axes), out_axes=out_axes, axis_name=axis_name,
+                    axis_size=axis_size)(*[args[i] for i in dyn])
+    return jit(mapped, static_argnums=static)
+
+
+__all__ = ["shard_map", "Infer", "pmap"]
