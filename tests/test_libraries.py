@@ -106,3 +106,11 @@ def test_sparse_bcoo_as_numpyro_uses_it(tmp_path):
 def test_numpyro_nuts_and_svi_autonormal(tmp_path):
     ours, theirs = run_both("numpyro_nuts", tmp_path)
     assert_close(ours, theirs, rtol=1e-8, atol=1e-9)
+
+
+@needs("jax")
+def test_sharding_api_as_jax_on_one_device(tmp_path):
+    """Reprs, equality, hashing, queries, set_mesh, shardings given to device_put / jit /
+    with_sharding_constraint / shard_map / pmap, and the error texts, all as real JAX's."""
+    ours, theirs = run_both("sharding_api", tmp_path)
+    assert_close(ours, theirs, rtol=0)

@@ -111,17 +111,17 @@ class PartitionSpec:
         inner = "" if not inner else f"{inner} " if inner.endswith(",") else f"{inner}, "
         return f"P({inner}{', '.join(extra)})"
 
-    def _plain(self, what: str) -> tuple:
+    def _plain(self, what: str, instead: str = "spec.partitions") -> tuple:
         if self.reduced or self.unreduced:
             raise ValueError(f"Using {what} is dangerous when PartitionSpec has non-empty "
-                             f"unreduced/reduced set. Please use spec.partitions")
+                             f"unreduced/reduced set. Please use {instead}")
         return self._partitions
 
     def __getitem__(self, i):
-        return self._plain("pspec[...]")[i]
+        return self._plain("pspec[...]", "spec.partitions[...]")[i]
 
     def __iter__(self):
-        return iter(self._plain("*pspec"))
+        return iter(self._plain("*pspec", "*spec.partitions"))
 
     def __len__(self) -> int:
         return len(self._partitions)
