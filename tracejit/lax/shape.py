@@ -654,7 +654,8 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
-__all__ = ["broadcast_shapes", "broadcast_in_dim", "broadcast", "broadcast_to_rank", "full", "full_like", "reshape",
+__all__ = ["broadcast_shapes", "broadcast_in_dim", "broadcast", "broadcast_to_rank", "full",
+           "full_like", "reshape",
            "transpose", "squeeze", "expand_dims", "rev", "concatenate", "split", "stack",
            "unstack", "tile", "pad", "iota", "broadcasted_iota", "slice", "slice_in_dim",
            "index_in_dim"]
