@@ -28,7 +28,7 @@ def test_jnp_vectorize_as_jax(tmp_path):
 
 # What numpyro and blackjax import at load time from modules other engineers are adding
 # (jax.scipy.linalg: D; jax.scipy.special's gamma family: C; jax.experimental.io_callback: A;
-# jax.extend: B; jax.scipy.optimize.minimize: nobody yet). Until those are merged the programs
+# jax.extend: B). Until those are merged the programs
 # cannot import, and the tests say which names are missing.
 PREREQUISITES = {
     "blackjax": ["tracejit.scipy.linalg:cholesky", "tracejit.scipy.linalg:solve_triangular"],
@@ -114,3 +114,14 @@ def test_sharding_api_as_jax_on_one_device(tmp_path):
     with_sharding_constraint / shard_map / pmap, and the error texts, all as real JAX's."""
     ours, theirs = run_both("sharding_api", tmp_path)
     assert_close(ours, theirs, rtol=0)
+
+
+@needs("jax")
+def test_scipy_minimize_bfgs_finds_jaxs_minimum(tmp_path):
+    ours, theirs = run_both("scipy_minimize", tmp_path)
+    # the same minimum to the gradient tolerance (1e-5); fun and jac at it to that order
+    assert_close({k: v for k, v in ours.items() if not k.endswith(("_jac", "_fun"))},
+                 {k: v for k, v in theirs.items() if not k.endswith(("_jac", "_fun"))},
+                 rtol=1e-4, atol=1e-4)
+    for key in (k for k in theirs if k.endswith(("_jac", "_fun"))):
+        np.testing.assert_allclose(ours[key], theirs[key], atol=1e-5, err_msg=key)
