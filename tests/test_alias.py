@@ -119,18 +119,18 @@ def test_missing_script_or_module_fails_as_under_python(tmp_path, mode):
 
 
 def test_missing_submodule_says_tracejit_lacks_it(tmp_path):
-    write(tmp_path / "sparse.py", """
+    write(tmp_path / "jax2tf.py", """
         import jax.numpy
         try:
-            import jax.experimental.sparse
+            import jax.experimental.jax2tf
         except ModuleNotFoundError as err:
             print(err.name)
             print(err)
     """)
-    out = python("-m", "tracejit", "sparse.py", cwd=tmp_path)
+    out = python("-m", "tracejit", "jax2tf.py", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     name, message = out.stdout.splitlines()
-    assert name in ("jax.experimental", "jax.experimental.sparse")
+    assert name in ("jax.experimental", "jax.experimental.jax2tf")
     assert message.startswith(f"tracejit does not provide {name} yet")
 
 

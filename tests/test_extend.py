@@ -378,3 +378,19 @@ def _times_iota(lib):
 def test_lowering_consts_inside_control_flow_bodies():
     for g, e in zip(_times_iota(TRACEJIT), _times_iota(JAX)):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(e))
+
+
+def test_call_primitives_evaluate_differentiate_batch_and_compile_their_jaxpr():
+    """jax.extend.core.primitives: closed_call_p / call_p run the jaxpr they are given (numpyro
+    keys rules by them); jit_p is the jit call."""
+    from tracejit.extend.core.primitives import call_p, closed_call_p, jit_p
+    assert jit_p is tracejit.lax.call.pjit_p
+    closed = tracejit.make_jaxpr(lambda x, y: [tnp.sin(x) * y])(1.0, 2.0)
+    for prim, jaxpr in ((closed_call_p, closed), (call_p, closed.jaxpr)):
+        def f(x, y, prim=prim, jaxpr=jaxpr):
+            return prim.bind(x, y, call_jaxpr=jaxpr)[0]
+        for g in (f, tracejit.jit(f)):
+            np.testing.assert_allclose(g(1.0, 2.0), np.sin(1.0) * 2, rtol=1e-6)
+        np.testing.assert_allclose(tracejit.grad(f)(1.0, 2.0), np.cos(1.0) * 2, rtol=1e-6)
+        xs = np.arange(3.0, dtype=np.float32)
+        np.testing.assert_allclose(tracejit.vmap(f)(xs, xs), np.sin(xs) * xs, rtol=1e-6)

@@ -25,7 +25,8 @@ LAYERS = [
     ("user-facing", {"numpy", "nn", "random", "prng", "tree_util", "tree", "errors", "scipy",
                      "stages", "typing", "dtypes", "flatten_util", "test_util", "debug",
                      "callback", "extend", "interpreters", "experimental", "sharding",
-                     "api_util", "version", "custom_derivatives", "ad_checkpoint", "ref"}),
+                     "api_util", "version", "custom_derivatives", "ad_checkpoint", "ref",
+                     "shard_map", "example_libraries"}),
     ("face", {"alias", "__main__"}),  # and tracejit/__init__.py
 ]
 

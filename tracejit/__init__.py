@@ -12,10 +12,11 @@ from .core.config import (config, debug_infs, debug_nans, disable_jit,  # noqa: 
 from .core.devices import (Device, default_backend, device_count, devices,  # noqa: F401
                            local_device_count, local_devices, process_count, process_index)
 from .core.dtypes import float0  # noqa: F401
+from .core.sharding import PartitionSpec as P, make_mesh, set_mesh  # noqa: F401
+from .shard_map import pmap, shard_map  # noqa: F401,E402
 from .core.trace import ensure_compile_time_eval, named_call, named_scope, typeof  # noqa: F401
 from .runtime.devices import block_until_ready, device_get, device_put  # noqa: F401
 from .runtime.jit import clear_caches, eval_shape, jit, make_jaxpr  # noqa: F401
-from .runtime.pmap import pmap  # noqa: F401
 from .runtime.stages import Compiled, Lowered, Traced  # noqa: F401
 from .alias import alias_jax  # noqa: F401
 from .transforms.api import (checkpoint, custom_jvp, custom_vjp, grad, hessian,  # noqa: F401
@@ -25,7 +26,7 @@ from .transforms.api import (checkpoint, custom_jvp, custom_vjp, grad, hessian, 
 from .version import __version__, __version_info__  # noqa: F401  (the JAX API implemented)
 from . import random  # noqa: E402,F401  (after numpy: random is built on it)
 # (as with JAX, flatten_util and test_util load when imported, not with the package)
-from . import dtypes, typing  # noqa: E402,F401
+from . import dtypes, sharding, typing  # noqa: E402,F401
 from . import debug, experimental  # noqa: E402,F401
 from .callback import effects_barrier, pure_callback  # noqa: E402,F401
 from . import api_util, version  # noqa: E402,F401  (libraries reach them as jax.api_util, ...)

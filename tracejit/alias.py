@@ -17,11 +17,13 @@ TARGET = "tracejit"
 # JAX's internal modules that libraries built on JAX import (equinox, flax), each answered by
 # the tracejit module that holds the same machinery; the packages above them (`jax._src`) are
 # empty namespaces made here. Any other `jax._src` module is missing, as the libraries expect
-# of modules they import only where they exist.
+# of modules they import only where they exist. (numpyro reads jax._src.core.trace_state_clean;
+# optax, numpyro and blackjax reach ravel_pytree through jax._src.flatten_util.)
 INTERNALS = {
     "jax._src.core": "tracejit.core",
     "jax._src.dispatch": "tracejit.runtime.jit",
     "jax._src.dtypes": "tracejit.dtypes",
+    "jax._src.flatten_util": "tracejit.flatten_util",
     "jax._src.traceback_util": "tracejit.core.traceback_util",
     "jax._src.tree_util": "tracejit.core.pytree",
 }

@@ -1,6 +1,7 @@
-"""`jax.api_util`: helpers for code that traces functions itself: flattening a wrapped function's
-pytree arguments and results (for jax.interpreters.partial_eval), and the debug info tracing
-records. User-facing layer over tracejit.core (pytrees, DebugInfo) and extend.linear_util."""
+"""`jax.api_util`: the helpers JAX's own transformations use to flatten a wrapped function's
+pytree arguments and results (jax.interpreters.partial_eval, numpyro) and to describe it in
+errors (`debug_info`). User-facing layer, over core's pytrees and debug info and
+extend.linear_util."""
 from __future__ import annotations
 
 import inspect
@@ -20,6 +21,7 @@ def _with_out_tree(f: WrappedFun, call: Callable) -> tuple[WrappedFun, Callable[
         leaves, tree = tree_flatten(call(*args_flat))
         store[:] = [tree]
         return leaves
+    flat.__name__ = getattr(f, "__name__", "flat_fun")
 
     def out_tree() -> PyTreeDef:
         if not store:
@@ -32,13 +34,15 @@ def _with_out_tree(f: WrappedFun, call: Callable) -> tuple[WrappedFun, Callable[
 def flatten_fun_nokwargs(f: WrappedFun, in_tree: PyTreeDef
                          ) -> tuple[WrappedFun, Callable[[], PyTreeDef]]:
     """f taking the leaves of the positional-arguments tuple `in_tree`, returning leaves."""
-    return _with_out_tree(f, lambda *xs: f.call_wrapped(*tree_unflatten(in_tree, xs)))
+    return _with_out_tree(f, lambda *xs: f.call_wrapped(*tree_unflatten(in_tree, list(xs))))
 
 
-def flatten_fun(f: WrappedFun, in_tree: PyTreeDef) -> tuple[WrappedFun, Callable[[], PyTreeDef]]:
-    """f taking the leaves of the tree `in_tree` of (args, kwargs), returning leaves."""
+def flatten_fun(f: WrappedFun, in_tree: PyTreeDef, *static_args: Any, use_eq_store: bool = False,
+                unk_names: bool = False) -> tuple[WrappedFun, Callable[[], PyTreeDef]]:
+    """f taking the leaves of the tree `in_tree` of (args, kwargs), returning leaves. (JAX's
+    extra arguments tune its caches; they change nothing here.)"""
     def call(*xs):
-        args, kwargs = tree_unflatten(in_tree, xs)
+        args, kwargs = tree_unflatten(in_tree, list(xs))
         return f.call_wrapped(*args, **kwargs)
     return _with_out_tree(f, call)
 
@@ -47,11 +51,16 @@ def debug_info(traced_for: str, fun: Callable, args: Sequence[Any], kwargs: dict
                static_argnums: Sequence[int] = (), static_argnames: Sequence[str] = (),
                result_paths_thunk: Any = None, sourceinfo: str | None = None,
                signature: inspect.Signature | None = None) -> DebugInfo:
-    """What tracing `fun` for `traced_for` records for error messages: its name, source and
-    argument names."""
+    """What errors say about `fun` traced for `traced_for`: its name, source line and the
+    names of its arguments (positional by parameter name, keyword by key)."""
     try:
-        sig = signature or inspect.signature(fun)
-        names = [p.name for p in sig.parameters.values()]
+        params = list((signature or inspect.signature(fun)).parameters)
     except (TypeError, ValueError):
-        names = []
+        params = []
+    names = [params[i] if i < len(params) else f"args[{i}]" for i in range(len(args))
+             if i not in static_argnums]
+    names += [k for k in kwargs if k not in static_argnames]
     return fun_debug_info(fun, names, traced_for)
+
+
+__all__ = ["debug_info", "flatten_fun", "flatten_fun_nokwargs"]

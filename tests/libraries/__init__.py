@@ -35,9 +35,12 @@ def run_both(name: str, tmp_path: Path) -> tuple[dict, dict]:
 
 
 def assert_close(ours: dict, theirs: dict, rtol: float, atol: float = 0.0) -> None:
-    """Every saved array equal in shape and dtype and close in value."""
+    """Every saved array equal in shape and dtype and close in value (texts equal)."""
     for key in sorted(theirs):
         a, b = ours[key], theirs[key]
         assert a.shape == b.shape and a.dtype == b.dtype, (key, a.shape, a.dtype, b.shape,
                                                              b.dtype)
-        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, err_msg=key)
+        if a.dtype.kind in "USb":  # texts (error messages) and flags: equal
+            np.testing.assert_array_equal(a, b, err_msg=key)
+        else:
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, err_msg=key)

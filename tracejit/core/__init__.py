@@ -7,7 +7,7 @@ from typing import Any, Union
 from .avals import AbstractValue, ShapedArray  # noqa: F401
 from .jaxpr import Literal, Var
 from .jaxpr_util import eval_jaxpr_bind as _eval_jaxpr_bind
-from .trace import Trace, Tracer, ensure_compile_time_eval  # noqa: F401
+from .trace import Trace, Tracer, ensure_compile_time_eval, trace_state_clean  # noqa: F401
 
 ParamDict = dict[str, Any]
 Atom = Union[Var, Literal]

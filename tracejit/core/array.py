@@ -13,6 +13,7 @@ import numpy as np
 
 from .avals import ArrayMetadata, ShapedArray
 from .devices import check_device, devices
+from .sharding import Shard, default_sharding
 
 
 class DLDeviceType(enum.IntEnum):
@@ -177,6 +178,18 @@ class Array(ArrayMetadata):
     @property
     def device(self):
         return devices()[0]
+
+    @property
+    def sharding(self):
+        """How the array is laid out: all of it on the one device."""
+        return default_sharding()
+
+    @property
+    def addressable_shards(self) -> list:
+        """Each device's piece of the array: one Shard holding all of it."""
+        return [Shard(devices()[0], (slice(None),) * self.ndim, 0, self)]
+
+    global_shards = addressable_shards
 
     def to_device(self, device: Any, *, stream: Any = None) -> Array:
         """This array placed on `device` (the CPU device, or None): itself, as it lives there."""

@@ -18,7 +18,10 @@ class ShapedArray(AbstractValue):
     __slots__ = ("shape", "dtype", "weak_type", "_hash")
     array_abstraction_level = 1
 
-    def __init__(self, shape: tuple[int, ...], dtype: Any, weak_type: bool = False):
+    def __init__(self, shape: tuple[int, ...], dtype: Any, weak_type: bool = False, *,
+                 sharding: Any = None):
+        # (`sharding` is accepted as JAX's constructor takes it; one device: every value is
+        # replicated, as `.sharding` says)
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
@@ -26,6 +29,13 @@ class ShapedArray(AbstractValue):
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))
+
+    @property
+    def sharding(self):
+        """How a value of this type is laid out over devices, as JAX types say it: no mesh
+        axes, every dimension unpartitioned (tracejit has one device)."""
+        from .sharding import AbstractMesh, NamedSharding, PartitionSpec
+        return NamedSharding(AbstractMesh((), ()), PartitionSpec(*[None] * self.ndim))
 
     def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
         return ShapedArray(self.shape if shape is None else shape,

@@ -238,6 +238,13 @@ def named_call(fun: Callable, *, name: str | None = None) -> Callable:
     return named
 
 
+def trace_state_clean() -> bool:
+    """Whether no transformation is active in this thread: nothing is being staged and no
+    jvp/vmap trace is on the stack (JAX's internal `jax._src.core.trace_state_clean`, which
+    numpyro asks before caching functions)."""
+    return _state.dynamic_trace is None and len(_state.trace_stack) == 1
+
+
 def current_dynamic_trace() -> MainTrace | None:
     """This thread's innermost staging trace, None when nothing is being staged."""
     return _state.dynamic_trace

@@ -11,6 +11,7 @@ from .linalg import *  # noqa: F401,F403
 from .reduce import *  # noqa: F401,F403
 from .reduce import reduce_sum_p
 from .shape import *  # noqa: F401,F403
+from .sharding import *  # noqa: F401,F403
 from .shape import broadcast_in_dim_p, transpose_p
 from .sorting import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403

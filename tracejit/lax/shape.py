@@ -639,7 +639,23 @@ slice_p.def_batch(_slice_batch)
 iota_p.def_not_differentiable()
 
 
-__all__ = ["broadcast_in_dim", "broadcast", "broadcast_to_rank", "full", "full_like", "reshape",
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape NumPy-style broadcasting gives arrays of these shapes (ValueError when they
+    do not broadcast)."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(ndim):
+        sizes = {s[i - ndim + len(s)] for s in shapes if i - ndim + len(s) >= 0}
+        sizes.discard(1)
+        if len(sizes) > 1:
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes="
+                             f"{[tuple(s) for s in shapes]}")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+__all__ = ["broadcast_shapes", "broadcast_in_dim", "broadcast", "broadcast_to_rank", "full",
+           "full_like", "reshape",
            "transpose", "squeeze", "expand_dims", "rev", "concatenate", "split", "stack",
            "unstack", "tile", "pad", "iota", "broadcasted_iota", "slice", "slice_in_dim",
            "index_in_dim"]

@@ -16,6 +16,7 @@ from ._shape import *  # noqa: F401,F403
 from ._sorting import *  # noqa: F401,F403
 from ._ufuncs import *  # noqa: F401,F403
 from ._util import array, asarray, broadcast_shapes, broadcast_to  # noqa: F401
+from ._vectorize import vectorize  # noqa: F401
 
 
 class _ScalarMeta(type):

@@ -25,7 +25,8 @@ __all__ = ["reshape", "ravel", "transpose", "permute_dims", "matrix_transpose", 
            "atleast_3d", "broadcast_arrays", "concatenate", "concat", "stack", "unstack",
            "vstack", "hstack", "dstack", "column_stack", "split", "array_split", "hsplit",
            "vsplit", "dsplit", "tile", "repeat", "flip", "fliplr", "flipud", "roll", "rot90",
-           "pad", "append", "insert", "delete", "resize", "shape", "ndim", "size"]
+           "pad", "append", "insert", "delete", "resize", "shape", "ndim", "size",
+           "isscalar"]
 
 
 def _arr(fun: str, a: Any) -> Any:
@@ -130,6 +131,18 @@ def shape(a: Any) -> tuple[int, ...]:
 def ndim(a: Any) -> int:
     """The number of dimensions of an array or scalar."""
     return a.ndim if hasattr(a, "ndim") else len(_shape_of("ndim", a))
+
+
+def isscalar(element: Any) -> bool:
+    """Whether `element` is a scalar: a NumPy/Python scalar or a zero-dimensional array (JAX
+    counts 0-d arrays as scalars, unlike np.isscalar); non-array objects are not."""
+    if np.isscalar(element):
+        return True
+    if isinstance(element, (np.ndarray, Array, Tracer)):
+        return element.ndim == 0
+    if getattr(element, "__jax_array__", None) is not None:
+        return asarray(element).ndim == 0
+    return False
 
 
 def size(a: Any, axis: int | Sequence[int] | None = None) -> int:

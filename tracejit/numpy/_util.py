@@ -7,6 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import lax
+from ..lax.shape import broadcast_shapes  # noqa: F401  (jnp's is lax's)
 from ..core import dtypes
 from ..core.array import Array
 from ..core.avals import ShapedArray, check_shape
@@ -198,19 +199,6 @@ def promote_dtypes_numeric(*args: Any) -> list:
     if dtype == dtypes.bool_:
         dtype, weak = dtypes.default_int(), False
     return [convert_to(a, dtype, weak) for a in args]
-
-
-def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    ndim = max((len(s) for s in shapes), default=0)
-    out = []
-    for i in range(ndim):
-        sizes = {s[i - ndim + len(s)] for s in shapes if i - ndim + len(s) >= 0}
-        sizes.discard(1)
-        if len(sizes) > 1:
-            raise ValueError(f"Incompatible shapes for broadcasting: shapes="
-                             f"{[tuple(s) for s in shapes]}")
-        out.append(sizes.pop() if sizes else 1)
-    return tuple(out)
 
 
 def broadcast_to(x: Any, shape: tuple[int, ...] | int) -> Any:

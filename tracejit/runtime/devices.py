@@ -8,25 +8,34 @@ from typing import Any
 import numpy as np
 
 from ..core.array import Array
+from ..core.devices import Device, check_device
 from ..core.pytree import tree_leaves, tree_map
+from ..core.sharding import check_shardings
 from ..core.trace import Tracer, get_aval
 
 
-def _to_array(x: Any) -> Any:
+def to_array(x: Any) -> Any:
     """A leaf on the device: Arrays and tracers as they are; a scalar or NumPy array as an Array
     of its canonical type (Python scalars weakly typed), as jnp.asarray makes it."""
     if isinstance(x, (Array, Tracer)):
         return x
     if hasattr(x, "__jax_array__"):
-        return _to_array(x.__jax_array__())
+        return to_array(x.__jax_array__())
     aval = get_aval(x)  # raises JAX's TypeError for a value that is not an array
     with np.errstate(all="ignore"):
         return Array.from_numpy(np.array(x, dtype=aval.dtype), aval)
 
 
 def device_put(x: Any, device: Any = None, *, donate: bool = False, may_alias=None) -> Any:
-    """Put a pytree of arrays on the (only) device: NumPy inputs become Arrays."""
-    return tree_map(_to_array, x)
+    """Put a pytree of arrays on the (only) device: NumPy inputs become Arrays. `device` is
+    None, the device, or a sharding (or PartitionSpec, or a pytree prefix of them), checked
+    against each array's rank as JAX does; with one device the data is where it belongs."""
+    out = tree_map(to_array, x)
+    if device is not None and not isinstance(device, Device):
+        check_shardings(device, out, "device_put")
+    elif device is not None:
+        check_device(device, "device_put")
+    return out
 
 
 def device_get(x: Any) -> Any:

@@ -23,11 +23,14 @@ from ..core.devices import devices
 from ..core.interpret import eval_jaxpr_checked, invalid_value_error, invalid_values
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.jaxpr_util import closure_convert
-from ..core.pytree import PyTreeDef, leaf_names, tree_flatten, tree_leaves, tree_unflatten
+from ..core.pytree import (PyTreeDef, leaf_names, tree_flatten, tree_leaves, tree_map,
+                           tree_unflatten)
 from ..core.refs import check_no_refs, is_new_ref_for, refs_in_use, stage_scope
+from ..core.sharding import check_sharding_leaves, check_shardings
 from ..core.trace import Tracer, current_dynamic_trace, fun_debug_info, get_aval, trace_to_jaxpr
 from ..lax.call import pjit_p
 from . import explain
+from .devices import to_array
 from .executable import Executable, compile_jaxpr
 from .jit_refs import call_with_refs
 
@@ -277,7 +280,8 @@ class Jitted:
 
     def __init__(self, fun: Callable, static_argnums=None, static_argnames=None,
                  donate_argnums=None, donate_argnames=None, keep_unused: bool = False,
-                 inline: bool = False, backend: str | None = None):
+                 inline: bool = False, backend: str | None = None, in_shardings: Any = None,
+                 out_shardings: Any = None):
         if not callable(fun):
             raise TypeError(f"Expected a callable value, got {fun!r}")
         self.fun = fun
@@ -320,6 +324,10 @@ class Jitted:
         self.keep_unused = bool(keep_unused)
         self.inline = bool(inline)
         self.backend = backend
+        # one device: shardings change no value; they are checked against each new signature
+        check_sharding_leaves(in_shardings, "in_shardings")
+        check_sharding_leaves(out_shardings, "out_shardings")
+        self.in_shardings, self.out_shardings = in_shardings, out_shardings
         self._traces = _traces_for(fun, (self.static_argnums, self.static_argnames,
                                          self.donate_argnums, self.donate_argnames,
                                          self.keep_unused, self.inline, self.backend))
@@ -430,14 +438,47 @@ class Jitted:
                                            list(self._traces.entries), arg_names)
             # traced without the lock (tracing may jit other functions, in this thread or
             # another); when two threads trace one signature at once, the first stored wins
+            self._check_in_shardings(dyn_args)
             start = time.perf_counter()
             entry = self._stage(static, static_kw, in_tree, len(args), avals, arg_names)
+            self._check_out_shardings(entry)
             if config.read("jax_log_compiles"):
                 explain.log_traced(self.fun_name, time.perf_counter() - start)
             if not any(isinstance(c, Tracer) for c in entry.closed.consts):
                 with _cache_lock:
                     entry = self._traces.add(key, entry)
         return entry, leaves
+
+    def _inline_args(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """The arguments an inlined call passes on: the dynamic ones as arrays (a Python float
+        becomes a weakly typed float32 array, as jit makes it), static ones as they are."""
+        args = tuple(a if i in self.static_argnums else tree_map(to_array, a)
+                     for i, a in enumerate(args))
+        kwargs = {k: v if k in self.static_argnames else tree_map(to_array, v)
+                  for k, v in kwargs.items()}
+        return args, kwargs
+
+    def _check_in_shardings(self, dyn_args: tuple) -> None:
+        shardings = self.in_shardings
+        if shardings is None:
+            return
+        if isinstance(shardings, list):
+            shardings = tuple(shardings)
+        if isinstance(shardings, tuple) and len(shardings) != len(dyn_args):
+            raise ValueError(
+                f"pjit in_shardings specification must be a tree prefix of the positional "
+                f"arguments tuple. In particular, pjit in_shardings must either be a Sharding, "
+                f"a PartitionSpec, or a tuple of length equal to the number of positional "
+                f"arguments. But pjit in_shardings is the wrong length: got a tuple or list of "
+                f"length {len(shardings)} for an args tuple of length {len(dyn_args)}.")
+        if not isinstance(shardings, tuple):
+            shardings = (shardings,) * len(dyn_args)
+        check_shardings(shardings, tuple(dyn_args), f"{self.fun_name} (jit in_shardings)")
+
+    def _check_out_shardings(self, entry: _CacheEntry) -> None:
+        if self.out_shardings is not None:
+            outs = tree_unflatten(entry.out_tree, list(entry.closed.out_avals))
+            check_shardings(self.out_shardings, outs, f"{self.fun_name} (jit out_shardings)")
 
     def _stage(self, static, static_kw, in_tree, nargs, avals, arg_names) -> _CacheEntry:
         flat_fun = self._flat_fun(static, static_kw, in_tree, nargs)
@@ -490,8 +531,11 @@ class Jitted:
             leaves = args
         if entry is None:
             trace_key = config.trace_key()
-            if config.read("jax_disable_jit") or (self.inline and tracing):
-                return self.fun(*args, **kwargs)  # inline=True: no call equation, trace in place
+            if config.read("jax_disable_jit"):
+                return self.fun(*args, **kwargs)
+            if self.inline and tracing:  # no call equation: traced in place, on arrays as jit
+                args, kwargs = self._inline_args(args, kwargs)
+                return self.fun(*args, **kwargs)
             entry, leaves = self._trace(args, kwargs)
             if tracing or any(isinstance(x, Tracer) for x in leaves):
                 closed, extra = closure_convert(entry.closed)
@@ -598,10 +642,12 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Iterable[int] | No
         donate_argnums: int | Iterable[int] | None = None,
         donate_argnames: str | Iterable[str] | None = None, keep_unused: bool = False,
         device: Any = None, backend: str | None = None, inline: bool = False,
-        abstracted_axes: Any = None, **unsupported: Any) -> Any:
+        abstracted_axes: Any = None, in_shardings: Any = None, out_shardings: Any = None,
+        **unsupported: Any) -> Any:
     """Compile `fun`: trace it once per argument signature and run the compiled program.
 
-    Also usable as `@jit(static_argnums=...)` (decorator factory).
+    Also usable as `@jit(static_argnums=...)` (decorator factory). `in_shardings` and
+    `out_shardings` are checked against the arguments and results (one device: no effect).
     """
     if unsupported:
         raise TypeError(f"jit() got unexpected keyword arguments {sorted(unsupported)}")
@@ -613,7 +659,8 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Iterable[int] | No
     backend = {"interpret": "interpret", "llvm": "native", "native": "native"}.get(backend)
     kw = dict(static_argnums=static_argnums, static_argnames=static_argnames,
               donate_argnums=donate_argnums, donate_argnames=donate_argnames,
-              keep_unused=keep_unused, inline=inline, backend=backend)
+              keep_unused=keep_unused, inline=inline, backend=backend,
+              in_shardings=in_shardings, out_shardings=out_shardings)
     if fun is None:
         return lambda f: Jitted(f, **kw)
     return Jitted(fun, **kw)

@@ -8,17 +8,17 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..core import dtypes
-from ..core import primitive as _primitive
-from ..core.array import Array
-from ..core.avals import AbstractValue, ShapedArray
-from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Literal, Var  # noqa: F401
-from ..core.jaxpr import check_jaxpr as _check_jaxpr
-from ..core.jaxpr_util import eval_jaxpr_bind
-from ..core.errors import InconclusiveDimensionOperation, concretization_error  # noqa: F401
-from ..core.jaxpr import SourceInfo
-from ..core.trace import DebugInfo, Trace, Tracer, _state, get_aval  # noqa: F401
-from ..core.trace import find_top_trace as _find_top_trace
+from ...core import dtypes
+from ...core import primitive as _primitive
+from ...core.array import Array
+from ...core.avals import AbstractValue, ShapedArray
+from ...core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Literal, Var  # noqa: F401
+from ...core.jaxpr import check_jaxpr as _check_jaxpr
+from ...core.jaxpr_util import eval_jaxpr_bind
+from ...core.errors import InconclusiveDimensionOperation, concretization_error  # noqa: F401
+from ...core.jaxpr import SourceInfo
+from ...core.trace import DebugInfo, Trace, Tracer, _state, get_aval  # noqa: F401
+from ...core.trace import find_top_trace as _find_top_trace
 
 JaxprEqn = Eqn
 

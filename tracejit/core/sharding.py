@@ -1,0 +1,711 @@
+"""Shardings, meshes and partition specs (JAX's `jax.sharding` objects). They sit in core beside
+the device model because an Array answers `.sharding` itself. This process has one device, so
+every sharding places the whole array on it; the objects still carry JAX's API, reprs, equality
+and errors, so programs written for many devices run (and fail) here as they would on one.
+"""
+from __future__ import annotations
+
+import abc
+import contextlib
+import enum
+import math
+import threading
+import warnings
+from collections import OrderedDict
+from typing import Any, Sequence
+
+import numpy as np
+
+from .devices import Device, devices as all_devices
+
+MEMORY_KINDS = ("device", "pinned_host", "unpinned_host")
+
+
+class AxisType(enum.Enum):
+    """How a mesh axis is partitioned: by the compiler (Auto), in the types (Explicit) or by
+    the user inside shard_map (Manual)."""
+    Auto = enum.auto()
+    Explicit = enum.auto()
+    Manual = enum.auto()
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def _axis_types(axis_names: tuple, axis_types: Any, where: str) -> tuple:
+    if axis_types is None:
+        return (AxisType.Auto,) * len(axis_names)
+    if not isinstance(axis_types, tuple):
+        axis_types = (axis_types,)
+    if not all(isinstance(a, AxisType) for a in axis_types):
+        raise TypeError(f"axis_types passed to {where} must be of type "
+                        f"`jax.sharding.AxisType`. Got {axis_types} of type "
+                        f"{tuple(type(a) for a in axis_types)}")
+    if len(axis_types) != len(axis_names):
+        raise ValueError(f"Number of axis names should match the number of axis_types. Got "
+                         f"axis_names={axis_names} and axis_types={axis_types}")
+    return axis_types
+
+
+class _UnconstrainedSingleton:
+    def __repr__(self) -> str:
+        return "UNCONSTRAINED"
+
+
+UNCONSTRAINED = _UnconstrainedSingleton()
+
+
+def _canonical_entry(entry: Any) -> Any:
+    """One entry of a PartitionSpec: None, an axis name, UNCONSTRAINED or a tuple of names (a
+    one-name tuple or list is the name itself, as in JAX)."""
+    if isinstance(entry, (tuple, list)):
+        entry = tuple(entry)
+        return entry[0] if len(entry) == 1 else entry
+    return entry
+
+
+class PartitionSpec:
+    """How each dimension of an array is split over mesh axes: `P('x', None)` splits dimension
+    0 over axis 'x' and replicates dimension 1. Entries are None, an axis name or a tuple of
+    names. Not a tuple: `P('x') != ('x',)`, so pytree utilities can tell a spec from a tuple."""
+    __slots__ = ("_partitions", "unreduced", "reduced")
+    UNCONSTRAINED = UNCONSTRAINED
+
+    def __init__(self, *partitions: Any, unreduced: Any = frozenset(),
+                 reduced: Any = frozenset()):
+        sets = []
+        for name, value in (("unreduced", unreduced), ("reduced", reduced)):
+            if not isinstance(value, (set, frozenset)):
+                raise TypeError(f"{name} argument of PartitionSpec should of type `frozenset` "
+                                f"or `set`. Got type {value}")
+            sets.append(frozenset(value))
+        object.__setattr__(self, "_partitions", tuple(_canonical_entry(p) for p in partitions))
+        object.__setattr__(self, "unreduced", sets[0])
+        object.__setattr__(self, "reduced", sets[1])
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("PartitionSpec is immutable")
+
+    def __init_subclass__(cls, **kwargs):
+        raise TypeError("Subclassing `jax.P` is prohibited.")
+
+    @property
+    def partitions(self) -> tuple:
+        return self._partitions
+
+    def _key(self) -> tuple:
+        return self._partitions, self.unreduced, self.reduced
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, PartitionSpec) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        inner = repr(self._partitions)[1:-1]
+        extra = [f"{name}={{{', '.join(repr(a) for a in sorted(s, key=str))}}}"
+                 for name, s in (("unreduced", self.unreduced), ("reduced", self.reduced)) if s]
+        if not extra:
+            return f"P({inner})"
+        inner = "" if not inner else f"{inner} " if inner.endswith(",") else f"{inner}, "
+        return f"P({inner}{', '.join(extra)})"
+
+    def _plain(self, what: str, instead: str = "spec.partitions") -> tuple:
+        if self.reduced or self.unreduced:
+            raise ValueError(f"Using {what} is dangerous when PartitionSpec has non-empty "
+                             f"unreduced/reduced set. Please use {instead}")
+        return self._partitions
+
+    def __getitem__(self, i):
+        return self._plain("pspec[...]", "spec.partitions[...]")[i]
+
+    def __iter__(self):
+        return iter(self._plain("*pspec", "*spec.partitions"))
+
+    def __len__(self) -> int:
+        return len(self._partitions)
+
+    def __add__(self, other: Any) -> PartitionSpec:
+        if isinstance(other, PartitionSpec):
+            return PartitionSpec(*self._partitions, *other._partitions,
+                                 unreduced=self.unreduced | other.unreduced,
+                                 reduced=self.reduced | other.reduced)
+        if isinstance(other, tuple):
+            return PartitionSpec(*self._plain("pspec + tuple"), *other)
+        return NotImplemented
+
+    def __radd__(self, other: Any) -> PartitionSpec:
+        if isinstance(other, tuple):
+            return PartitionSpec(*other, *self._plain("tuple + pspec"))
+        return NotImplemented
+
+    def index(self, value: Any) -> int:
+        return self._partitions.index(_canonical_entry(value))
+
+    def count(self, value: Any) -> int:
+        return self._partitions.count(_canonical_entry(value))
+
+    def update(self, partitions=None, unreduced=None, reduced=None) -> PartitionSpec:
+        return PartitionSpec(*(self._partitions if partitions is None else partitions),
+                             unreduced=self.unreduced if unreduced is None else unreduced,
+                             reduced=self.reduced if reduced is None else reduced)
+
+    def __reduce__(self):
+        return _make_spec, (self._partitions, self.unreduced, self.reduced)
+
+    def mesh_axes(self) -> list:
+        """Every mesh axis name the spec uses, in order (a name used twice appears twice)."""
+        out = []
+        for p in self._partitions:
+            if p is None or p is UNCONSTRAINED:
+                continue
+            out.extend(p if isinstance(p, tuple) else (p,))
+        return out
+
+
+def _make_spec(partitions, unreduced, reduced):
+    return PartitionSpec(*partitions, unreduced=unreduced, reduced=reduced)
+
+
+class Sharding(abc.ABC):
+    """How an array's data is laid out across devices (JAX's abstract `jax.sharding.Sharding`).
+    With one device every sharding puts the whole array, unsplit, on it."""
+
+    @property
+    @abc.abstractmethod
+    def device_set(self) -> set:
+        """The devices the array lives on."""
+
+    @property
+    @abc.abstractmethod
+    def memory_kind(self) -> str | None:
+        """Which memory of the devices holds the data ('device' here)."""
+
+    @abc.abstractmethod
+    def with_memory_kind(self, kind: str) -> Sharding:
+        """The same sharding in another memory kind."""
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return True  # one device holds a whole copy
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        return True
+
+    @property
+    def num_devices(self) -> int:
+        return len(self.device_set)
+
+    @property
+    def addressable_devices(self) -> set:
+        return set(self.device_set)
+
+    @property
+    def _device_assignment(self) -> tuple:
+        return tuple(self.device_set)
+
+    def shard_shape(self, global_shape: Sequence[int]) -> tuple:
+        """The shape of the piece each device holds: the whole array."""
+        return tuple(global_shape)
+
+    def devices_indices_map(self, global_shape: Sequence[int]) -> dict:
+        """Device -> the index of the piece it holds (all of the array)."""
+        return {d: (slice(None),) * len(global_shape) for d in self.device_set}
+
+    def addressable_devices_indices_map(self, global_shape: Sequence[int]) -> dict:
+        return self.devices_indices_map(global_shape)
+
+    def is_equivalent_to(self, other: Sharding, ndim: int) -> bool:
+        """Whether both lay an array of rank `ndim` out the same way (same devices and memory)."""
+        return (isinstance(other, Sharding) and self.device_set == other.device_set
+                and self.memory_kind == other.memory_kind)
+
+    def check_compatible_aval(self, aval_shape: Sequence[int]) -> None:
+        """Raise when this sharding cannot hold an array of shape `aval_shape`."""
+
+
+def _check_memory_kind(kind: str | None) -> str:
+    if kind is None:
+        return "device"
+    if kind not in MEMORY_KINDS:
+        raise ValueError(f"Could not find memory addressable by device cpu. Device cpu can "
+                         f"address the following memory kinds: {', '.join(MEMORY_KINDS)}. "
+                         f"Got memory kind: {kind}")
+    return kind
+
+
+class SingleDeviceSharding(Sharding):
+    """The whole array on one device: what every array here has as `.sharding`."""
+    __slots__ = ("_device", "_memory_kind")
+
+    def __init__(self, device: Device, *, memory_kind: str | None = None):
+        self._device = device
+        self._memory_kind = _check_memory_kind(memory_kind)
+
+    def __repr__(self) -> str:
+        return f"SingleDeviceSharding(device={self._device!r}, memory_kind={self._memory_kind})"
+
+    def __eq__(self, other: Any) -> bool:
+        return (isinstance(other, SingleDeviceSharding) and self._device == other._device
+                and self._memory_kind == other._memory_kind)
+
+    def __hash__(self) -> int:
+        return hash((self._device, self._memory_kind))
+
+    def __reduce__(self):
+        return type(self), (self._device,), None
+
+    @property
+    def device_set(self) -> set:
+        return {self._device}
+
+    @property
+    def memory_kind(self) -> str:
+        return self._memory_kind
+
+    def with_memory_kind(self, kind: str) -> SingleDeviceSharding:
+        return SingleDeviceSharding(self._device, memory_kind=kind)
+
+
+class _BaseMesh:
+    """What concrete and abstract meshes share: named axes with sizes and axis types."""
+    axis_names: tuple
+    axis_types: tuple
+    axis_sizes: tuple
+
+    @property
+    def shape(self) -> OrderedDict:
+        return OrderedDict(self.shape_tuple)
+
+    @property
+    def shape_tuple(self) -> tuple:
+        return tuple(zip(self.axis_names, self.axis_sizes))
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.axis_sizes) if self.axis_names else 0
+
+    @property
+    def empty(self) -> bool:
+        return self.size == 0
+
+    def _of_type(self, kind: AxisType) -> tuple:
+        return tuple(n for n, t in zip(self.axis_names, self.axis_types) if t == kind)
+
+    @property
+    def auto_axes(self) -> tuple:
+        return self._of_type(AxisType.Auto)
+
+    @property
+    def explicit_axes(self) -> tuple:
+        return self._of_type(AxisType.Explicit)
+
+    @property
+    def manual_axes(self) -> tuple:
+        return self._of_type(AxisType.Manual)
+
+    def _str_body(self) -> str:
+        return (", ".join(f"'{n}': {s}" for n, s in self.shape_tuple) or "()") + \
+            f", axis_types={self.axis_types}"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+
+class Mesh(_BaseMesh, contextlib.ContextDecorator):
+    """A NumPy array of devices with a name for each axis (`Mesh(devices, ('x', 'y'))`);
+    shardings name its axes. Equal meshes are equal and hash alike."""
+
+    def __init__(self, devices: Any, axis_names: str | Sequence[str],
+                 axis_types: Any = None):
+        devs = devices if isinstance(devices, np.ndarray) else np.array(devices, dtype=object)
+        names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+        if any(n is None for n in names):
+            raise ValueError(f"Mesh axis names cannot be None. Got: {names}")
+        if devs.ndim != len(names):
+            raise ValueError(
+                "Mesh requires the ndim of its first argument (`devices`) to equal the length "
+                f"of its second argument (`axis_names`), but got devices.ndim == {devs.ndim} "
+                f"and len(axis_names) == {len(names)}.")
+        devs = devs.copy()
+        devs.flags.writeable = False
+        object.__setattr__(self, "devices", devs)
+        object.__setattr__(self, "axis_names", names)
+        object.__setattr__(self, "axis_types", _axis_types(names, axis_types, "Mesh"))
+
+    @property
+    def axis_sizes(self) -> tuple:
+        return self.devices.shape
+
+    @property
+    def size(self) -> int:
+        return 0 if self.devices.size == 0 or not self.axis_names and \
+            self.devices.flat[0] is None else int(self.devices.size)
+
+    def _key(self) -> tuple:
+        return (tuple(self.devices.flat), self.devices.shape, self.axis_names, self.axis_types)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Mesh) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __reduce__(self):
+        return Mesh, (self.devices, self.axis_names, self.axis_types)
+
+    def __str__(self) -> str:
+        return "Mesh()" if self.empty else f"Mesh({self._str_body()})"
+
+    def __repr__(self) -> str:
+        if self.empty:
+            return "Mesh(axis_sizes=(), axis_names=())"
+        return (f"Mesh(axis_sizes={self.axis_sizes}, axis_names={self.axis_names!r}, "
+                f"axis_types={self.axis_types})")
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.size == 1 and not self.axis_names
+
+    @property
+    def device_ids(self) -> np.ndarray:
+        return np.vectorize(lambda d: d.id, otypes=[int])(self.devices)
+
+    @property
+    def local_devices(self) -> list:
+        return list(self.devices.flat)
+
+    @property
+    def local_mesh(self) -> Mesh:
+        return self
+
+    @property
+    def is_multi_process(self) -> bool:
+        return False
+
+    @property
+    def abstract_mesh(self) -> AbstractMesh:
+        if not self.axis_names:
+            return AbstractMesh((), ())
+        d = self.devices.flat[0]
+        return AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types,
+                            abstract_device=AbstractDevice(d.device_kind, None, d.platform))
+
+    def update(self, devices=None, axis_names=None, axis_types=None) -> Mesh:
+        return Mesh(self.devices if devices is None else devices,
+                    self.axis_names if axis_names is None else axis_names,
+                    self.axis_types if axis_types is None else axis_types)
+
+    def __enter__(self) -> Mesh:
+        # JAX's legacy form: the mesh resolves PartitionSpecs but is not `get_mesh()`'s
+        warnings.warn("`with mesh:` context manager has been deprecated. Please use `with"
+                      " jax.set_mesh(mesh):` instead.", category=DeprecationWarning,
+                      stacklevel=2)
+        _STATE.legacy.append(self)
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        _STATE.legacy.pop()
+        return False
+
+
+class AbstractDevice:
+    """The kind of device an abstract mesh is for, without the devices."""
+    __slots__ = ("device_kind", "num_cores", "platform")
+
+    def __init__(self, device_kind: str, num_cores: int | None = None,
+                 platform: str | None = None):
+        self.device_kind, self.num_cores, self.platform = device_kind, num_cores, platform
+
+    def _repr(self) -> str:
+        return (f"device_kind={self.device_kind}, num_cores={self.num_cores}, "
+                f"platform={self.platform}")
+
+    def __repr__(self) -> str:
+        return f"AbstractDevice({self._repr()})"
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, AbstractDevice) and self._repr() == other._repr()
+
+    def __hash__(self) -> int:
+        return hash(self._repr())
+
+
+class AbstractMesh(_BaseMesh):
+    """Axis names and sizes without devices (for tracing a program for a mesh shape)."""
+
+    def __init__(self, axis_sizes: tuple, axis_names: tuple, axis_types: Any = None, *,
+                 abstract_device: AbstractDevice | None = None):
+        object.__setattr__(self, "axis_sizes", tuple(axis_sizes))
+        object.__setattr__(self, "axis_names", tuple(axis_names))
+        object.__setattr__(self, "axis_types",
+                           _axis_types(self.axis_names, axis_types, "AbstractMesh"))
+        object.__setattr__(self, "abstract_device", abstract_device)
+
+    def _key(self) -> tuple:
+        return self.axis_sizes, self.axis_names, self.axis_types, self.abstract_device
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, AbstractMesh) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        device = "" if self.abstract_device is None else f", {self.abstract_device._repr()}"
+        return f"AbstractMesh({self._str_body()}{device})"
+
+    @property
+    def abstract_mesh(self) -> AbstractMesh:
+        return self
+
+    def update(self, axis_sizes=None, axis_names=None, axis_types=None) -> AbstractMesh:
+        return AbstractMesh(self.axis_sizes if axis_sizes is None else axis_sizes,
+                            self.axis_names if axis_names is None else axis_names,
+                            self.axis_types if axis_types is None else axis_types,
+                            abstract_device=self.abstract_device)
+
+    def _no(self, name: str):
+        raise ValueError(f"AbstractMesh does not implement {name}")
+
+    devices = property(lambda self: self._no("devices"))
+    device_ids = property(lambda self: self._no("device_ids"))
+    local_devices = property(lambda self: self._no("local_devices"))
+
+    def __enter__(self):
+        self._no("__enter__")
+
+    def __exit__(self, *exc):
+        self._no("__exit__")
+
+
+class _MeshState(threading.local):
+    """The meshes set by `with mesh:` / `set_mesh`, innermost last (per thread, as in JAX)."""
+
+    def __init__(self):
+        self.stack: list[Mesh] = []
+        self.legacy: list[Mesh] = []  # `with mesh:` blocks
+
+    def push(self, mesh: Mesh) -> None:
+        self.stack.append(mesh)
+
+    def pop(self) -> None:
+        self.stack.pop()
+
+
+_STATE = _MeshState()
+
+
+def get_mesh() -> Mesh:
+    """The concrete mesh in effect (an empty Mesh when none is set)."""
+    return _STATE.stack[-1] if _STATE.stack else Mesh(np.empty((), dtype=object), ())
+
+
+def get_abstract_mesh() -> AbstractMesh:
+    """The abstract mesh of the mesh in effect (empty when none is set)."""
+    return _STATE.stack[-1].abstract_mesh if _STATE.stack else AbstractMesh((), ())
+
+
+class set_mesh:  # noqa: N801  (JAX's name; a function in use, a context manager in `with`)
+    """Make `mesh` the mesh in effect: `jax.set_mesh(mesh)` for the rest of the program, or
+    `with jax.set_mesh(mesh):` for a block. PartitionSpecs given to jit and device_put then
+    name its axes."""
+
+    def __init__(self, mesh: Mesh | None):
+        if mesh is not None and not isinstance(mesh, Mesh):
+            raise ValueError(f"Expected mesh of type `jax.sharding.Mesh`. Got {type(mesh)}")
+        self._mesh = mesh
+        self._depth = len(_STATE.stack)
+        _STATE.push(mesh if mesh is not None else get_mesh())
+
+    def __enter__(self) -> Mesh:
+        return self._mesh
+
+    def __exit__(self, *exc) -> bool:
+        del _STATE.stack[self._depth:]
+        return False
+
+
+class NamedSharding(Sharding):
+    """An array split over the axes of a mesh as a PartitionSpec says:
+    `NamedSharding(mesh, P('x', None))`."""
+    __slots__ = ("mesh", "spec", "_memory_kind")
+
+    def __init__(self, mesh: Mesh | AbstractMesh, spec: PartitionSpec, *,
+                 memory_kind: str | None = None):
+        if not isinstance(mesh, (Mesh, AbstractMesh)):
+            raise TypeError(f"NamedSharding: mesh must be a jax.sharding.Mesh or AbstractMesh, "
+                            f"got {type(mesh).__name__}")
+        if not isinstance(spec, PartitionSpec):
+            raise TypeError(f"NamedSharding: spec must be a PartitionSpec (jax.P(...)), got "
+                            f"{spec!r} of type {type(spec).__name__}")
+        self.mesh, self.spec = mesh, spec
+        self._memory_kind = _check_memory_kind(memory_kind)
+        _check_spec(mesh, spec)
+
+    def __repr__(self) -> str:
+        return (f"NamedSharding(mesh={self.mesh}, spec={self.spec}, "
+                f"memory_kind={self._memory_kind})")
+
+    def __eq__(self, other: Any) -> bool:
+        return (isinstance(other, NamedSharding) and self.spec == other.spec
+                and self._memory_kind == other._memory_kind and self.mesh == other.mesh)
+
+    def __hash__(self) -> int:
+        return hash((self.mesh, self._memory_kind, self.spec))
+
+    def __reduce__(self):
+        return _make_named, (self.mesh, self.spec, self._memory_kind)
+
+    @property
+    def device_set(self) -> set:
+        return set(self.mesh.devices.flat)
+
+    @property
+    def memory_kind(self) -> str:
+        return self._memory_kind
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        sizes = dict(self.mesh.shape_tuple)
+        return all(sizes[a] == 1 for a in self.spec.mesh_axes())
+
+    def with_memory_kind(self, kind: str) -> NamedSharding:
+        return NamedSharding(self.mesh, self.spec, memory_kind=kind)
+
+    def with_spec(self, spec: PartitionSpec | Sequence) -> NamedSharding:
+        if not isinstance(spec, PartitionSpec):
+            spec = PartitionSpec(*spec)
+        return NamedSharding(self.mesh, spec, memory_kind=self._memory_kind)
+
+    def update(self, **kwargs) -> NamedSharding:
+        return NamedSharding(kwargs.get("mesh", self.mesh), kwargs.get("spec", self.spec),
+                             memory_kind=kwargs.get("memory_kind", self._memory_kind))
+
+    def check_compatible_aval(self, aval_shape: Sequence[int]) -> None:
+        if len(aval_shape) < len(self.spec):
+            scalar = " For scalars the PartitionSpec should be P()" if not aval_shape else ""
+            raise ValueError(f"Sharding {self!r} is only valid for values of rank at least "
+                             f"{len(self.spec)}, but was applied to a value of rank "
+                             f"{len(aval_shape)}.{scalar}")
+
+
+def _make_named(mesh, spec, memory_kind):
+    return NamedSharding(mesh, spec, memory_kind=memory_kind)
+
+
+class DuplicateSpecError(Exception):
+    """A PartitionSpec that maps one mesh axis to two dimensions."""
+
+
+def _check_spec(mesh: Mesh | AbstractMesh, spec: PartitionSpec) -> None:
+    """JAX's checks of a spec against a mesh: every axis exists, none is used twice."""
+    used = spec.mesh_axes()
+    for axis in used + sorted(spec.unreduced | spec.reduced, key=str):
+        if axis not in mesh.axis_names:
+            raise ValueError(f"Resource axis: {axis} of {spec} is not found in mesh: "
+                             f"{mesh.axis_names}.")
+    for axis in used:
+        if used.count(axis) > 1:
+            raise DuplicateSpecError(
+                f"A single NamedSharding spec specification can map every mesh axis to at "
+                f"most one positional dimension, but {spec} has duplicate entries for `{axis}`")
+
+
+def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], axis_types: Any = None, *,
+              devices: Sequence[Device] | None = None) -> Mesh:
+    """A mesh of `axis_shapes` over the devices (all of them by default); axes are Explicit
+    unless `axis_types` says otherwise, as in JAX."""
+    axis_shapes, axis_names = tuple(axis_shapes), tuple(axis_names)
+    if len(axis_shapes) != len(axis_names):
+        raise ValueError(
+            "Mesh requires the ndim of its first argument (`devices`) to equal the length of "
+            f"its second argument (`axis_names`), but got devices.ndim == {len(axis_shapes)} "
+            f"and len(axis_names) == {len(axis_names)}.")
+    pool = list(all_devices() if devices is None else devices)
+    need = math.prod(axis_shapes)
+    if len(pool) < need:
+        raise ValueError(f"Number of devices {len(pool)} must be >= the product of mesh_shape "
+                         f"{axis_shapes}")
+    if axis_types is None:
+        axis_types = (AxisType.Explicit,) * len(axis_names)
+    grid = np.empty(need, dtype=object)
+    grid[:] = pool[:need]
+    return Mesh(grid.reshape(axis_shapes), axis_names, axis_types)
+
+
+class Shard:
+    """One device's piece of an array (`x.addressable_shards`): here the whole array."""
+    __slots__ = ("device", "index", "replica_id", "data")
+
+    def __init__(self, device: Device, index: tuple, replica_id: int, data: Any):
+        self.device, self.index, self.replica_id, self.data = device, index, replica_id, data
+
+    def __repr__(self) -> str:
+        return (f"Shard(device={self.device!r}, index={self.index}, "
+                f"replica_id={self.replica_id}, data={self.data})")
+
+
+def default_sharding() -> SingleDeviceSharding:
+    """The sharding of every array in this process: all of it on the CPU device."""
+    return _DEFAULT
+
+
+_DEFAULT = SingleDeviceSharding(all_devices()[0])
+
+
+def resolve_sharding(s: Any, where: str) -> Sharding | None:
+    """A sharding argument as a Sharding (a PartitionSpec names the axes of the mesh in
+    effect, as under `jax.set_mesh`); None stays None."""
+    if s is None or isinstance(s, Sharding):
+        return s
+    if isinstance(s, PartitionSpec):
+        mesh = _STATE.legacy[-1] if _STATE.legacy and not _STATE.stack else get_mesh()
+        if mesh.empty:
+            raise ValueError(f"{where}: a PartitionSpec {s} needs a mesh in effect: use "
+                             f"NamedSharding(mesh, {s}) or `with jax.set_mesh(mesh):`")
+        return NamedSharding(mesh, s)
+    raise TypeError(f"{where}: expected a jax.sharding.Sharding, a PartitionSpec or None, got "
+                    f"{s!r} of type {type(s).__name__}")
+
+
+def check_sharding_for(sharding: Sharding, shape: Sequence[int], where: str) -> None:
+    """Raise JAX's error when `sharding` cannot hold an array of `shape`."""
+    try:
+        sharding.check_compatible_aval(shape)
+    except ValueError as err:
+        raise ValueError(f"One of {where} args is incompatible with its sharding annotation "
+                         f"{sharding!r}: {err}") from None
+
+
+def check_shardings(shardings: Any, tree: Any, where: str) -> None:
+    """Check a pytree prefix of shardings (Sharding, PartitionSpec or None at each leaf)
+    against the arrays of `tree`: the structure fits and each array's rank suits its sharding.
+    With one device a sharding changes no value, so checking is all there is to do."""
+    from .pytree import _flatten_up_to, tree_flatten, tree_leaves
+    from .trace import get_aval
+    specs, treedef = tree_flatten(shardings, is_leaf=lambda s: s is None)
+    try:
+        subtrees = _flatten_up_to(treedef, tree)
+    except ValueError as err:
+        raise ValueError(f"{where}: the shardings must be a tree prefix of the arguments' "
+                         f"structure: {err}") from None
+    for spec, sub in zip(specs, subtrees):
+        sharding = resolve_sharding(spec, where)
+        if sharding is None:
+            continue
+        for leaf in tree_leaves(sub):
+            shape = leaf.shape if hasattr(leaf, "shape") else get_aval(leaf).shape
+            check_sharding_for(sharding, shape, where)
+
+
+def check_sharding_leaves(shardings: Any, name: str) -> None:
+    """The in_shardings / out_shardings of jit: each leaf a Sharding, a PartitionSpec or None
+    (a TypeError naming the first other leaf, as JAX raises when jit is called)."""
+    from .pytree import tree_leaves
+    for leaf in tree_leaves(shardings, is_leaf=lambda s: s is None):
+        if leaf is not None and not isinstance(leaf, (Sharding, PartitionSpec)):
+            raise TypeError(f"{name} leaf specifications are expected to be PartitionSpec "
+                            f"instances or None, but got {leaf!r}")
