@@ -7,13 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, map_subjaxprs
-from ..core.primitive import Primitive, TracedLowering, lowerings, registry
+from ..core import primitive as _primitive
+from ..core.primitive import Primitive, TracedLowering, lowerings
 from ..core.trace import trace_to_jaxpr
 
 
 def is_user_primitive(prim: Primitive) -> bool:
     """Whether `prim` was made by user code rather than by tracejit (which registers its own)."""
-    return registry.get(prim.name) is not prim
+    return _primitive.registry.get(prim.name) is not prim
 
 
 def expand_user_primitives(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:

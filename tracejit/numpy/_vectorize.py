@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Callable, Collection
+from typing import Callable, Collection
 
 import numpy as np
 

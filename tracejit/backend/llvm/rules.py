@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ...core.primitive import Primitive, registry
+from ...core import primitive as _primitive
+from ...core.primitive import Primitive
 
 # shape ops fused as index arithmetic: (em, ins, eqn, idx) -> the element at multi-index idx,
 # as a generator yielding the (operand, index) pairs it reads (see index_maps)
@@ -37,4 +38,4 @@ def structural_rule(prim: Primitive) -> Callable | None:
 
 def is_tracejit_own(prim: Primitive) -> bool:
     """Whether tracejit defined `prim` (its own are in the registry under their names)."""
-    return registry.get(prim.name) is prim
+    return _primitive.registry.get(prim.name) is prim
