@@ -59,6 +59,19 @@ def _bind(fn: Callable, args: tuple, kwargs: dict, ordered: bool) -> None:
                           partitioned=False)
 
 
+def _now_or_later(name: str, run: Callable, first: Any, args: tuple, kwargs: dict
+                  ) -> Callable | None:
+    """JAX's one-call and two-call forms: `run(first, *args, **kwargs)` now when `first` is
+    given, else `run` itself for the second call (which then takes every argument)."""
+    if first is not None:
+        run(first, *args, **kwargs)
+        return None
+    if args or kwargs:
+        raise TypeError(f"{name} received unexpected arguments in the two-call form: "
+                        f"args={args!r} kwargs={kwargs!r}")
+    return run
+
+
 def callback(callback: Callable[..., None] | None = None, *args: Any, ordered: bool = False,
              partitioned: bool = False, **kwargs: Any) -> Callable[..., None] | None:
     """Call `callback(*args, **kwargs)` with concrete values wherever this runs: eagerly, under
@@ -71,13 +84,7 @@ def callback(callback: Callable[..., None] | None = None, *args: Any, ordered: b
                             f"object of type {type(fn)}")
         _bind(fn, c_args, c_kwargs, ordered)
 
-    if callback is not None:
-        _callback(callback, *args, **kwargs)
-        return None
-    if args or kwargs:
-        raise TypeError("debug_callback received unexpected arguments in the two-call form: "
-                        f"args={args!r} kwargs={kwargs!r}")
-    return _callback
+    return _now_or_later("debug_callback", _callback, callback, args, kwargs)
 
 
 class _FormatChecker(string.Formatter):
@@ -115,13 +122,7 @@ def print(fmt: str | None = None, *args: Any, ordered: bool = False,  # noqa: A0
                            np_printoptions=tuple(np.get_printoptions().items()),
                            ordered=ordered, partitioned=partitioned, static_args=static)
 
-    if fmt is not None:
-        _debug_print(fmt, *args, **kwargs)
-        return None
-    if args or kwargs:
-        raise TypeError("debug_print received unexpected arguments in the two-call form: "
-                        f"args={args!r} kwargs={kwargs!r}")
-    return _debug_print
+    return _now_or_later("debug_print", _debug_print, fmt, args, kwargs)
 
 
 def log(fmt: str | None = None, *args: Any, **kwargs: Any) -> Callable[..., None] | None:

@@ -91,10 +91,10 @@ def compile_ir(ir_text: str) -> tuple[llvm.ModuleRef, jit_engine.Code]:
     path = folder / f"{name}.o" if secret is not None else None
     entry = _load(path, name, secret) if path is not None else None
     if entry is not None:
-        module = _checked_module(path, *entry)
+        optimised_ir, obj = entry
+        module = _checked_module(path, optimised_ir, obj)
         if module is not None:
-            optimised_ir = str(module)
-            code, _ = jit_engine.load(module, cached_object=entry[1])
+            code, _ = jit_engine.load(module, cached_object=obj)  # (the engine takes `module`)
             stats["hits"] += 1
             _touch(path)
             return jit_engine.parse(optimised_ir), code

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ...core import primitive as _primitive
+from ...compiler.user_lowerings import is_user_primitive
 from ...core.primitive import Primitive
 
 # shape ops fused as index arithmetic: (em, ins, eqn, idx) -> the element at multi-index idx,
@@ -31,11 +31,6 @@ def structural_rule(prim: Primitive) -> Callable | None:
     """The structural lowering of `prim`: its own, else (for a user-defined primitive with an
     impl rule) a host call of the impl; None if it has neither."""
     rule = STRUCTURAL.get(prim)
-    if rule is None and prim.impl is not None and IMPL_ON_HOST and not is_tracejit_own(prim):
+    if rule is None and prim.impl is not None and IMPL_ON_HOST and is_user_primitive(prim):
         return IMPL_ON_HOST[0]
     return rule
-
-
-def is_tracejit_own(prim: Primitive) -> bool:
-    """Whether tracejit defined `prim` (its own are in the registry under their names)."""
-    return _primitive.registry.get(prim.name) is prim

@@ -15,7 +15,6 @@ from ...transforms.api import jvp, vmap
 from . import Primitive
 
 jit_p = pjit_p
-pjit_p = pjit_p
 
 
 def _closed(call_jaxpr: Jaxpr | ClosedJaxpr) -> ClosedJaxpr:
