@@ -130,6 +130,36 @@ def test_custom_vjp_symbolic_zeros_as_jax(call):
     assert set(our_seen) == set(their_seen)
 
 
+@pytest.mark.parametrize("call", ["grad", "jit", "vmap"])
+def test_python_scalar_residuals_reach_bwd_unchanged(call):
+    """A Python bool saved by fwd reaches bwd as that bool, as in JAX (equinox branches on its
+    `perturbed` flags there), while array residuals stay arrays."""
+    results = []
+    for api, m, cd in APIS:
+        seen: list = []
+
+        @api.custom_vjp
+        def f(x):
+            return m.sin(x)
+
+        def fwd(x):
+            return m.sin(x), (True, 2, m.cos(x))
+
+        def bwd(res, g):
+            flag, k, c = res
+            seen.append((type(flag), type(k)))
+            return (g * c * k if flag else g,)
+        f.defvjp(fwd, bwd)
+        g = api.grad(lambda x: f(x))
+        value = {"grad": lambda: g(0.5), "jit": lambda: api.jit(g)(0.5),
+                 "vmap": lambda: api.vmap(g)(np.arange(3.0))}[call]()
+        results.append((np.asarray(value), seen))
+    (ours, our_seen), (theirs, their_seen) = results
+    _close(ours, theirs)
+    for flag, k in our_seen + their_seen:  # JAX's int is its TypedInt, an int subclass
+        assert flag is bool and issubclass(k, int)
+
+
 def test_zero_from_primal_and_primal_tree_values():
     tree = {"a": np.ones(3, np.float32), "b": np.int32(2)}
     for api, m, cd in APIS[:1]:

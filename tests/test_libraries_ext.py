@@ -20,7 +20,7 @@ def test_equinox_mlp(tmp_path):
 
 def test_equinox_loops_and_errors(tmp_path):
     # eqx.internal.while_loop (lax / checkpointed / bounded) under jit and vmap, grad through
-    # the bounded loop, eqx.error_if raising out of compiled code
+    # the bounded and checkpointed loops, eqx.error_if raising out of compiled code
     ours, theirs = run_both("equinox_loops", tmp_path)
     assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
     assert bool(ours["['error_raised']"])

@@ -1,6 +1,6 @@
 """equinox's loops and runtime errors, built on its own primitives (select_if_vmap, nonbatchable,
 unvmap_*: jax.extend primitives with batching rules and lower_fun lowerings):
-eqx.internal.while_loop of each kind under jit and vmap, reverse mode through the bounded one,
+eqx.internal.while_loop of each kind under jit and vmap, reverse mode through the bounded and checkpointed ones,
 and eqx.error_if, passing and failing (written for real JAX)."""
 import sys
 
@@ -25,7 +25,8 @@ out = {}
 for kind in ("lax", "checkpointed", "bounded"):
     out[kind] = jax.jit(lambda x: run(x, kind))(x)
     out[kind + "_vmap"] = jax.vmap(lambda x: run(x, kind))(jnp.stack([x, 2 * x]))
-out["bounded_grad"] = jax.jit(jax.grad(lambda x: jnp.sum(run(x, "bounded"))))(x)
+for kind in ("bounded", "checkpointed"):  # checkpointed: equinox's own custom_vjp
+    out[kind + "_grad"] = jax.jit(jax.grad(lambda x: jnp.sum(run(x, kind))))(x)
 out["error_if"] = jax.jit(lambda x: eqx.error_if(x, x > 10.0, "too big"))(x)
 try:  # a failing check raises out of the compiled program, through a host callback
     jax.jit(lambda x: eqx.error_if(x, x > 1.0, "too big"))(x)

@@ -288,6 +288,7 @@ class custom_jvp:  # noqa: N801 - JAX's name
 
 # --- custom_vjp ----------------------------------------------------------------------------
 
+_PY_SCALARS = (bool, int, float, complex)
 custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
 custom_vjp_call_p.def_abstract_eval(_call_abstract)
 custom_vjp_call_p.def_impl(_call_impl)
@@ -409,12 +410,19 @@ class custom_vjp:  # noqa: N801 - JAX's name
                                 f"the custom_vjp-decorated function {self.__name__}), but the "
                                 f"output structures differ: {tree} and {out_tree}.")
             res_flat, tree = tree_flatten(res)
-            res_tree[:] = [tree]
-            return out_flat + res_flat
+            # Python scalars among the residuals reach bwd as they are (JAX keeps them as
+            # literals): equinox passes its `perturbed` flags to bwd this way and branches on
+            # them in Python
+            static = {i: r for i, r in enumerate(res_flat) if type(r) in _PY_SCALARS}
+            res_tree[:] = [(tree, static)]
+            return out_flat + [r for i, r in enumerate(res_flat) if i not in static]
 
         def flat_bwd(*xs):  # output cotangents among xs may be Zero
-            n_res = res_tree[0].num_leaves
-            res = tree_unflatten(res_tree[0], xs[:n_res])
+            tree, static = res_tree[0]
+            n_res = tree.num_leaves - len(static)
+            traced = iter(xs[:n_res])
+            res = tree_unflatten(tree, [static[i] if i in static else next(traced)
+                                        for i in range(tree.num_leaves)])
             ct = tree_unflatten(out_tree, [_to_rule(t, sz) for t in xs[n_res:]])
             cts = bwd(*nondiff, res, ct)
             if not isinstance(cts, (tuple, list)) or len(cts) != len(diff):
