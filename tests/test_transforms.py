@@ -715,3 +715,23 @@ def test_errors_match_jax(call):
         call(tj)
     first = str(theirs.value).split(".")[0].split(";")[0][:40]
     assert first in str(ours.value)
+
+
+CLOSURE_CASES = {  # jit called on a closure over a value an enclosing transformation traces
+    "grad": lambda j, m: j.grad(lambda x: j.jit(lambda y: y * x)(1.0))(2.0),
+    "grad_twice": lambda j, m: j.grad(j.grad(lambda x: j.jit(lambda y: m.sin(y * x))(3.0)))(2.0),
+    "vmap": lambda j, m: j.vmap(lambda x: j.jit(lambda y: y + x)(1.0))(
+        m.arange(6.0).reshape(3, 2)),
+    "jacfwd": lambda j, m: j.jacfwd(lambda x: j.jit(lambda y: m.sin(y * x))(1.0))(2.0),
+    "vmap_grad": lambda j, m: j.vmap(j.grad(lambda x: j.jit(lambda y: y * x * x)(2.0)))(
+        m.arange(3.0)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CLOSURE_CASES))
+def test_jit_of_a_closure_over_an_outer_tracer(case):
+    """The closed-over tracer is an input of the call equation, so the enclosing transformation
+    sees it (it was once compiled as a constant: grad gave 0, vmap raised)."""
+    ours = CLOSURE_CASES[case](tj, tnp)
+    theirs = CLOSURE_CASES[case](jax, jnp)
+    np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-6)

@@ -537,7 +537,10 @@ class Jitted:
                 args, kwargs = self._inline_args(args, kwargs)
                 return self.fun(*args, **kwargs)
             entry, leaves = self._trace(args, kwargs)
-            if tracing or any(isinstance(x, Tracer) for x in leaves):
+            # a closed-over tracer of an enclosing transformation (grad/vmap of a function
+            # that calls jit on a closure) is an argument of the call equation too
+            if tracing or any(isinstance(x, Tracer) for x in leaves) or \
+                    any(isinstance(c, Tracer) for c in entry.closed.consts):
                 closed, extra = closure_convert(entry.closed)
                 outs = pjit_p.bind(*extra, *leaves, jaxpr=closed, name=self.fun_name)
                 return tree_unflatten(entry.out_tree, outs)
