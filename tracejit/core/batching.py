@@ -6,9 +6,12 @@ version (batched inputs and outputs carry the batch dimension first).
 """
 from __future__ import annotations
 
+import contextlib
+import threading
 from typing import Any, Callable, Sequence
 
 from .avals import ShapedArray
+from .axis_env import AxisFrame, NamedAxisPrimitive, extend_axis_env
 from .jaxpr import ClosedJaxpr
 from .jaxpr_util import eval_closed, trace_closed
 from .primitive import Primitive, primitive_batchers
@@ -51,7 +54,20 @@ def batch_rule(primitive: Primitive) -> Callable:
     return rule
 
 
+class _Named(threading.local):
+    # the named axis of the batch trace whose rule is running: the batch_flat/batch_jaxpr calls
+    # a rule makes (the body of a jit, scan or cond it batches) map that same axis
+    axis: AxisFrame | None = None
+
+
+_named = _Named()
+INHERIT = object()
+
+
 class BatchTrace(Trace):
+    """main.global_data: the named axis this trace maps (an AxisFrame whose main is None), or
+    None for an anonymous vmap."""
+
     def pure(self, val):
         return BatchTracer(self, val, not_mapped)
 
@@ -60,24 +76,47 @@ class BatchTrace(Trace):
     def process_primitive(self, primitive, tracers, params):
         vals = [t.val for t in tracers]
         dims = [t.bdim for t in tracers]
-        if all(d is not_mapped for d in dims):
-            out = primitive.bind(*vals, **params)
-            out_dims = [not_mapped] * len(out) if primitive.multiple_results else not_mapped
-        else:
-            out, out_dims = batch_rule(primitive)(vals, dims, **params)
+        axis = self.main.global_data
+        saved, _named.axis = _named.axis, axis
+        try:
+            if axis is not None and isinstance(primitive, NamedAxisPrimitive) and \
+                    axis.name in primitive.names(params):
+                out, out_dims = primitive.named_batch(vals, dims, axis, **params)
+            elif all(d is not_mapped for d in dims):
+                out = primitive.bind(*vals, **params)
+                out_dims = [not_mapped] * len(out) if primitive.multiple_results else not_mapped
+            else:
+                out, out_dims = batch_rule(primitive)(vals, dims, **params)
+        finally:
+            _named.axis = saved
         if primitive.multiple_results:
             return [BatchTracer(self, o, d) for o, d in zip(out, out_dims)]
         return BatchTracer(self, out, out_dims)
 
 
+def current_axis() -> AxisFrame | None:
+    """The named axis of the batch rule running now (for rules that batch a function later,
+    outside the rule: custom_jvp/custom_vjp's rules)."""
+    return _named.axis
+
+
 def batch_flat(fun: Callable[..., Sequence[Any]], args: Sequence[Any],
-               in_dims: Sequence[int | None]) -> tuple[list, list[int | None]]:
-    """Run fun on args batched along in_dims; returns the outputs and their batch dims."""
-    with new_main(BatchTrace) as main:
+               in_dims: Sequence[int | None], axis: Any = INHERIT,
+               ) -> tuple[list, list[int | None]]:
+    """Run fun on args batched along in_dims; returns the outputs and their batch dims.
+    `axis`: the AxisFrame (name, size) the batch dimension is bound to, for collectives; by
+    default the one of the batch rule running (a rule batching a sub-jaxpr maps the same axis),
+    none from a user's anonymous vmap."""
+    if axis is INHERIT:
+        axis = _named.axis
+    with new_main(BatchTrace, global_data=axis) as main:
         trace = BatchTrace(main)
-        outs = fun(*[BatchTracer(trace, x, d) if d is not not_mapped else x
-                     for x, d in zip(args, in_dims)])
-        outs = [full_raise(trace, o) for o in outs]
+        bound = extend_axis_env(axis.name, axis.size, main) if axis is not None else \
+            contextlib.nullcontext()
+        with bound:
+            outs = fun(*[BatchTracer(trace, x, d) if d is not not_mapped else x
+                         for x, d in zip(args, in_dims)])
+            outs = [full_raise(trace, o) for o in outs]
         return [o.val for o in outs], [o.bdim for o in outs]
 
 

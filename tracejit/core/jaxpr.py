@@ -231,7 +231,7 @@ def pp_jaxpr(jaxpr: Jaxpr, namer: _Namer, indent: int) -> str:
     body = [pp_eqn(e, namer, indent + 4, used) for e in jaxpr.eqns]
     outs = ", ".join(namer(v) for v in jaxpr.outvars)
     outs = f"({outs}{',' if len(jaxpr.outvars) == 1 else ''})"
-    flat = [line.strip() for line in body]
+    flat = [line.lstrip() for line in body]
     one_line = " ".join([head] + flat + [f"in {outs} }}"])
     if not body or (all("\n" not in line for line in body) and indent + len(one_line) <= _WIDTH):
         return one_line
@@ -270,7 +270,9 @@ def pp_eqn(eqn: Eqn, namer: _Namer, indent: int = 0, used: set | None = None) ->
         one_line = f"{pad}{outs}{eqn.primitive.name}{params} {ins}".rstrip()
         if any("\n" in it for it in items) or len(one_line) > _WIDTH:
             params = "[\n" + "\n".join(" " * (indent + 2) + it for it in items) + f"\n{pad}]"
-    return f"{pad}{outs}{eqn.primitive.name}{params} {ins}".rstrip()
+    text = f"{pad}{outs}{eqn.primitive.name}{params} {ins}"
+    # JAX keeps the space after the params of an equation without operands (iota, axis_index)
+    return text if params and not ins else text.rstrip()
 
 
 # --- checking ------------------------------------------------------------------------------

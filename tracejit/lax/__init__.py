@@ -8,6 +8,7 @@ from .elementwise import *  # noqa: F401,F403
 from .elementwise import add_p
 from .indexing import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
+from .parallel import *  # noqa: F401,F403
 from .reduce import *  # noqa: F401,F403
 from .reduce import reduce_sum_p
 from .shape import *  # noqa: F401,F403

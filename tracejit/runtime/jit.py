@@ -4,6 +4,7 @@ another trace a jitted call stages a `pjit` equation (inlined later by the compi
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import inspect
 import itertools
@@ -23,6 +24,7 @@ from ..core.devices import devices
 from ..core.interpret import eval_jaxpr_checked, invalid_value_error, invalid_values
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.jaxpr_util import closure_convert
+from ..core.axis_env import extend_axis_env
 from ..core.pytree import (PyTreeDef, leaf_names, tree_flatten, tree_leaves, tree_map,
                            tree_unflatten)
 from ..core.refs import check_no_refs, is_new_ref_for, refs_in_use, stage_scope
@@ -693,8 +695,11 @@ def _check_abstracted_axes(abstracted_axes: Any, where: str) -> None:
 
 
 def make_jaxpr(fun: Callable, static_argnums: int | Iterable[int] = (),
+               axis_env: Sequence[tuple[Any, int]] | None = None,
                return_shape: bool = False, abstracted_axes: Any = None) -> Callable:
-    """`make_jaxpr(f)(*args)` -> the ClosedJaxpr that jit would compile (printable like JAX's)."""
+    """`make_jaxpr(f)(*args)` -> the ClosedJaxpr that jit would compile (printable like JAX's).
+    `axis_env`: (name, size) pairs of named axes to bind while tracing, so collectives over
+    them (lax.psum, ...) are staged."""
     _check_abstracted_axes(abstracted_axes, "make_jaxpr")
     static_argnums = _as_tuple(static_argnums, "static_argnums")
 
@@ -702,7 +707,10 @@ def make_jaxpr(fun: Callable, static_argnums: int | Iterable[int] = (),
     def make(*args, **kwargs):
         j = Jitted(fun, static_argnums=static_argnums)
         try:
-            entry, _ = j._trace(args, kwargs)
+            with contextlib.ExitStack() as stack:
+                for name, size in axis_env or ():
+                    stack.enter_context(extend_axis_env(name, int(size)))
+                entry, _ = j._trace(args, kwargs)
         except Exception as e:  # noqa: BLE001 - the one case reworded, the rest as they are
             if is_new_ref_for(e, j):
                 raise NotImplementedError(

@@ -12,6 +12,7 @@ import numpy as np
 from ..core import dtypes
 from ..core.array import Array
 from ..core.avals import ShapedArray, ShapeDtypeStruct
+from ..core.axis_env import AxisFrame
 from ..core.batching import batch_flat
 from ..core.jaxpr_util import eval_jaxpr_bind
 from ..core.jvp_trace import jvp_flat
@@ -566,7 +567,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
             out_leaves, call.out_tree = tree_flatten(fun(*a, **kw))
             return out_leaves
 
-        outs, out_dims = batch_flat(call, leaves, dims)
+        # a named axis is bound while fun runs: collectives over it (lax.psum, ...) act
+        # across the lanes
+        axis = AxisFrame(axis_name, size, None) if axis_name is not None else None
+        outs, out_dims = batch_flat(call, leaves, dims, axis)
         o_axes = _broadcast_prefix(out_axes, tree_unflatten(call.out_tree, outs),
                                    "vmap out_axes")
         result = []

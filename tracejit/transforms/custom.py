@@ -10,7 +10,7 @@ import functools
 from typing import Any, Callable, Sequence
 
 from ..core import errors
-from ..core.batching import batch_flat, batch_jaxpr
+from ..core.batching import batch_flat, batch_jaxpr, current_axis
 from ..core.interpret import eval_jaxpr
 from ..core.avals import ShapedArray
 from ..core.dce import compress, dce, dce_closed, keep_invars
@@ -160,9 +160,10 @@ def _custom_jvp_call_batch(vals, dims, *, call_jaxpr, jvp, num_consts, name):
     size = axis_size(vals, dims)
     vals = [bdim_at_front(v, d, size) for v, d in zip(vals, dims)]
     batched, _ = batch_jaxpr(call_jaxpr, size, [True] * len(vals), True)
+    axis = current_axis()  # (the rule runs later, outside this batch rule)
 
     def batched_jvp(*args):  # primals and tangents, all batched first
-        outs, out_dims = batch_flat(_instantiate_all(jvp), args, [0] * len(args))
+        outs, out_dims = batch_flat(_instantiate_all(jvp), args, [0] * len(args), axis)
         return [bdim_at_front(o, d, size) for o, d in zip(outs, out_dims)]
 
     outs = custom_jvp_call_p.bind(*vals, call_jaxpr=batched, jvp=batched_jvp,
@@ -316,10 +317,11 @@ def _custom_vjp_call_batch(vals, dims, *, call_jaxpr, fwd, bwd, num_consts, name
     size = axis_size(vals, dims)
     vals = [bdim_at_front(v, d, size) for v, d in zip(vals, dims)]
     batched, _ = batch_jaxpr(call_jaxpr, size, [True] * len(vals), True)
+    axis = current_axis()  # (fwd and bwd run later, outside this batch rule)
 
     def batched_all(f):  # every input and output batched first
         def g(*args):
-            outs, out_dims = batch_flat(f, args, [0] * len(args))
+            outs, out_dims = batch_flat(f, args, [0] * len(args), axis)
             return [bdim_at_front(o, d, size) for o, d in zip(outs, out_dims)]
         return g
 

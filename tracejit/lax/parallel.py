@@ -1,0 +1,519 @@
+"""Collectives over named axes (JAX's lax.psum & co.): primitives computed across the lanes of
+an axis that `vmap(axis_name=...)`, `pmap` or `shard_map` binds (core/axis_env.py).
+
+The batch trace mapping the named axis computes a collective with its `named_batch` rule, as
+ordinary array operations over the batch dimension (psum: a sum over it; all_gather: the batch
+dimension made an array axis; ppermute: lanes reordered); any other batch trace treats it lane
+by lane. So a collective never reaches the compiler: what is compiled is the arithmetic.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..core.avals import ShapedArray
+from ..core.axis_env import NamedAxisPrimitive, axis_size as _bound_size, lookup
+from ..core.pytree import tree_flatten, tree_unflatten
+from ..core.rules import bdim_at_front, def_linear, moveaxis, not_mapped
+from ..core.trace import ensure_compile_time_eval, get_aval
+from ._base import as_lax_operands
+from .elementwise import convert_element_type, div, eq, mul, select_n
+from .reduce import reduce_max, reduce_min, reduce_sum
+from .shape import concatenate, full_like, index_in_dim, iota, reshape, transpose
+
+
+def _names(axis_name: Any) -> tuple:
+    return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+
+
+def _one_name(name: str, axis_name: Any) -> Any:
+    names = _names(axis_name)
+    if len(names) != 1:
+        raise NotImplementedError(f"{name} over several axes {names}: name one axis (nest the "
+                                  f"collective per axis)")
+    return names[0]
+
+
+def _rebind_rest(prim: NamedAxisPrimitive, x: Any, done: Any, params: dict, key: str) -> Any:
+    """After reducing over axis `done`, the reduction over the other named axes (their own
+    batch traces compute it)."""
+    rest = tuple(n for n in params[key] if n != done)
+    return prim.bind(x, **{**params, key: rest}) if rest else x
+
+
+# --- psum / pmax / pmin --------------------------------------------------------------------
+
+def _reduction(name: str, reduce: Any, unmapped: Any, unmapped_np: Any) -> NamedAxisPrimitive:
+    """`unmapped(x, n)`: the reduction of a value every lane holds (`unmapped_np` on NumPy)."""
+    p = NamedAxisPrimitive(name, lambda params: params["axes"])
+    p.def_abstract_eval(lambda x, *, axes, axis_index_groups: x)
+    p.def_impl(lambda x, *, axes, axis_index_groups: unmapped_np(x, math.prod(
+        _bound_size(n) for n in axes)))
+
+    def named(vals, dims, axis, *, axes, axis_index_groups):
+        (x,), (d,) = vals, dims
+        if d is not not_mapped and get_aval(x).dtype == np.bool_ and reduce is reduce_sum:
+            x = convert_element_type(x, np.int32)  # (a count of True lanes, as JAX)
+        out = unmapped(x, axis.size) if d is not_mapped else reduce(x, (d,))
+        params = dict(axes=axes, axis_index_groups=axis_index_groups)
+        return _rebind_rest(p, out, axis.name, params, "axes"), not_mapped
+    p.def_named_batch(named)
+
+    def lanewise(vals, dims, **params):  # a reduction over another trace's axis
+        (x,), (d,) = vals, dims
+        return p.bind(x, **params), d
+    p.def_batch(lanewise)
+    return p
+
+
+def _times(x: Any, n: int) -> Any:
+    x = x if hasattr(x, "dtype") else np.asarray(x)
+    if np.dtype(x.dtype) == np.bool_:  # (a count of True lanes, as JAX)
+        x = convert_element_type(x, np.int32)
+    return mul(x, full_like(x, n))
+
+
+def _times_np(x: np.ndarray, n: int) -> np.ndarray:
+    x = x.astype(np.int32) if x.dtype == np.bool_ else x
+    return (x * np.asarray(n, x.dtype)).astype(x.dtype)
+
+
+def _not_differentiable(name: str):
+    def jvp(primals, tangents, **params):  # JAX defines none either
+        raise NotImplementedError(f"Differentiation rule for '{name}' not implemented")
+    return jvp
+
+
+psum_p = _reduction("psum", reduce_sum, _times, _times_np)
+pmax_p = _reduction("pmax", reduce_max, lambda x, n: x, lambda x, n: x)
+pmin_p = _reduction("pmin", reduce_min, lambda x, n: x, lambda x, n: x)
+# the cotangent of a sum over lanes reaches every lane: its transpose is a psum
+def_linear(psum_p, lambda ct, x, **params: [psum_p.bind(ct, **params)])
+pmax_p.def_jvp(_not_differentiable("pmax"))
+pmin_p.def_jvp(_not_differentiable("pmin"))
+
+
+def _each_leaf(name: str, prim: NamedAxisPrimitive, x: Any, axis_name: Any,
+               axis_index_groups: Any) -> Any:
+    if axis_index_groups is not None:
+        raise NotImplementedError(f"{name} with axis_index_groups")
+    leaves, tree = tree_flatten(x)
+    names = _names(axis_name)
+    for n in names:
+        lookup(n)
+    out = [prim.bind(*as_lax_operands(name, leaf), axes=names, axis_index_groups=None)
+           for leaf in leaves]
+    return tree_unflatten(tree, out)
+
+
+def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    """The sum of `x` (a pytree) over the lanes of the named axis (or axes)."""
+    return _each_leaf("psum", psum_p, x, axis_name, axis_index_groups)
+
+
+def pmax(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    """The maximum of `x` (a pytree) over the lanes of the named axis (or axes)."""
+    return _each_leaf("pmax", pmax_p, x, axis_name, axis_index_groups)
+
+
+def pmin(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    """The minimum of `x` (a pytree) over the lanes of the named axis (or axes)."""
+    return _each_leaf("pmin", pmin_p, x, axis_name, axis_index_groups)
+
+
+def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    """The mean of `x` (a pytree) over the lanes of the named axis (or axes)."""
+    total = psum(x, axis_name, axis_index_groups=axis_index_groups)
+    n = axis_size(axis_name)
+    leaves, tree = tree_flatten(total)
+    return tree_unflatten(tree, [div(t, full_like(t, n)) for t in leaves])
+
+
+def axis_size(axis_name: Any) -> int:
+    """The number of lanes of the named axis (the product over several names)."""
+    return math.prod(_bound_size(n) for n in _names(axis_name))
+
+
+# --- axis_index ----------------------------------------------------------------------------
+
+axis_index_p = NamedAxisPrimitive("axis_index", lambda params: (params["axis_name"],))
+axis_index_p.def_abstract_eval(lambda *, axis_name: ShapedArray((), np.dtype(np.int32)))
+
+
+def _axis_index_impl(*, axis_name):
+    raise NameError(f"axis_index({axis_name!r}) outside a transformation mapping the axis: "
+                    f"the axis is bound only for staging (make_jaxpr's axis_env)")
+
+
+def _axis_index_named(vals, dims, axis, *, axis_name):
+    # the lanes' positions are a constant: built at once, not staged into a jit being traced
+    # above the batch trace that maps the axis (the value belongs to that lower trace)
+    with ensure_compile_time_eval():
+        return iota(np.int32, axis.size), 0
+
+
+axis_index_p.def_impl(_axis_index_impl)
+axis_index_p.def_named_batch(_axis_index_named)
+axis_index_p.def_not_differentiable()
+axis_index_p.def_batch(lambda vals, dims, **params: (axis_index_p.bind(**params), not_mapped))
+
+
+def axis_index(axis_name: Any) -> Any:
+    """This lane's position along the named axis (int32); over several names, the position
+    in their product, the first name major."""
+    names = _names(axis_name)
+    index = None
+    for n in names:
+        i = axis_index_p.bind(axis_name=n)
+        index = i if index is None else index * _bound_size(n) + i
+    return index
+
+
+# --- all_gather / psum_scatter -------------------------------------------------------------
+
+def _gathered_shape(shape: tuple, n: int, dim: int, tiled: bool) -> tuple:
+    if tiled:
+        return shape[:dim] + (n * shape[dim],) + shape[dim + 1:]
+    return shape[:dim] + (n,) + shape[dim:]
+
+
+def _all_gather_abstract(x, *, all_gather_dimension, axis_name, axis_index_groups, axis_size,
+                         tiled):
+    return x.update(shape=_gathered_shape(x.shape, axis_size, all_gather_dimension, tiled))
+
+
+def _stacked_to(front: Any, dim: int, tiled: bool) -> Any:
+    """Lanes first (n, *s) -> the gathered array: stacked at `dim`, or concatenated there."""
+    out = moveaxis(front, 0, dim)
+    if not tiled:
+        return out
+    shape = get_aval(out).shape
+    return reshape(out, shape[:dim] + (shape[dim] * shape[dim + 1],) + shape[dim + 2:])
+
+
+all_gather_p = NamedAxisPrimitive("all_gather", lambda params: params["axis_name"])
+all_gather_p.def_abstract_eval(_all_gather_abstract)
+
+
+def _all_gather_impl(x, *, all_gather_dimension, axis_size, tiled, **_):
+    stacked = np.stack([x] * axis_size)
+    return np.asarray(_stacked_to_np(stacked, all_gather_dimension, tiled))
+
+
+def _stacked_to_np(front: np.ndarray, dim: int, tiled: bool) -> np.ndarray:
+    out = np.moveaxis(front, 0, dim)
+    if not tiled:
+        return out
+    return out.reshape(out.shape[:dim] + (-1,) + out.shape[dim + 2:])
+
+
+all_gather_p.def_impl(_all_gather_impl)
+
+
+def _all_gather_named(vals, dims, axis, *, all_gather_dimension, tiled, **_):
+    (x,), (d,) = vals, dims
+    return _stacked_to(bdim_at_front(x, d, axis.size), all_gather_dimension, tiled), not_mapped
+
+
+all_gather_p.def_named_batch(_all_gather_named)
+
+
+def _lanes_first(prim: NamedAxisPrimitive, shifted: tuple):
+    """The batch rule over another trace's axis: lanes first, the axis params shifted by one."""
+    def rule(vals, dims, **params):
+        (x,), (d,) = vals, dims
+        x = moveaxis(x, d, 0)
+        return prim.bind(x, **{**params, **{k: params[k] + 1 for k in shifted}}), 0
+    return rule
+
+
+all_gather_p.def_batch(_lanes_first(all_gather_p, ("all_gather_dimension",)))
+
+
+def _scattered_shape(shape: tuple, n: int, dim: int, tiled: bool) -> tuple:
+    if tiled:
+        if shape[dim] % n:
+            raise ValueError(f"psum_scatter: dimension {dim} of size {shape[dim]} is not a "
+                             f"multiple of the axis size {n}")
+        return shape[:dim] + (shape[dim] // n,) + shape[dim + 1:]
+    if shape[dim] != n:
+        raise ValueError(f"psum_scatter (tiled=False): dimension {dim} of the operand has size "
+                         f"{shape[dim]}, not the axis size {n}; pass tiled=True to split it")
+    return shape[:dim] + shape[dim + 1:]
+
+
+reduce_scatter_p = NamedAxisPrimitive("reduce_scatter", lambda params: params["axis_name"])
+reduce_scatter_p.def_abstract_eval(
+    lambda x, *, scatter_dimension, axis_name, axis_index_groups, axis_size, tiled: x.update(
+        shape=_scattered_shape(x.shape, axis_size, scatter_dimension, tiled)))
+
+
+def _reduce_scatter_impl(x, *, axis_name, **_):
+    raise NameError(f"psum_scatter over {axis_name!r} outside a transformation mapping the "
+                    f"axis: each lane's share is defined only when the lanes exist")
+
+
+reduce_scatter_p.def_impl(_reduce_scatter_impl)
+
+
+def _reduce_scatter_named(vals, dims, axis, *, scatter_dimension, tiled, **_):
+    (x,), (d,) = vals, dims
+    total = _times(x, axis.size) if d is not_mapped else reduce_sum(x, (d,))
+    shape, sd, n = get_aval(total).shape, scatter_dimension, axis.size
+    if tiled:
+        total = reshape(total, shape[:sd] + (n, shape[sd] // n) + shape[sd + 1:])
+    return moveaxis(total, sd, 0), 0
+
+
+reduce_scatter_p.def_named_batch(_reduce_scatter_named)
+reduce_scatter_p.def_batch(_lanes_first(reduce_scatter_p, ("scatter_dimension",)))
+
+
+def_linear(all_gather_p, lambda ct, x, *, all_gather_dimension, axis_name, axis_index_groups,
+           axis_size, tiled: [reduce_scatter_p.bind(
+               ct, scatter_dimension=all_gather_dimension, axis_name=axis_name,
+               axis_index_groups=axis_index_groups, axis_size=axis_size, tiled=tiled)])
+def_linear(reduce_scatter_p, lambda ct, x, *, scatter_dimension, axis_name, axis_index_groups,
+           axis_size, tiled: [all_gather_p.bind(
+               ct, all_gather_dimension=scatter_dimension, axis_name=axis_name,
+               axis_index_groups=axis_index_groups, axis_size=axis_size, tiled=tiled)])
+
+
+def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: int = 0,
+               tiled: bool = False, to: str = "varying") -> Any:
+    """Every lane's `x` (a pytree), stacked along a new axis `axis` (concatenated along it
+    with tiled=True), on every lane."""
+    if axis_index_groups is not None:
+        raise NotImplementedError("all_gather with axis_index_groups")
+    name = _one_name("all_gather", axis_name)
+    n = _bound_size(name)
+    leaves, tree = tree_flatten(x)
+    out = []
+    for leaf in leaves:
+        (leaf,) = as_lax_operands("all_gather", leaf)
+        ndim = get_aval(leaf).ndim
+        dim = _checked_axis("all_gather", axis, ndim + (not tiled))
+        out.append(all_gather_p.bind(leaf, all_gather_dimension=dim, axis_name=(name,),
+                                     axis_index_groups=None, axis_size=n, tiled=bool(tiled)))
+    return tree_unflatten(tree, out)
+
+
+def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0,
+                 axis_index_groups: Any = None, tiled: bool = False) -> Any:
+    """The psum of `x` (a pytree), split along `scatter_dimension`: lane i keeps part i."""
+    if axis_index_groups is not None:
+        raise NotImplementedError("psum_scatter with axis_index_groups")
+    name = _one_name("psum_scatter", axis_name)
+    n = _bound_size(name)
+    leaves, tree = tree_flatten(x)
+    out = []
+    for leaf in leaves:
+        (leaf,) = as_lax_operands("psum_scatter", leaf)
+        dim = _checked_axis("psum_scatter", scatter_dimension, get_aval(leaf).ndim)
+        out.append(reduce_scatter_p.bind(leaf, scatter_dimension=dim, axis_name=(name,),
+                                         axis_index_groups=None, axis_size=n,
+                                         tiled=bool(tiled)))
+    return tree_unflatten(tree, out)
+
+
+def _checked_axis(name: str, axis: int, ndim: int) -> int:
+    if not -ndim <= axis < max(ndim, 1):
+        raise ValueError(f"{name}: axis {axis} is out of bounds for rank {ndim}")
+    return axis % max(ndim, 1)
+
+
+# --- ppermute / pbroadcast -----------------------------------------------------------------
+
+ppermute_p = NamedAxisPrimitive("ppermute", lambda params: params["axis_name"])
+ppermute_p.def_abstract_eval(lambda x, *, axis_name, perm: x)
+
+
+def _ppermute_impl(x, *, axis_name, perm):
+    raise NameError(f"ppermute over {axis_name!r} outside a transformation mapping the axis")
+
+
+ppermute_p.def_impl(_ppermute_impl)
+
+
+def _ppermute_named(vals, dims, axis, *, axis_name, perm):
+    (x,), (d,) = vals, dims
+    front = bdim_at_front(x, d, axis.size)
+    source = {dst: src for src, dst in perm}
+    lanes = [index_in_dim(front, source[dst], 0) if dst in source else
+             full_like(index_in_dim(front, 0, 0), 0) for dst in range(axis.size)]
+    return concatenate(lanes, 0), 0
+
+
+ppermute_p.def_named_batch(_ppermute_named)
+ppermute_p.def_batch(lambda vals, dims, **params: (ppermute_p.bind(vals[0], **params), dims[0]))
+def_linear(ppermute_p, lambda ct, x, *, axis_name, perm: [ppermute_p.bind(
+    ct, axis_name=axis_name, perm=tuple((d, s) for s, d in perm))])
+
+
+def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
+    """Send each lane's `x` (a pytree) to another: `perm` lists (source, destination) pairs;
+    a lane no pair sends to receives zeros."""
+    name = _one_name("ppermute", axis_name)
+    n = _bound_size(name)
+    perm = tuple((int(s), int(d)) for s, d in perm)
+    srcs, dsts = [s for s, _ in perm], [d for _, d in perm]
+    if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
+        raise ValueError(f"ppermute sources and destinations must be unique, got {perm}.")
+    for s, d in perm:
+        if not (0 <= s < n and 0 <= d < n):
+            raise ValueError(f"ppermute permutation {perm} names a lane outside the axis "
+                             f"{name!r} of size {n}")
+    leaves, tree = tree_flatten(x)
+    return tree_unflatten(tree, [ppermute_p.bind(*as_lax_operands("ppermute", leaf),
+                                                 axis_name=(name,), perm=perm)
+                                 for leaf in leaves])
+
+
+def pshuffle(x: Any, axis_name: Any, perm: Sequence[int]) -> Any:
+    """Lane i receives the `x` of lane perm[i] (perm a permutation of the lanes)."""
+    perm = [int(p) for p in perm]
+    if sorted(perm) != list(range(len(perm))):
+        raise ValueError(f"`perm` does not represent a permutation: {perm}")
+    return ppermute(x, axis_name, [(src, dst) for dst, src in enumerate(perm)])
+
+
+pbroadcast_p = NamedAxisPrimitive("pbroadcast", lambda params: (params["axis_name"],))
+pbroadcast_p.def_abstract_eval(lambda x, *, axis_name, source: x)
+pbroadcast_p.def_impl(lambda x, *, axis_name, source: x)  # (every lane holds this x)
+
+
+def _pbroadcast_named(vals, dims, axis, *, axis_name, source):
+    (x,), (d,) = vals, dims
+    return (x if d is not_mapped else index_in_dim(x, source, d, keepdims=False)), not_mapped
+
+
+def _pbroadcast_transpose(ct, x, *, axis_name, source):
+    total = psum_p.bind(ct, axes=(axis_name,), axis_index_groups=None)
+    here = axis_index_p.bind(axis_name=axis_name)
+    is_source = convert_element_type(eq(here, full_like(here, source)), np.int32)
+    return [select_n(is_source, full_like(total, 0), total)]
+
+
+pbroadcast_p.def_named_batch(_pbroadcast_named)
+pbroadcast_p.def_batch(lambda vals, dims, **params: (pbroadcast_p.bind(vals[0], **params),
+                                                     dims[0]))
+def_linear(pbroadcast_p, _pbroadcast_transpose)
+
+
+def pbroadcast(x: Any, axis_name: Any, source: int) -> Any:
+    """Every lane receives lane `source`'s `x` (a pytree)."""
+    name = _one_name("pbroadcast", axis_name)
+    if not 0 <= source < _bound_size(name):
+        raise ValueError(f"pbroadcast source {source} is outside the axis {name!r} of size "
+                         f"{_bound_size(name)}")
+    leaves, tree = tree_flatten(x)
+    return tree_unflatten(tree, [pbroadcast_p.bind(*as_lax_operands("pbroadcast", leaf),
+                                                   axis_name=name, source=int(source))
+                                 for leaf in leaves])
+
+
+# --- all_to_all ----------------------------------------------------------------------------
+
+def _all_to_all_abstract(x, *, split_axis, concat_axis, axis_name, axis_index_groups, tiled):
+    n = _bound_size(axis_name[0])
+    shape = list(x.shape)
+    if shape[split_axis] % n:
+        raise ValueError(f"all_to_all: the split axis {split_axis} has size "
+                         f"{shape[split_axis]}, not a multiple of the axis size {n}")
+    shape[split_axis] //= n
+    shape[concat_axis] *= n
+    return x.update(shape=tuple(shape))
+
+
+all_to_all_p = NamedAxisPrimitive("all_to_all", lambda params: params["axis_name"])
+all_to_all_p.def_abstract_eval(_all_to_all_abstract)
+
+
+def _all_to_all_impl(x, *, axis_name, **_):
+    raise NameError(f"all_to_all over {axis_name!r} outside a transformation mapping the axis")
+
+
+all_to_all_p.def_impl(_all_to_all_impl)
+
+
+def _all_to_all_named(vals, dims, axis, *, split_axis, concat_axis, **_):
+    """Lane j gets chunk j of every lane's split axis, concatenated (by source lane) along
+    the concat axis: with lanes first, a relabelling of axes and two reshapes."""
+    (x,), (d,) = vals, dims
+    n = axis.size
+    front = bdim_at_front(x, d, n)
+    shape = get_aval(front).shape[1:]
+    k = shape[split_axis] // n
+    # labels: 'src' (the lanes), then each per-lane axis; the split axis becomes chunk, k
+    labels = ["src"]
+    sizes = [n]
+    for i, s in enumerate(shape):
+        if i == split_axis:
+            labels += ["chunk", ("ax", i)]
+            sizes += [n, k]
+        else:
+            labels.append(("ax", i))
+            sizes.append(s)
+    split = reshape(front, tuple(sizes))
+    target = ["chunk"]
+    for i in range(len(shape)):
+        if i == concat_axis:
+            target.append("src")
+        target.append(("ax", i))
+    moved = transpose(split, tuple(labels.index(t) for t in target))
+    out_shape = list(get_aval(moved).shape)
+    at = target.index("src")
+    merged = out_shape[:at] + [out_shape[at] * out_shape[at + 1]] + out_shape[at + 2:]
+    return reshape(moved, tuple(merged)), 0
+
+
+all_to_all_p.def_named_batch(_all_to_all_named)
+all_to_all_p.def_batch(_lanes_first(all_to_all_p, ("split_axis", "concat_axis")))
+def_linear(all_to_all_p, lambda ct, x, *, split_axis, concat_axis, **params: [
+    all_to_all_p.bind(ct, split_axis=concat_axis, concat_axis=split_axis, **params)])
+
+
+def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
+               axis_index_groups: Any = None, tiled: bool = False) -> Any:
+    """Split `x` (a pytree) along `split_axis` into one chunk per lane, send chunk j to lane j,
+    and join what arrives along `concat_axis` (tiled=False: the split axis, of the axis's size,
+    is removed and a new axis of that size inserted at concat_axis)."""
+    if axis_index_groups is not None:
+        raise NotImplementedError("all_to_all with axis_index_groups")
+    name = _one_name("all_to_all", axis_name)
+    n = _bound_size(name)
+    leaves, tree = tree_flatten(x)
+    out = []
+    for leaf in leaves:
+        (leaf,) = as_lax_operands("all_to_all", leaf)
+        ndim = get_aval(leaf).ndim
+        sa = _checked_axis("all_to_all", split_axis, ndim)
+        ca = _checked_axis("all_to_all", concat_axis, ndim)
+        if not tiled:
+            if get_aval(leaf).shape[sa] != n:
+                raise ValueError(f"all_to_all: the split axis {sa} has size "
+                                 f"{get_aval(leaf).shape[sa]}, not the axis size {n} "
+                                 f"(pass tiled=True to split it in chunks)")
+            leaf = reshape(leaf, get_aval(leaf).shape + (1,))  # a unit axis to concatenate on
+            ca_unit = ndim
+            res = all_to_all_p.bind(leaf, split_axis=sa, concat_axis=ca_unit, axis_name=(name,),
+                                    axis_index_groups=None, tiled=False)
+            res = moveaxis(reshape(res, tuple(s for i, s in enumerate(get_aval(res).shape)
+                                              if i != sa)), ndim - 1, ca)
+            out.append(res)
+            continue
+        out.append(all_to_all_p.bind(leaf, split_axis=sa, concat_axis=ca, axis_name=(name,),
+                                     axis_index_groups=None, tiled=True))
+    return tree_unflatten(tree, out)
+
+
+def pswapaxes(x: Any, axis_name: Any, axis: int, *, axis_index_groups: Any = None) -> Any:
+    """Swap the named axis with array axis `axis` (of the axis's size): all_to_all with the
+    split and concat axes both `axis`."""
+    return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
+
+
+__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
+           "pshuffle", "pbroadcast", "all_to_all", "pswapaxes", "axis_index", "axis_size"]
