@@ -154,3 +154,27 @@ def test_errors_as_jax(case):
     for j in (jax, tj):
         with pytest.raises(kind, match=words):
             fn(j)
+
+
+def _devices_in_subprocess(code: str, **env) -> str:
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": root, **env}, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip()
+
+
+@pytest.mark.parametrize("how", ["config", "env", "xla_flags"])
+def test_the_number_of_cpu_devices_is_configured_as_jax_reads_it(how):
+    code = ("import tracejit as jax\n"
+            + ("jax.config.update('jax_num_cpu_devices', 3)\n" if how == "config" else "")
+            + "print([d.id for d in jax.devices()], jax.device_count())\n"
+            "try:\n    jax.config.update('jax_num_cpu_devices', 2)\n"
+            "except RuntimeError as e:\n    print('frozen' if 'before backends' in str(e) "
+            "else e)\n")
+    env = {"config": {}, "env": {"TRACEJIT_NUM_CPU_DEVICES": "3"},
+           "xla_flags": {"XLA_FLAGS": "--xla_force_host_platform_device_count=3"}}[how]
+    assert _devices_in_subprocess(code, **env).splitlines() == ["[0, 1, 2] 3", "frozen"]

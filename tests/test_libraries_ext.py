@@ -46,3 +46,12 @@ def test_flax_nnx_mlp(tmp_path):
     # nnx.Linear MLP, nnx.Optimizer(optax.sgd) under nnx.jit / nnx.value_and_grad; nnx.grad
     ours, theirs = run_both("flax_nnx_mlp", tmp_path)
     assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_shard_map_and_pmap_over_four_devices(tmp_path):
+    # jax_num_cpu_devices=4, a 2x2 mesh: collectives over mesh axes, jit/grad around, a
+    # data-parallel step equal to the full-batch step, JAX's errors
+    ours, theirs = run_both("shard_map_devices", tmp_path)
+    assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
+    assert bool(ours["dp_equals_full_batch"])
+    assert bool(ours["error_varying_out"]) and bool(ours["error_uneven"])

@@ -1,17 +1,26 @@
-"""Parallel maps on one device (a user-facing layer over core/sharding.py and jit/vmap):
-`jax.shard_map` on a mesh whose axes all have size 1, so each argument's one shard is the whole
-argument and `f` runs once on it (the specs are checked as JAX checks them), and `jax.pmap` over
-a leading axis of size 1 (jit of vmap). Not here yet (the multi-device issue): collectives over
-mesh axes (lax.psum & co.) and JAX's replication (check_vma) inference."""
+"""Parallel maps over devices (a user-facing layer over core/sharding.py and vmap):
+`jax.shard_map` runs `f` once per device of a mesh on that device's shard of each argument, as
+nested batch traces, one per mesh axis and bound to its name, so collectives over mesh axes
+(lax.psum & co., lax/parallel.py) act across the shards; the results are reassembled as
+out_specs says. `jax.pmap` maps a leading axis, one slice per device (a compiled vmap).
+The shards are computed in this process, one after another in one vectorised program; running
+them on separate threads or processes is the multi-device issue's next step.
+"""
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, Callable, Sequence
 
+from .core.axis_env import AxisFrame
+from .core.batching import batch_flat
 from .core.devices import device_count
-from .core.pytree import prefix_errors, tree_flatten, tree_leaves
-from .core.sharding import AbstractMesh, Mesh, PartitionSpec, get_mesh
+from .core.pytree import prefix_errors, tree_flatten, tree_leaves, tree_unflatten
+from .core.rules import moveaxis, not_mapped
+from .core.sharding import UNCONSTRAINED, AbstractMesh, Mesh, PartitionSpec, get_mesh
 from .core.trace import get_aval
+from .lax import broadcast_in_dim, reshape, transpose
+from .runtime.devices import to_array
 from .runtime.jit import jit
 from .transforms.api import vmap
 
@@ -57,8 +66,10 @@ def _check_specs(specs: Any, tree: Any, mesh: Mesh | AbstractMesh, what: str,
 def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = Infer,
               mesh: Mesh | AbstractMesh | None = None, axis_names: Any = frozenset(),
               check_vma: bool = True) -> Callable:
-    """Map `f` over the shards of its arguments on `mesh` (the mesh in effect by default).
-    One device: each shard is a whole argument, so `f` runs once; specs are checked."""
+    """Run `f` once per device of `mesh` (the mesh in effect by default) on that device's
+    shard of each argument (in_specs: PartitionSpecs naming the mesh axes each dimension is
+    split over); collectives inside act over the mesh axes; out_specs says how the per-device
+    results form the global outputs."""
     if f is None:
         return functools.partial(shard_map, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
                                  axis_names=axis_names, check_vma=check_vma)
@@ -73,16 +84,140 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
         if m.empty:
             raise ValueError("The context mesh cannot be empty. Use `jax.set_mesh(mesh)` to "
                              "enter into a mesh context")
-        if m.size != 1:
-            raise NotImplementedError(
-                f"shard_map over a mesh of {m.size} devices: tracejit runs on one device; use "
-                f"a mesh whose axes all have size 1")
-        if in_specs is not Infer:
-            _check_specs(in_specs, args, m, "in_specs", fun_name)
-        out = f(*args)
-        _check_specs(out_specs, out, m, "out_specs", fun_name)
-        return out
+        specs = in_specs
+        if specs is Infer:  # (no argument carries a sharding to infer from: replicated)
+            specs = tuple(PartitionSpec() for _ in args)
+        _check_specs(specs, args, m, "in_specs", fun_name)
+        leaves, in_tree = tree_flatten(args)
+        leaves = [to_array(x) for x in leaves]
+        flat_specs = _broadcast_specs(specs, args)
+        sizes = dict(m.shape_tuple)
+        axes = list(m.axis_names)
+        shards = [_to_shards(x, s, axes, sizes, fun_name) for x, s in zip(leaves, flat_specs)]
+        out_tree = []
+
+        def per_shard(*xs):
+            out = f(*tree_unflatten(in_tree, xs))
+            flat, tree = tree_flatten(out)
+            out_tree[:] = [tree, out]
+            return flat
+
+        uses = [[a in _spec_axes(s) for a in axes] for s in flat_specs]
+        outs, mapped = _nest(per_shard, shards, uses, axes, sizes, 0)
+        tree, sample = out_tree
+        _check_specs(out_specs, sample, m, "out_specs", fun_name)
+        out_flat_specs = _broadcast_specs(out_specs, sample)
+        return tree_unflatten(tree, [
+            _from_shards(o, mp, s, axes, sizes, fun_name, i)
+            for i, (o, mp, s) in enumerate(zip(outs, mapped, out_flat_specs))])
     return mapped
+
+
+def _spec_axes(spec: PartitionSpec | None) -> list:
+    return [] if spec is None else spec.mesh_axes()
+
+
+def _dim_axes(spec: PartitionSpec | None, ndim: int) -> list[tuple]:
+    out = []
+    for d in range(ndim):
+        entry = spec[d] if spec is not None and d < len(spec) else None
+        out.append(() if entry is None or entry is UNCONSTRAINED else
+                   entry if isinstance(entry, tuple) else (entry,))
+    return out
+
+
+def _broadcast_specs(specs: Any, tree: Any) -> list:
+    flat, treedef = tree_flatten(specs, is_leaf=lambda s: s is None)
+    return [s for s, sub in zip(flat, treedef.flatten_up_to(tree)) for _ in tree_leaves(sub)]
+
+
+def _to_shards(x: Any, spec: PartitionSpec | None, axes: list, sizes: dict,
+               fun_name: str) -> Any:
+    """x with each split dimension cut in (mesh axes..., piece) and the mesh-axis dimensions
+    moved first, in the mesh's axis order."""
+    shape = get_aval(x).shape
+    dim_axes = _dim_axes(spec, len(shape))
+    split_shape, labels = [], []
+    for d, (n, names) in enumerate(zip(shape, dim_axes)):
+        count = math.prod(sizes[a] for a in names)
+        if n % count:
+            raise ValueError(
+                f"shard_map applied to the function {fun_name!r} was given argument arrays "
+                f"with axis sizes that are not evenly divisible by the corresponding mesh axis "
+                f"sizes: dimension {d} of an argument of shape {shape} is split over mesh axes "
+                f"{names} of total size {count}")
+        split_shape += [sizes[a] for a in names] + [n // count]
+        labels += list(names) + [("dim", d)]
+    x = reshape(x, tuple(split_shape)) if tuple(split_shape) != shape else x
+    front = [a for a in axes if a in labels]
+    rest = [lab for lab in labels if not isinstance(lab, str)]
+    order = [labels.index(lab) for lab in front + rest]
+    return transpose(x, tuple(order)) if order != list(range(len(order))) else x
+
+
+def _nest(fun: Callable, args: list, uses: list, axes: list, sizes: dict, k: int):
+    """fun run per shard: one batch trace per mesh axis from axis k on, bound to its name.
+    Returns the outputs, each with the mesh axes it varies over first (in mesh order), and
+    those axes."""
+    if k == len(axes):
+        return fun(*args), None
+    name = axes[k]
+    inner_mapped: list = []
+
+    def level(*xs):
+        outs, mapped = _nest(fun, list(xs), uses, axes, sizes, k + 1)
+        inner_mapped[:] = mapped if mapped is not None else [[] for _ in outs]
+        return outs
+
+    in_dims = [0 if u[k] else not_mapped for u in uses]
+    outs, dims = batch_flat(level, args, in_dims, AxisFrame(name, sizes[name], None))
+    result, mapped = [], []
+    for o, d, inner in zip(outs, dims, inner_mapped):
+        if d is not_mapped:
+            result.append(o)
+            mapped.append(inner)
+        else:
+            result.append(moveaxis(o, d, 0))
+            mapped.append([name] + inner)
+    return result, mapped
+
+
+def _from_shards(x: Any, mapped: list, spec: PartitionSpec | None, axes: list, sizes: dict,
+                 fun_name: str, i: int) -> Any:
+    """The global array from the per-shard outputs stacked over the mesh axes `mapped`: each
+    dimension the spec splits is joined from its axes' pieces; an axis the spec leaves out
+    must be one the value does not vary over."""
+    used = _spec_axes(spec)
+    varying = [a for a in mapped if a not in used]
+    if varying:
+        raise ValueError(
+            f"shard_map applied to the function {fun_name!r} was given out_specs which "
+            f"require replication which can't be statically inferred given the mesh:\n\n"
+            f"The mesh given has shape {tuple(sizes.values())} with corresponding axis names "
+            f"{tuple(axes)}.\n\nout_specs[{i}] is {spec} which implies that the "
+            f"corresponding output value is replicated across mesh axes {tuple(varying)}, but "
+            f"it could vary across those axes. Use an out_specs entry naming them (or psum "
+            f"over them).")
+    shape = get_aval(x).shape
+    front = list(mapped)
+    for a in [a for a in axes if a in used]:  # replicated over a: every shard the same
+        if a not in front:
+            at = sum(1 for b in axes[:axes.index(a)] if b in front)
+            new_shape = shape[:at] + (sizes[a],) + shape[at:]
+            keep = tuple(j for j in range(len(new_shape)) if j != at)
+            x = broadcast_in_dim(x, new_shape, keep)
+            shape = new_shape
+            front.insert(at, a)
+    nf = len(front)
+    piece = shape[nf:]
+    dim_axes = _dim_axes(spec, len(piece))
+    order, final = [], []
+    for d, names in enumerate(dim_axes):
+        order += [front.index(a) for a in names] + [nf + d]
+        final.append(piece[d] * math.prod(sizes[a] for a in names))
+    if order != list(range(len(order))):
+        x = transpose(x, tuple(order))
+    return reshape(x, tuple(final)) if tuple(final) != get_aval(x).shape else x
 
 
 def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: Any = 0,

@@ -17,6 +17,8 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     "jax_default_matmul_precision": (None, True),
     "jax_threefry_partitionable": (True, True),
     "jax_platforms": ("cpu", False),
+    # CPU devices in this process (core/devices.py); -1: $TRACEJIT_NUM_CPU_DEVICES or XLA_FLAGS
+    "jax_num_cpu_devices": (-1, False),
     # tracejit's own: which backend runs jitted programs — "native" (the LLVM compiler) or
     # "interpret" (the NumPy reference interpreter, the oracle the tests compare against).
     "tracejit_backend": ("native", True),
@@ -56,6 +58,11 @@ class Config:
     def __init__(self) -> None:
         self._values = {k: _env_default(k, d) for k, (d, _) in _OPTIONS.items()}
         self._trace_key_cache: tuple | None = None
+        self._frozen: dict[str, tuple[Any, str]] = {}
+
+    def freeze(self, name: str, value: Any, message: str) -> None:
+        """From now on `name` keeps `value`: setting another raises RuntimeError(message)."""
+        self._frozen[name] = (value, message)
 
     def update(self, name: str, value: Any) -> None:
         if name not in _OPTIONS:
@@ -63,6 +70,9 @@ class Config:
         if name == "jax_numpy_rank_promotion" and value not in ("allow", "warn", "raise"):
             raise ValueError("jax_numpy_rank_promotion must be 'allow', 'warn' or 'raise', "
                              f"got {value!r}")
+        frozen = self._frozen.get(name)
+        if frozen is not None and value != frozen[0]:
+            raise RuntimeError(frozen[1])
         self._values[name] = value
         self._trace_key_cache = None
 

@@ -1,46 +1,98 @@
-"""The device model: one CPU device and JAX's queries about it (`devices()`, `device_count()`,
-...). It sits in core because an Array answers `.devices()` and `.device` itself; moving data to
-the device and waiting for it are in runtime/devices.py.
+"""The device model: N CPU devices in this process (one unless configured: the option
+`jax_num_cpu_devices`, $TRACEJIT_NUM_CPU_DEVICES, or XLA's
+--xla_force_host_platform_device_count in $XLA_FLAGS, as JAX reads them), and JAX's queries
+about them (`devices()`, `device_count()`, ...). Every device's memory is this process's: an
+array sharded over devices is one buffer, and each device's shard a view of it. It sits in core
+because an Array answers `.devices()` and `.device` itself; moving data to a device and waiting
+for it are in runtime/devices.py.
 """
 from __future__ import annotations
 
+import os
+import re
 from typing import Any
+
+from .config import config
 
 
 class Device:
-    """A device arrays live on (JAX's `jax.Device`); this process has one, the CPU."""
+    """A device arrays live on (JAX's `jax.Device`)."""
     __slots__ = ()
 
 
 class CpuDevice(Device):
-    id = 0
+    __slots__ = ("id",)
     platform = "cpu"
     device_kind = "cpu"
     process_index = 0
 
+    def __init__(self, id: int):  # noqa: A002 - JAX's name
+        self.id = id
+
     def __repr__(self) -> str:
-        return "CpuDevice(id=0)"
+        return f"CpuDevice(id={self.id})"
+
+    def __reduce__(self):
+        return _device, (self.id,)
 
 
-_CPU = CpuDevice()
+def _device(i: int) -> CpuDevice:
+    return devices()[i]
+
+
+_CPU = CpuDevice(0)  # device 0 exists before the count is read
+_DEVICES: list[CpuDevice] | None = None
+_XLA_COUNT = re.compile(r"--xla_force_host_platform_device_count=(\d+)")
+
+
+def default_device() -> CpuDevice:
+    """Where an array without a sharding lives: device 0."""
+    return _CPU
+
+
+def _configured_count() -> int:
+    n = config.read("jax_num_cpu_devices")
+    if n is None or int(n) < 0:
+        n = os.environ.get("TRACEJIT_NUM_CPU_DEVICES")
+    if n is None:
+        found = _XLA_COUNT.search(os.environ.get("XLA_FLAGS", ""))
+        n = found.group(1) if found else 1
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"the number of CPU devices must be at least 1, got {n}")
+    return n
+
+
+def _all() -> list[CpuDevice]:
+    """The devices, fixed at the first question about them (as JAX's backend initialisation:
+    changing jax_num_cpu_devices later raises)."""
+    global _DEVICES
+    if _DEVICES is None:
+        n = _configured_count()
+        _DEVICES = [_CPU] + [CpuDevice(i) for i in range(1, n)]
+        config.freeze("jax_num_cpu_devices", n, (
+            "jax_num_cpu_devices config should be updated before backends are initialized i.e. "
+            "before any JAX operation is executed. You should initialize this config "
+            "immediately after `import jax`."))
+    return _DEVICES
 
 
 def check_device(device: Any, fun_name: str) -> None:
     """The `device=` argument of creation functions, astype and to_device: None (uncommitted),
     the CPU device or a sharding over it; anything else is a ValueError naming `fun_name`."""
-    if device is None or device is _CPU:
+    if device is None or isinstance(device, CpuDevice) and device in _all():
         return
     device_set = getattr(device, "device_set", None)  # a Sharding
-    if device_set is not None and set(device_set) == {_CPU}:
+    if device_set is not None and set(device_set) <= set(_all()):
         return
     raise ValueError(f"{fun_name}: device={device!r} is not a device of tracejit: pass None, "
-                     f"{_CPU!r} (tracejit.devices()[0]) or a sharding over it.")
+                     f"one of tracejit.devices() or a sharding over them.")
 
 
 def devices(backend: str | None = None) -> list[CpuDevice]:
     if backend not in (None, "cpu"):
         raise RuntimeError(f"Unknown backend {backend!r}: tracejit runs on the CPU only.")
-    return [_CPU]
+    return list(_all())
 
 
 def local_devices(process_index: int | None = None, backend: str | None = None):
@@ -48,7 +100,7 @@ def local_devices(process_index: int | None = None, backend: str | None = None):
 
 
 def device_count(backend: str | None = None) -> int:
-    return 1
+    return len(devices(backend))
 
 
 local_device_count = device_count

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .devices import Device, devices as all_devices
+from .devices import Device, default_device, devices as all_devices
 
 MEMORY_KINDS = ("device", "pinned_host", "unpinned_host")
 
@@ -591,6 +591,65 @@ class NamedSharding(Sharding):
                              f"{len(self.spec)}, but was applied to a value of rank "
                              f"{len(aval_shape)}.{scalar}")
 
+    def _parts(self, ndim: int) -> list[tuple]:
+        """Per array dimension, the mesh axes splitting it (major first)."""
+        parts = []
+        for d in range(ndim):
+            entry = self.spec[d] if d < len(self.spec) else None
+            if entry is None or entry is UNCONSTRAINED:
+                parts.append(())
+            else:
+                parts.append(entry if isinstance(entry, tuple) else (entry,))
+        return parts
+
+    def shard_shape(self, global_shape: Sequence[int]) -> tuple:
+        """The shape of each device's piece: every split dimension divided by its axes."""
+        sizes = dict(self.mesh.shape_tuple)
+        out = []
+        for d, (n, axes) in enumerate(zip(global_shape, self._parts(len(global_shape)))):
+            count = math.prod(sizes[a] for a in axes)
+            if n % count:
+                raise ValueError(
+                    f"One of device_put args was given the sharding of {self!r}, which "
+                    f"implies that the global size of its dimension {d} should be divisible "
+                    f"by {count}, but it is equal to {n} (full shape: {tuple(global_shape)})")
+            out.append(n // count)
+        return tuple(out)
+
+    def devices_indices_map(self, global_shape: Sequence[int]) -> dict:
+        """Device -> the index (a tuple of slices) of the piece it holds."""
+        return {d: index for d, (index, _) in self._placement(global_shape).items()}
+
+    def _placement(self, global_shape: Sequence[int]) -> dict:
+        """Device -> (its index, its replica id): the position along the axes the spec uses
+        picks the piece, the position along the others numbers the copies."""
+        shard = self.shard_shape(global_shape)
+        names = self.mesh.axis_names
+        sizes = dict(self.mesh.shape_tuple)
+        parts = self._parts(len(global_shape))
+        used = {a for axes in parts for a in axes}
+        out = {}
+        for coord in np.ndindex(*self.mesh.devices.shape):
+            at = dict(zip(names, coord))
+            index = []
+            for k, axes in zip(shard, parts):
+                if not axes:
+                    index.append(slice(None))
+                    continue
+                i = 0
+                for a in axes:
+                    i = i * sizes[a] + at[a]
+                index.append(slice(i * k, (i + 1) * k))
+            replica = 0
+            for a in names:
+                if a not in used:
+                    replica = replica * sizes[a] + at[a]
+            out[self.mesh.devices[coord]] = (tuple(index), replica)
+        return out
+
+    def replica_ids(self, global_shape: Sequence[int]) -> dict:
+        return {d: r for d, (_, r) in self._placement(global_shape).items()}
+
 
 def _make_named(mesh, spec, memory_kind):
     return NamedSharding(mesh, spec, memory_kind=memory_kind)
@@ -637,7 +696,7 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], axis_types:
 
 
 class Shard:
-    """One device's piece of an array (`x.addressable_shards`): here the whole array."""
+    """One device's piece of an array (`x.addressable_shards`)."""
     __slots__ = ("device", "index", "replica_id", "data")
 
     def __init__(self, device: Device, index: tuple, replica_id: int, data: Any):
@@ -649,11 +708,11 @@ class Shard:
 
 
 def default_sharding() -> SingleDeviceSharding:
-    """The sharding of every array in this process: all of it on the CPU device."""
+    """The sharding of an array nobody placed: all of it on device 0."""
     return _DEFAULT
 
 
-_DEFAULT = SingleDeviceSharding(all_devices()[0])
+_DEFAULT = SingleDeviceSharding(default_device())
 
 
 def resolve_sharding(s: Any, where: str) -> Sharding | None:
