@@ -17,7 +17,9 @@ from .core.batching import batch_flat
 from .core.devices import device_count
 from .core.pytree import prefix_errors, tree_flatten, tree_leaves, tree_unflatten
 from .core.rules import moveaxis, not_mapped
-from .core.sharding import UNCONSTRAINED, AbstractMesh, Mesh, PartitionSpec, get_mesh
+from .core.array import Array
+from .core.sharding import (UNCONSTRAINED, AbstractMesh, Mesh, NamedSharding, PartitionSpec,
+                            get_mesh)
 from .core.trace import get_aval
 from .lax import broadcast_in_dim, reshape, transpose
 from .runtime.devices import to_array
@@ -107,9 +109,12 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
         tree, sample = out_tree
         _check_specs(out_specs, sample, m, "out_specs", fun_name)
         out_flat_specs = _broadcast_specs(out_specs, sample)
-        return tree_unflatten(tree, [
-            _from_shards(o, mp, s, axes, sizes, fun_name, i)
-            for i, (o, mp, s) in enumerate(zip(outs, mapped, out_flat_specs))])
+        results = [_from_shards(o, mp, s, axes, sizes, fun_name, i)
+                   for i, (o, mp, s) in enumerate(zip(outs, mapped, out_flat_specs))]
+        if isinstance(m, Mesh):  # (laid out over the mesh as out_specs say)
+            results = [r.placed(NamedSharding(m, s if s is not None else PartitionSpec()))
+                       if isinstance(r, Array) else r for r, s in zip(results, out_flat_specs)]
+        return tree_unflatten(tree, results)
     return mapped
 
 

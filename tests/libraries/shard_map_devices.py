@@ -67,6 +67,22 @@ for _ in range(3):
 out["dp_w"], out["dp_b"] = p_dp["w"], p_dp["b"]
 out["dp_equals_full_batch"] = np.array(np.allclose(p_dp["w"], p_one["w"], atol=1e-6))
 
+# placement: device_put / jit out_shardings / shard_map results carry their shardings
+placed = jax.device_put(x, jax.sharding.NamedSharding(mesh, P("x")))
+out["placed_shards"] = np.array([str((s.device.id, s.index, s.replica_id))
+                                 for s in placed.addressable_shards])
+out["placed_pieces"] = np.stack([np.asarray(s.data) for s in placed.addressable_shards])
+jitted = jax.jit(lambda a: (a * 2, a.sum()),
+                 out_shardings=(jax.sharding.NamedSharding(mesh, P(None, "y")),
+                                jax.sharding.NamedSharding(mesh, P())))(x)
+out["jit_out_specs"] = np.array([str(o.sharding.spec) for o in jitted])
+out["jit_out_shards"] = np.array([str((s.device.id, s.index)) for s in
+                                  jitted[0].addressable_shards])
+out["shard_map_out_spec"] = np.array(str(smap(lambda a: a, P("x", "y"), P("x", "y"))(
+    x).sharding.spec))
+on_two = jax.device_put(np.ones(3, np.float32), jax.devices()[2])
+out["single_device"] = np.array(str(on_two.sharding))
+
 for name, (bad, words) in {
     "varying_out": (lambda: smap(lambda a: a * lax.axis_index("y"), P("x"), P("x"))(x),
                     "was given out_specs which require replication which can't be statically "

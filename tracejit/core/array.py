@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .avals import ArrayMetadata, ShapedArray
-from .devices import check_device, devices
+from .devices import check_device
 from .sharding import Shard, default_sharding
 
 
@@ -25,7 +25,7 @@ class DLDeviceType(enum.IntEnum):
 
 
 class Array(ArrayMetadata):
-    __slots__ = ("_value", "aval", "_deleted", "_address", "_pool", "__weakref__")
+    __slots__ = ("_value", "aval", "_deleted", "_address", "_pool", "_sharding", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, value: np.ndarray, aval: ShapedArray, address: int = 0, pool=None):
@@ -34,6 +34,7 @@ class Array(ArrayMetadata):
         self._deleted = False
         self._address = address  # 0: not looked up yet
         self._pool = pool  # the buffer pool of a native output (see runtime.buffers)
+        self._sharding = None  # None: all of it on device 0 (see `sharding`)
 
     def __del__(self):
         if self._pool is not None:  # a native output: its buffer may serve the next call
@@ -173,21 +174,46 @@ class Array(ArrayMetadata):
         return self.copy()
 
     def devices(self):
-        return {devices()[0]}
+        return set(self.sharding.device_set)
 
     @property
     def device(self):
-        return devices()[0]
+        """The device holding the array; for an array over several devices, its sharding
+        (as JAX)."""
+        s = self.sharding
+        return next(iter(s.device_set)) if len(s.device_set) == 1 else s
 
     @property
     def sharding(self):
-        """How the array is laid out: all of it on the one device."""
-        return default_sharding()
+        """How the array is laid out over devices (device_put or jit's out_shardings place
+        it; anything else lives on device 0). All devices share this process's memory: the
+        data is one buffer whatever the sharding."""
+        return self._sharding if self._sharding is not None else default_sharding()
+
+    def placed(self, sharding: Any) -> Array:
+        """This array laid out as `sharding` (a copy: never two owners of one buffer, which
+        donation could overwrite)."""
+        if sharding is None or sharding == self.sharding:
+            return self
+        out = Array.from_numpy(np.array(self._data), self.aval)
+        out._sharding = None if sharding == default_sharding() else sharding
+        return out
 
     @property
     def addressable_shards(self) -> list:
-        """Each device's piece of the array: one Shard holding all of it."""
-        return [Shard(devices()[0], (slice(None),) * self.ndim, 0, self)]
+        """Each device's piece of the array (index: the slices of the global array it holds;
+        replica_id: which copy, where several devices hold the same piece)."""
+        s = self.sharding
+        replicas = s.replica_ids(self.shape) if hasattr(s, "replica_ids") else {}
+        return [Shard(d, index, replicas.get(d, 0), self._piece(index))
+                for d, index in sorted(s.devices_indices_map(self.shape).items(),
+                                       key=lambda item: item[0].id)]
+
+    def _piece(self, index: tuple) -> Array:
+        if all(i == slice(None) for i in index):
+            return self
+        piece = self._data[index]
+        return Array.from_numpy(piece, self.aval.update(shape=piece.shape))
 
     global_shards = addressable_shards
 

@@ -9,8 +9,8 @@ import numpy as np
 
 from ..core.array import Array
 from ..core.devices import Device, check_device
-from ..core.pytree import tree_leaves, tree_map
-from ..core.sharding import check_shardings
+from ..core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
+from ..core.sharding import SingleDeviceSharding, check_shardings, resolve_sharding
 from ..core.trace import Tracer, get_aval
 
 
@@ -33,9 +33,24 @@ def device_put(x: Any, device: Any = None, *, donate: bool = False, may_alias=No
     out = tree_map(to_array, x)
     if device is not None and not isinstance(device, Device):
         check_shardings(device, out, "device_put")
-    elif device is not None:
+        return place(out, device)
+    if device is not None:
         check_device(device, "device_put")
+        return place(out, SingleDeviceSharding(device))
     return out
+
+
+def place(tree: Any, shardings: Any) -> Any:
+    """The Arrays of `tree` laid out as `shardings` says (a pytree prefix of Shardings,
+    PartitionSpecs of the mesh in effect, or None); tracers as they are."""
+    specs, treedef = tree_flatten(shardings, is_leaf=lambda s: s is None)
+    subtrees = treedef.flatten_up_to(tree)
+    placed = []
+    for spec, sub in zip(specs, subtrees):
+        sharding = resolve_sharding(spec, "device_put")
+        placed.append(tree_map(lambda a: a.placed(sharding) if isinstance(a, Array) else a,
+                               sub))
+    return tree_unflatten(treedef, placed)
 
 
 def device_get(x: Any) -> Any:

@@ -32,7 +32,7 @@ from ..core.sharding import check_sharding_leaves, check_shardings
 from ..core.trace import Tracer, current_dynamic_trace, fun_debug_info, get_aval, trace_to_jaxpr
 from ..lax.call import pjit_p
 from . import explain
-from .devices import to_array
+from .devices import place, to_array
 from .executable import Executable, compile_jaxpr
 from .jit_refs import call_with_refs
 
@@ -559,9 +559,9 @@ class Jitted:
             execute(entry, entry.executable, leaves)
         if entry.debug_checks is not None:
             self._check_outputs(entry, leaves, outs)
-        if entry.out_tree is _SINGLE_LEAF:
-            return outs[0]
-        return tree_unflatten(entry.out_tree, outs)
+        result = outs[0] if entry.out_tree is _SINGLE_LEAF else \
+            tree_unflatten(entry.out_tree, outs)
+        return result if self.out_shardings is None else place(result, self.out_shardings)
 
     def _check_outputs(self, entry: _CacheEntry, leaves: Sequence, outs: list) -> None:
         """jax_debug_nans/infs: an output with a NaN (infinity) reruns the program op by op,
