@@ -1,0 +1,254 @@
+"""Structural rule for conv_general_dilated: a direct loop nest (small problems, groups, integer
+and half precision) or, for large float convolutions, im2col into the workspace + BLAS gemm
+one batch element at a time. codegen's Emitter dispatches to it through `rules.STRUCTURAL`.
+
+Padding and dilation are bounds tests on the input position, never reads: every load is in
+bounds of its operand."""
+from __future__ import annotations
+
+import math
+
+import llvmlite.ir as ir
+
+from ...core.avals import ShapedArray
+from ...lax import elementwise as ew
+from ...lax.convolution import conv_general_dilated_p
+from ...lax.reduce import reduce_sum_p
+from .codegen import Buf, Emitter, _strides
+from .linalg import _GEMM_DTYPES, _emit_gemm
+from .reductions import _acc_dtype, _combine
+from .rules import STRUCTURAL
+from .scalar_ops import convert, emit_scalar
+from .types import I64, const, reg_type
+
+# im2col + gemm pays for its copy once a batch element's product has this many multiply-adds
+# and the contraction (kernel window x input features) is long enough for gemm's inner loop
+_GEMM_MIN_FLOPS = 32 * 32 * 32
+_GEMM_MIN_CONTRACT = 16
+
+
+def _c(v: int) -> ir.Constant:
+    return ir.Constant(I64, v)
+
+
+class _Geometry:
+    """The convolution's sizes in canonical order and its operands' element strides."""
+
+    def __init__(self, eqn, lhs: ShapedArray, rhs: ShapedArray, out: ShapedArray):
+        p = eqn.params
+        dn = p["dimension_numbers"]
+        self.lhs_spec, self.rhs_spec, self.out_spec = dn
+        self.strides = p["window_strides"]
+        self.pads = [lo for lo, _ in p["padding"]]
+        self.lhs_dil, self.rhs_dil = p["lhs_dilation"], p["rhs_dilation"]
+        self.fgc, self.bgc = p["feature_group_count"], p["batch_group_count"]
+        self.in_space = [lhs.shape[d] for d in self.lhs_spec[2:]]
+        self.window = [rhs.shape[d] for d in self.rhs_spec[2:]]
+        self.out_space = [out.shape[d] for d in self.out_spec[2:]]
+        self.cin = rhs.shape[self.rhs_spec[1]]          # input features per group
+        self.cout = out.shape[self.out_spec[1]]
+        self.nout = out.shape[self.out_spec[0]]
+        ls, rs = _strides(lhs.shape), _strides(rhs.shape)
+        self.l_batch, self.l_feat = ls[self.lhs_spec[0]], ls[self.lhs_spec[1]]
+        self.l_space = [ls[d] for d in self.lhs_spec[2:]]
+        self.r_out, self.r_in = rs[self.rhs_spec[0]], rs[self.rhs_spec[1]]
+        self.r_space = [rs[d] for d in self.rhs_spec[2:]]
+
+
+def _window_loops(em: Emitter, g: _Geometry, pos: list[ir.Value], lhs_off: ir.Value,
+                  rhs_off: ir.Value, body) -> None:
+    """Loops over the kernel window at output position `pos`; `body(lhs_off, rhs_off)` runs for
+    each tap that lands on a real (not padded, not dilation-hole) input element."""
+    b = em.b
+
+    def rec(d: int, l_off: ir.Value, r_off: ir.Value) -> None:
+        if d == len(g.window):
+            body(l_off, r_off)
+            return
+
+        def tap(k: ir.Value) -> None:
+            at = b.add(b.mul(pos[d], _c(g.strides[d])),
+                       b.sub(b.mul(k, _c(g.rhs_dil[d])), _c(g.pads[d])))
+            ld = g.lhs_dil[d]
+            extent = (g.in_space[d] - 1) * ld + 1 if g.in_space[d] else 0
+            # unsigned: a negative position (in the low padding) compares as huge
+            ok = b.icmp_unsigned("<", at, _c(extent))
+            if ld != 1:
+                ok = b.and_(ok, b.icmp_unsigned("==", b.urem(at, _c(ld)), _c(0)))
+                at = b.udiv(at, _c(ld))
+            with b.if_then(ok):
+                rec(d + 1, b.add(l_off, b.mul(at, _c(g.l_space[d]))),
+                    b.add(r_off, b.mul(k, _c(g.r_space[d]))))
+        em.loop(g.window[d], tap, name=f"k{d}")
+    rec(0, lhs_off, rhs_off)
+
+
+def _conv_direct(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf) -> None:
+    """out[n, o, p] = sum over the window and the group's input features, one output element
+    at a time; the feature loop is innermost (contiguous in channels-last layouts)."""
+    b = em.b
+    dtype = out.aval.dtype
+    acc_dtype = _acc_dtype(dtype)
+    acc_ptr = em._entry_alloca(reg_type(acc_dtype))
+    per_fgroup = g.cout // g.fgc
+    per_bgroup = g.cout // g.bgc
+
+    def element(idx: list[ir.Value]) -> None:
+        n, o = idx[g.out_spec[0]], idx[g.out_spec[1]]
+        pos = [idx[d] for d in g.out_spec[2:]]
+        if g.bgc > 1:  # batch groups: the lhs batch is (group, n), the group picked by o
+            n = b.add(b.mul(b.udiv(o, _c(per_bgroup)), _c(g.nout)), n)
+        c0 = b.mul(b.udiv(o, _c(per_fgroup)), _c(g.cin)) if g.fgc > 1 else _c(0)
+        lhs_off = b.add(b.mul(n, _c(g.l_batch)), b.mul(c0, _c(g.l_feat)))
+        b.store(const(acc_dtype, 0), acc_ptr)
+
+        def taps(l_off: ir.Value, r_off: ir.Value) -> None:
+            def feature(c: ir.Value) -> None:
+                x = em.load(lhs, b.add(l_off, b.mul(c, _c(g.l_feat))))
+                w = em.load(rhs, b.add(r_off, b.mul(c, _c(g.r_in))))
+                x = convert(b, x, lhs.aval.dtype, acc_dtype)
+                w = convert(b, w, rhs.aval.dtype, acc_dtype)
+                prod = emit_scalar(b, ew.mul_p, [acc_dtype] * 2, acc_dtype, [x, w], {})
+                b.store(_combine(em, reduce_sum_p, acc_dtype, b.load(acc_ptr), prod), acc_ptr)
+            em.loop(g.cin, feature, name="c")
+        _window_loops(em, g, pos, lhs_off, b.mul(o, _c(g.r_out)), taps)
+        em.store(out, em.linear(out.aval.shape, idx),
+                 convert(b, b.load(acc_ptr), acc_dtype, dtype))
+    em.loop_nest(out.aval.shape, element)
+
+
+def _channels_last(spec) -> bool:
+    """out_spec is (N, spatial..., C) in memory order: a gemm's [P, O] rows land in place."""
+    n = len(spec)
+    return tuple(spec) == (0, n - 1) + tuple(range(1, n - 1))
+
+
+def _conv_gemm(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf) -> None:
+    """Per batch element: cols[p, (k, c)] = the input under window tap k at output position p
+    (zero in padding), then out[p, o] = cols @ w2 with w2[(k, c), o] = rhs[o, c, k]."""
+    b = em.b
+    dtype = out.aval.dtype
+    npos, ntaps = math.prod(g.out_space), math.prod(g.window)
+    kc = ntaps * g.cin
+    cols = em.alloc(ShapedArray((npos, kc), dtype))
+    w2 = em.alloc(ShapedArray((kc, g.cout), dtype))
+    zero = const(dtype, 0)
+
+    def weights(kidx: list[ir.Value]) -> None:
+        r_off = _c(0)
+        for k, s in zip(kidx, g.r_space):
+            r_off = b.add(r_off, b.mul(k, _c(s)))
+        row0 = b.mul(em.linear(g.window, kidx) or _c(0), _c(g.cin))
+
+        def feature(c: ir.Value) -> None:
+            row = b.mul(b.add(row0, c), _c(g.cout))
+            r_c = b.add(r_off, b.mul(c, _c(g.r_in)))
+            em.loop(g.cout, lambda o: em.store(
+                w2, b.add(row, o), em.load(rhs, b.add(r_c, b.mul(o, _c(g.r_out))))), name="o")
+        em.loop(g.cin, feature, name="c")
+    em.loop_nest(g.window, weights)
+
+    direct = _channels_last(g.out_spec)
+    res = out if direct else em.alloc(ShapedArray((npos, g.cout), dtype))
+
+    def batch_element(n: ir.Value) -> None:
+        lhs_n = b.mul(n, _c(g.l_batch))
+
+        def position(pidx: list[ir.Value]) -> None:
+            row = b.mul(em.linear(g.out_space, pidx) or _c(0), _c(kc))
+            # the window taps in row-major order: a tap's column block is its linear index
+            tap_index = [None]
+
+            def taps(l_off: ir.Value, _r) -> None:
+                col = b.add(row, b.mul(tap_index[0](), _c(g.cin)))
+                em.loop(g.cin, lambda c: em.store(cols, b.add(col, c), em.load(
+                    lhs, b.add(l_off, b.mul(c, _c(g.l_feat))))), name="c")
+
+            def skipped(d: int, _r) -> None:
+                # a tap at dimension d fell in padding: zero every column under it
+                inner = math.prod(g.window[d + 1:]) * g.cin
+                col = b.add(row, b.mul(tap_index[0](d + 1), _c(inner)))
+                em.loop(inner, lambda j: em.store(cols, b.add(col, j), zero), name="z")
+
+            ks: list[ir.Value] = []
+
+            def linear_tap(upto: int | None = None) -> ir.Value:
+                upto = len(g.window) if upto is None else upto
+                acc = _c(0)
+                for d in range(upto):
+                    acc = b.add(b.mul(acc, _c(g.window[d])), ks[d])
+                return acc
+            tap_index[0] = linear_tap
+            _window_loops_tracked(em, g, pidx, lhs_n, ks, taps, skipped)
+        em.loop_nest(g.out_space, position)
+        base = b.mul(n, _c(npos * g.cout)) if direct else _c(0)
+        dst = Buf(b.gep(res.ptr, [base], inbounds=True), res.aval)
+        _emit_gemm(em, dtype, cols, w2, dst, 1, npos, g.cout, kc, False, False)
+        if not direct:
+            def scatter(pidx: list[ir.Value]) -> None:
+                p = em.linear(g.out_space, pidx) or _c(0)
+                idx: list = [None] * out.aval.ndim
+                idx[g.out_spec[0]] = n
+                for d, i in zip(g.out_spec[2:], pidx):
+                    idx[d] = i
+
+                def feature(o: ir.Value) -> None:
+                    idx[g.out_spec[1]] = o
+                    em.store(out, em.linear(out.aval.shape, idx),
+                             em.load(res, b.add(b.mul(p, _c(g.cout)), o)))
+                em.loop(g.cout, feature, name="o")
+            em.loop_nest(g.out_space, scatter)
+    em.loop(g.nout, batch_element, name="n")
+    for buf in (cols, w2) + (() if direct else (res,)):
+        em.release(buf)
+
+
+def _window_loops_tracked(em: Emitter, g: _Geometry, pos, lhs_off, ks: list, body,
+                          skipped) -> None:
+    """_window_loops that also records each loop's tap index in `ks` (im2col needs the tap's
+    column, not only its input offset)."""
+    b = em.b
+
+    def rec(d: int, l_off: ir.Value) -> None:
+        if d == len(g.window):
+            body(l_off, None)
+            return
+
+        def tap(k: ir.Value) -> None:
+            del ks[d:]
+            ks.append(k)
+            at = b.add(b.mul(pos[d], _c(g.strides[d])),
+                       b.sub(b.mul(k, _c(g.rhs_dil[d])), _c(g.pads[d])))
+            ld = g.lhs_dil[d]
+            extent = (g.in_space[d] - 1) * ld + 1 if g.in_space[d] else 0
+            ok = b.icmp_unsigned("<", at, _c(extent))
+            if ld != 1:
+                ok = b.and_(ok, b.icmp_unsigned("==", b.urem(at, _c(ld)), _c(0)))
+                at = b.udiv(at, _c(ld))
+            with b.if_else(ok) as (then, otherwise):
+                with then:
+                    rec(d + 1, b.add(l_off, b.mul(at, _c(g.l_space[d]))))
+                with otherwise:
+                    del ks[d + 1:]
+                    skipped(d, None)
+        em.loop(g.window[d], tap, name=f"k{d}")
+    rec(0, lhs_off)
+
+
+def _conv(em: Emitter, eqn, ins, dests):
+    lhs, rhs = [em.materialize(x) for x in ins]
+    out_aval = eqn.outvars[0].aval
+    out = dests[0] or em.alloc(out_aval)
+    if out_aval.size == 0:
+        return [out]
+    g = _Geometry(eqn, lhs.aval, rhs.aval, out_aval)
+    dtype = out_aval.dtype
+    npos, kc = math.prod(g.out_space), math.prod(g.window) * g.cin
+    gemm = (g.fgc == 1 and g.bgc == 1 and dtype in _GEMM_DTYPES
+            and lhs.aval.dtype == rhs.aval.dtype == dtype
+            and npos * g.cout * kc >= _GEMM_MIN_FLOPS and kc >= _GEMM_MIN_CONTRACT)
+    (_conv_gemm if gemm else _conv_direct)(em, g, lhs, rhs, out)
+    return [out]
+
+
+STRUCTURAL[conv_general_dilated_p] = _conv
