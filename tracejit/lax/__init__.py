@@ -16,6 +16,7 @@ from .sharding import *  # noqa: F401,F403
 from .shape import broadcast_in_dim_p, transpose_p
 from .sorting import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
+from .windowed import *  # noqa: F401,F403
 
 # the rule vocabulary in core builds tangents and batched values with these primitives
 use_lax_primitives(add_p=add_p, broadcast_in_dim_p=broadcast_in_dim_p, reduce_sum_p=reduce_sum_p,
