@@ -19,7 +19,8 @@ from ..core.rules import Zero, aval_of, defjvp, is_undefined
 from ..core.trace import get_aval
 from ._base import check_operand
 from .elementwise import convert_element_type
-from .linalg import _accumulation_dtype, _dot_general_dtype, canonicalize_precision
+from .linalg import (Precision, _accumulation_dtype, _dot_general_dtype,
+                     canonicalize_precision)
 from .shape import reshape, rev, transpose
 
 
@@ -453,6 +454,62 @@ def conv_transpose(lhs: Any, rhs: Any, strides: Sequence[int], padding: Any,
                                 preferred_element_type=preferred_element_type)
 
 
+def _moveaxes(x: np.ndarray, src: Sequence[int], dst: Sequence[int]) -> np.ndarray:
+    return np.moveaxis(x, tuple(src), tuple(dst))
+
+
+def conv_general_dilated_patches(lhs: Any, filter_shape: Sequence[int],
+                                 window_strides: Sequence[int], padding: Any,
+                                 lhs_dilation: Sequence[int] | None = None,
+                                 rhs_dilation: Sequence[int] | None = None,
+                                 dimension_numbers: Any = None, precision: Any = None,
+                                 preferred_element_type: Any = None):
+    """The patches conv_general_dilated would multiply with a kernel of `filter_shape`: the
+    output's feature dimension holds each input feature's window, flattened (feature major),
+    as a grouped convolution with a one-hot kernel."""
+    check_operand(lhs, "lax.conv_general_dilated_patches")
+    aval = get_aval(lhs)
+    filter_shape = tuple(int(d) for d in filter_shape)
+    dn = conv_dimension_numbers(aval.shape, (1, 1) + filter_shape, dimension_numbers)
+    size = math.prod(filter_shape)
+    channels = aval.shape[dn.lhs_spec[1]]
+    # one output feature per (input feature, window tap), picking that tap
+    eye = np.broadcast_to(np.eye(size, dtype=aval.dtype), (channels, size, size))
+    rhs = _moveaxes(eye.reshape((channels * size, 1) + filter_shape), (0, 1),
+                    (dn.rhs_spec[0], dn.rhs_spec[1]))
+    prec = None if precision is None else (precision, Precision.DEFAULT)
+    return conv_general_dilated(lhs, np.ascontiguousarray(rhs), window_strides, padding,
+                                lhs_dilation, rhs_dilation, dn, feature_group_count=channels,
+                                precision=prec, preferred_element_type=preferred_element_type)
+
+
+def conv_general_dilated_local(lhs: Any, rhs: Any, window_strides: Sequence[int], padding: Any,
+                               filter_shape: Sequence[int],
+                               lhs_dilation: Sequence[int] | None = None,
+                               rhs_dilation: Sequence[int] | None = None,
+                               dimension_numbers: Any = None, precision: Any = None):
+    """An unshared convolution: every output position has its own kernel (rhs carries the
+    output's spatial dimensions); patches contracted with rhs by dot_general."""
+    from .linalg import dot_general
+    prec = canonicalize_precision(precision)
+    if prec is not None and not (isinstance(prec, tuple) and len(prec) == 2):
+        raise ValueError(f"Unsupported precision for conv_general_dilated_local: {precision}")
+    patches = conv_general_dilated_patches(lhs, filter_shape, window_strides, padding,
+                                           lhs_dilation, rhs_dilation, dimension_numbers,
+                                           None if prec is None else prec[0])
+    lhs_spec, rhs_spec, out_spec = conv_dimension_numbers(
+        get_aval(lhs).shape, (1, 1) + tuple(filter_shape), dimension_numbers)
+    lhs_b, rhs_b = list(out_spec[2:]), list(rhs_spec[2:])
+    rhs_b = [rhs_b[i] for i in sorted(range(len(rhs_b)), key=lambda k: lhs_b[k])]
+    dims = (((out_spec[1],), (rhs_spec[1],)), (tuple(sorted(lhs_b)), tuple(rhs_b)))
+    out = dot_general(patches, rhs, dims, precision=precision)
+    nd = get_aval(out).ndim
+    perm = [d for d in range(nd) if d not in (nd - 2, nd - 1)]
+    for src, dst in sorted(((nd - 2, out_spec[0]), (nd - 1, out_spec[1])), key=lambda t: t[1]):
+        perm.insert(dst, src)
+    return transpose(out, perm)
+
+
 # --- transformation rules: JVP (bilinear), transposes (both convolutions), batching -----------
 
 def _reshape_axis_into(src: int, dst: int, x: Any) -> Any:
@@ -633,6 +690,6 @@ conv_general_dilated_p.pp_params = _conv_pp_params
 
 
 __all__ = ["ConvDimensionNumbers", "conv_general_dilated", "conv", "conv_with_general_padding",
-           "conv_transpose", "conv_dimension_numbers", "conv_general_permutations",
+           "conv_transpose", "conv_general_dilated_patches", "conv_general_dilated_local", "conv_dimension_numbers", "conv_general_permutations",
            "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose_shape_tuple",
            "padtype_to_pads"]
