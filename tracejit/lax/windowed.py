@@ -367,8 +367,10 @@ def reduce_window(operand: Any, init_value: Any, computation: Callable,
                                (ew.min, "min", reduce_window_min_p)):
             if computation is fn and _is_identity(flat_init[0], kind):
                 return tree_unflatten(tree, [prim.bind(flat[0], **params)])
-    inits = [ew.convert_element_type(i, get_aval(x).dtype) if np.ndim(i) == 0 and
-             not hasattr(i, "aval") else i for i, x in zip(flat_init, flat)]
+    # concrete Python/NumPy scalars take the operand's dtype (they are weakly typed in JAX)
+    inits = [np.asarray(i, get_aval(x).dtype)
+             if isinstance(i, (bool, int, float, complex, np.generic, np.ndarray)) else i
+             for i, x in zip(flat_init, flat)]
     avals = [ShapedArray((), get_aval(x).dtype) for x in flat]
 
     def comp(*args):
