@@ -316,3 +316,42 @@ def test_flax_linen_cnn_trains_like_jax(tmp_path):
     pytest.importorskip("flax")
     ours, theirs = run_both("flax_linen_cnn", tmp_path)
     assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+# --- jnp.convolve / jnp.correlate ------------------------------------------------------------
+
+@pytest.mark.parametrize("fn", ["convolve", "correlate"])
+@pytest.mark.parametrize("lengths", [(5, 3), (3, 5), (4, 4), (1, 6), (7, 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.complex64])
+def test_jnp_convolve_and_correlate_match_numpy_and_jax(fn, lengths, dtype):
+    a, v = rand(lengths[0], dtype), rand(lengths[1], dtype)
+    for mode in ("full", "same", "valid"):
+        expected = getattr(jax.numpy, fn)(a, v, mode)
+        f = getattr(tracejit.numpy, fn)
+        for got in (f(a, v, mode), tracejit.jit(lambda a, v, mode=mode: f(a, v, mode))(a, v)):
+            assert got.dtype == expected.dtype and got.shape == expected.shape
+            np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-5,
+                                       atol=1e-5)
+            np.testing.assert_allclose(np.asarray(got), getattr(np, fn)(a, v, mode), rtol=1e-4,
+                                       atol=1e-4)
+    pet = np.complex64 if dtype == np.complex64 else np.float32
+    assert getattr(tracejit.numpy, fn)(a, v, preferred_element_type=pet).dtype == \
+        getattr(jax.numpy, fn)(a, v, preferred_element_type=pet).dtype
+
+
+def test_jnp_convolve_gradients_vmap_and_errors(x64):
+    a, v = rand(6), rand(3)
+    check_grads(lambda a, v: tracejit.numpy.convolve(a, v, "same"), (a, v), order=2)
+    expected = jax.grad(lambda a, v: (jax.numpy.correlate(a, v, "full") ** 2).sum(),
+                        (0, 1))(a, v)
+    got = tracejit.jit(tracejit.grad(lambda a, v: (tracejit.numpy.correlate(a, v, "full") ** 2)
+                                     .sum(), (0, 1)))(a, v)
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-10)
+    rows = rand((4, 6))
+    got = tracejit.vmap(lambda r: tracejit.numpy.convolve(r, v))(rows)
+    np.testing.assert_allclose(np.asarray(got), np.stack([np.convolve(r, v) for r in rows]),
+                               rtol=1e-10)
+    for args in ((rows, v), (a[:0], v), (a, v, "middle")):
+        same_error(lambda args=args: tracejit.numpy.convolve(*args),
+                   lambda args=args: jax.numpy.convolve(*args))
