@@ -84,37 +84,58 @@ def _window_loops(em: Emitter, g: _Geometry, pos: list[ir.Value], lhs_off: ir.Va
 
 
 def _conv_direct(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf) -> None:
-    """out[n, o, p] = sum over the window and the group's input features, one output element
-    at a time; the feature loop is innermost (contiguous in channels-last layouts)."""
+    """For each batch element and output position, a row acc[o] of the output features is
+    built tap by tap and input feature by feature as acc[o] += x * w[o] (an axpy over the
+    output features: no loop-carried reduction, so it vectorises), then stored."""
     b = em.b
     dtype = out.aval.dtype
     acc_dtype = _acc_dtype(dtype)
-    acc_ptr = em._entry_alloca(reg_type(acc_dtype))
-    per_fgroup = g.cout // g.fgc
-    per_bgroup = g.cout // g.bgc
+    groups = g.fgc * g.bgc  # (at most one of them is > 1)
+    per = g.cout // groups
+    acc = em.alloc(ShapedArray((g.cout,), acc_dtype))
+    os = _strides(out.aval.shape)
+    o_stride = os[g.out_spec[1]]
+    zero = const(acc_dtype, 0)
 
-    def element(idx: list[ir.Value]) -> None:
-        n, o = idx[g.out_spec[0]], idx[g.out_spec[1]]
-        pos = [idx[d] for d in g.out_spec[2:]]
-        if g.bgc > 1:  # batch groups: the lhs batch is (group, n), the group picked by o
-            n = b.add(b.mul(b.udiv(o, _c(per_bgroup)), _c(g.nout)), n)
-        c0 = b.mul(b.udiv(o, _c(per_fgroup)), _c(g.cin)) if g.fgc > 1 else _c(0)
-        lhs_off = b.add(b.mul(n, _c(g.l_batch)), b.mul(c0, _c(g.l_feat)))
-        b.store(const(acc_dtype, 0), acc_ptr)
+    def position(idx: list[ir.Value]) -> None:
+        n, pos = idx[0], idx[1:]
+        em.loop(g.cout, lambda o: em.store(acc, o, zero), name="o")
+        out_base = b.mul(n, _c(os[g.out_spec[0]]))
+        for d, p in zip(g.out_spec[2:], pos):
+            out_base = b.add(out_base, b.mul(p, _c(os[d])))
 
-        def taps(l_off: ir.Value, r_off: ir.Value) -> None:
-            def feature(c: ir.Value) -> None:
-                x = em.load(lhs, b.add(l_off, b.mul(c, _c(g.l_feat))))
-                w = em.load(rhs, b.add(r_off, b.mul(c, _c(g.r_in))))
-                x = convert(b, x, lhs.aval.dtype, acc_dtype)
-                w = convert(b, w, rhs.aval.dtype, acc_dtype)
-                prod = emit_scalar(b, ew.mul_p, [acc_dtype] * 2, acc_dtype, [x, w], {})
-                b.store(_combine(em, reduce_sum_p, acc_dtype, b.load(acc_ptr), prod), acc_ptr)
-            em.loop(g.cin, feature, name="c")
-        _window_loops(em, g, pos, lhs_off, b.mul(o, _c(g.r_out)), taps)
-        em.store(out, em.linear(out.aval.shape, idx),
-                 convert(b, b.load(acc_ptr), acc_dtype, dtype))
-    em.loop_nest(out.aval.shape, element)
+        def group(q: ir.Value) -> None:
+            o0 = b.mul(q, _c(per))
+            n_lhs = b.add(b.mul(q, _c(g.nout)), n) if g.bgc > 1 else n
+            c0 = b.mul(q, _c(g.cin)) if g.fgc > 1 else _c(0)
+            lhs_off = b.add(b.mul(n_lhs, _c(g.l_batch)), b.mul(c0, _c(g.l_feat)))
+
+            def taps(l_off: ir.Value, r_off: ir.Value) -> None:
+                def feature(c: ir.Value) -> None:
+                    x = convert(b, em.load(lhs, b.add(l_off, b.mul(c, _c(g.l_feat)))),
+                                lhs.aval.dtype, acc_dtype)
+                    w_base = b.add(b.add(r_off, b.mul(c, _c(g.r_in))),
+                                   b.mul(o0, _c(g.r_out)))
+
+                    def axpy(o: ir.Value) -> None:
+                        w = convert(b, em.load(rhs, b.add(w_base, b.mul(o, _c(g.r_out)))),
+                                    rhs.aval.dtype, acc_dtype)
+                        at = b.add(o0, o)
+                        prod = emit_scalar(b, ew.mul_p, [acc_dtype] * 2, acc_dtype, [x, w], {})
+                        em.store(acc, at, _combine(em, reduce_sum_p, acc_dtype,
+                                                   em.load(acc, at), prod))
+                    em.loop(per, axpy, name="o")
+                em.loop(g.cin, feature, name="c")
+            _window_loops(em, g, pos, lhs_off, _c(0), taps)
+        if groups == 1:
+            group(_c(0))
+        else:
+            em.loop(groups, group, name="g")
+        em.loop(g.cout, lambda o: em.store(out, b.add(out_base, b.mul(o, _c(o_stride))),
+                                           convert(b, em.load(acc, o), acc_dtype, dtype)),
+                name="o")
+    em.loop_nest([g.nout] + list(g.out_space), position)
+    em.release(acc)
 
 
 def _channels_last(spec) -> bool:
