@@ -355,3 +355,16 @@ def test_jnp_convolve_gradients_vmap_and_errors(x64):
     for args in ((rows, v), (a[:0], v), (a, v, "middle")):
         same_error(lambda args=args: tracejit.numpy.convolve(*args),
                    lambda args=args: jax.numpy.convolve(*args))
+
+
+@pytest.mark.parametrize("budget", [1, 100_000])
+def test_gemm_path_in_chunks_of_batch_elements(budget, monkeypatch, x64):
+    """im2col buffers are bounded: one batch element per gemm, or a few (a divisor of N)."""
+    from tracejit.backend.llvm import convolution as native_conv
+    monkeypatch.setattr(native_conv, "_COLS_BYTES", budget)
+    x, w = rand((6, 8, 9, 7)), rand((5, 8, 3, 2))
+    for dn in (None, ("NCHW", "OIHW", "NHWC")):
+        kw = dict(window_strides=(1, 1), padding="SAME", dimension_numbers=dn)
+        got = tracejit.jit(conv_fn(kw))(x, w)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(jax.lax.conv_general_dilated(
+            x, w, **kw)), rtol=1e-10, atol=1e-10)

@@ -25,6 +25,8 @@ from .types import I64, const, reg_type
 # and the contraction (kernel window x input features) is long enough for gemm's inner loop
 _GEMM_MIN_FLOPS = 32 * 32 * 32
 _GEMM_MIN_CONTRACT = 16
+# the im2col buffer of one gemm (a chunk of batch elements) stays within this many bytes
+_COLS_BYTES = 4 << 20
 
 
 def _c(v: int) -> ir.Constant:
@@ -144,14 +146,23 @@ def _channels_last(spec) -> bool:
     return tuple(spec) == (0, n - 1) + tuple(range(1, n - 1))
 
 
+def _chunk(nout: int, row_bytes: int) -> int:
+    """Batch elements per gemm: the largest divisor of nout whose columns fit the budget."""
+    fit = max(1, _COLS_BYTES // max(row_bytes, 1))
+    return max(d for d in range(1, min(nout, fit) + 1) if nout % d == 0)
+
+
 def _conv_gemm(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf) -> None:
-    """Per batch element: cols[p, (k, c)] = the input under window tap k at output position p
-    (zero in padding), then out[p, o] = cols @ w2 with w2[(k, c), o] = rhs[o, c, k]."""
+    """A chunk of batch elements at a time: cols[(n, p), (k, c)] = the input under window tap
+    k at output position p (zero in padding), then out[(n, p), o] = cols @ w2 with
+    w2[(k, c), o] = rhs[o, c, k]: one gemm per chunk."""
     b = em.b
     dtype = out.aval.dtype
     npos, ntaps = math.prod(g.out_space), math.prod(g.window)
     kc = ntaps * g.cin
-    cols = em.alloc(ShapedArray((npos, kc), dtype))
+    chunk = _chunk(g.nout, npos * kc * dtype.itemsize)
+    rows = chunk * npos
+    cols = em.alloc(ShapedArray((rows, kc), dtype))
     w2 = em.alloc(ShapedArray((kc, g.cout), dtype))
     zero = const(dtype, 0)
 
@@ -170,13 +181,15 @@ def _conv_gemm(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf) -> None:
     em.loop_nest(g.window, weights)
 
     direct = _channels_last(g.out_spec)
-    res = out if direct else em.alloc(ShapedArray((npos, g.cout), dtype))
+    res = out if direct else em.alloc(ShapedArray((rows, g.cout), dtype))
 
-    def batch_element(n: ir.Value) -> None:
+    def fill(n: ir.Value, j: ir.Value) -> None:
+        """Batch element n's rows of cols, the j-th block of the chunk."""
         lhs_n = b.mul(n, _c(g.l_batch))
 
         def position(pidx: list[ir.Value]) -> None:
-            row = b.mul(em.linear(g.out_space, pidx) or _c(0), _c(kc))
+            p = b.add(b.mul(j, _c(npos)), em.linear(g.out_space, pidx) or _c(0))
+            row = b.mul(p, _c(kc))
             # the window taps in row-major order: a tap's column block is its linear index
             tap_index = [None]
 
@@ -189,7 +202,7 @@ def _conv_gemm(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf) -> None:
                 # a tap at dimension d fell in padding: zero every column under it
                 inner = math.prod(g.window[d + 1:]) * g.cin
                 col = b.add(row, b.mul(tap_index[0](d + 1), _c(inner)))
-                em.loop(inner, lambda j: em.store(cols, b.add(col, j), zero), name="z")
+                em.loop(inner, lambda z: em.store(cols, b.add(col, z), zero), name="z")
 
             ks: list[ir.Value] = []
 
@@ -202,24 +215,32 @@ def _conv_gemm(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf) -> None:
             tap_index[0] = linear_tap
             _window_loops_tracked(em, g, pidx, lhs_n, ks, taps, skipped)
         em.loop_nest(g.out_space, position)
-        base = b.mul(n, _c(npos * g.cout)) if direct else _c(0)
-        dst = Buf(b.gep(res.ptr, [base], inbounds=True), res.aval)
-        _emit_gemm(em, dtype, cols, w2, dst, 1, npos, g.cout, kc, False, False)
-        if not direct:
-            def scatter(pidx: list[ir.Value]) -> None:
-                p = em.linear(g.out_space, pidx) or _c(0)
-                idx: list = [None] * out.aval.ndim
-                idx[g.out_spec[0]] = n
-                for d, i in zip(g.out_spec[2:], pidx):
-                    idx[d] = i
 
-                def feature(o: ir.Value) -> None:
-                    idx[g.out_spec[1]] = o
-                    em.store(out, em.linear(out.aval.shape, idx),
-                             em.load(res, b.add(b.mul(p, _c(g.cout)), o)))
-                em.loop(g.cout, feature, name="o")
-            em.loop_nest(g.out_space, scatter)
-    em.loop(g.nout, batch_element, name="n")
+    def scatter(n: ir.Value, j: ir.Value) -> None:
+        """Batch element n's block j of the gemm's rows into the output's layout."""
+        def one(pidx: list[ir.Value]) -> None:
+            p = b.add(b.mul(j, _c(npos)), em.linear(g.out_space, pidx) or _c(0))
+            idx: list = [None] * out.aval.ndim
+            idx[g.out_spec[0]] = n
+            for d, i in zip(g.out_spec[2:], pidx):
+                idx[d] = i
+
+            def feature(o: ir.Value) -> None:
+                idx[g.out_spec[1]] = o
+                em.store(out, em.linear(out.aval.shape, idx),
+                         em.load(res, b.add(b.mul(p, _c(g.cout)), o)))
+            em.loop(g.cout, feature, name="o")
+        em.loop_nest(g.out_space, one)
+
+    def run_chunk(ci: ir.Value) -> None:
+        n0 = b.mul(ci, _c(chunk))
+        em.loop(chunk, lambda j: fill(b.add(n0, j), j), name="j")
+        base = b.mul(n0, _c(npos * g.cout)) if direct else _c(0)
+        dst = Buf(b.gep(res.ptr, [base], inbounds=True), res.aval)
+        _emit_gemm(em, dtype, cols, w2, dst, 1, rows, g.cout, kc, False, False)
+        if not direct:
+            em.loop(chunk, lambda j: scatter(b.add(n0, j), j), name="j")
+    em.loop(g.nout // chunk, run_chunk, name="chunk")
     for buf in (cols, w2) + (() if direct else (res,)):
         em.release(buf)
 
