@@ -13,7 +13,8 @@ from ..core import dtypes
 from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
 from ..core.pytree import tree_flatten, tree_unflatten
-from ..core.rules import Zero, aval_of, axis_size, bdim_at_front, def_linear, defjvp
+from ..core.rules import (Zero, aval_of, axis_size, bdim_at_front, def_linear, defjvp,
+                          instantiate)
 from ..core.jaxpr import Jaxpr
 from ..core.trace import get_aval, trace_to_jaxpr
 from ._base import NUM, ORDERED, check_dtype, check_operand
@@ -479,10 +480,29 @@ def _window_batch(prim: Primitive, n_windowed: int):
     prim.def_batch(batch)
 
 
-def _generic_jvp(primals, tangents, **params):
-    raise NotImplementedError(
-        "differentiating lax.reduce_window with a general computation is not supported yet; "
-        "use lax.add, lax.max or lax.min with their identity as init_value (the fast paths)")
+def _generic_jvp(primals, tangents, *, jaxpr, num_consts, **params):
+    """As JAX: reduce (primal, tangent) pairs with the computation's JVP as the computation;
+    init values and captured constants must have zero tangents."""
+    from ..core.jaxpr_util import eval_jaxpr_bind
+    from ..core.jvp_trace import jvp_flat
+    consts, rest = list(primals[:num_consts]), list(primals[num_consts:])
+    if any(type(t) is not Zero for t in tangents[:num_consts]):
+        raise TypeError("reduce_window jvp does not support a computation that closes over "
+                        "differentiated values.")
+    n = len(rest) // 2
+    xs, inits = rest[:n], rest[n:]
+    if any(type(t) is not Zero for t in tangents[num_consts + n:]):
+        raise TypeError("reduce_window jvp does not support non-zero init_value_tangent.")
+    ts = [instantiate(t) for t in tangents[num_consts:num_consts + n]]
+    zeros = [np.zeros((), get_aval(x).dtype) for x in xs]
+
+    def computation(left, right):
+        def comp(*args):
+            return eval_jaxpr_bind(jaxpr, [], *consts, *args)
+        outs, out_ts = jvp_flat(comp, left[:n] + right[:n], left[n:] + right[n:])
+        return list(outs) + [instantiate(t) for t in out_ts]
+    both = reduce_window(list(xs) + ts, list(inits) + zeros, computation, **params)
+    return both[:n], both[n:]
 
 
 def_linear(reduce_window_sum_p, _reduce_window_sum_transpose)
