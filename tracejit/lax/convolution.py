@@ -690,6 +690,7 @@ conv_general_dilated_p.pp_params = _conv_pp_params
 
 
 __all__ = ["ConvDimensionNumbers", "conv_general_dilated", "conv", "conv_with_general_padding",
-           "conv_transpose", "conv_general_dilated_patches", "conv_general_dilated_local", "conv_dimension_numbers", "conv_general_permutations",
+           "conv_transpose", "conv_general_dilated_patches", "conv_general_dilated_local",
+           "conv_dimension_numbers", "conv_general_permutations",
            "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose_shape_tuple",
            "padtype_to_pads"]

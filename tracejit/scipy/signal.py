@@ -1,8 +1,8 @@
 """jax.scipy.signal: direct convolution and correlation of N-d arrays (user-facing layer).
 
 The direct method is lax.conv_general_dilated (native loops, or im2col + gemm for large
-kernels) of the input with the flipped kernel. `fftconvolve` and method="fft" need an FFT, which tracejit does not have yet:
-they raise NotImplementedError saying so."""
+kernels) of the input with the flipped kernel. `fftconvolve` and method="fft" need an FFT,
+which tracejit does not have yet: they raise NotImplementedError saying so."""
 from __future__ import annotations
 
 from typing import Any

@@ -19,7 +19,7 @@ from .linalg import _GEMM_DTYPES, _emit_gemm
 from .reductions import _acc_dtype, _combine
 from .rules import STRUCTURAL
 from .scalar_ops import convert, emit_scalar
-from .types import I64, const, reg_type
+from .types import I64, const
 
 # im2col + gemm pays for its copy once a batch element's product has this many multiply-adds
 # and the contraction (kernel window x input features) is long enough for gemm's inner loop
