@@ -368,3 +368,14 @@ def test_gemm_path_in_chunks_of_batch_elements(budget, monkeypatch, x64):
         got = tracejit.jit(conv_fn(kw))(x, w)
         np.testing.assert_allclose(np.asarray(got), np.asarray(jax.lax.conv_general_dilated(
             x, w, **kw)), rtol=1e-10, atol=1e-10)
+
+
+def test_vmap_over_an_empty_axis_matches_jax():
+    w = np.ones((4, 3, 2, 2), np.float32)
+    xs = np.ones((0, 2, 3, 5, 5), np.float32)
+
+    def f(mod):
+        return mod.vmap(lambda x: mod.lax.conv_general_dilated(x, w, (1, 1), "SAME"))
+    expected = f(jax)(xs)
+    for got in (f(tracejit)(xs), tracejit.jit(f(tracejit))(xs)):
+        assert got.shape == expected.shape and got.dtype == expected.dtype

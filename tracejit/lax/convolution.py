@@ -15,7 +15,7 @@ import numpy as np
 from ..core import dtypes
 from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
-from ..core.rules import Zero, aval_of, defjvp, is_undefined
+from ..core.rules import Zero, aval_of, axis_size, defjvp, is_undefined, unbatched_aval
 from ..core.trace import get_aval
 from ._base import check_operand
 from .elementwise import convert_element_type
@@ -637,6 +637,13 @@ def _conv_batch(vals, dims, *, window_strides, padding, lhs_dilation, rhs_dilati
     def bind(x, y, fgc, bgc):
         return conv_general_dilated_p.bind(x, y, feature_group_count=fgc,
                                            batch_group_count=bgc, **params)
+
+    size = axis_size(vals, dims)
+    if size == 0:  # folding an empty axis into another would lose the other's size
+        avals = [unbatched_aval(v, d) for v, d in zip(vals, dims)]
+        out = _conv_abstract(*avals, feature_group_count=feature_group_count,
+                             batch_group_count=batch_group_count, **params)
+        return np.zeros((0,) + out.shape, out.dtype), 0
 
     if lb is not None and rb is not None:
         size = get_aval(lhs).shape[lb]
