@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 import math
 import operator
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence, Union
 
 import numpy as np
 
@@ -31,6 +31,10 @@ class ConvDimensionNumbers(NamedTuple):
     lhs_spec: Sequence[int]
     rhs_spec: Sequence[int]
     out_spec: Sequence[int]
+
+
+# what `dimension_numbers` may be (JAX's type alias)
+ConvGeneralDilatedDimensionNumbers = Union[tuple[str, str, str], ConvDimensionNumbers, None]
 
 
 class PaddingType(enum.Enum):
@@ -696,8 +700,8 @@ def _conv_pp_params(params: dict) -> dict:
 conv_general_dilated_p.pp_params = _conv_pp_params
 
 
-__all__ = ["ConvDimensionNumbers", "conv_general_dilated", "conv", "conv_with_general_padding",
-           "conv_transpose", "conv_general_dilated_patches", "conv_general_dilated_local",
-           "conv_dimension_numbers", "conv_general_permutations",
+__all__ = ["ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "conv_general_dilated",
+           "conv", "conv_with_general_padding", "conv_transpose", "conv_general_dilated_patches",
+           "conv_general_dilated_local", "conv_dimension_numbers", "conv_general_permutations",
            "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose_shape_tuple",
            "padtype_to_pads"]
