@@ -119,22 +119,24 @@ def _monoid_abstract(kind: str):
 
 
 def _monoid_impl(kind: str):
-    reduce = {"sum": np.sum, "max": np.max, "min": np.min}[kind]
+    combine = {"sum": np.add, "max": np.maximum, "min": np.minimum}[kind]
 
     def impl(x: np.ndarray, *, window_dimensions, window_strides, padding, base_dilation,
              window_dilation) -> np.ndarray:
         out_shape = reduce_window_shape_tuple(x.shape, window_dimensions, window_strides,
                                               padding, base_dilation, window_dilation)
-        # half floats sum in float32, as XLA on CPU
-        work = np.float32 if kind == "sum" and x.dtype in (np.float16, dtypes.bfloat16) \
-            else x.dtype
-        xp = _padded(x.astype(work), _identity(kind, x.dtype), padding, base_dilation)
-        v = _window_view(xp, window_dimensions, window_strides, window_dilation, out_shape)
-        axes = tuple(range(x.ndim, 2 * x.ndim))
+        out = np.full(out_shape, _identity(kind, x.dtype), x.dtype)
+        if math.prod(out_shape) == 0:
+            return out
+        xp = _padded(x, _identity(kind, x.dtype), padding, base_dilation)
+        v = _flat_windows(_window_view(xp, window_dimensions, window_strides, window_dilation,
+                                       out_shape), x.ndim)
+        # tap by tap in the operand's dtype, as XLA folds a window (half floats round at
+        # every step); NaN propagates through maximum/minimum
         with np.errstate(all="ignore"):
-            if v.size == 0:
-                return np.full(out_shape, _identity(kind, x.dtype), x.dtype)
-            return np.asarray(reduce(v, axis=axes)).astype(x.dtype)
+            for j in range(v.shape[-1]):
+                out = combine(out, v[..., j]).astype(x.dtype)
+        return out
     return impl
 
 

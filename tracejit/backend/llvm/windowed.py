@@ -13,7 +13,7 @@ from ...lax import elementwise as ew
 from ...lax import reduce as rd
 from ...lax import windowed as wd
 from .codegen import Buf, Emitter, Scalar, _as_value, _strides
-from .reductions import _acc_dtype, _combine
+from .reductions import _combine
 from .rules import STRUCTURAL
 from .scalar_ops import convert, emit_scalar
 from .types import I1, I64, const, reg_type
@@ -79,7 +79,7 @@ def _reduce_window_monoid(em: Emitter, eqn, ins, dests):
     x = em.materialize(ins[0])
     out = _out(em, eqn, dests)
     dtype = out.aval.dtype
-    acc_dtype = _acc_dtype(dtype) if kind == "sum" else dtype
+    acc_dtype = dtype  # XLA folds a window in the operand's dtype (half floats too)
     acc = em._entry_alloca(reg_type(acc_dtype))
     b = em.b
     init = const(acc_dtype, wd._identity(kind, dtype))
