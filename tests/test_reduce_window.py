@@ -262,3 +262,14 @@ def test_generic_reduce_window_derivatives_match_jax(x64):
         jax.grad(lambda x: f(jax)(x).sum())(x)
     with pytest.raises(NotImplementedError, match="reduce_window"):
         tracejit.grad(lambda x: f(tracejit)(x).sum())(x)
+
+
+def test_float16_window_sums_round_like_xla():
+    """XLA folds a window tap by tap in float16 (no wider accumulator)."""
+    x = (RNG.standard_normal((32, 32)) * 3).astype(np.float16)
+    expected = jax.lax.reduce_window(x, 0.0, jax.lax.add, (3, 3), (1, 1), "SAME")
+    for got in (lax.reduce_window(x, 0.0, lax.add, (3, 3), (1, 1), "SAME"),
+                tracejit.jit(lambda x: lax.reduce_window(x, 0.0, lax.add, (3, 3), (1, 1),
+                                                         "SAME"))(x)):
+        assert got.dtype == np.float16
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))

@@ -89,7 +89,12 @@ def _reduce_window_monoid(em: Emitter, eqn, ins, dests):
 
         def body(off):
             v = convert(b, em.load(x, off), x.aval.dtype, acc_dtype)
-            b.store(_combine(em, reducer, acc_dtype, b.load(acc), v), acc)
+            if kind == "sum":  # in order, each add rounded (no reassociation), as XLA
+                total = emit_scalar(b, ew.add_p, [acc_dtype] * 2, acc_dtype, [b.load(acc), v],
+                                    {})
+            else:
+                total = _combine(em, reducer, acc_dtype, b.load(acc), v)
+            b.store(total, acc)
         _taps(em, eqn.params, x.aval.shape, idx, body)
         em.store(out, em.linear(out.aval.shape, idx) if out.aval.ndim else None,
                  convert(b, b.load(acc), acc_dtype, dtype))
