@@ -379,3 +379,9 @@ def test_vmap_over_an_empty_axis_matches_jax():
     expected = f(jax)(xs)
     for got in (f(tracejit)(xs), tracejit.jit(f(tracejit))(xs)):
         assert got.shape == expected.shape and got.dtype == expected.dtype
+
+
+def test_equinox_conv_and_pool_layers_like_jax(tmp_path):
+    pytest.importorskip("equinox")
+    ours, theirs = run_both("equinox_cnn", tmp_path)
+    assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
