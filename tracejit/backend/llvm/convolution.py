@@ -57,15 +57,17 @@ class _Geometry:
         self.r_space = [rs[d] for d in self.rhs_spec[2:]]
 
 
-def _window_loops(em: Emitter, g: _Geometry, pos: list[ir.Value], lhs_off: ir.Value,
-                  rhs_off: ir.Value, body) -> None:
-    """Loops over the kernel window at output position `pos`; `body(lhs_off, rhs_off)` runs for
-    each tap that lands on a real (not padded, not dilation-hole) input element."""
+def _window_loops(em: Emitter, g: _Geometry, pos: list[ir.Value], lhs_off: ir.Value, body,
+                  rhs_off: ir.Value | None = None, skipped=None) -> None:
+    """Loops over the kernel window at output position `pos`. `body(lhs_off, rhs_off, taps)`
+    runs for each tap that lands on a real (not padded, not dilation-hole) input element,
+    `taps` its index per window dimension; `skipped(d, taps)`, if given, for each tap off the
+    input at dimension d (`taps` = the indices of dimensions 0..d), covering every tap below."""
     b = em.b
 
-    def rec(d: int, l_off: ir.Value, r_off: ir.Value) -> None:
+    def rec(d: int, l_off: ir.Value, r_off: ir.Value | None, taps: list) -> None:
         if d == len(g.window):
-            body(l_off, r_off)
+            body(l_off, r_off, taps)
             return
 
         def tap(k: ir.Value) -> None:
@@ -78,11 +80,19 @@ def _window_loops(em: Emitter, g: _Geometry, pos: list[ir.Value], lhs_off: ir.Va
             if ld != 1:
                 ok = b.and_(ok, b.icmp_unsigned("==", b.urem(at, _c(ld)), _c(0)))
                 at = b.udiv(at, _c(ld))
-            with b.if_then(ok):
-                rec(d + 1, b.add(l_off, b.mul(at, _c(g.l_space[d]))),
-                    b.add(r_off, b.mul(k, _c(g.r_space[d]))))
+            l_next = b.add(l_off, b.mul(at, _c(g.l_space[d])))
+            r_next = None if r_off is None else b.add(r_off, b.mul(k, _c(g.r_space[d])))
+            if skipped is None:
+                with b.if_then(ok):
+                    rec(d + 1, l_next, r_next, taps + [k])
+                return
+            with b.if_else(ok) as (then, otherwise):
+                with then:
+                    rec(d + 1, l_next, r_next, taps + [k])
+                with otherwise:
+                    skipped(d, taps + [k])
         em.loop(g.window[d], tap, name=f"k{d}")
-    rec(0, lhs_off, rhs_off)
+    rec(0, lhs_off, rhs_off, [])
 
 
 def _conv_direct(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf) -> None:
@@ -112,7 +122,7 @@ def _conv_direct(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf) -> Non
             c0 = b.mul(q, _c(g.cin)) if g.fgc > 1 else _c(0)
             lhs_off = b.add(b.mul(n_lhs, _c(g.l_batch)), b.mul(c0, _c(g.l_feat)))
 
-            def taps(l_off: ir.Value, r_off: ir.Value) -> None:
+            def taps(l_off: ir.Value, r_off: ir.Value, _taps) -> None:
                 def feature(c: ir.Value) -> None:
                     x = convert(b, em.load(lhs, b.add(l_off, b.mul(c, _c(g.l_feat)))),
                                 lhs.aval.dtype, acc_dtype)
@@ -128,7 +138,7 @@ def _conv_direct(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf) -> Non
                                                    em.load(acc, at), prod))
                     em.loop(per, axpy, name="o")
                 em.loop(g.cin, feature, name="c")
-            _window_loops(em, g, pos, lhs_off, _c(0), taps)
+            _window_loops(em, g, pos, lhs_off, taps, rhs_off=_c(0))
         if groups == 1:
             group(_c(0))
         else:
@@ -190,30 +200,26 @@ def _conv_gemm(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf) -> None:
         def position(pidx: list[ir.Value]) -> None:
             p = b.add(b.mul(j, _c(npos)), em.linear(g.out_space, pidx) or _c(0))
             row = b.mul(p, _c(kc))
-            # the window taps in row-major order: a tap's column block is its linear index
-            tap_index = [None]
 
-            def taps(l_off: ir.Value, _r) -> None:
-                col = b.add(row, b.mul(tap_index[0](), _c(g.cin)))
+            def column(taps: list[ir.Value]) -> ir.Value:
+                """The first column of the block under taps (dims 0..len-1, row-major)."""
+                tap = _c(0)
+                for d, k in enumerate(taps):
+                    tap = b.add(b.mul(tap, _c(g.window[d])), k)
+                inner = math.prod(g.window[len(taps):]) * g.cin
+                return b.add(row, b.mul(tap, _c(inner)))
+
+            def copy(l_off: ir.Value, _r, taps: list[ir.Value]) -> None:
+                col = column(taps)
                 em.loop(g.cin, lambda c: em.store(cols, b.add(col, c), em.load(
                     lhs, b.add(l_off, b.mul(c, _c(g.l_feat))))), name="c")
 
-            def skipped(d: int, _r) -> None:
-                # a tap at dimension d fell in padding: zero every column under it
-                inner = math.prod(g.window[d + 1:]) * g.cin
-                col = b.add(row, b.mul(tap_index[0](d + 1), _c(inner)))
-                em.loop(inner, lambda z: em.store(cols, b.add(col, z), zero), name="z")
-
-            ks: list[ir.Value] = []
-
-            def linear_tap(upto: int | None = None) -> ir.Value:
-                upto = len(g.window) if upto is None else upto
-                acc = _c(0)
-                for d in range(upto):
-                    acc = b.add(b.mul(acc, _c(g.window[d])), ks[d])
-                return acc
-            tap_index[0] = linear_tap
-            _window_loops_tracked(em, g, pidx, lhs_n, ks, taps, skipped)
+            def zero_fill(d: int, taps: list[ir.Value]) -> None:
+                # a tap off the input at dimension d: zero every column under it
+                col = column(taps)
+                em.loop(math.prod(g.window[d + 1:]) * g.cin,
+                        lambda z: em.store(cols, b.add(col, z), zero), name="z")
+            _window_loops(em, g, pidx, lhs_n, copy, skipped=zero_fill)
         em.loop_nest(g.out_space, position)
 
     def scatter(n: ir.Value, j: ir.Value) -> None:
@@ -243,38 +249,6 @@ def _conv_gemm(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf) -> None:
     em.loop(g.nout // chunk, run_chunk, name="chunk")
     for buf in (cols, w2) + (() if direct else (res,)):
         em.release(buf)
-
-
-def _window_loops_tracked(em: Emitter, g: _Geometry, pos, lhs_off, ks: list, body,
-                          skipped) -> None:
-    """_window_loops that also records each loop's tap index in `ks` (im2col needs the tap's
-    column, not only its input offset)."""
-    b = em.b
-
-    def rec(d: int, l_off: ir.Value) -> None:
-        if d == len(g.window):
-            body(l_off, None)
-            return
-
-        def tap(k: ir.Value) -> None:
-            del ks[d:]
-            ks.append(k)
-            at = b.add(b.mul(pos[d], _c(g.strides[d])),
-                       b.sub(b.mul(k, _c(g.rhs_dil[d])), _c(g.pads[d])))
-            ld = g.lhs_dil[d]
-            extent = (g.in_space[d] - 1) * ld + 1 if g.in_space[d] else 0
-            ok = b.icmp_unsigned("<", at, _c(extent))
-            if ld != 1:
-                ok = b.and_(ok, b.icmp_unsigned("==", b.urem(at, _c(ld)), _c(0)))
-                at = b.udiv(at, _c(ld))
-            with b.if_else(ok) as (then, otherwise):
-                with then:
-                    rec(d + 1, b.add(l_off, b.mul(at, _c(g.l_space[d]))))
-                with otherwise:
-                    del ks[d + 1:]
-                    skipped(d, None)
-        em.loop(g.window[d], tap, name=f"k{d}")
-    rec(0, lhs_off)
 
 
 def _conv(em: Emitter, eqn, ins, dests):
