@@ -147,6 +147,28 @@ def batched_inverse(jax, jnp, lax, random):
     return jax.jit(jnp.linalg.inv), (jnp.asarray(x + 8 * np.eye(32, dtype=np.float32)),)
 
 
+def cnn_grad(jax, jnp, lax, random):
+    """A small CNN's loss and gradients: conv 3x3x16 - relu - maxpool 2 - conv 3x3x32 - relu -
+    maxpool 2 - dense 10 on 32 MNIST-sized images (NHWC)."""
+    rng = np.random.default_rng(0)
+    params = {"c1": jnp.asarray(rng.standard_normal((3, 3, 1, 16)).astype(np.float32) * 0.3),
+              "c2": jnp.asarray(rng.standard_normal((3, 3, 16, 32)).astype(np.float32) * 0.1),
+              "w": jnp.asarray(rng.standard_normal((7 * 7 * 32, 10)).astype(np.float32) * 0.02)}
+    x = jnp.asarray(rng.standard_normal((32, 28, 28, 1)).astype(np.float32))
+    y = jnp.asarray(rng.integers(0, 10, 32).astype(np.int32))
+    dn = ("NHWC", "HWIO", "NHWC")
+
+    def block(h, w):
+        h = jax.nn.relu(lax.conv_general_dilated(h, w, (1, 1), "SAME", dimension_numbers=dn))
+        return lax.reduce_window(h, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+
+    def loss(p, x, y):
+        h = block(block(x, p["c1"]), p["c2"]).reshape((x.shape[0], -1))
+        logp = jax.nn.log_softmax(h @ p["w"])
+        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
+    return jax.jit(jax.value_and_grad(loss)), (params, x, y)
+
+
 WORKLOADS = [
     ("dispatch x+1 (scalar)", dispatch),
     ("softmax 3x5", softmax(3, 5)),
@@ -169,6 +191,7 @@ WORKLOADS = [
     ("fori_loop 10k scalar steps", fori),
     ("Cholesky solve 512x512", cholesky_solve),
     ("batched inverse 64x(32x32)", batched_inverse),
+    ("CNN forward+grad (2 conv, 32x28x28)", cnn_grad),
 ]
 
 

@@ -1,11 +1,12 @@
 """`jax.example_libraries.stax`: a layer is a pair (init_fun(rng, input_shape) -> (output_shape,
 params), apply_fun(params, inputs, **kwargs) -> outputs); combinators compose pairs. Keys are
-split in JAX's order, so the same key gives the same initial parameters. Convolution and
-pooling layers are absent: tracejit has no lax.conv_general_dilated / reduce_window yet."""
+split in JAX's order, so the same key gives the same initial parameters."""
 from __future__ import annotations
 
+import functools
 import math
 
+from .. import lax
 from .. import numpy as jnp
 from .. import random
 from ..nn import (elu, gelu, leaky_relu, log_softmax, relu, selu, sigmoid, softmax,
@@ -28,6 +29,93 @@ def Dense(out_dim, W_init=glorot_normal(), b_init=normal()):  # noqa: N802,B008 
         W, b = params
         return jnp.dot(inputs, W) + b
     return init_fun, apply_fun
+
+
+def _kernel_shape(dimension_numbers, out_chan, filter_shape, input_shape) -> list[int]:
+    lhs_spec, rhs_spec, _ = dimension_numbers
+    spatial = iter(filter_shape)
+    return [out_chan if c == "O" else input_shape[lhs_spec.index("C")] if c == "I" else
+            next(spatial) for c in rhs_spec]
+
+
+def _general_conv(transposed: bool):
+    def layer(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
+              W_init=None, b_init=normal(1e-6)):  # noqa: N803,B008 (JAX's names)
+        _, rhs_spec, out_spec = dimension_numbers
+        one = (1,) * len(filter_shape)
+        strides = strides or one
+        W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
+
+        def init_fun(rng, input_shape):
+            kernel = _kernel_shape(dimension_numbers, out_chan, filter_shape, input_shape)
+            shape_of = lax.conv_transpose_shape_tuple if transposed else \
+                lax.conv_general_shape_tuple
+            output_shape = shape_of(input_shape, kernel, strides, padding, dimension_numbers)
+            k1, k2 = random.split(rng)
+            bias = [out_chan if c == "C" else 1 for c in out_spec]
+            return output_shape, (W_init(k1, kernel), b_init(k2, bias))
+
+        def apply_fun(params, inputs, **kwargs):
+            W, b = params
+            if transposed:
+                return lax.conv_transpose(inputs, W, strides, padding,
+                                          dimension_numbers=dimension_numbers) + b
+            return lax.conv_general_dilated(inputs, W, strides, padding, one, one,
+                                            dimension_numbers=dimension_numbers) + b
+        return init_fun, apply_fun
+    return layer
+
+
+GeneralConv = _general_conv(False)
+GeneralConv.__doc__ = "A convolution layer in any layout (lax.conv_general_dilated) plus a bias."
+Conv = functools.partial(GeneralConv, ("NHWC", "HWIO", "NHWC"))
+Conv1D = functools.partial(GeneralConv, ("NHC", "HIO", "NHC"))
+GeneralConvTranspose = _general_conv(True)
+GeneralConvTranspose.__doc__ = "A transposed convolution layer (lax.conv_transpose) plus a bias."
+Conv1DTranspose = functools.partial(GeneralConvTranspose, ("NHC", "HIO", "NHC"))
+ConvTranspose = functools.partial(GeneralConvTranspose, ("NHWC", "HWIO", "NHWC"))
+
+
+def _pooling_layer(reducer, init_val, rescaler=None):
+    def PoolingLayer(window_shape, strides=None, padding="VALID", spec=None):  # noqa: N802
+        """A pooling layer: lax.reduce_window over the spatial dimensions."""
+        strides = strides or (1,) * len(window_shape)
+        rescale = rescaler(window_shape, strides, padding) if rescaler else None
+        fixed = (0, len(window_shape) + 1) if spec is None else \
+            (spec.index("N"), spec.index("C"))
+        for i in sorted(fixed):  # batch and features: windows of one
+            window_shape = window_shape[:i] + (1,) + window_shape[i:]
+            strides = strides[:i] + (1,) + strides[i:]
+
+        def init_fun(rng, input_shape):
+            pads = lax.padtype_to_pads(input_shape, window_shape, strides, padding)
+            ones = (1,) * len(window_shape)
+            return lax.reduce_window_shape_tuple(input_shape, window_shape, strides, pads,
+                                                 ones, ones), ()
+
+        def apply_fun(params, inputs, **kwargs):
+            out = lax.reduce_window(inputs, init_val, reducer, window_shape, strides, padding)
+            return rescale(out, inputs, spec) if rescale else out
+        return init_fun, apply_fun
+    return PoolingLayer
+
+
+def _normalize_by_window_size(dims, strides, padding):
+    """AvgPool's divisor: how many real (unpadded) elements each window covers."""
+    def rescale(outputs, inputs, spec):
+        fixed = (0, inputs.ndim - 1) if spec is None else (spec.index("N"), spec.index("C"))
+        spatial = tuple(inputs.shape[i] for i in range(inputs.ndim) if i not in fixed)
+        sizes = lax.reduce_window(jnp.ones(spatial, dtype=inputs.dtype), 0., lax.add, dims,
+                                  strides, padding)
+        for i in sorted(fixed):
+            sizes = jnp.expand_dims(sizes, i)
+        return outputs / sizes
+    return rescale
+
+
+MaxPool = _pooling_layer(lax.max, -jnp.inf)
+SumPool = _pooling_layer(lax.add, 0.)
+AvgPool = _pooling_layer(lax.add, 0., _normalize_by_window_size)
 
 
 def BatchNorm(axis=(0, 1, 2), epsilon=1e-5, center=True, scale=True,  # noqa: N802

@@ -3,6 +3,7 @@ from ..core.rules import use_lax_primitives
 from . import _base, call, random_bits  # noqa: F401  (random_bits: the PRNG's primitives)
 from .callback import host_call  # noqa: F401  (host callbacks: their primitives live there)
 from .control_flow import *  # noqa: F401,F403
+from .convolution import *  # noqa: F401,F403
 from .cumulative import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .elementwise import add_p
@@ -16,6 +17,7 @@ from .sharding import *  # noqa: F401,F403
 from .shape import broadcast_in_dim_p, transpose_p
 from .sorting import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
+from .windowed import *  # noqa: F401,F403
 
 # the rule vocabulary in core builds tangents and batched values with these primitives
 use_lax_primitives(add_p=add_p, broadcast_in_dim_p=broadcast_in_dim_p, reduce_sum_p=reduce_sum_p,

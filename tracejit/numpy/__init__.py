@@ -7,6 +7,7 @@ from ..core.array import BaseArray as ndarray  # noqa: F401  (jnp.ndarray is jax
 from . import array_methods as _array_methods
 from . import linalg  # noqa: F401
 from ._array_api import *  # noqa: F401,F403
+from ._convolve import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403
 from ._elementwise import *  # noqa: F401,F403
 from ._indexing import *  # noqa: F401,F403

@@ -1,10 +1,8 @@
 """jax.scipy.signal: direct convolution and correlation of N-d arrays (user-facing layer).
 
-There is no lax.conv_general_dilated yet, so the direct method gathers every input window the
-kernel covers (one gather with static indices) and contracts the windows with the flipped
-kernel in one dot_general: O(out.size * kernel.size) memory, fine for the small kernels signal
-processing uses. `fftconvolve` and method="fft" need an FFT, which tracejit does not have yet:
-they raise NotImplementedError saying so."""
+The direct method is lax.conv_general_dilated (native loops, or im2col + gemm for large
+kernels) of the input with the flipped kernel. `fftconvolve` and method="fft" need an FFT,
+which tracejit does not have yet: they raise NotImplementedError saying so."""
 from __future__ import annotations
 
 from typing import Any
@@ -18,26 +16,16 @@ from ..numpy._util import promote_dtypes_inexact
 _MODES = ("full", "same", "valid")
 
 
-def _windows_dot(x: Any, kernel: Any, padding: list[tuple[int, int]]) -> Any:
-    """The valid cross-correlation of x, zero-padded by `padding`, with kernel (what
-    lax.conv_general_dilated computes for one feature and no strides)."""
-    x = jnp.pad(x, [(max(lo, 0), max(hi, 0)) for lo, hi in padding])
-    # negative padding crops, as in lax.conv ("same" output of a swapped pair)
-    x = x[tuple(slice(max(-lo, 0), s - max(-hi, 0)) for (lo, hi), s in zip(padding, x.shape))]
-    out_shape = tuple(s - k + 1 for s, k in zip(x.shape, kernel.shape))
-    nd = x.ndim
-    index = []
-    for d, (o, k) in enumerate(zip(out_shape, kernel.shape)):
-        # axes (out_0, ..., out_n-1, k_0, ..., k_n-1): window offsets after the positions
-        shape = [1] * (2 * nd)
-        shape[d], shape[nd + d] = o, k
-        index.append((np.arange(o)[:, None] + np.arange(k)[None, :]).reshape(shape))
-    windows = x[tuple(index)]
-    k_axes = tuple(range(nd, 2 * nd))
-    return lax.dot_general(windows, kernel, ((k_axes, tuple(range(nd))), ((), ())))
+def _windows_dot(x: Any, kernel: Any, padding: list[tuple[int, int]],
+                 precision: Any = None) -> Any:
+    """The valid cross-correlation of x, zero-padded by `padding` (negative pads crop), with
+    kernel: lax.conv_general_dilated with one batch element and one feature."""
+    out = lax.conv_general_dilated(x[None, None], kernel[None, None], (1,) * x.ndim, padding,
+                                   precision=precision)
+    return out[0, 0]
 
 
-def _convolve_nd(in1: Any, in2: Any, mode: str) -> Any:
+def _convolve_nd(in1: Any, in2: Any, mode: str, precision: Any = None) -> Any:
     if mode not in _MODES:
         raise ValueError("mode must be one of ['full', 'same', 'valid']")
     in1, in2 = jnp.asarray(in1), jnp.asarray(in2)
@@ -62,7 +50,7 @@ def _convolve_nd(in1: Any, in2: Any, mode: str) -> Any:
                    for s, s_o in zip(shape, shape_o)]
     else:
         padding = [(s - 1, s - 1) for s in shape]
-    return _windows_dot(in1, jnp.flip(in2), padding)
+    return _windows_dot(in1, jnp.flip(in2), padding, precision)
 
 
 def convolve(in1: Any, in2: Any, mode: str = "full", method: str = "auto",
@@ -72,13 +60,14 @@ def convolve(in1: Any, in2: Any, mode: str = "full", method: str = "auto",
         return fftconvolve(in1, in2, mode=mode)
     if method not in ("direct", "auto"):
         raise ValueError(f"Got method={method!r}; expected 'auto', 'fft', or 'direct'.")
-    return _convolve_nd(in1, in2, mode)
+    return _convolve_nd(in1, in2, mode, precision)
 
 
 def correlate(in1: Any, in2: Any, mode: str = "full", method: str = "auto",
               precision: Any = None) -> Any:
     """The N-d cross-correlation: convolve(in1, flip(conj(in2)))."""
-    return convolve(in1, jnp.flip(jnp.conj(jnp.asarray(in2))), mode, method=method)
+    return convolve(in1, jnp.flip(jnp.conj(jnp.asarray(in2))), mode, method=method,
+                    precision=precision)
 
 
 def _check_2d(name: str, in1: Any, in2: Any, boundary: str, fillvalue: Any) -> None:

@@ -1,0 +1,387 @@
+"""lax.conv_general_dilated and its helpers: values against a direct loop-nest convolution
+written here (and real JAX), eagerly and natively under jit (direct loops and im2col + gemm),
+under vmap; gradients against finite differences and real JAX; JAX's shapes, dtypes and errors;
+small CNNs (stax, flax.linen) trained the same under JAX and tracejit."""
+import itertools
+
+import numpy as np
+import pytest
+
+import tracejit
+from tracejit import lax
+from tracejit.test_util import check_grads
+
+from jax_oracle import same_error
+from tests.libraries import assert_close, run_both
+
+jax = pytest.importorskip("jax")
+RNG = np.random.default_rng(11)
+
+
+def rand(shape, dtype=np.float64):
+    x = RNG.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * RNG.standard_normal(shape)
+    if np.dtype(dtype).kind == "i":
+        x = RNG.integers(-4, 5, shape)
+    return x.astype(dtype)
+
+
+def direct_conv(lhs, rhs, strides, padding, lhs_dil, rhs_dil, dn, fgc, bgc):
+    """The definition, one output element at a time: canonical layouts, then for each output
+    position and each kernel tap the dilated-input position (skipped when it is padding or a
+    dilation hole)."""
+    lhs_spec, rhs_spec, out_spec = dn
+    x = np.transpose(lhs, lhs_spec)
+    w = np.transpose(rhs, rhs_spec)
+    n, c = x.shape[:2]
+    o, cg = w.shape[:2]
+    space, window = x.shape[2:], w.shape[2:]
+    out_space = []
+    for d, k, s, (lo, hi), ld, rd in zip(space, window, strides, padding, lhs_dil, rhs_dil):
+        span = (d - 1) * ld + 1 + lo + hi
+        out_space.append(max(0, (span - ((k - 1) * rd + 1)) // s + 1))
+    nb = n // bgc
+    acc = np.complex128 if x.dtype.kind == "c" else \
+        np.int64 if x.dtype.kind == "i" else np.float64
+    out = np.zeros((nb, o) + tuple(out_space), acc)
+    for b, f, *pos in itertools.product(range(nb), range(o), *map(range, out_space)):
+        fg, bg = f // (o // fgc), f // (o // bgc)
+        for tap in itertools.product(*map(range, window)):
+            at = []
+            for p, t, s, (lo, _), ld, rd, d in zip(pos, tap, strides, padding, lhs_dil,
+                                                   rhs_dil, space):
+                q = p * s + t * rd - lo
+                at.append(q // ld if q >= 0 and q % ld == 0 and q // ld < d else None)
+            if None in at:
+                continue
+            for ci in range(cg):
+                out[(b, f) + tuple(pos)] += (x[(bg * nb + b, fg * cg + ci) + tuple(at)]
+                                             * w[(f, ci) + tap])
+    return np.transpose(out, np.argsort(out_spec))
+
+
+# (lhs shape, rhs shape, params) in the layouts given; padding explicit or a string
+CASES = [
+    ((2, 3, 6, 5), (4, 3, 3, 2), dict(window_strides=(1, 1), padding="VALID")),
+    ((2, 3, 6, 5), (4, 3, 3, 2), dict(window_strides=(2, 1), padding="SAME")),
+    ((2, 3, 6, 5), (4, 3, 3, 2), dict(window_strides=(1, 2), padding="SAME_LOWER")),
+    ((2, 3, 6, 5), (4, 3, 3, 2), dict(window_strides=(2, 3), padding=((1, 2), (-1, 3)),
+                                      lhs_dilation=(2, 1), rhs_dilation=(1, 2))),
+    ((1, 4, 5, 5), (6, 2, 2, 3), dict(window_strides=(1, 1), padding="SAME",
+                                      feature_group_count=2)),
+    ((4, 2, 5, 5), (6, 2, 2, 3), dict(window_strides=(1, 2), padding=((0, 1), (1, 1)),
+                                      batch_group_count=2)),
+    ((2, 6, 5, 3), (3, 2, 3, 4), dict(window_strides=(1, 1), padding="SAME",
+                                      dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+    ((2, 6, 3), (3, 3, 4), dict(window_strides=(2,), padding="SAME",
+                                dimension_numbers=("NWC", "WIO", "NCW"))),
+    ((3, 2, 7), (3, 4, 3), dict(window_strides=(1,), padding=((2, 0),), rhs_dilation=(2,),
+                                dimension_numbers=("CNW", "IOW", "WCN"))),
+    ((2, 2, 4, 3, 3), (3, 2, 2, 2, 2), dict(window_strides=(1, 2, 1), padding="SAME")),
+    ((2, 3), (4, 3), dict(window_strides=(), padding=())),  # no spatial dimensions
+    ((2, 3, 0, 4), (2, 3, 1, 2), dict(window_strides=(1, 1), padding="VALID")),  # empty
+    ((2, 3, 2, 4), (2, 3, 3, 2), dict(window_strides=(1, 1), padding="VALID")),  # no windows
+]
+
+
+def params_of(lhs_shape, rhs_shape, kw):
+    """The primitive's canonical params for a case (through JAX's own helpers)."""
+    jl = jax.lax
+    dn = jl.conv_dimension_numbers(lhs_shape, rhs_shape, kw.get("dimension_numbers"))
+    nsp = len(lhs_shape) - 2
+    ld = kw.get("lhs_dilation", (1,) * nsp)
+    rd = kw.get("rhs_dilation", (1,) * nsp)
+    pad = kw["padding"]
+    if isinstance(pad, str):
+        window = [(k - 1) * r + 1 for k, r in zip(np.take(rhs_shape, dn.rhs_spec)[2:], rd)]
+        pad = jl.padtype_to_pads(np.take(lhs_shape, dn.lhs_spec)[2:], window,
+                                 kw["window_strides"], pad)
+    return (kw["window_strides"], pad, ld, rd, dn, kw.get("feature_group_count", 1),
+            kw.get("batch_group_count", 1))
+
+
+def conv_fn(kw):
+    return lambda x, w: lax.conv_general_dilated(x, w, **kw)
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.int32])
+def test_values_against_direct_loops_and_jax(case, dtype, x64):
+    lhs_shape, rhs_shape, kw = CASES[case]
+    x, w = rand(lhs_shape, dtype), rand(rhs_shape, dtype)
+    ref = direct_conv(x, w, *params_of(lhs_shape, rhs_shape, kw))
+    expected = jax.lax.conv_general_dilated(x, w, **kw)
+    tol = 1e-4 if dtype in (np.float32, np.complex64) else 1e-10
+    for got in (conv_fn(kw)(x, w), tracejit.jit(conv_fn(kw))(x, w)):
+        assert got.shape == expected.shape == ref.shape
+        assert got.dtype == expected.dtype
+        np.testing.assert_allclose(np.asarray(got), ref, rtol=tol, atol=tol)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(window_strides=(1, 1), padding="SAME"),
+    dict(window_strides=(2, 1), padding=((1, 2), (0, 1)), rhs_dilation=(2, 1)),
+    dict(window_strides=(1, 1), padding=((2, 2), (1, 1)), lhs_dilation=(2, 1)),
+])
+@pytest.mark.parametrize("layout", [None, ("NHWC", "HWIO", "NHWC"), ("NHWC", "OIHW", "NCHW")])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gemm_sized_convolutions(kw, layout, dtype, x64):
+    """Large enough for im2col + gemm (channels-last output in place, other layouts copied)."""
+    shape_nchw, kernel_oihw = (3, 16, 11, 10), (12, 16, 3, 3)
+    kw = dict(kw, dimension_numbers=layout)
+    perm = {None: ((0, 1, 2, 3), (0, 1, 2, 3)), ("NHWC", "HWIO", "NHWC"): ((0, 2, 3, 1),
+            (2, 3, 1, 0)), ("NHWC", "OIHW", "NCHW"): ((0, 2, 3, 1), (0, 1, 2, 3))}[layout]
+    x = rand(shape_nchw, dtype).transpose(perm[0]).copy()
+    w = rand(kernel_oihw, dtype).transpose(perm[1]).copy()
+    expected = jax.lax.conv_general_dilated(x, w, **kw)
+    got = tracejit.jit(conv_fn(kw))(x, w)
+    ref = conv_fn(kw)(x, w)
+    tol = 2e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=tol, atol=tol)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=tol, atol=tol)
+
+
+def test_preferred_element_type_and_half_precision():
+    x, w = rand((2, 3, 5, 5), np.float16), rand((2, 3, 2, 2), np.float16)
+    for pet in (None, np.float32):
+        kw = dict(window_strides=(1, 1), padding="SAME", preferred_element_type=pet)
+        expected = jax.lax.conv_general_dilated(x, w, **kw)
+        for got in (conv_fn(kw)(x, w), tracejit.jit(conv_fn(kw))(x, w)):
+            assert got.dtype == expected.dtype
+            np.testing.assert_allclose(np.asarray(got, np.float32),
+                                       np.asarray(expected, np.float32), rtol=5e-3, atol=5e-3)
+    xi, wi = rand((1, 2, 4, 4), np.int8), rand((2, 2, 2, 2), np.int8)
+    kw = dict(window_strides=(1, 1), padding="VALID", preferred_element_type=np.int32)
+    expected = jax.lax.conv_general_dilated(xi, wi, **kw)
+    got = tracejit.jit(conv_fn(kw))(xi, wi)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+
+
+@pytest.mark.parametrize("case", [0, 3, 4, 5, 6, 7, 8, 9])
+def test_gradients_against_finite_differences_and_jax(case, x64):
+    lhs_shape, rhs_shape, kw = CASES[case]
+    x, w = rand(lhs_shape), rand(rhs_shape)
+    check_grads(conv_fn(kw), (x, w), order=2, modes=("fwd", "rev"))
+
+    def loss(mod):
+        return lambda x, w: (mod.lax.conv_general_dilated(x, w, **kw) ** 2).sum()
+    expected = jax.grad(loss(jax), (0, 1))(x, w)
+    for fn in (tracejit.grad(loss(tracejit), (0, 1)),
+               tracejit.jit(tracejit.grad(loss(tracejit), (0, 1)))):
+        for g, e in zip(fn(x, w), expected):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("case", [0, 3, 4, 5, 6, 8])
+@pytest.mark.parametrize("in_axes", [(0, None), (None, 0), (0, 0), (2, 1)])
+def test_vmap_against_a_loop(case, in_axes, x64):
+    lhs_shape, rhs_shape, kw = CASES[case]
+    xs, ws = rand((3,) + lhs_shape), rand((3,) + rhs_shape)
+    xs = xs if in_axes[0] in (0, None) else np.moveaxis(xs, 0, in_axes[0]).copy()
+    ws = ws if in_axes[1] in (0, None) else np.moveaxis(ws, 0, in_axes[1]).copy()
+    args = [xs if in_axes[0] is not None else xs[0], ws if in_axes[1] is not None else ws[0]]
+    loop = np.stack([np.asarray(conv_fn(kw)(*[
+        np.take(a, i, ax) if ax is not None else a for a, ax in zip(args, in_axes)]))
+        for i in range(3)])
+    got = tracejit.jit(tracejit.vmap(conv_fn(kw), in_axes))(*args)
+    np.testing.assert_allclose(np.asarray(got), loop, rtol=1e-10, atol=1e-10)
+
+
+def test_wrappers_and_conv_transpose_match_jax(x64):
+    x, w = rand((2, 3, 6, 5)), rand((4, 3, 3, 2))
+    jl, tl = jax.lax, lax
+    pairs = [
+        (lambda m, x, w: m.conv(x, w, (1, 2), "SAME"), x, w),
+        (lambda m, x, w: m.conv_with_general_padding(x, w, (2, 1), ((1, 0), (0, 2)), (2, 1),
+                                                     (1, 2)), x, w),
+    ]
+    xh, wh = rand((2, 5, 6, 3)), rand((3, 2, 3, 4))
+    for padding in ("SAME", "VALID", ((1, 2), (0, 1))):
+        for tk in (False, True):
+            for cp in (False, True):
+                pairs.append((lambda m, x, w, p=padding, tk=tk, cp=cp: m.conv_transpose(
+                    x, w, (2, 1), p, transpose_kernel=tk, use_consistent_padding=cp,
+                    rhs_dilation=(1, 2)), xh, wh if not tk else rand((3, 2, 4, 3))))
+    x1, w1 = rand((2, 7, 3)), rand((3, 3, 2))
+    pairs.append((lambda m, x, w: m.conv_transpose(x, w, (3,), "SAME"), x1, w1))
+    for fn, a, b in pairs:
+        expected = fn(jl, a, b)
+        for got in (fn(tl, a, b), tracejit.jit(lambda a, b, fn=fn: fn(tl, a, b))(a, b)):
+            assert got.shape == expected.shape and got.dtype == expected.dtype
+            np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-10,
+                                       atol=1e-10)
+
+
+def test_patches_and_local_convolution_match_jax():
+    x = rand((2, 3, 7, 6), np.float32)
+    for kw in (dict(filter_shape=(2, 3), window_strides=(1, 2), padding="SAME"),
+               dict(filter_shape=(3, 2), window_strides=(2, 1), padding=((1, 0), (2, 1)),
+                    rhs_dilation=(1, 2)),
+               dict(filter_shape=(2, 2), window_strides=(1, 1), padding="VALID",
+                    dimension_numbers=("NCHW", "OIHW", "NHWC"))):
+        expected = jax.lax.conv_general_dilated_patches(x, **kw)
+        got = tracejit.jit(lambda x, kw=kw: lax.conv_general_dilated_patches(x, **kw))(x)
+        assert got.shape == expected.shape and got.dtype == expected.dtype
+        np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-6)
+    w = rand((18, 4, 6, 4), np.float32)
+    kw = dict(window_strides=(1, 1), padding="VALID", filter_shape=(2, 3),
+              dimension_numbers=("NCHW", "IOHW", "NCHW"))
+    expected = jax.lax.conv_general_dilated_local(x, w, **kw)
+    got = lax.conv_general_dilated_local(x, w, **kw)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-5, atol=1e-5)
+
+
+def test_shape_helpers_match_jax():
+    jl = jax.lax
+    specs = [("NCHW", "OIHW", "NCHW"), ("NHWC", "HWIO", "NHWC"), ("NHWC", "OIHW", "CWNH")]
+    for spec in specs:
+        assert lax.conv_general_permutations(spec) == jl.conv_general_permutations(spec)
+        assert tuple(lax.conv_dimension_numbers((1,) * 4, (1,) * 4, spec)) == \
+            tuple(jl.conv_dimension_numbers((1,) * 4, (1,) * 4, spec))
+    lhs, rhs = (2, 9, 10, 3), (3, 2, 3, 5)
+    for padding in ("SAME", "VALID", ((1, 2), (0, 3))):
+        dn = ("NHWC", "HWIO", "NHWC")
+        assert lax.conv_general_shape_tuple(lhs, rhs, (2, 3), padding, dn) == \
+            jl.conv_general_shape_tuple(lhs, rhs, (2, 3), padding, dn)
+        assert lax.conv_transpose_shape_tuple(lhs, rhs, (2, 3), padding, dn) == \
+            tuple(jl.conv_transpose_shape_tuple(lhs, rhs, (2, 3), padding, dn))
+        assert lax.conv_shape_tuple((2, 3, 9, 10), (5, 3, 3, 2), (1, 2), padding) == \
+            jl.conv_shape_tuple((2, 3, 9, 10), (5, 3, 3, 2), (1, 2), padding)
+    for padding in ("SAME", "VALID", "SAME_LOWER", "same"):
+        assert lax.padtype_to_pads((7, 8), (3, 4), (2, 3), padding) == \
+            jl.padtype_to_pads((7, 8), (3, 4), (2, 3), padding)
+    assert lax.ConvDimensionNumbers((0, 1), (0, 1), (0, 1)) == \
+        tuple(jl.ConvDimensionNumbers((0, 1), (0, 1), (0, 1)))
+
+
+def test_jaxpr_params_are_canonical():
+    x, w = np.ones((1, 2, 4, 4), np.float32), np.ones((3, 2, 2, 2), np.float32)
+    jaxpr = tracejit.make_jaxpr(lambda x, w: lax.conv_general_dilated(
+        x, w, (1, 1), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW")))(x, w)
+    (eqn,) = jaxpr.jaxpr.eqns
+    assert eqn.primitive is lax.conv_general_dilated_p
+    assert eqn.params["padding"] == ((0, 1), (0, 1))
+    assert isinstance(eqn.params["dimension_numbers"], lax.ConvDimensionNumbers)
+
+
+BAD = [
+    ((2, 3, 5, 5), (4, 2, 3, 3), dict(window_strides=(1, 1), padding="SAME")),  # features
+    ((2, 4, 5, 5), (4, 2, 3, 3), dict(window_strides=(1, 1), padding="SAME",
+                                      feature_group_count=3)),
+    ((3, 2, 5, 5), (4, 2, 3, 3), dict(window_strides=(1, 1), padding="SAME",
+                                      batch_group_count=2)),
+    ((2, 4, 5, 5), (4, 2, 3, 3), dict(window_strides=(1, 1), padding="SAME",
+                                      feature_group_count=2, batch_group_count=2)),
+    ((2, 3, 5, 5), (4, 3, 3, 3), dict(window_strides=(1,), padding="VALID")),
+    ((2, 3, 5, 5), (4, 3, 3, 3), dict(window_strides=(1, 1), padding="SAME",
+                                      lhs_dilation=(2, 1))),
+    ((2, 3, 5, 5), (4, 3, 3, 3), dict(window_strides=(1, 1), padding=((-7, 0), (0, 0)))),
+    ((2, 3, 5, 5), (4, 3, 3, 3), dict(window_strides=(1, 1), padding="FULL")),
+    ((2, 3, 5, 5), (4, 3, 3, 3), dict(window_strides=(1, 1), padding="SAME",
+                                      dimension_numbers=("NCHW", "OIHW"))),
+    ((2, 3, 5, 5), (4, 3, 3, 3), dict(window_strides=(1, 1), padding="SAME",
+                                      dimension_numbers=("NCHW", "OIHW", "NCHX"))),
+    ((2, 3, 5, 5), (4, 3, 3, 3), dict(window_strides=(1, 1), padding="SAME",
+                                      dimension_numbers=("NCHW", "OIH", "NCHW"))),
+    ((2, 3, 5, 5), (4, 3, 3), dict(window_strides=(1, 1), padding="SAME")),
+    ((2, 3, 5, 5), (4, 3, 3, 3), dict(window_strides=(1, 1), padding=(1, 1))),
+]
+
+
+@pytest.mark.parametrize("case", range(len(BAD)))
+def test_errors_match_jax(case):
+    lhs_shape, rhs_shape, kw = BAD[case]
+    x, w = np.ones(lhs_shape, np.float32), np.ones(rhs_shape, np.float32)
+    same_error(lambda: lax.conv_general_dilated(x, w, **kw),
+               lambda: jax.lax.conv_general_dilated(x, w, **kw))
+
+
+def test_mixed_dtypes_are_an_error():
+    x, w = np.ones((1, 1, 3, 3), np.float32), np.ones((1, 1, 2, 2), np.float64)
+    with pytest.raises(TypeError, match="same dtypes"):
+        lax.conv_general_dilated(x, w.astype(np.int32), (1, 1), "VALID")
+    with pytest.raises(TypeError):
+        lax.conv_general_dilated(x.astype(bool), w.astype(bool), (1, 1), "VALID")
+
+
+def test_stax_cnn_trains_like_jax(tmp_path):
+    ours, theirs = run_both("stax_cnn", tmp_path)
+    assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_flax_linen_cnn_trains_like_jax(tmp_path):
+    pytest.importorskip("flax")
+    ours, theirs = run_both("flax_linen_cnn", tmp_path)
+    assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+# --- jnp.convolve / jnp.correlate ------------------------------------------------------------
+
+@pytest.mark.parametrize("fn", ["convolve", "correlate"])
+@pytest.mark.parametrize("lengths", [(5, 3), (3, 5), (4, 4), (1, 6), (7, 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.complex64])
+def test_jnp_convolve_and_correlate_match_numpy_and_jax(fn, lengths, dtype):
+    a, v = rand(lengths[0], dtype), rand(lengths[1], dtype)
+    for mode in ("full", "same", "valid"):
+        expected = getattr(jax.numpy, fn)(a, v, mode)
+        f = getattr(tracejit.numpy, fn)
+        for got in (f(a, v, mode), tracejit.jit(lambda a, v, mode=mode: f(a, v, mode))(a, v)):
+            assert got.dtype == expected.dtype and got.shape == expected.shape
+            np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-5,
+                                       atol=1e-5)
+            np.testing.assert_allclose(np.asarray(got), getattr(np, fn)(a, v, mode), rtol=1e-4,
+                                       atol=1e-4)
+    pet = np.complex64 if dtype == np.complex64 else np.float32
+    assert getattr(tracejit.numpy, fn)(a, v, preferred_element_type=pet).dtype == \
+        getattr(jax.numpy, fn)(a, v, preferred_element_type=pet).dtype
+
+
+def test_jnp_convolve_gradients_vmap_and_errors(x64):
+    a, v = rand(6), rand(3)
+    check_grads(lambda a, v: tracejit.numpy.convolve(a, v, "same"), (a, v), order=2)
+    expected = jax.grad(lambda a, v: (jax.numpy.correlate(a, v, "full") ** 2).sum(),
+                        (0, 1))(a, v)
+    got = tracejit.jit(tracejit.grad(lambda a, v: (tracejit.numpy.correlate(a, v, "full") ** 2)
+                                     .sum(), (0, 1)))(a, v)
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-10)
+    rows = rand((4, 6))
+    got = tracejit.vmap(lambda r: tracejit.numpy.convolve(r, v))(rows)
+    np.testing.assert_allclose(np.asarray(got), np.stack([np.convolve(r, v) for r in rows]),
+                               rtol=1e-10)
+    for args in ((rows, v), (a[:0], v), (a, v, "middle")):
+        same_error(lambda args=args: tracejit.numpy.convolve(*args),
+                   lambda args=args: jax.numpy.convolve(*args))
+
+
+@pytest.mark.parametrize("budget", [1, 100_000])
+def test_gemm_path_in_chunks_of_batch_elements(budget, monkeypatch, x64):
+    """im2col buffers are bounded: one batch element per gemm, or a few (a divisor of N)."""
+    from tracejit.backend.llvm import convolution as native_conv
+    monkeypatch.setattr(native_conv, "_COLS_BYTES", budget)
+    x, w = rand((6, 8, 9, 7)), rand((5, 8, 3, 2))
+    for dn in (None, ("NCHW", "OIHW", "NHWC")):
+        kw = dict(window_strides=(1, 1), padding="SAME", dimension_numbers=dn)
+        got = tracejit.jit(conv_fn(kw))(x, w)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(jax.lax.conv_general_dilated(
+            x, w, **kw)), rtol=1e-10, atol=1e-10)
+
+
+def test_vmap_over_an_empty_axis_matches_jax():
+    w = np.ones((4, 3, 2, 2), np.float32)
+    xs = np.ones((0, 2, 3, 5, 5), np.float32)
+
+    def f(mod):
+        return mod.vmap(lambda x: mod.lax.conv_general_dilated(x, w, (1, 1), "SAME"))
+    expected = f(jax)(xs)
+    for got in (f(tracejit)(xs), tracejit.jit(f(tracejit))(xs)):
+        assert got.shape == expected.shape and got.dtype == expected.dtype
+
+
+def test_equinox_conv_and_pool_layers_like_jax(tmp_path):
+    pytest.importorskip("equinox")
+    ours, theirs = run_both("equinox_cnn", tmp_path)
+    assert_close(ours, theirs, rtol=1e-5, atol=1e-6)

@@ -1,0 +1,270 @@
+"""Structural rule for conv_general_dilated: a direct loop nest (small problems, groups, integer
+and half precision) or, for large float convolutions, im2col into the workspace + BLAS gemm
+one batch element at a time. codegen's Emitter dispatches to it through `rules.STRUCTURAL`.
+
+Padding and dilation are bounds tests on the input position, never reads: every load is in
+bounds of its operand."""
+from __future__ import annotations
+
+import math
+
+import llvmlite.ir as ir
+
+from ...core.avals import ShapedArray
+from ...lax import elementwise as ew
+from ...lax.convolution import conv_general_dilated_p
+from ...lax.reduce import reduce_sum_p
+from .codegen import Buf, Emitter, _strides
+from .linalg import _GEMM_DTYPES, _emit_gemm
+from .reductions import _acc_dtype, _combine
+from .rules import STRUCTURAL
+from .scalar_ops import convert, emit_scalar
+from .types import I64, const
+
+# im2col + gemm pays for its copy once a batch element's product has this many multiply-adds
+# and the contraction (kernel window x input features) is long enough for gemm's inner loop
+_GEMM_MIN_FLOPS = 32 * 32 * 32
+_GEMM_MIN_CONTRACT = 16
+# the im2col buffer of one gemm (a chunk of batch elements) stays within this many bytes
+_COLS_BYTES = 4 << 20
+
+
+def _c(v: int) -> ir.Constant:
+    return ir.Constant(I64, v)
+
+
+class _Geometry:
+    """The convolution's sizes in canonical order and its operands' element strides."""
+
+    def __init__(self, eqn, lhs: ShapedArray, rhs: ShapedArray, out: ShapedArray):
+        p = eqn.params
+        dn = p["dimension_numbers"]
+        self.lhs_spec, self.rhs_spec, self.out_spec = dn
+        self.strides = p["window_strides"]
+        self.pads = [lo for lo, _ in p["padding"]]
+        self.lhs_dil, self.rhs_dil = p["lhs_dilation"], p["rhs_dilation"]
+        self.fgc, self.bgc = p["feature_group_count"], p["batch_group_count"]
+        self.in_space = [lhs.shape[d] for d in self.lhs_spec[2:]]
+        self.window = [rhs.shape[d] for d in self.rhs_spec[2:]]
+        self.out_space = [out.shape[d] for d in self.out_spec[2:]]
+        self.cin = rhs.shape[self.rhs_spec[1]]          # input features per group
+        self.cout = out.shape[self.out_spec[1]]
+        self.nout = out.shape[self.out_spec[0]]
+        ls, rs = _strides(lhs.shape), _strides(rhs.shape)
+        self.l_batch, self.l_feat = ls[self.lhs_spec[0]], ls[self.lhs_spec[1]]
+        self.l_space = [ls[d] for d in self.lhs_spec[2:]]
+        self.r_out, self.r_in = rs[self.rhs_spec[0]], rs[self.rhs_spec[1]]
+        self.r_space = [rs[d] for d in self.rhs_spec[2:]]
+
+
+def _window_loops(em: Emitter, g: _Geometry, pos: list[ir.Value], lhs_off: ir.Value, body,
+                  rhs_off: ir.Value | None = None, skipped=None) -> None:
+    """Loops over the kernel window at output position `pos`. `body(lhs_off, rhs_off, taps)`
+    runs for each tap that lands on a real (not padded, not dilation-hole) input element,
+    `taps` its index per window dimension; `skipped(d, taps)`, if given, for each tap off the
+    input at dimension d (`taps` = the indices of dimensions 0..d), covering every tap below."""
+    b = em.b
+
+    def rec(d: int, l_off: ir.Value, r_off: ir.Value | None, taps: list) -> None:
+        if d == len(g.window):
+            body(l_off, r_off, taps)
+            return
+
+        def tap(k: ir.Value) -> None:
+            at = b.add(b.mul(pos[d], _c(g.strides[d])),
+                       b.sub(b.mul(k, _c(g.rhs_dil[d])), _c(g.pads[d])))
+            ld = g.lhs_dil[d]
+            extent = (g.in_space[d] - 1) * ld + 1 if g.in_space[d] else 0
+            # unsigned: a negative position (in the low padding) compares as huge
+            ok = b.icmp_unsigned("<", at, _c(extent))
+            if ld != 1:
+                ok = b.and_(ok, b.icmp_unsigned("==", b.urem(at, _c(ld)), _c(0)))
+                at = b.udiv(at, _c(ld))
+            l_next = b.add(l_off, b.mul(at, _c(g.l_space[d])))
+            r_next = None if r_off is None else b.add(r_off, b.mul(k, _c(g.r_space[d])))
+            if skipped is None:
+                with b.if_then(ok):
+                    rec(d + 1, l_next, r_next, taps + [k])
+                return
+            with b.if_else(ok) as (then, otherwise):
+                with then:
+                    rec(d + 1, l_next, r_next, taps + [k])
+                with otherwise:
+                    skipped(d, taps + [k])
+        em.loop(g.window[d], tap, name=f"k{d}")
+    rec(0, lhs_off, rhs_off, [])
+
+
+def _conv_direct(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf) -> None:
+    """For each batch element and output position, a row acc[o] of the output features is
+    built tap by tap and input feature by feature as acc[o] += x * w[o] (an axpy over the
+    output features: no loop-carried reduction, so it vectorises), then stored."""
+    b = em.b
+    dtype = out.aval.dtype
+    acc_dtype = _acc_dtype(dtype)
+    groups = g.fgc * g.bgc  # (at most one of them is > 1)
+    per = g.cout // groups
+    acc = em.alloc(ShapedArray((g.cout,), acc_dtype))
+    os = _strides(out.aval.shape)
+    o_stride = os[g.out_spec[1]]
+    zero = const(acc_dtype, 0)
+
+    def position(idx: list[ir.Value]) -> None:
+        n, pos = idx[0], idx[1:]
+        em.loop(g.cout, lambda o: em.store(acc, o, zero), name="o")
+        out_base = b.mul(n, _c(os[g.out_spec[0]]))
+        for d, p in zip(g.out_spec[2:], pos):
+            out_base = b.add(out_base, b.mul(p, _c(os[d])))
+
+        def group(q: ir.Value) -> None:
+            o0 = b.mul(q, _c(per))
+            n_lhs = b.add(b.mul(q, _c(g.nout)), n) if g.bgc > 1 else n
+            c0 = b.mul(q, _c(g.cin)) if g.fgc > 1 else _c(0)
+            lhs_off = b.add(b.mul(n_lhs, _c(g.l_batch)), b.mul(c0, _c(g.l_feat)))
+
+            def taps(l_off: ir.Value, r_off: ir.Value, _taps) -> None:
+                def feature(c: ir.Value) -> None:
+                    x = convert(b, em.load(lhs, b.add(l_off, b.mul(c, _c(g.l_feat)))),
+                                lhs.aval.dtype, acc_dtype)
+                    w_base = b.add(b.add(r_off, b.mul(c, _c(g.r_in))),
+                                   b.mul(o0, _c(g.r_out)))
+
+                    def axpy(o: ir.Value) -> None:
+                        w = convert(b, em.load(rhs, b.add(w_base, b.mul(o, _c(g.r_out)))),
+                                    rhs.aval.dtype, acc_dtype)
+                        at = b.add(o0, o)
+                        prod = emit_scalar(b, ew.mul_p, [acc_dtype] * 2, acc_dtype, [x, w], {})
+                        em.store(acc, at, _combine(em, reduce_sum_p, acc_dtype,
+                                                   em.load(acc, at), prod))
+                    em.loop(per, axpy, name="o")
+                em.loop(g.cin, feature, name="c")
+            _window_loops(em, g, pos, lhs_off, taps, rhs_off=_c(0))
+        if groups == 1:
+            group(_c(0))
+        else:
+            em.loop(groups, group, name="g")
+        em.loop(g.cout, lambda o: em.store(out, b.add(out_base, b.mul(o, _c(o_stride))),
+                                           convert(b, em.load(acc, o), acc_dtype, dtype)),
+                name="o")
+    em.loop_nest([g.nout] + list(g.out_space), position)
+    em.release(acc)
+
+
+def _channels_last(spec) -> bool:
+    """out_spec is (N, spatial..., C) in memory order: a gemm's [P, O] rows land in place."""
+    n = len(spec)
+    return tuple(spec) == (0, n - 1) + tuple(range(1, n - 1))
+
+
+def _chunk(nout: int, row_bytes: int) -> int:
+    """Batch elements per gemm: the largest divisor of nout whose columns fit the budget."""
+    fit = max(1, _COLS_BYTES // max(row_bytes, 1))
+    return max(d for d in range(1, min(nout, fit) + 1) if nout % d == 0)
+
+
+def _conv_gemm(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf) -> None:
+    """A chunk of batch elements at a time: cols[(n, p), (k, c)] = the input under window tap
+    k at output position p (zero in padding), then out[(n, p), o] = cols @ w2 with
+    w2[(k, c), o] = rhs[o, c, k]: one gemm per chunk."""
+    b = em.b
+    dtype = out.aval.dtype
+    npos, ntaps = math.prod(g.out_space), math.prod(g.window)
+    kc = ntaps * g.cin
+    chunk = _chunk(g.nout, npos * kc * dtype.itemsize)
+    rows = chunk * npos
+    cols = em.alloc(ShapedArray((rows, kc), dtype))
+    w2 = em.alloc(ShapedArray((kc, g.cout), dtype))
+    zero = const(dtype, 0)
+
+    def weights(kidx: list[ir.Value]) -> None:
+        r_off = _c(0)
+        for k, s in zip(kidx, g.r_space):
+            r_off = b.add(r_off, b.mul(k, _c(s)))
+        row0 = b.mul(em.linear(g.window, kidx) or _c(0), _c(g.cin))
+
+        def feature(c: ir.Value) -> None:
+            row = b.mul(b.add(row0, c), _c(g.cout))
+            r_c = b.add(r_off, b.mul(c, _c(g.r_in)))
+            em.loop(g.cout, lambda o: em.store(
+                w2, b.add(row, o), em.load(rhs, b.add(r_c, b.mul(o, _c(g.r_out))))), name="o")
+        em.loop(g.cin, feature, name="c")
+    em.loop_nest(g.window, weights)
+
+    direct = _channels_last(g.out_spec)
+    res = out if direct else em.alloc(ShapedArray((rows, g.cout), dtype))
+
+    def fill(n: ir.Value, j: ir.Value) -> None:
+        """Batch element n's rows of cols, the j-th block of the chunk."""
+        lhs_n = b.mul(n, _c(g.l_batch))
+
+        def position(pidx: list[ir.Value]) -> None:
+            p = b.add(b.mul(j, _c(npos)), em.linear(g.out_space, pidx) or _c(0))
+            row = b.mul(p, _c(kc))
+
+            def column(taps: list[ir.Value]) -> ir.Value:
+                """The first column of the block under taps (dims 0..len-1, row-major)."""
+                tap = _c(0)
+                for d, k in enumerate(taps):
+                    tap = b.add(b.mul(tap, _c(g.window[d])), k)
+                inner = math.prod(g.window[len(taps):]) * g.cin
+                return b.add(row, b.mul(tap, _c(inner)))
+
+            def copy(l_off: ir.Value, _r, taps: list[ir.Value]) -> None:
+                col = column(taps)
+                em.loop(g.cin, lambda c: em.store(cols, b.add(col, c), em.load(
+                    lhs, b.add(l_off, b.mul(c, _c(g.l_feat))))), name="c")
+
+            def zero_fill(d: int, taps: list[ir.Value]) -> None:
+                # a tap off the input at dimension d: zero every column under it
+                col = column(taps)
+                em.loop(math.prod(g.window[d + 1:]) * g.cin,
+                        lambda z: em.store(cols, b.add(col, z), zero), name="z")
+            _window_loops(em, g, pidx, lhs_n, copy, skipped=zero_fill)
+        em.loop_nest(g.out_space, position)
+
+    def scatter(n: ir.Value, j: ir.Value) -> None:
+        """Batch element n's block j of the gemm's rows into the output's layout."""
+        def one(pidx: list[ir.Value]) -> None:
+            p = b.add(b.mul(j, _c(npos)), em.linear(g.out_space, pidx) or _c(0))
+            idx: list = [None] * out.aval.ndim
+            idx[g.out_spec[0]] = n
+            for d, i in zip(g.out_spec[2:], pidx):
+                idx[d] = i
+
+            def feature(o: ir.Value) -> None:
+                idx[g.out_spec[1]] = o
+                em.store(out, em.linear(out.aval.shape, idx),
+                         em.load(res, b.add(b.mul(p, _c(g.cout)), o)))
+            em.loop(g.cout, feature, name="o")
+        em.loop_nest(g.out_space, one)
+
+    def run_chunk(ci: ir.Value) -> None:
+        n0 = b.mul(ci, _c(chunk))
+        em.loop(chunk, lambda j: fill(b.add(n0, j), j), name="j")
+        base = b.mul(n0, _c(npos * g.cout)) if direct else _c(0)
+        dst = Buf(b.gep(res.ptr, [base], inbounds=True), res.aval)
+        _emit_gemm(em, dtype, cols, w2, dst, 1, rows, g.cout, kc, False, False)
+        if not direct:
+            em.loop(chunk, lambda j: scatter(b.add(n0, j), j), name="j")
+    em.loop(g.nout // chunk, run_chunk, name="chunk")
+    for buf in (cols, w2) + (() if direct else (res,)):
+        em.release(buf)
+
+
+def _conv(em: Emitter, eqn, ins, dests):
+    lhs, rhs = [em.materialize(x) for x in ins]
+    out_aval = eqn.outvars[0].aval
+    out = dests[0] or em.alloc(out_aval)
+    if out_aval.size == 0:
+        return [out]
+    g = _Geometry(eqn, lhs.aval, rhs.aval, out_aval)
+    dtype = out_aval.dtype
+    npos, kc = math.prod(g.out_space), math.prod(g.window) * g.cin
+    gemm = (g.fgc == 1 and g.bgc == 1 and dtype in _GEMM_DTYPES
+            and lhs.aval.dtype == rhs.aval.dtype == dtype
+            and npos * g.cout * kc >= _GEMM_MIN_FLOPS and kc >= _GEMM_MIN_CONTRACT)
+    (_conv_gemm if gemm else _conv_direct)(em, g, lhs, rhs, out)
+    return [out]
+
+
+STRUCTURAL[conv_general_dilated_p] = _conv

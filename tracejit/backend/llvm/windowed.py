@@ -1,0 +1,215 @@
+"""Structural rules for windowed reductions (reduce_window_sum/max/min, the generic reduce_window
+with its computation inlined per tap) and pooling gradients (select_and_gather_add,
+select_and_scatter_add). codegen's Emitter dispatches to them through `rules.STRUCTURAL`.
+
+A window tap on padding or a base-dilation hole is a bounds test, never a read."""
+from __future__ import annotations
+
+import llvmlite.ir as ir
+import numpy as np
+
+from ...core.avals import ShapedArray
+from ...lax import elementwise as ew
+from ...lax import reduce as rd
+from ...lax import windowed as wd
+from .codegen import Buf, Emitter, Scalar, _as_value, _strides
+from .reductions import _combine
+from .rules import STRUCTURAL
+from .scalar_ops import convert, emit_scalar
+from .types import I1, I64, const, reg_type
+
+
+def _c(v: int) -> ir.Constant:
+    return ir.Constant(I64, v)
+
+
+def _taps(em: Emitter, params: dict, in_shape, pos: list[ir.Value], body, skipped=None) -> None:
+    """Loops over the window at output position `pos`: body(offset) for each tap on a real
+    operand element (row-major offset), skipped() for each tap on padding or a hole."""
+    b = em.b
+    strides = _strides(in_shape)
+    window = params["window_dimensions"]
+
+    def rec(d: int, off: ir.Value) -> None:
+        if d == len(window):
+            body(off)
+            return
+
+        def tap(k: ir.Value) -> None:
+            at = b.add(b.mul(pos[d], _c(params["window_strides"][d])),
+                       b.sub(b.mul(k, _c(params["window_dilation"][d])),
+                             _c(params["padding"][d][0])))
+            bd = params["base_dilation"][d]
+            extent = (in_shape[d] - 1) * bd + 1 if in_shape[d] else 0
+            ok = b.icmp_unsigned("<", at, _c(extent))  # negative: huge, out of bounds
+            if bd != 1:
+                ok = b.and_(ok, b.icmp_unsigned("==", b.urem(at, _c(bd)), _c(0)))
+                at = b.udiv(at, _c(bd))
+            nxt = b.add(off, b.mul(at, _c(strides[d])))
+            if skipped is None:
+                with b.if_then(ok):
+                    rec(d + 1, nxt)
+                return
+            with b.if_else(ok) as (then, otherwise):
+                with then:
+                    rec(d + 1, nxt)
+                with otherwise:
+                    # every tap below this one is off the operand too
+                    em.loop(int(np.prod(window[d + 1:], dtype=np.int64)),
+                            lambda _: skipped(), name=f"pad{d}")
+        em.loop(window[d], tap, name=f"w{d}")
+    rec(0, _c(0))
+
+
+def _out(em: Emitter, eqn, dests, k: int = 0) -> Buf:
+    return dests[k] or em.alloc(eqn.outvars[k].aval)
+
+
+def _result(em: Emitter, eqn, dests, out: Buf, k: int = 0):
+    return out if eqn.outvars[k].aval.ndim or dests[k] is not None else _as_value(em, out)
+
+
+_MONOID = {wd.reduce_window_sum_p: (rd.reduce_sum_p, "sum"),
+           wd.reduce_window_max_p: (rd.reduce_max_p, "max"),
+           wd.reduce_window_min_p: (rd.reduce_min_p, "min")}
+
+
+def _reduce_window_monoid(em: Emitter, eqn, ins, dests):
+    reducer, kind = _MONOID[eqn.primitive]
+    x = em.materialize(ins[0])
+    out = _out(em, eqn, dests)
+    dtype = out.aval.dtype
+    acc_dtype = dtype  # XLA folds a window in the operand's dtype (half floats too)
+    acc = em._entry_alloca(reg_type(acc_dtype))
+    b = em.b
+    init = const(acc_dtype, wd._identity(kind, dtype))
+
+    def element(idx):
+        b.store(init, acc)
+
+        def body(off):
+            v = convert(b, em.load(x, off), x.aval.dtype, acc_dtype)
+            if kind == "sum":  # in order, each add rounded (no reassociation), as XLA
+                total = emit_scalar(b, ew.add_p, [acc_dtype] * 2, acc_dtype, [b.load(acc), v],
+                                    {})
+            else:
+                total = _combine(em, reducer, acc_dtype, b.load(acc), v)
+            b.store(total, acc)
+        _taps(em, eqn.params, x.aval.shape, idx, body)
+        em.store(out, em.linear(out.aval.shape, idx) if out.aval.ndim else None,
+                 convert(b, b.load(acc), acc_dtype, dtype))
+    em.loop_nest(out.aval.shape, element)
+    return [_result(em, eqn, dests, out)]
+
+
+def _selects(em: Emitter, select_prim, dtype, cur: ir.Value, e: ir.Value) -> ir.Value:
+    """select(cur, e): keep the current choice (ge for max pooling, le for min)."""
+    return emit_scalar(em.b, select_prim, [dtype, dtype], np.dtype(bool), [cur, e], {})
+
+
+def _select_and_gather_add(em: Emitter, eqn, ins, dests):
+    """Per window: the tangent at the operand's selected tap; padding taps hold the select's
+    identity (-inf for ge) with tangent 0, as JAX pads them."""
+    t, x = (em.materialize(v) for v in ins)
+    out = _out(em, eqn, dests)
+    p = eqn.params
+    b = em.b
+    sel = p["select_prim"]
+    xd, td = x.aval.dtype, t.aval.dtype
+    cur = em._entry_alloca(reg_type(xd))
+    tan = em._entry_alloca(reg_type(td))
+    have = em._entry_alloca(I1)
+    pad_x = const(xd, wd._select_pad(sel, xd))
+    zero_t = const(td, 0)
+
+    def offer(e: ir.Value, te: ir.Value) -> None:
+        take = b.or_(b.not_(b.load(have)), b.not_(_selects(em, sel, xd, b.load(cur), e)))
+        with b.if_then(take):
+            b.store(e, cur)
+            b.store(te, tan)
+            b.store(ir.Constant(I1, 1), have)
+
+    def element(idx):
+        b.store(ir.Constant(I1, 0), have)
+        b.store(zero_t, tan)
+        _taps(em, p, x.aval.shape, idx, lambda off: offer(em.load(x, off), em.load(t, off)),
+              lambda: offer(pad_x, zero_t))
+        em.store(out, em.linear(out.aval.shape, idx) if out.aval.ndim else None, b.load(tan))
+    em.loop_nest(out.aval.shape, element)
+    return [_result(em, eqn, dests, out)]
+
+
+def _select_and_scatter_add(em: Emitter, eqn, ins, dests):
+    """Zero the result, then add each source element at its window's selected operand element
+    (taps on padding are never selected)."""
+    src, x = (em.materialize(v) for v in ins)
+    out = _out(em, eqn, dests)
+    p = dict(eqn.params)
+    ones = (1,) * x.aval.ndim
+    p.update(base_dilation=ones, window_dilation=ones)
+    b = em.b
+    sel = p["select_prim"]
+    xd, od = x.aval.dtype, out.aval.dtype
+    zero = const(od, 0)
+    em.loop_nest(out.aval.shape, lambda idx: em.store(
+        out, em.linear(out.aval.shape, idx) if out.aval.ndim else None, zero))
+    cur = em._entry_alloca(reg_type(xd))
+    where = em._entry_alloca(I64)
+    have = em._entry_alloca(I1)
+
+    def element(idx):
+        b.store(ir.Constant(I1, 0), have)
+
+        def body(off):
+            e = em.load(x, off)
+            take = b.or_(b.not_(b.load(have)), b.not_(_selects(em, sel, xd, b.load(cur), e)))
+            with b.if_then(take):
+                b.store(e, cur)
+                b.store(off, where)
+                b.store(ir.Constant(I1, 1), have)
+        _taps(em, p, x.aval.shape, idx, body)
+        with b.if_then(b.load(have)):
+            at = b.load(where)
+            s = em.load(src, em.linear(src.aval.shape, idx) if src.aval.ndim else None)
+            total = emit_scalar(b, ew.add_p, [od, od], od, [em.load(out, at), s], {})
+            em.store(out, at, total)
+    em.loop_nest(src.aval.shape, element)
+    return [_result(em, eqn, dests, out)]
+
+
+def _reduce_window_generic(em: Emitter, eqn, ins, dests):
+    """Each output element folds its taps through the computation's jaxpr, emitted inline on
+    scalars; padding and holes feed the init value (XLA's semantics)."""
+    p = eqn.params
+    nc = p["num_consts"]
+    consts, rest = ins[:nc], ins[nc:]
+    n = len(rest) // 2
+    xs = [em.materialize(v) for v in rest[:n]]
+    inits = [em.scalar_of(v) for v in rest[n:]]
+    outs = [_out(em, eqn, dests, k) for k in range(n)]
+    b = em.b
+    accs = [em._entry_alloca(reg_type(x.aval.dtype)) for x in xs]
+    scalar_avals = [ShapedArray((), x.aval.dtype) for x in xs]
+
+    def fold(vals: list[ir.Value]) -> None:
+        args = [Scalar(b.load(a), av) for a, av in zip(accs, scalar_avals)] + \
+            [Scalar(v, av) for v, av in zip(vals, scalar_avals)]
+        res = em.emit_jaxpr(p["jaxpr"], [], list(consts) + args)
+        for a, r in zip(accs, res):
+            b.store(em.scalar_of(r), a)
+
+    def element(idx):
+        for a, i in zip(accs, inits):
+            b.store(i, a)
+        _taps(em, p, xs[0].aval.shape, idx,
+              lambda off: fold([em.load(x, off) for x in xs]), lambda: fold(inits))
+        for o, a in zip(outs, accs):
+            em.store(o, em.linear(o.aval.shape, idx) if o.aval.ndim else None, b.load(a))
+    em.loop_nest(outs[0].aval.shape, element)
+    return [_result(em, eqn, dests, o, k) for k, o in enumerate(outs)]
+
+
+STRUCTURAL.update({prim: _reduce_window_monoid for prim in _MONOID})
+STRUCTURAL[wd.select_and_gather_add_p] = _select_and_gather_add
+STRUCTURAL[wd.select_and_scatter_add_p] = _select_and_scatter_add
+STRUCTURAL[wd.reduce_window_p] = _reduce_window_generic
