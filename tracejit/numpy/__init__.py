@@ -9,14 +9,18 @@ from . import linalg  # noqa: F401
 from ._array_api import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403
 from ._elementwise import *  # noqa: F401,F403
+from ._index_tricks import *  # noqa: F401,F403
 from ._indexing import *  # noqa: F401,F403
+from ._io import *  # noqa: F401,F403
 from ._linalg import *  # noqa: F401,F403
+from ._polynomial import *  # noqa: F401,F403
 from ._reductions import *  # noqa: F401,F403
 from ._shape import *  # noqa: F401,F403
 from ._sorting import *  # noqa: F401,F403
 from ._ufuncs import *  # noqa: F401,F403
 from ._util import array, asarray, broadcast_shapes, broadcast_to  # noqa: F401
 from ._vectorize import vectorize  # noqa: F401
+from ._windows import *  # noqa: F401,F403
 
 
 class _ScalarMeta(type):
@@ -65,6 +69,13 @@ if _dtypes.bfloat16 is not None:
         "float4_e2m1fn", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
         "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "int2", "int4",
         "uint2", "uint4"))
+float6_e2m3fn, float6_e3m2fn, int1, uint1 = (
+    _scalar_type(getattr(_ml_dtypes, n)) for n in ("float6_e2m3fn", "float6_e3m2fn", "int1",
+                                                    "uint1"))
+bool = bool_  # noqa: A001 - NumPy 2's name
+single, double, csingle, cdouble = float32, float64, complex64, complex128
+character, flexible, object_ = _np.character, _np.flexible, _np.object_
+ComplexWarning = _np.exceptions.ComplexWarning
 dtype = _np.dtype
 float_ = float64
 int_ = int64
