@@ -17,6 +17,7 @@ from ._polynomial import *  # noqa: F401,F403
 from ._calculus import *  # noqa: F401,F403
 from ._functional import *  # noqa: F401,F403
 from ._histogram import *  # noqa: F401,F403
+from ._setops import *  # noqa: F401,F403
 from ._reductions import *  # noqa: F401,F403
 from ._shape import *  # noqa: F401,F403
 from ._sorting import *  # noqa: F401,F403
