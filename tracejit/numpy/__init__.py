@@ -9,22 +9,23 @@ from . import linalg  # noqa: F401
 from ._array_api import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403
 from ._elementwise import *  # noqa: F401,F403
-from ._index_tricks import *  # noqa: F401,F403
 from ._indexing import *  # noqa: F401,F403
-from ._io import *  # noqa: F401,F403
 from ._linalg import *  # noqa: F401,F403
-from ._polynomial import *  # noqa: F401,F403
-from ._calculus import *  # noqa: F401,F403
-from ._functional import *  # noqa: F401,F403
-from ._histogram import *  # noqa: F401,F403
-from ._setops import *  # noqa: F401,F403
 from ._reductions import *  # noqa: F401,F403
 from ._shape import *  # noqa: F401,F403
 from ._sorting import *  # noqa: F401,F403
 from ._ufuncs import *  # noqa: F401,F403
 from ._util import array, asarray, broadcast_shapes, broadcast_to  # noqa: F401
 from ._vectorize import vectorize  # noqa: F401
+from ._calculus import *  # noqa: F401,F403
+from ._functional import *  # noqa: F401,F403
+from ._histogram import *  # noqa: F401,F403
+from ._index_tricks import *  # noqa: F401,F403
+from ._io import *  # noqa: F401,F403
+from ._polynomial import *  # noqa: F401,F403
+from ._setops import *  # noqa: F401,F403
 from ._windows import *  # noqa: F401,F403
+from ._ufunc_api import *  # noqa: F401,F403  (last: jnp.add & co. become jnp.ufunc objects)
 
 
 class _ScalarMeta(type):
@@ -97,4 +98,6 @@ issubdtype = _dtypes.issubdtype
 finfo = _dtypes.finfo_of
 iinfo = _dtypes.iinfo_of
 
-_MISSING_METHODS = _array_methods.install(globals())
+# operators bind the plain functions under jnp's ufunc objects (a ufunc is no method descriptor)
+_MISSING_METHODS = _array_methods.install(
+    {**globals(), **{n: f._func for n, f in globals().items() if isinstance(f, ufunc)}})
