@@ -10,7 +10,7 @@ import tracejit
 import tracejit.numpy as tnp
 from tracejit import errors
 
-from jax_oracle import assert_matches, check, check_error, jnp
+from jax_oracle import check, check_error, jnp
 
 jax = pytest.importorskip("jax")
 
