@@ -471,3 +471,15 @@ def test_vmap_matches_loop(f):
     np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.asarray(tracejit.jit(tracejit.vmap(f))(xs)), expected,
                                rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["add", "multiply", "maximum", "minimum", "bitwise_and",
+                                  "bitwise_or", "bitwise_xor", "logical_and", "logical_or",
+                                  "logical_xor"])
+@pytest.mark.parametrize("kw", [{"axis": (0, 2)}, {"axis": None, "keepdims": True},
+                                {"axis": 1, "where": True}, {"axis": -1, "initial": 1}])
+def test_ufunc_reduce_axes_where_initial_as_jax(name, kw):
+    x = (np.arange(24).reshape(2, 3, 4) * 7 % 11).astype(np.int32)
+    if kw.get("where") is True:
+        kw = {**kw, "where": x % 3 != 0, "initial": 1}
+    check(lambda np_, a: getattr(np_, name).reduce(a, **kw), x)

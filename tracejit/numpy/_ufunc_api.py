@@ -11,6 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import lax
+from ..core import dtypes
 from ..core.trace import get_aval
 from ..lax._base import canonicalize_axis
 from ..runtime.jit import eval_shape
@@ -257,6 +258,25 @@ def _reducer(reduction: Callable, takes_dtype: bool = True) -> Callable:
     return reduce
 
 
+def _require_integer(a: Any) -> Any:
+    if not (dtypes.is_int(get_aval(a).dtype) or get_aval(a).dtype == np.bool_):
+        raise ValueError(f"integer argument required; got dtype={get_aval(a).dtype}")
+    return a
+
+
+def _monoid_reducer(name: str, monoid: Any, identity: Any, logical: bool) -> Callable:
+    """reduce for the bitwise/logical ufuncs: one lax reduction over any axes (JAX's
+    _reduce_bitwise_* / _reduce_logical_*), the identity filling masked-out elements."""
+    def reduce(a, *, axis, dtype, keepdims, initial, where):
+        a = asarray(a)
+        init = np.array(identity).astype(dtype or (np.bool_ if logical else get_aval(a).dtype))
+        return _reductions._reduction(
+            a, name, monoid, init, preproc=_reductions._cast_to_bool if logical else
+            _require_integer, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial,
+            where=where)
+    return reduce
+
+
 def _scatter_at(method: str) -> Callable:
     """jnp.<f>.at through the matching `.at[...]` update (bools as ints, as JAX)."""
     def at(a, indices, b):
@@ -283,12 +303,19 @@ multiply = _binary(_ufuncs.multiply, 1, reduce=_reducer(_reductions.prod),
 subtract = _binary(_ufuncs.subtract, None, at=_scatter_at("subtract"))
 maximum = _binary(_ufuncs.maximum, None, reduce=_reducer(_reductions.max, takes_dtype=False))
 minimum = _binary(_ufuncs.minimum, None, reduce=_reducer(_reductions.min, takes_dtype=False))
-bitwise_and = _binary(_ufuncs.bitwise_and, -1)
-bitwise_or = _binary(_ufuncs.bitwise_or, 0)
-bitwise_xor = _binary(_ufuncs.bitwise_xor, 0)
-logical_and = _binary(_ufuncs.logical_and, True)
-logical_or = _binary(_ufuncs.logical_or, False)
-logical_xor = _binary(_ufuncs.logical_xor, False)
+_XOR = _reductions._Monoid(lax.reduce_xor, lax.bitwise_xor)
+bitwise_and = _binary(_ufuncs.bitwise_and, -1, reduce=_monoid_reducer(
+    "reduce_bitwise_and", _reductions._AND, -1, logical=False))
+bitwise_or = _binary(_ufuncs.bitwise_or, 0, reduce=_monoid_reducer(
+    "reduce_bitwise_or", _reductions._OR, 0, logical=False))
+bitwise_xor = _binary(_ufuncs.bitwise_xor, 0, reduce=_monoid_reducer(
+    "reduce_bitwise_xor", _XOR, 0, logical=False))
+logical_and = _binary(_ufuncs.logical_and, True, reduce=_monoid_reducer(
+    "reduce_logical_and", _reductions._AND, True, logical=True))
+logical_or = _binary(_ufuncs.logical_or, False, reduce=_monoid_reducer(
+    "reduce_logical_or", _reductions._OR, False, logical=True))
+logical_xor = _binary(_ufuncs.logical_xor, False, reduce=_monoid_reducer(
+    "reduce_logical_xor", _XOR, False, logical=True))
 logaddexp = _binary(_ufuncs.logaddexp, -np.inf)
 logaddexp2 = _binary(_ufuncs.logaddexp2, -np.inf)
 negative = ufunc(_ufuncs.negative, name="negative", nin=1, nout=1, call=_ufuncs.negative)
