@@ -18,6 +18,15 @@ from ._sorting import *  # noqa: F401,F403
 from ._ufuncs import *  # noqa: F401,F403
 from ._util import array, asarray, broadcast_shapes, broadcast_to  # noqa: F401
 from ._vectorize import vectorize  # noqa: F401
+from ._calculus import *  # noqa: F401,F403
+from ._functional import *  # noqa: F401,F403
+from ._histogram import *  # noqa: F401,F403
+from ._index_tricks import *  # noqa: F401,F403
+from ._io import *  # noqa: F401,F403
+from ._polynomial import *  # noqa: F401,F403
+from ._setops import *  # noqa: F401,F403
+from ._windows import *  # noqa: F401,F403
+from ._ufunc_api import *  # noqa: F401,F403  (last: jnp.add & co. become jnp.ufunc objects)
 
 
 class _ScalarMeta(type):
@@ -66,6 +75,13 @@ if _dtypes.bfloat16 is not None:
         "float4_e2m1fn", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
         "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "int2", "int4",
         "uint2", "uint4"))
+float6_e2m3fn, float6_e3m2fn, int1, uint1 = (
+    _scalar_type(getattr(_ml_dtypes, n)) for n in ("float6_e2m3fn", "float6_e3m2fn", "int1",
+                                                    "uint1"))
+bool = bool_  # noqa: A001 - NumPy 2's name
+single, double, csingle, cdouble = float32, float64, complex64, complex128
+character, flexible, object_ = _np.character, _np.flexible, _np.object_
+ComplexWarning = _np.exceptions.ComplexWarning
 dtype = _np.dtype
 float_ = float64
 int_ = int64
@@ -83,4 +99,6 @@ issubdtype = _dtypes.issubdtype
 finfo = _dtypes.finfo_of
 iinfo = _dtypes.iinfo_of
 
-_MISSING_METHODS = _array_methods.install(globals())
+# operators bind the plain functions under jnp's ufunc objects (a ufunc is no method descriptor)
+_MISSING_METHODS = _array_methods.install(
+    {**globals(), **{n: f._func for n, f in globals().items() if isinstance(f, ufunc)}})
