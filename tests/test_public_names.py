@@ -187,8 +187,7 @@ PUBLIC["ad_checkpoint"] = ["Offloadable", "Recompute", "Saveable", "checkpoint_n
 PUBLIC["ref"] = ["AbstractRef", "Ref", "addupdate", "empty_ref", "free_ref", "freeze", "get",
                  "new_ref", "set", "swap"]
 _OTHER_BRANCH = "built on another engineer's branch this round (merged by the lead)"
-OUT_OF_SCOPE["numpy"] = {"fft": _OTHER_BRANCH, "convolve": _OTHER_BRANCH,
-                         "correlate": _OTHER_BRANCH}
+OUT_OF_SCOPE["numpy"] = {"fft": _OTHER_BRANCH}
 OUT_OF_SCOPE.update({
     "custom_derivatives": {"remat_opt_p": "JAX's internal primitive for custom_vjp's "
                            "optimize_remat, which tracejit does not implement"},
