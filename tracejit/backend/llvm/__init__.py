@@ -1,4 +1,4 @@
 """The LLVM backend: IR for fused kernels, vectorisable math polynomials, the process JIT."""
 # the rule families fill rules' tables as they are imported; codegen's Emitter then reads them
-from . import (bits, control_flow, host_callback, index_maps, indexing, lapack,  # noqa: F401
-               linalg, reductions, sorting)
+from . import (bits, control_flow, fft, host_callback, index_maps, indexing,  # noqa: F401
+               lapack, linalg, reductions, sorting)
