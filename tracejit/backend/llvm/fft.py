@@ -23,7 +23,7 @@ from ...lax.fft import FftType, fft_p
 from .codegen import Buf, Emitter
 from .complex_ops import pack, parts
 from .rules import STRUCTURAL
-from .types import F32, F64, I64
+from .types import F32, F64, I64, mem_type
 
 _TILE = 4096            # complex elements per work buffer row block: lines per tile = this / n
 _MAX_DIRECT_PRIME = 13  # larger prime factors go through Bluestein
@@ -196,31 +196,9 @@ class _Pass:
         """The unnormalised DFT (root exp(sign 2 pi i / size)) of the `stride` interleaved
         sequences in x (element k of sequence q at k * stride + q); x and y are clobbered and
         the buffer holding the result is returned."""
-        em, b, cx = self.em, self.b, self.cx
-        nc, s, ratio = self.size, stride, 1
-        for p in self.radices:
-            m = nc // p
-
-            def per_pp(pp, p=p, m=m, s=s, ratio=ratio, x=x, y=y):
-                w = [None] * p
-                if m > 1:  # the last stage's twiddles are all 1
-                    for k in range(1, p):
-                        r = self._get(self.roots, b.mul(pp, _c(k * ratio)))
-                        w[k] = r if sign < 0 else cx.conj(r)
-                src = b.mul(pp, _c(s))
-                dst = b.mul(pp, _c(s * p))
-
-                def per_q(q):
-                    a = [self._get(x, b.add(b.add(src, q), _c(s * m * j))) for j in range(p)]
-                    out = _butterfly(cx, a, sign)
-                    for k in range(p):
-                        v = out[k] if w[k] is None else cx.mul(out[k], w[k])
-                        self._put(y, b.add(b.add(dst, q), _c(s * k)), v)
-                em.loop(s, per_q, name=f"r{p}q")
-            em.loop(m, per_pp, name=f"r{p}")
-            x, y = y, x
-            nc, s, ratio = m, s * p, ratio * p
-        return x
+        fn = _stockham_fn(self.em, self.cdtype, self.size, self.radices, sign)
+        self.b.call(fn, [x.ptr, y.ptr, self.roots.ptr, _c(stride)])
+        return y if len(self.radices) % 2 else x
 
     # --- Bluestein --------------------------------------------------------------------------
     def _bluestein_tables(self) -> None:
@@ -281,6 +259,67 @@ class _Pass:
     def result_at(self, out: Buf, k: ir.Value, ln: ir.Value):
         z = self._get(out, self.b.add(self.b.mul(k, _c(self.t)), ln))
         return self.cx.mul(z, self.chirp_at(k)) if self.bluestein else z
+
+
+def _stockham_fn(em: Emitter, cdtype: np.dtype, size: int, radices: list[int],
+                 sign: int) -> ir.Function:
+    """The Stockham FFT of one size and direction as a function of its own, shared by every
+    pass of the program that needs it: fft(x, y, roots, stride). Its own function keeps the
+    entry function small, which LLVM's O3 pipeline needs (its cost grows faster than the size
+    of one function)."""
+    name = f"tracejit_fft_{cdtype.name}_{size}_{'inv' if sign > 0 else 'fwd'}"
+    fn = em.module.globals.get(name)
+    if fn is not None:
+        return fn
+    ptr = mem_type(cdtype).as_pointer()
+    fn = ir.Function(em.module, ir.FunctionType(ir.VoidType(), [ptr, ptr, ptr, I64]), name=name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    for arg in fn.args[:3]:
+        arg.add_attribute("noalias")
+    saved = em.b
+    em.b = b = ir.IRBuilder(fn.append_basic_block("entry"))
+    try:
+        aval = ShapedArray((size,), cdtype)
+        x, y, roots = (Buf(arg, aval) for arg in fn.args[:3])
+        cx = _Cx(b, F64 if cdtype == dtypes.complex128 else F32)
+
+        def get(buf, i):
+            return parts(b, em.load(buf, i))
+
+        nc, ratio = size, 1
+        s = fn.args[3]  # the stride: the interleaved sequences, times the radices so far
+        for p in radices:
+            m = nc // p
+
+            def per_pp(pp, p=p, m=m, s=s, ratio=ratio, x=x, y=y):
+                w = [None] * p
+                if m > 1:  # the last stage's twiddles are all 1
+                    for k in range(1, p):
+                        r = get(roots, b.mul(pp, _c(k * ratio)))
+                        w[k] = r if sign < 0 else cx.conj(r)
+                src = b.mul(pp, s)
+                dst = b.mul(pp, b.mul(s, _c(p)))
+                step = b.mul(s, _c(m))
+
+                def per_q(q):
+                    at = b.add(src, q)
+                    a = [get(x, b.add(at, b.mul(step, _c(j))) if j else at) for j in range(p)]
+                    out = _butterfly(cx, a, sign)
+                    to = b.add(dst, q)
+                    for k in range(p):
+                        v = out[k] if w[k] is None else cx.mul(out[k], w[k])
+                        i = b.add(to, b.mul(s, _c(k))) if k else to
+                        em.store(y, i, pack(b, *v))
+                em.loop(s, per_q, name=f"r{p}q")
+            em.loop(m, per_pp, name=f"r{p}")
+            x, y = y, x
+            nc, ratio = m, ratio * p
+            s = b.mul(s, _c(p))
+        b.ret_void()
+    finally:
+        em.b = saved
+    return fn
 
 
 def _axis_pass(em: Emitter, src: Buf, dst: Buf, axis: int, n: int, kind: str) -> None:
