@@ -16,6 +16,7 @@ from .. import numpy as jnp
 from ..lax._base import canonicalize_axis
 from ..numpy._util import check_arraylike, promote_dtypes_inexact
 from ..transforms.api import vmap
+from ._spectral import csd, detrend, istft, stft, welch  # noqa: F401
 
 _MODES = ("full", "same", "valid")
 
