@@ -50,27 +50,31 @@ def _signals(rng, n: int, complex_dtype, batch: int = 3) -> np.ndarray:
 
 
 def _check_sizes(sizes, complex_dtype, rng, kinds=("fft", "ifft", "rfft", "irfft")) -> None:
-    """The FFT types of every size, in one jitted program per type (one compile)."""
+    """The FFT types of every size, a few sizes per jitted program (LLVM's optimiser takes
+    superlinear time in the size of one program)."""
     eps = float(np.finfo(complex_dtype).eps)
     real_dtype = np.finfo(complex_dtype).dtype
-    xs = [_signals(rng, n, complex_dtype) for n in sizes]
-    half = [x[:, :n // 2 + 1] for x, n in zip(xs, sizes)]
-    cases = [
-        ("fft", xs, lambda x, n: np.fft.fft(x)),
-        ("ifft", xs, lambda x, n: np.fft.ifft(x)),
-        ("rfft", [x.real.astype(real_dtype) for x in xs], lambda x, n: np.fft.rfft(x)),
-        ("irfft", half, lambda x, n: np.fft.irfft(x, n)),
-    ]
-    for kind, inputs, reference in [c for c in cases if c[0] in kinds]:
-        f = tracejit.jit(lambda *a, kind=kind: [tlax.fft(x, kind, (n,))
-                                                for x, n in zip(a, sizes)])
-        outs = f(*inputs)
-        for n, x, got in zip(sizes, inputs, outs):
-            got = np.asarray(got)
-            ref = reference(x.astype(np.clongdouble if kind != "rfft" else np.longdouble), n)
-            assert got.shape == ref.shape, (kind, n)
-            err = rel_error(got, ref)
-            assert err <= error_bound(n, eps), (kind, n, err / eps)
+    references = {"fft": lambda x, n: np.fft.fft(x), "ifft": lambda x, n: np.fft.ifft(x),
+                  "rfft": lambda x, n: np.fft.rfft(x), "irfft": lambda x, n: np.fft.irfft(x, n)}
+    for start in range(0, len(sizes), 8):
+        chunk = sizes[start:start + 8]
+        xs = [_signals(rng, n, complex_dtype) for n in chunk]
+        for kind in kinds:
+            if kind == "rfft":
+                inputs = [x.real.astype(real_dtype) for x in xs]
+            elif kind == "irfft":
+                inputs = [x[:, :n // 2 + 1] for x, n in zip(xs, chunk)]
+            else:
+                inputs = xs
+            f = tracejit.jit(lambda *a, kind=kind, chunk=chunk: [
+                tlax.fft(x, kind, (n,)) for x, n in zip(a, chunk)])
+            for n, x, got in zip(chunk, inputs, f(*inputs)):
+                got = np.asarray(got)
+                wide = np.longdouble if kind == "rfft" else np.clongdouble
+                ref = references[kind](x.astype(wide), n)
+                assert got.shape == ref.shape, (kind, n)
+                err = rel_error(got, ref)
+                assert err <= error_bound(n, eps), (kind, n, err / eps)
 
 
 @pytest.mark.parametrize("sizes", [SMALL, PRIMES, POW2, MIXED, ODD_RADIX],
@@ -78,7 +82,7 @@ def _check_sizes(sizes, complex_dtype, rng, kinds=("fft", "ifft", "rfft", "irfft
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])
 def test_native_fft_sizes_against_pocketfft(sizes, dtype, rng, x64):
     # (float32's small sizes: the complex and the real forward path; compiling 64 sizes of
-    # all four kinds twice would take minutes on a shared machine)
+    # all four kinds twice takes minutes on a shared machine)
     kinds = ("fft", "rfft") if sizes is SMALL and dtype == "complex64" else \
         ("fft", "ifft", "rfft", "irfft")
     _check_sizes(sizes, np.dtype(dtype), rng, kinds)
