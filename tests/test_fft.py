@@ -310,3 +310,13 @@ def test_vmap_matches_loop(in_axes, rng):
                      for i in range(y.shape[in_axes])])
     np.testing.assert_allclose(np.asarray(tracejit.jit(tracejit.vmap(h, in_axes))(y)), loop,
                                rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(1000, 30), (7, 3, 97), (5000, 2)])
+def test_many_lines_with_a_partial_last_tile(shape, rng):
+    """Lines are transformed a tile at a time; the last tile overlaps the one before it when
+    the line count is not a multiple of the tile."""
+    x = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+    got = np.asarray(tracejit.jit(lambda x: tlax.fft(x, "fft", shape[-1:]))(x))
+    ref = np.fft.fft(x.astype(np.clongdouble))
+    assert rel_error(got, ref) <= error_bound(shape[-1], float(np.finfo(np.float32).eps))
