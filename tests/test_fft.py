@@ -215,6 +215,8 @@ LAX_BAD = [
     (np.ones(4, np.complex64), "fft", (4, 4)),
     (np.ones(4, np.complex64), "fft", (3,)),
     (np.ones(4, np.complex64), "wavelet", (4,)),
+    (np.ones(10, np.complex64), "irfft", (8,)),
+    (np.ones(3, np.complex64), "irfft", (8,)),
 ]
 
 
@@ -222,6 +224,10 @@ LAX_BAD = [
 def test_lax_errors_match_jax(x, kind, lengths):
     with pytest.raises(Exception) as expected:
         jax.lax.fft(x, kind, lengths)
+    if kind == "irfft" and x.shape[-1] != lengths[-1] // 2 + 1:  # (XLA's own error text)
+        with pytest.raises(ValueError, match="IRFFT requires innermost dimension"):
+            tlax.fft(x, kind, lengths)
+        return
     with pytest.raises(type(expected.value)) as got:
         tlax.fft(x, kind, lengths)
     assert str(got.value) == str(expected.value)

@@ -64,6 +64,10 @@ def _fft_abstract(x: ShapedArray, *, fft_type: FftType, fft_lengths: tuple) -> S
         if x.shape[-k:-1] != fft_lengths[:-1]:
             raise ValueError(f"IRFFT input shape {x.shape} minor dimensions must be equal to "
                              f"all except the last fft_length, got fft_lengths={fft_lengths}")
+        if x.shape[-1] != fft_lengths[-1] // 2 + 1:  # (XLA refuses it when lowering)
+            raise ValueError(f"IRFFT requires innermost dimension to be compatible with "
+                             f"fft_length[-1]/2+1. Got: {x.shape[-1]} but fft_length is "
+                             f"{fft_lengths[-1]}.")
         return ShapedArray(x.shape[:-k] + fft_lengths, _real_of(x.dtype))
     if x.shape[-k:] != fft_lengths:
         raise ValueError(f"FFT input shape {x.shape} minor dimensions must be equal to "
