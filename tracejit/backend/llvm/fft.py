@@ -7,8 +7,8 @@ of the transform runs contiguously over the tile: a Stockham autosort FFT whose 
 is t transforms all t lines at once, with radix-4/2/3/5 (and generic odd-radix, primes up to
 13) steps, no bit reversal. A length with a larger prime factor goes through Bluestein's chirp-z
 identity on a power-of-two FFT, so every length costs O(n log n). Twiddles are filled once per
-call into a workspace table from two small float64 constant tables (exp(a + b) = exp(a) exp(b)
-with a, b exact in float64), then only loaded in the loops: no per-element trigonometry.
+call into a workspace table from two small float64 constant tables (exp(a + b) = exp(a) exp(b)),
+then only loaded in the loops: no per-element trigonometry, no megabytes of constants in the IR.
 """
 from __future__ import annotations
 
@@ -120,7 +120,8 @@ def _butterfly(cx: _Cx, a: list, sign: int) -> list:
 
 class _Roots:
     """exp(sign 2 pi i r / N) for a run-time r in [0, N), as float64 (re, im): the product of
-    two entries of small float64 constant tables (r = hi K + lo), correctly rounded each."""
+    two entries of small float64 constant tables (r = hi K + lo, K ~ sqrt N), within 4.3
+    float64 ulps of the exact root (measured up to N = 2^20)."""
 
     def __init__(self, em: Emitter, big_n: int, sign: int):
         self.em, self.k = em, max(1, math.isqrt(big_n - 1) + 1)
@@ -131,8 +132,8 @@ class _Roots:
 
     @staticmethod
     def _table(r: np.ndarray, big_n: int, sign: int) -> np.ndarray:
-        # the angle reduced to [0, pi/4]'s neighbourhood is not needed: 2 pi r / N in float64
-        # is within an ulp of the true angle, below float64 rounding of the result
+        # 2 pi (r / N) in float64 is within an ulp or two of the true angle: each entry is
+        # within about 2 ulps of its exact value
         theta = 2 * np.pi * (r / big_n)
         return (np.cos(theta) + 1j * sign * np.sin(theta)).astype(np.complex128)
 
