@@ -9,6 +9,8 @@ is t transforms all t lines at once, with radix-4/2/3/5 (and generic odd-radix, 
 identity on a power-of-two FFT, so every length costs O(n log n). Twiddles are filled once per
 call into a workspace table from two small float64 constant tables (exp(a + b) = exp(a) exp(b)),
 then only loaded in the loops: no per-element trigonometry, no megabytes of constants in the IR.
+Each Stockham size and direction is one LLVM function of its own, shared by the program's
+passes (LLVM's optimiser takes superlinear time in the size of one function).
 """
 from __future__ import annotations
 
