@@ -169,6 +169,11 @@ def cnn_grad(jax, jnp, lax, random):
     return jax.jit(jax.value_and_grad(loss)), (params, x, y)
 
 
+def rfft_2_20(jax, jnp, lax, random):
+    x = np.random.default_rng(0).standard_normal(2 ** 20).astype(np.float32)
+    return jax.jit(jnp.fft.rfft), (jnp.asarray(x),)
+
+
 WORKLOADS = [
     ("dispatch x+1 (scalar)", dispatch),
     ("softmax 3x5", softmax(3, 5)),
@@ -192,6 +197,7 @@ WORKLOADS = [
     ("Cholesky solve 512x512", cholesky_solve),
     ("batched inverse 64x(32x32)", batched_inverse),
     ("CNN forward+grad (2 conv, 32x28x28)", cnn_grad),
+    ("rfft 2^20", rfft_2_20),
 ]
 
 
@@ -273,6 +279,8 @@ NUMPY = {
     "batched inverse 64x(32x32)": lambda: (np.linalg.inv, (
         np.random.default_rng(0).standard_normal((64, 32, 32)).astype(np.float32)
         + 8 * np.eye(32, dtype=np.float32),)),
+    "rfft 2^20": lambda: (np.fft.rfft, (
+        np.random.default_rng(0).standard_normal(2 ** 20).astype(np.float32),)),
     "random.normal 10M": lambda: (
         lambda: np.random.default_rng(0).standard_normal(10_000_000, dtype=np.float32), ()),
 }

@@ -186,8 +186,12 @@ PUBLIC["ad_checkpoint"] = ["Offloadable", "Recompute", "Saveable", "checkpoint_n
                            "checkpoint_policies", "print_saved_residuals"]
 PUBLIC["ref"] = ["AbstractRef", "Ref", "addupdate", "empty_ref", "free_ref", "freeze", "get",
                  "new_ref", "set", "swap"]
-_OTHER_BRANCH = "built on another engineer's branch this round (merged by the lead)"
-OUT_OF_SCOPE["numpy"] = {"fft": _OTHER_BRANCH}
+PUBLIC["numpy.fft"] = [
+    "fft", "fft2", "fftfreq", "fftn", "fftshift", "hfft", "ifft", "ifft2", "ifftn", "ifftshift",
+    "ihfft", "irfft", "irfft2", "irfftn", "rfft", "rfft2", "rfftfreq", "rfftn"]
+PUBLIC["scipy.signal"] = ["convolve", "convolve2d", "correlate", "correlate2d", "csd", "detrend",
+                          "fftconvolve", "istft", "stft", "welch"]
+PUBLIC["scipy.fft"] = ["dct", "dctn", "idct", "idctn"]
 OUT_OF_SCOPE.update({
     "custom_derivatives": {"remat_opt_p": "JAX's internal primitive for custom_vjp's "
                            "optimize_remat, which tracejit does not implement"},

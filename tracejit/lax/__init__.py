@@ -7,6 +7,7 @@ from .convolution import *  # noqa: F401,F403
 from .cumulative import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .elementwise import add_p
+from .fft import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .parallel import *  # noqa: F401,F403

@@ -5,7 +5,7 @@ import numpy as _np
 from ..core import dtypes as _dtypes
 from ..core.array import BaseArray as ndarray  # noqa: F401  (jnp.ndarray is jax.Array)
 from . import array_methods as _array_methods
-from . import linalg  # noqa: F401
+from . import fft, linalg  # noqa: F401
 from ._array_api import *  # noqa: F401,F403
 from ._convolve import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403

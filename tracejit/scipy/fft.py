@@ -1,10 +1,8 @@
 """`jax.scipy.fft`: the type-2 discrete cosine transform and its inverse, in one and n
-dimensions (numpyro's DCT transform uses them). tracejit has no FFT primitive yet, so each
-axis's transform is a product with its N x N cosine matrix (built once per length in float64,
-O(N^2) work): the same values as JAX's FFT-based transform up to rounding."""
+dimensions (numpyro's DCT transform uses them), each axis through one complex FFT of its length
+(jnp.fft, the native lax.fft): O(N log N), as JAX's."""
 from __future__ import annotations
 
-import functools
 from typing import Any, Sequence
 
 import numpy as np
@@ -13,23 +11,39 @@ from .. import numpy as jnp
 from ..numpy._util import promote_args_inexact
 
 
-@functools.lru_cache(maxsize=64)
-def _dct2_matrix(n: int, norm: str | None, inverse: bool) -> np.ndarray:
-    """DCT-II over length n as a matrix acting on the last axis (rows: outputs), or its
-    inverse. Unnormalized: y[k] = 2 sum_j x[j] cos(pi k (2j + 1) / 2n), SciPy's definition."""
-    k = np.arange(n)[:, None]
-    j = np.arange(n)[None, :]
-    cos = np.cos(np.pi * k * (2 * j + 1) / (2 * n))  # [k, j]
-    if norm == "ortho":  # orthonormal: scale row 0 by sqrt(1/4n), the rest by sqrt(1/2n)
-        scale = np.full((n, 1), np.sqrt(1 / (2 * n)))
-        scale[0] = np.sqrt(1 / (4 * n))
-        forward = 2 * cos * scale
-        return forward.T if inverse else forward
-    if inverse:  # x[j] = (y[0] + 2 sum_{k>=1} y[k] cos(...)) / 2n
-        weights = np.full((n, 1), 2.0)
-        weights[0] = 1.0
-        return (weights * cos).T / (2 * n)
-    return 2 * cos
+def _ortho_scale(n: int) -> np.ndarray:
+    """The orthonormal DCT-II's scaling of the unnormalised one: sqrt(1/4n) for bin 0,
+    sqrt(1/2n) for the others."""
+    scale = np.full(n, np.sqrt(1 / (2 * n)))
+    scale[0] = np.sqrt(1 / (4 * n))
+    return scale
+
+
+def _dct2_last(x: Any, norm: str | None) -> Any:
+    """DCT-II along the last axis through one complex FFT of the same length (Makhoul): the
+    even samples then the odd ones reversed, transformed, turned by a quarter-bin phase."""
+    n = x.shape[-1]
+    v = jnp.concatenate([x[..., ::2], jnp.flip(x[..., 1::2], -1)], axis=-1)
+    cdtype = jnp.result_type(x.dtype, np.complex64)
+    turn = np.exp(-0.5j * np.pi * np.arange(n) / n).astype(cdtype)
+    y = 2 * jnp.real(jnp.fft.fft(v) * turn)
+    return y * _ortho_scale(n).astype(x.dtype) if norm == "ortho" else y
+
+
+def _idct2_last(y: Any, norm: str | None) -> Any:
+    """The exact inverse of _dct2_last: the spectrum of the reordered signal is rebuilt from
+    the bins k and n - k, inverse transformed, and the samples put back in order."""
+    n = y.shape[-1]
+    if norm == "ortho":
+        y = y / _ortho_scale(n).astype(y.dtype)
+    mirrored = jnp.concatenate([jnp.zeros_like(y[..., :1]), jnp.flip(y[..., 1:], -1)], axis=-1)
+    cdtype = jnp.result_type(y.dtype, np.complex64)
+    turn = np.exp(0.5j * np.pi * np.arange(n) / n).astype(cdtype)
+    v = jnp.real(jnp.fft.ifft(turn * (y - 1j * mirrored) / 2))
+    order = np.empty(n, np.int64)  # x[2j] = v[j], x[2j + 1] = v[n - 1 - j]
+    order[::2] = np.arange((n + 1) // 2)
+    order[1::2] = n - 1 - np.arange(n // 2)
+    return v[..., order]
 
 
 def _check(name: str, type: int, norm: str | None) -> None:
@@ -54,9 +68,8 @@ def _resize(x: Any, n: int | None, axis: int) -> Any:
 
 def _along(x: Any, axis: int, norm: str | None, inverse: bool) -> Any:
     x = jnp.moveaxis(x, axis, -1)
-    m = jnp.asarray(_dct2_matrix(x.shape[-1], None if norm == "backward" else norm, inverse),
-                    dtype=x.dtype)
-    return jnp.moveaxis(jnp.matmul(x, m.T), -1, axis)
+    y = _idct2_last(x, norm) if inverse else _dct2_last(x, norm)
+    return jnp.moveaxis(y, -1, axis)
 
 
 def _transform(name: str, x: Any, type: int, n: int | None, axis: int, norm: str | None,

@@ -1,17 +1,21 @@
 """jax.scipy.signal: direct convolution and correlation of N-d arrays (user-facing layer).
 
 The direct method is lax.conv_general_dilated (native loops, or im2col + gemm for large
-kernels) of the input with the flipped kernel. `fftconvolve` and method="fft" need an FFT,
-which tracejit does not have yet: they raise NotImplementedError saying so."""
+kernels) of the input with the flipped kernel; `fftconvolve` and method="fft" go through jnp.fft
+(the native lax.fft)."""
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
 from .. import lax
 from .. import numpy as jnp
-from ..numpy._util import promote_dtypes_inexact
+from ..lax._base import canonicalize_axis
+from ..numpy._util import check_arraylike, promote_dtypes_inexact
+from ..transforms.api import vmap
+from ._spectral import csd, detrend, istft, stft, welch  # noqa: F401
 
 _MODES = ("full", "same", "valid")
 
@@ -104,7 +108,50 @@ def correlate2d(in1: Any, in2: Any, mode: str = "full", boundary: str = "fill",
 
 
 def fftconvolve(in1: Any, in2: Any, mode: str = "full", axes: Any = None) -> Any:
-    """Not available: tracejit has no FFT yet (use convolve, the direct method)."""
-    raise NotImplementedError("jax.scipy.signal.fftconvolve needs an FFT, which tracejit does "
-                              "not have yet; signal.convolve(..., method='direct') computes the "
-                              "same result directly")
+    """The N-d convolution of in1 and in2 through the FFT ("full", "same" or "valid"); `axes`
+    names the convolved axes, the others are mapped (they must agree in size)."""
+    check_arraylike("fftconvolve", in1, in2)
+    in1, in2 = promote_dtypes_inexact(in1, in2)
+    if in1.ndim != in2.ndim:
+        raise ValueError("in1 and in2 should have the same dimensionality")
+    if mode not in _MODES:
+        raise ValueError("mode must be one of ['same', 'full', 'valid']")
+    conv = functools.partial(_fftconvolve_unbatched, mode=mode)
+    if axes is None:
+        return conv(in1, in2)
+    axes = (axes,) if isinstance(axes, int) else tuple(axes)
+    axes = tuple(canonicalize_axis(ax, in1.ndim) for ax in axes)
+    mapped = set(range(in1.ndim)) - set(axes)
+    if any(in1.shape[i] != in2.shape[i] for i in mapped):
+        raise ValueError(f"mapped axes must have same shape; got in1.shape={in1.shape} "
+                         f"in2.shape={in2.shape} axes={axes}")
+    for ax in sorted(mapped):
+        conv = vmap(conv, in_axes=ax, out_axes=ax)
+    return conv(in1, in2)
+
+
+def _fftconvolve_unbatched(in1: Any, in2: Any, mode: str) -> Any:
+    full_shape = tuple(s1 + s2 - 1 for s1, s2 in zip(in1.shape, in2.shape))
+    if mode == "valid":
+        no_swap = all(s1 >= s2 for s1, s2 in zip(in1.shape, in2.shape))
+        swap = all(s1 <= s2 for s1, s2 in zip(in1.shape, in2.shape))
+        if not (no_swap or swap):
+            raise ValueError("For 'valid' mode, One input must be at least as large as the "
+                             "other in every dimension.")
+        if swap:
+            in1, in2 = in2, in1
+    if all(s1 == 1 or s2 == 1 for s1, s2 in zip(in1.shape, in2.shape)):
+        conv = in1 * in2  # (no axis longer than one on both sides: a broadcast product)
+    else:
+        complex_in = jnp.iscomplexobj(in1)
+        fwd = jnp.fft.fftn if complex_in else jnp.fft.rfftn
+        inv = jnp.fft.ifftn if complex_in else jnp.fft.irfftn
+        conv = inv(fwd(in1, full_shape) * fwd(in2, full_shape), full_shape)
+    if mode == "full":
+        out_shape = full_shape
+    elif mode == "same":
+        out_shape = in1.shape
+    else:
+        out_shape = tuple(s1 - s2 + 1 for s1, s2 in zip(in1.shape, in2.shape))
+    start = tuple((f - o) // 2 for f, o in zip(full_shape, out_shape))
+    return lax.dynamic_slice(conv, start, out_shape)
