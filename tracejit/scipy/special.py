@@ -700,3 +700,8 @@ def _erfcx_jvp(primals, tangents):
     (x,), (x_dot,) = primals, tangents
     y = erfcx(x)
     return y, (2 * x * y - 2 / math.sqrt(np.pi)) * x_dot
+
+
+# functions built from rational approximations, series and quadrature (imported last: that
+# module uses gamma and digamma from this one)
+from .special_approx import bessel_jn, dawsn, hyp1f1, owens_t, sici, wofz  # noqa: E402,F401
