@@ -155,7 +155,7 @@ OUT_OF_SCOPE.update({
     "random": {"random_gamma_p": "gamma sampling is a custom_jvp over lax loops, not a "
                                  "primitive (not yet: issue 11)"},
     "scipy.special": {n: "not implemented yet (issue 11)"
-                      for n in ("fresnel", "hyp2f1", "sph_harm_y")},
+                      for n in ("fresnel", "sph_harm_y")},
 })
 
 

@@ -1,4 +1,4 @@
-"""jax.scipy.special's dawsn, wofz, sici, owens_t, bessel_jn, hyp1f1 (special_approx.py):
+"""jax.scipy.special's dawsn, wofz, sici, owens_t, bessel_jn, hyp1f1, hyp2f1 (special_approx):
 values against SciPy (float64 to 1e-12 relative, float32 to a few float32 ulps: the documented
 accuracy of the rational approximations and series JAX uses), eagerly and under jit (native)
 and vmap; dtypes and errors against real JAX; gradients against central differences and JAX."""
@@ -139,3 +139,39 @@ def test_dtypes_errors_and_gradients_as_jax():
     g = tracejit.grad(lambda h_, a: ts.owens_t(h_, a), argnums=(0, 1))(0.4, 2.5)
     gj = jax.grad(lambda h_, a: js.owens_t(h_, a), argnums=(0, 1))(0.4, 2.5)
     np.testing.assert_allclose(g, gj, rtol=1e-5)
+
+
+def _hyp2f1_points():
+    rng = np.random.default_rng(1)
+    n = 40
+    a, b = rng.uniform(-3, 3, n), rng.uniform(-3, 3, n)
+    c, x = rng.uniform(0.5, 5, n), rng.uniform(-2, 0.99, n)
+    a[:5] = [-2, -3, 0, 1, 2]  # terminating sums and a = 0
+    x[5:10] = [0.95, 0.97, 0.999, 1.0, 0.5]
+    c[5:8] = a[5:8] + b[5:8] + np.array([1, 2, 0.0])  # c - a - b an integer near x = 1
+    return a, b, c, x
+
+
+def test_hyp2f1_against_jax_and_scipy(x64):
+    """Every branch (special cases, terminating sums, Euler's transformation, the digamma
+    series near 1) against JAX's hyp2f1; against SciPy where the plain series converges."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    try:
+        a, b, c, x = _hyp2f1_points()
+        theirs = np.asarray(jax.scipy.special.hyp2f1(a, b, c, x))
+        tg = jax.grad(jax.scipy.special.hyp2f1, argnums=(0, 1, 2, 3))(0.3, 0.7, 1.9, 0.4)
+    finally:
+        jax.config.update("jax_enable_x64", False)
+    for got in (ts.hyp2f1(a, b, c, x), tracejit.jit(ts.hyp2f1)(a, b, c, x)):
+        np.testing.assert_allclose(got, theirs, rtol=1e-12, atol=1e-14)
+    inside = (np.abs(x) < 0.9) & (c > 0)
+    np.testing.assert_allclose(np.asarray(ts.hyp2f1(a, b, c, x))[inside],
+                               ss.hyp2f1(a, b, c, x)[inside], rtol=1e-10)
+    g = tracejit.grad(ts.hyp2f1, argnums=(0, 1, 2, 3))(0.3, 0.7, 1.9, 0.4)
+    np.testing.assert_allclose(g, tg, rtol=1e-10)
+    h = 1e-6
+    numeric = (ts.hyp2f1(0.3, 0.7, 1.9, 0.4 + h) - ts.hyp2f1(0.3, 0.7, 1.9, 0.4 - h)) / (2 * h)
+    np.testing.assert_allclose(g[3], numeric, rtol=1e-7)
+    f32 = [v.astype(np.float32) for v in (a, b, c, x)]
+    assert ts.hyp2f1(*f32).dtype == np.float32

@@ -1,5 +1,5 @@
 """jax.scipy.special's functions built from rational approximations, series and quadrature
-(dawsn, wofz, sici, owens_t, bessel_jn, hyp1f1), as jnp compositions following JAX's
+(dawsn, wofz, sici, owens_t, bessel_jn, hyp1f1, hyp2f1), as jnp compositions following JAX's
 algorithms, so they trace, batch and compile natively; derivatives are closed forms."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ..core.trace import concrete_value, get_aval
 from ..numpy._util import promote_args_inexact
 from ..transforms.api import custom_jvp
 
-__all__ = ["dawsn", "wofz", "sici", "owens_t", "bessel_jn", "hyp1f1"]
+__all__ = ["dawsn", "wofz", "sici", "owens_t", "bessel_jn", "hyp1f1", "hyp2f1"]
 
 
 def _c(x: Any, value: Any) -> Any:
@@ -395,3 +395,172 @@ def _hyp1f1_jvp(primals, tangents):
     d_b = _series_terms(a, b, x, lambda k: digamma(b) - digamma(b + k))
     d_x = a / b * _hyp1f1(a + 1, b + 1, x)
     return ans, d_a * a_dot + d_b * b_dot + d_x * x_dot
+
+
+# --- Gauss's hypergeometric function -------------------------------------------------------------
+
+def _near_int(v: Any, eps: float) -> Any:
+    return jnp.abs(v - jnp.round(v)) < eps
+
+
+def _hyp2f1_series(a, b, c, x):
+    """Σ (a)_k (b)_k / (c)_k x^k / k! per element, until a term is below eps of the sum."""
+    rtol = dtypes.finfo_of(get_aval(x).dtype).eps
+
+    def cond(state):
+        total, k, term = state
+        return (k < 250) & (lax.abs(term) > rtol * lax.abs(total))
+
+    def body(state):
+        total, k, term = state
+        return total + term, k + 1, term * (a + k - 1) * (b + k - 1) / (c + k - 1) / k * x
+    return _lanewise_while(cond, body, (_c(x, 0.0), _c(x, 1.0), _c(x, 1.0)))[0]
+
+
+def _hyp2f1_terminal(a, b, c, x):
+    """The finite sum when a (or b, swapped in) is a non-positive integer: |a| + 1 terms."""
+    eps = dtypes.finfo_of(get_aval(x).dtype).eps * 50
+    swap = (b < a) & _near_int(b, eps) & ~((c % 1 == 0) & (c <= 0) & (c > b))
+    a, b = jnp.where(swap, b, a), jnp.where(swap, a, b)
+    a = jnp.abs(a)
+
+    def cond(state):
+        i, _, _ = state
+        return i < a + 1
+
+    def body(state):
+        i, total, term = state
+        term = term * -(a - i + 1) / (c + i - 1) * (b + i - 1) / i * x
+        return i + 1, total + term, term
+    return _lanewise_while(cond, body, (_c(x, 1.0), _c(x, 1.0), _c(x, 1.0)))[1]
+
+
+def _hyp2f1_digamma_transform(a, b, c, x):
+    """1 - x transformation for x > 0.9 where c - a - b is (near) an integer (Abramowitz and
+    Stegun 15.3.10-12, as Cephes evaluates them with digamma series)."""
+    from .special import digamma, gamma
+    rtol = dtypes.finfo_of(get_aval(x).dtype).eps
+    d = c - a - b
+    s = 1 - x
+    rd = jnp.round(d)
+    e = jnp.where(rd >= 0, d, -d)
+    d1 = jnp.where(rd >= 0, d, _c(d, 0.0))
+    d2 = jnp.where(rd >= 0, _c(d, 0.0), d)
+    ard = jnp.where(rd >= 0, rd, -rd)
+    ax = jnp.log(s)
+    y = (digamma(_c(x, 1.0)) + digamma(1.0 + e) - digamma(a + d1) - digamma(b + d1) - ax)
+    y = y / gamma(e + 1.0)
+    p = (a + d1) * (b + d1) * s / gamma(e + 2.0)
+
+    def cond(state):
+        _, q, t, y_ = state
+        return (t < 250) & (jnp.abs(q) >= rtol * jnp.abs(y_))
+
+    def body(state):
+        p_, _, t, y_ = state
+        r = (digamma(1.0 + t) + digamma(1.0 + t + e) - digamma(a + t + d1) -
+             digamma(b + t + d1) - ax)
+        q = p_ * r
+        p_ = p_ * s * (a + t + d1) / (t + 1.0) * (b + t + d1) / (t + 1.0 + e)
+        return p_, q, t + 1.0, y_ + q
+    _, _, _, y = _lanewise_while(cond, body, (p, y, _c(x, 1.0), y))
+
+    def sum_cond(state):
+        i, _, _, _ = state
+        return i < ard
+
+    def sum_body(state):
+        i, p_, t, y1 = state
+        p_ = p_ * s * (a + t + d2) * (b + t + d2) / (1.0 - e + t)
+        t = t + 1.0
+        p_ = p_ / t
+        return i + 1, p_, t, y1 + p_
+    one = _c(x, 1.0)
+    y1 = _lanewise_while(sum_cond, sum_body, (one, one, _c(x, 0.0), one))[3]
+    gc = gamma(c)
+    y1 = y1 * gamma(e) * gc / (gamma(a + d1) * gamma(b + d1))
+    y_sum = y * gc / (gamma(a + d2) * gamma(b + d2))
+    y_sum = jnp.where(ard.astype(np.int32) & 1 != 0, -y_sum, y_sum)
+    q = s ** rd
+    summed = jnp.where(rd > 0, y_sum * q + y1, y_sum + y1 * q)
+    return jnp.where(rd == 0, y * gc / (gamma(a) * gamma(b)), summed)
+
+
+def _hyp2f1_terminal_or_series(a, b, c, x):
+    eps = dtypes.finfo_of(get_aval(x).dtype).eps * 50
+    d = c - a - b
+    neg_int = ((a <= 0) & _near_int(a, eps)) | ((b <= 0) & _near_int(b, eps))
+    index = jnp.where((x > 0.9) & ~neg_int, jnp.where(~_near_int(d, eps), 0, 1),
+                      jnp.where(neg_int, 2, 0))
+    # each method on stand-ins where it is not chosen, so its loop ends at once there
+    zero = _c(x, 0.0)
+    series = _hyp2f1_series(a, b, c, jnp.where(index == 0, x, zero))
+    digamma_sum = _hyp2f1_digamma_transform(a, b, jnp.where(index == 1, c, a + b + 1.0),
+                                            jnp.where(index == 1, x, _c(x, 0.95)))
+    terminal = _hyp2f1_terminal(jnp.where(index == 2, a, zero), jnp.where(index == 2, b, zero),
+                                c, x)
+    return lax.select_n(index.astype(np.int32), series, digamma_sum, terminal)
+
+
+def hyp2f1(a: Any, b: Any, c: Any, x: Any) -> Any:
+    """Gauss's 2F1(a, b; c; x) = Σ (a)_k (b)_k / (c)_k x^k / k! for real arguments, x <= 1
+    (inf beyond), with JAX's special cases, Euler's transformation for c - a - b <= -1 and the
+    digamma series near x = 1."""
+    a, b, c, x = promote_args_inexact("hyp2f1", a, b, c, x)
+    a, b, c, x = jnp.broadcast_arrays(a, b, c, x)
+    return _hyp2f1(a, b, c, x)
+
+
+@custom_jvp
+def _hyp2f1(a, b, c, x):
+    from .special import gamma
+    eps = dtypes.finfo_of(get_aval(x).dtype).eps * 50
+    d = c - a - b
+    s = 1 - x
+    ca, cb = c - a, c - b
+    index = jnp.where(
+        (x == 0) | (((a == 0) | (b == 0)) & (c != 0)), 0,
+        jnp.where((c == 0) | ((c < 0) & (c % 1 == 0)), 1,
+                  jnp.where((d <= -1) & ~(~_near_int(d, eps) & (s < 0)), 2,
+                            jnp.where((d <= 0) & (x == 1), 1,
+                                      jnp.where((x < 1) & (b == c), 3,
+                                                jnp.where((x < 1) & (a == c), 4,
+                                                          jnp.where(x > 1, 1,
+                                                                    jnp.where(x == 1, 5,
+                                                                              6))))))))
+    # the two series on stand-ins (x = 0: one term) where their branch is not taken
+    zero = _c(x, 0.0)
+    euler = s ** d * _hyp2f1_terminal_or_series(ca, cb, c, jnp.where(index == 2, x, zero))
+    direct = _hyp2f1_terminal_or_series(a, b, c, jnp.where(index == 6, x, zero))
+    at_one = gamma(c) * gamma(d) / (gamma(ca) * gamma(cb))
+    return lax.select_n(index.astype(np.int32), _c(x, 1.0), _c(x, np.inf), euler, s ** (-a),
+                        s ** (-b), at_one, direct)
+
+
+def _hyp2f1_param_series(a, b, c, x, weight):
+    """Σ_k≥1 term_k · weight(k), term_k = (a)_k (b)_k / (c)_k x^k / k!: the derivatives in the
+    parameters (JAX's series, from the Wolfram functions site's formulas)."""
+    eps = dtypes.finfo_of(get_aval(x).dtype).eps
+
+    def cond(state):
+        total, k, term = state
+        return (k < 250) & (lax.abs(term) / lax.abs(total) > eps)
+
+    def body(state):
+        total, k, term = state
+        return (total + term * weight(k), k + 1,
+                term * (a + k) * (b + k) / (c + k) / (k + 1) * x)
+    return _lanewise_while(cond, body, (_c(x, 0.0), _c(x, 1.0), a * b / c * x))[0]
+
+
+@_hyp2f1.defjvp
+def _hyp2f1_jvp(primals, tangents):
+    from .special import digamma
+    a, b, c, x = primals
+    a_dot, b_dot, c_dot, x_dot = tangents
+    ans = _hyp2f1(a, b, c, x)
+    d_a = _hyp2f1_param_series(a, b, c, x, lambda k: digamma(a + k) - digamma(a))
+    d_b = _hyp2f1_param_series(a, b, c, x, lambda k: digamma(b + k) - digamma(b))
+    d_c = _hyp2f1_param_series(a, b, c, x, lambda k: digamma(c) - digamma(c + k))
+    d_x = a * b / c * _hyp2f1(a + 1, b + 1, c + 1, x)
+    return ans, d_a * a_dot + d_b * b_dot + d_c * c_dot + d_x * x_dot
