@@ -1,4 +1,4 @@
-"""jax.scipy.special's dawsn, wofz, sici, owens_t, bessel_jn, hyp1f1, hyp2f1 (special_approx):
+"""jax.scipy.special's dawsn, wofz, sici, owens_t, bessel_jn, hyp1f1, hyp2f1, fresnel:
 values against SciPy (float64 to 1e-12 relative, float32 to a few float32 ulps: the documented
 accuracy of the rational approximations and series JAX uses), eagerly and under jit (native)
 and vmap; dtypes and errors against real JAX; gradients against central differences and JAX."""
@@ -19,6 +19,7 @@ A = np.concatenate([RNG.standard_normal(40) * 2, [1.0, 0.0, 5.0]])
 KA = RNG.uniform(-3, 3, 30)
 KB = RNG.uniform(0.5, 4, 30)
 KX = np.concatenate([RNG.uniform(-6, 6, 28), [120.0, 150.0]])
+FX = np.concatenate([np.linspace(-12, 12, 121), [1.6, 1e5, -1e6, np.inf, -np.inf]])
 
 # (name, our call, SciPy's, arguments, float32 / float64 tolerance: (rtol, atol))
 CASES = {
@@ -32,6 +33,11 @@ CASES = {
                                                                     (1e-12, 1e-16))),
     # float32: the alternating series for x < 0 cancels (1e-4); x = 120, 150 (the asymptotic
     # expansion) overflow float32, as in JAX, and are checked in float64 only
+    # Cephes' float32 fresnlf returns 1/2 beyond x² >= 2.5625 ... 36974: 3.2e-6 at x = 12
+    "fresnel_s": (lambda x: ts.fresnel(x)[0], lambda x: ss.fresnel(x)[0], (FX,),
+                  ((0, 4e-6), (0, 2e-15))),
+    "fresnel_c": (lambda x: ts.fresnel(x)[1], lambda x: ss.fresnel(x)[1], (FX,),
+                  ((0, 4e-6), (0, 2e-15))),
     "hyp1f1": (lambda a, b, x: ts.hyp1f1(a, b, x), ss.hyp1f1, (KA, KB, KX),
                ((1e-4, 1e-7), (1e-12, 1e-14))),
 }
@@ -100,6 +106,8 @@ def test_gradients_against_central_differences(x64):
         "owens_t": (lambda h_, a: ts.owens_t(h_, a), (0.6, 1.7)),
         "hyp1f1": (lambda a, b, x: ts.hyp1f1(a, b, x), (0.7, 1.9, 2.3)),
         "bessel_jn": (lambda z: ts.bessel_jn(z, v=3)[3], (2.2,)),
+        "fresnel_s": (lambda x: ts.fresnel(x)[0], (1.3,)),
+        "fresnel_c": (lambda x: ts.fresnel(x)[1], (-2.1,)),
     }
     for name, (f, at) in points.items():
         grads = tracejit.grad(f, argnums=tuple(range(len(at))))(*at)
@@ -122,6 +130,7 @@ def test_dtypes_errors_and_gradients_as_jax():
         (ts.hyp1f1, js.hyp1f1, (1, 2, np.float32(0.5))),
         (lambda x: ts.sici(x)[0], lambda x: js.sici(x)[0], (np.float16(0.5),)),
         (lambda x: ts.bessel_jn(x, v=1), lambda x: js.bessel_jn(x, v=1), (np.float32(0.5),)),
+        (lambda x: ts.fresnel(x)[1], lambda x: js.fresnel(x)[1], (np.float16(0.5),)),
     ]:
         a, b = ours(*args), theirs(*args)
         assert np.asarray(a).dtype == np.asarray(b).dtype and np.shape(a) == np.shape(b)

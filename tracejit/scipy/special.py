@@ -704,4 +704,5 @@ def _erfcx_jvp(primals, tangents):
 
 # functions built from rational approximations, series and quadrature (imported last: that
 # module uses gamma and digamma from this one)
-from .special_approx import bessel_jn, dawsn, hyp1f1, hyp2f1, owens_t, sici, wofz  # noqa: E402,F401
+from .special_approx import (  # noqa: E402,F401
+    bessel_jn, dawsn, fresnel, hyp1f1, hyp2f1, owens_t, sici, wofz)

@@ -1,5 +1,5 @@
 """jax.scipy.special's functions built from rational approximations, series and quadrature
-(dawsn, wofz, sici, owens_t, bessel_jn, hyp1f1, hyp2f1), as jnp compositions following JAX's
+(dawsn, wofz, sici, owens_t, bessel_jn, hyp1f1, hyp2f1, fresnel): jnp compositions of JAX's
 algorithms, so they trace, batch and compile natively; derivatives are closed forms."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ..core.trace import concrete_value, get_aval
 from ..numpy._util import promote_args_inexact
 from ..transforms.api import custom_jvp
 
-__all__ = ["dawsn", "wofz", "sici", "owens_t", "bessel_jn", "hyp1f1", "hyp2f1"]
+__all__ = ["dawsn", "wofz", "sici", "owens_t", "bessel_jn", "hyp1f1", "hyp2f1", "fresnel"]
 
 
 def _c(x: Any, value: Any) -> Any:
@@ -564,3 +564,122 @@ def _hyp2f1_jvp(primals, tangents):
     d_c = _hyp2f1_param_series(a, b, c, x, lambda k: digamma(c) - digamma(c + k))
     d_x = a * b / c * _hyp2f1(a + 1, b + 1, c + 1, x)
     return ans, d_a * a_dot + d_b * b_dot + d_c * c_dot + d_x * x_dot
+
+
+# --- Fresnel integrals ---------------------------------------------------------------------------
+
+# Cephes' fresnl (float64: rational; float32: fresnlf's polynomials), highest degree first
+_FRESNEL64 = {
+    "sn": (-2.99181919401019853726e3, 7.08840045257738576863e5, -6.29741486205862506537e7,
+           2.54890880573376359104e9, -4.42979518059697779103e10, 3.18016297876567817986e11),
+    "sd": (1.0, 2.81376268889994315696e2, 4.55847810806532581675e4, 5.17343888770096400730e6,
+           4.19320245898111231129e8, 2.24411795645340920940e10, 6.07366389490084639049e11),
+    "cn": (-4.98843114573573548651e-8, 9.50428062829859605134e-6, -6.45191435683965050962e-4,
+           1.88843319396703850064e-2, -2.05525900955013891793e-1, 9.99999999999999998822e-1),
+    "cd": (3.99982968972495980367e-12, 9.15439215774657478799e-10, 1.25001862479598821474e-7,
+           1.22262789024179030997e-5, 8.68029542941784300606e-4, 4.12142090722199792936e-2,
+           1.00000000000000000118e0),
+    "fn": (4.21543555043677546506e-1, 1.43407919780758885261e-1, 1.15220955073585758835e-2,
+           3.45017939782574027900e-4, 4.63613749287867322088e-6, 3.05568983790257605827e-8,
+           1.02304514164907233465e-10, 1.72010743268161828879e-13, 1.34283276233062758925e-16,
+           3.76329711269987889006e-20),
+    "fd": (1.0, 7.51586398353378947175e-1, 1.16888925859191382142e-1, 6.44051526508858611005e-3,
+           1.55934409164153020873e-4, 1.84627567348930545870e-6, 1.12699224763999035261e-8,
+           3.60140029589371370404e-11, 5.88754533621578410010e-14, 4.52001434074129701496e-17,
+           1.25443237090011264384e-20),
+    "gn": (5.04442073643383265887e-1, 1.97102833525523411709e-1, 1.87648584092575249293e-2,
+           6.84079380915393090172e-4, 1.15138826111884280931e-5, 9.82852443688422223854e-8,
+           4.45344415861750144738e-10, 1.08268041139020870318e-12, 1.37555460633261799868e-15,
+           8.36354435630677421531e-19, 1.86958710162783235106e-22),
+    "gd": (1.0, 1.47495759925128324529e0, 3.37748989120019970451e-1, 2.53603741420338795122e-2,
+           8.14679107184306179049e-4, 1.27545075667729118702e-5, 1.04314589657571990585e-7,
+           4.60680728146520428211e-10, 1.10273215066240270757e-12, 1.38796531259578871258e-15,
+           8.39158816283118707363e-19, 1.86958710162783236342e-22),
+}
+_FRESNEL32 = {
+    "sn": (1.647629463788700e-9, -1.522754752581096e-7, 8.424748808502400e-6,
+           -3.120693124703272e-4, 7.244727626597022e-3, -9.228055941124598e-2,
+           5.235987735681432e-1),
+    "cn": (1.416802502367354e-8, -1.157231412229871e-6, 5.387223446683264e-5,
+           -1.604381798862293e-3, 2.818489036795073e-2, -2.467398198317899e-1,
+           9.999999760004487e-1),
+    "fn": (-1.903009855649792e12, 1.355942388050252e11, -4.158143148511033e9,
+           7.343848463587323e7, -8.732356681548485e5, 8.560515466275470e3,
+           -1.032877601091159e2, 2.999401847870011e0),
+    "gn": (-1.860843997624650e11, 1.278350673393208e10, -3.779387713202229e8,
+           6.492611570598858e6, -7.787789623358162e4, 8.602931494734327e2,
+           -1.493439396592284e1, 9.999841934744914e-1),
+}
+
+
+def _sincospi_half_square(x: Any) -> tuple[Any, Any]:
+    """sin(π x²/2), cos(π x²/2) accurately for large x: the angle is reduced mod 2 exactly
+    first, (x²/2) mod 2 = (s (x - s/2)) mod 2 with s = x mod 2."""
+    x = jnp.abs(x)
+    s = jnp.fmod(x, 2.0)
+    r = jnp.fmod(s * (x - s / 2), 2.0)
+    sinpi = jnp.where(r < 0.5, jnp.sin(np.pi * r),
+                      jnp.where(r > 1.5, jnp.sin(np.pi * (r - 2.0)), -jnp.sin(np.pi * (r - 1.0))))
+    cospi = jnp.where(r == 0.5, _c(r, 0.0),
+                      jnp.where(r < 1.0, -jnp.sin(np.pi * (r - 0.5)), jnp.sin(np.pi * (r - 1.5))))
+    return sinpi, cospi
+
+
+def fresnel(x: Any) -> tuple[Any, Any]:
+    """The Fresnel integrals (S(x), C(x)) of sin(π t²/2) and cos(π t²/2) from 0 to x (Cephes'
+    approximations, accurate on [-10, 10] and asymptotically beyond; half types in float32)."""
+    (x,) = promote_args_inexact("fresnel", x)
+    if get_aval(x).dtype.kind == "c":
+        raise NotImplementedError("Support for complex-valued inputs is not implemented yet.")
+    return _fresnel(x)
+
+
+@custom_jvp
+def _fresnel(x: Any) -> tuple[Any, Any]:
+    dtype = get_aval(x).dtype
+    xx = x if dtype in (np.float32, np.float64) else x.astype(np.float32)
+    single = get_aval(xx).dtype == np.float32
+    k = _FRESNEL32 if single else _FRESNEL64
+    ax = jnp.abs(xx)
+    x2 = ax * ax
+    t = x2 * x2
+    if single:
+        s_small = ax * x2 * _poly(k["sn"], t)
+        c_small = ax * _poly(k["cn"], t)
+    else:
+        s_small = ax * x2 * _poly(k["sn"], t) / _poly(k["sd"], t)
+        c_small = ax * _poly(k["cn"], t) / _poly(k["cd"], t)
+    sinpi, cospi = _sincospi_half_square(ax)
+    if single:
+        c_large = s_large = _c(ax, 0.5)
+    else:
+        c_large = 0.5 + 1 / (np.pi * ax) * sinpi
+        s_large = 0.5 - 1 / (np.pi * ax) * cospi
+    tt = np.pi * x2
+    u = 1.0 / (tt * tt)
+    tt = 1.0 / tt
+    if single:
+        f = 1.0 - u * _poly(k["fn"], u)
+        g = tt * _poly(k["gn"], u)
+    else:
+        f = 1.0 - u * _poly(k["fn"], u) / _poly(k["fd"], u)
+        g = tt * _poly(k["gn"], u) / _poly(k["gd"], u)
+    tt = np.pi * ax
+    c_other = 0.5 + (f * sinpi - g * cospi) / tt
+    s_other = 0.5 - (f * cospi + g * sinpi) / tt
+    is_inf = jnp.isinf(xx)
+    small = x2 < 2.5625
+    large = ax > 36974.0
+    half = _c(ax, 0.5)
+    s = jnp.where(is_inf, half, jnp.where(small, s_small, jnp.where(large, s_large, s_other)))
+    c = jnp.where(is_inf, half, jnp.where(small, c_small, jnp.where(large, c_large, c_other)))
+    neg = xx < 0.0
+    s, c = jnp.where(neg, -s, s), jnp.where(neg, -c, c)
+    return s.astype(dtype), c.astype(dtype)
+
+
+@_fresnel.defjvp
+def _fresnel_jvp(primals, tangents):
+    (x,), (x_dot,) = primals, tangents
+    sinpi, cospi = _sincospi_half_square(x)
+    return _fresnel(x), (sinpi * x_dot, cospi * x_dot)
