@@ -35,7 +35,7 @@ def test_shape_helpers_match_jax(jax):
     jl = jax.lax
     _same(_both(lax.reciprocal, X), jl.reciprocal(X))
     for args in [(1,), (0, 2), (-2, None), (1, 1)]:
-        _same(_both(lambda x: lax.collapse(x, *args), X), jl.collapse(X, *args))
+        _same(_both(lambda x, args=args: lax.collapse(x, *args), X), jl.collapse(X, *args))
     with pytest.raises(ValueError, match="Invalid dimension range"):
         lax.collapse(X, 2, 1)
     for shape in [(4, 1), (5,), (1, 1, 5), ()]:
@@ -44,7 +44,8 @@ def test_shape_helpers_match_jax(jax):
     idx = (np.array([0, 2, -1]), np.array([1, 5, 3]))
     _same(_both(lambda x: lax.index_take(x, idx, (0, 2)), X), jl.index_take(X, idx, (0, 2)))
     for sizes, axis in [((1, 3), 1), ((2, 0, 3), -1), ((3,), 0)]:
-        for a, b in zip(_both(lambda x: lax.split(x, sizes, axis), X), jl.split(X, sizes, axis)):
+        ours = _both(lambda x, sizes=sizes, axis=axis: lax.split(x, sizes, axis), X)
+        for a, b in zip(ours, jl.split(X, sizes, axis)):
             _same(a, b)
     with pytest.raises(ValueError):
         lax.split(X, (1, 1), 0)
@@ -116,7 +117,7 @@ def test_reduce_precision_float64_and_grad(jax):
         v = FLOATS.astype(np.float64) * 1e10
         for e, m in [(8, 23), (5, 10), (11, 30)]:
             theirs = np.asarray(jax.lax.reduce_precision(v, e, m))
-            ours = np.asarray(_both(lambda x: lax.reduce_precision(x, e, m), v))
+            ours = np.asarray(_both(lambda x, e=e, m=m: lax.reduce_precision(x, e, m), v))
             np.testing.assert_array_equal(ours.view(np.uint64), theirs.view(np.uint64))
     finally:
         jax.config.update("jax_enable_x64", False)

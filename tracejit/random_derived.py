@@ -4,7 +4,8 @@ step (same key splits, same draws, same arithmetic), so their bits match JAX's f
 from __future__ import annotations
 
 import operator
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -19,9 +20,9 @@ from .random import (_check_all_safe_to_cast, _check_broadcast_shapes, _check_pr
                      _check_shape, _const, _exponential, _float_dtype, _gamma, _int_dtype,
                      _normal_real, _shape_of, _split2, _split_n, _uniform, rademacher)
 
-__all__ = ["t", "chisquare", "f", "pareto", "lognormal", "weibull_min", "rayleigh", "wald",
-           "triangular", "maxwell", "double_sided_maxwell", "generalized_normal", "ball",
-           "geometric", "binomial", "multinomial", "clone", "key_dtype"]
+__all__ = ["ball", "binomial", "chisquare", "clone", "double_sided_maxwell", "f",
+           "generalized_normal", "geometric", "key_dtype", "lognormal", "maxwell", "multinomial",
+           "pareto", "rayleigh", "t", "triangular", "wald", "weibull_min"]
 
 
 def _checked(name: str, key: Any, dtype: Any, kinds: str = "float") -> tuple[Any, np.dtype]:
@@ -86,8 +87,8 @@ def pareto(key: Any, b: Any, shape: Sequence[int] | None = None, dtype: Any = No
     return lax.exp(jnp.divide(_exponential(data, shape, dtype), b))
 
 
-def lognormal(key: Any, sigma: Any = np.float32(1), shape: Sequence[int] | None = None,
-              dtype: Any = None) -> Any:
+def lognormal(key: Any, sigma: Any = np.float32(1),  # noqa: B008 - JAX's default
+              shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """exp(sigma * normal); complex dtypes take a complex normal."""
     from .random import normal
     data, dtype = _checked("lognormal", key, dtype, "inexact")

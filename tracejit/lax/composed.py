@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import enum
 import functools
+import itertools
 import math
 import operator
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -17,14 +19,14 @@ from ..core.pytree import tree_flatten, tree_unflatten
 from ..core.trace import Tracer, concrete_value, get_aval
 from ._base import canonicalize_axis
 from .elementwise import (add, bitcast_convert_type, bitwise_and, bitwise_or,
-                          convert_element_type, gt, integer_pow, is_finite, le, lt, mul, ne, select,
-                          rem, shift_right_logical, stop_gradient, sub)
+                          convert_element_type, gt, integer_pow, is_finite, le, lt, mul, ne, rem,
+                          select, shift_right_logical, stop_gradient, sub)
 from .indexing import GatherDimensionNumbers, gather
 from .shape import broadcast_in_dim, concatenate, expand_dims, full, reshape, slice_in_dim
 
-__all__ = ["reciprocal", "collapse", "broadcast_like", "index_take", "split", "empty", "mulhi",
-           "reduce_precision", "optimization_barrier", "platform_dependent", "composite",
-           "DotAlgorithmPreset"]
+__all__ = ["DotAlgorithmPreset", "broadcast_like", "collapse", "composite", "empty", "index_take",
+           "mulhi", "optimization_barrier", "platform_dependent", "reciprocal", "reduce_precision",
+           "split"]
 
 
 def reciprocal(x: Any) -> Any:
@@ -85,7 +87,7 @@ def split(operand: Any, sizes: Sequence[int], axis: int = 0) -> list:
                          f"operand shape {shape}")
     starts = np.cumsum((0, *sizes))
     return [slice_in_dim(operand, int(a), int(b), axis=axis)
-            for a, b in zip(starts[:-1], starts[1:])]
+            for a, b in itertools.pairwise(starts)]
 
 
 def empty(shape: Sequence[int], dtype: Any, *, out_sharding: Any = None) -> Any:

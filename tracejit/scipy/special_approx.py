@@ -4,7 +4,8 @@ algorithms, so they trace, batch and compile natively; derivatives are closed fo
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from ..core.trace import concrete_value, get_aval
 from ..numpy._util import promote_args_inexact
 from ..transforms.api import custom_jvp
 
-__all__ = ["dawsn", "wofz", "sici", "owens_t", "bessel_jn", "hyp1f1", "hyp2f1", "fresnel"]
+__all__ = ["bessel_jn", "dawsn", "fresnel", "hyp1f1", "hyp2f1", "owens_t", "sici", "wofz"]
 
 
 def _c(x: Any, value: Any) -> Any:
