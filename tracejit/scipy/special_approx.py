@@ -162,7 +162,7 @@ def _wofz(z: Any) -> Any:
 def _wofz_jvp(primals, tangents):
     (z,), (z_dot,) = primals, tangents
     ans = _wofz(z)
-    return ans, z_dot * (-2 * z * ans + 2j / np.sqrt(np.pi))
+    return ans, z_dot * (-2 * z * ans + 2j / float(np.sqrt(np.pi)))  # Python scalars: weak
 
 
 def _wofz_upper(z: Any) -> Any:
@@ -279,7 +279,7 @@ def _owens_t(h: Any, a: Any) -> Any:
     h, a = jnp.broadcast_arrays(h, a)
     h = jnp.abs(h)
     abs_a = jnp.abs(a)
-    root2 = np.sqrt(2)
+    root2 = float(np.sqrt(2))  # a Python scalar, so float32 stays float32
     h_normed = h / root2
     # |a| > 1 goes through T(h, a) = (Φ-terms) - T(ah, 1/a), whose quadrature converges fast
     mod_a = jnp.where(abs_a <= 1.0, abs_a, 1.0 / abs_a)
@@ -301,7 +301,8 @@ def _owens_t(h: Any, a: Any) -> Any:
 def _owens_t_jvp(primals, tangents):
     (h, a), (h_dot, a_dot) = primals, tangents
     ans = _owens_t(h, a)
-    d_h = -jnp.exp(-0.5 * h * h) * lax.erf(a * h / np.sqrt(2)) / (2 * np.sqrt(2 * np.pi))
+    d_h = -jnp.exp(-0.5 * h * h) * lax.erf(a * h / float(np.sqrt(2))) / float(
+        2 * np.sqrt(2 * np.pi))
     d_a = jnp.exp(-0.5 * (a * a + 1) * h * h) / (2 * np.pi * (a * a + 1))
     return ans, (d_h * h_dot + d_a * a_dot).astype(get_aval(ans).dtype)
 
