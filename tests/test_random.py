@@ -123,7 +123,7 @@ def test_recorded_jax_outputs(row):
 def test_recorded_table_covers_every_function():
     recorded = {row["fn"] for row in RECORDED}
     assert set(tr.__all__) - recorded == {"PRNGKey", "key", "key_data", "wrap_key_data",
-                                          "key_impl"}
+                                          "key_impl", "key_dtype"}
 
 
 # --- keys ----------------------------------------------------------------------------------------

@@ -28,7 +28,10 @@ __all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "split", "
            "bits", "uniform", "normal", "truncated_normal", "bernoulli", "randint", "choice",
            "permutation", "categorical", "gumbel", "exponential", "laplace", "logistic",
            "cauchy", "gamma", "loggamma", "beta", "dirichlet", "poisson", "multivariate_normal",
-           "orthogonal", "rademacher"]
+           "orthogonal", "rademacher", "t", "chisquare", "f", "pareto", "lognormal",
+           "weibull_min", "rayleigh", "wald", "triangular", "maxwell", "double_sided_maxwell",
+           "generalized_normal", "ball", "geometric", "binomial", "multinomial", "clone",
+           "key_dtype"]
 
 _IMPL = "threefry2x32"
 
@@ -886,3 +889,10 @@ def _poisson_rejection(keys, lam, shape, dtype, max_iters):
     accepted = lax.full_like(lam, False, np.bool_, shape)
     k = lax.while_loop(cond, body, (_const(dtype, 0), k_init, accepted, keys))[1]
     return k.astype(dtype)
+
+
+# the samplers derived from the ones above (imported last: that module builds on this one)
+from .random_derived import (  # noqa: E402
+    ball, binomial, chisquare, clone, double_sided_maxwell, f, generalized_normal, geometric,
+    key_dtype, lognormal, maxwell, multinomial, pareto, rayleigh, t, triangular, wald,
+    weibull_min)

@@ -2,6 +2,7 @@
 from ..core.rules import use_lax_primitives
 from . import _base, call, random_bits  # noqa: F401  (random_bits: the PRNG's primitives)
 from .callback import host_call  # noqa: F401  (host callbacks: their primitives live there)
+from .composed import *  # noqa: F401,F403
 from .control_flow import *  # noqa: F401,F403
 from .convolution import *  # noqa: F401,F403
 from .cumulative import *  # noqa: F401,F403

@@ -700,3 +700,9 @@ def _erfcx_jvp(primals, tangents):
     (x,), (x_dot,) = primals, tangents
     y = erfcx(x)
     return y, (2 * x * y - 2 / math.sqrt(np.pi)) * x_dot
+
+
+# functions built from rational approximations, series and quadrature (imported last: that
+# module uses gamma and digamma from this one)
+from .special_approx import (  # noqa: E402,F401
+    bessel_jn, dawsn, fresnel, hyp1f1, hyp2f1, owens_t, sici, wofz)

@@ -1,0 +1,239 @@
+"""lax functions that JAX offers beside its primitives and that tracejit builds from existing
+primitives (so they lower natively and differentiate and batch through those): reciprocal,
+collapse, broadcast_like, index_take, split, empty, mulhi, reduce_precision,
+optimization_barrier, platform_dependent, composite, and the DotAlgorithmPreset names."""
+from __future__ import annotations
+
+import enum
+import functools
+import itertools
+import math
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..core import dtypes
+from ..core.pytree import tree_flatten, tree_unflatten
+from ..core.trace import Tracer, concrete_value, get_aval
+from ._base import canonicalize_axis
+from .elementwise import (add, bitcast_convert_type, bitwise_and, bitwise_or,
+                          convert_element_type, gt, integer_pow, is_finite, le, lt, mul, ne, rem,
+                          select, shift_right_logical, stop_gradient, sub)
+from .indexing import GatherDimensionNumbers, gather
+from .shape import broadcast_in_dim, concatenate, expand_dims, full, reshape, slice_in_dim
+
+__all__ = ["DotAlgorithmPreset", "broadcast_like", "collapse", "composite", "empty", "index_take",
+           "mulhi", "optimization_barrier", "platform_dependent", "reciprocal", "reduce_precision",
+           "split"]
+
+
+def reciprocal(x: Any) -> Any:
+    """Elementwise 1 / x (as JAX: integer_pow(x, -1))."""
+    return integer_pow(x, -1)
+
+
+def collapse(operand: Any, start_dimension: int, stop_dimension: int | None = None) -> Any:
+    """Merges dimensions [start_dimension, stop_dimension) into one (Python slice rules)."""
+    shape = get_aval(operand).shape
+    lo, hi, _ = slice(start_dimension, stop_dimension).indices(len(shape))
+    if hi < lo:
+        raise ValueError(f"Invalid dimension range passed to collapse: "
+                         f"{shape}[{start_dimension}:{stop_dimension}]")
+    return reshape(operand, (*shape[:lo], math.prod(shape[lo:hi]), *shape[hi:]))
+
+
+def broadcast_like(arr: Any, like_arr: Any) -> Any:
+    """arr broadcast (NumPy rules, trailing axes aligned) to the shape of like_arr."""
+    shape = tuple(get_aval(like_arr).shape)
+    arr_shape = tuple(get_aval(arr).shape)
+    if arr_shape == shape:
+        return arr
+    lead = len(shape) - len(arr_shape)
+    if lead < 0 or any(a not in (1, s) for a, s in zip(arr_shape, shape[lead:])):
+        raise ValueError(f"Incompatible shapes for broadcasting: {arr_shape} and requested "
+                         f"shape {shape}")
+    keep = [i for i, a in enumerate(arr_shape) if a == shape[lead + i]]
+    squeezed = reshape(arr, tuple(arr_shape[i] for i in keep))
+    return broadcast_in_dim(squeezed, shape, tuple(lead + i for i in keep))
+
+
+def index_take(src: Any, idxs: Sequence[Any], axes: Sequence[int]) -> Any:
+    """src[idxs[0], idxs[1], ...] along `axes` (indices wrap modulo each axis' size), a gather
+    with the indexed axes collapsed and the remaining ones kept after the index axis."""
+    axes = tuple(operator.index(a) for a in axes)
+    indices = concatenate([expand_dims(i, (1,)) for i in idxs], 1)
+    src_shape = get_aval(src).shape
+    ind_aval = get_aval(indices)
+    sizes = np.array([src_shape[ax] for ax in axes], ind_aval.dtype)
+    sizes = broadcast_in_dim(convert_element_type(sizes, ind_aval.dtype), ind_aval.shape,
+                             (ind_aval.ndim - 1,))
+    indices = rem(add(rem(indices, sizes), sizes), sizes)  # a non-negative remainder
+    slice_sizes = tuple(1 if ax in axes else d for ax, d in enumerate(src_shape))
+    offset_dims = tuple(range(1, len(src_shape) - len(axes) + 1))
+    dnums = GatherDimensionNumbers(offset_dims=offset_dims, collapsed_slice_dims=axes,
+                                   start_index_map=axes)
+    return gather(src, indices, dimension_numbers=dnums, slice_sizes=slice_sizes)
+
+
+def split(operand: Any, sizes: Sequence[int], axis: int = 0) -> list:
+    """Pieces of `operand` along `axis` with the given sizes (which must sum to its length)."""
+    shape = get_aval(operand).shape
+    axis = canonicalize_axis(axis, len(shape))
+    sizes = tuple(operator.index(s) for s in sizes)
+    if any(s < 0 for s in sizes) or sum(sizes) != shape[axis]:
+        raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the "
+                         f"operand shape {shape}")
+    starts = np.cumsum((0, *sizes))
+    return [slice_in_dim(operand, int(a), int(b), axis=axis)
+            for a, b in itertools.pairwise(starts)]
+
+
+def empty(shape: Sequence[int], dtype: Any, *, out_sharding: Any = None) -> Any:
+    """An array whose contents are unspecified (zeros here)."""
+    return full(tuple(shape), 0, dtypes.check_user_dtype(dtype))
+
+
+def mulhi(x: Any, y: Any, /) -> Any:
+    """The high half of the double-width product of two integers of the same dtype (the bits
+    above the ones x * y keeps), signed or unsigned, from half-width partial products."""
+    x_dtype, y_dtype = get_aval(x).dtype, get_aval(y).dtype
+    if x_dtype != y_dtype or not dtypes.is_int(x_dtype):
+        raise TypeError(f"mulhi requires integer arguments of the same dtype, got {x_dtype} "
+                        f"and {y_dtype}")
+    bits = x_dtype.itemsize * 8
+    udtype = np.dtype(f"uint{bits}")
+    u, v = (x, y) if x_dtype == udtype else (bitcast_convert_type(x, udtype),
+                                              bitcast_convert_type(y, udtype))
+    half = bits // 2
+    mask = full((), (1 << half) - 1, udtype)
+    shift = full((), half, udtype)
+    u0, u1 = bitwise_and(u, mask), shift_right_logical(u, shift)
+    v0, v1 = bitwise_and(v, mask), shift_right_logical(v, shift)
+    # Hacker's Delight's mulhu: every partial product fits in `bits` bits
+    w0 = mul(u0, v0)
+    t = add(mul(u1, v0), shift_right_logical(w0, shift))
+    w1 = add(mul(u0, v1), bitwise_and(t, mask))
+    hi = add(add(mul(u1, v1), shift_right_logical(t, shift)), shift_right_logical(w1, shift))
+    if x_dtype == udtype:
+        return hi
+    # signed: a negative factor a stands for a - 2**bits, taking the other factor off the top
+    x_neg = convert_element_type(lt(x, full((), 0, x_dtype)), udtype)
+    y_neg = convert_element_type(lt(y, full((), 0, x_dtype)), udtype)
+    hi = sub(sub(hi, mul(x_neg, v)), mul(y_neg, u))
+    return bitcast_convert_type(hi, x_dtype)
+
+
+def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> Any:
+    """Rounds floats to the nearest value (ties to even) of a format with the given exponent
+    and mantissa widths, as XLA does: overflow gives ±inf, results below the format's smallest
+    normal number give ±0, NaNs stay NaN."""
+    exponent_bits = operator.index(concrete_value(
+        exponent_bits, "exponent_bits argument of lax.reduce_precision"))
+    mantissa_bits = operator.index(concrete_value(
+        mantissa_bits, "mantissa_bits argument of lax.reduce_precision"))
+    if not isinstance(operand, Tracer) and not hasattr(operand, "dtype"):
+        operand = np.asarray(operand, dtypes.default_float())
+    dtype = get_aval(operand).dtype
+    if not dtypes.is_float(dtype):
+        raise TypeError(f"reduce_precision requires a floating-point operand, got {dtype}")
+    if exponent_bits < 1 or mantissa_bits < 0:
+        raise ValueError(f"reduce_precision: exponent_bits must be >= 1 and mantissa_bits >= 0, "
+                         f"got {exponent_bits} and {mantissa_bits}")
+    info = dtypes.finfo_of(dtype)
+    nbits, src_mant = info.bits, info.nmant
+    src_exp = nbits - 1 - src_mant
+    udtype = np.dtype(f"uint{nbits}")
+
+    def c(v):
+        return full((), v, udtype)
+
+    x_bits = bitcast_convert_type(operand, udtype)
+    result = x_bits
+    if mantissa_bits < src_mant:
+        dropped = src_mant - mantissa_bits
+        last_kept = 1 << dropped
+        kept_bit = shift_right_logical(bitwise_and(result, c(last_kept)), c(dropped))
+        bias = add(kept_bit, c((last_kept >> 1) - 1))  # round half to even
+        result = bitwise_and(add(result, bias), c(~(last_kept - 1) & ((1 << nbits) - 1)))
+    if exponent_bits < src_exp:
+        exp_mask = ((1 << src_exp) - 1) << src_mant
+        sign_mask = 1 << (nbits - 1)
+        src_bias = (1 << (src_exp - 1)) - 1
+        reduced_bias = (1 << (exponent_bits - 1)) - 1
+        x_exponent = bitwise_and(result, c(exp_mask))
+        overflows = gt(x_exponent, c((src_bias + reduced_bias) << src_mant))
+        underflows = le(x_exponent, c((src_bias - reduced_bias) << src_mant))
+        signed_zero = bitwise_and(result, c(sign_mask))
+        signed_inf = bitwise_or(signed_zero, c(exp_mask))
+        result = select(overflows, signed_inf, select(underflows, signed_zero, result))
+    out = bitcast_convert_type(result, dtype)
+    if mantissa_bits < src_mant or exponent_bits < src_exp:  # rounding may turn NaN into inf
+        out = select(ne(operand, operand), operand, out)
+    # JAX differentiates it as linear: pass tangents through (unrounded here) while the value
+    # stays `out` exactly (r - 0 keeps -0.0; non-finite lanes subtract a constant 0)
+    zero_with_tangent = sub(stop_gradient(operand), operand)
+    return sub(out, select(is_finite(operand), zero_with_tangent,
+                           full(get_aval(operand).shape, 0, dtype)))
+
+
+def optimization_barrier(operand: Any, /) -> Any:
+    """Returns its argument (a pytree) unchanged. In XLA it stops computations moving across
+    it; tracejit's passes do not reorder work between kernels in ways it would prevent."""
+    leaves, treedef = tree_flatten(operand)
+    return tree_unflatten(treedef, leaves)
+
+
+def platform_dependent(*args: Any, default: Callable | None = None,
+                       **per_platform: Callable) -> Any:
+    """The branch for this platform (tracejit runs on 'cpu') applied to args, else default."""
+    for name, branch in per_platform.items():
+        if not callable(branch):
+            raise TypeError(f"lax.platform_dependent: the '{name}' branch must be a callable.")
+        if name == "gpu":
+            raise ValueError("Use 'cuda' or 'rocm' for lax.platform_dependent.")
+    if default is not None and not callable(default):
+        raise TypeError("lax.platform_dependent: the 'default' branch must be a callable.")
+    branch = per_platform.get("cpu", default)
+    if branch is None:
+        raise ValueError(f"Unsupported platform cpu: platform_dependent has branches only for "
+                         f"{sorted(per_platform)}; pass cpu= or default=")
+    return branch(*args)
+
+
+def composite(decomposition: Callable, name: str, version: int = 0) -> Callable:
+    """Marks `decomposition` as a named composite op. XLA may swap in a custom kernel for the
+    name; tracejit always runs the decomposition. Keyword arguments are static attributes."""
+    @functools.wraps(decomposition)
+    def wrapper(*args, **kwargs):
+        if any(isinstance(v, Tracer) for v in kwargs.values()):
+            raise TypeError(f"Found a JAX Tracer as an attribute in the decomposition for the "
+                            f"composite op '{name}'; pass traced values as arguments, not "
+                            "keyword attributes.")
+        return decomposition(*args, **kwargs)
+    return wrapper
+
+
+class DotAlgorithmPreset(enum.Enum):
+    """JAX's named dot-product algorithms (input, accumulation and output types). tracejit
+    accepts the names; its CPU dot products compute in the operands' own precision."""
+    DEFAULT = enum.auto()
+    ANY_F8_ANY_F8_F32 = enum.auto()
+    ANY_F8_ANY_F8_F32_FAST_ACCUM = enum.auto()
+    ANY_F8_ANY_F8_ANY = enum.auto()
+    ANY_F8_ANY_F8_ANY_FAST_ACCUM = enum.auto()
+    F16_F16_F16 = enum.auto()
+    F16_F16_F32 = enum.auto()
+    BF16_BF16_BF16 = enum.auto()
+    BF16_BF16_F32 = enum.auto()
+    BF16_BF16_F32_X3 = enum.auto()
+    BF16_BF16_F32_X6 = enum.auto()
+    BF16_BF16_F32_X9 = enum.auto()
+    TF32_TF32_F32 = enum.auto()
+    TF32_TF32_F32_X3 = enum.auto()
+    F32_F32_F32 = enum.auto()
+    F64_F64_F64 = enum.auto()
+
+    def __str__(self) -> str:
+        return self.name
