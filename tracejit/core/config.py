@@ -40,6 +40,9 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     "jax_debug_nans": (False, True),
     "jax_debug_infs": (False, True),
     "jax_log_compiles": (False, False),
+    # how many threads native code may use at once (BLAS calls; None: the CPUs this process may
+    # run on). $TRACEJIT_NUM_THREADS sets it too. It changes speed only, never a result.
+    "tracejit_num_threads": (None, False),
 }
 
 
@@ -56,6 +59,7 @@ class Config:
     def __init__(self) -> None:
         self._values = {k: _env_default(k, d) for k, (d, _) in _OPTIONS.items()}
         self._trace_key_cache: tuple | None = None
+        self._watchers: dict[str, list] = {}
 
     def update(self, name: str, value: Any) -> None:
         if name not in _OPTIONS:
@@ -63,8 +67,15 @@ class Config:
         if name == "jax_numpy_rank_promotion" and value not in ("allow", "warn", "raise"):
             raise ValueError("jax_numpy_rank_promotion must be 'allow', 'warn' or 'raise', "
                              f"got {value!r}")
+        for fn in self._watchers.get(name, ()):
+            fn(value)
         self._values[name] = value
         self._trace_key_cache = None
+
+    def watch(self, name: str, fn) -> None:
+        """Call fn(new value) at every `update` of option `name`, before it takes the value (a
+        ValueError it raises rejects the value): for settings native code reads from memory."""
+        self._watchers.setdefault(name, []).append(fn)
 
     def read(self, name: str) -> Any:
         return self._values[name]
