@@ -318,8 +318,10 @@ class Emitter:
 
     # --- programs ----------------------------------------------------------------------------
     def emit_jaxpr(self, jaxpr: Jaxpr, consts: list, args: list,
-                   dests: list[Buf | None] | None = None) -> list:
-        """Emit `jaxpr` at the builder's position; outputs go to `dests` where given."""
+                   dests: list[Buf | None] | None = None, outline: bool = False) -> list:
+        """Emit `jaxpr` at the builder's position; outputs go to `dests` where given. With
+        `outline`, equations with array outputs go in functions of their own (`lower_outlined`).
+        """
         env: dict[Var, Any] = {}
         for v, x in zip(jaxpr.constvars, consts):
             env[v] = x
@@ -339,7 +341,8 @@ class Emitter:
         keep = set(jaxpr.outvars)
         for k, eqn in enumerate(jaxpr.eqns):
             self._dying = {v for v in last_use.get(k, ()) if v not in keep}
-            outs = self.lower(eqn, env, [direct.get(v) for v in eqn.outvars])
+            lower = self.lower_outlined if outline and _outlinable(eqn) else self.lower
+            outs = lower(eqn, env, [direct.get(v) for v in eqn.outvars])
             env.update(zip(eqn.outvars, outs))
             for v in last_use.get(k, ()):
                 if v not in keep and v not in direct:
@@ -369,6 +372,63 @@ class Emitter:
                 f"{eqn.source_info}); run it with jax.jit(..., backend='interpret') or "
                 "config.update('tracejit_backend', 'interpret').")
         return rule(self, eqn, [self.read(env, v) for v in eqn.invars], dests)
+
+
+    def lower_outlined(self, eqn, env: dict, dests: list[Buf | None]) -> list:
+        """`lower` into an internal function of its own, called here: LLVM's loop passes and
+        register allocation cost more than linear time in a function's size, so a program of
+        hundreds of kernels compiles as hundreds of small functions (noinline, or the inliner
+        would undo it). Outputs are written to `dests` (workspace slots allocated here when not
+        given). An operand appearing twice (a donated input that is also the destination) is
+        one argument, so the `ptr is` tests that find in-place updates still see it."""
+        dests = [d if d is not None else self.alloc(v.aval) for v, d in zip(eqn.outvars, dests)]
+        outer: dict[int, ir.Value] = {}  # id of a value here -> the value (one argument each)
+        for v in eqn.invars:
+            if isinstance(v, Var):
+                x = env[v]
+                outer.setdefault(id(x.ptr if isinstance(x, Buf) else x.value),
+                                 x.ptr if isinstance(x, Buf) else x.value)
+        for d in dests:
+            outer.setdefault(id(d.ptr), d.ptr)
+        values = list(outer.values())
+        fnty = ir.FunctionType(ir.VoidType(), [I8P.as_pointer(), I8P] + [x.type for x in values])
+        fn = ir.Function(self.module, fnty, name=f"kernel{len(self.module.globals)}")
+        fn.linkage = "internal"
+        fn.attributes.add("noinline")
+        self.b.call(fn, [self.inputs, self.workspace] + values)
+        inner = dict(zip(outer, fn.args[2:]))
+        saved = self.b, self.inputs, self.workspace, self._callback_ids, self._memo
+        self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self.inputs, self.workspace, self._callback_ids, self._memo = fn.args[0], fn.args[1], \
+            None, None
+        try:
+            kenv = {}
+            for v in eqn.invars:
+                if isinstance(v, Var):
+                    x = env[v]
+                    kenv[v] = Buf(inner[id(x.ptr)], x.aval) if isinstance(x, Buf) else \
+                        Scalar(inner[id(x.value)], x.aval)
+            kdests = [Buf(inner[id(d.ptr)], d.aval) for d in dests]
+            for out, kd in zip(self.lower(eqn, kenv, kdests), kdests):
+                if not (isinstance(out, Buf) and out.ptr is kd.ptr):
+                    self.materialize(out, kd)
+                    self.release(out)
+            self.b.ret_void()
+        finally:
+            self.b, self.inputs, self.workspace, self._callback_ids, self._memo = saved
+        return dests
+
+
+def _outlinable(eqn) -> bool:
+    """Top-level equations worth a function: array outputs (scalars stay in registers), no
+    sub-programs of their own (control flow is emitted inline, its bodies too)."""
+    return all(v.aval.ndim > 0 for v in eqn.outvars) and (
+        eqn.primitive is fused_p or not any(
+            isinstance(p, (ClosedJaxpr, Jaxpr)) for p in eqn.params.values()))
+
+
+# programs with at least this many top-level equations put each kernel in a function of its own
+OUTLINE_MIN_EQNS = 64
 
 
 def _fused(em: Emitter, eqn, ins, dests):
@@ -462,7 +522,8 @@ def generate(closed: ClosedJaxpr, name: str,
     out_bufs = [Buf(in_bufs[nconsts + aliases[j]].ptr, v.aval) if j in aliases else
                 arg_buf(fn.args[1], j, v.aval) for j, v in enumerate(jaxpr.outvars)]
     ins = [_as_value(em, bf) for bf in in_bufs]
-    em.emit_jaxpr(jaxpr, ins[:nconsts], ins[nconsts:], out_bufs)
+    em.emit_jaxpr(jaxpr, ins[:nconsts], ins[nconsts:], out_bufs,
+                  outline=len(jaxpr.eqns) >= OUTLINE_MIN_EQNS)
     em.b.ret_void()
     return Program(name, str(em.module), em.workspace_bytes, aliases, em.callbacks)
 

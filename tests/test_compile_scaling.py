@@ -1,0 +1,87 @@
+"""Compile-time structure (never timings): a program of many kernels is emitted as one small
+function per kernel (codegen.lower_outlined), and gives bit for bit what the one-function
+program gives, with donated buffers, host callbacks and scalar outputs among its equations."""
+import re
+
+import numpy as np
+import pytest
+
+import tracejit
+import tracejit.numpy as jnp
+from tracejit.backend.llvm import codegen
+
+
+def _program(x, y):
+    # sin / cumsum / reversal / reduction: kernels, structural rules and index maps
+    total = jnp.float32(0)
+    for i in range(30):
+        x = jnp.cumsum(jnp.sin(x)) * 0.001 + x[::-1] * 0.5
+        y = y * 0.5 + jnp.cos(x[:, None] * y).mean(axis=0)
+        total = total + x.sum()
+    return x, y, total
+
+
+def _both(f, *args, **jit_kw):
+    """f's results compiled with every kernel outlined and with none."""
+    old = codegen.OUTLINE_MIN_EQNS
+    try:
+        codegen.OUTLINE_MIN_EQNS = 1
+        outlined = tracejit.jit(f, **jit_kw)(*[np.array(a) for a in args])
+        codegen.OUTLINE_MIN_EQNS = 10 ** 9
+        inline = tracejit.jit(f, **jit_kw)(*[np.array(a) for a in args])
+    finally:
+        codegen.OUTLINE_MIN_EQNS = old
+    return outlined, inline
+
+
+def test_outlined_kernels_match_one_function_bit_for_bit():
+    x = np.linspace(0, 1, 300, dtype=np.float32)
+    y = np.linspace(-1, 1, 7, dtype=np.float32)
+    outlined, inline = _both(_program, x, y)
+    for a, b in zip(outlined, inline):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    with tracejit.disable_jit():
+        ref = _program(x, y)
+    for a, b in zip(outlined, ref):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
+
+
+def test_big_program_gets_a_function_per_kernel():
+    x = np.linspace(0, 1, 64, dtype=np.float32)
+
+    def chain(x):
+        for _ in range(codegen.OUTLINE_MIN_EQNS):
+            x = jnp.cumsum(jnp.sin(x))
+        return x
+    text = tracejit.jit(chain).lower(x).compile().as_text(dialect="llvm")
+    kernels = re.findall(r"define internal [\w ]*void @kernel", text)
+    assert len(kernels) >= 2 * codegen.OUTLINE_MIN_EQNS - 1
+    small = tracejit.jit(lambda x: jnp.cumsum(jnp.sin(x))).lower(x).compile()
+    assert "@kernel" not in small.as_text(dialect="llvm")
+    with tracejit.disable_jit():
+        np.testing.assert_allclose(np.asarray(tracejit.jit(chain)(x)), np.asarray(chain(x)),
+                                   rtol=1e-5)
+
+
+def test_outlined_in_place_update_of_a_donated_input():
+    def f(x):
+        for i in range(8):
+            x = x.at[i].set(x[i + 1] * 2.0) + 1.0
+        return x
+    x = np.arange(16, dtype=np.float32)
+    outlined, inline = _both(f, x, donate_argnums=0)
+    np.testing.assert_array_equal(np.asarray(outlined), np.asarray(inline))
+    with tracejit.disable_jit():
+        np.testing.assert_array_equal(np.asarray(outlined), np.asarray(f(jnp.asarray(x))))
+
+
+def test_outlined_host_callback(capsys):
+    def f(x):
+        x = jnp.sin(x)
+        tracejit.debug.print("mid {}", x.sum())
+        return jnp.cumsum(x)
+    x = np.linspace(0, 1, 16, dtype=np.float32)
+    outlined, inline = _both(f, x)
+    np.testing.assert_array_equal(np.asarray(outlined), np.asarray(inline))
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 2 and printed[0] == printed[1]
