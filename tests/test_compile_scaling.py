@@ -46,20 +46,50 @@ def test_outlined_kernels_match_one_function_bit_for_bit():
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
 
 
-def test_big_program_gets_a_function_per_kernel():
+def test_big_program_gets_a_function_per_kernel_each_compiled_once():
     x = np.linspace(0, 1, 64, dtype=np.float32)
 
     def chain(x):
-        for _ in range(codegen.OUTLINE_MIN_EQNS):
-            x = jnp.cumsum(jnp.sin(x))
+        for i in range(codegen.OUTLINE_MIN_EQNS):
+            x = jnp.cumsum(jnp.sin(x * (1.0 + (i % 3))))
         return x
     text = tracejit.jit(chain).lower(x).compile().as_text(dialect="llvm")
+    # one function per distinct kernel (x*c+sin fused for three constants, and cumsum)
     kernels = re.findall(r"define internal [\w ]*void @kernel", text)
-    assert len(kernels) >= 2 * codegen.OUTLINE_MIN_EQNS - 1
+    assert len(kernels) == 4
     small = tracejit.jit(lambda x: jnp.cumsum(jnp.sin(x))).lower(x).compile()
     assert "@kernel" not in small.as_text(dialect="llvm")
     with tracejit.disable_jit():
         np.testing.assert_allclose(np.asarray(tracejit.jit(chain)(x)), np.asarray(chain(x)),
+                                   rtol=1e-5)
+
+
+def test_kernels_differing_only_in_a_zero_sign_are_not_shared():
+    def f(x):
+        outs = []
+        for i in range(40):
+            outs.append(jnp.pad(x, 1, constant_values=0.0 if i % 2 else -0.0))
+        return jnp.stack(outs)
+    x = np.ones(3, np.float32)
+    outlined, inline = _both(f, x)
+    bits = np.asarray(outlined).view(np.uint32)
+    np.testing.assert_array_equal(bits, np.asarray(inline).view(np.uint32))
+    assert np.signbit(np.asarray(outlined)[0, 0]) and not np.signbit(np.asarray(outlined)[1, 0])
+
+
+def test_kernel_with_temporaries_is_emitted_per_use():
+    # sort and argsort need workspace of their own: reusing one function for two calls would
+    # let the second clobber slots that hold other live values by then
+    def f(x):
+        total = x
+        for i in range(20):
+            total = total + jnp.sort(x * (i + 1)) - jnp.argsort(-x).astype(x.dtype)
+        return total
+    x = np.random.default_rng(0).standard_normal(33).astype(np.float32)
+    outlined, inline = _both(f, x)
+    np.testing.assert_array_equal(np.asarray(outlined), np.asarray(inline))
+    with tracejit.disable_jit():
+        np.testing.assert_allclose(np.asarray(outlined), np.asarray(f(jnp.asarray(x))),
                                    rtol=1e-5)
 
 
