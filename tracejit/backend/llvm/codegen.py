@@ -513,7 +513,8 @@ VECTORIZE_MAX_BODY = 1500
 VECTORIZE_MIN_ELEMENTS = 1 << 20
 _UNKNOWN_TRIPS = 1 << 40
 
-# programs with at least this many top-level equations put each kernel in a function of its own
+# programs of at least this many equations (counting those inside kernels) put each kernel in a
+# function of its own
 OUTLINE_MIN_EQNS = 64
 
 
@@ -608,8 +609,10 @@ def generate(closed: ClosedJaxpr, name: str,
     out_bufs = [Buf(in_bufs[nconsts + aliases[j]].ptr, v.aval) if j in aliases else
                 arg_buf(fn.args[1], j, v.aval) for j, v in enumerate(jaxpr.outvars)]
     ins = [_as_value(em, bf) for bf in in_bufs]
+    size = sum(len(e.params["body"].jaxpr.eqns) if e.primitive is fused_p else 1
+               for e in jaxpr.eqns)
     em.emit_jaxpr(jaxpr, ins[:nconsts], ins[nconsts:], out_bufs,
-                  outline=len(jaxpr.eqns) >= OUTLINE_MIN_EQNS)
+                  outline=size >= OUTLINE_MIN_EQNS)
     em.b.ret_void()
     return Program(name, str(em.module), em.workspace_bytes, aliases, em.callbacks)
 
