@@ -56,6 +56,10 @@ def main(impl: str) -> None:
     from benchmarks.workloads import WORKLOADS
     results = {"version": getattr(jax, "__version__", "?"),
                "python": sys.version.split()[0], "blas": _blas_kernel(), "rows": {}}
+    if impl == "tracejit":
+        from tracejit.backend.llvm import blas
+        results["threads"] = (f"at most {blas.max_threads()}; BLAS: 1 thread per "
+                              f"{blas.WORK_PER_THREAD:.2e} float32 multiply-adds")
     only = sys.argv[2:] or None
     for name, build in WORKLOADS:
         if only and not any(o in name for o in only):

@@ -115,3 +115,26 @@ def test_outlined_host_callback(capsys):
     np.testing.assert_array_equal(np.asarray(outlined), np.asarray(inline))
     printed = capsys.readouterr().out.splitlines()
     assert len(printed) == 2 and printed[0] == printed[1]
+
+
+def _ir(f, x) -> str:
+    from tracejit.compiler.passes import optimize
+    from tracejit.core.jaxpr import ClosedJaxpr
+    closed = tracejit.make_jaxpr(f)(x)
+    jaxpr, consts = optimize(closed.jaxpr, closed.consts)
+    return codegen.generate(ClosedJaxpr(jaxpr, consts), "entry").ir_text
+
+
+def test_large_loop_body_over_few_elements_is_not_vectorized():
+    def chain(x):
+        for _ in range(30):  # ~30 x 120 instructions: past VECTORIZE_MAX_BODY
+            x = jnp.sin(x)
+        return x
+    off = '!"llvm.loop.vectorize.enable", i1 0'
+    assert off in _ir(chain, np.ones(1000, np.float32))
+    assert off not in _ir(chain, np.ones(codegen.VECTORIZE_MIN_ELEMENTS, np.float32))
+    assert off not in _ir(lambda x: jnp.sin(x) * 2, np.ones(1000, np.float32))
+    x = np.linspace(-3, 3, 1000, dtype=np.float32)
+    with tracejit.disable_jit():
+        ref = np.asarray(chain(jnp.asarray(x)))
+    np.testing.assert_allclose(np.asarray(tracejit.jit(chain)(x)), ref, rtol=1e-5, atol=1e-6)
