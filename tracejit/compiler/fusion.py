@@ -124,7 +124,7 @@ def _in_bodies(eqn: Eqn, memo: dict) -> Eqn:
 # Kernels stop growing at this many equations: past it fusion saves little memory traffic
 # while LLVM's time grows faster than the kernel, and equal pieces of a long chain are one
 # kernel compiled once (codegen's outlined kernels).
-MAX_KERNEL_EQNS = 64
+MAX_KERNEL_EQNS = 32
 
 
 def _lazy_values(eqns: Sequence[Eqn], outvars: Sequence) -> set[Var]:
