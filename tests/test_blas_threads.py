@@ -97,3 +97,16 @@ def test_environment_variable_sets_the_cap():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          cwd=os.path.dirname(os.path.dirname(__file__)), check=True)
     assert out.stdout.split() == ["1", "1"]
+
+
+@pytest.mark.parametrize("n,threads", [(256, 1), (1024, 2)])
+def test_lapack_calls_set_the_thread_count(cap, n, threads):
+    """OpenBLAS's LAPACK threads inside: a Cholesky factorisation states its count too."""
+    cap(4)
+    get = _openblas_get()
+    a = np.random.default_rng(7).standard_normal((n, n)).astype(np.float32)
+    spd = a @ a.T / n + np.eye(n, dtype=np.float32)
+    out = np.asarray(tracejit.jit(tracejit.numpy.linalg.cholesky)(spd))
+    assert get() == threads
+    np.testing.assert_allclose(out, np.linalg.cholesky(spd.astype(np.float64)), rtol=2e-3,
+                               atol=2e-3)
