@@ -4,7 +4,6 @@ program gives, with donated buffers, host callbacks and scalar outputs among its
 import re
 
 import numpy as np
-import pytest
 
 import tracejit
 import tracejit.numpy as jnp

@@ -1,4 +1,5 @@
-"""Jaxpr -> LLVM IR: one module per executable with one entry function for the whole program.
+"""Jaxpr -> LLVM IR: one module per executable with one entry function for the whole program
+(a large program calls each kernel as a function of its own, one per distinct kernel).
 
 Values live in one of three forms while emitting: `Scalar` (rank 0, in a register), `Buf` (an
 array in memory: an input, an output, or a slot of the workspace) and `Lazy` (a value inside a
