@@ -69,8 +69,10 @@ def main(only: list[str]) -> None:
         c = plain["rows"].get(name)
         np_cols = f"{_fmt(c['median'])} {c['median'] / a['median']:8.2f}" if c else \
             f"{'—':>11} {'':>8}"
+        busy = "  (machine busy: load above the core count)" if a.get("busy") or b.get(
+            "busy") else ""
         print(f"{name:38} {_fmt(a['median'])} {_fmt(b['median'])} {ratio:7.2f} {np_cols} "
-              f"{_fmt(a['first']):>12} {_fmt(b['first']):>12}")
+              f"{_fmt(a['first']):>12} {_fmt(b['first']):>12}{busy}")
 
 
 def compile_table(jax_python: str) -> None:

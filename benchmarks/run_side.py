@@ -30,6 +30,14 @@ def measure(fn, args, budget: float = 1.5, max_runs: int = 200) -> tuple[float, 
     return first, statistics.median(times)
 
 
+def _busy() -> bool:
+    """Whether other work competed for the cores during the row just measured: the 1-minute
+    load average above the CPUs this process may use (this process counts one)."""
+    import os
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return os.getloadavg()[0] > (cpus or 1) + 0.5
+
+
 def _blas_kernel() -> str:
     """The OpenBLAS kernel SciPy's BLAS (ours for dot_general) runs, when threadpoolctl says."""
     try:
@@ -67,7 +75,7 @@ def main(impl: str) -> None:
         try:
             fn, args = build(jax, jnp, lax, random)
             first, median = measure(fn, args)
-            results["rows"][name] = {"first": first, "median": median}
+            results["rows"][name] = {"first": first, "median": median, "busy": _busy()}
         except Exception as e:  # report, keep going: the table shows what failed
             results["rows"][name] = {"error": f"{type(e).__name__}: {e}"[:200]}
     print(json.dumps(results))
