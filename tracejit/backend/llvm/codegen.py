@@ -488,11 +488,32 @@ def _kernel_key(eqn, env: dict, dests: list[Buf], args: list[int]) -> tuple | No
     return key
 
 
+def _jaxpr_key(jaxpr: Jaxpr) -> tuple:
+    """A jaxpr as a key, its variables by number (not its printed text, which shortens some
+    params): equal keys, the same computation."""
+    number: dict[Var, int] = {}
+
+    def ref(v):
+        if isinstance(v, Literal):
+            return ("literal", v.aval, v.val.tobytes())
+        return number.setdefault(v, len(number)), v.aval
+    head = tuple(ref(v) for v in (*jaxpr.constvars, *jaxpr.invars))
+    eqns = tuple((e.primitive, tuple(sorted((k, _param_key(p)) for k, p in e.params.items())),
+                  tuple(ref(v) for v in e.invars), tuple(ref(v) for v in e.outvars))
+                 for e in jaxpr.eqns)
+    return head, eqns, tuple(ref(v) for v in jaxpr.outvars)
+
+
 def _param_key(p):
-    """A param as a key: jaxprs by their text, numbers by type and text (0.0 == -0.0 in Python,
-    and NaN is unequal to itself), tuples element by element."""
-    if isinstance(p, (ClosedJaxpr, Jaxpr)):
-        return str(p)
+    """A param as a key: jaxprs structurally, numbers by type and text (0.0 == -0.0 in Python,
+    and NaN is unequal to itself), tuples element by element; anything else as it is (an
+    unhashable one makes the whole key unusable)."""
+    if isinstance(p, ClosedJaxpr):
+        if p.consts:
+            return p  # by identity: consts are arrays
+        return _jaxpr_key(p.jaxpr)
+    if isinstance(p, Jaxpr):
+        return _jaxpr_key(p)
     if isinstance(p, (tuple, list)):
         return (type(p).__name__,) + tuple(_param_key(q) for q in p)
     if isinstance(p, (float, complex, np.generic)):
