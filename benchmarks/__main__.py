@@ -1,7 +1,10 @@
 """Benchmarks: tracejit vs JAX (newest runnable: a Python 3.12 venv at .venv-jax312 if present,
 else the test venv's JAX) vs NumPy where it applies, in one run. Prints medians and ratios.
 
-    python -m benchmarks [substring ...]
+    python -m benchmarks [substring ...]    (`compile`: the compile-scaling table only)
+
+Then the compile-scaling table (benchmarks/compile_scaling.py); benchmarks/compile_profile.py
+splits our compile time by stage.
 """
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _side(python: str, impl: str, only: list[str]) -> dict:
+def _side(python: str, impl: str, only: list[str], module: str = "benchmarks.run_side") -> dict:
     env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
     # JAX's modules come precompiled from pip; let ours be cached too, or every first call
     # would include compiling tracejit's sources (this environment sets the variable)
@@ -26,7 +29,7 @@ def _side(python: str, impl: str, only: list[str]) -> dict:
     env.pop("OPENBLAS_L2_SIZE", None)
     # first calls are cold compiles on both sides (JAX's persistent cache is off by default)
     env["TRACEJIT_PERSISTENT_CACHE"] = "0"
-    proc = subprocess.run([python, "-m", "benchmarks.run_side", impl, *only], cwd=ROOT, env=env,
+    proc = subprocess.run([python, "-m", module, impl, *only], cwd=ROOT, env=env,
                           capture_output=True, text=True)
     if proc.returncode != 0:
         return {"version": "unavailable", "rows": {}, "error": proc.stderr[-2000:]}
@@ -50,7 +53,8 @@ def main(only: list[str]) -> None:
     print(f"tracejit {ours.get('version')} (Python {ours.get('python')}) vs "
           f"JAX {theirs.get('version')} (Python {theirs.get('python')}); "
           f"and NumPy {plain.get('version')}; ratios = other's time / tracejit's time "
-          f"(>1: tracejit faster); OpenBLAS kernel (tracejit's BLAS): {ours.get('blas')}")
+          f"(>1: tracejit faster); OpenBLAS kernel (tracejit's BLAS): {ours.get('blas')}; "
+          f"tracejit threads: {ours.get('threads')}")
     header = f"{'workload':38} {'tracejit':>11} {'JAX':>11} {'vs JAX':>7} {'NumPy':>11} " \
              f"{'vs NumPy':>8} {'1st call tj':>12} {'1st call JAX':>12}"
     print(header)
@@ -65,9 +69,32 @@ def main(only: list[str]) -> None:
         c = plain["rows"].get(name)
         np_cols = f"{_fmt(c['median'])} {c['median'] / a['median']:8.2f}" if c else \
             f"{'—':>11} {'':>8}"
+        busy = "  (machine busy: load above the core count)" if a.get("busy") or b.get(
+            "busy") else ""
         print(f"{name:38} {_fmt(a['median'])} {_fmt(b['median'])} {ratio:7.2f} {np_cols} "
-              f"{_fmt(a['first']):>12} {_fmt(b['first']):>12}")
+              f"{_fmt(a['first']):>12} {_fmt(b['first']):>12}{busy}")
+
+
+def compile_table(jax_python: str) -> None:
+    """First call (trace + compile) of growing unrolled chains, both sides: CPU seconds (the
+    wall time counts other processes' load too)."""
+    ours = _side(sys.executable, "tracejit", [], "benchmarks.compile_scaling")
+    theirs = _side(jax_python, "jax", [], "benchmarks.compile_scaling")
+    print(f"\n{'compile scaling (first call)':38} {'tracejit CPU':>12} {'JAX CPU':>12} "
+          f"{'ratio':>7} {'tracejit wall':>14} {'JAX wall':>12}")
+    for name in ours["rows"] | theirs["rows"]:
+        a, b = ours["rows"].get(name), theirs["rows"].get(name)
+        if not a or not b:
+            print(f"{name:38} {'—':>12} {'—':>12}  "
+                  f"({(ours.get('error') or theirs.get('error') or 'missing')[-60:]})")
+            continue
+        print(f"{name:38} {_fmt(a['cpu']):>12} {_fmt(b['cpu']):>12} {a['cpu'] / b['cpu']:7.2f} "
+              f"{_fmt(a['wall']):>14} {_fmt(b['wall']):>12}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    if sys.argv[1:] != ["compile"]:
+        main(sys.argv[1:])
+    if not sys.argv[1:] or "compile" in sys.argv[1:]:
+        jax312 = ROOT / ".venv-jax312" / "bin" / "python"
+        compile_table(str(jax312) if jax312.exists() else sys.executable)

@@ -30,6 +30,14 @@ def measure(fn, args, budget: float = 1.5, max_runs: int = 200) -> tuple[float, 
     return first, statistics.median(times)
 
 
+def _busy() -> bool:
+    """Whether other work competed for the cores during the row just measured: the 1-minute
+    load average above the CPUs this process may use (this process counts one)."""
+    import os
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return os.getloadavg()[0] > (cpus or 1) + 0.5
+
+
 def _blas_kernel() -> str:
     """The OpenBLAS kernel SciPy's BLAS (ours for dot_general) runs, when threadpoolctl says."""
     try:
@@ -56,6 +64,10 @@ def main(impl: str) -> None:
     from benchmarks.workloads import WORKLOADS
     results = {"version": getattr(jax, "__version__", "?"),
                "python": sys.version.split()[0], "blas": _blas_kernel(), "rows": {}}
+    if impl == "tracejit":
+        from tracejit.backend.llvm import blas
+        results["threads"] = (f"at most {blas.max_threads()}; BLAS: 1 thread per "
+                              f"{blas.WORK_PER_THREAD:.2e} float32 multiply-adds")
     only = sys.argv[2:] or None
     for name, build in WORKLOADS:
         if only and not any(o in name for o in only):
@@ -63,7 +75,7 @@ def main(impl: str) -> None:
         try:
             fn, args = build(jax, jnp, lax, random)
             first, median = measure(fn, args)
-            results["rows"][name] = {"first": first, "median": median}
+            results["rows"][name] = {"first": first, "median": median, "busy": _busy()}
         except Exception as e:  # report, keep going: the table shows what failed
             results["rows"][name] = {"error": f"{type(e).__name__}: {e}"[:200]}
     print(json.dumps(results))

@@ -121,6 +121,12 @@ def _in_bodies(eqn: Eqn, memo: dict) -> Eqn:
     return eqn.replace(params={k: apply(v) for k, v in eqn.params.items()})
 
 
+# Kernels stop growing at this many equations: past it fusion saves little memory traffic
+# while LLVM's time grows faster than the kernel, and equal pieces of a long chain are one
+# kernel compiled once (codegen's outlined kernels).
+MAX_KERNEL_EQNS = 32
+
+
 def _lazy_values(eqns: Sequence[Eqn], outvars: Sequence) -> set[Var]:
     """The values computed inside their consumers' loops rather than stored."""
     consumers: dict[Var, list] = {}
@@ -130,12 +136,16 @@ def _lazy_values(eqns: Sequence[Eqn], outvars: Sequence) -> set[Var]:
                 consumers.setdefault(v, []).append(eqn)
     outs = set(outvars)
     lazy: set[Var] = set()
+    size: dict[Var, int] = {}  # equations a lazy value pulls into its consumer's kernel
     for eqn in eqns:
         if not fusible(eqn):
             continue
         v = eqn.outvars[0]
         if v.aval.ndim == 0 or v in outs:
             continue
+        size[v] = 1 + sum(size.get(x, 0) for x in eqn.invars if x in lazy)
+        if size[v] >= MAX_KERNEL_EQNS:
+            continue  # stored: a long chain is cut into kernels of equal length
         users = consumers.get(v, [])
         if not users or not all(fusible(u) or is_reduction(u) for u in users):
             continue

@@ -42,6 +42,9 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     "jax_debug_nans": (False, True),
     "jax_debug_infs": (False, True),
     "jax_log_compiles": (False, False),
+    # how many threads native code may use at once (BLAS calls; None: the CPUs this process may
+    # run on). $TRACEJIT_NUM_THREADS sets it too. It changes speed only, never a result.
+    "tracejit_num_threads": (None, False),
 }
 
 
@@ -59,6 +62,7 @@ class Config:
         self._values = {k: _env_default(k, d) for k, (d, _) in _OPTIONS.items()}
         self._trace_key_cache: tuple | None = None
         self._frozen: dict[str, tuple[Any, str]] = {}
+        self._watchers: dict[str, list] = {}
 
     def freeze(self, name: str, value: Any, message: str) -> None:
         """From now on `name` keeps `value`: setting another raises RuntimeError(message)."""
@@ -73,8 +77,15 @@ class Config:
         frozen = self._frozen.get(name)
         if frozen is not None and value != frozen[0]:
             raise RuntimeError(frozen[1])
+        for fn in self._watchers.get(name, ()):
+            fn(value)
         self._values[name] = value
         self._trace_key_cache = None
+
+    def watch(self, name: str, fn) -> None:
+        """Call fn(new value) at every `update` of option `name`, before it takes the value (a
+        ValueError it raises rejects the value): for settings native code reads from memory."""
+        self._watchers.setdefault(name, []).append(fn)
 
     def read(self, name: str) -> Any:
         return self._values[name]

@@ -1,13 +1,18 @@
 """BLAS entry points for generated code: the Fortran s/d/c/zgemm that SciPy exports as capsules
-(`scipy.linalg.cython_blas.__pyx_capi__`). Generated code calls them by a symbol name that the
-JIT binds to the capsule's address, so the IR (and the on-disk cache key made from it) does not
-change with where the library happens to be loaded."""
+(`scipy.linalg.cython_blas.__pyx_capi__`), and the thread count of each call. Generated code
+calls them by symbol names that the JIT binds to addresses in this process, so the IR (and the
+on-disk cache key made from it) does not change with where the libraries happen to be loaded."""
 from __future__ import annotations
 
 import ctypes
 import functools
+import os
 
+import llvmlite.ir as ir
 import numpy as np
+
+from ...core.config import config
+from .types import I32, I64
 
 _get_name = ctypes.pythonapi.PyCapsule_GetName
 _get_name.restype = ctypes.c_char_p
@@ -33,3 +38,125 @@ def gemm_symbol(dtype: np.dtype) -> str:
     symbol = f"tracejit_scipy_{name}"
     llvm.add_symbol(symbol, _address(name))
     return symbol
+
+
+# --- how many threads each BLAS call gets ----------------------------------------------------
+# OpenBLAS on its own threads every product above a tiny size, and its worker threads stall
+# when a core is busy: a 128x784x512 sgemm on 2 threads took a median 8-24 ms against 1.0-1.3
+# ms on one (a 2-core machine under load; the best 2-thread runs were no faster than 1 thread).
+# So every call states its thread count: one thread until each thread gets WORK_PER_THREAD of
+# work, about 11 ms of single-core sgemm, long enough that a scheduler delay of a few ms on a
+# woken thread costs less than the second core saves (1024^3 sgemm: 22 ms on one core).
+
+WORK_PER_THREAD = 1 << 29
+# work of one multiply-add, relative to float32's: SIMD lanes per register and real
+# multiply-adds per complex one
+_COST = {np.dtype(np.float32): 1, np.dtype(np.float64): 2, np.dtype(np.complex64): 4,
+         np.dtype(np.complex128): 8}
+_SET_FN, _MAX, _PER_THREAD = ("tracejit_blas_set_fn", "tracejit_blas_max_threads",
+                              "tracejit_blas_work_per_thread")
+THREADS_SYMBOL = "tracejit_blas_threads"
+
+
+def gemm_work(dtype: np.dtype, m: int, n: int, k: int) -> int:
+    """The work of one m x k by k x n product in float32 multiply-add units."""
+    return m * n * k * _COST[np.dtype(dtype)]
+
+
+def threads_for(work: int) -> int:
+    """The thread count a BLAS call of `work` gets (what the native routine computes)."""
+    return max(1, min(work // WORK_PER_THREAD, max_threads()))
+
+
+def max_threads() -> int:
+    """`tracejit_num_threads` ($TRACEJIT_NUM_THREADS), or the CPUs this process may run on."""
+    return _thread_cap(config.read("tracejit_num_threads"))
+
+
+def _thread_cap(value) -> int:
+    if value is None:
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else os.cpu_count() or 1
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        n = 0
+    if n < 1 or n != float(value):
+        raise ValueError(f"tracejit_num_threads must be a positive integer, got {value!r}; set "
+                         "TRACEJIT_NUM_THREADS or config.update('tracejit_num_threads', n)")
+    return n
+
+
+@functools.cache
+def openblas_threads_api() -> tuple | None:
+    """(set, get) of the thread count of the OpenBLAS behind SciPy's cython_blas, as ctypes
+    functions; None when SciPy's BLAS is not OpenBLAS. Looked up through cython_blas's own
+    handle, which searches the libraries it links (NumPy's OpenBLAS is another library)."""
+    from scipy.linalg import cython_blas
+    lib = ctypes.CDLL(cython_blas.__file__)
+    for prefix in ("scipy_openblas", "openblas"):
+        for suffix in ("", "64_"):
+            set_fn = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
+            get_fn = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
+            if set_fn is not None and get_fn is not None:
+                set_fn.argtypes, set_fn.restype = [ctypes.c_int], None
+                get_fn.argtypes, get_fn.restype = [], ctypes.c_int
+                return set_fn, get_fn
+    return None
+
+
+def _threads_module() -> ir.Module:
+    """`void tracejit_blas_threads(i64 work)`: set OpenBLAS's thread count for a call of that
+    work, from globals Python fills (the set function may be null: then it does nothing)."""
+    mod = ir.Module(name="tracejit_blas_threads")
+    set_ty = ir.FunctionType(ir.VoidType(), [I32]).as_pointer()
+    set_fn = ir.GlobalVariable(mod, set_ty, _SET_FN)
+    set_fn.initializer = ir.Constant(set_ty, None)
+    limits = []
+    for name, value in ((_MAX, 1), (_PER_THREAD, WORK_PER_THREAD)):
+        g = ir.GlobalVariable(mod, I64, name)
+        g.initializer = ir.Constant(I64, value)
+        limits.append(g)
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [I64]), name=THREADS_SYMBOL)
+    entry, call, done = (fn.append_basic_block(n) for n in ("entry", "call", "done"))
+    b = ir.IRBuilder(entry)
+    target = b.load(set_fn)
+    b.cbranch(b.icmp_unsigned("==", target, ir.Constant(set_ty, None)), done, call)
+    b.position_at_end(call)
+    n = b.udiv(fn.args[0], b.load(limits[1]))
+    n = b.select(b.icmp_unsigned(">", n, b.load(limits[0])), b.load(limits[0]), n)
+    n = b.select(b.icmp_unsigned("<", n, ir.Constant(I64, 1)), ir.Constant(I64, 1), n)
+    b.call(target, [b.trunc(n, I32)])
+    b.branch(done)
+    b.position_at_end(done)
+    b.ret_void()
+    return mod
+
+
+@functools.cache
+def _threads_code():
+    """The routine's machine code, kept for the process, with its globals filled in."""
+    import llvmlite.binding as llvm
+
+    from . import jit_engine
+    module = jit_engine.parse(str(_threads_module()))
+    jit_engine.optimize(module)
+    code, _ = jit_engine.load(module)
+    api = openblas_threads_api()
+    if api is not None:
+        ctypes.c_void_p.from_address(code.global_address(_SET_FN)).value = \
+            ctypes.cast(api[0], ctypes.c_void_p).value
+    llvm.add_symbol(THREADS_SYMBOL, code.address(THREADS_SYMBOL))
+    _write_max_threads(code, config.read("tracejit_num_threads"))
+    config.watch("tracejit_num_threads", lambda value: _write_max_threads(code, value))
+    return code
+
+
+def _write_max_threads(code, value) -> None:
+    ctypes.c_int64.from_address(code.global_address(_MAX)).value = _thread_cap(value)
+
+
+def threads_symbol() -> str:
+    """The name generated code calls, `void(i64 work)`, before each BLAS call."""
+    _threads_code()
+    return THREADS_SYMBOL

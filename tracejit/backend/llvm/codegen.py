@@ -1,4 +1,5 @@
-"""Jaxpr -> LLVM IR: one module per executable with one entry function for the whole program.
+"""Jaxpr -> LLVM IR: one module per executable with one entry function for the whole program
+(a large program calls each kernel as a function of its own, one per distinct kernel).
 
 Values live in one of three forms while emitting: `Scalar` (rank 0, in a register), `Buf` (an
 array in memory: an input, an output, or a slot of the workspace) and `Lazy` (a value inside a
@@ -84,6 +85,10 @@ class Emitter:
         self.inputs: ir.Value | None = None
         self.num_inputs = 0
         self._callback_ids: ir.Value | None = None
+        self._trips: list[int] = []  # trip counts of the loops being emitted, outermost first
+        self._no_vectorize_md: ir.Value | None = None
+        self._allocs = 0  # workspace slots handed out so far
+        self._kernels: dict[tuple, ir.Function] = {}  # _kernel_key -> its outlined function
 
     # --- memory ------------------------------------------------------------------------------
     def alloc(self, aval: ShapedArray) -> Buf:
@@ -91,6 +96,7 @@ class Emitter:
         if aval.ndim == 0:
             ptr = self._entry_alloca(mem_type(aval.dtype))
             return Buf(ptr, aval)
+        self._allocs += 1
         size = -(-max(aval.size * aval.dtype.itemsize, 1) // _ALIGN) * _ALIGN
         fits = [s for s in self._free if s[1] >= size]
         if fits:  # liveness-based reuse: the smallest released slot that is large enough
@@ -180,8 +186,10 @@ class Emitter:
     # --- loops -------------------------------------------------------------------------------
     def loop(self, n: int | ir.Value, body: Callable[[ir.Value], None], name: str = "i") -> None:
         b = self.b
+        self._trips.append(n if isinstance(n, int) else _UNKNOWN_TRIPS)
         n = ir.Constant(I64, n) if isinstance(n, int) else n
         pre = b.block
+        first = len(b.function.blocks)
         header = b.append_basic_block(f"{name}.head")
         body_bb = b.append_basic_block(f"{name}.body")
         exit_bb = b.append_basic_block(f"{name}.exit")
@@ -193,8 +201,36 @@ class Emitter:
         b.position_at_end(body_bb)
         body(i)
         i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
-        b.branch(header)
+        back = b.branch(header)
+        if not self._worth_vectorizing(b.function.blocks[first:]):
+            back.set_metadata("llvm.loop", self._no_vectorize())
+        self._trips.pop()
         b.position_at_end(exit_bb)
+
+    def _worth_vectorizing(self, blocks: list) -> bool:
+        """Whether LLVM should vectorize a loop with these blocks. Vectorizing costs compile
+        time in proportion to the body (about 0.4 ms per instruction: 5 s for a body of 100
+        fused `sin`s) and saves run time in proportion to the elements it runs over; a large
+        body over fewer than VECTORIZE_MIN_ELEMENTS elements stays scalar."""
+        size = sum(len(bb.instructions) for bb in blocks)
+        if size <= VECTORIZE_MAX_BODY:
+            return True
+        elements = 1
+        for n in self._trips:
+            elements *= n
+        return elements >= VECTORIZE_MIN_ELEMENTS
+
+    def _no_vectorize(self) -> ir.Value:
+        """The loop metadata that turns LLVM's loop vectorizer off for one loop (a loop ID is
+        a node whose first operand is itself)."""
+        if self._no_vectorize_md is None:
+            prop = self.module.add_metadata([ir.MetaDataString(self.module,
+                                                               "llvm.loop.vectorize.enable"),
+                                             ir.Constant(I1, 0)])
+            md = self.module.add_metadata([prop])
+            md.operands = (md,) + md.operands
+            self._no_vectorize_md = md
+        return self._no_vectorize_md
 
     def loop_nest(self, shape: Sequence[int], body: Callable[[list[ir.Value]], None]) -> None:
         def rec(k: int, idx: list[ir.Value]):
@@ -318,8 +354,10 @@ class Emitter:
 
     # --- programs ----------------------------------------------------------------------------
     def emit_jaxpr(self, jaxpr: Jaxpr, consts: list, args: list,
-                   dests: list[Buf | None] | None = None) -> list:
-        """Emit `jaxpr` at the builder's position; outputs go to `dests` where given."""
+                   dests: list[Buf | None] | None = None, outline: bool = False) -> list:
+        """Emit `jaxpr` at the builder's position; outputs go to `dests` where given. With
+        `outline`, equations with array outputs go in functions of their own (`lower_outlined`).
+        """
         env: dict[Var, Any] = {}
         for v, x in zip(jaxpr.constvars, consts):
             env[v] = x
@@ -339,7 +377,8 @@ class Emitter:
         keep = set(jaxpr.outvars)
         for k, eqn in enumerate(jaxpr.eqns):
             self._dying = {v for v in last_use.get(k, ()) if v not in keep}
-            outs = self.lower(eqn, env, [direct.get(v) for v in eqn.outvars])
+            lower = self.lower_outlined if outline and _outlinable(eqn) else self.lower
+            outs = lower(eqn, env, [direct.get(v) for v in eqn.outvars])
             env.update(zip(eqn.outvars, outs))
             for v in last_use.get(k, ()):
                 if v not in keep and v not in direct:
@@ -369,6 +408,136 @@ class Emitter:
                 f"{eqn.source_info}); run it with jax.jit(..., backend='interpret') or "
                 "config.update('tracejit_backend', 'interpret').")
         return rule(self, eqn, [self.read(env, v) for v in eqn.invars], dests)
+
+
+    def lower_outlined(self, eqn, env: dict, dests: list[Buf | None]) -> list:
+        """`lower` into an internal function of its own, called here: LLVM's loop passes and
+        register allocation cost more than linear time in a function's size, so a program of
+        hundreds of kernels compiles as hundreds of small functions (noinline, or the inliner
+        would undo it). Outputs are written to `dests` (workspace slots allocated here when not
+        given). An operand appearing twice (a donated input that is also the destination) is
+        one argument, so the `ptr is` tests that find in-place updates still see it."""
+        dests = [d if d is not None else self.alloc(v.aval) for v, d in zip(eqn.outvars, dests)]
+        outer: dict[int, ir.Value] = {}  # id of a value here -> the value (one argument each)
+        for v in eqn.invars:
+            if isinstance(v, Var):
+                x = env[v]
+                outer.setdefault(id(x.ptr if isinstance(x, Buf) else x.value),
+                                 x.ptr if isinstance(x, Buf) else x.value)
+        for d in dests:
+            outer.setdefault(id(d.ptr), d.ptr)
+        values = list(outer.values())
+        key = _kernel_key(eqn, env, dests, list(outer))
+        fn = self._kernels.get(key) if key is not None else None
+        if fn is not None:  # the same kernel on other buffers: call the one already emitted
+            self.b.call(fn, [self.inputs, self.workspace] + values)
+            return dests
+        fnty = ir.FunctionType(ir.VoidType(), [I8P.as_pointer(), I8P] + [x.type for x in values])
+        fn = ir.Function(self.module, fnty, name=f"kernel{len(self.module.globals)}")
+        fn.linkage = "internal"
+        fn.attributes.add("noinline")
+        self.b.call(fn, [self.inputs, self.workspace] + values)
+        inner = dict(zip(outer, fn.args[2:]))
+        allocs, callbacks = self._allocs, len(self.callbacks)
+        saved = self.b, self.inputs, self.workspace, self._callback_ids, self._memo
+        self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self.inputs, self.workspace, self._callback_ids, self._memo = fn.args[0], fn.args[1], \
+            None, None
+        try:
+            kenv = {}
+            for v in eqn.invars:
+                if isinstance(v, Var):
+                    x = env[v]
+                    kenv[v] = Buf(inner[id(x.ptr)], x.aval) if isinstance(x, Buf) else \
+                        Scalar(inner[id(x.value)], x.aval)
+            kdests = [Buf(inner[id(d.ptr)], d.aval) for d in dests]
+            for out, kd in zip(self.lower(eqn, kenv, kdests), kdests):
+                if not (isinstance(out, Buf) and out.ptr is kd.ptr):
+                    self.materialize(out, kd)
+                    self.release(out)
+            self.b.ret_void()
+        finally:
+            self.b, self.inputs, self.workspace, self._callback_ids, self._memo = saved
+        # a kernel with workspace temporaries of its own is not reused: their slots may hold
+        # other live values by a later call; nor one with host callbacks (each has its slot)
+        if key is not None and self._allocs == allocs and len(self.callbacks) == callbacks:
+            self._kernels[key] = fn
+        return dests
+
+
+def _kernel_key(eqn, env: dict, dests: list[Buf], args: list[int]) -> tuple | None:
+    """What an outlined kernel's code depends on: the equation without its variables (jaxpr
+    params by their printed text), each operand's kind, type and argument position (the same
+    buffer twice is one argument), literals' values. None when a param is not hashable."""
+    position = {a: k for k, a in enumerate(args)}
+    operands = []
+    for v in eqn.invars:
+        if isinstance(v, Literal):
+            operands.append(("literal", v.aval, v.val.tobytes()))
+            continue
+        x = env[v]
+        ref = x.ptr if isinstance(x, Buf) else x.value
+        operands.append((type(x).__name__, x.aval, position[id(ref)]))
+    params = tuple(sorted((k, _param_key(p)) for k, p in eqn.params.items()))
+    key = (eqn.primitive, params, tuple(operands),
+           tuple((d.aval, position[id(d.ptr)]) for d in dests))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _jaxpr_key(jaxpr: Jaxpr) -> tuple:
+    """A jaxpr as a key, its variables by number (not its printed text, which shortens some
+    params): equal keys, the same computation."""
+    number: dict[Var, int] = {}
+
+    def ref(v):
+        if isinstance(v, Literal):
+            return ("literal", v.aval, v.val.tobytes())
+        return number.setdefault(v, len(number)), v.aval
+    head = tuple(ref(v) for v in (*jaxpr.constvars, *jaxpr.invars))
+    eqns = tuple((e.primitive, tuple(sorted((k, _param_key(p)) for k, p in e.params.items())),
+                  tuple(ref(v) for v in e.invars), tuple(ref(v) for v in e.outvars))
+                 for e in jaxpr.eqns)
+    return head, eqns, tuple(ref(v) for v in jaxpr.outvars)
+
+
+def _param_key(p):
+    """A param as a key: jaxprs structurally, numbers by type and text (0.0 == -0.0 in Python,
+    and NaN is unequal to itself), tuples element by element; anything else as it is (an
+    unhashable one makes the whole key unusable)."""
+    if isinstance(p, ClosedJaxpr):
+        if p.consts:
+            return p  # by identity: consts are arrays
+        return _jaxpr_key(p.jaxpr)
+    if isinstance(p, Jaxpr):
+        return _jaxpr_key(p)
+    if isinstance(p, (tuple, list)):
+        return (type(p).__name__,) + tuple(_param_key(q) for q in p)
+    if isinstance(p, (float, complex, np.generic)):
+        return (type(p).__name__, repr(p))
+    return p
+
+
+def _outlinable(eqn) -> bool:
+    """Top-level equations worth a function: array outputs (scalars stay in registers), no
+    sub-programs of their own (control flow is emitted inline, its bodies too)."""
+    return all(v.aval.ndim > 0 for v in eqn.outvars) and (
+        eqn.primitive is fused_p or not any(
+            isinstance(p, (ClosedJaxpr, Jaxpr)) for p in eqn.params.values()))
+
+
+# a loop body above VECTORIZE_MAX_BODY instructions is vectorized only when it runs over at
+# least VECTORIZE_MIN_ELEMENTS elements (loops of unknown trip count always are)
+VECTORIZE_MAX_BODY = 1500
+VECTORIZE_MIN_ELEMENTS = 1 << 20
+_UNKNOWN_TRIPS = 1 << 40
+
+# programs of at least this many equations (counting those inside kernels) put each kernel in a
+# function of its own
+OUTLINE_MIN_EQNS = 64
 
 
 def _fused(em: Emitter, eqn, ins, dests):
@@ -462,7 +631,10 @@ def generate(closed: ClosedJaxpr, name: str,
     out_bufs = [Buf(in_bufs[nconsts + aliases[j]].ptr, v.aval) if j in aliases else
                 arg_buf(fn.args[1], j, v.aval) for j, v in enumerate(jaxpr.outvars)]
     ins = [_as_value(em, bf) for bf in in_bufs]
-    em.emit_jaxpr(jaxpr, ins[:nconsts], ins[nconsts:], out_bufs)
+    size = sum(len(e.params["body"].jaxpr.eqns) if e.primitive is fused_p else 1
+               for e in jaxpr.eqns)
+    em.emit_jaxpr(jaxpr, ins[:nconsts], ins[nconsts:], out_bufs,
+                  outline=size >= OUTLINE_MIN_EQNS)
     em.b.ret_void()
     return Program(name, str(em.module), em.workspace_bytes, aliases, em.callbacks)
 

@@ -51,6 +51,13 @@ class Code:
             raise KeyError(f"no JIT-compiled function named {name!r}")
         return address
 
+    def global_address(self, name: str) -> int:
+        """Address of the global variable `name` in this code."""
+        address = self._engine.get_global_value_address(name)
+        if not address:
+            raise KeyError(f"no JIT-compiled global named {name!r}")
+        return address
+
 
 @functools.cache
 def _support_engine() -> llvm.ExecutionEngine:

@@ -16,7 +16,7 @@ import numpy as np
 from ...core import dtypes
 from ...core.avals import ShapedArray
 from ...lax import decompositions as dec
-from .blas import _get_name, _get_pointer
+from .blas import _get_name, _get_pointer, gemm_work, threads_symbol
 from .codegen import I8P, Buf, Emitter
 from .rules import STRUCTURAL
 from .scalar_ops import convert
@@ -90,10 +90,30 @@ def _size(work: Work) -> int:
 
 # --- emitting calls --------------------------------------------------------------------------
 
+def _call_work(name: str, args: list) -> int:
+    """The float32 multiply-adds a LAPACK call costs, about: from the dimensions (the int
+    arguments before the first array), m*n*k, or m*n*min(m, n), or n^3."""
+    dims = []
+    for a in args:
+        if not isinstance(a, (int, str)):
+            break
+        if isinstance(a, int):
+            dims.append(max(a, 1))
+    if not dims:
+        return 1
+    m, n, k = (dims + [min(dims)] * 2)[:3] if len(dims) < 3 else dims[:3]
+    return gemm_work(np.dtype({"s": np.float32, "d": np.float64, "c": np.complex64,
+                               "z": np.complex128}[name[0]]), m, n, k)
+
+
 def _call(em: Emitter, name: str, args: list) -> None:
     """Call `name` with Fortran conventions: everything by pointer (ints as i32 slots,
-    one-letter strings as i8 slots, buffers as their pointers)."""
+    one-letter strings as i8 slots, buffers as their pointers). OpenBLAS's LAPACK threads
+    inside, so BLAS's thread count is set first, for the work the dimensions imply."""
     b = em.b
+    set_threads = em.module.globals.get(threads_symbol()) or ir.Function(
+        em.module, ir.FunctionType(ir.VoidType(), [I64]), name=threads_symbol())
+    b.call(set_threads, [ir.Constant(I64, _call_work(name, args))])
     symbol = _symbol(name)
     fn = em.module.globals.get(symbol)
     if fn is None:

@@ -61,8 +61,10 @@ def _dot_general(em: Emitter, eqn, ins, dests):
 
 def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: int, n: int,
                k: int, lhs_t: bool, rhs_t: bool) -> None:
-    """Row-major C[m,n] = A·B through Fortran BLAS: C^T = B^T·A^T (column-major), per batch."""
-    from .blas import gemm_symbol
+    """Row-major C[m,n] = A·B through Fortran BLAS: C^T = B^T·A^T (column-major), per batch.
+    Each product first sets BLAS's thread count for its size (blas.py: the work of one product,
+    not the batch's: a batch of small products must not wake threads for each)."""
+    from .blas import gemm_symbol, gemm_work, threads_symbol
     b = em.b
     ft = reg_type(dtype)
     i32 = ir.IntType(32)
@@ -87,6 +89,10 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
     args_const = [slot(i32, ir.Constant(i32, v)) for v in (n, m, k)]
     alpha, beta = slot(ft, const(dtype, 1)), slot(ft, const(dtype, 0))
     lda_p, ldb_p, ldc_p = (slot(i32, ir.Constant(i32, v)) for v in (lda, ldb, n))
+    threads = threads_symbol()
+    set_threads = em.module.globals.get(threads) or ir.Function(
+        em.module, ir.FunctionType(ir.VoidType(), [I64]), name=threads)
+    b.call(set_threads, [ir.Constant(I64, gemm_work(dtype, m, n, k))])
 
     def one(i):
         a_ptr = b.gep(rhs.ptr, [b.mul(i, ir.Constant(I64, k * n))], inbounds=True)

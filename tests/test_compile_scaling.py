@@ -1,0 +1,139 @@
+"""Compile-time structure (never timings): a program of many kernels is emitted as one small
+function per kernel (codegen.lower_outlined), and gives bit for bit what the one-function
+program gives, with donated buffers, host callbacks and scalar outputs among its equations."""
+import re
+
+import numpy as np
+
+import tracejit
+import tracejit.numpy as jnp
+from tracejit.backend.llvm import codegen
+
+
+def _program(x, y):
+    # sin / cumsum / reversal / reduction: kernels, structural rules and index maps
+    total = jnp.float32(0)
+    for i in range(30):
+        x = jnp.cumsum(jnp.sin(x)) * 0.001 + x[::-1] * 0.5
+        y = y * 0.5 + jnp.cos(x[:, None] * y).mean(axis=0)
+        total = total + x.sum()
+    return x, y, total
+
+
+def _both(f, *args, **jit_kw):
+    """f's results compiled with every kernel outlined and with none."""
+    old = codegen.OUTLINE_MIN_EQNS
+    try:
+        codegen.OUTLINE_MIN_EQNS = 1
+        outlined = tracejit.jit(f, **jit_kw)(*[np.array(a) for a in args])
+        codegen.OUTLINE_MIN_EQNS = 10 ** 9
+        inline = tracejit.jit(f, **jit_kw)(*[np.array(a) for a in args])
+    finally:
+        codegen.OUTLINE_MIN_EQNS = old
+    return outlined, inline
+
+
+def test_outlined_kernels_match_one_function_bit_for_bit():
+    x = np.linspace(0, 1, 300, dtype=np.float32)
+    y = np.linspace(-1, 1, 7, dtype=np.float32)
+    outlined, inline = _both(_program, x, y)
+    for a, b in zip(outlined, inline):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    with tracejit.disable_jit():
+        ref = _program(x, y)
+    for a, b in zip(outlined, ref):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
+
+
+def test_big_program_gets_a_function_per_kernel_each_compiled_once():
+    x = np.linspace(0, 1, 64, dtype=np.float32)
+
+    def chain(x):
+        for i in range(codegen.OUTLINE_MIN_EQNS):
+            x = jnp.cumsum(jnp.sin(x * (1.0 + (i % 3))))
+        return x
+    text = tracejit.jit(chain).lower(x).compile().as_text(dialect="llvm")
+    # one function per distinct kernel (x*c+sin fused for three constants, and cumsum)
+    kernels = re.findall(r"define internal [\w ]*void @kernel", text)
+    assert len(kernels) == 4
+    small = tracejit.jit(lambda x: jnp.cumsum(jnp.sin(x))).lower(x).compile()
+    assert "@kernel" not in small.as_text(dialect="llvm")
+    with tracejit.disable_jit():
+        np.testing.assert_allclose(np.asarray(tracejit.jit(chain)(x)), np.asarray(chain(x)),
+                                   rtol=1e-5)
+
+
+def test_kernels_differing_only_in_a_zero_sign_are_not_shared():
+    def f(x):
+        outs = []
+        for i in range(40):
+            outs.append(jnp.pad(x, 1, constant_values=0.0 if i % 2 else -0.0))
+        return jnp.stack(outs)
+    x = np.ones(3, np.float32)
+    outlined, inline = _both(f, x)
+    bits = np.asarray(outlined).view(np.uint32)
+    np.testing.assert_array_equal(bits, np.asarray(inline).view(np.uint32))
+    assert np.signbit(np.asarray(outlined)[0, 0]) and not np.signbit(np.asarray(outlined)[1, 0])
+
+
+def test_kernel_with_temporaries_is_emitted_per_use():
+    # sort and argsort need workspace of their own: reusing one function for two calls would
+    # let the second clobber slots that hold other live values by then
+    def f(x):
+        total = x
+        for i in range(20):
+            total = total + jnp.sort(x * (i + 1)) - jnp.argsort(-x).astype(x.dtype)
+        return total
+    x = np.random.default_rng(0).standard_normal(33).astype(np.float32)
+    outlined, inline = _both(f, x)
+    np.testing.assert_array_equal(np.asarray(outlined), np.asarray(inline))
+    with tracejit.disable_jit():
+        np.testing.assert_allclose(np.asarray(outlined), np.asarray(f(jnp.asarray(x))),
+                                   rtol=1e-5)
+
+
+def test_outlined_in_place_update_of_a_donated_input():
+    def f(x):
+        for i in range(8):
+            x = x.at[i].set(x[i + 1] * 2.0) + 1.0
+        return x
+    x = np.arange(16, dtype=np.float32)
+    outlined, inline = _both(f, x, donate_argnums=0)
+    np.testing.assert_array_equal(np.asarray(outlined), np.asarray(inline))
+    with tracejit.disable_jit():
+        np.testing.assert_array_equal(np.asarray(outlined), np.asarray(f(jnp.asarray(x))))
+
+
+def test_outlined_host_callback(capsys):
+    def f(x):
+        x = jnp.sin(x)
+        tracejit.debug.print("mid {}", x.sum())
+        return jnp.cumsum(x)
+    x = np.linspace(0, 1, 16, dtype=np.float32)
+    outlined, inline = _both(f, x)
+    np.testing.assert_array_equal(np.asarray(outlined), np.asarray(inline))
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 2 and printed[0] == printed[1]
+
+
+def _ir(f, x) -> str:
+    from tracejit.compiler.passes import optimize
+    from tracejit.core.jaxpr import ClosedJaxpr
+    closed = tracejit.make_jaxpr(f)(x)
+    jaxpr, consts = optimize(closed.jaxpr, closed.consts)
+    return codegen.generate(ClosedJaxpr(jaxpr, consts), "entry").ir_text
+
+
+def test_large_loop_body_over_few_elements_is_not_vectorized():
+    def chain(x):
+        for _ in range(30):  # ~30 x 120 instructions: past VECTORIZE_MAX_BODY
+            x = jnp.sin(x)
+        return x
+    off = '!"llvm.loop.vectorize.enable", i1 0'
+    assert off in _ir(chain, np.ones(1000, np.float32))
+    assert off not in _ir(chain, np.ones(codegen.VECTORIZE_MIN_ELEMENTS, np.float32))
+    assert off not in _ir(lambda x: jnp.sin(x) * 2, np.ones(1000, np.float32))
+    x = np.linspace(-3, 3, 1000, dtype=np.float32)
+    with tracejit.disable_jit():
+        ref = np.asarray(chain(jnp.asarray(x)))
+    np.testing.assert_allclose(np.asarray(tracejit.jit(chain)(x)), ref, rtol=1e-5, atol=1e-6)
