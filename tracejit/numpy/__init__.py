@@ -83,3 +83,4 @@ finfo = _dtypes.finfo_of
 iinfo = _dtypes.iinfo_of
 
 _MISSING_METHODS = _array_methods.install(globals())
+bool = bool_  # noqa: A001  (JAX's name; nothing in this file calls the builtin)
