@@ -87,3 +87,25 @@ def test_soak_command_and_reproducer(tmp_path):
     numbers = [np.array(re.findall(r"-?\d+\.?\d*(?:e[-+]\d+)?", out), float) for out in outs]
     assert len(numbers[0]) > 0
     np.testing.assert_allclose(numbers[1], numbers[0], rtol=1e-5, atol=1e-6)
+
+
+# -- regressions: programs the soak found, each fixed ---------------------------------------------
+REGRESSIONS = {
+    1060: "concatenate of only empty operands (a vmapped (0, 4) argument) crashed codegen",
+}
+
+
+@pytest.mark.parametrize("seed", sorted(REGRESSIONS))
+def test_soak_regressions(seed):
+    program = fuzz.generate(seed)
+    outcome = fuzz.check(program, JAX)
+    assert outcome.kind in ("ok", "rejected"), program.reproducer(outcome.detail)
+
+
+def test_concatenate_of_empty_operands_natively():
+    import tracejit
+    import tracejit.numpy as tnp
+    for dtype in (np.float32, np.bool_, np.complex64, np.int8):
+        x = np.zeros((2, 0, 4), dtype)
+        out = tracejit.jit(lambda x: tnp.concatenate([x, x], axis=1) * x[:, :0])(x)
+        assert out.shape == (2, 0, 4) and out.dtype == x.dtype

@@ -72,6 +72,7 @@ class Program:
     def reproducer(self, detail: str = "") -> str:
         """A script that runs this program under `jax` (tracejit with `python -m tracejit`)."""
         args = ",\n    ".join(f"np.array({a.tolist()!r}, dtype=jnp.{a.dtype.name})"
+                               + (f".reshape({a.shape})" if a.size == 0 else "")
                                for a in self.args)
         note = "".join(f"# {line}\n" for line in detail.splitlines())
         return (f"# tracejit fuzz program, seed {self.seed}\n{note}"

@@ -1,0 +1,58 @@
+"""Numerics of the native backend against float64 references (issue 13 item 6): long float sums
+are pairwise (error grows as log n, as JAX's and NumPy's), float32 tan within 1 ulp."""
+import numpy as np
+import pytest
+
+import tracejit
+import tracejit.numpy as tnp
+
+
+def _sum(x, axis=None):
+    return np.asarray(tracejit.jit(lambda x: tnp.sum(x, axis=axis))(x))
+
+
+def test_sum_of_ones_past_float32_integer_range():
+    """Every partial sum of a sequential or lane-wise float32 sum stops growing at 2**24; a
+    column of 2**24 + 8 ones (2 columns) sums to 2**24 + 8, as in JAX."""
+    x = np.ones((2 ** 24 + 8, 2), np.float32)
+    np.testing.assert_array_equal(_sum(x, 0), [2 ** 24 + 8] * 2)
+    assert _sum(x) == 2 ** 25 + 16
+
+
+def test_long_float32_sum_accuracy():
+    """2**25 uniform values: within 2 ulp of the float64 sum (lane-wise sequential sums were 34
+    ulp off), as NumPy's pairwise sum."""
+    x = np.random.default_rng(0).random(2 ** 25, dtype=np.float32)
+    exact = x.astype(np.float64).sum()
+    ulp = float(np.spacing(np.float32(exact)))
+    assert abs(float(_sum(x)) - exact) <= 2 * ulp
+    mean = exact / x.size
+    assert abs(float(tracejit.jit(tnp.mean)(x)) - mean) <= 2 * float(np.spacing(np.float32(mean)))
+
+
+@pytest.mark.parametrize("shape,axis", [((3000, 5), None), ((3000, 5), 0), ((5, 3000), 1),
+                                        ((4, 5, 3000), (0, 2)), ((2, 3, 5000), (1, 2)),
+                                        ((2049,), 0), ((3000, 2, 2), 0)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.complex64, tnp.bfloat16.dtype])
+def test_blocked_sums_match_the_reference(shape, axis, dtype):
+    rng = np.random.default_rng(1)
+    x = rng.random(shape) + (1j * rng.random(shape) if dtype == np.complex64 else 0)
+    x = x.astype(dtype)
+    ref = np.asarray(tracejit.jit(lambda x: tnp.sum(x, axis=axis), backend="interpret")(x))
+    got = _sum(x, axis)
+    assert got.dtype == ref.dtype and got.shape == ref.shape
+    tol = 1e-5 if dtype in (np.float32, np.complex64) else 1e-2
+    np.testing.assert_allclose(got.astype(np.complex128), ref.astype(np.complex128), rtol=tol)
+
+
+def test_float32_tan_within_one_ulp():
+    """Against float64 tan rounded: a wide sweep (to 1e6 and near the poles pi/2 + k pi)."""
+    rng = np.random.default_rng(2)
+    poles = (np.pi / 2 + np.pi * rng.integers(-1000, 1000, 20000)) * (
+        1 + rng.normal(size=20000) * 1e-6)
+    x = np.concatenate([rng.uniform(-10, 10, 100000), np.exp(rng.uniform(-20, 14, 100000)),
+                        poles]).astype(np.float32)
+    got = np.asarray(tracejit.jit(tnp.tan)(x)).astype(np.float64)
+    want = np.tan(x.astype(np.float64))
+    ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+    assert np.max(np.abs(got - want) / ulp) <= 1.0
