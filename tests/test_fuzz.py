@@ -92,6 +92,7 @@ def test_soak_command_and_reproducer(tmp_path):
 # -- regressions: programs the soak found, each fixed ---------------------------------------------
 REGRESSIONS = {
     1060: "concatenate of only empty operands (a vmapped (0, 4) argument) crashed codegen",
+    1275: "the same, with bfloat16",
 }
 
 

@@ -56,3 +56,20 @@ def test_float32_tan_within_one_ulp():
     want = np.tan(x.astype(np.float64))
     ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
     assert np.max(np.abs(got - want) / ulp) <= 1.0
+
+
+def test_complex_arctan2_as_jax():
+    """JAX accepts complex atan2 (StableHLO's -i log((y + ix) / sqrt(x^2 + y^2))): native,
+    interpreter and JAX agree, and so do their derivatives."""
+    import jax
+    import jax.numpy as jnp
+    rng = np.random.default_rng(3)
+    x, y = ((rng.normal(size=(64, 2)) @ [1, 1j]).astype(np.complex64) for _ in range(2))
+    want = np.asarray(jnp.arctan2(x, y))
+    for backend in ("native", "interpret"):
+        got = np.asarray(tracejit.jit(tnp.arctan2, backend=backend)(x, y))
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
+    _, t_ours = tracejit.jvp(tnp.arctan2, (x, y), (y, x))
+    _, t_jax = jax.jvp(jnp.arctan2, (x, y), (y, x))
+    np.testing.assert_allclose(np.asarray(t_ours), np.asarray(t_jax), rtol=1e-4, atol=1e-5)

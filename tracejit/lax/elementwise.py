@@ -97,7 +97,18 @@ div_p = binop("div", _quiet(_int_div), NUM)
 rem_p = binop("rem", _quiet(_int_rem), REAL)
 max_p = binop("max", _max_impl, ANY)
 min_p = binop("min", _min_impl, ANY)
-atan2_p = binop("atan2", _quiet(np.arctan2), FLOAT, transcendental=True)
+def _atan2_impl(x, y):
+    """Real: NumPy's arctan2. Complex (StableHLO's atan2, as JAX): -i log((y + ix) / sqrt(x^2 +
+    y^2)), the analytic continuation of atan(x / y)."""
+    if np.iscomplexobj(x) or np.iscomplexobj(y):
+        dtype = np.result_type(x, y)
+        wide = np.complex128
+        x, y = np.asarray(x, wide), np.asarray(y, wide)
+        return (-1j * np.log((y + 1j * x) / np.sqrt(x * x + y * y))).astype(dtype)
+    return np.arctan2(x, y)
+
+
+atan2_p = binop("atan2", _quiet(_atan2_impl), FLOAT, transcendental=True)
 
 
 def _polygamma_impl(m, x):
