@@ -84,6 +84,7 @@ class Emitter:
         self.inputs: ir.Value | None = None
         self.num_inputs = 0
         self._callback_ids: ir.Value | None = None
+        self.polls = False  # some loop polls the interrupt flag (interrupt.emit_poll)
 
     # --- memory ------------------------------------------------------------------------------
     def alloc(self, aval: ShapedArray) -> Buf:
@@ -424,7 +425,8 @@ class Program:
     their int64 ids."""
 
     def __init__(self, name: str, ir_text: str, workspace_bytes: int, aliases: dict[int, int],
-                 callbacks: list):
+                 callbacks: list, polls: bool = False):
+        self.polls = polls  # the program may return early: Ctrl-C (backend/llvm/interrupt.py)
         self.name = name
         self.ir_text = ir_text
         self.workspace_bytes = workspace_bytes
@@ -464,5 +466,5 @@ def generate(closed: ClosedJaxpr, name: str,
     ins = [_as_value(em, bf) for bf in in_bufs]
     em.emit_jaxpr(jaxpr, ins[:nconsts], ins[nconsts:], out_bufs)
     em.b.ret_void()
-    return Program(name, str(em.module), em.workspace_bytes, aliases, em.callbacks)
+    return Program(name, str(em.module), em.workspace_bytes, aliases, em.callbacks, em.polls)
 
