@@ -258,9 +258,9 @@ def _special_values(dtype):
 UNARY = ["exp", "exp2", "log", "log2", "log1p", "expm1", "tanh", "logistic", "sin", "cos",
          "tan", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "erf",
          "erfc", "cbrt", "lgamma", "digamma", "bessel_i0e", "bessel_i1e"]
-# float32 functions that follow XLA's CPU code (flushing subnormal inputs, and exp's subnormal
-# results, to zero): their accuracy is measured on normal inputs and results only; the flush
-# itself is checked bit for bit against the reference in test_xla_f32_bit_exact.
+# float32 functions that follow XLA's CPU code: their accuracy is measured on normal inputs and
+# results (subnormals, which tracejit keeps and XLA flushes, are checked in test_numerics.py);
+# native equals the reference bit for bit, subnormals included, in test_xla_f32_bit_exact.
 XLA_F32 = ("exp", "log", "log1p", "erf", "erf_inv")
 
 # Max ulp error asserted against the references above (fixed sweeps, so these are the measured

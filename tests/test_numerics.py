@@ -73,3 +73,43 @@ def test_complex_arctan2_as_jax():
     _, t_ours = tracejit.jvp(tnp.arctan2, (x, y), (y, x))
     _, t_jax = jax.jvp(jnp.arctan2, (x, y), (y, x))
     np.testing.assert_allclose(np.asarray(t_ours), np.asarray(t_jax), rtol=1e-4, atol=1e-5)
+
+
+# Subnormal policy: IEEE gradual underflow everywhere (NumPy's), on both backends. (JAX on CPU
+# flushes float32 subnormals to zero: its sign(1e-40) is 0.0; tracejit's is 1.0, as NumPy's.)
+_SUBNORMAL_OPS = {
+    "sign": np.sign, "abs": np.abs, "negative": np.negative, "sqrt": np.sqrt, "log": np.log,
+    "log2": np.log2, "log1p": np.log1p, "expm1": np.expm1, "sin": np.sin, "tan": np.tan,
+    "tanh": np.tanh, "arctan": np.arctan, "arcsinh": np.arcsinh, "cbrt": np.cbrt,
+    "double": lambda x: x * 2, "half": lambda x: x / 2, "plus_tiny": lambda x: x + 1e-45,
+    "relu": lambda x: np.maximum(x, 0), "positive": lambda x: (x > 0).astype(x.dtype),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SUBNORMAL_OPS))
+@pytest.mark.parametrize("backend", ["native", "interpret"])
+def test_subnormals_are_kept(name, backend):
+    x = np.array([1e-40, -1e-40, 1.4e-45, 1.1e-38, 5e-39, -3e-42], np.float32)
+    fn = {"double": lambda x: x * 2, "half": lambda x: x / 2,
+          "plus_tiny": lambda x: x + np.float32(1e-45), "relu": lambda x: tnp.maximum(x, 0),
+          "positive": lambda x: (x > 0).astype(x.dtype)}.get(name) or getattr(tnp, name)
+    got = np.asarray(tracejit.jit(fn, backend=backend)(x))
+    with np.errstate(invalid="ignore"):
+        want = _SUBNORMAL_OPS[name](x.astype(np.float64)).astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=3e-7, atol=2 * 1.4e-45)
+
+
+@pytest.mark.parametrize("backend", ["native", "interpret"])
+def test_subnormal_results_of_exp_and_erf(backend):
+    """XLA's float32 exp/erf algorithms, kept bit for bit on normal numbers, round subnormal
+    results (exp below x = -87.3) instead of flushing them."""
+    import scipy.special as sp
+    import tracejit.scipy.special as tsp
+    x = np.linspace(-104, -87, 2001, dtype=np.float32)
+    got = np.asarray(tracejit.jit(tnp.exp, backend=backend)(x))
+    want = np.exp(x.astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1.5 * 1.4e-45)
+    assert np.count_nonzero(got) > 1500
+    t = np.array([1e-40, -7e-39, 1.4e-45], np.float32)
+    np.testing.assert_allclose(np.asarray(tracejit.jit(tsp.erf, backend=backend)(t)),
+                               sp.erf(t.astype(np.float64)), rtol=1e-6, atol=2 * 1.4e-45)
