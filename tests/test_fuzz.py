@@ -93,6 +93,10 @@ def test_soak_command_and_reproducer(tmp_path):
 REGRESSIONS = {
     1060: "concatenate of only empty operands (a vmapped (0, 4) argument) crashed codegen",
     1275: "the same, with bfloat16",
+    # the fuzzer's own false alarms: a float16/bfloat16 value cast to float32 was held to
+    # float32's tolerance (now every output gets the least precise float's)
+    2936: "bfloat16 rsqrt cast to float32, vs JAX",
+    2980: "float16 arcsinh cast to float32, vs JAX",
 }
 
 

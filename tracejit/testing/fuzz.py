@@ -58,7 +58,7 @@ class Program:
     source: str
     args: list[np.ndarray]
     transform: str = ""  # "", "grad" or "vmap"
-    # the least precise float any value passed through: grad's cotangents go through it too
+    # the least precise float any value passed through (casts and cotangents carry its error)
     least_precise: str = "float32"
 
     def function(self, ns: SimpleNamespace) -> Callable:
@@ -510,7 +510,9 @@ class Outcome:
 def check(program: Program, jax_ns: SimpleNamespace | None = None) -> Outcome:
     """Run `program` natively, on the interpreter and (given its namespace) with JAX."""
     ns = tracejit_namespace()
-    least = program.least_precise if program.transform == "grad" else None
+    # a float32 value computed from float16/bfloat16 ones (a cast, a gradient) carries their
+    # rounding: every output is held to the tolerance of the least precise float in the program
+    least = program.least_precise
     native, n_err = _run(program, ns, backend="native")
     ref, r_err = _run(program, ns, backend="interpret")
     if n_err is not None and r_err is None:
