@@ -280,3 +280,24 @@ def test_closure_convert_checks_the_argument_structure():
     assert consts == [] and float(conv((3.0,))) == 6.0
     with pytest.raises(TypeError, match="same Pytree structure"):
         conv([3.0, 4.0])
+
+
+def test_custom_vjp_bwd_wrong_shape_is_jaxs_value_error():
+    """A bwd rule returning a cotangent of the wrong shape: ValueError with JAX's message."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import pytest
+
+    import tracejit
+    import tracejit.numpy as tnp
+    messages = []
+    for lib, np_ in ((jax, jnp), (tracejit, tnp)):
+        @lib.custom_vjp
+        def f(x):
+            return np_.sin(x)
+        f.defvjp(lambda x: (f(x), x), lambda r, g: (np_.ones(3),))
+        with pytest.raises(ValueError) as info:
+            lib.grad(lambda x: f(x).sum())(np.ones(2, np.float32))
+        messages.append(str(info.value))
+    assert messages[1] == messages[0]

@@ -26,7 +26,8 @@ LAYERS = [
                      "stages", "typing", "dtypes", "flatten_util", "test_util", "debug",
                      "callback", "extend", "interpreters", "experimental", "sharding",
                      "api_util", "version", "custom_derivatives", "ad_checkpoint", "ref",
-                     "shard_map", "example_libraries", "random_derived"}),
+                     "shard_map", "example_libraries", "random_derived",
+                     "testing"}),
     ("face", {"alias", "__main__"}),  # and tracejit/__init__.py
 ]
 

@@ -49,6 +49,29 @@ class JaxRuntimeError(RuntimeError):
     """An error raised while a compiled program runs (JAX's name for XLA's runtime errors)."""
 
 
+def _physical_memory() -> int:
+    import os
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not POSIX: the allocator decides
+        return 1 << 62
+
+
+PHYSICAL_MEMORY = _physical_memory()
+
+
+def check_fits(sizes) -> None:
+    """JAX's RESOURCE_EXHAUSTED error, raised before anything is allocated, for buffers (byte
+    sizes) that together exceed the machine's memory: a lazily committed NumPy buffer would
+    otherwise fail only when touched, with the process killed."""
+    total = sum(sizes)
+    if total > PHYSICAL_MEMORY:
+        raise JaxRuntimeError(
+            f"RESOURCE_EXHAUSTED: Out of memory allocating {total} bytes (this machine has "
+            f"{PHYSICAL_MEMORY} bytes of memory). Use smaller shapes, or reduce (e.g. sum) "
+            f"inside one jit so that the large intermediate is fused away.")
+
+
 class InconclusiveDimensionOperation(Exception):
     """A comparison of symbolic dimensions that cannot be decided (shape polymorphism)."""
 

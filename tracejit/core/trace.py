@@ -145,6 +145,8 @@ class EvalTrace(Trace):
     def process_primitive(self, primitive, tracers, params):
         avals_in = [get_aval(x) for x in tracers]
         avals_out = primitive.abstract_eval(*avals_in, **params)
+        errors.check_fits([a.size * a.dtype.itemsize for a in avals_out
+                           if hasattr(a, "dtype") and a.shape])
         vals = [to_numpy(x, a) for x, a in zip(tracers, avals_in)]
         outs = primitive.impl(*vals, **params)
         if not primitive.multiple_results:

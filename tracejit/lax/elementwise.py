@@ -97,7 +97,18 @@ div_p = binop("div", _quiet(_int_div), NUM)
 rem_p = binop("rem", _quiet(_int_rem), REAL)
 max_p = binop("max", _max_impl, ANY)
 min_p = binop("min", _min_impl, ANY)
-atan2_p = binop("atan2", _quiet(np.arctan2), FLOAT, transcendental=True)
+def _atan2_impl(x, y):
+    """Real: NumPy's arctan2. Complex (StableHLO's atan2, as JAX): -i log((y + ix) / sqrt(x^2 +
+    y^2)), the analytic continuation of atan(x / y)."""
+    if np.iscomplexobj(x) or np.iscomplexobj(y):
+        dtype = np.result_type(x, y)
+        wide = np.complex128
+        x, y = np.asarray(x, wide), np.asarray(y, wide)
+        return (-1j * np.log((y + 1j * x) / np.sqrt(x * x + y * y))).astype(dtype)
+    return np.arctan2(x, y)
+
+
+atan2_p = binop("atan2", _quiet(_atan2_impl), FLOAT, transcendental=True)
 
 
 def _polygamma_impl(m, x):
@@ -251,20 +262,17 @@ def _fma32(a, b, c):
     return _fma_impl(*(np.asarray(v, np.float32) for v in (a, b, c)))
 
 
-def _flush_subnormal(x):
-    """XLA's CPU code runs with denormals-are-zero: subnormal inputs read as (signed) zero."""
-    return np.where(np.abs(x) < np.finfo(x.dtype).tiny, x * x.dtype.type(0), x)
-
-
 def _xla_log_f32(u):
     """XLA CPU's float32 log (frexp, then Cephes' polynomial with XLA's FMA contractions)."""
     f32 = np.float32
-    u = _flush_subnormal(u)
-    m = np.maximum(u, np.finfo(f32).tiny)  # NaN and u <= 0 are patched at the end
+    tiny = np.finfo(f32).tiny
+    # subnormals (which XLA's CPU code reads as 0) are scaled into the normal range; e corrects
+    sub = (u > 0) & (u < tiny)
+    m = np.maximum(np.where(sub, u * f32(2 ** 23), u), tiny)  # NaN, u <= 0: patched at the end
     bits = m.view(np.int32)
     mant = ((bits & np.int32(-2139095041)) | np.int32(0x3F000000)).view(f32)  # in [1/2, 1)
     small = mant < f32(np.sqrt(0.5))
-    e = ((bits >> 23) - 127).astype(f32) + f32(1) - small.astype(f32)
+    e = ((bits >> 23) - 127).astype(f32) + f32(1) - small.astype(f32) - f32(23) * sub
     x = (mant - f32(1)) + np.where(small, mant, f32(0))
     x2 = x * x
     x3 = x2 * x
@@ -281,7 +289,6 @@ def _xla_log1p(x):
     float32 log; for float64 the C library's, for which NumPy's stands in); multiply-adds are
     contracted to FMA as XLA's code generator does."""
     t = x.dtype.type
-    x = _flush_subnormal(x)
     num, den = np.asarray(_LOG1P_P[0], x.dtype), np.asarray(_LOG1P_Q[0], x.dtype)
     for p, q in zip(_LOG1P_P[1:], _LOG1P_Q[1:]):
         num, den = _fma_impl(num, x, t(p)), _fma_impl(den, x, t(q))
@@ -297,20 +304,21 @@ _EXP_P = tuple(np.array(_b, np.uint32).view(np.float32) for _b in (
 
 
 def _xla_exp_f32(x):
-    """XLA CPU's float32 exp (Cephes' expf with FMAs). Results below 2**-126 flush to 0."""
+    """XLA CPU's float32 exp (Cephes' expf with FMAs); results below 2**-126 are subnormal
+    (XLA's CPU code flushes them to 0), scaled by 2**n in two steps so as to round once."""
     f32 = np.float32
-    x = _flush_subnormal(x)
-    x = np.where(x < f32(-87.8), f32(-87.8), np.where(x > f32(88.8), f32(88.8), x))
+    x = np.where(x < f32(-104), f32(-104), np.where(x > f32(88.8), f32(88.8), x))
     n = np.floor(_fma32(x, f32(1 / np.log(2)), f32(0.5)))
-    n = np.where(n < f32(-127), f32(-127), np.where(n > f32(127), f32(127), n))
+    n = np.where(n > f32(127), f32(127), n)
     r = _fma32(-n, _LN2_LO, _fma32(-n, _LN2_HI, x))
     y = _fma32(r, _EXP_P[0], _EXP_P[1])
     for c in _EXP_P[2:]:
         y = _fma32(y, r, c)
     y = f32(1) + _fma32(y, r * r, r)
-    scale = ((np.nan_to_num(n).astype(np.int32) + 127) << 23).view(f32)
-    out = y * scale
-    return np.where(out < np.finfo(f32).tiny, f32(0), out)  # flush-to-zero, as XLA's CPU code
+    low = n < f32(-100)
+    scale = ((np.nan_to_num(np.where(low, n + f32(64), n)).astype(np.int32) + 127) << 23)
+    out = y * scale.view(f32)
+    return np.where(low, out * f32(2.0 ** -64), out)
 
 
 # XLA's float32 erf: x P(x²) / Q(x²), ±1 beyond |x| = 3.8325067 (float32 bit patterns)
@@ -322,7 +330,6 @@ _ERF_P, _ERF_Q = tuple(_ERF_P), tuple(_ERF_Q)
 
 def _xla_erf_f32(x):
     """XLA CPU's float32 erf: a rational approximation evaluated with FMAs."""
-    x = _flush_subnormal(x)
     x2 = x * x
     p, q = _ERF_P[0], _ERF_Q[0]
     for c in _ERF_P[1:]:

@@ -19,11 +19,13 @@ from ..compiler.fusion import fused_p, fusible, is_reduction
 from ..compiler.passes import optimize
 from ..compiler.rows import row_map_p
 from ..core.array import Array
+from ..core.errors import check_fits
 from ..core.jaxpr import ClosedJaxpr
 from ..lax.callback import callback_error
 from . import disk_cache
 from .buffers import MIN_BYTES, pool, sole_owner
 from .executable import Executable
+from .interrupts import NativeSigint, deliver_interrupt, run_interruptibly
 
 _PLACEHOLDER = "tracejit_entry"
 _compile_lock = threading.Lock()
@@ -57,14 +59,17 @@ def _compile_cached(ir_text: str, name: str) -> _Program:
         return hit
     # The on-disk cache's object code defines the entry by name, so the name is a function of
     # the program, the same in every process; one thread compiles a program at a time.
-    with _compile_lock:
-        hit = _compiled.get(ir_text)
-        if hit is None:
-            entry = f"{name}_{hashlib.sha256(ir_text.encode()).hexdigest()[:20]}"
-            module, code = disk_cache.compile_ir(
-                ir_text.replace(f'@"{_PLACEHOLDER}"', f'@"{entry}"'))
-            hit = _compiled[ir_text] = _Program(module, code, _ENTRY(code.address(entry)))
-        return hit
+    def work() -> _Program:
+        with _compile_lock:
+            hit = _compiled.get(ir_text)
+            if hit is None:
+                entry = f"{name}_{hashlib.sha256(ir_text.encode()).hexdigest()[:20]}"
+                module, code = disk_cache.compile_ir(
+                    ir_text.replace(f'@"{_PLACEHOLDER}"', f'@"{entry}"'))
+                hit = _compiled[ir_text] = _Program(module, code, _ENTRY(code.address(entry)))
+            return hit
+    # LLVM holds the thread it runs on for seconds on a large program: not the main one
+    return run_interruptibly(work)
 
 
 def _fresh(shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> tuple:
@@ -107,6 +112,8 @@ class NativeExecutable(Executable):
         self._recipes = [(a.shape, a.dtype, a.size * a.dtype.itemsize) for a in self.out_avals]
         self._aliases = sorted(self.program.aliases.items())  # (output index, input index)
         self._workspace_bytes = self.program.workspace_bytes
+        # (before anything is allocated: JAX's out-of-memory error)
+        check_fits([r[2] for r in self._recipes] + [self._workspace_bytes])
 
     def __call__(self, leaves: Sequence[Any]) -> list[Array]:
         keep = None  # NumPy copies made for the call must outlive it
@@ -121,12 +128,21 @@ class NativeExecutable(Executable):
         ins = self._pack_inputs(*self._const_addresses, *addresses, *self._tail)
         out_ptrs = self._pack_outputs(*[o[1] for o in outs])
         nws = self._workspace_bytes
-        if nws:
-            ws = pool.empty((nws,), _U8, nws)
+        ws = pool.empty((nws,), _U8, nws) if nws else None
+        if self.program.polls:  # a loop may run long: Ctrl-C stops it (runtime/interrupts.py)
+            with NativeSigint() as sigint:
+                self._fn(ins, out_ptrs, _addressof(_from_buffer(ws)) if nws else None)
+            if sigint.interrupted:
+                for out in outs:  # a donated input the program had begun to overwrite is gone
+                    if type(out[0]) is Array:
+                        out[0]._take_buffer()
+                deliver_interrupt()
+        elif nws:
             self._fn(ins, out_ptrs, _addressof(_from_buffer(ws)))
-            pool.give_back(ws if ws.base is None else ws.base)
         else:
             self._fn(ins, out_ptrs, None)
+        if nws:
+            pool.give_back(ws if ws.base is None else ws.base)
         del keep  # (held through the call)
         if self._callbacks:
             exc = host_callback.take_error()

@@ -19,8 +19,8 @@ from ..core.jaxpr_util import closure_convert, eval_closed, trace_closed
 from ..core.jvp_trace import JVPTrace, jvp_jaxpr
 from ..core.linearize import LinearizeTrace, linearize_jaxpr
 from ..core.primitive import Primitive
-from ..core.pytree import (register_pytree_node, tree_flatten, tree_leaves, tree_map,
-                           tree_unflatten)
+from ..core.pytree import (keystr, register_pytree_node, tree_flatten,
+                           tree_flatten_with_path, tree_leaves, tree_map, tree_unflatten)
 from ..core.rules import (
     Zero,
     axis_size,
@@ -445,11 +445,32 @@ class custom_vjp:  # noqa: N801 - JAX's name
                     raise TypeError(f"Custom VJP bwd rule produced a cotangent of structure "
                                     f"{ct_tree} for an argument of structure {arg_tree}.")
                 flat += [instantiate(_from_rule(t)) for t in ct_leaves]
+            for k, (ct_arg, arg) in enumerate(zip(cts, diff)):
+                if ct_arg is not None:
+                    _check_bwd_shapes(k, ct_arg, arg)
             return flat
 
         outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=closed, fwd=flat_fwd,
                                       bwd=flat_bwd, num_consts=len(consts), name=self.__name__)
         return tree_unflatten(out_tree, outs)
+
+
+def _check_bwd_shapes(k: int, ct_arg, arg) -> None:
+    """JAX's ValueError for a bwd rule's cotangent whose shape is not its argument's."""
+    for (path, ct), a in zip(tree_flatten_with_path(ct_arg)[0], tree_flatten(arg)[0]):
+        if isinstance(ct, (Zero, SymbolicZero)) or ct is None:
+            continue
+        want, got = tangent_aval(get_aval(a)), get_aval(ct)
+        if tuple(got.shape) != tuple(want.shape):
+            raise ValueError(
+                "Custom VJP bwd rule must produce an output with the same type as the args "
+                f"tuple of the primal function, but at output[{k}]{keystr(path)} the bwd rule "
+                f"produced an output of type {_type_text(got)} corresponding to an input of "
+                f"type {_type_text(get_aval(a))}, so the shapes do not match")
+
+
+def _type_text(aval) -> str:  # JAX's wording: float32[3]
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
 
 
 # --- custom_gradient, closure conversion -------------------------------------------------

@@ -89,6 +89,7 @@ class Emitter:
         self._no_vectorize_md: ir.Value | None = None
         self._allocs = 0  # workspace slots handed out so far
         self._kernels: dict[tuple, ir.Function] = {}  # _kernel_key -> its outlined function
+        self.polls = False  # some loop polls the interrupt flag (interrupt.emit_poll)
 
     # --- memory ------------------------------------------------------------------------------
     def alloc(self, aval: ShapedArray) -> Buf:
@@ -593,7 +594,8 @@ class Program:
     their int64 ids."""
 
     def __init__(self, name: str, ir_text: str, workspace_bytes: int, aliases: dict[int, int],
-                 callbacks: list):
+                 callbacks: list, polls: bool = False):
+        self.polls = polls  # the program may return early: Ctrl-C (backend/llvm/interrupt.py)
         self.name = name
         self.ir_text = ir_text
         self.workspace_bytes = workspace_bytes
@@ -636,5 +638,5 @@ def generate(closed: ClosedJaxpr, name: str,
     em.emit_jaxpr(jaxpr, ins[:nconsts], ins[nconsts:], out_bufs,
                   outline=size >= OUTLINE_MIN_EQNS)
     em.b.ret_void()
-    return Program(name, str(em.module), em.workspace_bytes, aliases, em.callbacks)
+    return Program(name, str(em.module), em.workspace_bytes, aliases, em.callbacks, em.polls)
 

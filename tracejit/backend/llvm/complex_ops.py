@@ -349,6 +349,15 @@ def _tan(e: _Emitter, a, b):
     return im, e.neg(re)
 
 
+def _atan2(e: _Emitter, xr, xi, yr, yi):
+    """StableHLO's complex atan2 (JAX's): -i log((y + ix) / sqrt(x^2 + y^2))."""
+    sr, si = _mul_fma(e, xr, xi, xr, xi)
+    tr, ti = _mul_fma(e, yr, yi, yr, yi)
+    lr, li = _log(e, *_div(e, e.sub(yr, xi), e.add(yi, xr), *_sqrt(e, e.add(sr, tr),
+                                                                  e.add(si, ti))))
+    return li, e.neg(lr)
+
+
 def _pow(e: _Emitter, ar, ai, br, bi):
     """NumPy's nc_pow: x**0 = 1, 0**y = 0 (Re y > 0) or NaN, an integer y with |y| < 100 by
     repeated squaring with plain products (1 / the power for y < 0), else exp(y log x)
@@ -597,7 +606,7 @@ EMITTERS: dict[Primitive, Callable] = {
     ew.exp2_p: _parts_op(_exp2), ew.sin_p: _parts_op(_sin, wide=True),
     ew.cos_p: _parts_op(_cos, wide=True), ew.tan_p: _parts_op(_tan, wide=True),
     ew.sinh_p: _parts_op(_sinh, wide=True), ew.cosh_p: _parts_op(_cosh, wide=True),
-    ew.tanh_p: _parts_op(_tanh, wide=True),
+    ew.tanh_p: _parts_op(_tanh, wide=True), ew.atan2_p: _parts_op(_atan2, wide=True),
 }
 
 __all__ = ["EMITTERS", "accumulating_mul", "convert", "pack", "parts", "refusal"]

@@ -18,6 +18,7 @@ from ...lax.control_flow import cond_p, scan_p, while_p
 from ...transforms.custom import (checkpoint_p, custom_jvp_call_p, custom_lin_p, custom_vjp_call_p,
                                  linear_call_p)
 from .codegen import Buf, Emitter, _as_value
+from .interrupt import emit_poll
 from .rules import FORWARDING, IN_PLACE, STRUCTURAL
 from .scalar_ops import convert
 from .types import I64
@@ -162,6 +163,7 @@ def _while(em: Emitter, eqn, ins, dests):
     em.emit_jaxpr(body_j.jaxpr, [em.const_value(c) for c in body_j.consts],
                   list(body_consts) + carries.current(), new)
     carries.advance(new)
+    emit_poll(em)  # Ctrl-C stops a long loop at its next iteration
     b.branch(header)
     b.position_at_end(exit_bb)
     return carries.results()
@@ -215,6 +217,7 @@ def _scan(em: Emitter, eqn, ins, dests):
         em.emit_jaxpr(closed.jaxpr, inner_consts,  # invars: const operands, carry, x rows
                       list(consts) + carries.current() + x_rows, new + y_rows)
         carries.advance(new)
+        emit_poll(em)
     em.loop(length, body, name="scan")
     return carries.results() + ys
 

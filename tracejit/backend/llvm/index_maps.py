@@ -130,6 +130,8 @@ def _concatenate_at(em: Emitter, ins, eqn, idx):
         else:
             out = b.select(b.icmp_signed("<", idx[dim], ir.Constant(I64, offset)), out, v)
         offset += n
+    if out is None:  # every operand is empty, so is the result: no element is ever read
+        out = const(eqn.outvars[0].aval.dtype, 0)
     return out
 
 

@@ -5,9 +5,9 @@
 ceil, rint, copysign, minimum, maximum), so the loop vectorizer widens a loop that calls it.
 libm calls would stay scalar and cost 5x or more. Every branch of a piecewise method is
 computed and one result is chosen with `select`. No fast-math flags anywhere: NaN, infinities,
-signed zeros and subnormal results follow IEEE (and NumPy/SciPy), except float32 exp, log,
-log1p, erf and erf_inv, which are XLA CPU's algorithms bit for bit (subnormal inputs, and exp's
-subnormal results, flush to zero as there), so native results equal JAX's and the reference's.
+signed zeros and subnormals follow IEEE (and NumPy/SciPy) everywhere; float32 exp, log, log1p,
+erf and erf_inv are XLA CPU's algorithms, bit for bit on normal numbers (XLA flushes subnormal
+inputs and results to zero, tracejit keeps them), so native results equal JAX's there.
 Polynomial coefficients are near-minimax fits (Lawson-weighted least squares in mpmath, then
 rounded to the precision used) unless they come from a named source.
 
@@ -27,7 +27,7 @@ where SciPy's float64 is the only reference (erf, erfc, lgamma, digamma):
     logistic   1.97   1.93
     sin        1.47   1.54   whole range: Payne-Hanek past 2**16 / 2**28, see _reduce_pio2
     cos        1.53   1.42   (f64 past 2**28, the hardest cases and multiples of pi/2 vs
-    tan        3.47   2.95   mpmath: at most 1.48, 1.40, 2.85)
+    tan        0.50   2.95   mpmath: at most 1.48, 1.40, 2.85; f32 via the f64 code)
     atan       1.74   1.21
     atan2      1.81   2.05
     asin       2.22   2.16
@@ -628,6 +628,11 @@ def _sin_cos(e: _Emitter, x, want_cos: bool):
 
 
 def _tan(e: _Emitter, x):
+    if not e.f64:
+        # float32 through the float64 code, rounded once: 0.5 ulp where the float32 quotient
+        # of two rounded kernels reached 3.5 (tan's condition number near pi/4 doubles them)
+        d = _Emitter(e.b, ir.DoubleType())
+        return e.b.fptrunc(_tan(d, e.b.fpext(x, d.ty)), e.ty)
     r, q = _reduce_pio2(e, x)
     z = e.mul(r, r)
     s = _sin_kernel(e, r, z)
@@ -1049,39 +1054,37 @@ def _digamma(e: _Emitter, x):
 # === float32 exp, log, log1p, erf, erf_inv: XLA's CPU algorithms ==========================
 # JAX's samplers (random.normal is erf_inv of uniform bits) are specified by XLA's float32
 # code, so these five primitives follow it operation for operation: the same constants (read
-# from the reference implementation, lax/elementwise.py), the same fma contractions, and XLA
-# CPU's flush of subnormal inputs (and of exp's subnormal results) to zero. Native results
-# then equal the reference's, and JAX's, bit for bit; float64 keeps our own code above.
-
-def _flush32(e: _Emitter, x):
-    """Subnormal inputs read as signed zero (XLA CPU runs with denormals-are-zero)."""
-    return e.select(e.lt(e.abs(x), e.tiny), e.mul(x, 0.0), x)
-
+# from the reference implementation, lax/elementwise.py) and the same fma contractions. Native
+# results then equal the reference's, and JAX's, bit for bit on normal numbers; subnormals are
+# kept (IEEE, as everywhere in tracejit) where XLA's CPU code flushes them to zero. float64
+# keeps our own code above.
 
 def _xla_exp32(e: _Emitter, x):
-    x = _flush32(e, x)
-    x = e.select(e.lt(x, -87.8), -87.8, e.select(e.gt(x, 88.8), 88.8, x))
+    x = e.select(e.lt(x, -104.0), -104.0, e.select(e.gt(x, 88.8), 88.8, x))
     n = e.floor(e.fma(x, float(np.float32(1 / np.log(2))), 0.5))
-    n = e.select(e.lt(n, -127.0), -127.0, e.select(e.gt(n, 127.0), 127.0, n))
+    n = e.select(e.gt(n, 127.0), 127.0, n)
     r = e.fma(e.neg(n), _xla._LN2_LO, e.fma(e.neg(n), _xla._LN2_HI, x))
     p = _xla._EXP_P
     y = e.fma(r, p[0], p[1])
     for c in p[2:]:
         y = e.fma(y, r, c)
     y = e.add(1.0, e.fma(y, e.mul(r, r), r))
+    low = e.lt(n, -100.0)  # a subnormal result: 2**n in two steps, one rounding
+    n = e.select(low, e.add(n, 64.0), n)
     ni = e.b.fptosi(e.select(e.isnan(n), 0.0, n), e.ity)       # NaN never reaches fptosi
     out = e.mul(y, e.from_bits(e.ishl(e.iadd(ni, 127), 23)))
-    return e.select(e.lt(out, e.tiny), 0.0, out)                # results flush to zero too
+    return e.select(low, e.mul(out, 2.0 ** -64), out)
 
 
 def _xla_log32(e: _Emitter, u):
-    u = _flush32(e, u)
-    m = e.select(e.gt(u, e.tiny), u, e.tiny)    # u <= 0 and NaN are patched at the end
+    sub = e.and_(e.gt(u, 0.0), e.lt(u, e.tiny))  # subnormal: scaled up, k corrected
+    us = e.select(sub, e.mul(u, 2.0 ** 23), u)
+    m = e.select(e.gt(us, e.tiny), us, e.tiny)  # u <= 0 and NaN are patched at the end
     bits = e.bits(m)
     mant = e.from_bits(e.b.or_(e.iand(bits, -2139095041), e.i(0x3F000000)))   # in [1/2, 1)
     small = e.lt(mant, float(np.sqrt(np.float32(0.5))))
     k = e.b.sitofp(e.isub(e.iashr(bits, 23), 127), e.ty)
-    k = e.sub(e.add(k, 1.0), e.select(small, 1.0, 0.0))
+    k = e.sub(e.sub(e.add(k, 1.0), e.select(small, 1.0, 0.0)), e.select(sub, 23.0, 0.0))
     x = e.add(e.sub(mant, 1.0), e.select(small, mant, 0.0))
     x2 = e.mul(x, x)
     x3 = e.mul(x2, x)
@@ -1095,7 +1098,6 @@ def _xla_log32(e: _Emitter, u):
 
 
 def _xla_log1p32(e: _Emitter, x):
-    x = _flush32(e, x)
     num, den = e.v(_xla._LOG1P_P[0]), e.v(_xla._LOG1P_Q[0])
     for p, q in zip(_xla._LOG1P_P[1:], _xla._LOG1P_Q[1:]):
         num, den = e.fma(num, x, p), e.fma(den, x, q)
@@ -1106,7 +1108,6 @@ def _xla_log1p32(e: _Emitter, x):
 
 
 def _xla_erf32(e: _Emitter, x):
-    x = _flush32(e, x)
     x2 = e.mul(x, x)
     p, q = e.v(_xla._ERF_P[0]), e.v(_xla._ERF_Q[0])
     for c in _xla._ERF_P[1:]:

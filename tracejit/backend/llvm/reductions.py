@@ -81,7 +81,12 @@ def _reduce(em: Emitter, eqn, ins, dests):
     def element(full):
         return convert(b, em.value_at(x, full), dtype, work)
 
-    if aval_out.ndim and in_shape and (len(in_shape) - 1) not in axes:
+    reduced = [in_shape[d] for d in axes]
+    # long float sums go pairwise (their error then grows as log n); the row-accumulating
+    # loop below, which vectorises across a kept contiguous axis, is kept for wide outputs
+    pairwise = name == "reduce_sum" and dtypes.is_inexact(work) and \
+        int(np.prod(reduced)) > _BLOCK and (aval_out.size <= 16 or (len(in_shape) - 1) in axes)
+    if aval_out.ndim and in_shape and (len(in_shape) - 1) not in axes and not pairwise:
         # the contiguous axis is kept: accumulate rows into the output (inner loop vectorises)
         acc = out if work == dtype else em.alloc(aval_out.update(dtype=work))
         em.loop_nest(aval_out.shape, lambda idx: em.store(acc, em.linear(aval_out.shape, idx),
@@ -103,6 +108,8 @@ def _reduce(em: Emitter, eqn, ins, dests):
             em.release(acc)
         return [out]
     acc_ptr = em._entry_alloca(reg_type(work))
+    if pairwise:
+        return _pairwise_sum(em, x, axes, kept, aval_out, out, work, element)
 
     def outer(oidx):
         b.store(init, acc_ptr)
@@ -122,6 +129,95 @@ def _reduce(em: Emitter, eqn, ins, dests):
     if out is None:
         return [Scalar(convert(b, b.load(acc_ptr), work, dtype), aval_out)]
     return [out]
+
+
+# Elements per block of a long float sum: a block sums in vectorised partial sums, the blocks
+# pairwise, so the rounding error grows as block/lanes + log2(blocks) instead of n/lanes.
+_BLOCK = 1024
+_LEVELS = 64  # the binary counter's levels: one per bit of the block count
+
+
+def _pairwise_sum(em: Emitter, x, axes, kept, aval_out, out, work, element):
+    """A float reduce_sum into a scalar accumulator, blocked: the innermost reduced axis is cut
+    into blocks of _BLOCK elements, each summed from zero (vectorised), and the block sums
+    combined as in pairwise summation through a binary counter: block j is added to level 0,
+    carried up while the counter's low bits are set (so level k holds a sum of 2^k blocks)."""
+    b = em.b
+    in_shape = x.aval.shape
+    n_inner = in_shape[axes[-1]]
+    n_blocks = -(-n_inner // _BLOCK)
+    zero = const(work, 0)
+    block_ptr = em._entry_alloca(reg_type(work))
+    levels = em._entry_alloca(ir.ArrayType(reg_type(work), _LEVELS))
+    count_ptr = em._entry_alloca(I64)
+    carry_ptr = em._entry_alloca(reg_type(work))
+    one64 = ir.Constant(I64, 1)
+
+    def level(k):
+        return b.gep(levels, [ir.Constant(ir.IntType(32), 0), k], inbounds=True)
+
+    def outer(oidx):
+        b.store(ir.Constant(I64, 0), count_ptr)
+
+        def per_block(idx):
+            *outer_r, jb = idx
+            start = b.mul(jb, ir.Constant(I64, _BLOCK))
+            length = b.sub(ir.Constant(I64, n_inner), start)
+            length = b.select(b.icmp_signed("<", length, ir.Constant(I64, _BLOCK)), length,
+                              ir.Constant(I64, _BLOCK))
+            b.store(zero, block_ptr)
+
+            def inner(k):
+                full: list = [None] * len(in_shape)
+                for d, i in zip(kept, oidx):
+                    full[d] = i
+                for d, i in zip(axes[:-1], outer_r):
+                    full[d] = i
+                full[axes[-1]] = b.add(start, k[0])
+                b.store(_combine(em, rd.reduce_sum_p, work, b.load(block_ptr), element(full)),
+                        block_ptr)
+            em.loop_nest([length], inner)
+            # carry: while bit k of the count is set, fold level k into the sum and clear it
+            count = b.load(count_ptr)
+            b.store(b.load(block_ptr), carry_ptr)
+            head = b.append_basic_block("carry.head")
+            body = b.append_basic_block("carry.body")
+            done = b.append_basic_block("carry.done")
+            pre = b.block
+            b.branch(head)
+            b.position_at_end(head)
+            k = b.phi(I64, name="lvl")
+            k.add_incoming(ir.Constant(I64, 0), pre)
+            bit = b.and_(b.lshr(count, k), one64)
+            b.cbranch(b.icmp_unsigned("!=", bit, ir.Constant(I64, 0)), body, done)
+            b.position_at_end(body)
+            b.store(_combine(em, rd.reduce_sum_p, work, b.load(level(k)), b.load(carry_ptr)),
+                    carry_ptr)
+            k.add_incoming(b.add(k, one64), body)
+            b.branch(head)
+            b.position_at_end(done)
+            b.store(b.load(carry_ptr), level(k))
+            b.store(b.add(count, one64), count_ptr)
+        em.loop_nest([in_shape[d] for d in axes[:-1]] + [n_blocks], per_block)
+        # the total: the levels whose bit is set in the final count, smallest first
+        count = b.load(count_ptr)
+        b.store(zero, carry_ptr)
+
+        def gather(k):
+            k = k[0]
+            bit = b.trunc(b.lshr(count, k), ir.IntType(1))
+            total = b.load(carry_ptr)
+            b.store(b.select(bit, _combine(em, rd.reduce_sum_p, work, total, b.load(level(k))),
+                             total), carry_ptr)
+        em.loop_nest([_LEVELS], gather)
+        result = convert(b, b.load(carry_ptr), work, x.aval.dtype)
+        if out is not None:
+            em.store(out, em.linear(aval_out.shape, oidx) if aval_out.ndim else None, result)
+        else:
+            b.store(result, res_ptr)
+    res_ptr = None if out is not None else em._entry_alloca(reg_type(aval_out.dtype))
+    em.loop_nest(aval_out.shape, outer)
+    return [out] if out is not None else [Scalar(b.load(res_ptr), aval_out)]
 
 
 def _is_nan(em: Emitter, dtype: np.dtype, v: ir.Value) -> ir.Value:

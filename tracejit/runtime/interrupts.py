@@ -1,0 +1,82 @@
+"""Ctrl-C during native code (runtime side): while the main thread runs a program that polls the
+interrupt flag (backend/llvm/interrupt.py), SIGINT goes to a native handler that sets the flag;
+the program returns at its next loop iteration and the call raises KeyboardInterrupt through
+Python's own handler. Compiles run on a worker thread so that the main thread stays free to
+take the signal."""
+from __future__ import annotations
+
+import ctypes
+import signal
+import sys
+import threading
+from typing import Callable, TypeVar
+
+from ..backend.llvm import interrupt
+
+T = TypeVar("T")
+
+
+class _SigAction(ctypes.Structure):  # glibc's struct sigaction on Linux
+    _fields_ = [("handler", ctypes.c_void_p), ("mask", ctypes.c_ulong * 16),
+                ("flags", ctypes.c_int), ("restorer", ctypes.c_void_p)]
+
+
+_SA_RESTART = 0x10000000
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+
+class NativeSigint:
+    """`with NativeSigint() as s:` around a native call; afterwards `s.interrupted` says whether
+    the program returned early. Outside the main thread, or where SIGINT is not handled by
+    Python (ignored, default), or off Linux, it does nothing (the call runs to its end)."""
+    __slots__ = ("_old", "interrupted")
+
+    def __enter__(self) -> "NativeSigint":
+        self._old = None
+        self.interrupted = False
+        if _libc is None or threading.current_thread() is not threading.main_thread() or \
+                not callable(signal.getsignal(signal.SIGINT)):
+            return self
+        new, old = _SigAction(), _SigAction()
+        new.handler = interrupt.handler_address()
+        new.flags = _SA_RESTART
+        interrupt.clear()
+        if _libc.sigaction(signal.SIGINT, ctypes.byref(new), ctypes.byref(old)) == 0:
+            self._old = old
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._old is None:
+            return
+        _libc.sigaction(signal.SIGINT, ctypes.byref(self._old), None)
+        self.interrupted = interrupt.is_set()
+        interrupt.clear()
+
+
+def deliver_interrupt() -> None:
+    """After a program left early: hand the SIGINT to Python's handler (KeyboardInterrupt by
+    default); the computation was abandoned, so a handler that returns still ends the call."""
+    signal.raise_signal(signal.SIGINT)
+    raise KeyboardInterrupt
+
+
+def run_interruptibly(work: Callable[[], T]) -> T:
+    """work() on a worker thread while the main thread waits in short, interruptible joins (a
+    long LLVM compile then yields to Ctrl-C within ~0.05 s; the worker finishes on its own and
+    its result may serve a later call). Off the main thread: work() directly."""
+    if threading.current_thread() is not threading.main_thread():
+        return work()
+    box: dict = {}
+
+    def run():
+        try:
+            box["value"] = work()
+        except BaseException as e:  # noqa: BLE001  (re-raised in the caller's thread)
+            box["error"] = e
+    t = threading.Thread(target=run, name="tracejit-compile", daemon=True)
+    t.start()
+    while t.is_alive():
+        t.join(0.05)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
