@@ -543,7 +543,7 @@ def _vjp_lhs_padding(in_shape, window, strides, out_shape, padding, lhs_dilation
     rhs_d = _dilate_shape(window, rhs_dilation)
     out_d = _dilate_shape(out_shape, strides)
     before = [r - lo - 1 for r, (lo, _) in zip(rhs_d, padding)]
-    after = [l + r - 1 - o - b for l, r, o, b in zip(lhs_d, rhs_d, out_d, before)]
+    after = [ld + r - 1 - o - b for ld, r, o, b in zip(lhs_d, rhs_d, out_d, before)]
     return tuple(zip(before, after))
 
 
@@ -555,7 +555,7 @@ def _vjp_rhs_padding(in_shape, window, strides, out_shape, padding, lhs_dilation
     rhs_d = _dilate_shape(window, rhs_dilation)
     out_d = _dilate_shape(out_shape, strides)
     lows = [lo for lo, _ in padding]
-    highs = [o - l + r - lo - 1 for o, l, r, lo in zip(out_d, lhs_d, rhs_d, lows)]
+    highs = [o - ld + r - lo - 1 for o, ld, r, lo in zip(out_d, lhs_d, rhs_d, lows)]
     return tuple(zip(lows, highs))
 
 

@@ -43,6 +43,18 @@ def _rebind_rest(prim: NamedAxisPrimitive, x: Any, done: Any, params: dict, key:
     return prim.bind(x, **{**params, key: rest}) if rest else x
 
 
+def _over_leaves(name: str, x: Any, axis_name: Any, bind_leaf: Any,
+                 axis_index_groups: Any = None) -> Any:
+    """A one-axis collective of each leaf of the pytree x: bind_leaf(leaf, axis, its size)."""
+    if axis_index_groups is not None:
+        raise NotImplementedError(f"{name} with axis_index_groups")
+    axis = _one_name(name, axis_name)
+    n = _bound_size(axis)
+    leaves, tree = tree_flatten(x)
+    return tree_unflatten(tree, [bind_leaf(as_lax_operands(name, leaf)[0], axis, n)
+                                 for leaf in leaves])
+
+
 # --- psum / pmax / pmin --------------------------------------------------------------------
 
 def _reduction(name: str, reduce: Any, unmapped: Any, unmapped_np: Any) -> NamedAxisPrimitive:
@@ -285,37 +297,21 @@ def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: i
                tiled: bool = False, to: str = "varying") -> Any:
     """Every lane's `x` (a pytree), stacked along a new axis `axis` (concatenated along it
     with tiled=True), on every lane."""
-    if axis_index_groups is not None:
-        raise NotImplementedError("all_gather with axis_index_groups")
-    name = _one_name("all_gather", axis_name)
-    n = _bound_size(name)
-    leaves, tree = tree_flatten(x)
-    out = []
-    for leaf in leaves:
-        (leaf,) = as_lax_operands("all_gather", leaf)
-        ndim = get_aval(leaf).ndim
-        dim = _checked_axis("all_gather", axis, ndim + (not tiled))
-        out.append(all_gather_p.bind(leaf, all_gather_dimension=dim, axis_name=(name,),
-                                     axis_index_groups=None, axis_size=n, tiled=bool(tiled)))
-    return tree_unflatten(tree, out)
+    def bind(leaf, name, n):
+        dim = _checked_axis("all_gather", axis, get_aval(leaf).ndim + (not tiled))
+        return all_gather_p.bind(leaf, all_gather_dimension=dim, axis_name=(name,),
+                                 axis_index_groups=None, axis_size=n, tiled=bool(tiled))
+    return _over_leaves("all_gather", x, axis_name, bind, axis_index_groups)
 
 
 def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0,
                  axis_index_groups: Any = None, tiled: bool = False) -> Any:
     """The psum of `x` (a pytree), split along `scatter_dimension`: lane i keeps part i."""
-    if axis_index_groups is not None:
-        raise NotImplementedError("psum_scatter with axis_index_groups")
-    name = _one_name("psum_scatter", axis_name)
-    n = _bound_size(name)
-    leaves, tree = tree_flatten(x)
-    out = []
-    for leaf in leaves:
-        (leaf,) = as_lax_operands("psum_scatter", leaf)
+    def bind(leaf, name, n):
         dim = _checked_axis("psum_scatter", scatter_dimension, get_aval(leaf).ndim)
-        out.append(reduce_scatter_p.bind(leaf, scatter_dimension=dim, axis_name=(name,),
-                                         axis_index_groups=None, axis_size=n,
-                                         tiled=bool(tiled)))
-    return tree_unflatten(tree, out)
+        return reduce_scatter_p.bind(leaf, scatter_dimension=dim, axis_name=(name,),
+                                     axis_index_groups=None, axis_size=n, tiled=bool(tiled))
+    return _over_leaves("psum_scatter", x, axis_name, bind, axis_index_groups)
 
 
 def _checked_axis(name: str, axis: int, ndim: int) -> int:
@@ -365,10 +361,8 @@ def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
         if not (0 <= s < n and 0 <= d < n):
             raise ValueError(f"ppermute permutation {perm} names a lane outside the axis "
                              f"{name!r} of size {n}")
-    leaves, tree = tree_flatten(x)
-    return tree_unflatten(tree, [ppermute_p.bind(*as_lax_operands("ppermute", leaf),
-                                                 axis_name=(name,), perm=perm)
-                                 for leaf in leaves])
+    return _over_leaves("ppermute", x, name, lambda leaf, name, n: ppermute_p.bind(
+        leaf, axis_name=(name,), perm=perm))
 
 
 def pshuffle(x: Any, axis_name: Any, perm: Sequence[int]) -> Any:
@@ -408,10 +402,8 @@ def pbroadcast(x: Any, axis_name: Any, source: int) -> Any:
     if not 0 <= source < _bound_size(name):
         raise ValueError(f"pbroadcast source {source} is outside the axis {name!r} of size "
                          f"{_bound_size(name)}")
-    leaves, tree = tree_flatten(x)
-    return tree_unflatten(tree, [pbroadcast_p.bind(*as_lax_operands("pbroadcast", leaf),
-                                                   axis_name=name, source=int(source))
-                                 for leaf in leaves])
+    return _over_leaves("pbroadcast", x, name, lambda leaf, name, n: pbroadcast_p.bind(
+        leaf, axis_name=name, source=int(source)))
 
 
 # --- all_to_all ----------------------------------------------------------------------------
@@ -480,33 +472,23 @@ def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
     """Split `x` (a pytree) along `split_axis` into one chunk per lane, send chunk j to lane j,
     and join what arrives along `concat_axis` (tiled=False: the split axis, of the axis's size,
     is removed and a new axis of that size inserted at concat_axis)."""
-    if axis_index_groups is not None:
-        raise NotImplementedError("all_to_all with axis_index_groups")
-    name = _one_name("all_to_all", axis_name)
-    n = _bound_size(name)
-    leaves, tree = tree_flatten(x)
-    out = []
-    for leaf in leaves:
-        (leaf,) = as_lax_operands("all_to_all", leaf)
+    def bind(leaf, name, n):
         ndim = get_aval(leaf).ndim
         sa = _checked_axis("all_to_all", split_axis, ndim)
         ca = _checked_axis("all_to_all", concat_axis, ndim)
-        if not tiled:
-            if get_aval(leaf).shape[sa] != n:
-                raise ValueError(f"all_to_all: the split axis {sa} has size "
-                                 f"{get_aval(leaf).shape[sa]}, not the axis size {n} "
-                                 f"(pass tiled=True to split it in chunks)")
-            leaf = reshape(leaf, get_aval(leaf).shape + (1,))  # a unit axis to concatenate on
-            ca_unit = ndim
-            res = all_to_all_p.bind(leaf, split_axis=sa, concat_axis=ca_unit, axis_name=(name,),
-                                    axis_index_groups=None, tiled=False)
-            res = moveaxis(reshape(res, tuple(s for i, s in enumerate(get_aval(res).shape)
-                                              if i != sa)), ndim - 1, ca)
-            out.append(res)
-            continue
-        out.append(all_to_all_p.bind(leaf, split_axis=sa, concat_axis=ca, axis_name=(name,),
-                                     axis_index_groups=None, tiled=True))
-    return tree_unflatten(tree, out)
+        if tiled:
+            return all_to_all_p.bind(leaf, split_axis=sa, concat_axis=ca, axis_name=(name,),
+                                     axis_index_groups=None, tiled=True)
+        if get_aval(leaf).shape[sa] != n:
+            raise ValueError(f"all_to_all: the split axis {sa} has size "
+                             f"{get_aval(leaf).shape[sa]}, not the axis size {n} "
+                             f"(pass tiled=True to split it in chunks)")
+        leaf = reshape(leaf, get_aval(leaf).shape + (1,))  # a unit axis to concatenate on
+        res = all_to_all_p.bind(leaf, split_axis=sa, concat_axis=ndim, axis_name=(name,),
+                                axis_index_groups=None, tiled=False)
+        res = reshape(res, tuple(s for i, s in enumerate(get_aval(res).shape) if i != sa))
+        return moveaxis(res, ndim - 1, ca)
+    return _over_leaves("all_to_all", x, axis_name, bind, axis_index_groups)
 
 
 def pswapaxes(x: Any, axis_name: Any, axis: int, *, axis_index_groups: Any = None) -> Any:

@@ -9,7 +9,6 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..core import dtypes
 from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
 from ..core.pytree import tree_flatten, tree_unflatten

@@ -99,6 +99,8 @@ issubdtype = _dtypes.issubdtype
 finfo = _dtypes.finfo_of
 iinfo = _dtypes.iinfo_of
 
+from ._ufunc_api import ufunc as _ufunc  # noqa: E402
+
 # operators bind the plain functions under jnp's ufunc objects (a ufunc is no method descriptor)
 _MISSING_METHODS = _array_methods.install(
-    {**globals(), **{n: f._func for n, f in globals().items() if isinstance(f, ufunc)}})
+    {**globals(), **{n: f._func for n, f in globals().items() if isinstance(f, _ufunc)}})

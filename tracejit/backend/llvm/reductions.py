@@ -2,6 +2,8 @@
 (cumsum ... cumlogsumexp). codegen's Emitter dispatches to them through `rules.STRUCTURAL`."""
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import llvmlite.ir as ir
 import numpy as np
 
@@ -210,13 +212,23 @@ def _pairwise_sum(em: Emitter, x, axes, kept, aval_out, out, work, element):
             b.store(b.select(bit, _combine(em, rd.reduce_sum_p, work, total, b.load(level(k))),
                              total), carry_ptr)
         em.loop_nest([_LEVELS], gather)
-        result = convert(b, b.load(carry_ptr), work, x.aval.dtype)
+        return convert(b, b.load(carry_ptr), work, x.aval.dtype)
+    return _per_output(em, aval_out, out, outer)
+
+
+def _per_output(em: Emitter, aval_out: Any, out: Any, result_at: Callable) -> list:
+    """Loop over the output positions, storing result_at(position) at each: into `out`, or,
+    for a scalar result kept in a register (out None), the value itself."""
+    b = em.b
+    res_ptr = None if out is not None else em._entry_alloca(reg_type(aval_out.dtype))
+
+    def body(oidx):
+        result = result_at(oidx)
         if out is not None:
             em.store(out, em.linear(aval_out.shape, oidx) if aval_out.ndim else None, result)
         else:
             b.store(result, res_ptr)
-    res_ptr = None if out is not None else em._entry_alloca(reg_type(aval_out.dtype))
-    em.loop_nest(aval_out.shape, outer)
+    em.loop_nest(aval_out.shape, body)
     return [out] if out is not None else [Scalar(b.load(res_ptr), aval_out)]
 
 
@@ -267,15 +279,8 @@ def _argminmax(em: Emitter, eqn, ins, dests):
             b.store(b.select(take, v, best), best_ptr)
             b.store(b.select(take, i, b.load(idx_ptr)), idx_ptr)
         em.loop(in_shape[axis], step, name="r")
-        result = convert(b, b.load(idx_ptr), np.dtype(np.int64), aval_out.dtype)
-        if out is not None:
-            em.store(out, em.linear(aval_out.shape, oidx) if aval_out.ndim else None, result)
-        else:
-            b.store(result, res_ptr)
-
-    res_ptr = None if out is not None else em._entry_alloca(reg_type(aval_out.dtype))
-    em.loop_nest(aval_out.shape, outer)
-    return [out] if out is not None else [Scalar(b.load(res_ptr), aval_out)]
+        return convert(b, b.load(idx_ptr), np.dtype(np.int64), aval_out.dtype)
+    return _per_output(em, aval_out, out, outer)
 
 
 def _acc_dtype(dtype: np.dtype) -> np.dtype:
