@@ -15,6 +15,8 @@ callbacks reads their ids from one more input pointer (host_callback.py).
 """
 from __future__ import annotations
 
+import contextlib
+
 from typing import Any, Callable, Sequence
 
 import llvmlite.ir as ir
@@ -133,31 +135,31 @@ class Emitter:
             if slot is not None:
                 self._free.append(slot)
 
-    def _entry_alloca(self, t: ir.Type) -> ir.Value:
-        """Allocas go in the entry block so mem2reg turns loop-carried scalars into registers."""
+    @contextlib.contextmanager
+    def _at_entry(self):
+        """Emit at the top of the function's entry block, then carry on where we were."""
         b = self.b
         here = b.block
         entry = b.function.entry_basic_block
         with b.goto_block(entry):
             if entry.instructions:
                 b.position_before(entry.instructions[0])
-            ptr = b.alloca(t)
+            yield
         b.position_at_end(here)
-        return ptr
+
+    def _entry_alloca(self, t: ir.Type) -> ir.Value:
+        """Allocas go in the entry block so mem2reg turns loop-carried scalars into registers."""
+        with self._at_entry():
+            return self.b.alloca(t)
 
     def callback_ids(self) -> ir.Value:
         """The i64* to the executable's callback ids (loaded once, in the entry block)."""
         if self._callback_ids is None:
             b = self.b
-            here = b.block
-            entry = b.function.entry_basic_block
-            with b.goto_block(entry):
-                if entry.instructions:
-                    b.position_before(entry.instructions[0])
+            with self._at_entry():
                 raw = b.load(b.gep(self.inputs, [ir.Constant(I64, self.num_inputs)],
                                    inbounds=True))
                 self._callback_ids = b.bitcast(raw, I64.as_pointer())
-            b.position_at_end(here)
         return self._callback_ids
 
     def load(self, buf: Buf, linear: ir.Value | None) -> ir.Value:
