@@ -1,10 +1,19 @@
 """Programs written for real JAX, run unmodified: once with `python` (real JAX, the oracle) and
 once with `python -m tracejit` (`jax` resolved to tracejit). Each script takes the path of an
 .npz file as its only argument and saves the numbers it computed there; `run_both` runs it both
-ways and returns the two sets of results for the test to compare."""
+ways and returns the two sets of results for the test to compare.
+
+Real JAX's side is the slow half (XLA compiles every optimizer and sampler afresh), so its results
+may be recorded: tests/libraries/recorded/NAME.npz holds them with a fingerprint of the script's
+text and of the versions of JAX, its libraries, NumPy and the machine. A recording is used only
+while its fingerprint matches; otherwise real JAX runs live, as it always did. Refresh them with
+`python -m tests.libraries [NAME ...]` after changing a script or upgrading JAX."""
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +22,11 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
+RECORDED = HERE / "recorded"
+# what real JAX's numbers depend on besides the script itself
+_ORACLE_PACKAGES = ("jax", "jaxlib", "numpy", "scipy", "ml_dtypes", "optax", "equinox", "flax",
+                    "numpyro", "blackjax")
+_FINGERPRINT = "__fingerprint__"
 
 
 def _run(script: Path, out: Path, *, alias: bool) -> dict[str, np.ndarray]:
@@ -25,11 +39,46 @@ def _run(script: Path, out: Path, *, alias: bool) -> dict[str, np.ndarray]:
         return {k: saved[k] for k in saved.files}
 
 
+def _fingerprint(script: Path) -> str:
+    digest = hashlib.sha256(script.read_bytes())
+    for package in _ORACLE_PACKAGES:
+        try:
+            version = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            version = "absent"
+        digest.update(f"{package}={version};".encode())
+    digest.update(f"{platform.machine()};{platform.python_version()}".encode())
+    return digest.hexdigest()
+
+
+def _recorded(script: Path) -> dict[str, np.ndarray] | None:
+    """Real JAX's recorded results of `script`, if recorded under the same fingerprint."""
+    path = RECORDED / f"{script.stem}.npz"
+    if not path.exists():
+        return None
+    with np.load(path) as saved:
+        if str(saved[_FINGERPRINT]) != _fingerprint(script):
+            return None
+        return {k: saved[k] for k in saved.files if k != _FINGERPRINT}
+
+
+def record(name: str, tmp_path: Path) -> Path:
+    """Run tests/libraries/`name`.py under real JAX and keep its results as the recording."""
+    script = HERE / f"{name}.py"
+    theirs = _run(script, tmp_path / f"{name}.npz", alias=False)
+    RECORDED.mkdir(exist_ok=True)
+    path = RECORDED / f"{name}.npz"
+    np.savez_compressed(path, **theirs, **{_FINGERPRINT: np.array(_fingerprint(script))})
+    return path
+
+
 def run_both(name: str, tmp_path: Path) -> tuple[dict, dict]:
     """(tracejit's results, real JAX's results) of tests/libraries/`name`.py."""
     script = HERE / f"{name}.py"
     ours = _run(script, tmp_path / "tracejit.npz", alias=True)
-    theirs = _run(script, tmp_path / "jax.npz", alias=False)
+    theirs = _recorded(script)
+    if theirs is None:
+        theirs = _run(script, tmp_path / "jax.npz", alias=False)
     assert sorted(ours) == sorted(theirs)
     return ours, theirs
 
