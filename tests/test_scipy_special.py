@@ -311,21 +311,27 @@ def test_exponential_integrals_against_scipy(x64):
         np.testing.assert_allclose(got[ok], want[ok], rtol=5e-14)
 
 
-def test_exponential_integrals_match_jax():
+def test_exponential_integrals_match_scipy_with_jaxs_dtypes():
+    # values against SciPy in float64 (JAX's own values agree to float32 rounding; compiling
+    # JAX's while loops for the comparison took most of this test's time); dtypes from JAX's
+    # abstract evaluation
+    import scipy.special as sp
     x = np.array([-np.inf, -3., 0., 1e-8, 0.5, 1., 2., 5., 40., 100., np.nan], np.float32)
     for name in ("exp1", "expi"):
-        got, want = tracejit.jit(getattr(special, name))(x), getattr(jsp, name)(x)
-        assert got.dtype == want.dtype
+        got = tracejit.jit(getattr(special, name))(x)
+        assert got.dtype == jax.eval_shape(getattr(jsp, name), x).dtype
+        want = getattr(sp, name)(x.astype(np.float64)).astype(np.float32)
+        if name == "expi":  # JAX's domain (and ours): NaN at 0 and -inf, where SciPy gives
+            want = np.where((x == 0) | (x == -np.inf), np.nan, want)  # -inf and -0
         np.testing.assert_allclose(got, want, rtol=3e-6, equal_nan=True)
     n = np.array([0, 1, 2, 3, 5, 10])
-    np.testing.assert_allclose(special.expn(n, np.float32(1.5)), jsp.expn(n, np.float32(1.5)),
-                               rtol=3e-6)
+    np.testing.assert_allclose(special.expn(n, np.float32(1.5)), sp.expn(n, 1.5), rtol=3e-6)
     # where JAX 0.10 is wrong we give SciPy's values: E_n(0) = 1/(n-1) (JAX: 1/n),
     # E_1(inf) = 0 (JAX: NaN) and E_{-1} = NaN (JAX: a number)
     np.testing.assert_array_equal(special.expn(np.array([0, 1, 2, 3, -1]), 0.),
                                   [np.inf, np.inf, 1., 0.5, np.nan])
     assert special.exp1(np.inf) == 0 and np.isnan(special.expn(-1, 1.5))
-    assert special.expn(2, 1).dtype == jsp.expn(2, 1).dtype
+    assert special.expn(2, 1).dtype == jax.eval_shape(jsp.expn, 2, 1).dtype
 
 
 def test_exponential_integral_gradients(x64):
