@@ -3,8 +3,9 @@
 nested batch traces, one per mesh axis and bound to its name, so collectives over mesh axes
 (lax.psum & co., lax/parallel.py) act across the shards; the results are reassembled as
 out_specs says. `jax.pmap` maps a leading axis, one slice per device (a compiled vmap).
-The shards are computed in this process, one after another in one vectorised program; running
-them on separate threads or processes is the multi-device issue's next step.
+The shards are computed in this process, one after another in one vectorised program; over a
+mesh spanning processes (after distributed.initialize) the axes along which the process changes
+are not batched: each process computes its own shards (shard_map_processes.py).
 """
 from __future__ import annotations
 
@@ -79,6 +80,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
         raise TypeError(f"shard_map requires a callable for its first argument, but got {f} "
                         f"of type {type(f)}.")
     fun_name = getattr(f, "__name__", type(f).__name__)
+    bodies: dict = {}  # (across processes) the compiled per-process programs, by signature
 
     @functools.wraps(f)
     def mapped(*args):
@@ -91,8 +93,13 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
             specs = tuple(PartitionSpec() for _ in args)
         _check_specs(specs, args, m, "in_specs", fun_name)
         leaves, in_tree = tree_flatten(args)
-        leaves = [to_array(x) for x in leaves]
         flat_specs = _broadcast_specs(specs, args)
+        from .shard_map_processes import across_processes, process_axes
+        processes = process_axes(m)
+        if processes:
+            return across_processes(f, m, processes, leaves, in_tree, flat_specs, out_specs,
+                                    fun_name, bodies)
+        leaves = [to_array(x) for x in leaves]
         sizes = dict(m.shape_tuple)
         axes = list(m.axis_names)
         shards = [_to_shards(x, s, axes, sizes, fun_name) for x, s in zip(leaves, flat_specs)]
