@@ -19,6 +19,7 @@ from .core.devices import device_count
 from .core.pytree import prefix_errors, tree_flatten, tree_leaves, tree_unflatten
 from .core.rules import moveaxis, not_mapped
 from .core.array import Array
+from .core.global_array import GlobalArray
 from .core.sharding import (UNCONSTRAINED, AbstractMesh, Mesh, NamedSharding, PartitionSpec,
                             get_mesh)
 from .core.trace import get_aval
@@ -57,7 +58,7 @@ def _check_specs(specs: Any, tree: Any, mesh: Mesh | AbstractMesh, what: str,
     flat, treedef = tree_flatten(specs, is_leaf=lambda s: s is None)
     for spec, sub in zip(flat, treedef.flatten_up_to(tree)):
         for leaf in tree_leaves(sub):
-            aval = get_aval(leaf)
+            aval = leaf.aval if isinstance(leaf, GlobalArray) else get_aval(leaf)
             if spec is not None and len(spec) > aval.ndim:
                 raise ValueError(
                     f"shard_map applied to the function {fun_name!r} was given {what} entry "
