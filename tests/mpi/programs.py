@@ -15,6 +15,8 @@ from tracejit import lax
 from tracejit.experimental import multihost_utils
 from tracejit.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from model import DATA, LR, STEPS, TARGET, init, loss  # (tests/mpi/model.py, beside this)
+
 out_path, mode = sys.argv[1], sys.argv[2]
 if mode == "mpi":
     jax.distributed.initialize()
@@ -97,29 +99,17 @@ if mode == "mpi":
 
 # --- data-parallel training: grads per shard, pmean, update (the same parameters as one
 # process on the whole batch: the test checks) -----------------------------------------------
-def init(key):
-    k1, k2 = jax.random.split(key)
-    return {"w1": jax.random.normal(k1, (6, 8)) * 0.5, "b1": jnp.zeros(8),
-            "w2": jax.random.normal(k2, (8, 1)) * 0.5, "b2": jnp.zeros(1)}
-
-
-def loss(params, a, y):
-    h = jnp.tanh(a @ params["w1"] + params["b1"])
-    return jnp.mean((h @ params["w2"] + params["b2"] - y) ** 2)
-
-
 def step(params, a, y):
     g = jax.grad(loss)(params, a, y)
     g = lax.pmean(g, "data")
-    return jax.tree_util.tree_map(lambda p, d: p - 0.1 * d, params, g)
+    return jax.tree_util.tree_map(lambda p, d: p - LR * d, params, g)
 
 
-data = np.random.default_rng(0).normal(size=(8, 6)).astype(np.float32)
-target = np.sin(data.sum(1, keepdims=True)).astype(np.float32)
+data, target = DATA, TARGET
 train = jax.jit(jax.shard_map(step, mesh=mesh1d, in_specs=(P(), P("data"), P("data")),
                               out_specs=P()))
 params = init(jax.random.key(0))
-for _ in range(5):
+for _ in range(STEPS):
     params = train(params, data, target)
 save("mlp", params)
 

@@ -77,7 +77,7 @@ def _describe(h: np.ndarray) -> str:
     name = next(k for k, v in _CODES.items() if v == h[0]) if h[0] in _CODES.values() else "?"
     dtype = next((np.dtype(c).name for c in np.typecodes["All"]
                   if c and np.dtype(c).num == h[1]), f"dtype#{h[1]}")
-    return f"{name} of {dtype}{list(h[3:3 + h[2]])}"
+    return f"{name} of {dtype}{[int(n) for n in h[3:3 + h[2]]]}"
 
 
 def run(code: str, what: str, ranks: tuple[int, ...], x: np.ndarray,

@@ -1,0 +1,152 @@
+"""Several processes through MPI: this file starts `mpiexec -n 2` itself on the scripts in
+tests/mpi/ (two devices per process, the mesh axis 'data' across the processes) and the same
+programs in one process with four devices (every axis batched), and compares them with each
+other, with NumPy and with one-process training on the whole batch. mpi4py and mpich are test
+dependencies: without them this file fails, it does not skip.
+"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mpi4py import MPI  # noqa: F401  (a test dependency: `pip install mpi4py mpich`)
+
+import tracejit as jax
+from tracejit.distributed import mpiexec
+from tests.mpi.model import DATA, LR, STEPS, TARGET, init, loss
+
+HERE = Path(__file__).resolve().parent / "mpi"
+ROOT = HERE.parent.parent
+
+
+def _env(devices: int) -> dict:
+    return dict(os.environ, PYTHONPATH=str(ROOT), TRACEJIT_NUM_CPU_DEVICES=str(devices),
+                JAX_PLATFORMS="cpu")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """(the mpiexec run's results, the one-process run's, the failure reports): the three
+    started together, as they are independent."""
+    tmp = tmp_path_factory.mktemp("mpi")
+    python = sys.executable
+    started = {
+        "mpi": subprocess.Popen([mpiexec(), "-n", "2", python, str(HERE / "programs.py"),
+                                 str(tmp / "mpi.npz"), "mpi"], env=_env(2),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True),
+        "single": subprocess.Popen([python, str(HERE / "programs.py"), str(tmp / "single.npz"),
+                                    "single"], env=_env(4), stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True),
+        "failures": subprocess.Popen([mpiexec(), "-n", "2", python,
+                                      str(HERE / "failures.py"), str(tmp / "failures")],
+                                     env=_env(1), stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True),
+    }
+    logs = {k: p.communicate(timeout=240)[0] for k, p in started.items()}
+    for k in ("mpi", "single"):
+        assert started[k].returncode == 0, f"{k} run failed:\n{logs[k][-4000:]}"
+    loaded = {}
+    for k in ("mpi", "single"):
+        with np.load(tmp / f"{k}.npz") as saved:
+            loaded[k] = {name: saved[name] for name in saved.files}
+    reports = {}
+    for rank in (0, 1):
+        path = tmp / f"failures.{rank}.txt"
+        assert path.exists(), f"failures.py rank {rank} wrote nothing:\n{logs['failures']}"
+        reports[rank] = path.read_text()
+    return loaded["mpi"], loaded["single"], reports
+
+
+def _group(results: dict, prefix: str) -> dict:
+    return {k: v for k, v in results.items() if k.startswith(prefix + "/")}
+
+
+@pytest.mark.parametrize("group", ["collectives", "collectives_jit", "mixed", "mlp",
+                                   "outer_grad"])
+def test_two_processes_equal_one(runs, group):
+    """Each sharded program gives under mpiexec -n 2 what it gives in one process."""
+    mpi, single, _ = runs
+    ours, oracle = _group(mpi, group), _group(single, group)
+    assert sorted(ours) == sorted(oracle) and ours
+    for k in oracle:
+        assert ours[k].shape == oracle[k].shape and ours[k].dtype == oracle[k].dtype, k
+        np.testing.assert_allclose(ours[k], oracle[k], rtol=2e-6, atol=1e-6, err_msg=k)
+
+
+def test_collectives_against_numpy(runs):
+    mpi, _, _ = runs
+    x = np.arange(24, dtype=np.float32).reshape(4, 6) / 7.0
+    ints = np.arange(16, dtype=np.int32).reshape(4, 4)
+    a, b = x[:2], x[2:]  # the two processes' shards
+    want = [a + b, (a + b) / 2, np.maximum(a, b), np.minimum(ints[:2], ints[2:]),
+            np.stack([a, b]), np.concatenate([a, b], axis=1),
+            # psum_scatter over columns: process p keeps columns 3p:3p+3 of the sum
+            np.concatenate([(a + b)[:, :3], (a + b)[:, 3:]]),
+            np.concatenate([b, a]),  # ppermute swaps the halves
+            np.concatenate([np.zeros_like(ints[:2]), ints[:2]]),  # only 0 -> 1 is sent
+            # all_to_all(split 1, concat 0): process p gets column block p of every shard
+            np.concatenate([np.concatenate([a[:, :3], b[:, :3]]),
+                            np.concatenate([a[:, 3:], b[:, 3:]])]),
+            np.array([2, 12])]  # axis_index * 10 + axis_size
+    for i, w in enumerate(want):
+        np.testing.assert_allclose(mpi[f"collectives/{i}"], w, rtol=1e-6, err_msg=str(i))
+
+
+def test_arrays_spanning_processes(runs):
+    mpi, single, _ = runs
+    x = np.arange(24, dtype=np.float32).reshape(4, 6) / 7.0
+    for i, w in enumerate([x, x, 2 * x]):
+        np.testing.assert_array_equal(mpi[f"arrays/{i}"], w)
+        np.testing.assert_array_equal(single[f"arrays/{i}"], w)
+    np.testing.assert_array_equal(mpi["singles/0"], x)
+    # process 0's shards only (rows 0:2, both column blocks), and not fully addressable
+    np.testing.assert_array_equal(mpi["arrays/shards"], [[0, 0], [0, 3]])
+    assert not mpi["arrays/fully_addressable"] and single["arrays/fully_addressable"]
+    assert "multihost_utils.process_allgather" in str(mpi["arrays/fetch_error"])
+    assert mpi["bcast"] == 5.0  # process 0's value
+    np.testing.assert_array_equal(mpi["gathered"], [0, 1])
+
+
+def test_data_parallel_training_equals_whole_batch(runs):
+    """Two processes averaging their shards' gradients train the parameters one process
+    gets from the whole batch."""
+    mpi, _, _ = runs
+    params = init(jax.random.key(0))
+    step = jax.jit(lambda p: jax.tree_util.tree_map(
+        lambda w, g: w - LR * g, p, jax.grad(loss)(p, DATA, TARGET)))
+    for _ in range(STEPS):
+        params = step(params)
+    leaves = jax.tree_util.tree_leaves(params)
+    for i, w in enumerate(leaves):
+        np.testing.assert_allclose(mpi[f"mlp/{i}"], w, rtol=1e-5, atol=1e-6)
+    grads = jax.tree_util.tree_leaves(jax.grad(loss)(init(jax.random.key(1)), DATA, TARGET))
+    for i, g in enumerate(grads):
+        np.testing.assert_allclose(mpi[f"outer_grad/{i}"], g, rtol=1e-5, atol=1e-6)
+
+
+def test_disagreeing_and_missing_peers_raise(runs):
+    """Shapes that differ across processes: both raise; a peer that never joins: the deadline
+    (1 s here), not a hang."""
+    _, _, reports = runs
+    for rank in (0, 1):
+        assert "INVALID_ARGUMENT" in reports[rank] and "float32[2]" in reports[rank] and \
+            "float32[3]" in reports[rank], reports[rank]
+    assert "DEADLINE_EXCEEDED" in reports[0] and "tracejit_collective_timeout" in reports[0]
+    seconds = float(reports[0].split("JaxRuntimeError after ")[1].split(" s")[0])
+    assert 0.9 <= seconds < 10
+
+
+def test_initialize_checks_its_arguments_against_mpi():
+    """In a plain process MPI is one process of one: arguments saying otherwise are errors."""
+    code = ("import tracejit as jax\n"
+            "try:\n    jax.distributed.initialize(num_processes=2)\n"
+            "except ValueError as e:\n    print('ERR', e)\n"
+            "jax.distributed.initialize(process_id=0)\n"
+            "print(jax.distributed.is_initialized(), jax.process_count(), jax.devices())\n")
+    done = subprocess.run([sys.executable, "-c", code], env=_env(1), capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "ERR" in done.stdout and "mpiexec -n 2" in done.stdout
+    assert "True 1 [CpuDevice(id=0)]" in done.stdout
