@@ -18,6 +18,12 @@ from tracejit.distributed import mpiexec
 from tests.mpi.model import DATA, LR, STEPS, TARGET, init, loss
 
 HERE = Path(__file__).resolve().parent / "mpi"
+# initialize() in a process not started by mpiexec: one process, and a wrong count refused
+INITIALIZE = ("import tracejit as jax\n"
+              "try:\n    jax.distributed.initialize(num_processes=2)\n"
+              "except ValueError as e:\n    print('ERR', e)\n"
+              "jax.distributed.initialize(process_id=0)\n"
+              "print(jax.distributed.is_initialized(), jax.process_count(), jax.devices())\n")
 ROOT = HERE.parent.parent
 
 
@@ -39,13 +45,16 @@ def runs(tmp_path_factory):
         "single": subprocess.Popen([python, str(HERE / "programs.py"), str(tmp / "single.npz"),
                                     "single"], env=_env(4), stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True),
+        "initialize": subprocess.Popen([python, "-c", INITIALIZE], env=_env(1),
+                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       text=True),
         "failures": subprocess.Popen([mpiexec(), "-n", "2", python,
                                       str(HERE / "failures.py"), str(tmp / "failures")],
                                      env=_env(1), stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True),
     }
     logs = {k: p.communicate(timeout=240)[0] for k, p in started.items()}
-    for k in ("mpi", "single"):
+    for k in ("mpi", "single", "initialize"):
         assert started[k].returncode == 0, f"{k} run failed:\n{logs[k][-4000:]}"
     loaded = {}
     for k in ("mpi", "single"):
@@ -56,7 +65,7 @@ def runs(tmp_path_factory):
         path = tmp / f"failures.{rank}.txt"
         assert path.exists(), f"failures.py rank {rank} wrote nothing:\n{logs['failures']}"
         reports[rank] = path.read_text()
-    return loaded["mpi"], loaded["single"], reports
+    return loaded["mpi"], loaded["single"], reports, logs["initialize"]
 
 
 def _group(results: dict, prefix: str) -> dict:
@@ -67,7 +76,7 @@ def _group(results: dict, prefix: str) -> dict:
                                    "outer_grad"])
 def test_two_processes_equal_one(runs, group):
     """Each sharded program gives under mpiexec -n 2 what it gives in one process."""
-    mpi, single, _ = runs
+    mpi, single, _, _ = runs
     ours, oracle = _group(mpi, group), _group(single, group)
     assert sorted(ours) == sorted(oracle) and ours
     for k in oracle:
@@ -76,7 +85,7 @@ def test_two_processes_equal_one(runs, group):
 
 
 def test_collectives_against_numpy(runs):
-    mpi, _, _ = runs
+    mpi, _, _, _ = runs
     x = np.arange(24, dtype=np.float32).reshape(4, 6) / 7.0
     ints = np.arange(16, dtype=np.int32).reshape(4, 4)
     a, b = x[:2], x[2:]  # the two processes' shards
@@ -89,13 +98,15 @@ def test_collectives_against_numpy(runs):
             # all_to_all(split 1, concat 0): process p gets column block p of every shard
             np.concatenate([np.concatenate([a[:, :3], b[:, :3]]),
                             np.concatenate([a[:, 3:], b[:, 3:]])]),
-            np.array([2, 12])]  # axis_index * 10 + axis_size
+            np.array([2, 12]),  # axis_index * 10 + axis_size
+            b,  # pbroadcast from position 1
+            (ints[:2] > 6).astype(np.int32) + (ints[2:] > 6)]  # psum of bools counts
     for i, w in enumerate(want):
         np.testing.assert_allclose(mpi[f"collectives/{i}"], w, rtol=1e-6, err_msg=str(i))
 
 
 def test_arrays_spanning_processes(runs):
-    mpi, single, _ = runs
+    mpi, single, _, _ = runs
     x = np.arange(24, dtype=np.float32).reshape(4, 6) / 7.0
     for i, w in enumerate([x, x, 2 * x]):
         np.testing.assert_array_equal(mpi[f"arrays/{i}"], w)
@@ -107,12 +118,13 @@ def test_arrays_spanning_processes(runs):
     assert "multihost_utils.process_allgather" in str(mpi["arrays/fetch_error"])
     assert mpi["bcast"] == 5.0  # process 0's value
     np.testing.assert_array_equal(mpi["gathered"], [0, 1])
+    assert str(mpi["assert_equal"]).startswith("differs: Expected equal values")
 
 
 def test_data_parallel_training_equals_whole_batch(runs):
     """Two processes averaging their shards' gradients train the parameters one process
     gets from the whole batch."""
-    mpi, _, _ = runs
+    mpi, _, _, _ = runs
     params = init(jax.random.key(0))
     step = jax.jit(lambda p: jax.tree_util.tree_map(
         lambda w, g: w - LR * g, p, jax.grad(loss)(p, DATA, TARGET)))
@@ -129,7 +141,7 @@ def test_data_parallel_training_equals_whole_batch(runs):
 def test_disagreeing_and_missing_peers_raise(runs):
     """Shapes that differ across processes: both raise; a peer that never joins: the deadline
     (1 s here), not a hang."""
-    _, _, reports = runs
+    _, _, reports, _ = runs
     for rank in (0, 1):
         assert "INVALID_ARGUMENT" in reports[rank] and "float32[2]" in reports[rank] and \
             "float32[3]" in reports[rank], reports[rank]
@@ -138,15 +150,8 @@ def test_disagreeing_and_missing_peers_raise(runs):
     assert 0.9 <= seconds < 10
 
 
-def test_initialize_checks_its_arguments_against_mpi():
+def test_initialize_checks_its_arguments_against_mpi(runs):
     """In a plain process MPI is one process of one: arguments saying otherwise are errors."""
-    code = ("import tracejit as jax\n"
-            "try:\n    jax.distributed.initialize(num_processes=2)\n"
-            "except ValueError as e:\n    print('ERR', e)\n"
-            "jax.distributed.initialize(process_id=0)\n"
-            "print(jax.distributed.is_initialized(), jax.process_count(), jax.devices())\n")
-    done = subprocess.run([sys.executable, "-c", code], env=_env(1), capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "ERR" in done.stdout and "mpiexec -n 2" in done.stdout
-    assert "True 1 [CpuDevice(id=0)]" in done.stdout
+    out = runs[3]
+    assert "ERR" in out and "mpiexec -n 2" in out, out
+    assert "True 1 [CpuDevice(id=0)]" in out, out

@@ -1,8 +1,8 @@
 """Collectives that cannot complete, run by tests/test_mpi.py under `mpiexec -n 2` with a
 one-second collective timeout: the processes disagree on a psum's shape (both must raise), then
 process 1 skips a psum and process 0 must raise within the timeout instead of hanging. Each
-process writes what it saw to OUT.<rank>.txt (process 1 first) and leaves at once (os._exit: MPI's requests
-that never completed would otherwise keep it in MPI_Finalize).
+process writes what it saw to OUT.<rank>.txt (process 1 first) and leaves at once (os._exit:
+MPI's requests that never completed would otherwise keep it in MPI_Finalize).
 
 usage: python failures.py OUT
 """

@@ -50,10 +50,12 @@ def collectives(a, k):
             lax.psum_scatter(a, "data", scatter_dimension=1, tiled=True),
             lax.ppermute(a, "data", [(0, 1), (1, 0)]), lax.ppermute(k, "data", [(0, 1)]),
             lax.all_to_all(a, "data", 1, 0, tiled=True),
-            lax.axis_index("data")[None] * 10 + lax.axis_size("data"))
+            lax.axis_index("data")[None] * 10 + lax.axis_size("data"),
+            lax.pbroadcast(a, "data", 1), lax.psum(k > 6, "data"))
 
 
-specs = (P(), P(), P(), P(), P(), P(), P("data"), P("data"), P("data"), P("data"), P("data"))
+specs = (P(), P(), P(), P(), P(), P(), P("data"), P("data"), P("data"), P("data"), P("data"),
+         P(), P())
 f1 = jax.shard_map(collectives, mesh=mesh1d, in_specs=(P("data"), P("data")), out_specs=specs)
 save("collectives", f1(x, ints))
 save("collectives_jit", jax.jit(f1)(x, ints))
@@ -95,6 +97,13 @@ if mode == "mpi":
     save("singles", from_singles)
     results["bcast"] = multihost_utils.broadcast_one_to_all(np.float32(jax.process_index() + 5))
     results["gathered"] = multihost_utils.process_allgather(np.int32(jax.process_index()))
+    multihost_utils.sync_global_devices("programs")
+    multihost_utils.assert_equal(np.arange(3))
+    try:
+        multihost_utils.assert_equal(np.int32(jax.process_index()), "differs:")
+        results["assert_equal"] = np.array("no error")
+    except AssertionError as e:
+        results["assert_equal"] = np.array(str(e))
 
 
 # --- data-parallel training: grads per shard, pmean, update (the same parameters as one

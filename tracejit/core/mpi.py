@@ -174,10 +174,10 @@ def sendrecv(x: np.ndarray, perm: Sequence[tuple[int, int]], ranks: Sequence[int
 class _All:
     """Several requests waited on as one."""
 
-    def __init__(self, MPI: Any, requests: list):  # noqa: N803 - the module's name
+    def __init__(self, MPI: Any, requests: list):
         self.MPI, self.requests = MPI, requests
 
-    def Test(self) -> bool:  # noqa: N802 - MPI's name
+    def Test(self) -> bool:  # (MPI's name: waited on as a request)
         return self.MPI.Request.Testall(self.requests) if self.requests else True
 
 

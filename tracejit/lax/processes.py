@@ -26,7 +26,7 @@ from ..core.array import Array
 from ..core.avals import ShapedArray
 from ..core.devices import process_index
 from ..core.primitive import Primitive
-from ..core.rules import def_linear, moveaxis, not_mapped
+from ..core.rules import def_linear, moveaxis
 from ..core.trace import get_aval
 from . import parallel
 from .elementwise import convert_element_type
