@@ -147,7 +147,7 @@ def test_disagreeing_and_missing_peers_raise(runs):
             "float32[3]" in reports[rank], reports[rank]
     assert "DEADLINE_EXCEEDED" in reports[0] and "tracejit_collective_timeout" in reports[0]
     seconds = float(reports[0].split("JaxRuntimeError after ")[1].split(" s")[0])
-    assert 0.9 <= seconds < 10
+    assert 0.9 <= seconds < 60  # (the deadline, plus compiling the psum on a busy machine)
 
 
 def test_initialize_checks_its_arguments_against_mpi(runs):
