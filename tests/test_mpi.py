@@ -116,6 +116,7 @@ def test_arrays_spanning_processes(runs):
     np.testing.assert_array_equal(mpi["arrays/shards"], [[0, 0], [0, 3]])
     assert not mpi["arrays/fully_addressable"] and single["arrays/fully_addressable"]
     assert "multihost_utils.process_allgather" in str(mpi["arrays/fetch_error"])
+    assert "Compute on it inside shard_map" in str(mpi["arrays/op_error"])
     assert mpi["bcast"] == 5.0  # process 0's value
     np.testing.assert_array_equal(mpi["gathered"], [0, 1])
     assert str(mpi["assert_equal"]).startswith("differs: Expected equal values")

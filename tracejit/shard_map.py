@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 from .core.axis_env import AxisFrame
 from .core.batching import batch_flat
-from .core.devices import device_count
+from .core.devices import local_device_count
 from .core.pytree import prefix_errors, tree_flatten, tree_leaves, tree_unflatten
 from .core.rules import moveaxis, not_mapped
 from .core.array import Array
@@ -241,9 +241,9 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
     1 and this is a compiled vmap (static_broadcasted_argnums stay static)."""
     static = (static_broadcasted_argnums,) if isinstance(static_broadcasted_argnums, int) \
         else tuple(static_broadcasted_argnums)
-    if devices is not None and len(devices) > device_count():
+    if devices is not None and len(devices) > local_device_count():
         raise ValueError(f"pmap: devices={devices} names more devices than the "
-                         f"{device_count()} of this process")
+                         f"{local_device_count()} of this process")
 
     @functools.wraps(fun)
     def mapped(*args, **kwargs):
@@ -256,10 +256,11 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
         sizes = {get_aval(leaf).shape[ax] for i, ax in zip(dyn, axes) if ax is not None
                  for leaf in tree_leaves(args[i]) if get_aval(leaf).ndim > ax}
         size = axis_size if not sizes else max(sizes)
-        if size is not None and size > device_count():
+        n = local_device_count()
+        if size is not None and size > n:
             raise ValueError(f"compiling computation that requires {size} logical devices, "
-                             f"but only {device_count()} devices are available (pmap maps one "
-                             f"slice of the axis per device: use vmap to vectorise over it)")
+                             f"but only {n} devices are available (pmap maps one slice of the "
+                             f"axis per device of this process: use vmap to vectorise over it)")
 
         def body(*dyn_args):
             full = list(args)

@@ -91,6 +91,11 @@ if mode == "mpi":
         results["arrays/fetch_error"] = np.array("")
     except RuntimeError as e:
         results["arrays/fetch_error"] = np.array(str(e))
+    try:
+        doubled + 1
+        results["arrays/op_error"] = np.array("")
+    except RuntimeError as e:
+        results["arrays/op_error"] = np.array(str(e))
     pieces = [jax.device_put(x[2 * jax.process_index():][:2, 3 * k:3 * k + 3], d)
               for k, d in enumerate(jax.local_devices())]
     from_singles = jax.make_array_from_single_device_arrays(x.shape, sharding, pieces)
