@@ -83,8 +83,9 @@ def shutdown() -> None:
     """Leave the processes (MPI itself closes when the process exits). The device list stays
     as initialize() made it."""
     global _initialized
-    if _initialized:
-        mpi.world().Barrier()
+    if _initialized:  # (every process arrives, within the collective timeout)
+        size = mpi.world().Get_size()
+        mpi.allgather(np.asarray(0, np.int64), tuple(range(size)), "distributed.shutdown")
     _initialized = False
 
 

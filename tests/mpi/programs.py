@@ -139,3 +139,6 @@ save("outer_grad", jax.jit(jax.grad(global_loss))(init(jax.random.key(1)), data,
 
 if mode == "single" or jax.process_index() == 0:
     np.savez(out_path, **results)
+if mode == "mpi":
+    jax.distributed.shutdown()
+    assert not jax.distributed.is_initialized()
