@@ -72,8 +72,8 @@ def _group(results: dict, prefix: str) -> dict:
     return {k: v for k, v in results.items() if k.startswith(prefix + "/")}
 
 
-@pytest.mark.parametrize("group", ["collectives", "collectives_jit", "mixed", "mlp",
-                                   "outer_grad"])
+@pytest.mark.parametrize("group", ["collectives", "collectives_jit", "collectives_all",
+                                   "collectives_all_eager", "mixed", "mlp", "outer_grad"])
 def test_two_processes_equal_one(runs, group):
     """Each sharded program gives under mpiexec -n 2 what it gives in one process."""
     mpi, single, _, _ = runs

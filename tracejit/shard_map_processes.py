@@ -21,16 +21,18 @@ from .core.pytree import tree_unflatten
 from .core.sharding import Mesh, NamedSharding, PartitionSpec
 from .core.trace import Tracer, get_aval
 from .lax import slice as lax_slice
-from .lax.parallel import all_gather
-from .lax.processes import pvary_p
+from .core.rules import moveaxis
+from .lax import reshape
+from .lax.processes import allgather_p, pvary_p
 from .runtime.devices import to_array
 from .runtime.jit import jit
 
 
 def process_axes(m: Any) -> dict:
     """Mesh axis name -> ProcessAxis for each axis along which the process changes ({} when
-    one process holds the whole mesh). This process's devices must be one block: a position
-    on each process axis and every position of the others."""
+    one process holds the whole mesh). This process's devices must be one block: on each such
+    axis one run of consecutive positions (the same length in every process), and every
+    position of the other axes."""
     if not isinstance(m, Mesh) or process_count() == 1 or not m.is_multi_process:
         return {}
     procs = np.vectorize(lambda d: d.process_index, otypes=[int])(m.devices)
@@ -40,22 +42,28 @@ def process_axes(m: Any) -> dict:
                          f"({process_index()}); every process must hold part of the mesh")
     out, local = {}, 1
     for i, name in enumerate(m.axis_names):
+        size = procs.shape[i]
         if (procs == np.take(procs, [0], axis=i)).all():
-            local *= procs.shape[i]
+            local *= size
             continue
-        at = {int(c) for c in mine[:, i]}
+        at = sorted({int(c) for c in mine[:, i]})
+        lanes = len(at)
         position = list(mine[0])
-        ranks = []
-        for k in range(procs.shape[i]):
+        along = []
+        for k in range(size):
             position[i] = k
-            ranks.append(int(procs[tuple(position)]))
-        if len(at) != 1 or len(set(ranks)) != len(ranks):
+            along.append(int(procs[tuple(position)]))
+        ranks = along[::lanes]
+        if size % lanes or at != list(range(at[0], at[0] + lanes)) or at[0] % lanes or \
+                along != [r for r in ranks for _ in range(lanes)] or \
+                len(set(ranks)) != len(ranks):
             raise NotImplementedError(
-                f"shard_map over {m!r}: the mesh axis {name!r} holds devices of the same "
-                f"process at several positions; order the devices so that each mesh axis is "
-                f"either within a process or one process per position (as jax.make_mesh "
-                f"does)")
-        out[name] = ProcessAxis(tuple(ranks), at.pop())
+                f"shard_map over {m!r}: along the mesh axis {name!r} the processes do not hold "
+                f"equal runs of consecutive positions; order the devices by process (as "
+                f"jax.devices() lists them)")
+        out[name] = ProcessAxis(tuple(ranks), at[0] // lanes, lanes,
+                                f"{name}#lanes" if lanes > 1 else None)
+        local *= lanes
     if len(mine) != local:
         raise NotImplementedError(f"shard_map over {m!r}: this process's devices do not form "
                                   f"one block of the mesh")
@@ -91,8 +99,8 @@ def _block(spec: PartitionSpec | None, shape: tuple, sizes: dict, processes: dic
                 f"{names} of total size {count}")
         position = 0
         for a in ours:
-            position = position * sizes[a] + processes[a].index
-        length = n // math.prod(sizes[a] for a in ours)
+            position = position * len(processes[a].ranks) + processes[a].index
+        length = n // math.prod(len(processes[a].ranks) for a in ours)
         index.append(slice(position * length, (position + 1) * length))
     return tuple(index)
 
@@ -100,7 +108,8 @@ def _block(spec: PartitionSpec | None, shape: tuple, sizes: dict, processes: dic
 def _local_spec(spec: PartitionSpec | None, ndim: int, processes: dict) -> PartitionSpec:
     entries = []
     for names in _entries(spec, ndim):
-        rest = tuple(a for a in names if a not in processes)
+        rest = tuple(a if a not in processes else processes[a].lanes_name for a in names
+                     if a not in processes or processes[a].lanes > 1)
         entries.append(None if not rest else rest[0] if len(rest) == 1 else rest)
     return PartitionSpec(*entries)
 
@@ -124,7 +133,7 @@ def _local_block(x: Any, spec: Any, m: Mesh, sizes: dict, processes: dict,
 
 
 def _global_shape(shape: tuple, spec: Any, sizes: dict, processes: dict) -> tuple:
-    return tuple(n * math.prod(sizes[a] for a in names if a in processes)
+    return tuple(n * math.prod(len(processes[a].ranks) for a in names if a in processes)
                  for n, names in zip(shape, _entries(spec, len(shape))))
 
 
@@ -134,8 +143,12 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
     from .shard_map import _broadcast_specs, _check_specs, _from_shards, _nest, _spec_axes, \
         _to_shards
     sizes = dict(m.shape_tuple)
-    local_axes = [a for a in m.axis_names if a not in processes]
-    local_sizes = {a: sizes[a] for a in local_axes}
+    # the axes batched here: those within this process, and the lanes of process axes where
+    # this process holds several positions
+    local_axes = [a if a not in processes else processes[a].lanes_name for a in m.axis_names
+                  if a not in processes or processes[a].lanes > 1]
+    local_sizes = {a: sizes[a] for a in m.axis_names if a not in processes}
+    local_sizes.update({p.lanes_name: p.lanes for p in processes.values() if p.lanes > 1})
     blocks = [_local_block(x, s, m, sizes, processes, fun_name)
               for x, s in zip(leaves, flat_specs)]
     local_specs = [_local_spec(s, get_aval(b).ndim, processes)
@@ -206,7 +219,10 @@ def _gather(x: Any, spec: Any, processes: dict) -> Any:
     axes first)."""
     for d, names in enumerate(_entries(spec, get_aval(x).ndim)):
         for a in reversed([a for a in names if a in processes]):
-            x = all_gather(x, a, axis=d, tiled=True)
+            pa = processes[a]  # (the processes' blocks: this one's lanes are in its block)
+            stacked = moveaxis(allgather_p.bind(x, ranks=pa.ranks, axis_name=a), 0, d)
+            shape = get_aval(stacked).shape
+            x = reshape(stacked, shape[:d] + (shape[d] * shape[d + 1],) + shape[d + 2:])
     return x
 
 

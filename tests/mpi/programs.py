@@ -59,6 +59,13 @@ specs = (P(), P(), P(), P(), P(), P(), P("data"), P("data"), P("data"), P("data"
 f1 = jax.shard_map(collectives, mesh=mesh1d, in_specs=(P("data"), P("data")), out_specs=specs)
 save("collectives", f1(x, ints))
 save("collectives_jit", jax.jit(f1)(x, ints))
+# the same over one axis of all four devices: each process holds two of its positions
+mesh_all = Mesh(devs.reshape(-1), ("data",))
+f_all = jax.shard_map(collectives, mesh=mesh_all, in_specs=(P("data"), P("data")),
+                      out_specs=specs)
+x8 = np.arange(32, dtype=np.float32).reshape(4, 8) / 7.0
+save("collectives_all", jax.jit(f_all)(x8, ints))
+save("collectives_all_eager", f_all(x8, ints))
 
 
 # --- a process axis and a local one (2x2 mesh) ---------------------------------------------

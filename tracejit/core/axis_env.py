@@ -16,10 +16,13 @@ from .trace import MainTrace, full_raise
 
 
 class ProcessAxis(NamedTuple):
-    """A mesh axis whose positions are processes: the world rank at each position, and this
-    process's position."""
+    """A mesh axis whose positions are held by processes: the world rank at each process's
+    part, and this process's part. With `lanes` > 1 each process holds that many consecutive
+    positions, batched under the name `lanes_name` (so the axis has len(ranks) * lanes)."""
     ranks: tuple[int, ...]
     index: int
+    lanes: int = 1
+    lanes_name: Any = None
 
 
 class AxisFrame(NamedTuple):

@@ -29,8 +29,9 @@ from ..core.primitive import Primitive
 from ..core.rules import def_linear, moveaxis
 from ..core.trace import get_aval
 from . import parallel
-from .elementwise import convert_element_type
-from .shape import index_in_dim, reshape
+from .elementwise import add, convert_element_type, lt, max as max_, select_n
+from .indexing import dynamic_index_in_dim
+from .shape import full_like, index_in_dim, reshape
 
 
 def _what(name: str, axis_name: Any) -> str:
@@ -128,6 +129,9 @@ PRIMITIVES = (allreduce_p, allgather_p, reduce_scatter_p, alltoall_p, sendrecv_p
 
 
 # --- the named collectives over a process axis ----------------------------------------------
+# Where each process holds several positions of the axis (`lanes` > 1, batched under
+# `lanes_name`), reductions and gathers act over those lanes first, then across processes;
+# the collectives that route data between positions work from every position's value.
 
 def _first_process(frames: list) -> Any:
     return next(f for f in frames if f.process is not None)
@@ -136,9 +140,12 @@ def _first_process(frames: list) -> Any:
 def _reduction(op: str, prim: Any):
     def across(args, frames, *, axes, axis_index_groups):
         (x,), frame = args, _first_process(frames)
+        pa = frame.process
         if op == "sum" and np.dtype(get_aval(x).dtype) == np.bool_:
             x = convert_element_type(x, np.int32)  # (a count of True lanes, as JAX)
-        out = allreduce_p.bind(x, op=op, ranks=frame.process.ranks, axis_name=frame.name)
+        if pa.lanes > 1:
+            x = prim.bind(x, axes=(pa.lanes_name,), axis_index_groups=None)
+        out = allreduce_p.bind(x, op=op, ranks=pa.ranks, axis_name=frame.name)
         rest = tuple(n for n in axes if n != frame.name)
         return prim.bind(out, axes=rest, axis_index_groups=axis_index_groups) if rest else out
     prim.def_across_processes(across)
@@ -149,18 +156,35 @@ _reduction("max", parallel.pmax_p)
 _reduction("min", parallel.pmin_p)
 
 
-def _axis_index(args, frames, *, axis_name):
-    return Array.from_numpy(np.asarray(frames[0].process.index, np.int32),
+def _position(frame: Any) -> Any:
+    """This position along the axis (int32): the process's part, then the lane in it."""
+    pa = frame.process
+    here = Array.from_numpy(np.asarray(pa.index * pa.lanes, np.int32),
                             ShapedArray((), np.dtype(np.int32)))
+    if pa.lanes == 1:
+        return here
+    return add(here, parallel.axis_index_p.bind(axis_name=pa.lanes_name))
 
 
-parallel.axis_index_p.def_across_processes(_axis_index)
+parallel.axis_index_p.def_across_processes(lambda args, frames, *, axis_name: _position(
+    frames[0]))
+
+
+def _everyone(x: Any, frame: Any) -> Any:
+    """Every position's x, stacked along a new leading axis (in position order)."""
+    pa = frame.process
+    if pa.lanes > 1:
+        x = parallel.all_gather_p.bind(x, all_gather_dimension=0, axis_name=(pa.lanes_name,),
+                                       axis_index_groups=None, axis_size=pa.lanes, tiled=False)
+    out = allgather_p.bind(x, ranks=pa.ranks, axis_name=frame.name)
+    if pa.lanes > 1:
+        shape = get_aval(out).shape
+        out = reshape(out, (shape[0] * shape[1],) + shape[2:])
+    return out
 
 
 def _all_gather(args, frames, *, all_gather_dimension, tiled, **_):
-    (x,), frame = args, frames[0]
-    out = allgather_p.bind(x, ranks=frame.process.ranks, axis_name=frame.name)
-    return parallel._stacked_to(out, all_gather_dimension, tiled)
+    return parallel._stacked_to(_everyone(args[0], frames[0]), all_gather_dimension, tiled)
 
 
 parallel.all_gather_p.def_across_processes(_all_gather)
@@ -173,8 +197,11 @@ def _psum_scatter(args, frames, *, scatter_dimension, tiled, **_):
     parallel._scattered_shape(shape, n, sd, tiled)  # (JAX's errors for a bad shape)
     if tiled:
         x = reshape(x, shape[:sd] + (n, shape[sd] // n) + shape[sd + 1:])
-    return reduce_scatter_p.bind(moveaxis(x, sd, 0), ranks=frame.process.ranks,
-                                 axis_name=frame.name)
+    x = moveaxis(x, sd, 0)
+    if frame.process.lanes == 1:
+        return reduce_scatter_p.bind(x, ranks=frame.process.ranks, axis_name=frame.name)
+    total = parallel.psum_p.bind(x, axes=(frame.name,), axis_index_groups=None)
+    return dynamic_index_in_dim(total, _position(frame), 0, keepdims=False)
 
 
 parallel.reduce_scatter_p.def_across_processes(_psum_scatter)
@@ -182,10 +209,23 @@ parallel.reduce_scatter_p.def_across_processes(_psum_scatter)
 
 def _ppermute(args, frames, *, axis_name, perm):
     (x,), frame = args, frames[0]
-    return sendrecv_p.bind(x, perm=perm, ranks=frame.process.ranks, axis_name=frame.name)
+    if frame.process.lanes == 1:
+        return sendrecv_p.bind(x, perm=perm, ranks=frame.process.ranks, axis_name=frame.name)
+    source = np.full(frame.size, -1, np.int32)
+    for s, d in perm:
+        source[d] = s
+    me = _position(frame)
+    src = dynamic_index_in_dim(_constant(source), me, 0, keepdims=False)
+    picked = dynamic_index_in_dim(_everyone(x, frame), max_(src, full_like(src, 0)), 0,
+                                  keepdims=False)
+    return select_n(lt(src, full_like(src, 0)), picked, full_like(picked, 0))
 
 
 parallel.ppermute_p.def_across_processes(_ppermute)
+
+
+def _constant(v: np.ndarray) -> Array:
+    return Array.from_numpy(v, ShapedArray(v.shape, v.dtype))
 
 
 def _all_to_all(args, frames, *, split_axis, concat_axis, **_):
@@ -200,7 +240,11 @@ def _all_to_all(args, frames, *, split_axis, concat_axis, **_):
     k = shape[split_axis] // n
     chunks = reshape(x, shape[:split_axis] + (n, k) + shape[split_axis + 1:])
     front = moveaxis(chunks, split_axis, 0)  # (n, *shape with split axis k)
-    got = alltoall_p.bind(front, ranks=frame.process.ranks, axis_name=frame.name)
+    if frame.process.lanes == 1:
+        got = alltoall_p.bind(front, ranks=frame.process.ranks, axis_name=frame.name)
+    else:  # (every source's chunk for this position)
+        got = dynamic_index_in_dim(_everyone(front, frame), _position(frame), 1,
+                                   keepdims=False)
     piece = get_aval(got).shape[1:]
     out = moveaxis(got, 0, concat_axis)  # the sources just before the concat axis
     return reshape(out, piece[:concat_axis] + (n * piece[concat_axis],) + piece[concat_axis + 1:])
@@ -210,9 +254,7 @@ parallel.all_to_all_p.def_across_processes(_all_to_all)
 
 
 def _pbroadcast(args, frames, *, axis_name, source):
-    (x,), frame = args, frames[0]
-    everyone = allgather_p.bind(x, ranks=frame.process.ranks, axis_name=frame.name)
-    return index_in_dim(everyone, source, 0, keepdims=False)
+    return index_in_dim(_everyone(args[0], frames[0]), source, 0, keepdims=False)
 
 
 parallel.pbroadcast_p.def_across_processes(_pbroadcast)
