@@ -73,7 +73,8 @@ def _group(results: dict, prefix: str) -> dict:
 
 
 @pytest.mark.parametrize("group", ["collectives", "collectives_jit", "collectives_all",
-                                   "collectives_all_eager", "mixed", "mlp", "outer_grad"])
+                                   "collectives_all_eager", "mixed", "mlp", "outer_grad",
+                                   "inner_grad", "mixing_grad", "mixing_grad_all"])
 def test_two_processes_equal_one(runs, group):
     """Each sharded program gives under mpiexec -n 2 what it gives in one process."""
     mpi, single, _, _ = runs

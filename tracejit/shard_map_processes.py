@@ -23,7 +23,7 @@ from .core.trace import Tracer, get_aval
 from .lax import slice as lax_slice
 from .core.rules import moveaxis
 from .lax import reshape
-from .lax.processes import allgather_p, pvary_p
+from .lax.processes import allgather_p, pvary_p, shared_p
 from .runtime.devices import to_array
 from .runtime.jit import jit
 
@@ -125,6 +125,9 @@ def _local_block(x: Any, spec: Any, m: Mesh, sizes: dict, processes: dict,
                 f"{want}; pass in_specs matching how the array is split over processes")
         return x.local
     x = x if isinstance(x, Tracer) else to_array(x)
+    # a value every process holds whole enters as one value, whatever part each takes: its
+    # gradient sums the processes' contributions (as over a batched axis)
+    x = _vary(x, processes)
     shape = get_aval(x).shape
     index = _block(spec, shape, sizes, processes, fun_name)
     if all(s == slice(0, n) for s, n in zip(index, shape)):
@@ -159,9 +162,6 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
         with contextlib.ExitStack() as stack:
             for name, axis in processes.items():
                 stack.enter_context(extend_axis_env(name, sizes[name], None, axis))
-            # a value every process holds alike enters as one value (its gradient is the
-            # sum of the processes' contributions, as over a batched axis)
-            xs = [_vary(x, s, processes) for x, s in zip(xs, flat_specs)]
             shards = [_to_shards(x, s, local_axes, local_sizes, fun_name)
                       for x, s in zip(xs, local_specs)]
             out_tree: list = []
@@ -185,6 +185,7 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
                        for i, (o, mp, s) in enumerate(zip(outs, mapped, out_flat))]
             if traced:  # (inside a transformation: the whole value on every process)
                 results = [_gather(r, s, processes) for r, s in zip(results, out_flat)]
+            results = [_share(r, s, processes, traced) for r, s in zip(results, out_flat)]
             info[:] = [tree, out_flat]
             return results
 
@@ -203,10 +204,20 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
     return tree_unflatten(tree, results)
 
 
-def _vary(x: Any, spec: Any, processes: dict) -> Any:
-    for name, axis in processes.items():
-        if name not in _entries_names(spec) and np.issubdtype(get_aval(x).dtype, np.inexact):
+def _vary(x: Any, processes: dict) -> Any:
+    if isinstance(x, Tracer) and np.issubdtype(get_aval(x).dtype, np.inexact):
+        for name, axis in processes.items():
             x = pvary_p.bind(x, ranks=axis.ranks, axis_name=name)
+    return x
+
+
+def _share(x: Any, spec: Any, processes: dict, gathered: bool) -> Any:
+    """A result leaving replicated over process axes (or gathered over them) as the one value
+    it is (its cotangent shared out among the processes' copies)."""
+    for name, axis in processes.items():
+        if (gathered or name not in _entries_names(spec)) and \
+                np.issubdtype(get_aval(x).dtype, np.inexact):
+            x = shared_p.bind(x, ranks=axis.ranks, axis_name=name)
     return x
 
 

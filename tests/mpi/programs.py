@@ -144,6 +144,29 @@ def global_loss(params, a, y):
 
 save("outer_grad", jax.jit(jax.grad(global_loss))(init(jax.random.key(1)), data, target))
 
+
+# grad taken inside shard_map of a loss averaged with pmean: per shard (JAX's check_vma=False)
+def inner(p, a, y):
+    g = jax.grad(lambda p: lax.pmean(loss(p, a, y), "data"))(p)
+    return jax.tree_util.tree_map(lambda v: v[None], g)
+
+
+save("inner_grad", jax.jit(jax.shard_map(inner, mesh=mesh1d, in_specs=(P(), P("data"),
+                                                                    P("data")),
+                                         out_specs=P("data")))(init(jax.random.key(2)), data,
+                                                               target))
+
+
+# a gathered (replicated) value used differently per position, differentiated from outside
+def mixing(a):
+    return lax.all_gather(a, "data")[0] * (lax.axis_index("data") + 1.0) + lax.psum(a, "data")
+
+
+for name, m in (("mixing_grad", mesh1d), ("mixing_grad_all", mesh_all)):
+    f_mix = jax.shard_map(mixing, mesh=m, in_specs=P("data"), out_specs=P("data"))
+    weights = np.arange(24, dtype=np.float32).reshape(4, 6)
+    save(name, jax.jit(jax.grad(lambda a: (f_mix(a) * weights).sum()))(x))
+
 if mode == "single" or jax.process_index() == 0:
     np.savez(out_path, **results)
 if mode == "mpi":

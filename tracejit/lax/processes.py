@@ -7,13 +7,12 @@ The primitives act along a leading axis of the group's size where data is split 
 (allgather: (…) -> (n, …); reduce_scatter and alltoall: (n, …) -> …); the collectives' own
 arguments (gather axis, tiled, split and concat axes) are ordinary reshapes around them.
 
-Transposes treat a value every process holds alike (a psum's or all_gather's result) as one
-value, as the single-process run does (there such a value is not batched at all): psum
-transposes to the identity (a broadcast), all_gather to taking this process's part, and a value
-entering shard_map replicated over the processes passes `pvary` (the identity), whose transpose
-sums the processes' cotangents. So grad of a function calling shard_map equals the
-single-process gradient. Varying results transpose as in JAX: psum_scatter to all_gather,
-ppermute to the inverse permutation, all_to_all to itself.
+Transposes are the per-position ones of lax/parallel.py (JAX's check_vma=False rules): psum's
+is psum, all_gather's psum_scatter and back, ppermute's the inverse permutation, all_to_all's
+itself. At shard_map's boundary a value entering replicated over the processes passes `pvary`
+(the identity; its cotangents are summed over the processes) and a result leaving replicated
+passes `shared` (the identity; each process's copy takes 1/P of the cotangent), so the gradient
+of a function calling shard_map equals the one-process run's.
 """
 from __future__ import annotations
 
@@ -24,12 +23,11 @@ import numpy as np
 from ..core import mpi
 from ..core.array import Array
 from ..core.avals import ShapedArray
-from ..core.devices import process_index
 from ..core.primitive import Primitive
 from ..core.rules import def_linear, moveaxis
 from ..core.trace import get_aval
 from . import parallel
-from .elementwise import add, convert_element_type, lt, max as max_, select_n
+from .elementwise import add, convert_element_type, div, lt, max as max_, select_n
 from .indexing import dynamic_index_in_dim
 from .shape import full_like, index_in_dim, reshape
 
@@ -63,7 +61,7 @@ def _allreduce_jvp(primals, tangents, *, op, ranks, axis_name):
 
 
 allreduce_p.def_jvp(_allreduce_jvp)
-allreduce_p.transpose = lambda ct, x, **params: [ct]  # (the sum is one value: a broadcast)
+allreduce_p.transpose = lambda ct, x, **params: [allreduce_p.bind(ct, **params)]
 
 # a value every process holds alike, used where values differ per process: the identity, whose
 # transpose adds up what each process's use of it contributes
@@ -73,6 +71,15 @@ pvary_p.def_impl(lambda x, **_: x)
 pvary_p.def_batch(lambda vals, dims, **params: (pvary_p.bind(vals[0], **params), dims[0]))
 def_linear(pvary_p, lambda ct, x, *, ranks, axis_name: [
     allreduce_p.bind(ct, op="sum", ranks=ranks, axis_name=axis_name)])
+
+# a result every process holds alike, leaving shard_map: the identity; the cotangent of the one
+# value it is reaches each process's copy, so each takes its 1/P share
+shared_p = Primitive("mpi_shared")
+shared_p.def_abstract_eval(lambda x, **_: x)
+shared_p.def_impl(lambda x, **_: x)
+shared_p.def_batch(lambda vals, dims, **params: (shared_p.bind(vals[0], **params), dims[0]))
+def_linear(shared_p, lambda ct, x, *, ranks, axis_name: [
+    div(ct, full_like(ct, len(ranks)))])
 
 
 def _stacked(x: ShapedArray, n: int) -> ShapedArray:
@@ -118,14 +125,14 @@ def _second(x: Any, d: int) -> Any:
     return moveaxis(x, d, 1) if d != 1 else x
 
 
-def_linear(allgather_p, lambda ct, x, *, ranks, axis_name: [
-    index_in_dim(ct, ranks.index(process_index()), 0, keepdims=False)])
+def_linear(allgather_p, lambda ct, x, **params: [reduce_scatter_p.bind(ct, **params)])
 def_linear(reduce_scatter_p, lambda ct, x, **params: [allgather_p.bind(ct, **params)])
 def_linear(alltoall_p, lambda ct, x, **params: [alltoall_p.bind(ct, **params)])
 def_linear(sendrecv_p, lambda ct, x, *, perm, **params: [
     sendrecv_p.bind(ct, perm=tuple((d, s) for s, d in perm), **params)])
 
-PRIMITIVES = (allreduce_p, allgather_p, reduce_scatter_p, alltoall_p, sendrecv_p, pvary_p)
+PRIMITIVES = (allreduce_p, allgather_p, reduce_scatter_p, alltoall_p, sendrecv_p, pvary_p,
+              shared_p)
 
 
 # --- the named collectives over a process axis ----------------------------------------------
