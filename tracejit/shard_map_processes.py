@@ -183,9 +183,10 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
                                                        processes),
                                     local_axes, local_sizes, fun_name, i)
                        for i, (o, mp, s) in enumerate(zip(outs, mapped, out_flat))]
-            if traced:  # (inside a transformation: the whole value on every process)
-                results = [_gather(r, s, processes) for r, s in zip(results, out_flat)]
-            results = [_share(r, s, processes, traced) for r, s in zip(results, out_flat)]
+            if traced:  # (inside a transformation: the whole value on every process, and
+                # a gradient may cross the boundary)
+                results = [_share(_gather(r, s, processes), s, processes)
+                           for r, s in zip(results, out_flat)]
             info[:] = [tree, out_flat]
             return results
 
@@ -211,18 +212,13 @@ def _vary(x: Any, processes: dict) -> Any:
     return x
 
 
-def _share(x: Any, spec: Any, processes: dict, gathered: bool) -> Any:
-    """A result leaving replicated over process axes (or gathered over them) as the one value
-    it is (its cotangent shared out among the processes' copies)."""
-    for name, axis in processes.items():
-        if (gathered or name not in _entries_names(spec)) and \
-                np.issubdtype(get_aval(x).dtype, np.inexact):
+def _share(x: Any, spec: Any, processes: dict) -> Any:
+    """A result every process holds whole (replicated, or gathered) as the one value it is:
+    its cotangent is shared out among the processes' copies."""
+    if np.issubdtype(get_aval(x).dtype, np.inexact):
+        for name, axis in processes.items():
             x = shared_p.bind(x, ranks=axis.ranks, axis_name=name)
     return x
-
-
-def _entries_names(spec: Any) -> set:
-    return set() if spec is None else set(spec.mesh_axes())
 
 
 def _gather(x: Any, spec: Any, processes: dict) -> Any:
