@@ -10,8 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
-from mpi4py import MPI  # noqa: F401  (a test dependency: `pip install mpi4py mpich`)
+import mpi4py  # noqa: F401  (a test dependency, `pip install mpi4py mpich`: fails, never skips)
 
 import tracejit as jax
 from tracejit.distributed import mpiexec
@@ -32,11 +31,9 @@ def _env(devices: int) -> dict:
                 JAX_PLATFORMS="cpu")
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """(the mpiexec run's results, the one-process run's, the failure reports): the three
-    started together, as they are independent."""
-    tmp = tmp_path_factory.mktemp("mpi")
+def _start_all(tmp: Path):
+    """(the mpiexec run's results, the one-process run's, the failure reports, initialize's
+    output): the four started together, as they are independent."""
     python = sys.executable
     started = {
         "mpi": subprocess.Popen([mpiexec(), "-n", "2", python, str(HERE / "programs.py"),
@@ -72,20 +69,34 @@ def _group(results: dict, prefix: str) -> dict:
     return {k: v for k, v in results.items() if k.startswith(prefix + "/")}
 
 
-@pytest.mark.parametrize("group", ["collectives", "collectives_jit", "collectives_all",
-                                   "collectives_all_eager", "mixed", "mlp", "outer_grad",
-                                   "inner_grad", "mixing_grad", "mixing_grad_all"])
-def test_two_processes_equal_one(runs, group):
+GROUPS = ("collectives", "collectives_jit", "collectives_all", "collectives_all_eager", "mixed",
+          "mlp", "outer_grad", "inner_grad", "mixing_grad", "mixing_grad_all")
+
+
+def test_several_processes(tmp_path):
+    """One test, so that the processes start once however pytest distributes the tests (the
+    suite runs with -n 2); each check below names what it compares."""
+    runs = _start_all(tmp_path)
+    for group in GROUPS:
+        _check_two_processes_equal_one(runs, group)
+    _check_collectives_against_numpy(runs)
+    _check_arrays_spanning_processes(runs)
+    _check_data_parallel_training_equals_whole_batch(runs)
+    _check_disagreeing_and_missing_peers_raise(runs)
+    _check_initialize_checks_its_arguments_against_mpi(runs)
+
+
+def _check_two_processes_equal_one(runs, group):
     """Each sharded program gives under mpiexec -n 2 what it gives in one process."""
     mpi, single, _, _ = runs
     ours, oracle = _group(mpi, group), _group(single, group)
-    assert sorted(ours) == sorted(oracle) and ours
+    assert sorted(ours) == sorted(oracle) and ours, group
     for k in oracle:
         assert ours[k].shape == oracle[k].shape and ours[k].dtype == oracle[k].dtype, k
         np.testing.assert_allclose(ours[k], oracle[k], rtol=2e-6, atol=1e-6, err_msg=k)
 
 
-def test_collectives_against_numpy(runs):
+def _check_collectives_against_numpy(runs):
     mpi, _, _, _ = runs
     x = np.arange(24, dtype=np.float32).reshape(4, 6) / 7.0
     ints = np.arange(16, dtype=np.int32).reshape(4, 4)
@@ -106,7 +117,7 @@ def test_collectives_against_numpy(runs):
         np.testing.assert_allclose(mpi[f"collectives/{i}"], w, rtol=1e-6, err_msg=str(i))
 
 
-def test_arrays_spanning_processes(runs):
+def _check_arrays_spanning_processes(runs):
     mpi, single, _, _ = runs
     x = np.arange(24, dtype=np.float32).reshape(4, 6) / 7.0
     for i, w in enumerate([x, x, 2 * x]):
@@ -123,7 +134,7 @@ def test_arrays_spanning_processes(runs):
     assert str(mpi["assert_equal"]).startswith("differs: Expected equal values")
 
 
-def test_data_parallel_training_equals_whole_batch(runs):
+def _check_data_parallel_training_equals_whole_batch(runs):
     """Two processes averaging their shards' gradients train the parameters one process
     gets from the whole batch."""
     mpi, _, _, _ = runs
@@ -140,7 +151,7 @@ def test_data_parallel_training_equals_whole_batch(runs):
         np.testing.assert_allclose(mpi[f"outer_grad/{i}"], g, rtol=1e-5, atol=1e-6)
 
 
-def test_disagreeing_and_missing_peers_raise(runs):
+def _check_disagreeing_and_missing_peers_raise(runs):
     """Shapes that differ across processes: both raise; a peer that never joins: the deadline
     (1 s here), not a hang."""
     _, _, reports, _ = runs
@@ -152,7 +163,7 @@ def test_disagreeing_and_missing_peers_raise(runs):
     assert 0.9 <= seconds < 60  # (the deadline, plus compiling the psum on a busy machine)
 
 
-def test_initialize_checks_its_arguments_against_mpi(runs):
+def _check_initialize_checks_its_arguments_against_mpi(runs):
     """In a plain process MPI is one process of one: arguments saying otherwise are errors."""
     out = runs[3]
     assert "ERR" in out and "mpiexec -n 2" in out, out
