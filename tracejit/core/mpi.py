@@ -110,19 +110,24 @@ def from_bytes(b: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.asarray(b, order="C").view(dtype).reshape(b.shape[:-1])
 
 
-def allreduce(x: np.ndarray, op: str, ranks: Sequence[int], what: str) -> np.ndarray:
-    """The sum (max, min) of x over the group, on every member. Floats MPI has no type for are
-    reduced in float32 (their values are exact there); bool as uint8."""
-    ranks = tuple(ranks)
+def _reducible(x: np.ndarray) -> np.ndarray:
+    """x in a type MPI reduces: floats MPI has no type for in float32 (their values are exact
+    there), bool as uint8."""
     dtype = x.dtype
     work = x.astype(np.float32) if dtype.kind == "f" and dtype.itemsize < 4 or \
         dtype.kind == "V" or dtype.name == "bfloat16" else x
     work = work.astype(np.uint8) if dtype == np.bool_ else work
-    work = np.asarray(work, order="C")
+    return np.asarray(work, order="C")
+
+
+def allreduce(x: np.ndarray, op: str, ranks: Sequence[int], what: str) -> np.ndarray:
+    """The sum (max, min) of x over the group, on every member."""
+    work = _reducible(x)
     out = np.empty_like(work)
     mpi_op = {"sum": mpi().SUM, "max": mpi().MAX, "min": mpi().MIN}[op]
-    run("allreduce", what, ranks, x, lambda comm: comm.Iallreduce(work, out, op=mpi_op))
-    return out.astype(dtype)
+    run("allreduce", what, tuple(ranks), x,
+        lambda comm: comm.Iallreduce(work, out, op=mpi_op))
+    return out.astype(x.dtype)
 
 
 def allgather(x: np.ndarray, ranks: Sequence[int], what: str) -> np.ndarray:
@@ -145,8 +150,11 @@ def alltoall(x: np.ndarray, ranks: Sequence[int], what: str) -> np.ndarray:
 
 def reduce_scatter(x: np.ndarray, ranks: Sequence[int], what: str) -> np.ndarray:
     """x of shape (n, ...): member j receives the sum over members of their x[j]."""
-    total = allreduce(x, "sum", ranks, what)  # (one reduction, then each keeps its part)
-    return total[tuple(ranks).index(world().Get_rank())]
+    work = _reducible(x)
+    out = np.empty_like(work[0])
+    run("reduce_scatter", what, tuple(ranks), x,
+        lambda comm: comm.Ireduce_scatter_block(work, out, op=mpi().SUM))
+    return out.astype(x.dtype)
 
 
 def sendrecv(x: np.ndarray, perm: Sequence[tuple[int, int]], ranks: Sequence[int],
