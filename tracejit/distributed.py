@@ -118,10 +118,15 @@ def _assemble(shape: tuple, sharding: Any, pieces: dict, dtype: Any) -> Any:
             raise ValueError(f"the data for device {d} has shape {data.shape}, but the "
                              f"sharding gives it a piece of shape {local[at].shape}")
         local[at] = data
-    value = to_array(local)
-    if sharding.is_fully_addressable:
-        return value.placed(sharding)
-    return GlobalArray(value, tuple(shape), sharding)
+    return _global(to_array(local), tuple(shape), sharding, block)
+
+
+def _global(local: Array, shape: tuple, sharding: Any, block: tuple) -> Any:
+    """An Array where this process holds all of it (every process does: replicated), else
+    a GlobalArray of this process's block."""
+    if all(b == slice(0, n) for b, n in zip(block, shape)):
+        return local.placed(sharding)
+    return GlobalArray(local, shape, sharding)
 
 
 def make_array_from_callback(shape: Sequence[int], sharding: Any,
@@ -151,9 +156,7 @@ def make_array_from_process_local_data(sharding: Any, local_data: Any,
         raise ValueError(f"make_array_from_process_local_data: this process holds a block of "
                          f"shape {want} of the global shape {global_shape} under {sharding}, "
                          f"but local_data has shape {shape}")
-    if sharding.is_fully_addressable:
-        return local.placed(sharding)
-    return GlobalArray(local, global_shape, sharding)
+    return _global(local, global_shape, sharding, block)
 
 
 def _scaled(shape: tuple, sharding: Any) -> tuple:
