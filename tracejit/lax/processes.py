@@ -1,7 +1,8 @@
-"""Collectives across processes (lax): over a mesh axis whose positions are processes
+"""Collectives across processes (lax): over a mesh axis whose positions are held by processes
 (shard_map over a multi-process mesh), psum & co. (lax/parallel.py) are not batched: each
 process holds its own value and the collective is an MPI call (core/mpi.py) — one of the five
-primitives here, which native code runs as a call back into Python (backend/llvm).
+`mpi_*` collective primitives here, which native code runs as a call back into Python
+(backend/llvm/host_callback.py).
 
 The primitives act along a leading axis of the group's size where data is split or stacked
 (allgather: (…) -> (n, …); reduce_scatter and alltoall: (n, …) -> …); the collectives' own
