@@ -17,12 +17,11 @@ from .core.array import Array
 from .core.axis_env import ProcessAxis, extend_axis_env
 from .core.devices import process_count, process_index
 from .core.global_array import GlobalArray
-from .core.pytree import tree_unflatten
+from .core.pytree import tree_flatten, tree_unflatten
+from .core.rules import moveaxis
 from .core.sharding import Mesh, NamedSharding, PartitionSpec
 from .core.trace import Tracer, get_aval
-from .lax import slice as lax_slice
-from .core.rules import moveaxis
-from .lax import reshape
+from .lax import reshape, slice as lax_slice
 from .lax.processes import allgather_p, pvary_p, shared_p
 from .runtime.devices import to_array
 from .runtime.jit import jit
@@ -167,7 +166,6 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
             out_tree: list = []
 
             def per_shard(*ys):
-                from .core.pytree import tree_flatten
                 out = f(*tree_unflatten(in_tree, ys))
                 flat, tree = tree_flatten(out)
                 out_tree[:] = [tree, out]
