@@ -1,7 +1,8 @@
 """Benchmarks: tracejit vs JAX (newest runnable: a Python 3.12 venv at .venv-jax312 if present,
 else the test venv's JAX) vs NumPy where it applies, in one run. Prints medians and ratios.
 
-    python -m benchmarks [substring ...]    (`compile`: the compile-scaling table only)
+    python -m benchmarks [substring ...]    (`compile`: the compile-scaling table only;
+                                            `scaling`: 1 -> 2 devices and processes only)
 
 Then the compile-scaling table (benchmarks/compile_scaling.py); benchmarks/compile_profile.py
 splits our compile time by stage.
@@ -93,6 +94,10 @@ def compile_table(jax_python: str) -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["scaling"]:  # (1 -> 2 devices and processes: benchmarks/scaling.py)
+        from benchmarks import scaling
+        scaling.main()
+        sys.exit()
     if sys.argv[1:] != ["compile"]:
         main(sys.argv[1:])
     if not sys.argv[1:] or "compile" in sys.argv[1:]:

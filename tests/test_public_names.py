@@ -16,6 +16,7 @@ PUBLIC = {
                "TracerBoolConversionError", "TracerIntegerConversionError",
                "UnexpectedTracerError"],
 }
+PUBLIC["distributed"] = ["initialize", "is_initialized", "shutdown"]
 PUBLIC["stages"] = ["ArgInfo", "Compiled", "CompilerOptions", "Lowered", "Traced", "Wrapped"]
 PUBLIC["debug"] = ["DebugEffect", "OrderedDebugEffect", "breakpoint", "callback",
                    "inspect_array_sharding", "log", "print", "visualize_array_sharding",

@@ -35,4 +35,8 @@ from .custom_derivatives import closure_convert, custom_gradient  # noqa: E402,F
 from . import ad_checkpoint  # noqa: E402,F401
 from .ad_checkpoint import checkpoint_policies  # noqa: E402,F401
 from . import ref  # noqa: E402,F401
+from . import distributed  # noqa: E402,F401
+from .distributed import (make_array_from_callback,  # noqa: E402,F401
+                          make_array_from_process_local_data,
+                          make_array_from_single_device_arrays)
 from .ref import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402,F401

@@ -3,8 +3,9 @@
 nested batch traces, one per mesh axis and bound to its name, so collectives over mesh axes
 (lax.psum & co., lax/parallel.py) act across the shards; the results are reassembled as
 out_specs says. `jax.pmap` maps a leading axis, one slice per device (a compiled vmap).
-The shards are computed in this process, one after another in one vectorised program; running
-them on separate threads or processes is the multi-device issue's next step.
+The shards are computed in this process, one after another in one vectorised program; over a
+mesh spanning processes (after distributed.initialize) the axes along which the process changes
+are not batched: each process computes its own shards (shard_map_processes.py).
 """
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ from typing import Any, Callable, Sequence
 
 from .core.axis_env import AxisFrame
 from .core.batching import batch_flat
-from .core.devices import device_count
+from .core.devices import local_device_count
 from .core.pytree import prefix_errors, tree_flatten, tree_leaves, tree_unflatten
 from .core.rules import moveaxis, not_mapped
 from .core.array import Array
+from .core.global_array import GlobalArray
 from .core.sharding import (UNCONSTRAINED, AbstractMesh, Mesh, NamedSharding, PartitionSpec,
                             get_mesh)
 from .core.trace import get_aval
@@ -56,7 +58,7 @@ def _check_specs(specs: Any, tree: Any, mesh: Mesh | AbstractMesh, what: str,
     flat, treedef = tree_flatten(specs, is_leaf=lambda s: s is None)
     for spec, sub in zip(flat, treedef.flatten_up_to(tree)):
         for leaf in tree_leaves(sub):
-            aval = get_aval(leaf)
+            aval = leaf.aval if isinstance(leaf, GlobalArray) else get_aval(leaf)
             if spec is not None and len(spec) > aval.ndim:
                 raise ValueError(
                     f"shard_map applied to the function {fun_name!r} was given {what} entry "
@@ -79,6 +81,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
         raise TypeError(f"shard_map requires a callable for its first argument, but got {f} "
                         f"of type {type(f)}.")
     fun_name = getattr(f, "__name__", type(f).__name__)
+    bodies: dict = {}  # (across processes) the compiled per-process programs, by signature
 
     @functools.wraps(f)
     def mapped(*args):
@@ -91,8 +94,13 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
             specs = tuple(PartitionSpec() for _ in args)
         _check_specs(specs, args, m, "in_specs", fun_name)
         leaves, in_tree = tree_flatten(args)
-        leaves = [to_array(x) for x in leaves]
         flat_specs = _broadcast_specs(specs, args)
+        from .shard_map_processes import across_processes, process_axes
+        processes = process_axes(m)
+        if processes:
+            return across_processes(f, m, processes, leaves, in_tree, flat_specs, out_specs,
+                                    fun_name, bodies)
+        leaves = [to_array(x) for x in leaves]
         sizes = dict(m.shape_tuple)
         axes = list(m.axis_names)
         shards = [_to_shards(x, s, axes, sizes, fun_name) for x, s in zip(leaves, flat_specs)]
@@ -233,9 +241,9 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
     1 and this is a compiled vmap (static_broadcasted_argnums stay static)."""
     static = (static_broadcasted_argnums,) if isinstance(static_broadcasted_argnums, int) \
         else tuple(static_broadcasted_argnums)
-    if devices is not None and len(devices) > device_count():
+    if devices is not None and len(devices) > local_device_count():
         raise ValueError(f"pmap: devices={devices} names more devices than the "
-                         f"{device_count()} of this process")
+                         f"{local_device_count()} of this process")
 
     @functools.wraps(fun)
     def mapped(*args, **kwargs):
@@ -248,10 +256,11 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
         sizes = {get_aval(leaf).shape[ax] for i, ax in zip(dyn, axes) if ax is not None
                  for leaf in tree_leaves(args[i]) if get_aval(leaf).ndim > ax}
         size = axis_size if not sizes else max(sizes)
-        if size is not None and size > device_count():
+        n = local_device_count()
+        if size is not None and size > n:
             raise ValueError(f"compiling computation that requires {size} logical devices, "
-                             f"but only {device_count()} devices are available (pmap maps one "
-                             f"slice of the axis per device: use vmap to vectorise over it)")
+                             f"but only {n} devices are available (pmap maps one slice of the "
+                             f"axis per device of this process: use vmap to vectorise over it)")
 
         def body(*dyn_args):
             full = list(args)

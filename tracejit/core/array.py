@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .avals import ArrayMetadata, ShapedArray
-from .devices import check_device
+from .devices import check_device, process_index
 from .sharding import Shard, default_sharding
 
 
@@ -207,7 +207,8 @@ class Array(ArrayMetadata):
         replicas = s.replica_ids(self.shape) if hasattr(s, "replica_ids") else {}
         return [Shard(d, index, replicas.get(d, 0), self._piece(index))
                 for d, index in sorted(s.devices_indices_map(self.shape).items(),
-                                       key=lambda item: item[0].id)]
+                                       key=lambda item: item[0].id)
+                if d.process_index == process_index()]
 
     def _piece(self, index: tuple) -> Array:
         if all(i == slice(None) for i in index):
@@ -248,7 +249,7 @@ class Array(ArrayMetadata):
 
     @property
     def is_fully_addressable(self) -> bool:
-        return True
+        return self.sharding.is_fully_addressable
 
 
 def _rebuild(value: np.ndarray, weak_type: bool) -> Array:

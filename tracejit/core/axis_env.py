@@ -15,10 +15,23 @@ from .primitive import Primitive
 from .trace import MainTrace, full_raise
 
 
+class ProcessAxis(NamedTuple):
+    """A mesh axis whose positions are held by processes: the world rank at each process's
+    part, and this process's part. With `lanes` > 1 each process holds that many consecutive
+    positions, batched under the name `lanes_name` (so the axis has len(ranks) * lanes)."""
+    ranks: tuple[int, ...]
+    index: int
+    lanes: int = 1
+    lanes_name: Any = None
+
+
 class AxisFrame(NamedTuple):
     name: Any
     size: int
     main: MainTrace | None  # the batch trace mapping the axis (None: make_jaxpr's axis_env)
+    # set for an axis that spans processes (shard_map over a multi-process mesh): not batched,
+    # each process computes its position, and collectives over it call MPI
+    process: ProcessAxis | None = None
 
 
 class _AxisState(threading.local):
@@ -30,9 +43,10 @@ _state = _AxisState()
 
 
 @contextlib.contextmanager
-def extend_axis_env(name: Any, size: int, main: MainTrace | None = None):
+def extend_axis_env(name: Any, size: int, main: MainTrace | None = None,
+                    process: ProcessAxis | None = None):
     """Bind axis `name` of `size` while the block runs (innermost binding wins)."""
-    _state.frames.append(AxisFrame(name, size, main))
+    _state.frames.append(AxisFrame(name, size, main, process))
     try:
         yield
     finally:
@@ -59,15 +73,22 @@ def bound_names() -> list:
 class NamedAxisPrimitive(Primitive):
     """A primitive computed across the lanes of named axes. `names(params)` lists the axes it
     acts over; the batch trace of one of them calls `named_batch(vals, dims, frame, **params)`
-    (other batch traces use the ordinary `batch` rule: the collective acts lane by lane)."""
+    (other batch traces use the ordinary `batch` rule: the collective acts lane by lane). Over
+axes that span processes and none that a batch trace maps, `across_processes(args, frames,
+**params)` computes it instead, with collectives between the processes."""
 
     def __init__(self, name: str, names: Callable[[dict], tuple], **kwargs: Any):
         super().__init__(name, **kwargs)
         self.names = names
         self.named_batch: Callable | None = None
+        self.across_processes: Callable | None = None
 
     def def_named_batch(self, f: Callable) -> Callable:
         self.named_batch = f
+        return f
+
+    def def_across_processes(self, f: Callable) -> Callable:
+        self.across_processes = f
         return f
 
     def bind(self, *args: Any, **params: Any):
@@ -82,6 +103,10 @@ class NamedAxisPrimitive(Primitive):
             if not args:  # (axis_index: no operand to raise; that trace builds the lanes)
                 return trace.process_primitive(self, [], params)
             args = tuple(full_raise(trace, a) if _level(a) <= main.level else a for a in args)
+        elif any(f.process is not None for f in frames):
+            if self.across_processes is None:
+                raise NotImplementedError(f"{self.name} over an axis that spans processes")
+            return self.across_processes(args, frames, **params)
         return super().bind(*args, **params)
 
 

@@ -45,6 +45,10 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     # how many threads native code may use at once (BLAS calls; None: the CPUs this process may
     # run on). $TRACEJIT_NUM_THREADS sets it too. It changes speed only, never a result.
     "tracejit_num_threads": (None, False),
+    # seconds a collective between processes (MPI, core/mpi.py) waits for its peers before
+    # raising instead of hanging: a peer that died or took another branch
+    # ($TRACEJIT_COLLECTIVE_TIMEOUT sets it too)
+    "tracejit_collective_timeout": (300.0, False),
 }
 
 

@@ -2,7 +2,9 @@
 `jax_num_cpu_devices`, $TRACEJIT_NUM_CPU_DEVICES, or XLA's
 --xla_force_host_platform_device_count in $XLA_FLAGS, as JAX reads them), and JAX's queries
 about them (`devices()`, `device_count()`, ...). Every device's memory is this process's: an
-array sharded over devices is one buffer, and each device's shard a view of it. It sits in core
+array sharded over devices is one buffer, and each device's shard a view of it. After
+`distributed.initialize()` (several processes under mpiexec) `devices()` lists every process's
+devices, numbered as JAX numbers them, and `local_devices()` this process's. It sits in core
 because an Array answers `.devices()` and `.device` itself; moving data to a device and waiting
 for it are in runtime/devices.py.
 """
@@ -21,13 +23,13 @@ class Device:
 
 
 class CpuDevice(Device):
-    __slots__ = ("id",)
+    __slots__ = ("id", "process_index")
     platform = "cpu"
     device_kind = "cpu"
-    process_index = 0
 
-    def __init__(self, id: int):  # noqa: A002 - JAX's name
+    def __init__(self, id: int, process_index: int = 0):  # noqa: A002 - JAX's name
         self.id = id
+        self.process_index = process_index
 
     def __repr__(self) -> str:
         return f"CpuDevice(id={self.id})"
@@ -37,11 +39,28 @@ class CpuDevice(Device):
 
 
 def _device(i: int) -> CpuDevice:
-    return devices()[i]
+    return next(d for d in devices() if d.id == i)
 
 
 _CPU = CpuDevice(0)  # device 0 exists before the count is read
 _DEVICES: list[CpuDevice] | None = None
+# (how many processes, this one's index): set by distributed.initialize before any device use
+_PROCESSES = (1, 0)
+# JAX numbers process p's k-th CPU device p * 2048 + k (ids stay global and never collide)
+_IDS_PER_PROCESS = 2048
+
+
+def set_processes(count: int, index: int) -> None:
+    """Make this process `index` of `count` (distributed.initialize): the device list becomes
+    every process's devices. Only before the devices are first used, as in JAX."""
+    global _PROCESSES, _CPU
+    if _DEVICES is not None:
+        raise RuntimeError("jax.distributed.initialize() must be called before any JAX calls "
+                           "that might initialise the XLA backend. This includes any "
+                           "computation, but also calls to jax.devices, jax.device_put, and "
+                           "others.")
+    _PROCESSES = (count, index)
+    _CPU = CpuDevice(index * _IDS_PER_PROCESS, index)
 _XLA_COUNT = re.compile(r"--xla_force_host_platform_device_count=(\d+)")
 
 
@@ -69,7 +88,9 @@ def _all() -> list[CpuDevice]:
     global _DEVICES
     if _DEVICES is None:
         n = _configured_count()
-        _DEVICES = [_CPU] + [CpuDevice(i) for i in range(1, n)]
+        count, here = _PROCESSES
+        _DEVICES = [_CPU if (p, k) == (here, 0) else CpuDevice(p * _IDS_PER_PROCESS + k, p)
+                    for p in range(count) for k in range(n)]
         config.freeze("jax_num_cpu_devices", n, (
             "jax_num_cpu_devices config should be updated before backends are initialized i.e. "
             "before any JAX operation is executed. You should initialize this config "
@@ -96,23 +117,28 @@ def devices(backend: str | None = None) -> list[CpuDevice]:
 
 
 def local_devices(process_index: int | None = None, backend: str | None = None):
-    return devices(backend)
+    """The devices of process `process_index` (this one by default)."""
+    p = _PROCESSES[1] if process_index is None else process_index
+    return [d for d in devices(backend) if d.process_index == p]
 
 
 def device_count(backend: str | None = None) -> int:
+    """The devices of all processes."""
     return len(devices(backend))
 
 
-local_device_count = device_count
+def local_device_count(backend: str | None = None) -> int:
+    return len(local_devices(backend=backend))
 
 
 def default_backend() -> str:
     return "cpu"
 
 
-def process_index() -> int:
-    return 0
+def process_index(backend: str | None = None) -> int:
+    """This process's index among those distributed.initialize() joined (0 alone)."""
+    return _PROCESSES[1]
 
 
-def process_count() -> int:
-    return 1
+def process_count(backend: str | None = None) -> int:
+    return _PROCESSES[0]

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .devices import Device, default_device, devices as all_devices
+from .devices import Device, default_device, devices as all_devices, process_index
 
 MEMORY_KINDS = ("device", "pinned_host", "unpinned_host")
 
@@ -192,7 +192,8 @@ class Sharding(abc.ABC):
 
     @property
     def is_fully_addressable(self) -> bool:
-        return True
+        """Whether this process holds every device (false over several processes' devices)."""
+        return all(d.process_index == process_index() for d in self.device_set)
 
     @property
     def num_devices(self) -> int:
@@ -200,7 +201,7 @@ class Sharding(abc.ABC):
 
     @property
     def addressable_devices(self) -> set:
-        return set(self.device_set)
+        return {d for d in self.device_set if d.process_index == process_index()}
 
     @property
     def _device_assignment(self) -> tuple:
@@ -375,7 +376,7 @@ class Mesh(_BaseMesh, contextlib.ContextDecorator):
 
     @property
     def local_devices(self) -> list:
-        return list(self.devices.flat)
+        return [d for d in self.devices.flat if d.process_index == process_index()]
 
     @property
     def local_mesh(self) -> Mesh:
@@ -383,7 +384,7 @@ class Mesh(_BaseMesh, contextlib.ContextDecorator):
 
     @property
     def is_multi_process(self) -> bool:
-        return False
+        return len({d.process_index for d in self.devices.flat}) > 1
 
     @property
     def abstract_mesh(self) -> AbstractMesh:

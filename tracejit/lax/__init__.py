@@ -12,6 +12,7 @@ from .fft import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .parallel import *  # noqa: F401,F403
+from . import processes as _processes  # noqa: F401,E402  (collectives across processes)
 from .reduce import *  # noqa: F401,F403
 from .reduce import reduce_sum_p
 from .shape import *  # noqa: F401,F403

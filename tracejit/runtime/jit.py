@@ -20,7 +20,8 @@ from ..core import errors
 from ..core.array import Array
 from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.config import config
-from ..core.devices import devices
+from ..core.devices import devices, process_count
+from ..core.global_array import GlobalArray
 from ..core.interpret import eval_jaxpr_checked, invalid_value_error, invalid_values
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.jaxpr_util import closure_convert
@@ -533,7 +534,7 @@ class Jitted:
             leaves = args
         if entry is None:
             trace_key = config.trace_key()
-            if config.read("jax_disable_jit"):
+            if config.read("jax_disable_jit") or not tracing and _spans_processes(args, kwargs):
                 return self.fun(*args, **kwargs)
             if self.inline and tracing:  # no call equation: traced in place, on arrays as jit
                 args, kwargs = self._inline_args(args, kwargs)
@@ -613,6 +614,13 @@ class Jitted:
 
 
 _SINGLE_LEAF = tree_flatten(0)[1]
+
+
+def _spans_processes(args: tuple, kwargs: dict) -> bool:
+    """Whether an argument is an array spanning processes: this process holds only its block,
+    so the function runs as written (a shard_map inside compiles each process's part)."""
+    return process_count() > 1 and any(isinstance(x, GlobalArray)
+                                       for x in tree_leaves((args, kwargs)))
 
 
 def _as_tuple(x, name: str) -> tuple[int, ...]:

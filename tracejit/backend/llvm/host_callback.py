@@ -26,6 +26,7 @@ import numpy as np
 from ...core.avals import ShapedArray
 from ...core.primitive import Primitive
 from ...lax.callback import CALLBACK_PRIMITIVES, call_host, call_impl
+from ...lax.processes import PRIMITIVES as PROCESS_COLLECTIVES
 from .codegen import I8P, Buf, Emitter
 from .rules import IMPL_ON_HOST, STRUCTURAL
 from .types import I32, I64
@@ -175,3 +176,8 @@ def lower_with_impl(prim: Primitive) -> None:
 for _prim in CALLBACK_PRIMITIVES:
     STRUCTURAL[_prim] = _lower_callback
 IMPL_ON_HOST.append(_lower_impl)
+
+# collectives between processes (lax/processes.py): native code calls back into their impl,
+# which calls MPI through mpi4py
+for _prim in PROCESS_COLLECTIVES:
+    lower_with_impl(_prim)

@@ -1,0 +1,61 @@
+"""Collectives that cannot complete, run by tests/test_mpi.py under `mpiexec -n 2`: the
+processes disagree on a psum's shape (both must raise), then, with a one-second collective
+timeout, process 1 skips a psum and process 0 must raise within it instead of hanging. Each
+process writes what it saw to OUT.<rank>.txt (process 1 first) and leaves at once (os._exit:
+MPI's requests that never completed would otherwise keep it in MPI_Finalize).
+
+usage: python failures.py OUT
+"""
+import os
+import sys
+import time
+
+import numpy as np
+
+import tracejit as jax
+from tracejit import lax
+from tracejit.sharding import Mesh, PartitionSpec as P
+
+jax.config.update("tracejit_collective_timeout", 120.0)  # (a slow peer is not the error here)
+jax.distributed.initialize()
+rank = jax.process_index()
+mesh = Mesh(np.array(jax.devices()), ("data",))
+report = []
+
+
+def psum_of(n):
+    f = jax.shard_map(lambda a: lax.psum(a, "data"), mesh=mesh, in_specs=P(), out_specs=P())
+    return f(np.ones(n, np.float32))
+
+
+try:  # shapes disagree: found by the exchange that precedes the data
+    psum_of(2 + rank)
+    report.append("mismatch: no error")
+except Exception as e:  # noqa: BLE001
+    report.append(f"mismatch: {type(e).__name__}: {e}")
+
+def write():
+    with open(f"{sys.argv[1]}.{rank}.txt", "w") as out:
+        out.write("\n".join(report))
+
+
+jax.config.update("tracejit_collective_timeout", 1.0)
+if rank == 0:
+    start = time.monotonic()
+    try:  # the peer never joins: the deadline, not a hang
+        psum_of(4)
+        report.append("timeout: no error")
+    except Exception as e:  # noqa: BLE001
+        report.append(f"timeout: {type(e).__name__} after {time.monotonic() - start:.1f} s: {e}")
+    write()
+    for _ in range(1200):  # (process 1 first: mpiexec ends the others when one leaves)
+        if os.path.exists(f"{sys.argv[1]}.1.txt"):
+            break
+        time.sleep(0.05)
+else:
+    write()
+    for _ in range(1200):  # (until process 0 has timed out and reported)
+        if os.path.exists(f"{sys.argv[1]}.0.txt"):
+            break
+        time.sleep(0.05)
+os._exit(0)

@@ -1,0 +1,174 @@
+"""Sharded programs run two ways by tests/test_mpi.py: `mpi` (under `mpiexec -n 2`, two devices
+per process: the mesh axis 'data' spans the processes) and `single` (one process, four devices:
+every mesh axis batched). Each saves its results to the .npz path in argv[1]; the test compares
+them with each other and with NumPy.
+
+usage: python programs.py OUT.npz {mpi,single}
+"""
+import sys
+
+import numpy as np
+
+import tracejit as jax
+import tracejit.numpy as jnp
+from tracejit import lax
+from tracejit.experimental import multihost_utils
+from tracejit.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+from model import DATA, LR, STEPS, TARGET, init, loss  # (tests/mpi/model.py, beside this)
+
+out_path, mode = sys.argv[1], sys.argv[2]
+if mode == "mpi":
+    jax.distributed.initialize()
+    assert jax.process_count() == 2 and jax.local_device_count() == 2
+devs = np.array(jax.devices()).reshape(2, 2)  # (processes, devices of each)
+mesh2d = Mesh(devs, ("data", "model"))
+mesh1d = Mesh(devs[:, 0], ("data",))  # one device per process
+results = {}
+
+
+def whole(x):
+    """The global value of a result (gathered from the processes when it spans them)."""
+    return np.asarray(multihost_utils.process_allgather(x, tiled=True)) \
+        if getattr(x, "is_fully_addressable", True) is False else np.asarray(x)
+
+
+def save(name, tree):
+    for i, leaf in enumerate(jax.tree_util.tree_leaves(tree)):
+        results[f"{name}/{i}"] = whole(leaf)
+
+
+x = np.arange(24, dtype=np.float32).reshape(4, 6) / 7.0
+ints = np.arange(16, dtype=np.int32).reshape(4, 4)
+
+
+# --- collectives over the process axis (1-d mesh), compiled and inside jit ----------------
+def collectives(a, k):
+    return (lax.psum(a, "data"), lax.pmean(a, "data"), lax.pmax(a, "data"),
+            lax.pmin(k, "data"), lax.all_gather(a, "data"), lax.all_gather(a, "data", axis=1,
+                                                                            tiled=True),
+            lax.psum_scatter(a, "data", scatter_dimension=1, tiled=True),
+            lax.ppermute(a, "data", [(0, 1), (1, 0)]), lax.ppermute(k, "data", [(0, 1)]),
+            lax.all_to_all(a, "data", 1, 0, tiled=True),
+            lax.axis_index("data")[None] * 10 + lax.axis_size("data"),
+            lax.pbroadcast(a, "data", 1), lax.psum(k > 6, "data"))
+
+
+specs = (P(), P(), P(), P(), P(), P(), P("data"), P("data"), P("data"), P("data"), P("data"),
+         P(), P())
+f1 = jax.shard_map(collectives, mesh=mesh1d, in_specs=(P("data"), P("data")), out_specs=specs)
+save("collectives", f1(x, ints))
+save("collectives_jit", jax.jit(f1)(x, ints))
+# the same over one axis of all four devices: each process holds two of its positions
+mesh_all = Mesh(devs.reshape(-1), ("data",))
+f_all = jax.shard_map(collectives, mesh=mesh_all, in_specs=(P("data"), P("data")),
+                      out_specs=specs)
+x8 = np.arange(32, dtype=np.float32).reshape(4, 8) / 7.0
+save("collectives_all", jax.jit(f_all)(x8, ints))
+save("collectives_all_eager", f_all(x8, ints))
+
+
+# --- a process axis and a local one (2x2 mesh) ---------------------------------------------
+def mixed(a, w):
+    h = jnp.tanh(a @ w)  # a: rows over data, w: columns over model
+    total = lax.psum(h.sum(), ("data", "model"))
+    cols = lax.all_gather(h, "model", axis=1, tiled=True)
+    return cols * total, lax.psum(h, "data") + lax.axis_index("model")
+
+
+w = np.linspace(-1, 1, 6 * 4, dtype=np.float32).reshape(6, 4)
+f2 = jax.shard_map(mixed, mesh=mesh2d, in_specs=(P("data"), P(None, "model")),
+                   out_specs=(P("data"), P(None, "model")))
+save("mixed", jax.jit(f2)(x, w))
+
+# --- arrays spanning processes -------------------------------------------------------------
+sharding = NamedSharding(mesh2d, P("data", "model"))
+from_cb = jax.make_array_from_callback(x.shape, sharding, lambda index: x[index])
+rows = x[2 * jax.process_index():2 * jax.process_index() + 2] if mode == "mpi" else x
+from_local = jax.make_array_from_process_local_data(NamedSharding(mesh1d, P("data")), rows)
+doubled = jax.shard_map(lambda a: a * 2, mesh=mesh2d, in_specs=P("data", "model"),
+                        out_specs=P("data", "model"))(from_cb)
+save("arrays", (from_cb, from_local, doubled))
+results["arrays/shards"] = np.array([[s.index[0].start or 0, s.index[1].start or 0]
+                                     for s in doubled.addressable_shards])
+results["arrays/fully_addressable"] = np.array(doubled.is_fully_addressable)
+if mode == "mpi":
+    try:
+        np.asarray(doubled)
+        results["arrays/fetch_error"] = np.array("")
+    except RuntimeError as e:
+        results["arrays/fetch_error"] = np.array(str(e))
+    try:
+        doubled + 1
+        results["arrays/op_error"] = np.array("")
+    except RuntimeError as e:
+        results["arrays/op_error"] = np.array(str(e))
+    pieces = [jax.device_put(x[2 * jax.process_index():][:2, 3 * k:3 * k + 3], d)
+              for k, d in enumerate(jax.local_devices())]
+    from_singles = jax.make_array_from_single_device_arrays(x.shape, sharding, pieces)
+    save("singles", from_singles)
+    results["bcast"] = multihost_utils.broadcast_one_to_all(np.float32(jax.process_index() + 5))
+    results["gathered"] = multihost_utils.process_allgather(np.int32(jax.process_index()))
+    multihost_utils.sync_global_devices("programs")
+    multihost_utils.assert_equal(np.arange(3))
+    try:
+        multihost_utils.assert_equal(np.int32(jax.process_index()), "differs:")
+        results["assert_equal"] = np.array("no error")
+    except AssertionError as e:
+        results["assert_equal"] = np.array(str(e))
+
+
+# --- data-parallel training: grads per shard, pmean, update (the same parameters as one
+# process on the whole batch: the test checks) -----------------------------------------------
+def step(params, a, y):
+    g = jax.grad(loss)(params, a, y)
+    g = lax.pmean(g, "data")
+    return jax.tree_util.tree_map(lambda p, d: p - LR * d, params, g)
+
+
+data, target = DATA, TARGET
+train = jax.jit(jax.shard_map(step, mesh=mesh1d, in_specs=(P(), P("data"), P("data")),
+                              out_specs=P()))
+params = init(jax.random.key(0))
+for _ in range(STEPS):
+    params = train(params, data, target)
+save("mlp", params)
+
+
+# grad of a function calling shard_map (the loss averaged over the processes)
+def global_loss(params, a, y):
+    per = jax.shard_map(lambda p, a, y: lax.pmean(loss(p, a, y), "data"), mesh=mesh1d,
+                        in_specs=(P(), P("data"), P("data")), out_specs=P())
+    return per(params, a, y)
+
+
+save("outer_grad", jax.jit(jax.grad(global_loss))(init(jax.random.key(1)), data, target))
+
+
+# grad taken inside shard_map of a loss averaged with pmean: per shard (JAX's check_vma=False)
+def inner(p, a, y):
+    g = jax.grad(lambda p: lax.pmean(loss(p, a, y), "data"))(p)
+    return jax.tree_util.tree_map(lambda v: v[None], g)
+
+
+save("inner_grad", jax.jit(jax.shard_map(inner, mesh=mesh1d, in_specs=(P(), P("data"),
+                                                                    P("data")),
+                                         out_specs=P("data")))(init(jax.random.key(2)), data,
+                                                               target))
+
+
+# a gathered (replicated) value used differently per position, differentiated from outside
+def mixing(a):
+    return lax.all_gather(a, "data")[0] * (lax.axis_index("data") + 1.0) + lax.psum(a, "data")
+
+
+for name, m in (("mixing_grad", mesh1d), ("mixing_grad_all", mesh_all)):
+    f_mix = jax.shard_map(mixing, mesh=m, in_specs=P("data"), out_specs=P("data"))
+    weights = np.arange(24, dtype=np.float32).reshape(4, 6)
+    save(name, jax.jit(jax.grad(lambda a: (f_mix(a) * weights).sum()))(x))
+
+if mode == "single" or jax.process_index() == 0:
+    np.savez(out_path, **results)
+if mode == "mpi":
+    jax.distributed.shutdown()
+    assert not jax.distributed.is_initialized()

@@ -1,0 +1,170 @@
+"""Several processes through MPI: this file starts `mpiexec -n 2` itself on the scripts in
+tests/mpi/ (two devices per process, the mesh axis 'data' across the processes) and the same
+programs in one process with four devices (every axis batched), and compares them with each
+other, with NumPy and with one-process training on the whole batch. mpi4py and mpich are test
+dependencies: without them this file fails, it does not skip.
+"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import mpi4py  # noqa: F401  (a test dependency, `pip install mpi4py mpich`: fails, never skips)
+
+import tracejit as jax
+from tracejit.distributed import mpiexec
+from tests.mpi.model import DATA, LR, STEPS, TARGET, init, loss
+
+HERE = Path(__file__).resolve().parent / "mpi"
+# initialize() in a process not started by mpiexec: one process, and a wrong count refused
+INITIALIZE = ("import tracejit as jax\n"
+              "try:\n    jax.distributed.initialize(num_processes=2)\n"
+              "except ValueError as e:\n    print('ERR', e)\n"
+              "jax.distributed.initialize(process_id=0)\n"
+              "print(jax.distributed.is_initialized(), jax.process_count(), jax.devices())\n")
+ROOT = HERE.parent.parent
+
+
+def _env(devices: int) -> dict:
+    return dict(os.environ, PYTHONPATH=str(ROOT), TRACEJIT_NUM_CPU_DEVICES=str(devices),
+                JAX_PLATFORMS="cpu")
+
+
+def _start_all(tmp: Path):
+    """(the mpiexec run's results, the one-process run's, the failure reports, initialize's
+    output): the four started together, as they are independent."""
+    python = sys.executable
+    started = {
+        "mpi": subprocess.Popen([mpiexec(), "-n", "2", python, str(HERE / "programs.py"),
+                                 str(tmp / "mpi.npz"), "mpi"], env=_env(2),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True),
+        "single": subprocess.Popen([python, str(HERE / "programs.py"), str(tmp / "single.npz"),
+                                    "single"], env=_env(4), stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True),
+        "initialize": subprocess.Popen([python, "-c", INITIALIZE], env=_env(1),
+                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       text=True),
+        "failures": subprocess.Popen([mpiexec(), "-n", "2", python,
+                                      str(HERE / "failures.py"), str(tmp / "failures")],
+                                     env=_env(1), stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True),
+    }
+    logs = {k: p.communicate(timeout=240)[0] for k, p in started.items()}
+    for k in ("mpi", "single", "initialize"):
+        assert started[k].returncode == 0, f"{k} run failed:\n{logs[k][-4000:]}"
+    loaded = {}
+    for k in ("mpi", "single"):
+        with np.load(tmp / f"{k}.npz") as saved:
+            loaded[k] = {name: saved[name] for name in saved.files}
+    reports = {}
+    for rank in (0, 1):
+        path = tmp / f"failures.{rank}.txt"
+        assert path.exists(), f"failures.py rank {rank} wrote nothing:\n{logs['failures']}"
+        reports[rank] = path.read_text()
+    return loaded["mpi"], loaded["single"], reports, logs["initialize"]
+
+
+def _group(results: dict, prefix: str) -> dict:
+    return {k: v for k, v in results.items() if k.startswith(prefix + "/")}
+
+
+GROUPS = ("collectives", "collectives_jit", "collectives_all", "collectives_all_eager", "mixed",
+          "mlp", "outer_grad", "inner_grad", "mixing_grad", "mixing_grad_all")
+
+
+def test_several_processes(tmp_path):
+    """One test, so that the processes start once however pytest distributes the tests (the
+    suite runs with -n 2); each check below names what it compares."""
+    runs = _start_all(tmp_path)
+    for group in GROUPS:
+        _check_two_processes_equal_one(runs, group)
+    _check_collectives_against_numpy(runs)
+    _check_arrays_spanning_processes(runs)
+    _check_data_parallel_training_equals_whole_batch(runs)
+    _check_disagreeing_and_missing_peers_raise(runs)
+    _check_initialize_checks_its_arguments_against_mpi(runs)
+
+
+def _check_two_processes_equal_one(runs, group):
+    """Each sharded program gives under mpiexec -n 2 what it gives in one process."""
+    mpi, single, _, _ = runs
+    ours, oracle = _group(mpi, group), _group(single, group)
+    assert sorted(ours) == sorted(oracle) and ours, group
+    for k in oracle:
+        assert ours[k].shape == oracle[k].shape and ours[k].dtype == oracle[k].dtype, k
+        np.testing.assert_allclose(ours[k], oracle[k], rtol=2e-6, atol=1e-6, err_msg=k)
+
+
+def _check_collectives_against_numpy(runs):
+    mpi, _, _, _ = runs
+    x = np.arange(24, dtype=np.float32).reshape(4, 6) / 7.0
+    ints = np.arange(16, dtype=np.int32).reshape(4, 4)
+    a, b = x[:2], x[2:]  # the two processes' shards
+    want = [a + b, (a + b) / 2, np.maximum(a, b), np.minimum(ints[:2], ints[2:]),
+            np.stack([a, b]), np.concatenate([a, b], axis=1),
+            # psum_scatter over columns: process p keeps columns 3p:3p+3 of the sum
+            np.concatenate([(a + b)[:, :3], (a + b)[:, 3:]]),
+            np.concatenate([b, a]),  # ppermute swaps the halves
+            np.concatenate([np.zeros_like(ints[:2]), ints[:2]]),  # only 0 -> 1 is sent
+            # all_to_all(split 1, concat 0): process p gets column block p of every shard
+            np.concatenate([np.concatenate([a[:, :3], b[:, :3]]),
+                            np.concatenate([a[:, 3:], b[:, 3:]])]),
+            np.array([2, 12]),  # axis_index * 10 + axis_size
+            b,  # pbroadcast from position 1
+            (ints[:2] > 6).astype(np.int32) + (ints[2:] > 6)]  # psum of bools counts
+    for i, w in enumerate(want):
+        np.testing.assert_allclose(mpi[f"collectives/{i}"], w, rtol=1e-6, err_msg=str(i))
+
+
+def _check_arrays_spanning_processes(runs):
+    mpi, single, _, _ = runs
+    x = np.arange(24, dtype=np.float32).reshape(4, 6) / 7.0
+    for i, w in enumerate([x, x, 2 * x]):
+        np.testing.assert_array_equal(mpi[f"arrays/{i}"], w)
+        np.testing.assert_array_equal(single[f"arrays/{i}"], w)
+    np.testing.assert_array_equal(mpi["singles/0"], x)
+    # process 0's shards only (rows 0:2, both column blocks), and not fully addressable
+    np.testing.assert_array_equal(mpi["arrays/shards"], [[0, 0], [0, 3]])
+    assert not mpi["arrays/fully_addressable"] and single["arrays/fully_addressable"]
+    assert "multihost_utils.process_allgather" in str(mpi["arrays/fetch_error"])
+    assert "Compute on it inside shard_map" in str(mpi["arrays/op_error"])
+    assert mpi["bcast"] == 5.0  # process 0's value
+    np.testing.assert_array_equal(mpi["gathered"], [0, 1])
+    assert str(mpi["assert_equal"]).startswith("differs: Expected equal values")
+
+
+def _check_data_parallel_training_equals_whole_batch(runs):
+    """Two processes averaging their shards' gradients train the parameters one process
+    gets from the whole batch."""
+    mpi, _, _, _ = runs
+    params = init(jax.random.key(0))
+    step = jax.jit(lambda p: jax.tree_util.tree_map(
+        lambda w, g: w - LR * g, p, jax.grad(loss)(p, DATA, TARGET)))
+    for _ in range(STEPS):
+        params = step(params)
+    leaves = jax.tree_util.tree_leaves(params)
+    for i, w in enumerate(leaves):
+        np.testing.assert_allclose(mpi[f"mlp/{i}"], w, rtol=1e-5, atol=1e-6)
+    grads = jax.tree_util.tree_leaves(jax.grad(loss)(init(jax.random.key(1)), DATA, TARGET))
+    for i, g in enumerate(grads):
+        np.testing.assert_allclose(mpi[f"outer_grad/{i}"], g, rtol=1e-5, atol=1e-6)
+
+
+def _check_disagreeing_and_missing_peers_raise(runs):
+    """Shapes that differ across processes: both raise; a peer that never joins: the deadline
+    (1 s here), not a hang."""
+    _, _, reports, _ = runs
+    for rank in (0, 1):
+        assert "INVALID_ARGUMENT" in reports[rank] and "float32[2]" in reports[rank] and \
+            "float32[3]" in reports[rank], reports[rank]
+    assert "DEADLINE_EXCEEDED" in reports[0] and "tracejit_collective_timeout" in reports[0]
+    seconds = float(reports[0].split("JaxRuntimeError after ")[1].split(" s")[0])
+    assert 0.9 <= seconds < 60  # (the deadline, plus compiling the psum on a busy machine)
+
+
+def _check_initialize_checks_its_arguments_against_mpi(runs):
+    """In a plain process MPI is one process of one: arguments saying otherwise are errors."""
+    out = runs[3]
+    assert "ERR" in out and "mpiexec -n 2" in out, out
+    assert "True 1 [CpuDevice(id=0)]" in out, out

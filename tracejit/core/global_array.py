@@ -1,0 +1,111 @@
+"""Arrays spanning processes (core): a global shape and sharding over a multi-process mesh, of
+which this process holds one block — the part its devices hold. shard_map computes on such
+arrays (each process on its block); anything that would need the other processes' data raises
+JAX's error naming process_allgather and addressable_shards.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .array import Array, BaseArray
+from .avals import ShapedArray
+from .devices import process_index
+from .sharding import Shard
+
+_FETCH = ("Fetching value for `jax.Array` that spans non-addressable (non process local) "
+          "devices is not possible. You can use "
+          "`jax.experimental.multihost_utils.process_allgather` to print the global array or "
+          "use `.addressable_shards` method of jax.Array to inspect the addressable (process "
+          "local) shards.")
+
+
+def block_of(index_map: dict, shape: tuple, process: int | None = None) -> tuple[slice, ...]:
+    """The smallest box holding every piece the devices of `process` (this one by default)
+    hold (index_map: device -> index)."""
+    p = process_index() if process is None else process
+    mine = [idx for d, idx in index_map.items() if d.process_index == p]
+    box = []
+    for k, n in enumerate(shape):
+        starts = [i[k].indices(n) for i in mine]
+        box.append(slice(min(s for s, _, _ in starts), max(e for _, e, _ in starts)))
+    return tuple(box)
+
+
+class GlobalArray:
+    """A `jax.Array` over devices of several processes: `shape`, `dtype` and `sharding` are
+    global; `local` is this process's block of it, at `block` (slices of the global array)."""
+    __array_priority__ = 100
+
+    def __init__(self, local: Array, shape: tuple, sharding: Any):
+        self.local = local
+        self.aval = ShapedArray(tuple(shape), local.dtype, local.aval.weak_type)
+        self.sharding = sharding
+        self.block = block_of(sharding.devices_indices_map(self.aval.shape), self.aval.shape)
+        want = tuple(s.stop - s.start for s in self.block)
+        if want != local.shape:
+            raise ValueError(f"this process's block of the global shape {self.shape} under "
+                             f"{sharding} has shape {want}, but its data has shape "
+                             f"{local.shape}")
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+    is_fully_addressable = property(lambda self: False)
+    is_fully_replicated = property(lambda self: self.sharding.is_fully_replicated)
+
+    @property
+    def addressable_shards(self) -> list:
+        """This process's devices' pieces (index: slices of the global array)."""
+        placement = self.sharding.devices_indices_map(self.shape)
+        replicas = self.sharding.replica_ids(self.shape) \
+            if hasattr(self.sharding, "replica_ids") else {}
+        out = []
+        for d, index in sorted(placement.items(), key=lambda item: item[0].id):
+            if d.process_index != process_index():
+                continue
+            local = tuple(slice(i.indices(n)[0] - b.start, i.indices(n)[1] - b.start)
+                          for i, b, n in zip(index, self.block, self.shape))
+            piece = np.asarray(self.local)[local]
+            out.append(Shard(d, index, replicas.get(d, 0),
+                             Array.from_numpy(piece, self.local.aval.update(shape=piece.shape))))
+        return out
+
+    def addressable_data(self, index: int) -> Array:
+        return self.addressable_shards[index].data
+
+    def devices(self) -> set:
+        return set(self.sharding.device_set)
+
+    def block_until_ready(self) -> GlobalArray:
+        return self
+
+    def __array__(self, dtype=None, copy=None):
+        if all(b == slice(0, n) for b, n in zip(self.block, self.shape)):
+            return np.asarray(self.local, dtype=dtype)  # (this process holds all of it)
+        raise RuntimeError(_FETCH)
+
+    def __jax_array__(self):
+        raise RuntimeError(_FETCH.replace("Fetching value for", "Computing outside shard_map "
+                                          "with") + " Compute on it inside shard_map.")
+
+    def __repr__(self) -> str:
+        return (f"GlobalArray(shape={self.shape}, dtype={self.dtype}, sharding={self.sharding}, "
+                f"local block {self.block})")
+
+
+def _refuse(self, *args, **kwargs):
+    self.__jax_array__()
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or",
+              "xor", "lshift", "rshift"):
+    for _form in ("__{}__", "__r{}__"):
+        setattr(GlobalArray, _form.format(_name), _refuse)
+for _name in ("__neg__", "__pos__", "__abs__", "__invert__", "__getitem__", "__lt__", "__le__",
+              "__gt__", "__ge__", "__bool__", "__float__", "__int__", "__len__", "__iter__"):
+    setattr(GlobalArray, _name, _refuse)
+BaseArray.register(GlobalArray)

@@ -1,0 +1,268 @@
+"""Collectives across processes (lax): over a mesh axis whose positions are held by processes
+(shard_map over a multi-process mesh), psum & co. (lax/parallel.py) are not batched: each
+process holds its own value and the collective is an MPI call (core/mpi.py) — one of the five
+`mpi_*` collective primitives here, which native code runs as a call back into Python
+(backend/llvm/host_callback.py).
+
+The primitives act along a leading axis of the group's size where data is split or stacked
+(allgather: (…) -> (n, …); reduce_scatter and alltoall: (n, …) -> …); the collectives' own
+arguments (gather axis, tiled, split and concat axes) are ordinary reshapes around them.
+
+Transposes are the per-position ones of lax/parallel.py (JAX's check_vma=False rules): psum's
+is psum, all_gather's psum_scatter and back, ppermute's the inverse permutation, all_to_all's
+itself. At shard_map's boundary a value entering replicated over the processes passes `pvary`
+(the identity; its cotangents are summed over the processes) and a result leaving replicated
+passes `shared` (the identity; each process's copy takes 1/P of the cotangent), so the gradient
+of a function calling shard_map equals the one-process run's.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..core import mpi
+from ..core.array import Array
+from ..core.avals import ShapedArray
+from ..core.primitive import Primitive
+from ..core.rules import def_linear, moveaxis
+from ..core.trace import get_aval
+from . import parallel
+from .elementwise import add, convert_element_type, div, lt, max as max_, select_n
+from .indexing import dynamic_index_in_dim
+from .shape import full_like, index_in_dim, reshape
+
+
+def _what(name: str, axis_name: Any) -> str:
+    return f"{name} over the process axis {axis_name!r}"
+
+
+def _collective(name: str, abstract: Any, impl: Any) -> Primitive:
+    p = Primitive(name)
+    p.effectful = True  # (every process must run each one, in the same order: never dropped)
+    p.def_abstract_eval(abstract)
+    p.def_impl(lambda x, **params: impl(np.asarray(x), **params))
+    return p
+
+
+# x on every member -> the reduction; batched: elementwise, so the batch axis stays put
+allreduce_p = _collective(
+    "mpi_allreduce", lambda x, **_: x,
+    lambda x, *, op, ranks, axis_name: mpi.allreduce(x, op, ranks, _what("p" + op, axis_name)))
+allreduce_p.def_batch(lambda vals, dims, **params: (allreduce_p.bind(vals[0], **params),
+                                                    dims[0]))
+
+
+def _allreduce_jvp(primals, tangents, *, op, ranks, axis_name):
+    if op != "sum":
+        raise NotImplementedError(f"Differentiation rule for 'p{op}' not implemented")
+    (x,), (t,) = primals, tangents
+    params = dict(op=op, ranks=ranks, axis_name=axis_name)
+    return allreduce_p.bind(x, **params), allreduce_p.bind(t, **params)
+
+
+allreduce_p.def_jvp(_allreduce_jvp)
+allreduce_p.transpose = lambda ct, x, **params: [allreduce_p.bind(ct, **params)]
+
+# a value every process holds alike, used where values differ per process: the identity, whose
+# transpose adds up what each process's use of it contributes
+pvary_p = Primitive("mpi_pvary")
+pvary_p.def_abstract_eval(lambda x, **_: x)
+pvary_p.def_impl(lambda x, **_: x)
+pvary_p.def_batch(lambda vals, dims, **params: (pvary_p.bind(vals[0], **params), dims[0]))
+def_linear(pvary_p, lambda ct, x, *, ranks, axis_name: [
+    allreduce_p.bind(ct, op="sum", ranks=ranks, axis_name=axis_name)])
+
+# a result every process holds alike, leaving shard_map: the identity; the cotangent of the one
+# value it is reaches each process's copy, so each takes its 1/P share
+shared_p = Primitive("mpi_shared")
+shared_p.def_abstract_eval(lambda x, **_: x)
+shared_p.def_impl(lambda x, **_: x)
+shared_p.def_batch(lambda vals, dims, **params: (shared_p.bind(vals[0], **params), dims[0]))
+def_linear(shared_p, lambda ct, x, *, ranks, axis_name: [
+    div(ct, full_like(ct, len(ranks)))])
+
+
+def _stacked(x: ShapedArray, n: int) -> ShapedArray:
+    return x.update(shape=(n,) + x.shape)
+
+
+def _leading(x: ShapedArray, n: int, name: str) -> ShapedArray:
+    if not x.shape or x.shape[0] != n:
+        raise ValueError(f"{name}: the operand's leading axis must have the group's size {n}, "
+                         f"got shape {x.shape}")
+    return x.update(shape=x.shape[1:])
+
+
+allgather_p = _collective(
+    "mpi_allgather", lambda x, *, ranks, axis_name: _stacked(x, len(ranks)),
+    lambda x, *, ranks, axis_name: mpi.allgather(x, ranks, _what("all_gather", axis_name)))
+reduce_scatter_p = _collective(
+    "mpi_reduce_scatter",
+    lambda x, *, ranks, axis_name: _leading(x, len(ranks), "mpi_reduce_scatter"),
+    lambda x, *, ranks, axis_name: mpi.reduce_scatter(x, ranks,
+                                                      _what("psum_scatter", axis_name)))
+alltoall_p = _collective(
+    "mpi_alltoall", lambda x, *, ranks, axis_name: x,
+    lambda x, *, ranks, axis_name: mpi.alltoall(x, ranks, _what("all_to_all", axis_name)))
+sendrecv_p = _collective(
+    "mpi_sendrecv", lambda x, **_: x,
+    lambda x, *, perm, ranks, axis_name: mpi.sendrecv(x, perm, ranks,
+                                                      _what("ppermute", axis_name)))
+
+# batched over a local axis: the batch axis right after the group axis
+allgather_p.def_batch(lambda vals, dims, **params: (
+    allgather_p.bind(moveaxis(vals[0], dims[0], 0), **params), 1))
+reduce_scatter_p.def_batch(lambda vals, dims, **params: (
+    reduce_scatter_p.bind(_second(vals[0], dims[0]), **params), 0))
+alltoall_p.def_batch(lambda vals, dims, **params: (
+    alltoall_p.bind(_second(vals[0], dims[0]), **params), 1))
+sendrecv_p.def_batch(lambda vals, dims, **params: (sendrecv_p.bind(vals[0], **params),
+                                                   dims[0]))
+
+
+def _second(x: Any, d: int) -> Any:
+    """x (a leading group axis, then data) with its batch axis d moved to position 1."""
+    return moveaxis(x, d, 1) if d != 1 else x
+
+
+def_linear(allgather_p, lambda ct, x, **params: [reduce_scatter_p.bind(ct, **params)])
+def_linear(reduce_scatter_p, lambda ct, x, **params: [allgather_p.bind(ct, **params)])
+def_linear(alltoall_p, lambda ct, x, **params: [alltoall_p.bind(ct, **params)])
+def_linear(sendrecv_p, lambda ct, x, *, perm, **params: [
+    sendrecv_p.bind(ct, perm=tuple((d, s) for s, d in perm), **params)])
+
+PRIMITIVES = (allreduce_p, allgather_p, reduce_scatter_p, alltoall_p, sendrecv_p, pvary_p,
+              shared_p)
+
+
+# --- the named collectives over a process axis ----------------------------------------------
+# Where each process holds several positions of the axis (`lanes` > 1, batched under
+# `lanes_name`), reductions and gathers act over those lanes first, then across processes;
+# the collectives that route data between positions work from every position's value.
+
+def _first_process(frames: list) -> Any:
+    return next(f for f in frames if f.process is not None)
+
+
+def _reduction(op: str, prim: Any):
+    def across(args, frames, *, axes, axis_index_groups):
+        (x,), frame = args, _first_process(frames)
+        pa = frame.process
+        if op == "sum" and np.dtype(get_aval(x).dtype) == np.bool_:
+            x = convert_element_type(x, np.int32)  # (a count of True lanes, as JAX)
+        if pa.lanes > 1:
+            x = prim.bind(x, axes=(pa.lanes_name,), axis_index_groups=None)
+        out = allreduce_p.bind(x, op=op, ranks=pa.ranks, axis_name=frame.name)
+        rest = tuple(n for n in axes if n != frame.name)
+        return prim.bind(out, axes=rest, axis_index_groups=axis_index_groups) if rest else out
+    prim.def_across_processes(across)
+
+
+_reduction("sum", parallel.psum_p)
+_reduction("max", parallel.pmax_p)
+_reduction("min", parallel.pmin_p)
+
+
+def _position(frame: Any) -> Any:
+    """This position along the axis (int32): the process's part, then the lane in it."""
+    pa = frame.process
+    here = Array.from_numpy(np.asarray(pa.index * pa.lanes, np.int32),
+                            ShapedArray((), np.dtype(np.int32)))
+    if pa.lanes == 1:
+        return here
+    return add(here, parallel.axis_index_p.bind(axis_name=pa.lanes_name))
+
+
+parallel.axis_index_p.def_across_processes(lambda args, frames, *, axis_name: _position(
+    frames[0]))
+
+
+def _everyone(x: Any, frame: Any) -> Any:
+    """Every position's x, stacked along a new leading axis (in position order)."""
+    pa = frame.process
+    if pa.lanes > 1:
+        x = parallel.all_gather_p.bind(x, all_gather_dimension=0, axis_name=(pa.lanes_name,),
+                                       axis_index_groups=None, axis_size=pa.lanes, tiled=False)
+    out = allgather_p.bind(x, ranks=pa.ranks, axis_name=frame.name)
+    if pa.lanes > 1:
+        shape = get_aval(out).shape
+        out = reshape(out, (shape[0] * shape[1],) + shape[2:])
+    return out
+
+
+def _all_gather(args, frames, *, all_gather_dimension, tiled, **_):
+    return parallel._stacked_to(_everyone(args[0], frames[0]), all_gather_dimension, tiled)
+
+
+parallel.all_gather_p.def_across_processes(_all_gather)
+
+
+def _psum_scatter(args, frames, *, scatter_dimension, tiled, **_):
+    (x,), frame = args, frames[0]
+    n, sd = frame.size, scatter_dimension
+    shape = get_aval(x).shape
+    parallel._scattered_shape(shape, n, sd, tiled)  # (JAX's errors for a bad shape)
+    if tiled:
+        x = reshape(x, shape[:sd] + (n, shape[sd] // n) + shape[sd + 1:])
+    x = moveaxis(x, sd, 0)
+    if frame.process.lanes == 1:
+        return reduce_scatter_p.bind(x, ranks=frame.process.ranks, axis_name=frame.name)
+    total = parallel.psum_p.bind(x, axes=(frame.name,), axis_index_groups=None)
+    return dynamic_index_in_dim(total, _position(frame), 0, keepdims=False)
+
+
+parallel.reduce_scatter_p.def_across_processes(_psum_scatter)
+
+
+def _ppermute(args, frames, *, axis_name, perm):
+    (x,), frame = args, frames[0]
+    if frame.process.lanes == 1:
+        return sendrecv_p.bind(x, perm=perm, ranks=frame.process.ranks, axis_name=frame.name)
+    source = np.full(frame.size, -1, np.int32)
+    for s, d in perm:
+        source[d] = s
+    me = _position(frame)
+    src = dynamic_index_in_dim(_constant(source), me, 0, keepdims=False)
+    picked = dynamic_index_in_dim(_everyone(x, frame), max_(src, full_like(src, 0)), 0,
+                                  keepdims=False)
+    return select_n(lt(src, full_like(src, 0)), picked, full_like(picked, 0))
+
+
+parallel.ppermute_p.def_across_processes(_ppermute)
+
+
+def _constant(v: np.ndarray) -> Array:
+    return Array.from_numpy(v, ShapedArray(v.shape, v.dtype))
+
+
+def _all_to_all(args, frames, *, split_axis, concat_axis, **_):
+    """Chunk j of the split axis goes to position j; what arrives is joined along the concat
+    axis in source order: the chunks put first, exchanged, and put back."""
+    (x,), frame = args, frames[0]
+    n = frame.size
+    shape = get_aval(x).shape
+    if shape[split_axis] % n:
+        raise ValueError(f"all_to_all: the split axis {split_axis} has size "
+                         f"{shape[split_axis]}, not a multiple of the axis size {n}")
+    k = shape[split_axis] // n
+    chunks = reshape(x, shape[:split_axis] + (n, k) + shape[split_axis + 1:])
+    front = moveaxis(chunks, split_axis, 0)  # (n, *shape with split axis k)
+    if frame.process.lanes == 1:
+        got = alltoall_p.bind(front, ranks=frame.process.ranks, axis_name=frame.name)
+    else:  # (every source's chunk for this position)
+        got = dynamic_index_in_dim(_everyone(front, frame), _position(frame), 1,
+                                   keepdims=False)
+    piece = get_aval(got).shape[1:]
+    out = moveaxis(got, 0, concat_axis)  # the sources just before the concat axis
+    return reshape(out, piece[:concat_axis] + (n * piece[concat_axis],) + piece[concat_axis + 1:])
+
+
+parallel.all_to_all_p.def_across_processes(_all_to_all)
+
+
+def _pbroadcast(args, frames, *, axis_name, source):
+    return index_in_dim(_everyone(args[0], frames[0]), source, 0, keepdims=False)
+
+
+parallel.pbroadcast_p.def_across_processes(_pbroadcast)

@@ -1,0 +1,241 @@
+"""shard_map over a mesh spanning processes (user-facing, beside shard_map.py): the mesh axes
+along which the process changes are not batched. Each process takes its block of every argument
+(a GlobalArray's local data, or its part of a value every process holds), runs shard_map's
+batched program over the mesh axes local to it, with the process axes bound so collectives
+over them call MPI (lax/processes.py), and returns its block of each result. Outside any
+transformation that program is compiled (the collectives are calls from native code).
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from .core.array import Array
+from .core.axis_env import ProcessAxis, extend_axis_env
+from .core.devices import process_count, process_index
+from .core.global_array import GlobalArray
+from .core.pytree import tree_flatten, tree_unflatten
+from .core.rules import moveaxis
+from .core.sharding import Mesh, NamedSharding, PartitionSpec
+from .core.trace import Tracer, get_aval
+from .lax import reshape, slice as lax_slice
+from .lax.processes import allgather_p, pvary_p, shared_p
+from .runtime.devices import to_array
+from .runtime.jit import jit
+
+
+def process_axes(m: Any) -> dict:
+    """Mesh axis name -> ProcessAxis for each axis along which the process changes ({} when
+    one process holds the whole mesh). This process's devices must be one block: on each such
+    axis one run of consecutive positions (the same length in every process), and every
+    position of the other axes."""
+    if not isinstance(m, Mesh) or process_count() == 1 or not m.is_multi_process:
+        return {}
+    procs = np.vectorize(lambda d: d.process_index, otypes=[int])(m.devices)
+    mine = np.argwhere(procs == process_index())
+    if not len(mine):
+        raise ValueError(f"shard_map over {m!r}: none of its devices belongs to this process "
+                         f"({process_index()}); every process must hold part of the mesh")
+    out, local = {}, 1
+    for i, name in enumerate(m.axis_names):
+        size = procs.shape[i]
+        if (procs == np.take(procs, [0], axis=i)).all():
+            local *= size
+            continue
+        at = sorted({int(c) for c in mine[:, i]})
+        lanes = len(at)
+        position = list(mine[0])
+        along = []
+        for k in range(size):
+            position[i] = k
+            along.append(int(procs[tuple(position)]))
+        ranks = along[::lanes]
+        if size % lanes or at != list(range(at[0], at[0] + lanes)) or at[0] % lanes or \
+                along != [r for r in ranks for _ in range(lanes)] or \
+                len(set(ranks)) != len(ranks):
+            raise NotImplementedError(
+                f"shard_map over {m!r}: along the mesh axis {name!r} the processes do not hold "
+                f"equal runs of consecutive positions; order the devices by process (as "
+                f"jax.devices() lists them)")
+        out[name] = ProcessAxis(tuple(ranks), at[0] // lanes, lanes,
+                                f"{name}#lanes" if lanes > 1 else None)
+        local *= lanes
+    if len(mine) != local:
+        raise NotImplementedError(f"shard_map over {m!r}: this process's devices do not form "
+                                  f"one block of the mesh")
+    return out
+
+
+def _entries(spec: PartitionSpec | None, ndim: int) -> list[tuple]:
+    out = []
+    for d in range(ndim):
+        entry = spec[d] if spec is not None and d < len(spec) else None
+        out.append(() if entry is None or not isinstance(entry, (str, tuple)) else
+                   entry if isinstance(entry, tuple) else (entry,))
+    return out
+
+
+def _block(spec: PartitionSpec | None, shape: tuple, sizes: dict, processes: dict,
+           fun_name: str) -> tuple[slice, ...]:
+    """This process's block of a value of `shape` split as `spec` says."""
+    index = []
+    for d, (n, names) in enumerate(zip(shape, _entries(spec, len(shape)))):
+        ours = [a for a in names if a in processes]
+        if tuple(names[:len(ours)]) != tuple(ours):
+            raise NotImplementedError(
+                f"shard_map applied to {fun_name!r}: dimension {d} is split over {names}, "
+                f"a mesh axis within a process before one across processes; name the "
+                f"process axes first")
+        count = math.prod(sizes[a] for a in names)
+        if n % count:
+            raise ValueError(
+                f"shard_map applied to the function {fun_name!r} was given argument arrays "
+                f"with axis sizes that are not evenly divisible by the corresponding mesh axis "
+                f"sizes: dimension {d} of an argument of shape {shape} is split over mesh axes "
+                f"{names} of total size {count}")
+        position = 0
+        for a in ours:
+            position = position * len(processes[a].ranks) + processes[a].index
+        length = n // math.prod(len(processes[a].ranks) for a in ours)
+        index.append(slice(position * length, (position + 1) * length))
+    return tuple(index)
+
+
+def _local_spec(spec: PartitionSpec | None, ndim: int, processes: dict) -> PartitionSpec:
+    entries = []
+    for names in _entries(spec, ndim):
+        rest = tuple(a if a not in processes else processes[a].lanes_name for a in names
+                     if a not in processes or processes[a].lanes > 1)
+        entries.append(None if not rest else rest[0] if len(rest) == 1 else rest)
+    return PartitionSpec(*entries)
+
+
+def _local_block(x: Any, spec: Any, m: Mesh, sizes: dict, processes: dict,
+                 fun_name: str) -> Any:
+    if isinstance(x, GlobalArray):
+        want = _block(spec, x.shape, sizes, processes, fun_name)
+        if x.block != want:
+            raise NotImplementedError(
+                f"shard_map applied to {fun_name!r}: an argument laid out as {x.sharding} "
+                f"holds block {x.block} of itself here, but in_specs {spec} needs block "
+                f"{want}; pass in_specs matching how the array is split over processes")
+        return x.local
+    x = x if isinstance(x, Tracer) else to_array(x)
+    # a value every process holds whole enters as one value, whatever part each takes: its
+    # gradient sums the processes' contributions (as over a batched axis)
+    x = _vary(x, processes)
+    shape = get_aval(x).shape
+    index = _block(spec, shape, sizes, processes, fun_name)
+    if all(s == slice(0, n) for s, n in zip(index, shape)):
+        return x
+    return lax_slice(x, tuple(s.start for s in index), tuple(s.stop for s in index))
+
+
+def _global_shape(shape: tuple, spec: Any, sizes: dict, processes: dict) -> tuple:
+    return tuple(n * math.prod(len(processes[a].ranks) for a in names if a in processes)
+                 for n, names in zip(shape, _entries(spec, len(shape))))
+
+
+def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tree: Any,
+                     flat_specs: list, out_specs: Any, fun_name: str, bodies: dict) -> Any:
+    """shard_map's call over a mesh whose axes `processes` span processes (see the module)."""
+    from .shard_map import _broadcast_specs, _check_specs, _from_shards, _nest, _spec_axes, \
+        _to_shards
+    sizes = dict(m.shape_tuple)
+    # the axes batched here: those within this process, and the lanes of process axes where
+    # this process holds several positions
+    local_axes = [a if a not in processes else processes[a].lanes_name for a in m.axis_names
+                  if a not in processes or processes[a].lanes > 1]
+    local_sizes = {a: sizes[a] for a in m.axis_names if a not in processes}
+    local_sizes.update({p.lanes_name: p.lanes for p in processes.values() if p.lanes > 1})
+    blocks = [_local_block(x, s, m, sizes, processes, fun_name)
+              for x, s in zip(leaves, flat_specs)]
+    local_specs = [_local_spec(s, get_aval(b).ndim, processes)
+                   for b, s in zip(blocks, flat_specs)]
+    traced = any(isinstance(b, Tracer) for b in blocks)
+
+    def body(*xs):
+        with contextlib.ExitStack() as stack:
+            for name, axis in processes.items():
+                stack.enter_context(extend_axis_env(name, sizes[name], None, axis))
+            shards = [_to_shards(x, s, local_axes, local_sizes, fun_name)
+                      for x, s in zip(xs, local_specs)]
+            out_tree: list = []
+
+            def per_shard(*ys):
+                out = f(*tree_unflatten(in_tree, ys))
+                flat, tree = tree_flatten(out)
+                out_tree[:] = [tree, out]
+                return flat
+
+            uses = [[a in _spec_axes(s) for a in local_axes] for s in local_specs]
+            outs, mapped = _nest(per_shard, shards, uses, local_axes, local_sizes, 0)
+            mapped = mapped if mapped is not None else [[] for _ in outs]
+            tree, sample = out_tree
+            _check_specs(out_specs, sample, m, "out_specs", fun_name)
+            out_flat = _broadcast_specs(out_specs, sample)
+            results = [_from_shards(o, mp, _local_spec(s, get_aval(o).ndim - len(mp),
+                                                       processes),
+                                    local_axes, local_sizes, fun_name, i)
+                       for i, (o, mp, s) in enumerate(zip(outs, mapped, out_flat))]
+            if traced:  # (inside a transformation: the whole value on every process, and
+                # a gradient may cross the boundary)
+                results = [_share(_gather(r, s, processes), s, processes)
+                           for r, s in zip(results, out_flat)]
+            info[:] = [tree, out_flat]
+            return results
+
+    if traced:
+        info: list = []
+        results = body(*blocks)
+    else:
+        key = (in_tree, tuple(flat_specs), m, tuple(get_aval(b) for b in blocks))
+        if key not in bodies:
+            bodies[key] = (jit(body), [])
+        compiled, info = bodies[key]
+        results = compiled(*blocks)
+    tree, out_flat = info
+    if not traced:
+        results = [_wrap(r, s, m, sizes, processes) for r, s in zip(results, out_flat)]
+    return tree_unflatten(tree, results)
+
+
+def _vary(x: Any, processes: dict) -> Any:
+    if isinstance(x, Tracer) and np.issubdtype(get_aval(x).dtype, np.inexact):
+        for name, axis in processes.items():
+            x = pvary_p.bind(x, ranks=axis.ranks, axis_name=name)
+    return x
+
+
+def _share(x: Any, spec: Any, processes: dict) -> Any:
+    """A result every process holds whole (replicated, or gathered) as the one value it is:
+    its cotangent is shared out among the processes' copies."""
+    if np.issubdtype(get_aval(x).dtype, np.inexact):
+        for name, axis in processes.items():
+            x = shared_p.bind(x, ranks=axis.ranks, axis_name=name)
+    return x
+
+
+def _gather(x: Any, spec: Any, processes: dict) -> Any:
+    """The whole of a result split over process axes, gathered onto every process (minor
+    axes first)."""
+    for d, names in enumerate(_entries(spec, get_aval(x).ndim)):
+        for a in reversed([a for a in names if a in processes]):
+            pa = processes[a]  # (the processes' blocks: this one's lanes are in its block)
+            stacked = moveaxis(allgather_p.bind(x, ranks=pa.ranks, axis_name=a), 0, d)
+            shape = get_aval(stacked).shape
+            x = reshape(stacked, shape[:d] + (shape[d] * shape[d + 1],) + shape[d + 2:])
+    return x
+
+
+def _wrap(x: Array, spec: Any, m: Mesh, sizes: dict, processes: dict) -> Any:
+    """A result block as the global array: a GlobalArray when split over processes, else the
+    Array every process holds alike."""
+    spec = spec if spec is not None else PartitionSpec()
+    sharding = NamedSharding(m, spec)
+    if not any(a in processes for a in spec.mesh_axes()):
+        return x.placed(sharding)
+    return GlobalArray(x, _global_shape(x.shape, spec, sizes, processes), sharding)
