@@ -35,6 +35,7 @@ from . import explain
 from .devices import place, to_array
 from .executable import Executable, compile_jaxpr
 from .jit_refs import call_with_refs
+from .sharded import leaf_shardings, partition
 
 # --- argument handling ----------------------------------------------------------------------
 
@@ -91,7 +92,7 @@ class _CacheEntry:
     """One traced signature of a jitted function and, once called, its executable."""
     __slots__ = ("closed", "in_tree", "out_tree", "executable", "in_avals", "arg_names",
                  "donated", "aliases", "consumed", "kept", "direct", "trace_key", "lock",
-                 "debug_checks", "last_use")
+                 "debug_checks", "last_use", "placement")
 
     def __init__(self, closed, in_tree, out_tree, in_avals, arg_names, donated):
         self.closed = closed
@@ -113,6 +114,7 @@ class _CacheEntry:
         self.debug_checks = (nans, infs) if nans or infs else None
         self.lock = threading.Lock()  # one thread compiles it; the others wait for that
         self.last_use = 0  # `_clock` at its last call: the least recently used is evicted
+        self.placement: list | None = None  # sharded jit: each output's sharding (or None)
 
 
 class _Traces:
@@ -430,7 +432,11 @@ class Jitted:
             avals = tuple(x.aval if type(x) is Array else get_aval(x) for x in leaves)
         except TypeError:
             avals = self._avals(leaves, self._arg_names(args, dyn_kwargs))  # raises, naming it
-        key = (in_tree, avals, static, static_kw, config.trace_key())
+        laid_out = None  # per leaf, the NamedSharding it is laid out as (runtime/sharded.py)
+        if self.in_shardings is not None or any(getattr(x, "_sharding", None) is not None
+                                                for x in leaves):
+            laid_out = leaf_shardings(self.in_shardings, dyn_args, leaves, self.fun_name)
+        key = (in_tree, avals, static, static_kw, config.trace_key(), laid_out)
         entry = self._traces.entries.get(key)
         if entry is None:
             arg_names = self._arg_names(args, dyn_kwargs)
@@ -443,6 +449,9 @@ class Jitted:
             self._check_in_shardings(dyn_args)
             start = time.perf_counter()
             entry = self._stage(static, static_kw, in_tree, len(args), avals, arg_names)
+            if laid_out is not None:
+                entry.closed, entry.placement = partition(entry.closed, laid_out, self.fun_name,
+                                                          entry.closed.jaxpr.debug_info)
             self._check_out_shardings(entry)
             if config.read("jax_log_compiles"):
                 explain.log_traced(self.fun_name, time.perf_counter() - start)
@@ -521,7 +530,7 @@ class Jitted:
         if fast is not None and not kwargs and not tracing:
             avals = []
             for a in args:
-                if type(a) is not Array:
+                if type(a) is not Array or a._sharding is not None:
                     break
                 avals.append(a.aval)
             else:
@@ -549,6 +558,7 @@ class Jitted:
             if entry.executable is None:
                 self._compile(entry)
             if fast is not None and not kwargs and all(type(a) is Array for a in args) and \
+                    entry.placement is None and \
                     not any(isinstance(c, Tracer) for c in entry.closed.consts):
                 entry.trace_key = trace_key
                 with _cache_lock:  # (unless evicted meanwhile: then it is only the caller's)
@@ -559,6 +569,8 @@ class Jitted:
             execute(entry, entry.executable, leaves)
         if entry.debug_checks is not None:
             self._check_outputs(entry, leaves, outs)
+        if entry.placement is not None:
+            outs = [o if s is None else o.placed(s) for o, s in zip(outs, entry.placement)]
         result = outs[0] if entry.out_tree is _SINGLE_LEAF else \
             tree_unflatten(entry.out_tree, outs)
         return result if self.out_shardings is None else place(result, self.out_shardings)

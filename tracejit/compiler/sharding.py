@@ -1,0 +1,305 @@
+"""Sharding propagation, the pass jit runs when its arguments are laid out over a mesh (before
+the usual passes, on the traced jaxpr): `propagate_shardings` decides, in one forward walk, how
+each value is split over the mesh axes, as GSPMD does for the common cases, and which
+collectives the per-shard program needs; `eval_partitioned` runs the jaxpr on one shard's
+pieces with those collectives (under transforms/spmd.py's per-axis batch traces).
+
+The rules, as data flowing one way (a layout is `Dims`: per dimension, its mesh axes):
+- elementwise: the operands' layout (the first operand that splits a dimension decides it);
+- broadcast_in_dim / reshape / transpose / squeeze: the operand's layout mapped to the result;
+- reductions (sum, max, min) over a split dimension: a partial reduction per shard, then
+  psum / pmax / pmin over its axes; other reductions gather the reduced dimensions first;
+- dot_general: batch and free dimensions keep their axes (data parallel); a split contracting
+  dimension (model parallel) gives partial products, summed with psum;
+- calls (jit, custom_jvp/vjp): their bodies, planned for the operands' layouts;
+- anything else: its operands gathered (replicated) first, its results replicated.
+An operand whose layout differs from the one its rule wants is resharded first: all_gather of
+the dimensions losing axes, then a slice (at the shard's axis_index) of those gaining them.
+"""
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+import operator
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from ..core.jaxpr import Jaxpr, Literal
+from ..core.primitive import ELEMENTWISE
+from ..core.trace import get_aval
+from ..lax import all_gather, axis_index, dynamic_slice_in_dim, pmax, pmin, psum
+from ..lax.call import pjit_p
+from ..lax.linalg import dot_general_p
+from ..lax.reduce import (argmax_p, argmin_p, reduce_and_p, reduce_max_p, reduce_min_p,
+                          reduce_or_p, reduce_prod_p, reduce_sum_p, reduce_xor_p)
+from ..lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p
+from ..transforms.custom import custom_jvp_call_p, custom_vjp_call_p
+from ..transforms.spmd import Dims, dims_axes, local_shape, replicated
+
+
+@dataclass(frozen=True)
+class EqnPlan:
+    """How one equation runs per shard: each operand resharded to `in_dims` first (None: a
+    rank-0 operand, taken as it is), results laid out as `out_dims`, partial results combined
+    over the mesh axes `combine` (by `combine_with`: psum/pmax/pmin), or a call's body run as
+    the `inner` plan says."""
+    in_dims: tuple
+    out_dims: tuple
+    combine: tuple = ()
+    combine_with: Callable | None = None
+    inner: Plan | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A jaxpr's partitioning: its inputs' layouts, one EqnPlan per equation (in order) and its
+    outputs' layouts."""
+    in_dims: tuple
+    eqns: tuple
+    out_dims: tuple
+
+
+def propagate_shardings(jaxpr: Jaxpr, in_dims: Sequence[Dims], sizes: dict) -> Plan:
+    """The layout of every value of `jaxpr` given its inputs' (constants are replicated), and
+    the resharding and collectives each equation needs. `sizes`: mesh axis -> size."""
+    env: dict = {v: tuple(d) for v, d in zip(jaxpr.invars, in_dims)}
+
+    def read(v) -> Dims:
+        if isinstance(v, Literal):
+            return replicated(v.aval.ndim)
+        return env.get(v, replicated(v.aval.ndim))
+
+    plans = []
+    for eqn in jaxpr.eqns:
+        ep = _plan_eqn(eqn, [read(v) for v in eqn.invars], sizes)
+        plans.append(ep)
+        env.update(zip(eqn.outvars, ep.out_dims))
+    return Plan(tuple(read(v) for v in jaxpr.invars), tuple(plans),
+                tuple(read(v) for v in jaxpr.outvars))
+
+
+def _plan_eqn(eqn, dims: list, sizes: dict) -> EqnPlan:
+    rule = _RULES.get(eqn.primitive)
+    if rule is None and eqn.primitive.fusion == ELEMENTWISE:
+        rule = _elementwise
+    if rule is not None:
+        plan = rule(eqn, dims, sizes)
+        if plan is not None:
+            return plan
+    return _gathered(eqn)
+
+
+def _gathered(eqn) -> EqnPlan:
+    """The fallback: every operand whole on every shard, the equation run as it is."""
+    return EqnPlan(tuple(replicated(v.aval.ndim) for v in eqn.invars),
+                   tuple(replicated(v.aval.ndim) for v in eqn.outvars))
+
+
+def _free(entry: tuple, used: set) -> tuple:
+    """`entry`'s axes if none of them is taken yet (then they are), else unsplit."""
+    if not entry or used.intersection(entry):
+        return ()
+    used.update(entry)
+    return entry
+
+
+def _elementwise(eqn, dims: list, sizes: dict) -> EqnPlan | None:
+    shape = eqn.outvars[0].aval.shape
+    if any(v.aval.ndim and v.aval.shape != shape for v in eqn.invars) or \
+            any(v.aval.shape != shape for v in eqn.outvars):
+        return None
+    used: set = set()
+    out = []
+    for k in range(len(shape)):
+        chosen = next((d[k] for v, d in zip(eqn.invars, dims) if v.aval.ndim and d[k]
+                       and not used.intersection(d[k])), ())
+        out.append(_free(chosen, used))
+    out = tuple(out)
+    return EqnPlan(tuple(out if v.aval.ndim else None for v in eqn.invars),
+                   (out,) * len(eqn.outvars))
+
+
+def _broadcast_in_dim(eqn, dims: list, sizes: dict) -> EqnPlan:
+    (x,), (out_v,) = eqn.invars, eqn.outvars
+    bdims = eqn.params["broadcast_dimensions"]
+    src = [d if x.aval.shape[k] == out_v.aval.shape[bdims[k]] else ()
+           for k, d in enumerate(dims[0])]
+    out = [()] * out_v.aval.ndim
+    for k, b in enumerate(bdims):
+        out[b] = src[k]
+    return EqnPlan((tuple(src),), (tuple(out),))
+
+
+def _transpose(eqn, dims: list, sizes: dict) -> EqnPlan:
+    perm = eqn.params["permutation"]
+    return EqnPlan((dims[0],), (tuple(dims[0][p] for p in perm),))
+
+
+def _squeeze(eqn, dims: list, sizes: dict) -> EqnPlan:
+    gone = set(eqn.params["dimensions"])
+    src = tuple(() if k in gone else d for k, d in enumerate(dims[0]))
+    return EqnPlan((src,), (tuple(d for k, d in enumerate(src) if k not in gone),))
+
+
+def _reshape(eqn, dims: list, sizes: dict) -> EqnPlan | None:
+    """Dimensions are matched in groups of equal size product (a split or a merge: the
+    boundaries are the products both shapes reach); in each group the most major dimension of
+    size > 1 keeps its axes if the group's most major result dimension divides by them (each
+    shard is then one contiguous block of the group); the other dimensions gather."""
+    if eqn.params.get("dimensions") is not None:
+        return None
+    in_shape, out_shape = eqn.invars[0].aval.shape, eqn.outvars[0].aval.shape
+    if 0 in in_shape:
+        return None
+    in_prods = list(itertools.accumulate(in_shape, operator.mul))
+    out_prods = list(itertools.accumulate(out_shape, operator.mul))
+    bounds = sorted(set(in_prods) & set(out_prods))
+    major_out: dict = {}
+    for k, p in enumerate(out_prods):
+        if out_shape[k] > 1:
+            major_out.setdefault(bisect.bisect_left(bounds, p), k)
+    src, out, seen = [()] * len(in_shape), [()] * len(out_shape), set()
+    for k, p in enumerate(in_prods):
+        group = bisect.bisect_left(bounds, p)
+        if in_shape[k] == 1 or group in seen:
+            continue
+        seen.add(group)
+        axes, o = dims[0][k], major_out[group]
+        if axes and out_shape[o] % math.prod(sizes[a] for a in axes) == 0:
+            src[k] = out[o] = axes
+    return EqnPlan((tuple(src),), (tuple(out),))
+
+
+_COMBINE = {reduce_sum_p: psum, reduce_max_p: pmax, reduce_min_p: pmin}
+
+
+def _reduction(eqn, dims: list, sizes: dict) -> EqnPlan:
+    """Kept dimensions keep their axes; a split reduced dimension is reduced per shard and
+    the partial results combined (sum/max/min), or gathered first (other reductions)."""
+    axes = set(eqn.params["axes"])
+    combine_with = _COMBINE.get(eqn.primitive)
+    if eqn.invars[0].aval.dtype == bool:
+        combine_with = None
+    src = tuple(() if k in axes and combine_with is None else d
+                for k, d in enumerate(dims[0]))
+    out = tuple(d for k, d in enumerate(src) if k not in axes)
+    combine = tuple(a for k, d in enumerate(src) if k in axes for a in d)
+    return EqnPlan((src,), (out,) * len(eqn.outvars), combine,
+                   combine_with if combine else None)
+
+
+def _dot_general(eqn, dims: list, sizes: dict) -> EqnPlan:
+    """Batch dimensions, then the lhs's free ones, the rhs's free ones and the contracting
+    ones, each keep the axes their operand gives them unless an earlier one took them; split
+    contracting dimensions make partial products, summed over their axes."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    ld, rd = dims
+    lhs, rhs = [()] * len(ld), [()] * len(rd)
+    used: set = set()
+    batch = []
+    for i, j in zip(lb, rb):
+        lhs[i] = rhs[j] = _free(ld[i] or rd[j], used)
+        batch.append(lhs[i])
+    lfree = [k for k in range(len(ld)) if k not in lb and k not in lc]
+    rfree = [k for k in range(len(rd)) if k not in rb and k not in rc]
+    for k in lfree:
+        lhs[k] = _free(ld[k], used)
+    for k in rfree:
+        rhs[k] = _free(rd[k], used)
+    combine = []
+    for i, j in zip(lc, rc):
+        lhs[i] = rhs[j] = _free(ld[i] or rd[j], used)
+        combine += list(lhs[i])
+    out = tuple(batch) + tuple(lhs[k] for k in lfree) + tuple(rhs[k] for k in rfree)
+    return EqnPlan((tuple(lhs), tuple(rhs)), (out,), tuple(combine),
+                   psum if combine else None)
+
+
+def _call(body_param: str) -> Callable:
+    """A call's body planned for its operands' layouts (no resharding at the boundary)."""
+    def rule(eqn, dims: list, sizes: dict) -> EqnPlan:
+        inner = propagate_shardings(eqn.params[body_param].jaxpr, dims, sizes)
+        return EqnPlan(tuple(dims), inner.out_dims, inner=inner)
+    return rule
+
+
+_RULES: dict = {
+    broadcast_in_dim_p: _broadcast_in_dim, reshape_p: _reshape, transpose_p: _transpose,
+    squeeze_p: _squeeze, dot_general_p: _dot_general,
+    **{p: _reduction for p in (reduce_sum_p, reduce_max_p, reduce_min_p, reduce_prod_p,
+                               reduce_and_p, reduce_or_p, reduce_xor_p, argmax_p, argmin_p)},
+    pjit_p: _call("jaxpr"), custom_jvp_call_p: _call("call_jaxpr"),
+    custom_vjp_call_p: _call("call_jaxpr"),
+}
+_BODY = {pjit_p: "jaxpr", custom_jvp_call_p: "call_jaxpr", custom_vjp_call_p: "call_jaxpr"}
+
+
+# --- running the plan on one shard ----------------------------------------------------------
+
+def eval_partitioned(jaxpr: Jaxpr, consts: Sequence, plan: Plan, sizes: dict,
+                     args: Sequence) -> list:
+    """`jaxpr` run on one shard's pieces of its inputs (laid out as the plan's inputs), under
+    batch traces bound to the mesh axes: each equation on its operands' shards (resharded as
+    planned) with shape parameters made local, then the planned collectives."""
+    env: dict = dict(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+    layout: dict = {}
+
+    def read(v):
+        return v.val if isinstance(v, Literal) else env[v]
+
+    def dims_of(v) -> Dims:
+        return replicated(v.aval.ndim) if isinstance(v, Literal) else \
+            layout.get(v, replicated(v.aval.ndim))
+
+    layout.update(zip(jaxpr.invars, plan.in_dims))
+    for eqn, ep in zip(jaxpr.eqns, plan.eqns):
+        vals = [read(v) if want is None else reshard(read(v), dims_of(v), want, sizes)
+                for v, want in zip(eqn.invars, ep.in_dims)]
+        if ep.inner is not None:
+            body = eqn.params[_BODY[eqn.primitive]]
+            outs = eval_partitioned(body.jaxpr, body.consts, ep.inner, sizes, vals)
+        else:
+            outs = eqn.primitive.bind(*vals, **_local_params(eqn, ep, sizes))
+            if not eqn.primitive.multiple_results:
+                outs = [outs]
+        if ep.combine:
+            outs = [ep.combine_with(o, ep.combine) for o in outs]
+        env.update(zip(eqn.outvars, outs))
+        layout.update(zip(eqn.outvars, ep.out_dims))
+    return [reshard(read(v), dims_of(v), d, sizes) for v, d in zip(jaxpr.outvars, plan.out_dims)]
+
+
+def _local_params(eqn, ep: EqnPlan, sizes: dict) -> dict:
+    """The equation's parameters for one shard: an output shape parameter made local."""
+    out_v, out_d = eqn.outvars[0], ep.out_dims[0] if ep.out_dims else ()
+    if eqn.primitive is broadcast_in_dim_p:
+        return dict(eqn.params, shape=local_shape(out_v.aval.shape, out_d, sizes))
+    if eqn.primitive is reshape_p:
+        return dict(eqn.params, new_sizes=local_shape(out_v.aval.shape, out_d, sizes))
+    return eqn.params
+
+
+def reshard(x: Any, src: Dims, dst: Dims, sizes: dict) -> Any:
+    """One shard of a value laid out as `src`, as its shard laid out as `dst`: dimensions
+    losing axes are gathered (minor axis first, so pieces land in order), then dimensions
+    gaining axes keep the slice at this shard's position along them."""
+    if src is None or tuple(src) == tuple(dst):
+        return x
+    for k, (s, d) in enumerate(zip(src, dst)):
+        if s != d:
+            for a in reversed(s):
+                x = all_gather(x, a, axis=k, tiled=True)
+    for k, (s, d) in enumerate(zip(src, dst)):
+        if s != d and d:
+            n = get_aval(x).shape[k] // math.prod(sizes[a] for a in d)
+            at = 0
+            for a in d:
+                at = at * sizes[a] + axis_index(a)
+            x = dynamic_slice_in_dim(x, at * n, n, axis=k)
+    return x
+
+
+__all__ = ["EqnPlan", "Plan", "Dims", "dims_axes", "eval_partitioned", "propagate_shardings",
+           "reshard"]

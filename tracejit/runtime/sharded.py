@@ -1,0 +1,98 @@
+"""Sharded jit in one process: when jit's arguments are laid out over a mesh (by in_shardings or
+by the NamedSharding they carry), the traced program is partitioned (compiler/sharding.py's
+propagation) into a per-shard program with collectives, run over every shard
+(transforms/spmd.py), and its results carry the shardings JAX would report."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..core.jaxpr import ClosedJaxpr, Literal
+from ..core.pytree import tree_flatten
+from ..core.sharding import NamedSharding, PartitionSpec, resolve_sharding
+from ..core.trace import trace_to_jaxpr
+from ..compiler.sharding import eval_partitioned, propagate_shardings
+from ..transforms.spmd import Dims, replicated, run_sharded
+
+
+def leaf_shardings(in_shardings: Any, dyn_args: tuple, leaves: Sequence,
+                   fun_name: str) -> tuple | None:
+    """Per argument leaf, the NamedSharding it is laid out as (jit's in_shardings where given,
+    else the array's own), or None when no leaf is laid out over a mesh."""
+    given: list = [None] * len(leaves)
+    if in_shardings is not None:
+        shardings = tuple(in_shardings) if isinstance(in_shardings, (tuple, list)) else \
+            (in_shardings,) * len(dyn_args)
+        k = 0
+        for s, arg in zip(shardings, dyn_args):
+            specs, treedef = tree_flatten(s, is_leaf=lambda x: x is None)
+            for spec, sub in zip(specs, treedef.flatten_up_to(arg)):
+                n = len(tree_flatten(sub)[0])
+                given[k:k + n] = [resolve_sharding(spec, f"{fun_name} (jit in_shardings)")] * n
+                k += n
+    out = []
+    for s, x in zip(given, leaves):
+        if s is None:
+            s = getattr(x, "_sharding", None)
+        out.append(s if isinstance(s, NamedSharding) else None)
+    return tuple(out) if any(s is not None for s in out) else None
+
+
+def _mesh_of(shardings: Sequence, avals: Sequence, fun_name: str):
+    meshes = {s.mesh for s in shardings if s is not None}
+    if len(meshes) > 1:
+        raise ValueError(f"Received incompatible devices for jitted computation {fun_name}: its "
+                         f"arguments are laid out over different meshes {sorted(map(str, meshes))}."
+                         f" device_put them onto one mesh first.")
+    mesh = meshes.pop()
+    for s, aval in zip(shardings, avals):
+        if s is not None:
+            s.check_compatible_aval(aval.shape)
+            try:
+                s.shard_shape(aval.shape)
+            except ValueError as err:
+                raise ValueError(str(err).replace("device_put", f"jit({fun_name})")) from None
+    return mesh
+
+
+def partition(closed: ClosedJaxpr, shardings: Sequence, fun_name: str,
+              debug: Any = None) -> tuple[ClosedJaxpr, list]:
+    """The program run shard by shard with the collectives its layout needs (one global
+    program: the shards are the batch dimensions of the per-axis traces), and the sharding of
+    each output (None: not laid out, as a constant output in JAX)."""
+    avals = closed.in_avals
+    mesh = _mesh_of(shardings, avals, fun_name)
+    sizes = dict(mesh.shape_tuple)
+    in_dims = [tuple(s._parts(a.ndim)) if s is not None else replicated(a.ndim)
+               for s, a in zip(shardings, avals)]
+    plan = propagate_shardings(closed.jaxpr, in_dims, sizes)
+
+    def per_shard(*xs):
+        return eval_partitioned(closed.jaxpr, closed.consts, plan, sizes, xs)
+
+    def sharded(*leaves):
+        return run_sharded(per_shard, leaves, in_dims, lambda: plan.out_dims, sizes)
+
+    program = trace_to_jaxpr(sharded, avals, debug)
+    orig = next((s, a.ndim) for s, a in zip(shardings, avals) if s is not None)
+    outs = [None if isinstance(v, Literal) else _out_sharding(mesh, d, sizes, orig)
+            for v, d in zip(closed.jaxpr.outvars, plan.out_dims)]
+    return program, outs
+
+
+def _significant(dims: Dims, sizes: dict) -> tuple:
+    return tuple(tuple(a for a in axes if sizes[a] > 1) for axes in dims)
+
+
+def _out_sharding(mesh, dims: Dims, sizes: dict, orig: tuple) -> NamedSharding:
+    """JAX's report of an output's sharding: the first argument's sharding itself when the
+    layout is the same (same rank), else a spec read off the layout (axes of size 1 left out,
+    trailing unsplit dimensions dropped)."""
+    dims = _significant(dims, sizes)
+    first, ndim = orig
+    if ndim == len(dims) and _significant(tuple(first._parts(ndim)), sizes) == dims:
+        return first
+    entries = [None if not axes else axes[0] if len(axes) == 1 else axes for axes in dims]
+    while entries and entries[-1] is None:
+        entries.pop()
+    return NamedSharding(mesh, PartitionSpec(*entries))
+
