@@ -1,0 +1,75 @@
+"""jit of programs whose arguments are sharded over 4 CPU devices (jax_num_cpu_devices): the
+results and the shardings jit reports for them (sharding propagation) — elementwise, shape ops,
+reductions, data-parallel MLP, model-parallel matmul, a data-parallel grad step,
+in_shardings, with_sharding_constraint, reshard, meshes from make_mesh (written for real JAX)."""
+import sys
+
+import jax
+
+jax.config.update("jax_num_cpu_devices", 4)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
+
+mesh = Mesh(np.array(jax.devices()).reshape(2, 2), ("x", "y"))
+line = Mesh(np.array(jax.devices()), ("b",))
+explicit = jax.make_mesh((2, 2), ("x", "y"))
+out = {}
+
+
+def put(a, m, *spec):
+    return jax.device_put(np.asarray(a, np.float32), NamedSharding(m, P(*spec)))
+
+
+def record(name, result):
+    out[name] = np.asarray(result)
+    s = result.sharding
+    out[name + ".sharding"] = np.array(f"{type(s).__name__} {getattr(s, 'spec', '')}")
+
+
+x = put(np.arange(32.0).reshape(4, 8) / 8, mesh, "x", "y")
+w = put(np.linspace(-1, 1, 24).reshape(8, 3), mesh, "y", None)
+record("elementwise", jax.jit(lambda a: jnp.sin(a) * 2 + 1)(x))
+record("broadcast_operand", jax.jit(lambda a: a * jnp.arange(8.0))(x))
+record("sum_all", jax.jit(jnp.sum)(x))
+record("sum_rows", jax.jit(lambda a: a.sum(1))(x))
+record("max_cols", jax.jit(lambda a: a.max(0))(x))
+record("mean_then_scale", jax.jit(lambda a: a / a.mean())(x))
+record("argmax", jax.jit(lambda a: jnp.argmax(a, 1))(x))
+record("transpose", jax.jit(lambda a: a.T)(x))
+record("reshape_split", jax.jit(lambda a: a.reshape(4, 2, 4))(x))
+record("reshape_merge", jax.jit(lambda a: a.reshape(32))(x))
+record("broadcast_new_dim", jax.jit(lambda a: jnp.broadcast_to(a[None], (3, 4, 8)))(x))
+record("model_parallel_matmul", jax.jit(lambda a, b: a @ b)(x, w))
+record("unsharded_argument", jax.jit(lambda a, b: a + b)(x, np.ones((4, 8), np.float32)))
+record("identity", jax.jit(lambda a: a)(x))
+
+# data-parallel MLP: the batch split over 'b', weights replicated
+xb = put(np.linspace(-2, 2, 48).reshape(8, 6), line, "b", None)
+yb = put(np.linspace(0, 1, 16).reshape(8, 2), line, "b", None)
+params = {"w1": put(np.linspace(-1, 1, 30).reshape(6, 5), line),
+          "w2": put(np.linspace(1, -1, 10).reshape(5, 2), line)}
+
+
+def mlp(p, a):
+    return jax.nn.relu(a @ p["w1"]) @ p["w2"]
+
+
+def loss(p, a, y):
+    return jnp.mean((mlp(p, a) - y) ** 2)
+
+
+record("data_parallel_mlp", jax.jit(mlp)(params, xb))
+grads = jax.jit(jax.grad(loss))(params, xb, yb)
+record("grad_w1", grads["w1"])
+record("grad_w2", grads["w2"])
+step = jax.jit(lambda p, a, y: jax.tree.map(lambda v, g: v - 0.1 * g, p, jax.grad(loss)(p, a, y)))
+new = step(params, xb, yb)
+record("step_w1", new["w1"])
+
+# in_shardings place plain arrays
+f = jax.jit(lambda a: a * 3, in_shardings=NamedSharding(line, P(None, "b")))
+record("in_shardings", f(np.arange(16.0, dtype=np.float32).reshape(4, 4)))
+
+np.savez(sys.argv[1], **out)

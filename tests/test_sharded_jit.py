@@ -1,0 +1,82 @@
+"""Sharded jit in one process: jit of programs over sharded arguments (4 CPU devices) gives
+real JAX's numbers and reports JAX's output shardings (tests/libraries/sharded_jit.py, run with
+both); the propagation pass's plans (layouts, collectives) and resharding against NumPy."""
+import numpy as np
+import pytest
+
+import tracejit as tj
+import tracejit.numpy as tnp
+from tests.libraries import run_both
+from tracejit.compiler.sharding import propagate_shardings
+from tracejit.lax import psum
+
+SIZES = {"x": 2, "y": 2}
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    return run_both("sharded_jit", tmp_path_factory.mktemp("sharded_jit"))
+
+
+CASES = ["elementwise", "broadcast_operand", "sum_all", "sum_rows", "max_cols",
+         "mean_then_scale", "argmax", "transpose", "reshape_split", "reshape_merge",
+         "broadcast_new_dim", "model_parallel_matmul", "unsharded_argument", "identity",
+         "data_parallel_mlp", "grad_w1", "grad_w2", "step_w1", "in_shardings"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_sharded_jit_matches_jax(both, case):
+    ours, theirs = both
+    assert str(ours[case + ".sharding"]) == str(theirs[case + ".sharding"])
+    a, b = ours[case], theirs[case]
+    assert a.shape == b.shape and a.dtype == b.dtype
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def _plan(f, *shapes_and_dims):
+    avals = [np.zeros(s, np.float32) for s, _ in shapes_and_dims]
+    jaxpr = tj.make_jaxpr(f)(*avals).jaxpr
+    return jaxpr, propagate_shardings(jaxpr, [d for _, d in shapes_and_dims], SIZES)
+
+
+def test_a_split_contraction_is_a_partial_product_and_a_psum():
+    jaxpr, plan = _plan(lambda a, b: a @ b, ((4, 8), (("x",), ("y",))), ((8, 3), (("y",), ())))
+    (dot,) = plan.eqns
+    assert dot.combine == ("y",) and dot.combine_with is psum
+    assert plan.out_dims == ((("x",), ()),)
+
+
+def test_data_parallel_matmul_needs_no_collective():
+    _, plan = _plan(lambda a, b: a @ b, ((8, 6), (("x",), ())), ((6, 5), ((), ())))
+    assert plan.eqns[0].combine == () and plan.out_dims == ((("x",), ()),)
+
+
+def test_a_reduction_over_a_split_dimension_is_combined_over_its_axes():
+    _, plan = _plan(lambda a: a.max(), ((4, 8), (("x",), ("y",))))
+    assert plan.eqns[-1].combine == ("x", "y") and plan.out_dims == ((),)
+
+
+def test_an_operation_without_a_rule_gathers_its_operands():
+    _, plan = _plan(lambda a: tnp.cumsum(a, 0), ((4, 8), (("x",), ("y",))))
+    assert plan.eqns[-1].in_dims == (((), ()),) and plan.out_dims == (((), ()),)
+
+
+def test_conflicting_free_dimensions_keep_the_lhs_axes():
+    # both operands' free dimensions split over x: the rhs is gathered, the result keeps lhs's
+    _, plan = _plan(lambda a, b: a @ b, ((4, 8), (("x",), ())), ((8, 6), ((), ("x",))))
+    assert plan.eqns[0].in_dims[1] == ((), ()) and plan.out_dims == ((("x",), ()),)
+
+
+@pytest.mark.parametrize("src,dst", [
+    ((("x",), ()), ((), ("y",))),
+    ((("x", "y"), ()), (("y",), ("x",))),
+    (((), ()), (("y", "x"), ())),
+])
+def test_reshard_moves_a_shard_between_layouts(src, dst):
+    # the per-shard reshard run under shard_map equals the NumPy array cut as dst says
+    from tracejit.compiler.sharding import reshard
+    from tracejit.transforms.spmd import run_sharded
+    x = np.arange(48.0, dtype=np.float32).reshape(8, 6)
+    got = tj.jit(lambda a: run_sharded(lambda s: [reshard(s, src, dst, SIZES)], [a], [src],
+                                       lambda: [dst], SIZES)[0])(x)
+    np.testing.assert_array_equal(np.asarray(got), x)
