@@ -21,7 +21,10 @@ def both(tmp_path_factory):
 CASES = ["elementwise", "broadcast_operand", "sum_all", "sum_rows", "max_cols",
          "mean_then_scale", "argmax", "transpose", "reshape_split", "reshape_merge",
          "broadcast_new_dim", "model_parallel_matmul", "unsharded_argument", "identity",
-         "data_parallel_mlp", "grad_w1", "grad_w2", "step_w1", "in_shardings"]
+         "data_parallel_mlp", "grad_w1", "grad_w2", "step_w1", "in_shardings",
+         "constraint", "constraint_unsharded_argument", "constraint_eager", "constraint_grad",
+         "explicit_elementwise", "explicit_sum", "explicit_transpose", "explicit_sum_rows",
+         "reshard_eager", "reshard_in_jit"]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -31,6 +34,23 @@ def test_sharded_jit_matches_jax(both, case):
     a, b = ours[case], theirs[case]
     assert a.shape == b.shape and a.dtype == b.dtype
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_the_abstract_mesh_under_set_mesh_is_jaxs(both):
+    ours, theirs = both
+    assert str(ours["abstract_mesh"]) == str(theirs["abstract_mesh"])
+
+
+def test_make_jaxpr_keeps_the_constraint_jit_partitions_by():
+    mesh = tj.sharding.Mesh(np.array(tj.devices()), ("b",),
+                            axis_types=(tj.sharding.AxisType.Auto,))
+    s = tj.sharding.NamedSharding(mesh, tj.P("b"))
+    f = lambda a: tj.lax.with_sharding_constraint(a * 2, s)  # noqa: E731
+    (eqn,) = [e for e in tj.make_jaxpr(f)(np.ones(4)).jaxpr.eqns if e.params.get("sharding")]
+    assert eqn.primitive.name == "sharding_constraint"
+    out = tj.jit(f)(np.arange(4.0))
+    np.testing.assert_array_equal(np.asarray(out), np.arange(4.0) * 2)
+    assert out.sharding.mesh == mesh
 
 
 def _plan(f, *shapes_and_dims):

@@ -72,4 +72,27 @@ record("step_w1", new["w1"])
 f = jax.jit(lambda a: a * 3, in_shardings=NamedSharding(line, P(None, "b")))
 record("in_shardings", f(np.arange(16.0, dtype=np.float32).reshape(4, 4)))
 
+# with_sharding_constraint (Auto axes) inside jit: the value resharded there
+auto = NamedSharding(line, P(None, "b"))
+xc = put(np.linspace(-2, 2, 32).reshape(8, 4), line, "b", None)
+record("constraint", jax.jit(lambda a: jax.lax.with_sharding_constraint(a * 2, auto) + 1)(xc))
+record("constraint_unsharded_argument", jax.jit(
+    lambda a: jax.lax.with_sharding_constraint(a * 2, NamedSharding(line, P("b"))))(
+        np.ones((4, 2), np.float32)))
+record("constraint_eager", jax.lax.with_sharding_constraint(np.ones((4, 2), np.float32),
+                                                            NamedSharding(line, P("b"))))
+record("constraint_grad", jax.jit(jax.grad(lambda a: jnp.sum(
+    jax.lax.with_sharding_constraint(jnp.sin(a), auto) ** 2)))(xc))
+
+# make_mesh: Explicit axes, the layout part of each result's type
+ex = put(np.arange(32.0).reshape(4, 8) / 8, explicit, "x")
+record("explicit_elementwise", jax.jit(lambda a: a * 2)(ex))
+record("explicit_sum", jax.jit(lambda a: a.sum(0))(ex))
+record("explicit_transpose", jax.jit(lambda a: a.T)(ex))
+record("explicit_sum_rows", jax.jit(lambda a: a.sum(1))(put(x, explicit, "x", "y")))
+with jax.set_mesh(explicit):
+    record("reshard_eager", jax.sharding.reshard(ex, P(None, "y")))
+    record("reshard_in_jit", jax.jit(lambda a: jax.sharding.reshard(a * 2, P("y", None)))(ex))
+    out["abstract_mesh"] = np.array(str(jax.sharding.get_abstract_mesh()))
+
 np.savez(sys.argv[1], **out)

@@ -5,7 +5,8 @@ collectives the per-shard program needs; `eval_partitioned` runs the jaxpr on on
 pieces with those collectives (under transforms/spmd.py's per-axis batch traces).
 
 The rules, as data flowing one way (a layout is `Dims`: per dimension, its mesh axes):
-- elementwise: the operands' layout (the first operand that splits a dimension decides it);
+- elementwise: the first operand's layout, with the others' axes on dimensions it leaves
+  whole;
 - broadcast_in_dim / reshape / transpose / squeeze: the operand's layout mapped to the result;
 - reductions (sum, max, min) over a split dimension: a partial reduction per shard, then
   psum / pmax / pmin over its axes; other reductions gather the reduced dimensions first;
@@ -27,6 +28,7 @@ from typing import Any, Callable, Sequence
 
 from ..core.jaxpr import Jaxpr, Literal
 from ..core.primitive import ELEMENTWISE
+from ..core.sharding import NamedSharding
 from ..core.trace import get_aval
 from ..lax import all_gather, axis_index, dynamic_slice_in_dim, pmax, pmin, psum
 from ..lax.call import pjit_p
@@ -34,6 +36,7 @@ from ..lax.linalg import dot_general_p
 from ..lax.reduce import (argmax_p, argmin_p, reduce_and_p, reduce_max_p, reduce_min_p,
                           reduce_or_p, reduce_prod_p, reduce_sum_p, reduce_xor_p)
 from ..lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p
+from ..lax.sharding import sharding_constraint_p
 from ..transforms.custom import custom_jvp_call_p, custom_vjp_call_p
 from ..transforms.spmd import Dims, dims_axes, local_shape, replicated
 
@@ -109,12 +112,12 @@ def _elementwise(eqn, dims: list, sizes: dict) -> EqnPlan | None:
     if any(v.aval.ndim and v.aval.shape != shape for v in eqn.invars) or \
             any(v.aval.shape != shape for v in eqn.outvars):
         return None
+    # the first operand's layout, and the others' axes where it leaves a dimension whole
+    ranked = [d for v, d in zip(eqn.invars, dims) if v.aval.ndim]
     used: set = set()
-    out = []
-    for k in range(len(shape)):
-        chosen = next((d[k] for v, d in zip(eqn.invars, dims) if v.aval.ndim and d[k]
-                       and not used.intersection(d[k])), ())
-        out.append(_free(chosen, used))
+    out = [_free(axes, used) for axes in ranked[0]] if ranked else [()] * len(shape)
+    for d in ranked[1:]:
+        out = [axes or _free(d[k], used) for k, axes in enumerate(out)]
     out = tuple(out)
     return EqnPlan(tuple(out if v.aval.ndim else None for v in eqn.invars),
                    (out,) * len(eqn.outvars))
@@ -216,6 +219,17 @@ def _dot_general(eqn, dims: list, sizes: dict) -> EqnPlan:
                    psum if combine else None)
 
 
+def _constraint(eqn, dims: list, sizes: dict) -> EqnPlan:
+    """with_sharding_constraint / reshard: the value resharded to the layout asked for."""
+    sharding, shape = eqn.params["sharding"], eqn.invars[0].aval.shape
+    if not isinstance(sharding, NamedSharding):
+        return EqnPlan((replicated(len(shape)),), (replicated(len(shape)),))
+    # a dimension its axes do not divide stays whole (JAX would pad the last shard)
+    want = tuple(axes if n % math.prod(sizes[a] for a in axes) == 0 else ()
+                 for n, axes in zip(shape, sharding._parts(len(shape))))
+    return EqnPlan((want,), (want,))
+
+
 def _call(body_param: str) -> Callable:
     """A call's body planned for its operands' layouts (no resharding at the boundary)."""
     def rule(eqn, dims: list, sizes: dict) -> EqnPlan:
@@ -229,10 +243,24 @@ _RULES: dict = {
     squeeze_p: _squeeze, dot_general_p: _dot_general,
     **{p: _reduction for p in (reduce_sum_p, reduce_max_p, reduce_min_p, reduce_prod_p,
                                reduce_and_p, reduce_or_p, reduce_xor_p, argmax_p, argmin_p)},
-    pjit_p: _call("jaxpr"), custom_jvp_call_p: _call("call_jaxpr"),
-    custom_vjp_call_p: _call("call_jaxpr"),
+    sharding_constraint_p: _constraint, pjit_p: _call("jaxpr"),
+    custom_jvp_call_p: _call("call_jaxpr"), custom_vjp_call_p: _call("call_jaxpr"),
 }
 _BODY = {pjit_p: "jaxpr", custom_jvp_call_p: "call_jaxpr", custom_vjp_call_p: "call_jaxpr"}
+
+
+def constraints(jaxpr: Jaxpr) -> list:
+    """The shardings of the sharding_constraint equations the pass plans (those of the
+    program and of the calls in it, outermost first)."""
+    found, todo = [], [jaxpr]
+    while todo:
+        for eqn in todo.pop(0).eqns:
+            if eqn.primitive is sharding_constraint_p and \
+                    isinstance(eqn.params["sharding"], NamedSharding):
+                found.append(eqn.params["sharding"])
+            elif eqn.primitive in _BODY:
+                todo.append(eqn.params[_BODY[eqn.primitive]].jaxpr)
+    return found
 
 
 # --- running the plan on one shard ----------------------------------------------------------
@@ -257,7 +285,9 @@ def eval_partitioned(jaxpr: Jaxpr, consts: Sequence, plan: Plan, sizes: dict,
     for eqn, ep in zip(jaxpr.eqns, plan.eqns):
         vals = [read(v) if want is None else reshard(read(v), dims_of(v), want, sizes)
                 for v, want in zip(eqn.invars, ep.in_dims)]
-        if ep.inner is not None:
+        if eqn.primitive is sharding_constraint_p:  # done by the resharding
+            outs = vals
+        elif ep.inner is not None:
             body = eqn.params[_BODY[eqn.primitive]]
             outs = eval_partitioned(body.jaxpr, body.consts, ep.inner, sizes, vals)
         else:
@@ -301,5 +331,5 @@ def reshard(x: Any, src: Dims, dst: Dims, sizes: dict) -> Any:
     return x
 
 
-__all__ = ["EqnPlan", "Plan", "Dims", "dims_axes", "eval_partitioned", "propagate_shardings",
-           "reshard"]
+__all__ = ["EqnPlan", "Plan", "Dims", "constraints", "dims_axes", "eval_partitioned",
+           "propagate_shardings", "reshard"]

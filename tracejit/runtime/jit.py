@@ -92,7 +92,7 @@ class _CacheEntry:
     """One traced signature of a jitted function and, once called, its executable."""
     __slots__ = ("closed", "in_tree", "out_tree", "executable", "in_avals", "arg_names",
                  "donated", "aliases", "consumed", "kept", "direct", "trace_key", "lock",
-                 "debug_checks", "last_use", "placement")
+                 "debug_checks", "last_use", "laid_out", "placement")
 
     def __init__(self, closed, in_tree, out_tree, in_avals, arg_names, donated):
         self.closed = closed
@@ -114,7 +114,10 @@ class _CacheEntry:
         self.debug_checks = (nans, infs) if nans or infs else None
         self.lock = threading.Lock()  # one thread compiles it; the others wait for that
         self.last_use = 0  # `_clock` at its last call: the least recently used is evicted
-        self.placement: list | None = None  # sharded jit: each output's sharding (or None)
+        # sharded jit (runtime/sharded.py): per argument leaf, the NamedSharding it is laid
+        # out as (None: no leaf is); once compiled, each output's sharding (None: unsharded)
+        self.laid_out: tuple | None = None
+        self.placement: list | None = None
 
 
 class _Traces:
@@ -228,7 +231,10 @@ def compile_entry(entry: _CacheEntry, backend: str | None, keep_unused: bool) ->
     """Compile a traced signature. Unless `keep_unused`, arguments the program never reads are
     left out of it (not passed, not donated), as JAX does; donated arguments are matched to
     outputs. Records on `entry` what a call then does with its argument leaves."""
-    closed, kept = entry.closed, None
+    # laid out over a mesh: the program run shard by shard (the traced jaxpr, which
+    # make_jaxpr and lowering show, keeps its sharding constraints)
+    closed, entry.placement = partition(entry.closed, entry.laid_out)
+    kept = None
     if not keep_unused:
         closed, kept = without_unused_args(closed)
     in_avals = entry.in_avals if kept is None else [entry.in_avals[i] for i in kept]
@@ -449,9 +455,7 @@ class Jitted:
             self._check_in_shardings(dyn_args)
             start = time.perf_counter()
             entry = self._stage(static, static_kw, in_tree, len(args), avals, arg_names)
-            if laid_out is not None:
-                entry.closed, entry.placement = partition(entry.closed, laid_out, self.fun_name,
-                                                          entry.closed.jaxpr.debug_info)
+            entry.laid_out = laid_out
             self._check_out_shardings(entry)
             if config.read("jax_log_compiles"):
                 explain.log_traced(self.fun_name, time.perf_counter() - start)

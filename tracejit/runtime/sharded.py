@@ -8,9 +8,9 @@ from typing import Any, Sequence
 
 from ..core.jaxpr import ClosedJaxpr, Literal
 from ..core.pytree import tree_flatten
-from ..core.sharding import NamedSharding, PartitionSpec, resolve_sharding
+from ..core.sharding import AxisType, NamedSharding, PartitionSpec, resolve_sharding
 from ..core.trace import trace_to_jaxpr
-from ..compiler.sharding import eval_partitioned, propagate_shardings
+from ..compiler.sharding import constraints, eval_partitioned, propagate_shardings
 from ..transforms.spmd import Dims, replicated, run_sharded
 
 
@@ -37,12 +37,12 @@ def leaf_shardings(in_shardings: Any, dyn_args: tuple, leaves: Sequence,
     return tuple(out) if any(s is not None for s in out) else None
 
 
-def _mesh_of(shardings: Sequence, avals: Sequence, fun_name: str):
-    meshes = {s.mesh for s in shardings if s is not None}
+def _mesh_of(shardings: Sequence, avals: Sequence, asked: list, fun_name: str):
+    meshes = {s.mesh for s in list(shardings) + asked if s is not None}
     if len(meshes) > 1:
         raise ValueError(f"Received incompatible devices for jitted computation {fun_name}: its "
-                         f"arguments are laid out over different meshes {sorted(map(str, meshes))}."
-                         f" device_put them onto one mesh first.")
+                         f"arguments and sharding constraints are laid out over different "
+                         f"meshes {sorted(map(str, meshes))}. Use one mesh for all of them.")
     mesh = meshes.pop()
     for s, aval in zip(shardings, avals):
         if s is not None:
@@ -54,13 +54,20 @@ def _mesh_of(shardings: Sequence, avals: Sequence, fun_name: str):
     return mesh
 
 
-def partition(closed: ClosedJaxpr, shardings: Sequence, fun_name: str,
-              debug: Any = None) -> tuple[ClosedJaxpr, list]:
+def partition(closed: ClosedJaxpr, shardings: Sequence | None
+              ) -> tuple[ClosedJaxpr, list | None]:
     """The program run shard by shard with the collectives its layout needs (one global
     program: the shards are the batch dimensions of the per-axis traces), and the sharding of
-    each output (None: not laid out, as a constant output in JAX)."""
+    each output (None: not laid out, as a constant output in JAX). A program with no argument
+    laid out over a mesh and no sharding constraint is returned as it is, with no shardings."""
+    asked = constraints(closed.jaxpr)
+    if shardings is None and not asked:
+        return closed, None
     avals = closed.in_avals
-    mesh = _mesh_of(shardings, avals, fun_name)
+    shardings = shardings or (None,) * len(avals)
+    debug = closed.jaxpr.debug_info
+    fun_name = getattr(debug, "fun_name", None) or "the jitted function"
+    mesh = _mesh_of(shardings, avals, asked, fun_name)
     sizes = dict(mesh.shape_tuple)
     in_dims = [tuple(s._parts(a.ndim)) if s is not None else replicated(a.ndim)
                for s, a in zip(shardings, avals)]
@@ -73,7 +80,10 @@ def partition(closed: ClosedJaxpr, shardings: Sequence, fun_name: str,
         return run_sharded(per_shard, leaves, in_dims, lambda: plan.out_dims, sizes)
 
     program = trace_to_jaxpr(sharded, avals, debug)
-    orig = next((s, a.ndim) for s, a in zip(shardings, avals) if s is not None)
+    # JAX reports the first argument's sharding itself for an output laid out alike; with
+    # no argument laid out, a spec read off the layout of each output
+    orig = next(((s, a.ndim) for s, a in zip(shardings, avals) if s is not None),
+                (asked[0] if asked else None, None))
     outs = [None if isinstance(v, Literal) else _out_sharding(mesh, d, sizes, orig)
             for v, d in zip(closed.jaxpr.outvars, plan.out_dims)]
     return program, outs
@@ -84,15 +94,17 @@ def _significant(dims: Dims, sizes: dict) -> tuple:
 
 
 def _out_sharding(mesh, dims: Dims, sizes: dict, orig: tuple) -> NamedSharding:
-    """JAX's report of an output's sharding: the first argument's sharding itself when the
-    layout is the same (same rank), else a spec read off the layout (axes of size 1 left out,
-    trailing unsplit dimensions dropped)."""
+    """JAX's report of an output's sharding. Over Explicit mesh axes, the layout is part of
+    the output's type: a spec with an entry per dimension. Otherwise (Auto axes, GSPMD) the
+    first argument's sharding itself when the layout is the same (same rank), else a spec
+    read off the layout: axes of size 1 left out, trailing unsplit dimensions dropped."""
     dims = _significant(dims, sizes)
     first, ndim = orig
-    if ndim == len(dims) and _significant(tuple(first._parts(ndim)), sizes) == dims:
+    explicit = AxisType.Explicit in mesh.axis_types
+    if not explicit and ndim == len(dims) and \
+            _significant(tuple(first._parts(ndim)), sizes) == dims:
         return first
     entries = [None if not axes else axes[0] if len(axes) == 1 else axes for axes in dims]
-    while entries and entries[-1] is None:
+    while entries and entries[-1] is None and not explicit:
         entries.pop()
     return NamedSharding(mesh, PartitionSpec(*entries))
-
