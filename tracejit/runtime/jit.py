@@ -334,7 +334,7 @@ class Jitted:
         self.keep_unused = bool(keep_unused)
         self.inline = bool(inline)
         self.backend = backend
-        # one device: shardings change no value; they are checked against each new signature
+        # checked against each new signature; in_shardings also partition the program
         check_sharding_leaves(in_shardings, "in_shardings")
         check_sharding_leaves(out_shardings, "out_shardings")
         self.in_shardings, self.out_shardings = in_shardings, out_shardings
@@ -667,8 +667,9 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Iterable[int] | No
         **unsupported: Any) -> Any:
     """Compile `fun`: trace it once per argument signature and run the compiled program.
 
-    Also usable as `@jit(static_argnums=...)` (decorator factory). `in_shardings` and
-    `out_shardings` are checked against the arguments and results (one device: no effect).
+    Also usable as `@jit(static_argnums=...)` (decorator factory). Arguments laid out over a
+    mesh (`in_shardings`, or the NamedSharding they carry) make the program run per shard with
+    the collectives its layout needs (runtime/sharded.py); `out_shardings` lay results out.
     """
     if unsupported:
         raise TypeError(f"jit() got unexpected keyword arguments {sorted(unsupported)}")
