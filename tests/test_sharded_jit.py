@@ -24,7 +24,8 @@ CASES = ["elementwise", "broadcast_operand", "sum_all", "sum_rows", "max_cols",
          "data_parallel_mlp", "grad_w1", "grad_w2", "step_w1", "in_shardings",
          "constraint", "constraint_unsharded_argument", "constraint_eager", "constraint_grad",
          "explicit_elementwise", "explicit_sum", "explicit_transpose", "explicit_sum_rows",
-         "reshard_eager", "reshard_in_jit"]
+         "reshard_eager", "reshard_in_jit", "cumsum_split_dim", "cumsum_whole_dim",
+         "sort_rows"]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -77,8 +78,14 @@ def test_a_reduction_over_a_split_dimension_is_combined_over_its_axes():
 
 
 def test_an_operation_without_a_rule_gathers_its_operands():
+    _, plan = _plan(lambda a: tnp.concatenate([a, a]), ((4, 8), (("x",), ("y",))))
+    assert plan.eqns[-1].in_dims == (((), ()),) * 2 and plan.out_dims == (((), ()),)
+
+
+def test_a_scan_along_a_split_dimension_gathers_it_and_cuts_the_result_back():
     _, plan = _plan(lambda a: tnp.cumsum(a, 0), ((4, 8), (("x",), ("y",))))
-    assert plan.eqns[-1].in_dims == (((), ()),) and plan.out_dims == (((), ()),)
+    assert plan.eqns[-1].in_dims == (((), ("y",)),)
+    assert plan.eqns[-1].computed == (((), ("y",)),) and plan.out_dims == ((("x",), ("y",)),)
 
 
 def test_conflicting_free_dimensions_keep_the_lhs_axes():

@@ -44,6 +44,9 @@ record("broadcast_new_dim", jax.jit(lambda a: jnp.broadcast_to(a[None], (3, 4, 8
 record("model_parallel_matmul", jax.jit(lambda a, b: a @ b)(x, w))
 record("unsharded_argument", jax.jit(lambda a, b: a + b)(x, np.ones((4, 8), np.float32)))
 record("identity", jax.jit(lambda a: a)(x))
+record("cumsum_split_dim", jax.jit(lambda a: jnp.cumsum(a, 0))(x))
+record("cumsum_whole_dim", jax.jit(lambda a: jnp.cumsum(a, 1))(put(x, mesh, "x")))
+record("sort_rows", jax.jit(lambda a: jnp.sort(jnp.sin(7 * a), 1))(x))
 
 # data-parallel MLP: the batch split over 'b', weights replicated
 xb = put(np.linspace(-2, 2, 48).reshape(8, 6), line, "b", None)

@@ -12,6 +12,8 @@ The rules, as data flowing one way (a layout is `Dims`: per dimension, its mesh 
   psum / pmax / pmin over its axes; other reductions gather the reduced dimensions first;
 - dot_general: batch and free dimensions keep their axes (data parallel); a split contracting
   dimension (model parallel) gives partial products, summed with psum;
+- scans, sorts, reversals: gathered along their dimensions, the result cut back to the
+  operands' layout;
 - calls (jit, custom_jvp/vjp): their bodies, planned for the operands' layouts;
 - anything else: its operands gathered (replicated) first, its results replicated.
 An operand whose layout differs from the one its rule wants is resharded first: all_gather of
@@ -35,7 +37,9 @@ from ..lax.call import pjit_p
 from ..lax.linalg import dot_general_p
 from ..lax.reduce import (argmax_p, argmin_p, reduce_and_p, reduce_max_p, reduce_min_p,
                           reduce_or_p, reduce_prod_p, reduce_sum_p, reduce_xor_p)
-from ..lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p
+from ..lax.cumulative import cumlogsumexp_p, cummax_p, cummin_p, cumprod_p, cumsum_p
+from ..lax.shape import broadcast_in_dim_p, reshape_p, rev_p, squeeze_p, transpose_p
+from ..lax.sorting import sort_p
 from ..lax.sharding import sharding_constraint_p
 from ..transforms.custom import custom_jvp_call_p, custom_vjp_call_p
 from ..transforms.spmd import Dims, dims_axes, local_shape, replicated
@@ -52,6 +56,7 @@ class EqnPlan:
     combine: tuple = ()
     combine_with: Callable | None = None
     inner: Plan | None = None
+    computed: tuple | None = None  # the results' layout as computed, when it is not out_dims
 
 
 @dataclass(frozen=True)
@@ -219,6 +224,25 @@ def _dot_general(eqn, dims: list, sizes: dict) -> EqnPlan:
                    psum if combine else None)
 
 
+def _along(param: str) -> Callable:
+    """Scans, sorts and reversals along the dimensions `param` names: those are gathered for
+    the operation, the others keep the operands' layout (as elementwise), and the results are
+    cut back to that layout afterwards, as GSPMD reports them."""
+    def rule(eqn, dims: list, sizes: dict) -> EqnPlan | None:
+        plan = _elementwise(eqn, dims, sizes)
+        if plan is None:
+            return None
+        along = eqn.params[param]
+        along = {along} if isinstance(along, int) else set(along)
+        layout = plan.out_dims[0]
+        work = tuple(() if k in along else axes for k, axes in enumerate(layout))
+        if work == layout:
+            return plan
+        return EqnPlan((work,) * len(eqn.invars), plan.out_dims,
+                       computed=(work,) * len(eqn.outvars))
+    return rule
+
+
 def _constraint(eqn, dims: list, sizes: dict) -> EqnPlan:
     """with_sharding_constraint / reshard: the value resharded to the layout asked for."""
     sharding, shape = eqn.params["sharding"], eqn.invars[0].aval.shape
@@ -243,6 +267,8 @@ _RULES: dict = {
     squeeze_p: _squeeze, dot_general_p: _dot_general,
     **{p: _reduction for p in (reduce_sum_p, reduce_max_p, reduce_min_p, reduce_prod_p,
                                reduce_and_p, reduce_or_p, reduce_xor_p, argmax_p, argmin_p)},
+    **{p: _along("axis") for p in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p)},
+    rev_p: _along("dimensions"), sort_p: _along("dimension"),
     sharding_constraint_p: _constraint, pjit_p: _call("jaxpr"),
     custom_jvp_call_p: _call("call_jaxpr"), custom_vjp_call_p: _call("call_jaxpr"),
 }
@@ -296,6 +322,8 @@ def eval_partitioned(jaxpr: Jaxpr, consts: Sequence, plan: Plan, sizes: dict,
                 outs = [outs]
         if ep.combine:
             outs = [ep.combine_with(o, ep.combine) for o in outs]
+        if ep.computed is not None:
+            outs = [reshard(o, c, d, sizes) for o, c, d in zip(outs, ep.computed, ep.out_dims)]
         env.update(zip(eqn.outvars, outs))
         layout.update(zip(eqn.outvars, ep.out_dims))
     return [reshard(read(v), dims_of(v), d, sizes) for v, d in zip(jaxpr.outvars, plan.out_dims)]
