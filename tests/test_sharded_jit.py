@@ -37,6 +37,13 @@ def test_sharded_jit_matches_jax(both, case):
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("case", ["uneven", "conflicting_in_shardings", "two_meshes"])
+def test_bad_layouts_raise_jaxs_errors(both, case):
+    ours, theirs = both
+    assert str(theirs["error_" + case]) != "no error"
+    assert str(ours["error_" + case]) == str(theirs["error_" + case])
+
+
 def test_the_abstract_mesh_under_set_mesh_is_jaxs(both):
     ours, theirs = both
     assert str(ours["abstract_mesh"]) == str(theirs["abstract_mesh"])

@@ -98,4 +98,29 @@ with jax.set_mesh(explicit):
     record("reshard_in_jit", jax.jit(lambda a: jax.sharding.reshard(a * 2, P("y", None)))(ex))
     out["abstract_mesh"] = np.array(str(jax.sharding.get_abstract_mesh()))
 
+# JAX's errors: uneven split, in_shardings against the argument's own, two meshes
+def double(a):
+    return a * 2
+
+
+def add(a, b):
+    return a + b
+
+
+first_two = Mesh(np.array(jax.devices()[:2]), ("b",))
+errors = {
+    "uneven": lambda: jax.jit(double, in_shardings=NamedSharding(line, P("b")))(
+        np.ones(6, np.float32)),
+    "conflicting_in_shardings": lambda: jax.jit(double, in_shardings=NamedSharding(
+        line, P("b")))(put(np.ones(8), line)),
+    "two_meshes": lambda: jax.jit(add)(put(np.ones(8), line, "b"),
+                                       put(np.ones(8), first_two, "b")),
+}
+for name, fn in errors.items():
+    try:
+        fn()
+        out["error_" + name] = np.array("no error")
+    except ValueError as e:
+        out["error_" + name] = np.array(f"{type(e).__name__}: {e}")
+
 np.savez(sys.argv[1], **out)

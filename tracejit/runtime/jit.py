@@ -35,7 +35,7 @@ from . import explain
 from .devices import place, to_array
 from .executable import Executable, compile_jaxpr
 from .jit_refs import call_with_refs
-from .sharded import leaf_shardings, partition
+from .sharded import check_layout, leaf_shardings, partition
 
 # --- argument handling ----------------------------------------------------------------------
 
@@ -453,6 +453,8 @@ class Jitted:
             # traced without the lock (tracing may jit other functions, in this thread or
             # another); when two threads trace one signature at once, the first stored wins
             self._check_in_shardings(dyn_args)
+            if laid_out is not None:
+                check_layout(laid_out, avals, arg_names, self.fun_name)
             start = time.perf_counter()
             entry = self._stage(static, static_kw, in_tree, len(args), avals, arg_names)
             entry.laid_out = laid_out

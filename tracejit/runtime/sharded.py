@@ -4,6 +4,7 @@ propagation) into a per-shard program with collectives, run over every shard
 (transforms/spmd.py), and its results carry the shardings JAX would report."""
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 from ..core.jaxpr import ClosedJaxpr, Literal
@@ -25,33 +26,77 @@ def leaf_shardings(in_shardings: Any, dyn_args: tuple, leaves: Sequence,
         k = 0
         for s, arg in zip(shardings, dyn_args):
             specs, treedef = tree_flatten(s, is_leaf=lambda x: x is None)
-            for spec, sub in zip(specs, treedef.flatten_up_to(arg)):
+            try:
+                subs = treedef.flatten_up_to(arg)
+            except (ValueError, TypeError):  # not a prefix: jit's check names the mismatch
+                return None
+            for spec, sub in zip(specs, subs):
                 n = len(tree_flatten(sub)[0])
                 given[k:k + n] = [resolve_sharding(spec, f"{fun_name} (jit in_shardings)")] * n
                 k += n
     out = []
     for s, x in zip(given, leaves):
-        if s is None:
-            s = getattr(x, "_sharding", None)
+        own = getattr(x, "_sharding", None)
+        if s is not None and isinstance(own, NamedSharding) and _differ(s, own, x.ndim):
+            raise ValueError(
+                f"Sharding passed to jit does not match the sharding on the respective arg. "
+                f"Got jit sharding: {s},\narg sharding: {own} for arg type: "
+                f"{_type(x.aval)}")
+        s = own if s is None else s
         out.append(s if isinstance(s, NamedSharding) else None)
     return tuple(out) if any(s is not None for s in out) else None
 
 
-def _mesh_of(shardings: Sequence, avals: Sequence, asked: list, fun_name: str):
+def _differ(a: NamedSharding, b: NamedSharding, ndim: int) -> bool:
+    return a.mesh != b.mesh or a._parts(ndim) != b._parts(ndim)
+
+
+class IndivisibleError(ValueError):
+    """A sharding that splits a dimension into pieces its size is not a multiple of."""
+
+
+def check_layout(shardings: Sequence, avals: Sequence, arg_names: Sequence[str],
+                 fun_name: str) -> None:
+    """JAX's errors for arguments laid out over different meshes, or split unevenly."""
+    first = None
+    for s, aval, name in zip(shardings, avals, arg_names):
+        if s is None:
+            continue
+        s.check_compatible_aval(aval.shape)
+        sizes = dict(s.mesh.shape_tuple)
+        factors = [math.prod(sizes[a] for a in axes) for axes in s._parts(aval.ndim)]
+        for d, (n, count) in enumerate(zip(aval.shape, factors)):
+            if n % count:
+                raise IndivisibleError(
+                    f"Sharding {s} implies that array axis {d} is partitioned {count} times, "
+                    f"but the dimension size is {n} (full shape: {aval.shape}, per-dimension "
+                    f"tiling factors: {factors} should evenly divide the shape)")
+        if first is None:
+            first = (s, aval, name)
+        elif s.mesh != first[0].mesh:
+            raise ValueError(
+                f"Received incompatible devices for jitted computation. Got argument "
+                f"{first[2]} of {fun_name} with shape {_type(first[1])} and with device ids "
+                f"{_ids(first[0])} on platform CPU and argument {name} of {fun_name} with "
+                f"shape {_type(aval)} and with device ids {_ids(s)} on platform CPU")
+
+
+def _type(aval) -> str:
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
+
+
+def _ids(s: NamedSharding) -> list:
+    return [d.id for d in s.mesh.devices.flat]
+
+
+def _mesh_of(shardings: Sequence, asked: list):
+    """The mesh of the arguments' and the sharding constraints' layouts (one, or an error)."""
     meshes = {s.mesh for s in list(shardings) + asked if s is not None}
     if len(meshes) > 1:
-        raise ValueError(f"Received incompatible devices for jitted computation {fun_name}: its "
-                         f"arguments and sharding constraints are laid out over different "
+        raise ValueError(f"Received incompatible devices for jitted computation: the arguments "
+                         f"and the sharding constraints inside are laid out over different "
                          f"meshes {sorted(map(str, meshes))}. Use one mesh for all of them.")
-    mesh = meshes.pop()
-    for s, aval in zip(shardings, avals):
-        if s is not None:
-            s.check_compatible_aval(aval.shape)
-            try:
-                s.shard_shape(aval.shape)
-            except ValueError as err:
-                raise ValueError(str(err).replace("device_put", f"jit({fun_name})")) from None
-    return mesh
+    return meshes.pop()
 
 
 def partition(closed: ClosedJaxpr, shardings: Sequence | None
@@ -66,8 +111,7 @@ def partition(closed: ClosedJaxpr, shardings: Sequence | None
     avals = closed.in_avals
     shardings = shardings or (None,) * len(avals)
     debug = closed.jaxpr.debug_info
-    fun_name = getattr(debug, "fun_name", None) or "the jitted function"
-    mesh = _mesh_of(shardings, avals, asked, fun_name)
+    mesh = _mesh_of(shardings, asked)
     sizes = dict(mesh.shape_tuple)
     in_dims = [tuple(s._parts(a.ndim)) if s is not None else replicated(a.ndim)
                for s, a in zip(shardings, avals)]
