@@ -37,6 +37,17 @@ def test_sharded_jit_matches_jax(both, case):
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+def test_control_flow_runs_gathered_with_jaxs_numbers(both):
+    ours, theirs = both
+    np.testing.assert_allclose(ours["fori_loop_values"], theirs["fori_loop_values"],
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_an_ahead_of_time_compiled_call_reports_the_sharding(both):
+    ours, theirs = both
+    assert str(ours["aot_compiled"]) == str(theirs["aot_compiled"])
+
+
 @pytest.mark.parametrize("case", ["uneven", "conflicting_in_shardings", "two_meshes"])
 def test_bad_layouts_raise_jaxs_errors(both, case):
     ours, theirs = both

@@ -98,6 +98,12 @@ with jax.set_mesh(explicit):
     record("reshard_in_jit", jax.jit(lambda a: jax.sharding.reshard(a * 2, P("y", None)))(ex))
     out["abstract_mesh"] = np.array(str(jax.sharding.get_abstract_mesh()))
 
+# control flow has no propagation rule: its operands are gathered (the numbers only are
+# compared: JAX keeps the loop carry split)
+out["fori_loop_values"] = np.asarray(jax.jit(lambda a: jax.lax.fori_loop(
+    0, 3, lambda i, c: jnp.cos(c) * 1.5 + a, a))(x))
+out["aot_compiled"] = np.array(str(jax.jit(lambda a: a.sum(1)).lower(x).compile()(x).sharding))
+
 # JAX's errors: uneven split, in_shardings against the argument's own, two meshes
 def double(a):
     return a * 2

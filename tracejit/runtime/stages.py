@@ -173,5 +173,7 @@ class Compiled(_Stage):
             raise TypeError("Argument types differ from the types for which this computation "
                             "was compiled. The mismatches are:\n" + "\n".join(mismatches))
         outs = execute(entry, self._executable, leaves)
+        if entry.placement is not None:  # sharded jit: results laid out as JAX reports them
+            outs = [o if s is None else o.placed(s) for o, s in zip(outs, entry.placement)]
         return tree_unflatten(entry.out_tree, outs)
 
