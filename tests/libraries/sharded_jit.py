@@ -47,6 +47,13 @@ record("identity", jax.jit(lambda a: a)(x))
 record("cumsum_split_dim", jax.jit(lambda a: jnp.cumsum(a, 0))(x))
 record("cumsum_whole_dim", jax.jit(lambda a: jnp.cumsum(a, 1))(put(x, mesh, "x")))
 record("sort_rows", jax.jit(lambda a: jnp.sort(jnp.sin(7 * a), 1))(x))
+record("slice_stride", jax.jit(lambda a: a[::2])(x))
+record("slice_uneven", jax.jit(lambda a: a[1:4, 2:6])(x))
+record("pad", jax.jit(lambda a: jnp.pad(a, ((1, 1), (0, 0))))(x))
+record("concatenate", jax.jit(lambda a: jnp.concatenate([a, a * 2], 1))(x))
+record("dynamic_slice", jax.jit(lambda a: jax.lax.dynamic_slice(a, (2, 0), (2, 8)))(x))
+record("index", jax.jit(lambda a: a[3])(x))
+record("top_k", jax.jit(lambda a: jax.lax.top_k(jnp.cos(5 * a), 2)[0])(x))
 
 # data-parallel MLP: the batch split over 'b', weights replicated
 xb = put(np.linspace(-2, 2, 48).reshape(8, 6), line, "b", None)

@@ -13,7 +13,8 @@ The rules, as data flowing one way (a layout is `Dims`: per dimension, its mesh 
 - dot_general: batch and free dimensions keep their axes (data parallel); a split contracting
   dimension (model parallel) gives partial products, summed with psum;
 - scans, sorts, reversals: gathered along their dimensions, the result cut back to the
-  operands' layout;
+  operands' layout; slices, pads, concatenations: computed gathered, the result cut back to
+  the first operand's layout where its axes divide the result;
 - calls (jit, custom_jvp/vjp): their bodies, planned for the operands' layouts;
 - anything else: its operands gathered (replicated) first, its results replicated.
 An operand whose layout differs from the one its rule wants is resharded first: all_gather of
@@ -38,8 +39,10 @@ from ..lax.linalg import dot_general_p
 from ..lax.reduce import (argmax_p, argmin_p, reduce_and_p, reduce_max_p, reduce_min_p,
                           reduce_or_p, reduce_prod_p, reduce_sum_p, reduce_xor_p)
 from ..lax.cumulative import cumlogsumexp_p, cummax_p, cummin_p, cumprod_p, cumsum_p
-from ..lax.shape import broadcast_in_dim_p, reshape_p, rev_p, squeeze_p, transpose_p
-from ..lax.sorting import sort_p
+from ..lax.indexing import dynamic_slice_p, dynamic_update_slice_p
+from ..lax.shape import (broadcast_in_dim_p, concatenate_p, pad_p, reshape_p, rev_p, slice_p,
+                         squeeze_p, transpose_p)
+from ..lax.sorting import sort_p, top_k_p
 from ..lax.sharding import sharding_constraint_p
 from ..transforms.custom import custom_jvp_call_p, custom_vjp_call_p
 from ..transforms.spmd import Dims, dims_axes, local_shape, replicated
@@ -243,6 +246,25 @@ def _along(param: str) -> Callable:
     return rule
 
 
+def _cut_back(eqn, dims: list, sizes: dict) -> EqnPlan | None:
+    """Slices, pads, concatenations: computed on gathered operands, the result then cut to
+    the first operand's layout on each dimension its axes divide (GSPMD keeps it there)."""
+    first, out_shape = dims[0], eqn.outvars[0].aval.shape
+    if len(first) != len(out_shape):
+        return None
+    want = tuple(axes if n % math.prod(sizes[a] for a in axes) == 0 else ()
+                 for n, axes in zip(out_shape, first))
+    plan = _gathered(eqn)
+    return plan if want == plan.out_dims[0] else \
+        EqnPlan(plan.in_dims, (want,), computed=plan.out_dims)
+
+
+def _top_k(eqn, dims: list, sizes: dict) -> EqnPlan:
+    """top_k works along the last dimension: that one gathered, the others keep their axes."""
+    src = tuple(dims[0][:-1]) + ((),)
+    return EqnPlan((src,), (src,) * len(eqn.outvars))
+
+
 def _constraint(eqn, dims: list, sizes: dict) -> EqnPlan:
     """with_sharding_constraint / reshard: the value resharded to the layout asked for."""
     sharding, shape = eqn.params["sharding"], eqn.invars[0].aval.shape
@@ -268,7 +290,9 @@ _RULES: dict = {
     **{p: _reduction for p in (reduce_sum_p, reduce_max_p, reduce_min_p, reduce_prod_p,
                                reduce_and_p, reduce_or_p, reduce_xor_p, argmax_p, argmin_p)},
     **{p: _along("axis") for p in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p)},
-    rev_p: _along("dimensions"), sort_p: _along("dimension"),
+    rev_p: _along("dimensions"), sort_p: _along("dimension"), top_k_p: _top_k,
+    **{p: _cut_back for p in (slice_p, pad_p, concatenate_p, dynamic_slice_p,
+                              dynamic_update_slice_p)},
     sharding_constraint_p: _constraint, pjit_p: _call("jaxpr"),
     custom_jvp_call_p: _call("call_jaxpr"), custom_vjp_call_p: _call("call_jaxpr"),
 }
