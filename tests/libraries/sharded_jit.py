@@ -10,7 +10,7 @@ jax.config.update("jax_num_cpu_devices", 4)
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
 mesh = Mesh(np.array(jax.devices()).reshape(2, 2), ("x", "y"))
 line = Mesh(np.array(jax.devices()), ("b",))
@@ -77,6 +77,7 @@ record("grad_w2", grads["w2"])
 step = jax.jit(lambda p, a, y: jax.tree.map(lambda v, g: v - 0.1 * g, p, jax.grad(loss)(p, a, y)))
 new = step(params, xb, yb)
 record("step_w1", new["w1"])
+record("remat_grad_w1", jax.jit(jax.grad(jax.checkpoint(loss)))(params, xb, yb)["w1"])
 
 # in_shardings place plain arrays
 f = jax.jit(lambda a: a * 3, in_shardings=NamedSharding(line, P(None, "b")))

@@ -15,7 +15,7 @@ The rules, as data flowing one way (a layout is `Dims`: per dimension, its mesh 
 - scans, sorts, reversals: gathered along their dimensions, the result cut back to the
   operands' layout; slices, pads, concatenations: computed gathered, the result cut back to
   the first operand's layout where its axes divide the result;
-- calls (jit, custom_jvp/vjp): their bodies, planned for the operands' layouts;
+- calls (jit, custom_jvp/vjp, checkpoint): their bodies, planned for the operands' layouts;
 - anything else: its operands gathered (replicated) first, its results replicated.
 An operand whose layout differs from the one its rule wants is resharded first: all_gather of
 the dimensions losing axes, then a slice (at the shard's axis_index) of those gaining them.
@@ -44,7 +44,7 @@ from ..lax.shape import (broadcast_in_dim_p, concatenate_p, pad_p, reshape_p, re
                          squeeze_p, transpose_p)
 from ..lax.sorting import sort_p, top_k_p
 from ..lax.sharding import sharding_constraint_p
-from ..transforms.custom import custom_jvp_call_p, custom_vjp_call_p
+from ..transforms.custom import checkpoint_p, custom_jvp_call_p, custom_vjp_call_p
 from ..transforms.spmd import Dims, dims_axes, local_shape, replicated
 
 
@@ -295,8 +295,10 @@ _RULES: dict = {
                               dynamic_update_slice_p)},
     sharding_constraint_p: _constraint, pjit_p: _call("jaxpr"),
     custom_jvp_call_p: _call("call_jaxpr"), custom_vjp_call_p: _call("call_jaxpr"),
+    checkpoint_p: _call("jaxpr"),
 }
-_BODY = {pjit_p: "jaxpr", custom_jvp_call_p: "call_jaxpr", custom_vjp_call_p: "call_jaxpr"}
+_BODY = {pjit_p: "jaxpr", custom_jvp_call_p: "call_jaxpr", custom_vjp_call_p: "call_jaxpr",
+         checkpoint_p: "jaxpr"}
 
 
 def constraints(jaxpr: Jaxpr) -> list:
