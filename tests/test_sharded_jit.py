@@ -56,9 +56,12 @@ def test_bad_layouts_raise_jaxs_errors(both, case):
     assert str(ours["error_" + case]) == str(theirs["error_" + case])
 
 
-def test_the_abstract_mesh_under_set_mesh_is_jaxs(both):
+@pytest.mark.parametrize("key", ["abstract_mesh", "use_abstract_mesh",
+                                 "after_use_abstract_mesh"])
+def test_the_abstract_mesh_in_effect_is_jaxs(both, key):
+    # under set_mesh, then under use_abstract_mesh inside it, then after that block
     ours, theirs = both
-    assert str(ours["abstract_mesh"]) == str(theirs["abstract_mesh"])
+    assert str(ours[key]) == str(theirs[key])
 
 
 def test_make_jaxpr_keeps_the_constraint_jit_partitions_by():

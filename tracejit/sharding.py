@@ -10,7 +10,7 @@ from .lax.sharding import constrain
 from .core.sharding import (AbstractDevice, AbstractMesh, AxisType,  # noqa: F401
                             DuplicateSpecError, Mesh, NamedSharding, PartitionSpec, Sharding,
                             SingleDeviceSharding, check_shardings, get_abstract_mesh, get_mesh,
-                            set_mesh)
+                            set_mesh, use_abstract_mesh)
 
 
 def make_single_device_sharding(device: Device, *, memory_kind: str | None = None
@@ -27,4 +27,4 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
 
 __all__ = ["AbstractDevice", "AbstractMesh", "AxisType", "Mesh", "NamedSharding",
            "PartitionSpec", "Sharding", "SingleDeviceSharding", "get_abstract_mesh", "get_mesh",
-           "make_single_device_sharding", "reshard", "set_mesh"]
+           "make_single_device_sharding", "reshard", "set_mesh", "use_abstract_mesh"]

@@ -105,6 +105,9 @@ with jax.set_mesh(explicit):
     record("reshard_eager", jax.sharding.reshard(ex, P(None, "y")))
     record("reshard_in_jit", jax.jit(lambda a: jax.sharding.reshard(a * 2, P("y", None)))(ex))
     out["abstract_mesh"] = np.array(str(jax.sharding.get_abstract_mesh()))
+    with jax.sharding.use_abstract_mesh(jax.sharding.AbstractMesh((4,), ("z",))):
+        out["use_abstract_mesh"] = np.array(str(jax.sharding.get_abstract_mesh()))
+    out["after_use_abstract_mesh"] = np.array(str(jax.sharding.get_abstract_mesh()))
 
 # control flow has no propagation rule: its operands are gathered (the numbers only are
 # compared: JAX keeps the loop carry split)
