@@ -35,7 +35,7 @@ from . import explain
 from .devices import place, to_array
 from .executable import Executable, compile_jaxpr
 from .jit_refs import call_with_refs
-from .sharded import check_layout, leaf_shardings, partition
+from .sharded import check_layout, lay_out, leaf_shardings, partition
 
 # --- argument handling ----------------------------------------------------------------------
 
@@ -576,7 +576,7 @@ class Jitted:
         if entry.debug_checks is not None:
             self._check_outputs(entry, leaves, outs)
         if entry.placement is not None:
-            outs = [o if s is None else o.placed(s) for o, s in zip(outs, entry.placement)]
+            outs = lay_out(outs, entry.placement, leaves)
         result = outs[0] if entry.out_tree is _SINGLE_LEAF else \
             tree_unflatten(entry.out_tree, outs)
         return result if self.out_shardings is None else place(result, self.out_shardings)

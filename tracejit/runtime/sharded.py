@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
+from ..core.array import Array
 from ..core.jaxpr import ClosedJaxpr, Literal
 from ..core.pytree import tree_flatten
 from ..core.sharding import AxisType, NamedSharding, PartitionSpec, resolve_sharding
@@ -152,3 +153,19 @@ def _out_sharding(mesh, dims: Dims, sizes: dict, orig: tuple) -> NamedSharding:
     while entries and entries[-1] is None and not explicit:
         entries.pop()
     return NamedSharding(mesh, PartitionSpec(*entries))
+
+
+def lay_out(outs: list, placement: list, leaves: Sequence) -> list:
+    """A sharded program's results marked with the shardings JAX reports. A result the call
+    made is marked in place (no copy per call); one that is an argument itself (the program
+    returned it) is copied, so the argument keeps its own sharding."""
+    args = {id(x) for x in leaves}
+    laid = []
+    for o, s in zip(outs, placement):
+        if s is not None and type(o) is Array:
+            if id(o) in args:
+                o = o.placed(s)
+            else:
+                o._sharding = s  # a fresh result: its only owner is this call's caller
+        laid.append(o)
+    return laid

@@ -11,6 +11,7 @@ from ..core.pytree import tree_flatten, tree_unflatten
 from ..core.trace import get_aval
 from .executable import Executable
 from .jit import compile_entry, execute, without_unused_args
+from .sharded import lay_out
 
 
 class ArgInfo:
@@ -174,6 +175,6 @@ class Compiled(_Stage):
                             "was compiled. The mismatches are:\n" + "\n".join(mismatches))
         outs = execute(entry, self._executable, leaves)
         if entry.placement is not None:  # sharded jit: results laid out as JAX reports them
-            outs = [o if s is None else o.placed(s) for o, s in zip(outs, entry.placement)]
+            outs = lay_out(outs, entry.placement, leaves)
         return tree_unflatten(entry.out_tree, outs)
 
