@@ -26,7 +26,7 @@ CASES = ["elementwise", "broadcast_operand", "sum_all", "sum_rows", "max_cols",
          "explicit_elementwise", "explicit_sum", "explicit_transpose", "explicit_sum_rows",
          "reshard_eager", "reshard_in_jit", "cumsum_split_dim", "cumsum_whole_dim",
          "sort_rows", "slice_stride", "slice_uneven", "pad", "concatenate", "dynamic_slice",
-         "index", "top_k"]
+         "index", "top_k", "embedding_lookup", "embedding_grad", "select_columns"]
 
 
 @pytest.mark.parametrize("case", CASES)

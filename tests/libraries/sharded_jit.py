@@ -79,6 +79,13 @@ new = step(params, xb, yb)
 record("step_w1", new["w1"])
 record("remat_grad_w1", jax.jit(jax.grad(jax.checkpoint(loss)))(params, xb, yb)["w1"])
 
+# an embedding lookup on batch-split tokens, its gradient, a column selection
+emb = put(np.linspace(-1, 1, 30).reshape(10, 3), line)
+tokens = jax.device_put(np.arange(16).reshape(8, 2) * 3 % 10, NamedSharding(line, P("b", None)))
+record("embedding_lookup", jax.jit(lambda e, t: e[t])(emb, tokens))
+record("embedding_grad", jax.jit(jax.grad(lambda e, t: jnp.sum(jnp.tanh(e[t]) ** 2)))(emb, tokens))
+record("select_columns", jax.jit(lambda a: a[:, jnp.array([1, 3])])(xb))
+
 # in_shardings place plain arrays
 f = jax.jit(lambda a: a * 3, in_shardings=NamedSharding(line, P(None, "b")))
 record("in_shardings", f(np.arange(16.0, dtype=np.float32).reshape(4, 4)))

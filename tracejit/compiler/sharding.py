@@ -15,6 +15,7 @@ The rules, as data flowing one way (a layout is `Dims`: per dimension, its mesh 
 - scans, sorts, reversals: gathered along their dimensions, the result cut back to the
   operands' layout; slices, pads, concatenations: computed gathered, the result cut back to
   the first operand's layout where its axes divide the result;
+- gather: the indices' batch dimensions and the operand's whole dimensions keep their axes;
 - calls (jit, custom_jvp/vjp, checkpoint): their bodies, planned for the operands' layouts;
 - anything else: its operands gathered (replicated) first, its results replicated.
 An operand whose layout differs from the one its rule wants is resharded first: all_gather of
@@ -39,7 +40,7 @@ from ..lax.linalg import dot_general_p
 from ..lax.reduce import (argmax_p, argmin_p, reduce_and_p, reduce_max_p, reduce_min_p,
                           reduce_or_p, reduce_prod_p, reduce_sum_p, reduce_xor_p)
 from ..lax.cumulative import cumlogsumexp_p, cummax_p, cummin_p, cumprod_p, cumsum_p
-from ..lax.indexing import dynamic_slice_p, dynamic_update_slice_p
+from ..lax.indexing import dynamic_slice_p, dynamic_update_slice_p, gather_p
 from ..lax.shape import (broadcast_in_dim_p, concatenate_p, pad_p, reshape_p, rev_p, slice_p,
                          squeeze_p, transpose_p)
 from ..lax.sorting import sort_p, top_k_p
@@ -259,6 +260,26 @@ def _cut_back(eqn, dims: list, sizes: dict) -> EqnPlan | None:
         EqnPlan(plan.in_dims, (want,), computed=plan.out_dims)
 
 
+def _gather(eqn, dims: list, sizes: dict) -> EqnPlan | None:
+    """Indexing (an embedding lookup, `x[:, idx]`): the indices' batch dimensions keep their
+    axes (data parallel), and so do operand dimensions taken whole (passed through to the
+    result); the indexed operand dimensions are gathered."""
+    dn, slice_sizes = eqn.params["dimension_numbers"], eqn.params["slice_sizes"]
+    if dn.operand_batching_dims:
+        return None
+    (operand, indices), out_v = eqn.invars, eqn.outvars[0]
+    used: set = set()
+    src = tuple(_free(axes, used) if d not in dn.start_index_map and
+                d not in dn.collapsed_slice_dims and slice_sizes[d] == operand.aval.shape[d]
+                else () for d, axes in enumerate(dims[0]))
+    idx = tuple(_free(axes, used) for axes in dims[1][:-1]) + ((),)
+    kept = iter(src[d] for d in range(operand.aval.ndim) if d not in dn.collapsed_slice_dims)
+    batch = iter(idx[:-1])
+    out = tuple(next(kept) if k in dn.offset_dims else next(batch)
+                for k in range(out_v.aval.ndim))
+    return EqnPlan((src, idx), (out,))
+
+
 def _top_k(eqn, dims: list, sizes: dict) -> EqnPlan:
     """top_k works along the last dimension: that one gathered, the others keep their axes."""
     src = tuple(dims[0][:-1]) + ((),)
@@ -291,6 +312,7 @@ _RULES: dict = {
                                reduce_and_p, reduce_or_p, reduce_xor_p, argmax_p, argmin_p)},
     **{p: _along("axis") for p in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p)},
     rev_p: _along("dimensions"), sort_p: _along("dimension"), top_k_p: _top_k,
+    gather_p: _gather,
     **{p: _cut_back for p in (slice_p, pad_p, concatenate_p, dynamic_slice_p,
                               dynamic_update_slice_p)},
     sharding_constraint_p: _constraint, pjit_p: _call("jaxpr"),
@@ -362,6 +384,9 @@ def _local_params(eqn, ep: EqnPlan, sizes: dict) -> dict:
         return dict(eqn.params, shape=local_shape(out_v.aval.shape, out_d, sizes))
     if eqn.primitive is reshape_p:
         return dict(eqn.params, new_sizes=local_shape(out_v.aval.shape, out_d, sizes))
+    if eqn.primitive is gather_p:  # operand dimensions taken whole: the shard's whole
+        return dict(eqn.params, slice_sizes=local_shape(eqn.params["slice_sizes"],
+                                                        ep.in_dims[0], sizes))
     return eqn.params
 
 
