@@ -102,8 +102,9 @@ def test_a_reduction_over_a_split_dimension_is_combined_over_its_axes():
 
 
 def test_an_operation_without_a_rule_gathers_its_operands():
-    plan = _plan(lambda a: a[np.array([0, 3])], ((4, 8), (("x",), ("y",))))
-    assert plan.eqns[-1].in_dims[0] == ((), ()) and plan.out_dims == (((), ()),)
+    plan = _plan(lambda a: tj.lax.cond(a.sum() > 0, lambda b: b * 2, lambda b: b, a),
+                 ((4, 8), (("x",), ("y",))))
+    assert plan.eqns[-1].in_dims[-1] == ((), ()) and plan.out_dims == (((), ()),)
 
 
 def test_a_scan_along_a_split_dimension_gathers_it_and_cuts_the_result_back():
