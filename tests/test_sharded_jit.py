@@ -26,7 +26,8 @@ CASES = ["elementwise", "broadcast_operand", "sum_all", "sum_rows", "max_cols",
          "explicit_elementwise", "explicit_sum", "explicit_transpose", "explicit_sum_rows",
          "reshard_eager", "reshard_in_jit", "cumsum_split_dim", "cumsum_whole_dim",
          "sort_rows", "slice_stride", "slice_uneven", "pad", "concatenate", "dynamic_slice",
-         "index", "top_k", "embedding_lookup", "embedding_grad", "select_columns"]
+         "index", "top_k", "embedding_lookup", "embedding_grad", "select_columns",
+         "fori_loop", "while_loop", "scan_carry"]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -38,7 +39,7 @@ def test_sharded_jit_matches_jax(both, case):
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
-def test_control_flow_runs_gathered_with_jaxs_numbers(both):
+def test_a_loop_runs_gathered_with_jaxs_numbers(both):
     ours, theirs = both
     np.testing.assert_allclose(ours["fori_loop_values"], theirs["fori_loop_values"],
                                rtol=1e-5, atol=1e-6)

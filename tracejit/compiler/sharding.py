@@ -15,6 +15,7 @@ The rules, as data flowing one way (a layout is `Dims`: per dimension, its mesh 
 - scans, sorts, reversals: gathered along their dimensions, the result cut back to the
   operands' layout; slices, pads, concatenations: computed gathered, the result cut back to
   the first operand's layout where its axes divide the result;
+- while / scan: run gathered, each final carry cut back to its initial value's layout;
 - gather: the indices' batch dimensions and the operand's whole dimensions keep their axes;
 - calls (jit, custom_jvp/vjp, checkpoint): their bodies, planned for the operands' layouts;
 - anything else: its operands gathered (replicated) first, its results replicated.
@@ -39,6 +40,7 @@ from ..lax.call import pjit_p
 from ..lax.linalg import dot_general_p
 from ..lax.reduce import (argmax_p, argmin_p, reduce_and_p, reduce_max_p, reduce_min_p,
                           reduce_or_p, reduce_prod_p, reduce_sum_p, reduce_xor_p)
+from ..lax.control_flow import scan_p, while_p
 from ..lax.cumulative import cumlogsumexp_p, cummax_p, cummin_p, cumprod_p, cumsum_p
 from ..lax.indexing import dynamic_slice_p, dynamic_update_slice_p, gather_p
 from ..lax.shape import (broadcast_in_dim_p, concatenate_p, pad_p, reshape_p, rev_p, slice_p,
@@ -267,7 +269,7 @@ def _gather(eqn, dims: list, sizes: dict) -> EqnPlan | None:
     dn, slice_sizes = eqn.params["dimension_numbers"], eqn.params["slice_sizes"]
     if dn.operand_batching_dims:
         return None
-    (operand, indices), out_v = eqn.invars, eqn.outvars[0]
+    operand, out_v = eqn.invars[0], eqn.outvars[0]
     used: set = set()
     src = tuple(_free(axes, used) if d not in dn.start_index_map and
                 d not in dn.collapsed_slice_dims and slice_sizes[d] == operand.aval.shape[d]
@@ -278,6 +280,21 @@ def _gather(eqn, dims: list, sizes: dict) -> EqnPlan | None:
     out = tuple(next(kept) if k in dn.offset_dims else next(batch)
                 for k in range(out_v.aval.ndim))
     return EqnPlan((src, idx), (out,))
+
+
+def _loop(eqn, dims: list, sizes: dict) -> EqnPlan | None:
+    """while / scan: the loop runs on gathered operands (its body is not partitioned), and
+    each final carry is cut back to its initial value's layout (GSPMD keeps a loop carry's
+    layout through the iterations); scanned outputs come out whole."""
+    p = eqn.params
+    if eqn.primitive is while_p:
+        first, count = p["cond_nconsts"] + p["body_nconsts"], len(eqn.outvars)
+    else:
+        first, count = p["num_consts"], p["num_carry"]
+    plan = _gathered(eqn)
+    want = tuple(dims[first:first + count]) + plan.out_dims[count:]
+    return plan if want == plan.out_dims else \
+        EqnPlan(plan.in_dims, want, computed=plan.out_dims)
 
 
 def _top_k(eqn, dims: list, sizes: dict) -> EqnPlan:
@@ -312,7 +329,7 @@ _RULES: dict = {
                                reduce_and_p, reduce_or_p, reduce_xor_p, argmax_p, argmin_p)},
     **{p: _along("axis") for p in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p)},
     rev_p: _along("dimensions"), sort_p: _along("dimension"), top_k_p: _top_k,
-    gather_p: _gather,
+    gather_p: _gather, while_p: _loop, scan_p: _loop,
     **{p: _cut_back for p in (slice_p, pad_p, concatenate_p, dynamic_slice_p,
                               dynamic_update_slice_p)},
     sharding_constraint_p: _constraint, pjit_p: _call("jaxpr"),
