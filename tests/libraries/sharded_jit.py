@@ -124,6 +124,7 @@ record("fori_loop", jax.jit(lambda a: jax.lax.fori_loop(
     0, 3, lambda i, c: jnp.cos(c) * 1.5 + a, a))(x))
 record("while_loop", jax.jit(lambda a: jax.lax.while_loop(
     lambda c: c[1] < 3, lambda c: (jnp.sin(c[0]) + a, c[1] + 1), (a, 0))[0])(x))
+record("cond", jax.jit(lambda a: jax.lax.cond(a[0, 0] > 0, lambda b: b * 2, jnp.sin, a))(x))
 record("scan_carry", jax.jit(lambda a: jax.lax.scan(
     lambda c, r: (c * 0.5 + r, c.sum()), a[0], a)[0])(put(x, mesh, None, "y")))
 out["aot_compiled"] = np.array(str(jax.jit(lambda a: a.sum(1)).lower(x).compile()(x).sharding))

@@ -15,7 +15,8 @@ The rules, as data flowing one way (a layout is `Dims`: per dimension, its mesh 
 - scans, sorts, reversals: gathered along their dimensions, the result cut back to the
   operands' layout; slices, pads, concatenations: computed gathered, the result cut back to
   the first operand's layout where its axes divide the result;
-- while / scan: run gathered, each final carry cut back to its initial value's layout;
+- while / scan: run gathered, each final carry cut back to its initial value's layout; cond:
+  run gathered, each result cut back to the layout of the first operand of its shape;
 - gather: the indices' batch dimensions and the operand's whole dimensions keep their axes;
 - calls (jit, custom_jvp/vjp, checkpoint): their bodies, planned for the operands' layouts;
 - anything else: its operands gathered (replicated) first, its results replicated.
@@ -40,7 +41,7 @@ from ..lax.call import pjit_p
 from ..lax.linalg import dot_general_p
 from ..lax.reduce import (argmax_p, argmin_p, reduce_and_p, reduce_max_p, reduce_min_p,
                           reduce_or_p, reduce_prod_p, reduce_sum_p, reduce_xor_p)
-from ..lax.control_flow import scan_p, while_p
+from ..lax.control_flow import cond_p, scan_p, while_p
 from ..lax.cumulative import cumlogsumexp_p, cummax_p, cummin_p, cumprod_p, cumsum_p
 from ..lax.indexing import dynamic_slice_p, dynamic_update_slice_p, gather_p
 from ..lax.shape import (broadcast_in_dim_p, concatenate_p, pad_p, reshape_p, rev_p, slice_p,
@@ -297,6 +298,18 @@ def _loop(eqn, dims: list, sizes: dict) -> EqnPlan | None:
         EqnPlan(plan.in_dims, want, computed=plan.out_dims)
 
 
+def _cond(eqn, dims: list, sizes: dict) -> EqnPlan:
+    """cond: the branch runs on gathered operands, and each result is cut back to the layout
+    of the first operand of its shape (a branch that keeps its operand's shape, the common
+    case, keeps its layout in GSPMD); other results come out whole."""
+    plan = _gathered(eqn)
+    ops = list(zip(eqn.invars[1:], dims[1:]))
+    want = tuple(next((d for v, d in ops if v.aval.shape == out.aval.shape), whole)
+                 for out, whole in zip(eqn.outvars, plan.out_dims))
+    return plan if want == plan.out_dims else \
+        EqnPlan(plan.in_dims, want, computed=plan.out_dims)
+
+
 def _top_k(eqn, dims: list, sizes: dict) -> EqnPlan:
     """top_k works along the last dimension: that one gathered, the others keep their axes."""
     src = tuple(dims[0][:-1]) + ((),)
@@ -329,7 +342,7 @@ _RULES: dict = {
                                reduce_and_p, reduce_or_p, reduce_xor_p, argmax_p, argmin_p)},
     **{p: _along("axis") for p in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p)},
     rev_p: _along("dimensions"), sort_p: _along("dimension"), top_k_p: _top_k,
-    gather_p: _gather, while_p: _loop, scan_p: _loop,
+    gather_p: _gather, while_p: _loop, scan_p: _loop, cond_p: _cond,
     **{p: _cut_back for p in (slice_p, pad_p, concatenate_p, dynamic_slice_p,
                               dynamic_update_slice_p)},
     sharding_constraint_p: _constraint, pjit_p: _call("jaxpr"),
