@@ -86,6 +86,20 @@ record("embedding_lookup", jax.jit(lambda e, t: e[t])(emb, tokens))
 record("embedding_grad", jax.jit(jax.grad(lambda e, t: jnp.sum(jnp.tanh(e[t]) ** 2)))(emb, tokens))
 record("select_columns", jax.jit(lambda a: a[:, jnp.array([1, 3])])(xb))
 
+# a data-parallel convolution (NHWC images split over the batch) and its kernel gradient
+images = put(np.linspace(-1, 1, 8 * 5 * 5 * 2).reshape(8, 5, 5, 2), line, "b")
+kernel = put(np.linspace(1, -1, 3 * 3 * 2 * 4).reshape(3, 3, 2, 4), line)
+
+
+def conv(k, im):
+    return jax.lax.conv_general_dilated(im, k, (1, 1), "SAME",
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
+record("conv", jax.jit(conv)(kernel, images))
+record("conv_kernel_grad", jax.jit(jax.grad(lambda k, im: jnp.sum(jnp.tanh(conv(k, im)))))(
+    kernel, images))
+
 # in_shardings place plain arrays
 f = jax.jit(lambda a: a * 3, in_shardings=NamedSharding(line, P(None, "b")))
 record("in_shardings", f(np.arange(16.0, dtype=np.float32).reshape(4, 4)))

@@ -17,6 +17,7 @@ The rules, as data flowing one way (a layout is `Dims`: per dimension, its mesh 
   the first operand's layout where its axes divide the result;
 - while / scan: run gathered, each final carry cut back to its initial value's layout; cond:
   run gathered, each result cut back to the layout of the first operand of its shape;
+- convolutions: the lhs batch dimension keeps its axes;
 - gather: the indices' batch dimensions and the operand's whole dimensions keep their axes;
 - calls (jit, custom_jvp/vjp, checkpoint): their bodies, planned for the operands' layouts;
 - anything else: its operands gathered (replicated) first, its results replicated.
@@ -42,6 +43,7 @@ from ..lax.linalg import dot_general_p
 from ..lax.reduce import (argmax_p, argmin_p, reduce_and_p, reduce_max_p, reduce_min_p,
                           reduce_or_p, reduce_prod_p, reduce_sum_p, reduce_xor_p)
 from ..lax.control_flow import cond_p, scan_p, while_p
+from ..lax.convolution import conv_general_dilated_p
 from ..lax.cumulative import cumlogsumexp_p, cummax_p, cummin_p, cumprod_p, cumsum_p
 from ..lax.indexing import dynamic_slice_p, dynamic_update_slice_p, gather_p
 from ..lax.shape import (broadcast_in_dim_p, concatenate_p, pad_p, reshape_p, rev_p, slice_p,
@@ -310,6 +312,18 @@ def _cond(eqn, dims: list, sizes: dict) -> EqnPlan:
         EqnPlan(plan.in_dims, want, computed=plan.out_dims)
 
 
+def _conv(eqn, dims: list, sizes: dict) -> EqnPlan | None:
+    """A convolution keeps the lhs batch dimension's axes (data parallel); the kernel and the
+    other dimensions are gathered."""
+    dn = eqn.params["dimension_numbers"]
+    if eqn.params["batch_group_count"] != 1:
+        return None
+    axes, ndim = dims[0][dn.lhs_spec[0]], eqn.outvars[0].aval.ndim
+    lhs, out = [()] * ndim, [()] * ndim
+    lhs[dn.lhs_spec[0]] = out[dn.out_spec[0]] = axes
+    return EqnPlan((tuple(lhs), replicated(ndim)), (tuple(out),))
+
+
 def _top_k(eqn, dims: list, sizes: dict) -> EqnPlan:
     """top_k works along the last dimension: that one gathered, the others keep their axes."""
     src = tuple(dims[0][:-1]) + ((),)
@@ -343,6 +357,7 @@ _RULES: dict = {
     **{p: _along("axis") for p in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p)},
     rev_p: _along("dimensions"), sort_p: _along("dimension"), top_k_p: _top_k,
     gather_p: _gather, while_p: _loop, scan_p: _loop, cond_p: _cond,
+    conv_general_dilated_p: _conv,
     **{p: _cut_back for p in (slice_p, pad_p, concatenate_p, dynamic_slice_p,
                               dynamic_update_slice_p)},
     sharding_constraint_p: _constraint, pjit_p: _call("jaxpr"),
