@@ -27,7 +27,8 @@ CASES = ["elementwise", "broadcast_operand", "sum_all", "sum_rows", "max_cols",
          "reshard_eager", "reshard_in_jit", "cumsum_split_dim", "cumsum_whole_dim",
          "sort_rows", "slice_stride", "slice_uneven", "pad", "concatenate", "dynamic_slice",
          "index", "top_k", "embedding_lookup", "embedding_grad", "select_columns",
-         "fori_loop", "while_loop", "scan_carry", "cond", "conv", "conv_kernel_grad"]
+         "fori_loop", "while_loop", "scan_carry", "cond", "conv", "conv_kernel_grad",
+         "random_from_split_keys"]
 
 
 @pytest.mark.parametrize("case", CASES)

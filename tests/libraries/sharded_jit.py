@@ -100,6 +100,10 @@ record("conv", jax.jit(conv)(kernel, images))
 record("conv_kernel_grad", jax.jit(jax.grad(lambda k, im: jnp.sum(jnp.tanh(conv(k, im)))))(
     kernel, images))
 
+# random numbers from batch-split keys (threefry is elementwise)
+keys = jax.device_put(jax.random.split(jax.random.key(1), 4), NamedSharding(line, P("b")))
+record("random_from_split_keys", jax.jit(jax.vmap(lambda k: jax.random.normal(k, (2,))))(keys))
+
 # in_shardings place plain arrays
 f = jax.jit(lambda a: a * 3, in_shardings=NamedSharding(line, P(None, "b")))
 record("in_shardings", f(np.arange(16.0, dtype=np.float32).reshape(4, 4)))

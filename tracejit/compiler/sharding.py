@@ -45,6 +45,7 @@ from ..lax.reduce import (argmax_p, argmin_p, reduce_and_p, reduce_max_p, reduce
 from ..lax.control_flow import cond_p, scan_p, while_p
 from ..lax.convolution import conv_general_dilated_p
 from ..lax.cumulative import cumlogsumexp_p, cummax_p, cummin_p, cumprod_p, cumsum_p
+from ..lax.random_bits import threefry2x32_p
 from ..lax.indexing import dynamic_slice_p, dynamic_update_slice_p, gather_p
 from ..lax.shape import (broadcast_in_dim_p, concatenate_p, pad_p, reshape_p, rev_p, slice_p,
                          squeeze_p, transpose_p)
@@ -357,6 +358,7 @@ _RULES: dict = {
     **{p: _along("axis") for p in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p)},
     rev_p: _along("dimensions"), sort_p: _along("dimension"), top_k_p: _top_k,
     gather_p: _gather, while_p: _loop, scan_p: _loop, cond_p: _cond,
+    threefry2x32_p: _elementwise,  # elementwise, with two results
     conv_general_dilated_p: _conv,
     **{p: _cut_back for p in (slice_p, pad_p, concatenate_p, dynamic_slice_p,
                               dynamic_update_slice_p)},
