@@ -488,6 +488,8 @@ class _MeshState(threading.local):
     def __init__(self):
         self.stack: list[Mesh] = []
         self.legacy: list[Mesh] = []  # `with mesh:` blocks
+        # use_abstract_mesh blocks: (the depth of `stack` when entered, the abstract mesh)
+        self.abstract: list[tuple[int, AbstractMesh]] = []
 
     def push(self, mesh: Mesh) -> None:
         self.stack.append(mesh)
@@ -505,8 +507,34 @@ def get_mesh() -> Mesh:
 
 
 def get_abstract_mesh() -> AbstractMesh:
-    """The abstract mesh of the mesh in effect (empty when none is set)."""
+    """The abstract mesh in effect: the innermost of `use_abstract_mesh` and the abstract mesh
+    of `set_mesh`'s mesh (empty when none is set)."""
+    if _STATE.abstract and _STATE.abstract[-1][0] >= len(_STATE.stack):
+        return _STATE.abstract[-1][1]
     return _STATE.stack[-1].abstract_mesh if _STATE.stack else AbstractMesh((), ())
+
+
+class use_abstract_mesh:  # noqa: N801  (JAX's name)
+    """`with jax.sharding.use_abstract_mesh(abstract_mesh):` makes it the abstract mesh
+    programs are traced for (`get_abstract_mesh()`), without devices."""
+
+    def __init__(self, mesh: AbstractMesh):
+        if not isinstance(mesh, AbstractMesh):
+            raise ValueError(f"Expected mesh of type `jax.sharding.AbstractMesh`. Got type: "
+                             f"{type(mesh)}")
+        self.mesh = mesh
+
+    def __enter__(self) -> None:
+        prev = get_abstract_mesh()
+        if not prev.empty and not self.mesh.empty and prev.size != self.mesh.size:
+            raise ValueError(f"use_abstract_mesh cannot change the size of the mesh. Got new "
+                             f"mesh: {self.mesh} with size={self.mesh.size} and prev mesh: "
+                             f"{prev} with size={prev.size}")
+        _STATE.abstract.append((len(_STATE.stack), self.mesh))
+
+    def __exit__(self, *exc) -> bool:
+        _STATE.abstract.pop()
+        return False
 
 
 class set_mesh:  # noqa: N801  (JAX's name; a function in use, a context manager in `with`)

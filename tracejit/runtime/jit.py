@@ -36,6 +36,7 @@ from . import explain
 from .devices import place, to_array
 from .executable import Executable, compile_jaxpr
 from .jit_refs import call_with_refs
+from .sharded import check_layout, lay_out, leaf_shardings, partition
 
 # --- argument handling ----------------------------------------------------------------------
 
@@ -92,7 +93,7 @@ class _CacheEntry:
     """One traced signature of a jitted function and, once called, its executable."""
     __slots__ = ("closed", "in_tree", "out_tree", "executable", "in_avals", "arg_names",
                  "donated", "aliases", "consumed", "kept", "direct", "trace_key", "lock",
-                 "debug_checks", "last_use")
+                 "debug_checks", "last_use", "laid_out", "placement")
 
     def __init__(self, closed, in_tree, out_tree, in_avals, arg_names, donated):
         self.closed = closed
@@ -114,6 +115,10 @@ class _CacheEntry:
         self.debug_checks = (nans, infs) if nans or infs else None
         self.lock = threading.Lock()  # one thread compiles it; the others wait for that
         self.last_use = 0  # `_clock` at its last call: the least recently used is evicted
+        # sharded jit (runtime/sharded.py): per argument leaf, the NamedSharding it is laid
+        # out as (None: no leaf is); once compiled, each output's sharding (None: unsharded)
+        self.laid_out: tuple | None = None
+        self.placement: list | None = None
 
 
 class _Traces:
@@ -227,7 +232,10 @@ def compile_entry(entry: _CacheEntry, backend: str | None, keep_unused: bool) ->
     """Compile a traced signature. Unless `keep_unused`, arguments the program never reads are
     left out of it (not passed, not donated), as JAX does; donated arguments are matched to
     outputs. Records on `entry` what a call then does with its argument leaves."""
-    closed, kept = entry.closed, None
+    # laid out over a mesh: the program run shard by shard (the traced jaxpr, which
+    # make_jaxpr and lowering show, keeps its sharding constraints)
+    closed, entry.placement = partition(entry.closed, entry.laid_out)
+    kept = None
     if not keep_unused:
         closed, kept = without_unused_args(closed)
     in_avals = entry.in_avals if kept is None else [entry.in_avals[i] for i in kept]
@@ -327,7 +335,7 @@ class Jitted:
         self.keep_unused = bool(keep_unused)
         self.inline = bool(inline)
         self.backend = backend
-        # one device: shardings change no value; they are checked against each new signature
+        # checked against each new signature; in_shardings also partition the program
         check_sharding_leaves(in_shardings, "in_shardings")
         check_sharding_leaves(out_shardings, "out_shardings")
         self.in_shardings, self.out_shardings = in_shardings, out_shardings
@@ -431,7 +439,11 @@ class Jitted:
             avals = tuple(x.aval if type(x) is Array else get_aval(x) for x in leaves)
         except TypeError:
             avals = self._avals(leaves, self._arg_names(args, dyn_kwargs))  # raises, naming it
-        key = (in_tree, avals, static, static_kw, config.trace_key())
+        laid_out = None  # per leaf, the NamedSharding it is laid out as (runtime/sharded.py)
+        if self.in_shardings is not None or any(getattr(x, "_sharding", None) is not None
+                                                for x in leaves):
+            laid_out = leaf_shardings(self.in_shardings, dyn_args, leaves, self.fun_name)
+        key = (in_tree, avals, static, static_kw, config.trace_key(), laid_out)
         entry = self._traces.entries.get(key)
         if entry is None:
             arg_names = self._arg_names(args, dyn_kwargs)
@@ -442,8 +454,11 @@ class Jitted:
             # traced without the lock (tracing may jit other functions, in this thread or
             # another); when two threads trace one signature at once, the first stored wins
             self._check_in_shardings(dyn_args)
+            if laid_out is not None:
+                check_layout(laid_out, avals, arg_names, self.fun_name)
             start = time.perf_counter()
             entry = self._stage(static, static_kw, in_tree, len(args), avals, arg_names)
+            entry.laid_out = laid_out
             self._check_out_shardings(entry)
             if config.read("jax_log_compiles"):
                 explain.log_traced(self.fun_name, time.perf_counter() - start)
@@ -522,7 +537,7 @@ class Jitted:
         if fast is not None and not kwargs and not tracing:
             avals = []
             for a in args:
-                if type(a) is not Array:
+                if type(a) is not Array or a._sharding is not None:
                     break
                 avals.append(a.aval)
             else:
@@ -550,6 +565,7 @@ class Jitted:
             if entry.executable is None:
                 self._compile(entry)
             if fast is not None and not kwargs and all(type(a) is Array for a in args) and \
+                    entry.placement is None and \
                     not any(isinstance(c, Tracer) for c in entry.closed.consts):
                 entry.trace_key = trace_key
                 with _cache_lock:  # (unless evicted meanwhile: then it is only the caller's)
@@ -560,6 +576,8 @@ class Jitted:
             execute(entry, entry.executable, leaves)
         if entry.debug_checks is not None:
             self._check_outputs(entry, leaves, outs)
+        if entry.placement is not None:
+            outs = lay_out(outs, entry.placement, leaves)
         result = outs[0] if entry.out_tree is _SINGLE_LEAF else \
             tree_unflatten(entry.out_tree, outs)
         return result if self.out_shardings is None else place(result, self.out_shardings)
@@ -659,8 +677,9 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Iterable[int] | No
         **unsupported: Any) -> Any:
     """Compile `fun`: trace it once per argument signature and run the compiled program.
 
-    Also usable as `@jit(static_argnums=...)` (decorator factory). `in_shardings` and
-    `out_shardings` are checked against the arguments and results (one device: no effect).
+    Also usable as `@jit(static_argnums=...)` (decorator factory). Arguments laid out over a
+    mesh (`in_shardings`, or the NamedSharding they carry) make the program run per shard with
+    the collectives its layout needs (runtime/sharded.py); `out_shardings` lay results out.
     """
     if unsupported:
         raise TypeError(f"jit() got unexpected keyword arguments {sorted(unsupported)}")

@@ -14,6 +14,7 @@ import numpy as np
 
 from ...lax import indexing as lx_indexing
 from ...lax import shape as lx_shape
+from ...lax import sharding as lx_sharding
 from .codegen import Buf, Emitter, _strides
 from .rules import INDEX_MAPS
 from .scalar_ops import convert
@@ -220,4 +221,6 @@ INDEX_MAPS.update({
     lx_shape.transpose_p: _transpose_at, lx_shape.reshape_p: _reshape_at,
     lx_shape.squeeze_p: _squeeze_at, lx_shape.rev_p: _rev_at, lx_shape.slice_p: _slice_at,
     lx_shape.concatenate_p: _concatenate_at, lx_shape.pad_p: _pad_at,
+    # a layout constraint left in a program that runs unpartitioned: the identity
+    lx_sharding.sharding_constraint_p: lambda em, ins, eqn, idx: (yield ins[0], list(idx)),
 })

@@ -1,0 +1,175 @@
+"""jit of programs whose arguments are sharded over 4 CPU devices (jax_num_cpu_devices): the
+results and the shardings jit reports for them (sharding propagation) — elementwise, shape ops,
+reductions, data-parallel MLP, model-parallel matmul, a data-parallel grad step,
+in_shardings, with_sharding_constraint, reshard, meshes from make_mesh (written for real JAX)."""
+import sys
+
+import jax
+
+jax.config.update("jax_num_cpu_devices", 4)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
+
+mesh = Mesh(np.array(jax.devices()).reshape(2, 2), ("x", "y"))
+line = Mesh(np.array(jax.devices()), ("b",))
+explicit = jax.make_mesh((2, 2), ("x", "y"))
+out = {}
+
+
+def put(a, m, *spec):
+    return jax.device_put(np.asarray(a, np.float32), NamedSharding(m, P(*spec)))
+
+
+def record(name, result):
+    out[name] = np.asarray(result)
+    s = result.sharding
+    out[name + ".sharding"] = np.array(f"{type(s).__name__} {getattr(s, 'spec', '')}")
+
+
+x = put(np.arange(32.0).reshape(4, 8) / 8, mesh, "x", "y")
+w = put(np.linspace(-1, 1, 24).reshape(8, 3), mesh, "y", None)
+record("elementwise", jax.jit(lambda a: jnp.sin(a) * 2 + 1)(x))
+record("broadcast_operand", jax.jit(lambda a: a * jnp.arange(8.0))(x))
+record("sum_all", jax.jit(jnp.sum)(x))
+record("sum_rows", jax.jit(lambda a: a.sum(1))(x))
+record("max_cols", jax.jit(lambda a: a.max(0))(x))
+record("mean_then_scale", jax.jit(lambda a: a / a.mean())(x))
+record("argmax", jax.jit(lambda a: jnp.argmax(a, 1))(x))
+record("transpose", jax.jit(lambda a: a.T)(x))
+record("reshape_split", jax.jit(lambda a: a.reshape(4, 2, 4))(x))
+record("reshape_merge", jax.jit(lambda a: a.reshape(32))(x))
+record("broadcast_new_dim", jax.jit(lambda a: jnp.broadcast_to(a[None], (3, 4, 8)))(x))
+record("model_parallel_matmul", jax.jit(lambda a, b: a @ b)(x, w))
+record("unsharded_argument", jax.jit(lambda a, b: a + b)(x, np.ones((4, 8), np.float32)))
+record("identity", jax.jit(lambda a: a)(x))
+record("cumsum_split_dim", jax.jit(lambda a: jnp.cumsum(a, 0))(x))
+record("cumsum_whole_dim", jax.jit(lambda a: jnp.cumsum(a, 1))(put(x, mesh, "x")))
+record("sort_rows", jax.jit(lambda a: jnp.sort(jnp.sin(7 * a), 1))(x))
+record("slice_stride", jax.jit(lambda a: a[::2])(x))
+record("slice_uneven", jax.jit(lambda a: a[1:4, 2:6])(x))
+record("pad", jax.jit(lambda a: jnp.pad(a, ((1, 1), (0, 0))))(x))
+record("concatenate", jax.jit(lambda a: jnp.concatenate([a, a * 2], 1))(x))
+record("dynamic_slice", jax.jit(lambda a: jax.lax.dynamic_slice(a, (2, 0), (2, 8)))(x))
+record("index", jax.jit(lambda a: a[3])(x))
+record("top_k", jax.jit(lambda a: jax.lax.top_k(jnp.cos(5 * a), 2)[0])(x))
+
+# data-parallel MLP: the batch split over 'b', weights replicated
+xb = put(np.linspace(-2, 2, 48).reshape(8, 6), line, "b", None)
+yb = put(np.linspace(0, 1, 16).reshape(8, 2), line, "b", None)
+params = {"w1": put(np.linspace(-1, 1, 30).reshape(6, 5), line),
+          "w2": put(np.linspace(1, -1, 10).reshape(5, 2), line)}
+
+
+def mlp(p, a):
+    return jax.nn.relu(a @ p["w1"]) @ p["w2"]
+
+
+def loss(p, a, y):
+    return jnp.mean((mlp(p, a) - y) ** 2)
+
+
+record("data_parallel_mlp", jax.jit(mlp)(params, xb))
+grads = jax.jit(jax.grad(loss))(params, xb, yb)
+record("grad_w1", grads["w1"])
+record("grad_w2", grads["w2"])
+step = jax.jit(lambda p, a, y: jax.tree.map(lambda v, g: v - 0.1 * g, p, jax.grad(loss)(p, a, y)))
+new = step(params, xb, yb)
+record("step_w1", new["w1"])
+record("remat_grad_w1", jax.jit(jax.grad(jax.checkpoint(loss)))(params, xb, yb)["w1"])
+
+# an embedding lookup on batch-split tokens, its gradient, a column selection
+emb = put(np.linspace(-1, 1, 30).reshape(10, 3), line)
+tokens = jax.device_put(np.arange(16).reshape(8, 2) * 3 % 10, NamedSharding(line, P("b", None)))
+record("embedding_lookup", jax.jit(lambda e, t: e[t])(emb, tokens))
+record("embedding_grad", jax.jit(jax.grad(lambda e, t: jnp.sum(jnp.tanh(e[t]) ** 2)))(emb, tokens))
+record("select_columns", jax.jit(lambda a: a[:, jnp.array([1, 3])])(xb))
+
+# a data-parallel convolution (NHWC images split over the batch) and its kernel gradient
+images = put(np.linspace(-1, 1, 8 * 5 * 5 * 2).reshape(8, 5, 5, 2), line, "b")
+kernel = put(np.linspace(1, -1, 3 * 3 * 2 * 4).reshape(3, 3, 2, 4), line)
+
+
+def conv(k, im):
+    return jax.lax.conv_general_dilated(im, k, (1, 1), "SAME",
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
+record("conv", jax.jit(conv)(kernel, images))
+record("conv_kernel_grad", jax.jit(jax.grad(lambda k, im: jnp.sum(jnp.tanh(conv(k, im)))))(
+    kernel, images))
+
+# random numbers from batch-split keys (threefry is elementwise)
+keys = jax.device_put(jax.random.split(jax.random.key(1), 4), NamedSharding(line, P("b")))
+record("random_from_split_keys", jax.jit(jax.vmap(lambda k: jax.random.normal(k, (2,))))(keys))
+
+# in_shardings place plain arrays
+f = jax.jit(lambda a: a * 3, in_shardings=NamedSharding(line, P(None, "b")))
+record("in_shardings", f(np.arange(16.0, dtype=np.float32).reshape(4, 4)))
+
+# with_sharding_constraint (Auto axes) inside jit: the value resharded there
+auto = NamedSharding(line, P(None, "b"))
+xc = put(np.linspace(-2, 2, 32).reshape(8, 4), line, "b", None)
+record("constraint", jax.jit(lambda a: jax.lax.with_sharding_constraint(a * 2, auto) + 1)(xc))
+record("constraint_unsharded_argument", jax.jit(
+    lambda a: jax.lax.with_sharding_constraint(a * 2, NamedSharding(line, P("b"))))(
+        np.ones((4, 2), np.float32)))
+record("constraint_eager", jax.lax.with_sharding_constraint(np.ones((4, 2), np.float32),
+                                                            NamedSharding(line, P("b"))))
+record("constraint_grad", jax.jit(jax.grad(lambda a: jnp.sum(
+    jax.lax.with_sharding_constraint(jnp.sin(a), auto) ** 2)))(xc))
+
+# make_mesh: Explicit axes, the layout part of each result's type
+ex = put(np.arange(32.0).reshape(4, 8) / 8, explicit, "x")
+record("explicit_elementwise", jax.jit(lambda a: a * 2)(ex))
+record("explicit_sum", jax.jit(lambda a: a.sum(0))(ex))
+record("explicit_transpose", jax.jit(lambda a: a.T)(ex))
+record("explicit_sum_rows", jax.jit(lambda a: a.sum(1))(put(x, explicit, "x", "y")))
+with jax.set_mesh(explicit):
+    record("reshard_eager", jax.sharding.reshard(ex, P(None, "y")))
+    record("reshard_in_jit", jax.jit(lambda a: jax.sharding.reshard(a * 2, P("y", None)))(ex))
+    out["abstract_mesh"] = np.array(str(jax.sharding.get_abstract_mesh()))
+    with jax.sharding.use_abstract_mesh(jax.sharding.AbstractMesh((4,), ("z",))):
+        out["use_abstract_mesh"] = np.array(str(jax.sharding.get_abstract_mesh()))
+    out["after_use_abstract_mesh"] = np.array(str(jax.sharding.get_abstract_mesh()))
+
+# control flow has no propagation rule: its operands are gathered (the numbers only are
+# compared: JAX keeps the loop carry split)
+out["fori_loop_values"] = np.asarray(jax.jit(lambda a: jax.lax.fori_loop(
+    0, 3, lambda i, c: jnp.cos(c) * 1.5 + a, a))(x))
+record("fori_loop", jax.jit(lambda a: jax.lax.fori_loop(
+    0, 3, lambda i, c: jnp.cos(c) * 1.5 + a, a))(x))
+record("while_loop", jax.jit(lambda a: jax.lax.while_loop(
+    lambda c: c[1] < 3, lambda c: (jnp.sin(c[0]) + a, c[1] + 1), (a, 0))[0])(x))
+record("cond", jax.jit(lambda a: jax.lax.cond(a[0, 0] > 0, lambda b: b * 2, jnp.sin, a))(x))
+record("scan_carry", jax.jit(lambda a: jax.lax.scan(
+    lambda c, r: (c * 0.5 + r, c.sum()), a[0], a)[0])(put(x, mesh, None, "y")))
+out["aot_compiled"] = np.array(str(jax.jit(lambda a: a.sum(1)).lower(x).compile()(x).sharding))
+
+# JAX's errors: uneven split, in_shardings against the argument's own, two meshes
+def double(a):
+    return a * 2
+
+
+def add(a, b):
+    return a + b
+
+
+first_two = Mesh(np.array(jax.devices()[:2]), ("b",))
+errors = {
+    "uneven": lambda: jax.jit(double, in_shardings=NamedSharding(line, P("b")))(
+        np.ones(6, np.float32)),
+    "conflicting_in_shardings": lambda: jax.jit(double, in_shardings=NamedSharding(
+        line, P("b")))(put(np.ones(8), line)),
+    "two_meshes": lambda: jax.jit(add)(put(np.ones(8), line, "b"),
+                                       put(np.ones(8), first_two, "b")),
+}
+for name, fn in errors.items():
+    try:
+        fn()
+        out["error_" + name] = np.array("no error")
+    except ValueError as e:
+        out["error_" + name] = np.array(f"{type(e).__name__}: {e}")
+
+np.savez(sys.argv[1], **out)

@@ -1,0 +1,136 @@
+"""Sharded jit in one process: jit of programs over sharded arguments (4 CPU devices) gives
+real JAX's numbers and reports JAX's output shardings (tests/libraries/sharded_jit.py, run with
+both); the propagation pass's plans (layouts, collectives) and resharding against NumPy."""
+import numpy as np
+import pytest
+
+import tracejit as tj
+import tracejit.numpy as tnp
+from tests.libraries import run_both
+from tracejit.compiler.sharding import propagate_shardings
+from tracejit.lax import psum
+
+SIZES = {"x": 2, "y": 2}
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    return run_both("sharded_jit", tmp_path_factory.mktemp("sharded_jit"))
+
+
+CASES = ["elementwise", "broadcast_operand", "sum_all", "sum_rows", "max_cols",
+         "mean_then_scale", "argmax", "transpose", "reshape_split", "reshape_merge",
+         "broadcast_new_dim", "model_parallel_matmul", "unsharded_argument", "identity",
+         "data_parallel_mlp", "grad_w1", "grad_w2", "step_w1", "remat_grad_w1", "in_shardings",
+         "constraint", "constraint_unsharded_argument", "constraint_eager", "constraint_grad",
+         "explicit_elementwise", "explicit_sum", "explicit_transpose", "explicit_sum_rows",
+         "reshard_eager", "reshard_in_jit", "cumsum_split_dim", "cumsum_whole_dim",
+         "sort_rows", "slice_stride", "slice_uneven", "pad", "concatenate", "dynamic_slice",
+         "index", "top_k", "embedding_lookup", "embedding_grad", "select_columns",
+         "fori_loop", "while_loop", "scan_carry", "cond", "conv", "conv_kernel_grad",
+         "random_from_split_keys"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_sharded_jit_matches_jax(both, case):
+    ours, theirs = both
+    assert str(ours[case + ".sharding"]) == str(theirs[case + ".sharding"])
+    a, b = ours[case], theirs[case]
+    assert a.shape == b.shape and a.dtype == b.dtype
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_a_loop_runs_gathered_with_jaxs_numbers(both):
+    ours, theirs = both
+    np.testing.assert_allclose(ours["fori_loop_values"], theirs["fori_loop_values"],
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_an_ahead_of_time_compiled_call_reports_the_sharding(both):
+    ours, theirs = both
+    assert str(ours["aot_compiled"]) == str(theirs["aot_compiled"])
+
+
+@pytest.mark.parametrize("case", ["uneven", "conflicting_in_shardings", "two_meshes"])
+def test_bad_layouts_raise_jaxs_errors(both, case):
+    ours, theirs = both
+    assert str(theirs["error_" + case]) != "no error"
+    assert str(ours["error_" + case]) == str(theirs["error_" + case])
+
+
+@pytest.mark.parametrize("key", ["abstract_mesh", "use_abstract_mesh",
+                                 "after_use_abstract_mesh"])
+def test_the_abstract_mesh_in_effect_is_jaxs(both, key):
+    # under set_mesh, then under use_abstract_mesh inside it, then after that block
+    ours, theirs = both
+    assert str(ours[key]) == str(theirs[key])
+
+
+def test_make_jaxpr_keeps_the_constraint_jit_partitions_by():
+    mesh = tj.sharding.Mesh(np.array(tj.devices()), ("b",),
+                            axis_types=(tj.sharding.AxisType.Auto,))
+    s = tj.sharding.NamedSharding(mesh, tj.P("b"))
+
+    def f(a):
+        return tj.lax.with_sharding_constraint(a * 2, s)
+    (eqn,) = [e for e in tj.make_jaxpr(f)(np.ones(4)).jaxpr.eqns if e.params.get("sharding")]
+    assert eqn.primitive.name == "sharding_constraint"
+    out = tj.jit(f)(np.arange(4.0))
+    np.testing.assert_array_equal(np.asarray(out), np.arange(4.0) * 2)
+    assert out.sharding.mesh == mesh
+
+
+def _plan(f, *shapes_and_dims):
+    avals = [np.zeros(s, np.float32) for s, _ in shapes_and_dims]
+    jaxpr = tj.make_jaxpr(f)(*avals).jaxpr
+    return propagate_shardings(jaxpr, [d for _, d in shapes_and_dims], SIZES)
+
+
+def test_a_split_contraction_is_a_partial_product_and_a_psum():
+    plan = _plan(lambda a, b: a @ b, ((4, 8), (("x",), ("y",))), ((8, 3), (("y",), ())))
+    (dot,) = plan.eqns
+    assert dot.combine == ("y",) and dot.combine_with is psum
+    assert plan.out_dims == ((("x",), ()),)
+
+
+def test_data_parallel_matmul_needs_no_collective():
+    plan = _plan(lambda a, b: a @ b, ((8, 6), (("x",), ())), ((6, 5), ((), ())))
+    assert plan.eqns[0].combine == () and plan.out_dims == ((("x",), ()),)
+
+
+def test_a_reduction_over_a_split_dimension_is_combined_over_its_axes():
+    plan = _plan(lambda a: a.max(), ((4, 8), (("x",), ("y",))))
+    assert plan.eqns[-1].combine == ("x", "y") and plan.out_dims == ((),)
+
+
+def test_an_operation_without_a_rule_gathers_its_operands():
+    plan = _plan(lambda a: tj.lax.reduce_window(a, 0.0, tj.lax.add, (2, 2), (1, 1), "VALID"),
+                 ((4, 8), (("x",), ("y",))))
+    assert plan.eqns[-1].in_dims[0] == ((), ()) and plan.out_dims == (((), ()),)
+
+
+def test_a_scan_along_a_split_dimension_gathers_it_and_cuts_the_result_back():
+    plan = _plan(lambda a: tnp.cumsum(a, 0), ((4, 8), (("x",), ("y",))))
+    assert plan.eqns[-1].in_dims == (((), ("y",)),)
+    assert plan.eqns[-1].computed == (((), ("y",)),) and plan.out_dims == ((("x",), ("y",)),)
+
+
+def test_conflicting_free_dimensions_keep_the_lhs_axes():
+    # both operands' free dimensions split over x: the rhs is gathered, the result keeps lhs's
+    plan = _plan(lambda a, b: a @ b, ((4, 8), (("x",), ())), ((8, 6), ((), ("x",))))
+    assert plan.eqns[0].in_dims[1] == ((), ()) and plan.out_dims == ((("x",), ()),)
+
+
+@pytest.mark.parametrize("src,dst", [
+    ((("x",), ()), ((), ("y",))),
+    ((("x", "y"), ()), (("y",), ("x",))),
+    (((), ()), (("y", "x"), ())),
+])
+def test_reshard_moves_a_shard_between_layouts(src, dst):
+    # the per-shard reshard run under shard_map equals the NumPy array cut as dst says
+    from tracejit.compiler.sharding import reshard
+    from tracejit.transforms.spmd import run_sharded
+    x = np.arange(48.0, dtype=np.float32).reshape(8, 6)
+    got = tj.jit(lambda a: run_sharded(lambda s: [reshard(s, src, dst, SIZES)], [a], [src],
+                                       lambda: [dst], SIZES)[0])(x)
+    np.testing.assert_array_equal(np.asarray(got), x)

@@ -1,0 +1,171 @@
+"""Sharded jit in one process: when jit's arguments are laid out over a mesh (by in_shardings or
+by the NamedSharding they carry), the traced program is partitioned (compiler/sharding.py's
+propagation) into a per-shard program with collectives, run over every shard
+(transforms/spmd.py), and its results carry the shardings JAX would report."""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from ..core.array import Array
+from ..core.jaxpr import ClosedJaxpr, Literal
+from ..core.pytree import tree_flatten
+from ..core.sharding import AxisType, NamedSharding, PartitionSpec, resolve_sharding
+from ..core.trace import trace_to_jaxpr
+from ..compiler.sharding import constraints, eval_partitioned, propagate_shardings
+from ..transforms.spmd import Dims, replicated, run_sharded
+
+
+def leaf_shardings(in_shardings: Any, dyn_args: tuple, leaves: Sequence,
+                   fun_name: str) -> tuple | None:
+    """Per argument leaf, the NamedSharding it is laid out as (jit's in_shardings where given,
+    else the array's own), or None when no leaf is laid out over a mesh."""
+    given: list = [None] * len(leaves)
+    if in_shardings is not None:
+        shardings = tuple(in_shardings) if isinstance(in_shardings, (tuple, list)) else \
+            (in_shardings,) * len(dyn_args)
+        k = 0
+        for s, arg in zip(shardings, dyn_args):
+            specs, treedef = tree_flatten(s, is_leaf=lambda x: x is None)
+            try:
+                subs = treedef.flatten_up_to(arg)
+            except (ValueError, TypeError):  # not a prefix: jit's check names the mismatch
+                return None
+            for spec, sub in zip(specs, subs):
+                n = len(tree_flatten(sub)[0])
+                given[k:k + n] = [resolve_sharding(spec, f"{fun_name} (jit in_shardings)")] * n
+                k += n
+    out = []
+    for s, x in zip(given, leaves):
+        own = getattr(x, "_sharding", None)
+        if s is not None and isinstance(own, NamedSharding) and _differ(s, own, x.ndim):
+            raise ValueError(
+                f"Sharding passed to jit does not match the sharding on the respective arg. "
+                f"Got jit sharding: {s},\narg sharding: {own} for arg type: "
+                f"{_type(x.aval)}")
+        s = own if s is None else s
+        out.append(s if isinstance(s, NamedSharding) else None)
+    return tuple(out) if any(s is not None for s in out) else None
+
+
+def _differ(a: NamedSharding, b: NamedSharding, ndim: int) -> bool:
+    return a.mesh != b.mesh or a._parts(ndim) != b._parts(ndim)
+
+
+class IndivisibleError(ValueError):
+    """A sharding that splits a dimension into pieces its size is not a multiple of."""
+
+
+def check_layout(shardings: Sequence, avals: Sequence, arg_names: Sequence[str],
+                 fun_name: str) -> None:
+    """JAX's errors for arguments laid out over different meshes, or split unevenly."""
+    first = None
+    for s, aval, name in zip(shardings, avals, arg_names):
+        if s is None:
+            continue
+        s.check_compatible_aval(aval.shape)
+        sizes = dict(s.mesh.shape_tuple)
+        factors = [math.prod(sizes[a] for a in axes) for axes in s._parts(aval.ndim)]
+        for d, (n, count) in enumerate(zip(aval.shape, factors)):
+            if n % count:
+                raise IndivisibleError(
+                    f"Sharding {s} implies that array axis {d} is partitioned {count} times, "
+                    f"but the dimension size is {n} (full shape: {aval.shape}, per-dimension "
+                    f"tiling factors: {factors} should evenly divide the shape)")
+        if first is None:
+            first = (s, aval, name)
+        elif s.mesh != first[0].mesh:
+            raise ValueError(
+                f"Received incompatible devices for jitted computation. Got argument "
+                f"{first[2]} of {fun_name} with shape {_type(first[1])} and with device ids "
+                f"{_ids(first[0])} on platform CPU and argument {name} of {fun_name} with "
+                f"shape {_type(aval)} and with device ids {_ids(s)} on platform CPU")
+
+
+def _type(aval) -> str:
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
+
+
+def _ids(s: NamedSharding) -> list:
+    return [d.id for d in s.mesh.devices.flat]
+
+
+def _mesh_of(shardings: Sequence, asked: list):
+    """The mesh of the arguments' and the sharding constraints' layouts (one, or an error)."""
+    meshes = {s.mesh for s in list(shardings) + asked if s is not None}
+    if len(meshes) > 1:
+        raise ValueError(f"Received incompatible devices for jitted computation: the arguments "
+                         f"and the sharding constraints inside are laid out over different "
+                         f"meshes {sorted(map(str, meshes))}. Use one mesh for all of them.")
+    return meshes.pop()
+
+
+def partition(closed: ClosedJaxpr, shardings: Sequence | None
+              ) -> tuple[ClosedJaxpr, list | None]:
+    """The program run shard by shard with the collectives its layout needs (one global
+    program: the shards are the batch dimensions of the per-axis traces), and the sharding of
+    each output (None: not laid out, as a constant output in JAX). A program with no argument
+    laid out over a mesh and no sharding constraint is returned as it is, with no shardings."""
+    asked = constraints(closed.jaxpr)
+    if shardings is None and not asked:
+        return closed, None
+    avals = closed.in_avals
+    shardings = shardings or (None,) * len(avals)
+    debug = closed.jaxpr.debug_info
+    mesh = _mesh_of(shardings, asked)
+    sizes = dict(mesh.shape_tuple)
+    in_dims = [tuple(s._parts(a.ndim)) if s is not None else replicated(a.ndim)
+               for s, a in zip(shardings, avals)]
+    plan = propagate_shardings(closed.jaxpr, in_dims, sizes)
+
+    def per_shard(*xs):
+        return eval_partitioned(closed.jaxpr, closed.consts, plan, sizes, xs)
+
+    def sharded(*leaves):
+        return run_sharded(per_shard, leaves, in_dims, lambda: plan.out_dims, sizes)
+
+    program = trace_to_jaxpr(sharded, avals, debug)
+    # JAX reports the first argument's sharding itself for an output laid out alike; with
+    # no argument laid out, a spec read off the layout of each output
+    orig = next(((s, a.ndim) for s, a in zip(shardings, avals) if s is not None),
+                (asked[0] if asked else None, None))
+    outs = [None if isinstance(v, Literal) else _out_sharding(mesh, d, sizes, orig)
+            for v, d in zip(closed.jaxpr.outvars, plan.out_dims)]
+    return program, outs
+
+
+def _significant(dims: Dims, sizes: dict) -> tuple:
+    return tuple(tuple(a for a in axes if sizes[a] > 1) for axes in dims)
+
+
+def _out_sharding(mesh, dims: Dims, sizes: dict, orig: tuple) -> NamedSharding:
+    """JAX's report of an output's sharding. Over Explicit mesh axes, the layout is part of
+    the output's type: a spec with an entry per dimension. Otherwise (Auto axes, GSPMD) the
+    first argument's sharding itself when the layout is the same (same rank), else a spec
+    read off the layout: axes of size 1 left out, trailing unsplit dimensions dropped."""
+    dims = _significant(dims, sizes)
+    first, ndim = orig
+    explicit = AxisType.Explicit in mesh.axis_types
+    if not explicit and ndim == len(dims) and \
+            _significant(tuple(first._parts(ndim)), sizes) == dims:
+        return first
+    entries = [None if not axes else axes[0] if len(axes) == 1 else axes for axes in dims]
+    while entries and entries[-1] is None and not explicit:
+        entries.pop()
+    return NamedSharding(mesh, PartitionSpec(*entries))
+
+
+def lay_out(outs: list, placement: list, leaves: Sequence) -> list:
+    """A sharded program's results marked with the shardings JAX reports. A result the call
+    made is marked in place (no copy per call); one that is an argument itself (the program
+    returned it) is copied, so the argument keeps its own sharding."""
+    args = {id(x) for x in leaves}
+    laid = []
+    for o, s in zip(outs, placement):
+        if s is not None and type(o) is Array:
+            if id(o) in args:
+                o = o.placed(s)
+            else:
+                o._sharding = s  # a fresh result: its only owner is this call's caller
+        laid.append(o)
+    return laid

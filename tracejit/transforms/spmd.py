@@ -1,0 +1,107 @@
+"""Running a per-shard function over a mesh in one process (the machinery of sharded jit): each
+global argument is cut into its shards, the function runs under one batch trace per mesh axis,
+bound to the axis name (so lax/parallel.py's collectives act across shards), and the per-shard
+results are joined into global values. A layout is given per dimension as the tuple of mesh
+axes splitting it, major first (`Dims`)."""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+from ..core.axis_env import AxisFrame
+from ..core.batching import batch_flat
+from ..core.rules import moveaxis, not_mapped
+from ..core.trace import get_aval
+from ..lax import broadcast_in_dim, index_in_dim, reshape, transpose
+
+Dims = tuple  # per array dimension, the mesh axes splitting it (major first)
+
+
+def replicated(ndim: int) -> Dims:
+    """The layout of a value every shard holds whole."""
+    return ((),) * ndim
+
+
+def dims_axes(dims: Dims) -> list[str]:
+    """The mesh axes a layout uses, dimension by dimension."""
+    return [a for axes in dims for a in axes]
+
+
+def local_shape(shape: Sequence[int], dims: Dims, sizes: dict) -> tuple:
+    """The shape of one shard of a value of `shape` laid out as `dims`."""
+    return tuple(n // math.prod(sizes[a] for a in axes) for n, axes in zip(shape, dims))
+
+
+def run_sharded(fun: Callable, args: Sequence, in_dims: Sequence[Dims],
+                out_dims: Callable[[], Sequence[Dims]], sizes: dict) -> list:
+    """`fun(*shards) -> list` run on every shard of `args` (laid out as `in_dims`; `sizes`:
+    mesh axis -> size, in mesh order). `out_dims()`, asked once fun has run, gives the layout
+    of each result; a result laid out replicated over an axis is the same on every shard of
+    it, so shard 0's is taken."""
+    axes = list(sizes)
+    shards = [_split(x, d, axes, sizes) for x, d in zip(args, in_dims)]
+    uses = [[a in dims_axes(d) for a in axes] for d in in_dims]
+    outs, mapped = _nest(fun, shards, uses, axes, sizes, 0)
+    return [_join(o, m, d, axes, sizes) for o, m, d in zip(outs, mapped, out_dims())]
+
+
+def _split(x, dims: Dims, axes: list, sizes: dict):
+    """x with each split dimension cut in (its mesh axes..., piece) and the mesh-axis
+    dimensions moved first, in mesh order."""
+    shape = get_aval(x).shape
+    split_shape, labels = [], []
+    for d, (n, names) in enumerate(zip(shape, dims)):
+        split_shape += [sizes[a] for a in names] + [n // math.prod(sizes[a] for a in names)]
+        labels += list(names) + [("dim", d)]
+    if tuple(split_shape) != shape:
+        x = reshape(x, tuple(split_shape))
+    front = [a for a in axes if a in labels]
+    order = [labels.index(lab) for lab in front + [lab for lab in labels
+                                                   if not isinstance(lab, str)]]
+    return transpose(x, tuple(order)) if order != list(range(len(order))) else x
+
+
+def _nest(fun: Callable, args: list, uses: list, axes: list, sizes: dict, k: int):
+    """fun run per shard, one batch trace per mesh axis from axis k on; returns the outputs,
+    each with the mesh axes it varies over first (in mesh order), and those axes."""
+    if k == len(axes):
+        return fun(*args), None
+    name = axes[k]
+    inner_mapped: list = []
+
+    def level(*xs):
+        outs, mapped = _nest(fun, list(xs), uses, axes, sizes, k + 1)
+        inner_mapped[:] = mapped if mapped is not None else [[] for _ in outs]
+        return outs
+
+    in_dims = [0 if u[k] else not_mapped for u in uses]
+    outs, out_bdims = batch_flat(level, args, in_dims, AxisFrame(name, sizes[name], None))
+    result, mapped = [], []
+    for o, d, inner in zip(outs, out_bdims, inner_mapped):
+        result.append(o if d is not_mapped else moveaxis(o, d, 0))
+        mapped.append(inner if d is not_mapped else [name] + inner)
+    return result, mapped
+
+
+def _join(x, mapped: list, dims: Dims, axes: list, sizes: dict):
+    """The global value from per-shard results stacked over the mesh axes `mapped`."""
+    used = dims_axes(dims)
+    front = list(mapped)
+    for a in [a for a in front if a not in used]:  # replicated over a: shard 0's copy
+        x = index_in_dim(x, 0, front.index(a), keepdims=False)
+        front.remove(a)
+    shape = get_aval(x).shape
+    for a in [a for a in axes if a in used and a not in front]:  # the same on every shard
+        at = sum(1 for b in axes[:axes.index(a)] if b in front)
+        new_shape = shape[:at] + (sizes[a],) + shape[at:]
+        x = broadcast_in_dim(x, new_shape, tuple(j for j in range(len(new_shape)) if j != at))
+        shape = new_shape
+        front.insert(at, a)
+    nf = len(front)
+    order, final = [], []
+    for d, names in enumerate(dims):
+        order += [front.index(a) for a in names] + [nf + d]
+        final.append(shape[nf + d] * math.prod(sizes[a] for a in names))
+    if order != list(range(len(order))):
+        x = transpose(x, tuple(order))
+    return reshape(x, tuple(final)) if tuple(final) != get_aval(x).shape else x
