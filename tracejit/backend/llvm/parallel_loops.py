@@ -1,0 +1,191 @@
+"""Parallel loops (codegen, after fusion): a large kernel whose loop nest runs over independent
+output rows (fused elementwise, gathers, row reductions, argmax, row_map kernels) is emitted as
+a chunk body `void body(i8* ctx, i64 chunk)` and run on our thread pool (thread_pool.py).
+
+The body is the equation's ordinary lowering with its outermost loop cut to the chunk's rows;
+each row is computed exactly as in the serial loop, so results are bit-identical for every
+thread count. The lowering is checked while it is emitted: exactly one outermost loop, with a
+static trip count of two or more; anything else (an init loop then an accumulating loop, a
+host callback) drops the body and lowers the equation serially. Temporaries the body allocates
+get a workspace region per chunk (chunks are capped so the regions stay small)."""
+from __future__ import annotations
+
+import llvmlite.ir as ir
+import numpy as np
+
+from ...compiler.fusion import fused_p, fusible
+from ...compiler.rows import row_map_p
+from ...core.avals import ShapedArray
+from ...core.jaxpr import Var
+from ...lax import reduce as rd
+from . import thread_pool
+from .codegen import Buf, Emitter, Scalar
+from .interrupt import emit_poll
+from .types import I8, I64
+
+I8P = I8.as_pointer()
+
+# Elements (largest operand or result) from which a kernel runs on the pool: below it, waking
+# the workers costs more than the second core saves (benchmarks/thread_threshold.py measured
+# the break-even near 16-32k elements of a cheap elementwise op with 2 threads on a loaded
+# 2-core machine; this is kept above it).
+PARALLEL_MIN_ELEMENTS = 1 << 16
+# Work per chunk: many chunks per thread, so a thread the scheduler delays holds back little.
+CHUNK_ELEMENTS = 1 << 15
+# A body with temporaries of its own gets a region per chunk: at most this many chunks, and at
+# most this many bytes for all the regions together
+MAX_REGION_CHUNKS = 64
+MAX_REGION_BYTES = 8 << 20
+
+_ROW_ROOTS = {rd.reduce_sum_p, rd.reduce_prod_p, rd.reduce_max_p, rd.reduce_min_p,
+              rd.reduce_and_p, rd.reduce_or_p, rd.reduce_xor_p, rd.argmax_p, rd.argmin_p}
+
+
+def _root(eqn):
+    return eqn.params["body"].jaxpr.eqns[-1] if eqn.primitive is fused_p else eqn
+
+
+def candidate(eqn) -> bool:
+    """Whether the equation's loop nest runs over independent rows of its outputs: an
+    elementwise op or index map, a row reduction (the last axis reduced) or a row kernel."""
+    if not eqn.outvars or any(v.aval.ndim == 0 for v in eqn.outvars):
+        return False
+    if eqn.primitive is row_map_p:
+        return True
+    root = _root(eqn)
+    if fusible(root):
+        return True
+    if root.primitive in _ROW_ROOTS:
+        x = root.invars[0].aval
+        axes = root.params["axes"]
+        return x.ndim - 1 in axes
+    return False
+
+
+def work(eqn) -> int:
+    """The elements a kernel touches: its largest operand or result."""
+    return max(v.aval.size for v in (*eqn.invars, *eqn.outvars))
+
+
+def worth(eqn) -> bool:
+    return candidate(eqn) and work(eqn) >= PARALLEL_MIN_ELEMENTS
+
+
+class _Split:
+    """Cuts the first outermost loop of a chunk body to [chunk * per, min(.. + per, n)), `per`
+    read from the context at run time; notes when the body is not one loop over rows."""
+
+    def __init__(self, chunk: ir.Value, per: ir.Value):
+        self.chunk, self.per = chunk, per
+        self.rows: int | None = None  # the split loop's trip count
+        self.ok = True
+
+    def bounds(self, em: Emitter, n) -> tuple:
+        if self.rows is not None or not isinstance(n, int) or n < 2:
+            self.ok = False
+            return ir.Constant(I64, 0), n
+        self.rows = n
+        b = em.b
+        lo = b.mul(self.chunk, self.per)
+        hi = b.add(lo, self.per)
+        hi = b.select(b.icmp_signed("<", hi, ir.Constant(I64, n)), hi, ir.Constant(I64, n))
+        return lo, hi
+
+
+def lower_parallel(em: Emitter, eqn, env: dict, dests: list) -> list | None:
+    """Lower `eqn` as a chunk body called through the pool; None (nothing emitted) when its
+    lowering turns out not to be one loop over rows."""
+    dests_given = dests
+    # the context: one i8* per distinct outer value (Bufs by pointer, Scalars by a stack slot)
+    outer: dict[int, object] = {}
+    for v in eqn.invars:
+        if isinstance(v, Var):
+            x = env[v]
+            outer.setdefault(id(x.ptr if isinstance(x, Buf) else x.value), x)
+    out_avals = [v.aval for v in eqn.outvars]
+    fixed = 4  # inputs, workspace regions, rows per chunk, bytes per region
+    body_fn = ir.Function(em.module, thread_pool.BODY_TYPE,
+                          name=f"chunks{len(em.module.globals)}")
+    body_fn.linkage = "internal"
+    saved = (em.b, em.inputs, em.workspace, em._callback_ids, em._memo, em._trips,
+             em.workspace_bytes, em._free, em._slot_of, em.split, em._allocs)
+    callbacks = len(em.callbacks)
+    b = em.b = ir.IRBuilder(body_fn.append_basic_block("entry"))
+    ctx = b.bitcast(body_fn.args[0], I8P.as_pointer())
+    chunk = body_fn.args[1]
+
+    def slot(k):
+        return b.load(b.gep(ctx, [ir.Constant(I64, k)], inbounds=True))
+    try:
+        em.inputs = b.bitcast(slot(0), I8P.as_pointer())
+        region_bytes = b.ptrtoint(slot(3), I64)
+        em.workspace = b.gep(slot(1), [b.mul(chunk, region_bytes)], inbounds=True)
+        split = em.split = _Split(chunk, b.ptrtoint(slot(2), I64))
+        em._callback_ids, em._memo, em._trips = None, None, []
+        em.workspace_bytes, em._free, em._slot_of = 0, [], {}
+        kenv = {}
+        for k, (key, x) in enumerate(outer.items()):
+            raw = slot(fixed + k)
+            if isinstance(x, Buf):
+                kenv[key] = Buf(b.bitcast(raw, x.ptr.type), x.aval)
+            else:
+                kenv[key] = Scalar(b.load(b.bitcast(raw, x.value.type.as_pointer())), x.aval)
+        n_dest = fixed + len(outer)
+        kdests = [Buf(b.bitcast(slot(n_dest + j), _ptr_type(em, a)), a)
+                  for j, a in enumerate(out_avals)]
+        inner_env = {v: kenv[id(env[v].ptr if isinstance(env[v], Buf) else env[v].value)]
+                     for v in eqn.invars if isinstance(v, Var)}
+        for out, kd in zip(em.lower(eqn, inner_env, kdests), kdests):
+            if not (isinstance(out, Buf) and out.ptr is kd.ptr):
+                em.materialize(out, kd)
+        b.ret_void()
+        local_bytes = em.workspace_bytes
+        ok = split.ok and split.rows is not None and len(em.callbacks) == callbacks
+    finally:
+        (em.b, em.inputs, em.workspace, em._callback_ids, em._memo, em._trips,
+         em.workspace_bytes, em._free, em._slot_of, em.split, em._allocs) = saved
+    if not ok:
+        del em.module.globals[body_fn.name]
+        del em.callbacks[callbacks:]
+        return None
+    rows = split.rows
+    per = max(1, CHUNK_ELEMENTS * rows // max(work(eqn), 1))
+    if local_bytes:
+        cap = max(1, min(MAX_REGION_CHUNKS, MAX_REGION_BYTES // local_bytes))
+        per = max(per, -(-rows // cap))
+    n_chunks = -(-rows // per)
+    # the caller's side: destinations, regions, the context, the call, an interrupt check
+    dests = [d if d is not None else em.alloc(a) for a, d in zip(out_avals, dests_given)]
+    b = em.b
+    regions = em.alloc(ShapedArray((n_chunks * local_bytes,), np.dtype(np.uint8))) \
+        if local_bytes else None
+    words = [b.bitcast(em.inputs, I8P), b.bitcast(regions.ptr, I8P) if regions else
+             ir.Constant(I8P, None), b.inttoptr(ir.Constant(I64, per), I8P),
+             b.inttoptr(ir.Constant(I64, local_bytes), I8P)]
+    for x in outer.values():
+        if isinstance(x, Buf):
+            words.append(b.bitcast(x.ptr, I8P))
+        else:
+            cell = em._entry_alloca(x.value.type)
+            b.store(x.value, cell)
+            words.append(b.bitcast(cell, I8P))
+    words += [b.bitcast(d.ptr, I8P) for d in dests]
+    ctx_mem = em._entry_alloca(ir.ArrayType(I8P, len(words)))
+    for k, w in enumerate(words):
+        b.store(w, b.gep(ctx_mem, [ir.Constant(ir.IntType(32), 0), ir.Constant(ir.IntType(32), k)],
+                         inbounds=True))
+    pool_fn = em.module.globals.get(thread_pool.symbol())
+    if pool_fn is None:
+        pool_fn = ir.Function(em.module, ir.FunctionType(ir.VoidType(), [I8P, I8P, I64]),
+                              thread_pool.SYMBOL)
+    b.call(pool_fn, [b.bitcast(body_fn, I8P), b.bitcast(ctx_mem, I8P),
+                     ir.Constant(I64, n_chunks)])
+    if regions is not None:
+        em.release(regions)
+    emit_poll(em)  # Ctrl-C made the pool skip chunks: leave now (the outputs are discarded)
+    return dests
+
+
+def _ptr_type(em: Emitter, aval: ShapedArray) -> ir.Type:
+    from .types import mem_type
+    return mem_type(aval.dtype).as_pointer()
