@@ -188,11 +188,14 @@ class Emitter:
         return acc
 
     # --- loops -------------------------------------------------------------------------------
-    def loop(self, n: int | ir.Value, body: Callable[[ir.Value], None], name: str = "i") -> None:
+    def loop(self, n: int | ir.Value, body: Callable[[ir.Value], None], name: str = "i",
+             over_data: bool = True) -> None:
+        """`for i in range(n): body(i)`. over_data=False marks a loop over bookkeeping (a
+        counter's levels), which a parallel chunk body neither cuts nor counts as its rows."""
         b = self.b
         trips = n if isinstance(n, int) else _UNKNOWN_TRIPS
         start = ir.Constant(I64, 0)
-        if self.split is not None and not self._trips:  # a chunk body's rows (parallel_loops)
+        if self.split is not None and not self._trips and over_data:  # (parallel_loops)
             start, n = self.split.bounds(self, n)
         self._trips.append(trips)
         n = ir.Constant(I64, n) if isinstance(n, int) else n

@@ -37,17 +37,32 @@ CHUNK_ELEMENTS = 1 << 15
 MAX_REGION_CHUNKS = 64
 MAX_REGION_BYTES = 8 << 20
 
-_ROW_ROOTS = {rd.reduce_sum_p, rd.reduce_prod_p, rd.reduce_max_p, rd.reduce_min_p,
-              rd.reduce_and_p, rd.reduce_or_p, rd.reduce_xor_p, rd.argmax_p, rd.argmin_p}
+_REDUCERS = {rd.reduce_sum_p, rd.reduce_prod_p, rd.reduce_max_p, rd.reduce_min_p,
+             rd.reduce_and_p, rd.reduce_or_p, rd.reduce_xor_p}
+_ROW_ROOTS = _REDUCERS | {rd.argmax_p, rd.argmin_p}
 
 
 def _root(eqn):
     return eqn.params["body"].jaxpr.eqns[-1] if eqn.primitive is fused_p else eqn
 
 
+def _full_reduction(eqn) -> bool:
+    """A reduce_* of a whole array to a scalar, in a type whose partial results lose nothing
+    (half floats accumulate in float32 and round once; complex is left serial)."""
+    root = _root(eqn)
+    if root.primitive not in _REDUCERS or len(eqn.outvars) != 1:
+        return False
+    dtype = eqn.outvars[0].aval.dtype
+    return eqn.outvars[0].aval.ndim == 0 and root.invars[0].aval.ndim >= 1 and (
+        dtype in (np.float32, np.float64) or dtype.kind in "iub")
+
+
 def candidate(eqn) -> bool:
     """Whether the equation's loop nest runs over independent rows of its outputs: an
-    elementwise op or index map, a row reduction (the last axis reduced) or a row kernel."""
+    elementwise op or index map, a row reduction (the last axis reduced) or a row kernel; or
+    is a whole-array reduction (each chunk reduces a block of rows, then the partials)."""
+    if _full_reduction(eqn):
+        return True
     if not eqn.outvars or any(v.aval.ndim == 0 for v in eqn.outvars):
         return False
     if eqn.primitive is row_map_p:
@@ -96,6 +111,7 @@ def lower_parallel(em: Emitter, eqn, env: dict, dests: list) -> list | None:
     """Lower `eqn` as a chunk body called through the pool; None (nothing emitted) when its
     lowering turns out not to be one loop over rows."""
     dests_given = dests
+    partials = _full_reduction(eqn)
     # the context: one i8* per distinct outer value (Bufs by pointer, Scalars by a stack slot)
     outer: dict[int, object] = {}
     for v in eqn.invars:
@@ -135,9 +151,14 @@ def lower_parallel(em: Emitter, eqn, env: dict, dests: list) -> list | None:
                   for j, a in enumerate(out_avals)]
         inner_env = {v: kenv[id(env[v].ptr if isinstance(env[v], Buf) else env[v].value)]
                      for v in eqn.invars if isinstance(v, Var)}
-        for out, kd in zip(em.lower(eqn, inner_env, kdests), kdests):
-            if not (isinstance(out, Buf) and out.ptr is kd.ptr):
-                em.materialize(out, kd)
+        if partials:  # this chunk's rows reduced to one value: partial number `chunk`
+            (out,) = em.lower(eqn, inner_env, [None])
+            (kd,) = kdests
+            em.store(kd, chunk, em.scalar_of(out))
+        else:
+            for out, kd in zip(em.lower(eqn, inner_env, kdests), kdests):
+                if not (isinstance(out, Buf) and out.ptr is kd.ptr):
+                    em.materialize(out, kd)
         b.ret_void()
         local_bytes = em.workspace_bytes
         ok = split.ok and split.rows is not None and len(em.callbacks) == callbacks
@@ -155,7 +176,11 @@ def lower_parallel(em: Emitter, eqn, env: dict, dests: list) -> list | None:
         per = max(per, -(-rows // cap))
     n_chunks = -(-rows // per)
     # the caller's side: destinations, regions, the context, the call, an interrupt check
-    dests = [d if d is not None else em.alloc(a) for a, d in zip(out_avals, dests_given)]
+    if partials:
+        (aval,) = out_avals
+        dests = [em.alloc(ShapedArray((n_chunks,), aval.dtype))]
+    else:
+        dests = [d if d is not None else em.alloc(a) for a, d in zip(out_avals, dests_given)]
     b = em.b
     regions = em.alloc(ShapedArray((n_chunks * local_bytes,), np.dtype(np.uint8))) \
         if local_bytes else None
@@ -183,7 +208,36 @@ def lower_parallel(em: Emitter, eqn, env: dict, dests: list) -> list | None:
     if regions is not None:
         em.release(regions)
     emit_poll(em)  # Ctrl-C made the pool skip chunks: leave now (the outputs are discarded)
+    if partials:
+        return [_combine_partials(em, _root(eqn).primitive, dests[0], n_chunks,
+                                  dests_given[0])]
     return dests
+
+
+def _combine_partials(em: Emitter, reducer, parts: Buf, n: int, dest: Buf | None):
+    """The partials combined pairwise in a fixed tree (neighbours, then pairs of pairs, ...):
+    the order depends on the sizes only, never on which thread finished first, and a float
+    sum's rounding error grows as log2 of the chunk count."""
+    from .reductions import _combine
+    b = em.b
+    dtype = parts.aval.dtype
+    stride = 1
+    while stride < n:
+        pairs = len(range(0, n - stride, 2 * stride))
+
+        def fold(j, stride=stride):
+            i = b.mul(j, ir.Constant(I64, 2 * stride))
+            k = b.add(i, ir.Constant(I64, stride))
+            em.store(parts, i, _combine(em, reducer, dtype, em.load(parts, i),
+                                        em.load(parts, k)))
+        em.loop(pairs, fold, name="fold")
+        stride *= 2
+    total = em.load(parts, ir.Constant(I64, 0))
+    em.release(parts)
+    if dest is not None:
+        em.store(dest, None, total)
+        return dest
+    return Scalar(total, parts.aval.update(shape=()))
 
 
 def _ptr_type(em: Emitter, aval: ShapedArray) -> ir.Type:
