@@ -279,3 +279,23 @@ def test_parallel_programs_take_ctrl_c():
     assert thread_pool.SYMBOL in prog.ir_text and prog.polls
     prog = codegen.generate(tracejit.make_jaxpr(lambda x: x + 1)(x[:100]), "f")
     assert thread_pool.SYMBOL not in prog.ir_text and not prog.polls
+
+
+def test_blas_gets_one_thread_while_the_pool_runs(threads):
+    """BLAS's threads and ours never share the cores: a product while the pool is busy (here
+    the flag is set by hand) gets one thread, the same product otherwise two."""
+    from tracejit.backend.llvm import blas
+    api = blas.openblas_threads_api()
+    assert api is not None
+    threads(2)
+    a = np.ones((1024, 1024), np.float32)
+    f = tracejit.jit(lambda a: a @ a)
+    f(a).block_until_ready()
+    assert api[1]() == 2
+    busy = ctypes.c_int32.from_address(thread_pool._code().global_address(thread_pool._BUSY))
+    busy.value = 1
+    try:
+        np.testing.assert_array_equal(np.asarray(f(a)), np.full((1024, 1024), 1024.0))
+    finally:
+        busy.value = 0
+    assert api[1]() == 1

@@ -22,11 +22,12 @@ import ctypes
 import functools
 import os
 import platform
+import threading
 
 import llvmlite.ir as ir
 
 from ...core.config import config
-from .blas import _thread_cap
+from .blas import POOL_BUSY_SYMBOL, _thread_cap
 from .interrupt import FLAG_SYMBOL, _bind_flag
 from .types import I8, I32, I64
 
@@ -43,7 +44,7 @@ I8P = I8.as_pointer()
 BODY_TYPE = ir.FunctionType(ir.VoidType(), [I8P, I64])
 # the globals Python writes: threads wanted (caller included), and state a forked child resets
 _WANTED, _WORKERS, _BUSY, _REFS, _SLEEPERS = ("tracejit_pool_wanted", "tracejit_pool_workers",
-                                              "tracejit_pool_busy", "tracejit_pool_refs",
+                                              POOL_BUSY_SYMBOL, "tracejit_pool_refs",
                                               "tracejit_pool_sleepers")
 
 
@@ -90,6 +91,8 @@ class _Pool:
         self.pthread_join = ir.Function(m, ir.FunctionType(I32, [I64, I8P.as_pointer()]),
                                         "pthread_join")
         self.sched_yield = ir.Function(m, ir.FunctionType(I32, []), "sched_yield")
+        self.sigmask = ir.Function(m, ir.FunctionType(I32, [I32, I8P, I8P]), "pthread_sigmask")
+        self.all_signals = glob("all_signals", ir.ArrayType(I64, 16), [-1] * 16, "internal")
         self.syscall = ir.Function(m, ir.FunctionType(I64, [I64], var_arg=True), "syscall")
         if platform.machine() in ("x86_64", "AMD64"):
             self.pause_fn = ir.Function(m, ir.FunctionType(ir.VoidType(), []),
@@ -177,6 +180,8 @@ class _Pool:
         entry = fn.append_basic_block("entry")
         b = ir.IRBuilder(entry)
         index = b.trunc(b.ptrtoint(fn.args[0], I64), I32)
+        # signals go to the Python threads (SIGINT to the main one), never to a worker
+        b.call(self.sigmask, [_c32(0), b.bitcast(self.all_signals, I8P), ir.Constant(I8P, None)])
         seen, turns = b.alloca(I32), b.alloca(I32)
         b.store(_c32(0), seen)
         wait, check, idle, sleep, spin, join, joined, work, leave, out = (
@@ -333,8 +338,18 @@ def module() -> ir.Module:
     return pool.module
 
 
-@functools.cache
+_lock = threading.Lock()
+
+
 def _code():
+    """The pool's machine code (made once, even when threads compile their first programs at
+    the same time: there is one pool per process)."""
+    with _lock:
+        return _make_code()
+
+
+@functools.cache
+def _make_code():
     """The pool's machine code, kept for the process; binds SYMBOL for generated programs and
     registers the exit and fork hooks."""
     import llvmlite.binding as llvm
@@ -344,6 +359,7 @@ def _code():
     jit_engine.optimize(parsed)
     code, _ = jit_engine.load(parsed)
     llvm.add_symbol(SYMBOL, code.address(SYMBOL))
+    llvm.add_symbol(_BUSY, code.global_address(_BUSY))  # (blas.py gives 1 thread while set)
     _write_wanted(code, config.read("tracejit_num_threads"))
     config.watch("tracejit_num_threads", lambda value: _write_wanted(code, value))
     shutdown = ctypes.CFUNCTYPE(None)(code.address(_SHUTDOWN))
