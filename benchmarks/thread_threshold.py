@@ -3,11 +3,13 @@ a parallel kernel beats the serial one, and the speedup of 2 threads over 1 on t
 
     python -m benchmarks.thread_threshold [threshold|speedup]
 
-`threshold`: a cheap elementwise kernel (x * 2 + 1) and a row sum at sizes 4k..1M, compiled with
-the parallel path forced on, run with tracejit_num_threads 1 and 2 (interleaved, best of
-several rounds: the machine is shared). The ratio t1/t2 crosses 1 at the break-even size;
-PARALLEL_MIN_ELEMENTS is set above it. `speedup`: the elementwise chain 10M, softmax 4096^2 and
-a row sum of 10M elements, t1/t2 with the default threshold. Prints the load average too.
+`threshold`: a cheap elementwise kernel (x * 2 + 1) and a row sum at sizes 4k..1M, compiled
+with the parallel path forced on (eight chunks or more at every size), run with
+tracejit_num_threads 1 and 2 (interleaved, best of several rounds: the machine is shared). The
+ratio t1/t2 crosses 1 at the break-even size; PARALLEL_MIN_ELEMENTS is set above it. `speedup`:
+the elementwise chain 10M, softmax 4096^2, row sums and a whole sum of 10M elements, t1/t2 with
+the default threshold. Prints the load average too: on a loaded machine the second thread often
+gets no core at all, and the ratios say little.
 """
 from __future__ import annotations
 
@@ -48,6 +50,7 @@ def threshold() -> None:
     print(f"load average {os.getloadavg()}")
     print(f"{'kernel':14} {'elements':>9} {'1 thread':>10} {'2 threads':>10} {'t1/t2':>6}")
     for n in (1 << 12, 1 << 13, 1 << 14, 1 << 15, 1 << 16, 1 << 17, 1 << 18, 1 << 20):
+        parallel_loops.CHUNK_ELEMENTS = max(1024, n // 8)  # several chunks at every size
         x = jnp.asarray(np.linspace(-1, 1, n, dtype=np.float32))
         rows = jnp.asarray(np.linspace(-1, 1, n, dtype=np.float32).reshape(-1, 256))
         for name, fn, arg in (("x*2+1", jax.jit(lambda x: x * 2 + 1), x),
@@ -73,6 +76,8 @@ def speedup() -> None:
          jnp.asarray(rng.standard_normal((4096, 4096)).astype(np.float32))),
         ("row sums 10M (10k x 1000)", jax.jit(lambda x: jnp.sum(x, axis=1)),
          jnp.asarray(rng.standard_normal((10_000, 1000)).astype(np.float32))),
+        ("sum 10M", jax.jit(jnp.sum),
+         jnp.asarray(rng.standard_normal(10_000_000).astype(np.float32))),
     ]
     print(f"load average {os.getloadavg()} on {len(os.sched_getaffinity(0))} cores")
     print(f"{'workload':28} {'1 thread':>10} {'2 threads':>10} {'t1/t2':>6}")

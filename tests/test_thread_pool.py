@@ -8,9 +8,9 @@ import os
 import threading
 import time
 
-import llvmlite.ir as ir
 import numpy as np
 import pytest
+from llvmlite import ir
 
 import tracejit
 import tracejit.numpy as tnp
@@ -226,12 +226,12 @@ def _pool_program(nested: bool, sleep_us: int = 0):
 @pytest.mark.parametrize("k", THREADS)
 def test_every_chunk_runs_once_and_nested_calls_run_inline(k, threads):
     threads(k)
-    code, go = _pool_program(nested=False)
+    _keep, go = _pool_program(nested=False)
     for n in (0, 1, 2, 7, 1001):
         out = np.zeros(max(n, 1), np.int64)
         go(out.ctypes.data, n)
         np.testing.assert_array_equal(out[:n], np.arange(1, n + 1))
-    code2, go2 = _pool_program(nested=True)
+    _keep2, go2 = _pool_program(nested=True)
     out = np.zeros(4 * 99, np.int64)
     go2(out.ctypes.data, 99)
     np.testing.assert_array_equal(out, np.tile(np.arange(1, 5), 99))
@@ -239,7 +239,7 @@ def test_every_chunk_runs_once_and_nested_calls_run_inline(k, threads):
 
 def test_calls_from_many_threads_at_once(threads):
     threads(2)
-    code, go = _pool_program(nested=False)
+    _keep, go = _pool_program(nested=False)
     outs = [np.zeros(500, np.int64) for _ in range(4)]
     ts = [threading.Thread(target=go, args=(o.ctypes.data, 500)) for o in outs]
     for t in ts:
@@ -253,7 +253,7 @@ def test_calls_from_many_threads_at_once(threads):
 def test_interrupt_flag_stops_a_parallel_loop(threads):
     """With the flag set, every thread skips its remaining chunks and the call returns."""
     threads(2)
-    code, go = _pool_program(nested=False, sleep_us=2000)
+    _keep, go = _pool_program(nested=False, sleep_us=2000)
     out = np.zeros(1000, np.int64)  # 1000 chunks of 2 ms: ~1 s on two threads
     timer = threading.Timer(0.1, lambda: setattr(interrupt._flag, "value", 1))
     t = time.monotonic()

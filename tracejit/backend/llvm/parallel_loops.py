@@ -10,8 +10,8 @@ host callback) drops the body and lowers the equation serially. Temporaries the 
 get a workspace region per chunk (chunks are capped so the regions stay small)."""
 from __future__ import annotations
 
-import llvmlite.ir as ir
 import numpy as np
+from llvmlite import ir
 
 from ...compiler.fusion import fused_p, fusible
 from ...compiler.rows import row_map_p
@@ -21,7 +21,7 @@ from ...lax import reduce as rd
 from . import thread_pool
 from .codegen import Buf, Emitter, Scalar
 from .interrupt import emit_poll
-from .types import I8, I64
+from .types import I8, I64, mem_type
 
 I8P = I8.as_pointer()
 
@@ -96,6 +96,7 @@ class _Split:
         self.ok = True
 
     def bounds(self, em: Emitter, n) -> tuple:
+        """(start, stop) of an outermost loop of n trips in the chunk body."""
         if self.rows is not None or not isinstance(n, int) or n < 2:
             self.ok = False
             return ir.Constant(I64, 0), n
@@ -117,6 +118,8 @@ def lower_parallel(em: Emitter, eqn, env: dict, dests: list) -> list | None:
     for v in eqn.invars:
         if isinstance(v, Var):
             x = env[v]
+            if not isinstance(x, (Buf, Scalar)):
+                return None
             outer.setdefault(id(x.ptr if isinstance(x, Buf) else x.value), x)
     out_avals = [v.aval for v in eqn.outvars]
     fixed = 4  # inputs, workspace regions, rows per chunk, bytes per region
@@ -147,7 +150,7 @@ def lower_parallel(em: Emitter, eqn, env: dict, dests: list) -> list | None:
             else:
                 kenv[key] = Scalar(b.load(b.bitcast(raw, x.value.type.as_pointer())), x.aval)
         n_dest = fixed + len(outer)
-        kdests = [Buf(b.bitcast(slot(n_dest + j), _ptr_type(em, a)), a)
+        kdests = [Buf(b.bitcast(slot(n_dest + j), mem_type(a.dtype).as_pointer()), a)
                   for j, a in enumerate(out_avals)]
         inner_env = {v: kenv[id(env[v].ptr if isinstance(env[v], Buf) else env[v].value)]
                      for v in eqn.invars if isinstance(v, Var)}
@@ -238,8 +241,3 @@ def _combine_partials(em: Emitter, reducer, parts: Buf, n: int, dest: Buf | None
         em.store(dest, None, total)
         return dest
     return Scalar(total, parts.aval.update(shape=()))
-
-
-def _ptr_type(em: Emitter, aval: ShapedArray) -> ir.Type:
-    from .types import mem_type
-    return mem_type(aval.dtype).as_pointer()

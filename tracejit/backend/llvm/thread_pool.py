@@ -24,11 +24,11 @@ import os
 import platform
 import threading
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ...core.config import config
 from .blas import POOL_BUSY_SYMBOL, _thread_cap
-from .interrupt import FLAG_SYMBOL, _bind_flag
+from .interrupt import _bind_flag
 from .types import I8, I32, I64
 
 SYMBOL = "tracejit_parallel_for"
