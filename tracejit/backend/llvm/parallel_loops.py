@@ -25,11 +25,13 @@ from .types import I8, I64, mem_type
 
 I8P = I8.as_pointer()
 
-# Elements (largest operand or result) from which a kernel runs on the pool: below it, waking
-# the workers costs more than the second core saves (benchmarks/thread_threshold.py measured
-# the break-even near 16-32k elements of a cheap elementwise op with 2 threads on a loaded
-# 2-core machine; this is kept above it).
-PARALLEL_MIN_ELEMENTS = 1 << 16
+# Elements (largest operand or result) from which a kernel runs on the pool. Waking a sleeping
+# worker costs a futex wake and a scheduler hop (~5-50 us, more on a loaded machine), and a
+# cheap elementwise op is memory-bound (2^20 float32 x*2+1: ~120 us on one thread, no faster on
+# two); benchmarks/thread_threshold.py on the shared 2-core machine (load average ~13) found no
+# size where two threads won on a cheap kernel, and no loss below 2^18 either. Kept at 2^17:
+# conservative for cheap kernels, where transcendental chains (compute-bound) start to gain.
+PARALLEL_MIN_ELEMENTS = 1 << 17
 # Work per chunk: many chunks per thread, so a thread the scheduler delays holds back little.
 CHUNK_ELEMENTS = 1 << 15
 # A body with temporaries of its own gets a region per chunk: at most this many chunks, and at
