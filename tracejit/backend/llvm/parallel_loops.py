@@ -7,7 +7,11 @@ each row is computed exactly as in the serial loop, so results are bit-identical
 thread count. The lowering is checked while it is emitted: exactly one outermost loop, with a
 static trip count of two or more; anything else (an init loop then an accumulating loop, a
 host callback) drops the body and lowers the equation serially. Temporaries the body allocates
-get a workspace region per chunk (chunks are capped so the regions stay small)."""
+get a workspace region per chunk (chunks are capped so the regions stay small).
+
+Reductions that fold rows together (a whole array to a scalar; the leading axis away) give
+each chunk a partial (a value, or a row) and fold the partials in a fixed pairwise tree on the
+calling thread: the same result every run and for every thread count."""
 from __future__ import annotations
 
 import numpy as np
@@ -21,7 +25,7 @@ from ...lax import reduce as rd
 from . import thread_pool
 from .codegen import Buf, Emitter, Scalar
 from .interrupt import emit_poll
-from .types import I8, I64, mem_type
+from .types import I8, I64, const, mem_type
 
 I8P = I8.as_pointer()
 
@@ -59,11 +63,22 @@ def _full_reduction(eqn) -> bool:
         dtype in (np.float32, np.float64) or dtype.kind in "iub")
 
 
+def _column_reduction(eqn) -> bool:
+    """A reduce_* over the leading axis only, keeping the others (column sums, batch means):
+    each chunk reduces a block of rows into a partial row, then the partial rows fold."""
+    root = _root(eqn)
+    if root.primitive not in _REDUCERS or len(eqn.outvars) != 1:
+        return False
+    x, dtype = root.invars[0].aval, eqn.outvars[0].aval.dtype
+    return root.params["axes"] == (0,) and x.ndim >= 2 and x.shape[0] >= 2 and (
+        dtype in (np.float32, np.float64) or dtype.kind in "iub")
+
+
 def candidate(eqn) -> bool:
     """Whether the equation's loop nest runs over independent rows of its outputs: an
     elementwise op or index map, a row reduction (the last axis reduced) or a row kernel; or
     is a whole-array reduction (each chunk reduces a block of rows, then the partials)."""
-    if _full_reduction(eqn):
+    if _full_reduction(eqn) or _column_reduction(eqn):
         return True
     if not eqn.outvars or any(v.aval.ndim == 0 for v in eqn.outvars):
         return False
@@ -115,6 +130,7 @@ def lower_parallel(em: Emitter, eqn, env: dict, dests: list) -> list | None:
     lowering turns out not to be one loop over rows."""
     dests_given = dests
     partials = _full_reduction(eqn)
+    columns = _column_reduction(eqn)
     # the context: one i8* per distinct outer value (Bufs by pointer, Scalars by a stack slot)
     outer: dict[int, object] = {}
     for v in eqn.invars:
@@ -156,7 +172,10 @@ def lower_parallel(em: Emitter, eqn, env: dict, dests: list) -> list | None:
                   for j, a in enumerate(out_avals)]
         inner_env = {v: kenv[id(env[v].ptr if isinstance(env[v], Buf) else env[v].value)]
                      for v in eqn.invars if isinstance(v, Var)}
-        if partials:  # this chunk's rows reduced to one value: partial number `chunk`
+        if columns:  # this chunk's rows reduced to one row: partial row number `chunk`
+            em.split = None
+            split.rows = _column_body(em, eqn, inner_env, kdests[0], chunk, split.per)
+        elif partials:  # this chunk's rows reduced to one value: partial number `chunk`
             (out,) = em.lower(eqn, inner_env, [None])
             (kd,) = kdests
             em.store(kd, chunk, em.scalar_of(out))
@@ -176,14 +195,18 @@ def lower_parallel(em: Emitter, eqn, env: dict, dests: list) -> list | None:
         return None
     rows = split.rows
     per = max(1, CHUNK_ELEMENTS * rows // max(work(eqn), 1))
-    if local_bytes:
+    if columns:  # the partial rows are regions too
+        local_bytes_all = out_avals[0].size * out_avals[0].dtype.itemsize + local_bytes
+        cap = max(1, min(MAX_REGION_CHUNKS, MAX_REGION_BYTES // local_bytes_all))
+        per = max(per, -(-rows // cap))
+    elif local_bytes:
         cap = max(1, min(MAX_REGION_CHUNKS, MAX_REGION_BYTES // local_bytes))
         per = max(per, -(-rows // cap))
     n_chunks = -(-rows // per)
     # the caller's side: destinations, regions, the context, the call, an interrupt check
-    if partials:
+    if partials or columns:
         (aval,) = out_avals
-        dests = [em.alloc(ShapedArray((n_chunks,), aval.dtype))]
+        dests = [em.alloc(ShapedArray((n_chunks, *aval.shape), aval.dtype))]
     else:
         dests = [d if d is not None else em.alloc(a) for a, d in zip(out_avals, dests_given)]
     b = em.b
@@ -213,33 +236,83 @@ def lower_parallel(em: Emitter, eqn, env: dict, dests: list) -> list | None:
     if regions is not None:
         em.release(regions)
     emit_poll(em)  # Ctrl-C made the pool skip chunks: leave now (the outputs are discarded)
-    if partials:
+    if partials or columns:
         return [_combine_partials(em, _root(eqn).primitive, dests[0], n_chunks,
                                   dests_given[0])]
     return dests
 
 
+def _column_body(em: Emitter, eqn, env: dict, parts: Buf, chunk: ir.Value, per: ir.Value
+                 ) -> int:
+    """The chunk body of a leading-axis reduction: rows [chunk * per, + per) of the operand
+    folded, in order, into partial row `chunk` of `parts` (the inner loop runs along the
+    contiguous kept axes and vectorises). Returns the operand's row count."""
+    from .codegen import Lazy
+    from .reductions import _combine, _reduce_identity
+    root = _root(eqn)
+    if eqn.primitive is fused_p:  # the root's operand, fused as codegen's `fused` rule does
+        body = eqn.params["body"].jaxpr
+        fenv = dict(zip(body.invars, [em.read(env, v) for v in eqn.invars]))
+        for e in body.eqns[:-1]:
+            fenv[e.outvars[0]] = Lazy(e, e.outvars[0].aval, fenv)
+        x = em.read(fenv, root.invars[0])
+    else:
+        x = em.read(env, root.invars[0])
+    b = em.b
+    rows, shape = x.aval.shape[0], x.aval.shape[1:]
+    dtype = eqn.outvars[0].aval.dtype
+    size = ir.Constant(I64, int(np.prod(shape)))
+    part = Buf(b.gep(parts.ptr, [b.mul(chunk, size)], inbounds=True), ShapedArray(shape, dtype))
+    init = const(dtype, _reduce_identity(root.primitive.name, dtype))
+    em.loop_nest(shape, lambda idx: em.store(part, em.linear(shape, idx), init))
+    lo = b.mul(chunk, per)
+    hi = b.add(lo, per)
+    hi = b.select(b.icmp_signed("<", hi, ir.Constant(I64, rows)), hi, ir.Constant(I64, rows))
+
+    def row(i):
+        r = b.add(lo, i)
+
+        def step(idx):
+            lin = em.linear(shape, idx)
+            em.store(part, lin, _combine(em, root.primitive, dtype, em.load(part, lin),
+                                         em.value_at(x, [r, *idx])))
+        em.loop_nest(shape, step)
+    em.loop(b.sub(hi, lo), row, name="r")
+    return rows
+
+
 def _combine_partials(em: Emitter, reducer, parts: Buf, n: int, dest: Buf | None):
-    """The partials combined pairwise in a fixed tree (neighbours, then pairs of pairs, ...):
-    the order depends on the sizes only, never on which thread finished first, and a float
-    sum's rounding error grows as log2 of the chunk count."""
+    """The partials (n values, or n rows of values) combined pairwise in a fixed tree
+    (neighbours, then pairs of pairs, ...): the order depends on the sizes only, never on
+    which thread finished first, and a float sum's rounding error grows as log2 of the chunk
+    count. The result is row 0, copied to `dest` (or a register, for a scalar)."""
     from .reductions import _combine
     b = em.b
     dtype = parts.aval.dtype
+    out_aval = parts.aval.update(shape=parts.aval.shape[1:])
+    m = out_aval.size
     stride = 1
     while stride < n:
         pairs = len(range(0, n - stride, 2 * stride))
 
         def fold(j, stride=stride):
-            i = b.mul(j, ir.Constant(I64, 2 * stride))
-            k = b.add(i, ir.Constant(I64, stride))
-            em.store(parts, i, _combine(em, reducer, dtype, em.load(parts, i),
-                                        em.load(parts, k)))
+            i = b.mul(j, ir.Constant(I64, 2 * stride * m))
+
+            def elem(e):
+                at, other = b.add(i, e), b.add(b.add(i, e), ir.Constant(I64, stride * m))
+                em.store(parts, at, _combine(em, reducer, dtype, em.load(parts, at),
+                                             em.load(parts, other)))
+            em.loop(m, elem, name="fold.e")
         em.loop(pairs, fold, name="fold")
         stride *= 2
-    total = em.load(parts, ir.Constant(I64, 0))
+    if out_aval.ndim == 0:
+        total = em.load(parts, ir.Constant(I64, 0))
+        em.release(parts)
+        if dest is not None:
+            em.store(dest, None, total)
+            return dest
+        return Scalar(total, out_aval)
+    dest = dest if dest is not None else em.alloc(out_aval)
+    em.loop(m, lambda e: em.store(dest, e, em.load(parts, e)), name="copy")
     em.release(parts)
-    if dest is not None:
-        em.store(dest, None, total)
-        return dest
-    return Scalar(total, parts.aval.update(shape=()))
+    return dest
