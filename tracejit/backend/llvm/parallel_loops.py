@@ -189,20 +189,20 @@ def lower_parallel(em: Emitter, eqn, env: dict, dests: list) -> list | None:
     finally:
         (em.b, em.inputs, em.workspace, em._callback_ids, em._memo, em._trips,
          em.workspace_bytes, em._free, em._slot_of, em.split, em._allocs) = saved
-    if not ok:
+    if ok:
+        rows = split.rows
+        per = max(1, CHUNK_ELEMENTS * rows // max(work(eqn), 1))
+        # regions (and partial rows) per chunk: capped in count and in bytes
+        region = local_bytes + (out_avals[0].size * out_avals[0].dtype.itemsize if columns else 0)
+        if region:
+            cap = max(1, min(MAX_REGION_CHUNKS, MAX_REGION_BYTES // region))
+            per = max(per, -(-rows // cap))
+        n_chunks = -(-rows // per)
+        ok = n_chunks >= 2
+    if not ok:  # not one loop over rows, or too little to split: the serial lowering
         del em.module.globals[body_fn.name]
         del em.callbacks[callbacks:]
         return None
-    rows = split.rows
-    per = max(1, CHUNK_ELEMENTS * rows // max(work(eqn), 1))
-    if columns:  # the partial rows are regions too
-        local_bytes_all = out_avals[0].size * out_avals[0].dtype.itemsize + local_bytes
-        cap = max(1, min(MAX_REGION_CHUNKS, MAX_REGION_BYTES // local_bytes_all))
-        per = max(per, -(-rows // cap))
-    elif local_bytes:
-        cap = max(1, min(MAX_REGION_CHUNKS, MAX_REGION_BYTES // local_bytes))
-        per = max(per, -(-rows // cap))
-    n_chunks = -(-rows // per)
     # the caller's side: destinations, regions, the context, the call, an interrupt check
     if partials or columns:
         (aval,) = out_avals
