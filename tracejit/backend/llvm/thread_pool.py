@@ -4,9 +4,9 @@ body `void body(i8* ctx, i64 chunk)`. No Python and no C compiler: the pool is I
 
 How a call runs: the caller publishes the job (body, ctx, chunk count) under a sequence number
 `gen` (odd while it is being written, even once it is published), wakes sleeping workers with a
-futex, and then takes chunks itself; every thread claims the next chunk with one atomic add, so
-the split of work does not depend on timing (each chunk writes its own outputs). The call
-returns when all chunks are done. A worker that wakes late holds a reference (`refs`) while it
+futex, and then takes chunks itself; every thread claims the next chunk with one atomic add
+(which thread runs a chunk depends on timing, what the chunk computes does not: each writes its
+own outputs). The call returns when all chunks are done. A worker that wakes late holds a reference (`refs`) while it
 looks at the job, and the next publish waits for the references to drop, so a late worker never
 reads a half-written job nor runs a finished one. Workers spin briefly, then sleep in the kernel.
 
@@ -14,7 +14,9 @@ Nested calls (a body that calls parallel_for) and calls from a second thread whi
 busy run inline on the calling thread (no oversubscription). A set interrupt flag
 (interrupt.py) makes every thread skip its remaining chunks. Threads are created on the first
 parallel call, sized by `tracejit_num_threads` (the caller is one of them), joined at exit, and
-forgotten in a forked child (which creates its own on its next parallel call)."""
+forgotten in a forked child (which creates its own on its next parallel call). A failed
+pthread_create leaves fewer workers (with none, calls run inline); bodies are generated code
+with no error exit, so every claimed chunk is counted done and no caller waits forever."""
 from __future__ import annotations
 
 import atexit
