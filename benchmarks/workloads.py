@@ -174,6 +174,11 @@ def rfft_2_20(jax, jnp, lax, random):
     return jax.jit(jnp.fft.rfft), (jnp.asarray(x),)
 
 
+def sum_10m(jax, jnp, lax, random):
+    x = jnp.asarray(np.random.default_rng(0).standard_normal(10_000_000).astype(np.float32))
+    return jax.jit(jnp.sum), (x,)
+
+
 WORKLOADS = [
     ("dispatch x+1 (scalar)", dispatch),
     ("softmax 3x5", softmax(3, 5)),
@@ -198,6 +203,7 @@ WORKLOADS = [
     ("batched inverse 64x(32x32)", batched_inverse),
     ("CNN forward+grad (2 conv, 32x28x28)", cnn_grad),
     ("rfft 2^20", rfft_2_20),
+    ("sum 10M", sum_10m),
 ]
 
 
@@ -283,4 +289,6 @@ NUMPY = {
         np.random.default_rng(0).standard_normal(2 ** 20).astype(np.float32),)),
     "random.normal 10M": lambda: (
         lambda: np.random.default_rng(0).standard_normal(10_000_000, dtype=np.float32), ()),
+    "sum 10M": lambda: (np.sum, (
+        np.random.default_rng(0).standard_normal(10_000_000).astype(np.float32),)),
 }

@@ -56,6 +56,7 @@ _COST = {np.dtype(np.float32): 1, np.dtype(np.float64): 2, np.dtype(np.complex64
 _SET_FN, _MAX, _PER_THREAD = ("tracejit_blas_set_fn", "tracejit_blas_max_threads",
                               "tracejit_blas_work_per_thread")
 THREADS_SYMBOL = "tracejit_blas_threads"
+POOL_BUSY_SYMBOL = "tracejit_pool_busy"  # thread_pool's flag, bound when the pool is made
 
 
 def gemm_work(dtype: np.dtype, m: int, n: int, k: int) -> int:
@@ -117,6 +118,9 @@ def _threads_module() -> ir.Module:
         g = ir.GlobalVariable(mod, I64, name)
         g.initializer = ir.Constant(I64, value)
         limits.append(g)
+    # set while our thread pool runs a kernel (thread_pool.py): its threads hold the cores
+    pool_busy = ir.GlobalVariable(mod, I32, POOL_BUSY_SYMBOL)
+    pool_busy.linkage = "external"
     fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [I64]), name=THREADS_SYMBOL)
     entry, call, done = (fn.append_basic_block(n) for n in ("entry", "call", "done"))
     b = ir.IRBuilder(entry)
@@ -126,6 +130,8 @@ def _threads_module() -> ir.Module:
     n = b.udiv(fn.args[0], b.load(limits[1]))
     n = b.select(b.icmp_unsigned(">", n, b.load(limits[0])), b.load(limits[0]), n)
     n = b.select(b.icmp_unsigned("<", n, ir.Constant(I64, 1)), ir.Constant(I64, 1), n)
+    busy = b.load_atomic(pool_busy, "monotonic", 4)
+    n = b.select(b.icmp_unsigned("!=", busy, ir.Constant(I32, 0)), ir.Constant(I64, 1), n)
     b.call(target, [b.trunc(n, I32)])
     b.branch(done)
     b.position_at_end(done)
@@ -138,7 +144,8 @@ def _threads_code():
     """The routine's machine code, kept for the process, with its globals filled in."""
     import llvmlite.binding as llvm
 
-    from . import jit_engine
+    from . import jit_engine, thread_pool
+    thread_pool.symbol()  # (binds the pool's busy flag the routine reads)
     module = jit_engine.parse(str(_threads_module()))
     jit_engine.optimize(module)
     code, _ = jit_engine.load(module)

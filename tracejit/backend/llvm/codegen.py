@@ -92,6 +92,7 @@ class Emitter:
         self._allocs = 0  # workspace slots handed out so far
         self._kernels: dict[tuple, ir.Function] = {}  # _kernel_key -> its outlined function
         self.polls = False  # some loop polls the interrupt flag (interrupt.emit_poll)
+        self.split = None  # while emitting a parallel chunk body: its outermost loop's cut
 
     # --- memory ------------------------------------------------------------------------------
     def alloc(self, aval: ShapedArray) -> Buf:
@@ -187,9 +188,16 @@ class Emitter:
         return acc
 
     # --- loops -------------------------------------------------------------------------------
-    def loop(self, n: int | ir.Value, body: Callable[[ir.Value], None], name: str = "i") -> None:
+    def loop(self, n: int | ir.Value, body: Callable[[ir.Value], None], name: str = "i",
+             over_data: bool = True) -> None:
+        """`for i in range(n): body(i)`. over_data=False marks a loop over bookkeeping (a
+        counter's levels), which a parallel chunk body neither cuts nor counts as its rows."""
         b = self.b
-        self._trips.append(n if isinstance(n, int) else _UNKNOWN_TRIPS)
+        trips = n if isinstance(n, int) else _UNKNOWN_TRIPS
+        start = ir.Constant(I64, 0)
+        if self.split is not None and not self._trips and over_data:  # (parallel_loops)
+            start, n = self.split.bounds(self, n)
+        self._trips.append(trips)
         n = ir.Constant(I64, n) if isinstance(n, int) else n
         pre = b.block
         first = len(b.function.blocks)
@@ -199,7 +207,7 @@ class Emitter:
         b.branch(header)
         b.position_at_end(header)
         i = b.phi(I64, name=name)
-        i.add_incoming(ir.Constant(I64, 0), pre)
+        i.add_incoming(start, pre)
         b.cbranch(b.icmp_signed("<", i, n), body_bb, exit_bb)
         b.position_at_end(body_bb)
         body(i)
@@ -380,8 +388,11 @@ class Emitter:
         keep = set(jaxpr.outvars)
         for k, eqn in enumerate(jaxpr.eqns):
             self._dying = {v for v in last_use.get(k, ()) if v not in keep}
-            lower = self.lower_outlined if outline and _outlinable(eqn) else self.lower
-            outs = lower(eqn, env, [direct.get(v) for v in eqn.outvars])
+            eqn_dests = [direct.get(v) for v in eqn.outvars]
+            outs = self._lower_parallel(eqn, env, eqn_dests)
+            if outs is None:
+                lower = self.lower_outlined if outline and _outlinable(eqn) else self.lower
+                outs = lower(eqn, env, eqn_dests)
             env.update(zip(eqn.outvars, outs))
             for v in last_use.get(k, ()):
                 if v not in keep and v not in direct:
@@ -393,6 +404,14 @@ class Emitter:
                 val = self.materialize(val, d)
             outs.append(val)
         return outs
+
+    def _lower_parallel(self, eqn, env: dict, dests: list[Buf | None]) -> list | None:
+        """A large kernel over independent rows, run on the thread pool (parallel_loops); None
+        when the equation is not one (or sits inside a chunk body already)."""
+        from . import parallel_loops
+        if self.split is not None or not parallel_loops.worth(eqn):
+            return None
+        return parallel_loops.lower_parallel(self, eqn, env, dests)
 
     def lower(self, eqn, env: dict, dests: list[Buf | None]) -> list:
         """Emit one equation reading its operands from `env`; its outputs go to `dests` where

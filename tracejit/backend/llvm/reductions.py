@@ -206,12 +206,11 @@ def _pairwise_sum(em: Emitter, x, axes, kept, aval_out, out, work, element):
         b.store(zero, carry_ptr)
 
         def gather(k):
-            k = k[0]
             bit = b.trunc(b.lshr(count, k), ir.IntType(1))
             total = b.load(carry_ptr)
             b.store(b.select(bit, _combine(em, rd.reduce_sum_p, work, total, b.load(level(k))),
                              total), carry_ptr)
-        em.loop_nest([_LEVELS], gather)
+        em.loop(_LEVELS, gather, name="lvl", over_data=False)
         return convert(b, b.load(carry_ptr), work, x.aval.dtype)
     return _per_output(em, aval_out, out, outer)
 
