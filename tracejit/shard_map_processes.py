@@ -17,7 +17,7 @@ from .core.array import Array
 from .core.axis_env import ProcessAxis, extend_axis_env
 from .core.devices import process_count, process_index
 from .core.global_array import GlobalArray
-from .core.pytree import tree_flatten, tree_unflatten
+from .core.pytree import tree_unflatten
 from .core.rules import moveaxis
 from .core.sharding import Mesh, NamedSharding, PartitionSpec
 from .core.trace import Tracer, get_aval
@@ -142,8 +142,7 @@ def _global_shape(shape: tuple, spec: Any, sizes: dict, processes: dict) -> tupl
 def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tree: Any,
                      flat_specs: list, out_specs: Any, fun_name: str, bodies: dict) -> Any:
     """shard_map's call over a mesh whose axes `processes` span processes (see the module)."""
-    from .shard_map import _broadcast_specs, _check_specs, _from_shards, _nest, _spec_axes, \
-        _to_shards
+    from .shard_map import _per_device
     sizes = dict(m.shape_tuple)
     # the axes batched here: those within this process, and the lanes of process axes where
     # this process holds several positions
@@ -161,26 +160,9 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
         with contextlib.ExitStack() as stack:
             for name, axis in processes.items():
                 stack.enter_context(extend_axis_env(name, sizes[name], None, axis))
-            shards = [_to_shards(x, s, local_axes, local_sizes, fun_name)
-                      for x, s in zip(xs, local_specs)]
-            out_tree: list = []
-
-            def per_shard(*ys):
-                out = f(*tree_unflatten(in_tree, ys))
-                flat, tree = tree_flatten(out)
-                out_tree[:] = [tree, out]
-                return flat
-
-            uses = [[a in _spec_axes(s) for a in local_axes] for s in local_specs]
-            outs, mapped = _nest(per_shard, shards, uses, local_axes, local_sizes, 0)
-            mapped = mapped if mapped is not None else [[] for _ in outs]
-            tree, sample = out_tree
-            _check_specs(out_specs, sample, m, "out_specs", fun_name)
-            out_flat = _broadcast_specs(out_specs, sample)
-            results = [_from_shards(o, mp, _local_spec(s, get_aval(o).ndim - len(mp),
-                                                       processes),
-                                    local_axes, local_sizes, fun_name, i)
-                       for i, (o, mp, s) in enumerate(zip(outs, mapped, out_flat))]
+            tree, out_flat, results = _per_device(
+                f, in_tree, xs, local_specs, out_specs, m, local_axes, local_sizes, fun_name,
+                out_spec=lambda spec, ndim: _local_spec(spec, ndim, processes))
             if traced:  # (inside a transformation: the whole value on every process, and
                 # a gradient may cross the boundary)
                 results = [_share(_gather(r, s, processes), s, processes)
