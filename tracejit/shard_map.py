@@ -160,15 +160,21 @@ def _to_shards(x: Any, spec: PartitionSpec | None, axes: list, sizes: dict,
     spec splits is checked to divide evenly."""
     shape = get_aval(x).shape
     dims = _dim_axes(spec, len(shape))
-    for d, (n, names) in enumerate(zip(shape, dims)):
-        count = math.prod(sizes[a] for a in names)
-        if n % count:
-            raise ValueError(
-                f"shard_map applied to the function {fun_name!r} was given argument arrays "
-                f"with axis sizes that are not evenly divisible by the corresponding mesh axis "
-                f"sizes: dimension {d} of an argument of shape {shape} is split over mesh axes "
-                f"{names} of total size {count}")
+    for d in range(len(shape)):
+        _check_divides(shape, d, dims[d], sizes, fun_name)
     return split_shards(x, tuple(dims), axes, sizes)
+
+
+def _check_divides(shape: tuple, d: int, names: tuple, sizes: dict, fun_name: str) -> None:
+    """JAX's error unless dimension d of an argument splits evenly over the mesh axes
+    `names`."""
+    count = math.prod(sizes[a] for a in names)
+    if shape[d] % count:
+        raise ValueError(
+            f"shard_map applied to the function {fun_name!r} was given argument arrays "
+            f"with axis sizes that are not evenly divisible by the corresponding mesh axis "
+            f"sizes: dimension {d} of an argument of shape {shape} is split over mesh axes "
+            f"{names} of total size {count}")
 
 
 def _from_shards(x: Any, mapped: list, spec: PartitionSpec | None, axes: list, sizes: dict,
