@@ -1,8 +1,8 @@
-"""Running a per-shard function over a mesh in one process (the machinery of sharded jit): each
-global argument is cut into its shards, the function runs under one batch trace per mesh axis,
-bound to the axis name (so lax/parallel.py's collectives act across shards), and the per-shard
-results are joined into global values. A layout is given per dimension as the tuple of mesh
-axes splitting it, major first (`Dims`)."""
+"""Running a per-shard function over a mesh in one process (the machinery of sharded jit and of
+shard_map): each global argument is cut into its shards, the function runs under one batch trace
+per mesh axis, bound to the axis name (so lax/parallel.py's collectives act across shards), and
+the per-shard results are joined into global values. A layout is given per dimension as the
+tuple of mesh axes splitting it, major first (`Dims`)."""
 from __future__ import annotations
 
 import math
