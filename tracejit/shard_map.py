@@ -13,20 +13,17 @@ import functools
 import math
 from typing import Any, Callable, Sequence
 
-from .core.axis_env import AxisFrame
-from .core.batching import batch_flat
 from .core.devices import local_device_count
 from .core.pytree import prefix_errors, tree_flatten, tree_leaves, tree_unflatten
-from .core.rules import moveaxis, not_mapped
 from .core.array import Array
 from .core.global_array import GlobalArray
 from .core.sharding import (UNCONSTRAINED, AbstractMesh, Mesh, NamedSharding, PartitionSpec,
                             get_mesh)
 from .core.trace import get_aval
-from .lax import broadcast_in_dim, reshape, transpose
 from .runtime.devices import to_array
 from .runtime.jit import jit
 from .transforms.api import vmap
+from .transforms.spmd import join_shards, nest_axes, split_shards
 
 
 class _InferFromArgs:
@@ -103,27 +100,40 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
         leaves = [to_array(x) for x in leaves]
         sizes = dict(m.shape_tuple)
         axes = list(m.axis_names)
-        shards = [_to_shards(x, s, axes, sizes, fun_name) for x, s in zip(leaves, flat_specs)]
-        out_tree = []
-
-        def per_shard(*xs):
-            out = f(*tree_unflatten(in_tree, xs))
-            flat, tree = tree_flatten(out)
-            out_tree[:] = [tree, out]
-            return flat
-
-        uses = [[a in _spec_axes(s) for a in axes] for s in flat_specs]
-        outs, mapped = _nest(per_shard, shards, uses, axes, sizes, 0)
-        tree, sample = out_tree
-        _check_specs(out_specs, sample, m, "out_specs", fun_name)
-        out_flat_specs = _broadcast_specs(out_specs, sample)
-        results = [_from_shards(o, mp, s, axes, sizes, fun_name, i)
-                   for i, (o, mp, s) in enumerate(zip(outs, mapped, out_flat_specs))]
+        tree, out_flat_specs, results = _per_device(f, in_tree, leaves, flat_specs, out_specs,
+                                                    m, axes, sizes, fun_name)
         if isinstance(m, Mesh):  # (laid out over the mesh as out_specs say)
             results = [r.placed(NamedSharding(m, s if s is not None else PartitionSpec()))
                        if isinstance(r, Array) else r for r, s in zip(results, out_flat_specs)]
         return tree_unflatten(tree, results)
     return mapped
+
+
+def _per_device(f: Callable, in_tree: Any, leaves: list, flat_specs: list, out_specs: Any,
+                m: Mesh | AbstractMesh, axes: list, sizes: dict, fun_name: str,
+                out_spec: Callable = lambda spec, ndim: spec) -> tuple[Any, list, list]:
+    """f run on every shard of `leaves` (split as flat_specs say over the mesh axes `axes`,
+    of sizes `sizes`) under transforms/spmd.py's batch traces, its results joined as
+    out_specs say (`out_spec(spec, ndim)`: the spec a result is joined by, given its rank per
+    shard). Returns the output tree, out_specs per output, and the joined outputs."""
+    shards = [_to_shards(x, s, axes, sizes, fun_name) for x, s in zip(leaves, flat_specs)]
+    out_tree: list = []
+
+    def per_shard(*xs):
+        out = f(*tree_unflatten(in_tree, xs))
+        flat, tree = tree_flatten(out)
+        out_tree[:] = [tree, out]
+        return flat
+
+    in_dims = [tuple(_dim_axes(s, get_aval(x).ndim)) for x, s in zip(leaves, flat_specs)]
+    outs, mapped = nest_axes(per_shard, shards, in_dims, axes, sizes)
+    tree, sample = out_tree
+    _check_specs(out_specs, sample, m, "out_specs", fun_name)
+    out_flat = _broadcast_specs(out_specs, sample)
+    results = [_from_shards(o, mp, out_spec(s, get_aval(o).ndim - len(mp)), axes, sizes,
+                            fun_name, i)
+               for i, (o, mp, s) in enumerate(zip(outs, mapped, out_flat))]
+    return tree, out_flat, results
 
 
 def _spec_axes(spec: PartitionSpec | None) -> list:
@@ -146,60 +156,32 @@ def _broadcast_specs(specs: Any, tree: Any) -> list:
 
 def _to_shards(x: Any, spec: PartitionSpec | None, axes: list, sizes: dict,
                fun_name: str) -> Any:
-    """x with each split dimension cut in (mesh axes..., piece) and the mesh-axis dimensions
-    moved first, in the mesh's axis order."""
+    """x cut into its shards (transforms/spmd.py's split_shards), once every dimension the
+    spec splits is checked to divide evenly."""
     shape = get_aval(x).shape
-    dim_axes = _dim_axes(spec, len(shape))
-    split_shape, labels = [], []
-    for d, (n, names) in enumerate(zip(shape, dim_axes)):
-        count = math.prod(sizes[a] for a in names)
-        if n % count:
-            raise ValueError(
-                f"shard_map applied to the function {fun_name!r} was given argument arrays "
-                f"with axis sizes that are not evenly divisible by the corresponding mesh axis "
-                f"sizes: dimension {d} of an argument of shape {shape} is split over mesh axes "
-                f"{names} of total size {count}")
-        split_shape += [sizes[a] for a in names] + [n // count]
-        labels += list(names) + [("dim", d)]
-    x = reshape(x, tuple(split_shape)) if tuple(split_shape) != shape else x
-    front = [a for a in axes if a in labels]
-    rest = [lab for lab in labels if not isinstance(lab, str)]
-    order = [labels.index(lab) for lab in front + rest]
-    return transpose(x, tuple(order)) if order != list(range(len(order))) else x
+    dims = _dim_axes(spec, len(shape))
+    for d in range(len(shape)):
+        _check_divides(shape, d, dims[d], sizes, fun_name)
+    return split_shards(x, tuple(dims), axes, sizes)
 
 
-def _nest(fun: Callable, args: list, uses: list, axes: list, sizes: dict, k: int):
-    """fun run per shard: one batch trace per mesh axis from axis k on, bound to its name.
-    Returns the outputs, each with the mesh axes it varies over first (in mesh order), and
-    those axes."""
-    if k == len(axes):
-        return fun(*args), None
-    name = axes[k]
-    inner_mapped: list = []
-
-    def level(*xs):
-        outs, mapped = _nest(fun, list(xs), uses, axes, sizes, k + 1)
-        inner_mapped[:] = mapped if mapped is not None else [[] for _ in outs]
-        return outs
-
-    in_dims = [0 if u[k] else not_mapped for u in uses]
-    outs, dims = batch_flat(level, args, in_dims, AxisFrame(name, sizes[name], None))
-    result, mapped = [], []
-    for o, d, inner in zip(outs, dims, inner_mapped):
-        if d is not_mapped:
-            result.append(o)
-            mapped.append(inner)
-        else:
-            result.append(moveaxis(o, d, 0))
-            mapped.append([name] + inner)
-    return result, mapped
+def _check_divides(shape: tuple, d: int, names: tuple, sizes: dict, fun_name: str) -> None:
+    """JAX's error unless dimension d of an argument splits evenly over the mesh axes
+    `names`."""
+    count = math.prod(sizes[a] for a in names)
+    if shape[d] % count:
+        raise ValueError(
+            f"shard_map applied to the function {fun_name!r} was given argument arrays "
+            f"with axis sizes that are not evenly divisible by the corresponding mesh axis "
+            f"sizes: dimension {d} of an argument of shape {shape} is split over mesh axes "
+            f"{names} of total size {count}")
 
 
 def _from_shards(x: Any, mapped: list, spec: PartitionSpec | None, axes: list, sizes: dict,
                  fun_name: str, i: int) -> Any:
-    """The global array from the per-shard outputs stacked over the mesh axes `mapped`: each
-    dimension the spec splits is joined from its axes' pieces; an axis the spec leaves out
-    must be one the value does not vary over."""
+    """The global array from the per-shard outputs stacked over the mesh axes `mapped`
+    (transforms/spmd.py's join_shards), once checked that every axis the spec leaves out is
+    one the value does not vary over (JAX's error otherwise, not shard 0's copy)."""
     used = _spec_axes(spec)
     varying = [a for a in mapped if a not in used]
     if varying:
@@ -211,26 +193,8 @@ def _from_shards(x: Any, mapped: list, spec: PartitionSpec | None, axes: list, s
             f"corresponding output value is replicated across mesh axes {tuple(varying)}, but "
             f"it could vary across those axes. Use an out_specs entry naming them (or psum "
             f"over them).")
-    shape = get_aval(x).shape
-    front = list(mapped)
-    for a in [a for a in axes if a in used]:  # replicated over a: every shard the same
-        if a not in front:
-            at = sum(1 for b in axes[:axes.index(a)] if b in front)
-            new_shape = shape[:at] + (sizes[a],) + shape[at:]
-            keep = tuple(j for j in range(len(new_shape)) if j != at)
-            x = broadcast_in_dim(x, new_shape, keep)
-            shape = new_shape
-            front.insert(at, a)
-    nf = len(front)
-    piece = shape[nf:]
-    dim_axes = _dim_axes(spec, len(piece))
-    order, final = [], []
-    for d, names in enumerate(dim_axes):
-        order += [front.index(a) for a in names] + [nf + d]
-        final.append(piece[d] * math.prod(sizes[a] for a in names))
-    if order != list(range(len(order))):
-        x = transpose(x, tuple(order))
-    return reshape(x, tuple(final)) if tuple(final) != get_aval(x).shape else x
+    dims = _dim_axes(spec, get_aval(x).ndim - len(mapped))
+    return join_shards(x, mapped, tuple(dims), axes, sizes)
 
 
 def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: Any = 0,

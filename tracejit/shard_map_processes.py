@@ -17,7 +17,7 @@ from .core.array import Array
 from .core.axis_env import ProcessAxis, extend_axis_env
 from .core.devices import process_count, process_index
 from .core.global_array import GlobalArray
-from .core.pytree import tree_flatten, tree_unflatten
+from .core.pytree import tree_unflatten
 from .core.rules import moveaxis
 from .core.sharding import Mesh, NamedSharding, PartitionSpec
 from .core.trace import Tracer, get_aval
@@ -25,6 +25,7 @@ from .lax import reshape, slice as lax_slice
 from .lax.processes import allgather_p, pvary_p, shared_p
 from .runtime.devices import to_array
 from .runtime.jit import jit
+from .shard_map import _check_divides, _dim_axes, _per_device
 
 
 def process_axes(m: Any) -> dict:
@@ -69,33 +70,18 @@ def process_axes(m: Any) -> dict:
     return out
 
 
-def _entries(spec: PartitionSpec | None, ndim: int) -> list[tuple]:
-    out = []
-    for d in range(ndim):
-        entry = spec[d] if spec is not None and d < len(spec) else None
-        out.append(() if entry is None or not isinstance(entry, (str, tuple)) else
-                   entry if isinstance(entry, tuple) else (entry,))
-    return out
-
-
 def _block(spec: PartitionSpec | None, shape: tuple, sizes: dict, processes: dict,
            fun_name: str) -> tuple[slice, ...]:
     """This process's block of a value of `shape` split as `spec` says."""
     index = []
-    for d, (n, names) in enumerate(zip(shape, _entries(spec, len(shape)))):
+    for d, (n, names) in enumerate(zip(shape, _dim_axes(spec, len(shape)))):
         ours = [a for a in names if a in processes]
         if tuple(names[:len(ours)]) != tuple(ours):
             raise NotImplementedError(
                 f"shard_map applied to {fun_name!r}: dimension {d} is split over {names}, "
                 f"a mesh axis within a process before one across processes; name the "
                 f"process axes first")
-        count = math.prod(sizes[a] for a in names)
-        if n % count:
-            raise ValueError(
-                f"shard_map applied to the function {fun_name!r} was given argument arrays "
-                f"with axis sizes that are not evenly divisible by the corresponding mesh axis "
-                f"sizes: dimension {d} of an argument of shape {shape} is split over mesh axes "
-                f"{names} of total size {count}")
+        _check_divides(shape, d, names, sizes, fun_name)
         position = 0
         for a in ours:
             position = position * len(processes[a].ranks) + processes[a].index
@@ -106,7 +92,7 @@ def _block(spec: PartitionSpec | None, shape: tuple, sizes: dict, processes: dic
 
 def _local_spec(spec: PartitionSpec | None, ndim: int, processes: dict) -> PartitionSpec:
     entries = []
-    for names in _entries(spec, ndim):
+    for names in _dim_axes(spec, ndim):
         rest = tuple(a if a not in processes else processes[a].lanes_name for a in names
                      if a not in processes or processes[a].lanes > 1)
         entries.append(None if not rest else rest[0] if len(rest) == 1 else rest)
@@ -136,14 +122,12 @@ def _local_block(x: Any, spec: Any, m: Mesh, sizes: dict, processes: dict,
 
 def _global_shape(shape: tuple, spec: Any, sizes: dict, processes: dict) -> tuple:
     return tuple(n * math.prod(len(processes[a].ranks) for a in names if a in processes)
-                 for n, names in zip(shape, _entries(spec, len(shape))))
+                 for n, names in zip(shape, _dim_axes(spec, len(shape))))
 
 
 def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tree: Any,
                      flat_specs: list, out_specs: Any, fun_name: str, bodies: dict) -> Any:
     """shard_map's call over a mesh whose axes `processes` span processes (see the module)."""
-    from .shard_map import _broadcast_specs, _check_specs, _from_shards, _nest, _spec_axes, \
-        _to_shards
     sizes = dict(m.shape_tuple)
     # the axes batched here: those within this process, and the lanes of process axes where
     # this process holds several positions
@@ -161,26 +145,9 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
         with contextlib.ExitStack() as stack:
             for name, axis in processes.items():
                 stack.enter_context(extend_axis_env(name, sizes[name], None, axis))
-            shards = [_to_shards(x, s, local_axes, local_sizes, fun_name)
-                      for x, s in zip(xs, local_specs)]
-            out_tree: list = []
-
-            def per_shard(*ys):
-                out = f(*tree_unflatten(in_tree, ys))
-                flat, tree = tree_flatten(out)
-                out_tree[:] = [tree, out]
-                return flat
-
-            uses = [[a in _spec_axes(s) for a in local_axes] for s in local_specs]
-            outs, mapped = _nest(per_shard, shards, uses, local_axes, local_sizes, 0)
-            mapped = mapped if mapped is not None else [[] for _ in outs]
-            tree, sample = out_tree
-            _check_specs(out_specs, sample, m, "out_specs", fun_name)
-            out_flat = _broadcast_specs(out_specs, sample)
-            results = [_from_shards(o, mp, _local_spec(s, get_aval(o).ndim - len(mp),
-                                                       processes),
-                                    local_axes, local_sizes, fun_name, i)
-                       for i, (o, mp, s) in enumerate(zip(outs, mapped, out_flat))]
+            tree, out_flat, results = _per_device(
+                f, in_tree, xs, local_specs, out_specs, m, local_axes, local_sizes, fun_name,
+                out_spec=lambda spec, ndim: _local_spec(spec, ndim, processes))
             if traced:  # (inside a transformation: the whole value on every process, and
                 # a gradient may cross the boundary)
                 results = [_share(_gather(r, s, processes), s, processes)
@@ -222,7 +189,7 @@ def _share(x: Any, spec: Any, processes: dict) -> Any:
 def _gather(x: Any, spec: Any, processes: dict) -> Any:
     """The whole of a result split over process axes, gathered onto every process (minor
     axes first)."""
-    for d, names in enumerate(_entries(spec, get_aval(x).ndim)):
+    for d, names in enumerate(_dim_axes(spec, get_aval(x).ndim)):
         for a in reversed([a for a in names if a in processes]):
             pa = processes[a]  # (the processes' blocks: this one's lanes are in its block)
             stacked = moveaxis(allgather_p.bind(x, ranks=pa.ranks, axis_name=a), 0, d)

@@ -1,8 +1,8 @@
-"""Running a per-shard function over a mesh in one process (the machinery of sharded jit): each
-global argument is cut into its shards, the function runs under one batch trace per mesh axis,
-bound to the axis name (so lax/parallel.py's collectives act across shards), and the per-shard
-results are joined into global values. A layout is given per dimension as the tuple of mesh
-axes splitting it, major first (`Dims`)."""
+"""Running a per-shard function over a mesh in one process (the machinery of sharded jit and of
+shard_map): each global argument is cut into its shards, the function runs under one batch trace
+per mesh axis, bound to the axis name (so lax/parallel.py's collectives act across shards), and
+the per-shard results are joined into global values. A layout is given per dimension as the
+tuple of mesh axes splitting it, major first (`Dims`)."""
 from __future__ import annotations
 
 import math
@@ -39,15 +39,15 @@ def run_sharded(fun: Callable, args: Sequence, in_dims: Sequence[Dims],
     of each result; a result laid out replicated over an axis is the same on every shard of
     it, so shard 0's is taken."""
     axes = list(sizes)
-    shards = [_split(x, d, axes, sizes) for x, d in zip(args, in_dims)]
-    uses = [[a in dims_axes(d) for a in axes] for d in in_dims]
-    outs, mapped = _nest(fun, shards, uses, axes, sizes, 0)
-    return [_join(o, m, d, axes, sizes) for o, m, d in zip(outs, mapped, out_dims())]
+    shards = [split_shards(x, d, axes, sizes) for x, d in zip(args, in_dims)]
+    outs, mapped = nest_axes(fun, shards, in_dims, axes, sizes)
+    return [join_shards(o, m, d, axes, sizes) for o, m, d in zip(outs, mapped, out_dims())]
 
 
-def _split(x, dims: Dims, axes: list, sizes: dict):
-    """x with each split dimension cut in (its mesh axes..., piece) and the mesh-axis
-    dimensions moved first, in mesh order."""
+def split_shards(x, dims: Dims, axes: list, sizes: dict):
+    """x (laid out as `dims`) with each split dimension cut in (its mesh axes..., piece) and
+    the mesh-axis dimensions moved first, in the order of `axes`: every shard stacked over the
+    mesh axes it is split by (the caller checks that the sizes divide)."""
     shape = get_aval(x).shape
     split_shape, labels = [], []
     for d, (n, names) in enumerate(zip(shape, dims)):
@@ -61,17 +61,26 @@ def _split(x, dims: Dims, axes: list, sizes: dict):
     return transpose(x, tuple(order)) if order != list(range(len(order))) else x
 
 
+def nest_axes(fun: Callable, shards: list, in_dims: Sequence[Dims], axes: list,
+              sizes: dict) -> tuple[list, list]:
+    """`fun(*shards) -> list` run per shard (each of `shards` as split_shards gives it for its
+    layout in `in_dims`), under one batch trace per mesh axis of `axes`, bound to the axis
+    name. Returns the outputs, each with the mesh axes it varies over first (in the order of
+    `axes`), and, per output, those axes."""
+    uses = [[a in dims_axes(d) for a in axes] for d in in_dims]
+    return _nest(fun, list(shards), uses, axes, sizes, 0)
+
+
 def _nest(fun: Callable, args: list, uses: list, axes: list, sizes: dict, k: int):
-    """fun run per shard, one batch trace per mesh axis from axis k on; returns the outputs,
-    each with the mesh axes it varies over first (in mesh order), and those axes."""
     if k == len(axes):
-        return fun(*args), None
+        outs = fun(*args)
+        return outs, [[] for _ in outs]
     name = axes[k]
     inner_mapped: list = []
 
     def level(*xs):
         outs, mapped = _nest(fun, list(xs), uses, axes, sizes, k + 1)
-        inner_mapped[:] = mapped if mapped is not None else [[] for _ in outs]
+        inner_mapped[:] = mapped
         return outs
 
     in_dims = [0 if u[k] else not_mapped for u in uses]
@@ -83,8 +92,9 @@ def _nest(fun: Callable, args: list, uses: list, axes: list, sizes: dict, k: int
     return result, mapped
 
 
-def _join(x, mapped: list, dims: Dims, axes: list, sizes: dict):
-    """The global value from per-shard results stacked over the mesh axes `mapped`."""
+def join_shards(x, mapped: list, dims: Dims, axes: list, sizes: dict):
+    """The global value laid out as `dims` from per-shard results stacked over the mesh axes
+    `mapped` (as nest_axes gives them); over an axis the layout leaves out, shard 0's copy."""
     used = dims_axes(dims)
     front = list(mapped)
     for a in [a for a in front if a not in used]:  # replicated over a: shard 0's copy
@@ -105,3 +115,7 @@ def _join(x, mapped: list, dims: Dims, axes: list, sizes: dict):
     if order != list(range(len(order))):
         x = transpose(x, tuple(order))
     return reshape(x, tuple(final)) if tuple(final) != get_aval(x).shape else x
+
+
+__all__ = ["Dims", "replicated", "dims_axes", "local_shape", "run_sharded", "split_shards",
+           "nest_axes", "join_shards"]
