@@ -5,6 +5,7 @@ A primitive is registered in one block beside its user function; families keep t
 """
 from __future__ import annotations
 
+import importlib
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -218,3 +219,15 @@ def canonicalize_axis(axis: Any, ndim: int, name: str = "axis") -> int:
         raise np.exceptions.AxisError(
             f"{name} {axis} is out of bounds for array of dimension {ndim}")
     return axis % ndim if ndim else 0
+
+
+class LazyModule:
+    """A module imported on its first attribute access. SciPy's special functions cost ~0.2 s
+    of CPU to import and only the NumPy reference rules (interpreter, constant folding) call
+    them, so `import tracejit` leaves them out."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)

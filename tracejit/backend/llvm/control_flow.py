@@ -19,6 +19,7 @@ from ...transforms.custom import (checkpoint_p, custom_jvp_call_p, custom_lin_p,
                                  linear_call_p)
 from .codegen import Buf, Emitter, _as_value
 from .interrupt import emit_poll
+from .math import inline_slow_paths
 from .rules import FORWARDING, IN_PLACE, STRUCTURAL
 from .scalar_ops import convert
 from .types import I64
@@ -214,8 +215,11 @@ def _scan(em: Emitter, eqn, ins, dests):
         x_rows = [_as_value(em, _row(em, x, t)) for x in xs]
         y_rows = [_row(em, y, t) for y in ys]
         new = carries.next_slots()
-        em.emit_jaxpr(closed.jaxpr, inner_consts,  # invars: const operands, carry, x rows
-                      list(consts) + carries.current() + x_rows, new + y_rows)
+        # the scan's own loop carries a dependency and never vectorises: its scalar code takes
+        # math's branchy scalar paths; loops inside it decide for themselves (em.loop)
+        with inline_slow_paths(False):
+            em.emit_jaxpr(closed.jaxpr, inner_consts,  # invars: const operands, carry, x rows
+                          list(consts) + carries.current() + x_rows, new + y_rows)
         carries.advance(new)
         emit_poll(em)
     em.loop(length, body, name="scan")

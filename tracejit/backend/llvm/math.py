@@ -686,10 +686,34 @@ _TRIG_REDUCED = {"sin": lambda e, x, r, q: _sin_cos_reduced(e, x, r, q, False),
                  "tan": _tan_reduced}
 
 
+def _trig(e: _Emitter, x, name: str):
+    """sin/cos/tan of x. Outside vectorised loops (`inline_slow_paths` off: scalar code, a
+    fixed-point iteration in a scan, short loops) |x| < 0.78 < pi/4 first takes a branch
+    straight to the kernels: there Cody-Waite gives j = 0 and r = x exactly, so the result is
+    the same bits, without the reduction's dependency chain (rint, three fma, the quadrant
+    selects) on the loop-carried value."""
+    def full(x):
+        r, q = _reduce_pio2(e, x)
+        return _with_big_path(e, x, _TRIG_REDUCED[name](e, x, r, q), name)
+    if _INLINE_SLOW_PATHS.get():
+        return full(x)
+    b = e.b
+    small = e.lt(e.abs(x), 0.78)
+    with b.if_else(small, likely=True) as (then, otherwise):
+        with then:
+            near = _TRIG_REDUCED[name](e, x, x, e.v(0.0))
+            near_block = b.block
+        with otherwise:
+            far = full(x)
+            far_block = b.block
+    out = b.phi(e.ty)
+    out.add_incoming(near, near_block)
+    out.add_incoming(far, far_block)
+    return out
+
+
 def _sin_cos(e: _Emitter, x, want_cos: bool):
-    r, q = _reduce_pio2(e, x)
-    name = "cos" if want_cos else "sin"
-    return _with_big_path(e, x, _TRIG_REDUCED[name](e, x, r, q), name)
+    return _trig(e, x, "cos" if want_cos else "sin")
 
 
 def _tan(e: _Emitter, x):
@@ -698,8 +722,7 @@ def _tan(e: _Emitter, x):
         # of two rounded kernels reached 3.5 (tan's condition number near pi/4 doubles them)
         d = _Emitter(e.b, ir.DoubleType())
         return e.b.fptrunc(_tan(d, e.b.fpext(x, d.ty)), e.ty)
-    r, q = _reduce_pio2(e, x)
-    return _with_big_path(e, x, _tan_reduced(e, x, r, q), "tan")
+    return _trig(e, x, "tan")
 
 
 BIG_TRIG_SYMBOLS = tuple(_big_trig_symbol(name, ty) for name, ty in itertools.product(
