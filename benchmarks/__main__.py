@@ -84,12 +84,22 @@ def main(only: list[str], runs: int = 1) -> None:
         c = plain["rows"].get(name)
         np_cols = f"{_fmt(c['median'])} {c['median'] / ours_t:8.2f}" if c else \
             f"{'—':>11} {'':>8}"
-        busy = "; ".join(sorted(({x.get("busy") or "" for x, _ in pairs} |
-                                 {y.get("busy") or "" for _, y in pairs}) - {""}))
-        busy = f"  (machine busy: {busy})" if busy else ""
         x, y = pairs[-1]
         print(f"{name:38} {_fmt(ours_t)} {_fmt(theirs_t)} {theirs_t / ours_t:7.2f} "
-              f"{spread:>11} {np_cols} {_fmt(x['first']):>12} {_fmt(y['first']):>12}{busy}")
+              f"{spread:>11} {np_cols} {_fmt(x['first']):>12} {_fmt(y['first']):>12}"
+              f"{_busy([r for pair in pairs for r in pair])}")
+
+
+def _busy(rows: list[dict]) -> str:
+    """The warning for a row whose timing competed with other work: the load average above
+    the CPUs, or the process getting under 3/4 of a CPU-second per wall-second (it waited for
+    a core; every workload computes without sleeping)."""
+    load = max(r.get("load", 0.0) for r in rows)
+    cpus = min(r.get("cpus", 1) for r in rows)
+    share = min(r.get("cpu_share", 1.0) for r in rows)
+    reasons = ([f"load up to {load:.1f} on {cpus} CPUs"] if load > cpus + 0.5 else []) + \
+        ([f"CPU down to {share:.0%} of wall"] if share < 0.75 else [])
+    return f"  (machine busy: {', '.join(reasons)})" if reasons else ""
 
 
 def compile_table(jax_python: str) -> None:

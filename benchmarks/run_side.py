@@ -34,20 +34,11 @@ def measure(fn, args, budget: float = 1.5, max_runs: int = 200) -> tuple[float, 
     return first, statistics.median(times), cpu_share
 
 
-def _busy(cpu_share: float) -> str:
-    """Why other work competed for the cores during the row just measured, or "": the
-    1-minute load average above the CPUs this process may use (this process counts one), or
-    the row's CPU time under 3/4 of its wall time (it waited for a core; every row here
-    computes without sleeping, on one thread or more)."""
+def _load() -> tuple[float, int]:
+    """The 1-minute load average and the CPUs this process may use."""
     import os
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    load = os.getloadavg()[0]
-    reasons = []
-    if load > (cpus or 1) + 0.5:
-        reasons.append(f"load {load:.1f} on {cpus} CPUs")
-    if cpu_share < 0.75:
-        reasons.append(f"CPU {cpu_share:.0%} of wall")
-    return ", ".join(reasons)
+    return os.getloadavg()[0], cpus or 1
 
 
 def _blas_kernel() -> str:
@@ -87,8 +78,9 @@ def main(impl: str) -> None:
         try:
             fn, args = build(jax, jnp, lax, random)
             first, median, cpu_share = measure(fn, args)
-            results["rows"][name] = {"first": first, "median": median,
-                                     "busy": _busy(cpu_share)}
+            load, cpus = _load()
+            results["rows"][name] = {"first": first, "median": median, "load": load,
+                                     "cpus": cpus, "cpu_share": cpu_share}
         except Exception as e:  # report, keep going: the table shows what failed
             results["rows"][name] = {"error": f"{type(e).__name__}: {e}"[:200]}
     print(json.dumps(results))

@@ -62,9 +62,10 @@ Speed, 10M float32, one thread of an AMD EPYC (znver5, AVX-512), out[i] = f(x[i]
 (benchmarks/math_bench.py): exp 2.7 ms (NumPy 8.2 ms, LLVM calling libm expf 15 ms), log 2.8 ms
 (NumPy 3.5), sin 2.5 ms (NumPy 22.6), tanh 2.5 ms (NumPy 2.2, which uses its own SIMD tanh).
 At ~2.5 ms all four are bound by memory bandwidth (80 MB moved), not by the polynomials.
-sin/cos/tan pay for the Payne-Hanek path on every element (integer work, no branch): sin
-float32 ~13 ms, float64 ~60 ms for 10M where Cody-Waite alone took 2.6 and 6.8 ms (measured
-on a busy shared machine, so only the ratio means much).
+In vectorised loops sin/cos/tan pay for the inline Payne-Hanek path on every element (the
+branch is if-converted): sin float32 ~13 ms, float64 ~60 ms for 10M where Cody-Waite alone
+took 2.6 and 6.8 ms (measured on a busy shared machine, so only the ratio means much).
+Elsewhere that path is a call of a routine compiled once per process (`_with_big_path`).
 """
 from __future__ import annotations
 
