@@ -5,7 +5,6 @@ A primitive is registered in one block beside its user function; families keep t
 """
 from __future__ import annotations
 
-import importlib
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -221,13 +220,14 @@ def canonicalize_axis(axis: Any, ndim: int, name: str = "axis") -> int:
     return axis % ndim if ndim else 0
 
 
-class LazyModule:
-    """A module imported on its first attribute access. SciPy's special functions cost ~0.2 s
-    of CPU to import and only the NumPy reference rules (interpreter, constant folding) call
-    them, so `import tracejit` leaves them out."""
-
-    def __init__(self, name: str):
-        self._name = name
+class _SciPySpecial:
+    """scipy.special, imported on first attribute access: it costs ~0.2 s of CPU to import
+    and only the NumPy reference rules (interpreter, constant folding) call it, so
+    `import tracejit` leaves it out."""
 
     def __getattr__(self, attr: str) -> Any:
-        return getattr(importlib.import_module(self._name), attr)
+        import scipy.special
+        return getattr(scipy.special, attr)
+
+
+sp = _SciPySpecial()

@@ -23,10 +23,8 @@ from ..core.rules import (Zero, aval_of, broadcast_to_aval, def_broadcasting, de
                           def_vectorized, defjvp, defjvp2, full_like_aval, instantiate,
                           is_undefined, moveaxis, unbroadcast)
 from ..core.trace import Tracer, get_aval
-from ._base import (ANY, FLOAT, INT, INTBOOL, NUM, ORDERED, REAL, REAL_FLOAT, LazyModule,
-                    as_lax_operands, as_strict_lax_operands, binop, check_dtype, unop)
-
-sp = LazyModule("scipy.special")
+from ._base import (ANY, FLOAT, INT, INTBOOL, NUM, ORDERED, REAL, REAL_FLOAT, as_lax_operands,
+                    as_strict_lax_operands, binop, check_dtype, sp, unop)
 
 
 def _quiet(f):

@@ -26,10 +26,8 @@ from typing import Any
 import numpy as np
 
 from ..core.rules import defjvp
-from ._base import REAL_FLOAT, LazyModule, as_lax_operands, binop
+from ._base import REAL_FLOAT, as_lax_operands, binop, sp
 from .elementwise import _quiet, add, exp, lgamma, log, log1p, mul, neg, sub
-
-sp = LazyModule("scipy.special")
 
 # a cap the loops never reach for a, x below ~1e9 (JAX's series has none; ours must end)
 SERIES_MAX_STEPS = 100_000
