@@ -154,6 +154,19 @@ def test_trig_slow_path_is_a_call_in_small_loops_and_inline_in_large_ones():
                                       else ["cos", "sin", "tan"])
         for ours, ref in zip(f(x), (np.sin(x), np.cos(x * np.float32(0.5)), np.tan(x))):
             np.testing.assert_allclose(np.asarray(ours), ref, rtol=3e-7, atol=1e-37)
+    # a while body runs many times: its loop over 1000 elements vectorises (path inline), its
+    # scalar code calls the routine
+    def newton_like(x):
+        return tracejit.lax.while_loop(lambda s: s[1] < 3,
+                                       lambda s: (jnp.cos(s[0]) * 1.5, s[1] + 1), (x, 0))[0]
+    for x in (np.linspace(-1e6, 1e6, 1000, dtype=np.float32), np.float32(1e6)):
+        text = tracejit.jit(newton_like).lower(x).compile().as_text(dialect="llvm")
+        assert ("@tracejit_cos_big_f32(" in text) == (x.ndim == 0)
+        ref = x
+        for _ in range(3):
+            ref = np.cos(ref) * np.float32(1.5)
+        np.testing.assert_allclose(np.asarray(tracejit.jit(newton_like)(x)), ref, rtol=1e-5,
+                                   atol=1e-6)
     # scalar code: a fixed-point scan over a huge start skips the slow path after one step
     scan = tracejit.jit(lambda c: tracejit.lax.scan(lambda c, _: (jnp.cos(c), None), c, None,
                                                     length=5)[0])

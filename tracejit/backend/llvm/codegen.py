@@ -29,7 +29,7 @@ from ...core.avals import ShapedArray
 from ...core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ...core.primitive import ELEMENTWISE, Primitive
 from .aliasing import plan_aliases
-from .math import inline_slow_paths
+from .math import inline_slow_paths, repetitions
 from .rules import INDEX_MAPS, STRUCTURAL, structural_rule
 from .scalar_ops import bf16_bits, bf16_widen, emit_scalar
 from .types import I1, I8, I64, const, mem_type
@@ -204,7 +204,8 @@ class Emitter:
         i.add_incoming(ir.Constant(I64, 0), pre)
         b.cbranch(b.icmp_signed("<", i, n), body_bb, exit_bb)
         b.position_at_end(body_bb)
-        with inline_slow_paths(math.prod(self._trips) >= INLINE_SLOW_PATH_MIN_ELEMENTS):
+        with inline_slow_paths(math.prod(self._trips) * repetitions() >=
+                               INLINE_SLOW_PATH_MIN_ELEMENTS):
             body(i)
         i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
         back = b.branch(header)
@@ -540,8 +541,9 @@ def _outlinable(eqn) -> bool:
 VECTORIZE_MAX_BODY = 1500
 VECTORIZE_MIN_ELEMENTS = 1 << 20
 # math's slow paths (sin/cos/tan of huge arguments) are inline, so that the loop vectorises,
-# in loops over at least this many elements; below, a call of a routine compiled once per
-# process (each inline path costs ~40 ms of LLVM time; a scalar loop of 2^14 sin ~0.1 ms)
+# in loops over at least this many elements per call (scans' lengths and while bodies count);
+# below, a call of a routine compiled once per process (each inline path costs ~40 ms of
+# LLVM time; a scalar loop of 2^14 sin ~0.1 ms)
 INLINE_SLOW_PATH_MIN_ELEMENTS = 1 << 14
 _UNKNOWN_TRIPS = 1 << 40
 

@@ -82,7 +82,8 @@ from llvmlite import ir
 from ...lax import elementwise as _xla
 from ...lax.elementwise import _GILES64, _GILES_LARGE, _GILES_SMALL
 
-__all__ = ["BIG_TRIG_SYMBOLS", "NAMES", "big_trig_routine", "emit", "inline_slow_paths"]
+__all__ = ["BIG_TRIG_SYMBOLS", "NAMES", "big_trig_routine", "emit", "inline_slow_paths",
+           "repeated", "repetitions"]
 
 
 class _Emitter:
@@ -613,6 +614,26 @@ def inline_slow_paths(inline: bool):
         yield
     finally:
         _INLINE_SLOW_PATHS.reset(token)
+
+
+# How many times the code being emitted runs per call beyond the loops codegen counts (a
+# while_loop's body: unknown, so many); codegen's loops multiply it into their element count.
+_REPEATS: contextvars.ContextVar[int] = contextvars.ContextVar("repeats", default=1)
+
+
+@contextlib.contextmanager
+def repeated(times: int):
+    """Within the block, code runs `times` times more often (a while_loop body)."""
+    token = _REPEATS.set(_REPEATS.get() * times)
+    try:
+        yield
+    finally:
+        _REPEATS.reset(token)
+
+
+def repetitions() -> int:
+    """The factor `repeated` blocks around the code being emitted give."""
+    return _REPEATS.get()
 
 
 def _with_big_path(e: _Emitter, x, small_result, name: str):
