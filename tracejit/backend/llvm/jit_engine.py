@@ -146,8 +146,8 @@ def load(module: llvm.ModuleRef, cached_object: bytes | None = None) -> tuple[Co
     the module), or load `cached_object` (object code an earlier `load` of the same module
     returned) instead. Returns the code and the object code generated (None when loaded)."""
     _support_engine()
-    _link_slow_paths(module)
-    with _lock:
+    with _lock:     # (also around the slow paths' engines, made and bound once)
+        _link_slow_paths(module)
         _object_slot["cached"], _object_slot["generated"] = cached_object, None
         try:
             engine = llvm.create_mcjit_compiler(module, create_target_machine())
