@@ -30,9 +30,12 @@ PY312 ?= $(or $(shell ls $(HOME)/.pyenv/versions/3.12*/bin/python3.12 2>/dev/nul
 .venv-jax312/bin/python:
 	-[ -n "$(PY312)" ] && $(PY312) -m venv .venv-jax312 && .venv-jax312/bin/pip install --quiet jax jaxlib numpy
 
+# `make bench RUNS=1` for one quick run; the README table gives the range over three
+RUNS ?= 3
+
 bench: $(VENV)/.test-installed .venv-jax312/bin/python
 	$(PY) -m pip install --quiet threadpoolctl
-	$(PY) -m benchmarks
+	$(PY) -m benchmarks --runs $(RUNS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

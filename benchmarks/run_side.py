@@ -17,25 +17,28 @@ def _block(out):
             leaf.block_until_ready()
 
 
-def measure(fn, args, budget: float = 1.5, max_runs: int = 200) -> tuple[float, float]:
+def measure(fn, args, budget: float = 1.5, max_runs: int = 200) -> tuple[float, float, float]:
+    """(first call, median of the timed calls, this process's CPU seconds per wall second
+    over the timed calls)."""
     t0 = time.perf_counter()
     _block(fn(*args))
     first = time.perf_counter() - t0
     times: list[float] = []
     deadline = time.perf_counter() + budget
+    wall, cpu = time.perf_counter(), time.process_time()
     while len(times) < max_runs and (len(times) < 3 or time.perf_counter() < deadline):
         t = time.perf_counter()
         _block(fn(*args))
         times.append(time.perf_counter() - t)
-    return first, statistics.median(times)
+    cpu_share = (time.process_time() - cpu) / max(time.perf_counter() - wall, 1e-9)
+    return first, statistics.median(times), cpu_share
 
 
-def _busy() -> bool:
-    """Whether other work competed for the cores during the row just measured: the 1-minute
-    load average above the CPUs this process may use (this process counts one)."""
+def _load() -> tuple[float, int]:
+    """The 1-minute load average and the CPUs this process may use."""
     import os
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return os.getloadavg()[0] > (cpus or 1) + 0.5
+    return os.getloadavg()[0], cpus or 1
 
 
 def _blas_kernel() -> str:
@@ -74,8 +77,10 @@ def main(impl: str) -> None:
             continue
         try:
             fn, args = build(jax, jnp, lax, random)
-            first, median = measure(fn, args)
-            results["rows"][name] = {"first": first, "median": median, "busy": _busy()}
+            first, median, cpu_share = measure(fn, args)
+            load, cpus = _load()
+            results["rows"][name] = {"first": first, "median": median, "load": load,
+                                     "cpus": cpus, "cpu_share": cpu_share}
         except Exception as e:  # report, keep going: the table shows what failed
             results["rows"][name] = {"error": f"{type(e).__name__}: {e}"[:200]}
     print(json.dumps(results))
@@ -91,7 +96,7 @@ def _main_numpy() -> None:
         if only and not any(o in name for o in only):
             continue
         fn, args = build()
-        first, median = measure(fn, args, budget=1.0, max_runs=20)
+        first, median, _ = measure(fn, args, budget=1.0, max_runs=20)
         results["rows"][name] = {"first": first, "median": median}
     print(json.dumps(results))
 

@@ -133,45 +133,62 @@ def _spd(n):
     return a @ a.T + n * np.eye(n, dtype=np.float32)
 
 
-def cholesky_solve(jax, jnp, lax, random):
-    def solve(a, b):  # factor, then the two triangular solves (LAPACK potrf + trsm)
-        L = jnp.linalg.cholesky(a)
-        y = lax.linalg.triangular_solve(L, b, left_side=True, lower=True)
-        return lax.linalg.triangular_solve(L, y, left_side=True, lower=True, transpose_a=True)
-    b = np.random.default_rng(1).standard_normal((512, 8)).astype(np.float32)
-    return jax.jit(solve), (jnp.asarray(_spd(512)), jnp.asarray(b))
+def cholesky_solve(n):
+    def build(jax, jnp, lax, random):
+        def solve(a, b):  # factor, then the two triangular solves (LAPACK potrf + trsm)
+            L = jnp.linalg.cholesky(a)
+            y = lax.linalg.triangular_solve(L, b, left_side=True, lower=True)
+            return lax.linalg.triangular_solve(L, y, left_side=True, lower=True,
+                                               transpose_a=True)
+        b = np.random.default_rng(1).standard_normal((n, 8)).astype(np.float32)
+        return jax.jit(solve), (jnp.asarray(_spd(n)), jnp.asarray(b))
+    return build
 
 
-def batched_inverse(jax, jnp, lax, random):
-    x = np.random.default_rng(0).standard_normal((64, 32, 32)).astype(np.float32)
-    return jax.jit(jnp.linalg.inv), (jnp.asarray(x + 8 * np.eye(32, dtype=np.float32)),)
+def batched_inverse(batch, n):
+    def build(jax, jnp, lax, random):
+        x = np.random.default_rng(0).standard_normal((batch, n, n)).astype(np.float32)
+        return jax.jit(jnp.linalg.inv), (jnp.asarray(x + 8 * np.eye(n, dtype=np.float32)),)
+    return build
 
 
-def cnn_grad(jax, jnp, lax, random):
+def cnn_grad(batch, side=28):
     """A small CNN's loss and gradients: conv 3x3x16 - relu - maxpool 2 - conv 3x3x32 - relu -
-    maxpool 2 - dense 10 on 32 MNIST-sized images (NHWC)."""
-    rng = np.random.default_rng(0)
-    params = {"c1": jnp.asarray(rng.standard_normal((3, 3, 1, 16)).astype(np.float32) * 0.3),
-              "c2": jnp.asarray(rng.standard_normal((3, 3, 16, 32)).astype(np.float32) * 0.1),
-              "w": jnp.asarray(rng.standard_normal((7 * 7 * 32, 10)).astype(np.float32) * 0.02)}
-    x = jnp.asarray(rng.standard_normal((32, 28, 28, 1)).astype(np.float32))
-    y = jnp.asarray(rng.integers(0, 10, 32).astype(np.int32))
-    dn = ("NHWC", "HWIO", "NHWC")
+    maxpool 2 - dense 10 on `batch` images of side x side (NHWC; side a multiple of 4)."""
+    def build(jax, jnp, lax, random):
+        rng = np.random.default_rng(0)
+        flat = (side // 4) ** 2 * 32
+        params = {"c1": jnp.asarray(rng.standard_normal((3, 3, 1, 16)).astype(np.float32) * 0.3),
+                  "c2": jnp.asarray(rng.standard_normal((3, 3, 16, 32)).astype(np.float32) * 0.1),
+                  "w": jnp.asarray(rng.standard_normal((flat, 10)).astype(np.float32) * 0.02)}
+        x = jnp.asarray(rng.standard_normal((batch, side, side, 1)).astype(np.float32))
+        y = jnp.asarray(rng.integers(0, 10, batch).astype(np.int32))
+        dn = ("NHWC", "HWIO", "NHWC")
 
-    def block(h, w):
-        h = jax.nn.relu(lax.conv_general_dilated(h, w, (1, 1), "SAME", dimension_numbers=dn))
-        return lax.reduce_window(h, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+        def block(h, w):
+            h = jax.nn.relu(lax.conv_general_dilated(h, w, (1, 1), "SAME", dimension_numbers=dn))
+            return lax.reduce_window(h, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
 
-    def loss(p, x, y):
-        h = block(block(x, p["c1"]), p["c2"]).reshape((x.shape[0], -1))
-        logp = jax.nn.log_softmax(h @ p["w"])
-        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
-    return jax.jit(jax.value_and_grad(loss)), (params, x, y)
+        def loss(p, x, y):
+            h = block(block(x, p["c1"]), p["c2"]).reshape((x.shape[0], -1))
+            logp = jax.nn.log_softmax(h @ p["w"])
+            return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
+        return jax.jit(jax.value_and_grad(loss)), (params, x, y)
+    return build
 
 
-def rfft_2_20(jax, jnp, lax, random):
-    x = np.random.default_rng(0).standard_normal(2 ** 20).astype(np.float32)
-    return jax.jit(jnp.fft.rfft), (jnp.asarray(x),)
+def rfft(n):
+    def build(jax, jnp, lax, random):
+        x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+        return jax.jit(jnp.fft.rfft), (jnp.asarray(x),)
+    return build
+
+
+def logsumexp(n, m):
+    def build(jax, jnp, lax, random):
+        x = np.random.default_rng(0).standard_normal((n, m)).astype(np.float32)
+        return jax.jit(lambda x: jax.nn.logsumexp(x, axis=-1)), (jnp.asarray(x),)
+    return build
 
 
 def sum_10m(jax, jnp, lax, random):
@@ -199,10 +216,11 @@ WORKLOADS = [
     ("random.normal 10M", normal_10m),
     ("while_loop Newton sqrt 1M", newton_sqrt),
     ("fori_loop 10k scalar steps", fori),
-    ("Cholesky solve 512x512", cholesky_solve),
-    ("batched inverse 64x(32x32)", batched_inverse),
-    ("CNN forward+grad (2 conv, 32x28x28)", cnn_grad),
-    ("rfft 2^20", rfft_2_20),
+    ("Cholesky solve 512x512", cholesky_solve(512)),
+    ("batched inverse 64x(32x32)", batched_inverse(64, 32)),
+    ("CNN forward+grad (2 conv, 32x28x28)", cnn_grad(32)),
+    ("rfft 2^20", rfft(2 ** 20)),
+    ("logsumexp 4096x4096 (rows)", logsumexp(4096, 4096)),
     ("sum 10M", sum_10m),
 ]
 
@@ -256,6 +274,11 @@ def _np_cholesky_solve(a, b):
     return scipy.linalg.solve_triangular(L, y, lower=True, trans=1)
 
 
+def _np_logsumexp(x):
+    import scipy.special
+    return scipy.special.logsumexp(x, axis=-1)
+
+
 _RNG = np.random.default_rng(0)
 NUMPY = {
     "softmax 3x5": lambda: (_np_softmax, (_RNG.standard_normal((3, 5)).astype(np.float32),)),
@@ -287,6 +310,8 @@ NUMPY = {
         + 8 * np.eye(32, dtype=np.float32),)),
     "rfft 2^20": lambda: (np.fft.rfft, (
         np.random.default_rng(0).standard_normal(2 ** 20).astype(np.float32),)),
+    "logsumexp 4096x4096 (rows)": lambda: (_np_logsumexp, (
+        np.random.default_rng(0).standard_normal((4096, 4096)).astype(np.float32),)),
     "random.normal 10M": lambda: (
         lambda: np.random.default_rng(0).standard_normal(10_000_000, dtype=np.float32), ()),
     "sum 10M": lambda: (np.sum, (

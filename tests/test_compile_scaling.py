@@ -126,14 +126,51 @@ def _ir(f, x) -> str:
 
 def test_large_loop_body_over_few_elements_is_not_vectorized():
     def chain(x):
-        for _ in range(30):  # ~30 x 120 instructions: past VECTORIZE_MAX_BODY
-            x = jnp.sin(x)
+        for _ in range(30):  # ~30 x 57 instructions: past VECTORIZE_MAX_BODY
+            x = jnp.arcsinh(x)
         return x
     off = '!"llvm.loop.vectorize.enable", i1 0'
     assert off in _ir(chain, np.ones(1000, np.float32))
     assert off not in _ir(chain, np.ones(codegen.VECTORIZE_MIN_ELEMENTS, np.float32))
-    assert off not in _ir(lambda x: jnp.sin(x) * 2, np.ones(1000, np.float32))
+    assert off not in _ir(lambda x: jnp.arcsinh(x) * 2, np.ones(1000, np.float32))
     x = np.linspace(-3, 3, 1000, dtype=np.float32)
     with tracejit.disable_jit():
         ref = np.asarray(chain(jnp.asarray(x)))
     np.testing.assert_allclose(np.asarray(tracejit.jit(chain)(x)), ref, rtol=1e-5, atol=1e-6)
+
+
+def test_trig_slow_path_is_a_call_in_small_loops_and_inline_in_large_ones():
+    """sin/cos/tan of huge arguments (Payne-Hanek) call a routine compiled once per process in
+    loops over few elements (and in scalar code), are inline in loops LLVM vectorises; both
+    give NumPy's values (float32 sin/cos within 2 ulp, tan through float64)."""
+    rng = np.random.default_rng(0)
+    for n in (300, codegen.INLINE_SLOW_PATH_MIN_ELEMENTS):
+        x = (rng.uniform(-1, 1, n) * np.float32(10.0) ** rng.integers(0, 30, n)).astype(
+            np.float32)
+        f = tracejit.jit(lambda x: (jnp.sin(x), jnp.cos(x * 0.5), jnp.tan(x)))
+        text = f.lower(x).compile().as_text(dialect="llvm")
+        calls = re.findall(r"call \w+ @tracejit_(\w+)_big_f(?:32|64)\(", text)
+        assert sorted(set(calls)) == ([] if n >= codegen.INLINE_SLOW_PATH_MIN_ELEMENTS
+                                      else ["cos", "sin", "tan"])
+        for ours, ref in zip(f(x), (np.sin(x), np.cos(x * np.float32(0.5)), np.tan(x))):
+            np.testing.assert_allclose(np.asarray(ours), ref, rtol=3e-7, atol=1e-37)
+    # a while body runs many times: its loop over 1000 elements vectorises (path inline), its
+    # scalar code calls the routine
+    def newton_like(x):
+        return tracejit.lax.while_loop(lambda s: s[1] < 3,
+                                       lambda s: (jnp.cos(s[0]) * 1.5, s[1] + 1), (x, 0))[0]
+    for x in (np.linspace(-1e6, 1e6, 1000, dtype=np.float32), np.float32(1e6)):
+        text = tracejit.jit(newton_like).lower(x).compile().as_text(dialect="llvm")
+        assert ("@tracejit_cos_big_f32(" in text) == (x.ndim == 0)
+        ref = x
+        for _ in range(3):
+            ref = np.cos(ref) * np.float32(1.5)
+        np.testing.assert_allclose(np.asarray(tracejit.jit(newton_like)(x)), ref, rtol=1e-5,
+                                   atol=1e-6)
+    # scalar code: a fixed-point scan over a huge start skips the slow path after one step
+    scan = tracejit.jit(lambda c: tracejit.lax.scan(lambda c, _: (jnp.cos(c), None), c, None,
+                                                    length=5)[0])
+    ref = np.float32(1e20)
+    for _ in range(5):
+        ref = np.cos(ref)
+    np.testing.assert_allclose(np.asarray(scan(np.float32(1e20))), ref, rtol=1e-6)

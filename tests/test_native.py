@@ -304,7 +304,8 @@ def test_loop_bodies_make_no_calls_back_into_python():
     llvm_ir = tracejit.jit(f, backend="native").lower(
         np.ones(4, np.float32)).compile().as_text(dialect="llvm")
     calls = [line for line in llvm_ir.splitlines() if " call " in line]
-    assert all("@llvm." in c for c in calls), calls  # only intrinsics: no callbacks, no libm
+    # only intrinsics and cos's native slow path for huge arguments: no callbacks, no libm
+    assert all("@llvm." in c or "@tracejit_cos_big_f32(" in c for c in calls), calls
 
 
 def test_temporaries_share_workspace_by_liveness():

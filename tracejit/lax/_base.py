@@ -218,3 +218,16 @@ def canonicalize_axis(axis: Any, ndim: int, name: str = "axis") -> int:
         raise np.exceptions.AxisError(
             f"{name} {axis} is out of bounds for array of dimension {ndim}")
     return axis % ndim if ndim else 0
+
+
+class _SciPySpecial:
+    """scipy.special, imported on first attribute access: it costs ~0.2 s of CPU to import
+    and only the NumPy reference rules (interpreter, constant folding) call it, so
+    `import tracejit` leaves it out."""
+
+    def __getattr__(self, attr: str) -> Any:
+        import scipy.special
+        return getattr(scipy.special, attr)
+
+
+sp = _SciPySpecial()

@@ -13,7 +13,6 @@ import os
 import sys
 
 import numpy as np
-import scipy.special as sp
 
 from ..core import dtypes
 from ..core.array import Array
@@ -25,7 +24,7 @@ from ..core.rules import (Zero, aval_of, broadcast_to_aval, def_broadcasting, de
                           is_undefined, moveaxis, unbroadcast)
 from ..core.trace import Tracer, get_aval
 from ._base import (ANY, FLOAT, INT, INTBOOL, NUM, ORDERED, REAL, REAL_FLOAT, as_lax_operands,
-                    as_strict_lax_operands, binop, check_dtype, unop)
+                    as_strict_lax_operands, binop, check_dtype, sp, unop)
 
 
 def _quiet(f):

@@ -24,10 +24,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.special as sp
 
 from ..core.rules import defjvp
-from ._base import REAL_FLOAT, as_lax_operands, binop
+from ._base import REAL_FLOAT, as_lax_operands, binop, sp
 from .elementwise import _quiet, add, exp, lgamma, log, log1p, mul, neg, sub
 
 # a cap the loops never reach for a, x below ~1e9 (JAX's series has none; ours must end)

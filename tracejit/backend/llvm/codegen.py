@@ -16,6 +16,7 @@ callbacks reads their ids from one more input pointer (host_callback.py).
 from __future__ import annotations
 
 import contextlib
+import math
 
 from typing import Any, Callable, Sequence
 
@@ -28,6 +29,7 @@ from ...core.avals import ShapedArray
 from ...core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ...core.primitive import ELEMENTWISE, Primitive
 from .aliasing import plan_aliases
+from .math import inline_slow_paths, repetitions
 from .rules import INDEX_MAPS, STRUCTURAL, structural_rule
 from .scalar_ops import bf16_bits, bf16_widen, emit_scalar
 from .types import I1, I8, I64, const, mem_type
@@ -210,7 +212,9 @@ class Emitter:
         i.add_incoming(start, pre)
         b.cbranch(b.icmp_signed("<", i, n), body_bb, exit_bb)
         b.position_at_end(body_bb)
-        body(i)
+        with inline_slow_paths(math.prod(self._trips) * repetitions() >=
+                               INLINE_SLOW_PATH_MIN_ELEMENTS):
+            body(i)
         i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
         back = b.branch(header)
         if not self._worth_vectorizing(b.function.blocks[first:]):
@@ -555,6 +559,11 @@ def _outlinable(eqn) -> bool:
 # least VECTORIZE_MIN_ELEMENTS elements (loops of unknown trip count always are)
 VECTORIZE_MAX_BODY = 1500
 VECTORIZE_MIN_ELEMENTS = 1 << 20
+# math's slow paths (sin/cos/tan of huge arguments) are inline, so that the loop vectorises,
+# in loops over at least this many elements per call (scans' lengths and while bodies count);
+# below, a call of a routine compiled once per process (each inline path costs ~40 ms of
+# LLVM time; a scalar loop of 2^14 sin ~0.1 ms)
+INLINE_SLOW_PATH_MIN_ELEMENTS = 1 << 14
 _UNKNOWN_TRIPS = 1 << 40
 
 # programs of at least this many equations (counting those inside kernels) put each kernel in a

@@ -19,6 +19,7 @@ from ...transforms.custom import (checkpoint_p, custom_jvp_call_p, custom_lin_p,
                                  linear_call_p)
 from .codegen import Buf, Emitter, _as_value
 from .interrupt import emit_poll
+from .math import inline_slow_paths, repeated
 from .rules import FORWARDING, IN_PLACE, STRUCTURAL
 from .scalar_ops import convert
 from .types import I64
@@ -160,13 +161,19 @@ def _while(em: Emitter, eqn, ins, dests):
     b.cbranch(em.scalar_of(pred), body_bb, exit_bb)
     b.position_at_end(body_bb)
     new = carries.next_slots()
-    em.emit_jaxpr(body_j.jaxpr, [em.const_value(c) for c in body_j.consts],
-                  list(body_consts) + carries.current(), new)
+    # the body runs an unknown number of times: loops in it vectorise their math's slow paths
+    # as a long loop would; its scalar code takes the branchy scalar paths
+    with repeated(_WHILE_REPEATS), inline_slow_paths(False):
+        em.emit_jaxpr(body_j.jaxpr, [em.const_value(c) for c in body_j.consts],
+                      list(body_consts) + carries.current(), new)
     carries.advance(new)
     emit_poll(em)  # Ctrl-C stops a long loop at its next iteration
     b.branch(header)
     b.position_at_end(exit_bb)
     return carries.results()
+
+
+_WHILE_REPEATS = 1 << 20
 
 
 def _row(em: Emitter, buf: Buf, i: ir.Value) -> Buf:
@@ -214,8 +221,11 @@ def _scan(em: Emitter, eqn, ins, dests):
         x_rows = [_as_value(em, _row(em, x, t)) for x in xs]
         y_rows = [_row(em, y, t) for y in ys]
         new = carries.next_slots()
-        em.emit_jaxpr(closed.jaxpr, inner_consts,  # invars: const operands, carry, x rows
-                      list(consts) + carries.current() + x_rows, new + y_rows)
+        # the scan's own loop carries a dependency and never vectorises: its scalar code takes
+        # math's branchy scalar paths; loops inside it decide for themselves (em.loop)
+        with inline_slow_paths(False):
+            em.emit_jaxpr(closed.jaxpr, inner_consts,  # invars: const operands, carry, x rows
+                          list(consts) + carries.current() + x_rows, new + y_rows)
         carries.advance(new)
         emit_poll(em)
     em.loop(length, body, name="scan")

@@ -8,6 +8,7 @@ import threading
 
 import llvmlite.binding as llvm
 
+from . import math as ourmath
 from . import support
 
 # Serialises engine creation and code generation (the object-cache hooks below are shared).
@@ -74,6 +75,27 @@ def _support_engine() -> llvm.ExecutionEngine:
     return engine
 
 
+@functools.cache
+def _slow_path_engine(symbol: str) -> llvm.ExecutionEngine:
+    """The engine of one of math's out-of-line slow paths (sin/cos/tan of huge arguments),
+    made the first time a program calls it and kept; binds its name for programs' linker."""
+    module = llvm.parse_assembly(str(ourmath.big_trig_routine(symbol)))
+    module.triple = llvm.get_process_triple()
+    module.data_layout = str(target_data())
+    module.verify()
+    optimize(module)
+    engine = llvm.create_mcjit_compiler(module, create_target_machine())
+    engine.finalize_object()
+    llvm.add_symbol(symbol, engine.get_function_address(symbol))
+    return engine
+
+
+def _link_slow_paths(module: llvm.ModuleRef) -> None:
+    for fn in module.functions:
+        if fn.is_declaration and fn.name in ourmath.BIG_TRIG_SYMBOLS:
+            _slow_path_engine(fn.name)
+
+
 # MCJIT's object-cache hooks for the one module `load` is finalising (under `_lock`): the
 # object code to load instead of generating it, and the object code it generated.
 _object_slot: dict[str, bytes | None] = {"cached": None, "generated": None}
@@ -124,7 +146,8 @@ def load(module: llvm.ModuleRef, cached_object: bytes | None = None) -> tuple[Co
     the module), or load `cached_object` (object code an earlier `load` of the same module
     returned) instead. Returns the code and the object code generated (None when loaded)."""
     _support_engine()
-    with _lock:
+    with _lock:     # (also around the slow paths' engines, made and bound once)
+        _link_slow_paths(module)
         _object_slot["cached"], _object_slot["generated"] = cached_object, None
         try:
             engine = llvm.create_mcjit_compiler(module, create_target_machine())

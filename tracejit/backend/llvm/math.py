@@ -62,12 +62,15 @@ Speed, 10M float32, one thread of an AMD EPYC (znver5, AVX-512), out[i] = f(x[i]
 (benchmarks/math_bench.py): exp 2.7 ms (NumPy 8.2 ms, LLVM calling libm expf 15 ms), log 2.8 ms
 (NumPy 3.5), sin 2.5 ms (NumPy 22.6), tanh 2.5 ms (NumPy 2.2, which uses its own SIMD tanh).
 At ~2.5 ms all four are bound by memory bandwidth (80 MB moved), not by the polynomials.
-sin/cos/tan pay for the Payne-Hanek path on every element (integer work, no branch): sin
-float32 ~13 ms, float64 ~60 ms for 10M where Cody-Waite alone took 2.6 and 6.8 ms (measured
-on a busy shared machine, so only the ratio means much).
+In vectorised loops sin/cos/tan pay for the inline Payne-Hanek path on every element (the
+branch is if-converted): sin float32 ~13 ms, float64 ~60 ms for 10M where Cody-Waite alone
+took 2.6 and 6.8 ms (measured on a busy shared machine, so only the ratio means much).
+Elsewhere that path is a call of a routine compiled once per process (`_with_big_path`).
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import itertools
 import math
 from collections.abc import Callable
@@ -79,7 +82,8 @@ from llvmlite import ir
 from ...lax import elementwise as _xla
 from ...lax.elementwise import _GILES64, _GILES_LARGE, _GILES_SMALL
 
-__all__ = ["NAMES", "emit"]
+__all__ = ["BIG_TRIG_SYMBOLS", "NAMES", "big_trig_routine", "emit", "inline_slow_paths",
+           "repeated", "repetitions"]
 
 
 class _Emitter:
@@ -582,35 +586,98 @@ def _reduce_pio2_big(e: _Emitter, x):
 
 
 def _reduce_pio2(e: _Emitter, x):
-    """x = j*pi/2 + r, |r| <= pi/4, returns (r, j mod 4 as a float in {0, 1, 2, 3}).
-
-    Cody-Waite (pi/2 in three parts and fma) while |x| < 2**16 (f32) / 2**28 (f64), where
-    its three parts hold enough bits of pi/2 for the cancellation; Payne-Hanek above. The
-    second path sits behind a branch, the one exception to this module's select-only rule:
-    a vectorised loop if-converts it (and pays for both, as with a select), but a scalar loop
-    (a fixed-point iteration in a scan) skips its integer work. Infinities and NaN take the
-    first path, which gives NaN."""
+    """x = j*pi/2 + r, |r| <= pi/4, returns (r, j mod 4 as a float in {0, 1, 2, 3}), by
+    Cody-Waite (pi/2 in three parts and fma): accurate while |x| < 2**16 (f32) / 2**28 (f64),
+    where its three parts hold enough bits of pi/2 for the cancellation. Larger arguments are
+    `_with_big_path`'s. Infinities and NaN give NaN."""
     c1, c2, c3 = _pio2_parts(e.np)
     j = e.rint(e.mul(x, 2.0 / _PI))
     r = e.fma(j, -c1, x)
     r = e.fma(j, -c2, r)
     r = e.fma(j, -c3, r)
-    q = e.sub(j, e.mul(e.floor(e.mul(j, 0.25)), 4.0))
-    big = e.and_(e.ge(e.abs(x), _PH_MIN[e.f64]), e.lt(e.abs(x), math.inf))
+    return r, e.sub(j, e.mul(e.floor(e.mul(j, 0.25)), 4.0))
+
+
+# Whether the slow paths of the math being emitted go inline (in a loop over enough elements
+# for LLVM to vectorise, which a call in the loop would prevent) or out of line; set by
+# codegen around each loop body (`inline_slow_paths`).
+_INLINE_SLOW_PATHS: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "inline_slow_paths", default=False)
+
+
+@contextlib.contextmanager
+def inline_slow_paths(inline: bool):
+    """Within the block, emit slow paths (Payne-Hanek) inline (True) or as calls of the
+    routines `big_trig_routine` defines (False, the default)."""
+    token = _INLINE_SLOW_PATHS.set(inline)
+    try:
+        yield
+    finally:
+        _INLINE_SLOW_PATHS.reset(token)
+
+
+# How many times the code being emitted runs per call beyond the loops codegen counts (a
+# while_loop's body: unknown, so many); codegen's loops multiply it into their element count.
+_REPEATS: contextvars.ContextVar[int] = contextvars.ContextVar("repeats", default=1)
+
+
+@contextlib.contextmanager
+def repeated(times: int):
+    """Within the block, code runs `times` times more often (a while_loop body)."""
+    token = _REPEATS.set(_REPEATS.get() * times)
+    try:
+        yield
+    finally:
+        _REPEATS.reset(token)
+
+
+def repetitions() -> int:
+    """The factor `repeated` blocks around the code being emitted give."""
+    return _REPEATS.get()
+
+
+def _with_big_path(e: _Emitter, x, small_result, name: str):
+    """`small_result` (computed through Cody-Waite), or for finite |x| past _PH_MIN the
+    result through a Payne-Hanek reduction, behind an unlikely branch: a scalar loop (a
+    fixed-point iteration in a scan) skips its integer work. Out of line (the default) it is
+    a call of a routine compiled once per process: LLVM then compiles ~30 instructions per
+    sin instead of ~130, but cannot vectorise the loop around the call; inline, a vectorised
+    loop if-converts the branch and pays for both paths on every element."""
     b = e.b
+    big = e.and_(e.ge(e.abs(x), _PH_MIN[e.f64]), e.lt(e.abs(x), math.inf))
     small_block = b.block
     with b.if_then(big, likely=False):
-        r_big, q_big = _reduce_pio2_big(e, x)
+        if _INLINE_SLOW_PATHS.get():
+            r_big, q_big = _reduce_pio2_big(e, x)
+            big_result = _TRIG_REDUCED[name](e, x, r_big, q_big)
+        else:
+            big_result = b.call(_big_trig_decl(b.module, name, e.ty), [x])
         big_block = b.block
-    r_out, q_out = b.phi(e.ty), b.phi(e.ty)
-    for phi, small, large in ((r_out, r, r_big), (q_out, q, q_big)):
-        phi.add_incoming(small, small_block)
-        phi.add_incoming(large, big_block)
-    return r_out, q_out
+    out = b.phi(e.ty)
+    out.add_incoming(small_result, small_block)
+    out.add_incoming(big_result, big_block)
+    return out
 
 
-def _sin_cos(e: _Emitter, x, want_cos: bool):
-    r, q = _reduce_pio2(e, x)
+def _big_trig_symbol(name: str, ty: ir.Type) -> str:
+    return f"tracejit_{name}_big_{'f64' if isinstance(ty, ir.DoubleType) else 'f32'}"
+
+
+class _PureAttributes(ir.values.FunctionAttributes):
+    # llvmlite's list lacks `willreturn`; with it and readnone LLVM may drop an unused call
+    _known = ir.values.FunctionAttributes._known | {"willreturn"}
+
+
+def _big_trig_decl(module: ir.Module, name: str, ty: ir.Type) -> ir.Function:
+    symbol = _big_trig_symbol(name, ty)
+    fn = module.globals.get(symbol)
+    if fn is None:
+        fn = ir.Function(module, ir.FunctionType(ty, [ty]), name=symbol)
+        fn.attributes = _PureAttributes(("readnone", "nounwind", "willreturn", "cold"))
+    return fn
+
+
+def _sin_cos_reduced(e: _Emitter, x, r, q, want_cos: bool):
     z = e.mul(r, r)
     s = _sin_kernel(e, r, z)
     c = _cos_kernel(e, z)
@@ -627,19 +694,76 @@ def _sin_cos(e: _Emitter, x, want_cos: bool):
     return res
 
 
-def _tan(e: _Emitter, x):
-    if not e.f64:
-        # float32 through the float64 code, rounded once: 0.5 ulp where the float32 quotient
-        # of two rounded kernels reached 3.5 (tan's condition number near pi/4 doubles them)
-        d = _Emitter(e.b, ir.DoubleType())
-        return e.b.fptrunc(_tan(d, e.b.fpext(x, d.ty)), e.ty)
-    r, q = _reduce_pio2(e, x)
+def _tan_reduced(e: _Emitter, x, r, q):
     z = e.mul(r, r)
     s = _sin_kernel(e, r, z)
     c = _cos_kernel(e, z)
     odd = e.or_(e.eq(q, 1.0), e.eq(q, 3.0))
     res = e.div(e.select(odd, e.neg(c), s), e.select(odd, s, c))
     return e.select(e.lt(e.abs(x), e.pick(2.0 ** -12, 2.0 ** -26)), x, res)
+
+
+_TRIG_REDUCED = {"sin": lambda e, x, r, q: _sin_cos_reduced(e, x, r, q, False),
+                 "cos": lambda e, x, r, q: _sin_cos_reduced(e, x, r, q, True),
+                 "tan": _tan_reduced}
+
+
+def _trig(e: _Emitter, x, name: str):
+    """sin/cos/tan of x. Outside vectorised loops (`inline_slow_paths` off: scalar code, a
+    fixed-point iteration in a scan, short loops) |x| < 0.78 < pi/4 first takes a branch
+    straight to the kernels: there Cody-Waite gives j = 0 and r = x exactly, so the result is
+    the same bits, without the reduction's dependency chain (rint, three fma, the quadrant
+    selects) on the loop-carried value."""
+    def full(x):
+        r, q = _reduce_pio2(e, x)
+        return _with_big_path(e, x, _TRIG_REDUCED[name](e, x, r, q), name)
+    if _INLINE_SLOW_PATHS.get():
+        return full(x)
+    b = e.b
+    small = e.lt(e.abs(x), 0.78)
+    with b.if_else(small, likely=True) as (then, otherwise):
+        with then:
+            near = _TRIG_REDUCED[name](e, x, x, e.v(0.0))
+            near_block = b.block
+        with otherwise:
+            far = full(x)
+            far_block = b.block
+    out = b.phi(e.ty)
+    out.add_incoming(near, near_block)
+    out.add_incoming(far, far_block)
+    return out
+
+
+def _sin_cos(e: _Emitter, x, want_cos: bool):
+    return _trig(e, x, "cos" if want_cos else "sin")
+
+
+def _tan(e: _Emitter, x):
+    if not e.f64:
+        # float32 through the float64 code, rounded once: 0.5 ulp where the float32 quotient
+        # of two rounded kernels reached 3.5 (tan's condition number near pi/4 doubles them)
+        d = _Emitter(e.b, ir.DoubleType())
+        return e.b.fptrunc(_tan(d, e.b.fpext(x, d.ty)), e.ty)
+    return _trig(e, x, "tan")
+
+
+BIG_TRIG_SYMBOLS = tuple(_big_trig_symbol(name, ty) for name, ty in itertools.product(
+    _TRIG_REDUCED, (ir.FloatType(), ir.DoubleType())) if name != "tan" or ty == ir.DoubleType())
+
+
+def big_trig_routine(symbol: str) -> ir.Module:
+    """A module defining the routine `symbol` (one of BIG_TRIG_SYMBOLS, which programs call
+    by name from `_with_big_path`): sin/cos/tan for finite |x| >= _PH_MIN through a
+    Payne-Hanek reduction, then the same kernels as the inline path."""
+    module = ir.Module(name=symbol)
+    for name, ty in itertools.product(_TRIG_REDUCED, (ir.FloatType(), ir.DoubleType())):
+        if _big_trig_symbol(name, ty) == symbol:
+            fn = ir.Function(module, ir.FunctionType(ty, [ty]), name=symbol)
+            e = _Emitter(ir.IRBuilder(fn.append_basic_block("entry")), ty)
+            r, q = _reduce_pio2_big(e, fn.args[0])
+            e.b.ret(_TRIG_REDUCED[name](e, fn.args[0], r, q))
+            return module
+    raise KeyError(f"no out-of-line math routine {symbol!r}; known: {BIG_TRIG_SYMBOLS}")
 
 
 def _sincospi(e: _Emitter, r):
