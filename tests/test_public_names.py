@@ -192,6 +192,7 @@ PUBLIC["numpy.fft"] = [
 PUBLIC["scipy.signal"] = ["convolve", "convolve2d", "correlate", "correlate2d", "csd", "detrend",
                           "fftconvolve", "istft", "stft", "welch"]
 PUBLIC["scipy.fft"] = ["dct", "dctn", "idct", "idctn"]
+PUBLIC["scipy.sparse.linalg"] = ["bicgstab", "cg", "gmres"]
 OUT_OF_SCOPE.update({
     "custom_derivatives": {"remat_opt_p": "JAX's internal primitive for custom_vjp's "
                            "optimize_remat, which tracejit does not implement"},

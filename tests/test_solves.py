@@ -5,9 +5,11 @@ import pytest
 
 import tracejit
 import tracejit.numpy as tnp
+import tracejit.scipy.sparse.linalg  # noqa: F401
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
+import jax.scipy.sparse.linalg  # noqa: E402,F401
 
 RNG = np.random.RandomState(0)
 A0 = RNG.randn(3, 3)
@@ -121,3 +123,66 @@ def test_errors_as_jax():
         with pytest.raises(type(theirs.value)) as ours:
             case(tracejit, tnp)
         assert str(ours.value).split(",")[0] == str(theirs.value).split(",")[0]
+
+
+# --- jax.scipy.sparse.linalg ------------------------------------------------------------------
+
+SPD = A0 + 2 * np.eye(3)
+GEN = A0 + np.triu(RNG.randn(3, 3))
+
+
+def _grad_oracle(A, b):
+    """d/dA sum(x**2) for x = A^-1 b: -A^-T (2x) x^T."""
+    x = np.linalg.solve(A, b)
+    return -np.outer(np.linalg.solve(A.T, 2 * x), x)
+
+
+def test_sparse_solvers_against_numpy(x64):
+    """Values and implicit gradients against NumPy's direct solves (tolerances tight enough
+    that each solver must converge); eager, jit, vmap and pytrees."""
+    spl = tracejit.scipy.sparse.linalg
+    b = B0
+    diag = np.diag(1 / np.diag(SPD))
+    x_spd, x_gen = np.linalg.solve(SPD, b), np.linalg.solve(GEN, b)
+    cases = {
+        "cg": (spl.cg(SPD, b, tol=1e-10)[0], x_spd),
+        "cg_fun_M": (spl.cg(lambda x: SPD @ x, b, M=diag, tol=1e-10)[0], x_spd),
+        "cg_tree": (spl.cg(lambda t: {"a": 2.0 * t["a"], "b": 3.0 * t["b"]},
+                           {"a": b[:2], "b": b[2:]}, tol=1e-10)[0]["b"], b[2:] / 3),
+        "bicgstab": (spl.bicgstab(GEN, b, tol=1e-10)[0], x_gen),
+        "gmres": (spl.gmres(GEN, b, tol=1e-10)[0], x_gen),
+        "gmres_restart": (spl.gmres(GEN, b, tol=1e-10, restart=2,
+                                    solve_method="incremental")[0], x_gen),
+        "cg_grad": (tracejit.grad(lambda A: tnp.sum(spl.cg(A, b, tol=1e-12)[0] ** 2))(SPD),
+                    _grad_oracle(SPD, b)),
+        "bicgstab_jit_grad": (tracejit.jit(tracejit.grad(
+            lambda A: tnp.sum(spl.bicgstab(A, b, tol=1e-12)[0] ** 2)))(GEN),
+            _grad_oracle(GEN, b)),
+        "gmres_vmap": (tracejit.vmap(lambda b: spl.gmres(GEN, b, tol=1e-10)[0])(
+            np.stack([b, -b])), np.stack([x_gen, -x_gen])),
+    }
+    for name, (got, expected) in cases.items():
+        assert got.dtype == np.float64, name
+        np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-7, atol=1e-10,
+                                   err_msg=name)
+    info = spl.gmres(GEN, b)[1]
+    assert info.dtype == jnp.zeros((), int).dtype and int(info) == 0
+
+
+def test_sparse_cg_matches_jax(x64):
+    """JAX's own iteration (same stopping rule): equal to rounding at a loose tolerance."""
+    for lib in (jax, tracejit):
+        lib.config.update("jax_enable_x64", True)
+    got = tracejit.scipy.sparse.linalg.cg(SPD, B0, tol=1e-2)[0]
+    expected = jax.scipy.sparse.linalg.cg(SPD, B0, tol=1e-2)[0]
+    np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-12)
+
+
+def test_sparse_solver_errors_as_jax():
+    spl = tracejit.scipy.sparse.linalg
+    with pytest.raises(ValueError, match="square matrix"):
+        spl.cg(np.ones((2, 3)), np.ones(2))
+    with pytest.raises(ValueError, match="matching shapes"):
+        spl.cg(np.eye(2), np.ones(2), x0=np.ones(3))
+    with pytest.raises(ValueError, match="invalid solve_method"):
+        spl.gmres(np.eye(2), np.ones(2), solve_method="qr")
