@@ -31,7 +31,7 @@ def lin_solve(lib, np_, A, b, symmetric=False, has_aux=False):
 
 
 def newton_sqrt(lib, np_, a):
-    f = lambda x: x ** 2 - a  # noqa: E731
+    f = lambda x: x ** 2 - a
 
     def solve(f, x0):
         return lib.lax.while_loop(lambda x: np_.abs(f(x)) > 1e-6,
@@ -88,7 +88,7 @@ def test_against_jax(name, x64):
 def test_gradients_against_finite_differences(x64):
     g = tracejit.grad(lambda A: loss(tracejit, tnp, A, B0))(A0)
     eps, fd = 1e-6, np.zeros_like(A0)
-    exact = lambda A: np.sum(np.linalg.solve(A, B0) ** 2)  # noqa: E731
+    exact = lambda A: np.sum(np.linalg.solve(A, B0) ** 2)
     for i in np.ndindex(A0.shape):
         d = np.zeros_like(A0)
         d[i] = eps

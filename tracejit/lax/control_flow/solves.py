@@ -158,7 +158,7 @@ def _linear_solve_batch(vals, dims, *, const_lengths, **bodies):
     nconst = sum(const_lengths)
     force = [False] * nconst + [True] * (len(vals) - nconst)
     vals, batched = _batched_operands(vals, dims, size, force)
-    consts_bat, b_bat = _split_solve_args(batched, const_lengths)
+    consts_bat, _ = _split_solve_args(batched, const_lengths)
     new = {}
     for name in _BODIES:
         body = bodies[name]
@@ -253,7 +253,7 @@ root_p.def_impl(_root_impl)
 def _root_jvp(primals, tangents, *, const_lengths, f, solve, l_and_s):
     # F(m, u*(m)) = 0 near the solution, so du* = -(d_u F)^-1 (d_m F dm): only the tangents
     # of f's consts (the parameters m) matter, not those of the guess or of the solvers
-    params = dict(const_lengths=const_lengths, f=f, solve=solve, l_and_s=l_and_s)
+    params = {"const_lengths": const_lengths, "f": f, "solve": solve, "l_and_s": l_and_s}
     sol = root_p.bind(*primals, **params)
     f_consts, _, ls_consts, guess = _split_root_args(primals, const_lengths)
     f_dots = _split_root_args(tangents, const_lengths)[0]
