@@ -1,6 +1,6 @@
 """lax functions that JAX offers beside its primitives and that tracejit builds from existing
 primitives (so they lower natively and differentiate and batch through those): reciprocal,
-collapse, broadcast_like, index_take, split, empty, mulhi, reduce_precision,
+collapse, broadcast_like, index_take, split, empty, reduce_precision,
 optimization_barrier, platform_dependent, composite, and the DotAlgorithmPreset names."""
 from __future__ import annotations
 
@@ -19,13 +19,13 @@ from ..core.pytree import tree_flatten, tree_unflatten
 from ..core.trace import Tracer, concrete_value, get_aval
 from ._base import canonicalize_axis
 from .elementwise import (add, bitcast_convert_type, bitwise_and, bitwise_or,
-                          convert_element_type, gt, integer_pow, is_finite, le, lt, mul, ne, rem,
+                          convert_element_type, gt, integer_pow, is_finite, le, ne, rem,
                           select, shift_right_logical, stop_gradient, sub)
 from .indexing import GatherDimensionNumbers, gather
 from .shape import broadcast_in_dim, concatenate, expand_dims, full, reshape, slice_in_dim
 
 __all__ = ["DotAlgorithmPreset", "broadcast_like", "collapse", "composite", "empty", "index_take",
-           "mulhi", "optimization_barrier", "platform_dependent", "reciprocal", "reduce_precision",
+           "optimization_barrier", "platform_dependent", "reciprocal", "reduce_precision",
            "split"]
 
 
@@ -93,36 +93,6 @@ def split(operand: Any, sizes: Sequence[int], axis: int = 0) -> list:
 def empty(shape: Sequence[int], dtype: Any, *, out_sharding: Any = None) -> Any:
     """An array whose contents are unspecified (zeros here)."""
     return full(tuple(shape), 0, dtypes.check_user_dtype(dtype))
-
-
-def mulhi(x: Any, y: Any, /) -> Any:
-    """The high half of the double-width product of two integers of the same dtype (the bits
-    above the ones x * y keeps), signed or unsigned, from half-width partial products."""
-    x_dtype, y_dtype = get_aval(x).dtype, get_aval(y).dtype
-    if x_dtype != y_dtype or not dtypes.is_int(x_dtype):
-        raise TypeError(f"mulhi requires integer arguments of the same dtype, got {x_dtype} "
-                        f"and {y_dtype}")
-    bits = x_dtype.itemsize * 8
-    udtype = np.dtype(f"uint{bits}")
-    u, v = (x, y) if x_dtype == udtype else (bitcast_convert_type(x, udtype),
-                                              bitcast_convert_type(y, udtype))
-    half = bits // 2
-    mask = full((), (1 << half) - 1, udtype)
-    shift = full((), half, udtype)
-    u0, u1 = bitwise_and(u, mask), shift_right_logical(u, shift)
-    v0, v1 = bitwise_and(v, mask), shift_right_logical(v, shift)
-    # Hacker's Delight's mulhu: every partial product fits in `bits` bits
-    w0 = mul(u0, v0)
-    t = add(mul(u1, v0), shift_right_logical(w0, shift))
-    w1 = add(mul(u0, v1), bitwise_and(t, mask))
-    hi = add(add(mul(u1, v1), shift_right_logical(t, shift)), shift_right_logical(w1, shift))
-    if x_dtype == udtype:
-        return hi
-    # signed: a negative factor a stands for a - 2**bits, taking the other factor off the top
-    x_neg = convert_element_type(lt(x, full((), 0, x_dtype)), udtype)
-    y_neg = convert_element_type(lt(y, full((), 0, x_dtype)), udtype)
-    hi = sub(sub(hi, mul(x_neg, v)), mul(y_neg, u))
-    return bitcast_convert_type(hi, x_dtype)
 
 
 def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> Any:

@@ -7,7 +7,9 @@ import llvmlite.ir as ir
 
 from ...core import dtypes
 from ...lax.elementwise import bitcast_convert_type_p
+from ...core.trace import trace_to_jaxpr
 from ...lax.random_bits import iota_2x32_shape_p, threefry2x32_p
+from ...lax.rng_bit_generator import _generate, rng_bit_generator_p
 from .codegen import Buf, Emitter, NativeCompileError, Scalar, _as_value
 from .rules import STRUCTURAL
 from .types import I64, mem_type
@@ -77,3 +79,15 @@ STRUCTURAL.update({
     threefry2x32_p: _threefry2x32, iota_2x32_shape_p: _iota_2x32_shape,
     bitcast_convert_type_p: _bitcast_resize,
 })
+
+
+def _rng_bit_generator(em: Emitter, eqn, ins, dests):
+    """The lax program lax/rng_bit_generator.py writes the generator in, traced at this
+    equation's types and emitted in place (threefry2x32 and 32-bit integer arithmetic)."""
+    closed = trace_to_jaxpr(lambda key: _generate(key, **eqn.params),
+                            [v.aval for v in eqn.invars])
+    consts = [em.const_value(c) for c in closed.consts]
+    return em.emit_jaxpr(closed.jaxpr, consts, list(ins), dests)
+
+
+STRUCTURAL[rng_bit_generator_p] = _rng_bit_generator
