@@ -215,7 +215,6 @@ PUBLIC["scipy.special"] = [
 OUT_OF_SCOPE.update({
     "random": {"random_gamma_p": "gamma sampling is a custom_jvp over lax loops, not a "
                                  "primitive (not yet: issue 11)"},
-    "scipy.special": {"sph_harm_y": "not implemented yet (issue 11)"},
 })
 
 
