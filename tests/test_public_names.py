@@ -102,10 +102,7 @@ OUT_OF_SCOPE: dict[str, dict[str, str]] = {
         "cholesky_update_p", "lu_pivots_to_permutation_p", "qdwh",
         "symmetric_product_p")},
     "scipy.linalg": {n: _NOT_YET for n in (
-        "circulant", "companion", "convolution_matrix", "dft", "eigh_tridiagonal", "fiedler",
-        "fiedler_companion", "funm", "hadamard", "hankel", "helmert", "invhilbert",
-        "invpascal", "leslie", "pascal", "polar", "qr_multiply", "rsf2csf",
-        "solve_sylvester")},
+        "eigh_tridiagonal", "funm", "polar", "qr_multiply", "rsf2csf", "solve_sylvester")},
 }
 # jax.extend / jax.interpreters: what code defining its own primitives uses
 PUBLIC["extend.core"] = [

@@ -8,7 +8,7 @@ import tracejit
 import tracejit.scipy.special as tsp
 
 jax = pytest.importorskip("jax")
-import jax.scipy.special  # noqa: E402
+pytest.importorskip("jax.scipy.special")
 
 RNG = np.random.RandomState(0)
 N = RNG.randint(0, 9, 40)

@@ -426,3 +426,8 @@ def expm_frechet(A: Any, E: Any, *, method: str | None = None,
                          f"E.shape={e_shape}")
     expm_A, frechet = jvp(lambda A: expm(A), (A,), (E,))
     return (expm_A, frechet) if compute_expm else frechet
+
+
+from ._special_matrices import (  # noqa: E402,F401
+    circulant, companion, convolution_matrix, dft, fiedler, fiedler_companion, hadamard, hankel,
+    helmert, invhilbert, invpascal, leslie, pascal)
