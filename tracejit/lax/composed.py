@@ -15,12 +15,15 @@ from typing import Any
 import numpy as np
 
 from ..core import dtypes
+from ..core.avals import ShapedArray
+from ..core.primitive import Primitive
 from ..core.pytree import tree_flatten, tree_unflatten
+from ..core.rules import def_linear, def_vectorized
 from ..core.trace import Tracer, concrete_value, get_aval
 from ._base import canonicalize_axis
 from .elementwise import (add, bitcast_convert_type, bitwise_and, bitwise_or,
-                          convert_element_type, gt, integer_pow, is_finite, le, ne, rem,
-                          select, shift_right_logical, stop_gradient, sub)
+                          convert_element_type, gt, integer_pow, le, ne, rem,
+                          select, shift_right_logical)
 from .indexing import GatherDimensionNumbers, gather
 from .shape import broadcast_in_dim, concatenate, expand_dims, full, reshape, slice_in_dim
 
@@ -98,7 +101,8 @@ def empty(shape: Sequence[int], dtype: Any, *, out_sharding: Any = None) -> Any:
 def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> Any:
     """Rounds floats to the nearest value (ties to even) of a format with the given exponent
     and mantissa widths, as XLA does: overflow gives ±inf, results below the format's smallest
-    normal number give ±0, NaNs stay NaN."""
+    normal number give ±0, NaNs stay NaN. Differentiated as JAX does: the tangent is rounded
+    the same way."""
     exponent_bits = operator.index(concrete_value(
         exponent_bits, "exponent_bits argument of lax.reduce_precision"))
     mantissa_bits = operator.index(concrete_value(
@@ -111,6 +115,14 @@ def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> An
     if exponent_bits < 1 or mantissa_bits < 0:
         raise ValueError(f"reduce_precision: exponent_bits must be >= 1 and mantissa_bits >= 0, "
                          f"got {exponent_bits} and {mantissa_bits}")
+    return reduce_precision_p.bind(operand, exponent_bits=exponent_bits,
+                                   mantissa_bits=mantissa_bits)
+
+
+def reduce_precision_bits(operand: Any, *, exponent_bits: int, mantissa_bits: int) -> Any:
+    """reduce_precision in integer operations on the bit pattern: the primitive's impl
+    evaluates it and its native lowering compiles it (backend/llvm/bits.py)."""
+    dtype = get_aval(operand).dtype
     info = dtypes.finfo_of(dtype)
     nbits, src_mant = info.bits, info.nmant
     src_exp = nbits - 1 - src_mant
@@ -141,11 +153,19 @@ def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> An
     out = bitcast_convert_type(result, dtype)
     if mantissa_bits < src_mant or exponent_bits < src_exp:  # rounding may turn NaN into inf
         out = select(ne(operand, operand), operand, out)
-    # JAX differentiates it as linear: pass tangents through (unrounded here) while the value
-    # stays `out` exactly (r - 0 keeps -0.0; non-finite lanes subtract a constant 0)
-    zero_with_tangent = sub(stop_gradient(operand), operand)
-    return sub(out, select(is_finite(operand), zero_with_tangent,
-                           full(get_aval(operand).shape, 0, dtype)))
+    return out
+
+
+def _reduce_precision_abstract(x, *, exponent_bits, mantissa_bits):
+    return ShapedArray(x.shape, x.dtype, x.weak_type)
+
+
+reduce_precision_p = Primitive("reduce_precision")
+reduce_precision_p.def_abstract_eval(_reduce_precision_abstract)
+reduce_precision_p.def_impl(lambda x, **params: np.asarray(reduce_precision_bits(x, **params)))
+# JAX differentiates it as a linear map: tangents and cotangents are rounded the same way
+def_linear(reduce_precision_p, lambda ct, x, **params: [reduce_precision_p.bind(ct, **params)])
+def_vectorized(reduce_precision_p)
 
 
 def optimization_barrier(operand: Any, /) -> Any:
