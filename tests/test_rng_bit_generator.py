@@ -77,3 +77,24 @@ def test_errors():
     with pytest.raises(TypeError, match="uint32\\[4\\]"):  # JAX: an AssertionError in lowering
         tracejit.lax.rng_bit_generator(np.zeros(3, np.uint32), (2,))
     assert tracejit.lax.rng_bit_generator_p.name == jax.lax.rng_bit_generator_p.name
+
+
+def test_rng_uniform_as_jax():
+    """XLA's stateful generator: JAX's types, jaxpr and errors; values in range, a new draw
+    each call (eager and native), uniform in distribution (its numbers are XLA's own)."""
+    lax = tracejit.lax
+    for a, b in [(0., 1.), (0, 10), (np.float32(-2), np.float32(3))]:
+        theirs = jax.eval_shape(lambda a=a, b=b: jax.lax.rng_uniform(a, b, (2, 3)))
+        ours = lax.rng_uniform(a, b, (2, 3))
+        assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
+        assert np.all((np.asarray(ours) >= a) & (np.asarray(ours) < b))
+    assert str(tracejit.make_jaxpr(lambda: lax.rng_uniform(0., 1., (3,)))()) == \
+        str(jax.make_jaxpr(lambda: jax.lax.rng_uniform(0., 1., (3,)))())
+    f = tracejit.jit(lambda: lax.rng_uniform(0., 1., (4000,)))
+    x, y = np.asarray(f()), np.asarray(f())
+    assert not np.array_equal(x, y)
+    assert abs(x.mean() - 0.5) < 0.03 and abs(x.var() - 1 / 12) < 0.01
+    with pytest.raises(NotImplementedError, match="Differentiation rule for 'rng_uniform'"):
+        tracejit.grad(lambda x: lax.rng_uniform(x, 2.0, ()))(1.)
+    with pytest.raises(NotImplementedError, match="Batching rule for 'rng_uniform'"):
+        tracejit.vmap(lambda x: lax.rng_uniform(x, 2.0, ()))(np.ones(3, np.float32))

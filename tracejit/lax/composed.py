@@ -94,7 +94,7 @@ def split(operand: Any, sizes: Sequence[int], axis: int = 0) -> list:
 
 
 def empty(shape: Sequence[int], dtype: Any, *, out_sharding: Any = None) -> Any:
-    """An array whose contents are unspecified (zeros here)."""
+    """An array whose contents are unspecified: zeros, as JAX gives on CPU (eager and jit)."""
     return full(tuple(shape), 0, dtypes.check_user_dtype(dtype))
 
 

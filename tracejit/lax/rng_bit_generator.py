@@ -210,4 +210,53 @@ def rng_bit_generator(key: Any, shape: Sequence[int], dtype: Any = np.uint32,
                                           algorithm=algorithm))
 
 
-__all__ = ["RandomAlgorithm", "rng_bit_generator"]
+# --- rng_uniform: XLA's stateful generator ------------------------------------------------------
+# XLA keeps its state inside the runtime, so its numbers cannot be reproduced outside it; here
+# the state is one process-wide NumPy generator, advanced by every call (eager or compiled: the
+# native code calls back to it), so calls differ from each other as in JAX.
+
+_UNIFORM_STATE = np.random.Generator(np.random.Philox(0))
+
+
+def _rng_uniform_abstract(a, b, *, shape):
+    if a.dtype != b.dtype or a.shape != () or b.shape != ():
+        raise TypeError(f"rng_uniform requires scalar bounds of one dtype, got {a.str_short()} "
+                        f"and {b.str_short()}")
+    if not (dtypes.is_float(a.dtype) or dtypes.is_int(a.dtype)):
+        raise TypeError(f"rng_uniform does not accept dtype {a.dtype}")
+    return ShapedArray(shape, a.dtype)
+
+
+def _rng_uniform_impl(a, b, *, shape):
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind == "f":
+        u = _UNIFORM_STATE.random(shape)
+        return np.asarray(a + (b - a) * u, a.dtype)
+    return _UNIFORM_STATE.integers(a, b, size=shape, dtype=a.dtype, endpoint=False)
+
+
+def _no_rule(kind: str):
+    def rule(*args, **params):
+        raise NotImplementedError(f"{kind} rule for 'rng_uniform' not implemented")
+    return rule
+
+
+rng_uniform_p = Primitive("rng_uniform")
+rng_uniform_p.def_abstract_eval(_rng_uniform_abstract)
+rng_uniform_p.def_impl(_rng_uniform_impl)
+rng_uniform_p.effectful = True  # (two calls are two draws: never merged, folded or hoisted)
+rng_uniform_p.def_jvp(_no_rule("Differentiation"))  # JAX's errors
+rng_uniform_p.def_batch(_no_rule("Batching"))
+
+
+def rng_uniform(a: Any, b: Any, shape: Sequence[int]) -> Any:
+    """Uniform values in [a, b) of a's dtype from a stateful generator (as XLA's RngUniform;
+    not JAX's numbers, which depend on XLA's internal state); use jax.random instead."""
+    shape = tuple(operator.index(d) for d in shape)
+    a = a if hasattr(a, "dtype") else np.asarray(a, dtypes.default_float() if isinstance(
+        a, float) else dtypes.default_int())
+    b = b if hasattr(b, "dtype") else np.asarray(b, get_aval(a).dtype)
+    return rng_uniform_p.bind(a, b, shape=shape)
+
+
+__all__ = ["RandomAlgorithm", "rng_bit_generator", "rng_uniform"]

@@ -10,7 +10,8 @@ from ...lax.elementwise import bitcast_convert_type_p
 from ...core.trace import trace_to_jaxpr
 from ...lax.random_bits import iota_2x32_shape_p, threefry2x32_p
 from ...lax.composed import reduce_precision_bits, reduce_precision_p
-from ...lax.rng_bit_generator import _generate, rng_bit_generator_p
+from ...lax.rng_bit_generator import _generate, rng_bit_generator_p, rng_uniform_p
+from .host_callback import lower_with_impl
 from .codegen import Buf, Emitter, NativeCompileError, Scalar, _as_value
 from .rules import STRUCTURAL
 from .types import I64, mem_type
@@ -100,3 +101,5 @@ def _as_list(out):
 
 STRUCTURAL[rng_bit_generator_p] = _traced(_generate)
 STRUCTURAL[reduce_precision_p] = _traced(reduce_precision_bits)
+# the generator's state lives in the host process (see lax/rng_bit_generator.py)
+lower_with_impl(rng_uniform_p)
