@@ -1,7 +1,8 @@
-"""lax functions that JAX offers beside its primitives and that tracejit builds from existing
-primitives (so they lower natively and differentiate and batch through those): reciprocal,
-collapse, broadcast_like, index_take, split, empty, reduce_precision,
-optimization_barrier, platform_dependent, composite, and the DotAlgorithmPreset names."""
+"""lax functions that JAX offers beside its primitives, most built from existing primitives (so
+they lower natively and differentiate and batch through those): reciprocal, collapse,
+broadcast_like, index_take, empty, platform_dependent, composite, the DotAlgorithmPreset names;
+and three small primitives of JAX's with their rules: reduce_precision, optimization_barrier,
+split (their native lowerings are in backend/llvm/traced.py and bits.py)."""
 from __future__ import annotations
 
 import enum
@@ -18,9 +19,9 @@ from ..core import dtypes
 from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
 from ..core.pytree import tree_flatten, tree_unflatten
-from ..core.rules import def_linear, def_vectorized
+from ..core.batching import move_to_front
+from ..core.rules import Zero, def_linear, def_vectorized, zeros_like_aval
 from ..core.trace import Tracer, concrete_value, get_aval
-from ._base import canonicalize_axis
 from .elementwise import (add, bitcast_convert_type, bitwise_and, bitwise_or,
                           convert_element_type, gt, integer_pow, le, ne, rem,
                           select, shift_right_logical)
@@ -28,8 +29,7 @@ from .indexing import GatherDimensionNumbers, gather
 from .shape import broadcast_in_dim, concatenate, expand_dims, full, reshape, slice_in_dim
 
 __all__ = ["DotAlgorithmPreset", "broadcast_like", "collapse", "composite", "empty", "index_take",
-           "optimization_barrier", "platform_dependent", "reciprocal", "reduce_precision",
-           "split"]
+           "optimization_barrier", "platform_dependent", "reciprocal", "reduce_precision"]
 
 
 def reciprocal(x: Any) -> Any:
@@ -80,17 +80,37 @@ def index_take(src: Any, idxs: Sequence[Any], axes: Sequence[int]) -> Any:
     return gather(src, indices, dimension_numbers=dnums, slice_sizes=slice_sizes)
 
 
-def split(operand: Any, sizes: Sequence[int], axis: int = 0) -> list:
-    """Pieces of `operand` along `axis` with the given sizes (which must sum to its length)."""
-    shape = get_aval(operand).shape
-    axis = canonicalize_axis(axis, len(shape))
-    sizes = tuple(operator.index(s) for s in sizes)
-    if any(s < 0 for s in sizes) or sum(sizes) != shape[axis]:
-        raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the "
-                         f"operand shape {shape}")
+def split_slices(operand: Any, *, sizes: tuple[int, ...], axis: int) -> list:
+    """split_p's pieces as slices: its impl evaluates them, its native lowering compiles them.
+    (lax.split itself, in shape.py, stages the slices directly, which fuse as index maps.)"""
     starts = np.cumsum((0, *sizes))
     return [slice_in_dim(operand, int(a), int(b), axis=axis)
             for a, b in itertools.pairwise(starts)]
+
+
+def _split_abstract(x, *, sizes, axis):
+    return [ShapedArray(x.shape[:axis] + (s,) + x.shape[axis + 1:], x.dtype, x.weak_type)
+            for s in sizes]
+
+
+def _split_transpose(cts, x, *, sizes, axis):
+    pieces = [zeros_like_aval(ShapedArray(x.aval.shape[:axis] + (s,) + x.aval.shape[axis + 1:],
+                                          x.aval.dtype)) if type(ct) is Zero else ct
+              for ct, s in zip(cts, sizes)]
+    return [concatenate(pieces, axis)]
+
+
+def _split_batch(vals, dims, *, sizes, axis):
+    x, = move_to_front(vals, dims)
+    outs = split_p.bind(x, sizes=sizes, axis=axis + 1)
+    return outs, [0] * len(outs)
+
+
+split_p = Primitive("split", multiple_results=True)
+split_p.def_abstract_eval(_split_abstract)
+split_p.def_impl(lambda x, **params: [np.asarray(o) for o in split_slices(x, **params)])
+def_linear(split_p, _split_transpose)
+split_p.def_batch(_split_batch)
 
 
 def empty(shape: Sequence[int], dtype: Any, *, out_sharding: Any = None) -> Any:
@@ -172,7 +192,19 @@ def optimization_barrier(operand: Any, /) -> Any:
     """Returns its argument (a pytree) unchanged. In XLA it stops computations moving across
     it; tracejit's passes do not reorder work between kernels in ways it would prevent."""
     leaves, treedef = tree_flatten(operand)
-    return tree_unflatten(treedef, leaves)
+    return tree_unflatten(treedef, optimization_barrier_p.bind(*leaves) if leaves else [])
+
+
+def _barrier_transpose(cts, *args):
+    return [zeros_like_aval(a.aval) if type(ct) is Zero else ct for ct, a in zip(cts, args)]
+
+
+optimization_barrier_p = Primitive("optimization_barrier", multiple_results=True)
+optimization_barrier_p.def_abstract_eval(lambda *avals: list(avals))
+optimization_barrier_p.def_impl(lambda *xs: list(xs))
+def_linear(optimization_barrier_p, _barrier_transpose)
+optimization_barrier_p.def_batch(lambda vals, dims: (optimization_barrier_p.bind(*vals),
+                                                     list(dims)))
 
 
 def platform_dependent(*args: Any, default: Callable | None = None,

@@ -1287,6 +1287,9 @@ bitcast_convert_type_p.def_batch(_bitcast_batch)
 
 # --- stop_gradient: the identity, with a zero derivative ----------------------------------
 stop_gradient_p = unop("stop_gradient", lambda x: x, ANY)
+# a fresh buffer holding x (jnp.array(x, copy=True) in JAX); linear
+copy_p = unop("copy", lambda x: np.array(x, copy=True), ANY)
+def_linear(copy_p, lambda ct, x: [copy_p.bind(ct)])
 stop_gradient_p.def_not_differentiable()
 
 

@@ -7,9 +7,9 @@ import llvmlite.ir as ir
 
 from ...core import dtypes
 from ...lax.elementwise import bitcast_convert_type_p
-from ...core.trace import trace_to_jaxpr
 from ...lax.random_bits import iota_2x32_shape_p, threefry2x32_p
 from ...lax.composed import reduce_precision_bits, reduce_precision_p
+from .traced import traced
 from ...lax.rng_bit_generator import _generate, rng_bit_generator_p, rng_uniform_p
 from .host_callback import lower_with_impl
 from .codegen import Buf, Emitter, NativeCompileError, Scalar, _as_value
@@ -83,23 +83,7 @@ STRUCTURAL.update({
 })
 
 
-def _traced(fun):
-    """A structural rule compiling the lax program `fun(*operands, **params)`, traced at the
-    equation's types and emitted in place (for primitives whose work is integer arithmetic
-    on bits that lax already expresses: rng_bit_generator, reduce_precision)."""
-    def lower(em: Emitter, eqn, ins, dests):
-        closed = trace_to_jaxpr(lambda *xs: _as_list(fun(*xs, **eqn.params)),
-                                [v.aval for v in eqn.invars])
-        consts = [em.const_value(c) for c in closed.consts]
-        return em.emit_jaxpr(closed.jaxpr, consts, list(ins), dests)
-    return lower
-
-
-def _as_list(out):
-    return list(out) if isinstance(out, (list, tuple)) else [out]
-
-
-STRUCTURAL[rng_bit_generator_p] = _traced(_generate)
-STRUCTURAL[reduce_precision_p] = _traced(reduce_precision_bits)
+STRUCTURAL[rng_bit_generator_p] = traced(_generate)
+STRUCTURAL[reduce_precision_p] = traced(reduce_precision_bits)
 # the generator's state lives in the host process (see lax/rng_bit_generator.py)
 lower_with_impl(rng_uniform_p)

@@ -455,6 +455,7 @@ EMITTERS: dict[Primitive, Callable] = {
     ew.pow_p: _binary_math("pow"), ew.atan2_p: _binary_math("atan2"),
     ew.polygamma_p: _binary_math("polygamma"),
     ew.stop_gradient_p: lambda b, in_dtypes, out_dtype, args, params: args[0],
+    ew.copy_p: lambda b, in_dtypes, out_dtype, args, params: args[0],
     ew.name_p: lambda b, in_dtypes, out_dtype, args, params: args[0],
 }
 for _p in (ew.exp_p, ew.exp2_p, ew.log_p, ew.log1p_p, ew.expm1_p, ew.tanh_p, ew.logistic_p,
