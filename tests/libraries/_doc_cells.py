@@ -37,10 +37,15 @@ def run_cells(cells: list[str], path: str) -> None:
         tree = ast.parse(cell)
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
         printed = io.StringIO()
+        value = None
         with contextlib.redirect_stdout(printed):
-            exec(compile(tree, f"<cell {i}>", "exec"), env)
-            value = None if last is None else eval(
-                compile(ast.Expression(last.value), f"<cell {i}>", "eval"), env)
+            try:
+                exec(compile(tree, f"<cell {i}>", "exec"), env)
+                if last is not None:
+                    value = eval(compile(ast.Expression(last.value), f"<cell {i}>", "eval"),
+                                 env)
+            except Exception as e:  # a cell the page shows raising: the same error class
+                saved[f"cell{i}_raises"] = np.array(type(e).__name__)
         _arrays(value, f"cell{i}", saved)
         saved[f"cell{i}_printed"] = np.array(
             [float(v) for v in _NUMBER.findall(printed.getvalue())], np.float64)
