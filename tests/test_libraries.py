@@ -95,30 +95,6 @@ def test_scipy_dct_as_jax(tmp_path):
     assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
 
 
-@needs("jax", "matplotlib")
-def test_doc_page_vmapped_log_probs_as_jax(tmp_path):
-    """JAX's "Autobatching for Bayesian inference" page, its cells unchanged: every value a
-    cell shows and every number it prints (1000 steps of SGD on an ELBO) as real JAX's."""
-    ours, theirs = run_both("doc_vmapped_log_probs", tmp_path)
-    assert_close(ours, theirs, rtol=1e-4, atol=1e-5)
-
-
-@needs("jax", "matplotlib")
-def test_doc_page_convolutions_as_jax(tmp_path):
-    """JAX's "Generalized convolutions in JAX" page, its cells unchanged (SciPy's sample
-    picture, a download, replaced by a synthetic one): every shown value as real JAX's."""
-    ours, theirs = run_both("doc_convolutions", tmp_path)
-    assert_close(ours, theirs, rtol=1e-4, atol=1e-4)
-
-
-@needs("jax", "matplotlib")
-def test_doc_page_key_concepts_as_jax(tmp_path):
-    """JAX's "Key concepts" page (its convolution and promotion cells among them), unchanged:
-    shown values, printed tracers and the cell raising JAX's error."""
-    ours, theirs = run_both("doc_key_concepts", tmp_path)
-    assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
-
-
 @needs("jax")
 def test_sparse_bcoo_as_numpyro_uses_it(tmp_path):
     ours, theirs = run_both("sparse_bcoo", tmp_path)

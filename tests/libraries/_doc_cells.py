@@ -12,6 +12,8 @@ import sys
 import numpy as np
 
 _NUMBER = re.compile(r"-?\d+\.?\d*(?:[eE][-+]?\d+)?")
+# IPython's `%timeit [options] statement`: the statement, run once (timings are not compared)
+_TIMEIT = re.compile(r"^(\s*)%timeit(?:\s+-\S+)*\s+(.*)$", re.MULTILINE)
 
 
 def _arrays(value, key: str, out: dict) -> None:
@@ -34,7 +36,7 @@ def run_cells(cells: list[str], path: str) -> None:
     env: dict = {"__name__": "__main__"}
     saved: dict = {}
     for i, cell in enumerate(cells):
-        tree = ast.parse(cell)
+        tree = ast.parse(_TIMEIT.sub(r"\1\2", cell))
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
         printed = io.StringIO()
         value = None
