@@ -102,7 +102,7 @@ OUT_OF_SCOPE: dict[str, dict[str, str]] = {
         "cholesky_update_p", "lu_pivots_to_permutation_p", "qdwh",
         "symmetric_product_p")},
     "scipy.linalg": {n: _NOT_YET for n in (
-        "eigh_tridiagonal", "funm", "polar", "qr_multiply", "rsf2csf", "solve_sylvester")},
+        "eigh_tridiagonal", "funm", "qr_multiply", "rsf2csf", "solve_sylvester")},
 }
 # jax.extend / jax.interpreters: what code defining its own primitives uses
 PUBLIC["extend.core"] = [
@@ -190,6 +190,7 @@ PUBLIC["scipy.signal"] = ["convolve", "convolve2d", "correlate", "correlate2d", 
                           "fftconvolve", "istft", "stft", "welch"]
 PUBLIC["scipy.fft"] = ["dct", "dctn", "idct", "idctn"]
 PUBLIC["scipy.sparse.linalg"] = ["bicgstab", "cg", "gmres"]
+PUBLIC["scipy.cluster.vq"] = ["vq"]
 OUT_OF_SCOPE.update({
     "custom_derivatives": {"remat_opt_p": "JAX's internal primitive for custom_vjp's "
                            "optimize_remat, which tracejit does not implement"},

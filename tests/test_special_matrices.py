@@ -60,3 +60,28 @@ def test_errors_as_jax():
             bad(jax.scipy.linalg)
         with pytest.raises(ValueError, match=match):
             bad(tsl)
+
+
+def test_polar_and_vq_against_scipy():
+    import scipy.cluster.vq as svq
+
+    import tracejit.scipy.cluster.vq as tvq
+    rng = np.random.RandomState(0)
+    for shape, side in [((4, 3), "right"), ((3, 4), "left"), ((3, 3), "right")]:
+        a = rng.randn(*shape).astype(np.float32)
+        u, p = tsl.polar(a, side)
+        theirs = jax.eval_shape(lambda a=a, side=side: jax.scipy.linalg.polar(a, side))
+        for got, want, t in zip((u, p), sl.polar(a, side), theirs):
+            assert got.shape == t.shape and got.dtype == t.dtype
+            np.testing.assert_allclose(np.asarray(got), want, atol=2e-6)
+    batched = tracejit.jit(lambda a: tsl.polar(a, method="svd"))(rng.randn(2, 3, 3))
+    np.testing.assert_allclose(np.asarray(batched[0] @ batched[1]).shape, (2, 3, 3))
+    with pytest.raises(NotImplementedError, match="qdwh"):
+        tsl.polar(np.ones((3, 4)), "right")
+    obs, cb = rng.randn(6, 2).astype(np.float32), rng.randn(3, 2).astype(np.float32)
+    code, dist = tvq.vq(obs, cb)
+    want_code, want_dist = svq.vq(obs, cb)
+    np.testing.assert_array_equal(np.asarray(code), want_code)
+    np.testing.assert_allclose(np.asarray(dist), want_dist, rtol=1e-6)
+    with pytest.raises(ValueError, match="same rank"):
+        tvq.vq(obs, cb[0])
