@@ -66,3 +66,18 @@ def test_optimization_barrier_and_copy():
     assert float(tracejit.grad(lambda x: lax.copy_p.bind(x) * 3.0)(1.0)) == 3.0
     z = np.array([1 + 2j], np.complex64)
     np.testing.assert_array_equal(np.asarray(tracejit.jit(lax.copy_p.bind)(z)), z)
+
+
+def test_approx_top_k_is_exact_on_cpu_as_jax():
+    x = np.array([[3., 1., 4., 1., 5.], [9., 2., 6., 5., 3.]], np.float32)
+    cases = [lambda L: L.approx_max_k(x, 2), lambda L: L.approx_min_k(x, 2, reduction_dimension=0),
+             lambda L: L.approx_max_k(x[0], 3)]
+    for case in cases:
+        for g, e in zip(case(lax), case(jax.lax), strict=True):
+            assert g.dtype == e.dtype
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(e))
+    for L in (lax, jax.lax):
+        with pytest.raises(ValueError, match="floating type"):
+            L.approx_min_k(np.arange(3), 2)
+    jitted = tracejit.jit(lambda v: lax.approx_min_k(v, 2))(x)
+    np.testing.assert_array_equal(np.asarray(jitted[0]), [[1., 1.], [2., 3.]])
