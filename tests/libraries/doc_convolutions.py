@@ -1,5 +1,6 @@
-"""JAX's documentation page docs/notebooks/convolutions.md ("Generalized convolutions in JAX", jax-ml/jax@cec06d116c),
-its code cells unchanged, run as a notebook by _doc_cells (written for real JAX)."""
+"""JAX's documentation page docs/notebooks/convolutions.md ("Generalized convolutions in JAX",
+jax-ml/jax@cec06d116c), its code cells unchanged (long lines are the page's), run as a
+notebook by _doc_cells (written for real JAX)."""
 import os
 import sys
 
