@@ -15,6 +15,7 @@ from .parallel import *  # noqa: F401,F403
 from . import processes as _processes  # noqa: F401,E402  (collectives across processes)
 from .reduce import *  # noqa: F401,F403
 from .reduce import reduce_sum_p
+from .rng_bit_generator import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .sharding import *  # noqa: F401,F403
 from .shape import broadcast_in_dim_p, transpose_p
@@ -30,5 +31,6 @@ use_lax_primitives(add_p=add_p, broadcast_in_dim_p=broadcast_in_dim_p, reduce_su
 # (equinox's jaxpr finalisation keys a table by lax.stop_gradient_p, ...)
 from ..core.primitive import registry as _registry  # noqa: E402
 
-globals().update({f"{p.name}_p": p for p in _registry.values()
-                  if f"{p.name}_p" not in globals()})
+globals().update({f"{p.name.replace('-', '_')}_p": p for p in _registry.values()
+                  if f"{p.name.replace('-', '_')}_p" not in globals()})
+linear_solve_p = _registry["custom_linear_solve"]  # (JAX's name for it)

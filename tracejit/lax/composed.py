@@ -1,7 +1,8 @@
-"""lax functions that JAX offers beside its primitives and that tracejit builds from existing
-primitives (so they lower natively and differentiate and batch through those): reciprocal,
-collapse, broadcast_like, index_take, split, empty, mulhi, reduce_precision,
-optimization_barrier, platform_dependent, composite, and the DotAlgorithmPreset names."""
+"""lax functions that JAX offers beside its primitives, most built from existing primitives (so
+they lower natively and differentiate and batch through those): reciprocal, collapse,
+broadcast_like, index_take, empty, platform_dependent, composite, the DotAlgorithmPreset names;
+and three small primitives of JAX's with their rules: reduce_precision, optimization_barrier,
+split (their native lowerings are in backend/llvm/traced.py and bits.py)."""
 from __future__ import annotations
 
 import enum
@@ -15,18 +16,20 @@ from typing import Any
 import numpy as np
 
 from ..core import dtypes
+from ..core.avals import ShapedArray
+from ..core.primitive import Primitive
 from ..core.pytree import tree_flatten, tree_unflatten
+from ..core.batching import move_to_front
+from ..core.rules import Zero, def_linear, def_vectorized, zeros_like_aval
 from ..core.trace import Tracer, concrete_value, get_aval
-from ._base import canonicalize_axis
 from .elementwise import (add, bitcast_convert_type, bitwise_and, bitwise_or,
-                          convert_element_type, gt, integer_pow, is_finite, le, lt, mul, ne, rem,
-                          select, shift_right_logical, stop_gradient, sub)
+                          convert_element_type, gt, integer_pow, le, ne, rem,
+                          select, shift_right_logical)
 from .indexing import GatherDimensionNumbers, gather
 from .shape import broadcast_in_dim, concatenate, expand_dims, full, reshape, slice_in_dim
 
 __all__ = ["DotAlgorithmPreset", "broadcast_like", "collapse", "composite", "empty", "index_take",
-           "mulhi", "optimization_barrier", "platform_dependent", "reciprocal", "reduce_precision",
-           "split"]
+           "optimization_barrier", "platform_dependent", "reciprocal", "reduce_precision"]
 
 
 def reciprocal(x: Any) -> Any:
@@ -77,58 +80,49 @@ def index_take(src: Any, idxs: Sequence[Any], axes: Sequence[int]) -> Any:
     return gather(src, indices, dimension_numbers=dnums, slice_sizes=slice_sizes)
 
 
-def split(operand: Any, sizes: Sequence[int], axis: int = 0) -> list:
-    """Pieces of `operand` along `axis` with the given sizes (which must sum to its length)."""
-    shape = get_aval(operand).shape
-    axis = canonicalize_axis(axis, len(shape))
-    sizes = tuple(operator.index(s) for s in sizes)
-    if any(s < 0 for s in sizes) or sum(sizes) != shape[axis]:
-        raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the "
-                         f"operand shape {shape}")
+def split_slices(operand: Any, *, sizes: tuple[int, ...], axis: int) -> list:
+    """split_p's pieces as slices: its impl evaluates them, its native lowering compiles them.
+    (lax.split itself, in shape.py, stages the slices directly, which fuse as index maps.)"""
     starts = np.cumsum((0, *sizes))
     return [slice_in_dim(operand, int(a), int(b), axis=axis)
             for a, b in itertools.pairwise(starts)]
 
 
+def _split_abstract(x, *, sizes, axis):
+    return [ShapedArray(x.shape[:axis] + (s,) + x.shape[axis + 1:], x.dtype, x.weak_type)
+            for s in sizes]
+
+
+def _split_transpose(cts, x, *, sizes, axis):
+    pieces = [zeros_like_aval(ShapedArray(x.aval.shape[:axis] + (s,) + x.aval.shape[axis + 1:],
+                                          x.aval.dtype)) if type(ct) is Zero else ct
+              for ct, s in zip(cts, sizes)]
+    return [concatenate(pieces, axis)]
+
+
+def _split_batch(vals, dims, *, sizes, axis):
+    x, = move_to_front(vals, dims)
+    outs = split_p.bind(x, sizes=sizes, axis=axis + 1)
+    return outs, [0] * len(outs)
+
+
+split_p = Primitive("split", multiple_results=True)
+split_p.def_abstract_eval(_split_abstract)
+split_p.def_impl(lambda x, **params: [np.asarray(o) for o in split_slices(x, **params)])
+def_linear(split_p, _split_transpose)
+split_p.def_batch(_split_batch)
+
+
 def empty(shape: Sequence[int], dtype: Any, *, out_sharding: Any = None) -> Any:
-    """An array whose contents are unspecified (zeros here)."""
+    """An array whose contents are unspecified: zeros, as JAX gives on CPU (eager and jit)."""
     return full(tuple(shape), 0, dtypes.check_user_dtype(dtype))
-
-
-def mulhi(x: Any, y: Any, /) -> Any:
-    """The high half of the double-width product of two integers of the same dtype (the bits
-    above the ones x * y keeps), signed or unsigned, from half-width partial products."""
-    x_dtype, y_dtype = get_aval(x).dtype, get_aval(y).dtype
-    if x_dtype != y_dtype or not dtypes.is_int(x_dtype):
-        raise TypeError(f"mulhi requires integer arguments of the same dtype, got {x_dtype} "
-                        f"and {y_dtype}")
-    bits = x_dtype.itemsize * 8
-    udtype = np.dtype(f"uint{bits}")
-    u, v = (x, y) if x_dtype == udtype else (bitcast_convert_type(x, udtype),
-                                              bitcast_convert_type(y, udtype))
-    half = bits // 2
-    mask = full((), (1 << half) - 1, udtype)
-    shift = full((), half, udtype)
-    u0, u1 = bitwise_and(u, mask), shift_right_logical(u, shift)
-    v0, v1 = bitwise_and(v, mask), shift_right_logical(v, shift)
-    # Hacker's Delight's mulhu: every partial product fits in `bits` bits
-    w0 = mul(u0, v0)
-    t = add(mul(u1, v0), shift_right_logical(w0, shift))
-    w1 = add(mul(u0, v1), bitwise_and(t, mask))
-    hi = add(add(mul(u1, v1), shift_right_logical(t, shift)), shift_right_logical(w1, shift))
-    if x_dtype == udtype:
-        return hi
-    # signed: a negative factor a stands for a - 2**bits, taking the other factor off the top
-    x_neg = convert_element_type(lt(x, full((), 0, x_dtype)), udtype)
-    y_neg = convert_element_type(lt(y, full((), 0, x_dtype)), udtype)
-    hi = sub(sub(hi, mul(x_neg, v)), mul(y_neg, u))
-    return bitcast_convert_type(hi, x_dtype)
 
 
 def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> Any:
     """Rounds floats to the nearest value (ties to even) of a format with the given exponent
     and mantissa widths, as XLA does: overflow gives ±inf, results below the format's smallest
-    normal number give ±0, NaNs stay NaN."""
+    normal number give ±0, NaNs stay NaN. Differentiated as JAX does: the tangent is rounded
+    the same way."""
     exponent_bits = operator.index(concrete_value(
         exponent_bits, "exponent_bits argument of lax.reduce_precision"))
     mantissa_bits = operator.index(concrete_value(
@@ -141,6 +135,14 @@ def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> An
     if exponent_bits < 1 or mantissa_bits < 0:
         raise ValueError(f"reduce_precision: exponent_bits must be >= 1 and mantissa_bits >= 0, "
                          f"got {exponent_bits} and {mantissa_bits}")
+    return reduce_precision_p.bind(operand, exponent_bits=exponent_bits,
+                                   mantissa_bits=mantissa_bits)
+
+
+def reduce_precision_bits(operand: Any, *, exponent_bits: int, mantissa_bits: int) -> Any:
+    """reduce_precision in integer operations on the bit pattern: the primitive's impl
+    evaluates it and its native lowering compiles it (backend/llvm/bits.py)."""
+    dtype = get_aval(operand).dtype
     info = dtypes.finfo_of(dtype)
     nbits, src_mant = info.bits, info.nmant
     src_exp = nbits - 1 - src_mant
@@ -171,18 +173,38 @@ def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> An
     out = bitcast_convert_type(result, dtype)
     if mantissa_bits < src_mant or exponent_bits < src_exp:  # rounding may turn NaN into inf
         out = select(ne(operand, operand), operand, out)
-    # JAX differentiates it as linear: pass tangents through (unrounded here) while the value
-    # stays `out` exactly (r - 0 keeps -0.0; non-finite lanes subtract a constant 0)
-    zero_with_tangent = sub(stop_gradient(operand), operand)
-    return sub(out, select(is_finite(operand), zero_with_tangent,
-                           full(get_aval(operand).shape, 0, dtype)))
+    return out
+
+
+def _reduce_precision_abstract(x, *, exponent_bits, mantissa_bits):
+    return ShapedArray(x.shape, x.dtype, x.weak_type)
+
+
+reduce_precision_p = Primitive("reduce_precision")
+reduce_precision_p.def_abstract_eval(_reduce_precision_abstract)
+reduce_precision_p.def_impl(lambda x, **params: np.asarray(reduce_precision_bits(x, **params)))
+# JAX differentiates it as a linear map: tangents and cotangents are rounded the same way
+def_linear(reduce_precision_p, lambda ct, x, **params: [reduce_precision_p.bind(ct, **params)])
+def_vectorized(reduce_precision_p)
 
 
 def optimization_barrier(operand: Any, /) -> Any:
     """Returns its argument (a pytree) unchanged. In XLA it stops computations moving across
     it; tracejit's passes do not reorder work between kernels in ways it would prevent."""
     leaves, treedef = tree_flatten(operand)
-    return tree_unflatten(treedef, leaves)
+    return tree_unflatten(treedef, optimization_barrier_p.bind(*leaves) if leaves else [])
+
+
+def _barrier_transpose(cts, *args):
+    return [zeros_like_aval(a.aval) if type(ct) is Zero else ct for ct, a in zip(cts, args)]
+
+
+optimization_barrier_p = Primitive("optimization_barrier", multiple_results=True)
+optimization_barrier_p.def_abstract_eval(lambda *avals: list(avals))
+optimization_barrier_p.def_impl(lambda *xs: list(xs))
+def_linear(optimization_barrier_p, _barrier_transpose)
+optimization_barrier_p.def_batch(lambda vals, dims: (optimization_barrier_p.bind(*vals),
+                                                     list(dims)))
 
 
 def platform_dependent(*args: Any, default: Callable | None = None,

@@ -517,6 +517,20 @@ def _clz(x):
 
 
 population_count_p = unop("population_count", _popcount, INT)
+
+
+def _mulhi(x, y):
+    """The high half of the double-width product (Python integers for 64-bit operands)."""
+    bits = x.dtype.itemsize * 8
+    if bits < 64:
+        wide = np.dtype(f"{x.dtype.kind}{2 * x.dtype.itemsize}")
+        return ((x.astype(wide) * y.astype(wide)) >> bits).astype(x.dtype)
+    x, y = np.broadcast_arrays(x, y)
+    out = [(int(a) * int(b)) >> 64 for a, b in zip(x.ravel().tolist(), y.ravel().tolist())]
+    return np.array(out, dtype=object).astype(x.dtype).reshape(x.shape)
+
+
+mulhi_p = binop("mulhi", _mulhi, INT)
 clz_p = unop("clz", _clz, INT)
 
 # --- complex numbers -----------------------------------------------------------------------
@@ -996,6 +1010,11 @@ def shift_left(x: Any, y: Any):
     return _binary("shift_left", shift_left_p, x, y)
 
 
+def mulhi(x: Any, y: Any, /):
+    """Elementwise: the high half of the double-width product x * y (integers of one dtype)."""
+    return _binary("mulhi", mulhi_p, x, y)
+
+
 def shift_right_logical(x: Any, y: Any):
     """Elementwise: x >> y, shifting in zeros (0 when y is out of range)."""
     return _binary("shift_right_logical", shift_right_logical_p, x, y)
@@ -1255,7 +1274,7 @@ defjvp(clamp_p, _clamp_jvp("lo"), _clamp_jvp("x"), _clamp_jvp("hi"))
 # piecewise-constant, integer- and boolean-valued ops have zero derivatives
 for _p in (sign_p, floor_p, ceil_p, round_p, is_finite_p, nextafter_p, eq_p, ne_p, lt_p, le_p,
            gt_p, ge_p, not_p, and_p, or_p, xor_p, shift_left_p, shift_right_logical_p,
-           shift_right_arithmetic_p, population_count_p, clz_p, bitcast_convert_type_p):
+           shift_right_arithmetic_p, population_count_p, clz_p, bitcast_convert_type_p, mulhi_p):
     _p.def_not_differentiable()
 
 # (the unop/binop families batch their primitives themselves)
@@ -1267,6 +1286,9 @@ bitcast_convert_type_p.def_batch(_bitcast_batch)
 
 # --- stop_gradient: the identity, with a zero derivative ----------------------------------
 stop_gradient_p = unop("stop_gradient", lambda x: x, ANY)
+# a fresh buffer holding x (jnp.array(x, copy=True) in JAX); linear
+copy_p = unop("copy", lambda x: np.array(x, copy=True), ANY)
+def_linear(copy_p, lambda ct, x: [copy_p.bind(ct)])
 stop_gradient_p.def_not_differentiable()
 
 
@@ -1293,7 +1315,8 @@ __all__ = [
     "bitwise_or", "bitwise_xor", "cbrt", "ceil", "clamp", "clz", "complex", "conj",
     "convert_element_type", "cos", "cosh", "digamma", "div", "eq", "erf", "erf_inv", "erfc",
     "exp", "exp2", "expm1", "floor", "fma", "ge", "gt", "imag", "integer_pow", "is_finite",
-    "le", "lgamma", "log", "log1p", "logistic", "lt", "max", "min", "mul", "ne", "neg",
+    "le", "lgamma", "log", "log1p", "logistic", "lt", "max", "min", "mul", "mulhi", "ne",
+    "neg",
     "nextafter", "not_", "polygamma", "population_count", "pow", "real", "rem", "round",
     "rsqrt", "select", "select_n", "shift_left", "shift_right_arithmetic",
     "shift_right_logical", "sign", "sin", "sinh", "sqrt", "square", "stop_gradient", "sub",

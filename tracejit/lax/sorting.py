@@ -18,6 +18,7 @@ from ..core.primitive import Primitive
 from ..core.rules import Zero, moveaxis, not_mapped
 from ..core.trace import get_aval
 from ._base import canonicalize_axis, check_operand
+from .elementwise import neg
 from .indexing import GatherDimensionNumbers, GatherScatterMode, gather
 from .shape import broadcast_in_dim, broadcasted_iota, expand_dims
 
@@ -196,4 +197,28 @@ sort_p.def_batch(_sort_batch)
 top_k_p.def_jvp(_top_k_jvp)
 top_k_p.def_batch(_top_k_batch)
 
-__all__: list[str] = ["sort", "sort_key_val", "top_k"]
+def approx_max_k(operand: Any, k: int, reduction_dimension: int = -1,
+                 recall_target: float = 0.95, reduction_input_size_override: int = -1,
+                 aggregate_to_topk: bool = True) -> list:
+    """[values, indices] of the k largest entries along reduction_dimension (floats only, as
+    JAX). On CPU JAX computes them exactly (recall 1), as here: top_k."""
+    _check_float(operand)
+    return top_k(operand, k, axis=reduction_dimension)
+
+
+def _check_float(operand: Any) -> None:
+    if np.dtype(get_aval(operand).dtype).kind != "f":
+        raise ValueError("operand must be a floating type")
+
+
+def approx_min_k(operand: Any, k: int, reduction_dimension: int = -1,
+                 recall_target: float = 0.95, reduction_input_size_override: int = -1,
+                 aggregate_to_topk: bool = True) -> list:
+    """[values, indices] of the k smallest entries along reduction_dimension (floats only),
+    exactly (as JAX on CPU): top_k of -x."""
+    _check_float(operand)
+    values, indices = top_k(neg(operand), k, axis=reduction_dimension)
+    return [neg(values), indices]
+
+
+__all__: list[str] = ["approx_max_k", "approx_min_k", "sort", "sort_key_val", "top_k"]

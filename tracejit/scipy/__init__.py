@@ -1,2 +1,2 @@
 """jax.scipy: SciPy's API over tracejit arrays (user-facing layer, beside numpy and nn)."""
-from . import integrate, linalg, ndimage, signal, special, stats  # noqa: F401
+from . import cluster, fft, integrate, linalg, ndimage, signal, sparse, special, stats  # noqa: F401

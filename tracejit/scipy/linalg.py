@@ -426,3 +426,40 @@ def expm_frechet(A: Any, E: Any, *, method: str | None = None,
                          f"E.shape={e_shape}")
     expm_A, frechet = jvp(lambda A: expm(A), (A,), (E,))
     return (expm_A, frechet) if compute_expm else frechet
+
+
+def _polar_2d(a: Any, side: str, method: str) -> tuple[Any, Any]:
+    m, n = a.shape
+    if method == "qdwh" and ((m < n and side == "right") or (m >= n and side == "left")):
+        raise NotImplementedError("method='qdwh' only supports mxn matrices where m < n where "
+                                  f"side='right' and m >= n side='left', got {a.shape} with "
+                                  f"side={side!r}")
+    u, s, vh = svd(a, full_matrices=False)
+    s = s.astype(u.dtype)
+    unitary = u @ vh
+    if side == "right":
+        return unitary, (vh.T.conj() * s[None, :]) @ vh
+    return unitary, (u * s[None, :]) @ u.T.conj()
+
+
+def polar(a: Any, side: str = "right", *, method: str = "qdwh", eps: float | None = None,
+          max_iterations: int | None = None) -> tuple[Any, Any]:
+    """The polar decomposition a = u p (side 'right') or p u ('left'): u with orthonormal
+    columns or rows, p hermitian positive semi-definite. Both of JAX's methods are computed
+    from the SVD here (QDWH's iteration converges to the same factors; eps and
+    max_iterations, its knobs, change nothing)."""
+    arr = jnp.asarray(a)
+    if arr.ndim < 2:
+        raise ValueError("The input `a` must be at least a 2-D array.")
+    if side not in ["right", "left"]:
+        raise ValueError("The argument `side` must be either 'right' or 'left'.")
+    if method not in ("qdwh", "svd"):
+        raise ValueError(f"Unknown polar decomposition method {method}.")
+    arr, = promote_dtypes_inexact(arr)
+    sig = "(m,n)->(m,n),(n,n)" if side == "right" else "(m,n)->(m,n),(m,m)"
+    return jnp.vectorize(lambda x: _polar_2d(x, side, method), signature=sig)(arr)
+
+
+from ._special_matrices import (  # noqa: E402,F401
+    circulant, companion, convolution_matrix, dft, fiedler, fiedler_companion, hadamard, hankel,
+    helmert, invhilbert, invpascal, leslie, pascal)

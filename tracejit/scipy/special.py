@@ -706,3 +706,4 @@ def _erfcx_jvp(primals, tangents):
 # module uses gamma and digamma from this one)
 from .special_approx import (  # noqa: E402,F401
     bessel_jn, dawsn, fresnel, hyp1f1, hyp2f1, owens_t, sici, wofz)
+from ._harmonics import sph_harm_y  # noqa: E402,F401

@@ -599,6 +599,7 @@ EMITTERS: dict[Primitive, Callable] = {
     ew.bitcast_convert_type_p: _bitcast, ew.real_p: _real, ew.imag_p: _imag, ew.conj_p: _conj,
     ew.complex_p: _complex,
     ew.stop_gradient_p: lambda b, in_dtypes, out_dtype, args, params: args[0],
+    ew.copy_p: lambda b, in_dtypes, out_dtype, args, params: args[0],
     ew.name_p: lambda b, in_dtypes, out_dtype, args, params: args[0],
     ew.sqrt_p: _parts_op(_sqrt, wide=True), ew.rsqrt_p: _rsqrt,
     ew.exp_p: _parts_op(_exp, wide=True), ew.log_p: _parts_op(_log, wide=True),

@@ -14,7 +14,7 @@ from ...core import dtypes, errors
 from ...core.avals import ShapedArray
 from ...core.jaxpr import ClosedJaxpr
 from ...lax.call import pjit_p
-from ...lax.control_flow import cond_p, scan_p, while_p
+from ...lax.control_flow import cond_p, linear_solve_p, root_p, scan_p, while_p
 from ...transforms.custom import (checkpoint_p, custom_jvp_call_p, custom_lin_p, custom_vjp_call_p,
                                  linear_call_p)
 from .codegen import Buf, Emitter, _as_value
@@ -36,6 +36,18 @@ def _inline_call(em: Emitter, eqn, ins, dests):
     closed: ClosedJaxpr = eqn.params.get("jaxpr") or eqn.params["call_jaxpr"]
     consts = [em.const_value(c) for c in closed.consts]
     return em.emit_jaxpr(closed.jaxpr, consts, ins, dests)
+
+
+def _inline_solve(em: Emitter, eqn, ins, dests):
+    """custom_linear_solve and custom_root compute their `solve` body; the other bodies are
+    for their derivatives only. The solve's consts follow those of the bodies before it."""
+    lengths = eqn.params["const_lengths"]
+    before = lengths[0] + lengths[1] if eqn.primitive is linear_solve_p else lengths[0]
+    start, stop = before, before + lengths[2 if eqn.primitive is linear_solve_p else 1]
+    closed: ClosedJaxpr = eqn.params["solve"]
+    consts = [em.const_value(c) for c in closed.consts]
+    operands = list(ins[start:stop]) + list(ins[sum(lengths):])
+    return em.emit_jaxpr(closed.jaxpr, consts, operands, dests)
 
 
 def _copy(em: Emitter, src, dst: Buf) -> None:
@@ -234,10 +246,11 @@ def _scan(em: Emitter, eqn, ins, dests):
 
 _CALLS = (pjit_p, checkpoint_p, custom_jvp_call_p, custom_vjp_call_p, linear_call_p)
 STRUCTURAL.update({p: _inline_call for p in _CALLS})
+STRUCTURAL.update({linear_solve_p: _inline_solve, root_p: _inline_solve})
 STRUCTURAL.update({custom_lin_p: _custom_lin, cond_p: _cond, while_p: _while, scan_p: _scan,
                    row_map_p: _row_map})
 # an inlined body may return one of its operands as it is
-FORWARDING.update(_CALLS + (custom_lin_p,))
+FORWARDING.update(_CALLS + (custom_lin_p, linear_solve_p, root_p))
 # carries are updated in place: result j overwrites the initial value of carry j
 IN_PLACE[while_p] = lambda eqn, j: eqn.params["cond_nconsts"] + eqn.params["body_nconsts"] + j
 IN_PLACE[scan_p] = lambda eqn, j: (eqn.params["num_consts"] + j

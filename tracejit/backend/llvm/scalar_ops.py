@@ -311,6 +311,14 @@ def _shift(kind: str):
     return emit
 
 
+def _mulhi(b, in_dtypes, out_dtype, args, params):
+    x, y = args
+    wide = ir.IntType(x.type.width * 2)
+    ext = b.zext if in_dtypes[0].kind == "u" else b.sext
+    product = b.mul(ext(x, wide), ext(y, wide))
+    return b.trunc(b.lshr(product, ir.Constant(wide, x.type.width)), x.type)
+
+
 def _popcount(b, in_dtypes, out_dtype, args, params):
     return _intrinsic(b, "llvm.ctpop", list(args))
 
@@ -441,11 +449,13 @@ EMITTERS: dict[Primitive, Callable] = {
     ew.and_p: _bitwise("and_"), ew.or_p: _bitwise("or_"), ew.xor_p: _bitwise("xor"), ew.not_p: _not,
     ew.shift_left_p: _shift("left"), ew.shift_right_logical_p: _shift("right_logical"),
     ew.shift_right_arithmetic_p: _shift("right_arithmetic"), ew.population_count_p: _popcount,
+    ew.mulhi_p: _mulhi,
     ew.clz_p: _clz, ew.convert_element_type_p: _convert, ew.bitcast_convert_type_p: _bitcast,
     ew.select_n_p: _select_n, ew.clamp_p: _clamp, ew.fma_p: _fma, ew.nextafter_p: _nextafter,
     ew.pow_p: _binary_math("pow"), ew.atan2_p: _binary_math("atan2"),
     ew.polygamma_p: _binary_math("polygamma"),
     ew.stop_gradient_p: lambda b, in_dtypes, out_dtype, args, params: args[0],
+    ew.copy_p: lambda b, in_dtypes, out_dtype, args, params: args[0],
     ew.name_p: lambda b, in_dtypes, out_dtype, args, params: args[0],
 }
 for _p in (ew.exp_p, ew.exp2_p, ew.log_p, ew.log1p_p, ew.expm1_p, ew.tanh_p, ew.logistic_p,

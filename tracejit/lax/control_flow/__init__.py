@@ -5,3 +5,6 @@ from .conditionals import cond, cond_p, switch  # noqa: F401  (cond_p for the co
 from .loops import associative_scan, fori_loop, map, scan, scan_p, while_loop, while_p  # noqa: F401
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "associative_scan"]
+from .solves import custom_linear_solve, custom_root, linear_solve_p, root_p  # noqa: F401
+
+__all__ += ["custom_linear_solve", "custom_root"]

@@ -1,0 +1,34 @@
+"""Structural rules that compile a lax program in place of an equation: for primitives whose
+work lax already expresses (rng_bit_generator, reduce_precision, split) the program is traced
+at the equation's types and emitted inline; optimization_barrier forwards its operands."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ...core.trace import trace_to_jaxpr
+from ...lax.composed import optimization_barrier_p, split_p, split_slices
+from .codegen import Emitter
+from .rules import FORWARDING, STRUCTURAL
+
+
+def _as_list(out: Any) -> list:
+    return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+def traced(fun: Callable) -> Callable:
+    """The structural rule running fun(*operands, **params)'s jaxpr in place."""
+    def lower(em: Emitter, eqn, ins, dests):
+        closed = trace_to_jaxpr(lambda *xs: _as_list(fun(*xs, **eqn.params)),
+                                [v.aval for v in eqn.invars])
+        consts = [em.const_value(c) for c in closed.consts]
+        return em.emit_jaxpr(closed.jaxpr, consts, list(ins), dests)
+    return lower
+
+
+def _barrier(em: Emitter, eqn, ins, dests):
+    return [x if d is None else em.materialize(x, d) for x, d in zip(ins, dests)]
+
+
+STRUCTURAL[split_p] = traced(split_slices)
+STRUCTURAL[optimization_barrier_p] = _barrier
+FORWARDING.add(optimization_barrier_p)

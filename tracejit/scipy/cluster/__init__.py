@@ -1,0 +1,2 @@
+"""jax.scipy.cluster (user-facing layer)."""
+from . import vq  # noqa: F401
