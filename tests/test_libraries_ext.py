@@ -49,3 +49,10 @@ def test_shard_map_and_pmap_over_four_devices(tmp_path):
     assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
     assert bool(ours["dp_equals_full_batch"])
     assert bool(ours["error_varying_out"]) and bool(ours["error_uneven"])
+
+
+def test_debug_visualize_and_inspect_sharding(tmp_path):
+    # JAX's tables for 1-D/2-D arrays split over 4 devices (rows, columns, both, replicated)
+    ours, theirs = run_both("debug_sharding", tmp_path)
+    assert_close(ours, theirs, rtol=0)
+    assert all(bool(v.all()) for k, v in ours.items() if k.endswith("_same"))

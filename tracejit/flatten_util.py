@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from . import lax
+from .lax import lenient as lax
 from .dtypes import _dtype_of, result_type
 from .tree_util import tree_flatten, tree_unflatten
 

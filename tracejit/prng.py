@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import lax
+from .lax import lenient as lax
 from .core import dtypes
 from .core.array import BaseArray
 from .core.config import config

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import lax
+from ..lax import lenient as lax
 from .. import numpy as _jnp  # (partially initialised here; its names are read at call time)
 from ..core import dtypes
 from ..core.trace import get_aval

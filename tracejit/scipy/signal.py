@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import lax
+from ..lax import lenient as lax
 from .. import numpy as jnp
 from ..lax._base import canonicalize_axis
 from ..numpy._util import check_arraylike, promote_dtypes_inexact
