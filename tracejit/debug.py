@@ -301,8 +301,8 @@ def inspect_array_sharding(value: Any, *, callback: Callable[[Any], None]) -> No
     arrays; for values being traced (inside jit) once, when the function is traced, with the
     single-device sharding tracejit compiles them to (JAX reports XLA's choice at compile
     time)."""
-    from .core.sharding import SingleDeviceSharding
     from .core.devices import default_device
+    from .core.sharding import SingleDeviceSharding
     for leaf in tree_flatten(value)[0]:
         if isinstance(leaf, Tracer):
             callback(SingleDeviceSharding(default_device()))
@@ -333,8 +333,8 @@ def visualize_sharding(shape, sharding: Any = None, *, use_color: bool = True, s
     if len(shape) not in (1, 2):
         raise ValueError("`visualize_sharding` only works for shapes with 1 and 2 dimensions.")
     if sharding is None:
-        from .core.sharding import SingleDeviceSharding
         from .core.devices import default_device
+        from .core.sharding import SingleDeviceSharding
         sharding = SingleDeviceSharding(default_device())
     base_height = int(10 * scale)
     base_width = int(base_height * (shape[1] if len(shape) == 2 else 1) / shape[0])

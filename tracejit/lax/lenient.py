@@ -8,8 +8,29 @@ from __future__ import annotations
 from typing import Any
 
 from .elementwise import (  # noqa: F401  (the lenient binary ops)
-    add, atan2, bitwise_and, bitwise_or, bitwise_xor, complex, div, eq, ge, gt, le, lt, max,
-    min, mul, ne, nextafter, rem, shift_left, shift_right_arithmetic, shift_right_logical, sub)
+    add,
+    atan2,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
+    complex,
+    div,
+    eq,
+    ge,
+    gt,
+    le,
+    lt,
+    max,
+    min,
+    mul,
+    ne,
+    nextafter,
+    rem,
+    shift_left,
+    shift_right_arithmetic,
+    shift_right_logical,
+    sub,
+)
 
 
 def __getattr__(name: str) -> Any:

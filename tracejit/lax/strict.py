@@ -8,9 +8,9 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+from ..core.primitive import Primitive
 from . import elementwise as ew
 from ._base import as_strict_lax_operands
-from ..core.primitive import Primitive
 
 
 def _strict(lenient: Callable, prim: Primitive) -> Callable:
