@@ -354,7 +354,15 @@ exp2_p = unop("exp2", _quiet(np.exp2), FLOAT, transcendental=True)
 log_p = unop("log", _xla_f32(_xla_log_f32, np.log), FLOAT, transcendental=True)
 log1p_p = unop("log1p", _xla_f32(_xla_log1p, lambda x: np.log1p(x) if x.dtype.kind == "c"
                                   else _xla_log1p(x)), FLOAT, transcendental=True)
-expm1_p = unop("expm1", _quiet(np.expm1), FLOAT, transcendental=True)
+def _expm1_impl(x: np.ndarray) -> np.ndarray:
+    out = np.expm1(x)
+    if x.dtype.kind == "c":  # a real argument stays real, as in JAX: expm1(inf + 0j) = inf + 0j
+        real = x.imag == 0
+        out = np.where(real, (np.expm1(x.real) + 0j).astype(x.dtype), out)
+    return out
+
+
+expm1_p = unop("expm1", _quiet(_expm1_impl), FLOAT, transcendental=True)
 tanh_p = unop("tanh", _quiet(np.tanh), FLOAT, transcendental=True)
 logistic_p = unop("logistic", _quiet(lambda x: sp.expit(x).astype(x.dtype)), FLOAT,
                   transcendental=True)
