@@ -69,3 +69,16 @@ def test_jnp_orders_complex_lexicographically(name):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
 
+
+
+def test_expm1_of_real_complex_arguments_as_jax():
+    # a zero imaginary part stays zero (inf * sin(0) would make it NaN), eagerly and natively
+    inf, nan = np.inf, np.nan
+    z = np.array([complex(inf, 0), complex(nan, 0), complex(-inf, 0), complex(2, -0.0),
+                  complex(inf, -0.0), complex(0.5, 1.0), complex(-inf, inf)], np.complex64)
+    expected = np.asarray(jjnp.expm1(z))
+    for got in (tnp.expm1(z), tracejit.jit(tnp.expm1)(z)):
+        got = np.asarray(got)
+        np.testing.assert_allclose(got.real, expected.real, rtol=1e-6)
+        np.testing.assert_allclose(got.imag, expected.imag, rtol=1e-6)
+        assert (np.signbit(got.imag) == np.signbit(expected.imag)).all()

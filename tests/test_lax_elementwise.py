@@ -720,3 +720,22 @@ def test_impl_dtypes_match_abstract_eval():
         with np.errstate(all="ignore"):
             out = np.asarray(prim.impl(*args))
         assert out.dtype == aval.dtype and out.shape == aval.shape, (prim, dtype)
+
+
+def test_strictness_is_the_entry_not_the_callers_file():
+    """Public lax is strict wherever it is called from (even code whose file lies inside the
+    package); the package's own entry, lax/lenient.py, takes Python scalars at the other
+    operand's dtype and is otherwise lax's namespace."""
+    import os
+
+    from tracejit.lax import lenient
+    inside = os.path.join(os.path.dirname(tracejit.__file__), "numpy", "_fake.py")
+    code = compile("lax.add(1, 1.0)", inside, "eval")
+    with pytest.raises(TypeError, match="same dtypes"):
+        eval(code, {"lax": lax})
+    x = tracejit.numpy.ones(3, tracejit.numpy.bfloat16)
+    assert lenient.mul(x, 2).dtype == x.dtype and lenient.add(1, 1.0).dtype == np.float32
+    with pytest.raises(TypeError, match="same dtypes"):
+        lax.mul(x, 2)
+    assert lenient.cond is lax.cond and lenient.add_p is lax.add_p
+    assert lax.add.__doc__ == lenient.add.__doc__ and lax.add.__name__ == "add"

@@ -1,7 +1,5 @@
 """Programs written for real JAX that define primitives through jax.extend or use equinox and
 flax, run unmodified with `python -m tracejit` and compared with real JAX's results."""
-import pytest
-
 from tests.libraries import assert_close, run_both
 
 
@@ -38,10 +36,6 @@ def test_flax_linen_scan(tmp_path):
     assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "flax.nnx imports jax.experimental.hijax (HiPrimitive, MutableHiType, AvalQDD, "
-    "register_hitype, ...), jax._src.state.types.AbstractRef, jax.Ref and jax._src.checkify, "
-    "which tracejit does not provide yet; the program trains under real JAX"))
 def test_flax_nnx_mlp(tmp_path):
     # nnx.Linear MLP, nnx.Optimizer(optax.sgd) under nnx.jit / nnx.value_and_grad; nnx.grad
     ours, theirs = run_both("flax_nnx_mlp", tmp_path)
@@ -55,3 +49,10 @@ def test_shard_map_and_pmap_over_four_devices(tmp_path):
     assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
     assert bool(ours["dp_equals_full_batch"])
     assert bool(ours["error_varying_out"]) and bool(ours["error_uneven"])
+
+
+def test_debug_visualize_and_inspect_sharding(tmp_path):
+    # JAX's tables for 1-D/2-D arrays split over 4 devices (rows, columns, both, replicated)
+    ours, theirs = run_both("debug_sharding", tmp_path)
+    assert_close(ours, theirs, rtol=0)
+    assert all(bool(v.all()) for k, v in ours.items() if k.endswith("_same"))

@@ -21,9 +21,11 @@ TARGET = "tracejit"
 # optax, numpyro and blackjax reach ravel_pytree through jax._src.flatten_util.)
 INTERNALS = {
     "jax._src.core": "tracejit.core",
+    "jax._src.checkify": "tracejit.experimental.checkify",
     "jax._src.dispatch": "tracejit.runtime.jit",
     "jax._src.dtypes": "tracejit.dtypes",
     "jax._src.flatten_util": "tracejit.flatten_util",
+    "jax._src.state.types": "tracejit.ref",
     "jax._src.traceback_util": "tracejit.core.traceback_util",
     "jax._src.tree_util": "tracejit.core.pytree",
 }

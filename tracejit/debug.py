@@ -294,32 +294,97 @@ def breakpoint(*, backend: str | None = None, filter_frames: bool = True,  # noq
     return pure_callback(enter_then_return, token, token, *traced)
 
 
-# --- sharding (one device) ------------------------------------------------------------------
+# --- sharding --------------------------------------------------------------------------------
+
+def inspect_array_sharding(value: Any, *, callback: Callable[[Any], None]) -> None:
+    """Call `callback` with the sharding of each array in the pytree `value`: at once for
+    arrays; for values being traced (inside jit) once, when the function is traced, with the
+    single-device sharding tracejit compiles them to (JAX reports XLA's choice at compile
+    time)."""
+    from .core.devices import default_device
+    from .core.sharding import SingleDeviceSharding
+    for leaf in tree_flatten(value)[0]:
+        if isinstance(leaf, Tracer):
+            callback(SingleDeviceSharding(default_device()))
+        else:
+            callback(leaf.sharding)
+
+
+def _chunk_index(size: int, index: Any) -> int:
+    if isinstance(index, int):
+        return index
+    if index.start is None and index.stop is None:
+        return 0
+    return index.start // (index.stop - index.start)
+
+
+def _chunk_extent(size: int, index: Any) -> int:
+    if isinstance(index, int):
+        return 1
+    return size if index.stop is None else index.stop - index.start
+
 
 def visualize_sharding(shape, sharding: Any = None, *, use_color: bool = True, scale: float = 1.,
                        min_width: int = 9, max_width: int = 80, color_map: Any = None) -> None:
-    """Draw which device holds which part of an array of `shape` (1 or 2 dimensions), as JAX's
-    rich table does without colour: here one CPU device holds all of it."""
+    """Draw which devices hold which block of an array of `shape` (1 or 2 dimensions) laid out
+    by `sharding`, as JAX's table without colour (what it prints when stdout is no terminal):
+    one cell per block, naming the devices that hold it. (A table wider than `max_width` is
+    printed whole; JAX's rich console squeezes its columns.)"""
     if len(shape) not in (1, 2):
         raise ValueError("`visualize_sharding` only works for shapes with 1 and 2 dimensions.")
+    if sharding is None:
+        from .core.devices import default_device
+        from .core.sharding import SingleDeviceSharding
+        sharding = SingleDeviceSharding(default_device())
     base_height = int(10 * scale)
     base_width = int(base_height * (shape[1] if len(shape) == 2 else 1) / shape[0])
-    width = min(max(int(base_width * 2.5), min_width), max_width)
-    height = int(base_height) if len(shape) == 2 else 1
-    entry = "CPU 0"
-    left, rem = divmod(width - len(entry) - 2, 2)
-    right = left + rem
-    top, rem = divmod(height - 2, 2)
-    bottom = top + rem
-    left, right, top, bottom = (max(p, 0) for p in (left, right, top, bottom))
-    inner = left + len(entry) + right
-    blank = "│" + " " * inner + "│"
-    lines = (["┌" + "─" * inner + "┐"] + [blank] * top +
-             ["│" + " " * left + entry + " " * right + "│"] + [blank] * bottom +
-             ["└" + "─" * inner + "┘"])
+    kind = next(iter(sharding.device_set)).platform.upper()
+    holders: dict = {}   # (row, column) of a block -> ids of the devices holding it
+    sizes: dict = {}     # (row, column) -> (height or None for 1-D, width) as fractions
+    for device, index in sharding.devices_indices_map(tuple(shape)).items():
+        if len(shape) == 2:
+            cell = tuple(_chunk_index(n, i) for n, i in zip(shape, index))
+            sizes[cell] = (_chunk_extent(shape[0], index[0]) / shape[0],
+                           _chunk_extent(shape[1], index[1]) / shape[1])
+        else:
+            cell = (0, _chunk_index(shape[0], index[0]))
+            sizes[cell] = (None, _chunk_extent(shape[0], index[0]) / shape[0])
+        holders.setdefault(cell, set()).add(device.id)
+    rows = max(r for r, _ in holders) + 1
+    cols = max(c for _, c in holders) + 1
+    cells = {}  # (row, column) -> the cell's lines, padded as JAX pads them
+    for (r, c), ids in holders.items():
+        entry = f"{kind} " + ",".join(str(i) for i in sorted(ids))
+        height_frac, width_frac = sizes[r, c]
+        width = min(max(int(width_frac * base_width * 2.5), min_width), max_width)
+        height = 1 if height_frac is None else int(height_frac * base_height)
+        left, extra = divmod(width - len(entry) - 2, 2)
+        right = left + extra
+        top, extra = divmod(height - 2, 2)
+        bottom = top + extra
+        left, right, top, bottom = (max(p, 0) for p in (left, right, top, bottom))
+        inner = left + len(entry) + right
+        cells[r, c] = ([" " * inner] * top + [" " * left + entry + " " * right] +
+                       [" " * inner] * bottom)
+    widths = [max(len(cells[r, c][0]) for r in range(rows)) for c in range(cols)]
+    lines = ["┌" + "┬".join("─" * w for w in widths) + "┐"]
+    for r in range(rows):
+        height = max(len(cells[r, c]) for c in range(cols))
+        for k in range(height):
+            parts = []
+            for c in range(cols):
+                text = cells[r, c][k] if k < len(cells[r, c]) else ""
+                pad = widths[c] - len(text)
+                parts.append(" " * (pad // 2) + text + " " * (pad - pad // 2))
+            lines.append("│" + "│".join(parts) + "│")
+        if r < rows - 1:
+            lines.append("├" + "┼".join("─" * w for w in widths) + "┤")
+    lines.append("└" + "┴".join("─" * w for w in widths) + "┘")
     _print("\n".join(lines))
 
 
 def visualize_array_sharding(arr: Any, **kwargs: Any) -> None:
-    """Draw which device holds which part of `arr` (see `visualize_sharding`)."""
-    visualize_sharding(get_aval(arr).shape, **kwargs)
+    """Draw which devices hold which block of `arr` (see `visualize_sharding`)."""
+    inspect_array_sharding(
+        arr, callback=lambda sharding: visualize_sharding(get_aval(arr).shape, sharding,
+                                                          **kwargs))

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from . import lax
 from .dtypes import _dtype_of, result_type
+from .lax import lenient as lax
 from .tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["ravel_pytree"]

@@ -13,11 +13,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import lax
+from .lax import lenient as lax
 from .core import dtypes
+from .core.array import BaseArray
 from .core.config import config
 from .core.pytree import register_pytree_node
-from .core.trace import Tracer, get_aval
+from .core.avals import AbstractValue
+from .core.trace import Tracer, get_aval, pytype_aval_mappings
 from .lax.random_bits import iota_2x32_shape_p, threefry2x32_p
 
 _U32 = np.dtype(np.uint32)
@@ -321,3 +323,30 @@ class PRNGKeyArray:
 
 register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), None),
                      lambda _, children: PRNGKeyArray(children[0]))
+BaseArray.register(PRNGKeyArray)  # typed keys are `jax.Array`s, as in JAX (flax.nnx checks it)
+
+
+class KeyShapedArray(AbstractValue):
+    """`jax.typeof` of a typed key array: its key shape and the key dtype (`key<fry>[3]`)."""
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.shape = tuple(shape)
+        self.dtype = KEY_DTYPE
+        self.weak_type = False
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: math.prod(self.shape))
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, KeyShapedArray) and other.shape == self.shape
+
+    def __hash__(self) -> int:
+        return hash((KeyShapedArray, self.shape))
+
+    def str_short(self, short_dtypes: bool = False) -> str:
+        return f"{self.dtype}[{','.join(map(str, self.shape))}]"
+
+    __str__ = __repr__ = str_short
+
+
+pytype_aval_mappings[PRNGKeyArray] = lambda key: KeyShapedArray(key.shape)

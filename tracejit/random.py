@@ -13,7 +13,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import lax, prng
+from . import prng
+from .lax import lenient as lax
 from . import numpy as jnp
 from .core import dtypes
 from .core.array import Array

@@ -211,11 +211,19 @@ def ensure_compile_time_eval():
         state.dynamic_trace = saved
 
 
+# type of value -> function giving its abstract value, for types typeof knows beyond arrays and
+# scalars (typed PRNG keys, high-level types registered through jax.experimental.hijax)
+pytype_aval_mappings: dict[type, Callable[[Any], Any]] = {}
+
+
 def typeof(x: Any) -> ShapedArray:
     """JAX's `typeof`: the abstract value (shape, dtype, weak type) of an array or scalar
     (of a Ref: its AbstractRef)."""
     if getattr(type(x), "_is_ref", False):
         return x.aval
+    handler = pytype_aval_mappings.get(type(x))
+    if handler is not None:
+        return handler(x)
     return get_aval(x)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import math
 
-from .. import lax
+from ..lax import lenient as lax
 from .. import numpy as jnp
 from .. import random
 from ..nn import (elu, gelu, leaky_relu, log_softmax, relu, selu, sigmoid, softmax,

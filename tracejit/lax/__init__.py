@@ -8,6 +8,7 @@ from .convolution import *  # noqa: F401,F403
 from .cumulative import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .elementwise import add_p
+from .strict import *  # noqa: F401,F403  (the binary ops users call: JAX's strict operands)
 from .fft import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403

@@ -9,8 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 import math
-import os
-import sys
 
 import numpy as np
 
@@ -24,7 +22,7 @@ from ..core.rules import (Zero, aval_of, broadcast_to_aval, def_broadcasting, de
                           is_undefined, moveaxis, unbroadcast)
 from ..core.trace import Tracer, get_aval
 from ._base import (ANY, FLOAT, INT, INTBOOL, NUM, ORDERED, REAL, REAL_FLOAT, as_lax_operands,
-                    as_strict_lax_operands, binop, check_dtype, sp, unop)
+                    binop, check_dtype, sp, unop)
 
 
 def _quiet(f):
@@ -355,7 +353,15 @@ exp2_p = unop("exp2", _quiet(np.exp2), FLOAT, transcendental=True)
 log_p = unop("log", _xla_f32(_xla_log_f32, np.log), FLOAT, transcendental=True)
 log1p_p = unop("log1p", _xla_f32(_xla_log1p, lambda x: np.log1p(x) if x.dtype.kind == "c"
                                   else _xla_log1p(x)), FLOAT, transcendental=True)
-expm1_p = unop("expm1", _quiet(np.expm1), FLOAT, transcendental=True)
+def _expm1_impl(x: np.ndarray) -> np.ndarray:
+    out = np.expm1(x)
+    if x.dtype.kind == "c":  # a real argument stays real, as in JAX: expm1(inf + 0j) = inf + 0j
+        real = x.imag == 0
+        out = np.where(real, (np.expm1(x.real) + 0j).astype(x.dtype), out)
+    return out
+
+
+expm1_p = unop("expm1", _quiet(_expm1_impl), FLOAT, transcendental=True)
 tanh_p = unop("tanh", _quiet(np.tanh), FLOAT, transcendental=True)
 logistic_p = unop("logistic", _quiet(lambda x: sp.expit(x).astype(x.dtype)), FLOAT,
                   transcendental=True)
@@ -686,21 +692,15 @@ clamp_p.def_impl(lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi))
 
 # --- user functions ------------------------------------------------------------------------
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
 def _unary(name: str, prim: Primitive, x: Any):
     (x,) = as_lax_operands(name, x)
     return prim.bind(x)
 
 
 def _binary(name: str, prim: Primitive, x: Any, y: Any):
-    # Called by the user, lax is as strict as JAX's: a Python scalar keeps its own dtype, so
-    # lax.add(1, 1.0) raises. The package's own code (jnp, rules, nn, ...) writes lax.mul(x, 2)
-    # for x of any dtype, the scalar taking x's: its calls keep that convenience.
-    if sys._getframe(2).f_code.co_filename.startswith(_PACKAGE_DIR):
-        x, y = as_lax_operands(name, x, y)
-    else:
-        x, y = as_strict_lax_operands(name, x, y)
+    # The package's own entry (lenient): a Python scalar takes the other operand's dtype, so
+    # rules and jnp write lax.mul(x, 2) for x of any dtype. Users call lax/strict.py's.
+    x, y = as_lax_operands(name, x, y)
     return prim.bind(x, y)
 
 

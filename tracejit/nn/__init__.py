@@ -11,10 +11,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import lax
 from .. import numpy as jnp
 from ..core import dtypes
 from ..core.trace import Tracer, concrete_value, get_aval
+from ..lax import lenient as lax
 from ..lax._base import canonicalize_axis
 from ..numpy._util import asarray, check_arraylike, promote_args_inexact
 from ..runtime.jit import jit

@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import lax
 from ..core import dtypes
 from ..core.array import Array
 from ..core.avals import ShapedArray
 from ..core.config import config
 from ..core.devices import check_device, devices
+from ..lax import lenient as lax
 from ._util import array, asarray, check_arraylike
 
 __all__ = ["__array_api_version__", "__array_namespace_info__", "isdtype", "can_cast",

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import lax
+from ..lax import lenient as lax
 from ._util import check_arraylike, promote_dtypes, promote_dtypes_inexact
 
 def _conv(x: Any, y: Any, mode: str, op: str, precision: Any, preferred_element_type: Any):

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import lax
+from ..lax import lenient as lax
 from ..core import dtypes
 from ..core.trace import get_aval
 from ._reductions import all as all_

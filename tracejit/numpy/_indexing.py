@@ -15,11 +15,11 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from .. import lax
 from ..core import dtypes, errors
 from ..core.array import Array
 from ..core.avals import ShapedArray
 from ..core.trace import Tracer, concrete_value, get_aval
+from ..lax import lenient as lax
 from ..lax._base import canonicalize_axis, const_like
 from ..lax.indexing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
 from ._reductions import sum as _sum

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import lax
+from ..lax import lenient as lax
 from ..core import dtypes
 from ..core.trace import concrete_value, get_aval
 from . import linalg

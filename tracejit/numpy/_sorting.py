@@ -12,9 +12,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import lax
 from ..core import dtypes
 from ..core.trace import concrete_value, get_aval
+from ..lax import lenient as lax
 from ..lax._base import canonicalize_axis, const_like
 from ._creation import full
 from ._shape import moveaxis, ravel, swapaxes

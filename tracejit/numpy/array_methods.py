@@ -112,7 +112,7 @@ def _imag(self):
 def _view(self, dtype=None):
     if dtype is None:
         return self
-    from .. import lax
+    from ..lax import lenient as lax
     return lax.bitcast_convert_type(self, dtype)
 
 

@@ -8,8 +8,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import lax
 from ..core import dtypes
+from ..lax import lenient as lax
 from ..lax.fft import FftType
 from . import _creation, _shape, _ufuncs
 from ._util import asarray, check_arraylike

@@ -9,11 +9,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import lax
 from .. import numpy as _jnp  # (partially initialised here; its names are read at call time)
 from ..core import dtypes
 from ..core.trace import get_aval
 from ..lax import decompositions as _dec
+from ..lax import lenient as lax
 from ..lax._base import canonicalize_axis, const_like
 from ..transforms.custom import custom_jvp
 from . import _linalg

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import lax
+from ..lax import lenient as lax
 from .. import numpy as jnp
 from ..core import dtypes
 from ..numpy._util import promote_args_inexact

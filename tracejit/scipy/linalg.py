@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import lax
 from .. import numpy as jnp
 from ..core.trace import get_aval
 from ..lax import decompositions as _dec
+from ..lax import lenient as lax
 from ..numpy import linalg as _jnp_linalg
 from ..numpy._util import check_arraylike, promote_dtypes, promote_dtypes_inexact
 from ..transforms.api import jvp, vmap

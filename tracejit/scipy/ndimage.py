@@ -9,9 +9,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import lax
 from .. import numpy as jnp
 from ..core import dtypes
+from ..lax import lenient as lax
 
 
 def _mirror(index: Any, size: int) -> Any:

@@ -10,8 +10,8 @@ from typing import Any, Callable, Mapping, NamedTuple
 
 import numpy as np
 
-from .. import lax
 from .. import numpy as jnp
+from ..lax import lenient as lax
 from ..transforms.api import value_and_grad
 
 _C1, _C2 = 1e-4, 0.9  # sufficient decrease and curvature constants of the Wolfe conditions

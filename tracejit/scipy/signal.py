@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import lax
 from .. import numpy as jnp
+from ..lax import lenient as lax
 from ..lax._base import canonicalize_axis
 from ..numpy._util import check_arraylike, promote_dtypes_inexact
 from ..transforms.api import vmap

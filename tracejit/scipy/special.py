@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import lax
+from ..lax import lenient as lax
 from .. import numpy as jnp
 from ..core import dtypes
 from ..core.trace import get_aval

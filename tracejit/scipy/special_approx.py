@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import lax
 from .. import numpy as jnp
 from ..core import dtypes
 from ..core.trace import concrete_value, get_aval
+from ..lax import lenient as lax
 from ..numpy._util import promote_args_inexact
 from ..transforms.api import custom_jvp
 

@@ -253,7 +253,10 @@ def _sqrt(e: _Emitter, a, b):
 def _expm1(e: _Emitter, a, b):
     s = _f(e, "sin", e.mul(b, 0.5))
     re = e.sub(e.mul(_f(e, "expm1", a), _f(e, "cos", b)), e.mul(e.mul(2.0, s), s))
-    return re, e.mul(_f(e, "exp", a), _f(e, "sin", b))
+    # a real argument stays real, as in JAX: expm1(inf + 0j) = inf + 0j (not inf * sin(0) =
+    # NaN), expm1(NaN + 0j) = NaN + 0j
+    im = e.select(e.eq(b, 0.0), 0.0, e.mul(_f(e, "exp", a), _f(e, "sin", b)))
+    return re, im
 
 
 def _log1p(e: _Emitter, a, b):

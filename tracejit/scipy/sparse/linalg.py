@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ... import lax
+from ...lax import lenient as lax
 from ... import numpy as jnp
 from ...core.array import Array
 from ...core.trace import Tracer

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from ... import lax
 from ... import numpy as jnp
+from ...lax import lenient as lax
 from ...numpy._util import promote_dtypes_inexact
 from ..special import gammaln, xlogy
 

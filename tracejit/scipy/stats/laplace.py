@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 
-from ... import lax
+from ...lax import lenient as lax
 from ... import numpy as jnp
 from ...numpy._util import promote_args_inexact
 

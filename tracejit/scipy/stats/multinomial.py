@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import lax
+from ...lax import lenient as lax
 from ... import numpy as jnp
 from ...numpy._util import promote_args_inexact
 from ...core import dtypes

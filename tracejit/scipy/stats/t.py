@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import lax
+from ...lax import lenient as lax
 from ...numpy._util import promote_args_inexact
 
 

@@ -5,8 +5,8 @@ from typing import Any
 
 import numpy as np
 
-from ... import lax
 from ... import numpy as jnp
+from ...lax import lenient as lax
 from ...numpy._util import promote_args_inexact
 
 
