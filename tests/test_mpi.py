@@ -72,7 +72,7 @@ def _group(results: dict, prefix: str) -> dict:
 GROUPS = ("collectives", "collectives_jit", "collectives_all", "collectives_all_eager", "mixed",
           "mlp", "outer_grad", "inner_grad", "mixing_grad", "mixing_grad_all", "jit_elementwise",
           "jit_reduce_all", "jit_reduce_rows", "jit_reduce_cols", "jit_matmul",
-          "jit_out_shardings", "jit_in_shardings", "jit_local_rows", "jit_mlp")
+          "jit_out_shardings", "jit_in_shardings", "jit_local_rows", "jit_reused", "jit_mlp")
 
 
 def test_several_processes(tmp_path):
@@ -145,7 +145,8 @@ def _check_jit_across_processes(runs):
     w = np.linspace(-1, 1, 6 * 4, dtype=np.float32).reshape(6, 4)
     want = {"elementwise": np.sin(x) * 2 + x, "reduce_all": x.sum(), "reduce_rows": x.max(0),
             "reduce_cols": x.sum(1), "matmul": np.tanh(x @ w), "out_shardings": x.T * 3,
-            "in_shardings": x * x[0] + 1, "local_rows": x - x.mean(0)}
+            "in_shardings": x * x[0] + 1, "local_rows": x - x.mean(0),
+            "reused": 2 * x.max(0)}
     for name, value in want.items():
         np.testing.assert_allclose(mpi[f"jit_{name}/0"], value, rtol=2e-6, atol=1e-6,
                                    err_msg=name)
@@ -156,7 +157,8 @@ def _check_jit_across_processes(runs):
     jax_reports = {"elementwise": f"{both}{both}", "reduce_all": f"(){both}",
                    "reduce_rows": f"('model',){both}", "reduce_cols": f"{one}{both}",
                    "matmul": f"{one}{both}", "out_shardings": f"(None, 'data'){both}",
-                   "in_shardings": f"{one}{one}", "local_rows": f"{one}{one}", "mlp": f"(){one}"}
+                   "in_shardings": f"{one}{one}", "local_rows": f"{one}{one}", "mlp": f"(){one}",
+                   "reused": f"('model',){both}"}
     assert specs == {f"jit_spec/{k}": f"NamedSharding{v}" for k, v in jax_reports.items()}
 
 

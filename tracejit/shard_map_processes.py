@@ -20,7 +20,8 @@ from .core.devices import process_count, process_index
 from .core.global_array import GlobalArray
 from .core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .core.rules import moveaxis
-from .core.sharding import Mesh, NamedSharding, PartitionSpec, resolve_sharding
+from .core.sharding import (Mesh, NamedSharding, PartitionSpec, default_sharding,
+                            resolve_sharding)
 from .compiler.sharding import reshard
 from .core.trace import Tracer, get_aval
 from .lax import reshape, slice as lax_slice
@@ -278,12 +279,18 @@ def jit_across_processes(jitted: Any, args: tuple, kwargs: dict) -> Any:
         bodies = {}
         store[id(entry)] = (entry, bodies)
     flat_tree = tree_flatten(tuple(leaves))[1]
+    # an array every process holds alike enters unplaced (a copy: the per-process program it
+    # enters is jit's too, which would otherwise come back here)
+    leaves = [x.placed(default_sharding()) if type(x) is Array and x._sharding is not None
+              else x for x in leaves]
     results = across_processes(per_shard, layout.mesh, process_axes(layout.mesh), leaves,
                                flat_tree, [_spec(d) for d in layout.in_dims],
                                tuple(_spec(d) for d in out_dims), jitted.fun_name, bodies)
-    laid = []
+    laid, args = [], {id(x) for x in tree_leaves((args, kwargs))}
     for r, s in zip(results, reported):
-        if s is not None and isinstance(r, GlobalArray):
+        if s is not None and isinstance(r, Array) and id(r) in args:  # an argument: a copy
+            r = r.placed(s)
+        elif s is not None and isinstance(r, GlobalArray):
             r.sharding = s  # (a fresh result, laid out as computed: the same block)
         elif s is not None and isinstance(r, Array):
             r._sharding = s

@@ -637,13 +637,19 @@ _SINGLE_LEAF = tree_flatten(0)[1]
 
 
 def _spans_processes(args: tuple, kwargs: dict, in_shardings: Any) -> bool:
-    """Whether an argument is an array spanning processes, or in_shardings lay one out over a
-    mesh spanning processes: each process then runs its part of the partitioned program."""
+    """Whether an argument is laid out over a mesh spanning processes (an array spanning them,
+    one every process holds alike, or in_shardings saying so): each process then runs its
+    part of the partitioned program."""
     if process_count() == 1:
         return False
-    return any(isinstance(x, GlobalArray) for x in tree_leaves((args, kwargs))) or \
-        any(getattr(getattr(s, "mesh", None), "is_multi_process", False)
-            for s in tree_leaves(in_shardings))
+    leaves = tree_leaves((args, kwargs))
+    return any(isinstance(x, GlobalArray) for x in leaves) or \
+        any(_multi_process(getattr(x, "_sharding", None)) for x in leaves) or \
+        any(_multi_process(s) for s in tree_leaves(in_shardings))
+
+
+def _multi_process(sharding: Any) -> bool:
+    return getattr(getattr(sharding, "mesh", None), "is_multi_process", False)
 
 
 # how jit runs over a mesh spanning processes: set by shard_map_processes.py (a user-facing
