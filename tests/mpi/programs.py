@@ -187,6 +187,11 @@ jitted = {
         NamedSharding(mesh1d, P("data")), None))(x, x[0]),
     "local_rows": jax.jit(lambda a: a - a.mean(0))(from_local),
 }
+# over one axis of all four devices: each process holds two positions (batched) of it
+spread = jax.make_array_from_callback(x8.shape, NamedSharding(mesh_all, P("data")),
+                                      lambda index: x8[index])
+jitted["lanes_gram"] = jax.jit(lambda a: a.T @ a)(spread)
+jitted["lanes_center"] = jax.jit(lambda a: a - a.mean(0))(spread)
 # a result every process holds alike, laid out over the mesh spanning processes, fed back
 jitted["reused"] = jax.jit(lambda a: a * 2)(jitted["reduce_rows"])
 for name, r in jitted.items():
