@@ -163,6 +163,10 @@ def _check_jit_across_processes(runs):
                    "reused": f"('model',){both}", "lanes_gram": "()('data',)",
                    "lanes_center": "('data',)('data',)"}
     assert specs == {f"jit_spec/{k}": f"NamedSharding{v}" for k, v in jax_reports.items()}
+    for run in (mpi, single):
+        assert str(run["jit_mismatch"]).startswith(
+            "Sharding passed to jit does not match the sharding on the respective arg."), \
+            run["jit_mismatch"]
 
 
 def _check_data_parallel_training_equals_whole_batch(runs):

@@ -239,6 +239,25 @@ def _out_targets(out_shardings: Any, out_tree: Any, n: int, fun_name: str) -> li
     return targets
 
 
+def _plan(entry: Any, shardings: tuple, out_shardings: Any, fun_name: str) -> tuple:
+    """(mesh, in_specs, out_specs, the shardings JAX reports for the outputs, the per-shard
+    program) of a traced signature for its arguments laid out as `shardings`; out_shardings
+    reshard the results."""
+    layout = plan_layout(entry.closed, shardings)
+    targets = _out_targets(out_shardings, entry.out_tree, len(layout.out_dims), fun_name)
+    out_dims = [d if t is None else tuple(t._parts(len(d)))
+                for d, t in zip(layout.out_dims, targets)]
+    reported = [s if t is None else t for s, t in zip(layout.outs, targets)]
+
+    def per_shard(*xs):
+        outs = layout.per_shard(*xs)
+        return tuple(reshard(o, d, want, layout.sizes)
+                     for o, d, want in zip(outs, layout.out_dims, out_dims))
+
+    return (layout.mesh, [_spec(d) for d in layout.in_dims], tuple(map(_spec, out_dims)),
+            reported, per_shard)
+
+
 def jit_across_processes(jitted: Any, args: tuple, kwargs: dict) -> Any:
     """jit's call when an argument spans processes (or in_shardings lay one out over a mesh
     spanning processes): the program partitioned as in one process (runtime/sharded.py), each
@@ -255,37 +274,34 @@ def jit_across_processes(jitted: Any, args: tuple, kwargs: dict) -> Any:
     entry, leaves = jitted._trace(*tree_map(stand_in, (args, kwargs)))
     leaves = [stand_ins.get(id(x), x) for x in leaves]
     given = entry.laid_out or (None,) * len(leaves)
-    shardings = [x.sharding if isinstance(x, GlobalArray) else s
-                 for x, s in zip(leaves, given)]
-    shardings = [s if isinstance(s, NamedSharding) else None for s in shardings]
-    check_layout(shardings, entry.in_avals, entry.arg_names, jitted.fun_name)
-    layout = plan_layout(entry.closed, shardings)
-    sizes = layout.sizes
-    targets = _out_targets(jitted.out_shardings, entry.out_tree, len(layout.out_dims),
-                           jitted.fun_name)
-    out_dims = [d if t is None else tuple(t._parts(len(d)))
-                for d, t in zip(layout.out_dims, targets)]
-    reported = [s if t is None else t for s, t in zip(layout.outs, targets)]
-
-    def per_shard(*xs):
-        outs = layout.per_shard(*xs)
-        return tuple(reshard(o, d, want, sizes)
-                     for o, d, want in zip(outs, layout.out_dims, out_dims))
-
-    # the compiled per-process programs of this traced signature, by their arguments' blocks
+    for x, s, name in zip(leaves, given, entry.arg_names):
+        if isinstance(x, GlobalArray) and isinstance(s, NamedSharding) and \
+                (s.mesh != x.sharding.mesh or s._parts(x.ndim) != x.sharding._parts(x.ndim)):
+            raise ValueError(
+                f"Sharding passed to jit does not match the sharding on the respective arg. "
+                f"Got jit sharding: {s},\narg sharding: {x.sharding} for arg {name} of "
+                f"{jitted.fun_name}")
+    shardings = tuple(x.sharding if isinstance(x, GlobalArray) else s
+                      for x, s in zip(leaves, given))
+    shardings = tuple(s if isinstance(s, NamedSharding) else None for s in shardings)
+    # per traced signature: its partitioning for each layout of the arguments, and the
+    # compiled per-process programs by their arguments' blocks (planned and compiled once)
     store = jitted.__dict__.setdefault("_process_bodies", {})
-    held, bodies = store.get(id(entry), (None, None))
-    if held is not entry:
-        bodies = {}
-        store[id(entry)] = (entry, bodies)
+    held = store.get(id(entry))
+    if held is None or held[0] is not entry:
+        held = store[id(entry)] = (entry, {}, {})
+    _, plans, bodies = held
+    if shardings not in plans:
+        check_layout(shardings, entry.in_avals, entry.arg_names, jitted.fun_name)
+        plans[shardings] = _plan(entry, shardings, jitted.out_shardings, jitted.fun_name)
+    mesh, in_specs, out_specs, reported, per_shard = plans[shardings]
     flat_tree = tree_flatten(tuple(leaves))[1]
     # an array every process holds alike enters unplaced (a copy: the per-process program it
     # enters is jit's too, which would otherwise come back here)
     leaves = [x.placed(default_sharding()) if type(x) is Array and x._sharding is not None
               else x for x in leaves]
-    results = across_processes(per_shard, layout.mesh, process_axes(layout.mesh), leaves,
-                               flat_tree, [_spec(d) for d in layout.in_dims],
-                               tuple(_spec(d) for d in out_dims), jitted.fun_name, bodies)
+    results = across_processes(per_shard, mesh, process_axes(mesh), leaves, flat_tree,
+                               in_specs, out_specs, jitted.fun_name, bodies)
     laid, args = [], {id(x) for x in tree_leaves((args, kwargs))}
     for r, s in zip(results, reported):
         if s is not None and isinstance(r, Array) and id(r) in args:  # an argument: a copy

@@ -199,6 +199,13 @@ for name, r in jitted.items():
     results[f"jit_spec/{name}"] = spec_of(r)
 
 
+try:  # in_shardings disagreeing with the array's own sharding: JAX's error
+    jax.jit(lambda a: a, in_shardings=NamedSharding(mesh2d, P("data")))(from_cb)
+    results["jit_mismatch"] = np.array("no error")
+except ValueError as e:
+    results["jit_mismatch"] = np.array(str(e))
+
+
 # a data-parallel training step as plain jit: the batch split over the processes, the
 # parameters replicated, the gradient's sum over the batch a psum through MPI
 @jax.jit
