@@ -70,7 +70,10 @@ def _group(results: dict, prefix: str) -> dict:
 
 
 GROUPS = ("collectives", "collectives_jit", "collectives_all", "collectives_all_eager", "mixed",
-          "mlp", "outer_grad", "inner_grad", "mixing_grad", "mixing_grad_all")
+          "mlp", "outer_grad", "inner_grad", "mixing_grad", "mixing_grad_all", "jit_elementwise",
+          "jit_reduce_all", "jit_reduce_rows", "jit_reduce_cols", "jit_matmul",
+          "jit_out_shardings", "jit_in_shardings", "jit_local_rows", "jit_reused", "jit_mlp",
+          "jit_lanes_gram", "jit_lanes_center")
 
 
 def test_several_processes(tmp_path):
@@ -81,6 +84,7 @@ def test_several_processes(tmp_path):
         _check_two_processes_equal_one(runs, group)
     _check_collectives_against_numpy(runs)
     _check_arrays_spanning_processes(runs)
+    _check_jit_across_processes(runs)
     _check_data_parallel_training_equals_whole_batch(runs)
     _check_disagreeing_and_missing_peers_raise(runs)
     _check_initialize_checks_its_arguments_against_mpi(runs)
@@ -128,10 +132,41 @@ def _check_arrays_spanning_processes(runs):
     np.testing.assert_array_equal(mpi["arrays/shards"], [[0, 0], [0, 3]])
     assert not mpi["arrays/fully_addressable"] and single["arrays/fully_addressable"]
     assert "multihost_utils.process_allgather" in str(mpi["arrays/fetch_error"])
-    assert "Compute on it inside shard_map" in str(mpi["arrays/op_error"])
+    assert "Compute on it inside jit or shard_map" in str(mpi["arrays/op_error"])
     assert mpi["bcast"] == 5.0  # process 0's value
     np.testing.assert_array_equal(mpi["gathered"], [0, 1])
     assert str(mpi["assert_equal"]).startswith("differs: Expected equal values")
+
+
+def _check_jit_across_processes(runs):
+    """Plain jit on arrays spanning processes: NumPy's values, and the output shardings the
+    one-process sharded jit reports (GlobalArrays where a result is split over processes)."""
+    mpi, single, _, _ = runs
+    x = np.arange(24, dtype=np.float32).reshape(4, 6) / 7.0
+    w = np.linspace(-1, 1, 6 * 4, dtype=np.float32).reshape(6, 4)
+    x8 = np.arange(32, dtype=np.float32).reshape(4, 8) / 7.0
+    want = {"elementwise": np.sin(x) * 2 + x, "reduce_all": x.sum(), "reduce_rows": x.max(0),
+            "reduce_cols": x.sum(1), "matmul": np.tanh(x @ w), "out_shardings": x.T * 3,
+            "in_shardings": x * x[0] + 1, "local_rows": x - x.mean(0),
+            "reused": 2 * x.max(0), "lanes_gram": x8.T @ x8, "lanes_center": x8 - x8.mean(0)}
+    for name, value in want.items():
+        np.testing.assert_allclose(mpi[f"jit_{name}/0"], value, rtol=2e-6, atol=1e-6,
+                                   err_msg=name)
+    specs = {k: str(v) for k, v in mpi.items() if k.startswith("jit_spec/")}
+    assert specs == {k: str(v) for k, v in single.items() if k.startswith("jit_spec/")}
+    # what JAX 0.10 reports for these programs (4 CPU devices in one process)
+    both, one = "('data', 'model')", "('data',)"
+    jax_reports = {"elementwise": f"{both}{both}", "reduce_all": f"(){both}",
+                   "reduce_rows": f"('model',){both}", "reduce_cols": f"{one}{both}",
+                   "matmul": f"{one}{both}", "out_shardings": f"(None, 'data'){both}",
+                   "in_shardings": f"{one}{one}", "local_rows": f"{one}{one}", "mlp": f"(){one}",
+                   "reused": f"('model',){both}", "lanes_gram": "()('data',)",
+                   "lanes_center": "('data',)('data',)"}
+    assert specs == {f"jit_spec/{k}": f"NamedSharding{v}" for k, v in jax_reports.items()}
+    for run in (mpi, single):
+        assert str(run["jit_mismatch"]).startswith(
+            "Sharding passed to jit does not match the sharding on the respective arg."), \
+            run["jit_mismatch"]
 
 
 def _check_data_parallel_training_equals_whole_batch(runs):
@@ -146,6 +181,8 @@ def _check_data_parallel_training_equals_whole_batch(runs):
     leaves = jax.tree_util.tree_leaves(params)
     for i, w in enumerate(leaves):
         np.testing.assert_allclose(mpi[f"mlp/{i}"], w, rtol=1e-5, atol=1e-6)
+        # the same step as plain jit on a batch split over the processes
+        np.testing.assert_allclose(mpi[f"jit_mlp/{i}"], w, rtol=1e-5, atol=1e-6)
     grads = jax.tree_util.tree_leaves(jax.grad(loss)(init(jax.random.key(1)), DATA, TARGET))
     for i, g in enumerate(grads):
         np.testing.assert_allclose(mpi[f"outer_grad/{i}"], g, rtol=1e-5, atol=1e-6)

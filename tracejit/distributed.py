@@ -19,6 +19,7 @@ from .core.global_array import GlobalArray, block_of
 from .core.sharding import NamedSharding
 from .core.trace import get_aval
 from .runtime.devices import to_array
+from . import shard_map_processes  # noqa: F401  (sets how jit runs across processes)
 
 __all__ = ["initialize", "shutdown", "is_initialized"]
 

@@ -1,9 +1,10 @@
-"""shard_map over a mesh spanning processes (user-facing, beside shard_map.py): the mesh axes
-along which the process changes are not batched. Each process takes its block of every argument
-(a GlobalArray's local data, or its part of a value every process holds), runs shard_map's
-batched program over the mesh axes local to it, with the process axes bound so collectives
-over them call MPI (lax/processes.py), and returns its block of each result. Outside any
-transformation that program is compiled (the collectives are calls from native code).
+"""shard_map, and jit, over a mesh spanning processes (user-facing, beside shard_map.py): the
+mesh axes along which the process changes are not batched. Each process takes its block of
+every argument (a GlobalArray's local data, or its part of a value every process holds), runs
+shard_map's batched program over the mesh axes local to it, with the process axes bound so
+collectives over them call MPI (lax/processes.py), and returns its block of each result.
+Outside any transformation that program is compiled (the collectives are calls from native
+code). jit over such arrays runs its partitioned program (runtime/sharded.py) the same way.
 """
 from __future__ import annotations
 
@@ -17,14 +18,17 @@ from .core.array import Array
 from .core.axis_env import ProcessAxis, extend_axis_env
 from .core.devices import process_count, process_index
 from .core.global_array import GlobalArray
-from .core.pytree import tree_unflatten
+from .core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .core.rules import moveaxis
-from .core.sharding import Mesh, NamedSharding, PartitionSpec
+from .core.sharding import (Mesh, NamedSharding, PartitionSpec, default_sharding,
+                            resolve_sharding)
+from .compiler.sharding import reshard
 from .core.trace import Tracer, get_aval
 from .lax import reshape, slice as lax_slice
 from .lax.processes import allgather_p, pvary_p, shared_p
 from .runtime.devices import to_array
-from .runtime.jit import jit
+from .runtime.jit import jit, run_across_processes
+from .runtime.sharded import check_layout, plan_layout
 from .shard_map import _check_divides, _dim_axes, _per_device
 
 
@@ -206,3 +210,108 @@ def _wrap(x: Array, spec: Any, m: Mesh, sizes: dict, processes: dict) -> Any:
     if not any(a in processes for a in spec.mesh_axes()):
         return x.placed(sharding)
     return GlobalArray(x, _global_shape(x.shape, spec, sizes, processes), sharding)
+
+
+# --- jit over a mesh spanning processes ------------------------------------------------------
+
+def _spec(dims: tuple) -> PartitionSpec:
+    return PartitionSpec(*[None if not axes else axes[0] if len(axes) == 1 else axes
+                           for axes in dims])
+
+
+def _stand_in(x: Any) -> Any:
+    """What jit traces for an array spanning processes: a NumPy array of its global shape and
+    dtype that holds no data (a broadcast zero)."""
+    return np.broadcast_to(np.zeros((), x.dtype), x.shape) if isinstance(x, GlobalArray) else x
+
+
+def _out_targets(out_shardings: Any, out_tree: Any, n: int, fun_name: str) -> list:
+    """Per output leaf, the NamedSharding out_shardings lay it out as (None: as computed)."""
+    if out_shardings is None:
+        return [None] * n
+    specs, treedef = tree_flatten(out_shardings, is_leaf=lambda s: s is None)
+    outs = tree_unflatten(out_tree, list(range(n)))
+    targets = []
+    for spec, sub in zip(specs, treedef.flatten_up_to(outs)):
+        s = resolve_sharding(spec, f"{fun_name} (jit out_shardings)") if spec is not None \
+            else None
+        targets += [s] * len(tree_leaves(sub))
+    return targets
+
+
+def _plan(entry: Any, shardings: tuple, out_shardings: Any, fun_name: str) -> tuple:
+    """(mesh, in_specs, out_specs, the shardings JAX reports for the outputs, the per-shard
+    program) of a traced signature for its arguments laid out as `shardings`; out_shardings
+    reshard the results."""
+    layout = plan_layout(entry.closed, shardings)
+    targets = _out_targets(out_shardings, entry.out_tree, len(layout.out_dims), fun_name)
+    out_dims = [d if t is None else tuple(t._parts(len(d)))
+                for d, t in zip(layout.out_dims, targets)]
+    reported = [s if t is None else t for s, t in zip(layout.outs, targets)]
+
+    def per_shard(*xs):
+        outs = layout.per_shard(*xs)
+        return tuple(reshard(o, d, want, layout.sizes)
+                     for o, d, want in zip(outs, layout.out_dims, out_dims))
+
+    return (layout.mesh, [_spec(d) for d in layout.in_dims], tuple(map(_spec, out_dims)),
+            reported, per_shard)
+
+
+def jit_across_processes(jitted: Any, args: tuple, kwargs: dict) -> Any:
+    """jit's call when an argument spans processes (or in_shardings lay one out over a mesh
+    spanning processes): the program partitioned as in one process (runtime/sharded.py), each
+    process running its block of it as shard_map does across processes (collectives over the
+    process axes through MPI); results spanning processes are GlobalArrays, every result
+    carrying the sharding JAX reports."""
+    stand_ins = {}
+
+    def stand_in(x):
+        y = _stand_in(x)
+        stand_ins[id(y)] = x
+        return y
+
+    entry, leaves = jitted._trace(*tree_map(stand_in, (args, kwargs)))
+    leaves = [stand_ins.get(id(x), x) for x in leaves]
+    given = entry.laid_out or (None,) * len(leaves)
+    for x, s, name in zip(leaves, given, entry.arg_names):
+        if isinstance(x, GlobalArray) and isinstance(s, NamedSharding) and \
+                (s.mesh != x.sharding.mesh or s._parts(x.ndim) != x.sharding._parts(x.ndim)):
+            raise ValueError(
+                f"Sharding passed to jit does not match the sharding on the respective arg. "
+                f"Got jit sharding: {s},\narg sharding: {x.sharding} for arg {name} of "
+                f"{jitted.fun_name}")
+    shardings = tuple(x.sharding if isinstance(x, GlobalArray) else s
+                      for x, s in zip(leaves, given))
+    shardings = tuple(s if isinstance(s, NamedSharding) else None for s in shardings)
+    # per traced signature: its partitioning for each layout of the arguments, and the
+    # compiled per-process programs by their arguments' blocks (planned and compiled once)
+    store = jitted.__dict__.setdefault("_process_bodies", {})
+    held = store.get(id(entry))
+    if held is None or held[0] is not entry:
+        held = store[id(entry)] = (entry, {}, {})
+    _, plans, bodies = held
+    if shardings not in plans:
+        check_layout(shardings, entry.in_avals, entry.arg_names, jitted.fun_name)
+        plans[shardings] = _plan(entry, shardings, jitted.out_shardings, jitted.fun_name)
+    mesh, in_specs, out_specs, reported, per_shard = plans[shardings]
+    flat_tree = tree_flatten(tuple(leaves))[1]
+    # an array every process holds alike enters unplaced (a copy: the per-process program it
+    # enters is jit's too, which would otherwise come back here)
+    leaves = [x.placed(default_sharding()) if type(x) is Array and x._sharding is not None
+              else x for x in leaves]
+    results = across_processes(per_shard, mesh, process_axes(mesh), leaves, flat_tree,
+                               in_specs, out_specs, jitted.fun_name, bodies)
+    laid, args = [], {id(x) for x in tree_leaves((args, kwargs))}
+    for r, s in zip(results, reported):
+        if s is not None and isinstance(r, Array) and id(r) in args:  # an argument: a copy
+            r = r.placed(s)
+        elif s is not None and isinstance(r, GlobalArray):
+            r.sharding = s  # (a fresh result, laid out as computed: the same block)
+        elif s is not None and isinstance(r, Array):
+            r._sharding = s
+        laid.append(r)
+    return tree_unflatten(entry.out_tree, laid)
+
+
+run_across_processes(jit_across_processes)

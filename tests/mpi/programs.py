@@ -167,6 +167,65 @@ for name, m in (("mixing_grad", mesh1d), ("mixing_grad_all", mesh_all)):
     weights = np.arange(24, dtype=np.float32).reshape(4, 6)
     save(name, jax.jit(jax.grad(lambda a: (f_mix(a) * weights).sum()))(x))
 
+
+# --- plain jit over arrays spanning processes: the partitioned program, its collectives over
+# 'data' through MPI (in one process: every axis batched) --------------------------------------
+def spec_of(r):
+    return np.array(f"{type(r.sharding).__name__}{tuple(r.sharding.spec)}"
+                    f"{r.sharding.mesh.axis_names}")
+
+
+jitted = {
+    "elementwise": jax.jit(lambda a: jnp.sin(a) * 2 + a)(from_cb),
+    "reduce_all": jax.jit(lambda a: a.sum())(from_cb),  # psum over both axes
+    "reduce_rows": jax.jit(lambda a: a.max(axis=0))(from_cb),  # pmax over 'data'
+    "reduce_cols": jax.jit(lambda a: a.sum(axis=1))(from_cb),
+    "matmul": jax.jit(lambda a, w: jnp.tanh(a @ w))(from_cb, w),  # contracting dim split
+    "out_shardings": jax.jit(lambda a: a.T * 3, out_shardings=NamedSharding(
+        mesh2d, P(None, "data")))(from_cb),
+    "in_shardings": jax.jit(lambda a, b: a * b + 1, in_shardings=(
+        NamedSharding(mesh1d, P("data")), None))(x, x[0]),
+    "local_rows": jax.jit(lambda a: a - a.mean(0))(from_local),
+}
+# over one axis of all four devices: each process holds two positions (batched) of it
+spread = jax.make_array_from_callback(x8.shape, NamedSharding(mesh_all, P("data")),
+                                      lambda index: x8[index])
+jitted["lanes_gram"] = jax.jit(lambda a: a.T @ a)(spread)
+jitted["lanes_center"] = jax.jit(lambda a: a - a.mean(0))(spread)
+# a result every process holds alike, laid out over the mesh spanning processes, fed back
+jitted["reused"] = jax.jit(lambda a: a * 2)(jitted["reduce_rows"])
+for name, r in jitted.items():
+    save(f"jit_{name}", r)
+    results[f"jit_spec/{name}"] = spec_of(r)
+
+
+try:  # in_shardings disagreeing with the array's own sharding: JAX's error
+    jax.jit(lambda a: a, in_shardings=NamedSharding(mesh2d, P("data")))(from_cb)
+    results["jit_mismatch"] = np.array("no error")
+except ValueError as e:
+    results["jit_mismatch"] = np.array(str(e))
+
+
+# a data-parallel training step as plain jit: the batch split over the processes, the
+# parameters replicated, the gradient's sum over the batch a psum through MPI
+@jax.jit
+def plain_step(params, a, y):
+    g = jax.grad(loss)(params, a, y)
+    return jax.tree_util.tree_map(lambda p, d: p - LR * d, params, g)
+
+
+rows_of = slice(4 * jax.process_index(), 4 * jax.process_index() + 4) if mode == "mpi" else \
+    slice(None)
+batch = jax.make_array_from_process_local_data(NamedSharding(mesh1d, P("data")),
+                                               data[rows_of])
+labels = jax.make_array_from_process_local_data(NamedSharding(mesh1d, P("data")),
+                                                target[rows_of])
+params = init(jax.random.key(0))
+for _ in range(STEPS):
+    params = plain_step(params, batch, labels)
+save("jit_mlp", params)
+results["jit_spec/mlp"] = spec_of(params["w1"])
+
 if mode == "single" or jax.process_index() == 0:
     np.savez(out_path, **results)
 if mode == "mpi":

@@ -1,7 +1,7 @@
 """Arrays spanning processes (core): a global shape and sharding over a multi-process mesh, of
-which this process holds one block — the part its devices hold. shard_map computes on such
-arrays (each process on its block); anything that would need the other processes' data raises
-JAX's error naming process_allgather and addressable_shards.
+which this process holds one block — the part its devices hold. jit and shard_map compute on
+such arrays (each process on its block); anything that would need the other processes' data
+raises JAX's error naming process_allgather and addressable_shards.
 """
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ class GlobalArray:
 
     def __jax_array__(self):
         raise RuntimeError(_FETCH.replace("Fetching value for", "Computing outside shard_map "
-                                          "with") + " Compute on it inside shard_map.")
+                                          "with") + " Compute on it inside jit or shard_map.")
 
     def __repr__(self) -> str:
         return (f"GlobalArray(shape={self.shape}, dtype={self.dtype}, sharding={self.sharding}, "

@@ -549,8 +549,10 @@ class Jitted:
             leaves = args
         if entry is None:
             trace_key = config.trace_key()
-            if config.read("jax_disable_jit") or not tracing and _spans_processes(args, kwargs):
+            if config.read("jax_disable_jit"):
                 return self.fun(*args, **kwargs)
+            if not tracing and _spans_processes(args, kwargs, self.in_shardings):
+                return _ACROSS_PROCESSES[0](self, args, kwargs)
             if self.inline and tracing:  # no call equation: traced in place, on arrays as jit
                 args, kwargs = self._inline_args(args, kwargs)
                 return self.fun(*args, **kwargs)
@@ -634,11 +636,30 @@ class Jitted:
 _SINGLE_LEAF = tree_flatten(0)[1]
 
 
-def _spans_processes(args: tuple, kwargs: dict) -> bool:
-    """Whether an argument is an array spanning processes: this process holds only its block,
-    so the function runs as written (a shard_map inside compiles each process's part)."""
-    return process_count() > 1 and any(isinstance(x, GlobalArray)
-                                       for x in tree_leaves((args, kwargs)))
+def _spans_processes(args: tuple, kwargs: dict, in_shardings: Any) -> bool:
+    """Whether an argument is laid out over a mesh spanning processes (an array spanning them,
+    one every process holds alike, or in_shardings saying so): each process then runs its
+    part of the partitioned program."""
+    if process_count() == 1:
+        return False
+    leaves = tree_leaves((args, kwargs))
+    return any(isinstance(x, GlobalArray) for x in leaves) or \
+        any(_multi_process(getattr(x, "_sharding", None)) for x in leaves) or \
+        any(_multi_process(s) for s in tree_leaves(in_shardings))
+
+
+def _multi_process(sharding: Any) -> bool:
+    return getattr(getattr(sharding, "mesh", None), "is_multi_process", False)
+
+
+# how jit runs over a mesh spanning processes: set by shard_map_processes.py (a user-facing
+# module, as it runs the partitioned program as shard_map does across processes)
+_ACROSS_PROCESSES: list = []
+
+
+def run_across_processes(run: Callable) -> None:
+    """Set `run(jitted, args, kwargs)`, jit's call when arrays span processes."""
+    _ACROSS_PROCESSES[:] = [run]
 
 
 def _as_tuple(x, name: str) -> tuple[int, ...]:

@@ -5,7 +5,8 @@ propagation) into a per-shard program with collectives, run over every shard
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 from ..core.array import Array
 from ..core.jaxpr import ClosedJaxpr, Literal
@@ -106,12 +107,39 @@ def partition(closed: ClosedJaxpr, shardings: Sequence | None
     program: the shards are the batch dimensions of the per-axis traces), and the sharding of
     each output (None: not laid out, as a constant output in JAX). A program with no argument
     laid out over a mesh and no sharding constraint is returned as it is, with no shardings."""
+    layout = plan_layout(closed, shardings)
+    if layout is None:
+        return closed, None
+
+    def sharded(*leaves):
+        return run_sharded(layout.per_shard, leaves, layout.in_dims,
+                           lambda: layout.out_dims, layout.sizes)
+
+    return trace_to_jaxpr(sharded, closed.in_avals, closed.jaxpr.debug_info), layout.outs
+
+
+@dataclass
+class Layout:
+    """A program partitioned over `mesh` (of axis sizes `sizes`): `per_shard(*pieces)` runs it
+    on one shard's pieces of its inputs (laid out as `in_dims`), giving its outputs' pieces
+    (laid out as `out_dims`); `outs`: the sharding JAX reports for each output."""
+    mesh: Any
+    sizes: dict
+    in_dims: list
+    out_dims: tuple
+    outs: list
+    per_shard: Callable
+
+
+def plan_layout(closed: ClosedJaxpr, shardings: Sequence | None) -> Layout | None:
+    """The partitioning of `closed` for its arguments laid out as `shardings` (per leaf, a
+    NamedSharding or None), or None when nothing is laid out over a mesh and no sharding
+    constraint asks for a layout."""
     asked = constraints(closed.jaxpr)
     if shardings is None and not asked:
-        return closed, None
+        return None
     avals = closed.in_avals
     shardings = shardings or (None,) * len(avals)
-    debug = closed.jaxpr.debug_info
     mesh = _mesh_of(shardings, asked)
     sizes = dict(mesh.shape_tuple)
     in_dims = [tuple(s._parts(a.ndim)) if s is not None else replicated(a.ndim)
@@ -121,17 +149,13 @@ def partition(closed: ClosedJaxpr, shardings: Sequence | None
     def per_shard(*xs):
         return eval_partitioned(closed.jaxpr, closed.consts, plan, sizes, xs)
 
-    def sharded(*leaves):
-        return run_sharded(per_shard, leaves, in_dims, lambda: plan.out_dims, sizes)
-
-    program = trace_to_jaxpr(sharded, avals, debug)
     # JAX reports the first argument's sharding itself for an output laid out alike; with
     # no argument laid out, a spec read off the layout of each output
     orig = next(((s, a.ndim) for s, a in zip(shardings, avals) if s is not None),
                 (asked[0] if asked else None, None))
     outs = [None if isinstance(v, Literal) else _out_sharding(mesh, d, sizes, orig)
             for v, d in zip(closed.jaxpr.outvars, plan.out_dims)]
-    return program, outs
+    return Layout(mesh, sizes, in_dims, plan.out_dims, outs, per_shard)
 
 
 def _significant(dims: Dims, sizes: dict) -> tuple:
