@@ -190,6 +190,7 @@ PUBLIC["numpy.fft"] = [
 PUBLIC["scipy.signal"] = ["convolve", "convolve2d", "correlate", "correlate2d", "csd", "detrend",
                           "fftconvolve", "istft", "stft", "welch"]
 PUBLIC["scipy.fft"] = ["dct", "dctn", "idct", "idctn"]
+PUBLIC["scipy.interpolate"] = ["RegularGridInterpolator"]
 PUBLIC["lax"] = [
     "AccuracyMode", "ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers",
     "DotAlgorithm", "DotAlgorithmPreset", "DotDimensionNumbers", "FftType",
