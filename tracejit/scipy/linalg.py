@@ -463,3 +463,4 @@ def polar(a: Any, side: str = "right", *, method: str = "qdwh", eps: float | Non
 from ._special_matrices import (  # noqa: E402,F401
     circulant, companion, convolution_matrix, dft, fiedler, fiedler_companion, hadamard, hankel,
     helmert, invhilbert, invpascal, leslie, pascal)
+from ._matrix_equations import solve_sylvester  # noqa: E402,F401
