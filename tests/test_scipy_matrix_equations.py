@@ -45,3 +45,47 @@ def test_solve_sylvester_singular_is_nan_and_errors():
         jsl.solve_sylvester(np.eye(2), np.eye(3), np.ones((3, 2)))
     with pytest.raises(ValueError, match="Unrecognized method bogus"):
         jsl.solve_sylvester(np.eye(2), np.eye(2), np.ones((2, 2)), method="bogus")
+
+
+def _tridiag(d, e):
+    return np.diag(d) + np.diag(e, 1) + np.diag(np.conj(e), -1)
+
+
+def test_eigh_tridiagonal_matches_scipy_eager_jit_vmap():
+    d = RNG.standard_normal((2, 6)).astype(np.float32)
+    e = RNG.standard_normal((2, 5)).astype(np.float32)
+    want = np.stack([sl.eigh_tridiagonal(d[k], e[k], eigvals_only=True) for k in range(2)])
+    got = jsl.eigh_tridiagonal(d[0], e[0], eigvals_only=True)
+    assert got.dtype == jnp.float32
+    np.testing.assert_allclose(got, want[0], atol=1e-5)
+    only = jax.jit(lambda d, e: jsl.eigh_tridiagonal(d, e, eigvals_only=True))
+    np.testing.assert_allclose(only(d[1], e[1]), want[1], atol=1e-5)
+    np.testing.assert_allclose(jax.vmap(only)(d, e), want, atol=1e-5)
+    w, v = jax.jit(lambda d, e: jsl.eigh_tridiagonal(d, e, select="i", select_range=(1, 3)))(
+        d[0], e[0])
+    np.testing.assert_allclose(w, want[0, 1:4], atol=1e-5)
+    t = _tridiag(d[0], e[0])
+    assert v.shape == (6, 3)
+    np.testing.assert_allclose(t @ v, v * w, atol=1e-4)
+    np.testing.assert_allclose(v.T @ v, np.eye(3), atol=1e-5)
+
+
+def test_eigh_tridiagonal_complex_tiny_and_errors():
+    d = np.array([1.0, 2, 3, 4], np.complex64)
+    e = np.array([1j, 1, -1j], np.complex64)
+    w, v = jsl.eigh_tridiagonal(d, e)
+    assert w.dtype == jnp.float32 and v.dtype == jnp.complex64
+    t = _tridiag(d, e)
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(t), atol=1e-5)
+    np.testing.assert_allclose(t @ v, v * w, atol=1e-4)
+    w1, v1 = jsl.eigh_tridiagonal(np.array([2.0], np.float32), np.zeros(0, np.float32))
+    np.testing.assert_allclose(w1, [2.0])
+    np.testing.assert_allclose(v1, [[1.0]])
+    with pytest.raises(TypeError, match="Only float32 and float64"):
+        jsl.eigh_tridiagonal(np.array([1, 2]), np.array([1]))
+    with pytest.raises(TypeError, match="must have same dtype"):
+        jsl.eigh_tridiagonal(d.real, e.real.astype(np.float16))
+    with pytest.raises(ValueError, match="select_range must be specified"):
+        jsl.eigh_tridiagonal(d, e, select="i")
+    with pytest.raises(NotImplementedError, match="select='v'"):
+        jsl.eigh_tridiagonal(d, e, select="v", select_range=(0.0, 1.0))

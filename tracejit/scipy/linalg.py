@@ -464,3 +464,4 @@ from ._special_matrices import (  # noqa: E402,F401
     circulant, companion, convolution_matrix, dft, fiedler, fiedler_companion, hadamard, hankel,
     helmert, invhilbert, invpascal, leslie, pascal)
 from ._matrix_equations import solve_sylvester  # noqa: E402,F401
+from ._tridiagonal import eigh_tridiagonal  # noqa: E402,F401
