@@ -89,3 +89,40 @@ def test_eigh_tridiagonal_complex_tiny_and_errors():
         jsl.eigh_tridiagonal(d, e, select="i")
     with pytest.raises(NotImplementedError, match="select='v'"):
         jsl.eigh_tridiagonal(d, e, select="v", select_range=(0.0, 1.0))
+
+
+@pytest.mark.parametrize("mode,conjugate", [("left", False), ("right", False),
+                                            ("left", True), ("right", True)])
+def test_qr_multiply_matches_scipy(mode, conjugate):
+    a = (RNG.standard_normal((5, 3)) + 1j * RNG.standard_normal((5, 3))).astype(np.complex64)
+    c = RNG.standard_normal((3, 2) if mode == "left" else (2, 5)).astype(np.complex64)
+    want, want_r = sl.qr_multiply(a, c, mode=mode, conjugate=conjugate)
+    got, r = jax.jit(lambda a, c: jsl.qr_multiply(a, c, mode=mode, conjugate=conjugate))(a, c)
+    assert got.dtype == jnp.complex64
+    # Q's columns are fixed up to a phase per column, so compare R through its diagonal's
+    # phases, and the product against our Q = a R^-1 (exact for a full-rank a)
+    phase = np.diag(np.asarray(r)) / np.diag(want_r)
+    np.testing.assert_allclose(r, want_r * phase[:, None], atol=1e-4)
+    q = np.asarray(a, np.complex128) @ np.linalg.inv(np.asarray(r, np.complex128))
+    q = np.conj(q) if conjugate else q
+    np.testing.assert_allclose(got, q @ c if mode == "left" else c @ q, atol=1e-4)
+
+
+def test_qr_multiply_real_1d_vmap_and_errors():
+    a = RNG.standard_normal((3, 4, 3)).astype(np.float32)
+    b = RNG.standard_normal((3, 4)).astype(np.float32)
+    got, r = jax.vmap(jsl.qr_multiply)(a, b)
+    assert got.shape == (3, 3) and r.shape == (3, 3, 3)
+    for k in range(3):
+        want, want_r = sl.qr_multiply(a[k], b[k])
+        sign = np.sign(np.diag(np.asarray(r[k]))) / np.sign(np.diag(want_r))
+        np.testing.assert_allclose(got[k], want * sign, atol=1e-4)
+        # c Q R = b a: the product is sign-free
+        np.testing.assert_allclose(np.asarray(got[k]) @ np.asarray(r[k]), b[k] @ a[k],
+                                   atol=1e-4)
+    with pytest.raises(ValueError, match="mode must be 'right' or 'left'"):
+        jsl.qr_multiply(a[0], b[0], mode="up")
+    with pytest.raises(ValueError, match="not compatible for c @ Q"):
+        jsl.qr_multiply(a[0], np.ones(3))
+    with pytest.raises(ValueError, match="not compatible for Q @ c"):
+        jsl.qr_multiply(a[0], np.ones(4), mode="left")

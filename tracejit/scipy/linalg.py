@@ -465,3 +465,4 @@ from ._special_matrices import (  # noqa: E402,F401
     helmert, invhilbert, invpascal, leslie, pascal)
 from ._matrix_equations import solve_sylvester  # noqa: E402,F401
 from ._tridiagonal import eigh_tridiagonal  # noqa: E402,F401
+from ._qr_multiply import qr_multiply  # noqa: E402,F401
