@@ -126,3 +126,33 @@ def test_qr_multiply_real_1d_vmap_and_errors():
         jsl.qr_multiply(a[0], np.ones(3))
     with pytest.raises(ValueError, match="not compatible for Q @ c"):
         jsl.qr_multiply(a[0], np.ones(4), mode="left")
+
+
+def test_rsf2csf_matches_scipy_jit_and_vmap():
+    # two complex pairs and a real eigenvalue: T has two 2x2 blocks to split
+    a = np.random.default_rng(3).standard_normal((2, 5, 5))
+    forms = [sl.schur(a[k]) for k in range(2)]
+    t = np.stack([f[0] for f in forms]).astype(np.float32)
+    z = np.stack([f[1] for f in forms]).astype(np.float32)
+    want = [sl.rsf2csf(t[k], z[k]) for k in range(2)]
+    got_t, got_z = jax.jit(jsl.rsf2csf)(t[0], z[0])
+    assert got_t.dtype == jnp.complex64 and got_z.dtype == jnp.complex64
+    np.testing.assert_allclose(got_t, want[0][0], atol=1e-4)
+    np.testing.assert_allclose(got_z, want[0][1], atol=1e-4)
+    mt, mz = jax.vmap(jsl.rsf2csf)(t, z)
+    for k in range(2):
+        np.testing.assert_allclose(mt[k], want[k][0], atol=1e-4)
+        np.testing.assert_allclose(mz[k], want[k][1], atol=1e-4)
+        assert np.abs(np.tril(np.asarray(mt[k]), -1)).max() == 0
+
+
+def test_rsf2csf_one_by_one_and_errors():
+    t, z = jsl.rsf2csf(np.array([[2.0]]), np.array([[1.0]]))
+    assert t.dtype == jnp.complex64
+    np.testing.assert_allclose(t, [[2.0]])
+    with pytest.raises(ValueError, match="Input 'T' must be square"):
+        jsl.rsf2csf(np.ones((2, 3)), np.eye(2))
+    with pytest.raises(ValueError, match="Input 'Z' must be square"):
+        jsl.rsf2csf(np.eye(2), np.ones(2))
+    with pytest.raises(ValueError, match="Input array shapes must match"):
+        jsl.rsf2csf(np.eye(2), np.eye(3))

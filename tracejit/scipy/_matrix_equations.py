@@ -68,3 +68,55 @@ def solve_sylvester(A: Any, B: Any, C: Any, *, method: str = "schur",
                          f"B: {B.shape}\nC: {C.shape}")
     return jnp.vectorize(lambda a, b, c: _solve_sylvester_2d(a, b, c, method, tol),
                          signature="(m,m),(n,n),(m,n)->(m,n)")(A, B, C)
+
+
+def _rsf2csf_2d(t: Any, z: Any) -> tuple[Any, Any]:
+    n = t.shape[0]
+    if n == 1:
+        return t, z
+    eps = jnp.finfo(t.dtype).eps
+
+    def undo_block(i, tz):
+        # Going up the diagonal, a 2x2 block [[a, b], [c, d]] at rows m-1..m with c != 0 is
+        # split by the Givens rotation that maps (mu, c) onto (r, 0), mu = eigenvalue - d
+        t, z = tz
+        m = n - i
+        block = lax.dynamic_slice(t, (m - 1, m - 1), (2, 2))
+        a, b, c, d = block[0, 0], block[0, 1], block[1, 0], block[1, 1]
+        half = 0.5 * (a - d)
+        mu = half + jnp.sqrt(half * half + b * c)  # (a + d)/2 + root - d
+        r = jnp.sqrt(jnp.abs(mu) ** 2 + jnp.abs(c) ** 2)
+        split = jnp.abs(c) > eps * (jnp.abs(a) + jnp.abs(d))
+        safe_r = jnp.where(split, r, 1)
+        cos = jnp.where(split, mu / safe_r, 1).astype(t.dtype)
+        sin = jnp.where(split, c / safe_r, 0).astype(t.dtype)
+        g = jnp.stack([jnp.stack([cos.conj(), sin.conj()]), jnp.stack([-sin, cos])])
+        rows = g @ lax.dynamic_slice_in_dim(t, m - 1, 2, axis=0)
+        t = lax.dynamic_update_slice_in_dim(t, rows, m - 1, axis=0)
+        gh = g.conj().T
+        cols = lax.dynamic_slice_in_dim(t, m - 1, 2, axis=1) @ gh
+        t = lax.dynamic_update_slice_in_dim(t, cols, m - 1, axis=1)
+        zc = lax.dynamic_slice_in_dim(z, m - 1, 2, axis=1) @ gh
+        z = lax.dynamic_update_slice_in_dim(z, zc, m - 1, axis=1)
+        below = lax.dynamic_update_slice(t, jnp.zeros((1, 1), t.dtype), (m, m - 1))
+        return below, z
+
+    return lax.fori_loop(1, n, undo_block, (t, z))
+
+
+def rsf2csf(T: Any, Z: Any, check_finite: bool = True) -> tuple[Any, Any]:
+    """jax.scipy.linalg.rsf2csf: the complex Schur form (T', Z') of a real Schur form
+    (T, Z) of a = Z T Z^H, splitting T's 2x2 blocks by Givens rotations so T' is triangular;
+    batch axes map."""
+    del check_finite  # nothing to check under jit
+    T, Z = jnp.asarray(T), jnp.asarray(Z)
+    if T.ndim < 2 or T.shape[-1] != T.shape[-2]:
+        raise ValueError("Input 'T' must be square.")
+    if Z.ndim < 2 or Z.shape[-1] != Z.shape[-2]:
+        raise ValueError("Input 'Z' must be square.")
+    if T.shape[-1] != Z.shape[-1]:
+        raise ValueError(f"Input array shapes must match: Z: {Z.shape} vs. T: {T.shape}")
+    T, Z = promote_dtypes_inexact(T, Z)
+    cdtype = _dec.complex_dtype(get_aval(T).dtype)
+    return jnp.vectorize(_rsf2csf_2d, signature="(n,n),(n,n)->(n,n),(n,n)")(
+        T.astype(cdtype), Z.astype(cdtype))
