@@ -102,8 +102,6 @@ OUT_OF_SCOPE: dict[str, dict[str, str]] = {
     "lax.linalg": {n: _NOT_YET for n in (
         "cholesky_update_p", "lu_pivots_to_permutation_p", "qdwh",
         "symmetric_product_p")},
-    "scipy.linalg": {n: _NOT_YET for n in (
-        "funm",)},
 }
 # jax.extend / jax.interpreters: what code defining its own primitives uses
 PUBLIC["extend.core"] = [

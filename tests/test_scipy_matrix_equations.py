@@ -156,3 +156,22 @@ def test_rsf2csf_one_by_one_and_errors():
         jsl.rsf2csf(np.eye(2), np.ones(2))
     with pytest.raises(ValueError, match="Input array shapes must match"):
         jsl.rsf2csf(np.eye(2), np.eye(3))
+
+
+def test_funm_matches_scipy_eager_and_jit():
+    a = np.random.default_rng(3).standard_normal((5, 5))
+    want = sl.funm(a, lambda x: np.sin(x) + 2 * np.cos(x))
+    got = jsl.funm(a.astype(np.float32), lambda x: jnp.sin(x) + 2 * jnp.cos(x))
+    assert got.dtype == jnp.complex64
+    np.testing.assert_allclose(got, want, atol=2e-5)
+    f, err = jax.jit(lambda a: jsl.funm(a, jnp.exp, disp=False))(a.astype(np.float32))
+    np.testing.assert_allclose(f, sl.expm(a), rtol=1e-4, atol=1e-4)
+    # JAX's error estimate for this matrix (float32 eps over the smallest eigenvalue gap)
+    np.testing.assert_allclose(err, 5.0341936e-07, rtol=1e-2)
+
+
+def test_funm_complex_repeated_eigenvalues_and_errors():
+    a = np.array([[2.0, 1.0, 0.0], [0.0, 2.0, 0.0], [1j, 0.0, 1.0]], np.complex64)
+    np.testing.assert_allclose(jsl.funm(a, jnp.exp), sl.funm(a, np.exp), atol=1e-4)
+    with pytest.raises(ValueError, match="expected square array_like input"):
+        jsl.funm(np.ones(3), jnp.exp)

@@ -120,3 +120,55 @@ def rsf2csf(T: Any, Z: Any, check_finite: bool = True) -> tuple[Any, Any]:
     cdtype = _dec.complex_dtype(get_aval(T).dtype)
     return jnp.vectorize(_rsf2csf_2d, signature="(n,n),(n,n)->(n,n),(n,n)")(
         T.astype(cdtype), Z.astype(cdtype))
+
+
+def _parlett(f: Any, t: Any) -> tuple[Any, Any]:
+    """Fill the upper triangle of f = func(T) from its diagonal by Parlett's recurrence
+    (Golub & Van Loan 11.1.1), one superdiagonal p at a time: every entry (i, i+p) needs only
+    entries on lower superdiagonals, so a whole superdiagonal is one masked, vectorized step.
+    Also returns the smallest |T[j,j] - T[i,i]| divided by (the error estimate's input)."""
+    n = t.shape[0]
+    rows = jnp.arange(n)[:, None]
+    cols = jnp.arange(n)[None, :]
+
+    def superdiagonal(p, state):
+        f, minden = state
+        i = jnp.arange(n)
+        valid = i + p < n
+        j = jnp.minimum(i + p, n - 1)
+        t_ij = t[i, j]
+        f_j = jnp.take(f, j, axis=1).T  # f_j[i, k] = f[k, j_i]
+        t_j = jnp.take(t, j, axis=1).T
+        between = (cols > rows) & (cols < j[:, None])
+        inner = jnp.sum(jnp.where(between, t * f_j - f * t_j, 0), axis=1)
+        s = t_ij * (f[j, j] - f[i, i]) + inner
+        den = t[j, j] - t[i, i]
+        s = jnp.where(den != 0, s / jnp.where(den != 0, den, 1), s)
+        f = jnp.where((cols == rows + p) & valid[:, None], s[:, None], f)
+        minden = jnp.minimum(minden, jnp.min(jnp.where(valid, jnp.abs(den), jnp.inf)))
+        return f, minden
+
+    return lax.fori_loop(1, n, superdiagonal, (f, jnp.abs(t[0, 0])))
+
+
+def funm(A: Any, func: Any, disp: bool = True) -> Any:
+    """jax.scipy.linalg.funm: the matrix function func(A) of a square A, from func applied to
+    the eigenvalues on the complex Schur form's diagonal (func maps an array elementwise).
+    The result is complex. With disp=False also returns (F, err), err estimating the
+    relative error as SciPy does."""
+    A = jnp.asarray(A)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError("expected square array_like input")
+    A, = promote_dtypes_inexact(A)
+    t, z = _complex_schur(A) if jnp.iscomplexobj(A) else rsf2csf(*_dec.schur(A))
+    f = jnp.diag(jnp.asarray(func(jnp.diag(t))).astype(t.dtype))
+    f, minden = _parlett(f, t)
+    f = z @ f @ z.conj().T
+    if disp:
+        return f
+    tol = jnp.finfo(f.dtype).eps
+    minden = jnp.where(minden == 0, tol, minden)
+    strict = jnp.max(jnp.sum(jnp.abs(jnp.triu(t, 1)), axis=0))  # 1-norm of T's off-diagonal
+    err = jnp.where(jnp.any(jnp.isinf(f)), jnp.inf,
+                    jnp.minimum(1, jnp.maximum(tol, (tol / minden) * strict)))
+    return f, err
