@@ -100,8 +100,6 @@ OUT_OF_SCOPE: dict[str, dict[str, str]] = {
     "lax.linalg": {n: _NOT_YET for n in (
         "cholesky_update_p", "lu_pivots_to_permutation_p", "qdwh",
         "symmetric_product_p")},
-    "scipy.linalg": {n: _NOT_YET for n in (
-        "eigh_tridiagonal", "funm", "qr_multiply", "rsf2csf", "solve_sylvester")},
 }
 # jax.extend / jax.interpreters: what code defining its own primitives uses
 PUBLIC["extend.core"] = [
@@ -188,6 +186,7 @@ PUBLIC["numpy.fft"] = [
 PUBLIC["scipy.signal"] = ["convolve", "convolve2d", "correlate", "correlate2d", "csd", "detrend",
                           "fftconvolve", "istft", "stft", "welch"]
 PUBLIC["scipy.fft"] = ["dct", "dctn", "idct", "idctn"]
+PUBLIC["scipy.interpolate"] = ["RegularGridInterpolator"]
 PUBLIC["lax"] = [
     "AccuracyMode", "ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers",
     "DotAlgorithm", "DotAlgorithmPreset", "DotDimensionNumbers", "FftType",

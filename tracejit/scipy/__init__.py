@@ -1,2 +1,3 @@
 """jax.scipy: SciPy's API over tracejit arrays (user-facing layer, beside numpy and nn)."""
-from . import cluster, fft, integrate, linalg, ndimage, signal, sparse, special, stats  # noqa: F401
+from . import (  # noqa: F401
+    cluster, fft, integrate, interpolate, linalg, ndimage, signal, sparse, special, stats)

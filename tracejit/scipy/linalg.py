@@ -463,3 +463,6 @@ def polar(a: Any, side: str = "right", *, method: str = "qdwh", eps: float | Non
 from ._special_matrices import (  # noqa: E402,F401
     circulant, companion, convolution_matrix, dft, fiedler, fiedler_companion, hadamard, hankel,
     helmert, invhilbert, invpascal, leslie, pascal)
+from ._matrix_equations import funm, rsf2csf, solve_sylvester  # noqa: E402,F401
+from ._tridiagonal import eigh_tridiagonal  # noqa: E402,F401
+from ._qr_multiply import qr_multiply  # noqa: E402,F401
