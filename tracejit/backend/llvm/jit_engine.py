@@ -1,6 +1,7 @@
-"""The LLVM JIT: host target machine, O3 through the new pass builder, and an MCJIT engine per
-compiled program (`Code`), so that a program's machine code is freed when nothing uses it; the
-support routines every program links to live in one engine kept for the process."""
+"""The LLVM JIT: host target machine, O3 through the new pass builder (O1 for huge functions),
+and an MCJIT engine per compiled program (`Code`), so that a program's machine code is freed
+when nothing uses it; the support routines every program links to live in one engine kept for
+the process."""
 from __future__ import annotations
 
 import functools
@@ -186,7 +187,7 @@ def load(module: llvm.ModuleRef, cached_object: bytes | None = None) -> tuple[Co
 
 
 def compile_ir(ir_text: str) -> tuple[llvm.ModuleRef, Code]:
-    """Parse, verify, optimise at O3 and generate machine code. Returns the optimised module
+    """Parse, verify, optimise (see `optimize`) and generate machine code. Returns the optimised module
     (parsed back: the engine owns the one it compiled) and the code."""
     module = optimize(parse(ir_text))
     optimised_ir = str(module)
