@@ -152,14 +152,10 @@ def test_too_large_for_memory_is_resource_exhausted():
 
 
 def test_ten_thousand_equations():
-    """Tracing, every compiler pass and code generation walk 10^4 equations iteratively; the
-    LLVM module verifies. (LLVM's O3 over one 10^4-op loop body takes over a minute, so running
-    it natively is left to tests/test_deep_programs.py's 5,000-equation programs.)"""
+    """A 10^4-equation program traces, goes through every compiler pass and compiles natively
+    end to end (LLVM included, a few seconds: jit_engine gives huge functions O1's pipeline),
+    walking its equations iteratively, and gives the float64 result."""
     import sys
-
-    from tracejit.backend.llvm import codegen, jit_engine
-    from tracejit.compiler.passes import optimize
-    from tracejit.core.jaxpr import ClosedJaxpr
 
     def f(x):
         for k in range(5000):
@@ -169,17 +165,15 @@ def test_ten_thousand_equations():
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(400)  # far below the depth any per-equation recursion would need
     try:
-        closed = tracejit.make_jaxpr(f)(x)
-        assert len(closed.jaxpr.eqns) >= 10000
-        jaxpr, consts = optimize(closed.jaxpr, closed.consts)
-        program = codegen.generate(ClosedJaxpr(jaxpr, consts), "deep")
+        traced = tracejit.jit(f).trace(x)
+        assert len(traced.jaxpr.jaxpr.eqns) >= 10000
+        compiled = traced.lower().compile()
     finally:
         sys.setrecursionlimit(limit)
-    jit_engine.parse(program.ir_text)  # (verifies the module)
     want = x.astype(np.float64)
     for k in range(5000):
         want = want * 1.0001 + (k % 7) * 1e-4
-    np.testing.assert_allclose(tracejit.jit(f, backend="interpret")(x), want, atol=1e-3)
+    np.testing.assert_allclose(compiled(x), want, atol=1e-3)
 
 
 def _nest(depth):

@@ -45,6 +45,31 @@ def test_blocked_sums_match_the_reference(shape, axis, dtype):
     np.testing.assert_allclose(got.astype(np.complex128), ref.astype(np.complex128), rtol=tol)
 
 
+@pytest.mark.parametrize("shape,axis", [((2 ** 17, 32), 0), ((4000, 8, 40), (0, 1)),
+                                        ((40, 3000, 20), 1)])
+def test_wide_column_sums_are_blocked_pairwise(shape, axis):
+    """Sums over leading axes with > 16 outputs added rows one by one, so their error grew with
+    the row count (2**17 rows: ~1e-5 relative); blocked rows combined pairwise stay near
+    float32's rounding of the float64 sum."""
+    x = np.random.default_rng(2).random(shape, dtype=np.float32) + 1
+    exact = x.astype(np.float64).sum(axis=axis)
+    got = _sum(x, axis)
+    assert got.dtype == np.float32 and got.shape == exact.shape
+    assert np.max(np.abs(got - exact) / exact) < 4e-7
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.complex64])
+def test_wide_column_sums_of_other_floats(dtype):
+    rng = np.random.default_rng(3)
+    x = (rng.random((300, 3, 24)) + (1j * rng.random((300, 3, 24)) if dtype == np.complex64
+                                     else 0)).astype(dtype)
+    exact = x.astype(np.complex128).sum(axis=0)
+    got = _sum(x, 0)
+    assert got.dtype == dtype
+    tol = 1e-3 if dtype == np.float16 else 1e-6  # float16: the output's own rounding
+    np.testing.assert_allclose(got.astype(np.complex128), exact, rtol=tol)
+
+
 def test_float32_tan_within_one_ulp():
     """Against float64 tan rounded: a wide sweep (to 1e6 and near the poles pi/2 + k pi)."""
     rng = np.random.default_rng(2)

@@ -10,7 +10,8 @@ import numpy as np
 from ..core.array import Array
 from ..core.devices import Device, check_device
 from ..core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
-from ..core.sharding import SingleDeviceSharding, check_shardings, resolve_sharding
+from ..core.sharding import (PartitionSpec, Sharding, SingleDeviceSharding, check_shardings,
+                             resolve_sharding)
 from ..core.trace import Tracer, get_aval
 
 
@@ -31,6 +32,12 @@ def device_put(x: Any, device: Any = None, *, donate: bool = False, may_alias=No
     None, the device, or a sharding (or PartitionSpec, or a pytree prefix of them), checked
     against each array's rank as JAX does; with one device the data is where it belongs."""
     out = tree_map(to_array, x)
+    placements = (Sharding, PartitionSpec, Device)
+    for s in tree_leaves(device, is_leaf=lambda s: s is None or isinstance(s, placements)):
+        if s is not None and not isinstance(s, placements):  # (JAX's class and words)
+            raise ValueError("`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, "
+                             "`jax.Device` or a pytree of these values (a PartitionSpec under "
+                             f"a mesh). Received invalid value: {s}")
     if device is not None and not isinstance(device, Device):
         check_shardings(device, out, "device_put")
         return place(out, device)

@@ -99,7 +99,7 @@ def compile_ir(ir_text: str) -> tuple[llvm.ModuleRef, jit_engine.Code]:
             _touch(path)
             return jit_engine.parse(optimised_ir), code
     module = jit_engine.parse(ir_text)
-    jit_engine.optimize(module)
+    module = jit_engine.optimize(module)
     optimised_ir = str(module)
     code, obj = jit_engine.load(module)
     if path is not None:

@@ -67,7 +67,7 @@ def _hashable_key(value: Any, what: str) -> Any:
 
 
 def _check_static_argnums(argnums: Sequence[int], sig: inspect.Signature | None,
-                          fun_name: str) -> None:
+                          fun_name: str, what: str = "static_argnums") -> None:
     if sig is None:
         return
     params = list(sig.parameters.values())
@@ -76,7 +76,7 @@ def _check_static_argnums(argnums: Sequence[int], sig: inspect.Signature | None,
     npos = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
     for i in argnums:
         if not -npos <= i < npos:
-            raise ValueError(f"Jitted function has static_argnums={tuple(argnums)}, but only "
+            raise ValueError(f"Jitted function has {what}={tuple(argnums)}, but only "
                              f"accepts {npos} positional arguments.")
 
 
@@ -324,6 +324,8 @@ class Jitted:
         self.static_argnums = tuple(sorted({i % npos if npos and i < 0 else i
                                             for i in static_argnums}))
         self.static_argnames = frozenset(static_argnames)
+        _check_static_argnums(sorted(donate_argnums), self._sig, self.fun_name,
+                              "donate_argnums")
         donate_argnums = set(donate_argnums) | {pos_names.index(n) for n in donate_argnames
                                                 if n in pos_names}
         if donate_argnums & set(self.static_argnums):

@@ -500,6 +500,20 @@ def compare(got: np.ndarray, want: np.ndarray, least_precise: str | None = None
     return None
 
 
+def _xla_overflow_fold(program: Program, jax_ns: SimpleNamespace, native: list,
+                       expected: list, least: str | None) -> bool:
+    """True when JAX's compiled result differs from ours only in integer outputs and JAX run op
+    by op (no XLA fusion) gives exactly ours: XLA's algebraic simplifier assumes integer
+    arithmetic does not overflow (it folds `abs(x * x)` to `x * x`, wrong for int8 x = 9), a
+    quirk of compiled JAX, not a semantics to follow (seed 50112)."""
+    for g, w in zip(native, expected):
+        if compare(g, w, least) and not np.issubdtype(w.dtype, np.integer):
+            return False  # a float or bool output differs too: a real mismatch
+    with jax_ns.jax.disable_jit():
+        eager, err = _run(program, jax_ns)
+    return err is None and compare_all(native, eager, least) is None
+
+
 @dataclasses.dataclass
 class Outcome:
     kind: str  # "ok", "rejected" (every implementation raised), "mismatch" or "crash"
@@ -531,6 +545,8 @@ def check(program: Program, jax_ns: SimpleNamespace | None = None) -> Outcome:
             return Outcome("mismatch", "vs JAX: " + what.splitlines()[0])
         if j_err is None:
             diff = compare_all(native, expected, least)
+            if diff and _xla_overflow_fold(program, jax_ns, native, expected, least):
+                diff = None
             if diff:
                 return Outcome("mismatch", "native vs JAX: " + diff)
     return Outcome("ok" if n_err is None else "rejected",

@@ -245,11 +245,12 @@ class custom_jvp:  # noqa: N801 - JAX's name
             t_flat = [_from_rule(t) for t in t_flat]
             for p, t in zip(out_flat, t_flat):
                 pa, ta = get_aval(p), (t.aval if type(t) is Zero else get_aval(t))
-                if pa.shape != ta.shape:
-                    raise ValueError(
-                        "Custom JVP rule must produce primal and tangent outputs with equal "
-                        f"shapes, but got primal output shape {pa.shape} and tangent output "
-                        f"shape {ta.shape}.")
+                want = pa.to_tangent_aval()
+                if pa.shape != ta.shape or (type(t) is not Zero and ta.dtype != want.dtype):
+                    raise TypeError(  # (JAX's words and class)
+                        "Custom JVP rule must produce primal and tangent outputs with "
+                        f"corresponding shapes and dtypes. Expected {want.str_short()} (tangent "
+                        f"type of {pa.str_short()}) but got {ta.str_short()}.")
             return out_flat + t_flat
 
         # As JAX does, the function itself runs only where its value is needed: on concrete

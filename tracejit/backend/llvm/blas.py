@@ -147,7 +147,7 @@ def _threads_code():
     from . import jit_engine, thread_pool
     thread_pool.symbol()  # (binds the pool's busy flag the routine reads)
     module = jit_engine.parse(str(_threads_module()))
-    jit_engine.optimize(module)
+    module = jit_engine.optimize(module)
     code, _ = jit_engine.load(module)
     api = openblas_threads_api()
     if api is not None:

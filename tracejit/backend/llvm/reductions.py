@@ -88,6 +88,9 @@ def _reduce(em: Emitter, eqn, ins, dests):
     # loop below, which vectorises across a kept contiguous axis, is kept for wide outputs
     pairwise = name == "reduce_sum" and dtypes.is_inexact(work) and \
         int(np.prod(reduced)) > _BLOCK and (aval_out.size <= 16 or (len(in_shape) - 1) in axes)
+    if aval_out.ndim and in_shape and (len(in_shape) - 1) not in axes and not pairwise and \
+            name == "reduce_sum" and dtypes.is_inexact(work) and int(np.prod(reduced)) > _ROWS:
+        return _blocked_column_sum(em, x, axes, kept, aval_out, out, work, element)
     if aval_out.ndim and in_shape and (len(in_shape) - 1) not in axes and not pairwise:
         # the contiguous axis is kept: accumulate rows into the output (inner loop vectorises)
         acc = out if work == dtype else em.alloc(aval_out.update(dtype=work))
@@ -213,6 +216,95 @@ def _pairwise_sum(em: Emitter, x, axes, kept, aval_out, out, work, element):
         em.loop(_LEVELS, gather, name="lvl", over_data=False)
         return convert(b, b.load(carry_ptr), work, x.aval.dtype)
     return _per_output(em, aval_out, out, outer)
+
+
+# Rows per block of a wide float sum over leading axes (a column sum): each block's rows are
+# added one by one into a row of partial sums (vectorised across the output), the blocks'
+# rows combined pairwise, so the error grows as _ROWS + log2(blocks) instead of the row count.
+_ROWS = 64
+
+
+def _blocked_column_sum(em: Emitter, x, axes, kept, aval_out, out, work, element):
+    """A float reduce_sum that keeps the contiguous axis and has over _ROWS rows to add: the
+    rows (the reduced positions, flattened) in blocks of _ROWS summed into `block`, and the
+    block rows combined through a binary counter of rows, as _pairwise_sum does for scalars
+    (level k, a row of `levels`, holds the sum of 2^k blocks)."""
+    b = em.b
+    in_shape = x.aval.shape
+    reduced = [in_shape[d] for d in axes]
+    n_rows = int(np.prod(reduced))
+    n_blocks = -(-n_rows // _ROWS)
+    size = aval_out.size
+    row = aval_out.update(shape=(size,), dtype=work)
+    block = em.alloc(row)
+    levels = em.alloc(row.update(shape=(n_blocks.bit_length() * size,)))
+    count_ptr = em._entry_alloca(I64)
+    b.store(ir.Constant(I64, 0), count_ptr)
+    zero = const(work, 0)
+
+    def add(acc, v):
+        return _combine(em, rd.reduce_sum_p, work, acc, v)
+
+    def level_at(k, i):
+        return b.add(b.mul(k, ir.Constant(I64, size)), i)
+
+    def per_block(jb):
+        em.loop(size, lambda i: em.store(block, i, zero))
+        start = b.mul(jb, ir.Constant(I64, _ROWS))
+        length = b.sub(ir.Constant(I64, n_rows), start)
+        length = b.select(b.icmp_signed("<", length, ir.Constant(I64, _ROWS)), length,
+                          ir.Constant(I64, _ROWS))
+
+        def per_row(r):
+            # the flat row index unravelled over the reduced axes (once per row)
+            rest, ridx = b.add(start, r), {}
+            for d, n in reversed(list(zip(axes, reduced))):
+                ridx[d] = b.urem(rest, ir.Constant(I64, n))
+                rest = b.udiv(rest, ir.Constant(I64, n))
+
+            def body(oidx):
+                full = [ridx[d] if d in ridx else None for d in range(len(in_shape))]
+                for d, i in zip(kept, oidx):
+                    full[d] = i
+                lin = em.linear(aval_out.shape, oidx)
+                em.store(block, lin, add(em.load(block, lin), element(full)))
+            em.loop_nest(aval_out.shape, body)
+        em.loop(length, per_row, name="row")
+        # carry: while bit k of the count is set, add level k into the block row
+        count = b.load(count_ptr)
+        pre = b.block
+        head = b.append_basic_block("carry.head")
+        body_bb = b.append_basic_block("carry.body")
+        done = b.append_basic_block("carry.done")
+        b.branch(head)
+        b.position_at_end(head)
+        k = b.phi(I64, name="lvl")
+        k.add_incoming(ir.Constant(I64, 0), pre)
+        bit = b.and_(b.lshr(count, k), ir.Constant(I64, 1))
+        b.cbranch(b.icmp_unsigned("!=", bit, ir.Constant(I64, 0)), body_bb, done)
+        b.position_at_end(body_bb)
+        em.loop(size, lambda i: em.store(block, i, add(em.load(levels, level_at(k, i)),
+                                                       em.load(block, i))))
+        k.add_incoming(b.add(k, ir.Constant(I64, 1)), b.block)
+        b.branch(head)
+        b.position_at_end(done)
+        em.loop(size, lambda i: em.store(levels, level_at(k, i), em.load(block, i)))
+        b.store(b.add(count, ir.Constant(I64, 1)), count_ptr)
+    em.loop(n_blocks, per_block, name="blk")
+    # the total: the levels whose bit is set in the final count, smallest first
+    count = b.load(count_ptr)
+    em.loop(size, lambda i: em.store(block, i, zero))
+
+    def gather(k):
+        bit = b.trunc(b.lshr(count, k), ir.IntType(1))
+        em.loop(size, lambda i: em.store(block, i, b.select(
+            bit, add(em.load(block, i), em.load(levels, level_at(k, i))), em.load(block, i))))
+    em.loop(n_blocks.bit_length(), gather, name="lvl")
+    em.loop(size, lambda i: em.store(out, i, convert(b, em.load(block, i), work,
+                                                     x.aval.dtype)))
+    em.release(levels)
+    em.release(block)
+    return [out]
 
 
 def _per_output(em: Emitter, aval_out: Any, out: Any, result_at: Callable) -> list:
