@@ -40,7 +40,7 @@ from ..core.trace import get_aval
 from ..lax import all_gather, axis_index, dynamic_slice_in_dim, pmax, pmin, psum
 from ..lax.call import pjit_p
 from ..lax.linalg import dot_general_p
-from ..lax.reduce import (argmax_p, argmin_p, reduce_and_p, reduce_max_p, reduce_min_p,
+from ..lax.reductions import (argmax_p, argmin_p, reduce_and_p, reduce_max_p, reduce_min_p,
                           reduce_or_p, reduce_prod_p, reduce_sum_p, reduce_xor_p)
 from ..lax.control_flow import cond_p, scan_p, while_p
 from ..lax.convolution import conv_general_dilated_p

@@ -138,7 +138,7 @@ def broadcast_to_aval(x: Any, aval: ShapedArray) -> Any:
 
 
 def sum_over(x: Any, axes: Sequence[int]) -> Any:
-    """lax.reduce_sum, for rules of modules that lax.reduce itself imports."""
+    """lax.reduce_sum, for rules of modules that lax.reductions itself imports."""
     return _lax.reduce_sum_p.bind(x, axes=tuple(sorted(axes)))
 
 

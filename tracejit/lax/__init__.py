@@ -14,8 +14,8 @@ from .indexing import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .parallel import *  # noqa: F401,F403
 from . import processes as _processes  # noqa: F401,E402  (collectives across processes)
-from .reduce import *  # noqa: F401,F403
-from .reduce import reduce_sum_p
+from .reductions import *  # noqa: F401,F403
+from .reductions import reduce_sum_p
 from .rng_bit_generator import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .sharding import *  # noqa: F401,F403

@@ -26,10 +26,11 @@ from .elementwise import (add, bitcast_convert_type, bitwise_and, bitwise_or,
                           convert_element_type, gt, integer_pow, le, ne, rem,
                           select, shift_right_logical)
 from .indexing import GatherDimensionNumbers, gather
-from .shape import broadcast_in_dim, concatenate, expand_dims, full, reshape, slice_in_dim
+from .shape import (broadcast_in_dim, concatenate, expand_dims, full, reshape, slice_in_dim,
+                    transpose as transpose_fn)
 
 __all__ = ["DotAlgorithmPreset", "broadcast_like", "collapse", "composite", "empty", "index_take",
-           "optimization_barrier", "platform_dependent", "reciprocal", "reduce_precision"]
+           "optimization_barrier", "platform_dependent", "reciprocal", "reduce", "reduce_precision"]
 
 
 def reciprocal(x: Any) -> Any:
@@ -259,3 +260,79 @@ class DotAlgorithmPreset(enum.Enum):
 
     def __str__(self) -> str:
         return self.name
+
+
+def _monoid_reducer(computation: Callable, inits: list) -> Callable | None:
+    """The reduce_* primitive `computation` with its identity as `inits` names, as JAX's
+    lax.reduce recognises them (a concrete scalar identity, one operand), else None."""
+    from . import reductions as rd, strict
+    from . import elementwise as ew
+    if len(inits) != 1:
+        return None
+    value = concrete_value(inits[0])
+    if value is None or np.ndim(value) != 0:
+        return None
+    dtype = np.dtype(get_aval(inits[0]).dtype)
+    intlike = dtype == np.bool_ or np.issubdtype(dtype, np.integer)
+    ones = True if dtype == np.bool_ else (-1 if intlike else None)
+    table = [((ew.add, strict.add), 0, rd.reduce_sum), ((ew.mul, strict.mul), 1, rd.reduce_prod),
+             ((ew.max, strict.max), rd._lowest(dtype), rd.reduce_max),
+             ((ew.min, strict.min), rd._highest(dtype), rd.reduce_min)]
+    if intlike:
+        table += [((ew.bitwise_or, strict.bitwise_or), 0, rd.reduce_or),
+                  ((ew.bitwise_and, strict.bitwise_and), ones, rd.reduce_and),
+                  ((ew.bitwise_xor, strict.bitwise_xor), 0, rd.reduce_xor)]
+    for ops, identity, reducer in table:
+        if computation in ops:
+            return reducer if np.equal(value, identity) else None
+    return None
+
+
+def reduce(operands: Any, init_values: Any, computation: Callable, dimensions: Sequence[int],
+           out_sharding: Any = None) -> Any:
+    """JAX's lax.reduce: `operands` (a pytree of arrays) reduced over `dimensions` by
+    `computation`, a monoid whose identity is `init_values` (scalars, the same pytree).
+    lax.add/mul/max/min/bitwise ops with their identity become reduce_sum/prod/max/min/and/or/
+    xor; any other computation is folded over the reduced elements in order (a scan, so it
+    lowers natively and differentiates like one)."""
+    from .control_flow import scan
+    flat_operands, tree = tree_flatten(operands)
+    flat_inits, init_tree = tree_flatten(init_values)
+    if tree != init_tree:
+        raise ValueError("Operands must have the same tree structure as init_values: "
+                         f"{tree} vs. {init_tree}")
+    if len(flat_operands) != len(flat_inits):
+        raise ValueError("Must have same total number of operands as init_values:  "
+                         f"{len(flat_operands)} vs. {len(flat_inits)}")
+    reducer = _monoid_reducer(computation, flat_inits)
+    if reducer is not None:
+        out = reducer(flat_operands[0], tuple(dimensions))
+        weak = get_aval(flat_operands[0]).weak_type and get_aval(flat_inits[0]).weak_type
+        return convert_element_type(out, get_aval(out).dtype, weak_type=weak)
+    avals = [get_aval(x) for x in flat_operands]
+    ndim = len(avals[0].shape)
+    dims = sorted({d % ndim if -ndim <= d < ndim else _bad_dimension(d, ndim)
+                   for d in dimensions})
+    if not dims:  # nothing reduced: XLA returns the operands, the init values unused
+        return tree_unflatten(tree, flat_operands)
+    kept = [d for d in range(ndim) if d not in dims]
+    kept_shape = tuple(avals[0].shape[d] for d in kept)
+    count = math.prod(avals[0].shape[d] for d in dims)
+    # the reduced elements first, in row-major order of the reduced dimensions
+    rows = [reshape(transpose_fn(x, tuple(dims) + tuple(kept)), (count,) + kept_shape)
+            for x in flat_operands]
+    start = [broadcast_in_dim(v, kept_shape, ()) for v in flat_inits]
+
+    def step(carry, xs):
+        merged = computation(tree_unflatten(tree, carry), tree_unflatten(tree, xs))
+        merged_flat, merged_tree = tree_flatten(merged)
+        if merged_tree != tree:
+            raise TypeError(f"lax.reduce's computation returned {merged_tree}, expected {tree}")
+        return merged_flat, None
+
+    out, _ = scan(step, start, rows)
+    return tree_unflatten(tree, out)
+
+
+def _bad_dimension(d: int, ndim: int):
+    raise ValueError(f"reduction dimension {d} out of range for an operand of rank {ndim}")

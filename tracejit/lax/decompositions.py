@@ -19,7 +19,7 @@ from . import elementwise as ew
 from .control_flow import fori_loop
 from .indexing import GatherDimensionNumbers, GatherScatterMode, dynamic_slice_in_dim, gather
 from .linalg import Precision, dot_general
-from .reduce import argmax, reduce_sum
+from .reductions import argmax, reduce_sum
 from .shape import (broadcast_in_dim, broadcasted_iota, concatenate, expand_dims, full, pad,
                     slice, squeeze, transpose)
 

@@ -20,7 +20,7 @@ from ..core.rules import bdim_at_front, def_linear, moveaxis, not_mapped
 from ..core.trace import ensure_compile_time_eval, get_aval
 from ._base import as_lax_operands
 from .elementwise import convert_element_type, div, eq, mul, select_n
-from .reduce import reduce_max, reduce_min, reduce_sum
+from .reductions import reduce_max, reduce_min, reduce_sum
 from .shape import concatenate, full_like, index_in_dim, iota, reshape, transpose
 
 

@@ -19,7 +19,7 @@ from ..core.trace import get_aval, trace_to_jaxpr
 from ._base import NUM, ORDERED, check_dtype, check_operand
 from .convolution import _dilate_shape, _stride_dim, _vjp_lhs_padding, padtype_to_pads
 from .elementwise import ge_p, le_p
-from .reduce import _highest, _lowest
+from .reductions import _highest, _lowest
 from . import shape as sh
 
 # --- shapes ----------------------------------------------------------------------------------

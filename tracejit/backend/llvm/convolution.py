@@ -13,7 +13,7 @@ import llvmlite.ir as ir
 from ...core.avals import ShapedArray
 from ...lax import elementwise as ew
 from ...lax.convolution import conv_general_dilated_p
-from ...lax.reduce import reduce_sum_p
+from ...lax.reductions import reduce_sum_p
 from .codegen import Buf, Emitter, _strides
 from .linalg import _GEMM_DTYPES, _emit_gemm
 from .reductions import _acc_dtype, _combine

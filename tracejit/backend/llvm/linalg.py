@@ -11,7 +11,7 @@ from ...core import dtypes
 from ...core.avals import ShapedArray
 from ...lax import elementwise as ew
 from ...lax.linalg import dot_general_p
-from ...lax.reduce import reduce_sum_p
+from ...lax.reductions import reduce_sum_p
 from .codegen import I8P, Buf, Emitter, Scalar, _as_value
 from .reductions import _acc_dtype, _combine
 from .rules import STRUCTURAL

@@ -21,7 +21,7 @@ from ...compiler.fusion import fused_p, fusible
 from ...compiler.rows import row_map_p
 from ...core.avals import ShapedArray
 from ...core.jaxpr import Var
-from ...lax import reduce as rd
+from ...lax import reductions as rd
 from . import thread_pool
 from .codegen import Buf, Emitter, Scalar
 from .interrupt import emit_poll

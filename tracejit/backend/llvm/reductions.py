@@ -11,7 +11,7 @@ from ...core import dtypes
 from ...core.primitive import Primitive
 from ...lax import cumulative as cu
 from ...lax import elementwise as ew
-from ...lax import reduce as rd
+from ...lax import reductions as rd
 from .codegen import Emitter, NativeCompileError, Scalar
 from .complex_ops import accumulating_mul, pack, parts
 from .index_maps import _zero

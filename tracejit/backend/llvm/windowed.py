@@ -10,7 +10,7 @@ import numpy as np
 
 from ...core.avals import ShapedArray
 from ...lax import elementwise as ew
-from ...lax import reduce as rd
+from ...lax import reductions as rd
 from ...lax import windowed as wd
 from .codegen import Buf, Emitter, Scalar, _as_value, _strides
 from .reductions import _combine

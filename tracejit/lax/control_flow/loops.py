@@ -48,7 +48,7 @@ from ...core.trace import Tracer, concrete_value, get_aval, is_concrete
 from ...core.transpose import backward_pass
 from .._base import canonicalize_axis
 from ..elementwise import add, bitwise_or, convert_element_type, lt, select_n
-from ..reduce import reduce_or
+from ..reductions import reduce_or
 from ..shape import broadcast_in_dim, concatenate, expand_dims, index_in_dim, pad, rev, slice_in_dim
 from .common import (
     _asarray,
