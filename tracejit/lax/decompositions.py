@@ -492,14 +492,20 @@ def lu_pivots_to_permutation(pivots: Any, permutation_size: int) -> Any:
 
 # --- qr --------------------------------------------------------------------------------------
 
-def _qr_abstract(x: ShapedArray, *, full_matrices: bool):
+def _qr_abstract(x: ShapedArray, *, full_matrices: bool, pivoting: bool = False):
     batch = _check("qr", x, ranks=(2,))
     m, n = x.shape[-2:]
     k = m if full_matrices else min(m, n)
-    return ShapedArray(batch + (m, k), x.dtype), ShapedArray(batch + (k, n), x.dtype)
+    q, r = ShapedArray(batch + (m, k), x.dtype), ShapedArray(batch + (k, n), x.dtype)
+    return (q, r, ShapedArray(batch + (n,), dtypes.int32)) if pivoting else (q, r)
 
 
-def _qr_one(a: np.ndarray, *, full_matrices: bool):
+def _qr_one(a: np.ndarray, *, full_matrices: bool, pivoting: bool = False):
+    if pivoting:  # LAPACK's geqp3, as JAX on CPU: a[:, p] = q r
+        import scipy.linalg
+        with np.errstate(all="ignore"):
+            return scipy.linalg.qr(a, mode="full" if full_matrices else "economic",
+                                   pivoting=True, check_finite=False)
     with np.errstate(all="ignore"):
         q, r = np.linalg.qr(a, mode="complete" if full_matrices else "reduced")
     return q, r
@@ -514,16 +520,18 @@ _front_batch(qr_p)
 def qr(x: Any, *, pivoting: bool = False, full_matrices: bool = True,
        use_magma: bool | None = None) -> tuple:
     """lax.linalg.qr: (q, r) with x = q r, q unitary ([..., m, m], or [..., m, min(m, n)]
-    without full_matrices) and r upper triangular."""
-    if pivoting:
-        raise NotImplementedError("lax.linalg.qr(pivoting=True) is not implemented in "
-                                  "tracejit; use pivoting=False")
+    without full_matrices) and r upper triangular. With `pivoting`, (q, r, p): the
+    rank-revealing x[..., :, p] = q r (LAPACK's geqp3), |diag(r)| non-increasing, p int32."""
     aval = get_aval(x)
+    pivoting = bool(pivoting)
     if aval.ndim >= 2 and 0 in aval.shape[-2:]:
         _check("qr", aval, ranks=(2,))
-        q_aval, r_aval = _qr_abstract(aval, full_matrices=bool(full_matrices))
-        return _eye(aval.dtype, q_aval.shape), full(r_aval.shape, 0, aval.dtype)
-    return tuple(qr_p.bind(x, full_matrices=bool(full_matrices)))
+        q_aval, r_aval, *p_aval = _qr_abstract(aval, full_matrices=bool(full_matrices),
+                                               pivoting=pivoting)
+        out = (_eye(aval.dtype, q_aval.shape), full(r_aval.shape, 0, aval.dtype))
+        # JAX's empty-matrix pivots are zeros, not arange
+        return out + tuple(full(a.shape, 0, a.dtype) for a in p_aval)
+    return tuple(qr_p.bind(x, full_matrices=bool(full_matrices), pivoting=pivoting))
 
 
 def _thin_qr_jvp(q, r, dx):
@@ -543,11 +551,21 @@ def _thin_qr_jvp(q, r, dx):
     return dq, dr
 
 
-def _qr_jvp(primals, tangents, *, full_matrices):
+def _qr_jvp(primals, tangents, *, full_matrices, pivoting=False):
     (x,), (dx,) = primals, tangents
-    q, r = qr_p.bind(x, full_matrices=full_matrices)
+    outs = qr_p.bind(x, full_matrices=full_matrices, pivoting=pivoting)
     if type(dx) is Zero:
-        return [q, r], [Zero.from_primal(q), Zero.from_primal(r)]
+        return outs, [Zero.from_primal(v) for v in outs]
+    # pivoted: x[:, p] = q r with p locally constant, so the unpivoted rule applies to
+    # x[:, p] and dx[:, p]; p's tangent is the integer zero (as JAX)
+    q, r, *p = outs
+    if pivoting:
+        x, dx = _T(take_rows(_T(x), p[0])), _T(take_rows(_T(dx), p[0]))
+    dq, dr = _qr_unpivoted_jvp(x, dx, q, r, full_matrices)
+    return outs, [dq, dr] + [Zero.from_primal(v) for v in p]
+
+
+def _qr_unpivoted_jvp(x, dx, q, r, full_matrices):
     aval = get_aval(x)
     *batch, m, n = aval.shape
     batch, nd = tuple(batch), aval.ndim
@@ -560,12 +578,12 @@ def _qr_jvp(primals, tangents, *, full_matrices):
     if m < n:  # X = [X1 X2]: the square QR of X1, and R2 = Q^H X2
         dq, dr1 = _thin_qr_jvp(q, cols(r, 0, m), cols(dx, 0, m))
         dr2 = ew.add(_mm(_H(dq), cols(x, m, n)), _mm(_H(q), cols(dx, m, n)))
-        return [q, r], [dq, concatenate([dr1, dr2], nd - 1)]
+        return dq, concatenate([dr1, dr2], nd - 1)
     q_mn = cols(q, 0, n) if full_matrices else q
     r_nn = slice(r, zeros, batch + (n, n)) if full_matrices else r
     dq_mn, dr_nn = _thin_qr_jvp(q_mn, r_nn, dx)
     if not full_matrices or m == n:
-        return [q, r], [dq_mn, dr_nn]
+        return dq_mn, dr_nn
     # full matrices (arXiv:2409.13374, eqs. 32-33)
     q_nn = slice(q_mn, zeros, batch + (n, n))
     q_pn = slice(q_mn, zeros[:-2] + (n, 0), batch + (m, n))
@@ -579,7 +597,7 @@ def _qr_jvp(primals, tangents, *, full_matrices):
                                            _H(ew.sub(dq_pn, _mm(z_pn, dq_nn)))))
     dq = concatenate([dq_mn, dq_mp], nd - 1)
     dr = concatenate([dr_nn, full(batch + (m - n, n), 0, aval.dtype)], nd - 2)
-    return [q, r], [dq, dr]
+    return dq, dr
 
 
 qr_p.def_jvp(_qr_jvp)
@@ -1062,6 +1080,64 @@ def geqrf(a: Any) -> tuple:
     return tuple(geqrf_p.bind(a))
 
 
+def _geqp3_abstract(a: ShapedArray, jpvt: ShapedArray):
+    batch = _check("geqp3", a, ranks=(2,))
+    if jpvt.dtype != dtypes.int32:  # LAPACK's pivots are 32-bit
+        raise TypeError(f"geqp3 requires int32 column pivots jpvt, got {jpvt.dtype.name}; "
+                        "pass jpvt.astype(jnp.int32)")
+    m, n = a.shape[-2:]
+    if jpvt.shape != batch + (n,):
+        raise ValueError(f"geqp3 expects jpvt of shape {batch + (n,)} (the batch dims and "
+                         f"a's column count) for a of shape {a.shape}, got {jpvt.shape}")
+    return (ShapedArray(a.shape, a.dtype), ShapedArray(jpvt.shape, jpvt.dtype),
+            ShapedArray(batch + (min(m, n),), a.dtype))
+
+
+def _geqp3_one(a: np.ndarray, jpvt: np.ndarray):
+    # SciPy's f2py wrapper does not take jpvt in (a nonzero entry pins that column to the
+    # front), so call its cython_lapack routine directly, Fortran conventions by pointer
+    import ctypes
+
+    from scipy.linalg import cython_lapack
+    m, n = a.shape
+    prefix = {"f": "s", "d": "d", "F": "c", "D": "z"}[a.dtype.char]
+    capsule = cython_lapack.__pyx_capi__[prefix + "geqp3"]
+    ctypes.pythonapi.PyCapsule_GetName.restype = ctypes.c_char_p
+    ctypes.pythonapi.PyCapsule_GetName.argtypes = [ctypes.py_object]
+    ctypes.pythonapi.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    ctypes.pythonapi.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    address = ctypes.pythonapi.PyCapsule_GetPointer(
+        capsule, ctypes.pythonapi.PyCapsule_GetName(capsule))
+    fa = np.array(a, order="F")
+    piv = np.array(jpvt, np.int32)
+    tau = np.zeros(min(m, n), a.dtype)
+    lwork = max(1, 3 * n + 1) * 64
+    work, rwork = np.zeros(lwork, a.dtype), np.zeros(max(1, 2 * n), a.real.dtype)
+    ints = [ctypes.c_int(v) for v in (m, n, max(m, 1), lwork, 0)]
+    ref = [ctypes.cast(ctypes.pointer(c), ctypes.c_void_p) for c in ints]
+    arrays = [ctypes.c_void_p(x.ctypes.data) for x in (fa, piv, tau, work, rwork)]
+    args = ref[:2] + [arrays[0], ref[2], arrays[1], arrays[2], arrays[3], ref[3]]
+    args += [arrays[4], ref[4]] if a.dtype.kind == "c" else [ref[4]]
+    ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(args))(address)(*args)
+    if ints[4].value != 0:
+        fa, tau = _nan_like(fa), _nan_like(tau)
+    return np.ascontiguousarray(fa), piv, tau
+
+
+geqp3_p = Primitive("geqp3", multiple_results=True)
+geqp3_p.def_abstract_eval(_geqp3_abstract)
+geqp3_p.def_impl(_batched_impl(geqp3_p, _geqp3_one))
+_front_batch(geqp3_p)
+_no_jvp(geqp3_p)
+
+
+def geqp3(a: Any, jpvt: Any, *, use_magma: bool | None = None) -> tuple:
+    """lax.linalg.geqp3, LAPACK's column-pivoted QR: (a, jpvt, taus) with R on and above a's
+    diagonal, the Householder reflectors below it, and jpvt the 1-based column pivots
+    (a[:, jpvt - 1] = q r). A nonzero jpvt entry on input moves that column to the front."""
+    return tuple(geqp3_p.bind(a, jpvt))
+
+
 def _tridiagonal_abstract(x: ShapedArray, *, lower: bool):
     batch = _check("tridiagonal", x, ranks=(2,))
     n = x.shape[-1]
@@ -1197,7 +1273,8 @@ def symmetric_product(a_matrix: Any, c_matrix: Any, *, alpha: float = 1.0, beta:
 
 
 __all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "symmetric_product",
-           "schur", "hessenberg", "householder_product", "geqrf", "tridiagonal", "ormqr",
+           "schur", "hessenberg", "householder_product", "geqrf", "geqp3", "tridiagonal",
+           "ormqr",
            "cholesky_update",
            "cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "eigh",
            "svd", "eig", "tridiagonal_solve", "symmetrize", "tril", "triu"]

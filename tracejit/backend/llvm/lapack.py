@@ -294,8 +294,25 @@ def _lu(em: Emitter, eqn, ins, dests):
     return [out, pivots, perm]
 
 
+def _geqp3_args(dtype, m: int, n: int, a, jpvt, tau, work, lwork: int, rwork, info) -> list:
+    """?geqp3's arguments; the complex routines take a real workspace of 2n before info."""
+    args = [m, n, a, max(m, 1), jpvt, tau, work, lwork]
+    return args + ([rwork, info] if np.dtype(dtype).kind == "c" else [info])
+
+
+def _geqp3_lwork(dtype, m: int, n: int) -> int:
+    wk = Work(dtype)
+    query(routine(dtype, "geqp3"), _geqp3_args(dtype, m, n, Work(dtype), Work(np.int32),
+                                               Work(dtype), wk, -1, Work(_real(dtype)), 0))
+    return _size(wk)
+
+
+def _real(dtype) -> np.dtype:
+    return np.empty(0, dtype).real.dtype
+
+
 def _qr(em: Emitter, eqn, ins, dests):
-    (x,), (q, r) = ins, _outs(em, eqn, dests)
+    (x,), (q, r, *p) = ins, _outs(em, eqn, dests)
     dtype = x.aval.dtype
     m, n = x.aval.shape[-2:]
     k = min(m, n)
@@ -306,19 +323,29 @@ def _qr(em: Emitter, eqn, ins, dests):
     w1, w2 = Work(dtype), Work(dtype)
     query(geqrf, [m, n, Work(dtype), m, Work(dtype), w1, -1, 0])
     query(orgqr, [m, qc, k, Work(dtype), m, Work(dtype), w2, -1, 0])
-    lwork = max(_size(w1), _size(w2))
+    lwork = max(_size(w1), _size(w2), _geqp3_lwork(dtype, m, n) if p else 1)
     a, tau, work, info = (_work(em, m * cols, dtype), _work(em, k, dtype),
                           _work(em, lwork, dtype), _info(em))
+    if p:  # column pivoting: geqp3 (jpvt zero: every column free), pivots made 0-based
+        jpvt, rwork = _work(em, n, np.int32), _work(em, 2 * n, _real(dtype))
 
     def one(bidx):
         _to_fortran(em, x, bidx, m, n, a, m)
-        _call(em, geqrf, [m, n, a, m, tau, work, lwork, info])
+        if p:
+            em.loop(n, lambda i: em.store(jpvt, i, ir.Constant(I32, 0)), name="jpvt")
+            _call(em, routine(dtype, "geqp3"),
+                  _geqp3_args(dtype, m, n, a, jpvt, tau, work, lwork, rwork, info))
+            em.loop(n, lambda i: em.store(p[0], em.linear(p[0].aval.shape, bidx + [i]),
+                                          em.b.sub(em.load(jpvt, i), ir.Constant(I32, 1))),
+                    name="piv")
+        else:
+            _call(em, geqrf, [m, n, a, m, tau, work, lwork, info])
         _from_fortran(em, a, m, r, bidx, kr, n, keep=lambda i, j: em.b.icmp_signed("<=", i, j))
         _call(em, orgqr, [m, qc, k, a, m, tau, work, lwork, info])
         _from_fortran(em, a, m, q, bidx, m, qc)
     em.loop_nest(list(_batch(eqn)), one)
-    _release(em, a, tau, work, info)
-    return [q, r]
+    _release(em, a, tau, work, info, *((jpvt, rwork) if p else ()))
+    return [q, r, *p]
 
 
 def _eigh(em: Emitter, eqn, ins, dests):
@@ -540,6 +567,35 @@ def _geqrf(em: Emitter, eqn, ins, dests):
     return [out, taus]
 
 
+def _geqp3(em: Emitter, eqn, ins, dests):
+    (x, jpvt_in), (out, jpvt_out, taus) = ins, _outs(em, eqn, dests)
+    dtype = x.aval.dtype
+    m, n = x.aval.shape[-2:]
+    k = min(m, n)
+    lwork = _geqp3_lwork(dtype, m, n)
+    a, jpvt, tau, work, rwork, info = (
+        _work(em, m * n, dtype), _work(em, n, np.int32), _work(em, k, dtype),
+        _work(em, lwork, dtype), _work(em, 2 * n, _real(dtype)), _info(em))
+
+    def one(bidx):
+        _to_fortran(em, x, bidx, m, n, a, max(m, 1))
+        em.loop(n, lambda i: em.store(jpvt, i, em.value_at(jpvt_in, bidx + [i])), name="jpvt")
+        _call(em, routine(dtype, "geqp3"),
+              _geqp3_args(dtype, m, n, a, jpvt, tau, work, lwork, rwork, info))
+        _from_fortran(em, a, max(m, 1), out, bidx, m, n)
+        em.loop(n, lambda i: em.store(jpvt_out, em.linear(jpvt_out.aval.shape, bidx + [i]),
+                                      em.load(jpvt, i)), name="piv")
+        _vector_out(em, tau, taus, bidx, k)
+    if m and n:
+        em.loop_nest(list(_batch(eqn)), one)
+    else:  # nothing to factor: zero pivots, as the reference's empty results
+        em.loop_nest(list(jpvt_out.aval.shape),
+                     lambda idx: em.store(jpvt_out, em.linear(jpvt_out.aval.shape, idx),
+                                          ir.Constant(I32, 0)))
+    _release(em, a, jpvt, tau, work, rwork, info)
+    return [out, jpvt_out, taus]
+
+
 def _tridiagonal(em: Emitter, eqn, ins, dests):
     (x,), (out, d, e, taus) = ins, _outs(em, eqn, dests)
     dtype = x.aval.dtype
@@ -619,6 +675,7 @@ def _householder_product(em: Emitter, eqn, ins, dests):
 
 STRUCTURAL.update({dec.schur_p: _schur, dec.hessenberg_p: _hessenberg,
                    dec.householder_product_p: _householder_product, dec.geqrf_p: _geqrf,
+                   dec.geqp3_p: _geqp3,
                    dec.tridiagonal_p: _tridiagonal, dec.ormqr_p: _ormqr})
 STRUCTURAL.update({dec.cholesky_p: _cholesky, dec.triangular_solve_p: _triangular_solve,
                    dec.lu_p: _lu, dec.qr_p: _qr, dec.eigh_p: _eigh, dec.svd_p: _svd,
