@@ -1,5 +1,5 @@
-"""jax.scipy.linalg.qr_multiply (user-facing layer): Q c or c Q from geqrf's reflectors via
-lax.linalg.ormqr, without forming Q; both primitives lower natively under jit."""
+"""jax.scipy.linalg.qr_multiply (user-facing layer): Q c or c Q from geqrf's (with pivoting,
+geqp3's) reflectors via lax.linalg.ormqr, without forming Q; all lower natively under jit."""
 from __future__ import annotations
 
 from typing import Any
@@ -15,14 +15,11 @@ def qr_multiply(a: Any, c: Any, mode: str = "right", pivoting: bool = False,
     """jax.scipy.linalg.qr_multiply: with a = Q R (a (..., M, N), K = min(M, N)), mode
     'left' returns (Q @ c, R) for c (..., K, P) and 'right' (c @ Q, R) for c (..., P, M), Q
     cut to K columns; conjugate uses conj(Q). A 1-D c is a column (left) or row (right).
-    pivoting=True is not implemented in tracejit."""
+    With pivoting, a[..., :, p] = Q R and p (int32) is appended: (out, R, p)."""
     del overwrite_a, overwrite_c  # no buffers to reuse
     a, c = promote_dtypes_inexact(jnp.asarray(a), jnp.asarray(c))
     if mode not in ("right", "left"):
         raise ValueError(f"mode must be 'right' or 'left', got {mode!r}")
-    if pivoting:
-        raise NotImplementedError("qr_multiply(pivoting=True) needs a column-pivoted QR, "
-                                  "which tracejit does not implement; use pivoting=False")
     onedim = c.ndim == 1
     if onedim:
         c = c[:, None] if mode == "left" else c[None, :]
@@ -39,7 +36,12 @@ def qr_multiply(a: Any, c: Any, mode: str = "right", pivoting: bool = False,
     batch = jnp.broadcast_shapes(a.shape[:-2], c.shape[:-2])
     a = jnp.broadcast_to(a, batch + a.shape[-2:])
     c = jnp.broadcast_to(c, batch + c.shape[-2:])
-    r, taus = _dec.geqrf(a)
+    p = ()
+    if pivoting:  # geqp3's pivots are 1-based; every column free (jpvt zero)
+        r, jpvt, taus = _dec.geqp3(a, jnp.zeros(a.shape[:-2] + (n,), dtype=jnp.int32))
+        p = (jpvt - 1,)
+    else:
+        r, taus = _dec.geqrf(a)
     if m > n and mode == "left":
         # Q is M x M in ormqr: rows past K of c meet Q's dropped columns, so pad them with 0
         pad = jnp.zeros(c.shape[:-2] + (m - k,) + c.shape[-1:], dtype=c.dtype)
@@ -54,4 +56,4 @@ def qr_multiply(a: Any, c: Any, mode: str = "right", pivoting: bool = False,
         out = out[..., :k]
     if onedim:
         out = out.ravel()
-    return out, jnp.triu(r[..., :k, :])
+    return (out, jnp.triu(r[..., :k, :]), *p)

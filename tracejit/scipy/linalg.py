@@ -156,7 +156,9 @@ def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False,
 
 def qr(a: Any, overwrite_a: bool = False, lwork: Any = None, mode: str = "full",
        pivoting: bool = False, check_finite: bool = True) -> tuple:
-    """jax.scipy.linalg.qr: (q, r) in mode 'full' or 'economic'; (r,) in mode 'r'."""
+    """jax.scipy.linalg.qr: (q, r) in mode 'full' or 'economic'; (r,) in mode 'r'. With
+    pivoting, the column permutation p (int32, a[..., :, p] = q r) is appended: (q, r, p),
+    or (r, p) in mode 'r'."""
     if mode in ("full", "r"):
         full_matrices = True
     elif mode == "economic":
@@ -164,8 +166,8 @@ def qr(a: Any, overwrite_a: bool = False, lwork: Any = None, mode: str = "full",
     else:
         raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
     (a,) = _inexact(a)
-    q, r = _dec.qr(a, pivoting=pivoting, full_matrices=full_matrices)
-    return (r,) if mode == "r" else (q, r)
+    q, r, *p = _dec.qr(a, pivoting=bool(pivoting), full_matrices=full_matrices)
+    return (r, *p) if mode == "r" else (q, r, *p)
 
 
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: bool = False,
