@@ -147,8 +147,7 @@ OUT_OF_SCOPE["extend.core"] = {
     "unsafe_am_i_under_a_vmap_DO_NOT_USE": _NEW_TRACE_API,
     "unsafe_get_axis_names_DO_NOT_USE": _NEW_TRACE_API,
     "array_types": "JAX's set of array scalar types; no library here uses it",
-    "call_impl": "call primitives are tracejit's own", "gensym": "Vars need no name generator",
-    "primitives": "the lax primitives are tracejit.lax.<name>_p"}
+    "call_impl": "call primitives are tracejit's own", "gensym": "Vars need no name generator"}
 OUT_OF_SCOPE["extend.linear_util"] = {
     n: _LU_TRANSFORMS for n in ("StoreException", "cache", "merge_linear_aux", "transformation",
                                 "transformation2", "transformation_with_aux",

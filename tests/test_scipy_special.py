@@ -384,7 +384,10 @@ def test_erfcx_against_mpmath_scipy_and_jax(x64):
 
 @pytest.mark.parametrize("name", sorted(set(JAX_SPECIAL) - NOT_YET - {
     "bernoulli", "multigammaln", "polygamma", "expn", "logsumexp", "softmax", "log_softmax",
-    "zeta"}))
+    "zeta",
+    # integer degree/order and a complex result; JAX 0.10's Legendre table is float64 under
+    # x64 (complex128 out), ours stays complex64 for float32 angles (noted in the README)
+    "sph_harm_y"}))
 def test_float32_stays_float32_with_x64(name, x64):
     """No float64 constant leaks into float32 code (NumPy scalars are not weakly typed)."""
     import inspect

@@ -13,6 +13,9 @@ from . import elementwise as ew
 from ._base import as_strict_lax_operands
 
 
+_LENIENT: dict[Callable, Callable] = {}  # each strict op -> the lenient op it checks for
+
+
 def _strict(lenient: Callable, prim: Primitive) -> Callable:
     name = lenient.__name__
 
@@ -20,7 +23,15 @@ def _strict(lenient: Callable, prim: Primitive) -> Callable:
     def op(x: Any, y: Any):
         x, y = as_strict_lax_operands(name, x, y)
         return prim.bind(x, y)
+    _LENIENT[op] = lenient
     return op
+
+
+def lenient_of(fn: Callable) -> Callable:
+    """The package's own op for a public strict one (`fn` itself otherwise), so code that
+    recognises lax.add & co. as a reduction's monoid sees one function whichever the user
+    passed (reduce, reduce_window)."""
+    return _LENIENT.get(fn, fn)
 
 
 add = _strict(ew.add, ew.add_p)

@@ -352,6 +352,7 @@ def reduce_window(operand: Any, init_value: Any, computation: Callable,
     arrays) with `computation`, starting from `init_value`; lax.add / lax.max / lax.min with
     their identity take fast paths."""
     from . import elementwise as ew
+    from .strict import lenient_of
     flat, tree = tree_flatten(operand)
     flat_init, init_tree = tree_flatten(init_value)
     if tree != init_tree:
@@ -367,7 +368,7 @@ def reduce_window(operand: Any, init_value: Any, computation: Callable,
         for fn, kind, prim in ((ew.add, "sum", reduce_window_sum_p),
                                (ew.max, "max", reduce_window_max_p),
                                (ew.min, "min", reduce_window_min_p)):
-            if computation is fn and _is_identity(flat_init[0], kind):
+            if lenient_of(computation) is fn and _is_identity(flat_init[0], kind):
                 return tree_unflatten(tree, [prim.bind(flat[0], **params)])
     # concrete Python/NumPy scalars take the operand's dtype (they are weakly typed in JAX)
     inits = [np.asarray(i, get_aval(x).dtype)

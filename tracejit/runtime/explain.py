@@ -35,9 +35,10 @@ def _static_str(value: Any) -> str:
 
 def _differences(key: tuple, old: tuple, arg_names: Sequence[str]) -> list[tuple[str, str]]:
     """(kind, detail) for each way the cache key `key` differs from a previously seen `old`.
-    Keys are (pytree, avals, static positional args, static keyword args, config)."""
-    tree, avals, static, static_kw, config_key = key
-    o_tree, o_avals, o_static, o_static_kw, o_config = old
+    Keys are (pytree, avals, static positional args, static keyword args, config, the
+    arguments' shardings)."""
+    tree, avals, static, static_kw, config_key, layout = key
+    o_tree, o_avals, o_static, o_static_kw, o_config, o_layout = old
     out = []
     if tree != o_tree:
         out.append(("different input pytree", f"now {tree} and before {o_tree}"))
@@ -55,6 +56,8 @@ def _differences(key: tuple, old: tuple, arg_names: Sequence[str]) -> list[tuple
     if config_key != o_config:
         out.append(("different configuration (jax.config options that change the program)",
                     f"now {config_key} and before {o_config}"))
+    if layout != o_layout:
+        out.append(("different input shardings", f"now {layout} and before {o_layout}"))
     return out
 
 

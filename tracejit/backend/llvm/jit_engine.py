@@ -210,8 +210,8 @@ def load(module: llvm.ModuleRef, cached_object: bytes | None = None) -> tuple[Co
 
 
 def compile_ir(ir_text: str) -> tuple[llvm.ModuleRef, Code]:
-    """Parse, verify, optimise (see `optimize`) and generate machine code. Returns the optimised module
-    (parsed back: the engine owns the one it compiled) and the code."""
+    """Parse, verify, optimise (see `optimize`) and generate machine code. Returns the optimised
+    module (parsed back: the engine owns the one it compiled) and the code."""
     module = optimize(parse(ir_text))
     optimised_ir = str(module)
     code, _ = load(module)

@@ -8,7 +8,8 @@ futex, and then takes chunks itself; every thread claims the next chunk with one
 (which thread runs a chunk depends on timing, what the chunk computes does not: each writes its
 own outputs). The call returns when all chunks are done. A worker that wakes late holds a
 reference (`refs`) while it looks at the job, and the next publish waits for the references to
-drop, so a late worker never reads a half-written job nor runs a finished one. Workers spin briefly, then sleep in the kernel.
+drop, so a late worker never reads a half-written job nor runs a finished one. Workers spin
+briefly, then sleep in the kernel.
 
 Nested calls (a body that calls parallel_for) and calls from a second thread while the pool is
 busy run inline on the calling thread (no oversubscription). A set interrupt flag

@@ -226,3 +226,6 @@ def subjaxprs(jaxpr: Jaxpr) -> Iterator[Jaxpr]:
     """The jaxprs in the params of jaxpr's equations (not recursively)."""
     for eqn in jaxpr.eqns:
         yield from jaxprs_in_params(eqn.params)
+
+
+from . import primitives  # noqa: E402,F401  (jax.extend.core.primitives; needs Primitive above)

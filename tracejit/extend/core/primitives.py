@@ -1,7 +1,8 @@
 """`jax.extend.core.primitives`: JAX's call primitives by their names. `jit_p` is tracejit's
 jit call (lax/call.py); `call_p` and `closed_call_p` (a call of a jaxpr, open or closed) are
 defined here as user-level primitives whose rules evaluate, differentiate and batch the called
-jaxpr, and whose lowering inlines it (numpyro keys its dependency tracking by them)."""
+jaxpr, and whose lowering inlines it (numpyro keys its dependency tracking by them). Like JAX's
+module it also names every lax primitive (`add_p`, `reduce_sum_p`, ...)."""
 from __future__ import annotations
 
 from typing import Any
@@ -10,11 +11,13 @@ from ...core import primitive as _primitive
 from ...core.jaxpr import ClosedJaxpr, Jaxpr
 from ...core.jaxpr_util import eval_jaxpr_bind
 from ...core.rules import instantiate
+from ... import lax as _lax
 from ...lax.call import pjit_p
 from ...transforms.api import jvp, vmap
 from . import Primitive
 
 jit_p = pjit_p
+globals().update({_name: getattr(_lax, _name) for _name in dir(_lax) if _name.endswith("_p")})
 
 
 def _closed(call_jaxpr: Jaxpr | ClosedJaxpr) -> ClosedJaxpr:
