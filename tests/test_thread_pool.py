@@ -305,3 +305,32 @@ def test_blas_gets_one_thread_while_the_pool_runs(threads):
     finally:
         busy.value = 0
     assert api[1]() == 1
+
+
+def test_a_kernel_that_falls_back_to_serial_frees_its_name():
+    """A parallel body abandoned for the serial loop (its lowering was not one loop over rows)
+    is deleted from the module; the next body must not reuse its name. The gradient step of a
+    batch-4096 MLP under a one-device shard_map compiled to a DuplicatedNameError
+    (`python -m benchmarks scaling` found it)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4096, 256)).astype(np.float32)
+    y = rng.normal(size=(4096, 1)).astype(np.float32)
+    p = {"w1": rng.normal(size=(256, 256)).astype(np.float32) / 16,
+         "w2": rng.normal(size=(256, 1)).astype(np.float32) / 16}
+
+    def loss(p, x, y):
+        return tnp.mean((tnp.tanh(x @ p["w1"]) @ p["w2"] - y) ** 2)
+
+    def step(p, x, y):
+        g = lax.pmean(tracejit.grad(loss)(p, x, y), "x")
+        return tracejit.tree_util.tree_map(lambda w, d: w - 0.01 * d, p, g)
+
+    P = tracejit.sharding.PartitionSpec
+    mesh = tracejit.sharding.Mesh(np.array(tracejit.devices()[:1]), ("x",))
+    got = tracejit.jit(tracejit.shard_map(step, mesh=mesh, in_specs=(P(), P("x"), P("x")),
+                                          out_specs=P()))(p, x, y)
+    # the same step without shard_map (pmean over one device is the identity)
+    want = tracejit.jit(lambda p, x, y: tracejit.tree_util.tree_map(
+        lambda w, d: w - 0.01 * d, p, tracejit.grad(loss)(p, x, y)))(p, x, y)
+    for k in p:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-5, atol=1e-7)

@@ -459,7 +459,8 @@ class Emitter:
             self.b.call(fn, [self.inputs, self.workspace] + values)
             return dests
         fnty = ir.FunctionType(ir.VoidType(), [I8P.as_pointer(), I8P] + [x.type for x in values])
-        fn = ir.Function(self.module, fnty, name=f"kernel{len(self.module.globals)}")
+        name = self.module.get_unique_name(f"kernel{len(self.module.globals)}")
+        fn = ir.Function(self.module, fnty, name=name)
         fn.linkage = "internal"
         fn.attributes.add("noinline")
         self.b.call(fn, [self.inputs, self.workspace] + values)

@@ -142,7 +142,7 @@ def lower_parallel(em: Emitter, eqn, env: dict, dests: list) -> list | None:
     out_avals = [v.aval for v in eqn.outvars]
     fixed = 4  # inputs, workspace regions, rows per chunk, bytes per region
     body_fn = ir.Function(em.module, thread_pool.BODY_TYPE,
-                          name=f"chunks{len(em.module.globals)}")
+                          name=em.module.get_unique_name(f"chunks{len(em.module.globals)}"))
     body_fn.linkage = "internal"
     saved = (em.b, em.inputs, em.workspace, em._callback_ids, em._memo, em._trips,
              em.workspace_bytes, em._free, em._slot_of, em.split, em._allocs)
