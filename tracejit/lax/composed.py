@@ -263,29 +263,11 @@ class DotAlgorithmPreset(enum.Enum):
 
 
 def _monoid_reducer(computation: Callable, inits: list) -> Callable | None:
-    """The reduce_* primitive `computation` with its identity as `inits` names, as JAX's
-    lax.reduce recognises them (a concrete scalar identity, one operand), else None."""
+    """The reduce_* function for `computation` with its identity as the one init value (JAX's
+    lax.reduce fast path), else None."""
     from . import reductions as rd
-    from . import elementwise as ew
-    from .strict import lenient_of
-    if len(inits) != 1:
-        return None
-    value = concrete_value(inits[0])
-    if value is None or np.ndim(value) != 0:
-        return None
-    dtype = np.dtype(get_aval(inits[0]).dtype)
-    intlike = dtype == np.bool_ or np.issubdtype(dtype, np.integer)
-    ones = True if dtype == np.bool_ else (-1 if intlike else None)
-    table = {ew.add: (0, rd.reduce_sum), ew.mul: (1, rd.reduce_prod),
-             ew.max: (rd._lowest(dtype), rd.reduce_max),
-             ew.min: (rd._highest(dtype), rd.reduce_min)}
-    if intlike:
-        table.update({ew.bitwise_or: (0, rd.reduce_or), ew.bitwise_and: (ones, rd.reduce_and),
-                      ew.bitwise_xor: (0, rd.reduce_xor)})
-    identity, reducer = table.get(lenient_of(computation), (None, None))
-    if reducer is not None and np.equal(value, identity):
-        return reducer
-    return None
+    kind = rd.monoid(computation, inits[0]) if len(inits) == 1 else None
+    return getattr(rd, f"reduce_{kind}") if kind is not None else None
 
 
 def reduce(operands: Any, init_values: Any, computation: Callable, dimensions: Sequence[int],

@@ -10,10 +10,11 @@ from ..core import dtypes
 from ..core.avals import ShapedArray
 from ..core.primitive import REDUCTION, Primitive
 from ..core.rules import Zero, aval_of, def_linear, def_reducer_batching, defjvp2, full_like_aval
-from ..core.trace import get_aval
+from ..core.trace import concrete_value, get_aval
 from ._base import ANY, INTBOOL, NUM, ORDERED, as_lax_operands, check_dtype, normalize_axes
 from .elementwise import add, convert_element_type, div, eq, mul
 from .shape import broadcast_in_dim, concatenate, reshape, slice_in_dim, transpose
+from .strict import lenient_of
 
 
 def _reduce_abstract(name: str, kinds: str):
@@ -45,6 +46,25 @@ def _highest(dtype):
     if dtype == dtypes.bool_:
         return True
     return np.inf if dtypes.is_inexact(dtype) else np.iinfo(dtype).max
+
+
+def monoid(computation: Any, init: Any) -> str | None:
+    """The reduction JAX recognises in `computation` started from `init` — "sum", "prod",
+    "max", "min", "or", "and" or "xor" — when `computation` is that lax op (public or the
+    package's own) and `init` a concrete scalar equal to its identity; else None. lax.reduce
+    and lax.reduce_window take their reduce_* fast paths by it."""
+    from . import elementwise as ew
+    value = concrete_value(init)
+    if value is None or np.ndim(value) != 0:
+        return None
+    dtype = np.dtype(get_aval(init).dtype)
+    identities = {ew.add: ("sum", 0), ew.mul: ("prod", 1), ew.max: ("max", _lowest(dtype)),
+                  ew.min: ("min", _highest(dtype))}
+    if dtype == np.bool_ or np.issubdtype(dtype, np.integer):  # bitwise ones: ints, bools
+        identities.update({ew.bitwise_or: ("or", 0), ew.bitwise_xor: ("xor", 0),
+                           ew.bitwise_and: ("and", ~np.zeros((), dtype))})  # all bits set
+    kind, identity = identities.get(lenient_of(computation), (None, None))
+    return kind if kind is not None and np.equal(value, identity) else None
 
 
 def reducer(name: str, impl, kinds: str) -> Primitive:

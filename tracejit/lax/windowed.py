@@ -19,7 +19,7 @@ from ..core.trace import get_aval, trace_to_jaxpr
 from ._base import NUM, ORDERED, check_dtype, check_operand
 from .convolution import _dilate_shape, _stride_dim, _vjp_lhs_padding, padtype_to_pads
 from .elementwise import ge_p, le_p
-from .reductions import _highest, _lowest
+from .reductions import _highest, _lowest, monoid
 from . import shape as sh
 
 # --- shapes ----------------------------------------------------------------------------------
@@ -332,17 +332,6 @@ def _window_params(shape, window_dimensions, window_strides, padding, base_dilat
                 padding=padding, base_dilation=base_dilation, window_dilation=window_dilation)
 
 
-def _is_identity(init: Any, kind: str) -> bool:
-    """init is a concrete scalar equal to the monoid's identity (JAX's fast-path test)."""
-    try:
-        val = np.asarray(init)
-    except Exception:  # a tracer: not concrete
-        return False
-    if val.shape != () or val.dtype == object:
-        return False
-    return bool(val == _identity(kind, val.dtype))
-
-
 def reduce_window(operand: Any, init_value: Any, computation: Callable,
                   window_dimensions: Sequence[int], window_strides: Sequence[int] | None = None,
                   padding: str | Sequence[tuple[int, int]] = "VALID",
@@ -351,8 +340,6 @@ def reduce_window(operand: Any, init_value: Any, computation: Callable,
     """Reduce each (strided, padded, dilated) window of `operand` (an array or a pytree of
     arrays) with `computation`, starting from `init_value`; lax.add / lax.max / lax.min with
     their identity take fast paths."""
-    from . import elementwise as ew
-    from .strict import lenient_of
     flat, tree = tree_flatten(operand)
     flat_init, init_tree = tree_flatten(init_value)
     if tree != init_tree:
@@ -365,11 +352,10 @@ def reduce_window(operand: Any, init_value: Any, computation: Callable,
     params = _window_params(get_aval(flat[0]).shape, window_dimensions, window_strides,
                             padding, base_dilation, window_dilation)
     if len(flat) == 1:
-        for fn, kind, prim in ((ew.add, "sum", reduce_window_sum_p),
-                               (ew.max, "max", reduce_window_max_p),
-                               (ew.min, "min", reduce_window_min_p)):
-            if lenient_of(computation) is fn and _is_identity(flat_init[0], kind):
-                return tree_unflatten(tree, [prim.bind(flat[0], **params)])
+        fast = {"sum": reduce_window_sum_p, "max": reduce_window_max_p,
+                "min": reduce_window_min_p}.get(monoid(computation, flat_init[0]))
+        if fast is not None:
+            return tree_unflatten(tree, [fast.bind(flat[0], **params)])
     # concrete Python/NumPy scalars take the operand's dtype (they are weakly typed in JAX)
     inits = [np.asarray(i, get_aval(x).dtype)
              if isinstance(i, (bool, int, float, complex, np.generic, np.ndarray)) else i
