@@ -73,7 +73,8 @@ GROUPS = ("collectives", "collectives_jit", "collectives_all", "collectives_all_
           "mlp", "outer_grad", "inner_grad", "mixing_grad", "mixing_grad_all", "jit_elementwise",
           "jit_reduce_all", "jit_reduce_rows", "jit_reduce_cols", "jit_matmul",
           "jit_out_shardings", "jit_in_shardings", "jit_local_rows", "jit_reused", "jit_mlp",
-          "jit_lanes_gram", "jit_lanes_center")
+          "jit_lanes_gram", "jit_lanes_center", "outer_jit_mlp", "outer_jit_batch_grad",
+          "outer_vmap", "outer_jvp", "donate")
 
 
 def test_several_processes(tmp_path):
@@ -85,6 +86,8 @@ def test_several_processes(tmp_path):
     _check_collectives_against_numpy(runs)
     _check_arrays_spanning_processes(runs)
     _check_jit_across_processes(runs)
+    _check_transformations_outside_jit(runs)
+    _check_donation(runs)
     _check_data_parallel_training_equals_whole_batch(runs)
     _check_disagreeing_and_missing_peers_raise(runs)
     _check_initialize_checks_its_arguments_against_mpi(runs)
@@ -169,6 +172,36 @@ def _check_jit_across_processes(runs):
             run["jit_mismatch"]
 
 
+def _check_transformations_outside_jit(runs):
+    """grad / jvp / vmap of a jitted function, called on arrays spanning processes: NumPy's
+    values (the whole batch's gradient), and the shardings JAX reports for them."""
+    mpi, _, _, _ = runs
+    x = np.arange(24, dtype=np.float32).reshape(4, 6) / 7.0
+    w = np.linspace(-1, 1, 6 * 4, dtype=np.float32).reshape(6, 4)
+    np.testing.assert_allclose(mpi["outer_vmap/0"], np.tanh(x @ w), rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(mpi["outer_jvp/0"], np.sin(x).sum(0), rtol=2e-6)
+    np.testing.assert_allclose(mpi["outer_jvp/1"], (np.cos(x) * x).sum(0), rtol=2e-6)
+    batch_grad = jax.grad(loss, argnums=1)(init(jax.random.key(1)), DATA, TARGET)
+    np.testing.assert_allclose(mpi["outer_jit_batch_grad/0"], batch_grad, rtol=1e-5, atol=1e-7)
+    # JAX 0.10's reports for the same calls on 4 CPU devices in one process
+    jax_reports = {"grad": "()('data',)", "batch_grad": "('data',)('data',)",
+                   "vmap": "('data',)('data', 'model')", "jvp": "('model',)('data', 'model')"}
+    assert {k: str(v) for k, v in mpi.items() if k.startswith("outer_spec/")} == \
+        {f"outer_spec/{k}": f"NamedSharding{v}" for k, v in jax_reports.items()}
+
+
+def _check_donation(runs):
+    """Donated arrays spanning processes (and replicated over them) are deleted by the call,
+    as in one process; the split one's block is reused for the result; using one again
+    raises Array's error with its global shape."""
+    mpi, single, _, _ = runs
+    for run in (mpi, single):
+        np.testing.assert_array_equal(run["donation/deleted"], [True, True])
+        assert str(run["donation/again"]).startswith(
+            "Array has been deleted with shape=float32[4,6]. It was donated"), run
+    assert mpi["donation/reused"]
+
+
 def _check_data_parallel_training_equals_whole_batch(runs):
     """Two processes averaging their shards' gradients train the parameters one process
     gets from the whole batch."""
@@ -183,6 +216,8 @@ def _check_data_parallel_training_equals_whole_batch(runs):
         np.testing.assert_allclose(mpi[f"mlp/{i}"], w, rtol=1e-5, atol=1e-6)
         # the same step as plain jit on a batch split over the processes
         np.testing.assert_allclose(mpi[f"jit_mlp/{i}"], w, rtol=1e-5, atol=1e-6)
+        # and with the gradient taken outside jit: grad(jit(loss)) on the split batch
+        np.testing.assert_allclose(mpi[f"outer_jit_mlp/{i}"], w, rtol=1e-5, atol=1e-6)
     grads = jax.tree_util.tree_leaves(jax.grad(loss)(init(jax.random.key(1)), DATA, TARGET))
     for i, g in enumerate(grads):
         np.testing.assert_allclose(mpi[f"outer_grad/{i}"], g, rtol=1e-5, atol=1e-6)

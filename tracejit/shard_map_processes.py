@@ -29,6 +29,7 @@ from .lax.processes import allgather_p, pvary_p, shared_p
 from .runtime.devices import to_array
 from .runtime.jit import jit, run_across_processes
 from .runtime.sharded import check_layout, plan_layout
+from .transforms.api import run_over_processes
 from .shard_map import _check_divides, _dim_axes, _per_device
 
 
@@ -106,6 +107,7 @@ def _local_spec(spec: PartitionSpec | None, ndim: int, processes: dict) -> Parti
 def _local_block(x: Any, spec: Any, m: Mesh, sizes: dict, processes: dict,
                  fun_name: str) -> Any:
     if isinstance(x, GlobalArray):
+        x.check_live()
         want = _block(spec, x.shape, sizes, processes, fun_name)
         if x.block != want:
             raise NotImplementedError(
@@ -130,8 +132,11 @@ def _global_shape(shape: tuple, spec: Any, sizes: dict, processes: dict) -> tupl
 
 
 def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tree: Any,
-                     flat_specs: list, out_specs: Any, fun_name: str, bodies: dict) -> Any:
-    """shard_map's call over a mesh whose axes `processes` span processes (see the module)."""
+                     flat_specs: list, out_specs: Any, fun_name: str, bodies: dict,
+                     donated: tuple = ()) -> Any:
+    """shard_map's call over a mesh whose axes `processes` span processes (see the module).
+    `donated` (jit's donate_argnums, per leaf): those leaves' blocks are donated to the
+    per-process program, which may write its results over them, as in one process."""
     sizes = dict(m.shape_tuple)
     # the axes batched here: those within this process, and the lanes of process axes where
     # this process holds several positions
@@ -163,14 +168,17 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
         info: list = []
         results = body(*blocks)
     else:
-        key = (in_tree, tuple(flat_specs), m, tuple(get_aval(b) for b in blocks))
+        key = (in_tree, tuple(flat_specs), m, tuple(get_aval(b) for b in blocks), donated)
         if key not in bodies:
-            bodies[key] = (jit(body), [])
+            bodies[key] = (jit(body, donate_argnums=tuple(i for i, d in enumerate(donated)
+                                                          if d)), [])
         compiled, info = bodies[key]
         results = compiled(*blocks)
     tree, out_flat = info
     if not traced:
-        results = [_wrap(r, s, m, sizes, processes) for r, s in zip(results, out_flat)]
+        given = {id(b) for b in blocks}
+        results = [_wrap(r, s, m, sizes, processes, id(r) in given)
+                   for r, s in zip(results, out_flat)]
     return tree_unflatten(tree, results)
 
 
@@ -202,13 +210,17 @@ def _gather(x: Any, spec: Any, processes: dict) -> Any:
     return x
 
 
-def _wrap(x: Array, spec: Any, m: Mesh, sizes: dict, processes: dict) -> Any:
+def _wrap(x: Array, spec: Any, m: Mesh, sizes: dict, processes: dict, given: bool) -> Any:
     """A result block as the global array: a GlobalArray when split over processes, else the
-    Array every process holds alike."""
+    Array every process holds alike (marked in place unless it is an argument: a fresh
+    result keeps the buffer it was computed in, a donated argument's among them)."""
     spec = spec if spec is not None else PartitionSpec()
     sharding = NamedSharding(m, spec)
     if not any(a in processes for a in spec.mesh_axes()):
-        return x.placed(sharding)
+        if given or x._sharding is not None:
+            return x.placed(sharding)
+        x._sharding = sharding
+        return x
     return GlobalArray(x, _global_shape(x.shape, spec, sizes, processes), sharding)
 
 
@@ -258,12 +270,25 @@ def _plan(entry: Any, shardings: tuple, out_shardings: Any, fun_name: str) -> tu
             reported, per_shard)
 
 
+def _unplaced(x: Array, donated: bool) -> Array:
+    if not donated:
+        return x.placed(default_sharding())
+    x._data  # (Array's error if it was donated before)
+    value, address, pool = x._take_buffer()
+    return Array(value, x.aval, address, pool)
+
+
 def jit_across_processes(jitted: Any, args: tuple, kwargs: dict) -> Any:
     """jit's call when an argument spans processes (or in_shardings lay one out over a mesh
     spanning processes): the program partitioned as in one process (runtime/sharded.py), each
     process running its block of it as shard_map does across processes (collectives over the
     process axes through MPI); results spanning processes are GlobalArrays, every result
     carrying the sharding JAX reports."""
+    for x in tree_leaves((args, kwargs)):  # (JAX's error for the first donated one)
+        if isinstance(x, GlobalArray):
+            x.check_live()
+        elif isinstance(x, Array):
+            x._data
     stand_ins = {}
 
     def stand_in(x):
@@ -297,11 +322,17 @@ def jit_across_processes(jitted: Any, args: tuple, kwargs: dict) -> Any:
     mesh, in_specs, out_specs, reported, per_shard = plans[shardings]
     flat_tree = tree_flatten(tuple(leaves))[1]
     # an array every process holds alike enters unplaced (a copy: the per-process program it
-    # enters is jit's too, which would otherwise come back here)
-    leaves = [x.placed(default_sharding()) if type(x) is Array and x._sharding is not None
-              else x for x in leaves]
+    # enters is jit's too, which would otherwise come back here; a donated one hands over
+    # its buffer, as donation does in one process)
+    donated = entry.donated if any(entry.donated) else ()
+    given_leaves = leaves
+    leaves = [_unplaced(x, donated and donated[i]) if type(x) is Array and
+              x._sharding is not None else x for i, x in enumerate(leaves)]
     results = across_processes(per_shard, mesh, process_axes(mesh), leaves, flat_tree,
-                               in_specs, out_specs, jitted.fun_name, bodies)
+                               in_specs, out_specs, jitted.fun_name, bodies, donated)
+    for x, d in zip(given_leaves, donated):  # (those the program did not write over too)
+        if d and isinstance(x, (Array, GlobalArray)):
+            x.delete()
     laid, args = [], {id(x) for x in tree_leaves((args, kwargs))}
     for r, s in zip(results, reported):
         if s is not None and isinstance(r, Array) and id(r) in args:  # an argument: a copy
@@ -315,3 +346,48 @@ def jit_across_processes(jitted: Any, args: tuple, kwargs: dict) -> Any:
 
 
 run_across_processes(jit_across_processes)
+
+
+# --- transformations called on arrays spanning processes -------------------------------------
+
+_TRANSFORMED: dict = {}  # (transformation key, argument structure, static leaves) -> jit
+_TRANSFORMED_KEPT = 64   # (the most recently made are kept: a loop reuses one)
+
+
+def _is_value(x: Any) -> bool:
+    return isinstance(x, (Array, GlobalArray, Tracer, np.ndarray, np.generic, bool, int, float,
+                          complex))
+
+
+def transformed_across_processes(key: tuple, transformed: Callable, args: tuple,
+                                 kwargs: dict) -> Any:
+    """A transformed function (grad(f), vmap(f), ...) called on arrays spanning processes:
+    run as jit(transformed), so that each process runs its block of the partitioned program
+    (jit_across_processes) and results split over processes are GlobalArrays. Leaves that
+    are not arrays are closed over (static), as the transformation treats them; one jit is
+    kept per transformation, argument structure and static leaves, so a training loop that
+    calls `jax.grad(f)` every step compiles once."""
+    leaves, tree = tree_flatten((args, kwargs))
+    dynamic = tuple(_is_value(x) for x in leaves)
+    static = tuple(x for x, d in zip(leaves, dynamic) if not d)
+    cache_key = (key, tree, dynamic, static)
+    try:
+        jitted = _TRANSFORMED.get(cache_key)
+    except TypeError:  # (an option or static leaf that cannot be hashed: not kept)
+        jitted, cache_key = None, None
+    if jitted is None:
+        def run(*values):
+            given, held = iter(values), iter(static)
+            a, k = tree_unflatten(tree, [next(given) if d else next(held) for d in dynamic])
+            return transformed(*a, **k)
+
+        jitted = jit(run)
+        jitted.fun_name = getattr(transformed, "__name__", jitted.fun_name)
+        if cache_key is not None:
+            if len(_TRANSFORMED) >= _TRANSFORMED_KEPT:
+                del _TRANSFORMED[next(iter(_TRANSFORMED))]
+            _TRANSFORMED[cache_key] = jitted
+    return jitted(*[x for x, d in zip(leaves, dynamic) if d])
+
+
+run_over_processes(transformed_across_processes)

@@ -226,6 +226,47 @@ for _ in range(STEPS):
 save("jit_mlp", params)
 results["jit_spec/mlp"] = spec_of(params["w1"])
 
+
+# --- transformations outside jit, called on arrays spanning processes: each runs as one jit
+# of the transformed function (jit(grad(f))), the program partitioned as above -----------------
+loss_jit = jax.jit(loss)
+params = init(jax.random.key(0))
+for _ in range(STEPS):  # data-parallel training with the gradient taken outside jit
+    grads = jax.grad(loss_jit)(params, batch, labels)
+    params = jax.tree_util.tree_map(lambda p, d: p - LR * d, params, grads)
+save("outer_jit_mlp", params)
+outer_specs = {"grad": grads["w1"]}
+# the gradient with respect to the batch itself: split over the processes as the batch is
+batch_grad = jax.grad(loss_jit, argnums=1)(init(jax.random.key(1)), batch, labels)
+save("outer_jit_batch_grad", batch_grad)
+outer_specs["batch_grad"] = batch_grad
+rows_tanh = jax.vmap(jax.jit(lambda row, v: jnp.tanh(row @ v)), in_axes=(0, None))(from_cb, w)
+save("outer_vmap", rows_tanh)
+outer_specs["vmap"] = rows_tanh
+pair = jax.jvp(jax.jit(lambda a: jnp.sin(a).sum(0)), (from_cb,), (from_cb,))
+save("outer_jvp", pair)
+outer_specs["jvp"] = pair[1]
+if mode == "mpi":  # (in one process these transformations run eagerly, op by op)
+    for name, r in outer_specs.items():
+        results[f"outer_spec/{name}"] = spec_of(r)
+
+# --- donation: the donated arrays are deleted after the call (and, across processes, their
+# blocks reused for the results) -------------------------------------------------------------
+spread_rows = jax.make_array_from_process_local_data(NamedSharding(mesh1d, P("data")), rows)
+shared = jax.device_put(np.ones(6, np.float32), NamedSharding(mesh1d, P()))
+held = (spread_rows.local if mode == "mpi" else spread_rows).unsafe_buffer_pointer()
+donating = jax.jit(lambda a, b: (a * 2, b + 1), donate_argnums=(0, 1))
+twice, plus_one = donating(spread_rows, shared)
+save("donate", (twice, plus_one))
+results["donation/deleted"] = np.array([spread_rows.is_deleted(), shared.is_deleted()])
+if mode == "mpi":
+    results["donation/reused"] = np.array(twice.local.unsafe_buffer_pointer() == held)
+try:
+    donating(spread_rows, shared)
+    results["donation/again"] = np.array("no error")
+except RuntimeError as e:
+    results["donation/again"] = np.array(str(e))
+
 if mode == "single" or jax.process_index() == 0:
     np.savez(out_path, **results)
 if mode == "mpi":

@@ -83,6 +83,22 @@ class GlobalArray:
     def block_until_ready(self) -> GlobalArray:
         return self
 
+    def delete(self) -> None:
+        """Free this process's block (as donating the array to jit does)."""
+        self.local.delete()
+
+    def is_deleted(self) -> bool:
+        return self.local.is_deleted()
+
+    def check_live(self) -> None:
+        """Array's error, with the global shape, when this array was donated or deleted."""
+        if self.is_deleted():
+            raise RuntimeError(
+                f"Array has been deleted with shape={self.dtype.name}"
+                f"[{','.join(map(str, self.shape))}]. It was donated to a jitted function "
+                "(donate_argnums/donate_argnames) or deleted explicitly: use the function's "
+                "output instead, or stop donating this argument.")
+
     def __array__(self, dtype=None, copy=None):
         if all(b == slice(0, n) for b, n in zip(self.block, self.shape)):
             return np.asarray(self.local, dtype=dtype)  # (this process holds all of it)

@@ -14,6 +14,8 @@ from ..core.array import Array
 from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.axis_env import AxisFrame
 from ..core.batching import batch_flat
+from ..core.devices import process_count
+from ..core.global_array import GlobalArray
 from ..core.jaxpr_util import eval_jaxpr_bind
 from ..core.jvp_trace import jvp_flat
 from ..core.linearize import Linearized, linearize_flat
@@ -39,6 +41,46 @@ from ..core.rules import (
 from ..core.trace import Tracer, fun_debug_info, get_aval, to_numpy
 from ..core.transpose import backward_pass
 from .custom import checkpoint, custom_jvp, custom_vjp, remat  # noqa: F401
+
+
+# --- arrays spanning processes -------------------------------------------------------------
+# A transformation called on arrays spanning processes (or laid out over a mesh that does)
+# runs as one jit of the transformed function (jit(grad(f)) for grad(f)): each process then
+# runs its block of the partitioned program, as jit over such arrays does. Eagerly the
+# transformation would need every intermediate value, which no process holds whole. Set by
+# shard_map_processes.py (user-facing: it runs jit across processes).
+_OVER_PROCESSES: list = []
+
+
+def _spans_processes(tree: Any) -> bool:
+    if process_count() == 1 or not _OVER_PROCESSES:
+        return False
+    for x in tree_flatten(tree)[0]:
+        if isinstance(x, GlobalArray):
+            return True
+        mesh = getattr(getattr(x, "_sharding", None), "mesh", None)
+        if getattr(mesh, "is_multi_process", False):
+            return True
+    return False
+
+
+def _over_processes(key: tuple, transformed: Callable) -> Callable:
+    """`transformed` (the function a transformation returned), run as one jit when its
+    arguments span processes; `key` names the transformation and its options, so that each
+    call of e.g. `jax.grad(f)` in a training loop reuses one compiled program."""
+    @functools.wraps(transformed)
+    def call(*args, **kwargs):
+        if _spans_processes((args, kwargs)):
+            return _OVER_PROCESSES[0](key, transformed, args, kwargs)
+        return transformed(*args, **kwargs)
+    return call
+
+
+def run_over_processes(run: Callable) -> None:
+    """Set `run(key, transformed, args, kwargs)`: a transformed function's call on arrays
+    spanning processes."""
+    _OVER_PROCESSES[:] = [run]
+
 
 # --- helpers -------------------------------------------------------------------------------
 
@@ -131,6 +173,10 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
     if not (isinstance(primals, (tuple, list)) and isinstance(tangents, (tuple, list))):
         raise TypeError("primal and tangent arguments to jax.jvp must be tuples or lists; found "
                         f"{type(primals).__name__} and {type(tangents).__name__}.")
+    if _spans_processes((primals, tangents)):
+        return _OVER_PROCESSES[0](("jvp", fun, has_aux),
+                                  lambda p, t: jvp(fun, p, t, has_aux=has_aux),
+                                  (tuple(primals), tuple(tangents)), {})
     p_flat, p_tree = tree_flatten(tuple(primals))
     t_flat, t_tree = tree_flatten(tuple(tangents))
     if p_tree != t_tree:
@@ -335,7 +381,8 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         grads = _vjp_fun(lin, out_tree, outs, p_flat, in_tree, fun)(one)
         g = grads[0] if isinstance(argnums, (int, np.integer)) else tuple(grads)
         return ((out, aux), g) if has_aux else (out, g)
-    return value_and_grad_f
+    return _over_processes(("value_and_grad", fun, argnums, has_aux, holomorphic, allow_int),
+                           value_and_grad_f)
 
 
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
@@ -420,7 +467,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         out = tree_unflatten(y_tree, [_jac_blocks(j, get_aval(y).shape, in_leaves, in_tree)
                                       for j, y in zip(y_tree.flatten_up_to(res[1]), y_leaves)])
         return (out, res[2]) if has_aux else out
-    return jacfun
+    return _over_processes(("jacfwd", fun, argnums, has_aux, holomorphic), jacfun)
 
 
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
@@ -452,7 +499,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             start += m
         jac = tree_unflatten(y_tree, out)
         return (jac, res[2]) if has_aux else jac
-    return jacfun
+    return _over_processes(("jacrev", fun, argnums, has_aux, holomorphic, allow_int), jacfun)
 
 
 jacobian = jacrev
@@ -586,7 +633,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
                 raise ValueError(f"axis {ax} is out of bounds for array of dimension {ndim}")
             result.append(moveaxis(bdim_at_front(_as_value(x), d, size), 0, ax % ndim))
         return tree_unflatten(call.out_tree, result)
-    return vmapped
+    return _over_processes(("vmap", fun, in_axes, out_axes, axis_name, axis_size,
+                            spmd_axis_name), vmapped)
 
 
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "jacobian",
