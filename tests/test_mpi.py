@@ -74,7 +74,7 @@ GROUPS = ("collectives", "collectives_jit", "collectives_all", "collectives_all_
           "jit_reduce_all", "jit_reduce_rows", "jit_reduce_cols", "jit_matmul",
           "jit_out_shardings", "jit_in_shardings", "jit_local_rows", "jit_reused", "jit_mlp",
           "jit_lanes_gram", "jit_lanes_center", "outer_jit_mlp", "outer_jit_batch_grad",
-          "outer_vmap", "outer_jvp", "donate")
+          "outer_vmap", "outer_jvp", "donate", "smap_jit_reused")
 
 
 def test_several_processes(tmp_path):
@@ -122,6 +122,13 @@ def _check_collectives_against_numpy(runs):
             (ints[:2] > 6).astype(np.int32) + (ints[2:] > 6)]  # psum of bools counts
     for i, w in enumerate(want):
         np.testing.assert_allclose(mpi[f"collectives/{i}"], w, rtol=1e-6, err_msg=str(i))
+    # under jit: the results out_specs split over the processes stay split, each process
+    # holding its rows (JAX's types and specs for these outputs)
+    assert list(mpi["smap_jit/types"]) == ["Array", "GlobalArray", "GlobalArray"]
+    assert list(mpi["smap_jit/specs"]) == ["P()", "P('data',)", "P('data',)"]
+    np.testing.assert_array_equal(mpi["smap_jit/shards"], [[0], [0]])  # (process 0's)
+    np.testing.assert_allclose(mpi["smap_jit_reused/0"], want[7].sum(0)[:3] * want[6].sum(0),
+                               rtol=1e-6)
 
 
 def _check_arrays_spanning_processes(runs):

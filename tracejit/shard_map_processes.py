@@ -17,13 +17,13 @@ import numpy as np
 from .core.array import Array
 from .core.axis_env import ProcessAxis, extend_axis_env
 from .core.devices import process_count, process_index
-from .core.global_array import GlobalArray
+from .core.global_array import GlobalArray, note_gathered
 from .core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .core.rules import moveaxis
 from .core.sharding import (Mesh, NamedSharding, PartitionSpec, default_sharding,
                             resolve_sharding)
 from .compiler.sharding import reshard
-from .core.trace import Tracer, get_aval
+from .core.trace import DynamicJaxprTracer, Tracer, get_aval
 from .lax import reshape, slice as lax_slice
 from .lax.processes import allgather_p, pvary_p, shared_p
 from .runtime.devices import to_array
@@ -159,8 +159,7 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
                 out_spec=lambda spec, ndim: _local_spec(spec, ndim, processes))
             if traced:  # (inside a transformation: the whole value on every process, and
                 # a gradient may cross the boundary)
-                results = [_share(_gather(r, s, processes), s, processes)
-                           for r, s in zip(results, out_flat)]
+                results = [_leave(r, s, m, processes) for r, s in zip(results, out_flat)]
             info[:] = [tree, out_flat]
             return results
 
@@ -170,8 +169,9 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
     else:
         key = (in_tree, tuple(flat_specs), m, tuple(get_aval(b) for b in blocks), donated)
         if key not in bodies:
-            bodies[key] = (jit(body, donate_argnums=tuple(i for i, d in enumerate(donated)
-                                                          if d)), [])
+            compiled = jit(body, donate_argnums=tuple(i for i, d in enumerate(donated) if d))
+            compiled.split_outputs = False  # (its blocks are laid out by _wrap below)
+            bodies[key] = (compiled, [])
         compiled, info = bodies[key]
         results = compiled(*blocks)
     tree, out_flat = info
@@ -180,6 +180,21 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
         results = [_wrap(r, s, m, sizes, processes, id(r) in given)
                    for r, s in zip(results, out_flat)]
     return tree_unflatten(tree, results)
+
+
+def _leave(x: Any, spec: Any, m: Mesh, processes: dict) -> Any:
+    """A result of shard_map traced inside a transformation, as its whole value on every
+    process. Staged by jit, a result split over processes is noted as gathered from its
+    block, so that jit returning it returns the block as a GlobalArray, as JAX does (and a
+    replicated one as an Array laid out over the mesh)."""
+    whole = _share(_gather(x, spec, processes), spec, processes)
+    spec = spec if spec is not None else PartitionSpec()
+    if isinstance(x, DynamicJaxprTracer) and isinstance(whole, DynamicJaxprTracer) and \
+            x._trace.main is whole._trace.main:
+        # (a replicated result is its own block: jit returns it laid out over the mesh)
+        split = any(a in processes for a in spec.mesh_axes())
+        note_gathered(whole._var, x._var if split else whole._var, NamedSharding(m, spec))
+    return whole
 
 
 def _vary(x: Any, processes: dict) -> Any:

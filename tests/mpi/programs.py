@@ -58,7 +58,17 @@ specs = (P(), P(), P(), P(), P(), P(), P("data"), P("data"), P("data"), P("data"
          P(), P())
 f1 = jax.shard_map(collectives, mesh=mesh1d, in_specs=(P("data"), P("data")), out_specs=specs)
 save("collectives", f1(x, ints))
-save("collectives_jit", jax.jit(f1)(x, ints))
+collected = jax.jit(f1)(x, ints)
+save("collectives_jit", collected)
+# under jit, results split over the processes come back split (GlobalArrays), as in JAX
+if mode == "mpi":
+    results["smap_jit/types"] = np.array([type(r).__name__ for r in collected[5:8]])
+    results["smap_jit/specs"] = np.array([str(r.sharding.spec) for r in collected[5:8]])
+    results["smap_jit/shards"] = np.array([[s.index[0].start or 0 for s in
+                                            r.addressable_shards] for r in collected[6:8]])
+# and fed back into jit as they are
+save("smap_jit_reused", jax.jit(lambda a, b: a.sum(0)[:3] * b.sum(0))(collected[7],
+                                                                    collected[6]))
 # the same over one axis of all four devices: each process holds two of its positions
 mesh_all = Mesh(devs.reshape(-1), ("data",))
 f_all = jax.shard_map(collectives, mesh=mesh_all, in_specs=(P("data"), P("data")),

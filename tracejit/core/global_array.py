@@ -113,6 +113,45 @@ class GlobalArray:
                 f"local block {self.block})")
 
 
+# --- results split over processes under jit -------------------------------------------------
+# Under jit, shard_map's result split over processes is gathered, so that the rest of the traced
+# program sees its global value; the gathered Var is noted here with the Var of this process's
+# block and its sharding. A jit that returns such a value returns the block instead, as a
+# GlobalArray (the gather then unused), as JAX's jit returns an array split over processes.
+_GATHERED: dict = {}  # Var -> (the block's Var, sharding); the most recent few thousand kept
+_GATHERED_KEPT = 4096
+
+
+def note_gathered(whole: Any, block: Any, sharding: Any) -> None:
+    """Note that the traced value `whole` (a Var) is the gathered global value of the block
+    `block` (a Var of the same trace) laid out as `sharding`."""
+    if len(_GATHERED) >= _GATHERED_KEPT:
+        del _GATHERED[next(iter(_GATHERED))]
+    _GATHERED[whole] = (block, sharding)
+
+
+def split_outputs(closed: Any) -> tuple[Any, list | None]:
+    """A traced program whose outputs noted by `note_gathered` are replaced by their blocks,
+    and per output the sharding of its block (None: returned as computed); (closed, None)
+    when no output is such a value."""
+    from .jaxpr import ClosedJaxpr, Jaxpr, Var
+    jaxpr = closed.jaxpr
+    found = [_GATHERED.get(v) if isinstance(v, Var) else None for v in jaxpr.outvars]
+    if not any(found):
+        return closed, None
+    outvars = [v if f is None else f[0] for v, f in zip(jaxpr.outvars, found)]
+    rewritten = Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, jaxpr.eqns, jaxpr.debug_info)
+    return ClosedJaxpr(rewritten, closed.consts), [
+        None if f is None else (f[1], v.aval.shape) for v, f in zip(jaxpr.outvars, found)]
+
+
+def as_global(outs: list, blocks: list) -> list:
+    """The results of a program rewritten by `split_outputs`: blocks as GlobalArrays (a
+    value every process holds whole: a copy laid out over the mesh)."""
+    return [o if b is None else o.placed(b[0]) if o.shape == b[1] else
+            GlobalArray(o, b[1], b[0]) for o, b in zip(outs, blocks)]
+
+
 def _refuse(self, *args, **kwargs):
     self.__jax_array__()
 

@@ -21,7 +21,7 @@ from ..core.array import Array
 from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.config import config
 from ..core.devices import devices, process_count
-from ..core.global_array import GlobalArray
+from ..core.global_array import GlobalArray, as_global, split_outputs
 from ..core.interpret import eval_jaxpr_checked, invalid_value_error, invalid_values
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.jaxpr_util import closure_convert
@@ -93,7 +93,7 @@ class _CacheEntry:
     """One traced signature of a jitted function and, once called, its executable."""
     __slots__ = ("closed", "in_tree", "out_tree", "executable", "in_avals", "arg_names",
                  "donated", "aliases", "consumed", "kept", "direct", "trace_key", "lock",
-                 "debug_checks", "last_use", "laid_out", "placement")
+                 "debug_checks", "last_use", "laid_out", "placement", "blocks")
 
     def __init__(self, closed, in_tree, out_tree, in_avals, arg_names, donated):
         self.closed = closed
@@ -119,6 +119,9 @@ class _CacheEntry:
         # out as (None: no leaf is); once compiled, each output's sharding (None: unsharded)
         self.laid_out: tuple | None = None
         self.placement: list | None = None
+        # once compiled: per output, (sharding, global shape) of a block of a value split over
+        # processes that the program returns instead of gathering it (None: none is)
+        self.blocks: list | None = None
 
 
 class _Traces:
@@ -228,13 +231,19 @@ def _match_donations(in_avals: Sequence[ShapedArray], out_avals: Sequence[Shaped
     return aliases, tuple(sorted(consumed))
 
 
-def compile_entry(entry: _CacheEntry, backend: str | None, keep_unused: bool) -> Executable:
+def compile_entry(entry: _CacheEntry, backend: str | None, keep_unused: bool,
+                  split: bool = True) -> Executable:
     """Compile a traced signature. Unless `keep_unused`, arguments the program never reads are
     left out of it (not passed, not donated), as JAX does; donated arguments are matched to
-    outputs. Records on `entry` what a call then does with its argument leaves."""
+    outputs. Records on `entry` what a call then does with its argument leaves. With `split`,
+    a result split over processes (shard_map's, gathered in the trace) is returned as this
+    process's block (wrapped as a GlobalArray by the call), not gathered."""
+    closed = entry.closed
+    if split:
+        closed, entry.blocks = split_outputs(closed)
     # laid out over a mesh: the program run shard by shard (the traced jaxpr, which
     # make_jaxpr and lowering show, keeps its sharding constraints)
-    closed, entry.placement = partition(entry.closed, entry.laid_out)
+    closed, entry.placement = partition(closed, entry.laid_out)
     kept = None
     if not keep_unused:
         closed, kept = without_unused_args(closed)
@@ -297,6 +306,9 @@ class Jitted:
             raise TypeError(f"Expected a callable value, got {fun!r}")
         self.fun = fun
         self.fun_name = getattr(fun, "__name__", type(fun).__name__)
+        # results split over processes come back as GlobalArrays (False: gathered, for the
+        # per-process programs of shard_map_processes.py, which lay out their results)
+        self.split_outputs = True
         try:
             self._sig = inspect.signature(fun)
         except (TypeError, ValueError):
@@ -582,6 +594,8 @@ class Jitted:
             self._check_outputs(entry, leaves, outs)
         if entry.placement is not None:
             outs = lay_out(outs, entry.placement, leaves)
+        if entry.blocks is not None:
+            outs = as_global(outs, entry.blocks)
         result = outs[0] if entry.out_tree is _SINGLE_LEAF else \
             tree_unflatten(entry.out_tree, outs)
         return result if self.out_shardings is None else place(result, self.out_shardings)
@@ -607,7 +621,8 @@ class Jitted:
                 if log:
                     explain.log_compiling(self.fun_name, entry.in_avals)
                 start = time.perf_counter()
-                entry.executable = compile_entry(entry, self.backend, self.keep_unused)
+                entry.executable = compile_entry(entry, self.backend, self.keep_unused,
+                                                 self.split_outputs)
                 if log:
                     explain.log_compiled(self.fun_name, self.backend or config.tracejit_backend,
                                          time.perf_counter() - start)

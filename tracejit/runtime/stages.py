@@ -10,6 +10,7 @@ from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.pytree import tree_flatten, tree_unflatten
 from ..core.trace import get_aval
 from .executable import Executable
+from ..core.global_array import as_global
 from .jit import compile_entry, execute, without_unused_args
 from .sharded import lay_out
 
@@ -130,7 +131,8 @@ class Lowered(_Stage):
                 f"{closed.jaxpr}\n")
 
     def compile(self, compiler_options: Any = None) -> Compiled:
-        executable = compile_entry(self._entry, self._jitted.backend, self._jitted.keep_unused)
+        executable = compile_entry(self._entry, self._jitted.backend, self._jitted.keep_unused,
+                                   self._jitted.split_outputs)
         return Compiled(self._jitted, self._entry, executable)
 
 
@@ -176,5 +178,7 @@ class Compiled(_Stage):
         outs = execute(entry, self._executable, leaves)
         if entry.placement is not None:  # sharded jit: results laid out as JAX reports them
             outs = lay_out(outs, entry.placement, leaves)
+        if entry.blocks is not None:  # (results split over processes)
+            outs = as_global(outs, entry.blocks)
         return tree_unflatten(entry.out_tree, outs)
 
