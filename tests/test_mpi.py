@@ -74,7 +74,8 @@ GROUPS = ("collectives", "collectives_jit", "collectives_all", "collectives_all_
           "jit_reduce_all", "jit_reduce_rows", "jit_reduce_cols", "jit_matmul",
           "jit_out_shardings", "jit_in_shardings", "jit_local_rows", "jit_reused", "jit_mlp",
           "jit_lanes_gram", "jit_lanes_center", "outer_jit_mlp", "outer_jit_batch_grad",
-          "outer_vmap", "outer_jvp", "donate", "smap_jit_reused")
+          "outer_vmap", "outer_jvp", "donate", "smap_jit_reused", "minor_axis",
+          "minor_axis_jit")
 
 
 def test_several_processes(tmp_path):
@@ -87,6 +88,7 @@ def test_several_processes(tmp_path):
     _check_arrays_spanning_processes(runs)
     _check_jit_across_processes(runs)
     _check_transformations_outside_jit(runs)
+    _check_mesh_with_the_process_axis_minor(runs)
     _check_donation(runs)
     _check_data_parallel_training_equals_whole_batch(runs)
     _check_disagreeing_and_missing_peers_raise(runs)
@@ -195,6 +197,21 @@ def _check_transformations_outside_jit(runs):
                    "vmap": "('data',)('data', 'model')", "jvp": "('model',)('data', 'model')"}
     assert {k: str(v) for k, v in mpi.items() if k.startswith("outer_spec/")} == \
         {f"outer_spec/{k}": f"NamedSharding{v}" for k, v in jax_reports.items()}
+
+
+def _check_mesh_with_the_process_axis_minor(runs):
+    """A 2x2 mesh ('model', 'data') whose devices are jax.devices() transposed: 'data' spans
+    the processes although it is the minor axis. NumPy's values (eagerly and under jit)."""
+    mpi, _, _, _ = runs
+    x = np.arange(24, dtype=np.float32).reshape(4, 6) / 7.0
+    w = np.linspace(-1, 1, 6 * 4, dtype=np.float32).reshape(6, 4)
+    total = x[:, :3].sum(0) + x[:, 3:].sum(0)  # rows over 'data', columns over 'model'
+    rows_at = np.repeat([0.0, 1.0], 2)[:, None]  # axis_index('data') of each row block
+    for k in (0, 2):  # shard_map, then jit(shard_map)
+        np.testing.assert_allclose(mpi[f"minor_axis/{k}"], total, rtol=1e-6)
+        np.testing.assert_allclose(mpi[f"minor_axis/{k + 1}"], x * 2 + rows_at, rtol=1e-6)
+    np.testing.assert_allclose(mpi["minor_axis_jit/0"], x.sum(0), rtol=1e-6)
+    np.testing.assert_allclose(mpi["minor_axis_jit/1"], np.tanh(x @ w), rtol=2e-6, atol=1e-6)
 
 
 def _check_donation(runs):

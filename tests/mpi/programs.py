@@ -91,6 +91,17 @@ f2 = jax.shard_map(mixed, mesh=mesh2d, in_specs=(P("data"), P(None, "model")),
                    out_specs=(P("data"), P(None, "model")))
 save("mixed", jax.jit(f2)(x, w))
 
+# --- a mesh whose process axis is the minor one (devices not in jax.devices() order) -------
+minor = Mesh(devs.T, ("model", "data"))
+f_minor = jax.shard_map(lambda a: (lax.psum(a.sum(0), ("model", "data")),
+                                   a * 2 + lax.axis_index("data")),
+                        mesh=minor, in_specs=P("data", "model"),
+                        out_specs=(P(), P("data", "model")))
+save("minor_axis", (f_minor(x), jax.jit(f_minor)(x)))
+by_minor = jax.make_array_from_callback(x.shape, NamedSharding(minor, P("model", "data")),
+                                        lambda index: x[index])
+save("minor_axis_jit", jax.jit(lambda a, v: (a.sum(0), jnp.tanh(a @ v)))(by_minor, w))
+
 # --- arrays spanning processes -------------------------------------------------------------
 sharding = NamedSharding(mesh2d, P("data", "model"))
 from_cb = jax.make_array_from_callback(x.shape, sharding, lambda index: x[index])
