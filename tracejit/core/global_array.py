@@ -5,6 +5,7 @@ raises JAX's error naming process_allgather and addressable_shards.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,16 @@ def block_of(index_map: dict, shape: tuple, process: int | None = None) -> tuple
     for k, n in enumerate(shape):
         starts = [i[k].indices(n) for i in mine]
         box.append(slice(min(s for s, _, _ in starts), max(e for _, e, _ in starts)))
+    # the distinct pieces must fill the box: a process whose devices hold pieces apart from
+    # each other (devices interleaving processes along a split axis) has no one block
+    pieces = {tuple(i[k].indices(n)[:2] for k, n in enumerate(shape)) for i in mine}
+    if sum(math.prod(e - s for s, e in piece) for piece in pieces) != \
+            math.prod(b.stop - b.start for b in box):
+        raise NotImplementedError(
+            f"process {p}'s devices hold pieces of the array of shape {tuple(shape)} that are "
+            f"not one block of it (the mesh's devices interleave processes along an axis the "
+            f"array is split over); order the mesh's devices so that each process's devices "
+            f"are consecutive along the split axes (as jax.devices() lists them)")
     return tuple(box)
 
 
