@@ -44,24 +44,19 @@ from .custom import checkpoint, custom_jvp, custom_vjp, remat  # noqa: F401
 
 
 # --- arrays spanning processes -------------------------------------------------------------
-# A transformation called on arrays spanning processes (or laid out over a mesh that does)
-# runs as one jit of the transformed function (jit(grad(f)) for grad(f)): each process then
-# runs its block of the partitioned program, as jit over such arrays does. Eagerly the
-# transformation would need every intermediate value, which no process holds whole. Set by
-# shard_map_processes.py (user-facing: it runs jit across processes).
+# A transformation called on arrays split over processes (GlobalArrays) runs as one jit of
+# the transformed function (jit(grad(f)) for grad(f)): each process then runs its block of
+# the partitioned program, as jit over such arrays does. Eagerly the transformation would
+# need every intermediate value, which no process holds whole. (Arrays every process holds
+# whole stay eager, as in JAX: Python may read their values.) Set by shard_map_processes.py
+# (user-facing: it runs jit across processes).
 _OVER_PROCESSES: list = []
 
 
 def _spans_processes(tree: Any) -> bool:
     if process_count() == 1 or not _OVER_PROCESSES:
         return False
-    for x in tree_flatten(tree)[0]:
-        if isinstance(x, GlobalArray):
-            return True
-        mesh = getattr(getattr(x, "_sharding", None), "mesh", None)
-        if getattr(mesh, "is_multi_process", False):
-            return True
-    return False
+    return any(isinstance(x, GlobalArray) for x in tree_flatten(tree)[0])
 
 
 def _over_processes(key: tuple, transformed: Callable) -> Callable:
