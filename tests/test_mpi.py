@@ -75,7 +75,7 @@ GROUPS = ("collectives", "collectives_jit", "collectives_all", "collectives_all_
           "jit_out_shardings", "jit_in_shardings", "jit_local_rows", "jit_reused", "jit_mlp",
           "jit_lanes_gram", "jit_lanes_center", "outer_jit_mlp", "outer_jit_batch_grad",
           "outer_vmap", "outer_jvp", "donate", "smap_jit_reused", "minor_axis",
-          "minor_axis_jit")
+          "minor_axis_jit", "woven")
 
 
 def test_several_processes(tmp_path):
@@ -201,7 +201,8 @@ def _check_transformations_outside_jit(runs):
 
 def _check_mesh_with_the_process_axis_minor(runs):
     """A 2x2 mesh ('model', 'data') whose devices are jax.devices() transposed: 'data' spans
-    the processes although it is the minor axis. NumPy's values (eagerly and under jit)."""
+    the processes although it is the minor axis. NumPy's values (eagerly and under jit); and
+    a mesh interleaving the processes along its one axis."""
     mpi, _, _, _ = runs
     x = np.arange(24, dtype=np.float32).reshape(4, 6) / 7.0
     w = np.linspace(-1, 1, 6 * 4, dtype=np.float32).reshape(6, 4)
@@ -212,6 +213,11 @@ def _check_mesh_with_the_process_axis_minor(runs):
         np.testing.assert_allclose(mpi[f"minor_axis/{k + 1}"], x * 2 + rows_at, rtol=1e-6)
     np.testing.assert_allclose(mpi["minor_axis_jit/0"], x.sum(0), rtol=1e-6)
     np.testing.assert_allclose(mpi["minor_axis_jit/1"], np.tanh(x @ w), rtol=2e-6, atol=1e-6)
+    # a 1-d mesh interleaving the processes (p0, p1, p0, p1): position k still has rows k
+    x8 = np.arange(32, dtype=np.float32).reshape(4, 8) / 7.0
+    np.testing.assert_allclose(mpi["woven/0"], x8, rtol=1e-6)  # all_gather of the row sums
+    np.testing.assert_allclose(mpi["woven/1"], (x8 * np.arange(1.0, 5.0)[:, None]).sum(0),
+                               rtol=1e-6)
 
 
 def _check_donation(runs):

@@ -9,6 +9,7 @@ code). jit over such arrays runs its partitioned program (runtime/sharded.py) th
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from typing import Any, Callable
 
@@ -35,11 +36,34 @@ from .shard_map import _check_divides, _dim_axes, _per_device
 
 def process_axes(m: Any) -> dict:
     """Mesh axis name -> ProcessAxis for each axis along which the process changes ({} when
-    one process holds the whole mesh). This process's devices must be one block: on each such
-    axis one run of consecutive positions (the same length in every process), and every
-    position of the other axes."""
+    one process holds the whole mesh), on the mesh the processes compute on
+    (`computing_mesh`)."""
     if not isinstance(m, Mesh) or process_count() == 1 or not m.is_multi_process:
         return {}
+    return _grouped_axes(computing_mesh(m))
+
+
+@functools.lru_cache(maxsize=64)
+def computing_mesh(m: Mesh) -> Mesh:
+    """The mesh whose positions the processes compute: `m` itself when each process's devices
+    form one block of it, else (devices interleaving processes) the same axes over the
+    devices in process order. Values do not depend on which process computes a position,
+    only where a split result lives: no process holds one block of such a result of `m`, so
+    it leaves shard_map gathered (every process holding all of it, unsharded)."""
+    try:
+        _grouped_axes(m)
+        return m
+    except NotImplementedError:
+        ordered = sorted(m.devices.flat, key=lambda d: (d.process_index, d.id))
+        grouped = np.empty(len(ordered), dtype=object)
+        grouped[:] = ordered
+        return Mesh(grouped.reshape(m.devices.shape), m.axis_names, m.axis_types)
+
+
+def _grouped_axes(m: Mesh) -> dict:
+    """process_axes of a mesh whose processes' devices are each one block: on each process
+    axis one run of consecutive positions (the same length in every process), and every
+    position of the other axes (NotImplementedError otherwise)."""
     procs = np.vectorize(lambda d: d.process_index, otypes=[int])(m.devices)
     mine = np.argwhere(procs == process_index())
     if not len(mine):
@@ -137,6 +161,7 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
     """shard_map's call over a mesh whose axes `processes` span processes (see the module).
     `donated` (jit's donate_argnums, per leaf): those leaves' blocks are donated to the
     per-process program, which may write its results over them, as in one process."""
+    given_mesh, m = m, computing_mesh(m)
     sizes = dict(m.shape_tuple)
     # the axes batched here: those within this process, and the lanes of process axes where
     # this process holds several positions
@@ -157,9 +182,11 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
             tree, out_flat, results = _per_device(
                 f, in_tree, xs, local_specs, out_specs, m, local_axes, local_sizes, fun_name,
                 out_spec=lambda spec, ndim: _local_spec(spec, ndim, processes))
-            if traced:  # (inside a transformation: the whole value on every process, and
-                # a gradient may cross the boundary)
-                results = [_leave(r, s, m, processes) for r, s in zip(results, out_flat)]
+            if traced or m is not given_mesh:  # (inside a transformation: the whole value on
+                # every process, and a gradient may cross the boundary; on a mesh
+                # interleaving processes no process holds a block of a split result)
+                results = [_leave(r, s, given_mesh, processes, m is given_mesh)
+                           for r, s in zip(results, out_flat)]
             info[:] = [tree, out_flat]
             return results
 
@@ -177,12 +204,12 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
     tree, out_flat = info
     if not traced:
         given = {id(b) for b in blocks}
-        results = [_wrap(r, s, m, sizes, processes, id(r) in given)
-                   for r, s in zip(results, out_flat)]
+        results = [_wrap(r, s, given_mesh, sizes, processes, id(r) in given,
+                         m is given_mesh) for r, s in zip(results, out_flat)]
     return tree_unflatten(tree, results)
 
 
-def _leave(x: Any, spec: Any, m: Mesh, processes: dict) -> Any:
+def _leave(x: Any, spec: Any, m: Mesh, processes: dict, grouped: bool) -> Any:
     """A result of shard_map traced inside a transformation, as its whole value on every
     process. Staged by jit, a result split over processes is noted as gathered from its
     block, so that jit returning it returns the block as a GlobalArray, as JAX does (and a
@@ -193,7 +220,8 @@ def _leave(x: Any, spec: Any, m: Mesh, processes: dict) -> Any:
             x._trace.main is whole._trace.main:
         # (a replicated result is its own block: jit returns it laid out over the mesh)
         split = any(a in processes for a in spec.mesh_axes())
-        note_gathered(whole._var, x._var if split else whole._var, NamedSharding(m, spec))
+        if grouped or not split:  # (interleaved: no block per process; it stays whole)
+            note_gathered(whole._var, x._var if split else whole._var, NamedSharding(m, spec))
     return whole
 
 
@@ -225,7 +253,8 @@ def _gather(x: Any, spec: Any, processes: dict) -> Any:
     return x
 
 
-def _wrap(x: Array, spec: Any, m: Mesh, sizes: dict, processes: dict, given: bool) -> Any:
+def _wrap(x: Array, spec: Any, m: Mesh, sizes: dict, processes: dict, given: bool,
+          grouped: bool) -> Any:
     """A result block as the global array: a GlobalArray when split over processes, else the
     Array every process holds alike (marked in place unless it is an argument: a fresh
     result keeps the buffer it was computed in, a donated argument's among them)."""
@@ -235,6 +264,8 @@ def _wrap(x: Array, spec: Any, m: Mesh, sizes: dict, processes: dict, given: boo
         if given or x._sharding is not None:
             return x.placed(sharding)
         x._sharding = sharding
+        return x
+    if not grouped:  # (gathered: every process holds the whole value)
         return x
     return GlobalArray(x, _global_shape(x.shape, spec, sizes, processes), sharding)
 

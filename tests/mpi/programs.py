@@ -101,6 +101,13 @@ save("minor_axis", (f_minor(x), jax.jit(f_minor)(x)))
 by_minor = jax.make_array_from_callback(x.shape, NamedSharding(minor, P("model", "data")),
                                         lambda index: x[index])
 save("minor_axis_jit", jax.jit(lambda a, v: (a.sum(0), jnp.tanh(a @ v)))(by_minor, w))
+# devices interleaving the processes on one axis (p0, p1, p0, p1): computed on the devices in
+# process order (the values do not depend on which process computes a position)
+woven = Mesh(devs.T.reshape(-1), ("data",))
+f_woven = jax.shard_map(lambda a: (lax.all_gather(a.sum(0), "data"),
+                                   a * (lax.axis_index("data") + 1.0)),
+                        mesh=woven, in_specs=P("data"), out_specs=(P(), P("data")))
+save("woven", (f_woven(x8)[0], jax.jit(lambda a: f_woven(a)[1].sum(0))(x8)))
 
 # --- arrays spanning processes -------------------------------------------------------------
 sharding = NamedSharding(mesh2d, P("data", "model"))
