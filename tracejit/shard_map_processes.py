@@ -405,6 +405,16 @@ def _is_value(x: Any) -> bool:
                           complex))
 
 
+def _frozen(x: Any) -> Any:
+    """Options as a hashable key: lists (argnums=[0, 1]) and dicts (in_axes) as tagged
+    tuples."""
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__,) + tuple(_frozen(v) for v in x)
+    if isinstance(x, dict):
+        return ("dict",) + tuple((k, _frozen(v)) for k, v in sorted(x.items(), key=repr))
+    return x
+
+
 def transformed_across_processes(key: tuple, transformed: Callable, args: tuple,
                                  kwargs: dict) -> Any:
     """A transformed function (grad(f), vmap(f), ...) called on arrays spanning processes:
@@ -416,7 +426,7 @@ def transformed_across_processes(key: tuple, transformed: Callable, args: tuple,
     leaves, tree = tree_flatten((args, kwargs))
     dynamic = tuple(_is_value(x) for x in leaves)
     static = tuple(x for x, d in zip(leaves, dynamic) if not d)
-    cache_key = (key, tree, dynamic, static)
+    cache_key = (_frozen(key), tree, dynamic, static)
     try:
         jitted = _TRANSFORMED.get(cache_key)
     except TypeError:  # (an option or static leaf that cannot be hashed: not kept)
