@@ -218,6 +218,8 @@ def _check_mesh_with_the_process_axis_minor(runs):
     np.testing.assert_allclose(mpi["woven/0"], x8, rtol=1e-6)  # all_gather of the row sums
     np.testing.assert_allclose(mpi["woven/1"], (x8 * np.arange(1.0, 5.0)[:, None]).sum(0),
                                rtol=1e-6)
+    np.testing.assert_allclose(mpi["woven/2"], np.sin(x8), rtol=1e-6)  # jit, in_shardings
+    np.testing.assert_allclose(mpi["woven/3"], x8.sum(0), rtol=1e-6)
 
 
 def _check_donation(runs):

@@ -381,6 +381,9 @@ def jit_across_processes(jitted: Any, args: tuple, kwargs: dict) -> Any:
             x.delete()
     laid, args = [], {id(x) for x in tree_leaves((args, kwargs))}
     for r, s in zip(results, reported):
+        if s is not None and not s.is_fully_replicated and computing_mesh(s.mesh) is not \
+                s.mesh:  # (split over a mesh interleaving processes: it came back whole)
+            s = None
         if s is not None and isinstance(r, Array) and id(r) in args:  # an argument: a copy
             r = r.placed(s)
         elif s is not None and isinstance(r, GlobalArray):

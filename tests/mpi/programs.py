@@ -107,7 +107,9 @@ woven = Mesh(devs.T.reshape(-1), ("data",))
 f_woven = jax.shard_map(lambda a: (lax.all_gather(a.sum(0), "data"),
                                    a * (lax.axis_index("data") + 1.0)),
                         mesh=woven, in_specs=P("data"), out_specs=(P(), P("data")))
-save("woven", (f_woven(x8)[0], jax.jit(lambda a: f_woven(a)[1].sum(0))(x8)))
+save("woven", (f_woven(x8)[0], jax.jit(lambda a: f_woven(a)[1].sum(0))(x8),
+               jax.jit(lambda a: (jnp.sin(a), a.sum(0)),
+                       in_shardings=NamedSharding(woven, P("data")))(x8)))
 
 # --- arrays spanning processes -------------------------------------------------------------
 sharding = NamedSharding(mesh2d, P("data", "model"))
