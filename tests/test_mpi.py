@@ -75,7 +75,7 @@ GROUPS = ("collectives", "collectives_jit", "collectives_all", "collectives_all_
           "jit_out_shardings", "jit_in_shardings", "jit_local_rows", "jit_reused", "jit_mlp",
           "jit_lanes_gram", "jit_lanes_center", "outer_jit_mlp", "outer_jit_batch_grad",
           "outer_vmap", "outer_jvp", "donate", "smap_jit_reused", "minor_axis",
-          "minor_axis_jit", "woven")
+          "minor_axis_jit", "woven", "outer_vjp", "outer_linearize")
 
 
 def test_several_processes(tmp_path):
@@ -182,14 +182,21 @@ def _check_jit_across_processes(runs):
 
 
 def _check_transformations_outside_jit(runs):
-    """grad / jvp / vmap of a jitted function, called on arrays spanning processes: NumPy's
-    values (the whole batch's gradient), and the shardings JAX reports for them."""
+    """grad / jvp / vjp / linearize / vmap of a jitted function, called on arrays spanning
+    processes: NumPy's values (the whole batch's gradient), and the shardings JAX reports."""
     mpi, _, _, _ = runs
     x = np.arange(24, dtype=np.float32).reshape(4, 6) / 7.0
     w = np.linspace(-1, 1, 6 * 4, dtype=np.float32).reshape(6, 4)
     np.testing.assert_allclose(mpi["outer_vmap/0"], np.tanh(x @ w), rtol=2e-6, atol=1e-6)
     np.testing.assert_allclose(mpi["outer_jvp/0"], np.sin(x).sum(0), rtol=2e-6)
     np.testing.assert_allclose(mpi["outer_jvp/1"], (np.cos(x) * x).sum(0), rtol=2e-6)
+    v = np.linspace(-1, 1, 6, dtype=np.float32)
+    y = np.tanh(x @ v)
+    slope = 1 - y ** 2
+    for k, want in enumerate([y, slope @ x, slope[:, None] * v]):  # vjp, pulling back ones
+        np.testing.assert_allclose(mpi[f"outer_vjp/{k}"], want, rtol=1e-5, atol=1e-6)
+    for k, want in enumerate([y, slope * 2 * (x @ v)]):  # linearize, along (v, x)
+        np.testing.assert_allclose(mpi[f"outer_linearize/{k}"], want, rtol=1e-5, atol=1e-6)
     batch_grad = jax.grad(loss, argnums=1)(init(jax.random.key(1)), DATA, TARGET)
     np.testing.assert_allclose(mpi["outer_jit_batch_grad/0"], batch_grad, rtol=1e-5, atol=1e-7)
     # JAX 0.10's reports for the same calls on 4 CPU devices in one process

@@ -273,6 +273,14 @@ outer_specs["batch_grad"] = batch_grad
 rows_tanh = jax.vmap(jax.jit(lambda row, v: jnp.tanh(row @ v)), in_axes=(0, None))(from_cb, w)
 save("outer_vmap", rows_tanh)
 outer_specs["vmap"] = rows_tanh
+v6 = np.linspace(-1, 1, 6, dtype=np.float32)
+tanh_rows = jax.jit(lambda v, a: jnp.tanh(a @ v))
+y_rows, pullback = jax.vjp(tanh_rows, v6, from_local)
+ones_rows = jax.make_array_from_process_local_data(NamedSharding(mesh1d, P("data")),
+                                                   np.ones(len(rows), np.float32))
+save("outer_vjp", (y_rows, pullback(ones_rows)))
+y_rows, pushforward = jax.linearize(tanh_rows, v6, from_local)
+save("outer_linearize", (y_rows, pushforward(v6, from_local)))
 pair = jax.jvp(jax.jit(lambda a: jnp.sin(a).sum(0)), (from_cb,), (from_cb,))
 save("outer_jvp", pair)
 outer_specs["jvp"] = pair[1]

@@ -207,6 +207,8 @@ def _linearize(fun: Callable, primals: Sequence[Any], has_aux: bool, api: str):
 def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     """(fun(*primals), f_jvp) where f_jvp(*tangents) evaluates the JVP at primals (linear)."""
     _check_callable(fun, "linearize")
+    if _spans_processes(primals):
+        return _split_over_processes("linearize", fun, primals, has_aux)
     outs, lin, in_tree, out_tree, aux, p_flat = _linearize(fun, primals, has_aux, "linearize")
 
     def f_jvp(*tangents):
@@ -262,10 +264,32 @@ def _vjp_fun(lin: Linearized, out_tree: PyTreeDef, outs: list, p_flat: list, in_
 def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     """(fun(*primals), vjp_fun) where vjp_fun(ct) is the cotangent pulled back to primals."""
     _check_callable(fun, "vjp")
+    if _spans_processes(primals):
+        return _split_over_processes("vjp", fun, primals, has_aux)
     outs, lin, in_tree, out_tree, aux, p_flat = _linearize(fun, primals, has_aux, "vjp")
     vjp_fun = _vjp_fun(lin, out_tree, outs, p_flat, in_tree, fun)
     out = tree_unflatten(out_tree, outs)
     return (out, vjp_fun, aux) if has_aux else (out, vjp_fun)
+
+
+def _split_over_processes(api: str, fun: Callable, primals: tuple, has_aux: bool) -> tuple:
+    """vjp / linearize on arrays split over processes: the forward pass as one jit, and the
+    returned linear function as another, which recomputes the forward pass (no residuals
+    cross between the two programs) then applies the linear map."""
+    run = _OVER_PROCESSES[0]
+    res = run((api, fun, has_aux), lambda *p: fun(*p), tuple(primals), {})
+    out, aux = res if has_aux else (res, None)
+    if api == "vjp":
+        def linear(ct):
+            return run(("vjp pullback", fun, has_aux),
+                       lambda p, c: vjp(fun, *p, has_aux=has_aux)[1](c),
+                       (tuple(primals), ct), {})
+    else:
+        def linear(*tangents):
+            return run(("linearize jvp", fun, has_aux),
+                       lambda p, t: jvp(fun, p, t, has_aux=has_aux)[1],
+                       (tuple(primals), tuple(tangents)), {})
+    return (out, linear, aux) if has_aux else (out, linear)
 
 
 def linear_transpose(fun: Callable, *primals: Any, reduce_axes: tuple = ()) -> Callable:
