@@ -75,7 +75,7 @@ GROUPS = ("collectives", "collectives_jit", "collectives_all", "collectives_all_
           "jit_out_shardings", "jit_in_shardings", "jit_local_rows", "jit_reused", "jit_mlp",
           "jit_lanes_gram", "jit_lanes_center", "outer_jit_mlp", "outer_jit_batch_grad",
           "outer_vmap", "outer_jvp", "donate", "smap_jit_reused", "minor_axis",
-          "minor_axis_jit", "woven", "outer_vjp", "outer_linearize")
+          "minor_axis_jit", "woven", "outer_vjp", "outer_linearize", "local_first")
 
 
 def test_several_processes(tmp_path):
@@ -208,8 +208,9 @@ def _check_transformations_outside_jit(runs):
 
 def _check_mesh_with_the_process_axis_minor(runs):
     """A 2x2 mesh ('model', 'data') whose devices are jax.devices() transposed: 'data' spans
-    the processes although it is the minor axis. NumPy's values (eagerly and under jit); and
-    a mesh interleaving the processes along its one axis."""
+    the processes although it is the minor axis. NumPy's values (eagerly and under jit); a
+    mesh interleaving the processes along its one axis; a dimension split over a local axis
+    before the process axis."""
     mpi, _, _, _ = runs
     x = np.arange(24, dtype=np.float32).reshape(4, 6) / 7.0
     w = np.linspace(-1, 1, 6 * 4, dtype=np.float32).reshape(6, 4)
@@ -227,6 +228,11 @@ def _check_mesh_with_the_process_axis_minor(runs):
                                rtol=1e-6)
     np.testing.assert_allclose(mpi["woven/2"], np.sin(x8), rtol=1e-6)  # jit, in_shardings
     np.testing.assert_allclose(mpi["woven/3"], x8.sum(0), rtol=1e-6)
+    # rows split over ('model', 'data'), the local axis first: position = 2 model + data
+    scaled = x8.T * np.repeat(np.arange(1.0, 5.0), 2)[:, None]
+    for k in (0, 2):  # shard_map, then jit(shard_map)
+        np.testing.assert_allclose(mpi[f"local_first/{k}"], scaled.sum(0), rtol=1e-6)
+        np.testing.assert_allclose(mpi[f"local_first/{k + 1}"], scaled, rtol=1e-6)
 
 
 def _check_donation(runs):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import math
 from typing import Any, Callable
 
@@ -44,20 +45,44 @@ def process_axes(m: Any) -> dict:
 
 
 @functools.lru_cache(maxsize=64)
-def computing_mesh(m: Mesh) -> Mesh:
+def computing_mesh(m: Mesh, specs: tuple = ()) -> Mesh:
     """The mesh whose positions the processes compute: `m` itself when each process's devices
-    form one block of it, else (devices interleaving processes) the same axes over the
-    devices in process order. Values do not depend on which process computes a position,
-    only where a split result lives: no process holds one block of such a result of `m`, so
-    it leaves shard_map gathered (every process holding all of it, unsharded)."""
-    try:
-        _grouped_axes(m)
-        return m
-    except NotImplementedError:
-        ordered = sorted(m.devices.flat, key=lambda d: (d.process_index, d.id))
-        grouped = np.empty(len(ordered), dtype=object)
-        grouped[:] = ordered
-        return Mesh(grouped.reshape(m.devices.shape), m.axis_names, m.axis_types)
+    form one block of it and, in every dimension `specs` split over several axes, the axes
+    spanning processes come first; else the same axes over the devices in process order,
+    laid along the axes in the first order (of all) that satisfies both. Values do not depend
+    on which process computes a position, only where a split result lives: no process holds
+    one block of such a result of `m`, so it leaves shard_map gathered (every process
+    holding all of it, unsharded). `m` when no order fits (the errors then say why)."""
+    ordered = sorted(m.devices.flat, key=lambda d: (d.process_index, d.id))
+    flat = np.empty(len(ordered), dtype=object)
+    flat[:] = ordered
+    candidates = [m] + [
+        Mesh(flat.reshape([m.devices.shape[i] for i in order]).transpose(np.argsort(order)),
+             m.axis_names, m.axis_types)
+        for order in itertools.permutations(range(m.devices.ndim))]
+    for c in candidates:
+        try:
+            axes = _grouped_axes(c)
+        except NotImplementedError:
+            continue
+        if all(_processes_first(s, axes) for s in specs):
+            return c
+    return m
+
+
+def _varying(m: Mesh) -> set:
+    """The axes of `m` along which the process changes."""
+    procs = np.vectorize(lambda d: d.process_index, otypes=[int])(m.devices)
+    return {name for i, name in enumerate(m.axis_names)
+            if not (procs == np.take(procs, [0], axis=i)).all()}
+
+
+def _processes_first(spec: Any, axes: dict) -> bool:
+    for names in _dim_axes(spec, len(spec) if spec is not None else 0):
+        ours = tuple(a for a in names if a in axes)
+        if tuple(names[:len(ours)]) != ours:
+            return False
+    return True
 
 
 def _grouped_axes(m: Mesh) -> dict:
@@ -161,7 +186,11 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
     """shard_map's call over a mesh whose axes `processes` span processes (see the module).
     `donated` (jit's donate_argnums, per leaf): those leaves' blocks are donated to the
     per-process program, which may write its results over them, as in one process."""
-    given_mesh, m = m, computing_mesh(m)
+    specs = tuple(flat_specs) + tuple(tree_leaves(
+        out_specs, is_leaf=lambda s: s is None or isinstance(s, PartitionSpec)))
+    given_mesh, m = m, computing_mesh(m, tuple(s for s in specs if s is not None))
+    if m is not given_mesh:
+        processes = _grouped_axes(m)
     sizes = dict(m.shape_tuple)
     # the axes batched here: those within this process, and the lanes of process axes where
     # this process holds several positions
@@ -381,9 +410,9 @@ def jit_across_processes(jitted: Any, args: tuple, kwargs: dict) -> Any:
             x.delete()
     laid, args = [], {id(x) for x in tree_leaves((args, kwargs))}
     for r, s in zip(results, reported):
-        if s is not None and not s.is_fully_replicated and computing_mesh(s.mesh) is not \
-                s.mesh:  # (split over a mesh interleaving processes: it came back whole)
-            s = None
+        if isinstance(r, Array) and s is not None and \
+                set(s.spec.mesh_axes()) & _varying(s.mesh):
+            s = None  # (split over processes, computed on another mesh: it came back whole)
         if s is not None and isinstance(r, Array) and id(r) in args:  # an argument: a copy
             r = r.placed(s)
         elif s is not None and isinstance(r, GlobalArray):

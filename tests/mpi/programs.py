@@ -110,6 +110,16 @@ f_woven = jax.shard_map(lambda a: (lax.all_gather(a.sum(0), "data"),
 save("woven", (f_woven(x8)[0], jax.jit(lambda a: f_woven(a)[1].sum(0))(x8),
                jax.jit(lambda a: (jnp.sin(a), a.sum(0)),
                        in_shardings=NamedSharding(woven, P("data")))(x8)))
+# a dimension split over ('model', 'data'): the local axis first (computed with the processes
+# laid along 'model' instead)
+def local_first(a):
+    position = lax.axis_index("model") * 2 + lax.axis_index("data")
+    return lax.psum(a.sum(0) * (position + 1.0), ("model", "data")), a * (position + 1.0)
+
+
+f_local_first = jax.shard_map(local_first, mesh=mesh2d, in_specs=P(("model", "data")),
+                              out_specs=(P(), P(("model", "data"))))
+save("local_first", (f_local_first(x8.T), jax.jit(f_local_first)(x8.T)))
 
 # --- arrays spanning processes -------------------------------------------------------------
 sharding = NamedSharding(mesh2d, P("data", "model"))
