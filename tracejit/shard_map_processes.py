@@ -188,7 +188,11 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
     per-process program, which may write its results over them, as in one process."""
     specs = tuple(flat_specs) + tuple(tree_leaves(
         out_specs, is_leaf=lambda s: s is None or isinstance(s, PartitionSpec)))
-    given_mesh, m = m, computing_mesh(m, tuple(s for s in specs if s is not None))
+    specs = tuple(s for s in specs if s is not None)
+    try:
+        given_mesh, m = m, computing_mesh(m, specs)
+    except TypeError:  # (a spec that cannot be hashed: chosen afresh)
+        given_mesh, m = m, computing_mesh.__wrapped__(m, specs)
     if m is not given_mesh:
         processes = _grouped_axes(m)
     sizes = dict(m.shape_tuple)
