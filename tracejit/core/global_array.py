@@ -156,11 +156,21 @@ def split_outputs(closed: Any) -> tuple[Any, list | None]:
         None if f is None else (f[1], v.aval.shape) for v, f in zip(jaxpr.outvars, found)]
 
 
-def as_global(outs: list, blocks: list) -> list:
+def as_global(outs: list, blocks: list, leaves: Any) -> list:
     """The results of a program rewritten by `split_outputs`: blocks as GlobalArrays (a
-    value every process holds whole: a copy laid out over the mesh)."""
-    return [o if b is None else o.placed(b[0]) if o.shape == b[1] else
-            GlobalArray(o, b[1], b[0]) for o, b in zip(outs, blocks)]
+    value every process holds whole: laid out over the mesh, in place unless it is one of
+    the call's argument `leaves`, which keep their own layout)."""
+    args = {id(x) for x in leaves}
+    laid = []
+    for o, b in zip(outs, blocks):
+        if b is not None and o.shape != b[1]:
+            o = GlobalArray(o, b[1], b[0])
+        elif b is not None and (id(o) in args or o._sharding is not None):
+            o = o.placed(b[0])
+        elif b is not None:
+            o._sharding = b[0]  # (a fresh result: its only owner is this call's caller)
+        laid.append(o)
+    return laid
 
 
 def _refuse(self, *args, **kwargs):

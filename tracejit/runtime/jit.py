@@ -595,7 +595,7 @@ class Jitted:
         if entry.placement is not None:
             outs = lay_out(outs, entry.placement, leaves)
         if entry.blocks is not None:
-            outs = as_global(outs, entry.blocks)
+            outs = as_global(outs, entry.blocks, leaves)
         result = outs[0] if entry.out_tree is _SINGLE_LEAF else \
             tree_unflatten(entry.out_tree, outs)
         return result if self.out_shardings is None else place(result, self.out_shardings)

@@ -179,6 +179,6 @@ class Compiled(_Stage):
         if entry.placement is not None:  # sharded jit: results laid out as JAX reports them
             outs = lay_out(outs, entry.placement, leaves)
         if entry.blocks is not None:  # (results split over processes)
-            outs = as_global(outs, entry.blocks)
+            outs = as_global(outs, entry.blocks, leaves)
         return tree_unflatten(entry.out_tree, outs)
 
