@@ -22,7 +22,7 @@ from .core.sharding import (UNCONSTRAINED, AbstractMesh, Mesh, NamedSharding, Pa
 from .core.trace import get_aval
 from .runtime.devices import to_array
 from .runtime.jit import jit
-from .transforms.api import vmap
+from .transforms.api import map_over_axis
 from .transforms.spmd import join_shards, nest_axes, split_shards
 
 
@@ -101,7 +101,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
         sizes = dict(m.shape_tuple)
         axes = list(m.axis_names)
         tree, out_flat_specs, results = _per_device(f, in_tree, leaves, flat_specs, out_specs,
-                                                    m, axes, sizes, fun_name)
+                                                    m, axes, sizes, fun_name, vma=check_vma)
         if isinstance(m, Mesh):  # (laid out over the mesh as out_specs say)
             results = [r.placed(NamedSharding(m, s if s is not None else PartitionSpec()))
                        if isinstance(r, Array) else r for r, s in zip(results, out_flat_specs)]
@@ -111,7 +111,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
 
 def _per_device(f: Callable, in_tree: Any, leaves: list, flat_specs: list, out_specs: Any,
                 m: Mesh | AbstractMesh, axes: list, sizes: dict, fun_name: str,
-                out_spec: Callable = lambda spec, ndim: spec) -> tuple[Any, list, list]:
+                out_spec: Callable = lambda spec, ndim: spec, *,
+                vma: bool = False) -> tuple[Any, list, list]:
     """f run on every shard of `leaves` (split as flat_specs say over the mesh axes `axes`,
     of sizes `sizes`) under transforms/spmd.py's batch traces, its results joined as
     out_specs say (`out_spec(spec, ndim)`: the spec a result is joined by, given its rank per
@@ -126,7 +127,7 @@ def _per_device(f: Callable, in_tree: Any, leaves: list, flat_specs: list, out_s
         return flat
 
     in_dims = [tuple(_dim_axes(s, get_aval(x).ndim)) for x, s in zip(leaves, flat_specs)]
-    outs, mapped = nest_axes(per_shard, shards, in_dims, axes, sizes)
+    outs, mapped = nest_axes(per_shard, shards, in_dims, axes, sizes, vma=vma)
     tree, sample = out_tree
     _check_specs(out_specs, sample, m, "out_specs", fun_name)
     out_flat = _broadcast_specs(out_specs, sample)
@@ -231,8 +232,8 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
             for i, a in zip(dyn, dyn_args):
                 full[i] = a
             return fun(*full, **kwargs)
-        return vmap(body, in_axes=tuple(axes), out_axes=out_axes, axis_name=axis_name,
-                    axis_size=axis_size)(*[args[i] for i in dyn])
+        return map_over_axis(body, tuple(axes), out_axes, axis_name, axis_size,
+                             devices=True)(*[args[i] for i in dyn])
     return jit(mapped, static_argnums=static)
 
 

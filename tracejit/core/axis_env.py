@@ -32,6 +32,12 @@ class AxisFrame(NamedTuple):
     # set for an axis that spans processes (shard_map over a multi-process mesh): not batched,
     # each process computes its position, and collectives over it call MPI
     process: ProcessAxis | None = None
+    # an axis over devices (pmap, shard_map): collectives take axis_index_groups, which JAX's
+    # vmap(axis_name=...) rejects
+    devices: bool = False
+    # a shard_map axis under check_vma=True: values carry it in their type's `vma` while they
+    # vary over it (core/vma.py)
+    vma: bool = False
 
 
 class _AxisState(threading.local):
@@ -47,6 +53,16 @@ def extend_axis_env(name: Any, size: int, main: MainTrace | None = None,
                     process: ProcessAxis | None = None):
     """Bind axis `name` of `size` while the block runs (innermost binding wins)."""
     _state.frames.append(AxisFrame(name, size, main, process))
+    try:
+        yield
+    finally:
+        _state.frames.pop()
+
+
+@contextlib.contextmanager
+def extend_frame(frame: AxisFrame):
+    """Bind `frame` (its name, size, trace and flags) while the block runs."""
+    _state.frames.append(frame)
     try:
         yield
     finally:
@@ -106,6 +122,11 @@ axes that span processes and none that a batch trace maps, `across_processes(arg
         elif any(f.process is not None for f in frames):
             if self.across_processes is None:
                 raise NotImplementedError(f"{self.name} over an axis that spans processes")
+            if params.get("axis_index_groups") is not None:
+                raise NotImplementedError(
+                    f"{self.name} with axis_index_groups over an axis that spans processes: "
+                    f"group the devices of one process, or compute each group's collective "
+                    f"with a mask (psum of x * (group == mine))")
             return self.across_processes(args, frames, **params)
         return super().bind(*args, **params)
 

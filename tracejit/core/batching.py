@@ -11,7 +11,7 @@ import threading
 from typing import Any, Callable, Sequence
 
 from .avals import ShapedArray
-from .axis_env import AxisFrame, NamedAxisPrimitive, extend_axis_env
+from .axis_env import AxisFrame, NamedAxisPrimitive, extend_frame
 from .jaxpr import ClosedJaxpr
 from .jaxpr_util import eval_closed, trace_closed
 from .primitive import Primitive, primitive_batchers
@@ -111,7 +111,7 @@ def batch_flat(fun: Callable[..., Sequence[Any]], args: Sequence[Any],
         axis = _named.axis
     with new_main(BatchTrace, global_data=axis) as main:
         trace = BatchTrace(main)
-        bound = extend_axis_env(axis.name, axis.size, main) if axis is not None else \
+        bound = extend_frame(axis._replace(main=main)) if axis is not None else \
             contextlib.nullcontext()
         with bound:
             outs = fun(*[BatchTracer(trace, x, d) if d is not not_mapped else x

@@ -43,15 +43,70 @@ def _rebind_rest(prim: NamedAxisPrimitive, x: Any, done: Any, params: dict, key:
     return prim.bind(x, **{**params, key: rest}) if rest else x
 
 
+# --- axis_index_groups ---------------------------------------------------------------------
+# Under pmap and shard_map a collective may act within groups of the axis's positions: each
+# group (a list of positions) computes it by itself, as if the axis were just its members, in
+# the order listed. JAX's vmap(axis_name=...) rejects groups, and so do we (AxisFrame.devices).
+
+def _canonical_groups(axis_index_groups: Any, *, equal: bool = False) -> tuple | None:
+    """The groups as a tuple of tuples, checked as JAX checks them: together they cover the
+    positions 0..n-1 once each (and, for the collectives that route data, are equally sized)."""
+    if axis_index_groups is None:
+        return None
+    groups = tuple(tuple(int(i) for i in g) for g in axis_index_groups)
+    if sorted(i for g in groups for i in g) != list(range(sum(map(len, groups)))):
+        raise ValueError("axis_index_groups must cover all indices exactly once")
+    if equal and len({len(g) for g in groups}) > 1:
+        raise ValueError("Replica groups must be equally sized")
+    return groups
+
+
+def _group_size(groups: tuple | None, name: Any) -> int:
+    """The number of positions a collective acts over: its group's, or the axis's."""
+    return _bound_size(name) if groups is None else len(groups[0])
+
+
+def _grouped(rule: Any, vmap_error: str, checked_vma: bool = True) -> Any:
+    """A named batch rule `rule(vals, dims, axis, **params)` made to honour
+    axis_index_groups: each group's lanes, gathered in the group's order, run the collective as
+    an axis of the group's size; each lane's result is put back at its position."""
+    def named(vals, dims, axis, *, axis_index_groups, **params):
+        if axis_index_groups is None:
+            return rule(vals, dims, axis, axis_index_groups=None, **params)
+        if not axis.devices:
+            raise NotImplementedError(vmap_error)
+        if axis.vma and not checked_vma:
+            raise NotImplementedError(f"axis_index_groups under shard_map's check_vma=True "
+                                      f"(JAX implements them only without the varying-axes "
+                                      f"types): pass check_vma=False to shard_map")
+        if sum(map(len, axis_index_groups)) != axis.size:
+            raise ValueError(f"axis_index_groups must cover all indices exactly once: "
+                             f"{[list(g) for g in axis_index_groups]} names "
+                             f"{sum(map(len, axis_index_groups))} positions of the axis "
+                             f"{axis.name!r} of size {axis.size}")
+        (x,), (d,) = vals, dims
+        front = bdim_at_front(x, d, axis.size)
+        lanes: list = [None] * axis.size
+        for group in axis_index_groups:
+            members = concatenate([index_in_dim(front, m, 0) for m in group], 0)
+            out, od = rule([members], [0], axis._replace(size=len(group)),
+                           axis_index_groups=None, **params)
+            out = bdim_at_front(out, od, len(group))
+            for i, m in enumerate(group):
+                lanes[m] = index_in_dim(out, i, 0)
+        return concatenate(lanes, 0), 0
+    return named
+
+
 def _over_leaves(name: str, x: Any, axis_name: Any, bind_leaf: Any,
-                 axis_index_groups: Any = None) -> Any:
-    """A one-axis collective of each leaf of the pytree x: bind_leaf(leaf, axis, its size)."""
-    if axis_index_groups is not None:
-        raise NotImplementedError(f"{name} with axis_index_groups")
+                 axis_index_groups: Any = None, equal: bool = True) -> Any:
+    """A one-axis collective of each leaf of the pytree x: bind_leaf(leaf, axis, its size,
+    groups), the size being the (first) group's when axis_index_groups are given."""
+    groups = _canonical_groups(axis_index_groups, equal=equal)
     axis = _one_name(name, axis_name)
-    n = _bound_size(axis)
+    n = _group_size(groups, axis)
     leaves, tree = tree_flatten(x)
-    return tree_unflatten(tree, [bind_leaf(as_lax_operands(name, leaf)[0], axis, n)
+    return tree_unflatten(tree, [bind_leaf(as_lax_operands(name, leaf)[0], axis, n, groups)
                                  for leaf in leaves])
 
 
@@ -71,7 +126,8 @@ def _reduction(name: str, reduce: Any, unmapped: Any, unmapped_np: Any) -> Named
         out = unmapped(x, axis.size) if d is not_mapped else reduce(x, (d,))
         params = dict(axes=axes, axis_index_groups=axis_index_groups)
         return _rebind_rest(p, out, axis.name, params, "axes"), not_mapped
-    p.def_named_batch(named)
+    p.def_named_batch(_grouped(named, "axis_index_groups not supported in vmap collectives. "
+                                      "Please open a feature request!", name != "psum"))
 
     def lanewise(vals, dims, **params):  # a reduction over another trace's axis
         (x,), (d,) = vals, dims
@@ -109,13 +165,15 @@ pmin_p.def_jvp(_not_differentiable("pmin"))
 
 def _each_leaf(name: str, prim: NamedAxisPrimitive, x: Any, axis_name: Any,
                axis_index_groups: Any) -> Any:
-    if axis_index_groups is not None:
-        raise NotImplementedError(f"{name} with axis_index_groups")
+    groups = _canonical_groups(axis_index_groups)
     leaves, tree = tree_flatten(x)
     names = _names(axis_name)
+    if groups is not None and len(names) != 1:
+        raise NotImplementedError(f"{name} over several axes {names} with axis_index_groups: "
+                                  f"name one axis")
     for n in names:
         lookup(n)
-    out = [prim.bind(*as_lax_operands(name, leaf), axes=names, axis_index_groups=None)
+    out = [prim.bind(*as_lax_operands(name, leaf), axes=names, axis_index_groups=groups)
            for leaf in leaves]
     return tree_unflatten(tree, out)
 
@@ -138,7 +196,8 @@ def pmin(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
 def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """The mean of `x` (a pytree) over the lanes of the named axis (or axes)."""
     total = psum(x, axis_name, axis_index_groups=axis_index_groups)
-    n = axis_size(axis_name)
+    groups = _canonical_groups(axis_index_groups)
+    n = axis_size(axis_name) if groups is None else len(groups[0])  # (JAX: the first group's)
     leaves, tree = tree_flatten(total)
     return tree_unflatten(tree, [div(t, full_like(t, n)) for t in leaves])
 
@@ -229,7 +288,8 @@ def _all_gather_named(vals, dims, axis, *, all_gather_dimension, tiled, **_):
     return _stacked_to(bdim_at_front(x, d, axis.size), all_gather_dimension, tiled), not_mapped
 
 
-all_gather_p.def_named_batch(_all_gather_named)
+all_gather_p.def_named_batch(_grouped(_all_gather_named,
+                                      "axis_index_groups not supported in vmap"))
 
 
 def _lanes_first(prim: NamedAxisPrimitive, shifted: tuple):
@@ -246,13 +306,13 @@ all_gather_p.def_batch(_lanes_first(all_gather_p, ("all_gather_dimension",)))
 
 def _scattered_shape(shape: tuple, n: int, dim: int, tiled: bool) -> tuple:
     if tiled:
-        if shape[dim] % n:
-            raise ValueError(f"psum_scatter: dimension {dim} of size {shape[dim]} is not a "
-                             f"multiple of the axis size {n}")
+        if shape[dim] % n:  # (JAX's words; n: the axis's or the group's size)
+            raise ValueError(f"tiled reduce_scatter operand scatter dimension size "
+                             f"{shape[dim]} must be divisible by shard_count {n}")
         return shape[:dim] + (shape[dim] // n,) + shape[dim + 1:]
     if shape[dim] != n:
-        raise ValueError(f"psum_scatter (tiled=False): dimension {dim} of the operand has size "
-                         f"{shape[dim]}, not the axis size {n}; pass tiled=True to split it")
+        raise ValueError(f"reduce_scatter operand scatter dimension size {shape[dim]} must "
+                         f"match shard count {n} (pass tiled=True to split it in parts)")
     return shape[:dim] + shape[dim + 1:]
 
 
@@ -279,7 +339,8 @@ def _reduce_scatter_named(vals, dims, axis, *, scatter_dimension, tiled, **_):
     return moveaxis(total, sd, 0), 0
 
 
-reduce_scatter_p.def_named_batch(_reduce_scatter_named)
+reduce_scatter_p.def_named_batch(_grouped(_reduce_scatter_named,
+                                          "axis_index_groups not supported in vmap"))
 reduce_scatter_p.def_batch(_lanes_first(reduce_scatter_p, ("scatter_dimension",)))
 
 
@@ -297,21 +358,23 @@ def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: i
                tiled: bool = False, to: str = "varying") -> Any:
     """Every lane's `x` (a pytree), stacked along a new axis `axis` (concatenated along it
     with tiled=True), on every lane."""
-    def bind(leaf, name, n):
+    def bind(leaf, name, n, groups):
         dim = _checked_axis("all_gather", axis, get_aval(leaf).ndim + (not tiled))
         return all_gather_p.bind(leaf, all_gather_dimension=dim, axis_name=(name,),
-                                 axis_index_groups=None, axis_size=n, tiled=bool(tiled))
+                                 axis_index_groups=groups, axis_size=n, tiled=bool(tiled))
     return _over_leaves("all_gather", x, axis_name, bind, axis_index_groups)
 
 
 def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0,
                  axis_index_groups: Any = None, tiled: bool = False) -> Any:
     """The psum of `x` (a pytree), split along `scatter_dimension`: lane i keeps part i."""
-    def bind(leaf, name, n):
+    def bind(leaf, name, n, groups):
         dim = _checked_axis("psum_scatter", scatter_dimension, get_aval(leaf).ndim)
+        _scattered_shape(get_aval(leaf).shape, n, dim, tiled)  # (JAX's error before binding)
+        _canonical_groups(groups, equal=True)  # (then, groups of unequal sizes)
         return reduce_scatter_p.bind(leaf, scatter_dimension=dim, axis_name=(name,),
-                                     axis_index_groups=None, axis_size=n, tiled=bool(tiled))
-    return _over_leaves("psum_scatter", x, axis_name, bind, axis_index_groups)
+                                     axis_index_groups=groups, axis_size=n, tiled=bool(tiled))
+    return _over_leaves("psum_scatter", x, axis_name, bind, axis_index_groups, equal=False)
 
 
 def _checked_axis(name: str, axis: int, ndim: int) -> int:
@@ -361,7 +424,7 @@ def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
         if not (0 <= s < n and 0 <= d < n):
             raise ValueError(f"ppermute permutation {perm} names a lane outside the axis "
                              f"{name!r} of size {n}")
-    return _over_leaves("ppermute", x, name, lambda leaf, name, n: ppermute_p.bind(
+    return _over_leaves("ppermute", x, name, lambda leaf, name, n, _: ppermute_p.bind(
         leaf, axis_name=(name,), perm=perm))
 
 
@@ -402,18 +465,18 @@ def pbroadcast(x: Any, axis_name: Any, source: int) -> Any:
     if not 0 <= source < _bound_size(name):
         raise ValueError(f"pbroadcast source {source} is outside the axis {name!r} of size "
                          f"{_bound_size(name)}")
-    return _over_leaves("pbroadcast", x, name, lambda leaf, name, n: pbroadcast_p.bind(
+    return _over_leaves("pbroadcast", x, name, lambda leaf, name, n, _: pbroadcast_p.bind(
         leaf, axis_name=name, source=int(source)))
 
 
 # --- all_to_all ----------------------------------------------------------------------------
 
 def _all_to_all_abstract(x, *, split_axis, concat_axis, axis_name, axis_index_groups, tiled):
-    n = _bound_size(axis_name[0])
+    n = _group_size(axis_index_groups, axis_name[0])
     shape = list(x.shape)
     if shape[split_axis] % n:
-        raise ValueError(f"all_to_all: the split axis {split_axis} has size "
-                         f"{shape[split_axis]}, not a multiple of the axis size {n}")
+        raise ValueError(f"The size of all_to_all split_axis ({shape[split_axis]}) has to be "
+                         f"divisible by the size of the named axis {axis_name[0]} ({n})")
     shape[split_axis] //= n
     shape[concat_axis] *= n
     return x.update(shape=tuple(shape))
@@ -461,7 +524,7 @@ def _all_to_all_named(vals, dims, axis, *, split_axis, concat_axis, **_):
     return reshape(moved, tuple(merged)), 0
 
 
-all_to_all_p.def_named_batch(_all_to_all_named)
+all_to_all_p.def_named_batch(_grouped(_all_to_all_named, "Please open a feature request!"))
 all_to_all_p.def_batch(_lanes_first(all_to_all_p, ("split_axis", "concat_axis")))
 def_linear(all_to_all_p, lambda ct, x, *, split_axis, concat_axis, **params: [
     all_to_all_p.bind(ct, split_axis=concat_axis, concat_axis=split_axis, **params)])
@@ -472,20 +535,23 @@ def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
     """Split `x` (a pytree) along `split_axis` into one chunk per lane, send chunk j to lane j,
     and join what arrives along `concat_axis` (tiled=False: the split axis, of the axis's size,
     is removed and a new axis of that size inserted at concat_axis)."""
-    def bind(leaf, name, n):
+    def bind(leaf, name, n, groups):
         ndim = get_aval(leaf).ndim
         sa = _checked_axis("all_to_all", split_axis, ndim)
         ca = _checked_axis("all_to_all", concat_axis, ndim)
         if tiled:
+            if get_aval(leaf).shape[sa] % n:
+                raise ValueError(f"The size of all_to_all split_axis ({get_aval(leaf).shape[sa]}) "
+                                 f"has to be divisible by the size of the named axis {name} ({n})")
             return all_to_all_p.bind(leaf, split_axis=sa, concat_axis=ca, axis_name=(name,),
-                                     axis_index_groups=None, tiled=True)
+                                     axis_index_groups=groups, tiled=True)
         if get_aval(leaf).shape[sa] != n:
             raise ValueError(f"all_to_all: the split axis {sa} has size "
                              f"{get_aval(leaf).shape[sa]}, not the axis size {n} "
                              f"(pass tiled=True to split it in chunks)")
         leaf = reshape(leaf, get_aval(leaf).shape + (1,))  # a unit axis to concatenate on
         res = all_to_all_p.bind(leaf, split_axis=sa, concat_axis=ndim, axis_name=(name,),
-                                axis_index_groups=None, tiled=False)
+                                axis_index_groups=groups, tiled=False)
         res = reshape(res, tuple(s for i, s in enumerate(get_aval(res).shape) if i != sa))
         return moveaxis(res, ndim - 1, ca)
     return _over_leaves("all_to_all", x, axis_name, bind, axis_index_groups)
