@@ -14,7 +14,8 @@ import math
 from typing import Any, Callable, Sequence
 
 from .core.devices import local_device_count
-from .core.pytree import prefix_errors, tree_flatten, tree_leaves, tree_unflatten
+from .core.pytree import (keystr, prefix_errors, tree_flatten, tree_flatten_with_path,
+                          tree_leaves, tree_unflatten)
 from .core.array import Array
 from .core.global_array import GlobalArray
 from .core.sharding import (UNCONSTRAINED, AbstractMesh, Mesh, NamedSharding, PartitionSpec,
@@ -131,10 +132,51 @@ def _per_device(f: Callable, in_tree: Any, leaves: list, flat_specs: list, out_s
     tree, sample = out_tree
     _check_specs(out_specs, sample, m, "out_specs", fun_name)
     out_flat = _broadcast_specs(out_specs, sample)
+    if vma:
+        _check_out_vma(out_specs, sample, mapped, axes, sizes, fun_name)
     results = [_from_shards(o, mp, out_spec(s, get_aval(o).ndim - len(mp)), axes, sizes,
                             fun_name, i)
                for i, (o, mp, s) in enumerate(zip(outs, mapped, out_flat))]
     return tree, out_flat, results
+
+
+def _check_out_vma(out_specs: Any, sample: Any, mapped: list, axes: list, sizes: dict,
+                   fun_name: str) -> None:
+    """JAX's error (check_vma=True) when an output's type varies over a mesh axis its
+    out_specs entry leaves out; each output varies over the axes its batch traces map."""
+    paths = tree_flatten_with_path(out_specs, is_leaf=lambda s: s is None)[0]
+    flat, treedef = tree_flatten(out_specs, is_leaf=lambda s: s is None)
+    per_leaf = [(keystr(path), spec) for (path, spec), sub in
+                zip(paths, treedef.flatten_up_to(sample)) for _ in tree_leaves(sub)]
+    msgs = []
+    for (key, spec), varying in zip(per_leaf, mapped):
+        named = set(_spec_axes(spec))
+        unmentioned = [a for a in axes if a not in named]
+        if not [a for a in unmentioned if a in varying]:
+            continue
+        if len(unmentioned) > 1:
+            need = ",".join(a for a in axes if a in named)
+            diff = ",".join(a for a in unmentioned if a in varying)
+            got = ",".join(a for a in axes if a in varying)
+            msgs.append(f"* out_specs{key} is {spec} which implies that the corresponding "
+                        f"output value is only varying across mesh axes {{{need}}} and not "
+                        f"{{{diff}}}, but it was inferred to be possibly varying over {{{got}}}")
+        else:
+            msgs.append(f"* out_specs{key} is {spec} which implies that the corresponding "
+                        f"output value is replicated across mesh axis '{unmentioned[0]}', but "
+                        f"could not infer replication over any axes")
+    if not msgs:
+        return
+    if len(msgs) == 1:
+        msgs = [msgs[0][2:]]
+    raise ValueError(
+        f"shard_map applied to the function '{fun_name}' was given out_specs which require "
+        f"replication which can't be statically inferred given the mesh:\n\n"
+        f"The mesh given has shape {tuple(sizes[a] for a in axes)} with corresponding axis "
+        f"names {tuple(axes)}.\n\n" + "\n\n".join(msgs) + "\n\n"
+        "Check if these output values are meant to be replicated over those mesh axes. If "
+        "not, consider revising the corresponding out_specs entries. If so, consider "
+        "disabling the check by passing the check_vma=False argument to `jax.shard_map`.")
 
 
 def _spec_axes(spec: PartitionSpec | None) -> list:

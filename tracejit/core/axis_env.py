@@ -86,6 +86,11 @@ def bound_names() -> list:
     return [f.name for f in _state.frames]
 
 
+def vma_frames() -> list[AxisFrame]:
+    """The bound axes whose values' types track how they vary (shard_map, check_vma=True)."""
+    return [f for f in _state.frames if f.vma]
+
+
 class NamedAxisPrimitive(Primitive):
     """A primitive computed across the lanes of named axes. `names(params)` lists the axes it
     acts over; the batch trace of one of them calls `named_batch(vals, dims, frame, **params)`
@@ -95,6 +100,7 @@ axes that span processes and none that a batch trace maps, `across_processes(arg
 
     def __init__(self, name: str, names: Callable[[dict], tuple], **kwargs: Any):
         super().__init__(name, **kwargs)
+        self.own_vma = True  # (each collective says how it changes the varying axes)
         self.names = names
         self.named_batch: Callable | None = None
         self.across_processes: Callable | None = None

@@ -14,7 +14,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..core.avals import ShapedArray
-from ..core.axis_env import NamedAxisPrimitive, axis_size as _bound_size, lookup
+from ..core import trace as _trace
+from ..core.axis_env import NamedAxisPrimitive, axis_size as _bound_size, lookup, vma_frames
+from ..core.batching import in_batch_rule
+from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.pytree import tree_flatten, tree_unflatten
 from ..core.rules import bdim_at_front, def_linear, moveaxis, not_mapped
 from ..core.trace import ensure_compile_time_eval, get_aval
@@ -106,8 +109,9 @@ def _over_leaves(name: str, x: Any, axis_name: Any, bind_leaf: Any,
     axis = _one_name(name, axis_name)
     n = _group_size(groups, axis)
     leaves, tree = tree_flatten(x)
-    return tree_unflatten(tree, [bind_leaf(as_lax_operands(name, leaf)[0], axis, n, groups)
-                                 for leaf in leaves])
+    return tree_unflatten(tree, [
+        bind_leaf(_vary_over(as_lax_operands(name, leaf)[0], (axis,)), axis, n, groups)
+        for leaf in leaves])
 
 
 # --- psum / pmax / pmin --------------------------------------------------------------------
@@ -115,7 +119,7 @@ def _over_leaves(name: str, x: Any, axis_name: Any, bind_leaf: Any,
 def _reduction(name: str, reduce: Any, unmapped: Any, unmapped_np: Any) -> NamedAxisPrimitive:
     """`unmapped(x, n)`: the reduction of a value every lane holds (`unmapped_np` on NumPy)."""
     p = NamedAxisPrimitive(name, lambda params: params["axes"])
-    p.def_abstract_eval(lambda x, *, axes, axis_index_groups: x)
+    p.def_abstract_eval(lambda x, *, axes, axis_index_groups: x.update(vma=x.vma - set(axes)))
     p.def_impl(lambda x, *, axes, axis_index_groups: unmapped_np(x, math.prod(
         _bound_size(n) for n in axes)))
 
@@ -157,8 +161,18 @@ def _not_differentiable(name: str):
 psum_p = _reduction("psum", reduce_sum, _times, _times_np)
 pmax_p = _reduction("pmax", reduce_max, lambda x, n: x, lambda x, n: x)
 pmin_p = _reduction("pmin", reduce_min, lambda x, n: x, lambda x, n: x)
-# the cotangent of a sum over lanes reaches every lane: its transpose is a psum
-def_linear(psum_p, lambda ct, x, **params: [psum_p.bind(ct, **params)])
+
+
+def _psum_transpose(ct, x, *, axes, axis_index_groups):
+    """The cotangent of a sum over lanes reaches every lane: under shard_map's check_vma=True
+    the (invariant) cotangent is made varying again, pvary; otherwise (pmap, vmap) JAX
+    transposes psum to the psum of the cotangents."""
+    if all(_is_vma_axis(n) for n in axes):
+        return [pvary_p.bind(ct, axes=tuple(axes))]
+    return [psum_p.bind(ct, axes=axes, axis_index_groups=axis_index_groups)]
+
+
+def_linear(psum_p, _psum_transpose)
 pmax_p.def_jvp(_not_differentiable("pmax"))
 pmin_p.def_jvp(_not_differentiable("pmin"))
 
@@ -173,8 +187,8 @@ def _each_leaf(name: str, prim: NamedAxisPrimitive, x: Any, axis_name: Any,
                                   f"name one axis")
     for n in names:
         lookup(n)
-    out = [prim.bind(*as_lax_operands(name, leaf), axes=names, axis_index_groups=groups)
-           for leaf in leaves]
+    out = [prim.bind(_vary_over(as_lax_operands(name, leaf)[0], names), axes=names,
+                     axis_index_groups=groups) for leaf in leaves]
     return tree_unflatten(tree, out)
 
 
@@ -210,7 +224,8 @@ def axis_size(axis_name: Any) -> int:
 # --- axis_index ----------------------------------------------------------------------------
 
 axis_index_p = NamedAxisPrimitive("axis_index", lambda params: (params["axis_name"],))
-axis_index_p.def_abstract_eval(lambda *, axis_name: ShapedArray((), np.dtype(np.int32)))
+axis_index_p.def_abstract_eval(lambda *, axis_name: ShapedArray(
+    (), np.dtype(np.int32), vma=frozenset({axis_name}) if _is_vma_axis(axis_name) else ()))
 
 
 def _axis_index_impl(*, axis_name):
@@ -240,6 +255,91 @@ def axis_index(axis_name: Any) -> Any:
         i = axis_index_p.bind(axis_name=n)
         index = i if index is None else index * _bound_size(n) + i
     return index
+
+
+# --- pvary / pcast: varying manual axes (shard_map's check_vma=True) ------------------------
+# A value's type lists the mesh axes it varies over (ShapedArray.vma); under shard_map's batch
+# traces that is the axes whose trace maps it (core/batching.py). pvary makes an invariant value
+# varying (its lanes materialised); its transpose sums over the axis, as psum's is pvary.
+
+def _is_vma_axis(name: Any) -> bool:
+    return any(f.name == name for f in vma_frames())
+
+
+def _vary_over(x: Any, names: Sequence) -> Any:
+    """x made varying over those of `names` that are check_vma axes it does not vary over yet
+    (JAX's implicit pvary before a collective)."""
+    frames = vma_frames()
+    if not frames:
+        return x
+    vma = getattr(get_aval(x), "vma", frozenset())
+    missing = tuple(f.name for f in frames if f.name in names and f.name not in vma)
+    return pvary_p.bind(x, axes=missing) if missing else x
+
+
+pvary_p = NamedAxisPrimitive("pvary", lambda params: params["axes"])
+pvary_p.def_abstract_eval(lambda x, *, axes: x.update(vma=x.vma | set(axes)))
+pvary_p.def_impl(lambda x, *, axes: x)  # (the type changes; every lane holds this x)
+
+
+def _pvary_named(vals, dims, axis, *, axes):
+    (x,), (d,) = vals, dims
+    out = bdim_at_front(x, d, axis.size)  # the lanes made real: the batch dim is the type
+    return _rebind_rest(pvary_p, out, axis.name, dict(axes=axes), "axes"), 0
+
+
+pvary_p.def_named_batch(_pvary_named)
+pvary_p.def_batch(lambda vals, dims, **params: (pvary_p.bind(vals[0], **params), dims[0]))
+def_linear(pvary_p, lambda ct, x, *, axes: [psum_p.bind(ct, axes=axes, axis_index_groups=None)])
+
+
+def pcast(x: Any, axis_name: Any, *, to: str) -> Any:
+    """Change how `x` (a pytree) is typed over the manual mesh axes `axis_name`: to='varying'
+    makes an invariant value varying (a no-op on its value; its transpose is a psum). Outside
+    check_vma=True it returns x, as JAX's."""
+    if to not in ("varying", "reduced", "unreduced"):
+        raise ValueError("Got unexpected `to` value. Allowed `to` values are: "
+                         "{'varying', 'reduced', 'unreduced'}")
+    if to != "varying":
+        raise NotImplementedError(f"pcast(to={to!r}): tracejit has no reduced/unreduced types")
+    names = _names(axis_name)
+    frames = [lookup(n) for n in names]
+    if not names or not all(f.vma for f in frames):
+        return x
+    leaves, tree = tree_flatten(x)
+    out = []
+    for leaf in leaves:
+        leaf = as_lax_operands("pcast", leaf)[0]
+        if getattr(get_aval(leaf), "vma", frozenset()) & set(names):
+            raise ValueError("Unsupported pcast from=varying, to='varying'")
+        out.append(pvary_p.bind(leaf, axes=tuple(f.name for f in vma_frames()
+                                                 if f.name in names)))
+    return tree_unflatten(tree, out)
+
+
+def _has_jaxpr(params: dict) -> bool:
+    return any(isinstance(v, (ClosedJaxpr, Jaxpr)) or callable(v) or
+               (isinstance(v, tuple) and v and isinstance(v[0], (ClosedJaxpr, Jaxpr)))
+               for v in params.values())
+
+
+def _insert_pvary(primitive: Any, args: tuple, params: dict) -> tuple:
+    """JAX's implicit pvary: under check_vma=True, operands of one operation that vary over
+    different manual axes are all made to vary over the union (not control flow's, jit's or
+    custom rules' operands: their bodies see each operand's own type)."""
+    if not vma_frames() or primitive.own_vma or in_batch_rule() or _has_jaxpr(params):
+        return args
+    vmas = [getattr(get_aval(a), "vma", frozenset()) for a in args]
+    union = frozenset().union(*vmas)
+    if all(v == union for v in vmas):
+        return args
+    order = [f.name for f in vma_frames()]
+    return tuple(a if v == union else
+                 pvary_p.bind(a, axes=tuple(n for n in order if n in union - v))
+                 for a, v in zip(args, vmas))
+
+
+_trace.insert_pvary = _insert_pvary
 
 
 # --- all_gather / psum_scatter -------------------------------------------------------------
@@ -285,7 +385,10 @@ all_gather_p.def_impl(_all_gather_impl)
 
 def _all_gather_named(vals, dims, axis, *, all_gather_dimension, tiled, **_):
     (x,), (d,) = vals, dims
-    return _stacked_to(bdim_at_front(x, d, axis.size), all_gather_dimension, tiled), not_mapped
+    out = _stacked_to(bdim_at_front(x, d, axis.size), all_gather_dimension, tiled)
+    if axis.vma:  # (under check_vma the gathered value is typed varying, as JAX's all_gather)
+        return bdim_at_front(out, not_mapped, axis.size), 0
+    return out, not_mapped
 
 
 all_gather_p.def_named_batch(_grouped(_all_gather_named,
@@ -358,11 +461,36 @@ def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: i
                tiled: bool = False, to: str = "varying") -> Any:
     """Every lane's `x` (a pytree), stacked along a new axis `axis` (concatenated along it
     with tiled=True), on every lane."""
+    if to not in ("varying", "invarying", "reduced"):
+        raise ValueError("Got unexpected `to` value for `jax.lax.all_gather`. Allowed `to` "
+                         "values are: {'invarying', 'reduced', 'varying'}")
+    if to == "reduced":
+        raise NotImplementedError("all_gather(to='reduced'): tracejit has no reduced types; "
+                                  "use to='varying' or to='invarying'")
+
     def bind(leaf, name, n, groups):
         dim = _checked_axis("all_gather", axis, get_aval(leaf).ndim + (not tiled))
+        if to == "invarying" and _is_vma_axis(name):
+            return _all_gather_invariant(leaf, name, n, groups, dim, tiled)
         return all_gather_p.bind(leaf, all_gather_dimension=dim, axis_name=(name,),
                                  axis_index_groups=groups, axis_size=n, tiled=bool(tiled))
     return _over_leaves("all_gather", x, axis_name, bind, axis_index_groups)
+
+
+def _all_gather_invariant(x: Any, name: Any, n: int, groups: Any, dim: int, tiled: bool):
+    """all_gather(to='invarying'): each lane's x placed at its position in zeros, psummed, so
+    the result is typed invariant and its transpose is each lane's slice of the cotangent."""
+    if groups is not None:
+        raise NotImplementedError("all_gather(to='invarying') with axis_index_groups")
+    from .indexing import dynamic_update_index_in_dim, dynamic_update_slice_in_dim
+    shape = get_aval(x).shape
+    here = axis_index_p.bind(axis_name=name)
+    zeros = full_like(x, 0, shape=_gathered_shape(shape, n, dim, tiled))
+    if tiled:
+        placed = dynamic_update_slice_in_dim(zeros, x, here * shape[dim], dim)
+    else:
+        placed = dynamic_update_index_in_dim(zeros, x, here, dim)
+    return psum_p.bind(placed, axes=(name,), axis_index_groups=None)
 
 
 def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0,
@@ -563,5 +691,5 @@ def pswapaxes(x: Any, axis_name: Any, axis: int, *, axis_index_groups: Any = Non
     return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
 
 
-__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
+__all__ = ["psum", "pmean", "pmax", "pmin", "pcast", "all_gather", "psum_scatter", "ppermute",
            "pshuffle", "pbroadcast", "all_to_all", "pswapaxes", "axis_index", "axis_size"]
