@@ -14,8 +14,7 @@ import math
 from typing import Any, Callable, Sequence
 
 from .core.devices import local_device_count
-from .core.pytree import (keystr, prefix_errors, tree_flatten, tree_flatten_with_path,
-                          tree_leaves, tree_unflatten)
+from .core.pytree import prefix_errors, tree_flatten, tree_leaves, tree_unflatten
 from .core.array import Array
 from .core.global_array import GlobalArray
 from .core.sharding import (UNCONSTRAINED, AbstractMesh, Mesh, NamedSharding, PartitionSpec,
@@ -144,12 +143,10 @@ def _check_out_vma(out_specs: Any, sample: Any, mapped: list, axes: list, sizes:
                    fun_name: str) -> None:
     """JAX's error (check_vma=True) when an output's type varies over a mesh axis its
     out_specs entry leaves out; each output varies over the axes its batch traces map."""
-    paths = tree_flatten_with_path(out_specs, is_leaf=lambda s: s is None)[0]
-    flat, treedef = tree_flatten(out_specs, is_leaf=lambda s: s is None)
-    per_leaf = [(keystr(path), spec) for (path, spec), sub in
-                zip(paths, treedef.flatten_up_to(sample)) for _ in tree_leaves(sub)]
+    # (JAX 0.10 names each failing entry `out_specs`, without its path in the tree)
+    key = ""
     msgs = []
-    for (key, spec), varying in zip(per_leaf, mapped):
+    for spec, varying in zip(_broadcast_specs(out_specs, sample), mapped):
         named = set(_spec_axes(spec))
         unmentioned = [a for a in axes if a not in named]
         if not [a for a in unmentioned if a in varying]:

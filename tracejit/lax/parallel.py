@@ -187,6 +187,9 @@ def _each_leaf(name: str, prim: NamedAxisPrimitive, x: Any, axis_name: Any,
                                   f"name one axis")
     for n in names:
         lookup(n)
+    if prim is psum_p:
+        for leaf in leaves:
+            _one_state(leaf, names, "jax.lax.psum")
     out = [prim.bind(_vary_over(as_lax_operands(name, leaf)[0], names), axes=names,
                      axis_index_groups=groups) for leaf in leaves]
     return tree_unflatten(tree, out)
@@ -264,6 +267,18 @@ def axis_index(axis_name: Any) -> Any:
 
 def _is_vma_axis(name: Any) -> bool:
     return any(f.name == name for f in vma_frames())
+
+
+def _one_state(x: Any, names: Sequence, api: str) -> None:
+    """JAX's error when `x` varies over some of the check_vma axes `names` and not others
+    (psum and psum_scatter take either kind, not a mix)."""
+    vma = getattr(get_aval(x), "vma", frozenset())
+    states = {"varying" if n in vma else "invarying" for n in names if _is_vma_axis(n)}
+    if len(states) > 1:
+        raise ValueError(f"{api} can only accept axis_name which corresponds to one of varying, "
+                         f"unreduced, reduced or invarying state of the input. Got input type: "
+                         f"{get_aval(x).str_long()}, axes: {tuple(names)} and input state: "
+                         f"{states}")
 
 
 def _vary_over(x: Any, names: Sequence) -> Any:
@@ -497,6 +512,7 @@ def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0,
                  axis_index_groups: Any = None, tiled: bool = False) -> Any:
     """The psum of `x` (a pytree), split along `scatter_dimension`: lane i keeps part i."""
     def bind(leaf, name, n, groups):
+        _one_state(leaf, (name,), "jax.lax.psum_scatter")
         dim = _checked_axis("psum_scatter", scatter_dimension, get_aval(leaf).ndim)
         _scattered_shape(get_aval(leaf).shape, n, dim, tiled)  # (JAX's error before binding)
         _canonical_groups(groups, equal=True)  # (then, groups of unequal sizes)
