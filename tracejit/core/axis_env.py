@@ -128,11 +128,6 @@ axes that span processes and none that a batch trace maps, `across_processes(arg
         elif any(f.process is not None for f in frames):
             if self.across_processes is None:
                 raise NotImplementedError(f"{self.name} over an axis that spans processes")
-            if params.get("axis_index_groups") is not None:
-                raise NotImplementedError(
-                    f"{self.name} with axis_index_groups over an axis that spans processes: "
-                    f"group the devices of one process, or compute each group's collective "
-                    f"with a mask (psum of x * (group == mine))")
             return self.across_processes(args, frames, **params)
         return super().bind(*args, **params)
 
