@@ -72,3 +72,15 @@ def test_pcast_outside_check_vma_is_the_identity():
     out = tj.shard_map(lambda a: tj.lax.pcast(a, "i", to="varying"), mesh=mesh,
                        in_specs=tj.P(), out_specs=tj.P(), check_vma=False)(np.arange(3.0))
     np.testing.assert_array_equal(np.asarray(out), np.arange(3.0))
+
+
+def test_a_jit_traced_outside_is_traced_again_inside_with_its_pvarys():
+    # the same avals, but inside check_vma=True the invariant w is pvaried: its gradient is
+    # summed over the shards (JAX: x's two shards, [0, 1] + [2, 3])
+    mesh = tj.sharding.AbstractMesh((2,), ("d",))
+    f = tj.jit(lambda a, w: a * w)
+    x, w = np.arange(4.0, dtype=np.float32), np.ones(2, np.float32)
+    f(x[:2], w)
+    g = tj.shard_map(lambda a, w: tj.grad(lambda w: tj.numpy.sum(f(a, w)))(w), mesh=mesh,
+                     in_specs=(tj.P("d"), tj.P()), out_specs=tj.P())
+    np.testing.assert_array_equal(np.asarray(g(x, w)), [2.0, 4.0])
