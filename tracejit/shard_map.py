@@ -144,7 +144,6 @@ def _check_out_vma(out_specs: Any, sample: Any, mapped: list, axes: list, sizes:
     """JAX's error (check_vma=True) when an output's type varies over a mesh axis its
     out_specs entry leaves out; each output varies over the axes its batch traces map."""
     # (JAX 0.10 names each failing entry `out_specs`, without its path in the tree)
-    key = ""
     msgs = []
     for spec, varying in zip(_broadcast_specs(out_specs, sample), mapped):
         named = set(_spec_axes(spec))
@@ -155,11 +154,11 @@ def _check_out_vma(out_specs: Any, sample: Any, mapped: list, axes: list, sizes:
             need = ",".join(a for a in axes if a in named)
             diff = ",".join(a for a in unmentioned if a in varying)
             got = ",".join(a for a in axes if a in varying)
-            msgs.append(f"* out_specs{key} is {spec} which implies that the corresponding "
+            msgs.append(f"* out_specs is {spec} which implies that the corresponding "
                         f"output value is only varying across mesh axes {{{need}}} and not "
                         f"{{{diff}}}, but it was inferred to be possibly varying over {{{got}}}")
         else:
-            msgs.append(f"* out_specs{key} is {spec} which implies that the corresponding "
+            msgs.append(f"* out_specs is {spec} which implies that the corresponding "
                         f"output value is replicated across mesh axis '{unmentioned[0]}', but "
                         f"could not infer replication over any axes")
     if not msgs:
