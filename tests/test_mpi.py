@@ -285,3 +285,29 @@ def _check_initialize_checks_its_arguments_against_mpi(runs):
     out = runs[3]
     assert "ERR" in out and "mpiexec -n 2" in out, out
     assert "True 1 [CpuDevice(id=0)]" in out, out
+
+
+def test_axis_index_groups_across_processes(tmp_path):
+    """Collectives within groups of positions of an axis spanning the processes (groups
+    crossing the processes and within them; reversed order) give under mpiexec -n 2 what they
+    give in one process (tests/test_axis_index_groups.py checks that against JAX)."""
+    python, script = sys.executable, str(HERE / "groups.py")
+    started = {
+        "mpi": subprocess.Popen([mpiexec(), "-n", "2", python, script, str(tmp_path / "mpi.npz"),
+                                 "mpi"], env=_env(2), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True),
+        "single": subprocess.Popen([python, script, str(tmp_path / "single.npz"), "single"],
+                                   env=_env(4), stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True)}
+    logs = {k: p.communicate(timeout=240)[0] for k, p in started.items()}
+    for k, p in started.items():
+        assert p.returncode == 0, f"{k} run failed:\n{logs[k][-4000:]}"
+    with np.load(tmp_path / "mpi.npz") as a, np.load(tmp_path / "single.npz") as b:
+        ours, oracle = dict(a), dict(b)
+    assert sorted(ours) == sorted(oracle)
+    for k in oracle:
+        np.testing.assert_allclose(ours[k], oracle[k], rtol=2e-6, atol=1e-6, err_msg=k)
+    # and against NumPy: shard k (4 rows) gets the sum of its group's shards
+    shards = (np.arange(32, dtype=np.float32).reshape(16, 2) / 7.0).reshape(4, 4, 2)
+    want = np.concatenate([shards[[0, 2]].sum(0), shards[[1, 3]].sum(0)] * 2)
+    np.testing.assert_allclose(ours["psum_across"], want, rtol=1e-6)

@@ -253,7 +253,7 @@ OUT_OF_SCOPE["lax"] = {
     **{n: "tokens: tracejit orders effects without token values" for n in (
         "after_all", "after_all_p", "create_token", "create_token_p")},
     **{n: "point-to-point send/recv between processes: comes with multi-process (issue 14)"
-       for n in ("psend", "precv", "ragged_all_to_all", "ragged_all_to_all_p", "pcast")},
+       for n in ("psend", "precv", "ragged_all_to_all", "ragged_all_to_all_p")},
     **{n: "JAX-internal primitive: tracejit stages these operations as other primitives"
        for n in ("approx_top_k_p", "device_put_p", "eq_to_p",
                  "le_to_p", "lt_to_p", "dce_sink_p", "reduce_p", "select_and_scatter_p",

@@ -25,7 +25,7 @@ NAMED_AXIS = {p.name for p in PRIMS if isinstance(p, NamedAxisPrimitive)}
 
 def test_collectives_are_the_named_axis_primitives():
     assert NAMED_AXIS == {"psum", "pmax", "pmin", "all_gather", "reduce_scatter", "ppermute",
-                          "pbroadcast", "all_to_all", "axis_index"}
+                          "pbroadcast", "all_to_all", "axis_index", "pvary"}
 
 
 def test_registry_is_populated():

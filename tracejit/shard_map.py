@@ -22,7 +22,7 @@ from .core.sharding import (UNCONSTRAINED, AbstractMesh, Mesh, NamedSharding, Pa
 from .core.trace import get_aval
 from .runtime.devices import to_array
 from .runtime.jit import jit
-from .transforms.api import vmap
+from .transforms.api import map_over_axis
 from .transforms.spmd import join_shards, nest_axes, split_shards
 
 
@@ -101,7 +101,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
         sizes = dict(m.shape_tuple)
         axes = list(m.axis_names)
         tree, out_flat_specs, results = _per_device(f, in_tree, leaves, flat_specs, out_specs,
-                                                    m, axes, sizes, fun_name)
+                                                    m, axes, sizes, fun_name, vma=check_vma)
         if isinstance(m, Mesh):  # (laid out over the mesh as out_specs say)
             results = [r.placed(NamedSharding(m, s if s is not None else PartitionSpec()))
                        if isinstance(r, Array) else r for r, s in zip(results, out_flat_specs)]
@@ -111,7 +111,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
 
 def _per_device(f: Callable, in_tree: Any, leaves: list, flat_specs: list, out_specs: Any,
                 m: Mesh | AbstractMesh, axes: list, sizes: dict, fun_name: str,
-                out_spec: Callable = lambda spec, ndim: spec) -> tuple[Any, list, list]:
+                out_spec: Callable = lambda spec, ndim: spec, *,
+                vma: bool = False) -> tuple[Any, list, list]:
     """f run on every shard of `leaves` (split as flat_specs say over the mesh axes `axes`,
     of sizes `sizes`) under transforms/spmd.py's batch traces, its results joined as
     out_specs say (`out_spec(spec, ndim)`: the spec a result is joined by, given its rank per
@@ -126,14 +127,52 @@ def _per_device(f: Callable, in_tree: Any, leaves: list, flat_specs: list, out_s
         return flat
 
     in_dims = [tuple(_dim_axes(s, get_aval(x).ndim)) for x, s in zip(leaves, flat_specs)]
-    outs, mapped = nest_axes(per_shard, shards, in_dims, axes, sizes)
+    outs, mapped = nest_axes(per_shard, shards, in_dims, axes, sizes, vma=vma)
     tree, sample = out_tree
     _check_specs(out_specs, sample, m, "out_specs", fun_name)
     out_flat = _broadcast_specs(out_specs, sample)
+    if vma:
+        _check_out_vma(out_specs, sample, mapped, axes, sizes, fun_name)
     results = [_from_shards(o, mp, out_spec(s, get_aval(o).ndim - len(mp)), axes, sizes,
                             fun_name, i)
                for i, (o, mp, s) in enumerate(zip(outs, mapped, out_flat))]
     return tree, out_flat, results
+
+
+def _check_out_vma(out_specs: Any, sample: Any, mapped: list, axes: list, sizes: dict,
+                   fun_name: str) -> None:
+    """JAX's error (check_vma=True) when an output's type varies over a mesh axis its
+    out_specs entry leaves out; each output varies over the axes its batch traces map."""
+    # (JAX 0.10 names each failing entry `out_specs`, without its path in the tree)
+    msgs = []
+    for spec, varying in zip(_broadcast_specs(out_specs, sample), mapped):
+        named = set(_spec_axes(spec))
+        unmentioned = [a for a in axes if a not in named]
+        if not [a for a in unmentioned if a in varying]:
+            continue
+        if len(unmentioned) > 1:
+            need = ",".join(a for a in axes if a in named)
+            diff = ",".join(a for a in unmentioned if a in varying)
+            got = ",".join(a for a in axes if a in varying)
+            msgs.append(f"* out_specs is {spec} which implies that the corresponding "
+                        f"output value is only varying across mesh axes {{{need}}} and not "
+                        f"{{{diff}}}, but it was inferred to be possibly varying over {{{got}}}")
+        else:
+            msgs.append(f"* out_specs is {spec} which implies that the corresponding "
+                        f"output value is replicated across mesh axis '{unmentioned[0]}', but "
+                        f"could not infer replication over any axes")
+    if not msgs:
+        return
+    if len(msgs) == 1:
+        msgs = [msgs[0][2:]]
+    raise ValueError(
+        f"shard_map applied to the function '{fun_name}' was given out_specs which require "
+        f"replication which can't be statically inferred given the mesh:\n\n"
+        f"The mesh given has shape {tuple(sizes[a] for a in axes)} with corresponding axis "
+        f"names {tuple(axes)}.\n\n" + "\n\n".join(msgs) + "\n\n"
+        "Check if these output values are meant to be replicated over those mesh axes. If "
+        "not, consider revising the corresponding out_specs entries. If so, consider "
+        "disabling the check by passing the check_vma=False argument to `jax.shard_map`.")
 
 
 def _spec_axes(spec: PartitionSpec | None) -> list:
@@ -231,8 +270,8 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
             for i, a in zip(dyn, dyn_args):
                 full[i] = a
             return fun(*full, **kwargs)
-        return vmap(body, in_axes=tuple(axes), out_axes=out_axes, axis_name=axis_name,
-                    axis_size=axis_size)(*[args[i] for i in dyn])
+        return map_over_axis(body, tuple(axes), out_axes, axis_name, axis_size,
+                             devices=True)(*[args[i] for i in dyn])
     return jit(mapped, static_argnums=static)
 
 

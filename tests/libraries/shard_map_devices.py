@@ -54,8 +54,8 @@ def dp_step(p, xs, ys):
     def shard_step(p, xs, ys):
         g = lax.pmean(jax.grad(loss)(p, xs, ys), ("x", "y"))
         return jax.tree.map(lambda a, b: a - 0.1 * b, p, g)
-    # check_vma=False: no implicit psum of the gradients of replicated values (tracejit has
-    # no varying-axes types yet; with them JAX sums these gradients over the devices)
+    # check_vma=False: no implicit psum of the gradients of replicated values (with the
+    # varying-axes types JAX sums these gradients over the devices: tests/libraries/vma.py)
     return jax.shard_map(shard_step, mesh=mesh, in_specs=(P(), P(("x", "y")), P(("x", "y"))),
                          out_specs=P(), check_vma=False)(p, xs, ys)
 

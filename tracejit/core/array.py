@@ -30,7 +30,9 @@ class Array(ArrayMetadata):
 
     def __init__(self, value: np.ndarray, aval: ShapedArray, address: int = 0, pool=None):
         self._value = value  # None once deleted
-        self.aval = aval
+        # a concrete value varies over no manual mesh axis (a type built from a shard_map
+        # value's, such as a cotangent's ones, must not say it does)
+        self.aval = aval.update(vma=frozenset()) if getattr(aval, "vma", None) else aval
         self._deleted = False
         self._address = address  # 0: not looked up yet
         self._pool = pool  # the buffer pool of a native output (see runtime.buffers)

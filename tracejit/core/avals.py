@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -14,18 +14,35 @@ class AbstractValue:
     __slots__ = ()
 
 
+class ManualAxisType(NamedTuple):
+    """How a value stands over the manual mesh axes of a shard_map (JAX 0.10's name): the axes
+    it varies over (tracejit has no unreduced/reduced types: always empty)."""
+    varying: frozenset = frozenset()
+    unreduced: frozenset = frozenset()
+    reduced: frozenset = frozenset()
+
+
 class ShapedArray(AbstractValue):
-    __slots__ = ("shape", "dtype", "weak_type", "_hash")
+    __slots__ = ("shape", "dtype", "weak_type", "vma", "_hash")
     array_abstraction_level = 1
 
     def __init__(self, shape: tuple[int, ...], dtype: Any, weak_type: bool = False, *,
-                 sharding: Any = None):
+                 sharding: Any = None, vma: frozenset = frozenset()):
         # (`sharding` is accepted as JAX's constructor takes it; one device: every value is
         # replicated, as `.sharding` says)
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
+        # the manual mesh axes (shard_map, check_vma=True) the value varies over (JAX's
+        # varying manual axes, core/vma.py); outside shard_map empty. Not part of equality:
+        # the jaxpr checker compares shapes and dtypes, vma is checked where JAX checks it
+        self.vma = frozenset(vma)
         self._hash = hash((self.shape, self.dtype, self.weak_type))
+
+    @property
+    def mat(self) -> ManualAxisType:
+        """JAX 0.10's manual-axis type (`typeof(x).mat.varying`)."""
+        return ManualAxisType(varying=self.vma)
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))
@@ -37,16 +54,17 @@ class ShapedArray(AbstractValue):
         from .sharding import AbstractMesh, NamedSharding, PartitionSpec
         return NamedSharding(AbstractMesh((), ()), PartitionSpec(*[None] * self.ndim))
 
-    def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
+    def update(self, shape=None, dtype=None, weak_type=None, vma=None) -> ShapedArray:
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type)
+                           self.weak_type if weak_type is None else weak_type,
+                           vma=self.vma if vma is None else vma)
 
     def to_tangent_aval(self) -> ShapedArray:
         """The type of this type's tangents: float0 for integer and boolean values."""
         if dtypes.is_inexact(self.dtype):
             return self
-        return ShapedArray(self.shape, dtypes.float0, self.weak_type)
+        return ShapedArray(self.shape, dtypes.float0, self.weak_type, vma=self.vma)
 
     def strip_weak_type(self) -> ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self
@@ -64,11 +82,19 @@ class ShapedArray(AbstractValue):
     def str_long(self) -> str:
         """`float32[3]`, `~float32[]` for a weak type: how JAX's tracer reprs show a type."""
         shape = ",".join(map(str, self.shape))
-        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{shape}]"
+        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{shape}]{self._vma_str()}"
+
+    def _vma_str(self) -> str:
+        """JAX's `{V:i}` / `{V:(i,j)}` suffix of a type varying over manual axes."""
+        if not self.vma:
+            return ""
+        names = sorted(map(str, self.vma))
+        return "{V:" + (names[0] if len(names) == 1 else f"({','.join(names)})") + "}"
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{weak})"
+        shape = ",".join(map(str, self.shape))
+        return f"ShapedArray({self.dtype.name}[{shape}]{self._vma_str()}{weak})"
 
     __str__ = __repr__
 

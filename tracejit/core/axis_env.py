@@ -32,6 +32,12 @@ class AxisFrame(NamedTuple):
     # set for an axis that spans processes (shard_map over a multi-process mesh): not batched,
     # each process computes its position, and collectives over it call MPI
     process: ProcessAxis | None = None
+    # an axis over devices (pmap, shard_map): collectives take axis_index_groups, which JAX's
+    # vmap(axis_name=...) rejects
+    devices: bool = False
+    # a shard_map axis under check_vma=True: values carry it in their type's `vma` while they
+    # vary over it (core/vma.py)
+    vma: bool = False
 
 
 class _AxisState(threading.local):
@@ -47,6 +53,16 @@ def extend_axis_env(name: Any, size: int, main: MainTrace | None = None,
                     process: ProcessAxis | None = None):
     """Bind axis `name` of `size` while the block runs (innermost binding wins)."""
     _state.frames.append(AxisFrame(name, size, main, process))
+    try:
+        yield
+    finally:
+        _state.frames.pop()
+
+
+@contextlib.contextmanager
+def extend_frame(frame: AxisFrame):
+    """Bind `frame` (its name, size, trace and flags) while the block runs."""
+    _state.frames.append(frame)
     try:
         yield
     finally:
@@ -70,6 +86,11 @@ def bound_names() -> list:
     return [f.name for f in _state.frames]
 
 
+def vma_frames() -> list[AxisFrame]:
+    """The bound axes whose values' types track how they vary (shard_map, check_vma=True)."""
+    return [f for f in _state.frames if f.vma]
+
+
 class NamedAxisPrimitive(Primitive):
     """A primitive computed across the lanes of named axes. `names(params)` lists the axes it
     acts over; the batch trace of one of them calls `named_batch(vals, dims, frame, **params)`
@@ -79,6 +100,7 @@ axes that span processes and none that a batch trace maps, `across_processes(arg
 
     def __init__(self, name: str, names: Callable[[dict], tuple], **kwargs: Any):
         super().__init__(name, **kwargs)
+        self.own_vma = True  # (each collective says how it changes the varying axes)
         self.names = names
         self.named_batch: Callable | None = None
         self.across_processes: Callable | None = None

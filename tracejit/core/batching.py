@@ -11,7 +11,7 @@ import threading
 from typing import Any, Callable, Sequence
 
 from .avals import ShapedArray
-from .axis_env import AxisFrame, NamedAxisPrimitive, extend_axis_env
+from .axis_env import AxisFrame, NamedAxisPrimitive, extend_frame
 from .jaxpr import ClosedJaxpr
 from .jaxpr_util import eval_closed, trace_closed
 from .primitive import Primitive, primitive_batchers
@@ -34,7 +34,13 @@ class BatchTracer(Tracer):
 
     @property
     def aval(self) -> ShapedArray:
-        return unbatched_aval(self.val, self.bdim)
+        aval = unbatched_aval(self.val, self.bdim)
+        axis = self._trace.main.global_data
+        # under shard_map's check_vma=True a value varies over a mesh axis exactly when that
+        # axis's batch trace maps it (pvary materialises the lanes of an invariant value)
+        if axis is not None and axis.vma and self.bdim is not not_mapped:
+            aval = aval.update(vma=aval.vma | {axis.name})
+        return aval
 
     def full_lower(self):
         if self.bdim is not_mapped:
@@ -58,9 +64,17 @@ class _Named(threading.local):
     # the named axis of the batch trace whose rule is running: the batch_flat/batch_jaxpr calls
     # a rule makes (the body of a jit, scan or cond it batches) map that same axis
     axis: AxisFrame | None = None
+    # how many batch rules are running: the operations they bind are the lanes' arithmetic,
+    # never a user's (no implicit pvary there: lax/parallel.py)
+    depth: int = 0
 
 
 _named = _Named()
+
+
+def in_batch_rule() -> bool:
+    """Whether a batch rule is running (its operations work on whole batches of lanes)."""
+    return _named.depth > 0
 INHERIT = object()
 
 
@@ -78,6 +92,7 @@ class BatchTrace(Trace):
         dims = [t.bdim for t in tracers]
         axis = self.main.global_data
         saved, _named.axis = _named.axis, axis
+        _named.depth += 1
         try:
             if axis is not None and isinstance(primitive, NamedAxisPrimitive) and \
                     axis.name in primitive.names(params):
@@ -89,6 +104,7 @@ class BatchTrace(Trace):
                 out, out_dims = batch_rule(primitive)(vals, dims, **params)
         finally:
             _named.axis = saved
+            _named.depth -= 1
         if primitive.multiple_results:
             return [BatchTracer(self, o, d) for o, d in zip(out, out_dims)]
         return BatchTracer(self, out, out_dims)
@@ -111,7 +127,7 @@ def batch_flat(fun: Callable[..., Sequence[Any]], args: Sequence[Any],
         axis = _named.axis
     with new_main(BatchTrace, global_data=axis) as main:
         trace = BatchTrace(main)
-        bound = extend_axis_env(axis.name, axis.size, main) if axis is not None else \
+        bound = extend_frame(axis._replace(main=main)) if axis is not None else \
             contextlib.nullcontext()
         with bound:
             outs = fun(*[BatchTracer(trace, x, d) if d is not not_mapped else x

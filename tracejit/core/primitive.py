@@ -68,6 +68,9 @@ class Primitive:
         # has an effect beyond its results (a host callback that prints or does I/O): the
         # compiler never drops, merges, folds, hoists or reorders its equations
         self.effectful = False
+        # its abstract eval sets the outputs' varying manual axes itself (collectives, pvary);
+        # otherwise they are the union of the operands' (JAX's standard vma rule)
+        self.own_vma = False
         # how the printer shows the params (params -> the params to print, in order); None:
         # all of them, sorted by name
         self.pp_params: Callable[[dict], dict] | None = None
@@ -98,7 +101,12 @@ class Primitive:
 
     def abstract_eval(self, *avals: ShapedArray, **params: Any) -> list[ShapedArray]:
         out = self._abstract_eval(*avals, **params)
-        return list(out) if self.multiple_results else [out]
+        out = list(out) if self.multiple_results else [out]
+        vma = [a.vma for a in avals if getattr(a, "vma", None)]
+        if vma and not self.own_vma:  # (JAX's standard rule: the operands' varying axes)
+            union = frozenset().union(*vma)
+            out = [o.update(vma=union) if isinstance(o, ShapedArray) else o for o in out]
+        return out
 
     def has_rule(self, rule: str) -> bool:
         if rule == "abstract_eval":

@@ -383,7 +383,15 @@ def full_lower(val: Any):
     return val.full_lower() if isinstance(val, Tracer) else val
 
 
+# Set by lax/parallel.py: under shard_map's check_vma=True, the operands of a primitive that
+# vary over different manual axes are first made to vary over all of them (JAX's implicit
+# pvary), so that transposition sees the pvary (its transpose sums over the axis).
+insert_pvary: Callable | None = None
+
+
 def bind(primitive, *args, **params):
+    if insert_pvary is not None and len(args) > 1:
+        args = insert_pvary(primitive, args, params)
     trace = find_top_trace(args)
     tracers = [full_raise(trace, a) for a in args]
     outs = trace.process_primitive(primitive, tracers, params)

@@ -14,7 +14,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..core.avals import ShapedArray
-from ..core.axis_env import NamedAxisPrimitive, axis_size as _bound_size, lookup
+from ..core import trace as _trace
+from ..core.axis_env import NamedAxisPrimitive, axis_size as _bound_size, lookup, vma_frames
+from ..core.batching import in_batch_rule
+from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.pytree import tree_flatten, tree_unflatten
 from ..core.rules import bdim_at_front, def_linear, moveaxis, not_mapped
 from ..core.trace import ensure_compile_time_eval, get_aval
@@ -43,16 +46,72 @@ def _rebind_rest(prim: NamedAxisPrimitive, x: Any, done: Any, params: dict, key:
     return prim.bind(x, **{**params, key: rest}) if rest else x
 
 
+# --- axis_index_groups ---------------------------------------------------------------------
+# Under pmap and shard_map a collective may act within groups of the axis's positions: each
+# group (a list of positions) computes it by itself, as if the axis were just its members, in
+# the order listed. JAX's vmap(axis_name=...) rejects groups, and so do we (AxisFrame.devices).
+
+def _canonical_groups(axis_index_groups: Any, *, equal: bool = False) -> tuple | None:
+    """The groups as a tuple of tuples, checked as JAX checks them: together they cover the
+    positions 0..n-1 once each (and, for the collectives that route data, are equally sized)."""
+    if axis_index_groups is None:
+        return None
+    groups = tuple(tuple(int(i) for i in g) for g in axis_index_groups)
+    if sorted(i for g in groups for i in g) != list(range(sum(map(len, groups)))):
+        raise ValueError("axis_index_groups must cover all indices exactly once")
+    if equal and len({len(g) for g in groups}) > 1:
+        raise ValueError("Replica groups must be equally sized")
+    return groups
+
+
+def _group_size(groups: tuple | None, name: Any) -> int:
+    """The number of positions a collective acts over: its group's, or the axis's."""
+    return _bound_size(name) if groups is None else len(groups[0])
+
+
+def _grouped(rule: Any, vmap_error: str, checked_vma: bool = True) -> Any:
+    """A named batch rule `rule(vals, dims, axis, **params)` made to honour
+    axis_index_groups: each group's lanes, gathered in the group's order, run the collective as
+    an axis of the group's size; each lane's result is put back at its position."""
+    def named(vals, dims, axis, *, axis_index_groups, **params):
+        if axis_index_groups is None:
+            return rule(vals, dims, axis, axis_index_groups=None, **params)
+        if not axis.devices:
+            raise NotImplementedError(vmap_error)
+        if axis.vma and not checked_vma:
+            raise NotImplementedError(f"axis_index_groups under shard_map's check_vma=True "
+                                      f"(JAX implements them only without the varying-axes "
+                                      f"types): pass check_vma=False to shard_map")
+        if sum(map(len, axis_index_groups)) != axis.size:
+            raise ValueError(f"axis_index_groups must cover all indices exactly once: "
+                             f"{[list(g) for g in axis_index_groups]} names "
+                             f"{sum(map(len, axis_index_groups))} positions of the axis "
+                             f"{axis.name!r} of size {axis.size}")
+        (x,), (d,) = vals, dims
+        front = bdim_at_front(x, d, axis.size)
+        lanes: list = [None] * axis.size
+        for group in axis_index_groups:
+            members = concatenate([index_in_dim(front, m, 0) for m in group], 0)
+            out, od = rule([members], [0], axis._replace(size=len(group)),
+                           axis_index_groups=None, **params)
+            out = bdim_at_front(out, od, len(group))
+            for i, m in enumerate(group):
+                lanes[m] = index_in_dim(out, i, 0)
+        return concatenate(lanes, 0), 0
+    return named
+
+
 def _over_leaves(name: str, x: Any, axis_name: Any, bind_leaf: Any,
-                 axis_index_groups: Any = None) -> Any:
-    """A one-axis collective of each leaf of the pytree x: bind_leaf(leaf, axis, its size)."""
-    if axis_index_groups is not None:
-        raise NotImplementedError(f"{name} with axis_index_groups")
+                 axis_index_groups: Any = None, equal: bool = True) -> Any:
+    """A one-axis collective of each leaf of the pytree x: bind_leaf(leaf, axis, its size,
+    groups), the size being the (first) group's when axis_index_groups are given."""
+    groups = _canonical_groups(axis_index_groups, equal=equal)
     axis = _one_name(name, axis_name)
-    n = _bound_size(axis)
+    n = _group_size(groups, axis)
     leaves, tree = tree_flatten(x)
-    return tree_unflatten(tree, [bind_leaf(as_lax_operands(name, leaf)[0], axis, n)
-                                 for leaf in leaves])
+    return tree_unflatten(tree, [
+        bind_leaf(_vary_over(as_lax_operands(name, leaf)[0], (axis,)), axis, n, groups)
+        for leaf in leaves])
 
 
 # --- psum / pmax / pmin --------------------------------------------------------------------
@@ -60,7 +119,7 @@ def _over_leaves(name: str, x: Any, axis_name: Any, bind_leaf: Any,
 def _reduction(name: str, reduce: Any, unmapped: Any, unmapped_np: Any) -> NamedAxisPrimitive:
     """`unmapped(x, n)`: the reduction of a value every lane holds (`unmapped_np` on NumPy)."""
     p = NamedAxisPrimitive(name, lambda params: params["axes"])
-    p.def_abstract_eval(lambda x, *, axes, axis_index_groups: x)
+    p.def_abstract_eval(lambda x, *, axes, axis_index_groups: x.update(vma=x.vma - set(axes)))
     p.def_impl(lambda x, *, axes, axis_index_groups: unmapped_np(x, math.prod(
         _bound_size(n) for n in axes)))
 
@@ -71,7 +130,8 @@ def _reduction(name: str, reduce: Any, unmapped: Any, unmapped_np: Any) -> Named
         out = unmapped(x, axis.size) if d is not_mapped else reduce(x, (d,))
         params = dict(axes=axes, axis_index_groups=axis_index_groups)
         return _rebind_rest(p, out, axis.name, params, "axes"), not_mapped
-    p.def_named_batch(named)
+    p.def_named_batch(_grouped(named, "axis_index_groups not supported in vmap collectives. "
+                                      "Please open a feature request!", name != "psum"))
 
     def lanewise(vals, dims, **params):  # a reduction over another trace's axis
         (x,), (d,) = vals, dims
@@ -101,22 +161,37 @@ def _not_differentiable(name: str):
 psum_p = _reduction("psum", reduce_sum, _times, _times_np)
 pmax_p = _reduction("pmax", reduce_max, lambda x, n: x, lambda x, n: x)
 pmin_p = _reduction("pmin", reduce_min, lambda x, n: x, lambda x, n: x)
-# the cotangent of a sum over lanes reaches every lane: its transpose is a psum
-def_linear(psum_p, lambda ct, x, **params: [psum_p.bind(ct, **params)])
+
+
+def _psum_transpose(ct, x, *, axes, axis_index_groups):
+    """The cotangent of a sum over lanes reaches every lane: under shard_map's check_vma=True
+    the (invariant) cotangent is made varying again, pvary; otherwise (pmap, vmap) JAX
+    transposes psum to the psum of the cotangents."""
+    if all(_is_vma_axis(n) for n in axes):
+        return [pvary_p.bind(ct, axes=tuple(axes))]
+    return [psum_p.bind(ct, axes=axes, axis_index_groups=axis_index_groups)]
+
+
+def_linear(psum_p, _psum_transpose)
 pmax_p.def_jvp(_not_differentiable("pmax"))
 pmin_p.def_jvp(_not_differentiable("pmin"))
 
 
 def _each_leaf(name: str, prim: NamedAxisPrimitive, x: Any, axis_name: Any,
                axis_index_groups: Any) -> Any:
-    if axis_index_groups is not None:
-        raise NotImplementedError(f"{name} with axis_index_groups")
+    groups = _canonical_groups(axis_index_groups)
     leaves, tree = tree_flatten(x)
     names = _names(axis_name)
+    if groups is not None and len(names) != 1:
+        raise NotImplementedError(f"{name} over several axes {names} with axis_index_groups: "
+                                  f"name one axis")
     for n in names:
         lookup(n)
-    out = [prim.bind(*as_lax_operands(name, leaf), axes=names, axis_index_groups=None)
-           for leaf in leaves]
+    if prim is psum_p:
+        for leaf in leaves:
+            _one_state(leaf, names, "jax.lax.psum")
+    out = [prim.bind(_vary_over(as_lax_operands(name, leaf)[0], names), axes=names,
+                     axis_index_groups=groups) for leaf in leaves]
     return tree_unflatten(tree, out)
 
 
@@ -138,7 +213,8 @@ def pmin(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
 def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """The mean of `x` (a pytree) over the lanes of the named axis (or axes)."""
     total = psum(x, axis_name, axis_index_groups=axis_index_groups)
-    n = axis_size(axis_name)
+    groups = _canonical_groups(axis_index_groups)
+    n = axis_size(axis_name) if groups is None else len(groups[0])  # (JAX: the first group's)
     leaves, tree = tree_flatten(total)
     return tree_unflatten(tree, [div(t, full_like(t, n)) for t in leaves])
 
@@ -151,7 +227,8 @@ def axis_size(axis_name: Any) -> int:
 # --- axis_index ----------------------------------------------------------------------------
 
 axis_index_p = NamedAxisPrimitive("axis_index", lambda params: (params["axis_name"],))
-axis_index_p.def_abstract_eval(lambda *, axis_name: ShapedArray((), np.dtype(np.int32)))
+axis_index_p.def_abstract_eval(lambda *, axis_name: ShapedArray(
+    (), np.dtype(np.int32), vma=frozenset({axis_name}) if _is_vma_axis(axis_name) else ()))
 
 
 def _axis_index_impl(*, axis_name):
@@ -181,6 +258,103 @@ def axis_index(axis_name: Any) -> Any:
         i = axis_index_p.bind(axis_name=n)
         index = i if index is None else index * _bound_size(n) + i
     return index
+
+
+# --- pvary / pcast: varying manual axes (shard_map's check_vma=True) ------------------------
+# A value's type lists the mesh axes it varies over (ShapedArray.vma); under shard_map's batch
+# traces that is the axes whose trace maps it (core/batching.py). pvary makes an invariant value
+# varying (its lanes materialised); its transpose sums over the axis, as psum's is pvary.
+
+def _is_vma_axis(name: Any) -> bool:
+    return any(f.name == name for f in vma_frames())
+
+
+def _one_state(x: Any, names: Sequence, api: str) -> None:
+    """JAX's error when `x` varies over some of the check_vma axes `names` and not others
+    (psum and psum_scatter take either kind, not a mix)."""
+    vma = getattr(get_aval(x), "vma", frozenset())
+    states = {"varying" if n in vma else "invarying" for n in names if _is_vma_axis(n)}
+    if len(states) > 1:
+        raise ValueError(f"{api} can only accept axis_name which corresponds to one of varying, "
+                         f"unreduced, reduced or invarying state of the input. Got input type: "
+                         f"{get_aval(x).str_long()}, axes: {tuple(names)} and input state: "
+                         f"{states}")
+
+
+def _vary_over(x: Any, names: Sequence) -> Any:
+    """x made varying over those of `names` that are check_vma axes it does not vary over yet
+    (JAX's implicit pvary before a collective)."""
+    frames = vma_frames()
+    if not frames:
+        return x
+    vma = getattr(get_aval(x), "vma", frozenset())
+    missing = tuple(f.name for f in frames if f.name in names and f.name not in vma)
+    return pvary_p.bind(x, axes=missing) if missing else x
+
+
+pvary_p = NamedAxisPrimitive("pvary", lambda params: params["axes"])
+pvary_p.def_abstract_eval(lambda x, *, axes: x.update(vma=x.vma | set(axes)))
+pvary_p.def_impl(lambda x, *, axes: x)  # (the type changes; every lane holds this x)
+
+
+def _pvary_named(vals, dims, axis, *, axes):
+    (x,), (d,) = vals, dims
+    out = bdim_at_front(x, d, axis.size)  # the lanes made real: the batch dim is the type
+    return _rebind_rest(pvary_p, out, axis.name, dict(axes=axes), "axes"), 0
+
+
+pvary_p.def_named_batch(_pvary_named)
+pvary_p.def_batch(lambda vals, dims, **params: (pvary_p.bind(vals[0], **params), dims[0]))
+def_linear(pvary_p, lambda ct, x, *, axes: [psum_p.bind(ct, axes=axes, axis_index_groups=None)])
+
+
+def pcast(x: Any, axis_name: Any, *, to: str) -> Any:
+    """Change how `x` (a pytree) is typed over the manual mesh axes `axis_name`: to='varying'
+    makes an invariant value varying (a no-op on its value; its transpose is a psum). Outside
+    check_vma=True it returns x, as JAX's."""
+    if to not in ("varying", "reduced", "unreduced"):
+        raise ValueError("Got unexpected `to` value. Allowed `to` values are: "
+                         "{'varying', 'reduced', 'unreduced'}")
+    if to != "varying":
+        raise NotImplementedError(f"pcast(to={to!r}): tracejit has no reduced/unreduced types")
+    names = _names(axis_name)
+    frames = [lookup(n) for n in names]
+    if not names or not all(f.vma for f in frames):
+        return x
+    leaves, tree = tree_flatten(x)
+    out = []
+    for leaf in leaves:
+        leaf = as_lax_operands("pcast", leaf)[0]
+        if getattr(get_aval(leaf), "vma", frozenset()) & set(names):
+            raise ValueError("Unsupported pcast from=varying, to='varying'")
+        out.append(pvary_p.bind(leaf, axes=tuple(f.name for f in vma_frames()
+                                                 if f.name in names)))
+    return tree_unflatten(tree, out)
+
+
+def _has_jaxpr(params: dict) -> bool:
+    return any(isinstance(v, (ClosedJaxpr, Jaxpr)) or callable(v) or
+               (isinstance(v, tuple) and v and isinstance(v[0], (ClosedJaxpr, Jaxpr)))
+               for v in params.values())
+
+
+def _insert_pvary(primitive: Any, args: tuple, params: dict) -> tuple:
+    """JAX's implicit pvary: under check_vma=True, operands of one operation that vary over
+    different manual axes are all made to vary over the union (not control flow's, jit's or
+    custom rules' operands: their bodies see each operand's own type)."""
+    if not vma_frames() or primitive.own_vma or in_batch_rule() or _has_jaxpr(params):
+        return args
+    vmas = [getattr(get_aval(a), "vma", frozenset()) for a in args]
+    union = frozenset().union(*vmas)
+    if all(v == union for v in vmas):
+        return args
+    order = [f.name for f in vma_frames()]
+    return tuple(a if v == union else
+                 pvary_p.bind(a, axes=tuple(n for n in order if n in union - v))
+                 for a, v in zip(args, vmas))
+
+
+_trace.insert_pvary = _insert_pvary
 
 
 # --- all_gather / psum_scatter -------------------------------------------------------------
@@ -226,10 +400,14 @@ all_gather_p.def_impl(_all_gather_impl)
 
 def _all_gather_named(vals, dims, axis, *, all_gather_dimension, tiled, **_):
     (x,), (d,) = vals, dims
-    return _stacked_to(bdim_at_front(x, d, axis.size), all_gather_dimension, tiled), not_mapped
+    out = _stacked_to(bdim_at_front(x, d, axis.size), all_gather_dimension, tiled)
+    if axis.vma:  # (under check_vma the gathered value is typed varying, as JAX's all_gather)
+        return bdim_at_front(out, not_mapped, axis.size), 0
+    return out, not_mapped
 
 
-all_gather_p.def_named_batch(_all_gather_named)
+all_gather_p.def_named_batch(_grouped(_all_gather_named,
+                                      "axis_index_groups not supported in vmap"))
 
 
 def _lanes_first(prim: NamedAxisPrimitive, shifted: tuple):
@@ -246,13 +424,13 @@ all_gather_p.def_batch(_lanes_first(all_gather_p, ("all_gather_dimension",)))
 
 def _scattered_shape(shape: tuple, n: int, dim: int, tiled: bool) -> tuple:
     if tiled:
-        if shape[dim] % n:
-            raise ValueError(f"psum_scatter: dimension {dim} of size {shape[dim]} is not a "
-                             f"multiple of the axis size {n}")
+        if shape[dim] % n:  # (JAX's words; n: the axis's or the group's size)
+            raise ValueError(f"tiled reduce_scatter operand scatter dimension size "
+                             f"{shape[dim]} must be divisible by shard_count {n}")
         return shape[:dim] + (shape[dim] // n,) + shape[dim + 1:]
     if shape[dim] != n:
-        raise ValueError(f"psum_scatter (tiled=False): dimension {dim} of the operand has size "
-                         f"{shape[dim]}, not the axis size {n}; pass tiled=True to split it")
+        raise ValueError(f"reduce_scatter operand scatter dimension size {shape[dim]} must "
+                         f"match shard count {n} (pass tiled=True to split it in parts)")
     return shape[:dim] + shape[dim + 1:]
 
 
@@ -279,7 +457,8 @@ def _reduce_scatter_named(vals, dims, axis, *, scatter_dimension, tiled, **_):
     return moveaxis(total, sd, 0), 0
 
 
-reduce_scatter_p.def_named_batch(_reduce_scatter_named)
+reduce_scatter_p.def_named_batch(_grouped(_reduce_scatter_named,
+                                          "axis_index_groups not supported in vmap"))
 reduce_scatter_p.def_batch(_lanes_first(reduce_scatter_p, ("scatter_dimension",)))
 
 
@@ -297,21 +476,49 @@ def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: i
                tiled: bool = False, to: str = "varying") -> Any:
     """Every lane's `x` (a pytree), stacked along a new axis `axis` (concatenated along it
     with tiled=True), on every lane."""
-    def bind(leaf, name, n):
+    if to not in ("varying", "invarying", "reduced"):
+        raise ValueError("Got unexpected `to` value for `jax.lax.all_gather`. Allowed `to` "
+                         "values are: {'invarying', 'reduced', 'varying'}")
+    if to == "reduced":
+        raise NotImplementedError("all_gather(to='reduced'): tracejit has no reduced types; "
+                                  "use to='varying' or to='invarying'")
+
+    def bind(leaf, name, n, groups):
         dim = _checked_axis("all_gather", axis, get_aval(leaf).ndim + (not tiled))
+        if to == "invarying" and _is_vma_axis(name):
+            return _all_gather_invariant(leaf, name, n, groups, dim, tiled)
         return all_gather_p.bind(leaf, all_gather_dimension=dim, axis_name=(name,),
-                                 axis_index_groups=None, axis_size=n, tiled=bool(tiled))
+                                 axis_index_groups=groups, axis_size=n, tiled=bool(tiled))
     return _over_leaves("all_gather", x, axis_name, bind, axis_index_groups)
+
+
+def _all_gather_invariant(x: Any, name: Any, n: int, groups: Any, dim: int, tiled: bool):
+    """all_gather(to='invarying'): each lane's x placed at its position in zeros, psummed, so
+    the result is typed invariant and its transpose is each lane's slice of the cotangent."""
+    if groups is not None:
+        raise NotImplementedError("all_gather(to='invarying') with axis_index_groups")
+    from .indexing import dynamic_update_index_in_dim, dynamic_update_slice_in_dim
+    shape = get_aval(x).shape
+    here = axis_index_p.bind(axis_name=name)
+    zeros = full_like(x, 0, shape=_gathered_shape(shape, n, dim, tiled))
+    if tiled:
+        placed = dynamic_update_slice_in_dim(zeros, x, here * shape[dim], dim)
+    else:
+        placed = dynamic_update_index_in_dim(zeros, x, here, dim)
+    return psum_p.bind(placed, axes=(name,), axis_index_groups=None)
 
 
 def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0,
                  axis_index_groups: Any = None, tiled: bool = False) -> Any:
     """The psum of `x` (a pytree), split along `scatter_dimension`: lane i keeps part i."""
-    def bind(leaf, name, n):
+    def bind(leaf, name, n, groups):
+        _one_state(leaf, (name,), "jax.lax.psum_scatter")
         dim = _checked_axis("psum_scatter", scatter_dimension, get_aval(leaf).ndim)
+        _scattered_shape(get_aval(leaf).shape, n, dim, tiled)  # (JAX's error before binding)
+        _canonical_groups(groups, equal=True)  # (then, groups of unequal sizes)
         return reduce_scatter_p.bind(leaf, scatter_dimension=dim, axis_name=(name,),
-                                     axis_index_groups=None, axis_size=n, tiled=bool(tiled))
-    return _over_leaves("psum_scatter", x, axis_name, bind, axis_index_groups)
+                                     axis_index_groups=groups, axis_size=n, tiled=bool(tiled))
+    return _over_leaves("psum_scatter", x, axis_name, bind, axis_index_groups, equal=False)
 
 
 def _checked_axis(name: str, axis: int, ndim: int) -> int:
@@ -361,7 +568,7 @@ def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
         if not (0 <= s < n and 0 <= d < n):
             raise ValueError(f"ppermute permutation {perm} names a lane outside the axis "
                              f"{name!r} of size {n}")
-    return _over_leaves("ppermute", x, name, lambda leaf, name, n: ppermute_p.bind(
+    return _over_leaves("ppermute", x, name, lambda leaf, name, n, _: ppermute_p.bind(
         leaf, axis_name=(name,), perm=perm))
 
 
@@ -402,18 +609,18 @@ def pbroadcast(x: Any, axis_name: Any, source: int) -> Any:
     if not 0 <= source < _bound_size(name):
         raise ValueError(f"pbroadcast source {source} is outside the axis {name!r} of size "
                          f"{_bound_size(name)}")
-    return _over_leaves("pbroadcast", x, name, lambda leaf, name, n: pbroadcast_p.bind(
+    return _over_leaves("pbroadcast", x, name, lambda leaf, name, n, _: pbroadcast_p.bind(
         leaf, axis_name=name, source=int(source)))
 
 
 # --- all_to_all ----------------------------------------------------------------------------
 
 def _all_to_all_abstract(x, *, split_axis, concat_axis, axis_name, axis_index_groups, tiled):
-    n = _bound_size(axis_name[0])
+    n = _group_size(axis_index_groups, axis_name[0])
     shape = list(x.shape)
     if shape[split_axis] % n:
-        raise ValueError(f"all_to_all: the split axis {split_axis} has size "
-                         f"{shape[split_axis]}, not a multiple of the axis size {n}")
+        raise ValueError(f"The size of all_to_all split_axis ({shape[split_axis]}) has to be "
+                         f"divisible by the size of the named axis {axis_name[0]} ({n})")
     shape[split_axis] //= n
     shape[concat_axis] *= n
     return x.update(shape=tuple(shape))
@@ -461,7 +668,7 @@ def _all_to_all_named(vals, dims, axis, *, split_axis, concat_axis, **_):
     return reshape(moved, tuple(merged)), 0
 
 
-all_to_all_p.def_named_batch(_all_to_all_named)
+all_to_all_p.def_named_batch(_grouped(_all_to_all_named, "Please open a feature request!"))
 all_to_all_p.def_batch(_lanes_first(all_to_all_p, ("split_axis", "concat_axis")))
 def_linear(all_to_all_p, lambda ct, x, *, split_axis, concat_axis, **params: [
     all_to_all_p.bind(ct, split_axis=concat_axis, concat_axis=split_axis, **params)])
@@ -472,20 +679,23 @@ def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
     """Split `x` (a pytree) along `split_axis` into one chunk per lane, send chunk j to lane j,
     and join what arrives along `concat_axis` (tiled=False: the split axis, of the axis's size,
     is removed and a new axis of that size inserted at concat_axis)."""
-    def bind(leaf, name, n):
+    def bind(leaf, name, n, groups):
         ndim = get_aval(leaf).ndim
         sa = _checked_axis("all_to_all", split_axis, ndim)
         ca = _checked_axis("all_to_all", concat_axis, ndim)
         if tiled:
+            if get_aval(leaf).shape[sa] % n:
+                raise ValueError(f"The size of all_to_all split_axis ({get_aval(leaf).shape[sa]}) "
+                                 f"has to be divisible by the size of the named axis {name} ({n})")
             return all_to_all_p.bind(leaf, split_axis=sa, concat_axis=ca, axis_name=(name,),
-                                     axis_index_groups=None, tiled=True)
+                                     axis_index_groups=groups, tiled=True)
         if get_aval(leaf).shape[sa] != n:
             raise ValueError(f"all_to_all: the split axis {sa} has size "
                              f"{get_aval(leaf).shape[sa]}, not the axis size {n} "
                              f"(pass tiled=True to split it in chunks)")
         leaf = reshape(leaf, get_aval(leaf).shape + (1,))  # a unit axis to concatenate on
         res = all_to_all_p.bind(leaf, split_axis=sa, concat_axis=ndim, axis_name=(name,),
-                                axis_index_groups=None, tiled=False)
+                                axis_index_groups=groups, tiled=False)
         res = reshape(res, tuple(s for i, s in enumerate(get_aval(res).shape) if i != sa))
         return moveaxis(res, ndim - 1, ca)
     return _over_leaves("all_to_all", x, axis_name, bind, axis_index_groups)
@@ -497,5 +707,5 @@ def pswapaxes(x: Any, axis_name: Any, axis: int, *, axis_index_groups: Any = Non
     return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
 
 
-__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
+__all__ = ["psum", "pmean", "pmax", "pmin", "pcast", "all_gather", "psum_scatter", "ppermute",
            "pshuffle", "pbroadcast", "all_to_all", "pswapaxes", "axis_index", "axis_size"]

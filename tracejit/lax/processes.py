@@ -25,7 +25,8 @@ from ..core import mpi
 from ..core.array import Array
 from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
-from ..core.rules import def_linear, moveaxis
+from ..core.axis_env import AxisFrame
+from ..core.rules import bdim_at_front, def_linear, moveaxis
 from ..core.trace import get_aval
 from . import parallel
 from .elementwise import add, convert_element_type, div, lt, max as max_, select_n
@@ -266,3 +267,28 @@ def _pbroadcast(args, frames, *, axis_name, source):
 
 
 parallel.pbroadcast_p.def_across_processes(_pbroadcast)
+
+
+# --- axis_index_groups across processes ----------------------------------------------------
+# Every position's value is gathered (allgather), each group's collective is computed from its
+# members' values as in one process (the primitive's named rule, over an axis of the positions),
+# and each position keeps its own result.
+
+def _grouped(prim: Any, plain: Any) -> Any:
+    def across(args, frames, **params):
+        if params.get("axis_index_groups") is None:
+            return plain(args, frames, **params)
+        if len(frames) != 1:
+            raise NotImplementedError(f"{prim.name} with axis_index_groups over several axes "
+                                      f"spanning processes: name one axis")
+        frame = frames[0]
+        positions = AxisFrame(frame.name, frame.size, None, devices=True)
+        out, d = prim.named_batch([_everyone(args[0], frame)], [0], positions, **params)
+        out = bdim_at_front(out, d, frame.size)
+        return dynamic_index_in_dim(out, _position(frame), 0, keepdims=False)
+    return across
+
+
+for _prim in (parallel.psum_p, parallel.pmax_p, parallel.pmin_p, parallel.all_gather_p,
+              parallel.reduce_scatter_p, parallel.all_to_all_p):
+    _prim.def_across_processes(_grouped(_prim, _prim.across_processes))

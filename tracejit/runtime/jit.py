@@ -457,6 +457,10 @@ class Jitted:
         if self.in_shardings is not None or any(getattr(x, "_sharding", None) is not None
                                                 for x in leaves):
             laid_out = leaf_shardings(self.in_shardings, dyn_args, leaves, self.fun_name)
+        if any(getattr(a, "vma", None) for a in avals):
+            # (inside shard_map's check_vma=True the varying axes decide the implicit pvarys the
+            # traced program holds: part of the key, though not of the avals' equality)
+            avals = tuple((a, a.vma) for a in avals)
         key = (in_tree, avals, static, static_kw, config.trace_key(), laid_out)
         entry = self._traces.entries.get(key)
         if entry is None:

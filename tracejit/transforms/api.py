@@ -576,6 +576,13 @@ def _leaf_paths(args: tuple, names: list[str]) -> list[str]:
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None,
          axis_size: int | None = None, spmd_axis_name: Any = None) -> Callable:
     """Vectorise fun over the axes in_axes of its arguments; results stacked on out_axes."""
+    return map_over_axis(fun, in_axes, out_axes, axis_name, axis_size)
+
+
+def map_over_axis(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None,
+                  axis_size: int | None = None, *, devices: bool = False) -> Callable:
+    """vmap; with devices=True the named axis is one over devices (pmap's), whose collectives
+    take axis_index_groups."""
     _check_callable(fun, "vmap")
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
@@ -635,7 +642,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
 
         # a named axis is bound while fun runs: collectives over it (lax.psum, ...) act
         # across the lanes
-        axis = AxisFrame(axis_name, size, None) if axis_name is not None else None
+        axis = AxisFrame(axis_name, size, None, devices=devices) if axis_name is not None \
+            else None
         outs, out_dims = batch_flat(call, leaves, dims, axis)
         o_axes = _broadcast_prefix(out_axes, tree_unflatten(call.out_tree, outs),
                                    "vmap out_axes")

@@ -62,16 +62,18 @@ def split_shards(x, dims: Dims, axes: list, sizes: dict):
 
 
 def nest_axes(fun: Callable, shards: list, in_dims: Sequence[Dims], axes: list,
-              sizes: dict) -> tuple[list, list]:
+              sizes: dict, *, vma: bool = False) -> tuple[list, list]:
     """`fun(*shards) -> list` run per shard (each of `shards` as split_shards gives it for its
     layout in `in_dims`), under one batch trace per mesh axis of `axes`, bound to the axis
-    name. Returns the outputs, each with the mesh axes it varies over first (in the order of
+    name (vma: shard_map's check_vma=True, values' types track the axes they vary over).
+    Returns the outputs, each with the mesh axes it varies over first (in the order of
     `axes`), and, per output, those axes."""
     uses = [[a in dims_axes(d) for a in axes] for d in in_dims]
-    return _nest(fun, list(shards), uses, axes, sizes, 0)
+    return _nest(fun, list(shards), uses, axes, sizes, 0, vma)
 
 
-def _nest(fun: Callable, args: list, uses: list, axes: list, sizes: dict, k: int):
+def _nest(fun: Callable, args: list, uses: list, axes: list, sizes: dict, k: int,
+          vma: bool = False):
     if k == len(axes):
         outs = fun(*args)
         return outs, [[] for _ in outs]
@@ -79,12 +81,13 @@ def _nest(fun: Callable, args: list, uses: list, axes: list, sizes: dict, k: int
     inner_mapped: list = []
 
     def level(*xs):
-        outs, mapped = _nest(fun, list(xs), uses, axes, sizes, k + 1)
+        outs, mapped = _nest(fun, list(xs), uses, axes, sizes, k + 1, vma)
         inner_mapped[:] = mapped
         return outs
 
     in_dims = [0 if u[k] else not_mapped for u in uses]
-    outs, out_bdims = batch_flat(level, args, in_dims, AxisFrame(name, sizes[name], None))
+    outs, out_bdims = batch_flat(level, args, in_dims, AxisFrame(name, sizes[name], None,
+                                                                devices=True, vma=vma))
     result, mapped = [], []
     for o, d, inner in zip(outs, out_bdims, inner_mapped):
         result.append(o if d is not_mapped else moveaxis(o, d, 0))

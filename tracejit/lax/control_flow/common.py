@@ -158,14 +158,41 @@ def _asarray(x: Any) -> Any:
 
 # --- error messages (JAX's wording) --------------------------------------------------------
 
+def _vma(aval: ShapedArray) -> frozenset:
+    return getattr(aval, "vma", frozenset())
+
+
+def _same_type(a: ShapedArray, b: ShapedArray) -> bool:
+    """JAX's typematch for a user's carries and branch outputs: also the manual mesh axes the
+    values vary over (shard_map's check_vma=True; empty elsewhere)."""
+    return _typematch(a, b) and _vma(a) == _vma(b)
+
+
 def _type_str(aval: ShapedArray) -> str:
-    return f"{aval.dtype.name}[{','.join(str(d) for d in aval.shape)}]"
+    return f"{aval.dtype.name}[{','.join(str(d) for d in aval.shape)}]{aval._vma_str()}"
 
 
 def _mismatch(a: ShapedArray, b: ShapedArray) -> str:
     what = [w for w, bad in (("the dtypes do not match", a.dtype != b.dtype),
-                             ("the shapes do not match", a.shape != b.shape)) if bad]
+                             ("the shapes do not match", a.shape != b.shape),
+                             ("the manual axis types do not match", _vma(a) != _vma(b)))
+            if bad]
     return ", so " + ", and ".join(what) if what else ""
+
+
+def _pcast_hint(fixes: list[str], sep: str = "\n") -> str:
+    """JAX's suggestion of the pcasts that would make the varying axes agree."""
+    if not fixes:
+        return ""
+    if len(fixes) == 1:
+        hint = f"This might be fixed by {fixes[0]}.\n"
+    else:
+        hint = ("This might be fixed by:\n" + sep.join(f"  * {d};" + ("\n" if sep == "\n"
+                                                                    else "")
+                                                      for d in fixes[:-1])
+                + ("" if sep == "\n" else "\n") + f"  * {fixes[-1]}.\n")
+    return hint + ("See https://docs.jax.dev/en/latest/notebooks/shard_map.html#scan-vma for "
+                   "more information.\n\n")
 
 
 def _itemize(diffs: list[str], capitalize: bool = True) -> str:
@@ -261,11 +288,17 @@ def _check_branch_outputs(api: str, name1: str, name2: str, f1: Callable, f2: Ca
     paths = _leaf_paths(t1.out_tree)
     diffs = [f"the output of {name1}{' at path ' + p if p else ''} has type {_type_str(a)} but "
              f"the corresponding output of {name2} has type {_type_str(b)}{_mismatch(a, b)}"
-             for p, a, b in zip(paths, t1.out_avals, t2.out_avals) if not _typematch(a, b)]
+             for p, a, b in zip(paths, t1.out_avals, t2.out_avals) if not _same_type(a, b)]
+    # (JAX's words: the axes one branch's output varies over and the other's does not)
+    fixes = [f"applying `jax.lax.pcast(..., {tuple(sorted(_vma(a1) - _vma(a2)))}, "
+             f"to='varying')` to the output of {n}{' at path ' + p if p else ''}"
+             for p, av1, av2 in zip(paths, t1.out_avals, t2.out_avals)
+             for n, a1, a2 in [(name1, av2, av1), (name2, av1, av2)]
+             if not _same_type(a1, a2) and _vma(a1) != _vma(a2) and _vma(a2) - _vma(a1)]
     if diffs:
         raise TypeError(f"{api} branches must have equal output types but they differ.\n\n"
-                        f"{heading}{_itemize(diffs)}\nRevise {name1} and/or {name2} so that all "
-                        "output types match.")
+                        f"{heading}{_itemize(diffs)}\n{_pcast_hint(fixes, sep='')}Revise "
+                        f"{name1} and/or {name2} so that all output types match.")
 
 
 def _check_carry(name: str, body_fun: Callable, in_tree: PyTreeDef,
@@ -293,11 +326,15 @@ def _check_carry(name: str, body_fun: Callable, in_tree: PyTreeDef,
     diffs = [f"{component(p)} has type {_type_str(a)} but the corresponding output carry "
              f"component has type {_type_str(b)}{_mismatch(a, b)}"
              for p, a, b in zip(_leaf_paths(in_tree), in_avals, out_avals)
-             if not _typematch(a, b)]
+             if not _same_type(a, b)]
+    fixes = [f"applying `jax.lax.pcast(..., {tuple(sorted(_vma(b) - _vma(a)))}, "
+             f"to='varying')`, to the initial carry value corresponding to {component(p)}"
+             for p, a, b in zip(_leaf_paths(in_tree), in_avals, out_avals)
+             if not _same_type(a, b) and _vma(b) - _vma(a)]
     if diffs:
         raise TypeError(f"{name} function carry input and carry output must have equal types, "
-                        f"but they differ:\n\n{_itemize(diffs)}\nRevise the function so that all "
-                        "output types match the corresponding input types.")
+                        f"but they differ:\n\n{_itemize(diffs)}\n{_pcast_hint(fixes)}Revise the "
+                        "function so that all output types match the corresponding input types.")
 
 
 # --- pieces of the transformation and DCE rules ---------------------------------------------

@@ -304,7 +304,7 @@ def _scan(f: Callable, init: Any, xs: Any, length: int | None, reverse: bool,
     if config.jax_disable_jit:
         return _scan_python(f, init, xs_flat, xs_tree, length, reverse)
     _, args_tree = tree_flatten((init, xs))
-    x_avals = [ShapedArray(a.shape[1:], a.dtype, a.weak_type) for a in _flat_avals(xs_flat)]
+    x_avals = [a.update(shape=a.shape[1:]) for a in _flat_avals(xs_flat)]
 
     def trace_body(carry_avals):
         t = _trace(f, args_tree, carry_avals + x_avals, "scan")

@@ -1,0 +1,141 @@
+"""shard_map's varying-manual-axes types (check_vma=True, JAX's default) on a 2x2 mesh of 4 CPU
+devices: which axes each value varies over (jax.typeof(x).mat.varying) after collectives,
+pcast and mixed operations, gradients inside shard_map (pvary's transpose is psum), and the
+errors for out_specs, loop carries and cond branches whose varying axes disagree (written for
+real JAX)."""
+import re
+import sys
+
+import jax
+
+jax.config.update("jax_num_cpu_devices", 4)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax import lax  # noqa: E402
+from jax.sharding import Mesh, PartitionSpec as P  # noqa: E402
+
+mesh = Mesh(np.array(jax.devices()).reshape(2, 2), ("i", "j"))
+x = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+w = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+out = {}
+
+
+def sm(f, i=P("i"), o=P("i"), **kw):
+    return jax.shard_map(f, mesh=mesh, in_specs=i, out_specs=o, **kw)
+
+
+types = []
+
+
+def rec(name, v):
+    types.append(name + ":" + ",".join(sorted(map(str, jax.typeof(v).mat.varying))))
+    return v
+
+
+def typed(a):
+    rec("arg", a)
+    rec("psum", lax.psum(a, "i"))
+    rec("psum_both", lax.psum(lax.pcast(a, "j", to="varying"), ("i", "j")))
+    rec("pcast_j", lax.pcast(a, "j", to="varying"))
+    rec("pcast_both", lax.pcast(jnp.ones(2), ("i", "j"), to="varying"))
+    rec("scaled", a * 2)
+    rec("constant", jnp.ones(3))
+    rec("mixed", a + jnp.ones(2))
+    rec("all_gather", lax.all_gather(a, "i"))
+    rec("all_gather_invarying", lax.all_gather(a, "i", to="invarying"))
+    rec("axis_index", lax.axis_index("i"))
+    rec("pmax", lax.pmax(a, "i"))
+    rec("pmin_both", lax.pmin(a, ("i", "j")))
+    rec("pmean_j", lax.pmean(a, "j"))
+    rec("psum_scatter", lax.psum_scatter(a, "i", tiled=True))
+    rec("ppermute", lax.ppermute(a, "i", [(0, 1), (1, 0)]))
+    rec("all_to_all", lax.all_to_all(a, "i", 1, 1, tiled=True))
+    rec("psum_of_invariant", lax.psum(jnp.ones(2), "i"))
+    rec("jit", jax.jit(lambda b: b + 1)(a))
+    rec("jit_psum", jax.jit(lambda b: lax.psum(b, "i"))(a))
+    rec("sum", jnp.sum(a))
+    rec("index", a[0])
+    rec("matmul_invariant", jnp.ones(2) @ jnp.ones(2))
+    rec("vmap_row", jax.vmap(lambda r: r * 2)(a))
+    return a
+
+
+sm(typed)(x)
+out["types"] = np.array(types)
+
+# values
+out["psum_of_invariant"] = sm(lambda a: lax.psum(jnp.ones(2), "i"), o=P())(x)
+out["all_gather_invarying"] = sm(lambda a: lax.all_gather(a, "i", to="invarying"), o=P())(x)
+out["mixed"] = sm(lambda a: a * jnp.arange(2.0) + lax.axis_index("j"), o=P("i", "j"))(x)
+out["scan_pcast_carry"] = sm(lambda a: lax.scan(
+    lambda c, _: (c + a, None), lax.pcast(jnp.zeros((2, 2)), "i", to="varying"), None,
+    length=3)[0])(x)
+out["scan_unchecked"] = sm(lambda a: lax.scan(lambda c, _: (c + a, None), jnp.zeros((2, 2)),
+                                              None, length=3)[0], check_vma=False)(x)
+# gradients: psum's transpose is pvary, pvary's (explicit or implicit) is psum
+out["grad_psum_inside"] = sm(lambda a: jax.grad(lambda b: jnp.sum(lax.psum(b, "i")))(a))(x)
+out["grad_psum_inside_unchecked"] = sm(lambda a: jax.grad(lambda b: jnp.sum(
+    lax.psum(b, "i")))(a), check_vma=False)(x)
+out["grad_pcast"] = sm(lambda a, v: jax.grad(lambda v: jnp.sum(
+    lax.pcast(v, "i", to="varying")))(v), i=(P("i"), P()), o=P())(x, w[:, 0])
+out["grad_psum_of_invariant"] = sm(lambda a, v: jax.grad(lambda v: jnp.sum(
+    lax.psum(v, "i")))(v), i=(P("i"), P()), o=P())(x, w[:, 0])
+out["grad_invariant_param"] = sm(lambda a, v: jax.grad(lambda v: jnp.sum(a * v))(v),
+                                 i=(P("i"), P()), o=P())(x, w[:, 0])
+out["grad_matmul_param"] = sm(lambda a, v: lax.pmean(jax.grad(
+    lambda v: jnp.sum(jnp.tanh(a @ v)))(v), "i"), i=(P("i"), P()), o=P())(x, w)
+out["grad_all_gather"] = sm(lambda a: jax.grad(lambda b: jnp.sum(
+    lax.all_gather(b, "i") ** 2 * jnp.arange(2.0)[:, None, None]))(a))(x)
+out["grad_all_gather_invarying"] = sm(lambda a: jax.grad(lambda b: jnp.sum(
+    lax.all_gather(b, "i", to="invarying") ** 2 * jnp.arange(2.0)[:, None, None]))(a))(x)
+out["grad_outside"] = jax.grad(lambda v: sm(lambda a, v: lax.psum(jnp.sum(a * v), "i"),
+                                            i=(P("i"), P()), o=P())(x, v))(w[:, 0])
+
+
+# a data-parallel step: gradients of replicated parameters are summed over the devices
+def loss(p, xs):
+    return jnp.mean(jnp.tanh(xs @ p["w"] + p["b"]) ** 2)
+
+
+def step(p, xs):
+    g = lax.pmean(jax.grad(loss)(p, xs), ("i", "j"))
+    return jax.tree.map(lambda a, b: a - 0.1 * b, p, g)
+
+
+params = {"w": w, "b": np.zeros(3, np.float32)}
+xb = np.linspace(-2, 2, 32, dtype=np.float32).reshape(16, 2)
+new = jax.jit(sm(step, i=(P(), P(("i", "j"))), o=P()))(params, xb)
+out["dp_w"], out["dp_b"] = new["w"], new["b"]
+
+errors = {
+    "out_varying": lambda: sm(lambda a: a, o=P())(x),
+    "out_varying_j": lambda: sm(lambda a: lax.pcast(a, "j", to="varying"))(x),
+    "out_all_gather": lambda: sm(lambda a: lax.all_gather(a, "i"), o=P())(x),
+    "out_two": lambda: sm(lambda a: (a, a * 2), o=(P(), P("i")))(x),
+    "psum_mixed": lambda: sm(lambda a: lax.psum(a, ("i", "j")), o=P())(x),
+    "pcast_twice": lambda: sm(lambda a: lax.pcast(a, "i", to="varying"))(x),
+    "pcast_to": lambda: sm(lambda a: lax.pcast(a, "i", to="invarying"))(x),
+    "scan_carry": lambda: sm(lambda a: lax.scan(lambda c, _: (c + a, None), jnp.zeros((2, 2)),
+                                                None, length=3)[0])(x),
+    "scan_tuple_carry": lambda: sm(lambda a: lax.scan(
+        lambda c, _: ((c[0], c[1] + a), None), (1.0, jnp.zeros((2, 2))), None,
+        length=3)[0][1])(x),
+    "scan_xs": lambda: sm(lambda a: lax.scan(lambda c, r: (c + r, c), jnp.zeros(2), a)[1])(x),
+    "while_carry": lambda: sm(lambda a: lax.while_loop(
+        lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] + a), (0, jnp.zeros((2, 2))))[1])(x),
+    "fori_carry": lambda: sm(lambda a: lax.fori_loop(0, 3, lambda i, c: c + a,
+                                                     jnp.zeros((2, 2))))(x),
+    "cond_branches": lambda: sm(lambda a: lax.cond(True, lambda: a,
+                                                   lambda: jnp.zeros((2, 2))))(x),
+}
+for name, bad in errors.items():
+    try:
+        bad()
+        out["error_" + name] = np.array("no error")
+    except Exception as e:  # noqa: BLE001  (the class and text are what is compared)
+        text = re.sub(r"the function '[^']*'", "the function F", str(e))
+        text = re.sub(r" at \S+:\d+", " at SOURCE", text)
+        out["error_" + name] = np.array(type(e).__name__ + ": " + text)
+
+np.savez(sys.argv[1], **{k: np.asarray(v) for k, v in out.items()})

@@ -1,0 +1,58 @@
+"""Collectives within groups of positions (axis_index_groups) over a mesh axis spanning the
+processes, run two ways by tests/test_mpi.py: `mpi` (under `mpiexec -n 2`, two devices per
+process) and `single` (one process, four devices); each saves its results to argv[1].
+
+usage: python groups.py OUT.npz {mpi,single}
+"""
+import sys
+
+import numpy as np
+
+import tracejit as jax
+import tracejit.numpy as jnp
+from tracejit import lax
+from tracejit.experimental import multihost_utils
+from tracejit.sharding import Mesh, PartitionSpec as P
+
+out_path, mode = sys.argv[1], sys.argv[2]
+if mode == "mpi":
+    jax.distributed.initialize()
+    assert jax.process_count() == 2 and jax.local_device_count() == 2
+devs = np.array(jax.devices()).reshape(2, 2)  # (processes, devices of each)
+mesh_all = Mesh(devs.reshape(-1), ("data",))  # two positions in each process
+mesh1d = Mesh(devs[:, 0], ("data",))  # one position in each process
+x = np.arange(32, dtype=np.float32).reshape(16, 2) / 7.0
+results = {}
+
+
+def save(name, value):
+    results[name] = np.asarray(multihost_utils.process_allgather(value, tiled=True)) \
+        if getattr(value, "is_fully_addressable", True) is False else np.asarray(value)
+
+
+def smap(f, mesh=mesh_all):
+    # (check_vma=False: psum within groups is JAX's only without the varying-axes types)
+    return jax.jit(jax.shard_map(f, mesh=mesh, in_specs=P("data"), out_specs=P("data"),
+                                 check_vma=False))
+
+
+for tag, groups in {"across": [[0, 2], [1, 3]], "within": [[0, 1], [2, 3]]}.items():
+    save(f"psum_{tag}", smap(lambda a: lax.psum(a, "data", axis_index_groups=groups))(x))
+    save(f"pmax_{tag}", smap(lambda a: lax.pmax(a, "data", axis_index_groups=groups))(x))
+    save(f"pmean_{tag}", smap(lambda a: lax.pmean(a, "data", axis_index_groups=groups))(x))
+    save(f"all_gather_{tag}", smap(lambda a: lax.all_gather(
+        a, "data", axis_index_groups=groups, tiled=True))(x))
+    save(f"psum_scatter_{tag}", smap(lambda a: lax.psum_scatter(
+        a, "data", axis_index_groups=groups, tiled=True))(x))
+    save(f"all_to_all_{tag}", smap(lambda a: lax.all_to_all(
+        a, "data", 0, 1, axis_index_groups=groups, tiled=True))(x))
+    save(f"grad_{tag}", smap(jax.grad(lambda a: jnp.sum(lax.psum(
+        a * a, "data", axis_index_groups=groups) ** 2)))(x))
+# one position per process: the group lists the positions in reverse
+save("reversed_gather", smap(lambda a: lax.all_gather(a, "data", axis_index_groups=[[1, 0]]),
+                             mesh1d)(x[:8]))
+save("reversed_psum", smap(lambda a: lax.psum(a, "data", axis_index_groups=[[1, 0]]),
+                           mesh1d)(x[:8]))
+
+if mode == "single" or jax.process_index() == 0:
+    np.savez(out_path, **results)

@@ -1,0 +1,86 @@
+"""shard_map's varying-manual-axes types (check_vma=True) against real JAX on a 2x2 mesh of 4 CPU
+devices (tests/libraries/vma.py run with both): the axes each value varies over, values and
+gradients (pvary <-> psum transposes), JAX's errors; and what stays untyped outside shard_map."""
+import re
+
+import numpy as np
+import pytest
+
+import tracejit as tj
+from tests.libraries import run_both
+
+VALUES = ["psum_of_invariant", "all_gather_invarying", "mixed", "scan_pcast_carry",
+          "scan_unchecked", "grad_psum_inside", "grad_psum_inside_unchecked", "grad_pcast",
+          "grad_psum_of_invariant", "grad_invariant_param", "grad_matmul_param",
+          "grad_all_gather", "grad_all_gather_invarying", "grad_outside", "dp_w", "dp_b"]
+ERRORS = ["out_varying", "out_varying_j", "out_all_gather", "out_two", "psum_mixed",
+          "pcast_twice", "pcast_to", "scan_carry", "scan_tuple_carry", "scan_xs",
+          "while_carry", "fori_carry", "cond_branches"]
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    return run_both("vma", tmp_path_factory.mktemp("vma"))
+
+
+def test_each_value_varies_over_jaxs_axes(both):
+    ours, theirs = both
+    assert list(ours["types"]) == list(theirs["types"])
+
+
+@pytest.mark.parametrize("case", VALUES)
+def test_values_and_gradients_match_jax(both, case):
+    ours, theirs = both
+    a, b = ours[case], theirs[case]
+    assert a.shape == b.shape and a.dtype == b.dtype
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def _without_sets(text: str) -> str:
+    # a Python set in JAX's text prints in the order of its process's string hashes
+    return re.sub(r"\{'[^}]*\}", "{...}", text)
+
+
+@pytest.mark.parametrize("case", ERRORS)
+def test_errors_are_jaxs(both, case):
+    ours, theirs = both
+    theirs, ours = str(theirs["error_" + case]), str(ours["error_" + case])
+    assert theirs != "no error"
+    assert _without_sets(ours) == _without_sets(theirs)
+
+
+def test_types_outside_shard_map_carry_no_axes():
+    mesh = tj.sharding.Mesh(np.array(tj.devices()[:1]), ("i",))
+    seen = []
+
+    def f(a):
+        seen.append(tj.typeof(a).vma)
+        return a
+    tj.vmap(f, axis_name="i")(np.ones((2, 3)))
+    tj.shard_map(f, mesh=mesh, in_specs=tj.P("i"), out_specs=tj.P("i"), check_vma=False)(
+        np.ones((2, 3)))
+    tj.shard_map(f, mesh=mesh, in_specs=tj.P("i"), out_specs=tj.P("i"))(np.ones((2, 3)))
+    assert seen == [frozenset(), frozenset(), frozenset({"i"})]
+    # a concrete result never says it varies
+    out = tj.shard_map(lambda a: a * 2, mesh=mesh, in_specs=tj.P("i"), out_specs=tj.P("i"))(
+        np.ones(2))
+    assert tj.typeof(out).vma == frozenset()
+
+
+def test_pcast_outside_check_vma_is_the_identity():
+    mesh = tj.sharding.Mesh(np.array(tj.devices()[:1]), ("i",))
+    out = tj.shard_map(lambda a: tj.lax.pcast(a, "i", to="varying"), mesh=mesh,
+                       in_specs=tj.P(), out_specs=tj.P(), check_vma=False)(np.arange(3.0))
+    np.testing.assert_array_equal(np.asarray(out), np.arange(3.0))
+
+
+def test_a_jit_traced_outside_is_traced_again_inside_with_its_pvarys():
+    # the same avals, but inside check_vma=True the invariant w is pvaried: its gradient is
+    # summed over the shards (JAX: x's two shards, [0, 1] + [2, 3])
+    mesh = tj.sharding.AbstractMesh((2,), ("d",))
+    f = tj.jit(lambda a, w: a * w)
+    x, w = np.arange(4.0, dtype=np.float32), np.ones(2, np.float32)
+    f(x[:2], w)
+    g = tj.shard_map(lambda a, w: tj.grad(lambda w: tj.numpy.sum(f(a, w)))(w), mesh=mesh,
+                     in_specs=(tj.P("d"), tj.P()), out_specs=tj.P())
+    np.testing.assert_array_equal(np.asarray(g(x, w)), [2.0, 4.0])
