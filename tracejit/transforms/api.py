@@ -576,7 +576,9 @@ def _leaf_paths(args: tuple, names: list[str]) -> list[str]:
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None,
          axis_size: int | None = None, spmd_axis_name: Any = None) -> Callable:
     """Vectorise fun over the axes in_axes of its arguments; results stacked on out_axes."""
-    return map_over_axis(fun, in_axes, out_axes, axis_name, axis_size)
+    return _over_processes(("vmap", fun, in_axes, out_axes, axis_name, axis_size,
+                            spmd_axis_name),
+                           map_over_axis(fun, in_axes, out_axes, axis_name, axis_size))
 
 
 def map_over_axis(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None,
@@ -660,8 +662,7 @@ def map_over_axis(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name:
                 raise ValueError(f"axis {ax} is out of bounds for array of dimension {ndim}")
             result.append(moveaxis(bdim_at_front(_as_value(x), d, size), 0, ax % ndim))
         return tree_unflatten(call.out_tree, result)
-    return _over_processes(("vmap", fun, in_axes, out_axes, axis_name, axis_size,
-                            spmd_axis_name), vmapped)
+    return vmapped
 
 
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "jacobian",
