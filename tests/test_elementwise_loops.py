@@ -4,6 +4,8 @@ give the same bits as the lowering that makes one pass over the arrays per itera
 agree with the reference interpreter; loops the pass must leave alone (a condition reading an
 array carry, a reduction in the body, xs, a size without a row length) are left alone and
 still compute the right thing; vmap and differentiation of such loops stay correct."""
+import re
+
 import numpy as np
 import pytest
 
@@ -190,3 +192,29 @@ def test_jvp_of_a_while_and_grad_of_a_fori_loop_against_finite_differences():
         fd = [(float(loss(y64 + h * e)) - float(loss(y64 - h * e))) / (2 * h)
               for e in np.eye(256)[:5]]
         np.testing.assert_allclose(g[:5], fd, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_vectorised_sin_cos_call_the_masked_slow_path_and_match_scalar_code(dtype):
+    """In a vectorised loop, huge arguments go through the masked vector variants of the
+    Payne-Hanek routine (math._vfabi_attribute): the same bits as scalar code, which calls the
+    scalar routine, and close to NumPy."""
+    with tracejit.enable_x64(dtype == np.float64):
+        big = np.concatenate([RNG.uniform(-1, 1, 200) * 10.0 ** RNG.integers(4, 30, 200),
+                              [np.inf, -np.inf, np.nan, 0.0, 1e4, 7e4]]).astype(dtype)
+        x = RNG.uniform(-3, 3, 1 << 14).astype(dtype)  # (a loop long enough to vectorise)
+        x[::13][:len(big)] = big
+        f = tracejit.jit(lambda x: (jnp.sin(x), jnp.cos(x)))
+        llvm_ir = f.lower(x).compile().as_text(dialect="llvm")
+        assert re.search(r"call <\d+ x (float|double)> @tracejit_(sin|cos)_big_f(32|64)_m\d+\(",
+                         llvm_ir)
+        sin, cos = (np.asarray(v) for v in f(x))
+        one_sin = tracejit.jit(jnp.sin)
+        one_cos = tracejit.jit(jnp.cos)
+        for k in range(0, len(big) * 13, 13):
+            np.testing.assert_array_equal(sin[k], np.asarray(one_sin(x[k])))
+            np.testing.assert_array_equal(cos[k], np.asarray(one_cos(x[k])))
+        tol = 4 * np.finfo(dtype).eps
+        with np.errstate(invalid="ignore"):  # (NumPy's sin/cos of inf: NaN, as ours)
+            np.testing.assert_allclose(sin, np.sin(x), rtol=0, atol=tol)
+            np.testing.assert_allclose(cos, np.cos(x), rtol=0, atol=tol)
