@@ -59,6 +59,11 @@ def _while_float_counter(x):
     return lax.while_loop(lambda s: s[1] < F32(3.0), body, (x, F32(0.0)))
 
 
+def _custom_jvp_calls(x):  # relu and logaddexp are custom_jvp functions (a jit inside one)
+    return lax.fori_loop(0, 5, lambda i, a: tracejit.nn.relu(a - F32(0.1))
+                         + jnp.logaddexp(a, F32(0.5)) * F32(0.1), x)
+
+
 def _cond_reads_array(x):  # the trip count depends on the elements: not uniform
     return lax.while_loop(lambda a: jnp.max(a) > F32(1.0), lambda a: a * F32(0.5), x)
 
@@ -107,6 +112,7 @@ CASES = [
     ("newton_with_count", _newton_with_count, lambda n: (_positive(n),)),
     ("fixed_point", _fixed_point, lambda n: (RNG.uniform(-4, 4, n).astype(F32), F32(0.9))),
     ("fori_mixed", _fori_mixed, lambda n: (RNG.standard_normal(n).astype(F32), F32(0.5))),
+    ("custom_jvp_calls", _custom_jvp_calls, lambda n: (RNG.standard_normal(n).astype(F32),)),
     ("while_float_counter", _while_float_counter,
      lambda n: (RNG.standard_normal((n // 8, 8)).astype(F32),)),
 ]

@@ -23,7 +23,9 @@ import numpy as np
 from ..core.avals import ShapedArray
 from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, has_effects, map_subjaxprs
 from ..lax.control_flow import scan_p, while_p
+from ..lax.call import pjit_p
 from ..lax.shape import broadcast_in_dim_p
+from ..transforms.custom import checkpoint_p, custom_jvp_call_p, custom_vjp_call_p
 from .fusion import is_elementwise
 from .rows import row_map_p
 
@@ -34,6 +36,9 @@ MIN_ELEMENTS = 128
 # without a divisor in [MIN_BLOCK, MAX_BLOCK] keeps the loop as it is.
 MAX_BLOCK = 1024
 MIN_BLOCK = 64
+# Calls whose bodies the pass looks into: codegen emits their bodies inline (they only differ
+# under differentiation, which is over by now)
+_CALLS = (pjit_p, checkpoint_p, custom_jvp_call_p, custom_vjp_call_p)
 # A while loop's trip count is unknown: the work estimate of its row_map (parallel_loops)
 # counts this many iterations per element.
 WHILE_TRIPS_GUESS = 16
@@ -119,17 +124,22 @@ def _elementwise_over(closed: ClosedJaxpr, shape: tuple[int, ...]) -> bool:
             return False
         if all(a.ndim == 0 for a in avals):
             continue  # uniform: the same in every element's loop (effects were ruled out)
-        if is_elementwise(eqn) and not _has_bodies(eqn):
+        if is_elementwise(eqn) and not _bodies_of(eqn):
             continue
         if eqn.primitive is broadcast_in_dim_p and eqn.invars[0].aval.ndim == 0:
+            continue
+        if eqn.primitive in _CALLS and all(  # (jnp's relu, logaddexp: custom_jvp calls)
+                isinstance(b, ClosedJaxpr) and _elementwise_over(b, shape)
+                for b in _bodies_of(eqn)):
             continue
         return False
     return True
 
 
-def _has_bodies(eqn: Eqn) -> bool:
-    return any(isinstance(x, (ClosedJaxpr, Jaxpr)) for value in eqn.params.values()
-               for x in (value if isinstance(value, tuple) else (value,)))
+def _bodies_of(eqn: Eqn) -> list:
+    return [x for value in eqn.params.values()
+            for x in (value if isinstance(value, tuple) else (value,))
+            if isinstance(x, (ClosedJaxpr, Jaxpr))]
 
 
 def _rewrite(eqn: Eqn) -> list[Eqn] | None:
@@ -193,6 +203,8 @@ def _reblocked_jaxpr(jaxpr: Jaxpr, shape, row) -> Jaxpr:
         params = eqn.params
         if eqn.primitive is broadcast_in_dim_p and eqn.outvars[0].aval.ndim:
             params = {**params, "shape": row}
+        elif eqn.primitive in _CALLS:  # (bodies of rank-0 equations stay as they are)
+            params = {k: _reblocked(v, shape, row) for k, v in params.items()}
         eqns.append(Eqn(eqn.primitive, [atom(v) for v in eqn.invars],
                         [atom(v) for v in eqn.outvars], params, eqn.source_info))
     return Jaxpr([atom(v) for v in jaxpr.constvars], [atom(v) for v in jaxpr.invars],
