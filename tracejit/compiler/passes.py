@@ -1,10 +1,10 @@
 """Jaxpr -> Jaxpr passes run before code generation: expansion of user primitives into their
 lowerings (user_lowerings.py), inlining of nested jit calls, algebraic
 simplification, constant folding, common-subexpression elimination, forwarding of unchanged loop
-carries, loop-invariant code motion and dead-code elimination. `optimize` runs them all, then row
-fusion (compiler.rows) and fusion (compiler.fusion). Each pass returns a new Jaxpr (the input
-is never mutated) and also rewrites the sub-jaxprs of control flow; the jaxpr checker accepts
-every result."""
+carries, loop-invariant code motion and dead-code elimination. `optimize` runs them all, then
+element loops (compiler.element_loops), row fusion (compiler.rows) and fusion
+(compiler.fusion). Each pass returns a new Jaxpr (the input is never mutated) and also rewrites
+the sub-jaxprs of control flow; the jaxpr checker accepts every result."""
 from __future__ import annotations
 
 import math
