@@ -145,7 +145,7 @@ def test_trig_slow_path_is_a_scalar_call_in_small_loops_and_a_vector_call_in_lar
     vectorises its masked vector variants (one call per vector); both give NumPy's values
     (float32 sin/cos within 2 ulp, tan through float64)."""
     rng = np.random.default_rng(0)
-    for n in (codegen.INLINE_SLOW_PATH_MIN_ELEMENTS // 2, 1000):
+    for n in (codegen.INLINE_SLOW_PATH_MIN_ELEMENTS // 2, codegen.INLINE_SLOW_PATH_MIN_ELEMENTS):
         x = (rng.uniform(-1, 1, n) * np.float32(10.0) ** rng.integers(0, 30, n)).astype(
             np.float32)
         f = tracejit.jit(lambda x: (jnp.sin(x), jnp.cos(x * 0.5), jnp.tan(x)))

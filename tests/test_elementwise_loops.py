@@ -12,7 +12,7 @@ import pytest
 import tracejit
 import tracejit.numpy as jnp
 from tracejit import lax
-from tracejit.backend.llvm import parallel_loops
+from tracejit.backend.llvm import codegen, parallel_loops
 from tracejit.compiler import element_loops as el
 from tracejit.compiler import passes
 from tracejit.compiler.rows import row_map_p
@@ -200,7 +200,7 @@ def test_jvp_of_a_while_and_grad_of_a_fori_loop_against_finite_differences():
         np.testing.assert_allclose(g[:5], fd, rtol=1e-6)
 
 
-@pytest.mark.parametrize("n", [300, 1 << 14])
+@pytest.mark.parametrize("n", [codegen.INLINE_SLOW_PATH_MIN_ELEMENTS, 1 << 14])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_vectorised_sin_cos_call_the_masked_slow_path_and_match_scalar_code(dtype, n):
     """In a vectorised loop, huge arguments go through the masked vector variants of the

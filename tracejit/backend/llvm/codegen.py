@@ -562,11 +562,12 @@ VECTORIZE_MAX_BODY = 1500
 VECTORIZE_MIN_ELEMENTS = 1 << 20
 # math is emitted for a vectorised loop (its slow paths, sin/cos/tan of huge arguments, as
 # calls of masked vector variants) in loops over at least this many elements per call (scans'
-# lengths and while bodies count); below, as scalar code (shortcuts for small arguments). When
-# the slow paths were inline (~40 ms of LLVM time each) this was 2^14; since they are calls,
-# vectorising costs no more compile time: sin*cos+tan over 4096 float32 went from 50-72 us to
-# 19.5 us.
-INLINE_SLOW_PATH_MIN_ELEMENTS = 1 << 6
+# lengths and while bodies count); below, as scalar code (shortcuts for small arguments), which
+# LLVM compiles faster. When the slow paths were inline (~40 ms of LLVM time each) this was
+# 2^14; as calls, a vectorised sin costs ~3-6 ms more to compile than the scalar loop and saves
+# ~4 us per 1000 elements per call (sin*cos+tan over 4096 float32: 50-72 us scalar, 19.5 us
+# vectorised): from 2^12 elements a few hundred calls repay it.
+INLINE_SLOW_PATH_MIN_ELEMENTS = 1 << 12
 _UNKNOWN_TRIPS = 1 << 40
 
 # programs of at least this many equations (counting those inside kernels) put each kernel in a
