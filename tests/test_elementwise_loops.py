@@ -140,6 +140,10 @@ def test_sizes_around_the_thread_pool_threshold(monkeypatch, n):
     new, old, ref = _run_three_ways(monkeypatch, _newton, y)
     np.testing.assert_array_equal(new[0], old[0])
     np.testing.assert_allclose(new[0], np.sqrt(y), rtol=1e-6)
+    f = tracejit.jit(_newton)
+    f(y)
+    tracejit.config.update("tracejit_num_threads", 1)  # (conftest restores it)
+    np.testing.assert_array_equal(np.asarray(f(y)), new[0])
 
 
 def test_a_long_scan_over_a_short_vector_runs_on_the_pool():
