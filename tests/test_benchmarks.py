@@ -21,6 +21,7 @@ CASES = [
     ("rfft", workloads.rfft(64), 1e-4),
     ("logsumexp", workloads.logsumexp(5, 33), 1e-6),
     ("fixed-point scan scalar", workloads.fixed_point(0), 1e-5),
+    ("fixed-point scan 1000-vector", workloads.fixed_point(1000), 1e-5),
     ("while_loop Newton", workloads.newton_sqrt, 1e-6),
     ("fori_loop", workloads.fori, 1e-5),
     ("SDE", workloads.sde(20, False), 1e-5),

@@ -1,10 +1,10 @@
 """Jaxpr -> Jaxpr passes run before code generation: expansion of user primitives into their
 lowerings (user_lowerings.py), inlining of nested jit calls, algebraic
 simplification, constant folding, common-subexpression elimination, forwarding of unchanged loop
-carries, loop-invariant code motion and dead-code elimination. `optimize` runs them all, then row
-fusion (compiler.rows) and fusion (compiler.fusion). Each pass returns a new Jaxpr (the input
-is never mutated) and also rewrites the sub-jaxprs of control flow; the jaxpr checker accepts
-every result."""
+carries, loop-invariant code motion and dead-code elimination. `optimize` runs them all, then
+element loops (compiler.element_loops), row fusion (compiler.rows) and fusion
+(compiler.fusion). Each pass returns a new Jaxpr (the input is never mutated) and also rewrites
+the sub-jaxprs of control flow; the jaxpr checker accepts every result."""
 from __future__ import annotations
 
 import math
@@ -24,6 +24,7 @@ from ..lax.call import pjit_p
 from ..lax.control_flow import cond_p, scan_p, while_p
 from ..lax.elementwise import convert_element_type_p
 from ..lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p
+from .element_loops import element_loops
 from .fusion import fuse
 from .rows import fuse_rows
 from .user_lowerings import expand_user_primitives
@@ -51,6 +52,8 @@ def optimize(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
         jaxpr = _checked(licm, jaxpr)
         jaxpr = _checked(dce, jaxpr)
     # last: the other passes need not know row_map or fused
+    jaxpr = _checked(element_loops, jaxpr)
+    jaxpr = _checked(dce, jaxpr)  # (the uniform loops whose results go unused)
     jaxpr = _checked(fuse_rows, jaxpr)
     jaxpr = _checked(fuse, jaxpr)
     return _drop_unused_consts(jaxpr, consts)

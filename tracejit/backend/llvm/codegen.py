@@ -560,11 +560,14 @@ def _outlinable(eqn) -> bool:
 # least VECTORIZE_MIN_ELEMENTS elements (loops of unknown trip count always are)
 VECTORIZE_MAX_BODY = 1500
 VECTORIZE_MIN_ELEMENTS = 1 << 20
-# math's slow paths (sin/cos/tan of huge arguments) are inline, so that the loop vectorises,
-# in loops over at least this many elements per call (scans' lengths and while bodies count);
-# below, a call of a routine compiled once per process (each inline path costs ~40 ms of
-# LLVM time; a scalar loop of 2^14 sin ~0.1 ms)
-INLINE_SLOW_PATH_MIN_ELEMENTS = 1 << 14
+# math is emitted for a vectorised loop (its slow paths, sin/cos/tan of huge arguments, as
+# calls of masked vector variants) in loops over at least this many elements per call (scans'
+# lengths and while bodies count); below, as scalar code (shortcuts for small arguments), which
+# LLVM compiles faster. When the slow paths were inline (~40 ms of LLVM time each) this was
+# 2^14; as calls, a vectorised sin costs ~3-6 ms more to compile than the scalar loop and saves
+# ~4 us per 1000 elements per call (sin*cos+tan over 4096 float32: 50-72 us scalar, 19.5 us
+# vectorised): from 2^12 elements a few hundred calls repay it.
+INLINE_SLOW_PATH_MIN_ELEMENTS = 1 << 12
 _UNKNOWN_TRIPS = 1 << 40
 
 # programs of at least this many equations (counting those inside kernels) put each kernel in a

@@ -89,14 +89,22 @@ def _slow_path_engine(symbol: str) -> llvm.ExecutionEngine:
     optimize(module)
     engine = llvm.create_mcjit_compiler(module, create_target_machine())
     engine.finalize_object()
-    llvm.add_symbol(symbol, engine.get_function_address(symbol))
+    for name in (symbol, *_VARIANTS_OF[symbol]):
+        llvm.add_symbol(name, engine.get_function_address(name))
     return engine
+
+
+# each slow path's masked vector variants, defined in its module (math.big_trig_routine)
+_VARIANTS_OF = {s: [ourmath.vector_variant_symbol(s, n) for n in ourmath.VECTOR_WIDTHS]
+                for s in ourmath.BIG_TRIG_SYMBOLS}
+_ROUTINE_OF = {**{s: s for s in _VARIANTS_OF},
+               **{v: s for s, vs in _VARIANTS_OF.items() for v in vs}}
 
 
 def _link_slow_paths(module: llvm.ModuleRef) -> None:
     for fn in module.functions:
-        if fn.is_declaration and fn.name in ourmath.BIG_TRIG_SYMBOLS:
-            _slow_path_engine(fn.name)
+        if fn.is_declaration and fn.name in _ROUTINE_OF:
+            _slow_path_engine(_ROUTINE_OF[fn.name])
 
 
 # MCJIT's object-cache hooks for the one module `load` is finalising (under `_lock`): the

@@ -62,10 +62,12 @@ Speed, 10M float32, one thread of an AMD EPYC (znver5, AVX-512), out[i] = f(x[i]
 (benchmarks/math_bench.py): exp 2.7 ms (NumPy 8.2 ms, LLVM calling libm expf 15 ms), log 2.8 ms
 (NumPy 3.5), sin 2.5 ms (NumPy 22.6), tanh 2.5 ms (NumPy 2.2, which uses its own SIMD tanh).
 At ~2.5 ms all four are bound by memory bandwidth (80 MB moved), not by the polynomials.
-In vectorised loops sin/cos/tan pay for the inline Payne-Hanek path on every element (the
-branch is if-converted): sin float32 ~13 ms, float64 ~60 ms for 10M where Cody-Waite alone
-took 2.6 and 6.8 ms (measured on a busy shared machine, so only the ratio means much).
-Elsewhere that path is a call of a routine compiled once per process (`_with_big_path`).
+In vectorised loops sin/cos/tan call masked vector variants of the out-of-line Payne-Hanek
+routine (`_vfabi_attribute`: one call per vector, returning at once when no lane is huge);
+before, that path was inline and if-converted, paid on every element: sin float32 ~13 ms,
+float64 ~60 ms for 10M where Cody-Waite alone took 2.6 and 6.8 ms (a busy shared machine, so
+only the ratio means much); a fixed-point scan of cos over 1000 float32 for 10k steps went from
+21.6 to 5-8 ms of CPU. Elsewhere that path is a call of the scalar routine (`_with_big_path`).
 """
 from __future__ import annotations
 
@@ -82,8 +84,8 @@ from llvmlite import ir
 from ...lax import elementwise as _xla
 from ...lax.elementwise import _GILES64, _GILES_LARGE, _GILES_SMALL
 
-__all__ = ["BIG_TRIG_SYMBOLS", "NAMES", "big_trig_routine", "emit", "inline_slow_paths",
-           "repeated", "repetitions"]
+__all__ = ["BIG_TRIG_SYMBOLS", "NAMES", "VECTOR_WIDTHS", "big_trig_routine", "emit",
+           "inline_slow_paths", "repeated", "repetitions", "vector_variant_symbol"]
 
 
 class _Emitter:
@@ -598,17 +600,19 @@ def _reduce_pio2(e: _Emitter, x):
     return r, e.sub(j, e.mul(e.floor(e.mul(j, 0.25)), 4.0))
 
 
-# Whether the slow paths of the math being emitted go inline (in a loop over enough elements
-# for LLVM to vectorise, which a call in the loop would prevent) or out of line; set by
-# codegen around each loop body (`inline_slow_paths`).
+# Whether the math being emitted sits in a loop over enough elements for LLVM to vectorise
+# (its slow paths then name their vector variants, which a plain call would prevent) or in
+# scalar code; set by codegen around each loop body (`inline_slow_paths`).
 _INLINE_SLOW_PATHS: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "inline_slow_paths", default=False)
 
 
 @contextlib.contextmanager
 def inline_slow_paths(inline: bool):
-    """Within the block, emit slow paths (Payne-Hanek) inline (True) or as calls of the
-    routines `big_trig_routine` defines (False, the default)."""
+    """Within the block, emit math for a loop LLVM vectorises (True: slow paths as calls that
+    name their masked vector variants, no scalar shortcuts) or for scalar code (False, the
+    default: calls of the scalar routines `big_trig_routine` defines, behind a branch for
+    small arguments)."""
     token = _INLINE_SLOW_PATHS.set(inline)
     try:
         yield
@@ -639,19 +643,18 @@ def repetitions() -> int:
 def _with_big_path(e: _Emitter, x, small_result, name: str):
     """`small_result` (computed through Cody-Waite), or for finite |x| past _PH_MIN the
     result through a Payne-Hanek reduction, behind an unlikely branch: a scalar loop (a
-    fixed-point iteration in a scan) skips its integer work. Out of line (the default) it is
-    a call of a routine compiled once per process: LLVM then compiles ~30 instructions per
-    sin instead of ~130, but cannot vectorise the loop around the call; inline, a vectorised
-    loop if-converts the branch and pays for both paths on every element."""
+    fixed-point iteration in a scan) skips its integer work. The branch calls a routine
+    compiled once per process: LLVM then compiles ~30 instructions per sin instead of ~130.
+    In a loop LLVM vectorises (`inline_slow_paths` on), the call carries the names of masked
+    vector variants of the routine (`_vfabi_attribute`), so the vectoriser turns the branch
+    into one call per vector that returns at once when no lane is big; before those variants,
+    the path was inline and if-converted, paying for Payne-Hanek on every element (5x the
+    time of Cody-Waite alone)."""
     b = e.b
     big = e.and_(e.ge(e.abs(x), _PH_MIN[e.f64]), e.lt(e.abs(x), math.inf))
     small_block = b.block
     with b.if_then(big, likely=False):
-        if _INLINE_SLOW_PATHS.get():
-            r_big, q_big = _reduce_pio2_big(e, x)
-            big_result = _TRIG_REDUCED[name](e, x, r_big, q_big)
-        else:
-            big_result = b.call(_big_trig_decl(b.module, name, e.ty), [x])
+        big_result = b.call(_big_trig_decl(b.module, name, e.ty, _INLINE_SLOW_PATHS.get()), [x])
         big_block = b.block
     out = b.phi(e.ty)
     out.add_incoming(small_result, small_block)
@@ -667,14 +670,111 @@ class _PureAttributes(ir.values.FunctionAttributes):
     # llvmlite's list lacks `willreturn`; with it and readnone LLVM may drop an unused call
     _known = ir.values.FunctionAttributes._known | {"willreturn"}
 
+    def add(self, name):  # (and a string attribute naming vector variants, `_vfabi_attribute`)
+        if name.startswith(f'"{_VFABI}"='):
+            return set.add(self, name)
+        return super().add(name)
 
-def _big_trig_decl(module: ir.Module, name: str, ty: ir.Type) -> ir.Function:
+
+# Vector widths (lanes) of the masked variants of each slow-path routine: AVX-512's 16 float32
+# lanes down to SSE's 2 float64 lanes, whichever the vectoriser picks.
+VECTOR_WIDTHS = (2, 4, 8, 16)
+_VFABI = "vector-function-abi-variant"
+
+
+def vector_variant_symbol(symbol: str, lanes: int) -> str:
+    """The masked vector variant of slow-path routine `symbol` over `lanes` lanes."""
+    return f"{symbol}_m{lanes}"
+
+
+def _vfabi_attribute(symbol: str) -> str:
+    """LLVM's vector-function ABI names of `symbol`'s masked variants (`_ZGV_LLVM_M<n>v_`:
+    LLVM's own calling convention, masked, n lanes, one vector argument), which the loop
+    vectoriser calls in place of the scalar routine under a mask."""
+    names = ",".join(f"_ZGV_LLVM_M{n}v_{symbol}({vector_variant_symbol(symbol, n)})"
+                     for n in VECTOR_WIDTHS)
+    return f'"{_VFABI}"="{names}"'
+
+
+def _big_trig_decl(module: ir.Module, name: str, ty: ir.Type, vectorizable: bool = False
+                   ) -> ir.Function:
+    """The slow-path routine's declaration; `vectorizable`: with its vector variants declared
+    (and kept, through llvm.compiler.used, until the vectoriser has looked for them)."""
     symbol = _big_trig_symbol(name, ty)
     fn = module.globals.get(symbol)
     if fn is None:
         fn = ir.Function(module, ir.FunctionType(ty, [ty]), name=symbol)
         fn.attributes = _PureAttributes(("readnone", "nounwind", "willreturn", "cold"))
+    if vectorizable and _vfabi_attribute(symbol) not in fn.attributes:
+        fn.attributes.add(_vfabi_attribute(symbol))
+        _keep(module, [_vector_variant_decl(module, symbol, ty, n) for n in VECTOR_WIDTHS])
     return fn
+
+
+def _vector_variant_type(ty: ir.Type, lanes: int) -> ir.FunctionType:
+    return ir.FunctionType(ir.VectorType(ty, lanes),
+                           [ir.VectorType(ty, lanes), ir.VectorType(ir.IntType(1), lanes)])
+
+
+def _vector_variant_decl(module: ir.Module, symbol: str, ty: ir.Type, lanes: int
+                         ) -> ir.Function:
+    name = vector_variant_symbol(symbol, lanes)
+    fn = module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(module, _vector_variant_type(ty, lanes), name=name)
+        fn.attributes = _PureAttributes(("readnone", "nounwind", "willreturn"))
+    return fn
+
+
+def _keep(module: ir.Module, fns: list) -> None:
+    """Add functions to llvm.compiler.used: optimisation keeps their declarations."""
+    i8p = ir.IntType(8).as_pointer()
+    old = module.globals.get("llvm.compiler.used")
+    items = list(old.initializer.constant) if old is not None else []
+    items += [f.bitcast(i8p) for f in fns]
+    if old is not None:
+        del module.globals["llvm.compiler.used"]
+        module.scope._useset.discard("llvm.compiler.used")
+    g = ir.GlobalVariable(module, ir.ArrayType(i8p, len(items)), "llvm.compiler.used")
+    g.linkage = "appending"
+    g.section = "llvm.metadata"
+    g.initializer = ir.Constant(ir.ArrayType(i8p, len(items)), items)
+
+
+def _define_vector_variant(module: ir.Module, scalar: ir.Function, lanes: int) -> None:
+    """`x[k] -> scalar(x[k])` on the lanes the mask selects (the others keep x), returning at
+    once when it selects none: the vectorised loop calls it for every vector. The lanes are
+    a loop over a stack copy (small code, compiled once per process)."""
+    ty = scalar.function_type.return_type
+    vec = ir.VectorType(ty, lanes)
+    fn = ir.Function(module, _vector_variant_type(ty, lanes),
+                     name=vector_variant_symbol(scalar.name, lanes))
+    fn.attributes.add("noinline")
+    fn.attributes.add("optnone")  # (nothing to optimise: this saves most of its compile time)
+    x, mask = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    bits = b.bitcast(mask, ir.IntType(lanes))
+    with b.if_then(b.icmp_unsigned("!=", bits, ir.Constant(bits.type, 0)), likely=False):
+        i32 = ir.IntType(32)
+        slot = b.alloca(ir.ArrayType(ty, lanes))
+        slot.align = 64  # (the vector stores and loads below assume their own alignment)
+        b.store(x, b.bitcast(slot, vec.as_pointer()))
+        pre = b.block
+        head = b.append_basic_block("lane")
+        done = b.append_basic_block("lanes.done")
+        b.branch(head)
+        b.position_at_end(head)
+        k = b.phi(i32)
+        k.add_incoming(ir.Constant(i32, 0), pre)
+        with b.if_then(b.extract_element(mask, k)):
+            at = b.gep(slot, [ir.Constant(i32, 0), k], inbounds=True)
+            b.store(b.call(scalar, [b.load(at)]), at)
+        nxt = b.add(k, ir.Constant(i32, 1))
+        k.add_incoming(nxt, b.block)
+        b.cbranch(b.icmp_unsigned("<", nxt, ir.Constant(i32, lanes)), head, done)
+        b.position_at_end(done)
+        b.ret(b.load(b.bitcast(slot, vec.as_pointer())))
+    b.ret(x)
 
 
 def _sin_cos_reduced(e: _Emitter, x, r, q, want_cos: bool):
@@ -754,7 +854,8 @@ BIG_TRIG_SYMBOLS = tuple(_big_trig_symbol(name, ty) for name, ty in itertools.pr
 def big_trig_routine(symbol: str) -> ir.Module:
     """A module defining the routine `symbol` (one of BIG_TRIG_SYMBOLS, which programs call
     by name from `_with_big_path`): sin/cos/tan for finite |x| >= _PH_MIN through a
-    Payne-Hanek reduction, then the same kernels as the inline path."""
+    Payne-Hanek reduction, then the same kernels as the inline path; and its masked vector
+    variants (`vector_variant_symbol`), calling it lane by lane."""
     module = ir.Module(name=symbol)
     for name, ty in itertools.product(_TRIG_REDUCED, (ir.FloatType(), ir.DoubleType())):
         if _big_trig_symbol(name, ty) == symbol:
@@ -762,6 +863,9 @@ def big_trig_routine(symbol: str) -> ir.Module:
             e = _Emitter(ir.IRBuilder(fn.append_basic_block("entry")), ty)
             r, q = _reduce_pio2_big(e, fn.args[0])
             e.b.ret(_TRIG_REDUCED[name](e, fn.args[0], r, q))
+            fn.attributes.add("noinline")  # (one copy, not one per lane of each variant)
+            for lanes in VECTOR_WIDTHS:
+                _define_vector_variant(module, fn, lanes)
             return module
     raise KeyError(f"no out-of-line math routine {symbol!r}; known: {BIG_TRIG_SYMBOLS}")
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
+from ...compiler import element_loops
 from ...compiler.fusion import fused_p, fusible
 from ...compiler.rows import row_map_p
 from ...core.avals import ShapedArray
@@ -95,8 +96,12 @@ def candidate(eqn) -> bool:
 
 
 def work(eqn) -> int:
-    """The elements a kernel touches: its largest operand or result."""
-    return max(v.aval.size for v in (*eqn.invars, *eqn.outvars))
+    """The elements a kernel touches: its largest operand or result; times the iterations per
+    element of a row kernel running a loop on each row (compiler.element_loops)."""
+    n = max(v.aval.size for v in (*eqn.invars, *eqn.outvars))
+    if eqn.primitive is row_map_p:
+        n *= element_loops.trips(eqn.params["body"].jaxpr)
+    return n
 
 
 def worth(eqn) -> bool:

@@ -1,0 +1,211 @@
+"""Element loops, a jaxpr pass after the simplifying passes and before row fusion (compiler.rows)
+and fusion: a while or scan loop that updates its array carries element by element runs as one
+`row_map` over blocks of the arrays, with the whole loop inside each block.
+
+Such a loop (Newton's iteration on a vector, a fixed-point scan) otherwise makes one pass over
+memory per iteration. Here its carries split into uniform ones (rank 0: counters, the same for
+every element) and array ones of one shape S, and every equation of its body and condition is
+elementwise on values of shape S or rank 0 (broadcasts of rank-0 values included), or computes
+rank-0 values only. Then element i of each array carry depends on element i of the array
+operands and on the uniform values alone, and the condition reads only uniform values: every
+element runs the same iterations. The pass cuts S into rows of B elements (B divides S's size)
+and runs the loop on each row while the row sits in cache; the row loop runs on the thread pool
+(backend/llvm/parallel_loops.py counts the loop's trips as work). Each element goes through
+the same operations in the same order as before, so results are bit-identical. The uniform
+carries' final values, where they are used, come from the loop pruned to its uniform carries
+(core.dce), a scalar loop beside the row_map."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core.avals import ShapedArray
+from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, has_effects, map_subjaxprs
+from ..lax.control_flow import scan_p, while_p
+from ..lax.call import pjit_p
+from ..lax.shape import broadcast_in_dim_p
+from ..transforms.custom import checkpoint_p, custom_jvp_call_p, custom_vjp_call_p
+from .fusion import is_elementwise
+from .rows import row_map_p
+
+# Arrays below this many elements keep the loop as it is (one row would be the whole array).
+MIN_ELEMENTS = 128
+# Rows of at most MAX_BLOCK elements (a few carries double-buffered stay in the L1 cache), and
+# at least two rows where the array allows it, so that two threads can share the work; a size
+# without a divisor in [MIN_BLOCK, MAX_BLOCK] keeps the loop as it is.
+MAX_BLOCK = 1024
+MIN_BLOCK = 64
+# Calls whose bodies the pass looks into: codegen emits their bodies inline (they only differ
+# under differentiation, which is over by now)
+_CALLS = (pjit_p, checkpoint_p, custom_jvp_call_p, custom_vjp_call_p)
+# A while loop's trip count is unknown: the work estimate of its row_map (parallel_loops)
+# counts this many iterations per element.
+WHILE_TRIPS_GUESS = 16
+
+
+def element_loops(jaxpr: Jaxpr) -> Jaxpr:
+    """`jaxpr` with each loop that runs elementwise over its array carries replaced by a
+    row_map over blocks of them (bodies included)."""
+    return _element_loops(jaxpr, {})
+
+
+def _element_loops(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
+    eqns: list[Eqn] = []
+    for eqn in jaxpr.eqns:
+        eqn = map_subjaxprs(eqn, lambda c: ClosedJaxpr(_element_loops(c.jaxpr, memo),
+                                                       c.consts), memo)
+        eqns.extend(_rewrite(eqn) or [eqn])
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns, jaxpr.debug_info)
+
+
+def trips(jaxpr: Jaxpr) -> int:
+    """Iterations per element of the loops in a row_map body (1 without loops): its work per
+    element, relative to an elementwise op's."""
+    n = 1
+    for eqn in jaxpr.eqns:
+        if eqn.primitive is scan_p:
+            n = max(n, eqn.params["length"])
+        elif eqn.primitive is while_p:
+            n = max(n, WHILE_TRIPS_GUESS)
+    return n
+
+
+def _bodies(eqn: Eqn) -> list[ClosedJaxpr] | None:
+    """The bodies of a loop the pass may rewrite: a while, or a scan without xs and ys."""
+    p = eqn.params
+    if eqn.primitive is while_p:
+        return [p["cond_jaxpr"], p["body_jaxpr"]]
+    if eqn.primitive is scan_p and len(eqn.invars) == p["num_consts"] + p["num_carry"] and \
+            len(eqn.outvars) == p["num_carry"]:
+        return [p["jaxpr"]]
+    return None
+
+
+def block_size(n: int) -> int | None:
+    """The row length for an array of n elements: its largest divisor in [MIN_BLOCK,
+    MAX_BLOCK] that leaves at least two rows; None when there is none."""
+    for b in range(min(MAX_BLOCK, n // 2), MIN_BLOCK - 1, -1):
+        if n % b == 0:
+            return b
+    return None
+
+
+def _array_shape(eqn: Eqn) -> tuple[int, ...] | None:
+    """S: the shape of the loop's array carries, when the loop runs elementwise over them."""
+    bodies = _bodies(eqn)
+    if bodies is None or has_effects(eqn):
+        return None
+    shapes = {v.aval.shape for v in eqn.outvars if v.aval.ndim}
+    if len(shapes) != 1:
+        return None
+    (shape,) = shapes
+    if math.prod(shape) < MIN_ELEMENTS or block_size(math.prod(shape)) is None:
+        return None
+    if any(v.aval.shape not in (shape, ()) for v in eqn.invars):
+        return None
+    if all(_elementwise_over(b, shape) for b in bodies):
+        return shape
+    return None
+
+
+def _elementwise_over(closed: ClosedJaxpr, shape: tuple[int, ...]) -> bool:
+    """Every value of the body has shape S or rank 0, and every equation either maps arrays
+    of shape S element by element (rank-0 operands broadcast) or reads and makes rank-0 values
+    only. Then no rank-0 value depends on an array element."""
+    jaxpr = closed.jaxpr
+    if any(np.ndim(c) for c in closed.consts):
+        return False
+    if any(v.aval.shape not in (shape, ()) for v in (*jaxpr.constvars, *jaxpr.invars)):
+        return False
+    for eqn in jaxpr.eqns:
+        avals = [v.aval for v in (*eqn.invars, *eqn.outvars)]
+        if any(a.shape not in (shape, ()) for a in avals):
+            return False
+        if all(a.ndim == 0 for a in avals):
+            continue  # uniform: the same in every element's loop (effects were ruled out)
+        if is_elementwise(eqn) and not _bodies_of(eqn):
+            continue
+        if eqn.primitive is broadcast_in_dim_p and eqn.invars[0].aval.ndim == 0:
+            continue
+        if eqn.primitive in _CALLS and all(  # (jnp's relu, logaddexp: custom_jvp calls)
+                isinstance(b, ClosedJaxpr) and _elementwise_over(b, shape)
+                for b in _bodies_of(eqn)):
+            continue
+        return False
+    return True
+
+
+def _bodies_of(eqn: Eqn) -> list:
+    return [x for value in eqn.params.values()
+            for x in (value if isinstance(value, tuple) else (value,))
+            if isinstance(x, (ClosedJaxpr, Jaxpr))]
+
+
+def _rewrite(eqn: Eqn) -> list[Eqn] | None:
+    """The row_map (and the uniform loop, for rank-0 results) replacing a loop; None when the
+    loop is not one the pass handles."""
+    shape = _array_shape(eqn)
+    if shape is None:
+        return None
+    n = math.prod(shape)
+    block = block_size(n)
+    row = (block,)
+    uniform_used = [v.aval.ndim == 0 for v in eqn.outvars]
+    uniform = None
+    if any(uniform_used):
+        uniform = eqn.primitive.dce(eqn, uniform_used)
+        if any(v.aval.ndim for v in (*uniform.invars, *uniform.outvars)):
+            return None
+    # one body invar per operand position (a value passed twice is two invars)
+    body_in = [v if isinstance(v, Literal) else Var(_row_aval(v.aval, shape, row))
+               for v in eqn.invars]
+    inner_out = [Var(_row_aval(v.aval, shape, row)) for v in eqn.outvars]
+    params = {k: _reblocked(v, shape, row) for k, v in eqn.params.items()}
+    inner = Eqn(eqn.primitive, body_in, inner_out, params, eqn.source_info)
+    arrays = [k for k, v in enumerate(eqn.outvars) if v.aval.ndim]
+    body = Jaxpr([], [v for v in body_in if isinstance(v, Var)], [inner_out[k] for k in arrays],
+                 [inner])
+    operands = [v for v in eqn.invars if isinstance(v, Var)]
+    row_eqn = Eqn(row_map_p, operands, [eqn.outvars[k] for k in arrays],
+                  {"body": ClosedJaxpr(body, []), "rows": (n // block,),
+                   "out_shapes": tuple(shape for _ in arrays)}, eqn.source_info)
+    return [row_eqn] if uniform is None else [row_eqn, uniform]
+
+
+def _row_aval(aval: ShapedArray, shape, row) -> ShapedArray:
+    return aval.update(shape=row) if aval.shape == shape and aval.ndim else aval
+
+
+def _renamed(v, shape, row, rename: dict):
+    """The atom standing for `v` inside a row: arrays of shape S become rows."""
+    if isinstance(v, Literal):
+        return v
+    if v not in rename:  # (fresh rank-0 vars too: no var is bound in two jaxprs)
+        rename[v] = Var(_row_aval(v.aval, shape, row))
+    return rename[v]
+
+
+def _reblocked(value, shape, row):
+    """A loop param with its bodies working on rows instead of arrays of shape S."""
+    if isinstance(value, ClosedJaxpr):
+        return ClosedJaxpr(_reblocked_jaxpr(value.jaxpr, shape, row), value.consts)
+    return value
+
+
+def _reblocked_jaxpr(jaxpr: Jaxpr, shape, row) -> Jaxpr:
+    rename: dict[Var, Var] = {}
+
+    def atom(v):
+        return _renamed(v, shape, row, rename)
+    eqns = []
+    for eqn in jaxpr.eqns:
+        params = eqn.params
+        if eqn.primitive is broadcast_in_dim_p and eqn.outvars[0].aval.ndim:
+            params = {**params, "shape": row}
+        elif eqn.primitive in _CALLS:  # (bodies of rank-0 equations stay as they are)
+            params = {k: _reblocked(v, shape, row) for k, v in params.items()}
+        eqns.append(Eqn(eqn.primitive, [atom(v) for v in eqn.invars],
+                        [atom(v) for v in eqn.outvars], params, eqn.source_info))
+    return Jaxpr([atom(v) for v in jaxpr.constvars], [atom(v) for v in jaxpr.invars],
+                 [atom(v) for v in jaxpr.outvars], eqns, jaxpr.debug_info)
