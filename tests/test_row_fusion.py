@@ -49,6 +49,9 @@ ROW_PROGRAMS = [
     ("standardize", tracejit.nn.standardize, 0.0, ROW_ATOL),
     ("stable_standardize", _stable_standardize, 0.0, ROW_ATOL),
 ]
+# programs dividing a row by a per-row value, which the row pass turns into a multiplication
+_DIVIDES_BY_ROW_VALUE = {"softmax", "hand_softmax", "hand_softmax_no_keepdims",
+                         "stable_standardize"}
 # loops over the input row in the row body: a reduction, then the rest; JAX's default
 # standardize takes mean(x) and mean(x^2) in two loops (the row is in cache by the second)
 ROW_LOOPS = {"standardize": 3}
@@ -210,7 +213,8 @@ def test_row_sum_alone_keeps_plain_fusion():
 
 @pytest.mark.parametrize("name,f,rtol,row_atol", ROW_PROGRAMS, ids=[p[0] for p in ROW_PROGRAMS])
 def test_row_map_interpreter_agrees_bit_for_bit(name, f, rtol, row_atol):
-    """The optimised jaxpr (row_map evaluated row by row) gives the reference's bits."""
+    """The optimised jaxpr (row_map evaluated row by row) gives the reference's bits; a row
+    divided by its sum is multiplied by the sum's reciprocal instead (as XLA), within 2 ulp."""
     x = _data((6, 20))
     x[2, 3] = np.nan
     closed = make_jaxpr(f)(x)
@@ -219,7 +223,12 @@ def test_row_map_interpreter_agrees_bit_for_bit(name, f, rtol, row_atol):
     assert _row_maps(jaxpr)
     (want,) = eval_jaxpr(closed.jaxpr, closed.consts, x)
     (got,) = eval_jaxpr(jaxpr, consts, x)
-    np.testing.assert_array_equal(got, want)
+    if name in _DIVIDES_BY_ROW_VALUE:
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        ok = ~np.isnan(want)
+        assert np.all(np.abs(got[ok] - want[ok]) <= 2 * np.spacing(np.abs(want[ok])))
+    else:
+        np.testing.assert_array_equal(got, want)
 
 
 def test_row_kernel_inside_a_loop_body():

@@ -19,6 +19,7 @@ from ..core.avals import ShapedArray
 from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from ..core.primitive import Primitive
+from ..lax.elementwise import div_p, mul_p
 from ..lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p
 from .fusion import def_use, fusible, is_elementwise
 
@@ -247,7 +248,8 @@ def _rewrite(eqns: list[Eqn], outvars: list, region: Sequence[int], moved: list[
     read_after = {v for k, e in enumerate(eqns) if k not in inside for v in e.invars}
     read_after |= set(outvars)
     results = [eqns[k].outvars[0] for k in region if eqns[k].outvars[0] in read_after]
-    body = Jaxpr([], body_in, [body_of[v] for v in results], body_eqns)
+    body = Jaxpr([], body_in, [body_of[v] for v in results], _scale_by_reciprocal(
+        body_eqns, [body_of[v] for v in results]))
     row_eqn = Eqn(row_map_p, outer_in, results,
                   {"body": ClosedJaxpr(body, []), "rows": rows,
                    "out_shapes": tuple(v.aval.shape for v in results)},
@@ -261,3 +263,28 @@ def _rewrite(eqns: list[Eqn], outvars: list, region: Sequence[int], moved: list[
         elif k not in inside and k not in late:
             out.append(eqn)
     return out
+
+
+def _scale_by_reciprocal(eqns: list[Eqn], outvars: list) -> list[Eqn]:
+    """A full row divided by a per-row float32/64 value (softmax's e / sum) becomes the row
+    times the value's reciprocal, computed once per row: a multiply per element instead of a
+    divide (several times slower). XLA rewrites A / broadcast(B) the same way, so results stay
+    JAX's bits (within an ulp of the division)."""
+    broadcasts = {e.outvars[0]: e for e in eqns if e.primitive is broadcast_in_dim_p
+                  and isinstance(e.invars[0], Var) and e.invars[0].aval.shape == ()}
+    out: list[Eqn] = []
+    for eqn in eqns:
+        den = eqn.invars[1] if eqn.primitive is div_p else None
+        if den not in broadcasts or eqn.outvars[0].aval.dtype not in (np.float32, np.float64):
+            out.append(eqn)
+            continue
+        spread = broadcasts[den]
+        (per_row,) = spread.invars
+        inv, inv_row = Var(per_row.aval), Var(den.aval)
+        out.append(Eqn(div_p, [Literal(1, per_row.aval), per_row], [inv], {},
+                       eqn.source_info))
+        out.append(spread.replace(invars=[inv], outvars=[inv_row]))
+        out.append(eqn.replace(primitive=mul_p, invars=[eqn.invars[0], inv_row]))
+    # a broadcast that only fed the rewritten divisions is dead (codegen would still fill it)
+    read = {v for e in out for v in e.invars if isinstance(v, Var)} | set(outvars)
+    return [e for e in out if e.primitive is not broadcast_in_dim_p or e.outvars[0] in read]

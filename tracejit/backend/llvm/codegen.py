@@ -369,10 +369,11 @@ class Emitter:
 
     # --- programs ----------------------------------------------------------------------------
     def emit_jaxpr(self, jaxpr: Jaxpr, consts: list, args: list,
-                   dests: list[Buf | None] | None = None, outline: bool = False) -> list:
-        """Emit `jaxpr` at the builder's position; outputs go to `dests` where given. With
-        `outline`, equations with array outputs go in functions of their own (`lower_outlined`).
-        """
+                   dests: list[Buf | None] | None = None, outline: bool = False,
+                   placed: dict[Var, Buf] | None = None) -> list:
+        """Emit `jaxpr` at the builder's position; outputs go to `dests` where given, and the
+        temporaries in `placed` into the buffers given there. With `outline`, equations with
+        array outputs go in functions of their own (`lower_outlined`)."""
         env: dict[Var, Any] = {}
         for v, x in zip(jaxpr.constvars, consts):
             env[v] = x
@@ -392,7 +393,7 @@ class Emitter:
         keep = set(jaxpr.outvars)
         for k, eqn in enumerate(jaxpr.eqns):
             self._dying = {v for v in last_use.get(k, ()) if v not in keep}
-            eqn_dests = [direct.get(v) for v in eqn.outvars]
+            eqn_dests = [direct.get(v) or (placed or {}).get(v) for v in eqn.outvars]
             outs = self._lower_parallel(eqn, env, eqn_dests)
             if outs is None:
                 lower = self.lower_outlined if outline and _outlinable(eqn) else self.lower

@@ -9,12 +9,14 @@ from typing import Sequence
 import llvmlite.ir as ir
 import numpy as np
 
+from ...compiler.fusion import fused_p, is_elementwise
 from ...compiler.rows import row_map_p
 from ...core import dtypes, errors
 from ...core.avals import ShapedArray
-from ...core.jaxpr import ClosedJaxpr
+from ...core.jaxpr import ClosedJaxpr, Var
 from ...lax.call import pjit_p
 from ...lax.control_flow import cond_p, linear_solve_p, root_p, scan_p, while_p
+from ...lax.shape import broadcast_in_dim_p
 from ...transforms.custom import (checkpoint_p, custom_jvp_call_p, custom_lin_p, custom_vjp_call_p,
                                  linear_call_p)
 from .codegen import Buf, Emitter, _as_value
@@ -207,12 +209,47 @@ def _row_map(em: Emitter, eqn, ins, dests):
         return Buf(em.b.gep(buf.ptr, [em.b.mul(i, ir.Constant(I64, row.size))], inbounds=True),
                    row)
 
+    placed = _temporaries_in_outputs(body)
+
     def body_at(i):  # rank-0 operands are the same for every row
         args = [x if x.aval.ndim == 0 else _as_value(em, view(x, i, v.aval))
                 for x, v in zip(ins, body.invars)]
-        em.emit_jaxpr(body, consts, args, [view(o, i, v.aval) for o, v in zip(outs, body.outvars)])
+        out_rows = [view(o, i, v.aval) for o, v in zip(outs, body.outvars)]
+        em.emit_jaxpr(body, consts, args, out_rows,
+                      placed={v: out_rows[k] for v, k in placed.items()})
     em.loop(math.prod(eqn.params["rows"]), body_at, name="row")
     return outs
+
+
+def _temporaries_in_outputs(body) -> dict:
+    """Row temporaries that can live in an output row (var -> output index): softmax's exp,
+    written straight to the output and scaled there, instead of a temporary row that the last
+    loop copies out. The temporary must die at the elementwise kernel computing that output
+    (which reads it at the position it writes), have the output's type, and be no output."""
+    outs = list(body.outvars)
+    last_reader = {v: k for k, e in enumerate(body.eqns) for v in e.invars if isinstance(v, Var)}
+    produced = {v for e in body.eqns for v in e.outvars}
+    placed: dict = {}
+    for k, eqn in enumerate(body.eqns):
+        if len(eqn.outvars) != 1 or outs.count(eqn.outvars[0]) != 1 or not _pointwise(eqn):
+            continue
+        (o,) = eqn.outvars
+        for v in eqn.invars:
+            if (isinstance(v, Var) and v in produced and v not in outs and v not in placed
+                    and last_reader[v] == k and v.aval.shape == o.aval.shape
+                    and v.aval.dtype == o.aval.dtype):
+                placed[v] = outs.index(o)
+                break
+    return placed
+
+
+def _pointwise(eqn) -> bool:
+    """An elementwise kernel: element i of its result reads element i of each full operand."""
+    if eqn.primitive is not fused_p:
+        return is_elementwise(eqn)
+    return all(is_elementwise(e) or (e.primitive is broadcast_in_dim_p and
+                                     e.invars[0].aval.ndim == 0)
+               for e in eqn.params["body"].jaxpr.eqns)
 
 
 def _scan(em: Emitter, eqn, ins, dests):

@@ -12,9 +12,10 @@ from ...core.primitive import Primitive
 from ...lax import cumulative as cu
 from ...lax import elementwise as ew
 from ...lax import reductions as rd
-from .codegen import Emitter, NativeCompileError, Scalar
+from .codegen import Buf, Emitter, NativeCompileError, Scalar
 from .complex_ops import accumulating_mul, pack, parts
 from .index_maps import _zero
+from .lanes import lane_reduce, supported as lanes_supported
 from .rules import STRUCTURAL
 from .scalar_ops import convert, emit_scalar
 from .types import I64, const, reg_type
@@ -113,10 +114,18 @@ def _reduce(em: Emitter, eqn, ins, dests):
             em.release(acc)
         return [out]
     acc_ptr = em._entry_alloca(reg_type(work))
+    lanes = _lanes_apply(em, x, name, axes, aval_out)
     if pairwise:
-        return _pairwise_sum(em, x, axes, kept, aval_out, out, work, element)
+        return _pairwise_sum(em, x, axes, kept, aval_out, out, work, element, lanes)
 
     def outer(oidx):
+        if lanes:
+            total = lane_reduce(em, name, dtype, _run_start(em, x, dict(zip(kept, oidx))),
+                                int(np.prod(reduced)))
+            if out is not None:
+                em.store(out, em.linear(aval_out.shape, oidx) if aval_out.ndim else None, total)
+            b.store(total, acc_ptr)
+            return
         b.store(init, acc_ptr)
 
         def inner(ridx):
@@ -136,15 +145,36 @@ def _reduce(em: Emitter, eqn, ins, dests):
     return [out]
 
 
+def _lanes_apply(em: Emitter, x, name: str, axes, aval_out) -> bool:
+    """Whether a reduction runs in explicit vector lanes (lanes.py): float32/64 sum, max or
+    min of a value in memory over its trailing axes (a contiguous run per output element).
+    Not where the reduced loop itself would be the one a parallel chunk body cuts (a
+    whole-array max: the chunks then take whole elements of the serial loop instead)."""
+    nd = x.aval.ndim
+    if not (isinstance(x, Buf) and lanes_supported(name, x.aval.dtype) and axes and
+            sorted(axes) == list(range(nd - len(axes), nd))):
+        return False
+    return not (em.split is not None and not em._trips and aval_out.ndim == 0 and
+                name != "reduce_sum")
+
+
+def _run_start(em: Emitter, x, at: dict) -> ir.Value:
+    """Pointer to the element of x at index `at` (axis -> index; the other axes at zero)."""
+    shape = x.aval.shape
+    lin = em.linear(shape, [at.get(d, _zero()) for d in range(len(shape))])
+    return x.ptr if lin is None else em.b.gep(x.ptr, [lin], inbounds=True)
+
+
 # Elements per block of a long float sum: a block sums in vectorised partial sums, the blocks
 # pairwise, so the rounding error grows as block/lanes + log2(blocks) instead of n/lanes.
 _BLOCK = 1024
 _LEVELS = 64  # the binary counter's levels: one per bit of the block count
 
 
-def _pairwise_sum(em: Emitter, x, axes, kept, aval_out, out, work, element):
+def _pairwise_sum(em: Emitter, x, axes, kept, aval_out, out, work, element, lanes: bool):
     """A float reduce_sum into a scalar accumulator, blocked: the innermost reduced axis is cut
-    into blocks of _BLOCK elements, each summed from zero (vectorised), and the block sums
+    into blocks of _BLOCK elements, each summed from zero (vectorised; in explicit lanes where
+    `lanes`, see lanes.lane_reduce), and the block sums
     combined as in pairwise summation through a binary counter: block j is added to level 0,
     carried up while the counter's low bits are set (so level k holds a sum of 2^k blocks)."""
     b = em.b
@@ -171,6 +201,9 @@ def _pairwise_sum(em: Emitter, x, axes, kept, aval_out, out, work, element):
             length = b.select(b.icmp_signed("<", length, ir.Constant(I64, _BLOCK)), length,
                               ir.Constant(I64, _BLOCK))
             b.store(zero, block_ptr)
+            if lanes:
+                at = dict(zip(kept, oidx)) | dict(zip(axes[:-1], outer_r)) | {axes[-1]: start}
+                _lane_blocks(em, x, _run_start(em, x, at), jb, n_inner, block_ptr)
 
             def inner(k):
                 full: list = [None] * len(in_shape)
@@ -181,7 +214,8 @@ def _pairwise_sum(em: Emitter, x, axes, kept, aval_out, out, work, element):
                 full[axes[-1]] = b.add(start, k[0])
                 b.store(_combine(em, rd.reduce_sum_p, work, b.load(block_ptr), element(full)),
                         block_ptr)
-            em.loop_nest([length], inner)
+            if not lanes:
+                em.loop_nest([length], inner)
             # carry: while bit k of the count is set, fold level k into the sum and clear it
             count = b.load(count_ptr)
             b.store(b.load(block_ptr), carry_ptr)
@@ -216,6 +250,22 @@ def _pairwise_sum(em: Emitter, x, axes, kept, aval_out, out, work, element):
         em.loop(_LEVELS, gather, name="lvl", over_data=False)
         return convert(b, b.load(carry_ptr), work, x.aval.dtype)
     return _per_output(em, aval_out, out, outer)
+
+
+def _lane_blocks(em: Emitter, x, ptr: ir.Value, jb: ir.Value, n: int, block_ptr) -> None:
+    """Block jb of a run of n elements at ptr (its last block may be shorter) summed in lanes
+    into *block_ptr."""
+    b = em.b
+    last = n - (-(-n // _BLOCK) - 1) * _BLOCK
+    if last == _BLOCK:
+        b.store(lane_reduce(em, "reduce_sum", x.aval.dtype, ptr, _BLOCK), block_ptr)
+        return
+    is_last = b.icmp_signed("==", jb, ir.Constant(I64, -(-n // _BLOCK) - 1))
+    with b.if_else(is_last) as (then, otherwise):
+        with then:
+            b.store(lane_reduce(em, "reduce_sum", x.aval.dtype, ptr, last), block_ptr)
+        with otherwise:
+            b.store(lane_reduce(em, "reduce_sum", x.aval.dtype, ptr, _BLOCK), block_ptr)
 
 
 # Rows per block of a wide float sum over leading axes (a column sum): each block's rows are

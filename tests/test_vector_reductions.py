@@ -1,0 +1,181 @@
+"""Float sums, maxima and minima in explicit vector lanes (backend/llvm/lanes.py) and the row
+kernels' reciprocal scaling (compiler/rows.py): sums within the documented reassociation bound of
+NumPy's float64 sums, max/min exactly NumPy's (NaN, inf) and JAX's (signed zeros), for every row
+length around the lane width, the same bits for 1 and 2 threads, and the reference interpreter's
+results. Each case is one program holding many reductions, so the file compiles a few times."""
+import numpy as np
+import pytest
+
+import tracejit
+import tracejit.numpy as tnp
+from tracejit import lax
+from tracejit.backend.llvm import lanes, parallel_loops
+
+# each kind of tail (W = 16 float32 or 8 float64 a vector, 4 vectors a step): fewer than W
+# elements, whole vectors, a partial vector, whole steps, and rows cut into 1,024-blocks
+LENGTHS = {np.float32: [1, 2, 15, 16, 17, 31, 33, 47, 48, 63, 64, 65, 70, 1000, 1023, 1025,
+                        2049],
+           np.float64: [1, 7, 8, 9, 23, 24, 31, 32, 33, 40, 70, 1024, 2049]}
+
+
+def _bound(x: np.ndarray, axis=None) -> np.ndarray:
+    """The README's bound for a lane sum, pairwise over blocks: (block / (4 W) + 2 + log2(4 W)
+    + log2(blocks)) ε Σ|x|, rounded up: 32 ε Σ|x| for the lengths here."""
+    return 32 * np.finfo(x.dtype).eps * np.abs(x).sum(axis=axis, dtype=np.float64)
+
+
+def _rows(dtype, lengths, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((3, n)).astype(dtype) for n in lengths]
+
+
+def _row_reductions(xs):
+    return [(tnp.sum(x, axis=1), tnp.max(x, axis=1), tnp.min(x, axis=1)) for x in xs]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_reductions_every_tail_length(dtype, x64):
+    xs = _rows(dtype, LENGTHS[dtype])
+    for x, (s, mx, mn) in zip(xs, tracejit.jit(_row_reductions)(xs)):
+        s = np.asarray(s)
+        assert s.dtype == dtype
+        exact = x.sum(axis=1, dtype=np.float64)
+        assert np.all(np.abs(s - exact) <= _bound(x, 1)), x.shape
+        np.testing.assert_array_equal(np.asarray(mx), x.max(axis=1))
+        np.testing.assert_array_equal(np.asarray(mn), x.min(axis=1))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_whole_array_sums(dtype, x64):
+    rng = np.random.default_rng(1)
+    xs = [rng.standard_normal(n).astype(dtype) for n in (17, 1023, 1025, 3 * 1024 + 7, 70_001)]
+    got = tracejit.jit(lambda xs: [(tnp.sum(x), tnp.max(x), tnp.min(x)) for x in xs])(xs)
+    for x, (s, mx, mn) in zip(xs, got):
+        assert abs(float(s) - x.sum(dtype=np.float64)) <= _bound(x), x.size
+        assert float(mx) == x.max() and float(mn) == x.min()
+
+
+def test_lanes_are_emitted():
+    """The row sum is the lane loop (16 float32 a vector), not LLVM's own vectorisation."""
+    x = np.ones((4, 100), np.float32)
+    ir_text = tracejit.jit(lambda x: tnp.sum(x, axis=1)).lower(x).compile().as_text(
+        dialect="llvm")
+    assert f"<{lanes.LANE_BYTES // 4} x float>" in ir_text and "reassoc" not in ir_text
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered")
+def test_nan_and_inf_as_numpy():
+    n = 37
+    rows = np.zeros((9, n), np.float32) + np.linspace(-1, 1, n, dtype=np.float32)
+    rows[0, 0] = np.nan        # first element
+    rows[1, 20] = np.nan       # inside the lanes
+    rows[2, n - 1] = np.nan    # the masked tail vector
+    rows[3, 5] = np.inf
+    rows[4, 6] = -np.inf
+    rows[5, [3, 30]] = [np.inf, -np.inf]   # sum NaN, max inf, min -inf
+    rows[6, :] = np.inf
+    rows[7, :] = -np.inf
+    rows[8, [0, 36]] = [-np.inf, np.nan]
+    wide = np.tile(rows, (1, 30))  # the same rows 1,110 long: lanes, blocks and tails
+    for x in (rows, wide):
+        s, mx, mn = (np.asarray(a) for a in tracejit.jit(
+            lambda x: (tnp.sum(x, axis=1), tnp.max(x, axis=1), tnp.min(x, axis=1)))(x))
+        np.testing.assert_array_equal(np.isnan(s), np.isnan(x.sum(axis=1)))
+        finite = ~np.isnan(s)
+        np.testing.assert_array_equal(s[np.isinf(s)], x.sum(axis=1)[np.isinf(s)])
+        assert np.all(np.isinf(x.sum(axis=1)[finite]) == np.isinf(s[finite]))
+        np.testing.assert_array_equal(mx, x.max(axis=1))
+        np.testing.assert_array_equal(mn, x.min(axis=1))
+
+
+def test_signed_zeros_as_jax():
+    """JAX: a sum of zeros is +0, max prefers +0, min prefers -0, wherever they sit."""
+    n = 70
+    z = np.full((4, n), -0.0, np.float32)
+    z[1, 33] = 0.0
+    z[2, :] = 0.0
+    z[3, 1::2] = 0.0
+    first = z.copy()
+    first[:, 1:] = -1.0  # the same zeros, now only at element 0, the row's max
+    z = np.concatenate([z, first], axis=0)
+    s, mx, mn = (np.asarray(a) for a in tracejit.jit(
+        lambda x: (tnp.sum(x, axis=1), tnp.max(x, axis=1), tnp.min(x, axis=1)))(z))
+    np.testing.assert_array_equal(np.signbit(s[:4]), [False] * 4)
+    np.testing.assert_array_equal(np.signbit(mx), [True, False, False, False,
+                                                   True, True, False, True])
+    np.testing.assert_array_equal(np.signbit(mn[:4]), [True, True, False, True])
+    np.testing.assert_array_equal(mx, z.max(axis=1))
+
+
+def test_empty_rows_and_integers_exact():
+    e = np.zeros((3, 0), np.float32)
+    s, mx, mn = tracejit.jit(lambda e: (tnp.sum(e, axis=1), lax.reduce_max(e, (1,)),
+                                        lax.reduce_min(e, (1,))))(e)
+    np.testing.assert_array_equal(np.asarray(s), [0, 0, 0])
+    np.testing.assert_array_equal(np.asarray(mx), [-np.inf] * 3)
+    np.testing.assert_array_equal(np.asarray(mn), [np.inf] * 3)
+    rng = np.random.default_rng(2)
+    for dtype in (np.int32, np.int64, np.uint8):
+        x = rng.integers(0, 100, (5, 1025)).astype(dtype)
+        got = tracejit.jit(lambda x: (tnp.sum(x, axis=1), tnp.max(x, axis=1),
+                                      tnp.min(x, axis=1), tnp.sum(x)))(x)
+        want = (x.sum(axis=1), x.max(axis=1), x.min(axis=1), x.sum())
+        for g, w in zip(got, want):  # (uint8 sums to uint32, as in JAX)
+            g = np.asarray(g)
+            np.testing.assert_array_equal(g, w.astype(g.dtype))
+
+
+def test_reference_interpreter_agrees():
+    xs = _rows(np.float32, [1, 33, 70, 1025], seed=3)
+    native = tracejit.jit(_row_reductions)(xs)
+    ref = tracejit.jit(_row_reductions, backend="interpret")(xs)
+    for x, a, r in zip(xs, native, ref):
+        assert np.all(np.abs(np.asarray(a[0]) - np.asarray(r[0])) <= _bound(x, 1))
+        for k in (1, 2):
+            np.testing.assert_array_equal(np.asarray(a[k]), np.asarray(r[k]))
+
+
+def _softmax(x):
+    e = tnp.exp(x - tnp.max(x, axis=-1, keepdims=True))
+    return e / tnp.sum(e, axis=-1, keepdims=True)
+
+
+def test_softmax_scales_by_reciprocal():
+    """The row kernel multiplies by 1/sum (as XLA does), in the output row: within 8 ulp of
+    NumPy's float64 (the reference's division is 6 ulp off it here: float32 exp and x - max)."""
+    x = np.random.default_rng(4).standard_normal((6, 1025)).astype(np.float32)
+    f = tracejit.jit(_softmax)
+    compiled = f.lower(x).compile()
+    assert "row_map" in compiled.as_text() and "div 1.0" in compiled.as_text()
+    # the exp is written into the output row and scaled there: no row temporary
+    assert compiled.memory_analysis().temp_size_in_bytes == 0
+    e = np.exp(x.astype(np.float64) - x.max(axis=-1, keepdims=True))
+    want = e / e.sum(axis=-1, keepdims=True)
+    got = np.asarray(f(x))
+    assert np.all(np.abs(got - want) <= 8 * np.spacing(want.astype(np.float32)))
+    ref = np.asarray(tracejit.jit(_softmax, backend="interpret")(x))
+    np.testing.assert_allclose(got, ref, rtol=1e-6)
+
+
+@pytest.fixture
+def threads():
+    old = tracejit.config.read("tracejit_num_threads")
+    yield lambda n: tracejit.config.update("tracejit_num_threads", n)
+    tracejit.config.update("tracejit_num_threads", old)
+
+
+def test_same_bits_for_one_and_two_threads(threads):
+    """Sizes just past the parallel threshold: rows and a whole-array sum cut into chunks."""
+    n0 = parallel_loops.PARALLEL_MIN_ELEMENTS
+    rng = np.random.default_rng(5)
+    x_rows = rng.standard_normal((n0 // 1025 + 3, 1025)).astype(np.float32)
+    x_flat = rng.standard_normal(n0 + 17).astype(np.float32)
+    fn = tracejit.jit(lambda a, b: (tnp.sum(a, axis=1), tnp.max(a, axis=1), _softmax(a),
+                                    tnp.sum(b), tnp.max(b)))
+    results = []
+    for k in (1, 2):
+        threads(k)
+        results.append([np.asarray(r) for r in fn(x_rows, x_flat)])
+    for one, two in zip(*results):
+        np.testing.assert_array_equal(one, two)
+    assert abs(float(results[0][3]) - x_flat.sum(dtype=np.float64)) <= 64 * _bound(x_flat) / 32

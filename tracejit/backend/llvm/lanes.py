@@ -1,0 +1,145 @@
+"""Vector-lane float reductions, used by codegen's reduce rules (reductions.py) on a contiguous
+run of float32/float64 in memory: explicit vectors in a fixed order, so a row's sum, max or min
+runs at load speed and gives the same bits on every CPU, for every thread count."""
+from __future__ import annotations
+
+import llvmlite.ir as ir
+import numpy as np
+
+from ...core import dtypes
+from .codegen import Emitter
+from .types import I1, const, reg_type
+
+# Lanes: ACCUMULATORS independent vectors of LANE_BYTES (16 float32 or 8 float64 each), so the
+# loop carries 4 dependency chains of vector adds and loads one cache line per vector. The
+# lane count is fixed in the IR (not chosen by LLVM), so the order of the additions, and with
+# it the rounding, is the same on a machine with 256-bit vectors as on one with 512-bit ones.
+LANE_BYTES = 64
+ACCUMULATORS = 4
+_OPS = ("reduce_sum", "reduce_max", "reduce_min")
+
+
+def supported(name: str, dtype: np.dtype) -> bool:
+    """Whether lane_reduce handles reducer `name` over values of `dtype`."""
+    return name in _OPS and dtype in (dtypes.float32, dtypes.float64)
+
+
+def lane_reduce(em: Emitter, name: str, dtype: np.dtype, ptr: ir.Value, n: int) -> ir.Value:
+    """reduce_sum/max/min of the n elements at `ptr` (contiguous), as a scalar.
+
+    Element i goes to vector accumulator (i // W) % 4, lane i % W (W elements a vector); the
+    last n % W elements, if any, are loaded as the vector ending at element n - 1 with the lanes
+    already counted masked to the identity. The four accumulators are combined as (0, 1), (2,
+    3), then their halves pairwise down to one lane: the order depends on n only.
+
+    Sums add in that order, so a sum of n elements differs from the exact one by at most
+    (n / (4 W) + 2 + log2(4 W)) ε Σ|x|, about 20 ε Σ|x| for a row of 1,024 float32. Max and min
+    are exact: each lane keeps the first of its greatest values (one compare and a blend, an
+    x86 max), a NaN anywhere makes the result NaN (as NumPy and JAX), and a result of zero is
+    recomputed in order with LLVM's maximum/minimum, so that +0 beats -0 as in JAX."""
+    b = em.b
+    t = reg_type(dtype)
+    w = LANE_BYTES // dtype.itemsize
+    vt = ir.VectorType(t, w)
+    ident = _identity(name, dtype)
+    ident_v = ir.Constant(vt, [ident] * w)
+    minmax = name != "reduce_sum"
+    accs = [em._entry_alloca(vt) for _ in range(ACCUMULATORS)]
+    flags = [em._entry_alloca(ir.VectorType(I1, w)) for _ in range(ACCUMULATORS)] \
+        if minmax else []
+    for k in range(ACCUMULATORS):
+        b.store(ident_v, accs[k])
+        if minmax:
+            b.store(ir.Constant(ir.VectorType(I1, w), [0] * w), flags[k])
+
+    def load_vec(index: ir.Value) -> ir.Value:
+        at = b.gep(ptr, [index], inbounds=True)
+        return b.load(b.bitcast(at, vt.as_pointer()), align=dtype.itemsize)
+
+    def add_into(k: int, v: ir.Value) -> None:
+        acc = b.load(accs[k])
+        if not minmax:
+            b.store(b.fadd(acc, v), accs[k])
+            return
+        # an ordered compare: a NaN never wins here, it is counted in the flags instead
+        take = b.fcmp_ordered(">" if name == "reduce_max" else "<", v, acc)
+        b.store(b.select(take, v, acc), accs[k])
+        b.store(b.or_(b.load(flags[k]), b.fcmp_unordered("uno", v, v)), flags[k])
+
+    block = ACCUMULATORS * w
+    full = n // block
+
+    def body(i):
+        base = b.mul(i, ir.Constant(ir.IntType(64), block))
+        for k in range(ACCUMULATORS):
+            add_into(k, load_vec(b.add(base, ir.Constant(ir.IntType(64), k * w))))
+    if full:
+        em.loop(full, body, name="lanes")
+    start = full * block
+    vectors, part = divmod(n - start, w)
+    for k in range(vectors):
+        add_into(k, load_vec(ir.Constant(ir.IntType(64), start + k * w)))
+    if part and n >= w:  # the vector ending at n - 1, its first w - part lanes counted before
+        v = load_vec(ir.Constant(ir.IntType(64), n - w))
+        keep = ir.Constant(ir.VectorType(I1, w), [int(j >= w - part) for j in range(w)])
+        add_into(vectors, b.select(keep, v, ident_v))
+    elif part:  # fewer than w elements in all
+        v = ident_v
+        for j in range(part):
+            v = b.insert_element(v, b.load(b.gep(ptr, [ir.Constant(ir.IntType(64), j)],
+                                                   inbounds=True)),
+                                 ir.Constant(ir.IntType(32), j))
+        add_into(0, v)
+    total = _fold(b, name, [b.load(a) for a in accs])
+    if not minmax:
+        return total
+    nan = b.load(flags[0])
+    for f in flags[1:]:
+        nan = b.or_(nan, b.load(f))
+    any_nan = b.icmp_unsigned("!=", b.bitcast(nan, ir.IntType(w)), ir.Constant(ir.IntType(w), 0))
+    result = em._entry_alloca(t)
+    b.store(b.select(any_nan, ir.Constant(t, float("nan")), total), result)
+    zero = b.and_(b.not_(any_nan), b.fcmp_ordered("==", total, ir.Constant(t, 0.0)))
+    with b.if_then(zero, likely=False):  # which zero: the rare case, in order
+        b.store(ident, result)
+        op = "llvm.maximum" if name == "reduce_max" else "llvm.minimum"
+        em.loop(n, lambda i: b.store(_minmax(b, op, b.load(result), b.load(
+            b.gep(ptr, [i], inbounds=True))), result), name="zeros")
+    return b.load(result)
+
+
+def _identity(name: str, dtype: np.dtype) -> ir.Constant:
+    return const(dtype, {"reduce_sum": 0.0, "reduce_max": -np.inf, "reduce_min": np.inf}[name])
+
+
+def _fold(b: ir.IRBuilder, name: str, vecs: list[ir.Value]) -> ir.Value:
+    """The accumulators combined pairwise, then each vector's halves, down to a scalar (for max
+    and min: the first of equal values)."""
+    def op(x, y):  # (the lanes hold no NaN, and a zero result is recomputed: a plain compare)
+        if name == "reduce_sum":
+            return b.fadd(x, y)
+        return b.select(b.fcmp_ordered(">" if name == "reduce_max" else "<", y, x), y, x)
+    while len(vecs) > 1:
+        vecs = [op(vecs[k], vecs[k + 1]) for k in range(0, len(vecs), 2)]
+    (v,) = vecs
+    width = v.type.count
+    while width > 1:
+        half = width // 2
+        lo = b.shuffle_vector(v, v, ir.Constant(ir.VectorType(ir.IntType(32), half),
+                                                list(range(half))))
+        hi = b.shuffle_vector(v, v, ir.Constant(ir.VectorType(ir.IntType(32), half),
+                                                list(range(half, width))))
+        v, width = op(lo, hi), half
+    return b.extract_element(v, ir.Constant(ir.IntType(32), 0))
+
+
+def _minmax(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value) -> ir.Value:
+    """llvm.maximum/minimum of two scalars or vectors (NaN-propagating, -0 < +0)."""
+    t = x.type
+    scalar = t.element if isinstance(t, ir.VectorType) else t
+    suffix = "f32" if isinstance(scalar, ir.FloatType) else "f64"
+    if isinstance(t, ir.VectorType):
+        suffix = f"v{t.count}{suffix}"
+    name = f"{op}.{suffix}"
+    fn = b.module.globals.get(name) or ir.Function(b.module, ir.FunctionType(t, [t, t]), name)
+    return b.call(fn, [x, y])
