@@ -216,3 +216,21 @@ def compile_ir(ir_text: str) -> tuple[llvm.ModuleRef, Code]:
     optimised_ir = str(module)
     code, _ = load(module)
     return parse(optimised_ir), code
+
+
+def link_text(ir_texts: list[str]) -> str:
+    """The IR of one module linking several (outlined kernels compiled together): LLVM's linker
+    renames the modules' internal helpers and constants where two use one name."""
+    if len(ir_texts) == 1:
+        return ir_texts[0]
+    module = parse(ir_texts[0])
+    for text in ir_texts[1:]:
+        module.link_in(parse(text))
+    return str(module)
+
+
+def bind(code: Code, symbols: list[str]) -> None:
+    """Make `symbols`, defined in `code`, what later programs' undefined references to them
+    resolve to (LLVM's process-wide symbol table: a later binding of a name replaces one)."""
+    for symbol in symbols:
+        llvm.add_symbol(symbol, code.address(symbol))
