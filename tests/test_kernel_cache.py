@@ -89,6 +89,20 @@ def test_clear_caches_releases_kernels_and_they_compile_again(outline_all):
     assert symbols <= set(kernel_cache._live.keys())
 
 
+def test_a_dropped_programs_kernels_serve_the_next_program(outline_all):
+    # a jit of a lambda made and dropped in a loop: the kernels stay among the recent ones
+    x = np.linspace(-2, 2, 47, dtype=np.float32)
+    base = _base(-0.625)
+    outs = []
+    before = _counts()
+    for k in range(3):
+        outs.append(np.asarray(tracejit.jit(lambda x: base(x) + k)(x)))
+        gc.collect()
+    assert _delta(before, "compiled") == 2 + 3 and _delta(before, "reused") == 2 * 2
+    for k, got in enumerate(outs):
+        np.testing.assert_array_equal(got, _inline(lambda x: base(x) + k, x))
+
+
 def test_threads_compiling_a_shared_kernel_compile_it_once(outline_all):
     x = np.linspace(-1, 1, 43, dtype=np.float32)
     base = _base(0.75)

@@ -3,8 +3,10 @@ outlined kernel in a module of its own named by a hash of its IR (codegen.kernel
 program's kernels that no live program has compiled yet are linked into one module, compiled
 (or loaded from the on-disk cache, keyed by that module's IR like any program) and bound by
 name before the program itself is loaded, so a kernel is compiled by LLVM once per process while
-some program calls it. Programs hold their kernels' code; when the last one goes (clear_caches,
-a collected jit), so does the code, and a later program compiles the kernel again."""
+some program calls it or it is among the RECENT libraries last compiled or used (a jit of a
+lambda made and dropped in a loop leaves no program behind). Programs hold their kernels' code;
+when the last one goes and the library has left the recent ones (or clear_caches empties them),
+so does the code, and a later program compiles the kernel again."""
 from __future__ import annotations
 
 import collections
@@ -28,6 +30,21 @@ class Library:
 
 # symbol -> the live library defining it (and bound to its name)
 _live: weakref.WeakValueDictionary[str, Library] = weakref.WeakValueDictionary()
+# the libraries last compiled or used, most recent last, kept alive without a program
+RECENT = 64
+_recent: collections.OrderedDict[int, Library] = collections.OrderedDict()
+
+
+def clear() -> None:
+    """Let go of the recent libraries (clear_caches): each is freed with its last program."""
+    _recent.clear()
+
+
+def _used(lib: Library) -> None:
+    _recent[id(lib)] = lib
+    _recent.move_to_end(id(lib))
+    while len(_recent) > RECENT:
+        _recent.popitem(last=False)
 
 
 def link(kernels: dict[str, str]) -> list[Library]:
@@ -54,4 +71,6 @@ def link(kernels: dict[str, str]) -> list[Library]:
         for symbol in missing:
             _live[symbol] = lib
         found[id(lib)] = lib
+    for lib in found.values():
+        _used(lib)
     return list(found.values())
