@@ -187,3 +187,23 @@ def test_kernels_released_by_clear_caches_load_from_disk(tmp_path, monkeypatch):
     finally:
         for k, v in was:
             tracejit.config.update(k, v)
+
+
+def test_a_kernel_emitted_again_follows_the_settings_emission_reads(outline_all, monkeypatch):
+    # a later program's kernel reuses the IR emitted earlier only under the same settings
+    from tracejit.compiler.passes import optimize
+    from tracejit.core.jaxpr import ClosedJaxpr
+
+    def kernels(f, x):
+        closed = tracejit.make_jaxpr(f)(x)
+        jaxpr, consts = optimize(closed.jaxpr, closed.consts)
+        return codegen.generate(ClosedJaxpr(jaxpr, consts), "entry").kernels
+    f = _base(0.3125)
+    x = np.ones(53, np.float32)
+    first = kernels(f, x)
+    assert kernels(f, x) == first
+    off = '"llvm.loop.vectorize.enable", i1 0'
+    assert not any(off in text for text in first.values())
+    monkeypatch.setattr(codegen, "VECTORIZE_MAX_BODY", 0)
+    later = kernels(f, x)
+    assert all(off in text for text in later.values()) and not set(later) & set(first)

@@ -194,6 +194,9 @@ def clear_caches() -> None:
     kernels = sys.modules.get(f"{__package__}.kernel_cache")
     if kernels is not None:
         kernels.clear()
+    codegen = sys.modules.get("tracejit.backend.llvm.codegen")
+    if codegen is not None:
+        codegen.forget_emitted_kernels()
 
 
 # --- donation -------------------------------------------------------------------------------

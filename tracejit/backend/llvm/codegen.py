@@ -16,9 +16,11 @@ callbacks reads their ids from one more input pointer (host_callback.py).
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
 import math
+import threading
 
 from typing import Any, Callable, Sequence
 
@@ -465,6 +467,17 @@ class Emitter:
             self.b.call(fn, [self.inputs, self.workspace] + values)
             return dests
         fnty = ir.FunctionType(ir.VoidType(), [I8P.as_pointer(), I8P] + [x.type for x in values])
+        settings = (key, repetitions(), VECTORIZE_MAX_BODY, VECTORIZE_MIN_ELEMENTS,
+                    INLINE_SLOW_PATH_MIN_ELEMENTS)
+        emitted = _emitted(settings) if key is not None else None
+        if emitted is not None:  # emitted by an earlier program: its module as it was
+            symbol, text, polls = emitted
+            self.kernels.setdefault(symbol, text)
+            self.polls = self.polls or polls
+            fn = self.module.globals.get(symbol) or ir.Function(self.module, fnty, name=symbol)
+            self.b.call(fn, [self.inputs, self.workspace] + values)
+            self._kernels[key] = fn
+            return dests
         # the kernel goes in a module of its own, named by a hash of its IR (`kernel_module`)
         kmodule = ir.Module(name="tracejit_kernel")
         fn = ir.Function(kmodule, fnty, name=KERNEL_PLACEHOLDER)
@@ -472,7 +485,8 @@ class Emitter:
         inner = dict(zip(outer, fn.args[2:]))
         allocs, callbacks = self._allocs, len(self.callbacks)
         saved = (self.b, self.inputs, self.workspace, self._callback_ids, self._memo,
-                 self.module, self._no_vectorize_md)
+                 self.module, self._no_vectorize_md, self.polls)
+        self.polls = False
         self.b = ir.IRBuilder(fn.append_basic_block("entry"))
         self.inputs, self.workspace, self._callback_ids, self._memo = fn.args[0], fn.args[1], \
             None, None
@@ -491,8 +505,10 @@ class Emitter:
                     self.release(out)
             self.b.ret_void()
         finally:
+            polls = self.polls
             (self.b, self.inputs, self.workspace, self._callback_ids, self._memo,
-             self.module, self._no_vectorize_md) = saved
+             self.module, self._no_vectorize_md, self.polls) = saved
+            self.polls = self.polls or polls
         symbol, text = kernel_module(str(kmodule))
         self.kernels.setdefault(symbol, text)
         fn = self.module.globals.get(symbol) or ir.Function(self.module, fnty, name=symbol)
@@ -501,7 +517,39 @@ class Emitter:
         # other live values by a later call; nor one with host callbacks (each has its slot)
         if key is not None and self._allocs == allocs and len(self.callbacks) == callbacks:
             self._kernels[key] = fn
+            _remember(settings, (symbol, text, polls))
         return dests
+
+
+# Kernels emitted by earlier programs of the process, by their key and the settings emission
+# reads: (symbol, IR, polls), so a later program's identical kernel skips emitting and printing
+# its IR again. Only kernels without workspace temporaries or host callbacks (whose IR depends
+# on the program around them); the EMITTED_KEPT last used are kept.
+EMITTED_KEPT = 4096
+_emitted_kernels: collections.OrderedDict[tuple, tuple[str, str, bool]] = \
+    collections.OrderedDict()
+_emitted_lock = threading.Lock()
+
+
+def _emitted(settings: tuple) -> tuple[str, str, bool] | None:
+    with _emitted_lock:
+        hit = _emitted_kernels.get(settings)
+        if hit is not None:
+            _emitted_kernels.move_to_end(settings)
+        return hit
+
+
+def _remember(settings: tuple, emitted: tuple[str, str, bool]) -> None:
+    with _emitted_lock:
+        _emitted_kernels[settings] = emitted
+        while len(_emitted_kernels) > EMITTED_KEPT:
+            _emitted_kernels.popitem(last=False)
+
+
+def forget_emitted_kernels() -> None:
+    """Drop the kernels remembered for later programs (clear_caches)."""
+    with _emitted_lock:
+        _emitted_kernels.clear()
 
 
 KERNEL_PLACEHOLDER = "tracejit_kernel"
