@@ -10,6 +10,7 @@ so does the code, and a later program compiles the kernel again."""
 from __future__ import annotations
 
 import collections
+import threading
 import weakref
 
 from ..backend.llvm import jit_engine
@@ -33,18 +34,21 @@ _live: weakref.WeakValueDictionary[str, Library] = weakref.WeakValueDictionary()
 # the libraries last compiled or used, most recent last, kept alive without a program
 RECENT = 64
 _recent: collections.OrderedDict[int, Library] = collections.OrderedDict()
+_recent_lock = threading.Lock()  # (clear_caches may run while another thread compiles)
 
 
 def clear() -> None:
     """Let go of the recent libraries (clear_caches): each is freed with its last program."""
-    _recent.clear()
+    with _recent_lock:
+        _recent.clear()
 
 
 def _used(lib: Library) -> None:
-    _recent[id(lib)] = lib
-    _recent.move_to_end(id(lib))
-    while len(_recent) > RECENT:
-        _recent.popitem(last=False)
+    with _recent_lock:
+        _recent[id(lib)] = lib
+        _recent.move_to_end(id(lib))
+        while len(_recent) > RECENT:
+            _recent.popitem(last=False)
 
 
 def link(kernels: dict[str, str]) -> list[Library]:
