@@ -6,6 +6,7 @@ with a kernel in common compile it once."""
 import gc
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -69,6 +70,11 @@ def test_programs_sharing_a_kernel_compile_it_once(outline_all):
     np.testing.assert_array_equal(second, _inline(wrapper, x))
     np.testing.assert_allclose(first, np.cumsum(np.sin(x) * np.float32(1.2345)), rtol=1e-5,
                                atol=1e-6)
+    # the program's text shows the kernels it calls, compiled with it or before it
+    compiled = tracejit.jit(wrapper).lower(x).compile()
+    called = set(re.findall(r"declare [\w ]*void @(tjk_\w+)", compiled.as_text("llvm")))
+    asm = compiled.as_text("asm")
+    assert len(called) == 3 and all(f"{s}:" in asm for s in called)
 
 
 def test_clear_caches_releases_kernels_and_they_compile_again(outline_all):

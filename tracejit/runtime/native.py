@@ -203,7 +203,9 @@ class NativeExecutable(Executable):
             return "\n".join([str(self._module)] + [str(lib.module)
                                                     for lib in self._compiled.kernels])
         if dialect == "asm":
-            return jit_engine.create_target_machine().emit_assembly(self._module)
+            machine = jit_engine.create_target_machine()
+            return "\n".join(machine.emit_assembly(m) for m in
+                             [self._module] + [lib.module for lib in self._compiled.kernels])
         kernels = _kernels(self.jaxpr)
         lines = [f"// tracejit native executable: {len(kernels)} fused kernels at top level, "
                  f"workspace {self.program.workspace_bytes} bytes", str(self.jaxpr)]
