@@ -67,6 +67,8 @@ def main() -> None:
                 jax.jit(step)]
     _timed("training: loss, grad, value_and_grad, step",
            [lambda f=f: f(params, x) for f in programs])
+    import resource
+    print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
     try:
         from tracejit.runtime import kernel_cache
         print("kernels:", dict(kernel_cache.stats))
