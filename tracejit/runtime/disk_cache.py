@@ -94,14 +94,15 @@ def compile_ir(ir_text: str) -> tuple[llvm.ModuleRef, jit_engine.Code]:
         optimised_ir, obj = entry
         module = _checked_module(path, optimised_ir, obj)
         if module is not None:
-            code, _ = jit_engine.load(module, cached_object=obj)  # (the engine takes `module`)
+            # (the engine takes `module`)
+            code, _ = jit_engine.load(module, cached_object=obj, ir_text=optimised_ir)
             stats["hits"] += 1
             _touch(path)
             return jit_engine.parse(optimised_ir), code
     module = jit_engine.parse(ir_text)
     module = jit_engine.optimize(module)
     optimised_ir = str(module)
-    code, obj = jit_engine.load(module)
+    code, obj = jit_engine.load(module, ir_text=optimised_ir)
     if path is not None:
         stats["misses"] += 1
         if obj is not None:

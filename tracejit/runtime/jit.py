@@ -8,6 +8,7 @@ import contextlib
 import functools
 import inspect
 import itertools
+import sys
 import threading
 import time
 import warnings
@@ -191,6 +192,14 @@ def clear_caches() -> None:
         all_traces = [t for by_options in _traces_by_fun.values() for t in by_options.values()]
     for traces in all_traces:
         traces.clear()
+    # outlined kernels kept for later programs go with the last program calling them (looked
+    # up, not imported: importing it would load LLVM in a process that never compiled)
+    kernels = sys.modules.get(f"{__package__}.kernel_cache")
+    if kernels is not None:
+        kernels.clear()
+    codegen = sys.modules.get("tracejit.backend.llvm.codegen")
+    if codegen is not None:
+        codegen.forget_emitted_kernels()
 
 
 # --- donation -------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from ..core.array import Array
 from ..core.errors import check_fits
 from ..core.jaxpr import ClosedJaxpr
 from ..lax.callback import callback_error
-from . import disk_cache
+from . import disk_cache, kernel_cache
 from .buffers import MIN_BYTES, pool, sole_owner
 from .executable import Executable
 from .interrupts import NativeSigint, deliver_interrupt, run_interruptibly
@@ -39,21 +39,23 @@ _from_buffer = ctypes.c_char.from_buffer
 
 
 class _Program:
-    """A compiled program: its optimised module (for as_text), its machine code, and the entry
-    point. Executables hold it; when the last one goes, so does the machine code."""
-    __slots__ = ("module", "code", "entry", "__weakref__")
+    """A compiled program: its optimised module (for as_text), its machine code, the entry
+    point, and the libraries of the outlined kernels it calls (kernel_cache.py). Executables
+    hold it; when the last one goes, so does the machine code."""
+    __slots__ = ("module", "code", "entry", "kernels", "__weakref__")
 
-    def __init__(self, module, code: jit_engine.Code, entry):
-        self.module, self.code, self.entry = module, code, entry
+    def __init__(self, module, code: jit_engine.Code, entry, kernels: list):
+        self.module, self.code, self.entry, self.kernels = module, code, entry, kernels
 
 
 # IR text -> the program compiled from it, while some executable still holds it
 _compiled: weakref.WeakValueDictionary[str, _Program] = weakref.WeakValueDictionary()
 
 
-def _compile_cached(ir_text: str, name: str) -> _Program:
+def _compile_cached(ir_text: str, name: str, kernels: dict[str, str]) -> _Program:
     """Identical programs (same IR) share machine code while both are alive: LLVM's O3 is most
-    of compile time."""
+    of compile time. So do identical outlined kernels of different programs (`kernels`, by
+    symbol: their IR), compiled and bound before the program that calls them is loaded."""
     hit = _compiled.get(ir_text)
     if hit is not None:
         return hit
@@ -64,9 +66,11 @@ def _compile_cached(ir_text: str, name: str) -> _Program:
             hit = _compiled.get(ir_text)
             if hit is None:
                 entry = f"{name}_{hashlib.sha256(ir_text.encode()).hexdigest()[:20]}"
+                libraries = kernel_cache.link(kernels)
                 module, code = disk_cache.compile_ir(
                     ir_text.replace(f'@"{_PLACEHOLDER}"', f'@"{entry}"'))
-                hit = _compiled[ir_text] = _Program(module, code, _ENTRY(code.address(entry)))
+                hit = _compiled[ir_text] = _Program(module, code, _ENTRY(code.address(entry)),
+                                                    libraries)
             return hit
     # LLVM holds the thread it runs on for seconds on a large program: not the main one
     return run_interruptibly(work)
@@ -92,7 +96,7 @@ class NativeExecutable(Executable):
         self.jaxpr = jaxpr
         self._consts = [np.ascontiguousarray(np.asarray(c)) for c in consts]
         self.program = codegen.generate(ClosedJaxpr(jaxpr, consts), _PLACEHOLDER, donated)
-        self._compiled = _compile_cached(self.program.ir_text, name)
+        self._compiled = _compile_cached(self.program.ir_text, name, self.program.kernels)
         self._module, self._fn = self._compiled.module, self._compiled.entry
         self._const_addresses = tuple(c.ctypes.data for c in self._consts)
         self._callbacks = bool(self.program.callbacks)
@@ -195,10 +199,13 @@ class NativeExecutable(Executable):
         return self.program.workspace_bytes
 
     def as_text(self, dialect: str | None = None) -> str:
-        if dialect in ("llvm", "llvm-ir"):
-            return str(self._module)
+        if dialect in ("llvm", "llvm-ir"):  # the program, then the kernels' modules it calls
+            return "\n".join([str(self._module)] + [str(lib.module)
+                                                    for lib in self._compiled.kernels])
         if dialect == "asm":
-            return jit_engine.create_target_machine().emit_assembly(self._module)
+            machine = jit_engine.create_target_machine()
+            return "\n".join(machine.emit_assembly(m) for m in
+                             [self._module] + [lib.module for lib in self._compiled.kernels])
         kernels = _kernels(self.jaxpr)
         lines = [f"// tracejit native executable: {len(kernels)} fused kernels at top level, "
                  f"workspace {self.program.workspace_bytes} bytes", str(self.jaxpr)]

@@ -1,5 +1,6 @@
 """Jaxpr -> LLVM IR: one module per executable with one entry function for the whole program
-(a large program calls each kernel as a function of its own, one per distinct kernel).
+(a large program calls each kernel as a function of its own, one per distinct kernel, each in a
+module of its own that programs share: runtime/kernel_cache.py).
 
 Values live in one of three forms while emitting: `Scalar` (rank 0, in a register), `Buf` (an
 array in memory: an input, an output, or a slot of the workspace) and `Lazy` (a value inside a
@@ -15,8 +16,11 @@ callbacks reads their ids from one more input pointer (host_callback.py).
 """
 from __future__ import annotations
 
+import collections
 import contextlib
+import hashlib
 import math
+import threading
 
 from typing import Any, Callable, Sequence
 
@@ -93,6 +97,7 @@ class Emitter:
         self._no_vectorize_md: ir.Value | None = None
         self._allocs = 0  # workspace slots handed out so far
         self._kernels: dict[tuple, ir.Function] = {}  # _kernel_key -> its outlined function
+        self.kernels: dict[str, str] = {}  # outlined kernels' symbols -> their modules' IR
         self.polls = False  # some loop polls the interrupt flag (interrupt.emit_poll)
         self.split = None  # while emitting a parallel chunk body: its outermost loop's cut
 
@@ -438,10 +443,13 @@ class Emitter:
 
 
     def lower_outlined(self, eqn, env: dict, dests: list[Buf | None]) -> list:
-        """`lower` into an internal function of its own, called here: LLVM's loop passes and
-        register allocation cost more than linear time in a function's size, so a program of
-        hundreds of kernels compiles as hundreds of small functions (noinline, or the inliner
-        would undo it). Outputs are written to `dests` (workspace slots allocated here when not
+        """`lower` into a function of its own, called here: LLVM's loop passes and register
+        allocation cost more than linear time in a function's size, so a program of hundreds of
+        kernels compiles as hundreds of small functions (noinline, or the inliner would undo
+        it). The function is a module of its own, named by a hash of its IR (`kernel_module`),
+        which the program declares: the runtime compiles each such module once per process
+        while a program calls it (runtime/kernel_cache.py), so programs sharing a kernel share
+        its machine code. Outputs are written to `dests` (workspace slots allocated here when not
         given). An operand appearing twice (a donated input that is also the destination) is
         one argument, so the `ptr is` tests that find in-place updates still see it."""
         dests = [d if d is not None else self.alloc(v.aval) for v, d in zip(eqn.outvars, dests)]
@@ -460,17 +468,30 @@ class Emitter:
             self.b.call(fn, [self.inputs, self.workspace] + values)
             return dests
         fnty = ir.FunctionType(ir.VoidType(), [I8P.as_pointer(), I8P] + [x.type for x in values])
-        name = self.module.get_unique_name(f"kernel{len(self.module.globals)}")
-        fn = ir.Function(self.module, fnty, name=name)
-        fn.linkage = "internal"
+        settings = (key, repetitions(), VECTORIZE_MAX_BODY, VECTORIZE_MIN_ELEMENTS,
+                    INLINE_SLOW_PATH_MIN_ELEMENTS)
+        emitted = _emitted(settings) if key is not None else None
+        if emitted is not None:  # emitted by an earlier program: its module as it was
+            symbol, text, polls = emitted
+            self.kernels.setdefault(symbol, text)
+            self.polls = self.polls or polls
+            fn = self.module.globals.get(symbol) or ir.Function(self.module, fnty, name=symbol)
+            self.b.call(fn, [self.inputs, self.workspace] + values)
+            self._kernels[key] = fn
+            return dests
+        # the kernel goes in a module of its own, named by a hash of its IR (`kernel_module`)
+        kmodule = ir.Module(name="tracejit_kernel")
+        fn = ir.Function(kmodule, fnty, name=KERNEL_PLACEHOLDER)
         fn.attributes.add("noinline")
-        self.b.call(fn, [self.inputs, self.workspace] + values)
         inner = dict(zip(outer, fn.args[2:]))
         allocs, callbacks = self._allocs, len(self.callbacks)
-        saved = self.b, self.inputs, self.workspace, self._callback_ids, self._memo
+        saved = (self.b, self.inputs, self.workspace, self._callback_ids, self._memo,
+                 self.module, self._no_vectorize_md, self.polls)
+        self.polls = False
         self.b = ir.IRBuilder(fn.append_basic_block("entry"))
         self.inputs, self.workspace, self._callback_ids, self._memo = fn.args[0], fn.args[1], \
             None, None
+        self.module, self._no_vectorize_md = kmodule, None
         try:
             kenv = {}
             for v in eqn.invars:
@@ -485,12 +506,66 @@ class Emitter:
                     self.release(out)
             self.b.ret_void()
         finally:
-            self.b, self.inputs, self.workspace, self._callback_ids, self._memo = saved
+            polls = self.polls
+            (self.b, self.inputs, self.workspace, self._callback_ids, self._memo,
+             self.module, self._no_vectorize_md, self.polls) = saved
+            self.polls = self.polls or polls
+        symbol, text = kernel_module(str(kmodule))
+        self.kernels.setdefault(symbol, text)
+        fn = self.module.globals.get(symbol) or ir.Function(self.module, fnty, name=symbol)
+        self.b.call(fn, [self.inputs, self.workspace] + values)
         # a kernel with workspace temporaries of its own is not reused: their slots may hold
         # other live values by a later call; nor one with host callbacks (each has its slot)
         if key is not None and self._allocs == allocs and len(self.callbacks) == callbacks:
             self._kernels[key] = fn
+            _remember(settings, (symbol, text, polls))
         return dests
+
+
+# Kernels emitted by earlier programs of the process, by their key and the settings emission
+# reads: (symbol, IR, polls), so a later program's identical kernel skips emitting and printing
+# its IR again. Only kernels without workspace temporaries or host callbacks (whose IR depends
+# on the program around them); the EMITTED_KEPT last used are kept.
+EMITTED_KEPT = 4096
+_emitted_kernels: collections.OrderedDict[tuple, tuple[str, str, bool]] = \
+    collections.OrderedDict()
+_emitted_lock = threading.Lock()
+
+
+def _emitted(settings: tuple) -> tuple[str, str, bool] | None:
+    with _emitted_lock:
+        hit = _emitted_kernels.get(settings)
+        if hit is not None:
+            _emitted_kernels.move_to_end(settings)
+        return hit
+
+
+def _remember(settings: tuple, emitted: tuple[str, str, bool]) -> None:
+    with _emitted_lock:
+        _emitted_kernels[settings] = emitted
+        while len(_emitted_kernels) > EMITTED_KEPT:
+            _emitted_kernels.popitem(last=False)
+
+
+def forget_emitted_kernels() -> None:
+    """Drop the kernels remembered for later programs (clear_caches)."""
+    with _emitted_lock:
+        _emitted_kernels.clear()
+
+
+KERNEL_PLACEHOLDER = "tracejit_kernel"
+KERNEL_PREFIX = "tjk_"
+
+
+def kernel_module(ir_text: str) -> tuple[str, str]:
+    """(symbol, IR) of an outlined kernel's module emitted with the name KERNEL_PLACEHOLDER: the
+    symbol is a hash of the module's whole text (whatever the code depends on is in it:
+    constants, workspace offsets, callback slots, helpers), so one name is one machine code in
+    every program and process, and two programs' kernels share a name only when identical."""
+    placeholder = f'@"{KERNEL_PLACEHOLDER}"'
+    digest = hashlib.sha256(ir_text.encode()).hexdigest()[:32]
+    symbol = f"{KERNEL_PREFIX}{digest}"
+    return symbol, ir_text.replace(placeholder, f'@"{symbol}"')
 
 
 def _kernel_key(eqn, env: dict, dests: list[Buf], args: list[int]) -> tuple | None:
@@ -626,10 +701,12 @@ class Program:
     `aliases`: output index -> invar index of the donated input whose buffer it is written into
     (the entry reads that output's pointer from the input's slot). `callbacks`: the host calls
     by slot (host_callback.py); when there are any, the inputs array holds one more pointer, to
-    their int64 ids."""
+    their int64 ids. `kernels`: the outlined kernels the program declares and calls, by symbol:
+    their modules' IR (`kernel_module`), compiled apart and linked by name."""
 
     def __init__(self, name: str, ir_text: str, workspace_bytes: int, aliases: dict[int, int],
-                 callbacks: list, polls: bool = False):
+                 callbacks: list, polls: bool = False, kernels: dict[str, str] | None = None):
+        self.kernels = kernels or {}
         self.polls = polls  # the program may return early: Ctrl-C (backend/llvm/interrupt.py)
         self.name = name
         self.ir_text = ir_text
@@ -673,5 +750,6 @@ def generate(closed: ClosedJaxpr, name: str,
     em.emit_jaxpr(jaxpr, ins[:nconsts], ins[nconsts:], out_bufs,
                   outline=size >= OUTLINE_MIN_EQNS)
     em.b.ret_void()
-    return Program(name, str(em.module), em.workspace_bytes, aliases, em.callbacks, em.polls)
+    return Program(name, str(em.module), em.workspace_bytes, aliases, em.callbacks, em.polls,
+                   em.kernels)
 

@@ -78,6 +78,12 @@ def _support_engine() -> llvm.ExecutionEngine:
     return engine
 
 
+def needs_support(ir_text: str) -> bool:
+    """Whether code generated from `ir_text` may call the support routines: only float16
+    values (LLVM's `half`, or its fp16 conversion intrinsics) lead LLVM to those libcalls."""
+    return "half" in ir_text or "fp16" in ir_text
+
+
 @functools.cache
 def _slow_path_engine(symbol: str) -> llvm.ExecutionEngine:
     """The engine of one of math's out-of-line slow paths (sin/cos/tan of huge arguments),
@@ -200,11 +206,15 @@ def parse(ir_text: str) -> llvm.ModuleRef:
     return module
 
 
-def load(module: llvm.ModuleRef, cached_object: bytes | None = None) -> tuple[Code, bytes | None]:
+def load(module: llvm.ModuleRef, cached_object: bytes | None = None,
+         ir_text: str | None = None) -> tuple[Code, bytes | None]:
     """Generate the machine code of an optimised module in an engine of its own (which takes
     the module), or load `cached_object` (object code an earlier `load` of the same module
-    returned) instead. Returns the code and the object code generated (None when loaded)."""
-    _support_engine()
+    returned) instead. Returns the code and the object code generated (None when loaded).
+    Whether it needs the support routines (compiling them was half of the first program's
+    compile) is read from `ir_text`, the module's text, where the caller has it."""
+    if needs_support(ir_text if ir_text is not None else str(module)):
+        _support_engine()
     with _lock:     # (also around the slow paths' engines, made and bound once)
         _link_slow_paths(module)
         _object_slot["cached"], _object_slot["generated"] = cached_object, None
@@ -222,5 +232,23 @@ def compile_ir(ir_text: str) -> tuple[llvm.ModuleRef, Code]:
     module (parsed back: the engine owns the one it compiled) and the code."""
     module = optimize(parse(ir_text))
     optimised_ir = str(module)
-    code, _ = load(module)
+    code, _ = load(module, ir_text=optimised_ir)
     return parse(optimised_ir), code
+
+
+def link_text(ir_texts: list[str]) -> str:
+    """The IR of one module linking several (outlined kernels compiled together): LLVM's linker
+    renames the modules' internal helpers and constants where two use one name."""
+    if len(ir_texts) == 1:
+        return ir_texts[0]
+    module = parse(ir_texts[0])
+    for text in ir_texts[1:]:
+        module.link_in(parse(text))
+    return str(module)
+
+
+def bind(code: Code, symbols: list[str]) -> None:
+    """Make `symbols`, defined in `code`, what later programs' undefined references to them
+    resolve to (LLVM's process-wide symbol table: a later binding of a name replaces one)."""
+    for symbol in symbols:
+        llvm.add_symbol(symbol, code.address(symbol))

@@ -1,0 +1,80 @@
+"""The process-wide cache of outlined kernels' machine code, beneath native.py: codegen puts each
+outlined kernel in a module of its own named by a hash of its IR (codegen.kernel_module); a
+program's kernels that no live program has compiled yet are linked into one module, compiled
+(or loaded from the on-disk cache, keyed by that module's IR like any program) and bound by
+name before the program itself is loaded, so a kernel is compiled by LLVM once per process while
+some program calls it or it is among the RECENT libraries last compiled or used (a jit of a
+lambda made and dropped in a loop leaves no program behind). Programs hold their kernels' code;
+when the last one goes and the library has left the recent ones (or clear_caches empties them),
+so does the code, and a later program compiles the kernel again."""
+from __future__ import annotations
+
+import collections
+import threading
+import weakref
+
+from ..backend.llvm import jit_engine
+from . import disk_cache
+
+# compiled: kernels whose machine code LLVM generated; loaded: read from the on-disk cache;
+# reused: found compiled in this process (a program linking to another program's kernel)
+stats: collections.Counter[str] = collections.Counter()
+
+
+class Library:
+    """The machine code of kernels compiled together, with their optimised module (as_text)."""
+    __slots__ = ("module", "code", "symbols", "__weakref__")
+
+    def __init__(self, module, code: jit_engine.Code, symbols: list[str]):
+        self.module, self.code, self.symbols = module, code, symbols
+
+
+# symbol -> the live library defining it (and bound to its name)
+_live: weakref.WeakValueDictionary[str, Library] = weakref.WeakValueDictionary()
+# the libraries last compiled or used, most recent last, kept alive without a program
+RECENT = 64
+_recent: collections.OrderedDict[int, Library] = collections.OrderedDict()
+_recent_lock = threading.Lock()  # (clear_caches may run while another thread compiles)
+
+
+def clear() -> None:
+    """Let go of the recent libraries (clear_caches): each is freed with its last program."""
+    with _recent_lock:
+        _recent.clear()
+
+
+def _used(lib: Library) -> None:
+    with _recent_lock:
+        _recent[id(lib)] = lib
+        _recent.move_to_end(id(lib))
+        while len(_recent) > RECENT:
+            _recent.popitem(last=False)
+
+
+def link(kernels: dict[str, str]) -> list[Library]:
+    """The libraries defining `kernels` (symbol -> module IR, as codegen.Program has them),
+    compiling those no live library defines; every symbol is bound when this returns. The
+    caller holds them as long as its code may call them, and serialises calls (native.py's
+    compile lock): a name is rebound only when no live code calls its earlier binding."""
+    found: dict[int, Library] = {}
+    missing = []
+    for symbol in kernels:
+        lib = _live.get(symbol)
+        if lib is None:
+            missing.append(symbol)
+        else:
+            found[id(lib)] = lib
+            stats["reused"] += 1
+    if missing:
+        hits = disk_cache.stats["hits"]
+        module, code = disk_cache.compile_ir(
+            jit_engine.link_text([kernels[s] for s in sorted(missing)]))
+        stats["loaded" if disk_cache.stats["hits"] > hits else "compiled"] += len(missing)
+        jit_engine.bind(code, missing)
+        lib = Library(module, code, missing)
+        for symbol in missing:
+            _live[symbol] = lib
+        found[id(lib)] = lib
+    for lib in found.values():
+        _used(lib)
+    return list(found.values())
