@@ -301,6 +301,10 @@ class Jitted:
             self._sig = inspect.signature(fun)
         except (TypeError, ValueError):
             self._sig = None
+        # (listed once: a call with static or keyword arguments asks for them several times)
+        self._positional = [] if self._sig is None else [
+            p.name for p in self._sig.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         static_argnums = _as_tuple(static_argnums, "static_argnums")
         static_argnames = _as_names(static_argnames, "static_argnames")
         donate_argnums = _as_tuple(donate_argnums, "donate_argnums")
@@ -347,10 +351,7 @@ class Jitted:
         functools.update_wrapper(self, fun, updated=())
 
     def _positional_names(self) -> list[str]:
-        if self._sig is None:
-            return []
-        return [p.name for p in self._sig.parameters.values()
-                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        return self._positional
 
     def __get__(self, obj, objtype=None):
         if obj is None:
