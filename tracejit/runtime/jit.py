@@ -85,6 +85,7 @@ _LEAF_TYPES = frozenset({Array, np.ndarray, float, int, bool, complex, np.float3
 
 
 @functools.cache
+@functools.cache  # (a tree's definition is immutable)
 def _flat_treedef(n: int) -> PyTreeDef:
     return tree_flatten((tuple(range(n)), {}))[1]
 
@@ -437,7 +438,11 @@ class Jitted:
             leaves, in_tree = list(args), _flat_treedef(len(args))
         else:
             static, static_kw, dyn_args, dyn_kwargs = self._split(args, kwargs)
-            leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+            if not dyn_kwargs and all(type(a) in _LEAF_TYPES for a in dyn_args):
+                # static arguments aside, array/scalar leaves only: the flat tree, as above
+                leaves, in_tree = list(dyn_args), _flat_treedef(len(dyn_args))
+            else:
+                leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         try:
             avals = tuple(x.aval if type(x) is Array else get_aval(x) for x in leaves)
         except TypeError:
