@@ -328,3 +328,52 @@ def test_many_lines_with_a_partial_last_tile(shape, rng):
     got = np.asarray(tracejit.jit(lambda x: tlax.fft(x, "fft", shape[-1:]))(x))
     ref = np.fft.fft(x.astype(np.clongdouble))
     assert rel_error(got, ref) <= error_bound(shape[-1], float(np.finfo(np.float32).eps))
+
+
+# even n: rfft/irfft through a complex FFT of n/2 (194 = 2 * 97 halves to a Bluestein length,
+# 2 and 6 to the smallest); odd n: the full-length path beside them
+HALF_LENGTH = [2, 6, 98, 194, 1000, 7]
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_real_transforms_through_half_length(dtype, rng, x64):
+    _check_sizes(HALF_LENGTH, np.dtype(dtype), rng, kinds=("rfft", "irfft"))
+
+
+@pytest.fixture
+def threads():
+    """Set tracejit_num_threads within a test, restoring it after."""
+    old = tracejit.config.read("tracejit_num_threads")
+    yield lambda n: tracejit.config.update("tracejit_num_threads", n)
+    tracejit.config.update("tracejit_num_threads", old)
+
+
+# many lines: tiles run in chunks on the thread pool (75 lines: a partial last tile)
+PARALLEL_CASES = [("rfft", (75, 1024), np.float32), ("irfft", (75, 1024), np.complex64),
+                  ("fft", (75, 1000), np.complex64), ("rfft", (40, 2 * 97 * 4), np.float64)]
+
+
+@pytest.mark.parametrize("kind,shape,dtype", PARALLEL_CASES,
+                         ids=[f"{k}-{s[1]}-{np.dtype(d).name}" for k, s, d in PARALLEL_CASES])
+def test_parallel_lines_bit_identical_across_threads(kind, shape, dtype, rng, threads, x64):
+    from tracejit.backend.llvm import thread_pool
+    n = shape[-1]
+    x = rng.standard_normal(shape)
+    if kind == "irfft":
+        x = np.fft.rfft(x) + 0.1j * rng.standard_normal((shape[0], n // 2 + 1))
+    elif kind == "fft":
+        x = x + 1j * rng.standard_normal(shape)
+    x = x.astype(dtype)
+    f = tracejit.jit(lambda x: tlax.fft(x, kind, (n,)))
+    assert thread_pool.SYMBOL in f.lower(x).compile().as_text(dialect="llvm")
+    results = []
+    for count in (1, 2, 3):
+        threads(count)
+        results.append(np.asarray(f(x)))
+    for got in results[1:]:
+        np.testing.assert_array_equal(got, results[0])
+    wide = x.astype(np.clongdouble if x.dtype.kind == "c" else np.longdouble)
+    ref = {"rfft": np.fft.rfft, "fft": np.fft.fft,
+           "irfft": lambda z: np.fft.irfft(z, n)}[kind](wide)
+    eps = float(np.finfo(dtype).eps)
+    assert rel_error(results[0], ref) <= error_bound(n, eps)

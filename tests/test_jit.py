@@ -419,3 +419,24 @@ def test_keep_unused_decides_whether_an_unused_argument_is_donated_like_jax(keep
     assert lowered.as_text().splitlines()[0].count("f32[3]") == (4 if keep_unused else 3)
     compiled = lowered.compile()
     np.testing.assert_array_equal(np.asarray(compiled(*data)), want)
+
+
+def test_dispatch_fast_path_with_static_arguments_and_python_floats():
+    """Repeated calls with static arguments (by position or keyword) and Python floats take the
+    dispatch fast path: each still gets the program of its own static values and types (True
+    is not 1, as for jit's cache) and its own float value; against NumPy."""
+    def f(x, scale, n, mode="add"):
+        factor = 10 if isinstance(n, bool) else n
+        return x * factor + scale if mode == "add" else x * factor - scale
+
+    g = tracejit.jit(f, static_argnums=(2,), static_argnames=("mode",))
+    x = np.arange(3, dtype=np.float32)
+    tx = tnp.asarray(x)
+    for _ in range(2):  # the second round finds every signature in the fast path's index
+        for scale in (0.5, 1.5):
+            for n in (1, True, 2):
+                for kwargs in ({}, {"mode": "add"}, {"mode": "sub"}):
+                    got = np.asarray(g(tx, scale, n, **kwargs))
+                    np.testing.assert_array_equal(got, f(x, np.float32(scale), n, **kwargs))
+    with pytest.raises(ValueError, match="Non-hashable static arguments"):
+        g(tx, 0.5, [1])

@@ -86,6 +86,7 @@ _LEAF_TYPES = frozenset({Array, np.ndarray, float, int, bool, complex, np.float3
 
 
 @functools.cache
+@functools.cache  # (a tree's definition is immutable)
 def _flat_treedef(n: int) -> PyTreeDef:
     return tree_flatten((tuple(range(n)), {}))[1]
 
@@ -132,8 +133,7 @@ class _Traces:
 
     def __init__(self, fast: bool):
         self.entries: dict[tuple, _CacheEntry] = {}
-        # the dispatch fast path's index: avals of positional Array arguments -> entry (None:
-        # static arguments need the full key)
+        # the dispatch fast path's index: a call's `Jitted._fast_key` -> entry
         self.fast: dict[tuple, _CacheEntry] | None = {} if fast else None
 
     def clear(self) -> None:
@@ -171,17 +171,16 @@ _cache_lock = threading.Lock()
 
 
 def _traces_for(fun: Callable, options: tuple) -> _Traces:
-    static_argnums = options[0]
     with _cache_lock:
         try:
             by_options = _traces_by_fun.get(fun)
             if by_options is None:
                 by_options = _traces_by_fun[fun] = {}
         except TypeError:  # not weakly referenceable, or unhashable: this wrapper's own cache
-            return _Traces(fast=not static_argnums)
+            return _Traces(fast=True)
         traces = by_options.get(options)
         if traces is None:
-            traces = by_options[options] = _Traces(fast=not static_argnums)
+            traces = by_options[options] = _Traces(fast=True)
         return traces
 
 
@@ -322,6 +321,10 @@ class Jitted:
             self._sig = inspect.signature(fun)
         except (TypeError, ValueError):
             self._sig = None
+        # (listed once: a call with static or keyword arguments asks for them several times)
+        self._positional = [] if self._sig is None else [
+            p.name for p in self._sig.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         static_argnums = _as_tuple(static_argnums, "static_argnums")
         static_argnames = _as_names(static_argnames, "static_argnames")
         donate_argnums = _as_tuple(donate_argnums, "donate_argnums")
@@ -368,10 +371,7 @@ class Jitted:
         functools.update_wrapper(self, fun, updated=())
 
     def _positional_names(self) -> list[str]:
-        if self._sig is None:
-            return []
-        return [p.name for p in self._sig.parameters.values()
-                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        return self._positional
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -457,7 +457,11 @@ class Jitted:
             leaves, in_tree = list(args), _flat_treedef(len(args))
         else:
             static, static_kw, dyn_args, dyn_kwargs = self._split(args, kwargs)
-            leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+            if not dyn_kwargs and all(type(a) in _LEAF_TYPES for a in dyn_args):
+                # static arguments aside, array/scalar leaves only: the flat tree, as above
+                leaves, in_tree = list(dyn_args), _flat_treedef(len(dyn_args))
+            else:
+                leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         try:
             avals = tuple(x.aval if type(x) is Array else get_aval(x) for x in leaves)
         except TypeError:
@@ -554,6 +558,31 @@ class Jitted:
             return call_with_refs(self, args, kwargs)
         return self._call(args, kwargs)
 
+    def _fast_key(self, args: tuple, kwargs: dict) -> tuple | None:
+        """The dispatch fast path's key of a call and its leaves, or None when it needs
+        `_trace`: the avals of unsharded Array arguments (`float` for a Python float, weakly
+        typed: its value is no part of the signature) and the type and value of each static
+        argument, positional or by keyword (other keyword arguments: None). A static value
+        that cannot be hashed makes the key unhashable (the lookup's TypeError)."""
+        key, leaves = [], []
+        static = self.static_argnums
+        for i, a in enumerate(args):
+            if static and i in static:
+                key.append((type(a), a))
+                continue
+            if type(a) is Array and a._sharding is None:
+                key.append(a.aval)
+            elif type(a) is float:
+                key.append(float)
+            else:
+                return None
+            leaves.append(a)
+        if kwargs:
+            if not self.static_argnames.issuperset(kwargs):
+                return None
+            key.append(tuple(sorted((k, type(v), v) for k, v in kwargs.items())))
+        return tuple(key), leaves
+
     def _call(self, args: tuple, kwargs: dict):
         """Every jitted call. Positional Arrays of a signature compiled before, under the same
         config, find their entry by avals alone (no flattening, no full key); anything else
@@ -561,19 +590,18 @@ class Jitted:
         tracing = current_dynamic_trace() is not None
         fast = self._traces.fast
         entry = None
-        if fast is not None and not kwargs and not tracing:
-            avals = []
-            for a in args:
-                if type(a) is not Array or a._sharding is not None:
-                    break
-                avals.append(a.aval)
-            else:
-                entry = fast.get(tuple(avals))
+        if fast is not None and not tracing:
+            found = self._fast_key(args, kwargs)
+            if found is not None:
+                try:
+                    entry = fast.get(found[0])
+                except TypeError:  # an unhashable static argument: _trace says so
+                    entry = None
                 # a stamp that is still config.trace_key() means no option changed since it
                 # was stamped, jax_disable_jit included
                 if entry is not None and entry.trace_key is not config.trace_key():
                     entry = None
-            leaves = args
+                leaves = found[1]
         if entry is None:
             trace_key = config.trace_key()
             if config.read("jax_disable_jit"):
@@ -593,13 +621,13 @@ class Jitted:
                 return tree_unflatten(entry.out_tree, outs)
             if entry.executable is None:
                 self._compile(entry)
-            if fast is not None and not kwargs and all(type(a) is Array for a in args) and \
-                    entry.placement is None and \
+            found = self._fast_key(args, kwargs) if fast is not None else None
+            if found is not None and entry.placement is None and \
                     not any(isinstance(c, Tracer) for c in entry.closed.consts):
                 entry.trace_key = trace_key
                 with _cache_lock:  # (unless evicted meanwhile: then it is only the caller's)
                     if any(e is entry for e in self._traces.entries.values()):
-                        fast[tuple(a.aval for a in args)] = entry
+                        fast[found[0]] = entry
         entry.last_use = next(_clock)
         outs = entry.executable(leaves) if entry.direct else \
             execute(entry, entry.executable, leaves)

@@ -10,25 +10,37 @@ identity on a power-of-two FFT, so every length costs O(n log n). Twiddles are f
 call into a workspace table from two small float64 constant tables (exp(a + b) = exp(a) exp(b)),
 then only loaded in the loops: no per-element trigonometry, no megabytes of constants in the IR.
 Each Stockham size and direction is one LLVM function of its own, shared by the program's
-passes (LLVM's optimiser takes superlinear time in the size of one function).
+passes (LLVM's optimiser takes superlinear time in the size of one function). A real transform
+of even n packs its line into a complex one of n/2 and unpacks the bins (half the work). Many
+lines' tiles run in chunks on the thread pool (thread_pool.py), each tile as on one thread.
 """
 from __future__ import annotations
 
 import math
 
-import llvmlite.ir as ir
 import numpy as np
+from llvmlite import ir
 
 from ...core import dtypes
 from ...core.avals import ShapedArray
 from ...lax.fft import FftType, fft_p
+from . import thread_pool
 from .codegen import Buf, Emitter
 from .complex_ops import pack, parts
+from .interrupt import emit_poll
 from .rules import STRUCTURAL
-from .types import F32, F64, I64, mem_type
+from .types import F32, F64, I8, I32, I64, mem_type
 
 _TILE = 4096            # complex elements per work buffer row block: lines per tile = this / n
 _MAX_DIRECT_PRIME = 13  # larger prime factors go through Bluestein
+# Complex points transformed (lines x length) from which the tiles run on the thread pool: a
+# 2^15-point transform takes ~100 us on one core, far above a pool call's wake-up (~5-50 us).
+# (On the shared 2-vCPU machine two threads measured no faster than one at any size; results
+# are bit-identical either way.)
+_PARALLEL_MIN_WORK = 1 << 15
+_MAX_CHUNKS = 16                 # chunks per pool call (a few per core: a delayed thread holds
+_MAX_SCRATCH_BYTES = 4 << 20     # little back); scratch regions: at most this much in all
+I8P = I8.as_pointer()
 
 
 def _c(v: int) -> ir.Constant:
@@ -123,21 +135,34 @@ def _butterfly(cx: _Cx, a: list, sign: int) -> list:
 class _Roots:
     """exp(sign 2 pi i r / N) for a run-time r in [0, N), as float64 (re, im): the product of
     two entries of small float64 constant tables (r = hi K + lo, K ~ sqrt N), within 4.3
-    float64 ulps of the exact root (measured up to N = 2^20)."""
+    float64 ulps of the exact root (measured up to N = 2^20). The tables are module globals
+    (one pair per N and sign), so any function of the module may read them."""
 
     def __init__(self, em: Emitter, big_n: int, sign: int):
-        self.em, self.k = em, max(1, math.isqrt(big_n - 1) + 1)
-        hi = np.arange(-(-big_n // self.k)) * self.k
-        lo = np.arange(self.k)
-        self.hi = em.const_value(self._table(hi, big_n, sign))
-        self.lo = em.const_value(self._table(lo, big_n, sign))
+        self.em, self.big_n, self.sign = em, big_n, sign
+        # K a power of two at or above sqrt N: the split of r is a shift and a mask, so the
+        # loops that fill tables from these roots vectorise
+        self.k = 1 << math.isqrt(big_n - 1).bit_length()
+        self.hi = self._table("hi", np.arange(-(-big_n // self.k)) * self.k)
+        self.lo = self._table("lo", np.arange(self.k))
 
-    @staticmethod
-    def _table(r: np.ndarray, big_n: int, sign: int) -> np.ndarray:
-        # 2 pi (r / N) in float64 is within an ulp or two of the true angle: each entry is
-        # within about 2 ulps of its exact value
-        theta = 2 * np.pi * (r / big_n)
-        return (np.cos(theta) + 1j * sign * np.sin(theta)).astype(np.complex128)
+    def _table(self, part: str, r: np.ndarray) -> Buf:
+        name = f"tracejit_fft_roots_{self.big_n}_{'inv' if self.sign > 0 else 'fwd'}_{part}"
+        gv = self.em.module.globals.get(name)
+        if gv is None:
+            # 2 pi (r / N) in float64 is within an ulp or two of the true angle: each entry is
+            # within about 2 ulps of its exact value
+            theta = 2 * np.pi * (r / self.big_n)
+            data = bytearray((np.cos(theta) + 1j * self.sign * np.sin(theta))
+                             .astype(np.complex128).tobytes())
+            gv = ir.GlobalVariable(self.em.module, ir.ArrayType(I8, len(data)), name=name)
+            gv.global_constant = True
+            gv.linkage = "internal"
+            gv.align = 64
+            gv.initializer = ir.Constant(ir.ArrayType(I8, len(data)), data)
+        # a constant expression, not an instruction: valid in every function of the module
+        return Buf(gv.bitcast(mem_type(dtypes.complex128).as_pointer()),
+                   ShapedArray((len(r),), dtypes.complex128))
 
     def at(self, r: ir.Value) -> tuple[ir.Value, ir.Value]:
         em, b = self.em, self.em.b
@@ -146,28 +171,42 @@ class _Roots:
         return _Cx(b, F64).mul(x, y)
 
 
-class _Pass:
-    """One axis of one call: its tables (filled once) and the per-tile transform."""
+def _narrow(b: ir.IRBuilder, f: ir.Type, z):
+    return z if f == F64 else (b.fptrunc(z[0], F32), b.fptrunc(z[1], F32))
 
-    def __init__(self, em: Emitter, cdtype: np.dtype, n: int, tile: int, inverse: bool):
-        self.em, self.b, self.n, self.t, self.inverse = em, em.b, n, tile, inverse
+
+class _Pass:
+    """One transform length of one call: its tables (filled once per call, before any line)
+    and the transform of a tile of `t` lines held in a work buffer [size, t] (the line index
+    innermost). Emitting code uses the emitter's current builder, so a tile can be emitted in
+    a chunk function of the thread pool after `bind` gives it that function's pointers."""
+
+    def __init__(self, em: Emitter, cdtype: np.dtype, n: int, lines: int, inverse: bool):
+        self.em, self.n, self.inverse = em, n, inverse
         self.cdtype = cdtype
         self.f = F64 if cdtype == dtypes.complex128 else F32
-        self.cx = _Cx(em.b, self.f)
         self.radices = _radices(n)
         self.bluestein = self.radices is None
         self.size = _bluestein_size(n) if self.bluestein else n
         if self.bluestein:
             self.radices = _radices(self.size)
+        self.t = max(1, min(lines, _TILE // self.size))
         self._owned: list[Buf] = []
-        self.x = self._alloc(self.size * tile)
-        self.y = self._alloc(self.size * tile)
         self.roots = self._alloc(self.size)  # exp(-2 pi i j / size): forward roots
         table = _Roots(em, self.size, -1)
         em.loop(self.size, lambda j: self._put(self.roots, j, self._narrow(table.at(j))),
                 name="root")
+        self.chirp = self.filter = None
         if self.bluestein:
             self._bluestein_tables()
+
+    @property
+    def b(self) -> ir.IRBuilder:
+        return self.em.b
+
+    @property
+    def cx(self) -> _Cx:
+        return _Cx(self.em.b, self.f)
 
     def _alloc(self, count: int) -> Buf:
         buf = self.em.alloc(ShapedArray((count,), self.cdtype))
@@ -178,11 +217,29 @@ class _Pass:
         for buf in self._owned:
             self.em.release(buf)
 
+    def tables(self) -> dict[str, Buf]:
+        """The per-call tables a tile reads."""
+        out = {"roots": self.roots}
+        if self.bluestein:
+            out.update(chirp=self.chirp, filter=self.filter)
+        return out
+
+    def scratch(self) -> ShapedArray:
+        """The memory of a tile's two work buffers."""
+        return ShapedArray((2 * self.size * self.t,), self.cdtype)
+
+    def bind(self, tables: dict[str, Buf], scratch: Buf) -> None:
+        """Point the tile code at these tables and this scratch (pointers of the function
+        being emitted)."""
+        for name, buf in tables.items():
+            setattr(self, name, buf)
+        aval = ShapedArray((self.size * self.t,), self.cdtype)
+        self.x = Buf(scratch.ptr, aval)
+        self.y = Buf(self.b.gep(scratch.ptr, [_c(self.size * self.t)], inbounds=True), aval)
+
     # --- element access ---------------------------------------------------------------------
     def _narrow(self, z):
-        if self.f == F64:
-            return z
-        return self.b.fptrunc(z[0], F32), self.b.fptrunc(z[1], F32)
+        return _narrow(self.b, self.f, z)
 
     def _get(self, buf: Buf, i: ir.Value):
         return parts(self.b, self.em.load(buf, i))
@@ -212,20 +269,24 @@ class _Pass:
         table = _Roots(em, 2 * n, -1)
         em.loop(n, lambda j: self._put(self.chirp, j, self._narrow(
             table.at(b.urem(b.mul(j, j), _c(2 * n))))), name="chirp")
+        x = em.alloc(ShapedArray((size,), self.cdtype))
+        y = em.alloc(ShapedArray((size,), self.cdtype))
         # the filter is conj(chirp of this direction): the forward chirp's conjugate for a
         # forward transform, the chirp itself for an inverse one
-        em.loop(size, lambda j: self._put(self.x, j, self.zero()), name="bzero")
+        em.loop(size, lambda j: self._put(x, j, self.zero()), name="bzero")
 
         def put(j):
             c = self.chirp_at(j, conj=True)
-            self._put(self.x, j, c)
-            self._put(self.x, b.sub(_c(size), j), c)
-        em.loop(n, lambda j: self._put(self.x, j, self.chirp_at(j, conj=True)), name="b0")
+            self._put(x, j, c)
+            self._put(x, b.sub(_c(size), j), c)
+        em.loop(n, lambda j: self._put(x, j, self.chirp_at(j, conj=True)), name="b0")
         em.loop(n - 1, lambda j: put(b.add(j, _c(1))), name="b1")
-        spectrum = self.stockham(self.x, self.y, 1, -1)
+        spectrum = self.stockham(x, y, 1, -1)
         self.filter = self._alloc(size)
         em.loop(size, lambda j: self._put(self.filter, j, self.cx.scale(
             self._get(spectrum, j), 1.0 / size)), name="filt")
+        em.release(x)
+        em.release(y)
 
     def chirp_at(self, j: ir.Value, conj: bool = False):
         """This direction's chirp exp(sign i pi j^2 / n) (or its conjugate)."""
@@ -262,6 +323,131 @@ class _Pass:
     def result_at(self, out: Buf, k: ir.Value, ln: ir.Value):
         z = self._get(out, self.b.add(self.b.mul(k, _c(self.t)), ln))
         return self.cx.mul(z, self.chirp_at(k)) if self.bluestein else z
+
+
+# --- running lines: tiles, chunks on the thread pool --------------------------------------
+
+def _for_each(em: Emitter, count: int, bufs: dict[str, Buf], body, scratch: ShapedArray | None,
+              work: int) -> None:
+    """`for i in range(count): body(bufs, scratch, i)`; with `work` (complex elements
+    transformed) of _PARALLEL_MIN_WORK or more, as chunks of consecutive i on the thread pool,
+    each chunk with a scratch region of its own and `bufs` rebuilt from the chunk function's
+    context. Which i a chunk holds is fixed at compile time and each i is computed alike on
+    every thread, so results are bit-identical for every thread count."""
+    sbytes = scratch.size * scratch.dtype.itemsize if scratch is not None else 0
+    n_chunks = min(count, _MAX_CHUNKS, _MAX_SCRATCH_BYTES // sbytes if sbytes else count)
+    if work < _PARALLEL_MIN_WORK or n_chunks < 2 or em.split is not None:
+        sbuf = em.alloc(scratch) if scratch is not None else None
+        em.loop(count, lambda i: body(bufs, sbuf, i), name="each")
+        em.release(sbuf)
+        return
+    per = -(-count // n_chunks)
+    n_chunks = -(-count // per)
+    keys = list(bufs)
+    body_fn = ir.Function(em.module, thread_pool.BODY_TYPE,
+                          name=em.module.get_unique_name("fft_chunks"))
+    body_fn.linkage = "internal"
+    saved = em.b
+    b = em.b = ir.IRBuilder(body_fn.append_basic_block("entry"))
+    try:
+        ctx = b.bitcast(body_fn.args[0], I8P.as_pointer())
+        chunk = body_fn.args[1]
+
+        def slot(k):
+            return b.load(b.gep(ctx, [_c(k)], inbounds=True))
+        sbuf = None
+        if scratch is not None:
+            raw = b.gep(slot(0), [b.mul(chunk, _c(sbytes))], inbounds=True)
+            sbuf = Buf(b.bitcast(raw, mem_type(scratch.dtype).as_pointer()), scratch)
+        kb = {key: Buf(b.bitcast(slot(1 + j), bufs[key].ptr.type), bufs[key].aval)
+              for j, key in enumerate(keys)}
+        lo = b.mul(chunk, _c(per))
+        hi = b.add(lo, _c(per))
+        hi = b.select(b.icmp_signed("<", hi, _c(count)), hi, _c(count))
+        em.loop(b.sub(hi, lo), lambda j: body(kb, sbuf, b.add(lo, j)), name="chunk")
+        b.ret_void()
+    finally:
+        em.b = saved
+    b = em.b
+    regions = em.alloc(ShapedArray((n_chunks * sbytes,), np.dtype(np.uint8))) if sbytes \
+        else None
+    words = [b.bitcast(regions.ptr, I8P) if regions else ir.Constant(I8P, None)]
+    words += [b.bitcast(bufs[key].ptr, I8P) for key in keys]
+    ctx_mem = em._entry_alloca(ir.ArrayType(I8P, len(words)))
+    for k, w in enumerate(words):
+        b.store(w, b.gep(ctx_mem, [ir.Constant(I32, 0), ir.Constant(I32, k)], inbounds=True))
+    pool_fn = em.module.globals.get(thread_pool.symbol())
+    if pool_fn is None:
+        pool_fn = ir.Function(em.module, ir.FunctionType(ir.VoidType(), [I8P, I8P, I64]),
+                              thread_pool.SYMBOL)
+    b.call(pool_fn, [b.bitcast(body_fn, I8P), b.bitcast(ctx_mem, I8P), _c(n_chunks)])
+    em.release(regions)
+    emit_poll(em)  # Ctrl-C made the pool skip chunks: leave now (the outputs are discarded)
+
+
+def _tiles(em: Emitter, ps: _Pass, lines: int, bufs: dict[str, Buf], gather, scatter) -> None:
+    """Every one of `lines` lines through ps's transform, a tile of t = ps.t lines at a time:
+    gather(bufs, start, t, put) calls put(k, ln, z) with element k (< ps.n) of line start + ln
+    (ln < t), scatter(bufs, start, t, get) reads bin k of line start + ln as get(k, ln); each
+    orders its loops to suit its memory (_by_line: a line at a time)."""
+    t = ps.t
+    tables = {"ps." + name: buf for name, buf in ps.tables().items()}
+
+    def tile(kb, scratch, g):
+        b = em.b
+        ps.bind({name[3:]: buf for name, buf in kb.items() if name.startswith("ps.")}, scratch)
+        start = b.mul(g, _c(t))
+        last = _c(lines - t)  # the last tile overlaps the one before: lines are independent
+        start = b.select(b.icmp_signed(">", start, last), last, start)
+
+        def put(k, ln, z):
+            ps._put(ps.x, b.add(b.mul(k, _c(t)), ln), z)
+        gather(kb, start, t, put)
+        if ps.bluestein:
+            em.loop(t, lambda ln: em.loop(ps.size - ps.n, lambda k: put(
+                b.add(k, _c(ps.n)), ln, ps.zero()), name="gz"), name="gzl")
+        out = ps.transform()
+        scatter(kb, start, t, lambda k, ln: ps.result_at(out, k, ln))
+    _for_each(em, -(-lines // t), {**bufs, **tables}, tile, ps.scratch(), lines * ps.size)
+
+
+def _by_line(em: Emitter, access):
+    """A tile's gather or scatter from a per-line one, access(bufs, line, f) with f(k, ...)
+    for element k of that line: the lines one after another."""
+    def tiled(kb, start, t, f):
+        em.loop(t, lambda ln: access(kb, em.b.add(start, ln),
+                                     lambda k, *z: f(k, ln, *z)), name="line")
+    return tiled
+
+
+# --- real transforms through a half-length complex one -------------------------------------
+# z_j = x_2j + i x_2j+1 (m = n/2 complex points): with Z its DFT, the real input's bins are
+# X_k = E_k + w^k O_k (w = exp(-2 pi i / n)), E_k = (Z_k + conj Z_m-k) / 2 the even samples'
+# DFT and O_k = (Z_k - conj Z_m-k) / 2i the odd ones'; irfft runs this backwards.
+
+def _rfft_bin(cx: _Cx, zk, zmk, w):
+    """X_k (0 < k < m) from Z_k, Z_m-k and w^k."""
+    c = cx.conj(zmk)
+    e = cx.scale(cx.add(zk, c), 0.5)
+    o = cx.times_i(cx.scale(cx.sub(zk, c), 0.5), -1)
+    return cx.add(e, cx.mul(w, o))
+
+
+def _rfft_ends(cx: _Cx, z0):
+    """(X_0, X_m): real, exactly."""
+    zero = ir.Constant(cx.f, 0.0)
+    return (cx.b.fadd(z0[0], z0[1]), zero), (cx.b.fsub(z0[0], z0[1]), zero)
+
+
+def _irfft_bin(cx: _Cx, xk, xmk, w):
+    """2 Z_k (0 < k < m) from X_k, X_m-k and w^k (X Hermitian: the upper bins are conj X_m-k)."""
+    c = cx.conj(xmk)
+    return cx.add(cx.add(xk, c), cx.times_i(cx.mul(cx.sub(xk, c), cx.conj(w)), 1))
+
+
+def _irfft_end(cx: _Cx, x0, xm):
+    """2 Z_0; the imaginary parts of X_0 and X_m are ignored, as by NumPy and JAX."""
+    return cx.b.fadd(x0[0], xm[0]), cx.b.fsub(x0[0], xm[0])
 
 
 def _stockham_fn(em: Emitter, cdtype: np.dtype, size: int, radices: list[int],
@@ -327,8 +513,8 @@ def _stockham_fn(em: Emitter, cdtype: np.dtype, size: int, radices: list[int],
 
 def _axis_pass(em: Emitter, src: Buf, dst: Buf, axis: int, n: int, kind: str) -> None:
     """dst = the transform of src along `axis` (kind: 'fft', 'ifft', 'rfft' (real src, first
-    n//2+1 bins), 'irfft' (n//2+1 bins src, real dst)); IFFT/IRFFT scale by 1/n."""
-    b = em.b
+    n//2+1 bins), 'irfft' (n//2+1 bins src, real dst)); IFFT/IRFFT scale by 1/n. A real
+    transform of even n goes through a complex one of n/2 (half the work)."""
     shape = src.aval.shape
     n_in, n_out = shape[axis], dst.aval.shape[axis]
     outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
@@ -336,62 +522,95 @@ def _axis_pass(em: Emitter, src: Buf, dst: Buf, axis: int, n: int, kind: str) ->
     if lines == 0 or n_out == 0:
         return
     cdtype = src.aval.dtype if src.aval.dtype.kind == "c" else dst.aval.dtype
+    f = F64 if cdtype == dtypes.complex128 else F32
     if n == 0:  # (an rfft of nothing: one zero bin)
-        zero = ir.Constant(F64 if cdtype == dtypes.complex128 else F32, 0.0)
-        em.loop(dst.aval.size, lambda i: em.store(dst, i, pack(b, zero, zero)), name="z")
+        zero = ir.Constant(f, 0.0)
+        em.loop(dst.aval.size, lambda i: em.store(dst, i, pack(em.b, zero, zero)), name="z")
         return
-    work = _bluestein_size(n) if _radices(n) is None else n
-    t = max(1, min(lines, _TILE // work))
-    ps = _Pass(em, cdtype, n, t, kind in ("ifft", "irfft"))
-    scale = 1.0 / n if ps.inverse else None
+    inverse = kind in ("ifft", "irfft")
+    scale = 1.0 / n if inverse else None
+    half = n % 2 == 0 and (kind == "rfft" or kind == "irfft" and n_in == n // 2 + 1)
+    m = n // 2 if half else n  # complex points per line
+    bufs = {"src": src, "dst": dst}
 
-    def line_base(ln_global, length):
-        o, i = b.udiv(ln_global, _c(inner)), b.urem(ln_global, _c(inner))
+    def base(line, length):
+        b = em.b
+        o, i = b.udiv(line, _c(inner)), b.urem(line, _c(inner))
         return b.add(b.mul(o, _c(length * inner)), i)
 
-    def tile(g):
-        start = b.mul(g, _c(t))
-        last = _c(lines - t)  # the last tile overlaps the one before: lines are independent
-        start = b.select(b.icmp_signed(">", start, last), last, start)
+    def at(line, length, k):
+        return em.b.add(base(line, length), em.b.mul(k, _c(inner)))
 
-        def gather(ln):
-            base = line_base(b.add(start, ln), n_in)
+    def load(buf, i):
+        return parts(em.b, em.load(buf, i))
 
-            def src_at(k):
-                return b.add(base, b.mul(k, _c(inner)))
+    def store(buf, i, z):
+        em.store(buf, i, pack(em.b, *z))
 
-            def put(k, z):
-                ps._put(ps.x, b.add(b.mul(k, _c(t)), ln), z)
+    def scaled(z):
+        return z if scale is None else _Cx(em.b, f).scale(z, scale)
 
-            if kind == "rfft":
-                em.loop(n, lambda k: put(k, (em.load(src, src_at(k)), ps.zero()[0])), name="g")
-            elif kind == "irfft":  # the Hermitian completion of the stored half spectrum
-                em.loop(n_in, lambda k: put(k, ps._get(src, src_at(k))), name="g")
-                em.loop(n - n_in, lambda j: put(b.add(j, _c(n_in)), ps.cx.conj(ps._get(
-                    src, src_at(b.sub(_c(n - n_in), j))))), name="gh")
-            else:
-                em.loop(n, lambda k: put(k, ps._get(src, src_at(k))), name="g")
-            if ps.bluestein:
-                em.loop(ps.size - n, lambda k: put(b.add(k, _c(n)), ps.zero()), name="gz")
-        em.loop(t, gather, name="gl")
-        out = ps.transform()
+    def put_pair(kb, line, j, z):  # irfft: x_2j, x_2j+1 = Re, Im of z_j / n
+        z = scaled(z)
+        i = at(line, n, em.b.mul(j, _c(2)))
+        em.store(kb["dst"], i, z[0])
+        em.store(kb["dst"], em.b.add(i, _c(inner)), z[1])
 
-        def scatter(ln):
-            base = line_base(b.add(start, ln), n_out)
+    def packed(kb, line, j):  # rfft: z_j = x_2j + i x_2j+1
+        i = at(line, n, em.b.mul(j, _c(2)))
+        return em.load(kb["src"], i), em.load(kb["src"], em.b.add(i, _c(inner)))
 
-            def put(k):
-                z = ps.result_at(out, k, ln)
-                if scale is not None:
-                    z = ps.cx.scale(z, scale)
-                i = b.add(base, b.mul(k, _c(inner)))
-                if kind == "irfft":
-                    em.store(dst, i, z[0])
-                else:
-                    ps._put(dst, i, z)
-            em.loop(n_out, put, name="s")
-        em.loop(t, scatter, name="sl")
-    em.loop(-(-lines // t), tile, name="tile")
+    if half:  # w^k = exp(-2 pi i k / n), k < m, in the dtype: filled once per call
+        bufs["w"] = em.alloc(ShapedArray((m,), cdtype))
+        roots = _Roots(em, n, -1)
+        em.loop(m, lambda k: store(bufs["w"], k, _narrow(em.b, f, roots.at(k))), name="w")
+    ps = _Pass(em, cdtype, m, lines, inverse)
+
+    def gather(kb, line, put):
+        b, cx = em.b, _Cx(em.b, f)
+        if kind == "rfft" and half:
+            em.loop(m, lambda k: put(k, packed(kb, line, k)), name="g")
+        elif kind == "rfft":
+            em.loop(n, lambda k: put(k, (em.load(kb["src"], at(line, n_in, k)),
+                                         ps.zero()[0])), name="g")
+        elif kind == "irfft" and half:
+            def x(k):
+                return load(kb["src"], at(line, n_in, k))
+            def bin_(j):
+                k = b.add(j, _c(1))
+                put(k, _irfft_bin(cx, x(k), x(b.sub(_c(m), k)), load(kb["w"], k)))
+            put(_c(0), _irfft_end(cx, x(_c(0)), x(_c(m))))
+            em.loop(m - 1, bin_, name="g")
+        elif kind == "irfft":  # the Hermitian completion of the stored half spectrum
+            em.loop(n_in, lambda k: put(k, load(kb["src"], at(line, n_in, k))), name="g")
+            em.loop(n - n_in, lambda j: put(b.add(j, _c(n_in)), cx.conj(load(
+                kb["src"], at(line, n_in, b.sub(_c(n - n_in), j))))), name="gh")
+        else:
+            em.loop(n, lambda k: put(k, load(kb["src"], at(line, n_in, k))), name="g")
+
+    def scatter(kb, line, get):
+        b, cx = em.b, _Cx(em.b, f)
+        if kind == "rfft" and half:
+            x0, xm = _rfft_ends(cx, get(_c(0)))
+            store(kb["dst"], at(line, n_out, _c(0)), x0)
+            store(kb["dst"], at(line, n_out, _c(m)), xm)
+
+            def bin_(j):
+                k = b.add(j, _c(1))
+                store(kb["dst"], at(line, n_out, k),
+                      _rfft_bin(cx, get(k), get(b.sub(_c(m), k)), load(kb["w"], k)))
+            em.loop(m - 1, bin_, name="s")
+        elif kind == "irfft" and half:
+            em.loop(m, lambda j: put_pair(kb, line, j, get(j)), name="s")
+        elif kind == "irfft":
+            em.loop(n, lambda k: em.store(kb["dst"], at(line, n, k), scaled(get(k))[0]),
+                    name="s")
+        else:
+            em.loop(n_out, lambda k: store(kb["dst"], at(line, n_out, k), scaled(get(k))),
+                    name="s")
+    _tiles(em, ps, lines, bufs, _by_line(em, gather), _by_line(em, scatter))
     ps.release()
+    em.release(bufs.get("w"))
 
 
 def _fft(em: Emitter, eqn, ins, dests):

@@ -66,6 +66,7 @@ def _handler_code() -> jit_engine.Code:
     return code  # (cached: the handler's code lives as long as the process)
 
 
+@functools.cache  # (looked up around every native call)
 def handler_address() -> int:
     """A native `void handler(int signum)` that only sets the flag (async-signal-safe)."""
     return _handler_code().address("tracejit_sigint")
