@@ -22,7 +22,8 @@ from ..core.jaxpr import (ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Literal, Var,
 from ..core.primitive import ELEMENTWISE, Primitive
 from ..lax.call import pjit_p
 from ..lax.control_flow import cond_p, scan_p, while_p
-from ..lax.elementwise import convert_element_type_p
+from ..lax.elementwise import convert_element_type_p, mul_p
+from ..lax.linalg import dot_general_p
 from ..lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p
 from .fusion import fuse
 from .rows import fuse_rows
@@ -438,12 +439,63 @@ def _broadcast_last(eqn: Eqn, producer: Callable):
                 {"shape": out.aval.shape, "broadcast_dimensions": ()}, eqn.source_info)]
 
 
+def _outer_product(eqn: Eqn, producer: Callable):
+    """A dot_general whose contracted dimensions all have size 1 (an outer product: x[:, None]
+    @ y[None, :], the rank-1 gradients of a one-unit layer) is an elementwise product of the
+    two operands broadcast to the output, which fuses into its consumers; BLAS would pack both
+    operands and write the whole product. XLA rewrites it the same way. For operands and
+    output of one dtype (not bool): the one product is the value either way."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lhs, rhs = eqn.invars
+    (out,) = eqn.outvars
+    dtype = out.aval.dtype
+    if lhs.aval.dtype != dtype or rhs.aval.dtype != dtype or dtype == np.bool_ or \
+            any(lhs.aval.shape[d] != 1 for d in lc):
+        return None
+    nb = len(lb)
+    lf = [d for d in range(lhs.aval.ndim) if d not in lc and d not in lb]
+    rf = [d for d in range(rhs.aval.ndim) if d not in rc and d not in rb]
+    eqns = []
+
+    def spread(x, batch, free, contract, first):
+        """x with its batch then free dimensions in order, broadcast to the output's shape
+        (its free dimensions at the output's positions `first`...)."""
+        perm = (*batch, *free, *contract)
+        if perm != tuple(range(x.aval.ndim)):
+            t = Var(ShapedArray(tuple(x.aval.shape[d] for d in perm), x.aval.dtype,
+                                x.aval.weak_type))
+            eqns.append(Eqn(transpose_p, [x], [t], {"permutation": perm}, eqn.source_info))
+            x = t
+        kept = tuple(x.aval.shape[:nb + len(free)])
+        if kept != x.aval.shape:
+            r = Var(ShapedArray(kept, x.aval.dtype, x.aval.weak_type))
+            eqns.append(Eqn(reshape_p, [x], [r], {"new_sizes": kept, "dimensions": None},
+                            eqn.source_info))
+            x = r
+        dims = (*range(nb), *range(first, first + len(free)))
+        if x.aval.shape == out.aval.shape:
+            return x
+        b = Var(ShapedArray(out.aval.shape, x.aval.dtype, x.aval.weak_type))
+        eqns.append(Eqn(broadcast_in_dim_p, [x], [b], {
+            "shape": out.aval.shape, "broadcast_dimensions": dims}, eqn.source_info))
+        return b
+    x = spread(lhs, lb, lf, lc, nb)
+    y = spread(rhs, rb, rf, rc, nb + len(lf))
+    try:
+        if mul_p.abstract_eval(x.aval, y.aval) != [out.aval]:
+            return None
+    except (TypeError, ValueError):
+        return None
+    return eqns + [Eqn(mul_p, [x, y], [out], {}, eqn.source_info)]
+
+
 # rewrites of particular primitives (keyed by the primitive object)
 _SPECIFIC_RULES: dict[Primitive, tuple[Callable, ...]] = {
     convert_element_type_p: (_drop_same_type_convert,),
     reshape_p: (_merge_reshapes,), squeeze_p: (_merge_reshapes,),
     broadcast_in_dim_p: (_merge_reshapes,),
     transpose_p: (_merge_transposes,),
+    dot_general_p: (_outer_product,),
 }
 
 
