@@ -289,6 +289,16 @@ def _simplify(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
 
     def producer(v) -> Eqn | None:
         return None if isinstance(v, Literal) else producers.get(v)
+    # how often each value is read: rules that move work from one equation to another must not
+    # duplicate it (`_transposed_product`)
+    producer.uses = {}
+    for eqn in jaxpr.eqns:
+        for v in eqn.invars:
+            if isinstance(v, Var):
+                producer.uses[v] = producer.uses.get(v, 0) + 1
+    for v in jaxpr.outvars:
+        if isinstance(v, Var):
+            producer.uses[v] = producer.uses.get(v, 0) + 1
 
     eqns = []
     for eqn in jaxpr.eqns:
@@ -489,13 +499,81 @@ def _outer_product(eqn: Eqn, producer: Callable):
     return eqns + [Eqn(mul_p, [x, y], [out], {}, eqn.source_info)]
 
 
+def _gemm_order(ndim: int, batch: Sequence[int], contract: Sequence[int], free: Sequence[int]
+                ) -> bool:
+    """Whether an operand with these dimension roles is a row-major stack of matrices BLAS
+    reads as it is (the native lowering's test): batch dimensions leading and in order, then
+    the free and the contracted dimensions as two groups, either group first."""
+    nb = len(batch)
+    rest = list(range(nb, ndim))
+    return list(batch) == list(range(nb)) and rest in (
+        sorted(free) + list(contract), list(contract) + sorted(free))
+
+
+def _fold_transposed_operands(eqn: Eqn, producer: Callable):
+    """dot_general(transpose(x), y) reads x with its dimension numbers renamed, when that makes
+    x an operand BLAS takes as it is (a transposed one is a flag of gemm): XLA passes layouts,
+    we would otherwise copy x first. The free dimensions must keep their order (they set the
+    output's)."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    dims = [[lc, lb], [rc, rb]]
+    invars = list(eqn.invars)
+    changed = False
+    for i, v in enumerate(eqn.invars):
+        p = producer(v)
+        if p is None or p.primitive is not transpose_p:
+            continue
+        perm = p.params["permutation"]
+        contract, batch = dims[i]
+        free = [d for d in range(len(perm)) if d not in contract and d not in batch]
+        moved_free = [perm[d] for d in free]
+        moved = ([perm[d] for d in contract], [perm[d] for d in batch])
+        if moved_free != sorted(moved_free) or not _gemm_order(len(perm), moved[1], moved[0],
+                                                               moved_free):
+            continue
+        dims[i] = [tuple(moved[0]), tuple(moved[1])]
+        invars[i] = p.invars[0]
+        changed = True
+    if not changed:
+        return None
+    (lc, lb), (rc, rb) = dims
+    params = dict(eqn.params, dimension_numbers=((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb))))
+    return Eqn(dot_general_p, invars, eqn.outvars, params, eqn.source_info)
+
+
+def _transposed_product(eqn: Eqn, producer: Callable):
+    """transpose(dot_general(x, y)) that only swaps the two operands' free dimensions (JAX's
+    transpose rule of a product gives these: the weight gradient x^T dy then .T) is
+    dot_general(y, x): the product written in the order wanted instead of a transposing copy.
+    Only for a product used nowhere else (else it would be computed twice)."""
+    x = eqn.invars[0]
+    p = producer(x)
+    if p is None or p.primitive is not dot_general_p or getattr(producer, "uses", {}).get(x) != 1:
+        return None
+    (lc, rc), (lb, rb) = p.params["dimension_numbers"]
+    lhs, rhs = p.invars
+    nb = len(lb)
+    nl = lhs.aval.ndim - len(lc) - nb
+    nr = rhs.aval.ndim - len(rc) - nb
+    if eqn.params["permutation"] != (*range(nb), *range(nb + nl, nb + nl + nr),
+                                     *range(nb, nb + nl)):
+        return None
+    params = dict(p.params, dimension_numbers=((rc, lc), (rb, lb)))
+    try:
+        if dot_general_p.abstract_eval(rhs.aval, lhs.aval, **params) != [eqn.outvars[0].aval]:
+            return None
+    except (TypeError, ValueError):
+        return None
+    return Eqn(dot_general_p, [rhs, lhs], eqn.outvars, params, eqn.source_info)
+
+
 # rewrites of particular primitives (keyed by the primitive object)
 _SPECIFIC_RULES: dict[Primitive, tuple[Callable, ...]] = {
     convert_element_type_p: (_drop_same_type_convert,),
     reshape_p: (_merge_reshapes,), squeeze_p: (_merge_reshapes,),
     broadcast_in_dim_p: (_merge_reshapes,),
-    transpose_p: (_merge_transposes,),
-    dot_general_p: (_outer_product,),
+    transpose_p: (_merge_transposes, _transposed_product),
+    dot_general_p: (_outer_product, _fold_transposed_operands),
 }
 
 
