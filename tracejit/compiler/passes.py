@@ -48,6 +48,7 @@ def optimize(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
         jaxpr = _checked(simplify, jaxpr)
         jaxpr, consts = _checked(fold_constants, jaxpr, consts)
         jaxpr = _checked(cse, jaxpr)
+        jaxpr = _checked(transposed_products, jaxpr)
         jaxpr = _checked(forward_carries, jaxpr)
         jaxpr = _checked(licm, jaxpr)
         jaxpr = _checked(dce, jaxpr)
@@ -289,16 +290,6 @@ def _simplify(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
 
     def producer(v) -> Eqn | None:
         return None if isinstance(v, Literal) else producers.get(v)
-    # how often each value is read: rules that move work from one equation to another must not
-    # duplicate it (`_transposed_product`)
-    producer.uses = {}
-    for eqn in jaxpr.eqns:
-        for v in eqn.invars:
-            if isinstance(v, Var):
-                producer.uses[v] = producer.uses.get(v, 0) + 1
-    for v in jaxpr.outvars:
-        if isinstance(v, Var):
-            producer.uses[v] = producer.uses.get(v, 0) + 1
 
     eqns = []
     for eqn in jaxpr.eqns:
@@ -454,7 +445,8 @@ def _outer_product(eqn: Eqn, producer: Callable):
     @ y[None, :], the rank-1 gradients of a one-unit layer) is an elementwise product of the
     two operands broadcast to the output, which fuses into its consumers; BLAS would pack both
     operands and write the whole product. XLA rewrites it the same way. For operands and
-    output of one dtype (not bool): the one product is the value either way."""
+    output of one dtype (not bool): the one product is the value either way, and a -0.0
+    product keeps its sign as in JAX (a matmul adds it to +0.0: NumPy's, the interpreter's)."""
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     lhs, rhs = eqn.invars
     (out,) = eqn.outvars
@@ -541,15 +533,35 @@ def _fold_transposed_operands(eqn: Eqn, producer: Callable):
     return Eqn(dot_general_p, invars, eqn.outvars, params, eqn.source_info)
 
 
-def _transposed_product(eqn: Eqn, producer: Callable):
+def transposed_products(jaxpr: Jaxpr) -> Jaxpr:
     """transpose(dot_general(x, y)) that only swaps the two operands' free dimensions (JAX's
-    transpose rule of a product gives these: the weight gradient x^T dy then .T) is
+    transpose rule of a product gives these: the weight gradient x^T dy, then .T) becomes
     dot_general(y, x): the product written in the order wanted instead of a transposing copy.
-    Only for a product used nowhere else (else it would be computed twice)."""
-    x = eqn.invars[0]
-    p = producer(x)
-    if p is None or p.primitive is not dot_general_p or getattr(producer, "uses", {}).get(x) != 1:
-        return None
+    Only for a product read nowhere else (else it would be computed twice), so this runs after
+    cse has merged equal products; dce then drops the old product."""
+    return _transposed_products(jaxpr, {})
+
+
+def _transposed_products(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
+    uses: dict[Var, int] = {}
+    for v in [x for eqn in jaxpr.eqns for x in eqn.invars] + list(jaxpr.outvars):
+        if isinstance(v, Var):
+            uses[v] = uses.get(v, 0) + 1
+    producers: dict[Var, Eqn] = {}
+    eqns = []
+    for eqn in jaxpr.eqns:
+        eqn = map_subjaxprs(eqn, _on_body(lambda j: _transposed_products(j, memo)), memo)
+        p = producers.get(eqn.invars[0]) if eqn.primitive is transpose_p else None
+        if p is not None and p.primitive is dot_general_p and uses[eqn.invars[0]] == 1:
+            eqn = _swapped_product(eqn, p) or eqn
+        eqns.append(eqn)
+        producers.update((v, eqn) for v in eqn.outvars)
+    return _rebuild(jaxpr, eqns=eqns)
+
+
+def _swapped_product(eqn: Eqn, p: Eqn) -> Eqn | None:
+    """The product `p` with its operands swapped, computing the transpose `eqn`'s result; None
+    when the transpose is not the swap of the two free groups."""
     (lc, rc), (lb, rb) = p.params["dimension_numbers"]
     lhs, rhs = p.invars
     nb = len(lb)
@@ -572,7 +584,7 @@ _SPECIFIC_RULES: dict[Primitive, tuple[Callable, ...]] = {
     convert_element_type_p: (_drop_same_type_convert,),
     reshape_p: (_merge_reshapes,), squeeze_p: (_merge_reshapes,),
     broadcast_in_dim_p: (_merge_reshapes,),
-    transpose_p: (_merge_transposes, _transposed_product),
+    transpose_p: (_merge_transposes,),
     dot_general_p: (_outer_product, _fold_transposed_operands),
 }
 
