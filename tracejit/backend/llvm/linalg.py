@@ -145,6 +145,11 @@ def _emit_gemv(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
 # runs every tile itself. The tiling depends only on the shapes, never on the thread count.
 POOL_GEMM_WORK = 1 << 24  # float32 multiply-adds from which a product is tiled (~0.3 ms)
 TILE_WORK = 1 << 22       # at least this much work per tile
+# ... and at least this many multiply-adds per element each extra tile packs or writes: a core
+# does ~32 float32 multiply-adds per cycle in gemm's kernel but packs ~1 element per cycle,
+# so a tile repacking k*n elements must compute ~256 k*n multiply-adds to keep that under
+# ~1/8 of its time (a 128x784x512 product in 7 column tiles packed its lhs 7 times: +40% CPU)
+TILE_WORK_PER_PACKED = 256
 MAX_TILES = 8             # tiles of rows or columns
 MAX_PARTIALS = 4          # tiles of the contracted dimension (each a partial product)
 TILE_ALIGN = 16           # tile edges on multiples of this (the micro-kernels' blocking)
@@ -165,8 +170,8 @@ def tile_plan(dtype, m: int, n: int, k: int) -> tuple[str, int, int] | None:
         costs["k"] = 3 * m * n
     axis = min(costs, key=costs.get)
     size = {"m": m, "n": n, "k": k}[axis]
-    tiles = min(MAX_PARTIALS if axis == "k" else MAX_TILES, work // TILE_WORK,
-                size // TILE_ALIGN)
+    tiles = min(MAX_PARTIALS if axis == "k" else MAX_TILES,
+                work // max(TILE_WORK, TILE_WORK_PER_PACKED * costs[axis]), size // TILE_ALIGN)
     if tiles < 2:
         return None
     per = -(-size // tiles)
