@@ -241,6 +241,8 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
     from .blas import gemm_work
     b = em.b
     plan = tile_plan(dtype, m, n, k)
+    body = ctx = parts = None
+    tiles = 0
     if plan is None:
         _set_blas_threads(em, gemm_work(dtype, m, n, k))
     else:
@@ -267,11 +269,13 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
         if parts is not None:
             _sum_partials(em, c_ptr, parts.ptr, tiles - 1, m * n)
     em.loop(batch, one, name="batch")
-    if plan is not None and parts is not None:
+    if parts is not None:
         em.release(parts)
 
 
 def _run_tiles(em: Emitter, body: ir.Function, ctx, ptrs: list, tiles: int) -> None:
+    """Fill the tile bodies' context (None: a null pointer) and run `tiles` of them on the
+    pool; then leave if Ctrl-C made the pool skip some."""
     from . import thread_pool
     from .interrupt import emit_poll
     b = em.b
