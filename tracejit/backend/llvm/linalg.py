@@ -1,5 +1,6 @@
-"""Structural rule for dot_general: large float/complex products through BLAS gemm, the rest
-(small, integer, half precision, unusual layouts) as an inline loop nest. codegen's Emitter
+"""Structural rule for dot_general: large float/complex products through BLAS (?gemv for one
+row or column, ?gemm otherwise, large ones as tiles on our thread pool), the rest (small,
+integer, half precision, unusual layouts) as an inline loop nest. codegen's Emitter
 dispatches to it through `rules.STRUCTURAL`."""
 from __future__ import annotations
 
