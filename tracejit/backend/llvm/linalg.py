@@ -147,10 +147,12 @@ def _emit_gemv(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
 POOL_GEMM_WORK = 1 << 24  # float32 multiply-adds from which a product is tiled (~0.3 ms)
 TILE_WORK = 1 << 22       # at least this much work per tile
 # ... and at least this many multiply-adds per element each extra tile packs or writes: a core
-# does ~32 float32 multiply-adds per cycle in gemm's kernel but packs ~1 element per cycle,
-# so a tile repacking k*n elements must compute ~256 k*n multiply-adds to keep that under
-# ~1/8 of its time (a 128x784x512 product in 7 column tiles packed its lhs 7 times: +40% CPU)
-TILE_WORK_PER_PACKED = 256
+# does ~32 float32 multiply-adds per cycle in gemm's kernel but packs an element in ~3 cycles
+# (perf: sgemm_itcopy), so a tile repacking k*n elements computes 512 k*n multiply-adds to
+# keep that near 1/5 of its time (a 128x784x512 product in 7 column tiles packed its lhs 7
+# times: +40% CPU; a 1024^3 one in 4 row tiles +20%, and on a loaded 2-core machine the second
+# thread rarely comes: 2 tiles)
+TILE_WORK_PER_PACKED = 512
 MAX_TILES = 8             # tiles of rows or columns
 MAX_PARTIALS = 4          # tiles of the contracted dimension (each a partial product)
 TILE_ALIGN = 16           # tile edges on multiples of this (the micro-kernels' blocking)
