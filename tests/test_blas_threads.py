@@ -1,7 +1,8 @@
 """BLAS threads: every gemm sets the thread count of SciPy's OpenBLAS for its size (one thread
-for small and mid-size products, more only for large ones, never above tracejit_num_threads).
-The count is read back from OpenBLAS; products are checked against NumPy, exactly where the
-inputs make every sum exact, so 1 and N threads must agree bit for bit."""
+for small and mid-size products; large ones run as tiles on our pool, one BLAS thread each;
+LAPACK calls get more threads for large sizes, never above tracejit_num_threads). The count is
+read back from OpenBLAS; products are checked against NumPy, exactly where the inputs make
+every sum exact, and 1 and N threads must agree bit for bit."""
 import os
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 import tracejit
-from tracejit.backend.llvm import blas
+from tracejit.backend.llvm import blas, linalg, thread_pool
 
 
 @pytest.fixture
@@ -32,42 +33,61 @@ def _exact(shape, dtype, seed):
     return np.random.default_rng(seed).integers(-4, 5, shape).astype(dtype)
 
 
-@pytest.mark.parametrize("m,k,n,dtype,threads", [
-    (128, 784, 512, np.float32, 1),      # the MLP's product: stalled on 2 threads
-    (512, 512, 512, np.float32, 1),
-    (1024, 1024, 1024, np.float32, 2),   # 2**30 multiply-adds: two threads' worth
-    (64, 64, 64, np.float64, 1),
-    (512, 1024, 1024, np.float64, 2),
+@pytest.mark.parametrize("m,k,n,dtype", [
+    (128, 784, 512, np.float32),      # the MLP's product: stalled on 2 OpenBLAS threads
+    (512, 512, 512, np.float32),
+    (1024, 1024, 1024, np.float32),   # tiled on our pool, one BLAS thread per tile
+    (64, 64, 64, np.float64),
+    (512, 1024, 1024, np.float64),
 ])
-def test_thread_count_set_per_call(cap, m, k, n, dtype, threads):
+def test_thread_count_set_per_call(cap, m, k, n, dtype):
+    """A product that is not tiled (below linalg.POOL_GEMM_WORK, or too little work per
+    element a tile would repack) gets blas.threads_for its work (one thread at these sizes);
+    a tiled one runs on our pool, each tile on one BLAS thread."""
     cap(4)
     get = _openblas_get()
     a, b = _exact((m, k), dtype, 0), _exact((k, n), dtype, 1)
     with tracejit.enable_x64(dtype == np.float64):
         out = np.asarray(tracejit.jit(lambda x, y: x @ y)(a, b))
     assert out.dtype == dtype
-    assert get() == threads == blas.threads_for(blas.gemm_work(np.dtype(dtype), m, n, k))
+    tiled = linalg.tile_plan(np.dtype(dtype), m, n, k) is not None
+    work = blas.gemm_work(np.dtype(dtype), m, n, k)
+    assert work >= linalg.POOL_GEMM_WORK or not tiled
+    assert get() == (1 if tiled else blas.threads_for(work)) == 1
     np.testing.assert_array_equal(out, a @ b)
 
 
 def test_cap_bounds_threads_and_results_match(cap):
+    """The tiles depend on the shapes only: 1 and 2 threads give the same bits, also for
+    inexact inputs (each output element is one tile's, or tile 0's sum plus the partials in
+    a fixed order)."""
     get = _openblas_get()
     a, b = _exact((1024, 1024), np.float32, 2), _exact((1024, 1024), np.float32, 3)
     f = tracejit.jit(lambda x, y: x @ y)
     cap(1)
     one = np.asarray(f(a, b))
     assert get() == 1
-    cap(2)   # the same compiled program: the cap is read by native code at each call
+    cap(2)   # the same compiled program: the pool's thread count is read at each call
     two = np.asarray(f(a, b))
-    assert get() == 2
+    assert get() == 1 and thread_pool.workers_alive() >= 1
     np.testing.assert_array_equal(one, two)
     np.testing.assert_array_equal(one, a @ b)
-    # inexact inputs: the split over rows/columns leaves each dot product's order alone
     x = np.random.default_rng(4).standard_normal((1024, 1024)).astype(np.float32)
+    g = tracejit.jit(lambda x, y: x.T @ y)   # contracted dimension tiled: partial sums
+    assert linalg.tile_plan(np.dtype(np.float32), 1024, 1024, 1024)[0] == "m"
+    for fn in (f, g):
+        cap(1)
+        one = np.asarray(fn(x, x))
+        cap(2)
+        np.testing.assert_array_equal(np.asarray(fn(x, x)), one)
+    y = x[:, :64].copy()
+    h = tracejit.jit(lambda x, y: x.T @ y)   # 64 x 1024 x 64: the contracted dim is tiled
+    assert linalg.tile_plan(np.dtype(np.float32), 64, 64, 1024 * 16) is not None
     cap(1)
-    one = np.asarray(f(x, x))
+    one = np.asarray(h(np.tile(y, (16, 1)), np.tile(y, (16, 1))))
     cap(2)
-    np.testing.assert_allclose(np.asarray(f(x, x)), one, rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(np.asarray(h(np.tile(y, (16, 1)), np.tile(y, (16, 1)))), one)
+    np.testing.assert_allclose(one, 16 * (y.T.astype(np.float64) @ y), rtol=1e-4, atol=1e-3)
 
 
 def test_batched_small_products_stay_single_threaded(cap):

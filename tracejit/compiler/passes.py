@@ -22,7 +22,8 @@ from ..core.jaxpr import (ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Literal, Var,
 from ..core.primitive import ELEMENTWISE, Primitive
 from ..lax.call import pjit_p
 from ..lax.control_flow import cond_p, scan_p, while_p
-from ..lax.elementwise import convert_element_type_p
+from ..lax.elementwise import convert_element_type_p, mul_p
+from ..lax.linalg import dot_general_p
 from ..lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p
 from .element_loops import element_loops
 from .fusion import fuse
@@ -48,6 +49,7 @@ def optimize(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
         jaxpr = _checked(simplify, jaxpr)
         jaxpr, consts = _checked(fold_constants, jaxpr, consts)
         jaxpr = _checked(cse, jaxpr)
+        jaxpr = _checked(transposed_products, jaxpr)
         jaxpr = _checked(forward_carries, jaxpr)
         jaxpr = _checked(licm, jaxpr)
         jaxpr = _checked(dce, jaxpr)
@@ -441,12 +443,152 @@ def _broadcast_last(eqn: Eqn, producer: Callable):
                 {"shape": out.aval.shape, "broadcast_dimensions": ()}, eqn.source_info)]
 
 
+def _outer_product(eqn: Eqn, producer: Callable):
+    """A dot_general whose contracted dimensions all have size 1 (an outer product: x[:, None]
+    @ y[None, :], the rank-1 gradients of a one-unit layer) is an elementwise product of the
+    two operands broadcast to the output, which fuses into its consumers; BLAS would pack both
+    operands and write the whole product. XLA rewrites it the same way. For operands and
+    output of one dtype (not bool): the one product is the value either way, and a -0.0
+    product keeps its sign as in JAX (a matmul adds it to +0.0: NumPy's, the interpreter's)."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lhs, rhs = eqn.invars
+    (out,) = eqn.outvars
+    dtype = out.aval.dtype
+    if lhs.aval.dtype != dtype or rhs.aval.dtype != dtype or dtype == np.bool_ or \
+            any(lhs.aval.shape[d] != 1 for d in lc):
+        return None
+    nb = len(lb)
+    lf = [d for d in range(lhs.aval.ndim) if d not in lc and d not in lb]
+    rf = [d for d in range(rhs.aval.ndim) if d not in rc and d not in rb]
+    eqns = []
+
+    def spread(x, batch, free, contract, first):
+        """x with its batch then free dimensions in order, broadcast to the output's shape
+        (its free dimensions at the output's positions `first`...)."""
+        perm = (*batch, *free, *contract)
+        if perm != tuple(range(x.aval.ndim)):
+            t = Var(ShapedArray(tuple(x.aval.shape[d] for d in perm), x.aval.dtype,
+                                x.aval.weak_type))
+            eqns.append(Eqn(transpose_p, [x], [t], {"permutation": perm}, eqn.source_info))
+            x = t
+        kept = tuple(x.aval.shape[:nb + len(free)])
+        if kept != x.aval.shape:
+            r = Var(ShapedArray(kept, x.aval.dtype, x.aval.weak_type))
+            eqns.append(Eqn(reshape_p, [x], [r], {"new_sizes": kept, "dimensions": None},
+                            eqn.source_info))
+            x = r
+        dims = (*range(nb), *range(first, first + len(free)))
+        if x.aval.shape == out.aval.shape:
+            return x
+        b = Var(ShapedArray(out.aval.shape, x.aval.dtype, x.aval.weak_type))
+        eqns.append(Eqn(broadcast_in_dim_p, [x], [b], {
+            "shape": out.aval.shape, "broadcast_dimensions": dims}, eqn.source_info))
+        return b
+    x = spread(lhs, lb, lf, lc, nb)
+    y = spread(rhs, rb, rf, rc, nb + len(lf))
+    try:
+        if mul_p.abstract_eval(x.aval, y.aval) != [out.aval]:
+            return None
+    except (TypeError, ValueError):
+        return None
+    return eqns + [Eqn(mul_p, [x, y], [out], {}, eqn.source_info)]
+
+
+def _gemm_order(ndim: int, batch: Sequence[int], contract: Sequence[int], free: Sequence[int]
+                ) -> bool:
+    """Whether an operand with these dimension roles is a row-major stack of matrices BLAS
+    reads as it is (the native lowering's test): batch dimensions leading and in order, then
+    the free and the contracted dimensions as two groups, either group first."""
+    nb = len(batch)
+    rest = list(range(nb, ndim))
+    return list(batch) == list(range(nb)) and rest in (
+        sorted(free) + list(contract), list(contract) + sorted(free))
+
+
+def _fold_transposed_operands(eqn: Eqn, producer: Callable):
+    """dot_general(transpose(x), y) reads x with its dimension numbers renamed, when that makes
+    x an operand BLAS takes as it is (a transposed one is a flag of gemm): XLA passes layouts,
+    we would otherwise copy x first. The free dimensions must keep their order (they set the
+    output's)."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    dims = [[lc, lb], [rc, rb]]
+    invars = list(eqn.invars)
+    changed = False
+    for i, v in enumerate(eqn.invars):
+        p = producer(v)
+        if p is None or p.primitive is not transpose_p:
+            continue
+        perm = p.params["permutation"]
+        contract, batch = dims[i]
+        free = [d for d in range(len(perm)) if d not in contract and d not in batch]
+        moved_free = [perm[d] for d in free]
+        moved = ([perm[d] for d in contract], [perm[d] for d in batch])
+        if moved_free != sorted(moved_free) or not _gemm_order(len(perm), moved[1], moved[0],
+                                                               moved_free):
+            continue
+        dims[i] = [tuple(moved[0]), tuple(moved[1])]
+        invars[i] = p.invars[0]
+        changed = True
+    if not changed:
+        return None
+    (lc, lb), (rc, rb) = dims
+    params = dict(eqn.params, dimension_numbers=((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb))))
+    return Eqn(dot_general_p, invars, eqn.outvars, params, eqn.source_info)
+
+
+def transposed_products(jaxpr: Jaxpr) -> Jaxpr:
+    """transpose(dot_general(x, y)) that only swaps the two operands' free dimensions (JAX's
+    transpose rule of a product gives these: the weight gradient x^T dy, then .T) becomes
+    dot_general(y, x): the product written in the order wanted instead of a transposing copy.
+    Only for a product read nowhere else (else it would be computed twice), so this runs after
+    cse has merged equal products; dce then drops the old product."""
+    return _transposed_products(jaxpr, {})
+
+
+def _transposed_products(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
+    uses: dict[Var, int] = {}
+    for v in [x for eqn in jaxpr.eqns for x in eqn.invars] + list(jaxpr.outvars):
+        if isinstance(v, Var):
+            uses[v] = uses.get(v, 0) + 1
+    producers: dict[Var, Eqn] = {}
+    eqns = []
+    for eqn in jaxpr.eqns:
+        eqn = map_subjaxprs(eqn, _on_body(lambda j: _transposed_products(j, memo)), memo)
+        p = producers.get(eqn.invars[0]) if eqn.primitive is transpose_p else None
+        if p is not None and p.primitive is dot_general_p and uses[eqn.invars[0]] == 1:
+            eqn = _swapped_product(eqn, p) or eqn
+        eqns.append(eqn)
+        producers.update((v, eqn) for v in eqn.outvars)
+    return _rebuild(jaxpr, eqns=eqns)
+
+
+def _swapped_product(eqn: Eqn, p: Eqn) -> Eqn | None:
+    """The product `p` with its operands swapped, computing the transpose `eqn`'s result; None
+    when the transpose is not the swap of the two free groups."""
+    (lc, rc), (lb, rb) = p.params["dimension_numbers"]
+    lhs, rhs = p.invars
+    nb = len(lb)
+    nl = lhs.aval.ndim - len(lc) - nb
+    nr = rhs.aval.ndim - len(rc) - nb
+    if eqn.params["permutation"] != (*range(nb), *range(nb + nl, nb + nl + nr),
+                                     *range(nb, nb + nl)):
+        return None
+    params = dict(p.params, dimension_numbers=((rc, lc), (rb, lb)))
+    try:
+        if dot_general_p.abstract_eval(rhs.aval, lhs.aval, **params) != [eqn.outvars[0].aval]:
+            return None
+    except (TypeError, ValueError):
+        return None
+    return Eqn(dot_general_p, [rhs, lhs], eqn.outvars, params, eqn.source_info)
+
+
 # rewrites of particular primitives (keyed by the primitive object)
 _SPECIFIC_RULES: dict[Primitive, tuple[Callable, ...]] = {
     convert_element_type_p: (_drop_same_type_convert,),
     reshape_p: (_merge_reshapes,), squeeze_p: (_merge_reshapes,),
     broadcast_in_dim_p: (_merge_reshapes,),
     transpose_p: (_merge_transposes,),
+    dot_general_p: (_outer_product, _fold_transposed_operands),
 }
 
 

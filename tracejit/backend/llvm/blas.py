@@ -30,11 +30,12 @@ def _address(name: str) -> int:
 
 
 @functools.cache
-def gemm_symbol(dtype: np.dtype) -> str:
-    """The name generated code calls ?gemm by, bound to SciPy's function for this process."""
+def gemm_symbol(dtype: np.dtype, routine: str = "gemm") -> str:
+    """The name generated code calls ?gemm (or ?gemv: routine="gemv") by, bound to SciPy's
+    function for this process."""
     import llvmlite.binding as llvm
-    name = {np.dtype(np.float32): "sgemm", np.dtype(np.float64): "dgemm",
-            np.dtype(np.complex64): "cgemm", np.dtype(np.complex128): "zgemm"}[np.dtype(dtype)]
+    name = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
+            np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}[np.dtype(dtype)] + routine
     symbol = f"tracejit_scipy_{name}"
     llvm.add_symbol(symbol, _address(name))
     return symbol

@@ -1,11 +1,13 @@
-"""Structural rule for dot_general: large float/complex products through BLAS gemm, the rest
-(small, integer, half precision, unusual layouts) as an inline loop nest. codegen's Emitter
+"""Structural rule for dot_general: large float/complex products through BLAS (?gemv for one
+row or column, ?gemm otherwise, large ones as tiles on our thread pool), the rest (small,
+integer, half precision, unusual layouts) as an inline loop nest. codegen's Emitter
 dispatches to it through `rules.STRUCTURAL`."""
 from __future__ import annotations
 
 import math
 
 import llvmlite.ir as ir
+import numpy as np
 
 from ...core import dtypes
 from ...core.avals import ShapedArray
@@ -16,7 +18,7 @@ from .codegen import I8P, Buf, Emitter, Scalar, _as_value
 from .reductions import _acc_dtype, _combine
 from .rules import STRUCTURAL
 from .scalar_ops import convert, emit_scalar
-from .types import I8, I64, const, reg_type
+from .types import I8, I64, const, mem_type, reg_type
 
 
 def _gemm_layout(aval: ShapedArray, batch: tuple, contract: tuple, free: list[int]):
@@ -33,6 +35,7 @@ def _gemm_layout(aval: ShapedArray, batch: tuple, contract: tuple, free: list[in
     return None
 
 
+I32 = ir.IntType(32)
 _BLAS_MIN_FLOPS = 32 * 32 * 32
 _GEMM_DTYPES = (dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128)
 
@@ -54,52 +57,275 @@ def _dot_general(em: Emitter, eqn, ins, dests):
         rt = _gemm_layout(rhs.aval, rb, rf, rc)
         if lt is not None and rt is not None:
             batch = math.prod(lhs.aval.shape[d] for d in lb)
+            if m == 1 or n == 1:
+                _emit_gemv(em, dtype, lhs, rhs, out, batch, m, n, k, lt, rt)
+                return [out]
             _emit_gemm(em, dtype, lhs, rhs, out, batch, m, n, k, lt, rt)
             return [out]
     return _dot_loops(em, eqn, lhs, rhs, out, dests, lc, rc, lb, rb, lf, rf)
 
 
-def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: int, n: int,
-               k: int, lhs_t: bool, rhs_t: bool) -> None:
-    """Row-major C[m,n] = A·B through Fortran BLAS: C^T = B^T·A^T (column-major), per batch.
-    Each product first sets BLAS's thread count for its size (blas.py: the work of one product,
-    not the batch's: a batch of small products must not wake threads for each)."""
-    from .blas import gemm_symbol, gemm_work, threads_symbol
-    b = em.b
-    ft = reg_type(dtype)
+def _fortran_args(b: ir.IRBuilder, alloca, dtype, args: list) -> list:
+    """Fortran's by-reference arguments: one-letter strings as i8 slots, ints (Python or i64
+    values) as i32 slots, scalars of `dtype` (floats) as slots of its type, pointers as they
+    are. `alloca(type)` makes a slot in the calling function's entry block."""
     i32 = ir.IntType(32)
-    fnty = ir.FunctionType(ir.VoidType(), [I8P, I8P] + [i32.as_pointer()] * 3 +
-                           [ft.as_pointer()] * 2 + [i32.as_pointer()] + [ft.as_pointer()] +
-                           [i32.as_pointer()] + [ft.as_pointer()] * 2 + [i32.as_pointer()])
-    symbol = gemm_symbol(dtype)
-    fn = em.module.globals.get(symbol) or ir.Function(em.module, fnty, name=symbol)
+    out = []
+    for a in args:
+        if isinstance(a, str):
+            slot = alloca(I8)
+            b.store(ir.Constant(I8, ord(a)), slot)
+        elif isinstance(a, int):
+            slot = alloca(i32)
+            b.store(ir.Constant(i32, a), slot)
+        elif isinstance(a, float):
+            slot = alloca(reg_type(dtype))
+            b.store(const(dtype, a), slot)
+        elif a.type == I64:
+            slot = alloca(i32)
+            b.store(b.trunc(a, i32), slot)
+        else:
+            slot = a
+        out.append(slot)
+    return out
 
-    def slot(t, value):
-        ptr = em._entry_alloca(t)
-        b.store(value, ptr)
-        return ptr
 
-    def char(c):
-        return slot(I8, ir.Constant(I8, ord(c)))
+def _blas_fn(module: ir.Module, dtype, routine: str) -> ir.Function:
+    """The declaration of SciPy's ?gemm / ?gemv in `module` (Fortran: every argument by
+    pointer; declared as i8* so one type serves every dtype)."""
+    from .blas import gemm_symbol
+    symbol = gemm_symbol(dtype, routine)
+    n_args = {"gemm": 13, "gemv": 11}[routine]
+    return module.globals.get(symbol) or ir.Function(
+        module, ir.FunctionType(ir.VoidType(), [I8P] * n_args), name=symbol)
 
-    # B (rhs) is op(X1): row-major [k,n] is column-major [n,k] = B^T ('N', ld n);
-    # stored [n,k] it is column-major [k,n] = B, so 'T' with ld k. Likewise for A.
-    ta, lda = (char("T"), k) if rhs_t else (char("N"), n)
-    tb, ldb = (char("T"), m) if lhs_t else (char("N"), k)
-    args_const = [slot(i32, ir.Constant(i32, v)) for v in (n, m, k)]
-    alpha, beta = slot(ft, const(dtype, 1)), slot(ft, const(dtype, 0))
-    lda_p, ldb_p, ldc_p = (slot(i32, ir.Constant(i32, v)) for v in (lda, ldb, n))
+
+def _call_blas(b: ir.IRBuilder, alloca, module, dtype, routine: str, args: list) -> None:
+    fn = _blas_fn(module, dtype, routine)
+    b.call(fn, [b.bitcast(a, I8P) for a in _fortran_args(b, alloca, dtype, args)])
+
+
+def _set_blas_threads(em: Emitter, work: int) -> None:
+    from .blas import threads_symbol
     threads = threads_symbol()
     set_threads = em.module.globals.get(threads) or ir.Function(
         em.module, ir.FunctionType(ir.VoidType(), [I64]), name=threads)
-    b.call(set_threads, [ir.Constant(I64, gemm_work(dtype, m, n, k))])
+    em.b.call(set_threads, [ir.Constant(I64, work)])
+
+
+def _emit_gemv(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: int, n: int,
+               k: int, lhs_t: bool, rhs_t: bool) -> None:
+    """A product with one output row or column (m == 1 or n == 1) through ?gemv: gemm would
+    pack the whole matrix operand first, a second pass over it (a 4096x256 by 256x1 sgemm
+    took 0.20 ms, the sgemv 0.06 ms). The vector operand is contiguous in either layout."""
+    from .blas import gemm_work
+    b = em.b
+    if n == 1:  # out[m] = A[m,k] x: A row-major [m,k] is column-major [k,m] (ld k)
+        mat, vec, trans, rows, cols = lhs, rhs, ("N" if lhs_t else "T"), \
+            (m if lhs_t else k), (k if lhs_t else m)
+    else:  # out[n] = x B[k,n]: B row-major [k,n] is column-major [n,k] (ld n)
+        mat, vec, trans, rows, cols = rhs, lhs, ("T" if rhs_t else "N"), \
+            (k if rhs_t else n), (n if rhs_t else k)
+    _set_blas_threads(em, gemm_work(dtype, m, n, k))
 
     def one(i):
-        a_ptr = b.gep(rhs.ptr, [b.mul(i, ir.Constant(I64, k * n))], inbounds=True)
-        b_ptr = b.gep(lhs.ptr, [b.mul(i, ir.Constant(I64, m * k))], inbounds=True)
-        c_ptr = b.gep(out.ptr, [b.mul(i, ir.Constant(I64, m * n))], inbounds=True)
-        b.call(fn, [ta, tb, *args_const, alpha, a_ptr, lda_p, b_ptr, ldb_p, beta, c_ptr, ldc_p])
+        def at(buf, size):
+            return b.gep(buf.ptr, [b.mul(i, ir.Constant(I64, size))], inbounds=True)
+        _call_blas(b, em._entry_alloca, em.module, dtype, "gemv",
+                   [trans, rows, cols, 1.0, at(mat, mat.aval.size // batch),
+                    rows, at(vec, vec.aval.size // batch), 1, 0.0,
+                    at(out, m * n), 1])
     em.loop(batch, one, name="batch")
+
+
+# --- large products as tiles on our thread pool ----------------------------------------------
+# OpenBLAS's own threads stall when a core is busy (blas.py: a 4096x256x256 sgemm step took
+# 100-200 ms on its 2 threads against 16 ms on one). A large product instead runs as tiles on
+# our pool (thread_pool.py), each tile a single-threaded gemm; threads claim tiles as they come
+# free, so a thread the scheduler delays holds back one tile, and with one thread the caller
+# runs every tile itself. The tiling depends only on the shapes, never on the thread count.
+POOL_GEMM_WORK = 1 << 24  # float32 multiply-adds from which a product is tiled (~0.3 ms)
+TILE_WORK = 1 << 22       # at least this much work per tile
+# ... and at least this many multiply-adds per element each extra tile packs or writes: a core
+# does ~32 float32 multiply-adds per cycle in gemm's kernel but packs an element in ~3 cycles
+# (perf: sgemm_itcopy), so a tile repacking k*n elements computes 512 k*n multiply-adds to
+# keep that near 1/5 of its time (a 128x784x512 product in 7 column tiles packed its lhs 7
+# times: +40% CPU; a 1024^3 one in 4 row tiles +20%, and on a loaded 2-core machine the second
+# thread rarely comes: 2 tiles)
+TILE_WORK_PER_PACKED = 512
+MAX_TILES = 8             # tiles of rows or columns
+MAX_PARTIALS = 4          # tiles of the contracted dimension (each a partial product)
+TILE_ALIGN = 16           # tile edges on multiples of this (the micro-kernels' blocking)
+
+
+def tile_plan(dtype, m: int, n: int, k: int) -> tuple[str, int, int] | None:
+    """How a product is split over the pool: (axis, per, tiles) -- the output's rows ("m") or
+    columns ("n"), or the contracted dimension ("k": each tile's partial product, summed after
+    in a fixed order) in tiles of `per` -- or None (one call). The axis is the one whose split
+    costs least extra memory traffic: tiling m repacks the rhs (k*n) per tile, tiling n the lhs
+    (m*k), tiling k writes and sums a partial output (~3*m*n)."""
+    from .blas import gemm_work
+    work = gemm_work(dtype, m, n, k)
+    if work < POOL_GEMM_WORK:
+        return None
+    costs = {"m": k * n, "n": m * k}
+    if np.dtype(dtype).kind == "f":
+        costs["k"] = 3 * m * n
+    axis = min(costs, key=costs.get)
+    size = {"m": m, "n": n, "k": k}[axis]
+    tiles = min(MAX_PARTIALS if axis == "k" else MAX_TILES,
+                work // max(TILE_WORK, TILE_WORK_PER_PACKED * costs[axis]), size // TILE_ALIGN)
+    if tiles < 2:
+        return None
+    per = -(-size // tiles)
+    per = -(-per // TILE_ALIGN) * TILE_ALIGN
+    tiles = -(-size // per)
+    return (axis, per, tiles) if tiles >= 2 else None
+
+
+def _tile_body(module: ir.Module, dtype, plan, m: int, n: int, k: int, lhs_t: bool,
+               rhs_t: bool) -> ir.Function:
+    """`void body(i8* ctx, i64 tile)`: one tile's single-threaded gemm. ctx holds the rhs,
+    lhs, output and partials pointers of one product."""
+    from . import thread_pool
+    axis, per, _ = plan
+    fn = ir.Function(module, thread_pool.BODY_TYPE, name=module.get_unique_name("gemm_tiles"))
+    fn.linkage = "internal"
+    entry = fn.append_basic_block("entry")
+    b = ir.IRBuilder(entry)
+    ptr_t = mem_type(dtype).as_pointer()
+    ctx = b.bitcast(fn.args[0], ptr_t.as_pointer())
+    rhs, lhs, out, parts = (b.load(b.gep(ctx, [ir.Constant(I64, j)], inbounds=True))
+                            for j in range(4))
+    tile = fn.args[1]
+
+    def alloca(t):
+        with b.goto_block(entry):
+            b.position_at_start(entry)
+            return b.alloca(t)
+
+    def c64(v):
+        return ir.Constant(I64, v)
+    size = {"m": m, "n": n, "k": k}[axis]
+    lo = b.mul(tile, c64(per))
+    count = b.sub(c64(size), lo)
+    count = b.select(b.icmp_signed("<", count, c64(per)), count, c64(per))
+
+    def at(ptr, offset):
+        return b.gep(ptr, [offset], inbounds=True)
+    # Fortran computes C^T[n,m] = op(rhs^T)[n,k] op(lhs^T)[k,m] (see _emit_gemm)
+    dims = {"m": m, "n": n, "k": k}
+    dims[axis] = count
+    if axis == "m":
+        lhs = at(lhs, lo if lhs_t else b.mul(lo, c64(k)))
+        out = at(out, b.mul(lo, c64(n)))
+    elif axis == "n":
+        rhs = at(rhs, b.mul(lo, c64(k)) if rhs_t else lo)
+        out = at(out, lo)
+    else:
+        lhs = at(lhs, b.mul(lo, c64(m)) if lhs_t else lo)
+        rhs = at(rhs, lo if rhs_t else b.mul(lo, c64(n)))
+        # tile 0 writes the output, tile t > 0 partial t-1
+        part = at(parts, b.mul(b.sub(tile, c64(1)), c64(m * n)))
+        out = b.select(b.icmp_signed("==", tile, c64(0)), out, part)
+    _call_blas(b, alloca, module, dtype, "gemm",
+               ["T" if rhs_t else "N", "T" if lhs_t else "N", dims["n"], dims["m"], dims["k"],
+                1.0, rhs, k if rhs_t else n, lhs, m if lhs_t else k, 0.0, out, n])
+    b.ret_void()
+    return fn
+
+
+def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: int, n: int,
+               k: int, lhs_t: bool, rhs_t: bool) -> None:
+    """Row-major C[m,n] = A·B through Fortran BLAS: C^T = B^T·A^T (column-major), per batch.
+    A product below POOL_GEMM_WORK first sets BLAS's thread count for its size (blas.py: the
+    work of one product, not the batch's: a batch of small products must not wake threads for
+    each) and makes one call; a larger one runs as tiles on our pool (tile_plan)."""
+    from .blas import gemm_work
+    b = em.b
+    plan = tile_plan(dtype, m, n, k)
+    body = ctx = parts = None
+    tiles = 0
+    if plan is None:
+        _set_blas_threads(em, gemm_work(dtype, m, n, k))
+    else:
+        _set_blas_threads(em, 0)  # (one thread per tile)
+        body = _tile_body(em.module, dtype, plan, m, n, k, lhs_t, rhs_t)
+        ptr_t = mem_type(dtype).as_pointer()
+        ctx = em._entry_alloca(ir.ArrayType(ptr_t, 4))
+        axis, _, tiles = plan
+        parts = em.alloc(ShapedArray(((tiles - 1) * m * n,), np.dtype(dtype))) \
+            if axis == "k" else None
+
+    def one(i):
+        def at(buf, size):
+            return b.gep(buf.ptr, [b.mul(i, ir.Constant(I64, size))], inbounds=True)
+        a_ptr, b_ptr, c_ptr = at(rhs, k * n), at(lhs, m * k), at(out, m * n)
+        if plan is None:
+            # B (rhs) is op(X1): row-major [k,n] is column-major [n,k] = B^T ('N', ld n);
+            # stored [n,k] it is column-major [k,n] = B, so 'T' with ld k. Likewise for A.
+            _call_blas(b, em._entry_alloca, em.module, dtype, "gemm",
+                       ["T" if rhs_t else "N", "T" if lhs_t else "N", n, m, k, 1.0,
+                        a_ptr, k if rhs_t else n, b_ptr, m if lhs_t else k, 0.0, c_ptr, n])
+            return
+        if parts is not None:
+            _run_tiles(em, body, ctx, [a_ptr, b_ptr, c_ptr, parts.ptr], tiles)
+            _sum_partials(em, c_ptr, parts.ptr, tiles - 1, m * n)
+            return
+        # row or column tiles give each output element the same sum as one call: with one
+        # thread, one call (each tile would repack the other operand: +20% for 1024^3)
+        with b.if_else(_one_thread(em)) as (serial, tiled):
+            with serial:
+                _call_blas(b, em._entry_alloca, em.module, dtype, "gemm",
+                           ["T" if rhs_t else "N", "T" if lhs_t else "N", n, m, k, 1.0,
+                            a_ptr, k if rhs_t else n, b_ptr, m if lhs_t else k, 0.0, c_ptr, n])
+            with tiled:
+                _run_tiles(em, body, ctx, [a_ptr, b_ptr, c_ptr, None], tiles)
+    em.loop(batch, one, name="batch")
+    if parts is not None:
+        em.release(parts)
+
+
+def _one_thread(em: Emitter) -> ir.Value:
+    """i1: whether the pool runs with one thread now (tracejit_num_threads, read per call)."""
+    from . import thread_pool
+    thread_pool.symbol()  # (binds the pool's globals)
+    wanted = em.module.globals.get(thread_pool.WANTED_SYMBOL)
+    if wanted is None:
+        wanted = ir.GlobalVariable(em.module, I64, thread_pool.WANTED_SYMBOL)
+        wanted.linkage = "external"
+    return em.b.icmp_signed("<=", em.b.load_atomic(wanted, "monotonic", 8),
+                            ir.Constant(I64, 1))
+
+
+def _run_tiles(em: Emitter, body: ir.Function, ctx, ptrs: list, tiles: int) -> None:
+    """Fill the tile bodies' context (None: a null pointer) and run `tiles` of them on the
+    pool; then leave if Ctrl-C made the pool skip some."""
+    from . import thread_pool
+    from .interrupt import emit_poll
+    b = em.b
+    ptr_t = ctx.type.pointee.element
+    for j, p in enumerate(ptrs):
+        b.store(ir.Constant(ptr_t, None) if p is None else p,
+                b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, j)], inbounds=True))
+    pool_fn = em.module.globals.get(thread_pool.symbol()) or ir.Function(
+        em.module, ir.FunctionType(ir.VoidType(), [I8P, I8P, I64]), thread_pool.SYMBOL)
+    b.call(pool_fn, [b.bitcast(body, I8P), b.bitcast(ctx, I8P), ir.Constant(I64, tiles)])
+    emit_poll(em)  # Ctrl-C made the pool skip tiles: leave now (the outputs are discarded)
+
+
+def _sum_partials(em: Emitter, out, parts, count: int, size: int) -> None:
+    """out += parts[0] + ... + parts[count-1], element by element, always in that order."""
+    b = em.b
+
+    def add(i):
+        ptr = b.gep(out, [i], inbounds=True)
+        acc = b.load(ptr)
+        for j in range(count):
+            acc = b.fadd(acc, b.load(b.gep(parts, [b.add(i, ir.Constant(I64, j * size))],
+                                           inbounds=True)))
+        b.store(acc, ptr)
+    em.loop(size, add, over_data=False)
 
 
 def _dot_loops(em: Emitter, eqn, lhs, rhs, out: Buf, dests, lc, rc, lb, rb, lf, rf):

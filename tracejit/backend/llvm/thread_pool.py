@@ -363,6 +363,7 @@ def _make_code():
     code, _ = jit_engine.load(parsed)
     llvm.add_symbol(SYMBOL, code.address(SYMBOL))
     llvm.add_symbol(_BUSY, code.global_address(_BUSY))  # (blas.py gives 1 thread while set)
+    llvm.add_symbol(_WANTED, code.global_address(_WANTED))  # (linalg.py: tile or not)
     _write_wanted(code, config.read("tracejit_num_threads"))
     config.watch("tracejit_num_threads", lambda value: _write_wanted(code, value))
     shutdown = ctypes.CFUNCTYPE(None)(code.address(_SHUTDOWN))
@@ -385,6 +386,9 @@ def _forget_threads(code) -> None:
     creates new ones (and a call the parent had in flight is not this process's)."""
     for name in (_WORKERS, _BUSY, _REFS, _SLEEPERS):
         _word(code, name).value = 0
+
+
+WANTED_SYMBOL = _WANTED  # i64: the threads a parallel call uses now, the caller included
 
 
 def symbol() -> str:

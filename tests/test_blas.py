@@ -1,0 +1,225 @@
+"""Products through BLAS (backend/llvm/linalg.py) and the passes that shape them
+(compiler/passes.py): one gemm call, gemm tiles on our pool (rows, columns or the contracted
+dimension), ?gemv for one-row/one-column products, outer products rewritten as a broadcast
+multiply, transposed operands read through gemm's flags, transposed products computed in the
+order wanted. Each against NumPy in float64 (within the reassociation bound of a length-k dot
+product) and against the reference interpreter."""
+import numpy as np
+import pytest
+
+import tracejit
+import tracejit.numpy as jnp
+from tracejit import lax
+from tracejit.backend.llvm import linalg
+
+F32, F64, C64 = np.float32, np.float64, np.complex64
+
+
+def _operand(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    if np.dtype(dtype).kind in "iu":
+        x = rng.integers(-9, 10, shape)
+    return np.asarray(x).astype(dtype)
+
+
+def _reference(f, *args):
+    """f on the reference interpreter, and on float64/complex128 copies of the operands."""
+    interp = np.asarray(tracejit.jit(f, backend="interpret")(*args))
+    wide = [a.astype(np.complex128 if a.dtype.kind == "c" else np.float64) for a in args]
+    with tracejit.enable_x64():
+        exact = np.asarray(tracejit.jit(f, backend="interpret")(*wide))
+    return interp, exact
+
+
+def _check(f, args, k, *, exact_ints=False):
+    got = np.asarray(tracejit.jit(f)(*args))
+    interp, exact = _reference(f, *args)
+    assert got.dtype == interp.dtype and got.shape == interp.shape
+    if exact_ints or got.dtype.kind in "iub":
+        np.testing.assert_array_equal(got, interp)
+        return got
+    # |error| <= k u sum|terms| per element (Higham 3.5), u = eps/2: bound by |A||B|
+    absf = lambda *xs: np.abs(np.asarray(  # noqa: E731
+        tracejit.jit(f, backend="interpret")(*[np.abs(x).astype(np.float64) for x in xs])))
+    with tracejit.enable_x64():
+        scale = absf(*args)
+    eps = np.finfo(got.dtype).eps
+    bound = (k + 2) * eps * scale + np.finfo(got.dtype).tiny
+    assert np.all(np.abs(got - exact) <= bound), np.max(np.abs(got - exact) / bound)
+    assert np.all(np.abs(interp - exact) <= bound)
+    return got
+
+
+def _dot(dn):
+    return lambda a, b: lax.dot_general(a, b, dn)
+
+
+MM = (([1], [0]), ([], []))      # a @ b
+TN = (([0], [0]), ([], []))      # a.T @ b
+NT = (([1], [1]), ([], []))      # a @ b.T
+TT = (([0], [1]), ([], []))      # a.T @ b.T
+
+
+@pytest.mark.parametrize("a_shape,b_shape,dn,dtype,axis", [
+    ((64, 96), (96, 80), MM, F32, None),              # one call
+    ((2000, 128), (128, 128), MM, F32, "m"),          # uneven row tiles
+    ((128, 2000), (128, 128), TN, F32, "m"),          # transposed lhs, row tiles
+    ((256, 64), (2048, 256), TT, F32, "n"),           # column tiles, both transposed
+    ((64, 256), (256, 2048), MM, F32, "n"),
+    ((8192, 64), (8192, 64), TN, F32, "k"),           # contracted dim tiled: partials
+    ((64, 8192), (64, 8192), NT, F32, "k"),
+    ((40, 9000), (24, 9000), NT, F64, "k"),           # uneven partials
+    ((512, 64), (64, 128), MM, C64, "m"),             # complex: rows/columns only
+    ((64, 256), (256, 2048), MM, C64, "n"),
+])
+def test_gemm_paths_match_numpy(a_shape, b_shape, dn, dtype, axis):
+    with tracejit.enable_x64(dtype == F64):
+        a, b = _operand(a_shape, dtype, 0), _operand(b_shape, dtype, 1)
+        (lc, _), _ = dn
+        k = a_shape[lc[0]]
+        m, n = a.size // k, b.size // k
+        plan = linalg.tile_plan(np.dtype(dtype), m, n, k)
+        assert (plan and plan[0]) == axis
+        _check(_dot(dn), (a, b), k)
+
+
+@pytest.mark.parametrize("a_shape,b_shape,dn", [
+    ((3000, 300), (300, 1), MM),      # one column: gemv on the lhs
+    ((300, 3000), (300, 1), TN),      # ... transposed lhs
+    ((1, 300), (300, 700), MM),       # one row: gemv on the rhs
+    ((300,), (700, 300), (([0], [1]), ([], []))),   # vector @ matrix.T
+    ((50000,), (50000,), (([0], [0]), ([], []))),   # a dot product
+    ((3, 300, 1), (3, 300, 200), (([1], [1]), ([0], [0]))),   # batched gemv
+    ((3, 1, 300), (3, 200, 300), (([2], [2]), ([0], [0]))),
+])
+@pytest.mark.parametrize("dtype", [F32, C64])
+def test_gemv_paths_match_numpy(a_shape, b_shape, dn, dtype):
+    a, b = _operand(a_shape, dtype, 2), _operand(b_shape, dtype, 3)
+    (lc, _), _ = dn
+    _check(_dot(dn), (a, b), a_shape[lc[0]])
+
+
+def test_batched_tiled_products():
+    a, b = _operand((2, 1024, 128), F32, 4), _operand((2, 128, 128), F32, 5)
+    assert linalg.tile_plan(np.dtype(F32), 1024, 128, 128)[0] == "m"
+    _check(lambda a, b: a @ b, (a, b), 128)
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((0, 64), (64, 32)), ((64, 0), (0, 32)),
+                                             ((64, 32), (32, 0))])
+def test_empty_products(a_shape, b_shape):
+    a, b = _operand(a_shape, F32, 6), _operand(b_shape, F32, 7)
+    got = np.asarray(tracejit.jit(lambda a, b: a @ b)(a, b))
+    np.testing.assert_array_equal(got, np.zeros((a_shape[0], b_shape[1]), F32))
+
+
+def test_integer_products_are_exact():
+    a, b = _operand((64, 96), np.int32, 8), _operand((96, 64), np.int32, 9)
+    np.testing.assert_array_equal(np.asarray(tracejit.jit(lambda a, b: a @ b)(a, b)), a @ b)
+
+
+def _kernels(f, *args) -> str:
+    return tracejit.jit(f).lower(*args).compile().as_text()
+
+
+@pytest.mark.parametrize("a_shape,b_shape,dn,dtype", [
+    ((4096, 1), (256, 1), NT, F32),                       # the one-unit layer's gradient
+    ((1, 300), (1, 200), TN, F64),
+    ((3, 5, 1), (3, 1, 7), (([2], [1]), ([0], [0])), F32),     # batched
+    ((1, 5, 3), (7, 1, 3), (([0], [1]), ([2], [2])), F32),     # batch dims last
+    ((6, 1, 4, 1), (1, 5, 1), (([1, 3], [0, 2]), ([], [])), F32),
+    ((40, 1), (1, 30), MM, np.int32),
+    ((40, 1), (1, 30), MM, np.float16),
+    ((40,), (30,), (([], []), ([], [])), C64),            # no contracted dims at all
+])
+def test_outer_products_become_a_fused_multiply(a_shape, b_shape, dn, dtype):
+    with tracejit.enable_x64(dtype == F64):
+        a, b = _operand(a_shape, dtype, 10), _operand(b_shape, dtype, 11)
+        f = lambda a, b: lax.dot_general(a, b, dn) * 2  # noqa: E731
+        assert "dot_general" not in _kernels(f, a, b)
+        got = np.asarray(tracejit.jit(f)(a, b))
+        # one product per element: the same bits as the interpreter's and NumPy's (a complex
+        # product may be formed with fused multiply-adds natively: within a few ulps)
+        want = np.asarray(tracejit.jit(f, backend="interpret")(a, b))
+        outer = np.einsum(_einsum(a.ndim, b.ndim, dn), a, b).astype(dtype) * dtype(2)
+        if np.dtype(dtype).kind == "c":
+            np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps)
+            np.testing.assert_allclose(got, outer, rtol=4 * np.finfo(dtype).eps)
+        else:
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(got, outer)
+
+
+def _einsum(na, nb, dn):
+    (lc, rc), (lb, rb) = dn
+    letters = iter("abcdefghij")
+    la, ra = [None] * na, [None] * nb
+    for x, y in zip(lb, rb):
+        la[x] = ra[y] = next(letters)
+    for x, y in zip(lc, rc):
+        la[x] = ra[y] = next(letters)
+    for i in range(na):
+        la[i] = la[i] or next(letters)
+    for i in range(nb):
+        ra[i] = ra[i] or next(letters)
+    out = [la[d] for d in lb] + [la[i] for i in range(na) if i not in lb and i not in lc] + \
+        [ra[i] for i in range(nb) if i not in rb and i not in rc]
+    return f"{''.join(la)},{''.join(ra)}->{''.join(out)}"
+
+
+def test_bool_outer_product_stays_a_dot():
+    a = np.array([[True], [False]])
+    b = np.array([[True, False, True]])
+    got = tracejit.jit(lambda a, b: a @ b)(a, b)
+    np.testing.assert_array_equal(np.asarray(got), a @ b)
+
+
+def test_transposed_operands_use_gemm_flags():
+    a, b = _operand((256, 128), F32, 12), _operand((200, 256), F32, 13)
+    text = _kernels(lambda a, b: a.T @ b.T, a, b)
+    assert "transpose" not in text and "kernel" not in text.split("let")[1]
+    _check(lambda a, b: a.T @ b.T, (a, b), 256)
+    # a transpose that would leave a batch dimension inside is still copied first
+    x, y = _operand((8, 3, 16), F32, 14), _operand((3, 16, 8), F32, 15)
+    f = lambda x, y: jnp.transpose(x, (1, 0, 2)) @ y  # noqa: E731
+    assert "transpose" in _kernels(f, x, y)
+    _check(f, (x, y), 16)
+
+
+def test_transposed_product_swaps_operands():
+    x, g = _operand((128, 784), F32, 16), _operand((128, 512), F32, 17)
+    f = lambda x, g: (x.T @ g).T  # noqa: E731   (the weight gradient, transposed)
+    assert "transpose" not in _kernels(f, x, g)
+    _check(f, (x, g), 128)
+    # used twice: the product is computed once and copied transposed
+    h = lambda x, g: (x.T @ g).T[:2, :3].sum() + (x.T @ g)  # noqa: E731
+    assert _kernels(h, x, g).count("dot_general") == 1
+    _check(h, (x, g), 128 * 1536)
+
+
+def test_mlp_gradient_matches_finite_differences():
+    """jit(grad) of a tanh MLP whose products take the tiled, gemv and outer-product paths."""
+    rng = np.random.default_rng(18)
+    x = rng.standard_normal((4096, 128)).astype(F32)
+    y = rng.standard_normal((4096, 1)).astype(F32)
+    w1 = (rng.standard_normal((128, 128)) / 12).astype(F32)
+    w2 = (rng.standard_normal((128, 1)) / 12).astype(F32)
+
+    def loss(w1, w2):
+        return jnp.mean((jnp.tanh(x @ w1) @ w2 - y) ** 2)
+    g1, g2 = tracejit.jit(tracejit.grad(loss, argnums=(0, 1)))(w1, w2)
+    assert linalg.tile_plan(np.dtype(F32), 128, 128, 4096) is not None
+
+    def loss64(w1, w2):
+        return np.mean((np.tanh(x.astype(F64) @ w1) @ w2 - y) ** 2)
+    h = 1e-4
+    for grad, w, i in ((g1, w1, (3, 7)), (g1, w1, (127, 0)), (g2, w2, (5, 0))):
+        up, down = w.astype(F64), w.astype(F64)
+        up[i] += h
+        down[i] -= h
+        fd = (loss64(up, w2.astype(F64)) - loss64(down, w2.astype(F64))) / (2 * h) \
+            if w is w1 else (loss64(w1.astype(F64), up) - loss64(w1.astype(F64), down)) / (2 * h)
+        assert abs(float(np.asarray(grad)[i]) - fd) <= 1e-4 + 1e-3 * abs(fd)
