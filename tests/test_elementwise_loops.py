@@ -5,6 +5,7 @@ agree with the reference interpreter; loops the pass must leave alone (a conditi
 array carry, a reduction in the body, xs, a size without a row length) are left alone and
 still compute the right thing; vmap and differentiation of such loops stay correct."""
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -229,3 +230,23 @@ def test_vectorised_sin_cos_call_the_masked_slow_path_and_match_scalar_code(dtyp
         with np.errstate(invalid="ignore"):  # (NumPy's sin/cos of inf: NaN, as ours)
             np.testing.assert_allclose(sin, np.sin(x), rtol=0, atol=tol)
             np.testing.assert_allclose(cos, np.cos(x), rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("donate", [(0,), (1,), (0, 1)])
+def test_donated_carry_is_updated_in_place_row_by_row(donate):
+    """A donated carry's buffer holds the row_map's result (IN_PLACE through the loop); a
+    donated array the loop only reads never does (each iteration reads it again)."""
+    def f(x, y):
+        return lax.fori_loop(0, 7, lambda i, c: c * 0.5 + y, x)
+    rng = np.random.default_rng(3)
+    xn, yn = rng.standard_normal((2, 4096)).astype(np.float32)
+    want = xn.copy()
+    for _ in range(7):
+        want = want * np.float32(0.5) + yn
+    x, y = jnp.asarray(xn), jnp.asarray(yn)
+    x_address = x.unsafe_buffer_pointer()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (y alone: "Some donated buffers were not usable")
+        out = tracejit.jit(f, donate_argnums=donate)(x, y)
+    np.testing.assert_array_equal(np.asarray(out), want)
+    assert (out.unsafe_buffer_pointer() == x_address) == (0 in donate)

@@ -292,3 +292,24 @@ FORWARDING.update(_CALLS + (custom_lin_p, linear_solve_p, root_p))
 IN_PLACE[while_p] = lambda eqn, j: eqn.params["cond_nconsts"] + eqn.params["body_nconsts"] + j
 IN_PLACE[scan_p] = lambda eqn, j: (eqn.params["num_consts"] + j
                                    if j < eqn.params["num_carry"] else None)
+
+
+def _row_map_in_place(eqn, j: int) -> int | None:
+    """A row_map whose body is one loop (compiler.element_loops) updates its carries in place
+    row by row, as the loop does on whole arrays: result j overwrites the operand holding the
+    initial value of its carry (each row is read and written only while that row runs)."""
+    body = eqn.params["body"].jaxpr
+    if len(body.eqns) != 1 or body.eqns[0].primitive not in IN_PLACE:
+        return None
+    (inner,) = body.eqns
+    out = body.outvars[j]
+    if out not in inner.outvars:
+        return None
+    k = IN_PLACE[inner.primitive](inner, inner.outvars.index(out))
+    v = None if k is None else inner.invars[k]
+    if not isinstance(v, Var) or body.invars.count(v) != 1:
+        return None
+    return body.invars.index(v)
+
+
+IN_PLACE[row_map_p] = _row_map_in_place
