@@ -79,9 +79,9 @@ def _grouped(rule: Any, vmap_error: str, checked_vma: bool = True) -> Any:
         if not axis.devices:
             raise NotImplementedError(vmap_error)
         if axis.vma and not checked_vma:
-            raise NotImplementedError(f"axis_index_groups under shard_map's check_vma=True "
-                                      f"(JAX implements them only without the varying-axes "
-                                      f"types): pass check_vma=False to shard_map")
+            raise NotImplementedError("axis_index_groups under shard_map's check_vma=True "
+                                      "(JAX implements them only without the varying-axes "
+                                      "types): pass check_vma=False to shard_map")
         if sum(map(len, axis_index_groups)) != axis.size:
             raise ValueError(f"axis_index_groups must cover all indices exactly once: "
                              f"{[list(g) for g in axis_index_groups]} names "
