@@ -153,6 +153,10 @@ TILE_WORK = 1 << 22       # at least this much work per tile
 # times: +40% CPU; a 1024^3 one in 4 row tiles +20%, and on a loaded 2-core machine the second
 # thread rarely comes: 2 tiles)
 TILE_WORK_PER_PACKED = 512
+# Two tiles need only this many per packed element: the repacking then adds up to ~40% to each
+# tile, and two cores still take ~0.7x one call's time (the 784-512-10 MLP row's products:
+# 3.3 ms as one call each, 1.6-1.9 ms as two tiles, on the quiet 2-core machine)
+TWO_TILES_WORK_PER_PACKED = 128
 MAX_TILES = 8             # tiles of rows or columns
 MAX_PARTIALS = 4          # tiles of the contracted dimension (each a partial product)
 TILE_ALIGN = 16           # tile edges on multiples of this (the micro-kernels' blocking)
@@ -175,6 +179,8 @@ def tile_plan(dtype, m: int, n: int, k: int) -> tuple[str, int, int] | None:
     size = {"m": m, "n": n, "k": k}[axis]
     tiles = min(MAX_PARTIALS if axis == "k" else MAX_TILES,
                 work // max(TILE_WORK, TILE_WORK_PER_PACKED * costs[axis]), size // TILE_ALIGN)
+    if tiles < 2 and work // max(TILE_WORK, TWO_TILES_WORK_PER_PACKED * costs[axis]) >= 2:
+        tiles = min(2, size // TILE_ALIGN)
     if tiles < 2:
         return None
     per = -(-size // tiles)
