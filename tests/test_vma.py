@@ -12,10 +12,13 @@ from tests.libraries import run_both
 VALUES = ["psum_of_invariant", "all_gather_invarying", "mixed", "scan_pcast_carry",
           "scan_unchecked", "grad_psum_inside", "grad_psum_inside_unchecked", "grad_pcast",
           "grad_psum_of_invariant", "grad_invariant_param", "grad_matmul_param",
-          "grad_all_gather", "grad_all_gather_invarying", "grad_outside", "dp_w", "dp_b"]
+          "grad_all_gather", "grad_all_gather_invarying", "grad_outside", "dp_w", "dp_b",
+          "cond_varying_pred", "switch_varying_pred", "grad_cond_varying_pred",
+          "cond_varying_pred_jit"]
 ERRORS = ["out_varying", "out_varying_j", "out_all_gather", "out_two", "psum_mixed",
           "pcast_twice", "pcast_to", "scan_carry", "scan_tuple_carry", "scan_xs",
-          "while_carry", "fori_carry", "cond_branches"]
+          "while_carry", "fori_carry", "cond_branches",
+          "select_varying_pred", "cond_varying_operand"]
 
 
 @pytest.fixture(scope="module")

@@ -58,6 +58,12 @@ def typed(a):
     rec("index", a[0])
     rec("matmul_invariant", jnp.ones(2) @ jnp.ones(2))
     rec("vmap_row", jax.vmap(lambda r: r * 2)(a))
+    # a cond's outputs are typed as its branches', however its predicate varies
+    rec("cond_varying_pred", lax.cond(a[0, 0] > 2, lambda: jnp.ones(2), lambda: jnp.zeros(2)))
+    rec("cond_varying_pred_operand", lax.cond(a[0, 0] > 2, lambda b: b * 2, lambda b: b, a))
+    rec("switch_varying_pred", lax.switch(a[0, 0].astype(int) % 3, [
+        lambda: jnp.ones(2), lambda: jnp.zeros(2), lambda: jnp.full(2, 3.0)]))
+    rec("select_varying_pred", jnp.where(a[0, 0] > 2, jnp.ones(2), 0.0))
     return a
 
 
@@ -73,6 +79,19 @@ out["scan_pcast_carry"] = sm(lambda a: lax.scan(
     length=3)[0])(x)
 out["scan_unchecked"] = sm(lambda a: lax.scan(lambda c, _: (c + a, None), jnp.zeros((2, 2)),
                                               None, length=3)[0], check_vma=False)(x)
+# a predicate varying over "i", branches that do not: the output is invariant (device 0's)
+v3 = w[0]
+out["cond_varying_pred"] = sm(lambda a, v: lax.cond(a[0, 0] > 2, lambda v: v * 2,
+                                                    lambda v: v + 1, v), i=(P("i"), P()),
+                              o=P())(x - 1, v3)
+out["switch_varying_pred"] = sm(lambda a, v: lax.switch(a[0, 0].astype(int), [
+    lambda v: v * 2, lambda v: v + 1, lambda v: -v], v), i=(P("i"), P()), o=P())(x[::-1] - 5, v3)
+out["grad_cond_varying_pred"] = sm(lambda a, v: jax.grad(lambda v: lax.cond(
+    a[0, 0] > 2, lambda v: jnp.sum(v * 2), lambda v: jnp.sum(v * v), v))(v),
+    i=(P("i"), P()), o=P())(x, v3)
+out["cond_varying_pred_jit"] = jax.jit(sm(lambda a, v: lax.cond(
+    a[0, 0] > 2, lambda v: jnp.sin(v), lambda v: jnp.cos(v), v) + lax.psum(a[0, 0], "i"),
+    i=(P("i"), P()), o=P()))(x, v3)
 # gradients: psum's transpose is pvary, pvary's (explicit or implicit) is psum
 out["grad_psum_inside"] = sm(lambda a: jax.grad(lambda b: jnp.sum(lax.psum(b, "i")))(a))(x)
 out["grad_psum_inside_unchecked"] = sm(lambda a: jax.grad(lambda b: jnp.sum(
@@ -126,6 +145,11 @@ errors = {
         lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] + a), (0, jnp.zeros((2, 2))))[1])(x),
     "fori_carry": lambda: sm(lambda a: lax.fori_loop(0, 3, lambda i, c: c + a,
                                                      jnp.zeros((2, 2))))(x),
+    "select_varying_pred": lambda: sm(lambda a, v: jnp.where(a[0, 0] > 2, v * 2, v),
+                                      i=(P("i"), P()), o=P())(x, w[0]),
+    "cond_varying_operand": lambda: sm(lambda a, v: lax.cond(
+        a[0, 0] > 2, lambda v: v * 2, lambda v: v + a[0, 0], v), i=(P("i"), P()), o=P())(
+        x, w[0]),
     "cond_branches": lambda: sm(lambda a: lax.cond(True, lambda: a,
                                                    lambda: jnp.zeros((2, 2))))(x),
 }
