@@ -28,7 +28,8 @@ CASES = ["elementwise", "broadcast_operand", "sum_all", "sum_rows", "max_cols",
          "sort_rows", "slice_stride", "slice_uneven", "pad", "concatenate", "dynamic_slice",
          "index", "top_k", "embedding_lookup", "embedding_grad", "select_columns",
          "fori_loop", "while_loop", "scan_carry", "cond", "conv", "conv_kernel_grad",
-         "random_from_split_keys"]
+         "random_from_split_keys", "shard_map_jit_split", "shard_map_jit_replicated",
+         "shard_map_jit_nested", "shard_map_jit_line", "out_shardings_unsharded_argument"]
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -16,10 +16,10 @@ from typing import Any, Callable, Sequence
 from .core.devices import local_device_count
 from .core.pytree import prefix_errors, tree_flatten, tree_leaves, tree_unflatten
 from .core.array import Array
-from .core.global_array import GlobalArray
+from .core.global_array import GlobalArray, note_gathered
 from .core.sharding import (UNCONSTRAINED, AbstractMesh, Mesh, NamedSharding, PartitionSpec,
                             get_mesh)
-from .core.trace import get_aval
+from .core.trace import DynamicJaxprTracer, get_aval
 from .runtime.devices import to_array
 from .runtime.jit import jit
 from .transforms.api import map_over_axis
@@ -103,8 +103,13 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
         tree, out_flat_specs, results = _per_device(f, in_tree, leaves, flat_specs, out_specs,
                                                     m, axes, sizes, fun_name, vma=check_vma)
         if isinstance(m, Mesh):  # (laid out over the mesh as out_specs say)
-            results = [r.placed(NamedSharding(m, s if s is not None else PartitionSpec()))
-                       if isinstance(r, Array) else r for r, s in zip(results, out_flat_specs)]
+            shardings = [NamedSharding(m, s if s is not None else PartitionSpec())
+                         for s in out_flat_specs]
+            results = [r.placed(s) if isinstance(r, Array) else r
+                       for r, s in zip(results, shardings)]
+            for r, s in zip(results, shardings):
+                if isinstance(r, DynamicJaxprTracer):  # (staged by jit: its result reports s)
+                    note_gathered(r._var, r._var, s)
         return tree_unflatten(tree, results)
     return mapped
 

@@ -145,6 +145,19 @@ record("while_loop", jax.jit(lambda a: jax.lax.while_loop(
 record("cond", jax.jit(lambda a: jax.lax.cond(a[0, 0] > 0, lambda b: b * 2, jnp.sin, a))(x))
 record("scan_carry", jax.jit(lambda a: jax.lax.scan(
     lambda c, r: (c * 0.5 + r, c.sum()), a[0], a)[0])(put(x, mesh, None, "y")))
+
+# shard_map under jit: its results are laid out as out_specs say (also through a nested jit)
+xs = np.arange(32.0, dtype=np.float32).reshape(4, 8) / 8
+sm = jax.shard_map(lambda a, b: (a * b, jax.lax.psum(a.sum(0), "x")), mesh=mesh,
+                   in_specs=(P("x", "y"), P()), out_specs=(P("x", "y"), P("y")))
+sm_out = jax.jit(sm)(xs, np.float32(3))
+record("shard_map_jit_split", sm_out[0])
+record("shard_map_jit_replicated", sm_out[1])
+record("shard_map_jit_nested", jax.jit(lambda a: jax.jit(sm)(a, np.float32(2))[0])(xs))
+record("shard_map_jit_line", jax.jit(jax.shard_map(lambda a: a + 1, mesh=line, in_specs=P("b"),
+                                                   out_specs=P("b")))(xs))
+record("out_shardings_unsharded_argument", jax.jit(
+    lambda a: a * 2, out_shardings=NamedSharding(mesh, P(None, "y")))(xs))
 out["aot_compiled"] = np.array(str(jax.jit(lambda a: a.sum(1)).lower(x).compile()(x).sharding))
 
 # JAX's errors: uneven split, in_shardings against the argument's own, two meshes

@@ -141,6 +141,40 @@ def note_gathered(whole: Any, block: Any, sharding: Any) -> None:
     _GATHERED[whole] = (block, sharding)
 
 
+def with_noted_blocks(closed: Any) -> tuple[Any, list]:
+    """For staging a traced program as a call inside another trace (a jit inside jit): the
+    program with the block of each noted output that is not the output itself appended as
+    an extra output, and per noted output (its index, the extra output's index or None when
+    it is its own block, its sharding). (closed, []) when no output is noted."""
+    from .jaxpr import ClosedJaxpr, Jaxpr, Var
+    jaxpr = closed.jaxpr
+    noted, extra = [], []
+    for i, v in enumerate(jaxpr.outvars):
+        found = _GATHERED.get(v) if isinstance(v, Var) else None
+        if found is None:
+            continue
+        block, sharding = found
+        k = None
+        if block is not v:
+            k = len(jaxpr.outvars) + len(extra)
+            extra.append(block)
+        noted.append((i, k, sharding))
+    if extra:
+        closed = ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, list(jaxpr.outvars) + extra,
+                                   jaxpr.eqns, jaxpr.debug_info), closed.consts)
+    return closed, noted
+
+
+def note_call_outputs(outs: list, noted: list) -> None:
+    """Note the outputs of a staged call (Vars of the enclosing trace) as their callee's were
+    (`with_noted_blocks`), so that the enclosing jit returns them split as well."""
+    for i, k, sharding in noted:
+        whole = getattr(outs[i], "_var", None)
+        block = whole if k is None else getattr(outs[k], "_var", None)
+        if whole is not None and block is not None:
+            note_gathered(whole, block, sharding)
+
+
 def split_outputs(closed: Any) -> tuple[Any, list | None]:
     """A traced program whose outputs noted by `note_gathered` are replaced by their blocks,
     and per output the sharding of its block (None: returned as computed); (closed, None)

@@ -22,7 +22,8 @@ from ..core.array import Array
 from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.config import config
 from ..core.devices import devices, process_count
-from ..core.global_array import GlobalArray, as_global, split_outputs
+from ..core.global_array import (GlobalArray, as_global, note_call_outputs, split_outputs,
+                                 with_noted_blocks)
 from ..core.interpret import eval_jaxpr_checked, invalid_value_error, invalid_values
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.jaxpr_util import closure_convert
@@ -616,8 +617,12 @@ class Jitted:
             # that calls jit on a closure) is an argument of the call equation too
             if tracing or any(isinstance(x, Tracer) for x in leaves) or \
                     any(isinstance(c, Tracer) for c in entry.closed.consts):
-                closed, extra = closure_convert(entry.closed)
+                closed, noted = with_noted_blocks(entry.closed)
+                closed, extra = closure_convert(closed)
                 outs = pjit_p.bind(*extra, *leaves, jaxpr=closed, name=self.fun_name)
+                if noted:  # (shard_map's results inside: the caller's jit returns them split)
+                    note_call_outputs(outs, noted)
+                    outs = outs[:len(entry.closed.jaxpr.outvars)]
                 return tree_unflatten(entry.out_tree, outs)
             if entry.executable is None:
                 self._compile(entry)
