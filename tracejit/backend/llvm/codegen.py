@@ -396,17 +396,33 @@ class Emitter:
                 direct[v] = d
         last_use = _last_uses(jaxpr)
         keep = set(jaxpr.outvars)
+        # a rule that forwards an operand (rules.FORWARDING: optimization_barrier, pvary)
+        # gives two names one buffer: it is released, or updated in place, only once no
+        # name of it is live (per buffer: the live names produced here holding it)
+        holders: dict[int, int] = {}
+
+        def held(v) -> int:
+            x = env.get(v)
+            return holders.get(id(x.ptr), 0) if isinstance(x, Buf) else 0
         for k, eqn in enumerate(jaxpr.eqns):
-            self._dying = {v for v in last_use.get(k, ()) if v not in keep}
+            self._dying = {v for v in last_use.get(k, ()) if v not in keep and held(v) <= 1}
             eqn_dests = [direct.get(v) or (placed or {}).get(v) for v in eqn.outvars]
             outs = self._lower_parallel(eqn, env, eqn_dests)
             if outs is None:
                 lower = self.lower_outlined if outline and _outlinable(eqn) else self.lower
                 outs = lower(eqn, env, eqn_dests)
             env.update(zip(eqn.outvars, outs))
+            for x in outs:
+                if isinstance(x, Buf):
+                    holders[id(x.ptr)] = holders.get(id(x.ptr), 0) + 1
             for v in last_use.get(k, ()):
                 if v not in keep and v not in direct:
-                    self.release(env.get(v))
+                    x = env.get(v)
+                    if isinstance(x, Buf):
+                        holders[id(x.ptr)] -= 1
+                        if holders[id(x.ptr)] > 0:
+                            continue
+                    self.release(x)
         outs = []
         for v, d in zip(jaxpr.outvars, dests):
             val = self.read(env, v)

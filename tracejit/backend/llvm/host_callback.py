@@ -26,7 +26,7 @@ import numpy as np
 from ...core.avals import ShapedArray
 from ...core.primitive import Primitive
 from ...lax.callback import CALLBACK_PRIMITIVES, call_host, call_impl
-from ...lax.processes import PRIMITIVES as PROCESS_COLLECTIVES
+from ...lax.processes import PRIMITIVES as PROCESS_COLLECTIVES, pvary_p, shared_p
 from .codegen import I8P, Buf, Emitter
 from .rules import IMPL_ON_HOST, STRUCTURAL
 from .types import I32, I64
@@ -180,4 +180,5 @@ IMPL_ON_HOST.append(_lower_impl)
 # collectives between processes (lax/processes.py): native code calls back into their impl,
 # which calls MPI through mpi4py
 for _prim in PROCESS_COLLECTIVES:
-    lower_with_impl(_prim)
+    if _prim not in (pvary_p, shared_p):  # (the identities: forwarded, traced.py)
+        lower_with_impl(_prim)

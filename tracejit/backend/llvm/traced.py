@@ -1,12 +1,14 @@
 """Structural rules that compile a lax program in place of an equation: for primitives whose
 work lax already expresses (rng_bit_generator, reduce_precision, split) the program is traced
-at the equation's types and emitted inline; optimization_barrier forwards its operands."""
+at the equation's types and emitted inline; the identities (optimization_barrier, the
+process-boundary pvary/shared) forward their operands' buffers."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
 from ...core.trace import trace_to_jaxpr
 from ...lax.composed import optimization_barrier_p, split_p, split_slices
+from ...lax.processes import pvary_p, shared_p
 from .codegen import Emitter
 from .rules import FORWARDING, STRUCTURAL
 
@@ -25,10 +27,14 @@ def traced(fun: Callable) -> Callable:
     return lower
 
 
-def _barrier(em: Emitter, eqn, ins, dests):
+def _forward(em: Emitter, eqn, ins, dests):
+    """The operands themselves (no copy), or copied where a destination is given."""
     return [x if d is None else em.materialize(x, d) for x, d in zip(ins, dests)]
 
 
 STRUCTURAL[split_p] = traced(split_slices)
-STRUCTURAL[optimization_barrier_p] = _barrier
-FORWARDING.add(optimization_barrier_p)
+# the identities: optimization_barrier, and at shard_map's boundary over processes the values
+# every process holds alike (mpi_pvary, mpi_shared: their transposes are what they are for)
+for _prim in (optimization_barrier_p, pvary_p, shared_p):
+    STRUCTURAL[_prim] = _forward
+    FORWARDING.add(_prim)
