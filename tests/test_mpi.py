@@ -89,6 +89,7 @@ def test_several_processes(tmp_path):
     _check_jit_across_processes(runs)
     _check_transformations_outside_jit(runs)
     _check_mesh_with_the_process_axis_minor(runs)
+    _check_results_split_over_processes(runs)
     _check_donation(runs)
     _check_data_parallel_training_equals_whole_batch(runs)
     _check_disagreeing_and_missing_peers_raise(runs)
@@ -204,6 +205,29 @@ def _check_transformations_outside_jit(runs):
                    "vmap": "('data',)('data', 'model')", "jvp": "('model',)('data', 'model')"}
     assert {k: str(v) for k, v in mpi.items() if k.startswith("outer_spec/")} == \
         {f"outer_spec/{k}": f"NamedSharding{v}" for k, v in jax_reports.items()}
+
+
+def _check_results_split_over_processes(runs):
+    """On meshes interleaving the processes (and from a jit nested in a jit) a result split
+    over the processes is a GlobalArray of this process's pieces with the out_specs' sharding
+    (JAX's report), not the gathered whole; NumPy's values once gathered."""
+    mpi, _, _, _ = runs
+    x = np.arange(24, dtype=np.float32).reshape(4, 6) / 7.0
+    x8 = np.arange(32, dtype=np.float32).reshape(4, 8) / 7.0
+    position = np.arange(1.0, 5.0, dtype=np.float32)
+    want = {"woven_eager": ("P('data',)", [[0, 0], [2, 0]], x8 * position[:, None]),
+            "woven_jit": ("P('data',)", [[0, 0], [2, 0]], x8 * position[:, None]),
+            "woven_in_shardings": ("P('data',)", [[0, 0], [2, 0]], np.sin(x8)),
+            "local_first": ("P(('model', 'data'),)", [[0, 0], [4, 0]],
+                            x8.T * np.repeat(position, 2)[:, None]),
+            "nested_jit": ("P('data',)", [[0, 0]], (x[:2] + x[2:])[:, [0, 1, 2, 3, 4, 5]]
+                           .reshape(2, 2, 3).transpose(1, 0, 2).reshape(4, 3))}
+    for name, (spec, shards, value) in want.items():
+        assert str(mpi[f"split/{name}/type"]) == "GlobalArray", name
+        assert str(mpi[f"split/{name}/spec"]) == spec, name
+        np.testing.assert_array_equal(mpi[f"split/{name}/shards"], shards, err_msg=name)
+        np.testing.assert_allclose(mpi[f"split/{name}/value"], value, rtol=2e-6, err_msg=name)
+    np.testing.assert_allclose(mpi["split/fed_back"], x8 * position[:, None] + 1, rtol=2e-6)
 
 
 def _check_mesh_with_the_process_axis_minor(runs):

@@ -158,6 +158,9 @@ def _local_block(x: Any, spec: Any, m: Mesh, sizes: dict, processes: dict,
     if isinstance(x, GlobalArray):
         x.check_live()
         want = _block(spec, x.shape, sizes, processes, fun_name)
+        if x.block is None:  # (pieces on a mesh interleaving the processes: regathered)
+            whole = x.gathered(f"shard_map applied to {fun_name!r}")
+            return to_array(np.ascontiguousarray(whole[want]))
         if x.block != want:
             raise NotImplementedError(
                 f"shard_map applied to {fun_name!r}: an argument laid out as {x.sharding} "
@@ -252,9 +255,9 @@ def _leave(x: Any, spec: Any, m: Mesh, processes: dict, grouped: bool) -> Any:
     if isinstance(x, DynamicJaxprTracer) and isinstance(whole, DynamicJaxprTracer) and \
             x._trace.main is whole._trace.main:
         # (a replicated result is its own block: jit returns it laid out over the mesh)
-        split = any(a in processes for a in spec.mesh_axes())
-        if grouped or not split:  # (interleaved: no block per process; it stays whole)
-            note_gathered(whole._var, x._var if split else whole._var, NamedSharding(m, spec))
+        # (interleaved: no block per process; returned whole, each process keeps its pieces)
+        split = grouped and any(a in processes for a in spec.mesh_axes())
+        note_gathered(whole._var, x._var if split else whole._var, NamedSharding(m, spec))
     return whole
 
 
@@ -298,8 +301,8 @@ def _wrap(x: Array, spec: Any, m: Mesh, sizes: dict, processes: dict, given: boo
             return x.placed(sharding)
         x._sharding = sharding
         return x
-    if not grouped:  # (gathered: every process holds the whole value)
-        return x
+    if not grouped:  # (gathered on a mesh interleaving processes: each keeps its pieces)
+        return GlobalArray.from_whole(x, sharding)
     return GlobalArray(x, _global_shape(x.shape, spec, sizes, processes), sharding)
 
 
@@ -416,7 +419,9 @@ def jit_across_processes(jitted: Any, args: tuple, kwargs: dict) -> Any:
     for r, s in zip(results, reported):
         if isinstance(r, Array) and s is not None and \
                 set(s.spec.mesh_axes()) & _varying(s.mesh):
-            s = None  # (split over processes, computed on another mesh: it came back whole)
+            # (split over processes, computed on another mesh: it came back whole)
+            laid.append(GlobalArray.from_whole(r, s))
+            continue
         if s is not None and isinstance(r, Array) and id(r) in args:  # an argument: a copy
             r = r.placed(s)
         elif s is not None and isinstance(r, GlobalArray):

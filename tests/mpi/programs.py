@@ -125,6 +125,22 @@ f_local_first = jax.shard_map(local_first, mesh=mesh2d, in_specs=P(("model", "da
                               out_specs=(P(), P(("model", "data"))))
 save("local_first", (f_local_first(x8.T), jax.jit(f_local_first)(x8.T)))
 
+# results split over the processes on meshes interleaving them, and from a jit inside a jit:
+# GlobalArrays holding this process's pieces (not gathered), as JAX returns them
+if mode == "mpi":
+    split = {"woven_eager": f_woven(x8)[1], "woven_jit": jax.jit(f_woven)(x8)[1],
+             "woven_in_shardings": jax.jit(jnp.sin, in_shardings=NamedSharding(
+                 woven, P("data")))(x8),
+             "local_first": jax.jit(f_local_first)(x8.T)[1],
+             "nested_jit": jax.jit(lambda a, k: jax.jit(f1)(a, k))(x, ints)[6]}
+    for name, r in split.items():
+        results[f"split/{name}/type"] = np.array(type(r).__name__)
+        results[f"split/{name}/spec"] = np.array(str(r.sharding.spec))
+        results[f"split/{name}/shards"] = np.array([[i.start or 0 for i in s.index]
+                                                    for s in r.addressable_shards])
+        results[f"split/{name}/value"] = whole(r)
+    results["split/fed_back"] = whole(jax.jit(lambda a: a + 1)(split["woven_jit"]))
+
 # --- arrays spanning processes -------------------------------------------------------------
 sharding = NamedSharding(mesh2d, P("data", "model"))
 from_cb = jax.make_array_from_callback(x.shape, sharding, lambda index: x[index])

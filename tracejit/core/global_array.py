@@ -44,10 +44,48 @@ def block_of(index_map: dict, shape: tuple, process: int | None = None) -> tuple
     return tuple(box)
 
 
+def pieces_of(index_map: dict, shape: tuple, process: int | None = None) -> list[tuple]:
+    """The distinct pieces the devices of `process` (this one by default) hold, in order, each
+    as a tuple of (start, stop) per dimension."""
+    p = process_index() if process is None else process
+    return sorted({tuple(i[k].indices(n)[:2] for k, n in enumerate(shape))
+                   for d, i in index_map.items() if d.process_index == p})
+
+
+def _is_one_block(index_map: dict, shape: tuple) -> bool:
+    try:
+        block_of(index_map, shape)
+    except NotImplementedError:
+        return False
+    return True
+
+
 class GlobalArray:
     """A `jax.Array` over devices of several processes: `shape`, `dtype` and `sharding` are
-    global; `local` is this process's block of it, at `block` (slices of the global array)."""
+    global; `local` is this process's block of it, at `block` (slices of the global array).
+    Where the mesh's devices interleave the processes along a split axis, a process's pieces
+    are not one block: `block` is None and `local` stacks its distinct pieces (`pieces_of`)
+    along a new leading axis (`from_whole` makes such arrays)."""
     __array_priority__ = 100
+
+    @classmethod
+    def from_whole(cls, whole: Any, sharding: Any) -> GlobalArray:
+        """The array laid out as `sharding` from its whole value (which this process holds):
+        this process keeps only its devices' pieces."""
+        host = np.asarray(whole)
+        index_map = sharding.devices_indices_map(host.shape)
+        aval = ShapedArray(host.shape, host.dtype, getattr(whole, "weak_type", False))
+        if _is_one_block(index_map, host.shape):
+            block = block_of(index_map, host.shape)
+            piece = np.ascontiguousarray(host[block])
+            return cls(Array.from_numpy(piece, aval.update(shape=piece.shape)), host.shape,
+                       sharding)
+        stacked = np.stack([host[tuple(slice(a, b) for a, b in piece)]
+                            for piece in pieces_of(index_map, host.shape)])
+        out = cls.__new__(cls)
+        out.local = Array.from_numpy(stacked, aval.update(shape=stacked.shape))
+        out.aval, out.sharding, out.block = aval, sharding, None
+        return out
 
     def __init__(self, local: Array, shape: tuple, sharding: Any):
         self.local = local
@@ -75,12 +113,17 @@ class GlobalArray:
         replicas = self.sharding.replica_ids(self.shape) \
             if hasattr(self.sharding, "replica_ids") else {}
         out = []
+        held = np.asarray(self.local)
+        pieces = None if self.block is not None else pieces_of(placement, self.shape)
         for d, index in sorted(placement.items(), key=lambda item: item[0].id):
             if d.process_index != process_index():
                 continue
-            local = tuple(slice(i.indices(n)[0] - b.start, i.indices(n)[1] - b.start)
-                          for i, b, n in zip(index, self.block, self.shape))
-            piece = np.asarray(self.local)[local]
+            if pieces is not None:
+                piece = held[pieces.index(tuple(i.indices(n)[:2]
+                                                for i, n in zip(index, self.shape)))]
+            else:
+                piece = held[tuple(slice(i.indices(n)[0] - b.start, i.indices(n)[1] - b.start)
+                                   for i, b, n in zip(index, self.block, self.shape))]
             out.append(Shard(d, index, replicas.get(d, 0),
                              Array.from_numpy(piece, self.local.aval.update(shape=piece.shape))))
         return out
@@ -110,8 +153,25 @@ class GlobalArray:
                 "(donate_argnums/donate_argnames) or deleted explicitly: use the function's "
                 "output instead, or stop donating this argument.")
 
+    def gathered(self, what: str = "process_allgather") -> np.ndarray:
+        """The whole value, gathered from every process's pieces (every process calls it)."""
+        from . import mpi
+        from .devices import process_count
+        ranks = tuple(range(process_count()))
+        held = mpi.allgather(np.asarray(self.local), ranks, what)
+        index_map = self.sharding.devices_indices_map(self.shape)
+        out = np.empty(self.shape, self.dtype)
+        for p, mine in zip(ranks, held):
+            if self.block is not None:
+                out[block_of(index_map, self.shape, p)] = mine
+                continue
+            for piece, value in zip(pieces_of(index_map, self.shape, p), mine):
+                out[tuple(slice(a, b) for a, b in piece)] = value
+        return out
+
     def __array__(self, dtype=None, copy=None):
-        if all(b == slice(0, n) for b, n in zip(self.block, self.shape)):
+        if self.block is not None and all(b == slice(0, n)
+                                          for b, n in zip(self.block, self.shape)):
             return np.asarray(self.local, dtype=dtype)  # (this process holds all of it)
         raise RuntimeError(_FETCH)
 
@@ -199,12 +259,24 @@ def as_global(outs: list, blocks: list, leaves: Any) -> list:
     for o, b in zip(outs, blocks):
         if b is not None and o.shape != b[1]:
             o = GlobalArray(o, b[1], b[0])
+        elif b is not None and splits_processes(b[0], o.shape):
+            o = GlobalArray.from_whole(o, b[0])  # (computed whole: each keeps its pieces)
         elif b is not None and (id(o) in args or o._sharding is not None):
             o = o.placed(b[0])
         elif b is not None:
             o._sharding = b[0]  # (a fresh result: its only owner is this call's caller)
         laid.append(o)
     return laid
+
+
+def splits_processes(sharding: Any, shape: tuple) -> bool:
+    """Whether `sharding` (over a mesh spanning processes) leaves this process only part of an
+    array of `shape`."""
+    if not getattr(getattr(sharding, "mesh", None), "is_multi_process", False):
+        return False
+    index_map = sharding.devices_indices_map(shape)
+    full = tuple((0, n) for n in shape)
+    return pieces_of(index_map, shape) != [full]
 
 
 def _refuse(self, *args, **kwargs):

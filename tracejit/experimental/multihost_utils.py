@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..core import devices, mpi
-from ..core.global_array import GlobalArray, block_of
+from ..core.global_array import GlobalArray
 from ..core.pytree import tree_leaves, tree_map
 
 __all__ = ["process_allgather", "broadcast_one_to_all", "sync_global_devices", "assert_equal"]
@@ -25,12 +25,7 @@ def _allgather_leaf(x: Any, tiled: bool) -> np.ndarray:
         if not tiled:  # (JAX's rule for arrays spanning processes)
             raise ValueError("Gathering global non-fully-addressable arrays only supports "
                              "tiled=True")
-        blocks = mpi.allgather(np.asarray(x.local), _world(), "process_allgather")
-        index_map = x.sharding.devices_indices_map(x.shape)
-        out = np.empty(x.shape, x.dtype)
-        for p, block in enumerate(blocks):
-            out[block_of(index_map, x.shape, p)] = block
-        return out
+        return x.gathered("process_allgather")
     host = np.asarray(x)
     if getattr(x, "is_fully_addressable", True) is False:
         return host  # (an array every process holds whole: the global array)
