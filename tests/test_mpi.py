@@ -221,7 +221,9 @@ def _check_results_split_over_processes(runs):
             "local_first": ("P(('model', 'data'),)", [[0, 0], [4, 0]],
                             x8.T * np.repeat(position, 2)[:, None]),
             "nested_jit": ("P('data',)", [[0, 0]], (x[:2] + x[2:])[:, [0, 1, 2, 3, 4, 5]]
-                           .reshape(2, 2, 3).transpose(1, 0, 2).reshape(4, 3))}
+                           .reshape(2, 2, 3).transpose(1, 0, 2).reshape(4, 3)),
+            "from_callback": ("P('data',)", [[0, 0], [2, 0]], x8),
+            "from_callback_jit": ("P('data',)", [[0, 0], [2, 0]], x8 * 3)}
     for name, (spec, shards, value) in want.items():
         assert str(mpi[f"split/{name}/type"]) == "GlobalArray", name
         assert str(mpi[f"split/{name}/spec"]) == spec, name

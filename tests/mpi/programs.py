@@ -132,7 +132,10 @@ if mode == "mpi":
              "woven_in_shardings": jax.jit(jnp.sin, in_shardings=NamedSharding(
                  woven, P("data")))(x8),
              "local_first": jax.jit(f_local_first)(x8.T)[1],
-             "nested_jit": jax.jit(lambda a, k: jax.jit(f1)(a, k))(x, ints)[6]}
+             "nested_jit": jax.jit(lambda a, k: jax.jit(f1)(a, k))(x, ints)[6],
+             "from_callback": jax.make_array_from_callback(
+                 x8.shape, NamedSharding(woven, P("data")), lambda index: x8[index])}
+    split["from_callback_jit"] = jax.jit(lambda a: a * 3)(split["from_callback"])
     for name, r in split.items():
         results[f"split/{name}/type"] = np.array(type(r).__name__)
         results[f"split/{name}/spec"] = np.array(str(r.sharding.spec))

@@ -52,7 +52,7 @@ def pieces_of(index_map: dict, shape: tuple, process: int | None = None) -> list
                    for d, i in index_map.items() if d.process_index == p})
 
 
-def _is_one_block(index_map: dict, shape: tuple) -> bool:
+def is_one_block(index_map: dict, shape: tuple) -> bool:
     try:
         block_of(index_map, shape)
     except NotImplementedError:
@@ -75,16 +75,30 @@ class GlobalArray:
         host = np.asarray(whole)
         index_map = sharding.devices_indices_map(host.shape)
         aval = ShapedArray(host.shape, host.dtype, getattr(whole, "weak_type", False))
-        if _is_one_block(index_map, host.shape):
+        if is_one_block(index_map, host.shape):
             block = block_of(index_map, host.shape)
             piece = np.ascontiguousarray(host[block])
             return cls(Array.from_numpy(piece, aval.update(shape=piece.shape)), host.shape,
                        sharding)
         stacked = np.stack([host[tuple(slice(a, b) for a, b in piece)]
                             for piece in pieces_of(index_map, host.shape)])
+        return cls.from_pieces(Array.from_numpy(stacked, aval.update(shape=stacked.shape)),
+                               host.shape, sharding)
+
+    @classmethod
+    def from_pieces(cls, stacked: Array, shape: tuple, sharding: Any) -> GlobalArray:
+        """The array whose pieces on this process (not one block of it: the mesh interleaves
+        the processes) are `stacked` along a leading axis, in `pieces_of`'s order."""
+        pieces = pieces_of(sharding.devices_indices_map(tuple(shape)), tuple(shape))
+        want = (len(pieces),) + tuple(b - a for a, b in pieces[0]) if pieces else None
+        if stacked.shape != want:
+            raise ValueError(f"this process's pieces of the global shape {tuple(shape)} under "
+                             f"{sharding} stack to shape {want}, but its data has shape "
+                             f"{stacked.shape}")
         out = cls.__new__(cls)
-        out.local = Array.from_numpy(stacked, aval.update(shape=stacked.shape))
-        out.aval, out.sharding, out.block = aval, sharding, None
+        out.local = stacked
+        out.aval = ShapedArray(tuple(shape), stacked.dtype, stacked.aval.weak_type)
+        out.sharding, out.block = sharding, None
         return out
 
     def __init__(self, local: Array, shape: tuple, sharding: Any):
