@@ -26,7 +26,8 @@ import numpy as np
 from ...core.avals import ShapedArray
 from ...core.primitive import Primitive
 from ...lax.callback import CALLBACK_PRIMITIVES, call_host, call_impl
-from ...lax.processes import PRIMITIVES as PROCESS_COLLECTIVES, pvary_p, shared_p
+from ...lax.processes import PRIMITIVES as PROCESS_COLLECTIVES
+from ...lax.processes import pvary_p, shared_p
 from .codegen import I8P, Buf, Emitter
 from .rules import IMPL_ON_HOST, STRUCTURAL
 from .types import I32, I64
