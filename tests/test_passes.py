@@ -432,6 +432,13 @@ SIMPLIFY_RECORDS = [
     ("broadcast_then_identity", lambda x: x * jnp.ones_like(x), [np.ones(4, F32)], []),
     ("broadcast_of_identity", lambda x: x + jnp.ones(x.shape) * 3.0, [np.ones((2, 3), F32)],
      ["add"]),
+    # a pvaried (broadcast) operand of a batched product: one product with the operand itself
+    ("dot_broadcast_batch", lambda x, y: lax.dot_general(
+        x, lax.broadcast_in_dim(y, (4, 2, 3), (1, 2)), (((2,), (1,)), ((0,), (0,)))),
+     [np.ones((4, 5, 2), F32), np.ones((2, 3), F32)], ["dot_general"]),
+    ("dot_broadcast_batch_not_leading", lambda x, y: lax.dot_general(
+        x, lax.broadcast_in_dim(y, (4, 2, 3), (1, 2)), (((2,), (1,)), ((1,), (0,)))),
+     [np.ones((5, 4, 2), F32), np.ones((2, 3), F32)], ["broadcast_in_dim", "dot_general"]),
 ]
 
 

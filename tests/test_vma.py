@@ -118,3 +118,22 @@ def test_identities_forward_their_buffer_and_keep_it_while_it_is_live(name):
     assert not compiled._executable.program.callbacks  # (before: a host call per identity)
     kernels = [line for line in compiled.as_text().splitlines() if line.startswith("// kernel")]
     assert [k.split(": ")[1] for k in kernels] == ["sin -> add", "cos -> mul", "rev -> add"]
+
+
+def test_a_pvaried_operand_of_a_product_is_not_copied_per_device():
+    # the data-parallel step's invariant weights meet the varying batch in a matmul: one
+    # product of the stacked rows with the weights, no broadcast kernel copying them per lane
+    mesh = tj.sharding.Mesh(np.array(tj.devices()[:1]), ("i",))
+
+    def step(w, xs):
+        g = tj.grad(lambda w: tj.numpy.sum(tj.numpy.tanh(xs @ w) ** 2))(w)
+        return w - 0.1 * tj.lax.pmean(g, "i")
+    f = tj.jit(tj.shard_map(step, mesh=mesh, in_specs=(tj.P(), tj.P("i")), out_specs=tj.P()))
+    w = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    xs = np.linspace(-2, 2, 16, dtype=np.float32).reshape(8, 2)
+    text = f.lower(w, xs).compile().as_text()
+    assert "// kernel" in text and not any(
+        line.endswith(": broadcast_in_dim") for line in text.splitlines())
+    y = np.tanh(xs @ w)
+    np.testing.assert_allclose(np.asarray(f(w, xs)), w - 0.1 * xs.T @ (2 * y * (1 - y * y)),
+                               rtol=1e-5, atol=1e-6)

@@ -536,6 +536,29 @@ def _fold_transposed_operands(eqn: Eqn, producer: Callable):
     return Eqn(dot_general_p, invars, eqn.outvars, params, eqn.source_info)
 
 
+def _unbroadcast_batch_operand(eqn: Eqn, producer: Callable):
+    """dot_general(x, broadcast(y)) whose broadcast only adds the batch dimensions of y (an
+    invariant operand made varying by shard_map's pvary, its lanes materialised by batching)
+    is one product of x's stacked matrices with y: no copy of y per lane, one gemm. When x's
+    batch dimensions lead in order, the output's dimensions are the same either way."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lhs, rhs = eqn.invars
+    p = producer(rhs)
+    if not lb or p is None or p.primitive is not broadcast_in_dim_p:
+        return None
+    (y,) = p.invars
+    dims = p.params["broadcast_dimensions"]
+    lf = [d for d in range(lhs.aval.ndim) if d not in lc and d not in lb]
+    if sorted(set(range(rhs.aval.ndim)) - set(dims)) != sorted(rb) or \
+            any(y.aval.shape[i] != rhs.aval.shape[d] for i, d in enumerate(dims)) or \
+            list(lb) != sorted(lb) or (lf and max(lb) > min(lf)) or \
+            list(dims) != sorted(dims):
+        return None
+    params = dict(eqn.params, dimension_numbers=((tuple(lc), tuple(dims.index(d) for d in rc)),
+                                                 ((), ())))
+    return Eqn(dot_general_p, [lhs, y], eqn.outvars, params, eqn.source_info)
+
+
 def transposed_products(jaxpr: Jaxpr) -> Jaxpr:
     """transpose(dot_general(x, y)) that only swaps the two operands' free dimensions (JAX's
     transpose rule of a product gives these: the weight gradient x^T dy, then .T) becomes
@@ -588,7 +611,7 @@ _SPECIFIC_RULES: dict[Primitive, tuple[Callable, ...]] = {
     reshape_p: (_merge_reshapes,), squeeze_p: (_merge_reshapes,),
     broadcast_in_dim_p: (_merge_reshapes,),
     transpose_p: (_merge_transposes,),
-    dot_general_p: (_outer_product, _fold_transposed_operands),
+    dot_general_p: (_outer_product, _fold_transposed_operands, _unbroadcast_batch_operand),
 }
 
 
