@@ -96,7 +96,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
         processes = process_axes(m)
         if processes:
             return across_processes(f, m, processes, leaves, in_tree, flat_specs, out_specs,
-                                    fun_name, bodies)
+                                    fun_name, bodies, check_vma=check_vma)
         leaves = [to_array(x) for x in leaves]
         sizes = dict(m.shape_tuple)
         axes = list(m.axis_names)
@@ -131,8 +131,11 @@ def _per_device(f: Callable, in_tree: Any, leaves: list, flat_specs: list, out_s
     tree, sample = out_tree
     _check_specs(out_specs, sample, m, "out_specs", fun_name)
     out_flat = _broadcast_specs(out_specs, sample)
-    if vma:
-        _check_out_vma(out_specs, sample, mapped, axes, sizes, fun_name)
+    if vma:  # (the axes spanning processes: in the types of the values, not batched)
+        full = list(m.axis_names)
+        varying = [mp + [a for a in full if a in getattr(get_aval(o), "vma", ())]
+                   for o, mp in zip(outs, mapped)]
+        _check_out_vma(out_specs, sample, varying, full, dict(m.shape_tuple), fun_name)
     results = [_from_shards(o, mp, out_spec(s, get_aval(o).ndim - len(mp)), axes, sizes,
                             fun_name, i)
                for i, (o, mp, s) in enumerate(zip(outs, mapped, out_flat))]

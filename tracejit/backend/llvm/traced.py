@@ -1,12 +1,14 @@
 """Structural rules that compile a lax program in place of an equation: for primitives whose
 work lax already expresses (rng_bit_generator, reduce_precision, split) the program is traced
-at the equation's types and emitted inline; optimization_barrier forwards its operands."""
+at the equation's types and emitted inline; optimization_barrier and the identities of
+lax/processes.py (which only type or differentiate a value) forward their operands."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
 from ...core.trace import trace_to_jaxpr
 from ...lax.composed import optimization_barrier_p, split_p, split_slices
+from ...lax.processes import IDENTITIES as PROCESS_IDENTITIES
 from .codegen import Emitter
 from .rules import FORWARDING, STRUCTURAL
 
@@ -30,5 +32,6 @@ def _barrier(em: Emitter, eqn, ins, dests):
 
 
 STRUCTURAL[split_p] = traced(split_slices)
-STRUCTURAL[optimization_barrier_p] = _barrier
-FORWARDING.add(optimization_barrier_p)
+for _prim in (optimization_barrier_p,) + PROCESS_IDENTITIES:
+    STRUCTURAL[_prim] = _barrier
+    FORWARDING.add(_prim)
