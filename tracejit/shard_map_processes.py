@@ -209,9 +209,9 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
     local_specs = [_local_spec(s, get_aval(b).ndim, processes)
                    for b, s in zip(blocks, flat_specs)]
     traced = any(isinstance(b, Tracer) for b in blocks)
-    # (not yet where a process holds several positions of a process axis: those positions are
-    # batched under another name, so the types there stay untracked, as check_vma=False)
-    vma = check_vma and all(p.lanes == 1 for p in processes.values())
+    vma = check_vma
+    # (the positions a process holds of a process axis vary over that axis)
+    typed_as = {p.lanes_name: a for a, p in processes.items() if p.lanes > 1}
 
     def body(*xs):
         with contextlib.ExitStack() as stack:
@@ -222,7 +222,8 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
                 xs = [_typed(x, s, processes) for x, s in zip(xs, flat_specs)]
             tree, out_flat, results = _per_device(
                 f, in_tree, xs, local_specs, out_specs, m, local_axes, local_sizes, fun_name,
-                out_spec=lambda spec, ndim: _local_spec(spec, ndim, processes), vma=vma)
+                out_spec=lambda spec, ndim: _local_spec(spec, ndim, processes), vma=vma,
+                typed_as=typed_as)
             if traced or m is not given_mesh:  # (inside a transformation: the whole value on
                 # every process, and a gradient may cross the boundary; on a mesh
                 # interleaving processes no process holds a block of a split result)

@@ -27,6 +27,7 @@ from jax.sharding import Mesh, PartitionSpec as P  # noqa: E402
 devs = np.array(jax.devices()).reshape(2, 2)  # (processes, devices of each)
 mesh2d = Mesh(devs, ("data", "model"))
 mesh1d = Mesh(devs[:, 0], ("data",))  # one device per process
+mesh_all = Mesh(devs.reshape(-1), ("data",))  # each process holds two of its positions
 x = np.arange(24, dtype=np.float32).reshape(4, 6) / 7.0
 w = np.linspace(-1, 1, 6, dtype=np.float32)
 results = {}
@@ -59,6 +60,18 @@ def typed(a, v):
 
 save("typed", jax.shard_map(typed, mesh=mesh2d, in_specs=(P("data", "model"), P("model")),
                             out_specs=P())(x, w))
+
+
+def typed_all(a, v):
+    seen = [a, v, a * v, lax.psum(a, "data"), lax.pcast(v, "data", to="varying"),
+            lax.all_gather(a, "data"), lax.axis_index("data"),
+            lax.ppermute(a, "data", [(0, 1), (1, 2), (2, 3), (3, 0)])]
+    types.extend(",".join(sorted(map(str, jax.typeof(s).mat.varying))) for s in seen)
+    return lax.psum(a * v, "data")
+
+
+save("typed_all", jax.shard_map(typed_all, mesh=mesh_all, in_specs=(P("data"), P()),
+                                out_specs=P())(x, w))
 results["types"] = np.array(types)
 
 
@@ -67,7 +80,8 @@ def inner(a, v):
     return jax.grad(lambda v: jnp.sum(jnp.sin(a * v)))(v)
 
 
-for name, m, spec in (("grad_1d", mesh1d, P("data")), ("grad_2d", mesh2d, P(("data", "model")))):
+for name, m, spec in (("grad_1d", mesh1d, P("data")), ("grad_2d", mesh2d, P(("data", "model"))),
+                      ("grad_all", mesh_all, P("data"))):
     f = jax.shard_map(inner, mesh=m, in_specs=(spec, P()), out_specs=P())
     save(name, (f(x, w), jax.jit(f)(x, w)))
 
@@ -111,6 +125,8 @@ def gathered(a):
 
 error("out_varying", lambda: jax.jit(jax.shard_map(doubled, mesh=mesh1d, in_specs=P("data"),
                                                    out_specs=P()))(x))
+error("out_varying_all", lambda: jax.jit(jax.shard_map(doubled, mesh=mesh_all,
+                                                       in_specs=P("data"), out_specs=P()))(x))
 error("out_gathered", lambda: jax.jit(jax.shard_map(gathered, mesh=mesh2d,
                                                     in_specs=P("data"), out_specs=P()))(x))
 

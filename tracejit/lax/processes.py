@@ -13,10 +13,11 @@ is psum, all_gather's psum_scatter and back, ppermute's the inverse permutation,
 itself. Under check_vma=True (`vma=True`) the types carry the process axes too: psum's allreduce
 makes its result invariant and transposes to pvary; pvary (the identity, typed varying) transposes
 to that psum, as lax/parallel.py's rules in one process; `mpi_vma` only retypes a value (a block
-entering shard_map split over a process axis varies over it). At shard_map's boundary a value entering replicated over the processes passes `pvary`
-(the identity; its cotangents are summed over the processes) and a result leaving replicated
-passes `shared` (the identity; each process's copy takes 1/P of the cotangent), so the gradient
-of a function calling shard_map equals the one-process run's.
+entering shard_map split over a process axis varies over it). At shard_map's boundary a value
+entering replicated over the processes passes `pvary` (the identity, untyped; its cotangents are
+summed over the processes) and a result leaving replicated passes `shared` (the identity; each
+process's copy takes 1/P of the cotangent), so the gradient of a function calling shard_map
+equals the one-process run's.
 """
 from __future__ import annotations
 
@@ -204,9 +205,10 @@ def _position(frame: Any) -> Any:
     pa = frame.process
     here = Array.from_numpy(np.asarray(pa.index * pa.lanes, np.int32),
                             ShapedArray((), np.dtype(np.int32)))
+    if frame.vma:  # (typed: the position varies over the axis, as axis_index's type)
+        here = vma_p.bind(here, add=(frame.name,), remove=())
     if pa.lanes == 1:
-        # (typed, the position varies over the axis, as axis_index's type in one process)
-        return vma_p.bind(here, add=(frame.name,), remove=()) if frame.vma else here
+        return here
     return add(here, parallel.axis_index_p.bind(axis_name=pa.lanes_name))
 
 
@@ -219,8 +221,11 @@ def _pvary(args, frames, *, axes):
     varying over them; its transpose sums the cotangents over the processes."""
     (x,) = args
     for frame in frames:
-        if frame.process is not None:
-            x = pvary_p.bind(x, ranks=frame.process.ranks, axis_name=frame.name, vma=frame.vma)
+        pa = frame.process
+        if pa is not None:
+            if pa.lanes > 1:  # (this process's positions: its lanes made real)
+                x = parallel.pvary_p.bind(x, axes=(pa.lanes_name,))
+            x = pvary_p.bind(x, ranks=pa.ranks, axis_name=frame.name, vma=frame.vma)
     rest = tuple(f.name for f in frames if f.process is None)
     return Primitive.bind(parallel.pvary_p, x, axes=rest) if rest else x
 
