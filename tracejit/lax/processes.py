@@ -336,7 +336,8 @@ def _grouped(prim: Any, plain: Any) -> Any:
             raise NotImplementedError(f"{prim.name} with axis_index_groups over several axes "
                                       f"spanning processes: name one axis")
         frame = frames[0]
-        positions = AxisFrame(frame.name, frame.size, None, devices=True)
+        # (typed as the axis is: psum within groups is then JAX's NotImplementedError)
+        positions = AxisFrame(frame.name, frame.size, None, devices=True, vma=frame.vma)
         out, d = prim.named_batch([_everyone(args[0], frame)], [0], positions, **params)
         out = bdim_at_front(out, d, frame.size)
         return dynamic_index_in_dim(out, _position(frame), 0, keepdims=False)
