@@ -84,3 +84,34 @@ def test_a_jit_traced_outside_is_traced_again_inside_with_its_pvarys():
     g = tj.shard_map(lambda a, w: tj.grad(lambda w: tj.numpy.sum(f(a, w)))(w), mesh=mesh,
                      in_specs=(tj.P("d"), tj.P()), out_specs=tj.P())
     np.testing.assert_array_equal(np.asarray(g(x, w)), [2.0, 4.0])
+
+
+def test_process_axis_types_and_transposes():
+    """Across processes (lax/processes.py, no MPI call made here): typed (check_vma=True) the
+    MPI pvary makes a value vary over the process axis and transposes to one Allreduce, psum's
+    Allreduce makes it invariant and transposes to pvary — one Allreduce in the backward pass,
+    as psum <-> pvary in one process; untyped, psum's transpose is psum (JAX's check_vma=False):
+    two. mpi_vma only retypes, and its transpose retypes back."""
+    from tracejit.lax.processes import allreduce_p, pvary_p, vma_p
+
+    def backward(vma):
+        def f(w):
+            v = pvary_p.bind(w, ranks=(0, 1), axis_name="d", vma=vma)
+            return tj.numpy.sum(allreduce_p.bind(v * 3.0, op="sum", ranks=(0, 1),
+                                                 axis_name="d", vma=vma))
+        eqns = tj.make_jaxpr(tj.grad(f))(np.ones(3, np.float32)).jaxpr.eqns
+        forward = eqns[:3]
+        assert [e.outvars[0].aval.vma for e in forward] == \
+            ([{"d"}, {"d"}, set()] if vma else [set()] * 3)
+        return [e.primitive.name for e in eqns[4:]]
+    assert backward(True) == ["broadcast_in_dim", "mpi_pvary", "mul", "mpi_allreduce"]
+    assert backward(False) == ["broadcast_in_dim", "mpi_allreduce", "mul", "mpi_allreduce"]
+    x = np.arange(2.0, dtype=np.float32)
+    typed = tj.make_jaxpr(lambda a: vma_p.bind(a, add=("d",), remove=()))(x).jaxpr
+    assert typed.outvars[0].aval.vma == {"d"}
+    ct = tj.linear_transpose(lambda a: vma_p.bind(a, add=("d",), remove=()), x)(x + 1)
+    np.testing.assert_array_equal(np.asarray(ct[0]), x + 1)
+    # compiled, the retyping is free (forwarded): the value is the operand's
+    out = tj.jit(lambda a: vma_p.bind(a * 2, add=("d",), remove=()) + 1)(x)
+    np.testing.assert_array_equal(np.asarray(out), x * 2 + 1)
+    assert tj.typeof(out).vma == frozenset()
