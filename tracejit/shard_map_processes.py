@@ -224,13 +224,14 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
                 f, in_tree, xs, local_specs, out_specs, m, local_axes, local_sizes, fun_name,
                 out_spec=lambda spec, ndim: _local_spec(spec, ndim, processes), vma=vma,
                 typed_as=typed_as)
+            if vma:  # (leaving typed as outside shard_map; before _leave, which notes the
+                # values jit returns split over the processes)
+                results = [_untyped(r, processes) for r in results]
             if traced or m is not given_mesh:  # (inside a transformation: the whole value on
                 # every process, and a gradient may cross the boundary; on a mesh
                 # interleaving processes no process holds a block of a split result)
                 results = [_leave(r, s, given_mesh, processes, m is given_mesh)
                            for r, s in zip(results, out_flat)]
-            if vma:  # (leaving typed as outside shard_map)
-                results = [_untyped(r, processes) for r in results]
             info[:] = [tree, out_flat]
             return results
 

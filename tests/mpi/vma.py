@@ -75,6 +75,15 @@ save("typed_all", jax.shard_map(typed_all, mesh=mesh_all, in_specs=(P("data"), P
 results["types"] = np.array(types)
 
 
+# under jit a result split over the processes comes back split (typed results leave untyped)
+split = jax.jit(jax.shard_map(lambda a: (a * 2, lax.psum(a.sum(0), "data")), mesh=mesh2d,
+                              in_specs=P("data", "model"), out_specs=(P("data", "model"),
+                                                                      P("model"))))(x)
+save("split", split)
+if mode == "mpi":
+    results["mpi/split_types"] = np.array([type(r).__name__ for r in split])
+
+
 # --- gradients inside shard_map w.r.t. an invariant input: summed over every axis -------------
 def inner(a, v):
     return jax.grad(lambda v: jnp.sum(jnp.sin(a * v)))(v)
