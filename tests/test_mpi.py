@@ -356,7 +356,7 @@ def test_check_vma_across_processes(tmp_path):
     w = np.linspace(-1, 1, 6, dtype=np.float32)
     per_row = np.cos(x * w) * x
     for k in ("grad_1d/0", "grad_1d/1", "grad_2d/0", "grad_2d/1", "grad_all/0", "grad_all/1",
-              "grad_psum/0", "grad_outer/0", "grad_outer/1"):
+              "grad_psum/0", "grad_outer/0", "grad_outer/1", "grad_jit/0"):
         np.testing.assert_allclose(mpi[k], per_row.sum(0), rtol=1e-5, err_msg=k)
     np.testing.assert_allclose(mpi["grad_unchecked/0"],
                                [per_row[:2].sum(0), per_row[2:].sum(0)], rtol=1e-5)

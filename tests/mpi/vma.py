@@ -95,6 +95,22 @@ for name, m, spec in (("grad_1d", mesh1d, P("data")), ("grad_2d", mesh2d, P(("da
     save(name, (f(x, w), jax.jit(f)(x, w)))
 
 
+# through a jit traced outside shard_map (traced again inside, at the varying types) and a scan
+# whose per-step outputs are invariant (their types come from the body, not its operands)
+sin_of = jax.jit(lambda a, v: jnp.sin(a * v))
+sin_of(x[:1], w)
+
+
+def through_calls(a, v):
+    g = jax.grad(lambda v: jnp.sum(sin_of(a, v)))(v)
+    ys = lax.scan(lambda c, t: (c + t, v * t), a.sum(), jnp.arange(3.0))[1]
+    return g, ys
+
+
+save("grad_jit", jax.shard_map(through_calls, mesh=mesh1d, in_specs=(P("data"), P()),
+                               out_specs=(P(), P()))(x, w))
+
+
 # a psum inside the differentiated function: its transpose is pvary, so the result is the sum
 # of the processes' gradients once (not once per process)
 def psum_inner(a, v):
