@@ -209,7 +209,6 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
     local_specs = [_local_spec(s, get_aval(b).ndim, processes)
                    for b, s in zip(blocks, flat_specs)]
     traced = any(isinstance(b, Tracer) for b in blocks)
-    vma = check_vma
     # (the positions a process holds of a process axis vary over that axis)
     typed_as = {p.lanes_name: a for a, p in processes.items() if p.lanes > 1}
 
@@ -217,14 +216,14 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
         with contextlib.ExitStack() as stack:
             for name, axis in processes.items():
                 stack.enter_context(extend_frame(AxisFrame(name, sizes[name], None, axis,
-                                                           vma=vma)))
-            if vma:
+                                                           vma=check_vma)))
+            if check_vma:
                 xs = [_typed(x, s, processes) for x, s in zip(xs, flat_specs)]
             tree, out_flat, results = _per_device(
                 f, in_tree, xs, local_specs, out_specs, m, local_axes, local_sizes, fun_name,
-                out_spec=lambda spec, ndim: _local_spec(spec, ndim, processes), vma=vma,
+                out_spec=lambda spec, ndim: _local_spec(spec, ndim, processes), vma=check_vma,
                 typed_as=typed_as)
-            if vma:  # (leaving typed as outside shard_map; before _leave, which notes the
+            if check_vma:  # (leaving typed as outside shard_map; before _leave, which notes the
                 # values jit returns split over the processes)
                 results = [_untyped(r, processes) for r in results]
             if traced or m is not given_mesh:  # (inside a transformation: the whole value on
