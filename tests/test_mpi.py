@@ -337,3 +337,55 @@ def test_axis_index_groups_across_processes(tmp_path):
     shards = (np.arange(32, dtype=np.float32).reshape(16, 2) / 7.0).reshape(4, 4, 2)
     want = np.concatenate([shards[[0, 2]].sum(0), shards[[1, 3]].sum(0)] * 2)
     np.testing.assert_allclose(ours["psum_across"], want, rtol=1e-6)
+
+
+def test_check_vma_across_processes(tmp_path):
+    """shard_map's default check_vma=True over an axis spanning the processes (tests/mpi/vma.py,
+    written for JAX): under mpiexec -n 2 the types, gradients inside shard_map (an invariant
+    input's summed over the processes), data-parallel training and errors of one process of
+    four devices, which are real JAX's; every rank raises the errors, and the collectives after
+    them still meet."""
+    python, script = sys.executable, str(HERE / "vma.py")
+    alias = [python, "-m", "tracejit", script]
+    started = {
+        "mpi": subprocess.Popen([mpiexec(), "-n", "2", *alias, str(tmp_path / "mpi"), "mpi"],
+                                env=_env(2), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True),
+        "single": subprocess.Popen([*alias, str(tmp_path / "single"), "single"], env=_env(4),
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True),
+        "jax": subprocess.Popen([python, script, str(tmp_path / "jax"), "jax"], env=_env(4),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)}
+    logs = {k: p.communicate(timeout=240)[0] for k, p in started.items()}
+    for k, p in started.items():
+        assert p.returncode == 0, f"{k} run failed:\n{logs[k][-4000:]}"
+    runs = {}
+    for name in ("mpi.0", "mpi.1", "single.0", "jax.0"):
+        with np.load(tmp_path / f"{name}.npz") as saved:
+            runs[name] = dict(saved)
+    mpi = runs["mpi.0"]
+    # (split over the processes: a GlobalArray of this process's block, as JAX's jit returns)
+    assert list(mpi.pop("mpi/split_types")) == ["GlobalArray", "Array"]
+    runs["mpi.1"].pop("mpi/split_types")
+    for ours, oracle in (("mpi.0", "single.0"), ("mpi.1", "mpi.0"), ("single.0", "jax.0")):
+        a, b = runs[ours], runs[oracle]
+        assert sorted(a) == sorted(b), (ours, oracle)
+        for k in b:
+            if b[k].dtype.kind == "U":  # the types and JAX's error texts, word for word
+                np.testing.assert_array_equal(a[k], b[k], err_msg=f"{ours} {k}")
+            else:
+                np.testing.assert_allclose(a[k], b[k], rtol=1e-5, atol=1e-6,
+                                           err_msg=f"{ours} {k}")
+    assert all(str(mpi[k]) != "no error" for k in mpi if k.startswith("error/"))
+    # the invariant input's gradient is the whole batch's (summed over 'data'); without the
+    # types each process keeps its own rows' gradient
+    x = np.arange(24, dtype=np.float32).reshape(4, 6) / 7.0
+    w = np.linspace(-1, 1, 6, dtype=np.float32)
+    per_row = np.cos(x * w) * x
+    for k in ("grad_1d/0", "grad_1d/1", "grad_2d/0", "grad_2d/1", "grad_all/0", "grad_all/1",
+              "grad_psum/0", "grad_outer/0", "grad_outer/1", "grad_jit/0"):
+        np.testing.assert_allclose(mpi[k], per_row.sum(0), rtol=1e-5, err_msg=k)
+    np.testing.assert_allclose(mpi["grad_unchecked/0"],
+                               [per_row[:2].sum(0), per_row[2:].sum(0)], rtol=1e-5)
+    for i in range(4):  # the parameters one process trains on the whole batch
+        np.testing.assert_allclose(mpi[f"dp/{i}"], mpi[f"dp_whole_batch/{i}"], rtol=1e-5,
+                                   atol=1e-6)

@@ -108,7 +108,8 @@ def test_identities_forward_their_buffer_and_keep_it_while_it_is_live(name):
     from tracejit.lax import processes
     prim = {"mpi_pvary": processes.pvary_p, "mpi_shared": processes.shared_p}.get(name)
     identity = (lambda v: tj.lax.optimization_barrier((v,))[0]) if prim is None else \
-        (lambda v: prim.bind(v, ranks=(0, 1), axis_name="p"))
+        (lambda v: prim.bind(v, ranks=(0, 1), axis_name="p",
+                             **({"vma": False} if prim is processes.pvary_p else {})))
     x = np.linspace(0, 1, 1000, dtype=np.float32)
     f = tj.jit(_forwarding_program(identity))
     total, same = f(x)
@@ -137,3 +138,34 @@ def test_a_pvaried_operand_of_a_product_is_not_copied_per_device():
     y = np.tanh(xs @ w)
     np.testing.assert_allclose(np.asarray(f(w, xs)), w - 0.1 * xs.T @ (2 * y * (1 - y * y)),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_process_axis_types_and_transposes():
+    """Across processes (lax/processes.py, no MPI call made here): typed (check_vma=True) the
+    MPI pvary makes a value vary over the process axis and transposes to one Allreduce, psum's
+    Allreduce makes it invariant and transposes to pvary — one Allreduce in the backward pass,
+    as psum <-> pvary in one process; untyped, psum's transpose is psum (JAX's check_vma=False):
+    two. mpi_vma only retypes, and its transpose retypes back."""
+    from tracejit.lax.processes import allreduce_p, pvary_p, vma_p
+
+    def backward(vma):
+        def f(w):
+            v = pvary_p.bind(w, ranks=(0, 1), axis_name="d", vma=vma)
+            return tj.numpy.sum(allreduce_p.bind(v * 3.0, op="sum", ranks=(0, 1),
+                                                 axis_name="d", vma=vma))
+        eqns = tj.make_jaxpr(tj.grad(f))(np.ones(3, np.float32)).jaxpr.eqns
+        forward = eqns[:3]
+        assert [e.outvars[0].aval.vma for e in forward] == \
+            ([{"d"}, {"d"}, set()] if vma else [set()] * 3)
+        return [e.primitive.name for e in eqns[4:]]
+    assert backward(True) == ["broadcast_in_dim", "mpi_pvary", "mul", "mpi_allreduce"]
+    assert backward(False) == ["broadcast_in_dim", "mpi_allreduce", "mul", "mpi_allreduce"]
+    x = np.arange(2.0, dtype=np.float32)
+    typed = tj.make_jaxpr(lambda a: vma_p.bind(a, add=("d",), remove=()))(x).jaxpr
+    assert typed.outvars[0].aval.vma == {"d"}
+    ct = tj.linear_transpose(lambda a: vma_p.bind(a, add=("d",), remove=()), x)(x + 1)
+    np.testing.assert_array_equal(np.asarray(ct[0]), x + 1)
+    # compiled, the retyping is free (forwarded): the value is the operand's
+    out = tj.jit(lambda a: vma_p.bind(a * 2, add=("d",), remove=()) + 1)(x)
+    np.testing.assert_array_equal(np.asarray(out), x * 2 + 1)
+    assert tj.typeof(out).vma == frozenset()

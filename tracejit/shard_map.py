@@ -96,7 +96,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
         processes = process_axes(m)
         if processes:
             return across_processes(f, m, processes, leaves, in_tree, flat_specs, out_specs,
-                                    fun_name, bodies)
+                                    fun_name, bodies, check_vma=check_vma)
         leaves = [to_array(x) for x in leaves]
         sizes = dict(m.shape_tuple)
         axes = list(m.axis_names)
@@ -116,12 +116,13 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
 
 def _per_device(f: Callable, in_tree: Any, leaves: list, flat_specs: list, out_specs: Any,
                 m: Mesh | AbstractMesh, axes: list, sizes: dict, fun_name: str,
-                out_spec: Callable = lambda spec, ndim: spec, *,
-                vma: bool = False) -> tuple[Any, list, list]:
+                out_spec: Callable = lambda spec, ndim: spec, *, vma: bool = False,
+                typed_as: dict | None = None) -> tuple[Any, list, list]:
     """f run on every shard of `leaves` (split as flat_specs say over the mesh axes `axes`,
     of sizes `sizes`) under transforms/spmd.py's batch traces, its results joined as
     out_specs say (`out_spec(spec, ndim)`: the spec a result is joined by, given its rank per
-    shard). Returns the output tree, out_specs per output, and the joined outputs."""
+    shard; typed_as: the mesh axis whose name an axis of `axes` is typed by, where it is not
+    one itself). Returns the output tree, out_specs per output, and the joined outputs."""
     shards = [_to_shards(x, s, axes, sizes, fun_name) for x, s in zip(leaves, flat_specs)]
     out_tree: list = []
 
@@ -132,12 +133,18 @@ def _per_device(f: Callable, in_tree: Any, leaves: list, flat_specs: list, out_s
         return flat
 
     in_dims = [tuple(_dim_axes(s, get_aval(x).ndim)) for x, s in zip(leaves, flat_specs)]
-    outs, mapped = nest_axes(per_shard, shards, in_dims, axes, sizes, vma=vma)
+    outs, mapped = nest_axes(per_shard, shards, in_dims, axes, sizes, vma=vma,
+                             typed_as=typed_as)
     tree, sample = out_tree
     _check_specs(out_specs, sample, m, "out_specs", fun_name)
     out_flat = _broadcast_specs(out_specs, sample)
-    if vma:
-        _check_out_vma(out_specs, sample, mapped, axes, sizes, fun_name)
+    if vma:  # (the axes spanning processes: in the types of the values, not batched)
+        full = list(m.axis_names)
+        named = typed_as or {}
+        varying = [[named.get(a, a) for a in mp] +
+                   [a for a in full if a in getattr(get_aval(o), "vma", ())]
+                   for o, mp in zip(outs, mapped)]
+        _check_out_vma(out_specs, sample, varying, full, dict(m.shape_tuple), fun_name)
     results = [_from_shards(o, mp, out_spec(s, get_aval(o).ndim - len(mp)), axes, sizes,
                             fun_name, i)
                for i, (o, mp, s) in enumerate(zip(outs, mapped, out_flat))]

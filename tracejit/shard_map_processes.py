@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .core.array import Array
-from .core.axis_env import ProcessAxis, extend_axis_env
+from .core.axis_env import AxisFrame, ProcessAxis, extend_frame
 from .core.devices import process_count, process_index
 from .core.global_array import GlobalArray, note_gathered
 from .core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
@@ -27,7 +27,7 @@ from .core.sharding import (Mesh, NamedSharding, PartitionSpec, default_sharding
 from .compiler.sharding import reshard
 from .core.trace import DynamicJaxprTracer, Tracer, get_aval
 from .lax import reshape, slice as lax_slice
-from .lax.processes import allgather_p, pvary_p, shared_p
+from .lax.processes import allgather_p, pvary_p, shared_p, vma_p
 from .runtime.devices import to_array
 from .runtime.jit import jit, run_across_processes
 from .runtime.sharded import check_layout, plan_layout
@@ -185,10 +185,12 @@ def _global_shape(shape: tuple, spec: Any, sizes: dict, processes: dict) -> tupl
 
 def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tree: Any,
                      flat_specs: list, out_specs: Any, fun_name: str, bodies: dict,
-                     donated: tuple = ()) -> Any:
+                     donated: tuple = (), check_vma: bool = False) -> Any:
     """shard_map's call over a mesh whose axes `processes` span processes (see the module).
     `donated` (jit's donate_argnums, per leaf): those leaves' blocks are donated to the
-    per-process program, which may write its results over them, as in one process."""
+    per-process program, which may write its results over them, as in one process.
+    check_vma: values' types carry the mesh axes they vary over, the process axes among them
+    (a block split over one varies over it), as shard_map's check_vma=True in one process."""
     specs = tuple(flat_specs) + tuple(tree_leaves(
         out_specs, is_leaf=lambda s: s is None or isinstance(s, PartitionSpec)))
     specs = tuple(s for s in specs if s is not None)
@@ -210,14 +212,23 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
     local_specs = [_local_spec(s, get_aval(b).ndim, processes)
                    for b, s in zip(blocks, flat_specs)]
     traced = any(isinstance(b, Tracer) for b in blocks)
+    # (the positions a process holds of a process axis vary over that axis)
+    typed_as = {p.lanes_name: a for a, p in processes.items() if p.lanes > 1}
 
     def body(*xs):
         with contextlib.ExitStack() as stack:
             for name, axis in processes.items():
-                stack.enter_context(extend_axis_env(name, sizes[name], None, axis))
+                stack.enter_context(extend_frame(AxisFrame(name, sizes[name], None, axis,
+                                                           vma=check_vma)))
+            if check_vma:
+                xs = [_typed(x, s, processes) for x, s in zip(xs, flat_specs)]
             tree, out_flat, results = _per_device(
                 f, in_tree, xs, local_specs, out_specs, m, local_axes, local_sizes, fun_name,
-                out_spec=lambda spec, ndim: _local_spec(spec, ndim, processes))
+                out_spec=lambda spec, ndim: _local_spec(spec, ndim, processes), vma=check_vma,
+                typed_as=typed_as)
+            if check_vma:  # (leaving typed as outside shard_map; before _leave, which notes the
+                # values jit returns split over the processes)
+                results = [_untyped(r, processes) for r in results]
             if traced or m is not given_mesh:  # (inside a transformation: the whole value on
                 # every process, and a gradient may cross the boundary; on a mesh
                 # interleaving processes no process holds a block of a split result)
@@ -264,8 +275,20 @@ def _leave(x: Any, spec: Any, m: Mesh, processes: dict, grouped: bool) -> Any:
 def _vary(x: Any, processes: dict) -> Any:
     if isinstance(x, Tracer) and np.issubdtype(get_aval(x).dtype, np.inexact):
         for name, axis in processes.items():
-            x = pvary_p.bind(x, ranks=axis.ranks, axis_name=name)
+            x = pvary_p.bind(x, ranks=axis.ranks, axis_name=name, vma=False)
     return x
+
+
+def _typed(x: Any, spec: Any, processes: dict) -> Any:
+    """A block entering shard_map (check_vma=True) typed varying over the process axes its
+    spec splits it over (the batch traces type the axes within the process)."""
+    split = tuple(a for a in (spec.mesh_axes() if spec is not None else ()) if a in processes)
+    return vma_p.bind(x, add=split, remove=()) if split else x
+
+
+def _untyped(x: Any, processes: dict) -> Any:
+    varying = tuple(a for a in processes if a in getattr(get_aval(x), "vma", ()))
+    return vma_p.bind(x, add=(), remove=varying) if varying else x
 
 
 def _share(x: Any, spec: Any, processes: dict) -> Any:

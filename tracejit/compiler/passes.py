@@ -24,6 +24,7 @@ from ..lax.call import pjit_p
 from ..lax.control_flow import cond_p, scan_p, while_p
 from ..lax.elementwise import convert_element_type_p, mul_p
 from ..lax.linalg import dot_general_p
+from ..lax.processes import IDENTITIES as PROCESS_IDENTITIES
 from ..lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p
 from .element_loops import element_loops
 from .fusion import fuse
@@ -613,6 +614,8 @@ _SPECIFIC_RULES: dict[Primitive, tuple[Callable, ...]] = {
     transpose_p: (_merge_transposes,),
     dot_general_p: (_outer_product, _fold_transposed_operands, _unbroadcast_batch_operand),
 }
+# (across processes: identities that only type a value or say how it is differentiated)
+_SPECIFIC_RULES.update({p: (lambda eqn, producer: eqn.invars[0],) for p in PROCESS_IDENTITIES})
 
 
 def _rules(prim: Primitive) -> tuple[Callable, ...]:

@@ -38,6 +38,9 @@ class AxisFrame(NamedTuple):
     # a shard_map axis under check_vma=True: values carry it in their type's `vma` while they
     # vary over it (core/vma.py)
     vma: bool = False
+    # the name the types carry for it, where not its own (the lanes of a process axis that a
+    # process holds several positions of: they vary over that mesh axis)
+    typed_as: Any = None
 
 
 class _AxisState(threading.local):

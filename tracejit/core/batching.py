@@ -39,7 +39,8 @@ class BatchTracer(Tracer):
         # under shard_map's check_vma=True a value varies over a mesh axis exactly when that
         # axis's batch trace maps it (pvary materialises the lanes of an invariant value)
         if axis is not None and axis.vma and self.bdim is not not_mapped:
-            aval = aval.update(vma=aval.vma | {axis.name})
+            aval = aval.update(vma=aval.vma | {axis.name if axis.typed_as is None
+                                               else axis.typed_as})
         return aval
 
     def full_lower(self):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .avals import ShapedArray
+from .jaxpr import ClosedJaxpr, Jaxpr
 from .trace import bind
 
 registry: dict[str, Primitive] = {}
@@ -26,6 +27,12 @@ primitive_transposes: dict[Primitive, Callable] = {}
 primitive_batchers: dict[Primitive, Callable] = {}
 # lowerings of user primitives: a TracedLowering is traced and inlined before compilation
 lowerings: dict[Primitive, Any] = {}
+
+
+def _runs_jaxpr(params: dict) -> bool:
+    return any(isinstance(v, (ClosedJaxpr, Jaxpr)) or
+               (isinstance(v, tuple) and v and isinstance(v[0], (ClosedJaxpr, Jaxpr)))
+               for v in params.values())
 
 
 class TracedLowering:
@@ -103,7 +110,9 @@ class Primitive:
         out = self._abstract_eval(*avals, **params)
         out = list(out) if self.multiple_results else [out]
         vma = [a.vma for a in avals if getattr(a, "vma", None)]
-        if vma and not self.own_vma:  # (JAX's standard rule: the operands' varying axes)
+        # (JAX's standard rule: the operands' varying axes; a primitive running a jaxpr (jit,
+        # control flow) has its outputs' types from the jaxpr, traced at the operands' types)
+        if vma and not self.own_vma and not _runs_jaxpr(params):
             union = frozenset().union(*vma)
             out = [o.update(vma=union) if isinstance(o, ShapedArray) else o for o in out]
         return out

@@ -10,10 +10,14 @@ arguments (gather axis, tiled, split and concat axes) are ordinary reshapes arou
 
 Transposes are the per-position ones of lax/parallel.py (JAX's check_vma=False rules): psum's
 is psum, all_gather's psum_scatter and back, ppermute's the inverse permutation, all_to_all's
-itself. At shard_map's boundary a value entering replicated over the processes passes `pvary`
-(the identity; its cotangents are summed over the processes) and a result leaving replicated
-passes `shared` (the identity; each process's copy takes 1/P of the cotangent), so the gradient
-of a function calling shard_map equals the one-process run's.
+itself. Under check_vma=True (`vma=True`) the types carry the process axes too: psum's allreduce
+makes its result invariant and transposes to pvary; pvary (the identity, typed varying) transposes
+to that psum, as lax/parallel.py's rules in one process; `mpi_vma` only retypes a value (a block
+entering shard_map split over a process axis varies over it). At shard_map's boundary a value
+entering replicated over the processes passes `pvary` (the identity, untyped; its cotangents are
+summed over the processes) and a result leaving replicated passes `shared` (the identity; each
+process's copy takes 1/P of the cotangent), so the gradient of a function calling shard_map
+equals the one-process run's.
 """
 from __future__ import annotations
 
@@ -46,33 +50,62 @@ def _collective(name: str, abstract: Any, impl: Any) -> Primitive:
     return p
 
 
+def _typed(x: ShapedArray, axis_name: Any, vma: bool, varying: bool) -> ShapedArray:
+    """x's type with the process axis added to (or removed from) its varying axes where the
+    types track them (vma: shard_map's check_vma=True)."""
+    if not vma:
+        return x
+    return x.update(vma=x.vma | {axis_name} if varying else x.vma - {axis_name})
+
+
 # x on every member -> the reduction; batched: elementwise, so the batch axis stays put
 allreduce_p = _collective(
-    "mpi_allreduce", lambda x, **_: x,
-    lambda x, *, op, ranks, axis_name: mpi.allreduce(x, op, ranks, _what("p" + op, axis_name)))
+    "mpi_allreduce", lambda x, *, axis_name, vma, **_: _typed(x, axis_name, vma, False),
+    lambda x, *, op, ranks, axis_name, vma: mpi.allreduce(x, op, ranks,
+                                                          _what("p" + op, axis_name)))
+allreduce_p.own_vma = True
 allreduce_p.def_batch(lambda vals, dims, **params: (allreduce_p.bind(vals[0], **params),
                                                     dims[0]))
 
 
-def _allreduce_jvp(primals, tangents, *, op, ranks, axis_name):
+def _allreduce_jvp(primals, tangents, *, op, **params):
     if op != "sum":
         raise NotImplementedError(f"Differentiation rule for 'p{op}' not implemented")
     (x,), (t,) = primals, tangents
-    params = dict(op=op, ranks=ranks, axis_name=axis_name)
-    return allreduce_p.bind(x, **params), allreduce_p.bind(t, **params)
+    return allreduce_p.bind(x, op=op, **params), allreduce_p.bind(t, op=op, **params)
+
+
+def _allreduce_transpose(ct, x, *, op, ranks, axis_name, vma):
+    """Typed (check_vma=True): the invariant cotangent reaches every process's term, pvary;
+    untyped: JAX's check_vma=False rule, the psum of the cotangents."""
+    if vma:
+        return [pvary_p.bind(ct, ranks=ranks, axis_name=axis_name, vma=True)]
+    return [allreduce_p.bind(ct, op=op, ranks=ranks, axis_name=axis_name, vma=False)]
 
 
 allreduce_p.def_jvp(_allreduce_jvp)
-allreduce_p.transpose = lambda ct, x, **params: [allreduce_p.bind(ct, **params)]
+allreduce_p.transpose = _allreduce_transpose
 
 # a value every process holds alike, used where values differ per process: the identity, whose
-# transpose adds up what each process's use of it contributes
+# transpose adds up what each process's use of it contributes (typed varying with vma=True:
+# JAX's pvary over a process axis)
 pvary_p = Primitive("mpi_pvary")
-pvary_p.def_abstract_eval(lambda x, **_: x)
+pvary_p.own_vma = True
+pvary_p.def_abstract_eval(lambda x, *, axis_name, vma, **_: _typed(x, axis_name, vma, True))
 pvary_p.def_impl(lambda x, **_: x)
 pvary_p.def_batch(lambda vals, dims, **params: (pvary_p.bind(vals[0], **params), dims[0]))
-def_linear(pvary_p, lambda ct, x, *, ranks, axis_name: [
-    allreduce_p.bind(ct, op="sum", ranks=ranks, axis_name=axis_name)])
+def_linear(pvary_p, lambda ct, x, *, ranks, axis_name, vma: [
+    allreduce_p.bind(ct, op="sum", ranks=ranks, axis_name=axis_name, vma=vma)])
+
+# the identity that only retypes: the process axes `add` joined to, `remove` taken from, the
+# value's varying axes (a block split over a process axis entering shard_map varies over it; a
+# result leaves typed as outside shard_map); its transpose retypes back
+vma_p = Primitive("mpi_vma")
+vma_p.own_vma = True
+vma_p.def_abstract_eval(lambda x, *, add, remove: x.update(vma=(x.vma - set(remove)) | set(add)))
+vma_p.def_impl(lambda x, **_: x)
+vma_p.def_batch(lambda vals, dims, **params: (vma_p.bind(vals[0], **params), dims[0]))
+def_linear(vma_p, lambda ct, x, *, add, remove: [vma_p.bind(ct, add=remove, remove=add)])
 
 # a result every process holds alike, leaving shard_map: the identity; the cotangent of the one
 # value it is reaches each process's copy, so each takes its 1/P share
@@ -133,8 +166,10 @@ def_linear(alltoall_p, lambda ct, x, **params: [alltoall_p.bind(ct, **params)])
 def_linear(sendrecv_p, lambda ct, x, *, perm, **params: [
     sendrecv_p.bind(ct, perm=tuple((d, s) for s, d in perm), **params)])
 
-PRIMITIVES = (allreduce_p, allgather_p, reduce_scatter_p, alltoall_p, sendrecv_p, pvary_p,
-              shared_p)
+# the collectives (native code calls back into MPI), and the identities that only say how a
+# value is typed or differentiated (forwarded by native code, dropped by the compiler)
+PRIMITIVES = (allreduce_p, allgather_p, reduce_scatter_p, alltoall_p, sendrecv_p)
+IDENTITIES = (pvary_p, shared_p, vma_p)
 
 
 # --- the named collectives over a process axis ----------------------------------------------
@@ -154,7 +189,7 @@ def _reduction(op: str, prim: Any):
             x = convert_element_type(x, np.int32)  # (a count of True lanes, as JAX)
         if pa.lanes > 1:
             x = prim.bind(x, axes=(pa.lanes_name,), axis_index_groups=None)
-        out = allreduce_p.bind(x, op=op, ranks=pa.ranks, axis_name=frame.name)
+        out = allreduce_p.bind(x, op=op, ranks=pa.ranks, axis_name=frame.name, vma=frame.vma)
         rest = tuple(n for n in axes if n != frame.name)
         return prim.bind(out, axes=rest, axis_index_groups=axis_index_groups) if rest else out
     prim.def_across_processes(across)
@@ -170,6 +205,8 @@ def _position(frame: Any) -> Any:
     pa = frame.process
     here = Array.from_numpy(np.asarray(pa.index * pa.lanes, np.int32),
                             ShapedArray((), np.dtype(np.int32)))
+    if frame.vma:  # (typed: the position varies over the axis, as axis_index's type)
+        here = vma_p.bind(here, add=(frame.name,), remove=())
     if pa.lanes == 1:
         return here
     return add(here, parallel.axis_index_p.bind(axis_name=pa.lanes_name))
@@ -177,6 +214,23 @@ def _position(frame: Any) -> Any:
 
 parallel.axis_index_p.def_across_processes(lambda args, frames, *, axis_name: _position(
     frames[0]))
+
+
+def _pvary(args, frames, *, axes):
+    """pvary over process axes (check_vma=True's implicit pvary, pcast): the identity, typed
+    varying over them; its transpose sums the cotangents over the processes."""
+    (x,) = args
+    for frame in frames:
+        pa = frame.process
+        if pa is not None:
+            if pa.lanes > 1:  # (this process's positions: its lanes made real)
+                x = parallel.pvary_p.bind(x, axes=(pa.lanes_name,))
+            x = pvary_p.bind(x, ranks=pa.ranks, axis_name=frame.name, vma=frame.vma)
+    rest = tuple(f.name for f in frames if f.process is None)
+    return Primitive.bind(parallel.pvary_p, x, axes=rest) if rest else x
+
+
+parallel.pvary_p.def_across_processes(_pvary)
 
 
 def _everyone(x: Any, frame: Any) -> Any:
@@ -282,7 +336,8 @@ def _grouped(prim: Any, plain: Any) -> Any:
             raise NotImplementedError(f"{prim.name} with axis_index_groups over several axes "
                                       f"spanning processes: name one axis")
         frame = frames[0]
-        positions = AxisFrame(frame.name, frame.size, None, devices=True)
+        # (typed as the axis is: psum within groups is then JAX's NotImplementedError)
+        positions = AxisFrame(frame.name, frame.size, None, devices=True, vma=frame.vma)
         out, d = prim.named_batch([_everyone(args[0], frame)], [0], positions, **params)
         out = bdim_at_front(out, d, frame.size)
         return dynamic_index_in_dim(out, _position(frame), 0, keepdims=False)

@@ -62,18 +62,20 @@ def split_shards(x, dims: Dims, axes: list, sizes: dict):
 
 
 def nest_axes(fun: Callable, shards: list, in_dims: Sequence[Dims], axes: list,
-              sizes: dict, *, vma: bool = False) -> tuple[list, list]:
+              sizes: dict, *, vma: bool = False,
+              typed_as: dict | None = None) -> tuple[list, list]:
     """`fun(*shards) -> list` run per shard (each of `shards` as split_shards gives it for its
     layout in `in_dims`), under one batch trace per mesh axis of `axes`, bound to the axis
-    name (vma: shard_map's check_vma=True, values' types track the axes they vary over).
+    name (vma: shard_map's check_vma=True, values' types track the axes they vary over, by
+    the names `typed_as` maps axes to where given).
     Returns the outputs, each with the mesh axes it varies over first (in the order of
     `axes`), and, per output, those axes."""
     uses = [[a in dims_axes(d) for a in axes] for d in in_dims]
-    return _nest(fun, list(shards), uses, axes, sizes, 0, vma)
+    return _nest(fun, list(shards), uses, axes, sizes, 0, vma, typed_as or {})
 
 
 def _nest(fun: Callable, args: list, uses: list, axes: list, sizes: dict, k: int,
-          vma: bool = False):
+          vma: bool = False, typed_as: dict | None = None):
     if k == len(axes):
         outs = fun(*args)
         return outs, [[] for _ in outs]
@@ -81,13 +83,14 @@ def _nest(fun: Callable, args: list, uses: list, axes: list, sizes: dict, k: int
     inner_mapped: list = []
 
     def level(*xs):
-        outs, mapped = _nest(fun, list(xs), uses, axes, sizes, k + 1, vma)
+        outs, mapped = _nest(fun, list(xs), uses, axes, sizes, k + 1, vma, typed_as)
         inner_mapped[:] = mapped
         return outs
 
     in_dims = [0 if u[k] else not_mapped for u in uses]
     outs, out_bdims = batch_flat(level, args, in_dims, AxisFrame(name, sizes[name], None,
-                                                                devices=True, vma=vma))
+                                                                devices=True, vma=vma,
+                                                                typed_as=typed_as.get(name)))
     result, mapped = [], []
     for o, d, inner in zip(outs, out_bdims, inner_mapped):
         result.append(o if d is not_mapped else moveaxis(o, d, 0))

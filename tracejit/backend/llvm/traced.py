@@ -1,14 +1,14 @@
 """Structural rules that compile a lax program in place of an equation: for primitives whose
 work lax already expresses (rng_bit_generator, reduce_precision, split) the program is traced
-at the equation's types and emitted inline; the identities (optimization_barrier, the
-process-boundary pvary/shared) forward their operands' buffers."""
+at the equation's types and emitted inline; optimization_barrier and the identities of
+lax/processes.py (which only type or differentiate a value) forward their operands' buffers."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
 from ...core.trace import trace_to_jaxpr
 from ...lax.composed import optimization_barrier_p, split_p, split_slices
-from ...lax.processes import pvary_p, shared_p
+from ...lax.processes import IDENTITIES as PROCESS_IDENTITIES
 from .codegen import Emitter
 from .rules import FORWARDING, STRUCTURAL
 
@@ -34,7 +34,8 @@ def _forward(em: Emitter, eqn, ins, dests):
 
 STRUCTURAL[split_p] = traced(split_slices)
 # the identities: optimization_barrier, and at shard_map's boundary over processes the values
-# every process holds alike (mpi_pvary, mpi_shared: their transposes are what they are for)
-for _prim in (optimization_barrier_p, pvary_p, shared_p):
+# every process holds alike and their retyping (mpi_pvary, mpi_shared, mpi_vma: their
+# transposes are what they are for)
+for _prim in (optimization_barrier_p,) + PROCESS_IDENTITIES:
     STRUCTURAL[_prim] = _forward
     FORWARDING.add(_prim)
