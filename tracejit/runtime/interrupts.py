@@ -6,6 +6,7 @@ take the signal."""
 from __future__ import annotations
 
 import _signal
+import atexit
 import ctypes
 import signal
 import sys
@@ -43,9 +44,26 @@ def _chain_in_front() -> bool:
     if _current.flags & _SA_SIGINFO or _current.handler in (None, 0, 1):
         return False
     interrupt.chain.value = _current.handler
+    _displaced[:] = [_current.handler, _current.mask[:], _current.flags]
     new = _SigAction()
     new.handler, new.mask, new.flags = native, _current.mask, _current.flags
     return _libc.sigaction(signal.SIGINT, ctypes.byref(new), None) == 0
+
+
+_displaced: list = []  # (handler, mask, flags) of the action the native handler went in front of
+
+
+@atexit.register
+def _unchain() -> None:
+    """Put the displaced handler back at exit, before the native handler's code is freed."""
+    if _libc is None or not _displaced or \
+            _libc.sigaction(signal.SIGINT, None, _current_ref) != 0 or \
+            _current.handler != interrupt.handler_address():
+        return
+    old = _SigAction()
+    old.handler, old.flags = _displaced[0], _displaced[2]
+    old.mask[:] = _displaced[1]
+    _libc.sigaction(signal.SIGINT, ctypes.byref(old), None)
 
 
 class NativeSigint:
