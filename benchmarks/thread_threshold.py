@@ -1,15 +1,18 @@
 """Thread pool measurements (backend/llvm/thread_pool.py, parallel_loops.py): the size from which
 a parallel kernel beats the serial one, and the speedup of 2 threads over 1 on the large rows.
 
-    python -m benchmarks.thread_threshold [threshold|speedup]
+    python -m benchmarks.thread_threshold [threshold|speedup|latency]
 
 `threshold`: a cheap elementwise kernel (x * 2 + 1) and a row sum at sizes 4k..1M, compiled
 with the parallel path forced on (eight chunks or more at every size), run with
 tracejit_num_threads 1 and 2 (interleaved, best of several rounds: the machine is shared). The
 ratio t1/t2 crosses 1 at the break-even size; PARALLEL_MIN_ELEMENTS is set above it. `speedup`:
 the elementwise chain 10M, softmax 4096^2, row sums and a whole sum of 10M elements, t1/t2 with
-the default threshold. Prints the load average too: on a loaded machine the second thread often
-gets no core at all, and the ratios say little.
+the default threshold. `latency`: where a mid-size call's time goes: the dispatch floor (a scalar
+program), relu at 16K..4M elements serial and on the pool with 1 and 2 threads (the pool's
+fixed cost is the chunked 1-thread time less the serial one), and the one-core read and copy
+bandwidth of NumPy's max and copy next to our sum's. Prints the load average too: on a loaded
+machine the second thread often gets no core at all, and the ratios say little.
 """
 from __future__ import annotations
 
@@ -86,7 +89,47 @@ def speedup() -> None:
         print(f"{name:28} {t1 * 1e3:8.2f}ms {t2 * 1e3:8.2f}ms {t1 / t2:6.2f}")
 
 
+def latency() -> None:
+    import tracejit as jax
+    import tracejit.numpy as jnp
+    from tracejit.backend.llvm import parallel_loops
+    print(f"load average {os.getloadavg()}")
+    one = jnp.asarray(np.float32(1))
+    floor = _best(jax.jit(lambda x: x + 1), one, 2000)
+    print(f"dispatch floor (x + 1, a scalar): {floor * 1e6:.1f}µs")
+    print(f"{'relu elements':>13} {'serial':>10} {'pool, 1t':>10} {'pool, 2t':>10}")
+    kept, chunk = parallel_loops.PARALLEL_MIN_ELEMENTS, parallel_loops.CHUNK_ELEMENTS
+    for n in (1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22):
+        x = jnp.asarray(np.linspace(-1, 1, n, dtype=np.float32))
+        reps = max(10, 4_000_000 // n)
+        parallel_loops.PARALLEL_MIN_ELEMENTS = 1 << 62
+        serial = jax.jit(lambda x: jnp.maximum(x, 0.0))
+        jax.config.update("tracejit_num_threads", 1)
+        ts = _best(serial, x, reps)
+        # on the pool in at least four chunks (compiled at _compare's first call)
+        parallel_loops.PARALLEL_MIN_ELEMENTS = 0
+        parallel_loops.CHUNK_ELEMENTS = min(chunk, n // 4)
+        pooled = jax.jit(lambda x: jnp.maximum(x, 0.0) + 0.0)
+        t1, t2 = _compare(pooled, x, reps)
+        print(f"{n:13d} {ts * 1e6:8.1f}µs {t1 * 1e6:8.1f}µs {t2 * 1e6:8.1f}µs")
+    parallel_loops.PARALLEL_MIN_ELEMENTS, parallel_loops.CHUNK_ELEMENTS = kept, chunk
+    big = np.random.default_rng(0).standard_normal(10_000_000).astype(np.float32)
+    out = np.empty_like(big)
+    jax.config.update("tracejit_num_threads", 1)
+    ours = _best(jax.jit(jnp.sum), jnp.asarray(big), 20)
+    jax.config.update("tracejit_num_threads", None)
+    best = {k: float("inf") for k in ("max", "copy")}
+    for _ in range(20):
+        for k, fn in (("max", big.max), ("copy", lambda: np.copyto(out, big))):
+            t = time.perf_counter()
+            fn()
+            best[k] = min(best[k], time.perf_counter() - t)
+    print(f"40 MB on one core: NumPy max {big.nbytes / best['max'] / 1e9:.1f} GB/s read, copy "
+          f"{2 * big.nbytes / best['copy'] / 1e9:.1f} GB/s read + write; our sum "
+          f"{big.nbytes / ours / 1e9:.1f} GB/s")
+
+
 if __name__ == "__main__":
     which = sys.argv[1:] or ["threshold", "speedup"]
     for name in which:
-        {"threshold": threshold, "speedup": speedup}[name]()
+        {"threshold": threshold, "speedup": speedup, "latency": latency}[name]()

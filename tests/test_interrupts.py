@@ -91,6 +91,25 @@ def test_signal_handlers_are_restored():
     assert signal.getsignal(signal.SIGINT) is old
 
 
+def test_python_keeps_ctrl_c_between_native_calls():
+    """The native handler stays in front of Python's after a call and passes SIGINT on while no
+    native call runs: Python code still gets KeyboardInterrupt."""
+    f = tracejit.jit(_spin_while)
+    f(np.int32(3))
+    with pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1)
+
+
+def test_ctrl_c_after_python_set_its_handler_again():
+    """`signal.signal` with the very handler Python had puts Python's C handler back in front;
+    the next call notices and chains the native one again."""
+    f = tracejit.jit(_spin_while)
+    f(np.int32(3))
+    signal.signal(signal.SIGINT, signal.getsignal(signal.SIGINT))
+    assert _expect_interrupt(lambda: f(np.int32(2 ** 31 - 1))) < DELAY
+
+
 def test_loops_off_the_main_thread_run_to_the_end():
     out = []
     t = threading.Thread(target=lambda: out.append(float(tracejit.jit(_spin_while)(

@@ -277,14 +277,16 @@ def test_interrupt_flag_stops_a_parallel_loop(threads):
 
 
 def test_parallel_programs_take_ctrl_c():
-    """A program with a parallel kernel leaves early on the flag and so installs the SIGINT
-    handler around its calls (runtime/interrupts.py)."""
+    """A program with a large parallel kernel leaves early on the flag and so installs the
+    SIGINT handler around its calls (runtime/interrupts.py); a kernel below POLL_MIN_ELEMENTS
+    (milliseconds) runs on the pool without that per-call cost."""
     from tracejit.backend.llvm import codegen
-    x = np.zeros(2 * N0, np.float32)
-    prog = codegen.generate(tracejit.make_jaxpr(lambda x: x + 1)(x), "f")
-    assert thread_pool.SYMBOL in prog.ir_text and prog.polls
-    prog = codegen.generate(tracejit.make_jaxpr(lambda x: x + 1)(x[:100]), "f")
-    assert thread_pool.SYMBOL not in prog.ir_text and not prog.polls
+    big = parallel_loops.POLL_MIN_ELEMENTS
+    for n, pool, polls in ((big, True, True), (big - 1, True, False), (2 * N0, True, False),
+                           (100, False, False)):
+        x = tracejit.ShapeDtypeStruct((n,), np.float32)
+        prog = codegen.generate(tracejit.make_jaxpr(lambda x: x + 1)(x), "f")
+        assert (thread_pool.SYMBOL in prog.ir_text, prog.polls) == (pool, polls), n
 
 
 def test_blas_gets_one_thread_while_the_pool_runs(threads):

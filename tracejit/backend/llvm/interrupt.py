@@ -14,6 +14,11 @@ from .types import I32
 
 FLAG_SYMBOL = "tracejit_interrupt_flag"
 _flag = ctypes.c_int32(0)  # (module-level: every program's code refers to its address)
+# The handler's state, written by the runtime: how many native calls on the main thread want
+# SIGINT now (then it sets the flag), and the handler it displaced (called otherwise).
+_DEPTH, _CHAIN = "tracejit_sigint_depth", "tracejit_sigint_chain"
+depth = ctypes.c_int32(0)
+chain = ctypes.c_void_p(0)
 
 
 @functools.cache
@@ -56,10 +61,24 @@ def emit_poll(em) -> None:
 
 @functools.cache
 def _handler_code() -> jit_engine.Code:
+    llvm.add_symbol(_DEPTH, ctypes.addressof(depth))
+    llvm.add_symbol(_CHAIN, ctypes.addressof(chain))
     module = ir.Module(name="tracejit_sigint")
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I32]), name="tracejit_sigint")
+    handler_ty = ir.FunctionType(ir.VoidType(), [I32])
+    fn = ir.Function(module, handler_ty, name="tracejit_sigint")
+    words = {}
+    for name, ty in ((_DEPTH, I32), (_CHAIN, handler_ty.as_pointer())):
+        words[name] = ir.GlobalVariable(module, ty, name)
+        words[name].linkage = "external"
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    b.store_atomic(ir.Constant(I32, 1), _flag_global(module), "monotonic", 4)
+    busy = b.load_atomic(words[_DEPTH], "monotonic", 4)
+    with b.if_else(b.icmp_unsigned("!=", busy, ir.Constant(I32, 0))) as (native, python):
+        with native:
+            b.store_atomic(ir.Constant(I32, 1), _flag_global(module), "monotonic", 4)
+        with python:
+            previous = b.load_atomic(words[_CHAIN], "monotonic", 8)
+            with b.if_then(b.icmp_unsigned("!=", previous, ir.Constant(previous.type, None))):
+                b.call(previous, [fn.args[0]])
     b.ret_void()
     parsed = jit_engine.parse(str(module))
     code, _ = jit_engine.load(parsed)
@@ -68,5 +87,6 @@ def _handler_code() -> jit_engine.Code:
 
 @functools.cache  # (looked up around every native call)
 def handler_address() -> int:
-    """A native `void handler(int signum)` that only sets the flag (async-signal-safe)."""
+    """A native `void handler(int signum)` (async-signal-safe): while `depth` is non-zero it
+    sets the flag; otherwise it calls the handler in `chain` (Python's own), if any."""
     return _handler_code().address("tracejit_sigint")

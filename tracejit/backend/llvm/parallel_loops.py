@@ -43,6 +43,11 @@ CHUNK_ELEMENTS = 1 << 15
 # most this many bytes for all the regions together
 MAX_REGION_CHUNKS = 64
 MAX_REGION_BYTES = 8 << 20
+# Elements from which a parallel kernel checks for Ctrl-C after the pool returns. A program that
+# polls pays for the native SIGINT handler around every call (two sigaction system calls through
+# ctypes, runtime/interrupts.py); a smaller kernel ends within milliseconds anyway, and a loop
+# around it polls at its back-edge.
+POLL_MIN_ELEMENTS = 1 << 24
 
 _REDUCERS = {rd.reduce_sum_p, rd.reduce_prod_p, rd.reduce_max_p, rd.reduce_min_p,
              rd.reduce_and_p, rd.reduce_or_p, rd.reduce_xor_p}
@@ -240,7 +245,8 @@ def lower_parallel(em: Emitter, eqn, env: dict, dests: list) -> list | None:
                      ir.Constant(I64, n_chunks)])
     if regions is not None:
         em.release(regions)
-    emit_poll(em)  # Ctrl-C made the pool skip chunks: leave now (the outputs are discarded)
+    if work(eqn) >= POLL_MIN_ELEMENTS:
+        emit_poll(em)  # Ctrl-C made the pool skip chunks: leave now (outputs are discarded)
     if partials or columns:
         return [_combine_partials(em, _root(eqn).primitive, dests[0], n_chunks,
                                   dests_given[0])]
