@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import importlib
 import importlib.machinery
 import importlib.util
 import os
@@ -39,8 +38,10 @@ def scipy_extension(name: str):
     paths = [os.path.join(folder, name + suffix)
              for suffix in importlib.machinery.EXTENSION_SUFFIXES] if folder else []
     path = next((p for p in paths if os.path.exists(p)), None)
-    if path is None or full in sys.modules:
-        return importlib.import_module(full)
+    if path is None or full in sys.modules:  # (a plain import)
+        import scipy.linalg.cython_blas  # noqa: F401
+        import scipy.linalg.cython_lapack  # noqa: F401
+        return sys.modules[full]
     spec = importlib.util.spec_from_file_location(full, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
