@@ -39,8 +39,8 @@ def scipy_extension(name: str):
              for suffix in importlib.machinery.EXTENSION_SUFFIXES] if folder else []
     path = next((p for p in paths if os.path.exists(p)), None)
     if path is None or full in sys.modules:  # (a plain import)
-        import scipy.linalg.cython_blas  # noqa: F401
-        import scipy.linalg.cython_lapack  # noqa: F401
+        import scipy.linalg.cython_blas
+        import scipy.linalg.cython_lapack
         return sys.modules[full]
     spec = importlib.util.spec_from_file_location(full, path)
     module = importlib.util.module_from_spec(spec)
