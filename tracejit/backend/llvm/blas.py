@@ -40,7 +40,7 @@ def scipy_extension(name: str):
     path = next((p for p in paths if os.path.exists(p)), None)
     if path is None or full in sys.modules:  # (a plain import)
         import scipy.linalg.cython_blas
-        import scipy.linalg.cython_lapack
+        import scipy.linalg.cython_lapack  # noqa: F401
         return sys.modules[full]
     spec = importlib.util.spec_from_file_location(full, path)
     module = importlib.util.module_from_spec(spec)
