@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import importlib.machinery
+import importlib.util
 import os
+import sys
 
 import llvmlite.ir as ir
 import numpy as np
@@ -23,10 +26,40 @@ _get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
 @functools.cache
-def _address(name: str) -> int:
-    from scipy.linalg import cython_blas
-    capsule = cython_blas.__pyx_capi__[name]
+def scipy_extension(name: str):
+    """SciPy's extension module `scipy.linalg.<name>` (cython_blas, cython_lapack) without
+    running `scipy/linalg/__init__.py`, which imports most of SciPy (~0.2 s of a first call;
+    loading the extension and its OpenBLAS takes ~0.02 s). Where scipy.linalg is imported
+    already, or the file is not where SciPy's wheels put it, this is a plain import."""
+    full = f"scipy.linalg.{name}"
+    scipy_spec = None if "scipy.linalg" in sys.modules else importlib.util.find_spec("scipy")
+    folder = os.path.join(scipy_spec.submodule_search_locations[0], "linalg") \
+        if scipy_spec is not None and scipy_spec.submodule_search_locations else None
+    paths = [os.path.join(folder, name + suffix)
+             for suffix in importlib.machinery.EXTENSION_SUFFIXES] if folder else []
+    path = next((p for p in paths if os.path.exists(p)), None)
+    if path is None or full in sys.modules:  # (a plain import)
+        import scipy.linalg.cython_blas
+        import scipy.linalg.cython_lapack  # noqa: F401
+        return sys.modules[full]
+    spec = importlib.util.spec_from_file_location(full, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    # (Cython's initialisation enters it in sys.modules; out again, so that a later import of
+    # scipy.linalg imports it as usual -- the same module object -- and sets the attribute)
+    sys.modules.pop(full, None)
+    return module
+
+
+def capsule_address(module, name: str) -> int:
+    """The address of the C function a Cython module exports as capsule `name`."""
+    capsule = module.__pyx_capi__[name]
     return _get_pointer(capsule, _get_name(capsule))
+
+
+@functools.cache
+def _address(name: str) -> int:
+    return capsule_address(scipy_extension("cython_blas"), name)
 
 
 @functools.cache
@@ -94,8 +127,7 @@ def openblas_threads_api() -> tuple | None:
     """(set, get) of the thread count of the OpenBLAS behind SciPy's cython_blas, as ctypes
     functions; None when SciPy's BLAS is not OpenBLAS. Looked up through cython_blas's own
     handle, which searches the libraries it links (NumPy's OpenBLAS is another library)."""
-    from scipy.linalg import cython_blas
-    lib = ctypes.CDLL(cython_blas.__file__)
+    lib = ctypes.CDLL(scipy_extension("cython_blas").__file__)
     for prefix in ("scipy_openblas", "openblas"):
         for suffix in ("", "64_"):
             set_fn = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)

@@ -92,7 +92,9 @@ def _slow_path_engine(symbol: str) -> llvm.ExecutionEngine:
     module.triple = llvm.get_process_triple()
     module.data_layout = str(target_data())
     module.verify()
-    optimize(module)
+    # O1: the path runs only for huge arguments, and O3 took 30 ms of the first program that
+    # calls it (its IR has no fast-math flags: the same bits at every level)
+    _run_pipeline(module, speed_level=1, vectorize=False)
     engine = llvm.create_mcjit_compiler(module, create_target_machine())
     engine.finalize_object()
     for name in (symbol, *_VARIANTS_OF[symbol]):

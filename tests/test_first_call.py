@@ -1,0 +1,96 @@
+"""A process's first call: the start-up it pays (SciPy's BLAS/LAPACK loaded without importing
+scipy.linalg; the cold trig slow paths compiled at O1), with values checked against NumPy/SciPy
+and the O1 code against O3's bit for bit."""
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _python(source: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(source)], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_blas_and_lapack_without_scipy_linalg():
+    """A matmul and a Cholesky factorisation load SciPy's cython_blas/cython_lapack but not
+    the scipy.linalg package (~0.2 s); a later `import scipy.linalg.cython_blas` gets the same
+    module object as an attribute, and SciPy's own solvers still work."""
+    out = _python("""
+        import sys
+        import numpy as np
+        import tracejit, tracejit.numpy as jnp
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((64, 64)).astype(np.float32)
+        spd = (a @ a.T + 64 * np.eye(64)).astype(np.float32)
+        got = np.asarray(tracejit.jit(lambda x, y: x @ y)(a, a))
+        chol = np.asarray(tracejit.jit(jnp.linalg.cholesky)(spd))
+        print(sorted(k for k in sys.modules if k.startswith("scipy.linalg")))
+        from tracejit.backend.llvm import blas
+        import scipy.linalg.cython_blas
+        import scipy.linalg
+        print(scipy.linalg.cython_blas is blas.scipy_extension("cython_blas"))
+        ref = a.astype(np.float64) @ a.astype(np.float64)
+        print(np.abs(got - ref).max() <= 1e-5 * np.abs(a).sum(1).max() ** 2)
+        print(np.allclose(chol, scipy.linalg.cholesky(spd, lower=True), rtol=1e-4, atol=1e-4))
+    """)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:4] == ["[]", "True", "True", "True"], out.stdout
+
+
+
+def test_trig_slow_path_at_o1_gives_o3s_bits():
+    """The out-of-line Payne-Hanek routines are compiled at O1 (cold: huge arguments only);
+    the same IR at O3 gives the same bits, and both agree with NumPy to a few ulp."""
+    import ctypes
+
+    import llvmlite.binding as llvm
+
+    from tracejit.backend.llvm import jit_engine
+    from tracejit.backend.llvm import math as ourmath
+    rng = np.random.default_rng(0)
+    for symbol in ourmath.BIG_TRIG_SYMBOLS:
+        f64 = symbol.endswith("f64")
+        ctype, dtype = (ctypes.c_double, np.float64) if f64 else (ctypes.c_float, np.float32)
+        # (programs call it for |x| >= _PH_MIN only)
+        scale = ourmath._PH_MIN[f64] * 10.0 ** rng.integers(0, 25 if f64 else 20, 64)
+        x = (rng.uniform(1, 10, 64) * scale).astype(dtype)
+        o1 = jit_engine._slow_path_engine(symbol)
+        o3_module = jit_engine.optimize(jit_engine.parse(str(ourmath.big_trig_routine(symbol))))
+        o3 = llvm.create_mcjit_compiler(o3_module, jit_engine.create_target_machine())
+        o3.finalize_object()
+        fns = [ctypes.CFUNCTYPE(ctype, ctype)(e.get_function_address(symbol)) for e in (o1, o3)]
+        got = [np.array([fn(v) for v in x.tolist()], dtype) for fn in fns]
+        np.testing.assert_array_equal(got[0], got[1])
+        name = next(n for n in ("sin", "cos", "tan") if n in symbol)
+        want = getattr(np, name)(x.astype(np.float64))
+        eps = float(np.finfo(dtype).eps)
+        np.testing.assert_allclose(got[0], want, rtol=4 * eps, atol=4 * eps, err_msg=symbol)
+
+
+def test_fft_steps_share_one_function_per_radix():
+    """A transform compiles one function per radix step (sizes as arguments), not one loop
+    nest per step (six for 2^12 points): one line (its first step in the s == 1 variant) and 8
+    lines (every step with s > 1), against NumPy's FFT."""
+    import re
+
+    import tracejit
+    import tracejit.numpy as jnp
+    rng = np.random.default_rng(0)
+    for shape in [(4096,), (8, 4096)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        f = tracejit.jit(jnp.fft.fft)
+        got = np.asarray(f(x))
+        want = np.fft.fft(x.astype(np.float64))
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())
+        text = f.lower(x).compile().as_text("llvm")
+        steps = set(re.findall(r"define [^@]*@\"?(tracejit_fft_\w+radix\w+)", text))
+        # radix 4's step, its one-line variant (s == 1, chosen at run time), the last step's
+        assert steps == {f"tracejit_fft_complex64_radix4{v}_fwd"
+                         for v in ("", "_unit", "_last")}, steps
