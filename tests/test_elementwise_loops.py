@@ -312,6 +312,25 @@ def test_a_long_scan_with_xs_and_ys_on_the_pool_matches_one_thread():
         np.testing.assert_array_equal(np.asarray(got), want)
 
 
+@pytest.mark.parametrize("n", [7, 300])
+@pytest.mark.parametrize("steps", [1, 2, 5])
+def test_a_carry_saved_as_its_y_is_read_back_from_the_y_row(n, steps):
+    """codegen writes such a carry into the y row only (no carry copy per step): exact float
+    arithmetic against NumPy, either trip-count parity, reversed, with the carry donated."""
+    def f(x0, xs):
+        return lax.scan(lambda x, f: ((y := x * F32(0.5) + f), y), x0, xs, reverse=True)
+    x0, xs = _xs_args(n, steps)
+    want_path = np.empty_like(xs)
+    x = x0
+    for t in reversed(range(steps)):
+        x = want_path[t] = x * F32(0.5) + xs[t]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (donation may be declined: no error either way)
+        final, path = tracejit.jit(f, donate_argnums=0)(jnp.asarray(x0), xs)
+    np.testing.assert_array_equal(np.asarray(path), want_path)
+    np.testing.assert_array_equal(np.asarray(final), x)
+
+
 def test_grad_and_vmap_of_a_scan_with_xs_and_ys():
     """Gradients through the integrator against central differences (float64), and vmap over
     a batch of forcings against a Python loop."""

@@ -13,7 +13,7 @@ from ...compiler.fusion import fused_p, is_elementwise
 from ...compiler.rows import row_map_p
 from ...core import dtypes, errors
 from ...core.avals import ShapedArray
-from ...core.jaxpr import ClosedJaxpr, Var
+from ...core.jaxpr import ClosedJaxpr, Jaxpr, Var
 from ...lax.call import pjit_p
 from ...lax.control_flow import cond_p, linear_solve_p, root_p, scan_p, while_p
 from ...lax.shape import broadcast_in_dim_p
@@ -323,21 +323,50 @@ def _scan_steps(em: Emitter, eqn, ins, dests):
                        final_in_first=(length % 2 == 0))
     ys = [d or em.alloc(a) for d, a in zip(dests[nk:], ys_avals)]
     inner_consts = [em.const_value(c) for c in closed.consts]
+    jaxpr, firsts, copies = _outputs_once(closed.jaxpr)
+    # an array carry whose new value is also the step's y (an integrator saving its path) is
+    # written into the y row only, and the next step reads it from there
+    in_y = {c: j for j, c in copies if c < nk <= j and eqn.outvars[c].aval.ndim}
 
     def body(i):
         t = b.sub(ir.Constant(I64, length - 1), i) if reverse else i
         x_rows = [_as_value(em, _row(em, x, t)) for x in xs]
         y_rows = [_row(em, y, t) for y in ys]
-        new = carries.next_slots()
+        out = carries.next_slots() + y_rows
+        for c, j in in_y.items():
+            out[c] = out[j]
         # the scan's own loop carries a dependency and never vectorises: its scalar code takes
         # math's branchy scalar paths; loops inside it decide for themselves (em.loop)
         with inline_slow_paths(False):
-            em.emit_jaxpr(closed.jaxpr, inner_consts,  # invars: const operands, carry, x rows
-                          list(consts) + carries.current() + x_rows, new + y_rows)
-        carries.advance(new)
+            em.emit_jaxpr(jaxpr, inner_consts,  # invars: const operands, carry, x rows
+                          list(consts) + carries.current() + x_rows, [out[k] for k in firsts])
+        for k, first in copies:
+            if out[k] is not out[first]:
+                _copy(em, out[first], out[k])
+        carries.advance(out[:nk])
         emit_poll(em)
     em.loop(length, body, name="scan")
     return carries.results() + ys
+
+
+def _outputs_once(jaxpr):
+    """The body with each var among its outputs once (a value that is both the new carry and
+    the step's y: computed straight into one destination and copied to the other, instead of
+    into a temporary copied to both); the output positions it computes, and the (position,
+    position computed) pairs to copy after it."""
+    first: dict = {}
+    firsts, copies = [], []
+    for k, v in enumerate(jaxpr.outvars):
+        if isinstance(v, Var) and v in first:
+            copies.append((k, first[v]))
+            continue
+        if isinstance(v, Var):
+            first[v] = k
+        firsts.append(k)
+    if not copies:
+        return jaxpr, firsts, copies
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, [jaxpr.outvars[k] for k in firsts], jaxpr.eqns,
+                 jaxpr.debug_info), firsts, copies
 
 
 _CALLS = (pjit_p, checkpoint_p, custom_jvp_call_p, custom_vjp_call_p, linear_call_p)
