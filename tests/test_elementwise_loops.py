@@ -236,6 +236,13 @@ def _matrix_shaped(x0, xs):  # S = (4, n / 4): rows cut through its flattening
     return lax.scan(lambda x, f: (x * F32(0.75) + jnp.sqrt(jnp.abs(f)), x), x0, xs)
 
 
+@pytest.fixture
+def columns_at_any_size(monkeypatch):
+    """Column blocks for small carries too (by default only carries of 2 MiB and more take
+    them), so that small, fast cases exercise them."""
+    monkeypatch.setattr(el, "COLUMN_MIN_CARRY_BYTES", 0)
+
+
 XS_CASES = [("euler", _euler), ("reverse_two_ys", _reverse_two_ys), ("unrolled", _unrolled),
             ("scalar_xs", _scalar_xs), ("int_carry", _int_carry),
             ("no_array_carry", _no_array_carry), ("matrix_shaped", _matrix_shaped)]
@@ -252,7 +259,8 @@ def _column_loops(jaxpr) -> list:
 
 
 @pytest.mark.parametrize("name,f", XS_CASES, ids=[c[0] for c in XS_CASES])
-def test_scans_with_xs_and_ys_run_as_element_loops_with_the_same_bits(monkeypatch, name, f):
+def test_scans_with_xs_and_ys_run_as_element_loops_with_the_same_bits(monkeypatch, name, f,
+                                                                   columns_at_any_size):
     args = _xs_args(1000)
     jaxpr = _optimized(f, *args)
     assert len(_row_loops(jaxpr)) == 1  # the fast path is taken
@@ -266,7 +274,7 @@ def test_scans_with_xs_and_ys_run_as_element_loops_with_the_same_bits(monkeypatc
 
 
 @pytest.mark.parametrize("n", [1, 63, 1000, 1025, 4099])
-def test_sizes_with_and_without_a_row_length(monkeypatch, n):
+def test_sizes_with_and_without_a_row_length(monkeypatch, n, columns_at_any_size):
     """4099 is prime: rows of a multiple of 16 and a shorter last one (ragged); 1 and 63 are
     too small for rows and keep the loop. The row_map's reference rule (the interpreter on the
     optimised program) agrees too."""
@@ -300,7 +308,7 @@ def test_a_ragged_while_loop_on_the_pool_and_on_one_thread(monkeypatch):
     np.testing.assert_array_equal(np.asarray(tracejit.jit(lambda y: _newton(y))(y)), new[0])
 
 
-def test_a_long_scan_with_xs_and_ys_on_the_pool_matches_one_thread():
+def test_a_long_scan_with_xs_and_ys_on_the_pool_matches_one_thread(columns_at_any_size):
     x0, forcing = _xs_args(4099, steps=64)
     jaxpr = _optimized(_euler, x0, forcing)
     (row,) = _column_loops(jaxpr)
@@ -310,6 +318,26 @@ def test_a_long_scan_with_xs_and_ys_on_the_pool_matches_one_thread():
     tracejit.config.update("tracejit_num_threads", 1)
     for got, want in zip(tracejit.jit(lambda *a: _euler(*a))(x0, forcing), pooled):
         np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_column_blocks_only_for_carries_too_large_for_the_cache(monkeypatch):
+    """The benchmark's integrator (a 1000-vector) keeps the per-step lowering, which streams
+    xs and ys in order; three carries just over the threshold together, with a forcing input,
+    run as rows (same bits)."""
+    assert not _row_loops(_optimized(_euler, *_xs_args(1000)))
+
+    def three(a0, xs):
+        def step(c, f):
+            a, b, d = c
+            return (a + F32(0.01) * (b - a + f), b * F32(0.99) + d * a, d * F32(0.5)), None
+        return lax.scan(step, (a0, a0 * F32(0.5), a0 + F32(1)), xs)[0]
+    n = el.COLUMN_MIN_CARRY_BYTES // (3 * 4) + 16  # (float32)
+    args = _xs_args(n, steps=2)
+    (row,) = _column_loops(_optimized(three, *args))
+    assert row.params["in_axes"].count(1) == 1
+    new, old, _ = _run_three_ways(monkeypatch, three, *args)
+    for a, b in zip(new, old):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("n", [7, 300])
@@ -331,7 +359,7 @@ def test_a_carry_saved_as_its_y_is_read_back_from_the_y_row(n, steps):
     np.testing.assert_array_equal(np.asarray(final), x)
 
 
-def test_grad_and_vmap_of_a_scan_with_xs_and_ys():
+def test_grad_and_vmap_of_a_scan_with_xs_and_ys(columns_at_any_size):
     """Gradients through the integrator against central differences (float64), and vmap over
     a batch of forcings against a Python loop."""
     x0, forcing = (np.asarray(a, np.float64) for a in _xs_args(256, steps=6))
