@@ -16,8 +16,8 @@ import numpy as np
 MIN_BYTES = 1 << 16  # small arrays come from NumPy's own cache quickly enough
 # Pooled buffers start at a multiple of ALIGN bytes (a cache line, an AVX-512 vector; XLA's
 # alignment too): NumPy's start at 16 (mod 64, varying). Newton's iteration on 1M float32 (one
-# thread, input at 16 mod 64): 2.6-3.0 ms with outputs and workspace at 0 mod 64, 2.7-3.2 ms at
-# 16 (about 5% over three runs of 60 calls each).
+# thread, input at 16 mod 64): best 2.6-3.2 ms with outputs and workspace at 0 mod 64, 2.7-3.3 ms
+# at 16 (about 5%, three runs of 60 calls each on the shared machine).
 ALIGN = 64
 _MAX_POOLED_BYTES = 512 << 20
 _PER_SIZE = 4
