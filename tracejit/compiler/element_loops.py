@@ -117,11 +117,14 @@ def _cores(eqn: Eqn) -> tuple[list[tuple], list[tuple]]:
 
 def blocks(n: int) -> tuple[int, int, int]:
     """(row length B, row count, last row's length) for an array of n elements: its largest
-    divisor in [MIN_BLOCK, MAX_BLOCK] that leaves at least two rows; without one, rows of a
-    multiple of VECTOR elements as even as that allows, the last one shorter (ragged)."""
-    for b in range(min(MAX_BLOCK, n // 2), MIN_BLOCK - 1, -1):
-        if n % b == 0:
-            return b, n // b, b
+    divisor in [MIN_BLOCK, MAX_BLOCK] that leaves at least two rows, a multiple of VECTOR if
+    there is one (whole vectors: Newton on 10^6 float32, one thread, best of 60 calls in three
+    runs: 2.37-2.63 ms in rows of 800, 2.44-2.76 ms in rows of 1000); without a divisor, rows
+    of a multiple of VECTOR elements as even as that allows, the last one shorter (ragged)."""
+    divisors = [b for b in range(min(MAX_BLOCK, n // 2), MIN_BLOCK - 1, -1) if n % b == 0]
+    if divisors:
+        b = ([b for b in divisors if b % VECTOR == 0] or divisors)[0]
+        return b, n // b, b
     b = _round_up(-(-n // max(2, -(-n // MAX_BLOCK))), VECTOR)
     rows = -(-n // b)
     return b, rows, n - (rows - 1) * b
