@@ -102,6 +102,23 @@ def newton_sqrt(jax, jnp, lax, random):
     return jax.jit(sqrt), (y,)
 
 
+def euler_xs_ys(jax, jnp, lax, random):
+    """Euler steps of dx/dt = sin(x) - x + f(t) for a 1000-vector over 10k steps: the forcing
+    f comes in per step (xs, 10k x 1000) and the trajectory goes out (ys, 10k x 1000)."""
+    def integrate(x0, forcing):
+        def step(x, f):
+            x = x + 0.01 * (jnp.sin(x) - x + f)
+            return x, x
+        return lax.scan(step, x0, forcing)
+    return jax.jit(integrate), tuple(jnp.asarray(a) for a in _euler_inputs())
+
+
+def _euler_inputs():
+    rng = np.random.default_rng(0)
+    return (rng.standard_normal(1000).astype(np.float32),
+            rng.standard_normal((10_000, 1000)).astype(np.float32))
+
+
 def fori(jax, jnp, lax, random):
     return jax.jit(lambda x: lax.fori_loop(0, 10_000, lambda i, x: x * 0.999 + 0.001, x)), \
         (jnp.asarray(np.float32(1.0)),)
@@ -226,6 +243,7 @@ WORKLOADS = [
     ("SDE 100,000 steps adaptive", sde(100_000, True)),
     ("fixed-point scan scalar (10k)", fixed_point(0)),
     ("fixed-point scan 1000-vector (10k)", fixed_point(1000)),
+    ("scan with xs/ys 1000-vector (10k)", euler_xs_ys),
     ("polynomial activation 1M", activation("polynomial")),
     ("relu 1M", activation("relu")),
     ("leaky_relu 1M", activation("leaky_relu")),
@@ -280,6 +298,14 @@ def _np_newton(y):
     return x
 
 
+def _np_euler(x, forcing):
+    traj = np.empty_like(forcing)
+    for t, f in enumerate(forcing):
+        x = x + np.float32(0.01) * (np.sin(x) - x + f)
+        traj[t] = x
+    return x, traj
+
+
 def _np_fori(x):
     for _ in range(10_000):
         x = x * np.float32(0.999) + np.float32(0.001)
@@ -321,6 +347,7 @@ NUMPY = {
         _RNG.standard_normal((1024, 1024)).astype(np.float32),) * 2),
     "while_loop Newton sqrt 1M": lambda: (_np_newton,
                                           (np.linspace(1, 100, 1_000_000, dtype=np.float32),)),
+    "scan with xs/ys 1000-vector (10k)": lambda: (_np_euler, _euler_inputs()),
     "fori_loop 10k scalar steps": lambda: (_np_fori, (np.float32(1.0),)),
     "Cholesky solve 512x512": lambda: (_np_cholesky_solve, (
         _spd(512), np.random.default_rng(1).standard_normal((512, 8)).astype(np.float32))),

@@ -11,6 +11,7 @@ import pytest
 import tracejit
 import tracejit.numpy as tnp
 from tracejit import lax
+from tracejit.runtime import buffers
 
 RNG = np.random.default_rng(0)
 IDX = np.array([[1], [3], [1]], np.int32)  # scatter indices, one repeated
@@ -179,6 +180,23 @@ def test_pool_never_hands_out_memory_an_output_owns():
     others = [g(tnp.asarray(np.full(n, k, np.float32))) for k in range(6)]
     assert all(o.address != address for o in others)
     np.testing.assert_array_equal(np.asarray(y), np.full(n, 2.0, np.float32))
+
+
+def test_pooled_outputs_start_on_a_cache_line_and_are_reused():
+    """Pooled buffers (outputs, workspaces) start at a multiple of 64 bytes, as XLA's do;
+    a dead output's buffer serves the next call (same address, still aligned)."""
+    f = tracejit.jit(lambda x: x * 2.0 + 1.0, backend="native")
+    x = tnp.asarray(np.arange(1 << 15, dtype=np.float32))
+    addresses = set()
+    for _ in range(3):
+        y = f(x)
+        assert y.address % 64 == 0 and buffers.ALIGN % 64 == 0
+        np.testing.assert_array_equal(np.asarray(y), np.arange(1 << 15, dtype=np.float32) * 2 + 1)
+        addresses.add(y.address)
+        del y
+    assert len(addresses) == 1
+    small = f(tnp.asarray(np.ones(8, np.float32)))  # below MIN_BYTES: NumPy's own allocation
+    np.testing.assert_array_equal(np.asarray(small), np.full(8, 3.0, np.float32))
 
 
 def test_view_of_a_pooled_output_keeps_its_memory():

@@ -1,9 +1,11 @@
 """Element loops (compiler.element_loops -> codegen's row_map with the loop inside each row):
 while/fori/scan loops whose array carries are updated elementwise under a uniform condition
-give the same bits as the lowering that makes one pass over the arrays per iteration, and
-agree with the reference interpreter; loops the pass must leave alone (a condition reading an
-array carry, a reduction in the body, xs, a size without a row length) are left alone and
-still compute the right thing; vmap and differentiation of such loops stay correct."""
+(scans with per-step xs and ys included, read and written as column blocks; sizes without a
+row length in ragged rows) give the same bits as the lowering that makes one pass over the
+arrays per iteration, and agree with the reference interpreter; loops the pass must leave
+alone (a condition reading an array carry, a reduction in the body, xs read by a gather) are
+left alone and still compute the right thing; vmap and differentiation of such loops stay
+correct."""
 import re
 import warnings
 
@@ -17,6 +19,7 @@ from tracejit.backend.llvm import codegen, parallel_loops
 from tracejit.compiler import element_loops as el
 from tracejit.compiler import passes
 from tracejit.compiler.rows import row_map_p
+from tracejit.core.interpret import eval_jaxpr
 from tracejit.lax.control_flow import scan_p, while_p
 from tracejit.runtime.jit import make_jaxpr
 
@@ -73,9 +76,14 @@ def _reduction_in_body(x):
     return lax.fori_loop(0, 5, lambda i, a: a - jnp.mean(a) * F32(0.1), x)
 
 
-def _scan_with_xs(x):
-    return lax.scan(lambda a, t: (a * t + F32(1), None), x, jnp.arange(6, dtype=F32))[0]
+def _xs_gathered(x):  # step t reads xs[t] at permuted positions: not elementwise
+    perm = (jnp.arange(x.shape[0]) * 7) % x.shape[0]
+    xs = jnp.stack([x * F32(k) for k in range(4)])
+    return lax.scan(lambda a, r: (a * F32(0.5) + r[perm], None), x, xs)[0]
 
+
+def _ys_from_a_slice(x):  # a y reads one element of the carry: not elementwise
+    return lax.scan(lambda a, f: (a + f, a[0] * F32(2)), x, jnp.stack([x, x, x]))
 
 def _old_lowering(monkeypatch):
     """Run the pipeline without the pass (a fresh function object: a fresh trace)."""
@@ -160,8 +168,8 @@ def test_a_long_scan_over_a_short_vector_runs_on_the_pool():
 FALLBACKS = [
     ("cond_reads_array", _cond_reads_array, lambda: (RNG.uniform(0, 50, 512).astype(F32),)),
     ("reduction_in_body", _reduction_in_body, lambda: (RNG.standard_normal(512).astype(F32),)),
-    ("scan_with_xs", _scan_with_xs, lambda: (RNG.standard_normal(512).astype(F32),)),
-    ("no_row_length", _newton, lambda: (_positive(1009),)),  # 1009 is prime
+    ("xs_gathered", _xs_gathered, lambda: (RNG.standard_normal(512).astype(F32),)),
+    ("ys_from_a_slice", _ys_from_a_slice, lambda: (RNG.standard_normal(512).astype(F32),)),
     ("too_small", _newton, lambda: (_positive(100),)),
 ]
 
@@ -172,9 +180,211 @@ def test_loops_the_pass_leaves_alone(monkeypatch, name, f, make):
     jaxpr = _optimized(f, *args)
     assert not _row_loops(jaxpr)
     assert any(e.primitive in (while_p, scan_p) for e in jaxpr.eqns)
-    new = np.asarray(tracejit.jit(f)(*args))
-    ref = np.asarray(tracejit.jit(f, backend="interpret")(*args))
-    np.testing.assert_allclose(new, ref, rtol=1e-5, atol=1e-6)
+    new = tracejit.tree_util.tree_leaves(tracejit.jit(f)(*args))
+    ref = tracejit.tree_util.tree_leaves(tracejit.jit(f, backend="interpret")(*args))
+    for a, r in zip(new, ref):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(r), rtol=1e-5, atol=1e-6)
+
+
+# --- scans with xs and ys: column blocks of the (steps, ...) arrays, ragged rows -----------
+
+def _euler(x0, forcing):
+    """The benchmark's integrator: the carry is also the step's y (one value, two outputs)."""
+    def step(x, f):
+        x = x + F32(0.01) * (jnp.sin(x) - x + f)
+        return x, x
+    return lax.scan(step, x0, forcing)
+
+
+def _reverse_two_ys(x0, xs):
+    def step(x, f):
+        x = jnp.tanh(x * F32(0.9) + f)
+        return x, (x * F32(2) + f, jnp.exp(-x))
+    return lax.scan(step, x0, xs, reverse=True)
+
+
+def _unrolled(x0, xs):
+    return lax.scan(lambda x, f: (jnp.cos(x) * f + x * F32(0.5), x - f), x0, xs, unroll=3)
+
+
+def _scalar_xs(x0, xs):
+    """Per-step scalars (shape (steps,)) broadcast to every element; a uniform carry and a
+    uniform y beside the array ones; an array const."""
+    w = x0 * F32(0.25) + F32(1)
+    def step(carry, t):
+        x, k = carry
+        x = x * F32(0.5) + w * t + k
+        return (x, k + t), (x - t, k * t)
+    return lax.scan(step, (x0, F32(0.0)), xs[:, 0])
+
+
+def _int_carry(x0, xs):
+    def step(c, f):
+        n, a = c
+        n = n * 3 + jnp.where(f > 0, 1, -2) + (a > 0).astype(jnp.int32)
+        a = a * F32(0.5) + f
+        return (n, a), n % 7
+    return lax.scan(step, (jnp.zeros(x0.shape, jnp.int32), x0), xs)
+
+
+def _no_array_carry(x0, xs):  # a map over steps: only xs and ys have the array shape
+    return lax.scan(lambda c, f: (c + F32(1), jnp.sin(f) * c + x0), F32(0.5), xs)
+
+
+def _matrix_shaped(x0, xs):  # S = (4, n / 4): rows cut through its flattening
+    x0, xs = x0.reshape(4, -1), xs.reshape(xs.shape[0], 4, -1)
+    return lax.scan(lambda x, f: (x * F32(0.75) + jnp.sqrt(jnp.abs(f)), x), x0, xs)
+
+
+@pytest.fixture
+def columns_at_any_size(monkeypatch):
+    """Column blocks for small carries too (by default only carries of 2 MiB and more take
+    them), so that small, fast cases exercise them."""
+    monkeypatch.setattr(el, "COLUMN_MIN_CARRY_BYTES", 0)
+
+
+XS_CASES = [("euler", _euler), ("reverse_two_ys", _reverse_two_ys), ("unrolled", _unrolled),
+            ("scalar_xs", _scalar_xs), ("int_carry", _int_carry),
+            ("no_array_carry", _no_array_carry), ("matrix_shaped", _matrix_shaped)]
+
+
+def _xs_args(n, steps=9):
+    return RNG.standard_normal(n).astype(F32), RNG.standard_normal((steps, n)).astype(F32)
+
+
+def _column_loops(jaxpr) -> list:
+    """The row_maps whose loop reads or writes column blocks (xs, ys)."""
+    return [eqn for eqn in jaxpr.eqns if eqn.primitive is row_map_p
+            and 1 in eqn.params["in_axes"] + eqn.params["out_axes"]]
+
+
+@pytest.mark.parametrize("name,f", XS_CASES, ids=[c[0] for c in XS_CASES])
+def test_scans_with_xs_and_ys_run_as_element_loops_with_the_same_bits(monkeypatch, name, f,
+                                                                   columns_at_any_size):
+    args = _xs_args(1000)
+    jaxpr = _optimized(f, *args)
+    assert len(_row_loops(jaxpr)) == 1  # the fast path is taken
+    if name != "scalar_xs":  # (its only xs is per-step scalars: read whole by every row)
+        assert _column_loops(jaxpr)
+    new, old, ref = _run_three_ways(monkeypatch, f, *args)
+    for a, b, r in zip(new, old, ref):
+        assert a.dtype == r.dtype and a.shape == r.shape
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(a, r, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("n", [1, 63, 1000, 1025, 4099])
+def test_sizes_with_and_without_a_row_length(monkeypatch, n, columns_at_any_size):
+    """4099 is prime: rows of a multiple of 16 and a shorter last one (ragged); 1 and 63 are
+    too small for rows and keep the loop. The row_map's reference rule (the interpreter on the
+    optimised program) agrees too."""
+    args = _xs_args(n, steps=5)
+    closed = make_jaxpr(_reverse_two_ys)(*args)
+    jaxpr, consts = passes.optimize(closed.jaxpr, list(closed.consts))
+    rows = [e for e in jaxpr.eqns if e.primitive is row_map_p]
+    assert bool(rows) == (n >= el.MIN_ELEMENTS)
+    if rows:
+        block, count, last = el.blocks(n)
+        assert rows[0].params["rows"] == (count,) and (count - 1) * block + last == n
+        assert (rows[0].params["tail"] is not None) == (n == 4099) and 0 < last <= block
+    new, old, ref = _run_three_ways(monkeypatch, _reverse_two_ys, *args)
+    for a, b, r, p in zip(new, old, ref, eval_jaxpr(jaxpr, consts, *args)):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(np.asarray(p), r)
+        np.testing.assert_allclose(a, r, rtol=2e-5, atol=2e-5)
+
+
+def test_a_ragged_while_loop_on_the_pool_and_on_one_thread(monkeypatch):
+    """A while over a prime size (before: no row length, left alone) on the pool: the same bits
+    as the old lowering and as one thread."""
+    y = _positive(9973)
+    jaxpr = _optimized(_newton, y)
+    (row,) = [e for e in jaxpr.eqns if e.primitive is row_map_p]
+    assert row.params["tail"] is not None and parallel_loops.worth(row)
+    new, old, _ = _run_three_ways(monkeypatch, _newton, y)
+    np.testing.assert_array_equal(new[0], old[0])
+    np.testing.assert_allclose(new[0], np.sqrt(y), rtol=1e-6)
+    tracejit.config.update("tracejit_num_threads", 1)  # (conftest restores it)
+    np.testing.assert_array_equal(np.asarray(tracejit.jit(lambda y: _newton(y))(y)), new[0])
+
+
+def test_a_long_scan_with_xs_and_ys_on_the_pool_matches_one_thread(columns_at_any_size):
+    x0, forcing = _xs_args(4099, steps=64)
+    jaxpr = _optimized(_euler, x0, forcing)
+    (row,) = _column_loops(jaxpr)
+    assert parallel_loops.work(row) == row.params["rows"][0] * el.blocks(4099)[0] * 64
+    assert parallel_loops.worth(row)
+    pooled = [np.asarray(v) for v in tracejit.jit(_euler)(x0, forcing)]
+    tracejit.config.update("tracejit_num_threads", 1)
+    for got, want in zip(tracejit.jit(lambda *a: _euler(*a))(x0, forcing), pooled):
+        np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_column_blocks_only_for_carries_too_large_for_the_cache(monkeypatch):
+    """The benchmark's integrator (a 1000-vector) keeps the per-step lowering, which streams
+    xs and ys in order; three carries just over the threshold together, with a forcing input,
+    run as rows (same bits)."""
+    assert not _row_loops(_optimized(_euler, *_xs_args(1000)))
+
+    def three(a0, xs):
+        def step(c, f):
+            a, b, d = c
+            return (a + F32(0.01) * (b - a + f), b * F32(0.99) + d * a, d * F32(0.5)), None
+        return lax.scan(step, (a0, a0 * F32(0.5), a0 + F32(1)), xs)[0]
+    n = el.COLUMN_MIN_CARRY_BYTES // (3 * 4) + 16  # (float32)
+    args = _xs_args(n, steps=2)
+    (row,) = _column_loops(_optimized(three, *args))
+    assert row.params["in_axes"].count(1) == 1
+    new, old, _ = _run_three_ways(monkeypatch, three, *args)
+    for a, b in zip(new, old):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("n", [7, 300])
+@pytest.mark.parametrize("steps", [1, 2, 5])
+def test_a_carry_saved_as_its_y_is_read_back_from_the_y_row(n, steps):
+    """codegen writes such a carry into the y row only (no carry copy per step): exact float
+    arithmetic against NumPy, either trip-count parity, reversed, with the carry donated."""
+    def f(x0, xs):
+        return lax.scan(lambda x, f: ((y := x * F32(0.5) + f), y), x0, xs, reverse=True)
+    x0, xs = _xs_args(n, steps)
+    want_path = np.empty_like(xs)
+    x = x0
+    for t in reversed(range(steps)):
+        x = want_path[t] = x * F32(0.5) + xs[t]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (donation may be declined: no error either way)
+        final, path = tracejit.jit(f, donate_argnums=0)(jnp.asarray(x0), xs)
+    np.testing.assert_array_equal(np.asarray(path), want_path)
+    np.testing.assert_array_equal(np.asarray(final), x)
+
+
+def test_grad_and_vmap_of_a_scan_with_xs_and_ys(columns_at_any_size):
+    """Gradients through the integrator against central differences (float64), and vmap over
+    a batch of forcings against a Python loop."""
+    x0, forcing = (np.asarray(a, np.float64) for a in _xs_args(256, steps=6))
+    with tracejit.enable_x64():
+        def loss(x0, forcing):
+            final, traj = _euler(x0, forcing)
+            return jnp.sum(final ** 2) + jnp.sum(jnp.sin(traj) * forcing)
+        assert _column_loops(_optimized(loss, x0, forcing))
+        gx, gf = (np.asarray(g) for g in tracejit.jit(tracejit.grad(loss, (0, 1)))(x0, forcing))
+        h = 1e-6
+        for g, arg in ((gx, 0), (gf, 1)):
+            for k in (0, 77, 255):
+                e = np.zeros_like((x0, forcing)[arg])
+                e.reshape(-1)[k] = h
+                plus = [x0, forcing]
+                minus = [x0, forcing]
+                plus[arg], minus[arg] = plus[arg] + e, minus[arg] - e
+                fd = (float(loss(*plus)) - float(loss(*minus))) / (2 * h)
+                np.testing.assert_allclose(g.reshape(-1)[k], fd, rtol=1e-6, atol=1e-9)
+    batch = RNG.standard_normal((3, 6, 256)).astype(F32)
+    x0 = x0.astype(F32)
+    batched = tracejit.jit(tracejit.vmap(_euler, in_axes=(None, 0)))(x0, batch)
+    for k in range(3):
+        for got, want in zip(batched, tracejit.jit(_euler)(x0, batch[k])):
+            np.testing.assert_array_equal(np.asarray(got)[k], np.asarray(want))
 
 
 def test_vmap_of_an_element_loop_matches_a_python_loop():

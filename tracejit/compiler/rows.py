@@ -29,25 +29,44 @@ _FULL, _PER_ROW, _SCALAR = "full", "per-row", "scalar"
 # --- the row_map primitive -------------------------------------------------------------------
 
 def _row_map_abstract(*avals: ShapedArray, body: ClosedJaxpr, rows: tuple[int, ...],
-                      out_shapes: tuple[tuple[int, ...], ...]) -> list[ShapedArray]:
+                      out_shapes: tuple[tuple[int, ...], ...], in_axes, out_axes,
+                      tail) -> list[ShapedArray]:
     return [ShapedArray(s, v.aval.dtype, v.aval.weak_type)
             for s, v in zip(out_shapes, body.jaxpr.outvars)]
 
 
 def _row_map_impl(*args, body: ClosedJaxpr, rows: tuple[int, ...],
-                  out_shapes: tuple[tuple[int, ...], ...]) -> list[np.ndarray]:
-    """Row by row: an operand of rank 0 is the same for every row, any other holds one body
-    operand per row, in order."""
+                  out_shapes: tuple[tuple[int, ...], ...], in_axes: tuple, out_axes: tuple,
+                  tail: ClosedJaxpr | None) -> list[np.ndarray]:
+    """Row by row. An operand (or result) with axis a holds one body value per row along its
+    axis a: row i is its i-th block of m elements, m the body value's size from axis a on, at
+    every index of the axes before a (a = 0: consecutive blocks; a = 1: column blocks of a
+    (steps, ...) array). Axis None: the whole operand, the same for every row. The last row
+    runs `tail` where given: a shorter row, at the same offset."""
     n = math.prod(rows)
-    jaxpr = body.jaxpr
-    outs = [np.empty((n,) + v.aval.shape, v.aval.dtype) for v in jaxpr.outvars]
-    split = [x if np.ndim(x) == 0 else np.reshape(x, (n,) + v.aval.shape)
-             for x, v in zip(args, jaxpr.invars)]
+    outs = [np.empty(s, v.aval.dtype) for s, v in zip(out_shapes, body.jaxpr.outvars)]
+
+    def blocks(x, v, axis):  # x with the axes before `axis` kept and the rest flattened
+        return np.reshape(x, v.aval.shape[:axis] + (-1,))
+    full_in, full_out = body.jaxpr.invars, body.jaxpr.outvars
+    split = [None if a is None else blocks(x, v, a) for x, v, a in zip(args, full_in, in_axes)]
+    dest = [blocks(o, v, a) for o, v, a in zip(outs, full_out, out_axes)]
     for i in range(n):
-        row = [x if np.ndim(x) == 0 else x[i] for x in split]
-        for out, value in zip(outs, eval_jaxpr(jaxpr, body.consts, *row)):
-            out[i] = value
-    return [out.reshape(s) for out, s in zip(outs, out_shapes)]
+        closed = tail if tail is not None and i == n - 1 else body
+        jaxpr = closed.jaxpr
+        row = [x if a is None else
+               part[..., i * _block(f, a):i * _block(f, a) + _block(v, a)].reshape(v.aval.shape)
+               for x, part, a, f, v in zip(args, split, in_axes, full_in, jaxpr.invars)]
+        for d, value, a, f, v in zip(dest, eval_jaxpr(jaxpr, closed.consts, *row), out_axes,
+                                      full_out, jaxpr.outvars):
+            start = i * _block(f, a)
+            d[..., start:start + _block(v, a)] = np.reshape(value, d.shape[:-1] + (-1,))
+    return outs
+
+
+def _block(v, axis: int) -> int:
+    """Elements of a row's block: the size of body value v from its axis `axis` on."""
+    return math.prod(v.aval.shape[axis:])
 
 
 row_map_p = Primitive("row_map", multiple_results=True)
@@ -252,7 +271,9 @@ def _rewrite(eqns: list[Eqn], outvars: list, region: Sequence[int], moved: list[
         body_eqns, [body_of[v] for v in results]))
     row_eqn = Eqn(row_map_p, outer_in, results,
                   {"body": ClosedJaxpr(body, []), "rows": rows,
-                   "out_shapes": tuple(v.aval.shape for v in results)},
+                   "out_shapes": tuple(v.aval.shape for v in results),
+                   "in_axes": tuple(None if v.aval.ndim == 0 else 0 for v in outer_in),
+                   "out_axes": (0,) * len(results), "tail": None},
                   eqns[region[-1]].source_info)
     late = set(moved)
     out: list[Eqn] = []

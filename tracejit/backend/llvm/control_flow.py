@@ -13,7 +13,7 @@ from ...compiler.fusion import fused_p, is_elementwise
 from ...compiler.rows import row_map_p
 from ...core import dtypes, errors
 from ...core.avals import ShapedArray
-from ...core.jaxpr import ClosedJaxpr, Var
+from ...core.jaxpr import ClosedJaxpr, Jaxpr, Var
 from ...lax.call import pjit_p
 from ...lax.control_flow import cond_p, linear_solve_p, root_p, scan_p, while_p
 from ...lax.shape import broadcast_in_dim_p
@@ -190,35 +190,87 @@ def _while(em: Emitter, eqn, ins, dests):
 _WHILE_REPEATS = 1 << 20
 
 
-def _row(em: Emitter, buf: Buf, i: ir.Value) -> Buf:
-    """Row i of a buffer (a contiguous view)."""
+def _row(em: Emitter, buf, i: ir.Value) -> Buf:
+    """Row i of a buffer (a contiguous view), or step i of a column block."""
+    if isinstance(buf, _Columns):
+        return buf.step(em, i)
     row = ShapedArray(buf.aval.shape[1:], buf.aval.dtype, buf.aval.weak_type)
     ptr = em.b.gep(buf.ptr, [em.b.mul(i, ir.Constant(I64, max(row.size, 0)))], inbounds=True)
     return Buf(ptr, row)
 
 
+class _Columns:
+    """A block of columns of a (steps, ...) array, as a row_map row sees its scan's xs or ys
+    (compiler.element_loops): step t is `aval.shape[1:]` contiguous elements at ptr + t * stride
+    (the array's row length)."""
+    __slots__ = ("aval", "ptr", "stride")
+
+    def __init__(self, ptr: ir.Value, aval: ShapedArray, stride: int):
+        self.ptr, self.aval, self.stride = ptr, aval, stride
+
+    def step(self, em: Emitter, t: ir.Value) -> Buf:
+        row = ShapedArray(self.aval.shape[1:], self.aval.dtype, self.aval.weak_type)
+        return Buf(em.b.gep(self.ptr, [em.b.mul(t, ir.Constant(I64, self.stride))],
+                            inbounds=True), row)
+
+
 def _row_map(em: Emitter, eqn, ins, dests):
-    """A row kernel (compiler.rows): one loop over rows, the body emitted inside it on row views
-    of the operands and results; its temporaries are row-sized slots every row reuses."""
-    closed: ClosedJaxpr = eqn.params["body"]
-    body = closed.jaxpr
+    """A row kernel (compiler.rows, compiler.element_loops): one loop over rows, the body
+    emitted inside it on row views of the operands and results (rows.py's row_map_p says which
+    axis each one's rows run along); its temporaries are row-sized slots every row reuses. A
+    shorter last row runs the `tail` body, behind a branch inside the same loop (so that the
+    pool still sees one loop over rows)."""
+    p = eqn.params
+    full = p["body"].jaxpr
     outs = [d or em.alloc(v.aval) for d, v in zip(dests, eqn.outvars)]
-    consts = [em.const_value(c) for c in closed.consts]
+    n = math.prod(p["rows"])
+    b = em.b
 
-    def view(buf: Buf, i: ir.Value, row: ShapedArray) -> Buf:  # row i of consecutive rows
-        return Buf(em.b.gep(buf.ptr, [em.b.mul(i, ir.Constant(I64, row.size))], inbounds=True),
-                   row)
+    def view(x, axis, i, v, row_aval):  # row i of x; v: the full row's body value
+        if axis is None:
+            return x
+        size = math.prod(v.aval.shape[axis:])  # (the offset of a shorter last row too)
+        ptr = b.gep(x.ptr, [b.mul(i, ir.Constant(I64, size))], inbounds=True)
+        if axis == 0:
+            return Buf(ptr, row_aval)
+        return _Columns(ptr, row_aval, math.prod(x.aval.shape[1:]))
 
-    placed = _temporaries_in_outputs(body)
-
-    def body_at(i):  # rank-0 operands are the same for every row
-        args = [x if x.aval.ndim == 0 else _as_value(em, view(x, i, v.aval))
-                for x, v in zip(ins, body.invars)]
-        out_rows = [view(o, i, v.aval) for o, v in zip(outs, body.outvars)]
-        em.emit_jaxpr(body, consts, args, out_rows,
+    def emit_row(i, closed: ClosedJaxpr):
+        body = closed.jaxpr
+        args = [view(x, a, i, f, v.aval) for x, a, f, v in
+                zip(ins, p["in_axes"], full.invars, body.invars)]
+        out_rows = [view(o, a, i, f, v.aval) for o, a, f, v in
+                    zip(outs, p["out_axes"], full.outvars, body.outvars)]
+        if 1 in p["in_axes"] + p["out_axes"]:
+            _scan_of_columns(em, body, args, out_rows)
+            return
+        args = [_as_value(em, x) if isinstance(x, Buf) and a is not None else x
+                for x, a in zip(args, p["in_axes"])]
+        placed = _temporaries_in_outputs(body)
+        em.emit_jaxpr(body, [em.const_value(c) for c in closed.consts], args, out_rows,
                       placed={v: out_rows[k] for v, k in placed.items()})
-    em.loop(math.prod(eqn.params["rows"]), body_at, name="row")
+
+    def body_at(i):
+        if p["tail"] is None:
+            emit_row(i, p["body"])
+            return
+        with b.if_else(b.icmp_signed("==", i, ir.Constant(I64, n - 1))) as (last, other):
+            with last:
+                emit_row(i, p["tail"])
+            with other:
+                emit_row(i, p["body"])
+    em.loop(n, body_at, name="row")
     return outs
+
+
+def _scan_of_columns(em: Emitter, body, args: list, out_rows: list) -> None:
+    """A row of an element loop over a scan with xs or ys (compiler.element_loops): the body
+    is that scan alone, which reads its xs' and writes its ys' column blocks step by step."""
+    (scan,) = body.eqns
+    env = dict(zip(body.invars, args))
+    dest_of = dict(zip(body.outvars, out_rows))
+    _scan_steps(em, scan, [em.read(env, v) for v in scan.invars],
+                [dest_of.get(v) for v in scan.outvars])
 
 
 def _temporaries_in_outputs(body) -> dict:
@@ -253,6 +305,14 @@ def _pointwise(eqn) -> bool:
 
 
 def _scan(em: Emitter, eqn, ins, dests):
+    start = eqn.params["num_consts"] + eqn.params["num_carry"]
+    return _scan_steps(em, eqn, list(ins[:start]) + [em.materialize(x) for x in ins[start:]],
+                       dests)
+
+
+def _scan_steps(em: Emitter, eqn, ins, dests):
+    """The scan's loop; its xs (and the ys' destinations, where given) are buffers or column
+    blocks (_Columns)."""
     p = eqn.params
     closed: ClosedJaxpr = p["jaxpr"]
     nc, nk, length, reverse = p["num_consts"], p["num_carry"], p["length"], p["reverse"]
@@ -262,23 +322,51 @@ def _scan(em: Emitter, eqn, ins, dests):
     carries = _Carries(em, [v.aval for v in eqn.outvars[:nk]], init, dests[:nk],
                        final_in_first=(length % 2 == 0))
     ys = [d or em.alloc(a) for d, a in zip(dests[nk:], ys_avals)]
-    xs = [em.materialize(x) for x in xs]
     inner_consts = [em.const_value(c) for c in closed.consts]
+    jaxpr, firsts, copies = _outputs_once(closed.jaxpr)
+    # an array carry whose new value is also the step's y (an integrator saving its path) is
+    # written into the y row only, and the next step reads it from there
+    in_y = {c: j for j, c in copies if c < nk <= j and eqn.outvars[c].aval.ndim}
 
     def body(i):
         t = b.sub(ir.Constant(I64, length - 1), i) if reverse else i
         x_rows = [_as_value(em, _row(em, x, t)) for x in xs]
         y_rows = [_row(em, y, t) for y in ys]
-        new = carries.next_slots()
+        out = carries.next_slots() + y_rows
+        for c, j in in_y.items():
+            out[c] = out[j]
         # the scan's own loop carries a dependency and never vectorises: its scalar code takes
         # math's branchy scalar paths; loops inside it decide for themselves (em.loop)
         with inline_slow_paths(False):
-            em.emit_jaxpr(closed.jaxpr, inner_consts,  # invars: const operands, carry, x rows
-                          list(consts) + carries.current() + x_rows, new + y_rows)
-        carries.advance(new)
+            em.emit_jaxpr(jaxpr, inner_consts,  # invars: const operands, carry, x rows
+                          list(consts) + carries.current() + x_rows, [out[k] for k in firsts])
+        for k, first in copies:
+            if out[k] is not out[first]:
+                _copy(em, out[first], out[k])
+        carries.advance(out[:nk])
         emit_poll(em)
     em.loop(length, body, name="scan")
     return carries.results() + ys
+
+
+def _outputs_once(jaxpr):
+    """The body with each var among its outputs once (a value that is both the new carry and
+    the step's y: computed straight into one destination and copied to the other, instead of
+    into a temporary copied to both); the output positions it computes, and the (position,
+    position computed) pairs to copy after it."""
+    first: dict = {}
+    firsts, copies = [], []
+    for k, v in enumerate(jaxpr.outvars):
+        if isinstance(v, Var) and v in first:
+            copies.append((k, first[v]))
+            continue
+        if isinstance(v, Var):
+            first[v] = k
+        firsts.append(k)
+    if not copies:
+        return jaxpr, firsts, copies
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, [jaxpr.outvars[k] for k in firsts], jaxpr.eqns,
+                 jaxpr.debug_info), firsts, copies
 
 
 _CALLS = (pjit_p, checkpoint_p, custom_jvp_call_p, custom_vjp_call_p, linear_call_p)

@@ -14,6 +14,8 @@ each chunk a partial (a value, or a row) and fold the partials in a fixed pairwi
 calling thread: the same result every run and for every thread count."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from llvmlite import ir
 
@@ -101,12 +103,17 @@ def candidate(eqn) -> bool:
 
 
 def work(eqn) -> int:
-    """The elements a kernel touches: its largest operand or result; times the iterations per
-    element of a row kernel running a loop on each row (compiler.element_loops)."""
-    n = max(v.aval.size for v in (*eqn.invars, *eqn.outvars))
-    if eqn.primitive is row_map_p:
-        n *= element_loops.trips(eqn.params["body"].jaxpr)
-    return n
+    """The elements a kernel touches: its largest operand or result; for a row kernel, its
+    rows times the largest row (per step, for the column blocks of a scan's xs and ys) times
+    the iterations per element of a loop on each row (compiler.element_loops)."""
+    if eqn.primitive is not row_map_p:
+        return max(v.aval.size for v in (*eqn.invars, *eqn.outvars))
+    p = eqn.params
+    body = p["body"].jaxpr
+    row = max([v.aval.size // (v.aval.shape[0] if a == 1 else 1) for v, a in
+               zip((*body.invars, *body.outvars), (*p["in_axes"], *p["out_axes"]))
+               if a is not None], default=1)
+    return math.prod(p["rows"]) * row * element_loops.trips(body)
 
 
 def worth(eqn) -> bool:
