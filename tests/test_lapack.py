@@ -71,6 +71,40 @@ def test_cholesky(dtype, batch):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [1, 70])
+def test_cholesky_reads_the_lower_triangle(dtype, n):
+    """The native rule factors row-major memory as LAPACK's upper triangle: only x's lower
+    triangle may count (here the upper one is garbage), at a size past LAPACK's block size."""
+    a = hpd((2,), n, dtype)
+    garbage = np.triu(rand((2, n, n), dtype), 1) * 100
+    f = lambda x: linalg.cholesky(x, symmetrize_input=False)  # noqa: E731
+    (got,), (ref,) = native_and_reference(f, np.tril(a) + garbage)
+    close(got, ref, dtype, 10)
+    close(got, np.linalg.cholesky(a), dtype, 10)
+    assert (np.triu(got, 1) == 0).all()
+
+
+@pytest.mark.parametrize("left_side,lower,transpose_a", [(True, True, False), (True, True, True),
+                                                         (False, False, False),
+                                                         (False, True, True)])
+def test_triangular_solve_large(left_side, lower, transpose_a):
+    """Past trsm's blocking, with a batch: against SciPy's solve_triangular per matrix."""
+    n, k = 70, 9
+    a = rand((2, n, n), np.float64) + n * np.eye(n)
+    b = rand((2, n, k) if left_side else (2, k, n), np.float64)
+    f = lambda a, b: linalg.triangular_solve(a, b, left_side=left_side, lower=lower,  # noqa
+                                             transpose_a=transpose_a)
+    got = np.asarray(tracejit.jit(f)(a, b))
+    for i in range(2):
+        if left_side:
+            want = scipy.linalg.solve_triangular(a[i], b[i], lower=lower, trans=transpose_a)
+        else:  # y op(a) = b  <=>  op(a)^T y^T = b^T
+            want = scipy.linalg.solve_triangular(a[i], b[i].T, lower=lower,
+                                                 trans=not transpose_a).T
+        close(got[i], want, np.float64)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("batch", [(), (2,)])
 @pytest.mark.parametrize("left_side", [True, False])
 @pytest.mark.parametrize("lower", [True, False])

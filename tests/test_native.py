@@ -334,3 +334,19 @@ def test_dynamic_update_slice_in_scan_updates_in_place():
         return lax.scan(body, buf, np.arange(16, dtype=np.float32).astype(np.int32))[0]
     x = np.zeros(16, np.float32)
     _assert_same(*_both(f, x))
+
+
+@pytest.mark.parametrize("shape,perm", [((31, 33), (1, 0)), ((32, 48), (1, 0)),
+                                        ((33, 47), (1, 0)), ((2, 40, 35), (0, 2, 1)),
+                                        ((3, 34, 32), (2, 0, 1)), ((520, 515), (1, 0))])
+def test_fused_transposes_in_tiles(shape, perm):
+    """A fused kernel reading through a transpose runs its last two axes in tiles (codegen's
+    tiled_nest): sizes around the tile, ragged edges, batch axes, and one large enough for
+    the thread pool, exact against NumPy and the interpreter."""
+    x = RNG.standard_normal(shape).astype(np.float32)
+    y = RNG.standard_normal(tuple(shape[p] for p in perm)).astype(np.float32)
+    f = lambda x, y: lax.transpose(x, perm) * 2.0 + y  # noqa: E731
+    native, ref = _both(f, x, y)
+    _assert_same(native, ref)
+    np.testing.assert_array_equal(np.asarray(native), np.transpose(x, perm) * 2.0 + y)
+

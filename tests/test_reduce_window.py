@@ -201,6 +201,28 @@ def test_pooling_derivative_primitives_match_jax(prim):
             np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-6)
 
 
+@pytest.mark.parametrize("shape,window,strides", [
+    ((2, 8, 6, 5), (1, 2, 2, 1), (1, 2, 2, 1)),   # pooling's windows tile the operand
+    ((7, 9), (2, 2), (2, 3)),                     # disjoint, rows and columns left uncovered
+    ((1, 1), (1, 1), (1, 1))])
+def test_disjoint_window_scatter_matches_jax(shape, window, strides):
+    """The unrolled select-and-scatter of non-overlapping windows: ties (the first tap wins),
+    NaN and -inf among the taps, both selects, against JAX's primitive."""
+    x = RNG.integers(0, 3, shape).astype(np.float32)  # many ties
+    x.flat[::7] = np.nan
+    x.flat[3::11] = -np.inf
+    src_shape = tuple((d - w) // s + 1 for d, w, s in zip(shape, window, strides))
+    src = RNG.standard_normal(src_shape).astype(np.float32)
+    params = dict(window_dimensions=window, window_strides=strides,
+                  padding=((0, 0),) * len(shape))
+    for select in ("ge_p", "le_p"):
+        expected = jax.lax.select_and_scatter_add_p.bind(
+            src, x, select_prim=getattr(jax.lax, select), **params)
+        got = tracejit.jit(lambda s, x, select=select: lax.select_and_scatter_add_p.bind(
+            s, x, select_prim=getattr(lax, select), **params))(src, x)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+
+
 @pytest.mark.parametrize("op", ["add", "max", "mul"])
 @pytest.mark.parametrize("axis", [0, 1, 2])
 def test_vmap_against_a_loop(op, axis):

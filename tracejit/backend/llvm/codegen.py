@@ -352,9 +352,45 @@ class Emitter:
         if aval.ndim == 0:
             self.store(dest, None, self.scalar_of(val))
             return dest
-        self.loop_nest(aval.shape, lambda idx: self.store(
+        nest = self.tiled_nest if _reads_transposed(val) else self.loop_nest
+        nest(aval.shape, lambda idx: self.store(
             dest, self.linear(aval.shape, idx), self.value_at(val, idx)))
         return dest
+
+    def tiled_nest(self, shape: Sequence[int], body: Callable[[list[ir.Value]], None]) -> None:
+        """loop_nest with the last two axes walked in TILE x TILE blocks: a value read through a
+        transpose then reads each operand cache line TILE times while it is in L1, instead of
+        once per row of the result (a 512^2 float32 transpose: a new line for every element)."""
+        if len(shape) < 2 or min(shape[-2:]) < 2 * TILE:
+            self.loop_nest(shape, body)
+            return
+        b = self.b
+        rows, cols = shape[-2:]
+
+        def extent(start: ir.Value, n: int) -> int | ir.Value:
+            if n % TILE == 0:
+                return TILE
+            left = b.sub(ir.Constant(I64, n), start)
+            return b.select(b.icmp_signed("<", left, ir.Constant(I64, TILE)), left,
+                            ir.Constant(I64, TILE))
+
+        def tiles(idx: list[ir.Value]) -> None:
+            def row_tile(ti: ir.Value) -> None:
+                i0 = b.mul(ti, ir.Constant(I64, TILE))
+
+                def col_tile(tj: ir.Value) -> None:
+                    j0 = b.mul(tj, ir.Constant(I64, TILE))
+
+                    def row(i: ir.Value) -> None:
+                        def element(j: ir.Value) -> None:
+                            saved, self._memo = self._memo, {}
+                            body(idx + [b.add(i0, i), b.add(j0, j)])
+                            self._memo = saved
+                        self.loop(extent(j0, cols), element, name="tj")
+                    self.loop(extent(i0, rows), row, name="ti")
+                self.loop(-(-cols // TILE), col_tile, name="tcol")
+            self.loop(-(-rows // TILE), row_tile, name="trow")
+        self.loop_nest(shape[:-2], tiles)
 
     def const_value(self, c) -> Any:
         """A constant captured by a sub-jaxpr: scalars become immediates, arrays globals."""
@@ -638,6 +674,30 @@ def _param_key(p):
     if isinstance(p, (float, complex, np.generic)):
         return (type(p).__name__, repr(p))
     return p
+
+
+TILE = 16  # tiled_nest's block side: 16 float32 rows of 64 bytes, 16 lines of L1
+
+
+def _reads_transposed(val) -> bool:
+    """A fused value whose tree reads some operand through a transpose that moves the last
+    axis (its inner loop would stride through memory)."""
+    if not isinstance(val, Lazy) or val.aval.ndim < 2:
+        return False
+    stack, seen = [val], set()
+    while stack:
+        lazy = stack.pop()
+        if id(lazy) in seen:
+            continue
+        seen.add(id(lazy))
+        eqn = lazy.eqn
+        if eqn.primitive.name == "transpose":
+            perm = eqn.params["permutation"]
+            if perm and perm[-1] != len(perm) - 1:
+                return True
+        stack.extend(x for v in eqn.invars if isinstance(v, Var)
+                     for x in [lazy.env.get(v)] if isinstance(x, Lazy))
+    return False
 
 
 def _outlinable(eqn) -> bool:

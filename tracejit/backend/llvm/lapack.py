@@ -214,47 +214,93 @@ def _release(em: Emitter, *bufs: Buf) -> None:
 
 # --- the rules -------------------------------------------------------------------------------
 
+def _matrix(em: Emitter, buf: Buf, bidx: list) -> ir.Value:
+    """The pointer to matrix `bidx` of a dense row-major batch of matrices."""
+    if not bidx:
+        return buf.ptr
+    rows, cols = buf.aval.shape[-2:]
+    first = em.b.mul(em.linear(buf.aval.shape[:-2], bidx), _c(rows * cols))
+    return em.b.gep(buf.ptr, [first], inbounds=True)
+
+
+def _copy_rows(em: Emitter, x, bidx: list, out: Buf, keep=None, conj: bool = False) -> None:
+    """out[bidx..., i, j] = x[bidx..., i, j] in row-major order (a contiguous copy, unlike the
+    transposing _to_fortran); zero where keep(i, j) is false; conjugated if asked."""
+    b = em.b
+    rows, cols = x.aval.shape[-2:]
+    dtype = out.aval.dtype
+
+    def body(ij):
+        i, j = ij
+        v = convert(b, em.value_at(x, bidx + [i, j]), x.aval.dtype, dtype)
+        if conj:
+            v = b.insert_value(v, b.fneg(b.extract_value(v, 1)), 1)
+        if keep is not None:
+            v = b.select(keep(i, j), v, const(dtype, 0))
+        em.store(out, b.add(b.mul(i, _c(cols)), j) if out.aval.ndim == 1 else
+                 em.linear(out.aval.shape, bidx + [i, j]), v)
+    em.loop_nest([rows, cols], body)
+
+
+# Row-major matrices are LAPACK's column-major ones transposed, so these rules hand LAPACK the
+# row-major buffers themselves and flip what the transpose flips (uplo, side), rather than
+# copying each matrix into and out of Fortran order: a transposing copy of a 512^2 matrix
+# touches a new cache line per element and cost more than the factorization's copies should.
+
 def _cholesky(em: Emitter, eqn, ins, dests):
+    """x = L L^H from x's lower triangle. In the output buffer, row-major x is column-major
+    x^T, whose upper triangle is x's lower one; potrf("U") factors it as U^H U, and U read
+    row-major is U^T = L (for Hermitian x too: x^T = conj(x) = conj(L) conj(L)^H)."""
     (x,), (out,) = ins, _outs(em, eqn, dests)
+    b = em.b
     dtype = x.aval.dtype
     n = x.aval.shape[-1]
-    a, info = _work(em, n * n, dtype), _info(em)
+    info = _info(em)
+    nan = const(dtype, complex(np.nan, np.nan) if dtype.kind == "c" else np.nan)
 
     def one(bidx):
-        _to_fortran(em, x, bidx, n, n, a, n)
-        _call(em, routine(dtype, "potrf"), ["L", n, a, max(n, 1), info])
-        _from_fortran(em, a, n, out, bidx, n, n, _info_is(em, info, "=="),
-                      keep=lambda i, j: em.b.icmp_signed(">=", i, j))
+        # potrf reads and writes only the lower triangle (row-major): the zeros stay
+        _copy_rows(em, x, bidx, out, keep=lambda i, j: b.icmp_signed(">=", i, j))
+        _call(em, routine(dtype, "potrf"), ["U", n, _matrix(em, out, bidx), max(n, 1), info])
+        with b.if_then(_info_is(em, info, "!="), likely=False):
+            em.loop_nest([n, n], lambda ij: em.store(
+                out, em.linear(out.aval.shape, bidx + ij), nan))
     em.loop_nest(list(_batch(eqn)), one)
-    _release(em, a, info)
+    _release(em, info)
     return [out]
 
 
 def _triangular_solve(em: Emitter, eqn, ins, dests):
+    """op(a) y = x (left_side) or y op(a) = x, solved in place in the output buffer: row-major
+    y is column-major y^T, and transposing the equation swaps the side and makes the
+    triangle of a (read row-major: a^T) the other one; op stays as it is."""
     (a, x), (out,) = ins, _outs(em, eqn, dests)
     p = eqn.params
     dtype = x.aval.dtype
     m = a.aval.shape[-1]
     rows, cols = x.aval.shape[-2:]
-    fa, fb = _work(em, m * m, dtype), _work(em, rows * cols, dtype)
     # trsm has no "conjugate without transposing": conjugate a while copying it instead
     conj_copy = p["conjugate_a"] and not p["transpose_a"]
     trans = ("C" if p["conjugate_a"] else "T") if p["transpose_a"] else "N"
+    copy_a = conj_copy or not isinstance(a, Buf) or a.aval.dtype != dtype
+    fa = _work(em, m * m, dtype) if copy_a else None
 
     one_ = em.alloc(ShapedArray((), dtype))
     em.store(one_, None, const(dtype, 1))
 
     def one(bidx):
-        _to_fortran(em, a, bidx, m, m, fa, max(m, 1), conj=conj_copy)
-        _to_fortran(em, x, bidx, rows, cols, fb, max(rows, 1))
-        _call(em, routine(dtype, "trsm"), ["L" if p["left_side"] else "R",
-                                           "L" if p["lower"] else "U", trans,
-                                           "U" if p["unit_diagonal"] else "N", rows, cols,
-                                           one_, fa, max(m, 1), fb, max(rows, 1)])
-        _from_fortran(em, fb, max(rows, 1), out, bidx, rows, cols)
+        if copy_a:
+            _copy_rows(em, a, bidx, fa, conj=conj_copy)
+        if not (isinstance(x, Buf) and x.ptr is out.ptr):
+            _copy_rows(em, x, bidx, out)
+        _call(em, routine(dtype, "trsm"), ["R" if p["left_side"] else "L",
+                                           "U" if p["lower"] else "L", trans,
+                                           "U" if p["unit_diagonal"] else "N", cols, rows,
+                                           one_, fa if copy_a else _matrix(em, a, bidx),
+                                           max(m, 1), _matrix(em, out, bidx), max(cols, 1)])
     if rows and cols:
         em.loop_nest(list(_batch(eqn)), one)
-    _release(em, fa, fb)
+    _release(em, *([fa] if copy_a else []))
     return [out]
 
 

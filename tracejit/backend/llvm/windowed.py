@@ -61,6 +61,38 @@ def _taps(em: Emitter, params: dict, in_shape, pos: list[ir.Value], body, skippe
     rec(0, _c(0))
 
 
+# Windows of at most this many taps whose taps all fall on the operand (no padding, no holes)
+# are unrolled without bounds tests, so the loop over the last axis (channels) vectorises.
+_UNROLL_TAPS = 16
+
+
+def _static_taps(params: dict, in_shape, out_shape) -> list[tuple] | None:
+    """Every window tap as a tuple of per-axis offsets, when each tap of each output position
+    falls on a real operand element; else None (the taps need bounds tests)."""
+    window = params["window_dimensions"]
+    if int(np.prod(window, dtype=np.int64)) > _UNROLL_TAPS or not all(out_shape):
+        return None
+    for d in range(len(window)):
+        if params["padding"][d] != (0, 0) or params["base_dilation"][d] != 1:
+            return None
+        last = (out_shape[d] - 1) * params["window_strides"][d] + \
+            (window[d] - 1) * params["window_dilation"][d]
+        if last >= in_shape[d]:
+            return None
+    return list(np.ndindex(*window))
+
+
+def _tap_offsets(em: Emitter, params: dict, in_shape, pos: list[ir.Value], taps) -> list:
+    """The row-major operand offset of each static tap at output position `pos`."""
+    b = em.b
+    strides = _strides(in_shape)
+    corner = _c(0)
+    for d, i in enumerate(pos):
+        corner = b.add(corner, b.mul(i, _c(params["window_strides"][d] * strides[d])))
+    return [b.add(corner, _c(sum(k * params["window_dilation"][d] * strides[d]
+                                 for d, k in enumerate(tap)))) for tap in taps]
+
+
 def _out(em: Emitter, eqn, dests, k: int = 0) -> Buf:
     return dests[k] or em.alloc(eqn.outvars[k].aval)
 
@@ -83,6 +115,7 @@ def _reduce_window_monoid(em: Emitter, eqn, ins, dests):
     acc = em._entry_alloca(reg_type(acc_dtype))
     b = em.b
     init = const(acc_dtype, wd._identity(kind, dtype))
+    taps = _static_taps(eqn.params, x.aval.shape, out.aval.shape)
 
     def element(idx):
         b.store(init, acc)
@@ -95,7 +128,11 @@ def _reduce_window_monoid(em: Emitter, eqn, ins, dests):
             else:
                 total = _combine(em, reducer, acc_dtype, b.load(acc), v)
             b.store(total, acc)
-        _taps(em, eqn.params, x.aval.shape, idx, body)
+        if taps is None:
+            _taps(em, eqn.params, x.aval.shape, idx, body)
+        else:
+            for off in _tap_offsets(em, eqn.params, x.aval.shape, idx, taps):
+                body(off)
         em.store(out, em.linear(out.aval.shape, idx) if out.aval.ndim else None,
                  convert(b, b.load(acc), acc_dtype, dtype))
     em.loop_nest(out.aval.shape, element)
@@ -151,6 +188,8 @@ def _select_and_scatter_add(em: Emitter, eqn, ins, dests):
     sel = p["select_prim"]
     xd, od = x.aval.dtype, out.aval.dtype
     zero = const(od, 0)
+    if _disjoint_windows(p, x.aval.shape, src.aval.shape):
+        return [_select_and_scatter_disjoint(em, eqn, p, src, x, out, dests)]
     em.loop_nest(out.aval.shape, lambda idx: em.store(
         out, em.linear(out.aval.shape, idx) if out.aval.ndim else None, zero))
     cur = em._entry_alloca(reg_type(xd))
@@ -175,6 +214,42 @@ def _select_and_scatter_add(em: Emitter, eqn, ins, dests):
             em.store(out, at, total)
     em.loop_nest(src.aval.shape, element)
     return [_result(em, eqn, dests, out)]
+
+
+def _disjoint_windows(p: dict, in_shape, src_shape) -> bool:
+    """The windows (pooling's usual stride = window) never share an operand element, and all
+    their taps fall on it: each operand element gets at most one source element."""
+    return src_shape != () and _static_taps(p, in_shape, src_shape) is not None and all(
+        s >= w for s, w in zip(p["window_strides"], p["window_dimensions"]))
+
+
+def _select_and_scatter_disjoint(em: Emitter, eqn, p: dict, src: Buf, x: Buf, out: Buf, dests):
+    """select_and_scatter_add over disjoint windows: per window, the selected tap found with
+    selects (no branches, so the loop over channels vectorises), then each tap stored once,
+    the source element where selected and zero elsewhere. Operand elements no window covers
+    are zeroed first."""
+    b = em.b
+    sel, xd, od = p["select_prim"], x.aval.dtype, out.aval.dtype
+    zero = const(od, 0)
+    covered = all(n * s == d for n, s, d in zip(src.aval.shape, p["window_strides"],
+                                                 x.aval.shape))
+    if not covered:
+        em.loop_nest(out.aval.shape, lambda idx: em.store(out, em.linear(out.aval.shape, idx),
+                                                          zero))
+    taps = _static_taps(p, x.aval.shape, src.aval.shape)
+
+    def element(idx):
+        offs = _tap_offsets(em, p, x.aval.shape, idx, taps)
+        cur, best = em.load(x, offs[0]), ir.Constant(I64, 0)
+        for k, off in enumerate(offs[1:], 1):  # a later tap wins where select(cur, e) fails
+            e = em.load(x, off)
+            take = b.not_(_selects(em, sel, xd, cur, e))
+            cur, best = b.select(take, e, cur), b.select(take, _c(k), best)
+        s = em.load(src, em.linear(src.aval.shape, idx))
+        for k, off in enumerate(offs):
+            em.store(out, off, b.select(b.icmp_unsigned("==", best, _c(k)), s, zero))
+    em.loop_nest(src.aval.shape, element)
+    return _result(em, eqn, dests, out)
 
 
 def _reduce_window_generic(em: Emitter, eqn, ins, dests):
