@@ -156,6 +156,32 @@ record("shard_map_jit_replicated", sm_out[1])
 record("shard_map_jit_nested", jax.jit(lambda a: jax.jit(sm)(a, np.float32(2))[0])(xs))
 record("shard_map_jit_line", jax.jit(jax.shard_map(lambda a: a + 1, mesh=line, in_specs=P("b"),
                                                    out_specs=P("b")))(xs))
+# ... and the operations after it keep, drop or permute its layout (GSPMD's propagation)
+sm3 = jax.shard_map(lambda a: a * 3, mesh=mesh, in_specs=P("x", "y"), out_specs=P("x", "y"))
+sm_rows = jax.shard_map(lambda a: jax.lax.psum(a, "y"), mesh=mesh, in_specs=P("x", "y"),
+                        out_specs=P("x", None))
+sm_cases = {
+    "sm_then_scale": lambda a: sm3(a) * 2,
+    "sm_then_sin_plus_argument": lambda a: jnp.sin(sm3(a)) + a,
+    "sm_then_row_broadcast": lambda a: sm3(a) + jnp.arange(8.0),
+    "sm_then_astype": lambda a: sm3(a).astype(jnp.int32),
+    "sm_then_sum_all": lambda a: sm3(a).sum(),
+    "sm_then_sum_split_rows": lambda a: sm3(a).sum(0),
+    "sm_then_max_cols": lambda a: sm3(a).max(1),
+    "sm_rows_then_sum_rows": lambda a: sm_rows(a).sum(0),
+    "sm_then_transpose": lambda a: sm3(a).T,
+    "sm_rows_then_transpose": lambda a: sm_rows(a).T,
+    "sm_then_reshape_merge": lambda a: sm3(a).reshape(32),
+    "sm_then_new_dim": lambda a: jnp.broadcast_to(sm3(a)[None], (3, 4, 8)),
+    "sm_then_matmul": lambda a: sm3(a) @ jnp.ones((8, 3)),
+    "sm_then_softmax": lambda a: jax.nn.softmax(sm3(a), axis=1),
+    "sm_line_then_sum_split": lambda a: jax.shard_map(
+        lambda b: b + 1, mesh=line, in_specs=P("b"), out_specs=P("b"))(a).sum(0),
+    "sm_nested_then_scale": lambda a: jax.jit(lambda b: sm3(b) * 2)(a) + 1,
+}
+for name, fn in sm_cases.items():
+    record(name, jax.jit(fn)(xs))
+record("sm_then_constant", jax.jit(lambda a: (sm3(a), jnp.ones(3)))(xs)[1])
 record("out_shardings_unsharded_argument", jax.jit(
     lambda a: a * 2, out_shardings=NamedSharding(mesh, P(None, "y")))(xs))
 out["aot_compiled"] = np.array(str(jax.jit(lambda a: a.sum(1)).lower(x).compile()(x).sharding))

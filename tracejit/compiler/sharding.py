@@ -78,9 +78,12 @@ class Plan:
     out_dims: tuple
 
 
-def propagate_shardings(jaxpr: Jaxpr, in_dims: Sequence[Dims], sizes: dict) -> Plan:
+def propagate_shardings(jaxpr: Jaxpr, in_dims: Sequence[Dims], sizes: dict,
+                        known: dict | None = None) -> Plan:
     """The layout of every value of `jaxpr` given its inputs' (constants are replicated), and
-    the resharding and collectives each equation needs. `sizes`: mesh axis -> size."""
+    the resharding and collectives each equation needs. `sizes`: mesh axis -> size. `known`:
+    Var -> Dims of values whose layout is decided where they are made (shard_map's results,
+    laid out as its out_specs say), taken over whatever their equation's rule gives."""
     env: dict = {v: tuple(d) for v, d in zip(jaxpr.invars, in_dims)}
 
     def read(v) -> Dims:
@@ -93,6 +96,8 @@ def propagate_shardings(jaxpr: Jaxpr, in_dims: Sequence[Dims], sizes: dict) -> P
         ep = _plan_eqn(eqn, [read(v) for v in eqn.invars], sizes)
         plans.append(ep)
         env.update(zip(eqn.outvars, ep.out_dims))
+        if known:
+            env.update((v, known[v]) for v in eqn.outvars if v in known)
     return Plan(tuple(read(v) for v in jaxpr.invars), tuple(plans),
                 tuple(read(v) for v in jaxpr.outvars))
 

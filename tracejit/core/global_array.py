@@ -215,6 +215,11 @@ def note_gathered(whole: Any, block: Any, sharding: Any) -> None:
     _GATHERED[whole] = (block, sharding)
 
 
+def noted(v: Any) -> tuple | None:
+    """(the block's Var, sharding) noted for the traced value `v` (a Var), or None."""
+    return _GATHERED.get(v)
+
+
 def with_noted_blocks(closed: Any) -> tuple[Any, list]:
     """For staging a traced program as a call inside another trace (a jit inside jit): the
     program with the block of each noted output that is not the output itself appended as

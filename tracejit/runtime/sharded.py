@@ -4,12 +4,14 @@ propagation) into a per-shard program with collectives, run over every shard
 (transforms/spmd.py), and its results carry the shardings JAX would report."""
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..core.array import Array
-from ..core.jaxpr import ClosedJaxpr, Literal
+from ..core.global_array import note_gathered, noted
+from ..core.jaxpr import ClosedJaxpr, Literal, Var
 from ..core.pytree import tree_flatten
 from ..core.sharding import AxisType, NamedSharding, PartitionSpec, resolve_sharding
 from ..core.trace import trace_to_jaxpr
@@ -177,6 +179,34 @@ def _out_sharding(mesh, dims: Dims, sizes: dict, orig: tuple) -> NamedSharding:
     while entries and entries[-1] is None and not explicit:
         entries.pop()
     return NamedSharding(mesh, PartitionSpec(*entries))
+
+
+def propagate_noted(closed: ClosedJaxpr) -> None:
+    """jit of a program staging shard_map over a mesh of this process (its results noted with
+    the out_specs' NamedSharding) and no argument laid out: each output not noted itself is
+    noted with the sharding JAX's propagation reports for it — the shard_map results' layouts
+    carried forward by compiler/sharding.py's rules (elementwise ops keep them, a reduction
+    drops a reduced dimension's axes, a transpose permutes them), P() on the mesh where none
+    reaches. Only the reports change: the program still runs as traced."""
+    jaxpr = closed.jaxpr
+    seeds = {}
+    for v in itertools.chain(jaxpr.invars, (o for e in jaxpr.eqns for o in e.outvars)):
+        found = noted(v)
+        if found is not None and found[0] is v and isinstance(found[1], NamedSharding):
+            seeds[v] = found[1]
+    meshes = {s.mesh for s in seeds.values()}
+    if len(meshes) != 1 or constraints(jaxpr):
+        return  # (none; several meshes; or constraints: `partition` lays the outputs out)
+    (mesh,) = meshes
+    if getattr(mesh, "is_multi_process", False):
+        return  # (across processes a noted value is a block: its results stay as they are)
+    sizes = dict(mesh.shape_tuple)
+    known = {v: tuple(s._parts(v.aval.ndim)) for v, s in seeds.items()}
+    in_dims = [known.get(v, replicated(v.aval.ndim)) for v in jaxpr.invars]
+    plan = propagate_shardings(jaxpr, in_dims, sizes, known)
+    for v, dims in zip(jaxpr.outvars, plan.out_dims):
+        if isinstance(v, Var) and noted(v) is None:
+            note_gathered(v, v, _out_sharding(mesh, dims, sizes, (None, None)))
 
 
 def lay_out(outs: list, placement: list, leaves: Sequence) -> list:
