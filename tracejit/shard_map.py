@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 from .core.devices import local_device_count
 from .core.pytree import prefix_errors, tree_flatten, tree_leaves, tree_unflatten
 from .core.array import Array
-from .core.global_array import GlobalArray, note_gathered
+from .core.global_array import GlobalArray, note_gathered, note_wanted
 from .core.sharding import (UNCONSTRAINED, AbstractMesh, Mesh, NamedSharding, PartitionSpec,
                             get_mesh)
 from .core.trace import DynamicJaxprTracer, get_aval
@@ -99,6 +99,11 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
                                     fun_name, bodies, check_vma=check_vma)
         leaves = [to_array(x) for x in leaves]
         sizes = dict(m.shape_tuple)
+        if isinstance(m, Mesh):  # (staged by jit: the layout it takes, for jit's reports)
+            for x, s in zip(leaves, flat_specs):
+                if isinstance(x, DynamicJaxprTracer):
+                    note_wanted(x._var, NamedSharding(m, s if s is not None else
+                                                      PartitionSpec()))
         axes = list(m.axis_names)
         tree, out_flat_specs, results = _per_device(f, in_tree, leaves, flat_specs, out_specs,
                                                     m, axes, sizes, fun_name, vma=check_vma)

@@ -182,6 +182,15 @@ sm_cases = {
 for name, fn in sm_cases.items():
     record(name, jax.jit(fn)(xs))
 record("sm_then_constant", jax.jit(lambda a: (sm3(a), jnp.ones(3)))(xs)[1])
+# the in_specs' layout carried back to the jit's argument, then forward to what it makes
+sm_t = jax.shard_map(lambda a: a * 3, mesh=mesh, in_specs=P("y", "x"), out_specs=P("y", "x"))
+record("sm_argument_scaled", jax.jit(lambda a: (sm3(a), 5.0 * a))(xs)[1])
+record("sm_argument_returned", jax.jit(lambda a: (sm3(a), a))(xs)[1])
+record("sm_argument_summed", jax.jit(lambda a: (sm3(a), a.sum(0)))(xs)[1])
+record("sm_argument_through_sin", jax.jit(lambda a: (sm3(jnp.sin(a) * 2), a * 2))(xs)[1])
+record("sm_argument_through_transpose", jax.jit(lambda a: (sm_t(a.T), a * 2))(xs)[1])
+record("sm_sum_plus_argument", jax.jit(lambda a: sm3(a).sum() + a)(xs))
+record("sm_other_argument", jax.jit(lambda a, b: (sm3(a), b * 2))(xs, xs)[1])
 record("out_shardings_unsharded_argument", jax.jit(
     lambda a: a * 2, out_shardings=NamedSharding(mesh, P(None, "y")))(xs))
 out["aot_compiled"] = np.array(str(jax.jit(lambda a: a.sum(1)).lower(x).compile()(x).sharding))

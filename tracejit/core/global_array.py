@@ -215,6 +215,24 @@ def note_gathered(whole: Any, block: Any, sharding: Any) -> None:
     _GATHERED[whole] = (block, sharding)
 
 
+# shard_map's operands under jit (in one process) are noted with the layout its in_specs give
+# them: JAX's propagation carries it back to the values they are computed from (sharded jit's
+# arguments and the results made from them report it)
+_WANTED: dict = {}  # Var -> NamedSharding; the most recent few thousand kept
+
+
+def note_wanted(v: Any, sharding: Any) -> None:
+    """Note that shard_map takes the traced value `v` (a Var) laid out as `sharding`."""
+    if len(_WANTED) >= _GATHERED_KEPT:
+        del _WANTED[next(iter(_WANTED))]
+    _WANTED[v] = sharding
+
+
+def wanted(v: Any) -> Any:
+    """The sharding shard_map takes the traced value `v` (a Var) as, or None."""
+    return _WANTED.get(v)
+
+
 def noted(v: Any) -> tuple | None:
     """(the block's Var, sharding) noted for the traced value `v` (a Var), or None."""
     return _GATHERED.get(v)
