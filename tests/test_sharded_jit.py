@@ -35,7 +35,7 @@ CASES = ["elementwise", "broadcast_operand", "sum_all", "sum_rows", "max_cols",
          "sm_then_astype", "sm_then_sum_all", "sm_then_sum_split_rows", "sm_then_max_cols",
          "sm_rows_then_sum_rows", "sm_then_transpose", "sm_rows_then_transpose",
          "sm_then_reshape_merge", "sm_then_new_dim", "sm_then_matmul", "sm_then_softmax",
-         "sm_line_then_sum_split", "sm_nested_then_scale", "sm_then_constant",
+         "sm_line_then_sum_split", "sm_nested_then_scale", "sm_then_constant", "sm_rows_direct",
          # and its in_specs' layout carried back to the arguments
          "sm_argument_scaled", "sm_argument_returned", "sm_argument_summed",
          "sm_argument_through_sin", "sm_argument_through_transpose", "sm_sum_plus_argument",

@@ -181,6 +181,7 @@ sm_cases = {
 }
 for name, fn in sm_cases.items():
     record(name, jax.jit(fn)(xs))
+record("sm_rows_direct", jax.jit(sm_rows)(xs))
 record("sm_then_constant", jax.jit(lambda a: (sm3(a), jnp.ones(3)))(xs)[1])
 # the in_specs' layout carried back to the jit's argument, then forward to what it makes
 sm_t = jax.shard_map(lambda a: a * 3, mesh=mesh, in_specs=P("y", "x"), out_specs=P("y", "x"))

@@ -210,8 +210,21 @@ def propagate_noted(closed: ClosedJaxpr) -> None:
                                           for v, s in asked.items()})
     plan = propagate_shardings(jaxpr, in_dims, sizes, known)
     for v, dims in zip(jaxpr.outvars, plan.out_dims):
-        if isinstance(v, Var) and noted(v) is None:
+        if isinstance(v, Var) and v in seeds:
+            note_gathered(v, v, _trimmed(seeds[v]))
+        elif isinstance(v, Var) and noted(v) is None:
             note_gathered(v, v, _out_sharding(mesh, dims, sizes, (None, None)))
+
+
+def _trimmed(s: NamedSharding) -> NamedSharding:
+    """shard_map's result as jit reports it: over Auto axes, out_specs' trailing unsplit
+    dimensions left out (P('x', None) reads P('x',)), as eager shard_map does not."""
+    entries = list(s.spec)
+    if AxisType.Explicit in s.mesh.axis_types or not entries or entries[-1] is not None:
+        return s
+    while entries and entries[-1] is None:
+        entries.pop()
+    return NamedSharding(s.mesh, PartitionSpec(*entries))
 
 
 def _asked_of_arguments(jaxpr, asked: dict) -> list:
