@@ -39,7 +39,8 @@ CASES = ["elementwise", "broadcast_operand", "sum_all", "sum_rows", "max_cols",
          # and its in_specs' layout carried back to the arguments
          "sm_argument_scaled", "sm_argument_returned", "sm_argument_summed",
          "sm_argument_through_sin", "sm_argument_through_transpose", "sm_sum_plus_argument",
-         "sm_other_argument"]
+         "sm_other_argument", "sm_grad", "sm_value_and_grad_value", "sm_value_and_grad_grad",
+         "sm_jvp", "sm_vjp"]
 
 
 @pytest.mark.parametrize("case", CASES)

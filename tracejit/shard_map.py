@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 from .core.devices import local_device_count
 from .core.pytree import prefix_errors, tree_flatten, tree_leaves, tree_unflatten
 from .core.array import Array
+from .core.jvp_trace import JVPTracer
 from .core.global_array import GlobalArray, note_gathered, note_wanted
 from .core.sharding import (UNCONSTRAINED, AbstractMesh, Mesh, NamedSharding, PartitionSpec,
                             get_mesh)
@@ -101,9 +102,9 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
         sizes = dict(m.shape_tuple)
         if isinstance(m, Mesh):  # (staged by jit: the layout it takes, for jit's reports)
             for x, s in zip(leaves, flat_specs):
-                if isinstance(x, DynamicJaxprTracer):
-                    note_wanted(x._var, NamedSharding(m, s if s is not None else
-                                                      PartitionSpec()))
+                if _staged(x) is not None:
+                    note_wanted(_staged(x)._var, NamedSharding(m, s if s is not None else
+                                                               PartitionSpec()))
         axes = list(m.axis_names)
         tree, out_flat_specs, results = _per_device(f, in_tree, leaves, flat_specs, out_specs,
                                                     m, axes, sizes, fun_name, vma=check_vma)
@@ -113,10 +114,17 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
             results = [r.placed(s) if isinstance(r, Array) else r
                        for r, s in zip(results, shardings)]
             for r, s in zip(results, shardings):
-                if isinstance(r, DynamicJaxprTracer):  # (staged by jit: its result reports s)
-                    note_gathered(r._var, r._var, s)
+                if _staged(r) is not None:  # (staged by jit: its result reports s)
+                    note_gathered(_staged(r)._var, _staged(r)._var, s)
         return tree_unflatten(tree, results)
     return mapped
+
+
+def _staged(x: Any) -> DynamicJaxprTracer | None:
+    """The value jit stages for `x` (under grad/jvp inside jit: its primal's), or None."""
+    while isinstance(x, JVPTracer):
+        x = x.primal
+    return x if isinstance(x, DynamicJaxprTracer) else None
 
 
 def _per_device(f: Callable, in_tree: Any, leaves: list, flat_specs: list, out_specs: Any,

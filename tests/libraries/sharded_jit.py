@@ -191,6 +191,13 @@ record("sm_argument_summed", jax.jit(lambda a: (sm3(a), a.sum(0)))(xs)[1])
 record("sm_argument_through_sin", jax.jit(lambda a: (sm3(jnp.sin(a) * 2), a * 2))(xs)[1])
 record("sm_argument_through_transpose", jax.jit(lambda a: (sm_t(a.T), a * 2))(xs)[1])
 record("sm_sum_plus_argument", jax.jit(lambda a: sm3(a).sum() + a)(xs))
+# ... and under differentiation inside the jit
+record("sm_grad", jax.jit(jax.grad(lambda a: jnp.sin(sm3(a * 2)).sum()))(xs))
+sm_value, sm_grad = jax.jit(jax.value_and_grad(lambda a: (sm3(a) ** 2).sum()))(xs)
+record("sm_value_and_grad_value", sm_value)
+record("sm_value_and_grad_grad", sm_grad)
+record("sm_jvp", jax.jit(lambda a: jax.jvp(sm3, (a,), (a,))[1])(xs))
+record("sm_vjp", jax.jit(lambda a: jax.vjp(sm_t, a)[1](a)[0])(xs.T.copy()))
 record("sm_other_argument", jax.jit(lambda a, b: (sm3(a), b * 2))(xs, xs)[1])
 record("out_shardings_unsharded_argument", jax.jit(
     lambda a: a * 2, out_shardings=NamedSharding(mesh, P(None, "y")))(xs))
