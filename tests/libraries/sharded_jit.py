@@ -55,6 +55,20 @@ record("dynamic_slice", jax.jit(lambda a: jax.lax.dynamic_slice(a, (2, 0), (2, 8
 record("index", jax.jit(lambda a: a[3])(x))
 record("top_k", jax.jit(lambda a: jax.lax.top_k(jnp.cos(5 * a), 2)[0])(x))
 
+# more propagation through ops on arguments split over one axis (rows, or columns)
+rows = put(np.arange(32.0).reshape(8, 4), line, "b")
+cols = put(np.arange(32.0).reshape(8, 4), line, None, "b")
+for name, fn, arg in [("rows_astype", lambda a: a.astype(jnp.int32), rows),
+                      ("rows_plus_scalar", lambda a: a + jnp.float32(3), rows),
+                      ("rows_prod_split", lambda a: a.prod(0), rows),
+                      ("rows_any_split", lambda a: (a > 3).any(0), rows),
+                      ("rows_logsumexp", lambda a: jax.nn.logsumexp(a, 1), rows),
+                      ("cols_sum_split", lambda a: a.sum(1), cols),
+                      ("cols_mean_kept", lambda a: a.mean(0), cols),
+                      ("cols_transpose", lambda a: a.T, cols),
+                      ("cols_flatten", lambda a: a.reshape(-1), cols)]:
+    record(name, jax.jit(fn)(arg))
+
 # data-parallel MLP: the batch split over 'b', weights replicated
 xb = put(np.linspace(-2, 2, 48).reshape(8, 6), line, "b", None)
 yb = put(np.linspace(0, 1, 16).reshape(8, 2), line, "b", None)
