@@ -212,6 +212,13 @@ record("sm_value_and_grad_value", sm_value)
 record("sm_value_and_grad_grad", sm_grad)
 record("sm_jvp", jax.jit(lambda a: jax.jvp(sm3, (a,), (a,))[1])(xs))
 record("sm_vjp", jax.jit(lambda a: jax.vjp(sm_t, a)[1](a)[0])(xs.T.copy()))
+# ... and under vmap inside the jit (the batch dimension unsplit)
+stacked = np.stack([xs, xs + 1, xs * 2])
+record("sm_vmap", jax.jit(jax.vmap(lambda a: sm3(a) * 2))(stacked))
+record("sm_vmap_axis1", jax.jit(jax.vmap(lambda a: sm3(a) * 2, in_axes=1, out_axes=1))(
+    stacked.transpose(1, 0, 2).copy()))
+record("sm_vmap_out_last", jax.jit(jax.vmap(lambda a: sm3(a) * 2, out_axes=2))(stacked))
+record("sm_vmap_grad", jax.jit(jax.vmap(jax.grad(lambda a: (sm3(a) ** 2).sum())))(stacked))
 record("sm_other_argument", jax.jit(lambda a, b: (sm3(a), b * 2))(xs, xs)[1])
 record("out_shardings_unsharded_argument", jax.jit(
     lambda a: a * 2, out_shardings=NamedSharding(mesh, P(None, "y")))(xs))
