@@ -219,6 +219,8 @@ record("sm_vmap_axis1", jax.jit(jax.vmap(lambda a: sm3(a) * 2, in_axes=1, out_ax
     stacked.transpose(1, 0, 2).copy()))
 record("sm_vmap_out_last", jax.jit(jax.vmap(lambda a: sm3(a) * 2, out_axes=2))(stacked))
 record("sm_vmap_grad", jax.jit(jax.vmap(jax.grad(lambda a: (sm3(a) ** 2).sum())))(stacked))
+# ... and inside a call the jit keeps (checkpoint)
+record("sm_remat", jax.jit(jax.checkpoint(lambda a: sm3(a) * 2))(xs))
 record("sm_other_argument", jax.jit(lambda a, b: (sm3(a), b * 2))(xs, xs)[1])
 record("out_shardings_unsharded_argument", jax.jit(
     lambda a: a * 2, out_shardings=NamedSharding(mesh, P(None, "y")))(xs))

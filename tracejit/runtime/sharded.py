@@ -17,7 +17,8 @@ from ..core.pytree import tree_flatten
 from ..core.sharding import AxisType, NamedSharding, PartitionSpec, resolve_sharding
 from ..core.trace import trace_to_jaxpr
 from ..lax.shape import transpose_p
-from ..compiler.sharding import constraints, eval_partitioned, propagate_shardings
+from ..compiler.sharding import (constraints, eval_partitioned, propagate_shardings,
+                                 values_made)
 from ..transforms.spmd import Dims, replicated, run_sharded
 
 
@@ -192,7 +193,7 @@ def propagate_noted(closed: ClosedJaxpr) -> None:
     reaches. Only the reports change: the program still runs as traced."""
     jaxpr = closed.jaxpr
     seeds, asked = {}, {}
-    for v in itertools.chain(jaxpr.invars, (o for e in jaxpr.eqns for o in e.outvars)):
+    for v in values_made(jaxpr):
         found, want = noted(v), wanted(v)
         if found is not None and found[0] is v and isinstance(found[1], NamedSharding):
             seeds[v] = found[1]
