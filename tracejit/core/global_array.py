@@ -233,6 +233,11 @@ def wanted(v: Any) -> Any:
     return _WANTED.get(v)
 
 
+def any_noted() -> bool:
+    """Whether some traced value is noted (none is until shard_map is staged by jit)."""
+    return bool(_GATHERED)
+
+
 def noted(v: Any) -> tuple | None:
     """(the block's Var, sharding) noted for the traced value `v` (a Var), or None."""
     return _GATHERED.get(v)

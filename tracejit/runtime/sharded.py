@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..core.array import Array
-from ..core.global_array import note_gathered, noted, wanted
+from ..core.global_array import any_noted, note_gathered, noted, wanted
 from ..core.jaxpr import ClosedJaxpr, Literal, Var
 from ..core.primitive import ELEMENTWISE
 from ..core.pytree import tree_flatten
@@ -191,6 +191,8 @@ def propagate_noted(closed: ClosedJaxpr) -> None:
     carried forward by compiler/sharding.py's rules (elementwise ops keep them, a reduction
     drops a reduced dimension's axes, a transpose permutes them), P() on the mesh where none
     reaches. Only the reports change: the program still runs as traced."""
+    if not any_noted():
+        return  # (the common case, kept free: no shard_map staged in this process yet)
     jaxpr = closed.jaxpr
     seeds, asked = {}, {}
     for v in values_made(jaxpr):
