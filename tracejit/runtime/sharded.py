@@ -189,8 +189,9 @@ def propagate_noted(closed: ClosedJaxpr) -> None:
     the out_specs' NamedSharding) and no argument laid out: each output not noted itself is
     noted with the sharding JAX's propagation reports for it — the shard_map results' layouts
     carried forward by compiler/sharding.py's rules (elementwise ops keep them, a reduction
-    drops a reduced dimension's axes, a transpose permutes them), P() on the mesh where none
-    reaches. Only the reports change: the program still runs as traced."""
+    drops a reduced dimension's axes, a transpose permutes them) from the arguments laid out
+    as the in_specs ask (`_asked_of_arguments`), P() on the mesh where none reaches. Only the
+    reports change: the program still runs as traced."""
     if not any_noted():
         return  # (the common case, kept free: no shard_map staged in this process yet)
     jaxpr = closed.jaxpr
