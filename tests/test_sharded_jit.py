@@ -29,7 +29,23 @@ CASES = ["elementwise", "broadcast_operand", "sum_all", "sum_rows", "max_cols",
          "index", "top_k", "embedding_lookup", "embedding_grad", "select_columns",
          "fori_loop", "while_loop", "scan_carry", "cond", "conv", "conv_kernel_grad",
          "random_from_split_keys", "shard_map_jit_split", "shard_map_jit_replicated",
-         "shard_map_jit_nested", "shard_map_jit_line", "out_shardings_unsharded_argument"]
+         "shard_map_jit_nested", "shard_map_jit_line", "out_shardings_unsharded_argument",
+         # shard_map's layouts carried through the rest of the jit
+         "sm_then_scale", "sm_then_sin_plus_argument", "sm_then_row_broadcast",
+         "sm_then_astype", "sm_then_sum_all", "sm_then_sum_split_rows", "sm_then_max_cols",
+         "sm_rows_then_sum_rows", "sm_then_transpose", "sm_rows_then_transpose",
+         "sm_then_reshape_merge", "sm_then_new_dim", "sm_then_matmul", "sm_then_softmax",
+         "sm_line_then_sum_split", "sm_nested_then_scale", "sm_then_constant", "sm_rows_direct",
+         # and its in_specs' layout carried back to the arguments
+         "sm_argument_scaled", "sm_argument_returned", "sm_argument_summed",
+         "sm_argument_through_sin", "sm_argument_through_transpose", "sm_sum_plus_argument",
+         "sm_other_argument",
+         # ... under grad, jvp, vjp, vmap and checkpoint inside the jit
+         "sm_grad", "sm_value_and_grad_value", "sm_value_and_grad_grad", "sm_jvp", "sm_vjp",
+         "sm_vmap", "sm_vmap_axis1", "sm_vmap_out_last", "sm_vmap_grad", "sm_remat",
+         # arguments split by device_put over one axis
+         "rows_astype", "rows_plus_scalar", "rows_prod_split", "rows_any_split",
+         "rows_logsumexp", "cols_sum_split", "cols_mean_kept", "cols_transpose", "cols_flatten"]
 
 
 @pytest.mark.parametrize("case", CASES)

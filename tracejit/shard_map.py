@@ -16,7 +16,10 @@ from typing import Any, Callable, Sequence
 from .core.devices import local_device_count
 from .core.pytree import prefix_errors, tree_flatten, tree_leaves, tree_unflatten
 from .core.array import Array
-from .core.global_array import GlobalArray, note_gathered
+from .core.batching import BatchTracer
+from .core.jvp_trace import JVPTracer
+from .core.rules import not_mapped
+from .core.global_array import GlobalArray, note_gathered, note_wanted
 from .core.sharding import (UNCONSTRAINED, AbstractMesh, Mesh, NamedSharding, PartitionSpec,
                             get_mesh)
 from .core.trace import DynamicJaxprTracer, get_aval
@@ -99,6 +102,11 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
                                     fun_name, bodies, check_vma=check_vma)
         leaves = [to_array(x) for x in leaves]
         sizes = dict(m.shape_tuple)
+        if isinstance(m, Mesh):  # (staged by jit: the layout it takes, for jit's reports)
+            for x, s in zip(leaves, flat_specs):
+                staged = _staged(x, s if s is not None else PartitionSpec())
+                if staged is not None:
+                    note_wanted(staged[0]._var, NamedSharding(m, staged[1]))
         axes = list(m.axis_names)
         tree, out_flat_specs, results = _per_device(f, in_tree, leaves, flat_specs, out_specs,
                                                     m, axes, sizes, fun_name, vma=check_vma)
@@ -108,10 +116,29 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
             results = [r.placed(s) if isinstance(r, Array) else r
                        for r, s in zip(results, shardings)]
             for r, s in zip(results, shardings):
-                if isinstance(r, DynamicJaxprTracer):  # (staged by jit: its result reports s)
-                    note_gathered(r._var, r._var, s)
+                staged = _staged(r, s.spec)
+                if staged is not None:  # (staged by jit: its result reports s)
+                    note_gathered(staged[0]._var, staged[0]._var,
+                                  NamedSharding(m, staged[1]))
         return tree_unflatten(tree, results)
     return mapped
+
+
+def _staged(x: Any, spec: PartitionSpec) -> tuple | None:
+    """The value jit stages for `x` laid out as `spec`, and that value's spec (under
+    grad/jvp inside jit: the primal's; under vmap: the batched value's, its batch dimension
+    unsplit), or None when `x` is not staged by jit."""
+    while isinstance(x, (JVPTracer, BatchTracer)):
+        if isinstance(x, JVPTracer):
+            x = x.primal
+            continue
+        if x._trace.main.global_data is not None:
+            return None  # (a named axis: shard_map's own, or vmap's with axis_name)
+        if x.bdim is not not_mapped:
+            entries = list(spec) + [None] * (x.ndim - len(spec))
+            spec = PartitionSpec(*entries[:x.bdim], None, *entries[x.bdim:])
+        x = x.val
+    return (x, spec) if isinstance(x, DynamicJaxprTracer) else None
 
 
 def _per_device(f: Callable, in_tree: Any, leaves: list, flat_specs: list, out_specs: Any,

@@ -55,6 +55,20 @@ record("dynamic_slice", jax.jit(lambda a: jax.lax.dynamic_slice(a, (2, 0), (2, 8
 record("index", jax.jit(lambda a: a[3])(x))
 record("top_k", jax.jit(lambda a: jax.lax.top_k(jnp.cos(5 * a), 2)[0])(x))
 
+# more propagation through ops on arguments split over one axis (rows, or columns)
+rows = put(np.arange(32.0).reshape(8, 4), line, "b")
+cols = put(np.arange(32.0).reshape(8, 4), line, None, "b")
+for name, fn, arg in [("rows_astype", lambda a: a.astype(jnp.int32), rows),
+                      ("rows_plus_scalar", lambda a: a + jnp.float32(3), rows),
+                      ("rows_prod_split", lambda a: a.prod(0), rows),
+                      ("rows_any_split", lambda a: (a > 3).any(0), rows),
+                      ("rows_logsumexp", lambda a: jax.nn.logsumexp(a, 1), rows),
+                      ("cols_sum_split", lambda a: a.sum(1), cols),
+                      ("cols_mean_kept", lambda a: a.mean(0), cols),
+                      ("cols_transpose", lambda a: a.T, cols),
+                      ("cols_flatten", lambda a: a.reshape(-1), cols)]:
+    record(name, jax.jit(fn)(arg))
+
 # data-parallel MLP: the batch split over 'b', weights replicated
 xb = put(np.linspace(-2, 2, 48).reshape(8, 6), line, "b", None)
 yb = put(np.linspace(0, 1, 16).reshape(8, 2), line, "b", None)
@@ -156,6 +170,58 @@ record("shard_map_jit_replicated", sm_out[1])
 record("shard_map_jit_nested", jax.jit(lambda a: jax.jit(sm)(a, np.float32(2))[0])(xs))
 record("shard_map_jit_line", jax.jit(jax.shard_map(lambda a: a + 1, mesh=line, in_specs=P("b"),
                                                    out_specs=P("b")))(xs))
+# ... and the operations after it keep, drop or permute its layout (GSPMD's propagation)
+sm3 = jax.shard_map(lambda a: a * 3, mesh=mesh, in_specs=P("x", "y"), out_specs=P("x", "y"))
+sm_rows = jax.shard_map(lambda a: jax.lax.psum(a, "y"), mesh=mesh, in_specs=P("x", "y"),
+                        out_specs=P("x", None))
+sm_cases = {
+    "sm_then_scale": lambda a: sm3(a) * 2,
+    "sm_then_sin_plus_argument": lambda a: jnp.sin(sm3(a)) + a,
+    "sm_then_row_broadcast": lambda a: sm3(a) + jnp.arange(8.0),
+    "sm_then_astype": lambda a: sm3(a).astype(jnp.int32),
+    "sm_then_sum_all": lambda a: sm3(a).sum(),
+    "sm_then_sum_split_rows": lambda a: sm3(a).sum(0),
+    "sm_then_max_cols": lambda a: sm3(a).max(1),
+    "sm_rows_then_sum_rows": lambda a: sm_rows(a).sum(0),
+    "sm_then_transpose": lambda a: sm3(a).T,
+    "sm_rows_then_transpose": lambda a: sm_rows(a).T,
+    "sm_then_reshape_merge": lambda a: sm3(a).reshape(32),
+    "sm_then_new_dim": lambda a: jnp.broadcast_to(sm3(a)[None], (3, 4, 8)),
+    "sm_then_matmul": lambda a: sm3(a) @ jnp.ones((8, 3)),
+    "sm_then_softmax": lambda a: jax.nn.softmax(sm3(a), axis=1),
+    "sm_line_then_sum_split": lambda a: jax.shard_map(
+        lambda b: b + 1, mesh=line, in_specs=P("b"), out_specs=P("b"))(a).sum(0),
+    "sm_nested_then_scale": lambda a: jax.jit(lambda b: sm3(b) * 2)(a) + 1,
+}
+for name, fn in sm_cases.items():
+    record(name, jax.jit(fn)(xs))
+record("sm_rows_direct", jax.jit(sm_rows)(xs))
+record("sm_then_constant", jax.jit(lambda a: (sm3(a), jnp.ones(3)))(xs)[1])
+# the in_specs' layout carried back to the jit's argument, then forward to what it makes
+sm_t = jax.shard_map(lambda a: a * 3, mesh=mesh, in_specs=P("y", "x"), out_specs=P("y", "x"))
+record("sm_argument_scaled", jax.jit(lambda a: (sm3(a), 5.0 * a))(xs)[1])
+record("sm_argument_returned", jax.jit(lambda a: (sm3(a), a))(xs)[1])
+record("sm_argument_summed", jax.jit(lambda a: (sm3(a), a.sum(0)))(xs)[1])
+record("sm_argument_through_sin", jax.jit(lambda a: (sm3(jnp.sin(a) * 2), a * 2))(xs)[1])
+record("sm_argument_through_transpose", jax.jit(lambda a: (sm_t(a.T), a * 2))(xs)[1])
+record("sm_sum_plus_argument", jax.jit(lambda a: sm3(a).sum() + a)(xs))
+# ... and under differentiation inside the jit
+record("sm_grad", jax.jit(jax.grad(lambda a: jnp.sin(sm3(a * 2)).sum()))(xs))
+sm_value, sm_grad = jax.jit(jax.value_and_grad(lambda a: (sm3(a) ** 2).sum()))(xs)
+record("sm_value_and_grad_value", sm_value)
+record("sm_value_and_grad_grad", sm_grad)
+record("sm_jvp", jax.jit(lambda a: jax.jvp(sm3, (a,), (a,))[1])(xs))
+record("sm_vjp", jax.jit(lambda a: jax.vjp(sm_t, a)[1](a)[0])(xs.T.copy()))
+# ... and under vmap inside the jit (the batch dimension unsplit)
+stacked = np.stack([xs, xs + 1, xs * 2])
+record("sm_vmap", jax.jit(jax.vmap(lambda a: sm3(a) * 2))(stacked))
+record("sm_vmap_axis1", jax.jit(jax.vmap(lambda a: sm3(a) * 2, in_axes=1, out_axes=1))(
+    stacked.transpose(1, 0, 2).copy()))
+record("sm_vmap_out_last", jax.jit(jax.vmap(lambda a: sm3(a) * 2, out_axes=2))(stacked))
+record("sm_vmap_grad", jax.jit(jax.vmap(jax.grad(lambda a: (sm3(a) ** 2).sum())))(stacked))
+# ... and inside a call the jit keeps (checkpoint)
+record("sm_remat", jax.jit(jax.checkpoint(lambda a: sm3(a) * 2))(xs))
+record("sm_other_argument", jax.jit(lambda a, b: (sm3(a), b * 2))(xs, xs)[1])
 record("out_shardings_unsharded_argument", jax.jit(
     lambda a: a * 2, out_shardings=NamedSharding(mesh, P(None, "y")))(xs))
 out["aot_compiled"] = np.array(str(jax.jit(lambda a: a.sum(1)).lower(x).compile()(x).sharding))

@@ -78,9 +78,12 @@ class Plan:
     out_dims: tuple
 
 
-def propagate_shardings(jaxpr: Jaxpr, in_dims: Sequence[Dims], sizes: dict) -> Plan:
+def propagate_shardings(jaxpr: Jaxpr, in_dims: Sequence[Dims], sizes: dict,
+                        known: dict | None = None) -> Plan:
     """The layout of every value of `jaxpr` given its inputs' (constants are replicated), and
-    the resharding and collectives each equation needs. `sizes`: mesh axis -> size."""
+    the resharding and collectives each equation needs. `sizes`: mesh axis -> size. `known`:
+    Var -> Dims of values whose layout is decided where they are made (shard_map's results,
+    laid out as its out_specs say), taken over whatever their equation's rule gives."""
     env: dict = {v: tuple(d) for v, d in zip(jaxpr.invars, in_dims)}
 
     def read(v) -> Dims:
@@ -90,9 +93,16 @@ def propagate_shardings(jaxpr: Jaxpr, in_dims: Sequence[Dims], sizes: dict) -> P
 
     plans = []
     for eqn in jaxpr.eqns:
-        ep = _plan_eqn(eqn, [read(v) for v in eqn.invars], sizes)
+        if known and eqn.primitive in _BODY:  # (a known value may be made inside the call)
+            inner = propagate_shardings(eqn.params[_BODY[eqn.primitive]].jaxpr,
+                                        [read(v) for v in eqn.invars], sizes, known)
+            ep = EqnPlan(tuple(read(v) for v in eqn.invars), inner.out_dims, inner=inner)
+        else:
+            ep = _plan_eqn(eqn, [read(v) for v in eqn.invars], sizes)
         plans.append(ep)
         env.update(zip(eqn.outvars, ep.out_dims))
+        if known:
+            env.update((v, known[v]) for v in eqn.outvars if v in known)
     return Plan(tuple(read(v) for v in jaxpr.invars), tuple(plans),
                 tuple(read(v) for v in jaxpr.outvars))
 
@@ -384,6 +394,19 @@ def constraints(jaxpr: Jaxpr) -> list:
     return found
 
 
+def values_made(jaxpr: Jaxpr):
+    """The Vars `jaxpr` binds: its inputs and its equations' results, and those of the calls'
+    bodies it plans through (jit, custom_jvp/vjp, checkpoint), outermost first."""
+    todo = [jaxpr]
+    while todo:
+        j = todo.pop(0)
+        yield from j.invars
+        for eqn in j.eqns:
+            yield from eqn.outvars
+            if eqn.primitive in _BODY:
+                todo.append(eqn.params[_BODY[eqn.primitive]].jaxpr)
+
+
 # --- running the plan on one shard ----------------------------------------------------------
 
 def eval_partitioned(jaxpr: Jaxpr, consts: Sequence, plan: Plan, sizes: dict,
@@ -458,4 +481,4 @@ def reshard(x: Any, src: Dims, dst: Dims, sizes: dict) -> Any:
 
 
 __all__ = ["EqnPlan", "Plan", "Dims", "constraints", "dims_axes", "eval_partitioned",
-           "propagate_shardings", "reshard"]
+           "propagate_shardings", "reshard", "values_made"]

@@ -215,6 +215,34 @@ def note_gathered(whole: Any, block: Any, sharding: Any) -> None:
     _GATHERED[whole] = (block, sharding)
 
 
+# shard_map's operands under jit (in one process) are noted with the layout its in_specs give
+# them: JAX's propagation carries it back to the values they are computed from (sharded jit's
+# arguments and the results made from them report it)
+_WANTED: dict = {}  # Var -> NamedSharding; the most recent few thousand kept
+
+
+def note_wanted(v: Any, sharding: Any) -> None:
+    """Note that shard_map takes the traced value `v` (a Var) laid out as `sharding`."""
+    if len(_WANTED) >= _GATHERED_KEPT:
+        del _WANTED[next(iter(_WANTED))]
+    _WANTED[v] = sharding
+
+
+def wanted(v: Any) -> Any:
+    """The sharding shard_map takes the traced value `v` (a Var) as, or None."""
+    return _WANTED.get(v)
+
+
+def any_noted() -> bool:
+    """Whether some traced value is noted (none is until shard_map is staged by jit)."""
+    return bool(_GATHERED)
+
+
+def noted(v: Any) -> tuple | None:
+    """(the block's Var, sharding) noted for the traced value `v` (a Var), or None."""
+    return _GATHERED.get(v)
+
+
 def with_noted_blocks(closed: Any) -> tuple[Any, list]:
     """For staging a traced program as a call inside another trace (a jit inside jit): the
     program with the block of each noted output that is not the output itself appended as

@@ -38,7 +38,7 @@ from . import explain
 from .devices import place, to_array
 from .executable import Executable, compile_jaxpr
 from .jit_refs import call_with_refs
-from .sharded import check_layout, lay_out, leaf_shardings, partition
+from .sharded import check_layout, lay_out, leaf_shardings, partition, propagate_noted
 
 # --- argument handling ----------------------------------------------------------------------
 
@@ -491,6 +491,8 @@ class Jitted:
             start = time.perf_counter()
             entry = self._stage(static, static_kw, in_tree, len(args), avals, arg_names)
             entry.laid_out = laid_out
+            if laid_out is None:  # (shard_map's results' shardings carried to the outputs)
+                propagate_noted(entry.closed)
             self._check_out_shardings(entry)
             if config.read("jax_log_compiles"):
                 explain.log_traced(self.fun_name, time.perf_counter() - start)

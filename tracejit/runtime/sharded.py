@@ -4,16 +4,21 @@ propagation) into a per-shard program with collectives, run over every shard
 (transforms/spmd.py), and its results carry the shardings JAX would report."""
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..core.array import Array
-from ..core.jaxpr import ClosedJaxpr, Literal
+from ..core.global_array import any_noted, note_gathered, noted, wanted
+from ..core.jaxpr import ClosedJaxpr, Literal, Var
+from ..core.primitive import ELEMENTWISE
 from ..core.pytree import tree_flatten
 from ..core.sharding import AxisType, NamedSharding, PartitionSpec, resolve_sharding
 from ..core.trace import trace_to_jaxpr
-from ..compiler.sharding import constraints, eval_partitioned, propagate_shardings
+from ..lax.shape import transpose_p
+from ..compiler.sharding import (constraints, eval_partitioned, propagate_shardings,
+                                 values_made)
 from ..transforms.spmd import Dims, replicated, run_sharded
 
 
@@ -177,6 +182,73 @@ def _out_sharding(mesh, dims: Dims, sizes: dict, orig: tuple) -> NamedSharding:
     while entries and entries[-1] is None and not explicit:
         entries.pop()
     return NamedSharding(mesh, PartitionSpec(*entries))
+
+
+def propagate_noted(closed: ClosedJaxpr) -> None:
+    """jit of a program staging shard_map over a mesh of this process (its results noted with
+    the out_specs' NamedSharding) and no argument laid out: each output not noted itself is
+    noted with the sharding JAX's propagation reports for it — the shard_map results' layouts
+    carried forward by compiler/sharding.py's rules (elementwise ops keep them, a reduction
+    drops a reduced dimension's axes, a transpose permutes them) from the arguments laid out
+    as the in_specs ask (`_asked_of_arguments`), P() on the mesh where none reaches. Only the
+    reports change: the program still runs as traced."""
+    if not any_noted():
+        return  # (the common case, kept free: no shard_map staged in this process yet)
+    jaxpr = closed.jaxpr
+    seeds, asked = {}, {}
+    for v in values_made(jaxpr):
+        found, want = noted(v), wanted(v)
+        if found is not None and found[0] is v and isinstance(found[1], NamedSharding):
+            seeds[v] = found[1]
+        if isinstance(want, NamedSharding):
+            asked[v] = want
+    meshes = {s.mesh for s in itertools.chain(seeds.values(), asked.values())}
+    if not seeds or len(meshes) != 1 or constraints(jaxpr):
+        return  # (none; several meshes; or constraints: `partition` lays the outputs out)
+    (mesh,) = meshes
+    if getattr(mesh, "is_multi_process", False):
+        return  # (across processes a noted value is a block: its results stay as they are)
+    sizes = dict(mesh.shape_tuple)
+    known = {v: tuple(s._parts(v.aval.ndim)) for v, s in seeds.items()}
+    in_dims = _asked_of_arguments(jaxpr, {v: tuple(s._parts(v.aval.ndim))
+                                          for v, s in asked.items()})
+    plan = propagate_shardings(jaxpr, in_dims, sizes, known)
+    for v, dims in zip(jaxpr.outvars, plan.out_dims):
+        if isinstance(v, Var) and v in seeds:
+            note_gathered(v, v, _trimmed(seeds[v]))
+        elif isinstance(v, Var) and noted(v) is None:
+            note_gathered(v, v, _out_sharding(mesh, dims, sizes, (None, None)))
+
+
+def _trimmed(s: NamedSharding) -> NamedSharding:
+    """shard_map's result as jit reports it: over Auto axes, out_specs' trailing unsplit
+    dimensions left out (P('x', None) reads P('x',)), as eager shard_map does not."""
+    entries = list(s.spec)
+    if AxisType.Explicit in s.mesh.axis_types or not entries or entries[-1] is not None:
+        return s
+    while entries and entries[-1] is None:
+        entries.pop()
+    return NamedSharding(s.mesh, PartitionSpec(*entries))
+
+
+def _asked_of_arguments(jaxpr, asked: dict) -> list:
+    """Per argument of `jaxpr`, the layout shard_map takes it as (`asked`: Var -> Dims of the
+    values shard_map takes), carried back through elementwise operations of one shape and
+    transposes (as GSPMD propagates a layout to the operands a value is computed from); else
+    replicated."""
+    for eqn in reversed(jaxpr.eqns):
+        dims = asked.get(eqn.outvars[0]) if len(eqn.outvars) == 1 else None
+        if dims is None:
+            continue
+        if eqn.primitive is transpose_p and isinstance(eqn.invars[0], Var):
+            inverse = sorted(range(len(dims)), key=eqn.params["permutation"].__getitem__)
+            asked.setdefault(eqn.invars[0], tuple(dims[k] for k in inverse))
+        if eqn.primitive.fusion != ELEMENTWISE:
+            continue
+        for v in eqn.invars:
+            if isinstance(v, Var) and v.aval.shape == eqn.outvars[0].aval.shape:
+                asked.setdefault(v, dims)
+    return [asked.get(v, replicated(v.aval.ndim)) for v in jaxpr.invars]
 
 
 def lay_out(outs: list, placement: list, leaves: Sequence) -> list:
