@@ -3,8 +3,9 @@ inside their consumers' loops instead of being written to memory, and writes eac
 one `fused` equation, so that code generation only lowers what it is given.
 
 Elementwise ops, broadcasts, iota and index-remapping shape ops fuse into consumers that are
-themselves fusible or reductions; a value used more than once is materialised once (unless it
-is a cheap broadcast/iota of something already in memory). A `fused` equation's body ends with
+themselves fusible or reductions; a value used more than once is materialised once, unless it
+is a cheap broadcast/iota of something already in memory (copied into each consumer) or all
+its readers are in one kernel at the same element (computed once there, in a register). A `fused` equation's body ends with
 its root (an elementwise op, index map or reduction, run as one loop nest); the equations
 before it are computed element by element inside those loops. Row regions (softmax and the
 like) arrive here as `row_map` equations (compiler.rows): one kernel each, whose body is fused
@@ -153,7 +154,62 @@ def _lazy_values(eqns: Sequence[Eqn], outvars: Sequence) -> set[Var]:
             lazy.add(v)
         elif eqn.primitive.cheap and not any(x in lazy for x in eqn.invars):
             lazy.add(v)
+    _share_within_kernels(eqns, outs, consumers, lazy)
     return lazy
+
+
+def _share_within_kernels(eqns: Sequence[Eqn], outs: set, consumers: dict,
+                          lazy: set[Var]) -> None:
+    """Adds to `lazy` the values read more than once whose readers all lie in one kernel, at the
+    element that kernel's loop is at (elementwise readers of the same shape, up to an
+    elementwise or reduction root): codegen computes such a value once per element and keeps it
+    in a register (its elements are memoised per loop body), where storing it would cost the
+    kernel that writes it, the memory and a second pass reading it back (the tanh derivative
+    `d * (1 - t) + d * (1 - t) * t` of an MLP's backward pass). Consumers are decided before
+    their producers (a reverse walk), so a producer whose readers just joined one kernel may
+    join it too."""
+    producer = {e.outvars[0]: k for k, e in enumerate(eqns) if len(e.outvars) == 1}
+    root: dict[int, int | None] = {}  # eqn -> the root of the kernel reading it at its element
+
+    def kernel(k: int) -> set[int]:
+        group, stack = {k}, [k]
+        while stack:
+            for x in eqns[stack.pop()].invars:
+                if isinstance(x, Var) and x in lazy and producer[x] not in group:
+                    group.add(producer[x])
+                    stack.append(producer[x])
+        return group
+
+    for k in range(len(eqns) - 1, -1, -1):
+        eqn = eqns[k]
+        if is_reduction(eqn):
+            root[k] = k
+        if not fusible(eqn):
+            continue
+        v = eqn.outvars[0]
+        users = consumers.get(v, [])
+        if v not in lazy:
+            root[k] = k if is_elementwise(eqn) else None
+            if v.aval.ndim == 0 or v in outs or len(users) < 2:
+                continue
+        roots = {root.get(producer[u.outvars[0]]) if _same_element(u, v) else None
+                 for u in users}
+        only = roots.pop() if len(roots) == 1 else None
+        if v in lazy:
+            root[k] = only  # None: copied into several kernels, or read at another element
+        elif only is not None and len(kernel(only) | kernel(k)) <= MAX_KERNEL_EQNS:
+            lazy.add(v)
+            root[k] = only
+
+
+def _same_element(user: Eqn, v: Var) -> bool:
+    """`user` reads `v` at the element it computes: an elementwise op of v's shape, or a
+    reduction over v."""
+    if len(user.outvars) != 1:
+        return False
+    if is_reduction(user):
+        return all(x.aval.shape == v.aval.shape for x in user.invars if isinstance(x, Var))
+    return is_elementwise(user) and user.outvars[0].aval.shape == v.aval.shape
 
 
 def _fused_eqn(group: list[Eqn]) -> Eqn:
