@@ -166,3 +166,28 @@ def test_donated_input_written_by_a_kernel_sharing_a_value():
     assert len(_kernels(f, x)) <= 2
     got = tracejit.jit(f, donate_argnums=0)(tracejit.numpy.asarray(x))
     np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_cheap_bias_add_is_copied_into_each_kernel_reading_it():
+    """XLA's duplication of cheap producers: `x @ w + b` read by relu (after the custom_jvp
+    call is inlined) and by a transposed read is recomputed in both kernels, never stored; an
+    add of two full arrays read by two kernels is stored (copying it would read both twice)."""
+    x, w = RNG.standard_normal((8, 5)).astype(F32), RNG.standard_normal((5, 6)).astype(F32)
+    b = RNG.standard_normal(6).astype(F32)
+
+    def f(x, w, b):
+        h = x @ w + b
+        return tracejit.nn.relu(h), h.T * 2.0
+    assert _kernels(f, x, w, b) == ["broadcast_in_dim -> add -> max",
+                                    "broadcast_in_dim -> add -> transpose -> mul"]
+    got = tracejit.jit(f)(x, w, b)
+    h = np.asarray(tracejit.jit(lambda x, w: x @ w)(x, w)) + b
+    np.testing.assert_array_equal(np.asarray(got[0]), np.maximum(h, 0))
+    np.testing.assert_array_equal(np.asarray(got[1]), h.T * 2)
+
+    def g(x, y):
+        s = x + y
+        return jnp.sum(s, axis=0), s.T * 2.0
+    y = RNG.standard_normal((8, 5)).astype(F32)
+    assert _kernels(g, x, y) == ["add", "reduce_sum", "transpose -> mul"]
+    np.testing.assert_array_equal(np.asarray(tracejit.jit(g)(x, y)[1]), (x + y).T * 2)

@@ -18,7 +18,8 @@ from ..core.avals import ShapedArray
 from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Var
 from ..core.primitive import ELEMENTWISE, INDEX_MAP, REDUCTION, Primitive
-from ..lax.elementwise import bitcast_convert_type_p
+from ..lax.elementwise import (add_p, bitcast_convert_type_p, convert_element_type_p, max_p,
+                               min_p, mul_p, neg_p, select_n_p, sub_p)
 
 
 def fusible(eqn) -> bool:
@@ -78,12 +79,12 @@ def fuse(jaxpr: Jaxpr) -> Jaxpr:
     """`jaxpr` with every group of two or more equations that run as one loop nest replaced by a
     `fused` equation, in the bodies of control flow (and row kernels) too. A lone elementwise
     op or reduction stays as it is: it is a loop nest of its own already."""
-    return _fuse(jaxpr, {})
+    return _fuse(jaxpr, {}, True)
 
 
-def _fuse(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
+def _fuse(jaxpr: Jaxpr, memo: dict, duplicate: bool) -> Jaxpr:
     eqns = [_in_bodies(eqn, memo) for eqn in jaxpr.eqns]
-    lazy = _lazy_values(eqns, jaxpr.outvars)
+    lazy = _lazy_values(eqns, jaxpr.outvars, duplicate)
     if not lazy:
         return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns, jaxpr.debug_info)
     producer, _ = def_use(eqns)
@@ -106,12 +107,17 @@ def _fuse(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
 
 def _in_bodies(eqn: Eqn, memo: dict) -> Eqn:
     """Fusion inside the sub-jaxprs of control flow, calls and row kernels (signatures kept);
-    eqns that shared a body still share its rewrite."""
+    eqns that shared a body still share its rewrite. A row kernel's body copies no cheap
+    elementwise op into several loops: compiler.rows planned its passes over a row."""
+    from .rows import row_map_p
+    duplicate = eqn.primitive is not row_map_p
+
     def apply(value):
         if isinstance(value, ClosedJaxpr):
-            if value not in memo:
-                memo[value] = ClosedJaxpr(_fuse(value.jaxpr, memo), value.consts)
-            return memo[value]
+            if (value, duplicate) not in memo:
+                memo[value, duplicate] = ClosedJaxpr(_fuse(value.jaxpr, memo, duplicate),
+                                                     value.consts)
+            return memo[value, duplicate]
         if isinstance(value, tuple) and value and all(isinstance(x, ClosedJaxpr) for x in value):
             return tuple(apply(x) for x in value)
         return value
@@ -128,7 +134,7 @@ def _in_bodies(eqn: Eqn, memo: dict) -> Eqn:
 MAX_KERNEL_EQNS = 32
 
 
-def _lazy_values(eqns: Sequence[Eqn], outvars: Sequence) -> set[Var]:
+def _lazy_values(eqns: Sequence[Eqn], outvars: Sequence, duplicate: bool) -> set[Var]:
     """The values computed inside their consumers' loops rather than stored."""
     consumers: dict[Var, list] = {}
     for eqn in eqns:
@@ -136,6 +142,7 @@ def _lazy_values(eqns: Sequence[Eqn], outvars: Sequence) -> set[Var]:
             if isinstance(v, Var):
                 consumers.setdefault(v, []).append(eqn)
     outs = set(outvars)
+    producers = {e.outvars[0]: e for e in eqns if len(e.outvars) == 1}
     lazy: set[Var] = set()
     size: dict[Var, int] = {}  # equations a lazy value pulls into its consumer's kernel
     for eqn in eqns:
@@ -154,8 +161,36 @@ def _lazy_values(eqns: Sequence[Eqn], outvars: Sequence) -> set[Var]:
             lazy.add(v)
         elif eqn.primitive.cheap and not any(x in lazy for x in eqn.invars):
             lazy.add(v)
+        elif duplicate and eqn.primitive in _DUPLICABLE and \
+                _reads_one_array(eqn, lazy, producers):
+            lazy.add(v)
     _share_within_kernels(eqns, outs, consumers, lazy)
     return lazy
+
+
+# Cheap elementwise ops that XLA's fusion also duplicates into each consumer: recomputing one
+# in every kernel that reads it costs a few instructions per element and saves storing it and
+# reading it back (relu's max and the gradient's mask both read the bias add `x @ w + b`).
+_DUPLICABLE = {add_p, sub_p, mul_p, neg_p, max_p, min_p, select_n_p, convert_element_type_p}
+
+
+def _reads_one_array(eqn: Eqn, lazy: set[Var], producers: dict) -> bool:
+    """Whether copying `eqn` into each of its consumers reads about one array of its size from
+    memory (its other operands scalars or small broadcasts of stored values) and nothing that
+    is itself computed lazily beyond a cheap index map of a stored value."""
+    v = eqn.outvars[0]
+    read = 0
+    for x in eqn.invars:
+        if not isinstance(x, Var):
+            continue
+        if x not in lazy:
+            read += x.aval.size
+            continue
+        producer = producers[x]
+        if not producer.primitive.cheap or any(y in lazy for y in producer.invars):
+            return False
+        read += sum(y.aval.size for y in producer.invars if isinstance(y, Var))
+    return read <= v.aval.size + v.aval.size // 8
 
 
 def _share_within_kernels(eqns: Sequence[Eqn], outs: set, consumers: dict,
