@@ -4,8 +4,9 @@ one `fused` equation, so that code generation only lowers what it is given.
 
 Elementwise ops, broadcasts, iota and index-remapping shape ops fuse into consumers that are
 themselves fusible or reductions; a value used more than once is materialised once, unless it
-is a cheap broadcast/iota of something already in memory (copied into each consumer) or all
-its readers are in one kernel at the same element (computed once there, in a register). A `fused` equation's body ends with
+is a cheap broadcast/iota of something in memory or a cheap elementwise op of about one stored
+array (copied into each consumer), or all its readers are in one kernel at the same element
+(computed once there, in a register). A `fused` equation's body ends with
 its root (an elementwise op, index map or reduction, run as one loop nest); the equations
 before it are computed element by element inside those loops. Row regions (softmax and the
 like) arrive here as `row_map` equations (compiler.rows): one kernel each, whose body is fused
