@@ -3,8 +3,10 @@ inside their consumers' loops instead of being written to memory, and writes eac
 one `fused` equation, so that code generation only lowers what it is given.
 
 Elementwise ops, broadcasts, iota and index-remapping shape ops fuse into consumers that are
-themselves fusible or reductions; a value used more than once is materialised once (unless it
-is a cheap broadcast/iota of something already in memory). A `fused` equation's body ends with
+themselves fusible or reductions; a value used more than once is materialised once, unless it
+is a cheap broadcast/iota of something in memory or a cheap elementwise op of about one stored
+array (copied into each consumer), or all its readers are in one kernel at the same element
+(computed once there, in a register). A `fused` equation's body ends with
 its root (an elementwise op, index map or reduction, run as one loop nest); the equations
 before it are computed element by element inside those loops. Row regions (softmax and the
 like) arrive here as `row_map` equations (compiler.rows): one kernel each, whose body is fused
@@ -17,7 +19,8 @@ from ..core.avals import ShapedArray
 from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Var
 from ..core.primitive import ELEMENTWISE, INDEX_MAP, REDUCTION, Primitive
-from ..lax.elementwise import bitcast_convert_type_p
+from ..lax.elementwise import (add_p, bitcast_convert_type_p, convert_element_type_p, max_p,
+                               min_p, mul_p, neg_p, select_n_p, sub_p)
 
 
 def fusible(eqn) -> bool:
@@ -77,12 +80,12 @@ def fuse(jaxpr: Jaxpr) -> Jaxpr:
     """`jaxpr` with every group of two or more equations that run as one loop nest replaced by a
     `fused` equation, in the bodies of control flow (and row kernels) too. A lone elementwise
     op or reduction stays as it is: it is a loop nest of its own already."""
-    return _fuse(jaxpr, {})
+    return _fuse(jaxpr, {}, True)
 
 
-def _fuse(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
+def _fuse(jaxpr: Jaxpr, memo: dict, duplicate: bool) -> Jaxpr:
     eqns = [_in_bodies(eqn, memo) for eqn in jaxpr.eqns]
-    lazy = _lazy_values(eqns, jaxpr.outvars)
+    lazy = _lazy_values(eqns, jaxpr.outvars, duplicate)
     if not lazy:
         return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns, jaxpr.debug_info)
     producer, _ = def_use(eqns)
@@ -105,12 +108,17 @@ def _fuse(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
 
 def _in_bodies(eqn: Eqn, memo: dict) -> Eqn:
     """Fusion inside the sub-jaxprs of control flow, calls and row kernels (signatures kept);
-    eqns that shared a body still share its rewrite."""
+    eqns that shared a body still share its rewrite. A row kernel's body copies no cheap
+    elementwise op into several loops: compiler.rows planned its passes over a row."""
+    from .rows import row_map_p
+    duplicate = eqn.primitive is not row_map_p
+
     def apply(value):
         if isinstance(value, ClosedJaxpr):
-            if value not in memo:
-                memo[value] = ClosedJaxpr(_fuse(value.jaxpr, memo), value.consts)
-            return memo[value]
+            if (value, duplicate) not in memo:
+                memo[value, duplicate] = ClosedJaxpr(_fuse(value.jaxpr, memo, duplicate),
+                                                     value.consts)
+            return memo[value, duplicate]
         if isinstance(value, tuple) and value and all(isinstance(x, ClosedJaxpr) for x in value):
             return tuple(apply(x) for x in value)
         return value
@@ -127,7 +135,7 @@ def _in_bodies(eqn: Eqn, memo: dict) -> Eqn:
 MAX_KERNEL_EQNS = 32
 
 
-def _lazy_values(eqns: Sequence[Eqn], outvars: Sequence) -> set[Var]:
+def _lazy_values(eqns: Sequence[Eqn], outvars: Sequence, duplicate: bool) -> set[Var]:
     """The values computed inside their consumers' loops rather than stored."""
     consumers: dict[Var, list] = {}
     for eqn in eqns:
@@ -135,6 +143,7 @@ def _lazy_values(eqns: Sequence[Eqn], outvars: Sequence) -> set[Var]:
             if isinstance(v, Var):
                 consumers.setdefault(v, []).append(eqn)
     outs = set(outvars)
+    producers = {e.outvars[0]: e for e in eqns if len(e.outvars) == 1}
     lazy: set[Var] = set()
     size: dict[Var, int] = {}  # equations a lazy value pulls into its consumer's kernel
     for eqn in eqns:
@@ -153,7 +162,90 @@ def _lazy_values(eqns: Sequence[Eqn], outvars: Sequence) -> set[Var]:
             lazy.add(v)
         elif eqn.primitive.cheap and not any(x in lazy for x in eqn.invars):
             lazy.add(v)
+        elif duplicate and eqn.primitive in _DUPLICABLE and \
+                _reads_one_array(eqn, lazy, producers):
+            lazy.add(v)
+    _share_within_kernels(eqns, outs, consumers, lazy)
     return lazy
+
+
+# Cheap elementwise ops that XLA's fusion also duplicates into each consumer: recomputing one
+# in every kernel that reads it costs a few instructions per element and saves storing it and
+# reading it back (relu's max and the gradient's mask both read the bias add `x @ w + b`).
+_DUPLICABLE = {add_p, sub_p, mul_p, neg_p, max_p, min_p, select_n_p, convert_element_type_p}
+
+
+def _reads_one_array(eqn: Eqn, lazy: set[Var], producers: dict) -> bool:
+    """Whether copying `eqn` into each of its consumers reads about one array of its size from
+    memory (its other operands scalars or small broadcasts of stored values) and nothing that
+    is itself computed lazily beyond a cheap index map of a stored value."""
+    v = eqn.outvars[0]
+    read = 0
+    for x in eqn.invars:
+        if not isinstance(x, Var):
+            continue
+        if x not in lazy:
+            read += x.aval.size
+            continue
+        producer = producers[x]
+        if not producer.primitive.cheap or any(y in lazy for y in producer.invars):
+            return False
+        read += sum(y.aval.size for y in producer.invars if isinstance(y, Var))
+    return read <= v.aval.size + v.aval.size // 8
+
+
+def _share_within_kernels(eqns: Sequence[Eqn], outs: set, consumers: dict,
+                          lazy: set[Var]) -> None:
+    """Adds to `lazy` the values read more than once whose readers all lie in one kernel, at the
+    element that kernel's loop is at (elementwise readers of the same shape, up to an
+    elementwise or reduction root): codegen computes such a value once per element and keeps it
+    in a register (its elements are memoised per loop body), where storing it would cost the
+    kernel that writes it, the memory and a second pass reading it back (the tanh derivative
+    `d * (1 - t) + d * (1 - t) * t` of an MLP's backward pass). Consumers are decided before
+    their producers (a reverse walk), so a producer whose readers just joined one kernel may
+    join it too."""
+    producer = {e.outvars[0]: k for k, e in enumerate(eqns) if len(e.outvars) == 1}
+    root: dict[int, int | None] = {}  # eqn -> the root of the kernel reading it at its element
+
+    def kernel(k: int) -> set[int]:
+        group, stack = {k}, [k]
+        while stack:
+            for x in eqns[stack.pop()].invars:
+                if isinstance(x, Var) and x in lazy and producer[x] not in group:
+                    group.add(producer[x])
+                    stack.append(producer[x])
+        return group
+
+    for k in range(len(eqns) - 1, -1, -1):
+        eqn = eqns[k]
+        if is_reduction(eqn):
+            root[k] = k
+        if not fusible(eqn):
+            continue
+        v = eqn.outvars[0]
+        users = consumers.get(v, [])
+        if v not in lazy:
+            root[k] = k if is_elementwise(eqn) else None
+            if v.aval.ndim == 0 or v in outs or len(users) < 2:
+                continue
+        roots = {root.get(producer[u.outvars[0]]) if _same_element(u, v) else None
+                 for u in users}
+        only = roots.pop() if len(roots) == 1 else None
+        if v in lazy:
+            root[k] = only  # None: copied into several kernels, or read at another element
+        elif only is not None and len(kernel(only) | kernel(k)) <= MAX_KERNEL_EQNS:
+            lazy.add(v)
+            root[k] = only
+
+
+def _same_element(user: Eqn, v: Var) -> bool:
+    """`user` reads `v` at the element it computes: an elementwise op of v's shape, or a
+    reduction over v."""
+    if len(user.outvars) != 1:
+        return False
+    if is_reduction(user):
+        return all(x.aval.shape == v.aval.shape for x in user.invars if isinstance(x, Var))
+    return is_elementwise(user) and user.outvars[0].aval.shape == v.aval.shape
 
 
 def _fused_eqn(group: list[Eqn]) -> Eqn:

@@ -26,6 +26,7 @@ from ..lax.elementwise import convert_element_type_p, mul_p
 from ..lax.linalg import dot_general_p
 from ..lax.processes import IDENTITIES as PROCESS_IDENTITIES
 from ..lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p
+from ..transforms.custom import custom_jvp_call_p, custom_vjp_call_p
 from .element_loops import element_loops
 from .fusion import fuse
 from .rows import fuse_rows
@@ -75,9 +76,15 @@ def _checked(pass_: Callable, jaxpr: Jaxpr, *consts: list):
 
 # --- inline_calls ----------------------------------------------------------------------------
 
+# calls whose body is all there is to run: custom_jvp/vjp functions left after differentiation
+# compute their primal body (inlined, relu's max fuses with the bias add before it, as in XLA)
+_INLINED = {pjit_p: "jaxpr", custom_jvp_call_p: "call_jaxpr", custom_vjp_call_p: "call_jaxpr"}
+
+
 def inline_calls(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
-    """Replace `jit` equations by their bodies (their consts become constvars of the result)."""
-    if not any(e.primitive is pjit_p for e in jaxpr.eqns):
+    """Replace `jit` equations (and custom_jvp/vjp calls) by their bodies (their consts become
+    constvars of the result)."""
+    if not any(e.primitive in _INLINED for e in jaxpr.eqns):
         return jaxpr, consts
     constvars, consts = list(jaxpr.constvars), list(consts)
     eqns: list[Eqn] = []
@@ -88,10 +95,10 @@ def inline_calls(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
 
     for eqn in jaxpr.eqns:
         invars = [read(v) for v in eqn.invars]
-        if eqn.primitive is not pjit_p:
+        if eqn.primitive not in _INLINED:
             eqns.append(eqn.replace(invars=invars))
             continue
-        closed: ClosedJaxpr = eqn.params["jaxpr"]
+        closed: ClosedJaxpr = eqn.params[_INLINED[eqn.primitive]]
         inner, inner_consts = inline_calls(closed.jaxpr, closed.consts)
         for v, c in zip(inner.constvars, inner_consts):
             fresh = Var(v.aval)

@@ -37,11 +37,13 @@ def _elementwise_reads(eqn: Eqn) -> list[tuple[Var, bool]] | None:
     outer = dict(zip(body.invars, eqn.invars))
     producer = {v: e for e in body.eqns for v in e.outvars}
     reads, stack = [], [(body.eqns[-1], True)]  # (eqn of the body, same index as the output)
+    seen = set()  # a value read twice in the kernel (compiler.fusion) is walked once
     while stack:
         e, same_index = stack.pop()
         same_index = same_index and is_elementwise(e)
         for v in e.invars:
-            if v in producer:
+            if v in producer and (v, same_index) not in seen:
+                seen.add((v, same_index))
                 stack.append((producer[v], same_index))
             elif isinstance(v, Var):
                 reads.append((outer[v], same_index))
