@@ -83,6 +83,18 @@ def fuse(jaxpr: Jaxpr) -> Jaxpr:
     return _fuse(jaxpr, {}, True)
 
 
+def _kernel_of(k: int, eqns: list, producer: dict, lazy) -> set[int]:
+    """The equations the kernel rooted at eqns[k] computes: k and, transitively, the producers
+    of the lazy values (computed inside their readers' kernels) it reads."""
+    group, stack = {k}, [k]
+    while stack:
+        for v in eqns[stack.pop()].invars:
+            if isinstance(v, Var) and v in lazy and producer[v] not in group:
+                group.add(producer[v])
+                stack.append(producer[v])
+    return group
+
+
 def _fuse(jaxpr: Jaxpr, memo: dict, duplicate: bool) -> Jaxpr:
     eqns = [_in_bodies(eqn, memo) for eqn in jaxpr.eqns]
     lazy = _lazy_values(eqns, jaxpr.outvars, duplicate)
@@ -96,12 +108,7 @@ def _fuse(jaxpr: Jaxpr, memo: dict, duplicate: bool) -> Jaxpr:
         if not (fusible(eqn) or is_reduction(eqn)):
             out.append(eqn)
             continue
-        group, stack = {k}, [k]
-        while stack:
-            for v in eqns[stack.pop()].invars:
-                if isinstance(v, Var) and v in lazy and producer[v] not in group:
-                    group.add(producer[v])
-                    stack.append(producer[v])
+        group = _kernel_of(k, eqns, producer, lazy)
         out.append(eqn if len(group) == 1 else _fused_eqn([eqns[i] for i in sorted(group)]))
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, out, jaxpr.debug_info)
 
@@ -208,13 +215,7 @@ def _share_within_kernels(eqns: Sequence[Eqn], outs: set, consumers: dict,
     root: dict[int, int | None] = {}  # eqn -> the root of the kernel reading it at its element
 
     def kernel(k: int) -> set[int]:
-        group, stack = {k}, [k]
-        while stack:
-            for x in eqns[stack.pop()].invars:
-                if isinstance(x, Var) and x in lazy and producer[x] not in group:
-                    group.add(producer[x])
-                    stack.append(producer[x])
-        return group
+        return _kernel_of(k, eqns, producer, lazy)
 
     for k in range(len(eqns) - 1, -1, -1):
         eqn = eqns[k]
