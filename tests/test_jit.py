@@ -440,3 +440,32 @@ def test_dispatch_fast_path_with_static_arguments_and_python_floats():
                     np.testing.assert_array_equal(got, f(x, np.float32(scale), n, **kwargs))
     with pytest.raises(ValueError, match="Non-hashable static arguments"):
         g(tx, 0.5, [1])
+
+
+def test_dispatch_fast_path_with_numpy_arguments_like_jax():
+    """NumPy arrays and scalars take the dispatch fast path by dtype and shape (scalars by
+    type): each call still gets the program of its own canonical dtype and shape, under x64
+    and without it, and results (values, dtypes) are JAX's."""
+    def f(x, y):
+        return x * 2 + y
+
+    args = [(np.arange(3, dtype=np.float32), np.float32(1.5)),
+            (np.arange(3, dtype=np.float64), np.float64(1.5)),
+            (np.arange(3, dtype=np.float64), np.float32(1.5)),  # (only x's dtype differs)
+            (np.arange(3, dtype=np.int32), np.float32(1.5)),
+            (np.arange(4, dtype=np.int64), np.int32(2)),
+            (np.arange(6, dtype=np.int32).reshape(2, 3), np.float16(0.5)),
+            (np.array(2.0, np.float32), np.array([1.0, 2.0], np.float64))]
+    g, h = tracejit.jit(f), jax.jit(f)  # (one cache across the flag: its stamp tells them apart)
+    try:
+        for x64 in (False, True, False):
+            tracejit.config.update("jax_enable_x64", x64)
+            jax.config.update("jax_enable_x64", x64)
+            for _ in range(2):  # the second round is served by the fast path's index
+                for x, y in args:
+                    ours, want = g(x, y), h(x, y)
+                    assert ours.dtype == want.dtype and ours.shape == want.shape, (x64, x, y)
+                    np.testing.assert_array_equal(np.asarray(ours), np.asarray(want))
+    finally:
+        tracejit.config.update("jax_enable_x64", False)
+        jax.config.update("jax_enable_x64", False)

@@ -84,6 +84,7 @@ def _check_static_argnums(argnums: Sequence[int], sig: inspect.Signature | None,
 
 _LEAF_TYPES = frozenset({Array, np.ndarray, float, int, bool, complex, np.float32, np.float64,
                          np.int32, np.int64, np.bool_, np.float16, np.uint32, np.uint8})
+_NUMPY_SCALARS = frozenset(t for t in _LEAF_TYPES if issubclass(t, np.generic))
 
 
 @functools.cache
@@ -564,7 +565,8 @@ class Jitted:
     def _fast_key(self, args: tuple, kwargs: dict) -> tuple | None:
         """The dispatch fast path's key of a call and its leaves, or None when it needs
         `_trace`: the avals of unsharded Array arguments (`float` for a Python float, weakly
-        typed: its value is no part of the signature) and the type and value of each static
+        typed: its value is no part of the signature; dtype and shape for a NumPy array, the
+        type for a NumPy scalar) and the type and value of each static
         argument, positional or by keyword (other keyword arguments: None). A static value
         that cannot be hashed makes the key unhashable (the lookup's TypeError)."""
         key, leaves = [], []
@@ -573,10 +575,15 @@ class Jitted:
             if static and i in static:
                 key.append((type(a), a))
                 continue
-            if type(a) is Array and a._sharding is None:
+            t = type(a)
+            if t is Array and a._sharding is None:
                 key.append(a.aval)
-            elif type(a) is float:
+            elif t is float:
                 key.append(float)
+            elif t is np.ndarray:  # (its aval follows from dtype and shape, as a scalar's
+                key.append((t, a.dtype, a.shape))  # from its type)
+            elif t in _NUMPY_SCALARS:
+                key.append(t)
             else:
                 return None
             leaves.append(a)
