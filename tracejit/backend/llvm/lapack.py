@@ -16,7 +16,7 @@ import numpy as np
 from ...core import dtypes
 from ...core.avals import ShapedArray
 from ...lax import decompositions as dec
-from .blas import _get_name, _get_pointer, gemm_work, scipy_extension, threads_symbol
+from .blas import capsule_address, gemm_work, scipy_extension, threads_symbol
 from .codegen import I8P, Buf, Emitter
 from .rules import STRUCTURAL
 from .scalar_ops import convert
@@ -29,10 +29,8 @@ _PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
 @functools.cache
 def _address(name: str) -> int:
     cython_blas, cython_lapack = map(scipy_extension, ("cython_blas", "cython_lapack"))
-    table = cython_lapack.__pyx_capi__ if name in cython_lapack.__pyx_capi__ else \
-        cython_blas.__pyx_capi__
-    capsule = table[name]
-    return _get_pointer(capsule, _get_name(capsule))
+    return capsule_address(cython_lapack if name in cython_lapack.__pyx_capi__ else cython_blas,
+                           name)
 
 
 @functools.cache
