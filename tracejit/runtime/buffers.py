@@ -69,8 +69,11 @@ class BufferPool:
 
     def recycle(self, array) -> None:
         """Take back the buffer of a dying or deleted Array if nothing else refers to it."""
-        if array._value is None or array._value.nbytes < MIN_BYTES:
-            return
+        if array._value is None or array._value.base is None or \
+                array._value.nbytes < MIN_BYTES:
+            return  # (an ndarray of its own is NumPy's, not the pool's: its size is no owner's
+            # `empty` looks up, which are ALIGN bytes longer than their views, so kept it would
+            # only hold memory)
         owner = sole_owner(array)
         if owner is not None:
             self._keep(owner)
