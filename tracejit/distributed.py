@@ -15,7 +15,7 @@ import numpy as np
 
 from .core import devices as _devices, mpi
 from .core.array import Array
-from .core.global_array import GlobalArray, block_of, is_one_block, pieces_of
+from .core.global_array import GlobalArray, block_of, is_one_block, piece, pieces_of
 from .core.sharding import NamedSharding
 from .core.trace import get_aval
 from .runtime.devices import to_array
@@ -127,13 +127,13 @@ def _assemble(shape: tuple, sharding: Any, pieces: dict, dtype: Any) -> Any:
 def _interleaved(shape: tuple, sharding: Any, pieces: dict, dtype: Any,
                  index_map: dict) -> GlobalArray:
     """The GlobalArray whose local devices hold `pieces` that are not one block of it."""
-    at = {tuple(i.indices(n)[:2] for i, n in zip(index_map[d], shape)): d for d in pieces}
+    at = {piece(index_map[d], shape): d for d in pieces}
     stacked = []
-    for piece in pieces_of(index_map, shape):
-        data = np.asarray(pieces[at[piece]], dtype=dtype)
-        size = tuple(b - a for a, b in piece)
+    for part in pieces_of(index_map, shape):
+        data = np.asarray(pieces[at[part]], dtype=dtype)
+        size = tuple(b - a for a, b in part)
         if data.shape != size:
-            raise ValueError(f"the data for device {at[piece]} has shape {data.shape}, but "
+            raise ValueError(f"the data for device {at[part]} has shape {data.shape}, but "
                              f"the sharding gives it a piece of shape {size}")
         stacked.append(data)
     return GlobalArray.from_pieces(to_array(np.stack(stacked)), tuple(shape), sharding)

@@ -22,42 +22,46 @@ _FETCH = ("Fetching value for `jax.Array` that spans non-addressable (non proces
           "local) shards.")
 
 
+def piece(index: tuple, shape: tuple) -> tuple:
+    """A device's index (slices of an array of `shape`) as (start, stop) per dimension."""
+    return tuple(i.indices(n)[:2] for i, n in zip(index, shape))
+
+
+def pieces_of(index_map: dict, shape: tuple, process: int | None = None) -> list[tuple]:
+    """The distinct pieces the devices of `process` (this one by default) hold, in order, each
+    as a tuple of (start, stop) per dimension (index_map: device -> index)."""
+    p = process_index() if process is None else process
+    return sorted({piece(i, shape) for d, i in index_map.items() if d.process_index == p})
+
+
+def _box(pieces: list[tuple]) -> tuple[slice, ...]:
+    """The smallest box holding every one of `pieces`, and whether they fill it."""
+    box = tuple(slice(min(p[k][0] for p in pieces), max(p[k][1] for p in pieces))
+                for k in range(len(pieces[0])))
+    filled = sum(math.prod(e - s for s, e in p) for p in pieces) == \
+        math.prod(b.stop - b.start for b in box)
+    return box, filled
+
+
 def block_of(index_map: dict, shape: tuple, process: int | None = None) -> tuple[slice, ...]:
     """The smallest box holding every piece the devices of `process` (this one by default)
     hold (index_map: device -> index)."""
     p = process_index() if process is None else process
-    mine = [idx for d, idx in index_map.items() if d.process_index == p]
-    box = []
-    for k, n in enumerate(shape):
-        starts = [i[k].indices(n) for i in mine]
-        box.append(slice(min(s for s, _, _ in starts), max(e for _, e, _ in starts)))
+    box, filled = _box(pieces_of(index_map, shape, p))
     # the distinct pieces must fill the box: a process whose devices hold pieces apart from
     # each other (devices interleaving processes along a split axis) has no one block
-    pieces = {tuple(i[k].indices(n)[:2] for k, n in enumerate(shape)) for i in mine}
-    if sum(math.prod(e - s for s, e in piece) for piece in pieces) != \
-            math.prod(b.stop - b.start for b in box):
+    if not filled:
         raise NotImplementedError(
             f"process {p}'s devices hold pieces of the array of shape {tuple(shape)} that are "
             f"not one block of it (the mesh's devices interleave processes along an axis the "
             f"array is split over); order the mesh's devices so that each process's devices "
             f"are consecutive along the split axes (as jax.devices() lists them)")
-    return tuple(box)
-
-
-def pieces_of(index_map: dict, shape: tuple, process: int | None = None) -> list[tuple]:
-    """The distinct pieces the devices of `process` (this one by default) hold, in order, each
-    as a tuple of (start, stop) per dimension."""
-    p = process_index() if process is None else process
-    return sorted({tuple(i[k].indices(n)[:2] for k, n in enumerate(shape))
-                   for d, i in index_map.items() if d.process_index == p})
+    return box
 
 
 def is_one_block(index_map: dict, shape: tuple) -> bool:
-    try:
-        block_of(index_map, shape)
-    except NotImplementedError:
-        return False
-    return True
+    """Whether this process's devices hold one block of an array of `shape`."""
+    return _box(pieces_of(index_map, shape))[1]
 
 
 class GlobalArray:
@@ -77,11 +81,11 @@ class GlobalArray:
         aval = ShapedArray(host.shape, host.dtype, getattr(whole, "weak_type", False))
         if is_one_block(index_map, host.shape):
             block = block_of(index_map, host.shape)
-            piece = np.ascontiguousarray(host[block])
-            return cls(Array.from_numpy(piece, aval.update(shape=piece.shape)), host.shape,
+            mine = np.ascontiguousarray(host[block])
+            return cls(Array.from_numpy(mine, aval.update(shape=mine.shape)), host.shape,
                        sharding)
-        stacked = np.stack([host[tuple(slice(a, b) for a, b in piece)]
-                            for piece in pieces_of(index_map, host.shape)])
+        stacked = np.stack([host[tuple(slice(a, b) for a, b in part)]
+                            for part in pieces_of(index_map, host.shape)])
         return cls.from_pieces(Array.from_numpy(stacked, aval.update(shape=stacked.shape)),
                                host.shape, sharding)
 
@@ -132,14 +136,14 @@ class GlobalArray:
         for d, index in sorted(placement.items(), key=lambda item: item[0].id):
             if d.process_index != process_index():
                 continue
+            at = piece(index, self.shape)
             if pieces is not None:
-                piece = held[pieces.index(tuple(i.indices(n)[:2]
-                                                for i, n in zip(index, self.shape)))]
+                data = held[pieces.index(at)]
             else:
-                piece = held[tuple(slice(i.indices(n)[0] - b.start, i.indices(n)[1] - b.start)
-                                   for i, b, n in zip(index, self.block, self.shape))]
+                data = held[tuple(slice(a - b.start, e - b.start)
+                                  for (a, e), b in zip(at, self.block))]
             out.append(Shard(d, index, replicas.get(d, 0),
-                             Array.from_numpy(piece, self.local.aval.update(shape=piece.shape))))
+                             Array.from_numpy(data, self.local.aval.update(shape=data.shape))))
         return out
 
     def addressable_data(self, index: int) -> Array:
@@ -179,8 +183,8 @@ class GlobalArray:
             if self.block is not None:
                 out[block_of(index_map, self.shape, p)] = mine
                 continue
-            for piece, value in zip(pieces_of(index_map, self.shape, p), mine):
-                out[tuple(slice(a, b) for a, b in piece)] = value
+            for part, value in zip(pieces_of(index_map, self.shape, p), mine):
+                out[tuple(slice(a, b) for a, b in part)] = value
         return out
 
     def __array__(self, dtype=None, copy=None):
