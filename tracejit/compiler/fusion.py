@@ -150,7 +150,7 @@ def _lazy_values(eqns: Sequence[Eqn], outvars: Sequence, duplicate: bool) -> set
             if isinstance(v, Var):
                 consumers.setdefault(v, []).append(eqn)
     outs = set(outvars)
-    producers = {e.outvars[0]: e for e in eqns if len(e.outvars) == 1}
+    producer = {e.outvars[0]: k for k, e in enumerate(eqns) if len(e.outvars) == 1}
     lazy: set[Var] = set()
     size: dict[Var, int] = {}  # equations a lazy value pulls into its consumer's kernel
     for eqn in eqns:
@@ -170,9 +170,9 @@ def _lazy_values(eqns: Sequence[Eqn], outvars: Sequence, duplicate: bool) -> set
         elif eqn.primitive.cheap and not any(x in lazy for x in eqn.invars):
             lazy.add(v)
         elif duplicate and eqn.primitive in _DUPLICABLE and \
-                _reads_one_array(eqn, lazy, producers):
+                _reads_one_array(eqn, lazy, eqns, producer):
             lazy.add(v)
-    _share_within_kernels(eqns, outs, consumers, lazy)
+    _share_within_kernels(eqns, outs, consumers, lazy, producer)
     return lazy
 
 
@@ -182,7 +182,7 @@ def _lazy_values(eqns: Sequence[Eqn], outvars: Sequence, duplicate: bool) -> set
 _DUPLICABLE = {add_p, sub_p, mul_p, neg_p, max_p, min_p, select_n_p, convert_element_type_p}
 
 
-def _reads_one_array(eqn: Eqn, lazy: set[Var], producers: dict) -> bool:
+def _reads_one_array(eqn: Eqn, lazy: set[Var], eqns: Sequence[Eqn], producer: dict) -> bool:
     """Whether copying `eqn` into each of its consumers reads about one array of its size from
     memory (its other operands scalars or small broadcasts of stored values) and nothing that
     is itself computed lazily beyond a cheap index map of a stored value."""
@@ -194,15 +194,15 @@ def _reads_one_array(eqn: Eqn, lazy: set[Var], producers: dict) -> bool:
         if x not in lazy:
             read += x.aval.size
             continue
-        producer = producers[x]
-        if not producer.primitive.cheap or any(y in lazy for y in producer.invars):
+        made = eqns[producer[x]]
+        if not made.primitive.cheap or any(y in lazy for y in made.invars):
             return False
-        read += sum(y.aval.size for y in producer.invars if isinstance(y, Var))
+        read += sum(y.aval.size for y in made.invars if isinstance(y, Var))
     return read <= v.aval.size + v.aval.size // 8
 
 
-def _share_within_kernels(eqns: Sequence[Eqn], outs: set, consumers: dict,
-                          lazy: set[Var]) -> None:
+def _share_within_kernels(eqns: Sequence[Eqn], outs: set, consumers: dict, lazy: set[Var],
+                          producer: dict) -> None:
     """Adds to `lazy` the values read more than once whose readers all lie in one kernel, at the
     element that kernel's loop is at (elementwise readers of the same shape, up to an
     elementwise or reduction root): codegen computes such a value once per element and keeps it
@@ -210,8 +210,7 @@ def _share_within_kernels(eqns: Sequence[Eqn], outs: set, consumers: dict,
     kernel that writes it, the memory and a second pass reading it back (the tanh derivative
     `d * (1 - t) + d * (1 - t) * t` of an MLP's backward pass). Consumers are decided before
     their producers (a reverse walk), so a producer whose readers just joined one kernel may
-    join it too."""
-    producer = {e.outvars[0]: k for k, e in enumerate(eqns) if len(e.outvars) == 1}
+    join it too. `producer`: value -> the index of the eqn making it."""
     root: dict[int, int | None] = {}  # eqn -> the root of the kernel reading it at its element
 
     def kernel(k: int) -> set[int]:
