@@ -288,9 +288,7 @@ def _cond_batch(vals, dims, *, branches):
     in_b = [d is not not_mapped for d in d_ops]
     ops = move_to_front(ops, d_ops)
     if d_index is not_mapped:
-        out_b = [False] * len(branches[0].out_avals)
-        for b in branches:
-            out_b = _or(out_b, batch_jaxpr(b, size, in_b, False)[1])
+        out_b = _batched_outputs(branches, size, in_b)
         batched = tuple(batch_jaxpr(b, size, in_b, out_b)[0] for b in branches)
         return cond_p.bind(index, *ops, branches=batched), batch_dims(out_b)
     # a batched predicate: run every branch on all lanes, then pick each lane's result
@@ -312,13 +310,17 @@ def _invariant_outputs(branches, size: int, in_b: list[bool]) -> list[bool]:
     the predicate's varying axes are no part of them): the outputs that no branch makes vary
     over the axis being batched, though the predicate does."""
     axis = current_axis()
-    n_out = len(branches[0].out_avals)
     if axis is None or not axis.vma:
-        return [False] * n_out
-    out_b = [False] * n_out
+        return [False] * len(branches[0].out_avals)
+    return [not b for b in _batched_outputs(branches, size, in_b)]
+
+
+def _batched_outputs(branches, size: int, in_b: list[bool]) -> list[bool]:
+    """The outputs some branch batches, given which operands are batched."""
+    out_b = [False] * len(branches[0].out_avals)
     for b in branches:
         out_b = _or(out_b, batch_jaxpr(b, size, in_b, False)[1])
-    return [not b for b in out_b]
+    return out_b
 
 
 cond_p.def_jvp(_cond_jvp)
