@@ -46,7 +46,7 @@ CHUNK_ELEMENTS = 1 << 15
 MAX_REGION_CHUNKS = 64
 MAX_REGION_BYTES = 8 << 20
 # Elements from which a parallel kernel checks for Ctrl-C after the pool returns. A program that
-# polls pays for the native SIGINT handler around every call (two sigaction system calls through
+# polls pays for the native SIGINT handler's check around every call (a sigaction read through
 # ctypes, runtime/interrupts.py); a smaller kernel ends within milliseconds anyway, and a loop
 # around it polls at its back-edge.
 POLL_MIN_ELEMENTS = 1 << 24
