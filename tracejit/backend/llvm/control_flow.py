@@ -192,26 +192,20 @@ _WHILE_REPEATS = 1 << 20
 
 def _row(em: Emitter, buf, i: ir.Value) -> Buf:
     """Row i of a buffer (a contiguous view), or step i of a column block."""
-    if isinstance(buf, _Columns):
-        return buf.step(em, i)
     row = ShapedArray(buf.aval.shape[1:], buf.aval.dtype, buf.aval.weak_type)
-    ptr = em.b.gep(buf.ptr, [em.b.mul(i, ir.Constant(I64, max(row.size, 0)))], inbounds=True)
+    stride = buf.stride if isinstance(buf, _Columns) else row.size
+    ptr = em.b.gep(buf.ptr, [em.b.mul(i, ir.Constant(I64, stride))], inbounds=True)
     return Buf(ptr, row)
 
 
 class _Columns:
     """A block of columns of a (steps, ...) array, as a row_map row sees its scan's xs or ys
-    (compiler.element_loops): step t is `aval.shape[1:]` contiguous elements at ptr + t * stride
-    (the array's row length)."""
+    (compiler.element_loops): step t (`_row`) is `aval.shape[1:]` contiguous elements at
+    ptr + t * stride (the array's row length)."""
     __slots__ = ("aval", "ptr", "stride")
 
     def __init__(self, ptr: ir.Value, aval: ShapedArray, stride: int):
         self.ptr, self.aval, self.stride = ptr, aval, stride
-
-    def step(self, em: Emitter, t: ir.Value) -> Buf:
-        row = ShapedArray(self.aval.shape[1:], self.aval.dtype, self.aval.weak_type)
-        return Buf(em.b.gep(self.ptr, [em.b.mul(t, ir.Constant(I64, self.stride))],
-                            inbounds=True), row)
 
 
 def _row_map(em: Emitter, eqn, ins, dests):
