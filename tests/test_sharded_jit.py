@@ -45,7 +45,19 @@ CASES = ["elementwise", "broadcast_operand", "sum_all", "sum_rows", "max_cols",
          "sm_vmap", "sm_vmap_axis1", "sm_vmap_out_last", "sm_vmap_grad", "sm_remat",
          # arguments split by device_put over one axis
          "rows_astype", "rows_plus_scalar", "rows_prod_split", "rows_any_split",
-         "rows_logsumexp", "cols_sum_split", "cols_mean_kept", "cols_transpose", "cols_flatten"]
+         "rows_logsumexp", "cols_sum_split", "cols_mean_kept", "cols_transpose", "cols_flatten",
+         # shard_map inside control flow bodies, scans over its results, control flow on
+         # split arguments
+         "scan_body_sm_carry", "scan_body_sm_ys", "scan_body_sm_reduced_ys", "fori_body_sm",
+         "while_body_sm", "cond_sm_both_branches", "cond_sm_one_branch", "scan_over_sm_ys",
+         "scan_over_sm_carry", "scan_carry_from_sm", "scan_carry_from_sm_ys",
+         "scan_over_sm_rows_ys", "scan_over_sm_transposed", "scan_over_split_rows",
+         "scan_over_split_cols", "cond_split_rows",
+         # scatter, dynamic_update_slice and gathers on split arrays
+         "at_set_rows", "at_set_one", "at_add_rows", "at_set_column", "at_set_2d",
+         "at_set_2d_rows", "at_multiply_columns", "at_max_rows", "dus_rows", "dus_columns",
+         "take_split_axis", "take_unsplit_axis", "take_along_unsplit_axis",
+         "take_along_split_axis", "sort_by_argsort", "index_2d_columns"]
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -222,6 +222,72 @@ record("sm_vmap_grad", jax.jit(jax.vmap(jax.grad(lambda a: (sm3(a) ** 2).sum()))
 # ... and inside a call the jit keeps (checkpoint)
 record("sm_remat", jax.jit(jax.checkpoint(lambda a: sm3(a) * 2))(xs))
 record("sm_other_argument", jax.jit(lambda a, b: (sm3(a), b * 2))(xs, xs)[1])
+# ... shard_map inside scan / fori / while / cond bodies, and scans over its results: the
+# layouts carried through the control flow (a carry keeps its layout, stacked outputs get a
+# leading unsplit dimension, cond's branches agree)
+sm_psum_y = jax.shard_map(lambda a: jax.lax.psum(a, "y"), mesh=mesh, in_specs=P("x", "y"),
+                          out_specs=P("x", None))
+ones3 = jnp.ones((3, 4, 8))
+control_cases = {
+    "scan_body_sm_carry": lambda a: jax.lax.scan(
+        lambda c, _: (sm3(c) * 0.5, None), a, None, length=3)[0],
+    "scan_body_sm_ys": lambda a: jax.lax.scan(lambda c, _: (c, sm3(c)), a, None, length=3)[1],
+    "scan_body_sm_reduced_ys": lambda a: jax.lax.scan(
+        lambda c, _: (sm3(c) * 0.5, sm3(c).sum(0)), a, None, length=3)[1],
+    "fori_body_sm": lambda a: jax.lax.fori_loop(0, 3, lambda i, c: sm3(c) * 0.5, a),
+    "while_body_sm": lambda a: jax.lax.while_loop(
+        lambda c: c[1] < 3, lambda c: (sm3(c[0]), c[1] + 1), (a, 0))[0],
+    "cond_sm_both_branches": lambda a: jax.lax.cond(a[0, 0] > 0, sm3, lambda b: sm3(b) + 1, a),
+    "cond_sm_one_branch": lambda a: jax.lax.cond(a[0, 1] > 0, sm3, lambda b: b * 2, a),
+    "scan_over_sm_ys": lambda a: jax.lax.scan(
+        lambda c, r: (c + r, r * 2), jnp.zeros(8), sm3(a))[1],
+    "scan_over_sm_carry": lambda a: jax.lax.scan(
+        lambda c, r: (c + r, r * 2), jnp.zeros(8), sm3(a))[0],
+    "scan_carry_from_sm": lambda a: jax.lax.scan(
+        lambda c, r: (c * 0.5 + r, c.sum()), sm3(a), ones3)[0],
+    "scan_carry_from_sm_ys": lambda a: jax.lax.scan(
+        lambda c, r: (c * 0.5 + r, c), sm3(a), ones3)[1],
+    "scan_over_sm_rows_ys": lambda a: jax.lax.scan(
+        lambda c, r: (c, jnp.sin(r)), 0.0, sm_psum_y(a))[1],
+    "scan_over_sm_transposed": lambda a: jax.lax.scan(
+        lambda c, r: (c + r, r * 2), jnp.zeros(4), sm3(a).T)[1],
+}
+for name, fn in control_cases.items():
+    record(name, jax.jit(fn)(xs))
+# ... and on arguments laid out by device_put (the loop runs gathered, cut back after)
+record("scan_over_split_rows", jax.jit(lambda a: jax.lax.scan(
+    lambda c, r: (c * 0.5 + r, c), jnp.zeros(4), a)[1])(rows))
+record("scan_over_split_cols", jax.jit(lambda a: jax.lax.scan(
+    lambda c, r: (jnp.cos(c) + r, c * r), jnp.zeros(4), a)[0])(cols))
+record("cond_split_rows", jax.jit(lambda a: jax.lax.cond(
+    a.sum() > 0, lambda b: b[::-1] * 2, lambda b: jnp.zeros_like(b), a))(rows))
+
+# scatter (x.at[...]), dynamic_update_slice and gathers along unsplit axes on split arrays
+idx = jnp.array([1, 5])
+grid = put(np.arange(32.0).reshape(4, 8), mesh, "x", "y")
+indexing_cases = {
+    "at_set_rows": (lambda a: a.at[idx].set(7.0), rows),
+    "at_set_one": (lambda a: a.at[3].set(7.0), rows),
+    "at_add_rows": (lambda a: a.at[jnp.array([1, 5, 1])].add(1.0), rows),
+    "at_set_column": (lambda a: a.at[:, 1].set(7.0), rows),
+    "at_set_2d": (lambda a: a.at[1:3, 2].set(7.0), grid),
+    "at_set_2d_rows": (lambda a: a.at[idx % 4].set(jnp.arange(8.0)), grid),
+    "at_multiply_columns": (lambda a: a.at[:, jnp.array([0, 2])].multiply(2.0), rows),
+    "at_max_rows": (lambda a: a.at[idx].max(20.0), rows),
+    "dus_rows": (lambda a: jax.lax.dynamic_update_slice(a, jnp.ones((2, 4)), (2, 0)), rows),
+    "dus_columns": (lambda a: jax.lax.dynamic_update_slice(a, jnp.ones((8, 2)), (0, 1)), rows),
+    "take_split_axis": (lambda a: jnp.take(a, idx, axis=0), rows),
+    "take_unsplit_axis": (lambda a: jnp.take(a, jnp.array([0, 3]), axis=1), rows),
+    "take_along_unsplit_axis": (lambda a: jnp.take_along_axis(
+        a, jnp.zeros((8, 2), jnp.int32) + jnp.array([0, 3]), axis=1), rows),
+    "take_along_split_axis": (lambda a: jnp.take_along_axis(
+        a, jnp.zeros((2, 4), jnp.int32) + 1, axis=0), rows),
+    "sort_by_argsort": (lambda a: jnp.take_along_axis(
+        a, jnp.argsort(jnp.sin(a), axis=1), axis=1), rows),
+    "index_2d_columns": (lambda a: a[:, jnp.array([1, 3])], grid),
+}
+for name, (fn, arg) in indexing_cases.items():
+    record(name, jax.jit(fn)(arg))
 record("out_shardings_unsharded_argument", jax.jit(
     lambda a: a * 2, out_shardings=NamedSharding(mesh, P(None, "y")))(xs))
 out["aot_compiled"] = np.array(str(jax.jit(lambda a: a.sum(1)).lower(x).compile()(x).sharding))

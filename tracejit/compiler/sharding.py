@@ -15,10 +15,14 @@ The rules, as data flowing one way (a layout is `Dims`: per dimension, its mesh 
 - scans, sorts, reversals: gathered along their dimensions, the result cut back to the
   operands' layout; slices, pads, concatenations: computed gathered, the result cut back to
   the first operand's layout where its axes divide the result;
-- while / scan: run gathered, each final carry cut back to its initial value's layout; cond:
-  run gathered, each result cut back to the layout of the first operand of its shape;
+- while / scan / cond: run gathered, results cut back to the layouts their bodies give them
+  (a carry keeps its initial value's layout plus the axes the body splits it over; a scan's
+  stacked outputs get the body's layout under a whole leading dimension; cond: the branches'
+  agreeing layout);
 - convolutions: the lhs batch dimension keeps its axes;
-- gather: the indices' batch dimensions and the operand's whole dimensions keep their axes;
+- gather: the indices' batch dimensions (and the operand's batching dimensions paired with
+  them) and the operand's whole dimensions keep their axes; scatters: computed gathered, the
+  result cut back to the operand's layout;
 - calls (jit, custom_jvp/vjp, checkpoint): their bodies, planned for the operands' layouts;
 - anything else: its operands gathered (replicated) first, its results replicated.
 An operand whose layout differs from the one its rule wants is resharded first: all_gather of
@@ -27,6 +31,7 @@ the dimensions losing axes, then a slice (at the shard's axis_index) of those ga
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import math
 import operator
@@ -46,7 +51,9 @@ from ..lax.control_flow import cond_p, scan_p, while_p
 from ..lax.convolution import conv_general_dilated_p
 from ..lax.cumulative import cumlogsumexp_p, cummax_p, cummin_p, cumprod_p, cumsum_p
 from ..lax.random_bits import threefry2x32_p
-from ..lax.indexing import dynamic_slice_p, dynamic_update_slice_p, gather_p
+from ..lax.indexing import (dynamic_slice_p, dynamic_update_slice_p, gather_p, scatter_add_p,
+                            scatter_apply_p, scatter_max_p, scatter_min_p, scatter_mul_p,
+                            scatter_p, scatter_sub_p)
 from ..lax.shape import (broadcast_in_dim_p, concatenate_p, pad_p, reshape_p, rev_p, slice_p,
                          squeeze_p, transpose_p)
 from ..lax.sorting import sort_p, top_k_p
@@ -97,6 +104,8 @@ def propagate_shardings(jaxpr: Jaxpr, in_dims: Sequence[Dims], sizes: dict,
             inner = propagate_shardings(eqn.params[_BODY[eqn.primitive]].jaxpr,
                                         [read(v) for v in eqn.invars], sizes, known)
             ep = EqnPlan(tuple(read(v) for v in eqn.invars), inner.out_dims, inner=inner)
+        elif eqn.primitive in _CONTROL:
+            ep = _CONTROL[eqn.primitive](eqn, [read(v) for v in eqn.invars], sizes, known)
         else:
             ep = _plan_eqn(eqn, [read(v) for v in eqn.invars], sizes)
         plans.append(ep)
@@ -276,19 +285,25 @@ def _cut_back(eqn, dims: list, sizes: dict) -> EqnPlan | None:
         EqnPlan(plan.in_dims, (want,), computed=plan.out_dims)
 
 
-def _gather(eqn, dims: list, sizes: dict) -> EqnPlan | None:
-    """Indexing (an embedding lookup, `x[:, idx]`): the indices' batch dimensions keep their
-    axes (data parallel), and so do operand dimensions taken whole (passed through to the
-    result); the indexed operand dimensions are gathered."""
+def _gather(eqn, dims: list, sizes: dict) -> EqnPlan:
+    """Indexing (an embedding lookup, `x[:, idx]`, take_along_axis): batching dimensions
+    (operand's and indices' paired) and the indices' other batch dimensions keep their axes
+    (data parallel), and so do operand dimensions taken whole (passed through to the result);
+    the indexed operand dimensions are gathered."""
     dn, slice_sizes = eqn.params["dimension_numbers"], eqn.params["slice_sizes"]
-    if dn.operand_batching_dims:
-        return None
     operand, out_v = eqn.invars[0], eqn.outvars[0]
     used: set = set()
-    src = tuple(_free(axes, used) if d not in dn.start_index_map and
-                d not in dn.collapsed_slice_dims and slice_sizes[d] == operand.aval.shape[d]
-                else () for d, axes in enumerate(dims[0]))
-    idx = tuple(_free(axes, used) for axes in dims[1][:-1]) + ((),)
+    src, idx = [()] * operand.aval.ndim, [()] * eqn.invars[1].aval.ndim
+    for d, i in zip(dn.operand_batching_dims, dn.start_indices_batching_dims):
+        src[d] = idx[i] = _free(dims[0][d] or dims[1][i], used)
+    for d, axes in enumerate(dims[0]):
+        if d not in dn.start_index_map and d not in dn.collapsed_slice_dims and \
+                d not in dn.operand_batching_dims and slice_sizes[d] == operand.aval.shape[d]:
+            src[d] = _free(axes, used)
+    for i, axes in enumerate(dims[1][:-1]):  # (the last: the index vector, whole)
+        if i not in dn.start_indices_batching_dims:
+            idx[i] = _free(axes, used)
+    src, idx = tuple(src), tuple(idx)
     kept = iter(src[d] for d in range(operand.aval.ndim) if d not in dn.collapsed_slice_dims)
     batch = iter(idx[:-1])
     out = tuple(next(kept) if k in dn.offset_dims else next(batch)
@@ -296,31 +311,68 @@ def _gather(eqn, dims: list, sizes: dict) -> EqnPlan | None:
     return EqnPlan((src, idx), (out,))
 
 
-def _loop(eqn, dims: list, sizes: dict) -> EqnPlan | None:
-    """while / scan: the loop runs on gathered operands (its body is not partitioned), and
-    each final carry is cut back to its initial value's layout (GSPMD keeps a loop carry's
-    layout through the iterations); scanned outputs come out whole."""
+def _merged(first: Dims, other: Dims) -> Dims:
+    """`first`'s layout, with `other`'s axes on the dimensions it leaves whole (those axes not
+    used elsewhere): the layout GSPMD settles on for a value two places define."""
+    used = {a for axes in first for a in axes}
+    return tuple(axes or _free(o, used) for axes, o in zip(first, other))
+
+
+def _carried(body: Jaxpr, consts: list, init: list, xs: list, sizes: dict,
+             known: dict | None) -> tuple[list, Plan]:
+    """A loop's carries' layouts: their initial values', with the axes the body gives them on
+    dimensions those leave whole (a carry made split in the body stays split), to a fixed
+    point; and the body's plan for them. `xs`: the layouts of the body's other inputs."""
+    carry = [tuple(d) for d in init]
+    for _ in range(sum(len(d) for d in carry) + 1):  # (each round splits one more dimension)
+        inner = propagate_shardings(body, [*consts, *carry, *xs], sizes, known)
+        new = [_merged(c, o) for c, o in zip(carry, inner.out_dims)]
+        if new == carry:
+            break
+        carry = new
+    return carry, inner
+
+
+def _run_gathered(eqn, want: tuple) -> EqnPlan:
+    """Control flow runs on gathered operands (its bodies are not partitioned); its results
+    are then cut to the layouts `want` GSPMD reports for them."""
+    plan = _gathered(eqn)
+    want = tuple(tuple(d) for d in want)
+    return plan if want == plan.out_dims else \
+        EqnPlan(plan.in_dims, want, computed=plan.out_dims)
+
+
+def _scan(eqn, dims: list, sizes: dict, known: dict | None) -> EqnPlan:
+    """scan: the carries keep their layout through the steps (gaining the axes the body
+    splits them over), and each stacked output is laid out as the body makes it, its leading
+    (stacking) dimension whole; the scanned operands' slices lose their leading dimension's
+    axes."""
     p = eqn.params
-    if eqn.primitive is while_p:
-        first, count = p["cond_nconsts"] + p["body_nconsts"], len(eqn.outvars)
-    else:
-        first, count = p["num_consts"], p["num_carry"]
-    plan = _gathered(eqn)
-    want = tuple(dims[first:first + count]) + plan.out_dims[count:]
-    return plan if want == plan.out_dims else \
-        EqnPlan(plan.in_dims, want, computed=plan.out_dims)
+    nc, ncarry = p["num_consts"], p["num_carry"]
+    xs = [tuple(d[1:]) for d in dims[nc + ncarry:]]
+    carry, inner = _carried(p["jaxpr"].jaxpr, dims[:nc], dims[nc:nc + ncarry], xs, sizes,
+                            known)
+    ys = [((),) + tuple(d) for d in inner.out_dims[ncarry:]]
+    return _run_gathered(eqn, tuple(carry) + tuple(ys))
 
 
-def _cond(eqn, dims: list, sizes: dict) -> EqnPlan:
-    """cond: the branch runs on gathered operands, and each result is cut back to the layout
-    of the first operand of its shape (a branch that keeps its operand's shape, the common
-    case, keeps its layout in GSPMD); other results come out whole."""
-    plan = _gathered(eqn)
-    ops = list(zip(eqn.invars[1:], dims[1:]))
-    want = tuple(next((d for v, d in ops if v.aval.shape == out.aval.shape), whole)
-                 for out, whole in zip(eqn.outvars, plan.out_dims))
-    return plan if want == plan.out_dims else \
-        EqnPlan(plan.in_dims, want, computed=plan.out_dims)
+def _while(eqn, dims: list, sizes: dict, known: dict | None) -> EqnPlan:
+    """while: each carry keeps its initial value's layout, with the axes the body splits it
+    over where that leaves a dimension whole."""
+    p = eqn.params
+    first = p["cond_nconsts"] + p["body_nconsts"]
+    carry, _ = _carried(p["body_jaxpr"].jaxpr, dims[p["cond_nconsts"]:first], dims[first:],
+                        [], sizes, known)
+    return _run_gathered(eqn, tuple(carry))
+
+
+def _cond(eqn, dims: list, sizes: dict, known: dict | None) -> EqnPlan:
+    """cond / switch: each result laid out as the branches make it (the first branch's
+    layout, with the others' axes where it leaves a dimension whole)."""
+    outs = [propagate_shardings(b.jaxpr, dims[1:], sizes, known).out_dims
+            for b in eqn.params["branches"]]
+    return _run_gathered(eqn, tuple(functools.reduce(_merged, per_branch)
+                                    for per_branch in zip(*outs)))
 
 
 def _conv(eqn, dims: list, sizes: dict) -> EqnPlan | None:
@@ -367,15 +419,17 @@ _RULES: dict = {
                                reduce_and_p, reduce_or_p, reduce_xor_p, argmax_p, argmin_p)},
     **{p: _along("axis") for p in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p)},
     rev_p: _along("dimensions"), sort_p: _along("dimension"), top_k_p: _top_k,
-    gather_p: _gather, while_p: _loop, scan_p: _loop, cond_p: _cond,
+    gather_p: _gather,
     threefry2x32_p: _elementwise,  # elementwise, with two results
     conv_general_dilated_p: _conv,
     **{p: _cut_back for p in (slice_p, pad_p, concatenate_p, dynamic_slice_p,
-                              dynamic_update_slice_p)},
+                              dynamic_update_slice_p, scatter_p, scatter_add_p, scatter_sub_p,
+                              scatter_mul_p, scatter_min_p, scatter_max_p, scatter_apply_p)},
     sharding_constraint_p: _constraint, pjit_p: _call("jaxpr"),
     custom_jvp_call_p: _call("call_jaxpr"), custom_vjp_call_p: _call("call_jaxpr"),
     checkpoint_p: _call("jaxpr"),
 }
+_CONTROL: dict = {scan_p: _scan, while_p: _while, cond_p: _cond}  # (given `known` too)
 _BODY = {pjit_p: "jaxpr", custom_jvp_call_p: "call_jaxpr", custom_vjp_call_p: "call_jaxpr",
          checkpoint_p: "jaxpr"}
 
@@ -395,16 +449,31 @@ def constraints(jaxpr: Jaxpr) -> list:
 
 
 def values_made(jaxpr: Jaxpr):
-    """The Vars `jaxpr` binds: its inputs and its equations' results, and those of the calls'
-    bodies it plans through (jit, custom_jvp/vjp, checkpoint), outermost first."""
+    """The Vars `jaxpr` binds: its inputs and its equations' results, and those of the
+    bodies it plans through (jit, custom_jvp/vjp, checkpoint, scan/while/cond), outermost
+    first."""
     todo = [jaxpr]
     while todo:
         j = todo.pop(0)
         yield from j.invars
         for eqn in j.eqns:
             yield from eqn.outvars
-            if eqn.primitive in _BODY:
-                todo.append(eqn.params[_BODY[eqn.primitive]].jaxpr)
+            todo.extend(_bodies(eqn))
+
+
+def _bodies(eqn) -> list:
+    """The jaxprs propagation plans through inside `eqn` (a call's, a loop's body, cond's
+    branches)."""
+    p = eqn.params
+    if eqn.primitive in _BODY:
+        return [p[_BODY[eqn.primitive]].jaxpr]
+    if eqn.primitive is scan_p:
+        return [p["jaxpr"].jaxpr]
+    if eqn.primitive is while_p:
+        return [p["body_jaxpr"].jaxpr]
+    if eqn.primitive is cond_p:
+        return [b.jaxpr for b in p["branches"]]
+    return []
 
 
 # --- running the plan on one shard ----------------------------------------------------------
