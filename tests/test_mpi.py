@@ -230,6 +230,17 @@ def _check_results_split_over_processes(runs):
         np.testing.assert_array_equal(mpi[f"split/{name}/shards"], shards, err_msg=name)
         np.testing.assert_allclose(mpi[f"split/{name}/value"], value, rtol=2e-6, err_msg=name)
     np.testing.assert_allclose(mpi["split/fed_back"], x8 * position[:, None] + 1, rtol=2e-6)
+    # no allgather of the whole (4 x 8 float32, 128 bytes): on a mesh of one block per process
+    # nothing moves; interleaved, one alltoall each way, of one row (32 bytes) per peer, for
+    # each process's pieces (p0 holds rows 0 and 2, computes 0 and 1)
+    halves = np.repeat([1.0, 2.0], 2).astype(np.float32)[:, None]
+    for name, value, alltoalls in [("rows_scaled", x8 * halves, 0),
+                                   ("woven_scaled", x8 * position[:, None], 1),
+                                   ("woven_fed_back", x8 * position[:, None] + 1, 2)]:
+        assert int(mpi[f"moved/{name}/allgather"]) == 0, name
+        assert int(mpi[f"moved/{name}/alltoall"]) == alltoalls * 2 * 32, name
+        assert str(mpi[f"moved/{name}/spec"]) == "P('data',)", name
+        np.testing.assert_allclose(mpi[f"moved/{name}/value"], value, rtol=2e-6, err_msg=name)
 
 
 def _check_mesh_with_the_process_axis_minor(runs):

@@ -158,9 +158,10 @@ def _local_block(x: Any, spec: Any, m: Mesh, sizes: dict, processes: dict,
     if isinstance(x, GlobalArray):
         x.check_live()
         want = _block(spec, x.shape, sizes, processes, fun_name)
-        if x.block is None:  # (pieces on a mesh interleaving the processes: regathered)
-            whole = x.gathered(f"shard_map applied to {fun_name!r}")
-            return to_array(np.ascontiguousarray(whole[want]))
+        if x.block is None:  # (pieces on a mesh interleaving the processes: each process's
+            # block fetched from the processes holding its pieces, not the whole gathered)
+            computing = NamedSharding(m, spec if spec is not None else PartitionSpec())
+            return to_array(x.block_of_layout(computing, f"shard_map applied to {fun_name!r}"))
         if x.block != want:
             raise NotImplementedError(
                 f"shard_map applied to {fun_name!r}: an argument laid out as {x.sharding} "
@@ -229,10 +230,9 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
             if check_vma:  # (leaving typed as outside shard_map; before _leave, which notes the
                 # values jit returns split over the processes)
                 results = [_untyped(r, processes) for r in results]
-            if traced or m is not given_mesh:  # (inside a transformation: the whole value on
-                # every process, and a gradient may cross the boundary; on a mesh
-                # interleaving processes no process holds a block of a split result)
-                results = [_leave(r, s, given_mesh, processes, m is given_mesh)
+            if traced:  # (inside a transformation: the whole value on every process, and a
+                # gradient may cross the boundary)
+                results = [_leave(r, s, given_mesh, processes, m)
                            for r, s in zip(results, out_flat)]
             info[:] = [tree, out_flat]
             return results
@@ -251,24 +251,27 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
     tree, out_flat = info
     if not traced:
         given = {id(b) for b in blocks}
-        results = [_wrap(r, s, given_mesh, sizes, processes, id(r) in given,
-                         m is given_mesh) for r, s in zip(results, out_flat)]
+        results = [_wrap(r, s, given_mesh, sizes, processes, id(r) in given, m, fun_name)
+                   for r, s in zip(results, out_flat)]
     return tree_unflatten(tree, results)
 
 
-def _leave(x: Any, spec: Any, m: Mesh, processes: dict, grouped: bool) -> Any:
+def _leave(x: Any, spec: Any, m: Mesh, processes: dict, computed_on: Mesh) -> Any:
     """A result of shard_map traced inside a transformation, as its whole value on every
     process. Staged by jit, a result split over processes is noted as gathered from its
     block, so that jit returning it returns the block as a GlobalArray, as JAX does (and a
-    replicated one as an Array laid out over the mesh)."""
+    replicated one as an Array laid out over the mesh); on a mesh interleaving the processes
+    the block is of the mesh the processes computed on (`computed_on`), from which the call
+    fetches each process's pieces."""
     whole = _share(_gather(x, spec, processes), spec, processes)
     spec = spec if spec is not None else PartitionSpec()
     if isinstance(x, DynamicJaxprTracer) and isinstance(whole, DynamicJaxprTracer) and \
             x._trace.main is whole._trace.main:
         # (a replicated result is its own block: jit returns it laid out over the mesh)
-        # (interleaved: no block per process; returned whole, each process keeps its pieces)
-        split = grouped and any(a in processes for a in spec.mesh_axes())
-        note_gathered(whole._var, x._var if split else whole._var, NamedSharding(m, spec))
+        split = any(a in processes for a in spec.mesh_axes())
+        note_gathered(whole._var, x._var if split else whole._var, NamedSharding(m, spec),
+                      NamedSharding(computed_on, spec) if split and computed_on is not m
+                      else None)
     return whole
 
 
@@ -313,10 +316,11 @@ def _gather(x: Any, spec: Any, processes: dict) -> Any:
 
 
 def _wrap(x: Array, spec: Any, m: Mesh, sizes: dict, processes: dict, given: bool,
-          grouped: bool) -> Any:
-    """A result block as the global array: a GlobalArray when split over processes, else the
-    Array every process holds alike (marked in place unless it is an argument: a fresh
-    result keeps the buffer it was computed in, a donated argument's among them)."""
+          computed_on: Mesh, fun_name: str) -> Any:
+    """A result block (of the mesh `computed_on`) as the global array: a GlobalArray when
+    split over processes, else the Array every process holds alike (marked in place unless
+    it is an argument: a fresh result keeps the buffer it was computed in, a donated
+    argument's among them)."""
     spec = spec if spec is not None else PartitionSpec()
     sharding = NamedSharding(m, spec)
     if not any(a in processes for a in spec.mesh_axes()):
@@ -324,9 +328,12 @@ def _wrap(x: Array, spec: Any, m: Mesh, sizes: dict, processes: dict, given: boo
             return x.placed(sharding)
         x._sharding = sharding
         return x
-    if not grouped:  # (gathered on a mesh interleaving processes: each keeps its pieces)
-        return GlobalArray.from_whole(x, sharding)
-    return GlobalArray(x, _global_shape(x.shape, spec, sizes, processes), sharding)
+    shape = _global_shape(x.shape, spec, sizes, processes)
+    if computed_on is not m:  # (on a mesh interleaving processes: each process's pieces
+        # fetched from the processes that computed them, not the whole gathered)
+        return GlobalArray.from_block(x, shape, NamedSharding(computed_on, spec), sharding,
+                                      f"shard_map applied to {fun_name!r}")
+    return GlobalArray(x, shape, sharding)
 
 
 # --- jit over a mesh spanning processes ------------------------------------------------------

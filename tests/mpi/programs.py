@@ -143,6 +143,25 @@ if mode == "mpi":
                                                     for s in r.addressable_shards])
         results[f"split/{name}/value"] = whole(r)
     results["split/fed_back"] = whole(jax.jit(lambda a: a + 1)(split["woven_jit"]))
+    # what such a result moves between the processes, by collective (bytes received): each
+    # process fetches only the pieces the other computed for it, not the whole array; fed
+    # back into jit, each fetches the rest of the block it computes on
+    from tracejit.core import mpi as process_collectives
+    scale_woven = jax.jit(jax.shard_map(lambda a: a * (lax.axis_index("data") + 1.0),
+                                        mesh=woven, in_specs=P("data"), out_specs=P("data")))
+    plus_one = jax.jit(lambda a: a + 1)
+    scale_rows = jax.jit(jax.shard_map(lambda a: a * (lax.axis_index("data") + 1.0),
+                                       mesh=mesh1d, in_specs=P("data"), out_specs=P("data")))
+    for name, (f, arg) in {"rows_scaled": (scale_rows, x8), "woven_scaled": (scale_woven, x8),
+                           "woven_fed_back": (plus_one, split["woven_jit"])}.items():
+        f(arg)  # (compiled first: the second call's traffic is the call's own)
+        before = dict(process_collectives.received)
+        r = f(arg)
+        for code in ("allgather", "alltoall"):
+            results[f"moved/{name}/{code}"] = np.int64(
+                process_collectives.received[code] - before.get(code, 0))
+        results[f"moved/{name}/value"] = whole(r)
+        results[f"moved/{name}/spec"] = np.array(str(r.sharding.spec))
 
 # --- arrays spanning processes -------------------------------------------------------------
 sharding = NamedSharding(mesh2d, P("data", "model"))

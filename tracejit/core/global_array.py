@@ -5,14 +5,16 @@ raises JAX's error naming process_allgather and addressable_shards.
 """
 from __future__ import annotations
 
+import collections
+import itertools
 import math
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from .array import Array, BaseArray
 from .avals import ShapedArray
-from .devices import process_index
+from .devices import process_count, process_index
 from .sharding import Shard
 
 _FETCH = ("Fetching value for `jax.Array` that spans non-addressable (non process local) "
@@ -59,9 +61,94 @@ def block_of(index_map: dict, shape: tuple, process: int | None = None) -> tuple
     return box
 
 
+def boxes_of(index_map: dict, shape: tuple, process: int) -> list[tuple]:
+    """The pieces `process`'s devices hold, as one box when they make one block (each as
+    (start, stop) per dimension)."""
+    pieces = pieces_of(index_map, shape, process)
+    box, filled = _box(pieces)
+    return [piece(box, shape)] if filled else pieces
+
+
 def is_one_block(index_map: dict, shape: tuple) -> bool:
     """Whether this process's devices hold one block of an array of `shape`."""
     return _box(pieces_of(index_map, shape))[1]
+
+
+def _cells(box: tuple, cuts: list) -> list[tuple]:
+    """`box` ((start, stop) per dimension) cut at every boundary in `cuts` (per dimension)."""
+    spans = [[(a, b) for a, b in zip(c, c[1:]) if lo <= a and b <= hi]
+             for (lo, hi), c in zip(box, cuts)]
+    return list(itertools.product(*spans))
+
+
+def _rank(box_lists: list) -> int:
+    return next((len(box) for boxes in box_lists for box in boxes), 0)
+
+
+def _inside(cell: tuple, box: tuple) -> bool:
+    return all(lo <= a and b <= hi for (a, b), (lo, hi) in zip(cell, box))
+
+
+def exchange(local: Sequence[np.ndarray], held: list[list[tuple]], wanted: list[list[tuple]],
+             dtype: Any, what: str) -> list[np.ndarray]:
+    """Move parts of an array between processes without gathering it whole: process p holds
+    the boxes `held[p]` (each (start, stop) per dimension; this process's data in `local`, in
+    that order) and wants `wanted[p]`; returns this process's wanted boxes. Each part comes
+    from the process that wants it where it holds it, else from the lowest rank holding it;
+    the parts travel in one MPI alltoall (each process sends a peer only what that peer wants
+    of it), none when every process holds what it wants."""
+    from . import mpi
+    me, n = process_index(), len(held)
+    cuts = [sorted({e for boxes in held + wanted for box in boxes for e in box[k]})
+            for k in range(_rank(held + wanted))]
+    moves = []  # (from, to, wanted box's index, cell), in the order the receiver reads them
+    for q in range(n):
+        for w, box in enumerate(wanted[q]):
+            for cell in _cells(box, cuts):
+                holders = [p for p in [q] + list(range(n))
+                           if any(_inside(cell, h) for h in held[p])]
+                if not holders:
+                    raise ValueError(f"{what}: no process holds the part {cell} of the array")
+                moves.append((holders[0], q, w, cell))
+    itemsize = np.dtype(dtype).itemsize
+
+    def nbytes(cell):
+        return itemsize * math.prod(b - a for a, b in cell)
+
+    def part(cell) -> np.ndarray:  # (this process's data of `cell`)
+        k = next(k for k, h in enumerate(held[me]) if _inside(cell, h))
+        return local[k][tuple(slice(a - lo, b - lo) for (a, b), (lo, _) in
+                              zip(cell, held[me][k]))]
+
+    sizes = np.zeros((n, n), np.int64)
+    for p, q, _, cell in moves:
+        if p != q:
+            sizes[p, q] += nbytes(cell)
+    received = None
+    if sizes.max() > 0:  # (every process computes the same moves: the same chunk size)
+        send = np.zeros((n, int(sizes.max())), np.uint8)
+        at = [0] * n
+        for p, q, _, cell in moves:
+            if p == me and q != me:
+                raw = np.ascontiguousarray(part(cell), dtype).reshape(-1).view(np.uint8)
+                send[q, at[q]:at[q] + raw.size] = raw
+                at[q] += raw.size
+        received = mpi.alltoall(send, tuple(range(n)), what)
+    out = [np.empty(tuple(b - a for a, b in box), dtype) for box in wanted[me]]
+    at = [0] * n
+    for p, q, w, cell in moves:
+        if q != me:
+            continue
+        lo = [a for a, _ in wanted[me][w]]
+        into = tuple(slice(a - l0, b - l0) for (a, b), l0 in zip(cell, lo))
+        if p == me:
+            out[w][into] = part(cell)
+        else:
+            size = nbytes(cell)
+            raw = received[p, at[p]:at[p] + size]
+            out[w][into] = raw.view(dtype).reshape(out[w][into].shape)
+            at[p] += size
+    return out
 
 
 class GlobalArray:
@@ -88,6 +175,35 @@ class GlobalArray:
                             for part in pieces_of(index_map, host.shape)])
         return cls.from_pieces(Array.from_numpy(stacked, aval.update(shape=stacked.shape)),
                                host.shape, sharding)
+
+    @classmethod
+    def from_block(cls, block: Array, shape: tuple, computed: Any, sharding: Any,
+                   what: str) -> GlobalArray:
+        """The array laid out as `sharding` from this process's block of it laid out as
+        `computed` (every process calls it): each process receives from the others only the
+        pieces it holds under `sharding` (`exchange`), not the whole."""
+        shape, n = tuple(shape), process_count()
+        held, wanted = computed.devices_indices_map(shape), sharding.devices_indices_map(shape)
+        parts = exchange([np.asarray(block)], [boxes_of(held, shape, p) for p in range(n)],
+                         [boxes_of(wanted, shape, p) for p in range(n)], block.dtype, what)
+        if is_one_block(wanted, shape):
+            return cls(Array.from_numpy(parts[0], block.aval.update(shape=parts[0].shape)),
+                       shape, sharding)
+        stacked = np.stack(parts)
+        return cls.from_pieces(Array.from_numpy(stacked, block.aval.update(
+            shape=stacked.shape)), shape, sharding)
+
+    def block_of_layout(self, computing: Any, what: str) -> np.ndarray:
+        """This process's block of the array laid out as `computing` (every process calls
+        it): the parts it lacks received from the processes holding them (`exchange`)."""
+        shape, n = self.shape, process_count()
+        held = self.sharding.devices_indices_map(shape)
+        local = list(np.asarray(self.local)) if self.block is None else [np.asarray(self.local)]
+        (mine,) = exchange(local, [boxes_of(held, shape, p) if self.block is not None else
+                                   pieces_of(held, shape, p) for p in range(n)],
+                           [[piece(block_of(computing.devices_indices_map(shape), shape, p),
+                                   shape)] for p in range(n)], self.dtype, what)
+        return mine
 
     @classmethod
     def from_pieces(cls, stacked: Array, shape: tuple, sharding: Any) -> GlobalArray:
@@ -207,16 +323,20 @@ class GlobalArray:
 # program sees its global value; the gathered Var is noted here with the Var of this process's
 # block and its sharding. A jit that returns such a value returns the block instead, as a
 # GlobalArray (the gather then unused), as JAX's jit returns an array split over processes.
-_GATHERED: dict = {}  # Var -> (the block's Var, sharding); the most recent few thousand kept
+# On a mesh interleaving the processes, the block is of the layout the processes computed on
+# (`computed`): the call then fetches each process's pieces from the others (`from_block`).
+_GATHERED: dict = {}  # Var -> (the block's Var, sharding, computed or None); the most recent
+# few thousand kept
 _GATHERED_KEPT = 4096
 
 
-def note_gathered(whole: Any, block: Any, sharding: Any) -> None:
+def note_gathered(whole: Any, block: Any, sharding: Any, computed: Any = None) -> None:
     """Note that the traced value `whole` (a Var) is the gathered global value of the block
-    `block` (a Var of the same trace) laid out as `sharding`."""
+    `block` (a Var of the same trace) laid out as `sharding` — or, given `computed`, this
+    process's block of it laid out as `computed` (a mesh interleaving the processes)."""
     if len(_GATHERED) >= _GATHERED_KEPT:
         del _GATHERED[next(iter(_GATHERED))]
-    _GATHERED[whole] = (block, sharding)
+    _GATHERED[whole] = (block, sharding, computed)
 
 
 # shard_map's operands under jit (in one process) are noted with the layout its in_specs give
@@ -243,7 +363,8 @@ def any_noted() -> bool:
 
 
 def noted(v: Any) -> tuple | None:
-    """(the block's Var, sharding) noted for the traced value `v` (a Var), or None."""
+    """(the block's Var, sharding, computed) noted for the traced value `v` (a Var), or
+    None."""
     return _GATHERED.get(v)
 
 
@@ -251,7 +372,8 @@ def with_noted_blocks(closed: Any) -> tuple[Any, list]:
     """For staging a traced program as a call inside another trace (a jit inside jit): the
     program with the block of each noted output that is not the output itself appended as
     an extra output, and per noted output (its index, the extra output's index or None when
-    it is its own block, its sharding). (closed, []) when no output is noted."""
+    it is its own block, its sharding, the block's computed layout or None). (closed, [])
+    when no output is noted."""
     from .jaxpr import ClosedJaxpr, Jaxpr, Var
     jaxpr = closed.jaxpr
     noted, extra = [], []
@@ -259,12 +381,12 @@ def with_noted_blocks(closed: Any) -> tuple[Any, list]:
         found = _GATHERED.get(v) if isinstance(v, Var) else None
         if found is None:
             continue
-        block, sharding = found
+        block, sharding, computed = found
         k = None
         if block is not v:
             k = len(jaxpr.outvars) + len(extra)
             extra.append(block)
-        noted.append((i, k, sharding))
+        noted.append((i, k, sharding, computed))
     if extra:
         closed = ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, list(jaxpr.outvars) + extra,
                                    jaxpr.eqns, jaxpr.debug_info), closed.consts)
@@ -274,26 +396,50 @@ def with_noted_blocks(closed: Any) -> tuple[Any, list]:
 def note_call_outputs(outs: list, noted: list) -> None:
     """Note the outputs of a staged call (Vars of the enclosing trace) as their callee's were
     (`with_noted_blocks`), so that the enclosing jit returns them split as well."""
-    for i, k, sharding in noted:
+    for i, k, sharding, computed in noted:
         whole = getattr(outs[i], "_var", None)
         block = whole if k is None else getattr(outs[k], "_var", None)
         if whole is not None and block is not None:
-            note_gathered(whole, block, sharding)
+            note_gathered(whole, block, sharding, computed)
 
 
 def split_outputs(closed: Any) -> tuple[Any, list | None]:
     """A traced program whose outputs noted by `note_gathered` are replaced by their blocks,
-    and per output the sharding of its block (None: returned as computed); (closed, None)
-    when no output is such a value."""
+    and per output (its sharding, global shape, the block's computed layout or None), or None
+    (returned as computed); (closed, None) when no output is such a value."""
     from .jaxpr import ClosedJaxpr, Jaxpr, Var
     jaxpr = closed.jaxpr
     found = [_GATHERED.get(v) if isinstance(v, Var) else None for v in jaxpr.outvars]
     if not any(found):
         return closed, None
     outvars = [v if f is None else f[0] for v, f in zip(jaxpr.outvars, found)]
-    rewritten = Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, jaxpr.eqns, jaxpr.debug_info)
+    eqns = _unread_dropped(jaxpr.eqns, outvars, [v for v, f in zip(jaxpr.outvars, found) if f])
+    rewritten = Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, eqns, jaxpr.debug_info)
     return ClosedJaxpr(rewritten, closed.consts), [
-        None if f is None else (f[1], v.aval.shape) for v, f in zip(jaxpr.outvars, found)]
+        None if f is None else (f[1], v.aval.shape, f[2]) for v, f in zip(jaxpr.outvars, found)]
+
+
+def _unread_dropped(eqns: list, outvars: list, replaced: list) -> list:
+    """`eqns` without those that made only the replaced outputs (the gathers of the blocks:
+    collectives, kept by dead-code elimination as effects, that every process drops alike,
+    as every process rewrites its program alike); the equations left read what they read."""
+    from .jaxpr import Var
+    made = {v: e for e in eqns for v in e.outvars}
+    readers = collections.Counter(v for e in eqns for v in e.invars if isinstance(v, Var))
+    readers.update(v for v in outvars if isinstance(v, Var))
+    dropped: set = set()
+    todo = [v for v in replaced if readers[v] == 0]
+    while todo:
+        e = made.get(todo.pop())
+        if e is None or id(e) in dropped or any(readers[v] for v in e.outvars):
+            continue
+        dropped.add(id(e))
+        for v in e.invars:
+            if isinstance(v, Var):
+                readers[v] -= 1
+                if readers[v] == 0:
+                    todo.append(v)
+    return [e for e in eqns if id(e) not in dropped]
 
 
 def as_global(outs: list, blocks: list, leaves: Any) -> list:
@@ -303,7 +449,9 @@ def as_global(outs: list, blocks: list, leaves: Any) -> list:
     args = {id(x) for x in leaves}
     laid = []
     for o, b in zip(outs, blocks):
-        if b is not None and o.shape != b[1]:
+        if b is not None and b[2] is not None:  # (a block as computed: pieces fetched)
+            o = GlobalArray.from_block(o, b[1], b[2], b[0], "jit")
+        elif b is not None and o.shape != b[1]:
             o = GlobalArray(o, b[1], b[0])
         elif b is not None and splits_processes(b[0], o.shape):
             o = GlobalArray.from_whole(o, b[0])  # (computed whole: each keeps its pieces)

@@ -6,6 +6,7 @@ died or called something else is an error, never a hang.
 """
 from __future__ import annotations
 
+import collections
 import functools
 import time
 from typing import Any, Callable, Sequence
@@ -18,6 +19,11 @@ from .errors import JaxRuntimeError
 _HEADER = 12  # int64 words: the collective's code, dtype code, rank, shape (zero-padded)
 _CODES = {"allreduce": 1, "allgather": 2, "reduce_scatter": 3, "sendrecv": 4, "alltoall": 5,
           "bcast": 6}
+
+
+# per collective, the bytes this process received through it (what a program moves between
+# processes: tests read it)
+received: collections.Counter = collections.Counter()
 
 
 def mpi() -> Any:
@@ -81,10 +87,11 @@ def _describe(h: np.ndarray) -> str:
 
 
 def run(code: str, what: str, ranks: tuple[int, ...], x: np.ndarray,
-        start: Callable[[Any], Any]) -> None:
+        start: Callable[[Any], Any], nbytes: int) -> None:
     """Run one collective over the group `ranks`: check that every member sends the same
     collective, dtype and shape, then `start(comm)` (a nonblocking MPI call returning its
-    request) and wait for it, each step with the configured deadline."""
+    request, into a buffer of `nbytes`) and wait for it, each step with the configured
+    deadline."""
     comm = group_comm(ranks)
     deadline = time.monotonic() + timeout()
     mine = _header(code, x)
@@ -97,6 +104,7 @@ def run(code: str, what: str, ranks: tuple[int, ...], x: np.ndarray,
             f"Every process must call the same collectives on arrays of the same shape and "
             f"dtype.")
     _wait(start(comm), what, deadline)
+    received[code] += nbytes
 
 
 def as_bytes(x: np.ndarray) -> np.ndarray:
@@ -126,7 +134,7 @@ def allreduce(x: np.ndarray, op: str, ranks: Sequence[int], what: str) -> np.nda
     out = np.empty_like(work)
     mpi_op = {"sum": mpi().SUM, "max": mpi().MAX, "min": mpi().MIN}[op]
     run("allreduce", what, tuple(ranks), x,
-        lambda comm: comm.Iallreduce(work, out, op=mpi_op))
+        lambda comm: comm.Iallreduce(work, out, op=mpi_op), out.nbytes)
     return out.astype(x.dtype)
 
 
@@ -135,7 +143,7 @@ def allgather(x: np.ndarray, ranks: Sequence[int], what: str) -> np.ndarray:
     ranks = tuple(ranks)
     b = as_bytes(x)
     out = np.empty((len(ranks),) + b.shape, np.uint8)
-    run("allgather", what, ranks, x, lambda comm: comm.Iallgather(b, out))
+    run("allgather", what, ranks, x, lambda comm: comm.Iallgather(b, out), out.nbytes)
     return from_bytes(out, x.dtype)
 
 
@@ -144,7 +152,7 @@ def alltoall(x: np.ndarray, ranks: Sequence[int], what: str) -> np.ndarray:
     ranks = tuple(ranks)
     b = as_bytes(x)
     out = np.empty_like(b)
-    run("alltoall", what, ranks, x, lambda comm: comm.Ialltoall(b, out))
+    run("alltoall", what, ranks, x, lambda comm: comm.Ialltoall(b, out), out.nbytes)
     return from_bytes(out, x.dtype)
 
 
@@ -153,7 +161,7 @@ def reduce_scatter(x: np.ndarray, ranks: Sequence[int], what: str) -> np.ndarray
     work = _reducible(x)
     out = np.empty_like(work[0])
     run("reduce_scatter", what, tuple(ranks), x,
-        lambda comm: comm.Ireduce_scatter_block(work, out, op=mpi().SUM))
+        lambda comm: comm.Ireduce_scatter_block(work, out, op=mpi().SUM), out.nbytes)
     return out.astype(x.dtype)
 
 
@@ -175,7 +183,7 @@ def sendrecv(x: np.ndarray, perm: Sequence[tuple[int, int]], ranks: Sequence[int
         if source:
             requests.append(comm.Irecv(out, source=source[0], tag=7))
         return _All(mpi(), requests)
-    run("sendrecv", what, ranks, x, start)
+    run("sendrecv", what, ranks, x, start, out.nbytes if source else 0)
     return from_bytes(out, x.dtype)
 
 
@@ -194,5 +202,5 @@ def bcast(x: np.ndarray, root: int, what: str) -> np.ndarray:
     comm = world()
     ranks = tuple(range(comm.Get_size()))
     b = as_bytes(np.array(x))
-    run("bcast", what, ranks, x, lambda comm: comm.Ibcast(b, root=root))
+    run("bcast", what, ranks, x, lambda comm: comm.Ibcast(b, root=root), b.nbytes)
     return from_bytes(b, x.dtype)
