@@ -262,6 +262,27 @@ record("scan_over_split_cols", jax.jit(lambda a: jax.lax.scan(
 record("cond_split_rows", jax.jit(lambda a: jax.lax.cond(
     a.sum() > 0, lambda b: b[::-1] * 2, lambda b: jnp.zeros_like(b), a))(rows))
 
+# ... nested, switched, vmapped and differentiated control flow, scatter inside a loop
+grid_xs = put(xs, mesh, "x", "y")
+more_control = {
+    "nested_scan": (lambda a: jax.lax.scan(lambda c, r: (jax.lax.scan(
+        lambda c2, r2: (c2 + r2, c2 * 2), c, r[None].repeat(2, 0))[0], c.sum()), a, ones3)[0],
+        grid_xs),
+    "switch_three_branches": (lambda a: jax.lax.switch(
+        jnp.int32(a[0, 0] > 0) + 1, [lambda b: b, lambda b: b * 2, jnp.sin], a), grid_xs),
+    "vmap_scan": (lambda a: jax.vmap(
+        lambda r: jax.lax.scan(lambda c, v: (c + v, c), 0.0, r)[1])(a), rows),
+    "while_carry_from_sum": (lambda a: jax.lax.while_loop(
+        lambda c: c[1] < 4, lambda c: (c[0] + a.sum(0), c[1] + 1), (jnp.zeros(4), 0))[0], rows),
+    "fori_sm_scatter": (lambda a: jax.lax.fori_loop(
+        0, 2, lambda i, c: sm3(c).at[i].set(1.0), a), xs),
+    "scatter_grad": (jax.grad(lambda a: (a.at[jnp.array([1, 5])].set(2.0) ** 2).sum()), rows),
+    "cond_sm_scan": (lambda a: jax.lax.cond(a[0, 0] >= 0, lambda b: jax.lax.scan(
+        lambda c, r: (c + r, r), jnp.zeros(8), sm3(b))[1], lambda b: b, a), xs),
+}
+for name, (fn, arg) in more_control.items():
+    record(name, jax.jit(fn)(arg))
+
 # scatter (x.at[...]), dynamic_update_slice and gathers along unsplit axes on split arrays
 idx = jnp.array([1, 5])
 grid = put(np.arange(32.0).reshape(4, 8), mesh, "x", "y")
