@@ -75,7 +75,7 @@ GROUPS = ("collectives", "collectives_jit", "collectives_all", "collectives_all_
           "jit_out_shardings", "jit_in_shardings", "jit_local_rows", "jit_reused", "jit_mlp",
           "jit_lanes_gram", "jit_lanes_center", "outer_jit_mlp", "outer_jit_batch_grad",
           "outer_vmap", "outer_jvp", "donate", "smap_jit_reused", "minor_axis",
-          "minor_axis_jit", "woven", "outer_vjp", "outer_linearize", "local_first")
+          "minor_axis_jit", "woven", "outer_vjp", "outer_linearize", "local_first", "regrouped")
 
 
 def test_several_processes(tmp_path):
@@ -241,6 +241,11 @@ def _check_results_split_over_processes(runs):
         assert int(mpi[f"moved/{name}/alltoall"]) == alltoalls * 2 * 32, name
         assert str(mpi[f"moved/{name}/spec"]) == "P('data',)", name
         np.testing.assert_allclose(mpi[f"moved/{name}/value"], value, rtol=2e-6, err_msg=name)
+    # rows split over the processes taken split by columns: each process receives the 2 x 3
+    # float32 part of its column block it lacks (24 bytes per peer), before the whole is
+    # gathered once to compare it (96 bytes)
+    assert int(mpi["moved/regrouped/alltoall"]) == 2 * 24
+    assert int(mpi["moved/regrouped/allgather"]) == 2 * 48
 
 
 def _check_mesh_with_the_process_axis_minor(runs):

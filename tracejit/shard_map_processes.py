@@ -157,17 +157,11 @@ def _local_block(x: Any, spec: Any, m: Mesh, sizes: dict, processes: dict,
                  fun_name: str) -> Any:
     if isinstance(x, GlobalArray):
         x.check_live()
-        want = _block(spec, x.shape, sizes, processes, fun_name)
-        if x.block is None:  # (pieces on a mesh interleaving the processes: each process's
-            # block fetched from the processes holding its pieces, not the whole gathered)
-            computing = NamedSharding(m, spec if spec is not None else PartitionSpec())
-            return to_array(x.block_of_layout(computing, f"shard_map applied to {fun_name!r}"))
-        if x.block != want:
-            raise NotImplementedError(
-                f"shard_map applied to {fun_name!r}: an argument laid out as {x.sharding} "
-                f"holds block {x.block} of itself here, but in_specs {spec} needs block "
-                f"{want}; pass in_specs matching how the array is split over processes")
-        return x.local
+        _block(spec, x.shape, sizes, processes, fun_name)  # (its errors)
+        # this process's block as in_specs split it: the array's own when it is laid out so
+        # (on every process), else the parts it lacks fetched from the processes holding them
+        computing = NamedSharding(m, spec if spec is not None else PartitionSpec())
+        return x.block_as(computing, f"shard_map applied to {fun_name!r}")
     x = x if isinstance(x, Tracer) else to_array(x)
     # a value every process holds whole enters as one value, whatever part each takes: its
     # gradient sums the processes' contributions (as over a batched axis)

@@ -171,6 +171,17 @@ from_local = jax.make_array_from_process_local_data(NamedSharding(mesh1d, P("dat
 doubled = jax.shard_map(lambda a: a * 2, mesh=mesh2d, in_specs=P("data", "model"),
                         out_specs=P("data", "model"))(from_cb)
 save("arrays", (from_cb, from_local, doubled))
+# the rows-split array taken by shard_map split by columns over the processes: each process
+# fetches the part of its column block it lacks (not the whole array)
+by_columns = jax.shard_map(lambda a: a * (lax.axis_index("data") + 1.0), mesh=mesh2d,
+                           in_specs=P("model", "data"), out_specs=P("model", "data"))
+from tracejit.core import mpi as process_collectives  # noqa: E402
+before = dict(process_collectives.received)
+save("regrouped", by_columns(from_cb))
+if mode == "mpi":
+    for code in ("allgather", "alltoall"):
+        results[f"moved/regrouped/{code}"] = np.int64(
+            process_collectives.received[code] - before.get(code, 0))
 results["arrays/shards"] = np.array([[s.index[0].start or 0, s.index[1].start or 0]
                                      for s in doubled.addressable_shards])
 results["arrays/fully_addressable"] = np.array(doubled.is_fully_addressable)

@@ -193,17 +193,24 @@ class GlobalArray:
         return cls.from_pieces(Array.from_numpy(stacked, block.aval.update(
             shape=stacked.shape)), shape, sharding)
 
-    def block_of_layout(self, computing: Any, what: str) -> np.ndarray:
+    def block_as(self, computing: Any, what: str) -> Array:
         """This process's block of the array laid out as `computing` (every process calls
-        it): the parts it lacks received from the processes holding them (`exchange`)."""
+        it): its own data when every process's block is the same there, else the parts it
+        lacks received from the processes holding them (`exchange`), not the whole."""
         shape, n = self.shape, process_count()
         held = self.sharding.devices_indices_map(shape)
-        local = list(np.asarray(self.local)) if self.block is None else [np.asarray(self.local)]
-        (mine,) = exchange(local, [boxes_of(held, shape, p) if self.block is not None else
-                                   pieces_of(held, shape, p) for p in range(n)],
-                           [[piece(block_of(computing.devices_indices_map(shape), shape, p),
-                                   shape)] for p in range(n)], self.dtype, what)
-        return mine
+        wanted = computing.devices_indices_map(shape)
+        wanted_boxes = [[piece(block_of(wanted, shape, p), shape)] for p in range(n)]
+        if self.block is not None:
+            held_boxes = [[piece(block_of(held, shape, p), shape)] for p in range(n)]
+            if held_boxes == wanted_boxes:
+                return self.local
+            local = [np.asarray(self.local)]
+        else:
+            held_boxes = [pieces_of(held, shape, p) for p in range(n)]
+            local = list(np.asarray(self.local))
+        (mine,) = exchange(local, held_boxes, wanted_boxes, self.dtype, what)
+        return Array.from_numpy(mine, self.local.aval.update(shape=mine.shape))
 
     @classmethod
     def from_pieces(cls, stacked: Array, shape: tuple, sharding: Any) -> GlobalArray:
