@@ -10,7 +10,7 @@ import numpy as np
 
 from ...core import dtypes
 from ...core.avals import ShapedArray
-from ...core.batching import batch_jaxpr, current_axis, move_to_front
+from ...core.batching import batch_jaxpr, move_to_front
 from ...core.config import config
 from ...core.dce import compress, dce_closed, keep_invars
 from ...core.interpret import eval_jaxpr
@@ -35,7 +35,7 @@ from ...core.rules import (
 from ...core.trace import fun_debug_info, get_aval, is_concrete
 from ...core.transpose import transpose_jaxpr
 from ..elementwise import clamp, convert_element_type, ne, select_n
-from ..shape import broadcast_in_dim, index_in_dim
+from ..shape import broadcast_in_dim
 from .common import (
     _asarray,
     _check_branch_outputs,
@@ -298,21 +298,9 @@ def _cond_batch(vals, dims, *, branches):
     for cases in zip(*outs):
         shape = get_aval(cases[0]).shape
         picked.append(select_n(broadcast_in_dim(index, shape, (0,)), *cases))
-    invariant = _invariant_outputs(branches, size, in_b)
-    # (JAX's type for such an output is invariant whatever the lanes hold: device 0's value)
-    return ([index_in_dim(p, 0, 0, keepdims=False) if inv else p
-             for p, inv in zip(picked, invariant)],
-            [not_mapped if inv else 0 for inv in invariant])
-
-
-def _invariant_outputs(branches, size: int, in_b: list[bool]) -> list[bool]:
-    """Under shard_map's check_vma=True, a cond's output types are its branches' (JAX's rule:
-    the predicate's varying axes are no part of them): the outputs that no branch makes vary
-    over the axis being batched, though the predicate does."""
-    axis = current_axis()
-    if axis is None or not axis.vma:
-        return [False] * len(branches[0].out_avals)
-    return [not b for b in _batched_outputs(branches, size, in_b)]
+    # (an output no branch makes vary is typed invariant, as JAX's, though each lane holds its
+    # own branch's value: core/batching.py marks it spread from cond's type rule)
+    return picked, [0] * len(picked)
 
 
 def _batched_outputs(branches, size: int, in_b: list[bool]) -> list[bool]:
