@@ -33,7 +33,7 @@ from ..core.axis_env import AxisFrame
 from ..core.rules import bdim_at_front, def_linear, moveaxis
 from ..core.trace import get_aval
 from . import parallel
-from .elementwise import add, convert_element_type, div, lt, max as max_, select_n
+from .elementwise import add, convert_element_type, div, lt, max as max_, mul, select_n
 from .indexing import dynamic_index_in_dim
 from .shape import full_like, index_in_dim, reshape
 
@@ -184,15 +184,26 @@ def _first_process(frames: list) -> Any:
 def _reduction(op: str, prim: Any):
     def across(args, frames, *, axes, axis_index_groups):
         (x,), frame = args, _first_process(frames)
-        pa = frame.process
         if op == "sum" and np.dtype(get_aval(x).dtype) == np.bool_:
             x = convert_element_type(x, np.int32)  # (a count of True lanes, as JAX)
-        if pa.lanes > 1:
-            x = prim.bind(x, axes=(pa.lanes_name,), axis_index_groups=None)
-        out = allreduce_p.bind(x, op=op, ranks=pa.ranks, axis_name=frame.name, vma=frame.vma)
+        if frame.vma and frame.name not in get_aval(x).vma:
+            # typed invariant over the axis: every position holds x, no MPI call (sum: x times
+            # the axis's size, as lax/parallel.py's rule for an unbatched operand)
+            out = mul(x, full_like(x, frame.size)) if op == "sum" else x
+        else:
+            out = _across(prim, x, op, frame)
         rest = tuple(n for n in axes if n != frame.name)
         return prim.bind(out, axes=rest, axis_index_groups=axis_index_groups) if rest else out
     prim.def_across_processes(across)
+
+
+def _across(prim: Any, x: Any, op: str, frame: AxisFrame) -> Any:
+    """The reduction of x over the positions of the process axis `frame`: over this process's
+    lanes, then one MPI Allreduce."""
+    pa = frame.process
+    if pa.lanes > 1:
+        x = prim.bind(x, axes=(pa.lanes_name,), axis_index_groups=None)
+    return allreduce_p.bind(x, op=op, ranks=pa.ranks, axis_name=frame.name, vma=frame.vma)
 
 
 _reduction("sum", parallel.psum_p)
