@@ -123,6 +123,13 @@ out["grad_cond_each_device"] = on_pred(lambda a, v: jax.grad(lambda v: lax.cond(
     a[0, 0] > 2, lambda v: jnp.sum(v * 2), lambda v: jnp.sum(v * v), v))(v))
 out["cond_each_device_unchecked"] = on_pred(varying_cond, check_vma=False)
 out["cond_each_device_unchecked_p"] = on_pred(varying_cond, P(), check_vma=False)
+# (a predicate varying over both axes: typed invariant over both, so out_specs P() is allowed)
+both_pred = sm(lambda a, v: lax.cond(a[0, 0] % 3 > 1, lambda v: v * 2, lambda v: v + 1, v)[None],
+               i=(P("i", "j"), P()), o=P(("i", "j")))
+out["cond_each_device_both_axes"] = both_pred(x.reshape(2, 4), v3)
+out["cond_both_axes_out_p"] = sm(lambda a, v: lax.cond(a[0, 0] % 3 > 1, lambda v: v * 2,
+                                                       lambda v: v + 1, v),
+                                 i=(P("i", "j"), P()), o=P())(x.reshape(2, 4), v3)
 out["select_each_device"] = on_pred(lambda a, v: jnp.where(a[0, 0] > 2, v * 2, v + 1))
 # psum/pmean of an invariant value: x times the axes' size, x
 out["pmean_of_invariant"] = on_pred(lambda a, v: lax.pmean(v * 3, ("i", "j")), P())

@@ -124,13 +124,14 @@ class BatchTrace(Trace):
 def _spread_outputs(primitive: Primitive, tracers: Sequence[BatchTracer], params: dict,
                     out_dims: Sequence[int | None], axis: AxisFrame | None) -> list[bool]:
     """Which batched outputs are typed invariant over the axis (JAX's types, not the lanes'
-    batching, decide): those the primitive's type rule makes invariant. Only a spread operand
-    or a primitive running a jaxpr (a cond on a batched predicate) can make one, so the rule is
-    asked only then."""
+    batching, decide): those the primitive's type rule makes invariant. Only a spread operand,
+    a primitive running a jaxpr (a cond on a batched predicate) or one with its own typing rule
+    (collectives, retypings) can make one, so the rule is asked only then."""
     none = [False] * len(out_dims)
     if axis is None or not axis.vma or all(d is not_mapped for d in out_dims):
         return none
-    if not any(t.spread for t in tracers) and not runs_jaxpr(params):
+    if not any(t.spread for t in tracers) and not runs_jaxpr(params) and \
+            not primitive.own_vma:
         return none
     avals = primitive.abstract_eval(*[t.aval for t in tracers], **params)
     name = _typed_name(axis)
