@@ -99,7 +99,9 @@ def_linear(pvary_p, lambda ct, x, *, ranks, axis_name, vma: [
 
 # the identity that only retypes: the process axes `add` joined to, `remove` taken from, the
 # value's varying axes (a block split over a process axis entering shard_map varies over it; a
-# result leaves typed as outside shard_map); its transpose retypes back
+# result leaves typed as outside shard_map; a cond's lanes picked by a varying predicate are
+# typed as its branches, over any mesh axis: control_flow/conditionals.py); its transpose
+# retypes back
 vma_p = Primitive("mpi_vma")
 vma_p.own_vma = True
 vma_p.def_abstract_eval(lambda x, *, add, remove: x.update(vma=(x.vma - set(remove)) | set(add)))
