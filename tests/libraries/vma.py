@@ -68,6 +68,9 @@ def typed(a):
     rec("cond_varying_pred_then_add", spread + jnp.arange(2.0))
     rec("psum_of_cond_varying_pred", lax.psum(spread, "i"))
     rec("pmean_of_invariant", lax.pmean(jnp.ones(2), ("i", "j")))
+    rec("scan_ys", lax.scan(lambda c, r: (c, r * 2), 0.0, a)[1])
+    rec("while_varying_pred", lax.while_loop(lambda c: c[0] < a[0, 0], lambda c: (
+        c[0] + 1, c[1] * 2), (0.0, jnp.ones(2)))[1])
     return a
 
 
