@@ -383,6 +383,8 @@ def test_check_vma_across_processes(tmp_path):
     # as JAX's jit returns one not fully addressable: the split block and the replicated one)
     assert list(mpi.pop("mpi/split_types")) == ["GlobalArray", "GlobalArray"]
     runs["mpi.1"].pop("mpi/split_types")
+    # the psum of an invariant value calls no MPI (nor its pmean): one Allreduce, the varying's
+    assert [str(runs[r].pop("mpi/allreduces")) for r in ("mpi.0", "mpi.1")] == ["1", "1"]
     for ours, oracle in (("mpi.0", "single.0"), ("mpi.1", "mpi.0"), ("single.0", "jax.0")):
         a, b = runs[ours], runs[oracle]
         assert sorted(a) == sorted(b), (ours, oracle)

@@ -14,7 +14,12 @@ VALUES = ["psum_of_invariant", "all_gather_invarying", "mixed", "scan_pcast_carr
           "grad_psum_of_invariant", "grad_invariant_param", "grad_matmul_param",
           "grad_all_gather", "grad_all_gather_invarying", "grad_outside", "dp_w", "dp_b",
           "cond_varying_pred", "switch_varying_pred", "grad_cond_varying_pred",
-          "cond_varying_pred_jit"]
+          "cond_varying_pred_jit", "cond_each_device", "switch_each_device",
+          "cond_each_device_then_ops", "psum_of_cond_each_device", "cond_each_device_in_scan",
+          "cond_each_device_in_fori", "cond_each_device_in_jit", "grad_cond_each_device",
+          "cond_each_device_unchecked", "cond_each_device_unchecked_p", "select_each_device",
+          "cond_each_device_both_axes", "cond_both_axes_out_p",
+          "pmean_of_invariant", "psum_of_invariant_both", "grad_pmean_of_invariant"]
 ERRORS = ["out_varying", "out_varying_j", "out_all_gather", "out_two", "psum_mixed",
           "pcast_twice", "pcast_to", "scan_carry", "scan_tuple_carry", "scan_xs",
           "while_carry", "fori_carry", "cond_branches",
@@ -169,3 +174,23 @@ def test_process_axis_types_and_transposes():
     out = tj.jit(lambda a: vma_p.bind(a * 2, add=("d",), remove=()) + 1)(x)
     np.testing.assert_array_equal(np.asarray(out), x * 2 + 1)
     assert tj.typeof(out).vma == frozenset()
+
+
+def test_psum_and_pmean_of_an_invariant_value_compile_to_no_sum():
+    # JAX's rule for an operand every device holds: psum is x times the axis size, pmean x —
+    # no lanes materialised (a broadcast) and summed again, as the implicit pvary did
+    mesh = tj.sharding.AbstractMesh((4,), ("i",))
+
+    def f(w, xs):
+        return tj.lax.pmean(w * 3, "i"), tj.lax.psum(w * 3, "i"), tj.lax.psum(xs, "i")
+    g = tj.jit(tj.shard_map(f, mesh=mesh, in_specs=(tj.P(), tj.P("i")), out_specs=tj.P()))
+    w = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    xs = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+    ops = [line.split(": ")[1] for line in g.lower(w, xs).compile().as_text().splitlines()
+           if line.startswith("// kernel")]
+    assert not any("broadcast_in_dim" in k for k in ops)
+    assert sum(k.count("reduce_sum") for k in ops) == 1  # (the varying xs's psum only)
+    mean, total, summed = g(w, xs)
+    np.testing.assert_allclose(np.asarray(mean), w * 3, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(total), w * 12, rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(summed), xs.sum(0, keepdims=True))

@@ -160,8 +160,9 @@ def _per_device(f: Callable, in_tree: Any, leaves: list, flat_specs: list, out_s
         return flat
 
     in_dims = [tuple(_dim_axes(s, get_aval(x).ndim)) for x, s in zip(leaves, flat_specs)]
+    typed: list = []  # (the axes each output's type varies over: within `mapped`)
     outs, mapped = nest_axes(per_shard, shards, in_dims, axes, sizes, vma=vma,
-                             typed_as=typed_as)
+                             typed_as=typed_as, typed=typed)
     tree, sample = out_tree
     _check_specs(out_specs, sample, m, "out_specs", fun_name)
     out_flat = _broadcast_specs(out_specs, sample)
@@ -170,11 +171,10 @@ def _per_device(f: Callable, in_tree: Any, leaves: list, flat_specs: list, out_s
         named = typed_as or {}
         varying = [[named.get(a, a) for a in mp] +
                    [a for a in full if a in getattr(get_aval(o), "vma", ())]
-                   for o, mp in zip(outs, mapped)]
+                   for o, mp in zip(outs, typed)]
         _check_out_vma(out_specs, sample, varying, full, dict(m.shape_tuple), fun_name)
-    results = [_from_shards(o, mp, out_spec(s, get_aval(o).ndim - len(mp)), axes, sizes,
-                            fun_name, i)
-               for i, (o, mp, s) in enumerate(zip(outs, mapped, out_flat))]
+    results = [_from_shards(o, mp, out_spec(s, get_aval(o).ndim - len(mp)), axes, sizes)
+               for o, mp, s in zip(outs, mapped, out_flat)]
     return tree, out_flat, results
 
 
@@ -255,22 +255,12 @@ def _check_divides(shape: tuple, d: int, names: tuple, sizes: dict, fun_name: st
             f"{names} of total size {count}")
 
 
-def _from_shards(x: Any, mapped: list, spec: PartitionSpec | None, axes: list, sizes: dict,
-                 fun_name: str, i: int) -> Any:
+def _from_shards(x: Any, mapped: list, spec: PartitionSpec | None, axes: list, sizes: dict
+                 ) -> Any:
     """The global array from the per-shard outputs stacked over the mesh axes `mapped`
-    (transforms/spmd.py's join_shards), once checked that every axis the spec leaves out is
-    one the value does not vary over (JAX's error otherwise, not shard 0's copy)."""
-    used = _spec_axes(spec)
-    varying = [a for a in mapped if a not in used]
-    if varying:
-        raise ValueError(
-            f"shard_map applied to the function {fun_name!r} was given out_specs which "
-            f"require replication which can't be statically inferred given the mesh:\n\n"
-            f"The mesh given has shape {tuple(sizes.values())} with corresponding axis names "
-            f"{tuple(axes)}.\n\nout_specs[{i}] is {spec} which implies that the "
-            f"corresponding output value is replicated across mesh axes {tuple(varying)}, but "
-            f"it could vary across those axes. Use an out_specs entry naming them (or psum "
-            f"over them).")
+    (transforms/spmd.py's join_shards); over an axis the spec leaves out, shard 0's copy, as
+    JAX's (check_vma=True has checked the type is invariant there: _check_out_vma; without it,
+    JAX checks nothing)."""
     dims = _dim_axes(spec, get_aval(x).ndim - len(mapped))
     return join_shards(x, mapped, tuple(dims), axes, sizes)
 

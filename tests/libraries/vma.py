@@ -64,6 +64,13 @@ def typed(a):
     rec("switch_varying_pred", lax.switch(a[0, 0].astype(int) % 3, [
         lambda: jnp.ones(2), lambda: jnp.zeros(2), lambda: jnp.full(2, 3.0)]))
     rec("select_varying_pred", jnp.where(a[0, 0] > 2, jnp.ones(2), 0.0))
+    spread = lax.cond(a[0, 0] > 2, lambda: jnp.ones(2), lambda: jnp.zeros(2))
+    rec("cond_varying_pred_then_add", spread + jnp.arange(2.0))
+    rec("psum_of_cond_varying_pred", lax.psum(spread, "i"))
+    rec("pmean_of_invariant", lax.pmean(jnp.ones(2), ("i", "j")))
+    rec("scan_ys", lax.scan(lambda c, r: (c, r * 2), 0.0, a)[1])
+    rec("while_varying_pred", lax.while_loop(lambda c: c[0] < a[0, 0], lambda c: (
+        c[0] + 1, c[1] * 2), (0.0, jnp.ones(2)))[1])
     return a
 
 
@@ -92,6 +99,46 @@ out["grad_cond_varying_pred"] = sm(lambda a, v: jax.grad(lambda v: lax.cond(
 out["cond_varying_pred_jit"] = jax.jit(sm(lambda a, v: lax.cond(
     a[0, 0] > 2, lambda v: jnp.sin(v), lambda v: jnp.cos(v), v) + lax.psum(a[0, 0], "i"),
     i=(P("i"), P()), o=P()))(x, v3)
+# ... yet each device holds its own branch's value: out_specs P("i") shows them all (also
+# after arithmetic, inside scan/fori/jit, differentiated, and without check_vma); a psum sums
+# the devices' own values
+def on_pred(f, o=P("i"), **kw):
+    return sm(f, i=(P("i"), P()), o=o, **kw)(x - 1, v3)
+
+
+def varying_cond(a, v):
+    return lax.cond(a[0, 0] > 2, lambda v: v * 2, lambda v: v + 1, v)
+
+
+out["cond_each_device"] = on_pred(varying_cond)
+out["switch_each_device"] = on_pred(lambda a, v: lax.switch(
+    jnp.clip(a[0, 0].astype(int) // 2, 0, 2), [lambda: jnp.ones(2), lambda: jnp.zeros(2),
+                                                lambda: jnp.full(2, 3.0)]))
+out["cond_each_device_then_ops"] = on_pred(lambda a, v: jnp.sin(varying_cond(a, v)) * v + 1)
+out["psum_of_cond_each_device"] = on_pred(lambda a, v: lax.psum(varying_cond(a, v), "i"), P())
+out["cond_each_device_in_scan"] = on_pred(lambda a, v: sum(lax.scan(
+    lambda c, _: (varying_cond(a, c), varying_cond(a, c) * 3), v, None, length=2)[1]))
+out["cond_each_device_in_fori"] = on_pred(lambda a, v: lax.fori_loop(
+    0, 3, lambda k, c: varying_cond(a, c) - k, v))
+out["cond_each_device_in_jit"] = jax.jit(lambda a, v: on_pred(
+    lambda a, v: jax.jit(varying_cond)(a, v)))(x, v3)
+out["grad_cond_each_device"] = on_pred(lambda a, v: jax.grad(lambda v: lax.cond(
+    a[0, 0] > 2, lambda v: jnp.sum(v * 2), lambda v: jnp.sum(v * v), v))(v))
+out["cond_each_device_unchecked"] = on_pred(varying_cond, check_vma=False)
+out["cond_each_device_unchecked_p"] = on_pred(varying_cond, P(), check_vma=False)
+# (a predicate varying over both axes: typed invariant over both, so out_specs P() is allowed)
+both_pred = sm(lambda a, v: lax.cond(a[0, 0] % 3 > 1, lambda v: v * 2, lambda v: v + 1, v)[None],
+               i=(P("i", "j"), P()), o=P(("i", "j")))
+out["cond_each_device_both_axes"] = both_pred(x.reshape(2, 4), v3)
+out["cond_both_axes_out_p"] = sm(lambda a, v: lax.cond(a[0, 0] % 3 > 1, lambda v: v * 2,
+                                                       lambda v: v + 1, v),
+                                 i=(P("i", "j"), P()), o=P())(x.reshape(2, 4), v3)
+out["select_each_device"] = on_pred(lambda a, v: jnp.where(a[0, 0] > 2, v * 2, v + 1))
+# psum/pmean of an invariant value: x times the axes' size, x
+out["pmean_of_invariant"] = on_pred(lambda a, v: lax.pmean(v * 3, ("i", "j")), P())
+out["psum_of_invariant_both"] = on_pred(lambda a, v: lax.psum(v * 3, ("i", "j")), P())
+out["grad_pmean_of_invariant"] = on_pred(lambda a, v: jax.grad(
+    lambda v: jnp.sum(lax.pmean(v * 3, "i") ** 2))(v), P())
 # gradients: psum's transpose is pvary, pvary's (explicit or implicit) is psum
 out["grad_psum_inside"] = sm(lambda a: jax.grad(lambda b: jnp.sum(lax.psum(b, "i")))(a))(x)
 out["grad_psum_inside_unchecked"] = sm(lambda a: jax.grad(lambda b: jnp.sum(

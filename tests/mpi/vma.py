@@ -72,7 +72,6 @@ def typed_all(a, v):
 
 save("typed_all", jax.shard_map(typed_all, mesh=mesh_all, in_specs=(P("data"), P()),
                                 out_specs=P())(x, w))
-results["types"] = np.array(types)
 
 
 # under jit a result split over the processes comes back split (typed results leave untyped)
@@ -128,6 +127,21 @@ outer = jax.grad(lambda v: jax.shard_map(lambda a, v: lax.psum(jnp.sum(jnp.sin(a
                                          mesh=mesh1d, in_specs=(P("data"), P()),
                                          out_specs=P())(x, v))
 save("grad_outer", (outer(w), jax.jit(outer)(w)))
+
+
+# a cond on a predicate varying over 'data' whose branches return invariant values: typed
+# invariant, yet each position holds its own branch's value; psum/pmean of an invariant value
+# (x times the size, x: no MPI call)
+def own_branch(a, v):
+    out = lax.cond(a[0, 0] > 1, lambda v: v * 2, lambda v: v + 1, v)
+    types.append(",".join(sorted(map(str, jax.typeof(out).mat.varying))))
+    return out[None], lax.pmean(v * 3, "data"), lax.psum(v * 3, "data")
+
+
+for name, m in (("own_branch_1d", mesh1d), ("own_branch_all", mesh_all)):
+    f = jax.shard_map(own_branch, mesh=m, in_specs=(P("data"), P()),
+                      out_specs=(P("data"), P(), P()))
+    save(name, jax.jit(f)(x, w))
 
 
 # --- JAX's errors, raised on every rank (then the collectives below still meet); under
@@ -193,6 +207,12 @@ for _ in range(5):
 save("dp", params)
 save("dp_whole_batch", oracle)
 
+results["types"] = np.array(types)
+if mode == "mpi":  # (one collective, the psum of the varying value; none for the invariant's)
+    results["mpi/allreduces"] = np.array(str(jax.make_jaxpr(jax.shard_map(
+        lambda a, v: own_branch(a, v) + (lax.psum(a, "data"),), mesh=mesh1d,
+        in_specs=(P("data"), P()), out_specs=(P("data"), P(), P(), P())))(
+        x, w)).count("mpi_allreduce"))
 rank = jax.process_index() if mode == "mpi" else 0
 np.savez(f"{out_path}.{rank}.npz", **results)
 if mode == "mpi":

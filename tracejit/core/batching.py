@@ -14,33 +14,37 @@ from .avals import ShapedArray
 from .axis_env import AxisFrame, NamedAxisPrimitive, extend_frame
 from .jaxpr import ClosedJaxpr
 from .jaxpr_util import eval_closed, trace_closed
-from .primitive import Primitive, primitive_batchers
+from .primitive import Primitive, runs_jaxpr, primitive_batchers
 from .rules import bdim_at_front, moveaxis, not_mapped, unbatched_aval
 from .trace import (Trace, Tracer, full_lower, full_raise, get_aval, new_main,
                     user_source_info)
 
 
 class BatchTracer(Tracer):
-    __slots__ = ("val", "bdim")
+    # spread: batched, yet typed invariant over the named axis (shard_map's check_vma=True):
+    # each lane holds its own device's value of a result whose type JAX makes invariant, as
+    # a cond's on a varying predicate whose branches return invariant values
+    __slots__ = ("val", "bdim", "spread")
 
     def __repr__(self) -> str:  # JAX's name and form
         batched = get_aval(self.val)
         return f"VmapTracer(aval={self.aval.str_long()}, batched={batched.str_long()})"
 
-    def __init__(self, trace: Trace, val: Any, bdim: int | None):
+    def __init__(self, trace: Trace, val: Any, bdim: int | None, spread: bool = False):
         self._trace = trace
         self.val = val
         self.bdim = bdim
+        self.spread = spread
 
     @property
     def aval(self) -> ShapedArray:
         aval = unbatched_aval(self.val, self.bdim)
         axis = self._trace.main.global_data
-        # under shard_map's check_vma=True a value varies over a mesh axis exactly when that
-        # axis's batch trace maps it (pvary materialises the lanes of an invariant value)
-        if axis is not None and axis.vma and self.bdim is not not_mapped:
-            aval = aval.update(vma=aval.vma | {axis.name if axis.typed_as is None
-                                               else axis.typed_as})
+        # under shard_map's check_vma=True a value varies over a mesh axis when that axis's
+        # batch trace maps it (pvary materialises the lanes of an invariant value), unless
+        # its type says it is invariant though its lanes differ (spread)
+        if axis is not None and axis.vma and self.bdim is not not_mapped and not self.spread:
+            aval = aval.update(vma=aval.vma | {_typed_name(axis)})
         return aval
 
     def full_lower(self):
@@ -52,6 +56,11 @@ class BatchTracer(Tracer):
         where = user_source_info()
         at = f" The failing operation is at {where}." if where is not None else ""
         return f"The value is batched by vmap: each lane has its own value.{at}"
+
+
+def _typed_name(axis: AxisFrame) -> Any:
+    """The name a value's type carries for the batched axis `axis`."""
+    return axis.name if axis.typed_as is None else axis.typed_as
 
 
 def batch_rule(primitive: Primitive) -> Callable:
@@ -106,9 +115,28 @@ class BatchTrace(Trace):
         finally:
             _named.axis = saved
             _named.depth -= 1
-        if primitive.multiple_results:
-            return [BatchTracer(self, o, d) for o, d in zip(out, out_dims)]
-        return BatchTracer(self, out, out_dims)
+        outs, out_dims = (out, out_dims) if primitive.multiple_results else ([out], [out_dims])
+        spread = _spread_outputs(primitive, tracers, params, out_dims, axis)
+        outs = [BatchTracer(self, o, d, s) for o, d, s in zip(outs, out_dims, spread)]
+        return outs if primitive.multiple_results else outs[0]
+
+
+def _spread_outputs(primitive: Primitive, tracers: Sequence[BatchTracer], params: dict,
+                    out_dims: Sequence[int | None], axis: AxisFrame | None) -> list[bool]:
+    """Which batched outputs are typed invariant over the axis (JAX's types, not the lanes'
+    batching, decide): those the primitive's type rule makes invariant. Only a spread operand,
+    a primitive running a jaxpr (a cond on a batched predicate) or one with its own typing rule
+    (collectives, retypings) can make one, so the rule is asked only then."""
+    none = [False] * len(out_dims)
+    if axis is None or not axis.vma or all(d is not_mapped for d in out_dims):
+        return none
+    if not any(t.spread for t in tracers) and not runs_jaxpr(params) and \
+            not primitive.own_vma:
+        return none
+    avals = primitive.abstract_eval(*[t.aval for t in tracers], **params)
+    name = _typed_name(axis)
+    return [d is not not_mapped and name not in getattr(a, "vma", (name,))
+            for a, d in zip(avals, out_dims)]
 
 
 def current_axis() -> AxisFrame | None:
@@ -119,11 +147,12 @@ def current_axis() -> AxisFrame | None:
 
 def batch_flat(fun: Callable[..., Sequence[Any]], args: Sequence[Any],
                in_dims: Sequence[int | None], axis: Any = INHERIT,
-               ) -> tuple[list, list[int | None]]:
+               spread: list | None = None) -> tuple[list, list[int | None]]:
     """Run fun on args batched along in_dims; returns the outputs and their batch dims.
     `axis`: the AxisFrame (name, size) the batch dimension is bound to, for collectives; by
     default the one of the batch rule running (a rule batching a sub-jaxpr maps the same axis),
-    none from a user's anonymous vmap."""
+    none from a user's anonymous vmap. `spread`, if given, receives per output whether it is
+    batched yet typed invariant over the axis (see BatchTracer)."""
     if axis is INHERIT:
         axis = _named.axis
     with new_main(BatchTrace, global_data=axis) as main:
@@ -134,6 +163,8 @@ def batch_flat(fun: Callable[..., Sequence[Any]], args: Sequence[Any],
             outs = fun(*[BatchTracer(trace, x, d) if d is not not_mapped else x
                          for x, d in zip(args, in_dims)])
             outs = [full_raise(trace, o) for o in outs]
+        if spread is not None:
+            spread[:] = [o.spread for o in outs]
         return [o.val for o in outs], [o.bdim for o in outs]
 
 

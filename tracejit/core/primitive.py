@@ -29,7 +29,8 @@ primitive_batchers: dict[Primitive, Callable] = {}
 lowerings: dict[Primitive, Any] = {}
 
 
-def _runs_jaxpr(params: dict) -> bool:
+def runs_jaxpr(params: dict) -> bool:
+    """Whether a primitive's params hold a jaxpr it runs (jit, control flow)."""
     return any(isinstance(v, (ClosedJaxpr, Jaxpr)) or
                (isinstance(v, tuple) and v and isinstance(v[0], (ClosedJaxpr, Jaxpr)))
                for v in params.values())
@@ -112,7 +113,7 @@ class Primitive:
         vma = [a.vma for a in avals if getattr(a, "vma", None)]
         # (JAX's standard rule: the operands' varying axes; a primitive running a jaxpr (jit,
         # control flow) has its outputs' types from the jaxpr, traced at the operands' types)
-        if vma and not self.own_vma and not _runs_jaxpr(params):
+        if vma and not self.own_vma and not runs_jaxpr(params):
             union = frozenset().union(*vma)
             out = [o.update(vma=union) if isinstance(o, ShapedArray) else o for o in out]
         return out

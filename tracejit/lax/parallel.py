@@ -165,10 +165,17 @@ pmin_p = _reduction("pmin", reduce_min, lambda x, n: x, lambda x, n: x)
 
 def _psum_transpose(ct, x, *, axes, axis_index_groups):
     """The cotangent of a sum over lanes reaches every lane: under shard_map's check_vma=True
-    the (invariant) cotangent is made varying again, pvary; otherwise (pmap, vmap) JAX
-    transposes psum to the psum of the cotangents."""
+    the (invariant) cotangent is made varying again, pvary, over the axes x varied over; over
+    those it did not (the sum was x times the axis size) it is summed, times the size, as
+    JAX's pvary-then-psum transposes; otherwise (pmap, vmap) JAX transposes psum to the psum
+    of the cotangents."""
     if all(_is_vma_axis(n) for n in axes):
-        return [pvary_p.bind(ct, axes=tuple(axes))]
+        vma = getattr(x.aval, "vma", frozenset())
+        invariant = tuple(n for n in axes if n not in vma)
+        varying = tuple(n for n in axes if n in vma)
+        if invariant:
+            ct = psum_p.bind(ct, axes=invariant, axis_index_groups=None)
+        return [pvary_p.bind(ct, axes=varying) if varying else ct]
     return [psum_p.bind(ct, axes=axes, axis_index_groups=axis_index_groups)]
 
 
@@ -190,8 +197,11 @@ def _each_leaf(name: str, prim: NamedAxisPrimitive, x: Any, axis_name: Any,
     if prim is psum_p:
         for leaf in leaves:
             _one_state(leaf, names, "jax.lax.psum")
-    out = [prim.bind(_vary_over(as_lax_operands(name, leaf)[0], names), axes=names,
-                     axis_index_groups=groups) for leaf in leaves]
+    # (no implicit pvary of an operand invariant over the axes, as JAX's: the named rules take
+    # it unbatched — psum is x times the axis size, pmax/pmin x — with no lanes materialised
+    # and summed, and across processes no MPI call)
+    out = [prim.bind(as_lax_operands(name, leaf)[0], axes=names, axis_index_groups=groups)
+           for leaf in leaves]
     return tree_unflatten(tree, out)
 
 

@@ -33,7 +33,7 @@ from ..core.axis_env import AxisFrame
 from ..core.rules import bdim_at_front, def_linear, moveaxis
 from ..core.trace import get_aval
 from . import parallel
-from .elementwise import add, convert_element_type, div, lt, max as max_, select_n
+from .elementwise import add, convert_element_type, div, lt, max as max_, mul, select_n
 from .indexing import dynamic_index_in_dim
 from .shape import full_like, index_in_dim, reshape
 
@@ -99,7 +99,9 @@ def_linear(pvary_p, lambda ct, x, *, ranks, axis_name, vma: [
 
 # the identity that only retypes: the process axes `add` joined to, `remove` taken from, the
 # value's varying axes (a block split over a process axis entering shard_map varies over it; a
-# result leaves typed as outside shard_map); its transpose retypes back
+# result leaves typed as outside shard_map; a cond's lanes picked by a varying predicate are
+# typed as its branches, over any mesh axis: control_flow/conditionals.py); its transpose
+# retypes back
 vma_p = Primitive("mpi_vma")
 vma_p.own_vma = True
 vma_p.def_abstract_eval(lambda x, *, add, remove: x.update(vma=(x.vma - set(remove)) | set(add)))
@@ -184,15 +186,26 @@ def _first_process(frames: list) -> Any:
 def _reduction(op: str, prim: Any):
     def across(args, frames, *, axes, axis_index_groups):
         (x,), frame = args, _first_process(frames)
-        pa = frame.process
         if op == "sum" and np.dtype(get_aval(x).dtype) == np.bool_:
             x = convert_element_type(x, np.int32)  # (a count of True lanes, as JAX)
-        if pa.lanes > 1:
-            x = prim.bind(x, axes=(pa.lanes_name,), axis_index_groups=None)
-        out = allreduce_p.bind(x, op=op, ranks=pa.ranks, axis_name=frame.name, vma=frame.vma)
+        if frame.vma and frame.name not in get_aval(x).vma:
+            # typed invariant over the axis: every position holds x, no MPI call (sum: x times
+            # the axis's size, as lax/parallel.py's rule for an unbatched operand)
+            out = mul(x, full_like(x, frame.size)) if op == "sum" else x
+        else:
+            out = _across(prim, x, op, frame)
         rest = tuple(n for n in axes if n != frame.name)
         return prim.bind(out, axes=rest, axis_index_groups=axis_index_groups) if rest else out
     prim.def_across_processes(across)
+
+
+def _across(prim: Any, x: Any, op: str, frame: AxisFrame) -> Any:
+    """The reduction of x over the positions of the process axis `frame`: over this process's
+    lanes, then one MPI Allreduce."""
+    pa = frame.process
+    if pa.lanes > 1:
+        x = prim.bind(x, axes=(pa.lanes_name,), axis_index_groups=None)
+    return allreduce_p.bind(x, op=op, ranks=pa.ranks, axis_name=frame.name, vma=frame.vma)
 
 
 _reduction("sum", parallel.psum_p)

@@ -62,40 +62,50 @@ def split_shards(x, dims: Dims, axes: list, sizes: dict):
 
 
 def nest_axes(fun: Callable, shards: list, in_dims: Sequence[Dims], axes: list,
-              sizes: dict, *, vma: bool = False,
-              typed_as: dict | None = None) -> tuple[list, list]:
+              sizes: dict, *, vma: bool = False, typed_as: dict | None = None,
+              typed: list | None = None) -> tuple[list, list]:
     """`fun(*shards) -> list` run per shard (each of `shards` as split_shards gives it for its
     layout in `in_dims`), under one batch trace per mesh axis of `axes`, bound to the axis
     name (vma: shard_map's check_vma=True, values' types track the axes they vary over, by
     the names `typed_as` maps axes to where given).
     Returns the outputs, each with the mesh axes it varies over first (in the order of
-    `axes`), and, per output, those axes."""
+    `axes`), and, per output, those axes. `typed`, if given, receives per output the axes
+    among those that its type says it varies over (check_vma=True: a cond on a varying
+    predicate gives each device its own value of an output typed invariant)."""
     uses = [[a in dims_axes(d) for a in axes] for d in in_dims]
-    return _nest(fun, list(shards), uses, axes, sizes, 0, vma, typed_as or {})
+    outs, mapped, typed_axes = _nest(fun, list(shards), uses, axes, sizes, 0, vma,
+                                     typed_as or {})
+    if typed is not None:
+        typed[:] = typed_axes
+    return outs, mapped
 
 
 def _nest(fun: Callable, args: list, uses: list, axes: list, sizes: dict, k: int,
           vma: bool = False, typed_as: dict | None = None):
     if k == len(axes):
         outs = fun(*args)
-        return outs, [[] for _ in outs]
+        return outs, [[] for _ in outs], [[] for _ in outs]
     name = axes[k]
     inner_mapped: list = []
+    inner_typed: list = []
 
     def level(*xs):
-        outs, mapped = _nest(fun, list(xs), uses, axes, sizes, k + 1, vma, typed_as)
-        inner_mapped[:] = mapped
+        outs, mapped, typed = _nest(fun, list(xs), uses, axes, sizes, k + 1, vma, typed_as)
+        inner_mapped[:], inner_typed[:] = mapped, typed
         return outs
 
     in_dims = [0 if u[k] else not_mapped for u in uses]
+    spread: list = []
     outs, out_bdims = batch_flat(level, args, in_dims, AxisFrame(name, sizes[name], None,
                                                                 devices=True, vma=vma,
-                                                                typed_as=typed_as.get(name)))
-    result, mapped = [], []
-    for o, d, inner in zip(outs, out_bdims, inner_mapped):
+                                                                typed_as=typed_as.get(name)),
+                                 spread=spread)
+    result, mapped, typed = [], [], []
+    for o, d, inner, inner_t, s in zip(outs, out_bdims, inner_mapped, inner_typed, spread):
         result.append(o if d is not_mapped else moveaxis(o, d, 0))
         mapped.append(inner if d is not_mapped else [name] + inner)
-    return result, mapped
+        typed.append(inner_t if d is not_mapped or s else [name] + inner_t)
+    return result, mapped, typed
 
 
 def join_shards(x, mapped: list, dims: Dims, axes: list, sizes: dict):

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...core import dtypes
 from ...core.avals import ShapedArray
-from ...core.batching import batch_jaxpr, current_axis, move_to_front
+from ...core.batching import batch_jaxpr, move_to_front
 from ...core.config import config
 from ...core.dce import compress, dce_closed, keep_invars
 from ...core.interpret import eval_jaxpr
@@ -35,7 +35,8 @@ from ...core.rules import (
 from ...core.trace import fun_debug_info, get_aval, is_concrete
 from ...core.transpose import transpose_jaxpr
 from ..elementwise import clamp, convert_element_type, ne, select_n
-from ..shape import broadcast_in_dim, index_in_dim
+from ..processes import vma_p  # (a retyping identity: no copy, no call)
+from ..shape import broadcast_in_dim
 from .common import (
     _asarray,
     _check_branch_outputs,
@@ -295,24 +296,23 @@ def _cond_batch(vals, dims, *, branches):
     index = clamp(np.int32(0), moveaxis(index, d_index, 0), np.int32(len(branches) - 1))
     outs = [eval_closed(batch_jaxpr(b, size, in_b, True)[0], *ops) for b in branches]
     picked = []
-    for cases in zip(*outs):
+    for k, cases in enumerate(zip(*outs)):
         shape = get_aval(cases[0]).shape
-        picked.append(select_n(broadcast_in_dim(index, shape, (0,)), *cases))
-    invariant = _invariant_outputs(branches, size, in_b)
-    # (JAX's type for such an output is invariant whatever the lanes hold: device 0's value)
-    return ([index_in_dim(p, 0, 0, keepdims=False) if inv else p
-             for p, inv in zip(picked, invariant)],
-            [not_mapped if inv else 0 for inv in invariant])
+        out = select_n(broadcast_in_dim(index, shape, (0,)), *cases)
+        picked.append(_typed_as_branches(out, [b.out_avals[k] for b in branches]))
+    # (an output no branch makes vary is typed invariant, as JAX's, though each lane holds its
+    # own branch's value: core/batching.py marks it spread from cond's type rule)
+    return picked, [0] * len(picked)
 
 
-def _invariant_outputs(branches, size: int, in_b: list[bool]) -> list[bool]:
-    """Under shard_map's check_vma=True, a cond's output types are its branches' (JAX's rule:
-    the predicate's varying axes are no part of them): the outputs that no branch makes vary
-    over the axis being batched, though the predicate does."""
-    axis = current_axis()
-    if axis is None or not axis.vma:
-        return [False] * len(branches[0].out_avals)
-    return [not b for b in _batched_outputs(branches, size, in_b)]
+def _typed_as_branches(out: Any, avals: list) -> Any:
+    """`out` (the lanes' picked values) typed as the branches' output, as JAX types a cond's:
+    the axes the predicate alone varies over taken from its type (the other axes' batch traces
+    then hold it spread, core/batching.py; a process axis's type is the value's own)."""
+    extra = getattr(get_aval(out), "vma", frozenset()).difference(*[a.vma for a in avals])
+    if not extra:
+        return out
+    return vma_p.bind(out, add=(), remove=tuple(sorted(extra, key=str)))
 
 
 def _batched_outputs(branches, size: int, in_b: list[bool]) -> list[bool]:

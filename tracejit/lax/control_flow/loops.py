@@ -194,7 +194,7 @@ def _scan_abstract(*avals, jaxpr, num_consts, num_carry, length, reverse, unroll
     _check_types("scan jaxpr", jaxpr.in_avals, consts + carry + tuple(x_avals))
     carry_out, ys = jaxpr.out_avals[:num_carry], jaxpr.out_avals[num_carry:]
     _check_types("scan carry", carry_out, carry)
-    return carry_out + [ShapedArray((length,) + y.shape, y.dtype, y.weak_type) for y in ys]
+    return carry_out + [y.update(shape=(length,) + y.shape) for y in ys]  # (vma kept)
 
 
 def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
