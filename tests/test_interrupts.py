@@ -78,8 +78,9 @@ def test_ctrl_c_stops_a_scan_and_donated_buffers_are_not_reused():
 
 def test_short_scans_do_not_poll():
     """A program whose whole run is bounded below SCAN_POLL_MIN_WORK element operations (static
-    scan lengths, no while_loop) ends within milliseconds: its scans do not poll, and its calls
-    skip the SIGINT handler's set-up; a longer scan, or one around a while_loop, polls."""
+    scan lengths, no while_loop or host callback) ends within milliseconds: its scans do not
+    poll, and its calls skip the SIGINT handler's set-up; a longer scan, or one around a
+    while_loop or a callback, polls."""
     from tracejit.backend.llvm import codegen, interrupt
     limit = interrupt.SCAN_POLL_MIN_WORK
 
@@ -88,8 +89,12 @@ def test_short_scans_do_not_poll():
 
     def spin(i, c):
         return lax.while_loop(lambda c: c < 0, lambda c: c + 1, c)
+
+    def host(i, c):  # (Python code, however long it takes)
+        return tracejit.pure_callback(lambda c: c, tracejit.ShapeDtypeStruct((), np.float32), c)
     for n, body, shape, polls in ((10_000, step, (), False), (limit, step, (), True),
-                                  (10_000, step, (1000,), True), (10, spin, (), True)):
+                                  (10_000, step, (1000,), True), (10, spin, (), True),
+                                  (10, host, (), True)):
         x = tracejit.ShapeDtypeStruct(shape, np.float32)
         closed = tracejit.make_jaxpr(lambda x: lax.fori_loop(0, n, body, x))(x)
         assert codegen.generate(closed, "f").polls == polls, (n, shape)

@@ -13,6 +13,7 @@ import llvmlite.ir as ir
 from ...compiler.rows import row_map_p
 from ...core.jaxpr import ClosedJaxpr, Jaxpr
 from ...core.primitive import ELEMENTWISE
+from ...lax.callback import CALLBACK_PRIMITIVES
 from ...lax.control_flow import cond_p, scan_p, while_p
 from . import jit_engine
 from .types import I32
@@ -49,7 +50,7 @@ SCAN_POLL_MIN_WORK = 1 << 20
 
 def bounded_work(jaxpr: Jaxpr) -> int | None:
     """An upper bound on the element operations of one run of `jaxpr`, or None where it has a
-    while_loop (no static bound). An equation without a body counts its largest operand or
+    while_loop or a host callback (no static bound). An equation without a body counts its largest operand or
     result, times its largest dimension unless it is elementwise (this bounds a matmul, sort,
     FFT or factorisation); a scan its length times its body; a cond its costliest branch; a
     row_map its rows times its row body; any other equation with bodies, the sum of them."""
@@ -63,7 +64,7 @@ def bounded_work(jaxpr: Jaxpr) -> int | None:
 
 
 def _eqn_work(eqn) -> int | None:
-    if eqn.primitive is while_p:
+    if eqn.primitive is while_p or eqn.primitive in CALLBACK_PRIMITIVES:
         return None
     shapes = [getattr(v.aval, "shape", ()) for v in (*eqn.invars, *eqn.outvars)]
     size = max([math.prod(s) for s in shapes] + [1])
