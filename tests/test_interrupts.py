@@ -76,6 +76,36 @@ def test_ctrl_c_stops_a_scan_and_donated_buffers_are_not_reused():
     assert float(tracejit.jit(lambda y: y + 1)(np.float32(1))) == 2
 
 
+def test_short_scans_do_not_poll():
+    """A program whose whole run is bounded below SCAN_POLL_MIN_WORK element operations (static
+    scan lengths, no while_loop or host callback) ends within milliseconds: its scans do not
+    poll, and its calls skip the SIGINT handler's set-up; a longer scan, or one around a
+    while_loop or a callback, polls."""
+    from tracejit.backend.llvm import codegen, interrupt
+    limit = interrupt.SCAN_POLL_MIN_WORK
+
+    def step(i, c):
+        return c * 0.999 + 0.001
+
+    def spin(i, c):
+        return lax.while_loop(lambda c: c < 0, lambda c: c + 1, c)
+
+    def host(i, c):  # (Python code, however long it takes)
+        return tracejit.pure_callback(lambda c: c, tracejit.ShapeDtypeStruct((), np.float32), c)
+    for n, body, shape, polls in ((10_000, step, (), False), (limit, step, (), True),
+                                  (10_000, step, (1000,), True), (10, spin, (), True),
+                                  (10, host, (), True)):
+        x = tracejit.ShapeDtypeStruct(shape, np.float32)
+        closed = tracejit.make_jaxpr(lambda x: lax.fori_loop(0, n, body, x))(x)
+        assert codegen.generate(closed, "f").polls == polls, (n, shape)
+    # the unpolled loop still computes what it did, bit for bit (NumPy's float32 steps)
+    f = tracejit.jit(lambda x: lax.fori_loop(0, 10_000, step, x))
+    ref = np.float32(0.5)
+    for _ in range(10_000):
+        ref = ref * np.float32(0.999) + np.float32(0.001)
+    assert f(np.float32(0.5)) == ref
+
+
 def test_signal_handlers_are_restored():
     """Between native calls SIGINT is Python's again: a Python handler set by the user runs."""
     f = tracejit.jit(_spin_while)

@@ -33,6 +33,7 @@ from ...core.avals import ShapedArray
 from ...core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ...core.primitive import ELEMENTWISE, Primitive
 from .aliasing import plan_aliases
+from .interrupt import SCAN_POLL_MIN_WORK, bounded_work
 from .math import inline_slow_paths, repetitions
 from .rules import INDEX_MAPS, STRUCTURAL, structural_rule
 from .scalar_ops import bf16_bits, bf16_widen, emit_scalar
@@ -99,6 +100,9 @@ class Emitter:
         self._kernels: dict[tuple, ir.Function] = {}  # _kernel_key -> its outlined function
         self.kernels: dict[str, str] = {}  # outlined kernels' symbols -> their modules' IR
         self.polls = False  # some loop polls the interrupt flag (interrupt.emit_poll)
+        # scans poll at their back-edges; not in a program whose whole run is short
+        # (generate: interrupt.bounded_work)
+        self.scans_poll = True
         self.split = None  # while emitting a parallel chunk body: its outermost loop's cut
 
     # --- memory ------------------------------------------------------------------------------
@@ -521,7 +525,7 @@ class Emitter:
             return dests
         fnty = ir.FunctionType(ir.VoidType(), [I8P.as_pointer(), I8P] + [x.type for x in values])
         settings = (key, repetitions(), VECTORIZE_MAX_BODY, VECTORIZE_MIN_ELEMENTS,
-                    INLINE_SLOW_PATH_MIN_ELEMENTS)
+                    INLINE_SLOW_PATH_MIN_ELEMENTS, self.scans_poll)
         emitted = _emitted(settings) if key is not None else None
         if emitted is not None:  # emitted by an earlier program: its module as it was
             symbol, text, polls = emitted
@@ -798,6 +802,8 @@ def generate(closed: ClosedJaxpr, name: str,
     jaxpr = closed.jaxpr
     aliases = plan_aliases(jaxpr, donated)
     em = Emitter(name)
+    work = bounded_work(jaxpr)
+    em.scans_poll = work is None or work >= SCAN_POLL_MIN_WORK
     fnty = ir.FunctionType(ir.VoidType(), [I8P.as_pointer(), I8P.as_pointer(), I8P])
     fn = ir.Function(em.module, fnty, name=name)
     fn.args[0].add_attribute("noalias")

@@ -338,7 +338,8 @@ def _scan_steps(em: Emitter, eqn, ins, dests):
             if out[k] is not out[first]:
                 _copy(em, out[first], out[k])
         carries.advance(out[:nk])
-        emit_poll(em)
+        if em.scans_poll:  # (not in a short program: codegen.generate)
+            emit_poll(em)
     em.loop(length, body, name="scan")
     return carries.results() + ys
 

@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import math
 
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
+from ...compiler.rows import row_map_p
+from ...core.jaxpr import ClosedJaxpr, Jaxpr
+from ...core.primitive import ELEMENTWISE
+from ...lax.callback import CALLBACK_PRIMITIVES
+from ...lax.control_flow import cond_p, scan_p, while_p
 from . import jit_engine
 from .types import I32
 
@@ -33,6 +39,52 @@ def is_set() -> bool:
 
 def clear() -> None:
     _flag.value = 0
+
+
+# A program whose whole run is bounded below this many element operations (`bounded_work`: no
+# while_loop, static scan lengths) ends within milliseconds: its scans do not poll, and where
+# nothing else polls its calls skip the SIGINT handler's set-up around them
+# (runtime/interrupts.py, ~2.5 us a call: an eighth of a 10k-step scalar fori_loop's call).
+SCAN_POLL_MIN_WORK = 1 << 20
+
+
+def bounded_work(jaxpr: Jaxpr) -> int | None:
+    """An upper bound on the element operations of one run of `jaxpr`, or None where it has a
+    while_loop or a host callback (no static bound). An equation without a body counts its largest operand or
+    result, times its largest dimension unless it is elementwise (this bounds a matmul, sort,
+    FFT or factorisation); a scan its length times its body; a cond its costliest branch; a
+    row_map its rows times its row body; any other equation with bodies, the sum of them."""
+    total = 0
+    for eqn in jaxpr.eqns:
+        n = _eqn_work(eqn)
+        if n is None:
+            return None
+        total += n
+    return total
+
+
+def _eqn_work(eqn) -> int | None:
+    if eqn.primitive is while_p or eqn.primitive in CALLBACK_PRIMITIVES:
+        return None
+    shapes = [getattr(v.aval, "shape", ()) for v in (*eqn.invars, *eqn.outvars)]
+    size = max([math.prod(s) for s in shapes] + [1])
+    bodies = [x.jaxpr for value in eqn.params.values()
+              for x in (value if isinstance(value, tuple) else (value,))
+              if isinstance(x, ClosedJaxpr)]
+    if not bodies:
+        if eqn.primitive.fusion == ELEMENTWISE:
+            return size
+        return size * max([d for s in shapes for d in s] + [1])
+    works = [bounded_work(body) for body in bodies]
+    if None in works:
+        return None
+    if eqn.primitive is scan_p:
+        return size + eqn.params["length"] * sum(works)
+    if eqn.primitive is cond_p:
+        return size + max(works)
+    if eqn.primitive is row_map_p:
+        return size + math.prod(eqn.params["rows"]) * max(works)
+    return size + sum(works)
 
 
 def _flag_global(module: ir.Module) -> ir.GlobalVariable:
