@@ -123,7 +123,7 @@ def _compile(ir_text: str, folder: pathlib.Path | None, name: str, optimise,
              counts: collections.Counter, library: bool = False) -> tuple[str, jit_engine.Code]:
     """(optimised IR, code) of `ir_text`: loaded from `folder`'s entry `name` when it holds a
     valid one, else parsed, optimised by `optimise` and compiled, and stored there."""
-    secret = _secret(folder) if folder is not None else None
+    secret = _secret(folder, library) if folder is not None else None
     path = folder / f"{name}.o" if secret is not None else None
     entry = _load(path, name, secret, counts) if path is not None else None
     if entry is not None:
@@ -171,32 +171,30 @@ class UnsafeCacheFolder(Exception):
     """The cache folder (or its key) is not safe to load code from; the message says how."""
 
 
-_secrets: dict[pathlib.Path, bytes | None] = {}  # folder -> its key; None: not usable
+# (folder, whether its parent is checked too) -> its key; None: not usable
+_secrets: dict[tuple[pathlib.Path, bool], bytes | None] = {}
 _secrets_lock = threading.Lock()
 _warned: set[str] = set()  # (an unsafe folder turns off both caches: one warning says so)
 
 
-def _secret(folder: pathlib.Path) -> bytes | None:
-    """The folder's key after checking the folder, once per folder and process; None, with one
-    warning, when the folder is not safe or usable (the persistent cache is then off)."""
+def _secret(folder: pathlib.Path, subfolder: bool = False) -> bytes | None:
+    """The folder's key after checking the folder (and with `subfolder`, its parent), once per
+    folder and process; None, with one warning, when the folder is not safe or usable (the
+    persistent cache is then off)."""
     with _secrets_lock:
-        if folder not in _secrets:
+        if (folder, subfolder) not in _secrets:
             try:
-                _secrets[folder] = _open_folder(folder)
+                if subfolder:  # (whoever may write the parent may replace the subfolder)
+                    _check_folder(folder.parent)
+                _check_folder(folder)
+                _secrets[folder, subfolder] = _folder_key(folder)
             except (UnsafeCacheFolder, OSError) as err:
-                _secrets[folder] = None
+                _secrets[folder, subfolder] = None
                 if str(err) not in _warned:
                     _warned.add(str(err))
                     warnings.warn(f"tracejit's persistent code cache is off for this process: "
                                   f"{err}", RuntimeWarning, stacklevel=2)
-        return _secrets[folder]
-
-
-def _open_folder(folder: pathlib.Path) -> bytes:
-    if folder.name == LIBRARY_FOLDER:
-        _check_folder(folder.parent)  # (whoever may write there may replace the subfolder)
-    _check_folder(folder)
-    return _folder_key(folder)
+        return _secrets[folder, subfolder]
 
 
 def _check_folder(folder: pathlib.Path) -> None:
