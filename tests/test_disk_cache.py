@@ -37,7 +37,7 @@ x, y = rng.standard_normal((2, 37, 11, 64)).astype(np.float32)
 native = [np.asarray(v) for v in tracejit.jit(f, backend="native")(x, y)]
 ref = [np.asarray(v) for v in tracejit.jit(f, backend="interpret")(x, y)]
 llvm_ir = tracejit.jit(f).lower(x, y).compile().as_text(dialect="llvm")
-print(json.dumps({"stats": dict(disk_cache.stats),
+print(json.dumps({"stats": dict(disk_cache.stats), "library": dict(disk_cache.library_stats),
                   "native": [v.tolist() for v in native], "ref": [v.tolist() for v in ref],
                   "llvm_ir": hashlib.sha256(llvm_ir.encode()).hexdigest()}))
 """
@@ -128,7 +128,16 @@ def test_option_switches_writing(tmp_path, enabled):
     assert len(_entries(tmp_path)) == (1 if enabled else 0)
 
 
-def test_disabled_in_env_writes_nothing(tmp_path):
+def test_disabled_in_env_caches_no_program(tmp_path):
+    """Off, no program is cached: what is written is the runtime's own code (the thread pool,
+    the support routines, the slow paths), in the library subfolder, and nothing else."""
     out = _run(tmp_path, enabled=False)
-    assert out["stats"] == {} and not any(tmp_path.iterdir())
+    assert out["stats"] == {}
+    assert [p.name for p in tmp_path.iterdir()] == [disk_cache.LIBRARY_FOLDER]
+    library = tmp_path / disk_cache.LIBRARY_FOLDER
+    assert len(_entries(library)) == out["library"]["stores"] >= 1
+    # the user program's entry point is named jit_f_<hash> (native.py): in no entry
+    assert not [p for p in _entries(library) if b"jit_f" in p.read_bytes()]
+    again = _run(tmp_path, enabled=False)
+    assert again["stats"] == {} and again["library"] == {"hits": out["library"]["stores"]}
 

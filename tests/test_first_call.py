@@ -65,7 +65,8 @@ def test_trig_slow_path_at_o1_gives_o3s_bits():
         o3_module = jit_engine.optimize(jit_engine.parse(str(ourmath.big_trig_routine(symbol))))
         o3 = llvm.create_mcjit_compiler(o3_module, jit_engine.create_target_machine())
         o3.finalize_object()
-        fns = [ctypes.CFUNCTYPE(ctype, ctype)(e.get_function_address(symbol)) for e in (o1, o3)]
+        fns = [ctypes.CFUNCTYPE(ctype, ctype)(address) for address in
+               (o1.address(symbol), o3.get_function_address(symbol))]
         got = [np.array([fn(v) for v in x.tolist()], dtype) for fn in fns]
         np.testing.assert_array_equal(got[0], got[1])
         name = next(n for n in ("sin", "cos", "tan") if n in symbol)

@@ -13,7 +13,7 @@ import json
 import numpy as np
 import tracejit, tracejit.numpy as jnp
 from tracejit.backend.llvm import jit_engine
-built = lambda: jit_engine._support_engine.cache_info().currsize
+built = lambda: jit_engine._make_support_engine.cache_info().currsize
 x = np.linspace(-70000, 70000, 13)
 out = {"plus": float(tracejit.jit(lambda x: x + 1)(np.float32(1.5))), "after_f32": built()}
 out["half"] = np.asarray(tracejit.jit(lambda x: x.astype(jnp.float16))(x)).tolist()

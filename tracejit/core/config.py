@@ -26,6 +26,9 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     # $XDG_CACHE_HOME/tracejit or ~/.cache/tracejit). Where code is cached changes no program.
     "tracejit_persistent_cache": (True, False),
     "tracejit_cache_dir": (None, False),
+    # the runtime's own code (thread pool, math's slow paths) cached in that folder's `library`
+    # subfolder, compiled once per machine; on even when tracejit_persistent_cache is off
+    "tracejit_library_cache": (True, False),
     # bounds: the on-disk cache's total size (least recently used entries go first), and how
     # many signatures each jitted function keeps traced and compiled (least recently called
     # go first; a call after that traces and compiles again)

@@ -24,6 +24,13 @@ Key: sha256 of FORMAT, the llvmlite and LLVM versions, the host CPU name and fea
 IR text (entry symbol included: native.py names it deterministically). Options:
 `tracejit_persistent_cache` (on by default) and `tracejit_cache_dir` (else
 $XDG_CACHE_HOME/tracejit or ~/.cache/tracejit).
+
+The runtime's own code (the thread pool, math's slow paths, the support routines: the same in
+every process, like jaxlib's prebuilt runtime) goes through `compile_library`, into the folder's
+`library` subfolder, under the same checks, keyed also by its optimisation level. That cache has
+an option of its own, `tracejit_library_cache` (on by default): `tracejit_persistent_cache` off
+still means that no user program is cached, and the runtime's code is then compiled once per
+machine rather than once per process.
 """
 from __future__ import annotations
 
@@ -57,24 +64,35 @@ _KEY_BYTES = 32
 # errors: unreadable, rejected or unwritable entries (each also a miss or a failed store);
 # evictions: entries deleted to keep the folder within tracejit_cache_max_bytes
 stats: collections.Counter[str] = collections.Counter()
+# the same counts for the runtime's own code (compile_library), kept apart from the programs'
+library_stats: collections.Counter[str] = collections.Counter()
+LIBRARY_FOLDER = "library"  # the subfolder of the cache folder compile_library uses
 
 
-def cache_dir() -> pathlib.Path | None:
-    """The cache folder, or None when the persistent cache is off."""
-    if not config.tracejit_persistent_cache:
-        return None
+def _base_dir() -> pathlib.Path:
     if config.tracejit_cache_dir:
         return pathlib.Path(config.tracejit_cache_dir)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return pathlib.Path(base) / "tracejit"
 
 
-def key(ir_text: str) -> str:
-    """The entry name for `ir_text` compiled by this llvmlite/LLVM for this host CPU."""
+def cache_dir() -> pathlib.Path | None:
+    """The cache folder, or None when the persistent cache is off."""
+    return _base_dir() if config.tracejit_persistent_cache else None
+
+
+def library_dir() -> pathlib.Path | None:
+    """The folder of the runtime's own code (compile_library), or None when that cache is off."""
+    return _base_dir() / LIBRARY_FOLDER if config.tracejit_library_cache else None
+
+
+def key(ir_text: str, *extra: str) -> str:
+    """The entry name for `ir_text` compiled by this llvmlite/LLVM for this host CPU (and
+    whatever else `extra` says the code depends on)."""
     cpu, features = jit_engine.host_cpu()
     digest = hashlib.sha256()
     for part in (str(FORMAT), llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info)),
-                 cpu, features, ir_text):
+                 cpu, features, *extra, ir_text):
         digest.update(part.encode())
         digest.update(b"\0")  # so no two part lists hash the same text
     return digest.hexdigest()
@@ -86,40 +104,62 @@ def compile_ir(ir_text: str) -> tuple[llvm.ModuleRef, jit_engine.Code]:
     same whether compiled or loaded; code generation rewrites the one the engine holds) and the
     code."""
     folder = cache_dir()
-    secret = _secret(folder) if folder is not None else None
-    name = key(ir_text)
-    path = folder / f"{name}.o" if secret is not None else None
-    entry = _load(path, name, secret) if path is not None else None
-    if entry is not None:
-        optimised_ir, obj = entry
-        module = _checked_module(path, optimised_ir, obj)
-        if module is not None:
-            # (the engine takes `module`)
-            code, _ = jit_engine.load(module, cached_object=obj, ir_text=optimised_ir)
-            stats["hits"] += 1
-            _touch(path)
-            return jit_engine.parse(optimised_ir), code
-    module = jit_engine.parse(ir_text)
-    module = jit_engine.optimize(module)
-    optimised_ir = str(module)
-    code, obj = jit_engine.load(module, ir_text=optimised_ir)
-    if path is not None:
-        stats["misses"] += 1
-        if obj is not None:
-            _store(path, name, secret, optimised_ir.encode(), obj)
+    optimised_ir, code = _compile(ir_text, folder, key(ir_text), jit_engine.optimize, stats)
     # parsed back, as a hit is: the text reads the same (parsing canonicalises attributes)
     return jit_engine.parse(optimised_ir), code
 
 
-def _checked_module(path: pathlib.Path, optimised_ir: str, obj: bytes) -> llvm.ModuleRef | None:
+def compile_library(ir_text: str, speed_level: int) -> jit_engine.Code:
+    """The machine code of a module of the runtime's own (what jit_engine.compile_library runs
+    once the runtime is imported), loaded from the library cache when that holds a valid entry,
+    else compiled (see jit_engine.optimize_library) and stored."""
+    name = key(ir_text, "library", str(speed_level))
+    return _compile(ir_text, library_dir(), name,
+                    lambda module: jit_engine.optimize_library(module, speed_level),
+                    library_stats, library=True)[1]
+
+
+def _compile(ir_text: str, folder: pathlib.Path | None, name: str, optimise,
+             counts: collections.Counter, library: bool = False) -> tuple[str, jit_engine.Code]:
+    """(optimised IR, code) of `ir_text`: loaded from `folder`'s entry `name` when it holds a
+    valid one, else parsed, optimised by `optimise` and compiled, and stored there."""
+    secret = _secret(folder, library) if folder is not None else None
+    path = folder / f"{name}.o" if secret is not None else None
+    entry = _load(path, name, secret, counts) if path is not None else None
+    if entry is not None:
+        optimised_ir, obj = entry
+        module = _checked_module(path, optimised_ir, obj, counts)
+        if module is not None:
+            # (the engine takes `module`)
+            code, _ = jit_engine.load(module, cached_object=obj, ir_text=optimised_ir,
+                                      library=library)
+            counts["hits"] += 1
+            _touch(path)
+            return optimised_ir, code
+    module = optimise(jit_engine.parse(ir_text))
+    optimised_ir = str(module)
+    code, obj = jit_engine.load(module, ir_text=optimised_ir, library=library)
+    if path is not None:
+        counts["misses"] += 1
+        if obj is not None:
+            _store(path, name, secret, optimised_ir.encode(), obj, counts)
+    return optimised_ir, code
+
+
+_LOCAL = (llvm.Linkage.internal, llvm.Linkage.private)
+
+
+def _checked_module(path: pathlib.Path, optimised_ir: str, obj: bytes,
+                    counts: collections.Counter) -> llvm.ModuleRef | None:
     """The entry's IR parsed, if it parses and its object code passes object_code.check (which
-    needs the IR: every function the module defines must be in the object); else None, the
-    entry deleted."""
+    needs the IR: every function the module defines for others to call must be in the object;
+    internal ones are local symbols, or inlined away); else None, the entry deleted."""
     try:
         module = jit_engine.parse(optimised_ir)
-        check(obj, [f.name for f in module.functions if not f.is_declaration])
+        check(obj, [f.name for f in module.functions
+                    if not f.is_declaration and f.linkage not in _LOCAL])
     except (RuntimeError, BadObject):
-        stats["errors"] += 1
+        counts["errors"] += 1
         _discard(path)
         return None
     return module
@@ -131,25 +171,33 @@ class UnsafeCacheFolder(Exception):
     """The cache folder (or its key) is not safe to load code from; the message says how."""
 
 
-_secrets: dict[pathlib.Path, bytes | None] = {}  # folder -> its key; None: not usable
+# (folder, whether its parent is checked too) -> its key; None: not usable
+_secrets: dict[tuple[pathlib.Path, bool], bytes | None] = {}
 _secrets_lock = threading.Lock()
+_warned: set[str] = set()  # (an unsafe folder turns off both caches: one warning says so)
 
 
-def _secret(folder: pathlib.Path) -> bytes | None:
-    """The folder's key after checking the folder, once per folder and process; None, with one
-    warning, when the folder is not safe or usable (the persistent cache is then off)."""
+def _secret(folder: pathlib.Path, subfolder: bool = False) -> bytes | None:
+    """The folder's key after checking the folder (and with `subfolder`, its parent), once per
+    folder and process; None, with one warning, when the folder is not safe or usable (the
+    persistent cache is then off)."""
     with _secrets_lock:
-        if folder not in _secrets:
+        if (folder, subfolder) not in _secrets:
             try:
-                _secrets[folder] = _open_folder(folder)
+                if subfolder:  # (whoever may write the parent may replace the subfolder)
+                    _check_folder(folder.parent)
+                _check_folder(folder)
+                _secrets[folder, subfolder] = _folder_key(folder)
             except (UnsafeCacheFolder, OSError) as err:
-                _secrets[folder] = None
-                warnings.warn(f"tracejit's persistent code cache is off for this process: "
-                              f"{err}", RuntimeWarning, stacklevel=2)
-        return _secrets[folder]
+                _secrets[folder, subfolder] = None
+                if str(err) not in _warned:
+                    _warned.add(str(err))
+                    warnings.warn(f"tracejit's persistent code cache is off for this process: "
+                                  f"{err}", RuntimeWarning, stacklevel=2)
+        return _secrets[folder, subfolder]
 
 
-def _open_folder(folder: pathlib.Path) -> bytes:
+def _check_folder(folder: pathlib.Path) -> None:
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     except FileExistsError:
@@ -164,7 +212,6 @@ def _open_folder(folder: pathlib.Path) -> bytes:
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise UnsafeCacheFolder(f"{folder} is writable by other users, who could make this "
                                 f"process run their code; {fix}")
-    return _folder_key(folder)
 
 
 def _folder_key(folder: pathlib.Path) -> bytes:
@@ -227,13 +274,14 @@ def _tag(secret: bytes, name: str, header: bytes, payload) -> bytes:
     return mac.digest()
 
 
-def _load(path: pathlib.Path, name: str, secret: bytes) -> tuple[str, bytes] | None:
+def _load(path: pathlib.Path, name: str, secret: bytes,
+          counts: collections.Counter) -> tuple[str, bytes] | None:
     try:
         data = _read_own_file(path, _MAX_ENTRY_BYTES)
     except FileNotFoundError:
         return None
     except (OSError, _Rejected):
-        stats["errors"] += 1
+        counts["errors"] += 1
         _discard(path)
         return None
     if len(data) >= _HEADER.size:
@@ -246,7 +294,7 @@ def _load(path: pathlib.Path, name: str, secret: bytes) -> tuple[str, bytes] | N
                 return bytes(payload[:n_ir]).decode(), bytes(payload[n_ir:])
             except UnicodeDecodeError:
                 pass
-    stats["errors"] += 1
+    counts["errors"] += 1
     _discard(path)
     return None
 
@@ -259,7 +307,8 @@ def _discard(path: pathlib.Path) -> None:
         pass
 
 
-def _store(path: pathlib.Path, name: str, secret: bytes, ir: bytes, obj: bytes) -> None:
+def _store(path: pathlib.Path, name: str, secret: bytes, ir: bytes, obj: bytes,
+           counts: collections.Counter) -> None:
     header = _HEADER.pack(_MAGIC, len(ir), len(obj), bytes(32))[:-32]
     entry = header + _tag(secret, name, header, ir + obj) + ir + obj
     try:
@@ -272,10 +321,10 @@ def _store(path: pathlib.Path, name: str, secret: bytes, ir: bytes, obj: bytes) 
             os.unlink(temp)
             raise
     except OSError:
-        stats["errors"] += 1
+        counts["errors"] += 1
         return
-    stats["stores"] += 1
-    _evict(path.parent, config.tracejit_cache_max_bytes)
+    counts["stores"] += 1
+    _evict(path.parent, config.tracejit_cache_max_bytes, counts)
 
 
 def _touch(path: pathlib.Path) -> None:
@@ -287,7 +336,7 @@ def _touch(path: pathlib.Path) -> None:
         pass
 
 
-def _evict(folder: pathlib.Path, max_bytes: int) -> None:
+def _evict(folder: pathlib.Path, max_bytes: int, counts: collections.Counter) -> None:
     """Delete the least recently used entries until the folder's entries fit in `max_bytes`."""
     entries = []
     try:
@@ -304,7 +353,10 @@ def _evict(folder: pathlib.Path, max_bytes: int) -> None:
             break
         try:
             os.unlink(entry)
-            stats["evictions"] += 1
+            counts["evictions"] += 1
         except OSError:
             pass
         total -= size
+
+
+jit_engine.set_library_compiler(compile_library)

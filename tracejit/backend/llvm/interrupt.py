@@ -132,9 +132,8 @@ def _handler_code() -> jit_engine.Code:
             with b.if_then(b.icmp_unsigned("!=", previous, ir.Constant(previous.type, None))):
                 b.call(previous, [fn.args[0]])
     b.ret_void()
-    parsed = jit_engine.parse(str(module))
-    code, _ = jit_engine.load(parsed)
-    return code  # (cached: the handler's code lives as long as the process)
+    # (cached: the handler's code lives as long as the process; compiled once per machine)
+    return jit_engine.compile_library(str(module), speed_level=0)
 
 
 @functools.cache  # (looked up around every native call)

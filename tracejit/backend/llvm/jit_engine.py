@@ -63,19 +63,52 @@ class Code:
         return address
 
 
+# The runtime's own code (the thread pool, the support routines, math's slow paths) is the same
+# in every process: runtime/disk_cache.py installs a compile that keeps its object code on disk
+# (the backend may not import the runtime); until then it is compiled here.
+_library_compiler = None
+
+
+def set_library_compiler(compile_fn) -> None:
+    """Make `compile_fn(ir_text, speed_level) -> Code` what compile_library runs."""
+    global _library_compiler
+    _library_compiler = compile_fn
+
+
+def compile_library(ir_text: str, speed_level: int = 3) -> Code:
+    """The machine code of a module of the runtime's own (not a user's program), optimised by
+    optimize_library at `speed_level`; the caller keeps it for the process."""
+    if _library_compiler is not None:
+        return _library_compiler(ir_text, speed_level)
+    module = optimize_library(parse(ir_text), speed_level)
+    return load(module, library=True)[0]
+
+
+def optimize_library(module: llvm.ModuleRef, speed_level: int) -> llvm.ModuleRef:
+    """`optimize` at O3; O1 without vectorisers at 1; nothing at 0 (code generation's own
+    optimisation only)."""
+    if speed_level >= 3:
+        return optimize(module)
+    if speed_level > 0:
+        _run_pipeline(module, speed_level=speed_level, vectorize=False)
+    return module
+
+
+_library_lock = threading.Lock()  # (the support routines and slow paths are made once)
+
+
+def _support_engine() -> Code:
+    with _library_lock:
+        return _make_support_engine()
+
+
 @functools.cache
-def _support_engine() -> llvm.ExecutionEngine:
-    """The engine of the support routines, made once and kept: every program links to them."""
-    _init_native()
-    module = llvm.parse_assembly(str(support.module()))
-    module.triple = llvm.get_process_triple()
-    module.data_layout = str(target_data())
-    module.verify()
-    engine = llvm.create_mcjit_compiler(module, create_target_machine())
-    engine.finalize_object()
+def _make_support_engine() -> Code:
+    """The code of the support routines, made once and kept: every program links to them."""
+    code = compile_library(str(support.module()), speed_level=0)
     for libcall, (symbol, *_) in support.ROUTINES.items():
-        llvm.add_symbol(libcall, engine.get_function_address(symbol))
-    return engine
+        llvm.add_symbol(libcall, code.address(symbol))
+    return code
 
 
 def needs_support(ir_text: str) -> bool:
@@ -85,21 +118,15 @@ def needs_support(ir_text: str) -> bool:
 
 
 @functools.cache
-def _slow_path_engine(symbol: str) -> llvm.ExecutionEngine:
-    """The engine of one of math's out-of-line slow paths (sin/cos/tan of huge arguments),
-    made the first time a program calls it and kept; binds its name for programs' linker."""
-    module = llvm.parse_assembly(str(ourmath.big_trig_routine(symbol)))
-    module.triple = llvm.get_process_triple()
-    module.data_layout = str(target_data())
-    module.verify()
+def _slow_path_engine(symbol: str) -> Code:
+    """The code of one of math's out-of-line slow paths (sin/cos/tan of huge arguments), made
+    the first time a program calls it and kept; binds its name for programs' linker."""
     # O1: the path runs only for huge arguments, and O3 took 30 ms of the first program that
     # calls it (its IR has no fast-math flags: the same bits at every level)
-    _run_pipeline(module, speed_level=1, vectorize=False)
-    engine = llvm.create_mcjit_compiler(module, create_target_machine())
-    engine.finalize_object()
+    code = compile_library(str(ourmath.big_trig_routine(symbol)), speed_level=1)
     for name in (symbol, *_VARIANTS_OF[symbol]):
-        llvm.add_symbol(name, engine.get_function_address(name))
-    return engine
+        llvm.add_symbol(name, code.address(name))
+    return code
 
 
 # each slow path's masked vector variants, defined in its module (math.big_trig_routine)
@@ -112,7 +139,8 @@ _ROUTINE_OF = {**{s: s for s in _VARIANTS_OF},
 def _link_slow_paths(module: llvm.ModuleRef) -> None:
     for fn in module.functions:
         if fn.is_declaration and fn.name in _ROUTINE_OF:
-            _slow_path_engine(_ROUTINE_OF[fn.name])
+            with _library_lock:
+                _slow_path_engine(_ROUTINE_OF[fn.name])
 
 
 # MCJIT's object-cache hooks for the one module `load` is finalising (under `_lock`): the
@@ -209,16 +237,19 @@ def parse(ir_text: str) -> llvm.ModuleRef:
 
 
 def load(module: llvm.ModuleRef, cached_object: bytes | None = None,
-         ir_text: str | None = None) -> tuple[Code, bytes | None]:
+         ir_text: str | None = None, library: bool = False) -> tuple[Code, bytes | None]:
     """Generate the machine code of an optimised module in an engine of its own (which takes
     the module), or load `cached_object` (object code an earlier `load` of the same module
     returned) instead. Returns the code and the object code generated (None when loaded).
     Whether it needs the support routines (compiling them was half of the first program's
-    compile) is read from `ir_text`, the module's text, where the caller has it."""
-    if needs_support(ir_text if ir_text is not None else str(module)):
-        _support_engine()
-    with _lock:     # (also around the slow paths' engines, made and bound once)
+    compile) is read from `ir_text`, the module's text, where the caller has it. A `library`
+    module (compile_library's) links to neither them nor the slow paths."""
+    _init_native()
+    if not library:
+        if needs_support(ir_text if ir_text is not None else str(module)):
+            _support_engine()
         _link_slow_paths(module)
+    with _lock:
         _object_slot["cached"], _object_slot["generated"] = cached_object, None
         try:
             engine = llvm.create_mcjit_compiler(module, create_target_machine())

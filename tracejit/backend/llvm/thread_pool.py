@@ -358,9 +358,8 @@ def _make_code():
     import llvmlite.binding as llvm
 
     from . import jit_engine
-    parsed = jit_engine.parse(str(module()))
-    jit_engine.optimize(parsed)
-    code, _ = jit_engine.load(parsed)
+    # the same in every process: compiled once per machine, then loaded from the disk cache
+    code = jit_engine.compile_library(str(module()))
     llvm.add_symbol(SYMBOL, code.address(SYMBOL))
     llvm.add_symbol(_BUSY, code.global_address(_BUSY))  # (blas.py gives 1 thread while set)
     llvm.add_symbol(_WANTED, code.global_address(_WANTED))  # (linalg.py: tile or not)

@@ -1,0 +1,69 @@
+"""The runtime's own code (runtime/disk_cache.py's compile_library: the thread pool, math's slow
+paths) is compiled once per machine: a second process loads it from the cache folder's library
+subfolder, with the same results, even with the program cache off; a tampered entry is rejected
+and compiled afresh; `tracejit_library_cache` off writes nothing."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+# a sum large enough for the thread pool, and sines of huge arguments (the out-of-line slow
+# path), in a fresh process
+_SCRIPT = """
+import json
+import numpy as np
+import tracejit, tracejit.numpy as jnp
+from tracejit.runtime import disk_cache
+x = np.linspace(-1.0, 1.0, 1 << 18, dtype=np.float32)
+big = np.array([1e6, 3.5e12, -7.25e20, 1e30], np.float32)
+total = float(tracejit.jit(lambda x: jnp.sum(x * x))(x))
+sines = np.asarray(tracejit.jit(jnp.sin)(big)).tolist()
+print(json.dumps({"library": dict(disk_cache.library_stats), "programs": dict(disk_cache.stats),
+                  "total": total, "sines": sines}))
+"""
+
+
+def _run(cache_dir, library: bool = True) -> dict:
+    env = dict(os.environ, TRACEJIT_CACHE_DIR=str(cache_dir), TRACEJIT_PERSISTENT_CACHE="0",
+               TRACEJIT_LIBRARY_CACHE="1" if library else "0", TRACEJIT_NUM_THREADS="2",
+               TRACEJIT_BACKEND="native")
+    done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    x = np.linspace(-1.0, 1.0, 1 << 18, dtype=np.float32).astype(np.float64)
+    np.testing.assert_allclose(out["total"], np.sum(x * x), rtol=1e-5)
+    big = np.array([1e6, 3.5e12, -7.25e20, 1e30], np.float32)
+    np.testing.assert_allclose(out["sines"], np.sin(big.astype(np.float64)), rtol=0, atol=3e-7)
+    assert out["programs"] == {}  # the program cache is off: no program was cached
+    return out
+
+
+def _entries(folder) -> list:
+    return sorted(p for p in folder.iterdir() if p.suffix == ".o")
+
+
+def test_library_code_is_compiled_once_then_loaded(tmp_path):
+    cold = _run(tmp_path)
+    library = tmp_path / "library"
+    n = len(_entries(library))
+    assert n >= 2  # the pool and the sine's slow path at least
+    assert cold["library"] == {"misses": n, "stores": n}
+    assert [p.name for p in tmp_path.iterdir()] == ["library"]  # and no program
+    warm = _run(tmp_path)
+    assert warm["library"] == {"hits": n}
+    assert (warm["total"], warm["sines"]) == (cold["total"], cold["sines"])  # bit for bit
+    for path in _entries(library):  # inside the object code: only the tag can tell
+        data = bytearray(path.read_bytes())
+        data[-100] ^= 0x40
+        path.write_bytes(bytes(data))
+    again = _run(tmp_path)
+    assert again["library"] == {"errors": n, "misses": n, "stores": n}
+    assert (again["total"], again["sines"]) == (cold["total"], cold["sines"])
+
+
+def test_library_cache_off_writes_nothing(tmp_path):
+    out = _run(tmp_path, library=False)
+    assert out["library"] == {} and not any(tmp_path.iterdir())
