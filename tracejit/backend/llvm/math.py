@@ -1304,7 +1304,9 @@ def _has_scalef() -> bool:
 
 
 def _xla_exp32(e: _Emitter, x):
-    x = e.select(e.lt(x, -104.0), -104.0, e.select(e.gt(x, 88.8), 88.8, x))
+    # clamp x to [-104, 88.8], NaN passing through: llvm.maximum/minimum against a constant
+    # are one vmaxps/vminps each (the select pair became a vminps, a compare and a blend)
+    x = e.call("llvm.minimum", e.call("llvm.maximum", x, -104.0), 88.8)
     n = e.floor(e.fma(x, float(np.float32(1 / np.log(2))), 0.5))
     # A NaN n (x NaN) becomes 127 here, not later: one vminps either way, and fptosi below
     # needs no NaN select (y is NaN through r, and stays the same NaN whatever its scale).
