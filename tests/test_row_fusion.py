@@ -2,6 +2,8 @@
 to one row kernel that keeps no full-size temporary and reads its input row at most twice; the
 values agree with the reference interpreter, and regions that are not row-shaped (axis=0,
 1-D, a value fed back through another op) still compute the right thing."""
+import re
+
 import numpy as np
 import pytest
 
@@ -138,6 +140,20 @@ def test_nan_and_inf_rows(name, f, rtol, row_atol):
     x[6, 1], x[6, 5] = np.inf, -np.inf
     x[7, :] = 0.0
     _assert_close(*_both(f, x), rtol, row_atol)
+
+
+@pytest.mark.parametrize("name,f,rtol,row_atol", ROW_PROGRAMS, ids=[p[0] for p in ROW_PROGRAMS])
+def test_wide_rows_call_outlined_kernels(name, f, rtol, row_atol):
+    """Rows of >= OUTLINE_ROW_MIN_ELEMENTS run their elementwise kernels as functions of their
+    own (`tjk_` modules, called once a row), narrower rows inline: the same values either way,
+    NaN and inf rows included."""
+    from tracejit.backend.llvm.control_flow import OUTLINE_ROW_MIN_ELEMENTS as wide
+    for width, outlined in ((wide, True), (wide - 1, False)):
+        x = _data((6, width))
+        x[1, 3], x[2, 0], x[3, :], x[4, :] = np.nan, np.inf, -np.inf, np.inf
+        text = _compiled(f, x).as_text(dialect="llvm")
+        assert (re.search(r'define void @"?tjk_', text) is not None) == outlined, (name, width)
+        _assert_close(*_both(f, x), rtol, row_atol)
 
 
 def test_softmax_over_leading_axis_is_not_a_row_region():

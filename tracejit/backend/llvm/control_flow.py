@@ -242,7 +242,8 @@ def _row_map(em: Emitter, eqn, ins, dests):
                 for x, a in zip(args, p["in_axes"])]
         placed = _temporaries_in_outputs(body)
         em.emit_jaxpr(body, [em.const_value(c) for c in closed.consts], args, out_rows,
-                      placed={v: out_rows[k] for v, k in placed.items()})
+                      placed={v: out_rows[k] for v, k in placed.items()},
+                      outline=_outline_row_kernels(body))
 
     def body_at(i):
         if p["tail"] is None:
@@ -255,6 +256,19 @@ def _row_map(em: Emitter, eqn, ins, dests):
                 emit_row(i, p["body"])
     em.loop(n, body_at, name="row")
     return outs
+
+
+# A row body's elementwise kernels over rows of at least this many elements are functions of
+# their own, called once a row: inline in the loop over rows, LLVM kept the constants of a
+# kernel like softmax's exp as addresses in general registers for the whole row loop (the large
+# code model's movabsq), ran out of them and reloaded each broadcast every iteration (softmax
+# 1000² on one thread 434 -> 359 µs); the call costs a few ns a row.
+OUTLINE_ROW_MIN_ELEMENTS = 256
+
+
+def _outline_row_kernels(body) -> bool:
+    sizes = [v.aval.size for e in body.eqns for v in e.outvars if v.aval.ndim]
+    return bool(sizes) and min(sizes) >= OUTLINE_ROW_MIN_ELEMENTS
 
 
 def _scan_of_columns(em: Emitter, body, args: list, out_rows: list) -> None:

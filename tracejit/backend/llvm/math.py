@@ -1304,9 +1304,13 @@ def _has_scalef() -> bool:
 
 
 def _xla_exp32(e: _Emitter, x):
-    x = e.select(e.lt(x, -104.0), -104.0, e.select(e.gt(x, 88.8), 88.8, x))
+    # clamp x to [-104, 88.8], NaN passing through: llvm.maximum/minimum against a constant
+    # are one vmaxps/vminps each (the select pair became a vminps, a compare and a blend)
+    x = e.call("llvm.minimum", e.call("llvm.maximum", x, -104.0), 88.8)
     n = e.floor(e.fma(x, float(np.float32(1 / np.log(2))), 0.5))
-    n = e.select(e.gt(n, 127.0), 127.0, n)
+    # A NaN n (x NaN) becomes 127 here, not later: one vminps either way, and fptosi below
+    # needs no NaN select (y is NaN through r, and stays the same NaN whatever its scale).
+    n = e.select(e.b.fcmp_unordered(">", n, e.v(127.0)), 127.0, n)
     r = e.fma(e.neg(n), _xla._LN2_LO, e.fma(e.neg(n), _xla._LN2_HI, x))
     p = _xla._EXP_P
     y = e.fma(r, p[0], p[1])
@@ -1314,11 +1318,11 @@ def _xla_exp32(e: _Emitter, x):
         y = e.fma(y, r, c)
     y = e.add(1.0, e.fma(y, e.mul(r, r), r))
     if _has_scalef():  # y * 2**n in one vscalefps (subnormal results rounded once, as below):
-        # 9 of the 25 vector operations an element costs otherwise, where softmax spends its time
-        return e.scale(y, e.b.fptosi(e.select(e.isnan(n), 0.0, n), e.ity))
+        # 9 vector operations fewer than the two multiplies, where softmax spends its time
+        return e.scale(y, e.b.fptosi(n, e.ity))
     low = e.lt(n, -100.0)  # a subnormal result: 2**n in two steps, one rounding
     n = e.select(low, e.add(n, 64.0), n)
-    ni = e.b.fptosi(e.select(e.isnan(n), 0.0, n), e.ity)       # NaN never reaches fptosi
+    ni = e.b.fptosi(n, e.ity)   # n is not NaN (the n <= 127 select above)
     out = e.mul(y, e.from_bits(e.ishl(e.iadd(ni, 127), 23)))
     return e.select(low, e.mul(out, 2.0 ** -64), out)
 
