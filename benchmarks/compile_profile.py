@@ -35,7 +35,14 @@ def chains(jnp):
                 x = jnp.cumsum(jnp.sin(x))
             return x
         return f
-    return {"sin": sin_chain, "cumsum": sin_cumsum}
+    def mixed(n):  # about n equations: cumsum/sin/reverse/tanh/mean, 7 equations a step
+        def f(x):
+            for _ in range(max(n // 7, 1)):
+                x = jnp.tanh(jnp.sin(jnp.cumsum(x))[::-1])
+                x = x - jnp.mean(x)
+            return x
+        return f
+    return {"sin": sin_chain, "cumsum": sin_cumsum, "mixed": mixed}
 
 
 def _patch(timers: dict):
