@@ -149,11 +149,10 @@ class Emitter:
         """Emit at the top of the function's entry block, then carry on where we were."""
         b = self.b
         here = b.block
-        entry = b.function.entry_basic_block
-        with b.goto_block(entry):
-            if entry.instructions:
-                b.position_before(entry.instructions[0])
-            yield
+        # (not goto_block: on a terminated block it finds the terminator's index, a walk over
+        # the entry block, which gains allocas all along a program: quadratic in its size)
+        b.position_at_start(b.function.entry_basic_block)
+        yield
         b.position_at_end(here)
 
     def _entry_alloca(self, t: ir.Type) -> ir.Value:
