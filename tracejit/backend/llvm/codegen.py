@@ -484,14 +484,15 @@ class Emitter:
     def next_segment(self, values: list, dests: list[Buf | None], placed: dict[Var, Buf]
                      ) -> Callable | None:
         """End the function being emitted with a call of a new one (then `ret void`), in which
-        emission carries on: LLVM's code generation (register allocation above all) costs more
-        than linear time in a function's size, so a program of 10^4 equations is a chain of
-        functions of SEGMENT_EQNS each. The values the rest of the program reads (`values`:
-        Bufs and Scalars), its destinations and placed buffers are passed as arguments; the
-        callers' frames stay live below it, so their stack slots (rank-0 temporaries) remain
-        valid, and an interrupted loop's `ret void` returns through every caller. Returns the
-        map of a value here to its value in the new function, or None (no cut here) while some
-        live value is neither (a lazy element) or too many are live."""
+        emission carries on: LLVM's code generation (loop strength reduction above all, then
+        register allocation) costs more than linear time in a function's size, so a program of
+        10^4 equations is a chain of functions of SEGMENT_EQNS equations each. The values the
+        rest of the program reads (`values`: Bufs and Scalars), its destinations and placed
+        buffers are passed as arguments. The callers' frames stay live below the new function,
+        so their stack slots (rank-0 temporaries) remain valid, and an interrupted loop's `ret
+        void` returns through every caller. Returns the map of a value here to its counterpart
+        in the new function, or None (no cut here) when some live value is neither (a lazy
+        element) or more than SEGMENT_MAX_ARGS would be passed."""
         refs: dict[int, ir.Value] = {}  # id -> the function-local values to pass (constants,
         for x in [*values, *dests, *placed.values()]:  # globals and functions need not be)
             if x is None:
@@ -788,8 +789,11 @@ _UNKNOWN_TRIPS = 1 << 40
 # function of its own
 OUTLINE_MIN_EQNS = 64
 # a program's main function carries on in a new function every SEGMENT_EQNS top-level
-# equations (Emitter.next_segment), unless more than SEGMENT_MAX_ARGS values would be passed
-SEGMENT_EQNS = 2000
+# equations (Emitter.next_segment), unless more than SEGMENT_MAX_ARGS values would be passed.
+# (~20 lines of IR an equation where reductions are inline: segments of ~10^4 lines, which
+# LLVM's loop strength reduction and register allocation handle in linear time; 100, 250, 500
+# and 1,000 compile a 10^4-equation chain in the same time, within noise)
+SEGMENT_EQNS = 500
 SEGMENT_MAX_ARGS = 512
 SEGMENT_PREFIX = "tracejit_segment."
 
