@@ -134,3 +134,24 @@ def test_ctrl_c_in_a_later_segment(monkeypatch):
     assert time.monotonic() - sent[0] < 0.5
     np.testing.assert_allclose(np.asarray(g(x, np.int32(5))), np.asarray(
         tracejit.jit(f, backend="interpret")(x, np.int32(5))), rtol=2e-5, atol=2e-5)
+
+
+def test_host_callbacks_in_several_segments(monkeypatch):
+    """Each segment reloads the callback ids from the inputs array it is passed."""
+    seen = []
+
+    def f(x):
+        for k in range(4):
+            for _ in range(4):
+                x = tnp.cumsum(x)[::-1] / 10.0
+            tracejit.debug.callback(lambda v, k=k: seen.append((k, float(v))), x.sum())
+        return x
+    x = np.linspace(0, 1, 16, dtype=np.float32)
+    monkeypatch.setattr(codegen, "SEGMENT_EQNS", SEGMENT)
+    assert _segments(f, x) >= 2
+    got = tracejit.jit(f)(x)
+    want = tracejit.jit(f, backend="interpret")(x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, atol=2e-5)
+    native, reference = seen[:4], seen[4:]
+    assert [k for k, _ in native] == [0, 1, 2, 3] == [k for k, _ in reference]
+    np.testing.assert_allclose([v for _, v in native], [v for _, v in reference], rtol=2e-5)
