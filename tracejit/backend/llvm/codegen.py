@@ -494,8 +494,9 @@ class Emitter:
         void` returns through every caller. Returns the map of a value here to its counterpart
         in the new function, or None (no cut here) when some live value is neither (a lazy
         element) or more than SEGMENT_MAX_ARGS would be passed."""
-        refs: dict[int, ir.Value] = {}  # id -> the function-local values to pass (constants,
-        for x in [*values, *dests, *placed.values()]:  # globals and functions need not be)
+        # id -> a function-local value to pass (constants and globals are valid everywhere)
+        refs: dict[int, ir.Value] = {}
+        for x in [*values, *dests, *placed.values()]:
             if x is None:
                 continue
             if not isinstance(x, (Buf, Scalar)):
