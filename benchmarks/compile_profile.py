@@ -1,7 +1,7 @@
 """Compile time by stage (CPU seconds): trace -> passes -> codegen (IR built, IR printed) ->
 LLVM (parse, optimise, machine code) on chains that grow, to show which stage stops scaling.
 
-    python -m benchmarks.compile_profile [sin|cumsum] [sizes...]
+    python -m benchmarks.compile_profile [sin|cumsum|mixed] [sizes...]
 """
 from __future__ import annotations
 
