@@ -1,7 +1,7 @@
 """Compile time by stage (CPU seconds): trace -> passes -> codegen (IR built, IR printed) ->
 LLVM (parse, optimise, machine code) on chains that grow, to show which stage stops scaling.
 
-    python -m benchmarks.compile_profile [sin|cumsum] [sizes...]
+    python -m benchmarks.compile_profile [sin|cumsum|mixed] [sizes...]
 """
 from __future__ import annotations
 
@@ -35,7 +35,14 @@ def chains(jnp):
                 x = jnp.cumsum(jnp.sin(x))
             return x
         return f
-    return {"sin": sin_chain, "cumsum": sin_cumsum}
+    def mixed(n):  # about n equations: cumsum/sin/reverse/tanh/mean, 7 equations a step
+        def f(x):
+            for _ in range(max(n // 7, 1)):
+                x = jnp.tanh(jnp.sin(jnp.cumsum(x))[::-1])
+                x = x - jnp.mean(x)
+            return x
+        return f
+    return {"sin": sin_chain, "cumsum": sin_cumsum, "mixed": mixed}
 
 
 def _patch(timers: dict):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import gc
 import hashlib
 import math
 import threading
@@ -104,6 +105,7 @@ class Emitter:
         # (generate: interrupt.bounded_work)
         self.scans_poll = True
         self.split = None  # while emitting a parallel chunk body: its outermost loop's cut
+        self.segments = 0  # functions the main one was cut into so far (next_segment)
 
     # --- memory ------------------------------------------------------------------------------
     def alloc(self, aval: ShapedArray) -> Buf:
@@ -152,11 +154,10 @@ class Emitter:
         """Emit at the top of the function's entry block, then carry on where we were."""
         b = self.b
         here = b.block
-        entry = b.function.entry_basic_block
-        with b.goto_block(entry):
-            if entry.instructions:
-                b.position_before(entry.instructions[0])
-            yield
+        # (not goto_block: on a terminated block it finds the terminator's index, a walk over
+        # the entry block, which gains allocas all along a program: quadratic in its size)
+        b.position_at_start(b.function.entry_basic_block)
+        yield
         b.position_at_end(here)
 
     def _entry_alloca(self, t: ir.Type) -> ir.Value:
@@ -415,10 +416,11 @@ class Emitter:
     # --- programs ----------------------------------------------------------------------------
     def emit_jaxpr(self, jaxpr: Jaxpr, consts: list, args: list,
                    dests: list[Buf | None] | None = None, outline: bool = False,
-                   placed: dict[Var, Buf] | None = None) -> list:
+                   placed: dict[Var, Buf] | None = None, segment: int = 0) -> list:
         """Emit `jaxpr` at the builder's position; outputs go to `dests` where given, and the
         temporaries in `placed` into the buffers given there. With `outline`, equations with
-        array outputs go in functions of their own (`lower_outlined`)."""
+        array outputs go in functions of their own (`lower_outlined`); with `segment`, every
+        `segment` equations carry on in a new function (`next_segment`)."""
         env: dict[Var, Any] = {}
         for v, x in zip(jaxpr.constvars, consts):
             env[v] = x
@@ -444,7 +446,20 @@ class Emitter:
         def held(v) -> int:
             x = env.get(v)
             return holders.get(id(x.ptr), 0) if isinstance(x, Buf) else 0
+        last_read = _last_reads(jaxpr) if segment else {}
+        cut = 0  # where the function being emitted began
         for k, eqn in enumerate(jaxpr.eqns):
+            if segment and k - cut >= segment:
+                live = {v: x for v, x in env.items() if v in keep or last_read.get(v, -1) >= k}
+                moved = self.next_segment(list(live.values()), dests, placed or {})
+                if moved is not None:
+                    cut = k
+                    env = {v: moved(x) for v, x in live.items()}
+                    dests = [moved(d) for d in dests]
+                    direct = {v: moved(d) for v, d in direct.items()}
+                    placed = {v: moved(d) for v, d in (placed or {}).items()}
+                    holders = collections.Counter(
+                        id(x.ptr) for v, x in env.items() if v in produced and isinstance(x, Buf))
             self._dying = {v for v in last_use.get(k, ()) if v not in keep and held(v) <= 1}
             eqn_dests = [direct.get(v) or (placed or {}).get(v) for v in eqn.outvars]
             outs = self._lower_parallel(eqn, env, eqn_dests)
@@ -470,6 +485,56 @@ class Emitter:
                 val = self.materialize(val, d)
             outs.append(val)
         return outs
+
+    def next_segment(self, values: list, dests: list[Buf | None], placed: dict[Var, Buf]
+                     ) -> Callable | None:
+        """End the function being emitted with a call of a new one (then `ret void`), in which
+        emission carries on: LLVM's code generation (loop strength reduction above all, then
+        register allocation) costs more than linear time in a function's size, so a program of
+        10^4 equations is a chain of functions of SEGMENT_EQNS equations each. The values the
+        rest of the program reads (`values`: Bufs and Scalars), its destinations and placed
+        buffers are passed as arguments. The callers' frames stay live below the new function,
+        so their stack slots (rank-0 temporaries) remain valid, and an interrupted loop's `ret
+        void` returns through every caller. Returns the map of a value here to its counterpart
+        in the new function, or None (no cut here) when some live value is neither (a lazy
+        element) or more than SEGMENT_MAX_ARGS would be passed."""
+        # id -> a function-local value to pass (constants and globals are valid everywhere)
+        refs: dict[int, ir.Value] = {}
+        for x in [*values, *dests, *placed.values()]:
+            if x is None:
+                continue
+            if not isinstance(x, (Buf, Scalar)):
+                return None
+            ref = x.ptr if isinstance(x, Buf) else x.value
+            if not isinstance(ref, (ir.Constant, ir.GlobalValue)):
+                refs.setdefault(id(ref), ref)
+        if len(refs) > SEGMENT_MAX_ARGS:
+            return None
+        b = self.b
+        fnty = ir.FunctionType(ir.VoidType(), [I8P.as_pointer(), I8P] +
+                               [ref.type for ref in refs.values()])
+        fn = ir.Function(self.module, fnty, name=f"{SEGMENT_PREFIX}{self.segments}")
+        fn.linkage = "internal"
+        fn.attributes.add("noinline")  # (inlined back, the chain would be one function again)
+        self.segments += 1
+        b.call(fn, [self.inputs, self.workspace] + list(refs.values()))
+        b.ret_void()
+        self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self.inputs, self.workspace, self._callback_ids = fn.args[0], fn.args[1], None
+        arg = dict(zip(refs, fn.args[2:]))
+        self._slot_of = {arg[id(p)]: slot for p, slot in self._slot_of.items() if id(p) in arg}
+        new: dict[int, Any] = {}  # id of a Buf or Scalar -> its counterpart (one per object)
+
+        def moved(x):
+            if x is None:
+                return None
+            if id(x) not in new:
+                if isinstance(x, Buf):
+                    new[id(x)] = Buf(arg.get(id(x.ptr), x.ptr), x.aval)
+                else:
+                    new[id(x)] = Scalar(arg.get(id(x.value), x.value), x.aval)
+            return new[id(x)]
+        return moved
 
     def _lower_parallel(self, eqn, env: dict, dests: list[Buf | None]) -> list | None:
         """A large kernel over independent rows, run on the thread pool (parallel_loops); None
@@ -729,6 +794,14 @@ _UNKNOWN_TRIPS = 1 << 40
 # programs of at least this many equations (counting those inside kernels) put each kernel in a
 # function of its own
 OUTLINE_MIN_EQNS = 64
+# a program's main function carries on in a new function every SEGMENT_EQNS top-level
+# equations (Emitter.next_segment), unless more than SEGMENT_MAX_ARGS values would be passed.
+# (~20 lines of IR an equation where reductions are inline: segments of ~10^4 lines, which
+# LLVM's loop strength reduction and register allocation handle in linear time; 100, 250, 500
+# and 1,000 compile a 10^4-equation chain in the same time, within noise)
+SEGMENT_EQNS = 500
+SEGMENT_MAX_ARGS = 512
+SEGMENT_PREFIX = "tracejit_segment."
 
 
 def _fused(em: Emitter, eqn, ins, dests):
@@ -757,6 +830,11 @@ def _last_uses(jaxpr: Jaxpr) -> dict[int, list]:
     for v, k in last.items():
         out.setdefault(k, []).append(v)
     return out
+
+
+def _last_reads(jaxpr: Jaxpr) -> dict[Var, int]:
+    """var -> the index of the last equation reading it (inputs included)."""
+    return {v: k for k, e in enumerate(jaxpr.eqns) for v in e.invars if isinstance(v, Var)}
 
 
 def _as_value(em: Emitter, buf: Buf):
@@ -829,9 +907,25 @@ def generate(closed: ClosedJaxpr, name: str,
     ins = [_as_value(em, bf) for bf in in_bufs]
     size = sum(len(e.params["body"].jaxpr.eqns) if e.primitive is fused_p else 1
                for e in jaxpr.eqns)
-    em.emit_jaxpr(jaxpr, ins[:nconsts], ins[nconsts:], out_bufs,
-                  outline=size >= OUTLINE_MIN_EQNS)
-    em.b.ret_void()
-    return Program(name, str(em.module), em.workspace_bytes, aliases, em.callbacks, em.polls,
-                   em.kernels)
+    with _collector_paused(len(jaxpr.eqns) > SEGMENT_EQNS):
+        em.emit_jaxpr(jaxpr, ins[:nconsts], ins[nconsts:], out_bufs,
+                      outline=size >= OUTLINE_MIN_EQNS, segment=SEGMENT_EQNS)
+        em.b.ret_void()
+        text = str(em.module)
+    return Program(name, text, em.workspace_bytes, aliases, em.callbacks, em.polls, em.kernels)
+
+
+@contextlib.contextmanager
+def _collector_paused(paused: bool):
+    """Python's cyclic garbage collector off (when `paused`, and on before): emitting a huge
+    program allocates millions of llvmlite objects, all kept, and each full collection walks
+    them all, so emission grew faster than linearly (20,000 equations: 7.4 s, 5.6 s without)."""
+    paused = paused and gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
 

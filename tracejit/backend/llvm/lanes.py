@@ -3,6 +3,8 @@ run of float32/float64 in memory: explicit vectors in a fixed order, so a row's 
 runs at load speed and gives the same bits on every CPU, for every thread count."""
 from __future__ import annotations
 
+import functools
+
 import llvmlite.ir as ir
 import numpy as np
 
@@ -125,10 +127,8 @@ def _fold(b: ir.IRBuilder, name: str, vecs: list[ir.Value]) -> ir.Value:
     width = v.type.count
     while width > 1:
         half = width // 2
-        lo = b.shuffle_vector(v, v, ir.Constant(ir.VectorType(ir.IntType(32), half),
-                                                list(range(half))))
-        hi = b.shuffle_vector(v, v, ir.Constant(ir.VectorType(ir.IntType(32), half),
-                                                list(range(half, width))))
+        lo = b.shuffle_vector(v, v, _lanes(0, half))
+        hi = b.shuffle_vector(v, v, _lanes(half, width))
         v, width = op(lo, hi), half
     return b.extract_element(v, ir.Constant(ir.IntType(32), 0))
 
@@ -143,3 +143,10 @@ def _minmax(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value) -> ir.Value:
     name = f"{op}.{suffix}"
     fn = b.module.globals.get(name) or ir.Function(b.module, ir.FunctionType(t, [t, t]), name)
     return b.call(fn, [x, y])
+
+
+@functools.cache
+def _lanes(start: int, stop: int) -> ir.Constant:
+    """The shuffle mask picking lanes start..stop-1, built once (llvmlite wraps each element of
+    a new vector constant, and a program of thousands of reductions folds ~10 halves each)."""
+    return ir.Constant(ir.VectorType(ir.IntType(32), stop - start), list(range(start, stop)))
