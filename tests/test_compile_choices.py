@@ -1,6 +1,7 @@
 """Choices made to compile less, checked against what they replace: scalar code's sin/cos/tan
 call one out-of-line function per module for |x| >= 0.78 (the same bits as the vectorised
-loop's inline code, NumPy's values), and programs whose IR has internal functions (parallel
+loop's inline code, NumPy's values); loops over fewer than VECTORIZE_COLD_ELEMENTS per call
+are not vectorized (the same values); programs whose IR has internal functions (parallel
 chunk bodies, those paths) load from the on-disk cache."""
 import re
 
@@ -70,3 +71,52 @@ def test_parallel_program_loads_from_disk_cache(tmp_path):
     assert delta.get("hits") == 1 and not delta.get("errors") and not delta.get("misses")
     np.testing.assert_array_equal(got, want)
     np.testing.assert_allclose(got, np.sum(np.sin(x.astype(np.float64)) * x), rtol=1e-5)
+
+
+_NO_VECTORIZE = '"llvm.loop.vectorize.enable", i1 0'
+
+
+def _emitted_ir(f, x) -> str:
+    from tracejit.compiler.passes import optimize
+    from tracejit.core.jaxpr import ClosedJaxpr
+    closed = tracejit.make_jaxpr(f)(x)
+    jaxpr, consts = optimize(closed.jaxpr, closed.consts)
+    return codegen.generate(ClosedJaxpr(jaxpr, consts), "entry").ir_text
+
+
+@pytest.mark.parametrize("reduce", [False, True])
+def test_cold_loops_are_not_vectorized(reduce):
+    def f(x):
+        y = x * 1.5 + 0.25
+        return jnp.sum(y) if reduce else y
+    cold = codegen.VECTORIZE_COLD_ELEMENTS
+    for n, vectorized in [(cold - 1, False), (cold, True)]:
+        x = np.linspace(-2, 2, n, dtype=np.float32)
+        assert (_NO_VECTORIZE not in _emitted_ir(f, x)) == vectorized, n
+        got = np.asarray(tracejit.jit(f)(x))
+        want = x.astype(np.float64) * 1.5 + 0.25
+        if reduce:
+            np.testing.assert_allclose(got, want.sum(), rtol=1e-5, atol=1e-4)
+        else:
+            np.testing.assert_array_equal(got, (x * np.float32(1.5) + np.float32(0.25)))
+
+
+def test_cold_counts_a_scan_s_steps():
+    """A loop over few elements inside a long scan runs often: it is vectorized."""
+    def f(x):
+        return tracejit.lax.scan(lambda c, _: (c * 0.5 + 1.0, None), x, length=64)[0]
+    x = np.ones(codegen.VECTORIZE_COLD_ELEMENTS // 16, np.float32)
+    ir_text = _emitted_ir(f, x)
+    # the element loop of the body (the block with the multiply) has no metadata; the scan's
+    # own loop over 64 steps and the copies in and out, once per call, do
+    label = None
+    for line in ir_text.split("\n"):
+        if line.endswith(":"):
+            label = line[:-1].strip('"')
+        elif "fmul" in line:
+            break
+    head = label.replace(".body", ".head")
+    assert f'br label %"{head}"' in ir_text
+    assert f'br label %"{head}", !llvm.loop' not in ir_text
+    assert 'br label %"scan.head", !llvm.loop' in ir_text
+    np.testing.assert_allclose(np.asarray(tracejit.jit(f)(x)), np.full_like(x, 2.0), rtol=1e-6)
