@@ -849,17 +849,20 @@ def _full_trig(e: _Emitter, x, name: str):
 def _far_trig(module: ir.Module, name: str, ty: ir.Type) -> ir.Function:
     """The module's function for sin/cos/tan of |x| >= 0.78 in scalar code (the reduction, both
     kernels, the slow path's branch), emitted once per module and type and called from each
-    use: out of line (noinline), so Python emits and LLVM optimises and compiles it once, not
-    once per use (over half of a scalar sin's instructions). The call sits behind the branch
+    use: out of line (noinline) from a second use on, so Python emits and LLVM optimises and
+    compiles it once, not once per use (over half of a scalar sin's instructions). The call sits behind the branch
     for small arguments, so a fixed-point iteration near its limit (|x| < 0.78) never takes
     it; the same instructions as inline, so the same bits."""
     symbol = f"tracejit.{name}.far.{'f64' if isinstance(ty, ir.DoubleType) else 'f32'}"
     fn = module.globals.get(symbol)
-    if fn is not None:
+    if fn is not None:  # a second use: out of line from now on
+        fn.attributes.discard("alwaysinline")
+        fn.attributes.add("noinline")
         return fn
     fn = ir.Function(module, ir.FunctionType(ty, [ty]), name=symbol)
     fn.linkage = "internal"
-    fn.attributes = _PureAttributes(("readnone", "nounwind", "willreturn", "noinline"))
+    # (a module's only use is inlined: as before, where a call cost ~1-2 ms more to compile)
+    fn.attributes = _PureAttributes(("readnone", "nounwind", "willreturn", "alwaysinline"))
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     with inline_slow_paths(False):  # (scalar code: the slow path is a plain call)
         b.ret(_full_trig(_Emitter(b, ty), fn.args[0], name))
