@@ -132,9 +132,10 @@ def test_large_loop_body_over_few_elements_is_not_vectorized():
             x = jnp.arcsinh(x)
         return x
     off = '!"llvm.loop.vectorize.enable", i1 0'
-    assert off in _ir(chain, np.ones(1000, np.float32))
+    n = 4 * codegen.VECTORIZE_COLD_ELEMENTS  # (below that, no loop is vectorized)
+    assert off in _ir(chain, np.ones(n, np.float32))
     assert off not in _ir(chain, np.ones(codegen.VECTORIZE_MIN_ELEMENTS, np.float32))
-    assert off not in _ir(lambda x: jnp.arcsinh(x) * 2, np.ones(1000, np.float32))
+    assert off not in _ir(lambda x: jnp.arcsinh(x) * 2, np.ones(n, np.float32))
     x = np.linspace(-3, 3, 1000, dtype=np.float32)
     with tracejit.disable_jit():
         ref = np.asarray(chain(jnp.asarray(x)))

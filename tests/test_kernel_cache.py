@@ -205,7 +205,7 @@ def test_a_kernel_emitted_again_follows_the_settings_emission_reads(outline_all,
         jaxpr, consts = optimize(closed.jaxpr, closed.consts)
         return codegen.generate(ClosedJaxpr(jaxpr, consts), "entry").kernels
     f = _base(0.3125)
-    x = np.ones(53, np.float32)
+    x = np.ones(codegen.VECTORIZE_COLD_ELEMENTS + 53, np.float32)  # (fewer: never vectorized)
     first = kernels(f, x)
     assert kernels(f, x) == first
     off = '"llvm.loop.vectorize.enable", i1 0'

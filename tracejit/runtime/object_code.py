@@ -21,6 +21,7 @@ _ET_REL = 1
 _SHT_SYMTAB, _SHT_STRTAB, _SHT_RELA, _SHT_NOBITS, _SHT_REL = 2, 3, 4, 8, 9
 _SHN_LORESERVE = 0xFF00
 _STB_GLOBAL, _STB_WEAK = 1, 2
+_STT_FUNC = 2
 _MACHINES = {"x86_64": 62, "amd64": 62, "aarch64": 183, "arm64": 183}
 
 
@@ -106,7 +107,9 @@ def _check_symbols(data: bytes, entsize: int, names: bytes, sections: list[tuple
             raise BadObject(f"a symbol lies in section {shndx}, of {len(sections)}")
         if value + size > sections[shndx][5]:
             raise BadObject("a symbol runs past the end of its section")
-        if info >> 4 in (_STB_GLOBAL, _STB_WEAK):
+        # (a local function symbol is an internal function the IR defines: a parallel loop's
+        # chunk body, math's out-of-line paths)
+        if info >> 4 in (_STB_GLOBAL, _STB_WEAK) or info & 0xF == _STT_FUNC:
             end = names.find(b"\0", name)
             defined.add(names[name:end if end >= 0 else len(names)].decode("utf-8", "replace"))
     return count

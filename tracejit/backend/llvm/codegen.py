@@ -236,14 +236,14 @@ class Emitter:
         """Whether LLVM should vectorize a loop with these blocks. Vectorizing costs compile
         time in proportion to the body (about 0.4 ms per instruction: 5 s for a body of 100
         fused `sin`s) and saves run time in proportion to the elements it runs over; a large
-        body over fewer than VECTORIZE_MIN_ELEMENTS elements stays scalar."""
+        body over fewer than VECTORIZE_MIN_ELEMENTS elements stays scalar, and so does any
+        loop over fewer than VECTORIZE_COLD_ELEMENTS per call (a fold of a parallel sum's
+        partials, a reduction's tail: half of sum 10M's LLVM time went to vectorising them)."""
+        elements = math.prod(self._trips) * repetitions()
+        if elements < VECTORIZE_COLD_ELEMENTS:
+            return False
         size = sum(len(bb.instructions) for bb in blocks)
-        if size <= VECTORIZE_MAX_BODY:
-            return True
-        elements = 1
-        for n in self._trips:
-            elements *= n
-        return elements >= VECTORIZE_MIN_ELEMENTS
+        return size <= VECTORIZE_MAX_BODY or elements >= VECTORIZE_MIN_ELEMENTS
 
     def _no_vectorize(self) -> ir.Value:
         """The loop metadata that turns LLVM's loop vectorizer off for one loop (a loop ID is
@@ -590,7 +590,7 @@ class Emitter:
             return dests
         fnty = ir.FunctionType(ir.VoidType(), [I8P.as_pointer(), I8P] + [x.type for x in values])
         settings = (key, repetitions(), VECTORIZE_MAX_BODY, VECTORIZE_MIN_ELEMENTS,
-                    INLINE_SLOW_PATH_MIN_ELEMENTS, self.scans_poll)
+                    VECTORIZE_COLD_ELEMENTS, INLINE_SLOW_PATH_MIN_ELEMENTS, self.scans_poll)
         emitted = _emitted(settings) if key is not None else None
         if emitted is not None:  # emitted by an earlier program: its module as it was
             symbol, text, polls = emitted
@@ -781,6 +781,11 @@ def _outlinable(eqn) -> bool:
 # least VECTORIZE_MIN_ELEMENTS elements (loops of unknown trip count always are)
 VECTORIZE_MAX_BODY = 1500
 VECTORIZE_MIN_ELEMENTS = 1 << 20
+# a loop over fewer elements per call than this (its enclosing loops' trips, scans' lengths and
+# while bodies counted) is not vectorized at any size: cold code, where vectorising's compile
+# time is never repaid (1,024 float32 scalar take ~0.3 us more than in vectors; LLVM vectorises
+# innermost loops only, so an outer loop over few rows loses nothing)
+VECTORIZE_COLD_ELEMENTS = 1 << 10
 # math is emitted for a vectorised loop (its slow paths, sin/cos/tan of huge arguments, as
 # calls of masked vector variants) in loops over at least this many elements per call (scans'
 # lengths and while bodies count); below, as scalar code (shortcuts for small arguments), which

@@ -823,11 +823,8 @@ def _trig(e: _Emitter, x, name: str):
     straight to the kernels: there Cody-Waite gives j = 0 and r = x exactly, so the result is
     the same bits, without the reduction's dependency chain (rint, three fma, the quadrant
     selects) on the loop-carried value."""
-    def full(x):
-        r, q = _reduce_pio2(e, x)
-        return _with_big_path(e, x, _TRIG_REDUCED[name](e, x, r, q), name)
     if _INLINE_SLOW_PATHS.get():
-        return full(x)
+        return _full_trig(e, x, name)
     b = e.b
     small = e.lt(e.abs(x), 0.78)
     with b.if_else(small, likely=True) as (then, otherwise):
@@ -835,12 +832,41 @@ def _trig(e: _Emitter, x, name: str):
             near = _TRIG_REDUCED[name](e, x, x, e.v(0.0))
             near_block = b.block
         with otherwise:
-            far = full(x)
+            far = b.call(_far_trig(b.module, name, e.ty), [x])
             far_block = b.block
     out = b.phi(e.ty)
     out.add_incoming(near, near_block)
     out.add_incoming(far, far_block)
     return out
+
+
+def _full_trig(e: _Emitter, x, name: str):
+    """sin/cos/tan of any x: Cody-Waite, the kernels, and the slow path past _PH_MIN."""
+    r, q = _reduce_pio2(e, x)
+    return _with_big_path(e, x, _TRIG_REDUCED[name](e, x, r, q), name)
+
+
+def _far_trig(module: ir.Module, name: str, ty: ir.Type) -> ir.Function:
+    """The module's function for sin/cos/tan of |x| >= 0.78 in scalar code (the reduction, both
+    kernels, the slow path's branch), emitted once per module and type and called from each
+    use: out of line (noinline) from a second use on, so Python emits and LLVM optimises and
+    compiles it once, not once per use (over half of a scalar sin's instructions). The call sits behind the branch
+    for small arguments, so a fixed-point iteration near its limit (|x| < 0.78) never takes
+    it; the same instructions as inline, so the same bits."""
+    symbol = f"tracejit.{name}.far.{'f64' if isinstance(ty, ir.DoubleType) else 'f32'}"
+    fn = module.globals.get(symbol)
+    if fn is not None:  # a second use: out of line from now on
+        fn.attributes.discard("alwaysinline")
+        fn.attributes.add("noinline")
+        return fn
+    fn = ir.Function(module, ir.FunctionType(ty, [ty]), name=symbol)
+    fn.linkage = "internal"
+    # (a module's only use is inlined: as before, where a call cost ~1-2 ms more to compile)
+    fn.attributes = _PureAttributes(("readnone", "nounwind", "willreturn", "alwaysinline"))
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    with inline_slow_paths(False):  # (scalar code: the slow path is a plain call)
+        b.ret(_full_trig(_Emitter(b, ty), fn.args[0], name))
+    return fn
 
 
 def _sin_cos(e: _Emitter, x, want_cos: bool):

@@ -1,0 +1,128 @@
+"""Choices made to compile less, checked against what they replace: scalar code's sin/cos/tan
+call one out-of-line function per module for |x| >= 0.78 (the same bits as the vectorised
+loop's inline code, NumPy's values); loops over fewer than VECTORIZE_COLD_ELEMENTS per call
+are not vectorized (the same values); programs whose IR has internal functions (parallel
+chunk bodies, those paths) load from the on-disk cache."""
+import re
+
+import numpy as np
+import pytest
+
+import tracejit
+import tracejit.numpy as jnp
+from tracejit.backend.llvm import codegen
+from tracejit.backend.llvm import parallel_loops
+from tracejit.runtime import disk_cache
+
+
+def _trig(x):  # (each function used twice: the out-of-line path serves both)
+    return jnp.sin(x), jnp.cos(x), jnp.tan(x), jnp.sin(jnp.cos(x * 2)) + jnp.tan(x * 0.5)
+
+
+def _arguments(dtype, n):
+    rng = np.random.default_rng(0)
+    parts = [rng.uniform(-1, 1, n // 4), rng.uniform(-100, 100, n // 4),
+             rng.uniform(-1e5, 1e5, n // 4),
+             np.sign(rng.uniform(-1, 1, n // 4)) * 10.0 ** rng.uniform(5, 30, n // 4)]
+    x = np.concatenate(parts).astype(dtype)
+    x[:4] = [0.0, -0.0, 0.78, -0.78]
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_scalar_trig_far_path_out_of_line(dtype):
+    tracejit.config.update("jax_enable_x64", dtype == np.float64)  # (conftest restores it)
+    n = 256  # below codegen.INLINE_SLOW_PATH_MIN_ELEMENTS: scalar code with the branch
+    assert n < codegen.INLINE_SLOW_PATH_MIN_ELEMENTS
+    x = _arguments(dtype, n)
+    f = tracejit.jit(_trig)
+    got = [np.asarray(v) for v in f(x)]
+    ir_text = f.lower(x).compile().as_text("llvm")
+    width = "f64" if dtype == np.float64 else "f32"
+    # (float32 tan computes in float64)
+    for symbol in [f"tracejit.sin.far.{width}", f"tracejit.cos.far.{width}",
+                   "tracejit.tan.far.f64"]:
+        name = rf'@"?{re.escape(symbol)}"?\('
+        # one definition, called from each use
+        assert len(re.findall(rf"define internal .*{name}", ir_text)) == 1, symbol
+        assert len(re.findall(name, ir_text)) == 3, symbol
+    # a module's only use is inlined (a call would cost compile time, not save it)
+    single = tracejit.jit(jnp.cos).lower(x).compile().as_text("llvm")
+    assert ".far." not in single
+    # a loop long enough to vectorise has the whole path inline: the same bits
+    reps = -(-codegen.INLINE_SLOW_PATH_MIN_ELEMENTS // n)
+    long = [np.asarray(v)[:n] for v in tracejit.jit(_trig)(np.tile(x, reps))]
+    for a, b in zip(got, long):
+        np.testing.assert_array_equal(a, b)
+    eps = float(np.finfo(dtype).eps)
+    wide = x.astype(np.float64)
+    for a, want in zip(got[:3], [np.sin(wide), np.cos(wide), np.tan(wide)]):
+        np.testing.assert_allclose(a, want.astype(dtype), rtol=8 * eps, atol=8 * eps)
+    # (from the dtype's own x * 2 and x * 0.5: exact)
+    last = np.sin(np.cos((x * 2).astype(np.float64))) + np.tan((x * 0.5).astype(np.float64))
+    np.testing.assert_allclose(got[3], last.astype(dtype), rtol=8 * eps, atol=8 * eps)
+
+
+def test_parallel_program_loads_from_disk_cache(tmp_path):
+    """A parallel program's chunk body is an internal function: its object code defines it as
+    a local symbol, which the entry's check accepts (it was refused, and recompiled, before)."""
+    tracejit.config.update("tracejit_cache_dir", str(tmp_path))  # (conftest restores them)
+    tracejit.config.update("tracejit_persistent_cache", True)
+    x = np.linspace(-3, 3, parallel_loops.PARALLEL_MIN_ELEMENTS, dtype=np.float32)
+    want = np.asarray(tracejit.jit(lambda x: jnp.sum(jnp.sin(x) * x))(x))
+    tracejit.clear_caches()
+    before = dict(disk_cache.stats)
+    got = np.asarray(tracejit.jit(lambda x: jnp.sum(jnp.sin(x) * x))(x))
+    delta = {k: disk_cache.stats[k] - before.get(k, 0) for k in disk_cache.stats}
+    assert delta.get("hits") == 1 and not delta.get("errors") and not delta.get("misses")
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(got, np.sum(np.sin(x.astype(np.float64)) * x), rtol=1e-5)
+
+
+_NO_VECTORIZE = '"llvm.loop.vectorize.enable", i1 0'
+
+
+def _emitted_ir(f, x) -> str:
+    from tracejit.compiler.passes import optimize
+    from tracejit.core.jaxpr import ClosedJaxpr
+    closed = tracejit.make_jaxpr(f)(x)
+    jaxpr, consts = optimize(closed.jaxpr, closed.consts)
+    return codegen.generate(ClosedJaxpr(jaxpr, consts), "entry").ir_text
+
+
+@pytest.mark.parametrize("reduce", [False, True])
+def test_cold_loops_are_not_vectorized(reduce):
+    def f(x):
+        y = x * 1.5 + 0.25
+        return jnp.sum(y) if reduce else y
+    cold = codegen.VECTORIZE_COLD_ELEMENTS
+    for n, vectorized in [(cold - 1, False), (cold, True)]:
+        x = np.linspace(-2, 2, n, dtype=np.float32)
+        assert (_NO_VECTORIZE not in _emitted_ir(f, x)) == vectorized, n
+        got = np.asarray(tracejit.jit(f)(x))
+        want = x.astype(np.float64) * 1.5 + 0.25
+        if reduce:
+            np.testing.assert_allclose(got, want.sum(), rtol=1e-5, atol=1e-4)
+        else:
+            np.testing.assert_array_equal(got, (x * np.float32(1.5) + np.float32(0.25)))
+
+
+def test_cold_counts_a_scan_s_steps():
+    """A loop over few elements inside a long scan runs often: it is vectorized."""
+    def f(x):
+        return tracejit.lax.scan(lambda c, _: (c * 0.5 + 1.0, None), x, length=64)[0]
+    x = np.ones(codegen.VECTORIZE_COLD_ELEMENTS // 16, np.float32)
+    ir_text = _emitted_ir(f, x)
+    # the element loop of the body (the block with the multiply) has no metadata; the scan's
+    # own loop over 64 steps and the copies in and out, once per call, do
+    label = None
+    for line in ir_text.split("\n"):
+        if line.endswith(":"):
+            label = line[:-1].strip('"')
+        elif "fmul" in line:
+            break
+    head = label.replace(".body", ".head")
+    assert f'br label %"{head}"' in ir_text
+    assert f'br label %"{head}", !llvm.loop' not in ir_text
+    assert 'br label %"scan.head", !llvm.loop' in ir_text
+    np.testing.assert_allclose(np.asarray(tracejit.jit(f)(x)), np.full_like(x, 2.0), rtol=1e-6)
