@@ -547,24 +547,35 @@ def _fold_transposed_operands(eqn: Eqn, producer: Callable):
 def _unbroadcast_batch_operand(eqn: Eqn, producer: Callable):
     """dot_general(x, broadcast(y)) whose broadcast only adds the batch dimensions of y (an
     invariant operand made varying by shard_map's pvary, its lanes materialised by batching)
-    is one product of x's stacked matrices with y: no copy of y per lane, one gemm. When x's
-    batch dimensions lead in order, the output's dimensions are the same either way."""
+    is one product of x's stacked matrices with y: no copy of y per lane, one gemm. x's batch
+    dimensions become free ones; the output's dimensions keep their order when x's batch
+    dimensions lead in order, up to dimensions of size 1 (shard_map's split over one
+    device puts one before them), which a reshape of the product moves."""
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     lhs, rhs = eqn.invars
+    (out,) = eqn.outvars
     p = producer(rhs)
     if not lb or p is None or p.primitive is not broadcast_in_dim_p:
         return None
     (y,) = p.invars
     dims = p.params["broadcast_dimensions"]
     lf = [d for d in range(lhs.aval.ndim) if d not in lc and d not in lb]
+
+    def sized(order):
+        return [d for d in order if lhs.aval.shape[d] != 1]
     if sorted(set(range(rhs.aval.ndim)) - set(dims)) != sorted(rb) or \
             any(y.aval.shape[i] != rhs.aval.shape[d] for i, d in enumerate(dims)) or \
-            list(lb) != sorted(lb) or (lf and max(lb) > min(lf)) or \
-            list(dims) != sorted(dims):
+            sized([*lb, *lf]) != sized(sorted([*lb, *lf])) or list(dims) != sorted(dims):
         return None
     params = dict(eqn.params, dimension_numbers=((tuple(lc), tuple(dims.index(d) for d in rc)),
                                                  ((), ())))
-    return Eqn(dot_general_p, [lhs, y], eqn.outvars, params, eqn.source_info)
+    shape = tuple(dot_general_p.abstract_eval(lhs.aval, y.aval, **params)[0].shape)
+    if shape == out.aval.shape:
+        return Eqn(dot_general_p, [lhs, y], eqn.outvars, params, eqn.source_info)
+    product = Var(out.aval.update(shape=shape))
+    return [Eqn(dot_general_p, [lhs, y], [product], params, eqn.source_info),
+            Eqn(reshape_p, [product], eqn.outvars, {"new_sizes": out.aval.shape,
+                                                    "dimensions": None}, eqn.source_info)]
 
 
 def transposed_products(jaxpr: Jaxpr) -> Jaxpr:
