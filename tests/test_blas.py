@@ -258,8 +258,22 @@ def test_shard_map_matmul_on_one_device_is_one_gemm():
     mm = tracejit.jit(tracejit.shard_map(lambda a, b: a @ b, mesh=mesh,
                                          in_specs=(P("x"), P()), out_specs=P("x")))
     compiled = mm.lower(ga, gb).compile()
-    assert "broadcast_in_dim" not in compiled.as_text()
+    assert compiled.as_text().count(" = ") == 1  # (the dot_general: no copy, before or after)
     assert "sgemm" in compiled.as_text("llvm")
     got = np.asarray(mm(ga, gb))
     bound = 66 * np.finfo(F32).eps * (np.abs(a).astype(F64) @ np.abs(b))
     assert np.all(np.abs(got - a.astype(F64) @ b) <= bound)
+
+
+def test_unit_dim_reshapes_and_transposes_around_a_product_are_no_copies():
+    """reshape/squeeze adding or dropping size-1 dims of an operand, and transposes moving
+    only size-1 dims of the product, are read through: one dot_general, no copy kernels."""
+    a, b = _operand((37, 53), F32, 23), _operand((53, 2, 29), F32, 24)
+
+    def f(a, b):
+        p = lax.dot_general(a.reshape(1, 37, 1, 53), b[None], (([3], [1]), ([], [])))
+        return jnp.transpose(p, (2, 0, 1, 3, 4, 5)).reshape(37, 58) * 2  # [1,37,1,1,2,29]
+    text = _kernels(f, a, b)
+    assert text.count("dot_general") == 1 and "transpose" not in text, text
+    assert text.count("// kernel") == 1, text  # (the multiply, reading the product's memory)
+    _check(f, (a, b), 53)

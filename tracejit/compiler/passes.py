@@ -391,6 +391,20 @@ def _merge_reshapes(eqn: Eqn, producer: Callable):
                eqn.source_info)
 
 
+def _unit_transpose(eqn: Eqn, producer: Callable):
+    """A transpose that moves only dimensions of size 1 keeps the row-major element order: a
+    reshape (shard_map's split over one device gives these), which merges with its
+    neighbours and is no copy where the shape stays."""
+    perm, x = eqn.params["permutation"], eqn.invars[0]
+    sized = [d for d in perm if x.aval.shape[d] != 1]
+    if sized != sorted(sized):
+        return None
+    if x.aval.shape == eqn.outvars[0].aval.shape:
+        return x
+    return Eqn(reshape_p, [x], eqn.outvars, {"new_sizes": eqn.outvars[0].aval.shape,
+                                             "dimensions": None}, eqn.source_info)
+
+
 def _merge_transposes(eqn: Eqn, producer: Callable):
     perm = eqn.params["permutation"]
     if perm == tuple(range(len(perm))):
@@ -578,6 +592,41 @@ def _unbroadcast_batch_operand(eqn: Eqn, producer: Callable):
                                                     "dimensions": None}, eqn.source_info)]
 
 
+def _unreshape_operand(eqn: Eqn, producer: Callable):
+    """dot_general(reshape(x), y) whose reshape only adds or drops dimensions of size 1 reads x
+    itself, its dimension numbers renamed (size-1 ones free), and the product is reshaped
+    instead: the operand's copy goes (shard_map's split over one device reshapes each
+    operand so), and a reshape of the product merges with the ones that follow it."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    dims = [[lc, lb], [rc, rb]]
+    (out,) = eqn.outvars
+    for i, v in enumerate(eqn.invars):
+        p = producer(v)
+        if p is None or not (p.primitive is squeeze_p or (
+                p.primitive is reshape_p and p.params["dimensions"] is None)):
+            continue
+        shape, base = v.aval.shape, p.invars[0].aval.shape
+        sized, base_sized = ([d for d in range(len(sh)) if sh[d] != 1] for sh in (shape, base))
+        if [shape[d] for d in sized] != [base[d] for d in base_sized] or \
+                any(shape[d] == 1 for d in [*dims[i][0], *dims[i][1]]):
+            continue
+        at = dict(zip(sized, base_sized))
+        dims[i] = [tuple(at[d] for d in dims[i][0]), tuple(at[d] for d in dims[i][1])]
+        invars = list(eqn.invars)
+        invars[i] = p.invars[0]
+        (lc, lb), (rc, rb) = dims
+        params = dict(eqn.params, dimension_numbers=((lc, rc), (lb, rb)))
+        new_shape = tuple(dot_general_p.abstract_eval(*[x.aval for x in invars],
+                                                      **params)[0].shape)
+        if new_shape == out.aval.shape:
+            return Eqn(dot_general_p, invars, eqn.outvars, params, eqn.source_info)
+        product = Var(out.aval.update(shape=new_shape))
+        return [Eqn(dot_general_p, invars, [product], params, eqn.source_info),
+                Eqn(reshape_p, [product], eqn.outvars, {"new_sizes": out.aval.shape,
+                                                        "dimensions": None}, eqn.source_info)]
+    return None
+
+
 def transposed_products(jaxpr: Jaxpr) -> Jaxpr:
     """transpose(dot_general(x, y)) that only swaps the two operands' free dimensions (JAX's
     transpose rule of a product gives these: the weight gradient x^T dy, then .T) becomes
@@ -629,8 +678,9 @@ _SPECIFIC_RULES: dict[Primitive, tuple[Callable, ...]] = {
     convert_element_type_p: (_drop_same_type_convert,),
     reshape_p: (_merge_reshapes,), squeeze_p: (_merge_reshapes,),
     broadcast_in_dim_p: (_merge_reshapes,),
-    transpose_p: (_merge_transposes,),
-    dot_general_p: (_outer_product, _fold_transposed_operands, _unbroadcast_batch_operand),
+    transpose_p: (_unit_transpose, _merge_transposes),
+    dot_general_p: (_outer_product, _fold_transposed_operands, _unbroadcast_batch_operand,
+                    _unreshape_operand),
 }
 # (across processes: identities that only type a value or say how it is differentiated)
 _SPECIFIC_RULES.update({p: (lambda eqn, producer: eqn.invars[0],) for p in PROCESS_IDENTITIES})
