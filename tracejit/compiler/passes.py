@@ -23,6 +23,7 @@ from ..core.primitive import ELEMENTWISE, Primitive
 from ..lax.call import pjit_p
 from ..lax.control_flow import cond_p, scan_p, while_p
 from ..lax.elementwise import convert_element_type_p, mul_p
+from ..lax.indexing import GatherScatterMode, gather_p
 from ..lax.linalg import dot_general_p
 from ..lax.processes import IDENTITIES as PROCESS_IDENTITIES
 from ..lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p
@@ -592,11 +593,33 @@ def _unbroadcast_batch_operand(eqn: Eqn, producer: Callable):
                                                     "dimensions": None}, eqn.source_info)]
 
 
+def _unreshaped_dims(shape: tuple, base: tuple, kept: Sequence[int]) -> dict | None:
+    """Where the dimensions `kept` (an operand's contracted and batch ones) of a reshape of
+    `base` to `shape` lie in `base`, when the reshape leaves them and the order of everything
+    else alone: it only adds or drops dimensions of size 1 (none of `kept`), or it only splits
+    or merges the block of the other (free) dimensions, contiguous in both shapes."""
+    sized, base_sized = ([d for d in range(len(sh)) if sh[d] != 1] for sh in (shape, base))
+    if [shape[d] for d in sized] == [base[d] for d in base_sized] and \
+            all(shape[d] != 1 for d in kept):
+        at = dict(zip(sized, base_sized))
+        return {d: at[d] for d in kept}
+    free = [d for d in range(len(shape)) if d not in kept]
+    if not free or free != list(range(free[0], free[-1] + 1)):
+        return None
+    f0, f1 = free[0], free[-1] + 1
+    shift = len(base) - len(shape)
+    if f1 - f0 + shift < 0 or base[:f0] != shape[:f0] or base[f1 + shift:] != shape[f1:]:
+        return None
+    return {d: d if d < f0 else d + shift for d in kept}
+
+
 def _unreshape_operand(eqn: Eqn, producer: Callable):
-    """dot_general(reshape(x), y) whose reshape only adds or drops dimensions of size 1 reads x
-    itself, its dimension numbers renamed (size-1 ones free), and the product is reshaped
-    instead: the operand's copy goes (shard_map's split over one device reshapes each
-    operand so), and a reshape of the product merges with the ones that follow it."""
+    """dot_general(reshape(x), y) whose reshape keeps the operand's contracted and batch
+    dimensions (it adds or drops size-1 ones, or splits or merges the free ones) reads x
+    itself, its dimension numbers renamed, and the product is reshaped instead: the operand's
+    copy goes (shard_map's split over devices reshapes each operand so), and a reshape of the
+    product merges with the ones that follow it. The free dimensions keep their row-major
+    order, so the product's elements are in the same order."""
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     dims = [[lc, lb], [rc, rb]]
     (out,) = eqn.outvars
@@ -605,12 +628,9 @@ def _unreshape_operand(eqn: Eqn, producer: Callable):
         if p is None or not (p.primitive is squeeze_p or (
                 p.primitive is reshape_p and p.params["dimensions"] is None)):
             continue
-        shape, base = v.aval.shape, p.invars[0].aval.shape
-        sized, base_sized = ([d for d in range(len(sh)) if sh[d] != 1] for sh in (shape, base))
-        if [shape[d] for d in sized] != [base[d] for d in base_sized] or \
-                any(shape[d] == 1 for d in [*dims[i][0], *dims[i][1]]):
+        at = _unreshaped_dims(v.aval.shape, p.invars[0].aval.shape, [*dims[i][0], *dims[i][1]])
+        if at is None:
             continue
-        at = dict(zip(sized, base_sized))
         dims[i] = [tuple(at[d] for d in dims[i][0]), tuple(at[d] for d in dims[i][1])]
         invars = list(eqn.invars)
         invars[i] = p.invars[0]
@@ -625,6 +645,29 @@ def _unreshape_operand(eqn: Eqn, producer: Callable):
                 Eqn(reshape_p, [product], eqn.outvars, {"new_sizes": out.aval.shape,
                                                         "dimensions": None}, eqn.source_info)]
     return None
+
+
+def _gather_of_broadcast(eqn: Eqn, producer: Callable):
+    """gather(broadcast(g), i) whose windows are whole along g's dimensions (so clamping puts
+    them at 0) and start anywhere along the dimensions the broadcast added (every start reads
+    the same values) is broadcast(g): shard_map over devices of one process picks each
+    device's copy of a replicated operand so, and a product then reads g itself (no copy per
+    device; _unbroadcast_batch_operand). Not with FILL_OR_DROP (an index out of range fills)."""
+    p = producer(eqn.invars[0])
+    if p is None or p.primitive is not broadcast_in_dim_p:
+        return None
+    (g,), operand, (out,) = p.invars, eqn.invars[0], eqn.outvars
+    dn, sizes = eqn.params["dimension_numbers"], eqn.params["slice_sizes"]
+    dims = p.params["broadcast_dimensions"]
+    if eqn.params["mode"] is GatherScatterMode.FILL_OR_DROP or dn.operand_batching_dims or \
+            any(g.aval.shape[i] != operand.aval.shape[d] or sizes[d] != operand.aval.shape[d]
+                or d in dn.collapsed_slice_dims for i, d in enumerate(dims)):
+        return None
+    kept = [d for d in range(operand.aval.ndim) if d not in dn.collapsed_slice_dims]
+    return Eqn(broadcast_in_dim_p, [g], eqn.outvars,
+               dict(p.params, shape=out.aval.shape,
+                    broadcast_dimensions=tuple(dn.offset_dims[kept.index(d)] for d in dims)),
+               eqn.source_info)
 
 
 def transposed_products(jaxpr: Jaxpr) -> Jaxpr:
@@ -679,6 +722,7 @@ _SPECIFIC_RULES: dict[Primitive, tuple[Callable, ...]] = {
     reshape_p: (_merge_reshapes,), squeeze_p: (_merge_reshapes,),
     broadcast_in_dim_p: (_merge_reshapes,),
     transpose_p: (_unit_transpose, _merge_transposes),
+    gather_p: (_gather_of_broadcast,),
     dot_general_p: (_outer_product, _fold_transposed_operands, _unbroadcast_batch_operand,
                     _unreshape_operand),
 }
