@@ -4,6 +4,8 @@ dimension), ?gemv for one-row/one-column products, outer products rewritten as a
 multiply, transposed operands read through gemm's flags, transposed products computed in the
 order wanted. Each against NumPy in float64 (within the reassociation bound of a length-k dot
 product) and against the reference interpreter."""
+import math
+
 import numpy as np
 import pytest
 
@@ -223,3 +225,133 @@ def test_mlp_gradient_matches_finite_differences():
         fd = (loss64(up, w2.astype(F64)) - loss64(down, w2.astype(F64))) / (2 * h) \
             if w is w1 else (loss64(w1.astype(F64), up) - loss64(w1.astype(F64), down)) / (2 * h)
         assert abs(float(np.asarray(grad)[i]) - fd) <= 1e-4 + 1e-3 * abs(fd)
+
+
+def _llvm(f, *args) -> str:
+    return tracejit.jit(f).lower(*args).compile().as_text("llvm")
+
+
+@pytest.mark.parametrize("a_shape,b_shape,dn", [
+    # batch dim after a size-1 free one (shard_map's split over one device)
+    ((1, 3, 64, 96), (3, 96, 80), (([3], [1]), ([1], [0]))),
+    ((1, 3, 96, 1, 64), (3, 1, 80, 96), (([2], [3]), ([1], [0]))),    # transposed, size-1s
+    ((1, 1, 1, 512), (512, 1, 700), (([3], [0]), ([], []))),          # one row: gemv
+    ((2, 1, 37, 1, 53), (1, 2, 53, 29), (([4], [2]), ([0, 1], [1, 0]))),  # size-1 batch pair
+])
+def test_size_one_dims_still_reach_blas(a_shape, b_shape, dn):
+    a, b = _operand(a_shape, F32, 19), _operand(b_shape, F32, 20)
+    ir = _llvm(_dot(dn), a, b)
+    assert "sgemm" in ir or "sgemv" in ir  # (not the inline loop nest)
+    (lc, _), _ = dn
+    _check(_dot(dn), (a, b), a_shape[lc[0]])
+
+
+def test_shard_map_matmul_on_one_device_is_one_gemm():
+    """shard_map(a @ b) with b replicated: pvary materialises b per device (a broadcast) and
+    the device split puts a size-1 dim before the batch dim; the product must still be one
+    gemm of a with b itself (it ran as an inline loop nest: 4.4 s for 1024^2)."""
+    P = tracejit.sharding.PartitionSpec
+    mesh = tracejit.sharding.Mesh(np.array(tracejit.devices()[:1]), ("x",))
+    a, b = _operand((96, 64), F32, 21), _operand((64, 80), F32, 22)
+    rows = tracejit.sharding.NamedSharding(mesh, P("x"))
+    whole = tracejit.sharding.NamedSharding(mesh, P())
+    ga = tracejit.make_array_from_callback(a.shape, rows, lambda i: a[i])
+    gb = tracejit.make_array_from_callback(b.shape, whole, lambda i: b[i])
+    mm = tracejit.jit(tracejit.shard_map(lambda a, b: a @ b, mesh=mesh,
+                                         in_specs=(P("x"), P()), out_specs=P("x")))
+    compiled = mm.lower(ga, gb).compile()
+    assert compiled.as_text().count(" = ") == 1  # (the dot_general: no copy, before or after)
+    assert "sgemm" in compiled.as_text("llvm")
+    got = np.asarray(mm(ga, gb))
+    bound = 66 * np.finfo(F32).eps * (np.abs(a).astype(F64) @ np.abs(b))
+    assert np.all(np.abs(got - a.astype(F64) @ b) <= bound)
+
+
+def test_unit_dim_reshapes_and_transposes_around_a_product_are_no_copies():
+    """reshape/squeeze adding or dropping size-1 dims of an operand, and transposes moving
+    only size-1 dims of the product, are read through: one dot_general, no copy kernels."""
+    a, b = _operand((37, 53), F32, 23), _operand((53, 2, 29), F32, 24)
+
+    def f(a, b):
+        p = lax.dot_general(a.reshape(1, 37, 1, 53), b[None], (([3], [1]), ([], [])))
+        return jnp.transpose(p, (2, 0, 1, 3, 4, 5)).reshape(37, 58) * 2  # [1,37,1,1,2,29]
+    text = _kernels(f, a, b)
+    assert text.count("dot_general") == 1 and "transpose" not in text, text
+    assert text.count("// kernel") == 1, text  # (the multiply, reading the product's memory)
+    _check(f, (a, b), 53)
+
+
+_PICK = lax.GatherDimensionNumbers(offset_dims=(1, 2, 3), collapsed_slice_dims=(),
+                                   start_index_map=(0, 1, 2))
+
+
+@pytest.mark.parametrize("mode", ["clip", "promise_in_bounds", "fill"])
+def test_gather_of_a_broadcast_copy(mode):
+    """Each device's copy of a replicated operand, picked by device index (shard_map over the
+    devices of one process) is the operand itself: no gather, the product one gemm -- except
+    with FILL_OR_DROP, where an index out of range gives the fill value."""
+    a, b = _operand((2, 1, 48, 64), F32, 25), _operand((64, 80), F32, 26)
+    starts = np.array([[0, 0, 0], [5, 0, 0]], np.int32)  # 5: out of range along the copies
+
+    def f(a, b, starts):
+        copies = lax.broadcast_in_dim(b, (2, 64, 80), (1, 2))
+        picked = lax.gather(copies, starts, _PICK, (1, 64, 80), mode=mode)  # [2, 1, 64, 80]
+        return lax.dot_general(a, picked, (([3], [2]), ([0, 1], [0, 1])))
+    text = _kernels(f, a, b, starts)
+    assert ("gather" in text) == (mode == "fill")
+    if mode != "fill":
+        assert text.count(" = ") == 1, text  # one dot_general of a with b
+    got = np.asarray(tracejit.jit(f)(a, b, starts))
+    want = np.einsum("xymk,kn->xymn", a.astype(F64), b)
+    if mode == "fill":
+        want[1] = np.nan  # (the fill value of a float gather)
+    bound = 66 * np.finfo(F32).eps * np.einsum("xymk,kn->xymn", np.abs(a).astype(F64), np.abs(b))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert np.all(np.abs(got - want)[~np.isnan(want)] <= bound[~np.isnan(want)])
+
+
+def test_shard_map_matmul_on_two_devices_is_one_gemm():
+    """The row-sharded matmul over 2 devices of one process: the replicated b is read by one
+    gemm (no per-device copy, no copies of a or of the product)."""
+    script = (
+        "import numpy as np, tracejit as jax\n"
+        "P = jax.sharding.PartitionSpec\n"
+        "mesh = jax.sharding.Mesh(np.array(jax.devices()), ('x',))\n"
+        "rng = np.random.default_rng(0)\n"
+        "a0, b0 = rng.standard_normal((96, 64), np.float32), rng.standard_normal((64, 80), "
+        "np.float32)\n"
+        "put = lambda v, s: jax.make_array_from_callback(v.shape, jax.sharding.NamedSharding("
+        "mesh, s), lambda i: v[i])\n"
+        "a, b = put(a0, P('x')), put(b0, P())\n"
+        "mm = jax.jit(jax.shard_map(lambda a, b: a @ b, mesh=mesh, in_specs=(P('x'), P()), "
+        "out_specs=P('x')))\n"
+        "print(mm.lower(a, b).compile().as_text().count(' = '))\n"
+        "got, want = np.asarray(mm(a, b)), a0.astype(np.float64) @ b0\n"
+        "bound = 66 * np.finfo(np.float32).eps * (np.abs(a0).astype(np.float64) @ np.abs(b0))\n"
+        "print(bool(np.all(np.abs(got - want) <= bound)))\n")
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, TRACEJIT_NUM_CPU_DEVICES="2", PYTHONPATH=root)
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "True"], out.stdout
+
+
+@pytest.mark.parametrize("xs,xr,ys,yr,dn", [
+    ((6, 4, 5), (24, 5), (5, 7), None, MM),                           # free dims merged
+    ((9, 5), None, (14, 5), (2, 7, 5), (([1], [2]), ([], []))),        # rhs's split
+    ((8, 3, 5), (2, 4, 3, 5), (3, 5, 7), None, (([3], [1]), ([2], [0]))),  # batch after them
+    ((4, 10), (4, 2, 5), (2, 5, 3), None, (([1, 2], [0, 1]), ([], []))),  # contracted: kept
+    ((40,), (2, 4, 5), (5, 3), (1, 5, 3, 1), (([2], [1]), ([], []))),
+])
+def test_products_of_reshaped_operands(xs, xr, ys, yr, dn):
+    """dot_general reads through reshapes of its operands' free dims (simplify renames the
+    dimension numbers and reshapes the product): the values of the product as written."""
+    x, y = _operand(xs, F32, 27), _operand(ys, F32, 28)
+    f = lambda x, y: lax.dot_general(x.reshape(xr) if xr else x,  # noqa: E731
+                                     y.reshape(yr) if yr else y, dn)
+    (lc, _), _ = dn
+    _check(f, (x, y), math.prod((xr or xs)[d] for d in lc))

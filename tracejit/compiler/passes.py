@@ -23,6 +23,7 @@ from ..core.primitive import ELEMENTWISE, Primitive
 from ..lax.call import pjit_p
 from ..lax.control_flow import cond_p, scan_p, while_p
 from ..lax.elementwise import convert_element_type_p, mul_p
+from ..lax.indexing import GatherScatterMode, gather_p
 from ..lax.linalg import dot_general_p
 from ..lax.processes import IDENTITIES as PROCESS_IDENTITIES
 from ..lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p
@@ -391,6 +392,20 @@ def _merge_reshapes(eqn: Eqn, producer: Callable):
                eqn.source_info)
 
 
+def _unit_transpose(eqn: Eqn, producer: Callable):
+    """A transpose that moves only dimensions of size 1 keeps the row-major element order: a
+    reshape (shard_map's split over one device gives these), which merges with its
+    neighbours and is no copy where the shape stays."""
+    perm, x = eqn.params["permutation"], eqn.invars[0]
+    sized = [d for d in perm if x.aval.shape[d] != 1]
+    if sized != sorted(sized):
+        return None
+    if x.aval.shape == eqn.outvars[0].aval.shape:
+        return x
+    return Eqn(reshape_p, [x], eqn.outvars, {"new_sizes": eqn.outvars[0].aval.shape,
+                                             "dimensions": None}, eqn.source_info)
+
+
 def _merge_transposes(eqn: Eqn, producer: Callable):
     perm = eqn.params["permutation"]
     if perm == tuple(range(len(perm))):
@@ -547,24 +562,112 @@ def _fold_transposed_operands(eqn: Eqn, producer: Callable):
 def _unbroadcast_batch_operand(eqn: Eqn, producer: Callable):
     """dot_general(x, broadcast(y)) whose broadcast only adds the batch dimensions of y (an
     invariant operand made varying by shard_map's pvary, its lanes materialised by batching)
-    is one product of x's stacked matrices with y: no copy of y per lane, one gemm. When x's
-    batch dimensions lead in order, the output's dimensions are the same either way."""
+    is one product of x's stacked matrices with y: no copy of y per lane, one gemm. x's batch
+    dimensions become free ones; the output's dimensions keep their order when x's batch
+    dimensions lead in order, up to dimensions of size 1 (shard_map's split over one
+    device puts one before them), which a reshape of the product moves."""
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     lhs, rhs = eqn.invars
+    (out,) = eqn.outvars
     p = producer(rhs)
     if not lb or p is None or p.primitive is not broadcast_in_dim_p:
         return None
     (y,) = p.invars
     dims = p.params["broadcast_dimensions"]
     lf = [d for d in range(lhs.aval.ndim) if d not in lc and d not in lb]
+
+    def sized(order):
+        return [d for d in order if lhs.aval.shape[d] != 1]
     if sorted(set(range(rhs.aval.ndim)) - set(dims)) != sorted(rb) or \
             any(y.aval.shape[i] != rhs.aval.shape[d] for i, d in enumerate(dims)) or \
-            list(lb) != sorted(lb) or (lf and max(lb) > min(lf)) or \
-            list(dims) != sorted(dims):
+            sized([*lb, *lf]) != sized(sorted([*lb, *lf])) or list(dims) != sorted(dims):
         return None
     params = dict(eqn.params, dimension_numbers=((tuple(lc), tuple(dims.index(d) for d in rc)),
                                                  ((), ())))
-    return Eqn(dot_general_p, [lhs, y], eqn.outvars, params, eqn.source_info)
+    shape = tuple(dot_general_p.abstract_eval(lhs.aval, y.aval, **params)[0].shape)
+    if shape == out.aval.shape:
+        return Eqn(dot_general_p, [lhs, y], eqn.outvars, params, eqn.source_info)
+    product = Var(out.aval.update(shape=shape))
+    return [Eqn(dot_general_p, [lhs, y], [product], params, eqn.source_info),
+            Eqn(reshape_p, [product], eqn.outvars, {"new_sizes": out.aval.shape,
+                                                    "dimensions": None}, eqn.source_info)]
+
+
+def _unreshaped_dims(shape: tuple, base: tuple, kept: Sequence[int]) -> dict | None:
+    """Where the dimensions `kept` (an operand's contracted and batch ones) of a reshape of
+    `base` to `shape` lie in `base`, when the reshape leaves them and the order of everything
+    else alone: it only adds or drops dimensions of size 1 (none of `kept`), or it only splits
+    or merges the block of the other (free) dimensions, contiguous in both shapes."""
+    sized, base_sized = ([d for d in range(len(sh)) if sh[d] != 1] for sh in (shape, base))
+    if [shape[d] for d in sized] == [base[d] for d in base_sized] and \
+            all(shape[d] != 1 for d in kept):
+        at = dict(zip(sized, base_sized))
+        return {d: at[d] for d in kept}
+    free = [d for d in range(len(shape)) if d not in kept]
+    if not free or free != list(range(free[0], free[-1] + 1)):
+        return None
+    f0, f1 = free[0], free[-1] + 1
+    shift = len(base) - len(shape)
+    if f1 - f0 + shift < 0 or base[:f0] != shape[:f0] or base[f1 + shift:] != shape[f1:]:
+        return None
+    return {d: d if d < f0 else d + shift for d in kept}
+
+
+def _unreshape_operand(eqn: Eqn, producer: Callable):
+    """dot_general(reshape(x), y) whose reshape keeps the operand's contracted and batch
+    dimensions (it adds or drops size-1 ones, or splits or merges the free ones) reads x
+    itself, its dimension numbers renamed, and the product is reshaped instead: the operand's
+    copy goes (shard_map's split over devices reshapes each operand so), and a reshape of the
+    product merges with the ones that follow it. The free dimensions keep their row-major
+    order, so the product's elements are in the same order."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    dims = [[lc, lb], [rc, rb]]
+    (out,) = eqn.outvars
+    for i, v in enumerate(eqn.invars):
+        p = producer(v)
+        if p is None or not (p.primitive is squeeze_p or (
+                p.primitive is reshape_p and p.params["dimensions"] is None)):
+            continue
+        at = _unreshaped_dims(v.aval.shape, p.invars[0].aval.shape, [*dims[i][0], *dims[i][1]])
+        if at is None:
+            continue
+        dims[i] = [tuple(at[d] for d in dims[i][0]), tuple(at[d] for d in dims[i][1])]
+        invars = list(eqn.invars)
+        invars[i] = p.invars[0]
+        (lc, lb), (rc, rb) = dims
+        params = dict(eqn.params, dimension_numbers=((lc, rc), (lb, rb)))
+        new_shape = tuple(dot_general_p.abstract_eval(*[x.aval for x in invars],
+                                                      **params)[0].shape)
+        if new_shape == out.aval.shape:
+            return Eqn(dot_general_p, invars, eqn.outvars, params, eqn.source_info)
+        product = Var(out.aval.update(shape=new_shape))
+        return [Eqn(dot_general_p, invars, [product], params, eqn.source_info),
+                Eqn(reshape_p, [product], eqn.outvars, {"new_sizes": out.aval.shape,
+                                                        "dimensions": None}, eqn.source_info)]
+    return None
+
+
+def _gather_of_broadcast(eqn: Eqn, producer: Callable):
+    """gather(broadcast(g), i) whose windows are whole along g's dimensions (so clamping puts
+    them at 0) and start anywhere along the dimensions the broadcast added (every start reads
+    the same values) is broadcast(g): shard_map over devices of one process picks each
+    device's copy of a replicated operand so, and a product then reads g itself (no copy per
+    device; _unbroadcast_batch_operand). Not with FILL_OR_DROP (an index out of range fills)."""
+    p = producer(eqn.invars[0])
+    if p is None or p.primitive is not broadcast_in_dim_p:
+        return None
+    (g,), operand, (out,) = p.invars, eqn.invars[0], eqn.outvars
+    dn, sizes = eqn.params["dimension_numbers"], eqn.params["slice_sizes"]
+    dims = p.params["broadcast_dimensions"]
+    if eqn.params["mode"] is GatherScatterMode.FILL_OR_DROP or dn.operand_batching_dims or \
+            any(g.aval.shape[i] != operand.aval.shape[d] or sizes[d] != operand.aval.shape[d]
+                or d in dn.collapsed_slice_dims for i, d in enumerate(dims)):
+        return None
+    kept = [d for d in range(operand.aval.ndim) if d not in dn.collapsed_slice_dims]
+    return Eqn(broadcast_in_dim_p, [g], eqn.outvars,
+               dict(p.params, shape=out.aval.shape,
+                    broadcast_dimensions=tuple(dn.offset_dims[kept.index(d)] for d in dims)),
+               eqn.source_info)
 
 
 def transposed_products(jaxpr: Jaxpr) -> Jaxpr:
@@ -618,8 +721,10 @@ _SPECIFIC_RULES: dict[Primitive, tuple[Callable, ...]] = {
     convert_element_type_p: (_drop_same_type_convert,),
     reshape_p: (_merge_reshapes,), squeeze_p: (_merge_reshapes,),
     broadcast_in_dim_p: (_merge_reshapes,),
-    transpose_p: (_merge_transposes,),
-    dot_general_p: (_outer_product, _fold_transposed_operands, _unbroadcast_batch_operand),
+    transpose_p: (_unit_transpose, _merge_transposes),
+    gather_p: (_gather_of_broadcast,),
+    dot_general_p: (_outer_product, _fold_transposed_operands, _unbroadcast_batch_operand,
+                    _unreshape_operand),
 }
 # (across processes: identities that only type a value or say how it is differentiated)
 _SPECIFIC_RULES.update({p: (lambda eqn, producer: eqn.invars[0],) for p in PROCESS_IDENTITIES})

@@ -23,14 +23,20 @@ from .types import I8, I64, const, mem_type, reg_type
 
 def _gemm_layout(aval: ShapedArray, batch: tuple, contract: tuple, free: list[int]):
     """(transposed?, rows, cols) if the operand is a row-major [batch.., A, B] matrix whose two
-    groups are the free and contracting dims in either order; None otherwise."""
+    groups are the free and contracting dims in either order; None otherwise. Dimensions of
+    size 1 take no place in memory, so they are left out first: a batch dimension after a
+    size-1 free one (shard_map's per-device split of one device) is still leading. Both
+    operands drop the same batch and contracting pairs (a pair's two sizes are equal)."""
+    kept = [d for d in range(aval.ndim) if aval.shape[d] != 1]
+    at = {d: i for i, d in enumerate(kept)}
+    batch, contract, free = ([at[d] for d in dims if d in at] for dims in (batch, contract, free))
     nb = len(batch)
-    if tuple(batch) != tuple(range(nb)):
+    if batch != list(range(nb)):
         return None
-    rest = list(range(nb, aval.ndim))
-    if rest == list(free) + list(contract):
+    rest = list(range(nb, len(kept)))
+    if rest == free + contract:
         return False
-    if rest == list(contract) + list(free):
+    if rest == contract + free:
         return True
     return None
 
