@@ -19,8 +19,8 @@ from tracejit.runtime import disk_cache
 
 # Runs a program with a reduction, a transcendental, a float16 conversion (which links to the
 # support routines) and a matmul large enough for BLAS (called by a bound symbol name, so the
-# IR, and the key, do not depend on where SciPy's library is loaded) natively, checks it against the interpreter, and reports what the cache
-# did.
+# IR, and the key, do not depend on where SciPy's library is loaded) natively, checks it
+# against the interpreter, and reports what the cache did.
 _SCRIPT = """
 import hashlib, json
 import numpy as np
