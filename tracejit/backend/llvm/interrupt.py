@@ -50,9 +50,9 @@ SCAN_POLL_MIN_WORK = 1 << 20
 
 def bounded_work(jaxpr: Jaxpr) -> int | None:
     """An upper bound on the element operations of one run of `jaxpr`, or None where it has a
-    while_loop or a host callback (no static bound). An equation without a body counts its
-    largest operand or result, times its largest dimension unless it is elementwise (this bounds a matmul, sort,
-    FFT or factorisation); a scan its length times its body; a cond its costliest branch; a
+    while_loop or a host callback (no static bound). An equation without a body counts its largest
+    operand or result, times its largest dimension unless it is elementwise (this bounds a matmul,
+    sort, FFT or factorisation); a scan its length times its body; a cond its costliest branch; a
     row_map its rows times its row body; any other equation with bodies, the sum of them."""
     total = 0
     for eqn in jaxpr.eqns:

@@ -848,10 +848,10 @@ def _full_trig(e: _Emitter, x, name: str):
 
 def _far_trig(module: ir.Module, name: str, ty: ir.Type) -> ir.Function:
     """The module's function for sin/cos/tan of |x| >= 0.78 in scalar code (the reduction, both
-    kernels, the slow path's branch), emitted once per module and type and called from each
-    use: out of line (noinline) from a second use on, so Python emits and LLVM optimises and
-    compiles it once, not once per use (over half of a scalar sin's instructions). The call
-    sits behind the branch for small arguments, so a fixed-point iteration near its limit (|x| < 0.78) never takes
+    kernels, the slow path's branch), emitted once per module and type and called from each use: out
+    of line (noinline) from a second use on, so Python emits and LLVM optimises and compiles it
+    once, not once per use (over half of a scalar sin's instructions). The call sits behind the
+    branch for small arguments, so a fixed-point iteration near its limit (|x| < 0.78) never takes
     it; the same instructions as inline, so the same bits."""
     symbol = f"tracejit.{name}.far.{'f64' if isinstance(ty, ir.DoubleType) else 'f32'}"
     fn = module.globals.get(symbol)
