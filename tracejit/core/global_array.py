@@ -375,6 +375,50 @@ def noted(v: Any) -> tuple | None:
     return _GATHERED.get(v)
 
 
+def carry_notes(v: Any, x: Any) -> None:
+    """A jaxpr re-evaluated (`eval_jaxpr_bind`: jvp, partial evaluation or transposition of a
+    loop's body staging it again) binds `x` for its Var `v`: the staged values of `x` (a JVP
+    tracer's primal and tangent, laid out alike) keep the notes of `v` made in one process
+    (its own block), so that jit's reports of shard_map results survive differentiation
+    (runtime/sharded.py)."""
+    found, want = _GATHERED.get(v), _WANTED.get(v)
+    if (found is None or found[0] is not v) and want is None:
+        return
+    from .jvp_trace import JVPTracer
+    from .trace import DynamicJaxprTracer
+    staged = []
+    while isinstance(x, JVPTracer):
+        staged.append(x.tangent)
+        x = x.primal
+    staged.append(x)
+    for t in staged:
+        w = t._var if isinstance(t, DynamicJaxprTracer) else None
+        if w is None or w is v:
+            continue
+        if found is not None and found[0] is v and w not in _GATHERED:
+            note_gathered(w, w, found[1], found[2])
+        if want is not None and w not in _WANTED:
+            note_wanted(w, want)
+
+
+def note_cotangent(v: Any, ct: Any) -> None:
+    """Transposition made `ct`, the whole cotangent of the Var `v`: as shard_map's transpose
+    is a shard_map from its out_specs to its in_specs, the cotangent of a value shard_map
+    takes is laid out as it takes it (reported so), and that of its result is taken as the
+    result was laid out."""
+    found, want = _GATHERED.get(v), _WANTED.get(v)
+    if (found is None or found[0] is not v) and want is None:
+        return
+    from .trace import DynamicJaxprTracer
+    w = ct._var if isinstance(ct, DynamicJaxprTracer) else None
+    if w is None or w is v:
+        return
+    if want is not None and w not in _GATHERED:
+        note_gathered(w, w, want)
+    if found is not None and found[0] is v and w not in _WANTED:
+        note_wanted(w, found[1])
+
+
 def with_noted_blocks(closed: Any) -> tuple[Any, list]:
     """For staging a traced program as a call inside another trace (a jit inside jit): the
     program with the block of each noted output that is not the output itself appended as
