@@ -375,14 +375,29 @@ def noted(v: Any) -> tuple | None:
     return _GATHERED.get(v)
 
 
+def _in_process_notes(v: Any) -> tuple:
+    """(the note of `v` as its own block, its wanted sharding), each None unless over a mesh
+    of this process (across processes a noted value stands for a block: left as traced)."""
+    found, want = _GATHERED.get(v), _WANTED.get(v)
+    if found is not None and (found[0] is not v or _spans_processes(found[1])):
+        found = None
+    if want is not None and _spans_processes(want):
+        want = None
+    return found, want
+
+
+def _spans_processes(sharding: Any) -> bool:
+    return bool(getattr(getattr(sharding, "mesh", None), "is_multi_process", False))
+
+
 def carry_notes(v: Any, x: Any) -> None:
     """A jaxpr re-evaluated (`eval_jaxpr_bind`: jvp, partial evaluation or transposition of a
     loop's body staging it again) binds `x` for its Var `v`: the staged values of `x` (a JVP
     tracer's primal and tangent, laid out alike) keep the notes of `v` made in one process
     (its own block), so that jit's reports of shard_map results survive differentiation
     (runtime/sharded.py)."""
-    found, want = _GATHERED.get(v), _WANTED.get(v)
-    if (found is None or found[0] is not v) and want is None:
+    found, want = _in_process_notes(v)
+    if found is None and want is None:
         return
     from .jvp_trace import JVPTracer
     from .trace import DynamicJaxprTracer
@@ -395,7 +410,7 @@ def carry_notes(v: Any, x: Any) -> None:
         w = t._var if isinstance(t, DynamicJaxprTracer) else None
         if w is None or w is v:
             continue
-        if found is not None and found[0] is v and w not in _GATHERED:
+        if found is not None and w not in _GATHERED:
             note_gathered(w, w, found[1], found[2])
         if want is not None and w not in _WANTED:
             note_wanted(w, want)
@@ -406,8 +421,8 @@ def note_cotangent(v: Any, ct: Any) -> None:
     is a shard_map from its out_specs to its in_specs, the cotangent of a value shard_map
     takes is laid out as it takes it (reported so), and that of its result is taken as the
     result was laid out."""
-    found, want = _GATHERED.get(v), _WANTED.get(v)
-    if (found is None or found[0] is not v) and want is None:
+    found, want = _in_process_notes(v)
+    if found is None and want is None:
         return
     from .trace import DynamicJaxprTracer
     w = ct._var if isinstance(ct, DynamicJaxprTracer) else None
@@ -415,7 +430,7 @@ def note_cotangent(v: Any, ct: Any) -> None:
         return
     if want is not None and w not in _GATHERED:
         note_gathered(w, w, want)
-    if found is not None and found[0] is v and w not in _WANTED:
+    if found is not None and w not in _WANTED:
         note_wanted(w, found[1])
 
 
