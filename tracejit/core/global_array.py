@@ -366,13 +366,32 @@ def wanted(v: Any) -> Any:
 
 def any_noted() -> bool:
     """Whether some traced value is noted (none is until shard_map is staged by jit)."""
-    return bool(_GATHERED)
+    return bool(_GATHERED) or bool(_OWN_BLOCK_CUTS)
 
 
 def noted(v: Any) -> tuple | None:
     """(the block's Var, sharding, computed) noted for the traced value `v` (a Var), or
     None."""
     return _GATHERED.get(v)
+
+
+# the staged values that are shard_map's cut of this process's own block (its position along
+# the process axes, the same cut on every process): the compiler may read such a cut of an
+# Allgather from the gathered block itself and drop the gather, as every process does alike
+# (a slice the user wrote may take one process's own block only: never bypassed)
+_OWN_BLOCK_CUTS: dict = {}  # Var -> None; the most recent few thousand kept
+
+
+def note_own_block_cut(v: Any) -> None:
+    """Note the staged Var `v` as shard_map's cut of this process's own block."""
+    if len(_OWN_BLOCK_CUTS) >= _GATHERED_KEPT:
+        del _OWN_BLOCK_CUTS[next(iter(_OWN_BLOCK_CUTS))]
+    _OWN_BLOCK_CUTS[v] = None
+
+
+def is_own_block_cut(v: Any) -> bool:
+    """Whether `v` was noted by `note_own_block_cut` (or re-evaluated from one)."""
+    return v in _OWN_BLOCK_CUTS
 
 
 def _in_process_notes(v: Any) -> tuple:
@@ -396,6 +415,10 @@ def carry_notes(v: Any, x: Any) -> None:
     tracer's primal and tangent, laid out alike) keep the notes of `v` made in one process
     (its own block), so that jit's reports of shard_map results survive differentiation
     (runtime/sharded.py)."""
+    if v in _OWN_BLOCK_CUTS:  # (a primal only: a tangent is no cut of a gathered value)
+        from .trace import DynamicJaxprTracer
+        if isinstance(x, DynamicJaxprTracer) and x._var is not v:
+            note_own_block_cut(x._var)
     found, want = _in_process_notes(v)
     if found is None and want is None:
         return
