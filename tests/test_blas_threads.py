@@ -119,6 +119,31 @@ def test_environment_variable_sets_the_cap():
     assert out.stdout.split() == ["1", "1"]
 
 
+@pytest.mark.parametrize("environ,usable,online,want", [
+    ({}, 8, 8, 8),                                        # no launcher: every usable CPU
+    ({"MPI_LOCALNRANKS": "2"}, 8, 8, 4),                  # MPICH/Intel Hydra: a share each
+    ({"OMPI_COMM_WORLD_LOCAL_SIZE": "3"}, 8, 8, 2),       # Open MPI
+    ({"MV2_COMM_WORLD_LOCAL_SIZE": "4"}, 8, 8, 2),        # MVAPICH2
+    ({"MPI_LOCALNRANKS": "4"}, 2, 2, 1),                  # more processes than CPUs: one each
+    ({"MPI_LOCALNRANKS": "2"}, 4, 8, 4),                  # bound by the launcher: shared already
+    ({"MPI_LOCALNRANKS": ""}, 6, 6, 6),                   # (set but empty: not a launcher's)
+])
+def test_default_threads_share_the_cpus_among_local_processes(environ, usable, online, want):
+    assert blas.default_threads(environ, usable, online) == want
+
+
+def test_default_threads_under_mpiexec_and_explicit_count_wins():
+    from tracejit.distributed import mpiexec
+    code = "from tracejit.backend.llvm import blas; print(blas.max_threads())"
+    env = {k: v for k, v in os.environ.items() if k != "TRACEJIT_NUM_THREADS"}
+    usable = len(os.sched_getaffinity(0))
+    for extra, want in (({}, max(1, usable // 2)), ({"TRACEJIT_NUM_THREADS": "3"}, 3)):
+        out = subprocess.run([mpiexec(), "-n", "2", sys.executable, "-c", code],
+                             capture_output=True, text=True, env=dict(env, **extra),
+                             cwd=os.path.dirname(os.path.dirname(__file__)), check=True)
+        assert out.stdout.split() == [str(want)] * 2, out
+
+
 @pytest.mark.parametrize("n,threads", [(256, 1), (1024, 2)])
 def test_lapack_calls_set_the_thread_count(cap, n, threads):
     """OpenBLAS's LAPACK threads inside: a Cholesky factorisation states its count too."""

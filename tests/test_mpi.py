@@ -241,6 +241,10 @@ def _check_results_split_over_processes(runs):
         assert int(mpi[f"moved/{name}/alltoall"]) == alltoalls * 2 * 32, name
         assert str(mpi[f"moved/{name}/spec"]) == "P('data',)", name
         np.testing.assert_allclose(mpi[f"moved/{name}/value"], value, rtol=2e-6, err_msg=name)
+    # the matmul's 2 x 4 float32 result block (32 bytes) from the peer, and no operand
+    assert int(mpi["moved/rows_matmul/allgather"]) == 2 * 32
+    np.testing.assert_allclose(mpi["moved/rows_matmul/value"], x8 @ x8.T, rtol=2e-6)
+    np.testing.assert_allclose(mpi["moved/first_rows/value"], x8[:2], rtol=2e-6)
     # rows split over the processes taken split by columns: each process receives the 2 x 3
     # float32 part of its column block it lacks (24 bytes per peer), before the whole is
     # gathered once to compare it (96 bytes)

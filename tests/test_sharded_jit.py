@@ -54,6 +54,9 @@ CASES = ["elementwise", "broadcast_operand", "sum_all", "sum_rows", "max_cols",
          "scan_over_sm_rows_ys", "scan_over_sm_transposed", "scan_over_split_rows",
          "scan_over_split_cols", "cond_split_rows", "nested_scan", "switch_three_branches",
          "vmap_scan", "while_carry_from_sum", "fori_sm_scatter", "scatter_grad", "cond_sm_scan",
+         # ... differentiated inside the jit
+         "grad_scan_body_sm", "value_and_grad_scan_body_sm_value",
+         "value_and_grad_scan_body_sm_grad", "grad_fori_body_sm", "grad_cond_sm",
          # scatter, dynamic_update_slice and gathers on split arrays
          "at_set_rows", "at_set_one", "at_add_rows", "at_set_column", "at_set_2d",
          "at_set_2d_rows", "at_multiply_columns", "at_max_rows", "dus_rows", "dus_columns",

@@ -19,7 +19,7 @@ import numpy as np
 from .core.array import Array
 from .core.axis_env import AxisFrame, ProcessAxis, extend_frame
 from .core.devices import process_count, process_index
-from .core.global_array import GlobalArray, note_gathered
+from .core.global_array import GlobalArray, note_gathered, note_own_block_cut
 from .core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .core.rules import moveaxis
 from .core.sharding import (Mesh, NamedSharding, PartitionSpec, default_sharding,
@@ -170,7 +170,10 @@ def _local_block(x: Any, spec: Any, m: Mesh, sizes: dict, processes: dict,
     index = _block(spec, shape, sizes, processes, fun_name)
     if all(s == slice(0, n) for s, n in zip(index, shape)):
         return x
-    return lax_slice(x, tuple(s.start for s in index), tuple(s.stop for s in index))
+    cut = lax_slice(x, tuple(s.start for s in index), tuple(s.stop for s in index))
+    if isinstance(cut, DynamicJaxprTracer):  # (staged: compiler/passes.py may bypass a gather)
+        note_own_block_cut(cut._var)
+    return cut
 
 
 def _global_shape(shape: tuple, spec: Any, sizes: dict, processes: dict) -> tuple:

@@ -254,6 +254,18 @@ control_cases = {
 }
 for name, fn in control_cases.items():
     record(name, jax.jit(fn)(xs))
+# ... and differentiated (inside the jit): the body re-evaluated by jvp and partial
+# evaluation keeps its shard_map results' layouts (the gradient reports the in_specs')
+scan_sm_loss = lambda a: (jax.lax.scan(lambda c, _: (jnp.sin(sm3(c)) * 0.3, None), a, None,
+                                       length=3)[0] ** 2).sum()
+record("grad_scan_body_sm", jax.jit(jax.grad(scan_sm_loss))(xs))
+scan_sm_value, scan_sm_grad = jax.jit(jax.value_and_grad(scan_sm_loss))(xs)
+record("value_and_grad_scan_body_sm_value", scan_sm_value)
+record("value_and_grad_scan_body_sm_grad", scan_sm_grad)
+record("grad_fori_body_sm", jax.jit(jax.grad(lambda a: jax.lax.fori_loop(
+    0, 3, lambda i, c: sm3(c) * 0.5, a).sum()))(xs))
+record("grad_cond_sm", jax.jit(jax.grad(lambda a: jax.lax.cond(
+    a[0, 0] > 0, sm3, lambda b: sm3(b) + 1, a).sum()))(xs))
 # ... and on arguments laid out by device_put (the loop runs gathered, cut back after)
 record("scan_over_split_rows", jax.jit(lambda a: jax.lax.scan(
     lambda c, r: (c * 0.5 + r, c), jnp.zeros(4), a)[1])(rows))

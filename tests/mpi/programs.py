@@ -162,6 +162,25 @@ if mode == "mpi":
                 process_collectives.received[code] - before.get(code, 0))
         results[f"moved/{name}/value"] = whole(r)
         results[f"moved/{name}/spec"] = np.array(str(r.sharding.spec))
+    # a row-split GlobalArray times a replicated matrix: shard_map takes each process's own
+    # block as it is (no Allgather of the operand to cut it back out); only the result's
+    # block crosses (the per-process program returns it whole)
+    rows_split = jax.make_array_from_callback(x8.shape, NamedSharding(mesh1d, P("data")),
+                                              lambda index: x8[index])
+    times = jax.jit(jax.shard_map(lambda a, b: a @ b, mesh=mesh1d, in_specs=(P("data"), P()),
+                                  out_specs=P("data")))
+    times(rows_split, x8.T)
+    before = dict(process_collectives.received)
+    r = times(rows_split, x8.T)
+    results["moved/rows_matmul/allgather"] = np.int64(
+        process_collectives.received["allgather"] - before.get("allgather", 0))
+    results["moved/rows_matmul/value"] = whole(r)
+    # a slice the user wrote that is one process's own block (process 0's rows): its gather
+    # stays, on every process (were it bypassed on process 0 alone, process 1 would wait)
+    first_rows = jax.jit(jax.shard_map(lambda a: lax.all_gather(a, "data", tiled=True)[:2],
+                                       mesh=mesh1d, in_specs=P("data"), out_specs=P(),
+                                       check_vma=False))
+    results["moved/first_rows/value"] = whole(first_rows(rows_split))
 
 # --- arrays spanning processes -------------------------------------------------------------
 sharding = NamedSharding(mesh2d, P("data", "model"))

@@ -17,6 +17,7 @@ from ..core.array import Array
 from ..core.avals import ShapedArray
 from ..core.config import config
 from ..core.dce import dce
+from ..core.global_array import is_own_block_cut
 from ..core.jaxpr import (ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Literal, Var, check_jaxpr,
                           has_effects, has_subjaxprs, map_subjaxprs)
 from ..core.primitive import ELEMENTWISE, Primitive
@@ -26,7 +27,8 @@ from ..lax.elementwise import convert_element_type_p, mul_p
 from ..lax.indexing import GatherScatterMode, gather_p
 from ..lax.linalg import dot_general_p
 from ..lax.processes import IDENTITIES as PROCESS_IDENTITIES
-from ..lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p
+from ..lax.processes import allgather_p
+from ..lax.shape import broadcast_in_dim_p, reshape_p, slice_p, squeeze_p, transpose_p
 from ..transforms.custom import custom_jvp_call_p, custom_vjp_call_p
 from .element_loops import element_loops
 from .fusion import fuse
@@ -302,6 +304,7 @@ def _simplify(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
 
     def producer(v) -> Eqn | None:
         return None if isinstance(v, Literal) else producers.get(v)
+    producer.bypassed = []  # (Allgathers a rule read around: `_own_block_of_gather`)
 
     eqns = []
     for eqn in jaxpr.eqns:
@@ -317,7 +320,24 @@ def _simplify(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
             else:
                 eqns.append(eqn)
                 producers.update((v, eqn) for v in eqn.outvars)
-    return _rebuild(jaxpr, outvars=[read(v) for v in jaxpr.outvars], eqns=eqns)
+    outvars = [read(v) for v in jaxpr.outvars]
+    if producer.bypassed:
+        eqns = _without_unread_gathers(eqns, outvars, producer.bypassed)
+    return _rebuild(jaxpr, outvars=outvars, eqns=eqns)
+
+
+def _without_unread_gathers(eqns: list, outvars: list, bypassed: list) -> list:
+    """`eqns` less the bypassed Allgathers nothing reads any more. A collective is otherwise
+    never dropped (effectful); these go on every process alike, as each bypasses its own."""
+    candidates = {id(e) for e in bypassed}
+    live = {v for v in outvars if isinstance(v, Var)}
+    dropped = set()
+    for e in reversed(eqns):  # (what reads them may itself be unread: dce drops it later)
+        if any(v in live for v in e.outvars) or (has_effects(e) and id(e) not in candidates):
+            live.update(v for v in e.invars if isinstance(v, Var))
+        elif id(e) in candidates:
+            dropped.add(id(e))
+    return [e for e in eqns if id(e) not in dropped]
 
 
 def _rewrite(eqn: Eqn, producer: Callable) -> list[Eqn] | Var | Literal | None:
@@ -717,12 +737,45 @@ def _swapped_product(eqn: Eqn, p: Eqn) -> Eqn | None:
 
 
 # rewrites of particular primitives (keyed by the primitive object)
+def _own_block_of_gather(eqn: Eqn, producer: Callable):
+    """shard_map's cut of this process's own rows out of an Allgather of every process's block
+    (the per-process program of a jit over arrays split over processes gathers a split operand
+    for shard_map to cut its block back out): the block itself, so no data crosses processes
+    for it. Only cuts shard_map noted (core/global_array.py `note_own_block_cut`): every process
+    makes the same one at its own position, so all bypass the gather and their collectives
+    still match; a slice the user wrote may be one process's own block only."""
+    if not is_own_block_cut(eqn.outvars[0]):
+        return None
+    merged = producer(eqn.invars[0])
+    if merged is None or merged.primitive is not reshape_p or not _is_plain_reshape(merged):
+        return None
+    gathered = producer(merged.invars[0])
+    if gathered is None or gathered.primitive is not allgather_p:
+        return None
+    from ..core import mpi
+    block, ranks = gathered.invars[0], gathered.params["ranks"]
+    rank = mpi.world().Get_rank()
+    shape, out = block.aval.shape, merged.outvars[0].aval.shape
+    if rank not in ranks or not shape or out != (len(ranks) * shape[0],) + shape[1:]:
+        return None
+    n, at = shape[0], ranks.index(rank)
+    p = eqn.params
+    if any(s not in (None, 1) for s in (p["strides"] or ())):
+        return None
+    if tuple(p["start_indices"]) != (at * n,) + (0,) * (len(shape) - 1) or \
+            tuple(p["limit_indices"]) != ((at + 1) * n,) + shape[1:]:
+        return None
+    producer.bypassed.append(gathered)
+    return block
+
+
 _SPECIFIC_RULES: dict[Primitive, tuple[Callable, ...]] = {
     convert_element_type_p: (_drop_same_type_convert,),
     reshape_p: (_merge_reshapes,), squeeze_p: (_merge_reshapes,),
     broadcast_in_dim_p: (_merge_reshapes,),
     transpose_p: (_unit_transpose, _merge_transposes),
     gather_p: (_gather_of_broadcast,),
+    slice_p: (_own_block_of_gather,),
     dot_general_p: (_outer_product, _fold_transposed_operands, _unbroadcast_batch_operand,
                     _unreshape_operand),
 }

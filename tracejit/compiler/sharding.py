@@ -38,6 +38,7 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from ..core.global_array import carry_notes, is_own_block_cut
 from ..core.jaxpr import Jaxpr, Literal
 from ..core.primitive import ELEMENTWISE
 from ..core.sharding import NamedSharding
@@ -504,9 +505,13 @@ def eval_partitioned(jaxpr: Jaxpr, consts: Sequence, plan: Plan, sizes: dict,
             body = eqn.params[_BODY[eqn.primitive]]
             outs = eval_partitioned(body.jaxpr, body.consts, ep.inner, sizes, vals)
         else:
-            outs = eqn.primitive.bind(*vals, **_local_params(eqn, ep, sizes))
+            params = _local_params(eqn, ep, sizes)
+            outs = eqn.primitive.bind(*vals, **params)
             if not eqn.primitive.multiple_results:
                 outs = [outs]
+            if params == eqn.params and not ep.combine and ep.computed is None and \
+                    is_own_block_cut(eqn.outvars[0]):  # (the same cut, staged again)
+                carry_notes(eqn.outvars[0], outs[0])
         if ep.combine:
             outs = [ep.combine_with(o, ep.combine) for o in outs]
         if ep.computed is not None:

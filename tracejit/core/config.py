@@ -46,7 +46,8 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     "jax_debug_infs": (False, True),
     "jax_log_compiles": (False, False),
     # how many threads native code may use at once (BLAS calls; None: the CPUs this process may
-    # run on). $TRACEJIT_NUM_THREADS sets it too. It changes speed only, never a result.
+    # run on, shared among an MPI launcher's processes on this host: blas.default_threads).
+    # $TRACEJIT_NUM_THREADS sets it too. It changes speed only, never a result.
     "tracejit_num_threads": (None, False),
     # seconds a collective between processes (MPI, core/mpi.py) waits for its peers before
     # raising instead of hanging: a peer that died or took another branch

@@ -366,13 +366,95 @@ def wanted(v: Any) -> Any:
 
 def any_noted() -> bool:
     """Whether some traced value is noted (none is until shard_map is staged by jit)."""
-    return bool(_GATHERED)
+    return bool(_GATHERED) or bool(_OWN_BLOCK_CUTS)
 
 
 def noted(v: Any) -> tuple | None:
     """(the block's Var, sharding, computed) noted for the traced value `v` (a Var), or
     None."""
     return _GATHERED.get(v)
+
+
+# the staged values that are shard_map's cut of this process's own block (its position along
+# the process axes, the same cut on every process): the compiler may read such a cut of an
+# Allgather from the gathered block itself and drop the gather, as every process does alike
+# (a slice the user wrote may take one process's own block only: never bypassed)
+_OWN_BLOCK_CUTS: dict = {}  # Var -> None; the most recent few thousand kept
+
+
+def note_own_block_cut(v: Any) -> None:
+    """Note the staged Var `v` as shard_map's cut of this process's own block."""
+    if len(_OWN_BLOCK_CUTS) >= _GATHERED_KEPT:
+        del _OWN_BLOCK_CUTS[next(iter(_OWN_BLOCK_CUTS))]
+    _OWN_BLOCK_CUTS[v] = None
+
+
+def is_own_block_cut(v: Any) -> bool:
+    """Whether `v` was noted by `note_own_block_cut` (or re-evaluated from one)."""
+    return v in _OWN_BLOCK_CUTS
+
+
+def _in_process_notes(v: Any) -> tuple:
+    """(the note of `v` as its own block, its wanted sharding), each None unless over a mesh
+    of this process (across processes a noted value stands for a block: left as traced)."""
+    found, want = _GATHERED.get(v), _WANTED.get(v)
+    if found is not None and (found[0] is not v or _spans_processes(found[1])):
+        found = None
+    if want is not None and _spans_processes(want):
+        want = None
+    return found, want
+
+
+def _spans_processes(sharding: Any) -> bool:
+    return bool(getattr(getattr(sharding, "mesh", None), "is_multi_process", False))
+
+
+def carry_notes(v: Any, x: Any) -> None:
+    """A jaxpr re-evaluated (`eval_jaxpr_bind`: jvp, partial evaluation or transposition of a
+    loop's body staging it again) binds `x` for its Var `v`: the staged values of `x` (a JVP
+    tracer's primal and tangent, laid out alike) keep the notes of `v` made in one process
+    (its own block), so that jit's reports of shard_map results survive differentiation
+    (runtime/sharded.py)."""
+    if v in _OWN_BLOCK_CUTS:  # (a primal only: a tangent is no cut of a gathered value)
+        from .trace import DynamicJaxprTracer
+        if isinstance(x, DynamicJaxprTracer) and x._var is not v:
+            note_own_block_cut(x._var)
+    found, want = _in_process_notes(v)
+    if found is None and want is None:
+        return
+    from .jvp_trace import JVPTracer
+    from .trace import DynamicJaxprTracer
+    staged = []
+    while isinstance(x, JVPTracer):
+        staged.append(x.tangent)
+        x = x.primal
+    staged.append(x)
+    for t in staged:
+        w = t._var if isinstance(t, DynamicJaxprTracer) else None
+        if w is None or w is v:
+            continue
+        if found is not None and w not in _GATHERED:
+            note_gathered(w, w, found[1], found[2])
+        if want is not None and w not in _WANTED:
+            note_wanted(w, want)
+
+
+def note_cotangent(v: Any, ct: Any) -> None:
+    """Transposition made `ct`, the whole cotangent of the Var `v`: as shard_map's transpose
+    is a shard_map from its out_specs to its in_specs, the cotangent of a value shard_map
+    takes is laid out as it takes it (reported so), and that of its result is taken as the
+    result was laid out."""
+    found, want = _in_process_notes(v)
+    if found is None and want is None:
+        return
+    from .trace import DynamicJaxprTracer
+    w = ct._var if isinstance(ct, DynamicJaxprTracer) else None
+    if w is None or w is v:
+        return
+    if want is not None and w not in _GATHERED:
+        note_gathered(w, w, want)
+    if found is not None and w not in _WANTED:
+        note_wanted(w, found[1])
 
 
 def with_noted_blocks(closed: Any) -> tuple[Any, list]:

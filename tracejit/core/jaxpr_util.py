@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from .array import Array
+from .global_array import any_noted, carry_notes
 from .avals import ShapedArray
 from .jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from .trace import Tracer, rebinding_source, trace_to_jaxpr
@@ -26,6 +27,10 @@ def eval_jaxpr_bind(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list:
         env[v] = x
     for v, x in zip(jaxpr.invars, args):
         env[v] = x
+    notes = any_noted()  # (shard_map staged under jit: its results' reports follow them)
+    if notes:
+        for v, x in zip(jaxpr.invars, args):
+            carry_notes(v, x)
     for eqn in jaxpr.eqns:
         args = [read(v) for v in eqn.invars]
         if eqn.source_info is None:
@@ -40,6 +45,8 @@ def eval_jaxpr_bind(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list:
             outs = (outs,)
         for v, out in zip(eqn.outvars, outs):
             env[v] = out
+            if notes:
+                carry_notes(v, out)
     return [read(v) for v in jaxpr.outvars]
 
 

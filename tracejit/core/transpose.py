@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from .global_array import any_noted, note_cotangent
 from .jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from .jaxpr_util import literal_value, trace_closed
 from .primitive import Primitive, primitive_transposes
@@ -50,8 +51,12 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
 
     for v, ct in zip(jaxpr.outvars, cts_out):
         accumulate(v, ct)
+    notes = any_noted()  # (shard_map staged under jit: its cotangents' reports follow it)
     for eqn in reversed(linear_eqns):
         ct_out = [cts.pop(v, Zero(v.aval)) for v in eqn.outvars]
+        if notes:
+            for v, ct in zip(eqn.outvars, ct_out):
+                note_cotangent(v, ct)
         if all(type(ct) is Zero for ct in ct_out):
             continue
         args_in = [UndefinedPrimal(v.aval)
@@ -62,6 +67,10 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
                      **eqn.params)
         for v, ct in zip(eqn.invars, ct_in):
             accumulate(v, ct)
+    if notes:
+        for v in jaxpr.invars:
+            if v in cts:
+                note_cotangent(v, cts[v])
     return [cts.get(v, Zero(v.aval)) if is_undefined(a) else None
             for v, a in zip(jaxpr.invars, args)]
 

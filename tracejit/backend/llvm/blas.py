@@ -104,14 +104,41 @@ def threads_for(work: int) -> int:
 
 
 def max_threads() -> int:
-    """`tracejit_num_threads` ($TRACEJIT_NUM_THREADS), or the CPUs this process may run on."""
+    """`tracejit_num_threads` ($TRACEJIT_NUM_THREADS), or `default_threads()`."""
     return _thread_cap(config.read("tracejit_num_threads"))
+
+
+# what MPI launchers set to the number of processes they started on this host: MPICH's and
+# Intel MPI's Hydra, Open MPI, MVAPICH2
+_LOCAL_PROCESSES_VARS = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                         "MV2_COMM_WORLD_LOCAL_SIZE")
+
+
+def default_threads(environ=os.environ, usable: int | None = None,
+                    online: int | None = None) -> int:
+    """The thread count when `tracejit_num_threads` is unset: the CPUs this process may run on
+    (`usable`, its affinity) — shared among the processes an MPI launcher started on this host
+    (each its share, at least 1), as they would otherwise oversubscribe the cores. A launcher
+    that bound each process to its own CPUs (affinity below the `online` CPUs) shared them
+    already."""
+    if usable is None:
+        usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else os.cpu_count() or 1
+    if online is None:
+        online = os.cpu_count() or usable
+    local = next((environ[v] for v in _LOCAL_PROCESSES_VARS if environ.get(v)), None)
+    if local is None or usable < online:
+        return max(1, usable)
+    try:
+        processes = int(local)
+    except ValueError:
+        return max(1, usable)
+    return max(1, usable // max(1, processes))
 
 
 def _thread_cap(value) -> int:
     if value is None:
-        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
-            else os.cpu_count() or 1
+        return default_threads()
     try:
         n = int(value)
     except (TypeError, ValueError):
