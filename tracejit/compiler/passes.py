@@ -415,8 +415,12 @@ def _merge_reshapes(eqn: Eqn, producer: Callable):
 def _unit_transpose(eqn: Eqn, producer: Callable):
     """A transpose that moves only dimensions of size 1 keeps the row-major element order: a
     reshape (shard_map's split over one device gives these), which merges with its
-    neighbours and is no copy where the shape stays."""
+    neighbours and is no copy where the shape stays. Not of a product: `transposed_products`
+    swaps its operands instead, which costs no reshape of the product either."""
     perm, x = eqn.params["permutation"], eqn.invars[0]
+    p = producer(x)
+    if p is not None and p.primitive is dot_general_p:
+        return None
     sized = [d for d in perm if x.aval.shape[d] != 1]
     if sized != sorted(sized):
         return None
