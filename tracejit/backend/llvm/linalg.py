@@ -319,7 +319,7 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
 # (each call's time averaged with the last), and every PROBE_EVERY-th call the other one (its
 # time replaced by the new one), so a site follows the machine's load within a few calls.
 # Split-k tiles sum in another order: their plan stays fixed. Larger products always tile.
-ONLINE_GEMM_MAX_WORK = 1 << 28  # (a 512^3 product is 2^27 multiply-adds, 1024^3 2^30)
+ONLINE_GEMM_MAX_WORK = 1 << 29  # (the MLP step's 4096x256x256: 2^28; 1024^3: 2^30)
 PROBE_EVERY = 32                # (a power of two)
 GEMM_MODE = None  # "tiles" / "one" forces a row/column-tiled product's mode (tests), or None
 
