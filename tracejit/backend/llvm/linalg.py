@@ -321,13 +321,14 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
 # Split-k tiles sum in another order: their plan stays fixed. Larger products always tile.
 ONLINE_GEMM_MAX_WORK = 1 << 29  # (the MLP step's 4096x256x256: 2^28; 1024^3: 2^30)
 PROBE_EVERY = 32                # (a power of two)
+WARM_UP_CALLS = 4               # alternating modes, so each has a warm time
 GEMM_MODE = None  # "tiles" / "one" forces a row/column-tiled product's mode (tests), or None
 
 
 def _pick_tiles(em: Emitter, site) -> tuple[ir.Value, ir.Value | None]:
     """(i1: run tiles now, the cycle counter's value before the product or None when this
     site is not timed). Forced modes and large products: tiles unless the pool has one
-    thread. A timed site: one call until each mode has a time, then the faster recently."""
+    thread. A timed site: the first calls alternate, then the mode faster recently."""
     b = em.b
     if GEMM_MODE is not None:
         return ir.Constant(ir.IntType(1), GEMM_MODE == "tiles"), None
@@ -345,6 +346,11 @@ def _pick_tiles(em: Emitter, site) -> tuple[ir.Value, ir.Value | None]:
                       b.xor(faster, probe))
     choice = b.select(b.icmp_unsigned("==", t_one, zero), ir.Constant(ir.IntType(1), 0),
                       choice)
+    # the first calls alternate (one call, tiles, one call, tiles), each time replacing the
+    # last: a first call's time includes cold caches and starting the pool's threads
+    warm = b.icmp_unsigned("<=", count, ir.Constant(I64, WARM_UP_CALLS))
+    even = b.trunc(b.xor(count, ir.Constant(I64, 1)), ir.IntType(1))
+    choice = b.select(warm, even, choice)
     return b.and_(several, choice), b.call(_cycle_counter(em), [])
 
 
@@ -359,6 +365,7 @@ def _record_time(em: Emitter, site, tiles: ir.Value, start: ir.Value) -> None:
     count = _load(b, _site_slot(em, site, 2))
     fresh = b.or_(b.icmp_unsigned("==", old, ir.Constant(I64, 0)), b.icmp_unsigned(
         "==", b.and_(count, ir.Constant(I64, PROBE_EVERY - 1)), ir.Constant(I64, 0)))
+    fresh = b.or_(fresh, b.icmp_unsigned("<=", count, ir.Constant(I64, WARM_UP_CALLS)))
     mean = b.lshr(b.add(old, spent), ir.Constant(I64, 1))
     b.store_atomic(b.select(fresh, spent, mean), slot, "monotonic", 8)
 
