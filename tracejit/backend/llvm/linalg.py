@@ -268,6 +268,13 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
         axis, _, tiles = plan
         parts = em.alloc(ShapedArray(((tiles - 1) * m * n,), np.dtype(dtype))) \
             if axis == "k" else None
+    site = None  # a row/column-tiled mid-size product's times: [one call, tiles, calls]
+    if plan is not None and plan[0] != "k" and GEMM_MODE is None \
+            and gemm_work(dtype, m, n, k) < ONLINE_GEMM_MAX_WORK:
+        site = ir.GlobalVariable(em.module, ir.ArrayType(I64, 3),
+                                 em.module.get_unique_name("gemm_site"))
+        site.linkage = "internal"
+        site.initializer = ir.Constant(ir.ArrayType(I64, 3), None)
 
     def one(i):
         def at(buf, size):
@@ -284,18 +291,97 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
             _run_tiles(em, body, ctx, [a_ptr, b_ptr, c_ptr, parts.ptr], tiles)
             _sum_partials(em, c_ptr, parts.ptr, tiles - 1, m * n)
             return
-        # row or column tiles give each output element the same sum as one call: with one
-        # thread, one call (each tile would repack the other operand: +20% for 1024^3)
-        with b.if_else(_one_thread(em)) as (serial, tiled):
+        # row or column tiles give each output element the same sum as one call, so which
+        # runs may change per call: one call with one thread (each tile would repack the
+        # other operand: +20% for 1024^3), else tiles, or for a mid-size product whichever
+        # has been faster here lately (_pick_tiles)
+        use_tiles, clock = _pick_tiles(em, site)
+        with b.if_else(use_tiles) as (tiled, serial):
+            with tiled:
+                _run_tiles(em, body, ctx, [a_ptr, b_ptr, c_ptr, None], tiles)
             with serial:
                 _call_blas(b, em._entry_alloca, em.module, dtype, "gemm",
                            ["T" if rhs_t else "N", "T" if lhs_t else "N", n, m, k, 1.0,
                             a_ptr, k if rhs_t else n, b_ptr, m if lhs_t else k, 0.0, c_ptr, n])
-            with tiled:
-                _run_tiles(em, body, ctx, [a_ptr, b_ptr, c_ptr, None], tiles)
+        if clock is not None:
+            _record_time(em, site, use_tiles, clock)
     em.loop(batch, one, name="batch")
     if parts is not None:
         em.release(parts)
+
+
+# --- tiles or one call, per call --------------------------------------------------------------
+# Two tiles of a mid-size product take ~0.7x one call's time when the pool's other thread finds
+# a free core, but up to 2x when it does not (the 784-512-10 MLP's products on a loaded 2-core
+# machine: 3.1-3.5 ms as one call, 6-8 ms as tiles, the second thread never overlapping), and
+# which holds changes from second to second. Row and column tiles give the same bits as one
+# call, so each such product site times both: it runs the mode with the lower recent time
+# (each call's time averaged with the last), and every PROBE_EVERY-th call the other one (its
+# time replaced by the new one), so a site follows the machine's load within a few calls.
+# Split-k tiles sum in another order: their plan stays fixed. Larger products always tile.
+ONLINE_GEMM_MAX_WORK = 1 << 29  # (the MLP step's 4096x256x256: 2^28; 1024^3: 2^30)
+PROBE_EVERY = 32                # (a power of two)
+WARM_UP_CALLS = 4               # alternating modes, so each has a warm time
+GEMM_MODE = None  # "tiles" / "one" forces a row/column-tiled product's mode (tests), or None
+
+
+def _pick_tiles(em: Emitter, site) -> tuple[ir.Value, ir.Value | None]:
+    """(i1: run tiles now, the cycle counter's value before the product or None when this
+    site is not timed). Forced modes and large products: tiles unless the pool has one
+    thread. A timed site: the first calls alternate, then the mode faster recently."""
+    b = em.b
+    if GEMM_MODE is not None:
+        return ir.Constant(ir.IntType(1), GEMM_MODE == "tiles"), None
+    several = b.not_(_one_thread(em))
+    if site is None:
+        return several, None
+    one_time, tile_time, calls = (_site_slot(em, site, j) for j in range(3))
+    count = b.add(_load(b, calls), ir.Constant(I64, 1))
+    b.store_atomic(count, calls, "monotonic", 8)
+    t_one, t_tiles = _load(b, one_time), _load(b, tile_time)
+    zero = ir.Constant(I64, 0)
+    probe = b.icmp_unsigned("==", b.and_(count, ir.Constant(I64, PROBE_EVERY - 1)), zero)
+    faster = b.icmp_unsigned("<=", t_tiles, t_one)
+    choice = b.select(b.icmp_unsigned("==", t_tiles, zero), ir.Constant(ir.IntType(1), 1),
+                      b.xor(faster, probe))
+    choice = b.select(b.icmp_unsigned("==", t_one, zero), ir.Constant(ir.IntType(1), 0),
+                      choice)
+    # the first calls alternate (one call, tiles, one call, tiles), each time replacing the
+    # last: a first call's time includes cold caches and starting the pool's threads
+    warm = b.icmp_unsigned("<=", count, ir.Constant(I64, WARM_UP_CALLS))
+    even = b.trunc(b.xor(count, ir.Constant(I64, 1)), ir.IntType(1))
+    choice = b.select(warm, even, choice)
+    return b.and_(several, choice), b.call(_cycle_counter(em), [])
+
+
+def _record_time(em: Emitter, site, tiles: ir.Value, start: ir.Value) -> None:
+    """Average the product's time into its mode's slot (a probe or first time: replace)."""
+    b = em.b
+    spent = b.sub(b.call(_cycle_counter(em), []), start)
+    spent = b.select(b.icmp_unsigned("<", spent, ir.Constant(I64, 1)), ir.Constant(I64, 1),
+                     spent)
+    slot = b.gep(site, [ir.Constant(I32, 0), b.zext(tiles, I32)], inbounds=True)
+    old = _load(b, slot)
+    count = _load(b, _site_slot(em, site, 2))
+    fresh = b.or_(b.icmp_unsigned("==", old, ir.Constant(I64, 0)), b.icmp_unsigned(
+        "==", b.and_(count, ir.Constant(I64, PROBE_EVERY - 1)), ir.Constant(I64, 0)))
+    fresh = b.or_(fresh, b.icmp_unsigned("<=", count, ir.Constant(I64, WARM_UP_CALLS)))
+    mean = b.lshr(b.add(old, spent), ir.Constant(I64, 1))
+    b.store_atomic(b.select(fresh, spent, mean), slot, "monotonic", 8)
+
+
+def _site_slot(em: Emitter, site, j: int) -> ir.Value:
+    return em.b.gep(site, [ir.Constant(I32, 0), ir.Constant(I32, j)], inbounds=True)
+
+
+def _load(b: ir.IRBuilder, ptr) -> ir.Value:
+    # (monotonic: threads running the same program race on a site's times harmlessly)
+    return b.load_atomic(ptr, "monotonic", 8)
+
+
+def _cycle_counter(em: Emitter) -> ir.Function:
+    fn = em.module.globals.get("llvm.readcyclecounter")
+    return fn or ir.Function(em.module, ir.FunctionType(I64, []), "llvm.readcyclecounter")
 
 
 def _one_thread(em: Emitter) -> ir.Value:
