@@ -19,7 +19,8 @@ VALUES = ["psum_of_invariant", "all_gather_invarying", "mixed", "scan_pcast_carr
           "cond_each_device_in_fori", "cond_each_device_in_jit", "grad_cond_each_device",
           "cond_each_device_unchecked", "cond_each_device_unchecked_p", "select_each_device",
           "cond_each_device_both_axes", "cond_both_axes_out_p",
-          "pmean_of_invariant", "psum_of_invariant_both", "grad_pmean_of_invariant"]
+          "pmean_of_invariant", "psum_of_invariant_both", "grad_pmean_of_invariant",
+          "reduce_custom", "callback_each_device", "callback_each_device_jit"]
 ERRORS = ["out_varying", "out_varying_j", "out_all_gather", "out_two", "psum_mixed",
           "pcast_twice", "pcast_to", "scan_carry", "scan_tuple_carry", "scan_xs",
           "while_carry", "fori_carry", "cond_branches",

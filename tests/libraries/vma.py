@@ -139,6 +139,15 @@ out["pmean_of_invariant"] = on_pred(lambda a, v: lax.pmean(v * 3, ("i", "j")), P
 out["psum_of_invariant_both"] = on_pred(lambda a, v: lax.psum(v * 3, ("i", "j")), P())
 out["grad_pmean_of_invariant"] = on_pred(lambda a, v: jax.grad(
     lambda v: jnp.sum(lax.pmean(v * 3, "i") ** 2))(v), P())
+# a reduce with a computation of its own folds each device's block (its carry typed varying);
+# a pure_callback without vmap_method is called once per device with its block
+out["reduce_custom"] = sm(lambda a: lax.reduce(a, np.float32(0), lambda c, b: c + b * 2,
+                                               (1,)))(x)
+out["callback_each_device"] = sm(lambda a: jax.pure_callback(
+    lambda b: np.asarray(b) * 2 + np.asarray(b).sum(), jax.ShapeDtypeStruct(a.shape, a.dtype),
+    a))(x)
+out["callback_each_device_jit"] = jax.jit(sm(lambda a: jax.pure_callback(
+    lambda b: np.asarray(b)[::-1].copy(), jax.ShapeDtypeStruct(a.shape, a.dtype), a)))(x)
 # gradients: psum's transpose is pvary, pvary's (explicit or implicit) is psum
 out["grad_psum_inside"] = sm(lambda a: jax.grad(lambda b: jnp.sum(lax.psum(b, "i")))(a))(x)
 out["grad_psum_inside_unchecked"] = sm(lambda a: jax.grad(lambda b: jnp.sum(

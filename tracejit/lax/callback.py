@@ -21,6 +21,7 @@ import numpy as np
 from ..core import dtypes
 from ..core.array import Array
 from ..core.avals import ShapedArray
+from ..core.batching import current_axis
 from ..core.errors import JaxRuntimeError
 from ..core.primitive import Primitive
 from ..core.pytree import PyTreeDef, tree_leaves, tree_structure, tree_unflatten
@@ -255,7 +256,11 @@ def _sequential(prim: Primitive, vals, dims, unroll: bool = False, **params) -> 
 def _pure_callback_batch(vals, dims, *, vmap_method, result_avals, **params):
     size = axis_size(vals, dims)
     params = dict(params, vmap_method=vmap_method)
-    if vmap_method in ("sequential", "sequential_unrolled"):
+    axis = current_axis()
+    # over the devices of shard_map/pmap (batched here; JAX maps no vmap there) JAX calls a
+    # callback without a vmap_method once per device with its block: so do we
+    if vmap_method in ("sequential", "sequential_unrolled") or (
+            vmap_method is None and axis is not None and axis.devices):
         outs = _sequential(pure_callback_p, vals, dims, vmap_method == "sequential_unrolled",
                            result_avals=result_avals, **params)
     elif vmap_method in ("expand_dims", "broadcast_all", "legacy_vectorized"):

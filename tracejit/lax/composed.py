@@ -303,7 +303,7 @@ def reduce(operands: Any, init_values: Any, computation: Callable, dimensions: S
     # the reduced elements first, in row-major order of the reduced dimensions
     rows = [reshape(transpose_fn(x, tuple(dims) + tuple(kept)), (count,) + kept_shape)
             for x in flat_operands]
-    start = [broadcast_in_dim(v, kept_shape, ()) for v in flat_inits]
+    start = [_varying_as(broadcast_in_dim(v, kept_shape, ()), avals) for v in flat_inits]
 
     def step(carry, xs):
         merged = computation(tree_unflatten(tree, carry), tree_unflatten(tree, xs))
@@ -314,6 +314,18 @@ def reduce(operands: Any, init_values: Any, computation: Callable, dimensions: S
 
     out, _ = scan(step, start, rows)
     return tree_unflatten(tree, out)
+
+
+def _varying_as(start: Any, avals: list) -> Any:
+    """A fold's start value typed to vary over the manual axes the operands vary over (under
+    shard_map's check_vma=True): the carry then keeps one type through the scan, as JAX's
+    reduce types its result like its operands."""
+    missing = frozenset().union(*[getattr(a, "vma", frozenset()) for a in avals]) - \
+        getattr(get_aval(start), "vma", frozenset())
+    if not missing:
+        return start
+    from .parallel import pcast
+    return pcast(start, tuple(sorted(missing, key=str)), to="varying")
 
 
 def _bad_dimension(d: int, ndim: int):
