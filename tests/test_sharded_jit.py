@@ -61,7 +61,11 @@ CASES = ["elementwise", "broadcast_operand", "sum_all", "sum_rows", "max_cols",
          "at_set_rows", "at_set_one", "at_add_rows", "at_set_column", "at_set_2d",
          "at_set_2d_rows", "at_multiply_columns", "at_max_rows", "dus_rows", "dus_columns",
          "take_split_axis", "take_unsplit_axis", "take_along_unsplit_axis",
-         "take_along_split_axis", "sort_by_argsort", "index_2d_columns"]
+         "take_along_split_axis", "sort_by_argsort", "index_2d_columns",
+         # eager operations on split arrays, grad of a jit outside any jit
+         "eager_sin", "eager_plus_numpy", "eager_sum_rows", "eager_sum_all", "eager_transpose",
+         "eager_matmul", "eager_reshape", "eager_index", "eager_sort", "eager_cumsum",
+         "eager_astype", "grad_of_jit", "value_of_jit_grad"]
 
 
 @pytest.mark.parametrize("case", CASES)

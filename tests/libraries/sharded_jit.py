@@ -321,6 +321,23 @@ indexing_cases = {
 }
 for name, (fn, arg) in indexing_cases.items():
     record(name, jax.jit(fn)(arg))
+# eager operations on split arrays (JAX runs each as a jit of the one operation) and grad of a
+# jit called outside any jit
+for name, fn, arg in [("eager_sin", lambda a: jnp.sin(a) * 2, x),
+                      ("eager_plus_numpy", lambda a: a + np.ones((4, 8), np.float32), x),
+                      ("eager_sum_rows", lambda a: a.sum(1), x),
+                      ("eager_sum_all", jnp.sum, x),
+                      ("eager_transpose", lambda a: a.T, x),
+                      ("eager_matmul", lambda a: a @ w, x),
+                      ("eager_reshape", lambda a: a.reshape(32), rows),
+                      ("eager_index", lambda a: a[1:3], rows),
+                      ("eager_sort", lambda a: jnp.sort(a, 1), rows),
+                      ("eager_cumsum", lambda a: jnp.cumsum(a, 0), rows),
+                      ("eager_astype", lambda a: a.astype(jnp.int32), cols),
+                      ("grad_of_jit", jax.grad(jax.jit(lambda a: jnp.sum(jnp.sin(a) * a))), x),
+                      ("value_of_jit_grad", lambda a: jax.value_and_grad(
+                          jax.jit(lambda b: jnp.sum(b * b)))(a)[1], rows)]:
+    record(name, fn(arg))
 record("out_shardings_unsharded_argument", jax.jit(
     lambda a: a * 2, out_shardings=NamedSharding(mesh, P(None, "y")))(xs))
 out["aot_compiled"] = np.array(str(jax.jit(lambda a: a.sum(1)).lower(x).compile()(x).sharding))

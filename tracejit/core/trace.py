@@ -134,8 +134,15 @@ class Trace:
         raise NotImplementedError
 
 
+# The shardings JAX reports for an eager primitive's results when an operand is laid out over
+# a mesh: (primitive, params, avals in, the operands' shardings) -> one sharding or None per
+# result. Installed by runtime/sharded.py (its rules sit in the compiler, above this layer).
+eager_shardings: Callable | None = None
+
+
 class EvalTrace(Trace):
-    """Eager evaluation: run the primitive's NumPy impl, wrap results as Arrays."""
+    """Eager evaluation: run the primitive's NumPy impl, wrap results as Arrays (laid out as
+    JAX lays out an eager op's results where an operand is laid out over a mesh)."""
 
     def pure(self, val):
         return val
@@ -152,6 +159,10 @@ class EvalTrace(Trace):
         if not primitive.multiple_results:
             outs = (outs,)
         result = [Array.from_numpy(_checked(primitive, o, a), a) for o, a in zip(outs, avals_out)]
+        laid = [x._sharding if type(x) is Array else None for x in tracers]
+        if eager_shardings is not None and any(s is not None for s in laid):
+            for r, s in zip(result, eager_shardings(primitive, params, avals_in, laid)):
+                r._sharding = s
         nans, infs = config.read("jax_debug_nans"), config.read("jax_debug_infs")
         if nans or infs:
             kind = interpret.invalid_values(outs, nans, infs)

@@ -15,6 +15,7 @@ from ..core.jaxpr import ClosedJaxpr, Literal, Var
 from ..core.primitive import ELEMENTWISE
 from ..core.pytree import tree_flatten
 from ..core.sharding import AxisType, NamedSharding, PartitionSpec, resolve_sharding
+from ..core import trace as core_trace
 from ..core.trace import trace_to_jaxpr
 from ..lax.shape import transpose_p
 from ..compiler.sharding import (constraints, eval_partitioned, propagate_shardings,
@@ -161,6 +162,29 @@ def plan_layout(closed: ClosedJaxpr, shardings: Sequence | None) -> Layout | Non
     outs = [None if isinstance(v, Literal) else _out_sharding(mesh, d, sizes, orig)
             for v, d in zip(closed.jaxpr.outvars, plan.out_dims)]
     return Layout(mesh, sizes, in_dims, plan.out_dims, outs, per_shard)
+
+
+def _eager_shardings(primitive: Any, params: dict, avals: Sequence, laid: Sequence) -> list:
+    """The shardings of an eager primitive's results (core/trace.py `eager_shardings`): as jit
+    of that one operation reports them, when its operands are laid out over one mesh of this
+    process (JAX runs an eager operation as such a jit); else None each (one device)."""
+    named = [s if isinstance(s, NamedSharding) else None for s in laid]
+    meshes = {s.mesh for s in named if s is not None}
+    n_out = len(primitive.abstract_eval(*avals, **params)) if primitive.multiple_results else 1
+    if len(meshes) != 1 or getattr(next(iter(meshes)), "is_multi_process", False):
+        return [None] * n_out
+    closed = trace_to_jaxpr(lambda *xs: _as_list(primitive.bind(*xs, **params)), avals)
+    layout = plan_layout(closed, named)
+    if layout is None:
+        return [None] * n_out
+    return list(layout.outs)
+
+
+def _as_list(out: Any) -> list:
+    return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+core_trace.eager_shardings = _eager_shardings
 
 
 def _significant(dims: Dims, sizes: dict) -> tuple:
