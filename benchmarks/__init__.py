@@ -1,0 +1,23 @@
+"""Benchmarks against JAX (`python -m benchmarks`); the environment every measured subprocess
+runs in is made here, so that every table measures the same set-up."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def side_env(**extra: str) -> dict:
+    """os.environ for a measured subprocess (either library's), plus `extra`."""
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT), **extra)
+    # JAX's modules come precompiled from pip; let ours be cached too, or every first call
+    # would include compiling tracejit's sources (this environment sets the variable)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    # This environment pins OpenBLAS to its Haswell kernels (older builds crash on newer cores);
+    # the current SciPy/NumPy builds run their own kernel for this CPU, as a user's would (on
+    # AVX-512 cores, twice Haswell's speed). Only the benchmarks' subprocesses drop the pin; the
+    # tests keep the environment's settings.
+    env.pop("OPENBLAS_CORETYPE", None)
+    env.pop("OPENBLAS_L2_SIZE", None)
+    return env

@@ -19,19 +19,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from . import side_env
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _side(python: str, impl: str, only: list[str], module: str = "benchmarks.run_side") -> dict:
-    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
-    # JAX's modules come precompiled from pip; let ours be cached too, or every first call
-    # would include compiling tracejit's sources (this environment sets the variable)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    # This environment pins OpenBLAS to its Haswell kernels (older builds crash on newer cores);
-    # the current SciPy/NumPy builds run their own kernel for this CPU, as a user's would. Only
-    # the benchmark's subprocesses drop the pin; the tests keep the environment's settings.
-    env.pop("OPENBLAS_CORETYPE", None)
-    env.pop("OPENBLAS_L2_SIZE", None)
+    env = side_env()
     # first calls are cold compiles on both sides (JAX's persistent cache is off by default)
     env["TRACEJIT_PERSISTENT_CACHE"] = "0"
     proc = subprocess.run([python, "-m", module, impl, *only], cwd=ROOT, env=env,

@@ -7,11 +7,12 @@ program's first call with compile_profile's stage timers.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from . import side_env
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = ["sin 10", "sin 100", "softmax 1000x1000", "random.normal 10M",
@@ -24,10 +25,9 @@ def _one(row: str) -> dict:
 
     import tracejit as jax
     import tracejit.numpy as jnp
-    from tracejit import lax, random
-
     from benchmarks.compile_profile import STAGES, _patch, chains
     from benchmarks.workloads import WORKLOADS
+    from tracejit import lax, random
     jax.config.update("tracejit_persistent_cache", False)
     jax.jit(lambda x: x + 1)(np.float32(1)).block_until_ready()
     if row.startswith("sin "):
@@ -47,7 +47,7 @@ def _one(row: str) -> dict:
 
 
 def main(rows: list[str]) -> None:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), TRACEJIT_PERSISTENT_CACHE="0")
+    env = side_env(TRACEJIT_PERSISTENT_CACHE="0")
     labels = None
     for row in rows:
         proc = subprocess.run([sys.executable, "-m", "benchmarks.first_call_profile", "--one",

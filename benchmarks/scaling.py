@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from . import side_env
+
 ROOT = Path(__file__).resolve().parent.parent
 BATCH, WIDTH, MATMUL, REPS = 4096, 256, 1024, 7
 
@@ -95,8 +97,7 @@ def worker(impl: str, mode: str, n: int) -> None:
 
 
 def _env(impl: str, devices: int) -> dict:
-    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env = side_env()
     if impl == "tracejit":
         env["TRACEJIT_NUM_CPU_DEVICES"] = str(devices)
     else:
