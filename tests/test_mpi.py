@@ -269,6 +269,8 @@ def _check_jit_over_blocks(mpi):
         "rows_matmul_read": (2 * 32, [(gram, "GlobalArray", rows, [[0, 0]]),
                                       (gram.sum(0), "Array", "P()", None)]),
         "rows_matmul_scaled": (2 * 32, [(2 * gram, None, None, None)]),
+        # out_shardings replicating the result: gathered (as before), every process whole
+        "rows_matmul_replicated": (2 * 32, [(gram, "Array", "P()", [[0, 0]])]),
         # int32 blocks (no pvary ahead of shard_map's cut of the block)
         "ints_doubled": (0, [(ints * 2 + np.repeat([0, 1], 2)[:, None], "GlobalArray", rows,
                               [[0, 0]])]),

@@ -184,6 +184,8 @@ if mode == "mpi":
         "rows_matmul": (jax.jit(times), (rows_split, x8.T)),
         "rows_matmul_read": (jax.jit(times_and_sum), (rows_split, x8.T)),
         "rows_matmul_scaled": (jax.jit(lambda a, b: times(a, b) * 2), (rows_split, x8.T)),
+        "rows_matmul_replicated": (jax.jit(times, out_shardings=NamedSharding(mesh1d, P())),
+                                   (rows_split, x8.T)),
         "ints_doubled": (jax.jit(jax.shard_map(lambda k: k * 2 + lax.axis_index("data"),
                                                mesh=mesh1d, in_specs=P("data"),
                                                out_specs=P("data"))), (ints_split,)),
