@@ -457,3 +457,23 @@ def test_check_vma_across_processes(tmp_path):
     for i in range(4):  # the parameters one process trains on the whole batch
         np.testing.assert_allclose(mpi[f"dp/{i}"], mpi[f"dp_whole_batch/{i}"], rtol=1e-5,
                                    atol=1e-6)
+
+
+def test_notes_survive_other_tracing(tmp_path):
+    """A jit traced (eval_shape) before process 0 alone traces more noted values than the
+    notes once kept (tests/mpi/notes.py): at its call both processes still bypass the Allgather
+    of the operand shard_map cuts its own block out of (2 x 8 float32 from each process, 128
+    bytes), moving what the same program compiled at once moves, with NumPy's value. (Process
+    0 once lost the notes and alone gathered the operand: the collectives disagreed.)"""
+    python, script = sys.executable, str(HERE / "notes.py")
+    run = subprocess.run([mpiexec(), "-n", "2", python, script, str(tmp_path / "notes")],
+                         env=_env(2), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, timeout=240)
+    assert run.returncode == 0, f"notes.py failed:\n{run.stdout[-4000:]}"
+    x8 = np.arange(32, dtype=np.float32).reshape(4, 8) / 7.0
+    for rank in (0, 1):
+        with np.load(tmp_path / f"notes.{rank}.npz") as saved:
+            got = dict(saved)
+        assert int(got["retraced"]) == 0, rank  # (the trace made before is the one compiled)
+        assert int(got["allgather"]) == int(got["fresh_allgather"]) < 128, (rank, got)
+        np.testing.assert_allclose(got["value"], x8 @ x8.T, rtol=2e-6, err_msg=str(rank))

@@ -117,6 +117,42 @@ def test_make_jaxpr_keeps_the_constraint_jit_partitions_by():
     assert out.sharding.mesh == mesh
 
 
+def test_shard_maps_notes_belong_to_its_program():
+    """shard_map staged by jit notes its operand's and result's layouts on the traced
+    program's Vars (core/global_array.py): tracing more noted values after it than the notes
+    once kept (4096, the oldest dropped) drops none of them, the program compiled afterwards
+    reports them, and once the program is dropped its Vars go too (were held by the notes)."""
+    import gc
+    from tracejit.core.global_array import noted, wanted
+    from tracejit.core.jaxpr import Var
+
+    def live_vars():  # (of the values traced below alone: float16, trailing dimensions 7, 5)
+        gc.collect()
+        return [o for o in gc.get_objects() if type(o) is Var and
+                o.aval.dtype == np.float16 and o.aval.shape[-2:] == (7, 5)]
+
+    mesh = tj.sharding.Mesh(np.array(tj.devices()[:1]), ("i",))
+    sm = tj.shard_map(lambda a: a * 2, mesh=mesh, in_specs=tj.P("i"), out_specs=tj.P("i"))
+    jitted = tj.jit(lambda a: sm(a + 1) - 3)
+    x = np.linspace(-1, 1, 105).astype(np.float16).reshape(3, 7, 5)
+    traced = jitted.trace(x)
+    notes = {v: (noted(v), wanted(v)) for v in live_vars() if noted(v) or wanted(v)}
+    # shard_map's operand (taken as P('i')) and result, and the output made from it
+    assert [w for _, w in notes.values() if w is not None] == [tj.sharding.NamedSharding(mesh, tj.P("i"))]
+    assert sum(n is not None for n, _ in notes.values()) >= 2
+    many = tj.shard_map(lambda *a: a, mesh=mesh, in_specs=tj.P("i"), out_specs=tj.P("i"))
+    tj.make_jaxpr(many)(*[np.ones(2, np.float32)] * 4200)
+    assert {v: (noted(v), wanted(v)) for v in notes} == notes
+    out = jitted(x)  # (the trace made before, compiled now)
+    np.testing.assert_allclose(np.asarray(out, np.float32),
+                               ((x + np.float16(1)) * np.float16(2) - np.float16(3)), rtol=1e-3)
+    # (the report of the same program traced and compiled at once: P() on this one device, as
+    # JAX 0.10 reports it)
+    assert out.sharding == tj.jit(lambda a: sm(a + 1) - 3)(x).sharding
+    del jitted, traced, notes, sm
+    assert live_vars() == []
+
+
 def _plan(f, *shapes_and_dims):
     avals = [np.zeros(s, np.float32) for s, _ in shapes_and_dims]
     jaxpr = tj.make_jaxpr(f)(*avals).jaxpr
