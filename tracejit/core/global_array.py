@@ -337,7 +337,9 @@ class _Notes:
     __slots__ = ("gathered", "wanted", "own_block_cut")
 
     def __init__(self):
-        self.gathered: tuple | None = None  # (the block's Var, sharding, computed or None)
+        # (the block's Var, or None when it is the value itself: a Var naming itself would be
+        # a reference cycle, left for the cyclic collector; sharding; computed or None)
+        self.gathered: tuple | None = None
         self.wanted: Any = None  # the NamedSharding shard_map takes the value as
         self.own_block_cut = False
 
@@ -377,14 +379,17 @@ def note_gathered(whole: Any, block: Any, sharding: Any, computed: Any = None) -
     """Note that the traced value `whole` (a Var) is the gathered global value of the block
     `block` (a Var of the same trace) laid out as `sharding` — or, given `computed`, this
     process's block of it laid out as `computed` (a mesh interleaving the processes)."""
-    _notes_of(whole).gathered = (block, sharding, computed)
+    _notes_of(whole).gathered = (None if block is whole else block, sharding, computed)
 
 
 def noted(v: Any) -> tuple | None:
     """(the block's Var, sharding, computed) noted for the traced value `v` (a Var), or
     None."""
     notes = _noted_of(v)
-    return None if notes is None else notes.gathered
+    if notes is None or notes.gathered is None:
+        return None
+    block, sharding, computed = notes.gathered
+    return (v if block is None else block, sharding, computed)
 
 
 # shard_map's operands under jit (in one process) are noted with the layout its in_specs give
