@@ -331,10 +331,10 @@ class GlobalArray:
 # read back. A note is held by its Var (`Var.notes`), so it belongs to the trace it was made in:
 # it lives exactly as long as that program, nothing else traced can evict it, and processes
 # tracing the same program hold the same notes whatever else each traced (one process reading
-# a note its peer lost would run other collectives than the peer: a hang).
+# a note its peer lost would run other collectives than the peer: an error, or a hang).
 class _Notes:
     """What shard_map noted of one Var (most Vars have none: their `notes` is None)."""
-    __slots__ = ("gathered", "wanted", "own_block_cut")
+    __slots__ = ("gathered", "own_block_cut", "wanted")
 
     def __init__(self):
         # (the block's Var, or None when it is the value itself: a Var naming itself would be
@@ -347,7 +347,7 @@ class _Notes:
 _EVER_NOTED = [False]  # (whether this process has noted any value: `any_noted`)
 
 
-def _notes_of(v: Var) -> _Notes:
+def _noting(v: Var) -> _Notes:
     """The notes of the Var `v`, made empty when it has none."""
     notes = v.notes
     if notes is None:
@@ -356,7 +356,7 @@ def _notes_of(v: Var) -> _Notes:
     return notes
 
 
-def _noted_of(v: Any) -> _Notes | None:
+def _notes_of(v: Any) -> _Notes | None:
     """The notes of `v` (a Var or a Literal, which has none), or None."""
     return v.notes if type(v) is Var else None
 
@@ -379,13 +379,13 @@ def note_gathered(whole: Any, block: Any, sharding: Any, computed: Any = None) -
     """Note that the traced value `whole` (a Var) is the gathered global value of the block
     `block` (a Var of the same trace) laid out as `sharding` — or, given `computed`, this
     process's block of it laid out as `computed` (a mesh interleaving the processes)."""
-    _notes_of(whole).gathered = (None if block is whole else block, sharding, computed)
+    _noting(whole).gathered = (None if block is whole else block, sharding, computed)
 
 
 def noted(v: Any) -> tuple | None:
     """(the block's Var, sharding, computed) noted for the traced value `v` (a Var), or
     None."""
-    notes = _noted_of(v)
+    notes = _notes_of(v)
     if notes is None or notes.gathered is None:
         return None
     block, sharding, computed = notes.gathered
@@ -397,12 +397,12 @@ def noted(v: Any) -> tuple | None:
 # arguments and the results made from them report it)
 def note_wanted(v: Any, sharding: Any) -> None:
     """Note that shard_map takes the traced value `v` (a Var) laid out as `sharding`."""
-    _notes_of(v).wanted = sharding
+    _noting(v).wanted = sharding
 
 
 def wanted(v: Any) -> Any:
     """The sharding shard_map takes the traced value `v` (a Var) as, or None."""
-    notes = _noted_of(v)
+    notes = _notes_of(v)
     return None if notes is None else notes.wanted
 
 
@@ -412,12 +412,12 @@ def wanted(v: Any) -> Any:
 # (a slice the user wrote may take one process's own block only: never bypassed)
 def note_own_block_cut(v: Any) -> None:
     """Note the staged Var `v` as shard_map's cut of this process's own block."""
-    _notes_of(v).own_block_cut = True
+    _noting(v).own_block_cut = True
 
 
 def is_own_block_cut(v: Any) -> bool:
     """Whether `v` was noted by `note_own_block_cut` (or re-evaluated from one)."""
-    notes = _noted_of(v)
+    notes = _notes_of(v)
     return notes is not None and notes.own_block_cut
 
 
@@ -442,7 +442,7 @@ def carry_notes(v: Any, x: Any) -> None:
     tracer's primal and tangent, laid out alike) keep the notes of `v` made in one process
     (its own block), so that jit's reports of shard_map results survive differentiation
     (runtime/sharded.py)."""
-    if _noted_of(v) is None:
+    if _notes_of(v) is None:
         return
     if is_own_block_cut(v):  # (a primal only: a tangent is no cut of a gathered value)
         from .trace import DynamicJaxprTracer
