@@ -39,8 +39,8 @@ class Var:
     def __init__(self, aval: ShapedArray):
         self.aval = aval
         self._id = next(Var._counter)
-        # what shard_map noted of this value across processes (core/global_array.py), or None:
-        # held by the Var itself, the notes live exactly as long as the program it is part of
+        # what shard_map staged by jit noted of this value (core/global_array.py), or None:
+        # held by the Var itself, notes live exactly as long as the program it is part of
         self.notes: Any = None
 
     def __repr__(self) -> str:
