@@ -120,7 +120,8 @@ def compile_library(ir_text: str, speed_level: int) -> jit_engine.Code:
 def _compile(ir_text: str, folder: pathlib.Path | None, name: str, optimise,
              counts: collections.Counter, library: bool = False) -> tuple[str, jit_engine.Code]:
     """(optimised IR, code) of `ir_text`: loaded from `folder`'s entry `name` when it holds a
-    valid one, else parsed, optimised by `optimise` and compiled, and stored there."""
+    valid one, else parsed, optimised by `optimise(module, lines of ir_text)` and compiled,
+    and stored there."""
     secret = _secret(folder, library) if folder is not None else None
     path = folder / f"{name}.o" if secret is not None else None
     entry = _load(path, name, secret, counts) if path is not None else None
