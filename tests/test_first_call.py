@@ -47,6 +47,28 @@ def test_blas_and_lapack_without_scipy_linalg():
 
 
 
+def test_blas_loaded_while_a_module_is_imported(tmp_path):
+    """A first BLAS program compiled at a module's top level, while that module is being
+    imported: with an import in flight the bare `scipy` package is not used (an import lock
+    held meanwhile could deadlock with it), SciPy is imported as usual, and the product is
+    right."""
+    (tmp_path / "imports_a_product.py").write_text(textwrap.dedent("""
+        import numpy as np
+        import tracejit
+        a = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) % 7
+        got = np.asarray(tracejit.jit(lambda x, y: x @ y)(a, a))
+        want = a.astype(np.float64) @ a.astype(np.float64)
+    """))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]))
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import sys
+        import imports_a_product as m
+        print((m.got == m.want).all(), "scipy" in sys.modules)
+    """)], env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True"], out.stdout
+
+
 def test_trig_slow_path_at_o1_gives_o3s_bits():
     """The out-of-line Payne-Hanek routines are compiled at O1 (cold: huge arguments only);
     the same IR at O3 gives the same bits, and both agree with NumPy to a few ulp."""
