@@ -4,12 +4,16 @@ calls them by symbol names that the JIT binds to addresses in this process, so t
 on-disk cache key made from it) does not change with where the libraries happen to be loaded."""
 from __future__ import annotations
 
+import _imp
+import contextlib
 import ctypes
 import functools
+import importlib._bootstrap
 import importlib.machinery
 import importlib.util
 import os
 import sys
+import types
 
 import llvmlite.ir as ir
 import numpy as np
@@ -29,19 +33,31 @@ _get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 def scipy_extension(name: str):
     """SciPy's extension module `scipy.linalg.<name>` (cython_blas, cython_lapack) without
     running `scipy/linalg/__init__.py`, which imports most of SciPy (~0.2 s of a first call;
-    loading the extension and its OpenBLAS takes ~0.02 s). Where scipy.linalg is imported
-    already, or the file is not where SciPy's wheels put it, this is a plain import."""
+    loading the extension and its OpenBLAS takes ~0.01 s), nor `scipy/__init__.py` (~15 ms of
+    CPU: its test runner imports subprocess, its version checks compile regexes), which the
+    extension's initialisation would import for Cython's shared utility module (see
+    _scipy_parent). Where scipy.linalg is imported already, or the file is not where SciPy's
+    wheels put it, this is a plain import."""
     full = f"scipy.linalg.{name}"
     scipy_spec = None if "scipy.linalg" in sys.modules else importlib.util.find_spec("scipy")
-    folder = os.path.join(scipy_spec.submodule_search_locations[0], "linalg") \
+    top = scipy_spec.submodule_search_locations[0] \
         if scipy_spec is not None and scipy_spec.submodule_search_locations else None
-    paths = [os.path.join(folder, name + suffix)
-             for suffix in importlib.machinery.EXTENSION_SUFFIXES] if folder else []
-    path = next((p for p in paths if os.path.exists(p)), None)
+    path = _extension_path(os.path.join(top, "linalg"), name) if top else None
     if path is None or full in sys.modules:  # (a plain import)
         import scipy.linalg.cython_blas
         import scipy.linalg.cython_lapack  # noqa: F401
         return sys.modules[full]
+    with _scipy_parent(top):
+        return _load_extension(full, path)
+
+
+def _extension_path(folder: str, name: str) -> str | None:
+    paths = [os.path.join(folder, name + suffix)
+             for suffix in importlib.machinery.EXTENSION_SUFFIXES]
+    return next((p for p in paths if os.path.exists(p)), None)
+
+
+def _load_extension(full: str, path: str):
     spec = importlib.util.spec_from_file_location(full, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -49,6 +65,43 @@ def scipy_extension(name: str):
     # scipy.linalg imports it as usual -- the same module object -- and sets the attribute)
     sys.modules.pop(full, None)
     return module
+
+
+@contextlib.contextmanager
+def _scipy_parent(top: str):
+    """While SciPy itself is not imported: a bare package `scipy` in sys.modules, from which
+    a Cython extension's initialisation imports `scipy._cyutility` (Cython's shared utility
+    module) and nothing else; both go again after (a later import of SciPy imports them as
+    usual: the same utility module object). Under the import lock, so that no other thread
+    starts an import meanwhile and sees the bare package; and only while no import is under
+    way in any thread (one of SciPy could otherwise wait for that lock while the extension
+    waited for SciPy): else SciPy is imported as usual."""
+    _imp.acquire_lock()
+    if "scipy" in sys.modules or _imports_in_flight():
+        _imp.release_lock()
+        yield
+        return
+    try:
+        parent = types.ModuleType("scipy")
+        parent.__path__ = [top]
+        sys.modules["scipy"] = parent
+        had_utility = "scipy._cyutility" in sys.modules
+        try:
+            yield
+        finally:
+            if sys.modules.get("scipy") is parent:
+                del sys.modules["scipy"]
+            if not had_utility:
+                sys.modules.pop("scipy._cyutility", None)
+    finally:
+        _imp.release_lock()
+
+
+def _imports_in_flight() -> bool:
+    """Whether any thread is importing a module now: importlib keeps a lock per module being
+    imported, and drops it when the import ends (a Python without that table counts as yes)."""
+    locks = getattr(importlib._bootstrap, "_module_locks", None)
+    return locks is None or any(ref() is not None for ref in list(locks.values()))
 
 
 def capsule_address(module, name: str) -> int:
