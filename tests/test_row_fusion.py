@@ -257,3 +257,28 @@ def test_row_kernel_inside_a_loop_body():
     (loop,) = [e for e in jaxpr.eqns if e.primitive.name in ("scan", "while")]
     bodies = [v for v in loop.params.values() if hasattr(v, "jaxpr")]
     assert any(_row_maps(b.jaxpr) for b in bodies)
+
+
+@pytest.mark.parametrize("shape", [(1, 4096), (5, 3000), (40, 4096)])
+def test_long_rows_prefetch_the_next_row(shape):
+    """A row kernel whose exp-and-sum pass runs in 1,024-element blocks (logsumexp of rows
+    longer than a block) prefetches a slice of the next row a block, the last row its own;
+    values as NumPy's float64 logsumexp, the same bits on one and two threads (40 rows of
+    4,096 run on the pool)."""
+    x = _data(shape)
+    x[0, 7] = 40.0  # a dominant term in the first row
+    f = lambda a: tracejit.nn.logsumexp(a, axis=-1)
+    assert "llvm.prefetch" in _compiled(f, x).as_text(dialect="llvm")
+    x64 = x.astype(np.float64)
+    m = x64.max(-1, keepdims=True)
+    want = (np.log(np.exp(x64 - m).sum(-1)) + m[:, 0]).astype(F32)
+    old = tracejit.config.read("tracejit_num_threads")
+    got = []
+    try:
+        for threads in (1, 2):
+            tracejit.config.update("tracejit_num_threads", threads)
+            got.append(np.asarray(tracejit.jit(f)(x)))
+    finally:
+        tracejit.config.update("tracejit_num_threads", old)
+    np.testing.assert_array_equal(got[0], got[1])
+    assert np.all(np.abs(got[0] - want) <= 4 * np.spacing(np.abs(want)))
