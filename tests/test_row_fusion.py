@@ -282,3 +282,18 @@ def test_long_rows_prefetch_the_next_row(shape):
         tracejit.config.update("tracejit_num_threads", old)
     np.testing.assert_array_equal(got[0], got[1])
     assert np.all(np.abs(got[0] - want) <= 4 * np.spacing(np.abs(want)))
+
+
+@pytest.mark.parametrize("name,f,prefetches", [
+    ("standardize", tracejit.nn.standardize, 1),
+    ("normalise by the row sum", lambda a: a / a.sum(-1, keepdims=True), 0)])
+def test_only_a_sum_of_computed_values_prefetches(name, f, prefetches):
+    """Rows of 2,000: standardize's mean (the row body's first pass, reading the row from
+    memory) and its mean of squares are blocked sums, and the second prefetches the next
+    row; a body whose only blocked sum reads the row as it lies does not. Values as the
+    reference's."""
+    x = _data((3, 2000))
+    compiled = _compiled(f, x)
+    assert _row_maps(compiled._executable.jaxpr)
+    assert compiled.as_text(dialect="llvm").count("call void @llvm.prefetch") == prefetches
+    _assert_close(*_both(f, x), SOFTMAX_RTOL if prefetches == 0 else 0.0, ROW_ATOL)

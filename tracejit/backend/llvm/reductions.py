@@ -190,11 +190,18 @@ def _pairwise_sum(em: Emitter, x, axes, kept, aval_out, out, work, element, lane
 
     def level(k):
         return b.gep(levels, [ir.Constant(ir.IntType(32), 0), k], inbounds=True)
-    # in a row kernel, a slice of the next row a block: loaded while this row's blocks compute
-    # (logsumexp's exp and sum pass reads its row from L1, after the max pass brought it in)
-    ahead, em.next_row = em.next_row, None
-    if ahead is not None and (aval_out.size != 1 or len(axes) != 1 or n_blocks < 2):
+    # in a row kernel, a slice of the next row a block, loaded while this row's blocks compute:
+    # in a sum of values computed from the row (logsumexp's exp pass, standardize's squares),
+    # which finds the row in cache; not in a sum of the row as it lies in memory (a first
+    # pass, such as standardize's mean), which would compete with its own loads
+    ahead = em.next_row
+    if ahead is not None and isinstance(x, Buf):
         ahead = None
+    elif ahead is not None:
+        em.next_row = None
+        if aval_out.size != 1 or len(axes) != 1 or n_blocks < 2 or \
+                ahead[0].parent.parent is not b.function:  # (an outlined kernel's)
+            ahead = None
     if ahead is not None:
         lines = -(-ahead[1] // 64)  # (cache lines)
         ahead_per_block = -(-lines // n_blocks)
