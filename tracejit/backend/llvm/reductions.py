@@ -192,8 +192,9 @@ def _pairwise_sum(em: Emitter, x, axes, kept, aval_out, out, work, element, lane
         return b.gep(levels, [ir.Constant(ir.IntType(32), 0), k], inbounds=True)
     # in a row kernel, a slice of the next row a block, loaded while this row's blocks compute:
     # in a sum of values computed from the row (logsumexp's exp pass, standardize's squares),
-    # which finds the row in cache; not in a sum of the row as it lies in memory (a first
-    # pass, such as standardize's mean), which would compete with its own loads
+    # which finds the row in cache; not in a sum of a row in memory: the row itself (a first
+    # pass, such as standardize's mean), whose own loads it would compete with, or softmax's
+    # output row of exp values (a prefetch there, before the scaling pass, gained nothing)
     ahead = em.next_row
     if ahead is not None and isinstance(x, Buf):
         ahead = None
