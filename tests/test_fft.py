@@ -441,3 +441,28 @@ def test_library_steps_match_steps_with_constant_sizes(cdtype, size, rng):
         const_type(code.address(wrappers[k]))(x.ctypes.data, want.ctypes.data, roots.ctypes.data)
         np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8), err_msg=str(k))
         x = got  # the next step's input
+
+
+@pytest.mark.parametrize("kind", ["fft", "ifft", "rfft", "irfft"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_one_line_routines_match_strided_lines(kind, dtype, rng, x64):
+    """A long contiguous line (a tile of one line) is packed and unpacked by copies and the
+    library's line routines (fft.py's _line_module); the same lines laid out with a stride
+    (along axis 0 of an (n, 2) array) go through the program's own loops. Both compute the
+    same arithmetic: the same bits, and within tolerance of pocketfft."""
+    n = 1 << 14
+    cdtype = np.result_type(dtype, np.complex64)
+    x = rng.standard_normal((n, 2)).astype(dtype)
+    z = (x + 1j * rng.standard_normal((n, 2))).astype(cdtype)
+    arg = {"fft": z, "ifft": z, "rfft": x, "irfft": z[: n // 2 + 1]}[kind]
+    f = getattr(tnp.fft, kind)
+    kw = {"n": n} if kind == "irfft" else {}
+    strided = np.asarray(tracejit.jit(lambda a: f(a, axis=0, **kw))(arg))
+    for j in range(2):
+        line = np.ascontiguousarray(arg[:, j])
+        got = np.asarray(tracejit.jit(lambda a: f(a, **kw))(line))
+        np.testing.assert_array_equal(got.view(np.uint8), np.ascontiguousarray(
+            strided[:, j]).view(np.uint8))
+        want = getattr(np.fft, kind)(line.astype(np.result_type(line, np.float64)), **kw)
+        eps = float(np.finfo(dtype).eps)
+        assert rel_error(got, want) <= error_bound(n, eps)

@@ -189,7 +189,9 @@ _F64X2P = mem_type(dtypes.complex128).as_pointer()
 def _fill_module(name: str, cdtype: np.dtype) -> ir.Module:
     """fill(out, hi, lo, count, shift): out[r] = hi[r >> shift] lo[r & (2^shift - 1)] for
     r < count, each product in float64 then rounded to out's dtype (what _Roots.at and
-    _narrow give inline)."""
+    _narrow give inline), a block of 2^shift r per hi entry: the inner loop runs over lo and
+    out contiguously (over r, with both indices computed, it made gathers and ran ~0.3 ms
+    slower than inline code for 2^19 roots)."""
     em = Emitter(name)
     ptr = mem_type(cdtype).as_pointer()
     fn = ir.Function(em.module, ir.FunctionType(ir.VoidType(), [ptr] + [_F64X2P] * 2
@@ -201,16 +203,71 @@ def _fill_module(name: str, cdtype: np.dtype) -> ir.Module:
     aval = ShapedArray((1,), dtypes.complex128)  # (elements are addressed through the args)
     hi, lo = Buf(hi, aval), Buf(lo, aval)
     out = Buf(out, ShapedArray((1,), cdtype))
-    mask = b.sub(b.shl(_c(1), shift), _c(1))
+    block = b.shl(_c(1), shift)
     f = F64 if cdtype == dtypes.complex128 else F32
 
-    def body(r):
-        x = parts(b, em.load(hi, b.lshr(r, shift)))
-        y = parts(b, em.load(lo, b.and_(r, mask)))
-        em.store(out, r, pack(b, *_narrow(b, f, _Cx(b, F64).mul(x, y))))
-    em.loop(count, body, name="root")
+    def per_block(h):
+        x = parts(b, em.load(hi, h))
+        start = b.mul(h, block)
+        left = b.sub(count, start)
+        todo = b.select(b.icmp_signed("<", left, block), left, block)
+        row = Buf(b.gep(out.ptr, [start], inbounds=True), out.aval)
+
+        def body(j):
+            em.store(row, j, pack(b, *_narrow(b, f, _Cx(b, F64).mul(x, parts(b, em.load(lo, j))))))
+        em.loop(todo, body, name="root")
+    em.loop(b.lshr(b.add(count, b.sub(block, _c(1))), shift), per_block, name="block")
     b.ret_void()
     return em.module
+
+
+def _line_module(name: str, what: str, cdtype: np.dtype) -> ir.Module:
+    """One of the routines a tile of one contiguous line calls, f(a, b, c, m[, scale]) with
+    complex elements, computing what the tile's gather or scatter computes inline:
+    rfft_unpack(dst, z, w, m): a real line's m + 1 bins from Z, the DFT of its m packed
+    points, and w^k (`_rfft_ends`, `_rfft_bin`); irfft_pack(z, x, w, m): 2 Z_k from the bins
+    (`_irfft_end`, `_irfft_bin`); scaled_copy(dst, src, _, m, scale): dst[k] = src[k] scale."""
+    em = Emitter(name)
+    f = F64 if cdtype == dtypes.complex128 else F32
+    ptr = mem_type(cdtype).as_pointer()
+    extra = [f] if what == "scaled_copy" else []
+    fn = ir.Function(em.module, ir.FunctionType(ir.VoidType(), [ptr] * 3 + [I64, *extra]),
+                     name=name)
+    fn.args[0].add_attribute("noalias")
+    em.b = b = ir.IRBuilder(fn.append_basic_block("entry"))
+    aval = ShapedArray((1,), cdtype)  # (elements are addressed through the arguments)
+    out, x, w = (Buf(arg, aval) for arg in fn.args[:3])
+    m = fn.args[3]
+    cx = _Cx(b, f)
+
+    def get(buf, i):
+        return parts(b, em.load(buf, i))
+
+    def put(i, v):
+        em.store(out, i, pack(b, *v))
+
+    def from_one(body):  # body(k) for 0 < k < m
+        em.loop(b.sub(m, _c(1)), lambda j: body(b.add(j, _c(1))), name="k")
+    if what == "rfft_unpack":
+        x0, xm = _rfft_ends(cx, get(x, _c(0)))
+        put(_c(0), x0)
+        put(m, xm)
+        from_one(lambda k: put(k, _rfft_bin(cx, get(x, k), get(x, b.sub(m, k)), get(w, k))))
+    elif what == "irfft_pack":
+        put(_c(0), _irfft_end(cx, get(x, _c(0)), get(x, m)))
+        from_one(lambda k: put(k, _irfft_bin(cx, get(x, k), get(x, b.sub(m, k)), get(w, k))))
+    else:
+        scale = fn.args[4]
+        em.loop(m, lambda k: put(k, [b.fmul(v, scale) for v in get(x, k)]), name="k")
+    b.ret_void()
+    return em.module
+
+
+def _copy(b: ir.IRBuilder, dst: ir.Value, src: ir.Value, nbytes: int) -> None:
+    """memcpy of nbytes from src to dst (distinct buffers)."""
+    memcpy = b.module.declare_intrinsic("llvm.memcpy", [I8P, I8P, I64])
+    b.call(memcpy, [b.bitcast(dst, I8P), b.bitcast(src, I8P), _c(nbytes),
+                    ir.Constant(ir.IntType(1), 0)])
 
 
 _TABLE_ALIGN = 64
@@ -470,7 +527,7 @@ def _tiles(em: Emitter, ps: _Pass, lines: int, bufs: dict[str, Buf], gather, sca
         if ps.bluestein:
             em.loop(t, lambda ln: em.loop(ps.size - ps.n, lambda k: put(
                 b.add(k, _c(ps.n)), ln, ps.zero()), name="gz"), name="gzl")
-        out = ps.transform()
+        out = ps.out = ps.transform()
         scatter(kb, start, t, lambda k, ln: ps.result_at(out, k, ln))
     _for_each(em, -(-lines // t), {**bufs, **tables}, tile, ps.scratch(), lines * ps.size)
 
@@ -733,9 +790,29 @@ def _axis_pass(em: Emitter, src: Buf, dst: Buf, axis: int, n: int, kind: str) ->
         roots.fill(bufs["w"], m)
     ps = _Pass(em, cdtype, m, lines, inverse)
 
+    # a tile of one line held contiguously (t = 1, inner = 1: long lines): packing and
+    # unpacking it are copies or the library's routines (_line_module), not loops of the program
+    one_line = (ps.t == 1 and inner == 1 and not ps.bluestein
+                and (half or kind in ("fft", "ifft") and n_in == n == n_out))
+    ptr = mem_type(cdtype).as_pointer()
+
+    def routine(what: str, args: list, *extra: ir.Type) -> None:
+        name = f"tracejit_fft_{what}_{cdtype.name}"
+        fn = _library_fn(em, name, ir.FunctionType(ir.VoidType(), [ptr] * 3 + [I64, *extra]),
+                         lambda: _line_module(name, what, cdtype))
+        em.b.call(fn, args)
+
+    def line_ptr(buf, line, length):
+        return em.b.bitcast(em.b.gep(buf.ptr, [em.b.mul(line, _c(length))], inbounds=True), ptr)
+
     def gather(kb, line, put):
         b, cx = em.b, _Cx(em.b, f)
-        if kind == "rfft" and half:
+        if one_line and kind == "irfft":
+            routine("irfft_pack", [ps.x.ptr, line_ptr(kb["src"], line, n_in), kb["w"].ptr,
+                                   _c(m)])
+        elif one_line:
+            _copy(b, ps.x.ptr, line_ptr(kb["src"], line, n), m * cdtype.itemsize)
+        elif kind == "rfft" and half:
             em.loop(m, lambda k: put(k, packed(kb, line, k)), name="g")
         elif kind == "rfft":
             em.loop(n, lambda k: put(k, (em.load(kb["src"], at(line, n_in, k)),
@@ -757,7 +834,15 @@ def _axis_pass(em: Emitter, src: Buf, dst: Buf, axis: int, n: int, kind: str) ->
 
     def scatter(kb, line, get):
         b, cx = em.b, _Cx(em.b, f)
-        if kind == "rfft" and half:
+        if one_line and kind == "rfft":
+            routine("rfft_unpack", [line_ptr(kb["dst"], line, n_out), ps.out.ptr, kb["w"].ptr,
+                                    _c(m)])
+        elif one_line and scale is not None:  # ifft; irfft: x_2j, x_2j+1 = Re, Im of z_j / n
+            routine("scaled_copy", [line_ptr(kb["dst"], line, n_out), ps.out.ptr, ps.out.ptr,
+                                    _c(m), ir.Constant(f, scale)], f)
+        elif one_line:
+            _copy(b, line_ptr(kb["dst"], line, n_out), ps.out.ptr, m * cdtype.itemsize)
+        elif kind == "rfft" and half:
             x0, xm = _rfft_ends(cx, get(_c(0)))
             store(kb["dst"], at(line, n_out, _c(0)), x0)
             store(kb["dst"], at(line, n_out, _c(m)), xm)
