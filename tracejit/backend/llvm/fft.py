@@ -624,12 +624,13 @@ def _step_fn(em: Emitter, cdtype: np.dtype, p: int, sign: int, twiddled: bool,
 
 
 # --- the runtime's FFT routines, compiled once per machine ---------------------------------
-# The Stockham steps and the root tables' fill are the same in every program and process (their
-# sizes are arguments), so like the thread pool they are compiled once per machine into the
-# library cache and loaded by later processes; programs declare them and the linker finds them
-# by name. Their O3 and code generation were ~60 of a 2^20-point rfft's ~90 ms first call.
-# One cache entry per routine: a program loads only those it calls (a power-of-two rfft: 4;
-# loading one is ~2-4 ms of CPU, most of it building its IR to hash and parsing the entry's).
+# The Stockham steps, the root tables' fill and a long line's packing and unpacking are the same
+# in every program and process (their sizes are arguments), so like the thread pool they are
+# compiled once per machine into the library cache and loaded by later processes; programs
+# declare them and the linker finds them by name. In each program, their O3 and code generation
+# were ~70 of a 2^20-point rfft's ~100 ms first call (CPU). One cache entry per routine: a
+# program loads only those it calls (a 2^20 rfft: 5, ~12 ms of CPU in all, most of it building
+# their IR to hash and parsing the entries').
 
 _library: dict[str, object] = {}  # symbol -> its machine code, kept for the process
 _library_lock = threading.Lock()
