@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import abc
 import enum
+import sys
 from typing import Any
 
 import numpy as np
@@ -61,8 +62,10 @@ class Array(ArrayMetadata):
         self._pool = pool  # the buffer pool of a native output (see runtime.buffers)
         self._sharding = None  # None: all of it on device 0 (see `sharding`)
 
-    def __del__(self):
-        if self._pool is not None:  # a native output: its buffer may serve the next call
+    def __del__(self, _finalizing=sys.is_finalizing):
+        # a native output: its buffer may serve the next call — unless Python is shutting
+        # down, when the pool's module may already be torn down (its globals None)
+        if self._pool is not None and not _finalizing():
             self._pool.recycle(self)
 
     @staticmethod
