@@ -122,13 +122,16 @@ def test_parallel_matches_serial_and_numpy(name, n, threads):
         np.testing.assert_allclose(serial, want, rtol=1e-5, atol=1e-6)
 
 
-def test_one_row_and_odd_sizes_stay_serial_and_correct(threads):
+def test_leading_unit_dims_and_odd_sizes_on_the_pool_and_correct(threads):
+    """Dimensions of size 1 get no loop (shard_map's split over one device leads with them):
+    the chunks cut the first dimension with rows, as for the array without them; an array of
+    one element keeps its loops and stays serial."""
     threads(2)
-    for shape in [(1, 3 * N0), (3, N0 + 7), (N0 * 2 + 1,)]:
+    for shape in [(1, 3 * N0), (1, 1, 3, N0 + 7), (3, N0 + 7), (N0 * 2 + 1,), (1, 1)]:
         x = _rng.integers(-9, 9, shape).astype(np.int32)
         f = tracejit.jit(lambda x: x * x - 1)
         np.testing.assert_array_equal(np.asarray(f(x)), x * x - 1)
-        assert _uses_pool(f, x) == (shape[0] > 1)
+        assert _uses_pool(f, x) == (x.size > 1), shape
 
 
 def test_parallel_kernels_inside_loops(threads):
