@@ -450,6 +450,10 @@ SIMPLIFY_RECORDS = [
     ("sum_unit_axis_int", lambda x: x.sum(0), [np.ones((1, 3), np.int32)], ["reshape"]),
     ("max_unit_axis", lambda x: x.max(1), [np.ones((3, 1), F32)], ["reshape"]),
     ("prod_unit_axis_int", lambda x: x.prod(0), [np.ones((1, 4), np.int32)], ["reshape"]),
+    ("prod_unit_axis_complex", lambda x: x.prod(0), [np.ones((1, 5), np.complex64)],
+     ["reduce_prod"]),
+    ("sum_unit_axis_complex", lambda x: x.sum(0), [np.ones((1, 5), np.complex64)],
+     ["reshape", "add"]),
     ("sum_sized_axis", lambda x: x.sum(0), [np.ones((2, 3), F32)], ["reduce_sum"]),
     ("broadcast_broadcast", lambda x: x * lax.broadcast_in_dim(
         lax.broadcast_in_dim(F32(2.0), (1,), ()), (1, 2, 3), (0,)), [np.ones((1, 2, 3), F32)],

@@ -498,9 +498,10 @@ def _unit_reduction(eqn: Eqn, producer: Callable):
     """A reduction over dimensions of size 1 only is a reshape: each result is its one element
     with the reducer's init (its identity, but for a float sum: 0.0 + -0.0 is 0.0, so that
     sum stays an add of 0.0, which fuses). shard_map's gradient sums over one device's axis
-    give these."""
+    give these. Not a complex product: (1 + 0j) * (inf + 0j) has a NaN part."""
     x, (out,) = eqn.invars[0], eqn.outvars
-    if any(x.aval.shape[a] != 1 for a in eqn.params["axes"]):
+    if any(x.aval.shape[a] != 1 for a in eqn.params["axes"]) or \
+            (eqn.primitive is reduce_prod_p and x.aval.dtype.kind == "c"):
         return None
     params = {"new_sizes": out.aval.shape, "dimensions": None}
     if eqn.primitive is not reduce_sum_p or x.aval.dtype.kind not in "fc":
