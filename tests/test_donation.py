@@ -31,6 +31,17 @@ def _scan_carry(length):
     return f
 
 
+def _unit_batched_square(r):
+    """r @ r^T of a [1, 1, n, n] operand: a product that reads a reshaped operand as it is
+    (codegen's reshape is then a view of the operand's buffer, no copy)."""
+    return lax.dot_general(r, r, (((3,), (3,)), ((0, 1), (0, 1))))
+
+
+def _reshaped_first(x):
+    r = x.reshape(1, 1, *x.shape)
+    return x + 1.0, _unit_batched_square(r)
+
+
 # programs whose output should be written into the donated input's buffer
 ALIASED = {
     "add": lambda x: x + 1,
@@ -64,6 +75,8 @@ UNSAFE = {
     "input read by a later output": lambda x: (x + 1, x * 2.0),
     "input returned after": lambda x: (x * 3.0, x),
     "reduction after": lambda x: (x * 3.0, x.sum(axis=1)),
+    # a view of the input (a reshape) read by a product after the output's write
+    "reshaped first, read after": _reshaped_first,
 }
 
 SHAPES = [(8, 8), (128, 256)]  # below and above the buffer pool's size threshold
@@ -109,6 +122,31 @@ def test_unsafe_patterns_compute_the_same_values(name, shape):
     out, x, _ = _native_run(f, data, donate=True)
     _assert_bitwise_equal(out, want)
     assert x.is_deleted()  # JAX consumes a donation that matches an output, aliased or not
+
+
+def _updated_while_viewed(x):
+    t = x * 2.0
+    r = t.reshape(1, 1, *x.shape)
+    return t.at[0].set(0.0), _unit_batched_square(r)
+
+
+def _view_in_loop_body(x):
+    def body(i, c):
+        return c * 0.5 + _unit_batched_square(c.reshape(1, 1, *c.shape))[0, 0] * 1e-3
+    return lax.fori_loop(0, 3, body, x)
+
+
+@pytest.mark.parametrize("f", [_reshaped_first, _updated_while_viewed, _view_in_loop_body])
+def test_reshape_views_keep_values(f):
+    """A reshape read by a product is a view of its operand's buffer (codegen `_view`): the
+    buffer is neither updated in place nor given to a donated output while the view is read."""
+    data = RNG.standard_normal((64, 64)).astype(np.float32)
+    assert "reshape[dimensions=None" in tracejit.jit(f).lower(data).compile().as_text()
+    want = tracejit.jit(f, backend="interpret")(data)
+    for donate in (False, True):
+        out, _, _ = _native_run(f, data, donate)
+        for g, w in zip(tracejit.tree_util.tree_leaves(out), tracejit.tree_util.tree_leaves(want)):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-5, atol=1e-5)
 
 
 def test_rank0_and_pytree_arguments_alias():

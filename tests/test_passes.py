@@ -439,6 +439,32 @@ SIMPLIFY_RECORDS = [
     ("dot_broadcast_batch_not_leading", lambda x, y: lax.dot_general(
         x, lax.broadcast_in_dim(y, (4, 2, 3), (1, 2)), (((2,), (1,)), ((1,), (0,)))),
      [np.ones((5, 4, 2), F32), np.ones((2, 3), F32)], ["broadcast_in_dim", "dot_general"]),
+    # shard_map over one device: x / 1 (pmean), sums over the device axis, a constant
+    # broadcast to [devices] then to a value's shape, the weight gradient transposed after
+    # its (unit) device sum -- each against the interpreter's values, -0.0/NaN/Inf included
+    ("div_one", lambda x: x / 1.0, [np.ones(3, F32)], []),
+    ("div_one_int", lambda x: lax.div(x, np.int32(1)), [np.ones(3, np.int32)], []),
+    ("one_div", lambda x: 1.0 / x, [np.ones(3, F32)], ["div"]),
+    ("div_one_complex", lambda x: x / (1 + 0j), [np.ones(3, np.complex64)], ["div"]),
+    ("sum_unit_axes", lambda x: x.sum((0, 2)), [np.ones((1, 3, 1), F32)], ["reshape", "add"]),
+    ("sum_unit_axis_int", lambda x: x.sum(0), [np.ones((1, 3), np.int32)], ["reshape"]),
+    ("max_unit_axis", lambda x: x.max(1), [np.ones((3, 1), F32)], ["reshape"]),
+    ("prod_unit_axis_int", lambda x: x.prod(0), [np.ones((1, 4), np.int32)], ["reshape"]),
+    ("prod_unit_axis_complex", lambda x: x.prod(0), [np.ones((1, 5), np.complex64)],
+     ["reduce_prod"]),
+    ("sum_unit_axis_complex", lambda x: x.sum(0), [np.ones((1, 5), np.complex64)],
+     ["reshape", "add"]),
+    ("sum_sized_axis", lambda x: x.sum(0), [np.ones((2, 3), F32)], ["reduce_sum"]),
+    ("broadcast_broadcast", lambda x: x * lax.broadcast_in_dim(
+        lax.broadcast_in_dim(F32(2.0), (1,), ()), (1, 2, 3), (0,)), [np.ones((1, 2, 3), F32)],
+     ["mul"]),
+    ("broadcast_broadcast_var", lambda x: lax.broadcast_in_dim(
+        lax.broadcast_in_dim(x, (2, 3), (1,)), (4, 2, 3), (1, 2)), [np.ones(3, F32)],
+     ["broadcast_in_dim"]),
+    ("product_transposed_after_unit_sum", lambda x, y: lax.transpose(
+        lax.dot_general(x, y, (((1,), (1,)), ((0,), (0,)))).sum(0), (1, 0)),
+     [np.ones((1, 5, 2), F32), np.ones((1, 5, 3), F32)],
+     ["transpose", "reshape", "add", "dot_general"]),
 ]
 
 
@@ -448,6 +474,19 @@ def test_simplify(name, f, args, left):
     closed = _jaxpr(f, *args)
     jaxpr = passes.dce(passes.simplify(closed.jaxpr))
     assert sorted(_names(jaxpr)) == sorted(left)
+    _assert_same_results(closed, jaxpr, closed.consts)
+
+
+def test_product_transposed_after_a_unit_sum_is_written_transposed():
+    """The weight gradient under shard_map over one device: transpose(sum over the device
+    axis (size 1) of a batched product) becomes the product with its operands swapped."""
+    closed = _jaxpr(lambda x, y: lax.transpose(
+        lax.dot_general(x, y, (((1,), (1,)), ((0,), (0,)))).sum(0), (1, 0)),
+        np.ones((1, 5, 2), F32), np.ones((1, 5, 3), F32))
+    jaxpr = passes.dce(passes.transposed_products(passes.dce(passes.simplify(closed.jaxpr))))
+    assert _names(jaxpr) == ["dot_general", "reshape", "add"]  # (0.0 + x: a float sum's bits)
+    dot = jaxpr.eqns[0]
+    assert dot.invars == closed.jaxpr.invars[::-1]
     _assert_same_results(closed, jaxpr, closed.consts)
 
 

@@ -208,3 +208,51 @@ def test_reshard_moves_a_shard_between_layouts(src, dst):
     got = tj.jit(lambda a: run_sharded(lambda s: [reshard(s, src, dst, SIZES)], [a], [src],
                                        lambda: [dst], SIZES)[0])(x)
     np.testing.assert_array_equal(np.asarray(got), x)
+
+
+def _mlp_step(pmean):
+    def loss(p, x, y):
+        return tnp.mean((tnp.tanh(x @ p["w1"]) @ p["w2"] - y) ** 2)
+
+    def step(p, x, y):
+        g = tj.grad(loss)(p, x, y)
+        g = tj.lax.pmean(g, "x") if pmean else g
+        return tj.tree_util.tree_map(lambda w, d: w - 0.01 * d, p, g)
+    return step
+
+
+def test_shard_map_step_on_one_device_compiles_to_the_plain_step():
+    """benchmarks/scaling.py's data-parallel step on a one-device mesh: shard_map's split over
+    the device (a leading dimension of size 1, batched once by shard_map and once by jit's
+    partitioning) leaves the plain step's program -- as many kernels, each large one on the
+    thread pool, no copy of the batch, the weight gradient written untransposed -- and its
+    values bit for bit."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2048, 256)).astype(np.float32)  # (kernels and products large
+    y = rng.normal(size=(2048, 1)).astype(np.float32)    # enough for the thread pool)
+    params = {"w1": rng.normal(size=(256, 256)).astype(np.float32) / 16,
+              "w2": rng.normal(size=(256, 1)).astype(np.float32) / 16}
+    mesh = tj.sharding.Mesh(np.array(tj.devices()[:1]), ("x",))
+    P = tj.sharding.PartitionSpec
+
+    def put(v, spec):
+        s = tj.sharding.NamedSharding(mesh, spec)
+        return tj.make_array_from_callback(v.shape, s, lambda index: v[index])
+    sharded = ({k: put(v, P()) for k, v in params.items()}, put(x, P("x")), put(y, P("x")))
+    train = tj.jit(tj.shard_map(_mlp_step(True), mesh=mesh, in_specs=(P(), P("x"), P("x")),
+                                out_specs=P()))
+    plain = tj.jit(_mlp_step(False))
+    got, want = train(*sharded), plain(params, x, y)
+    for k in params:
+        np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]))
+    texts = [f.lower(*args).compile() for f, args in ((train, sharded), (plain,
+                                                                        (params, x, y)))]
+    ours, theirs = [c.as_text() for c in texts]
+    count = [t.count("\n// kernel ") for t in (ours, theirs)]
+    # the same workspace: the batch's reshape (kernel 0) is a view of it, not a copy
+    heads = [t.splitlines()[0].split("kernels at top level")[1] for t in (ours, theirs)]
+    assert heads[0] == heads[1] and "// kernel 0: reshape\n" in ours, heads
+    assert "transpose[permutation=(0, 2, 1)]" not in ours and count[0] == count[1] + 1
+    pools, gemms = ([ll.count(f"@{name}(") for ll in (c.as_text(dialect="llvm") for c in texts)]
+                    for name in ("tracejit_parallel_for", "tracejit_scipy_sgemm"))
+    assert pools[0] == pools[1] >= 4 and gemms[0] == gemms[1]

@@ -5,6 +5,7 @@ ops, within float tolerance otherwise), for sizes just below, at and above the t
 around the chunk size; nested calls, fork, runtime config changes and the interrupt flag."""
 import ctypes
 import os
+import re
 import threading
 import time
 
@@ -122,13 +123,31 @@ def test_parallel_matches_serial_and_numpy(name, n, threads):
         np.testing.assert_allclose(serial, want, rtol=1e-5, atol=1e-6)
 
 
-def test_one_row_and_odd_sizes_stay_serial_and_correct(threads):
+def test_leading_unit_dims_and_odd_sizes_on_the_pool_and_correct(threads):
+    """Dimensions of size 1 get no loop (shard_map's split over one device leads with them):
+    the chunks cut the first dimension with rows, as for the array without them; an array of
+    one element keeps its loops and stays serial."""
     threads(2)
-    for shape in [(1, 3 * N0), (3, N0 + 7), (N0 * 2 + 1,)]:
+    for shape in [(1, 3 * N0), (1, 1, 3, N0 + 7), (3, N0 + 7), (N0 * 2 + 1,), (1, 1)]:
         x = _rng.integers(-9, 9, shape).astype(np.int32)
         f = tracejit.jit(lambda x: x * x - 1)
         np.testing.assert_array_equal(np.asarray(f(x)), x * x - 1)
-        assert _uses_pool(f, x) == (shape[0] > 1)
+        assert _uses_pool(f, x) == (x.size > 1), shape
+
+
+def test_few_outer_rows_are_cut_with_the_next_dimension(threads):
+    """A kernel over [2, 1, n, m] (two devices' halves in one process) runs as chunks of its
+    2n rows, each element where NumPy puts it (broadcast operands read at the split index)."""
+    threads(2)
+    x = _rng.standard_normal((2, 1, 3, N0 // 2 + 5)).astype(np.float32)
+    r = _rng.standard_normal((2, 1, 3, 1)).astype(np.float32)
+    c = _rng.standard_normal((1, 1, 1, N0 // 2 + 5)).astype(np.float32)
+    f = tracejit.jit(lambda x, r, c: tnp.sin(x) * r + c)
+    np.testing.assert_allclose(np.asarray(f(x, r, c)), np.sin(x) * r + c, rtol=1e-5,
+                               atol=1e-6)
+    ll = f.lower(x, r, c).compile().as_text(dialect="llvm")
+    chunks = re.findall(rf"@{thread_pool.SYMBOL}\(.*, i64 (\d+)\)", ll)
+    assert chunks == ["6"]  # (a chunk per row of the 2 x 3, not one per device)
 
 
 def test_parallel_kernels_inside_loops(threads):

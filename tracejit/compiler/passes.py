@@ -23,11 +23,13 @@ from ..core.jaxpr import (ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Literal, Var,
 from ..core.primitive import ELEMENTWISE, Primitive
 from ..lax.call import pjit_p
 from ..lax.control_flow import cond_p, scan_p, while_p
-from ..lax.elementwise import convert_element_type_p, mul_p
+from ..lax.elementwise import add_p, convert_element_type_p, mul_p
 from ..lax.indexing import GatherScatterMode, gather_p
 from ..lax.linalg import dot_general_p
 from ..lax.processes import IDENTITIES as PROCESS_IDENTITIES
 from ..lax.processes import allgather_p
+from ..lax.reductions import (reduce_and_p, reduce_max_p, reduce_min_p, reduce_or_p,
+                              reduce_prod_p, reduce_sum_p, reduce_xor_p)
 from ..lax.shape import broadcast_in_dim_p, reshape_p, slice_p, squeeze_p, transpose_p
 from ..transforms.custom import custom_jvp_call_p, custom_vjp_call_p
 from .element_loops import element_loops
@@ -54,6 +56,7 @@ def optimize(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
         jaxpr = _checked(simplify, jaxpr)
         jaxpr, consts = _checked(fold_constants, jaxpr, consts)
         jaxpr = _checked(cse, jaxpr)
+        jaxpr = _checked(dce, jaxpr)  # (a product's dead readers would keep it from swapping)
         jaxpr = _checked(transposed_products, jaxpr)
         jaxpr = _checked(forward_carries, jaxpr)
         jaxpr = _checked(licm, jaxpr)
@@ -430,6 +433,40 @@ def _unit_transpose(eqn: Eqn, producer: Callable):
                                              "dimensions": None}, eqn.source_info)
 
 
+def _transpose_before_unit_reshape(eqn: Eqn, producer: Callable):
+    """transpose(reshape(product)) whose reshape only adds or drops dimensions of size 1 (a
+    sum over one device's axis, `_unit_reduction`) is reshape(transpose(product)): the
+    transpose then meets the product, which `transposed_products` writes in that order
+    instead of a transposed read of it (the weight gradient x^T dy under shard_map)."""
+    r = producer(eqn.invars[0])
+    plus = r if _plus_zero(r) else None  # (a float sum over one device: through its + 0.0)
+    if plus is not None:
+        r = producer(plus.invars[0])
+    if r is None or r.primitive is not reshape_p or r.params["dimensions"] is not None:
+        return None
+    (y,), (x,), (out,) = r.invars, r.outvars, eqn.outvars
+    p = producer(y)
+    if p is None or p.primitive is not dot_general_p:
+        return None
+    sized_x = [d for d in range(x.aval.ndim) if x.aval.shape[d] != 1]
+    sized_y = [d for d in range(y.aval.ndim) if y.aval.shape[d] != 1]
+    if [x.aval.shape[d] for d in sized_x] != [y.aval.shape[d] for d in sized_y]:
+        return None
+    at = dict(zip(sized_x, sized_y))
+    order = iter([at[d] for d in eqn.params["permutation"] if d in at])
+    perm = tuple(next(order) if y.aval.shape[d] != 1 else d for d in range(y.aval.ndim))
+    if perm == tuple(range(y.aval.ndim)):
+        return None
+    t = Var(y.aval.update(shape=tuple(y.aval.shape[d] for d in perm)))
+    moved = Var(out.aval) if plus is not None else out
+    eqns = [Eqn(transpose_p, [y], [t], {"permutation": perm}, eqn.source_info),
+            Eqn(reshape_p, [t], [moved], {"new_sizes": out.aval.shape, "dimensions": None},
+                eqn.source_info)]
+    if plus is not None:  # (elementwise: the same + 0.0 after the transpose)
+        eqns.append(Eqn(add_p, [moved, plus.invars[1]], [out], {}, eqn.source_info))
+    return eqns
+
+
 def _merge_transposes(eqn: Eqn, producer: Callable):
     perm = eqn.params["permutation"]
     if perm == tuple(range(len(perm))):
@@ -442,6 +479,44 @@ def _merge_transposes(eqn: Eqn, producer: Callable):
     if composed == tuple(range(len(composed))):
         return p.invars[0]
     return Eqn(transpose_p, p.invars, eqn.outvars, {"permutation": composed}, eqn.source_info)
+
+
+def _merge_broadcasts(eqn: Eqn, producer: Callable):
+    """A broadcast of a broadcast is one broadcast of the first one's operand (batching over
+    shard_map's devices broadcasts a constant to [devices], then to each value's shape; as
+    one broadcast of a scalar, `_scalar_operands` reads the scalar itself)."""
+    p = producer(eqn.invars[0])
+    if p is None or p.primitive is not broadcast_in_dim_p:
+        return None
+    outer = eqn.params["broadcast_dimensions"]
+    dims = tuple(outer[d] for d in p.params["broadcast_dimensions"])
+    return Eqn(broadcast_in_dim_p, p.invars, eqn.outvars,
+               dict(eqn.params, broadcast_dimensions=dims), eqn.source_info)
+
+
+def _unit_reduction(eqn: Eqn, producer: Callable):
+    """A reduction over dimensions of size 1 only is a reshape: each result is its one element
+    with the reducer's init (its identity, but for a float sum: 0.0 + -0.0 is 0.0, so that
+    sum stays an add of 0.0, which fuses). shard_map's gradient sums over one device's axis
+    give these. Not a complex product: (1 + 0j) * (inf + 0j) has a NaN part."""
+    x, (out,) = eqn.invars[0], eqn.outvars
+    if any(x.aval.shape[a] != 1 for a in eqn.params["axes"]) or \
+            (eqn.primitive is reduce_prod_p and x.aval.dtype.kind == "c"):
+        return None
+    params = {"new_sizes": out.aval.shape, "dimensions": None}
+    if eqn.primitive is not reduce_sum_p or x.aval.dtype.kind not in "fc":
+        return Eqn(reshape_p, [x], eqn.outvars, params, eqn.source_info)
+    y = Var(out.aval)
+    zero = Literal(0, ShapedArray((), x.aval.dtype, x.aval.weak_type))
+    return [Eqn(reshape_p, [x], [y], params, eqn.source_info),
+            Eqn(add_p, [y, zero], eqn.outvars, {}, eqn.source_info)]
+
+
+def _plus_zero(eqn: Eqn | None) -> bool:
+    """Whether `eqn` is x + 0.0 (`_unit_reduction`'s float sum)."""
+    return eqn is not None and eqn.primitive is add_p and isinstance(eqn.invars[1], Literal) \
+        and not eqn.invars[1].aval.shape and eqn.invars[1].val == 0 \
+        and not np.signbit(eqn.invars[1].val.real)
 
 
 def _broadcast_scalar(eqn: Eqn | None) -> Var | Literal | None:
@@ -776,8 +851,10 @@ def _own_block_of_gather(eqn: Eqn, producer: Callable):
 _SPECIFIC_RULES: dict[Primitive, tuple[Callable, ...]] = {
     convert_element_type_p: (_drop_same_type_convert,),
     reshape_p: (_merge_reshapes,), squeeze_p: (_merge_reshapes,),
-    broadcast_in_dim_p: (_merge_reshapes,),
-    transpose_p: (_unit_transpose, _merge_transposes),
+    broadcast_in_dim_p: (_merge_reshapes, _merge_broadcasts),
+    **{p: (_unit_reduction,) for p in (reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p,
+                                        reduce_and_p, reduce_or_p, reduce_xor_p)},
+    transpose_p: (_unit_transpose, _merge_transposes, _transpose_before_unit_reshape),
     gather_p: (_gather_of_broadcast,),
     slice_p: (_own_block_of_gather,),
     dot_general_p: (_outer_product, _fold_transposed_operands, _unbroadcast_batch_operand,

@@ -91,6 +91,7 @@ add_p.identities = {0: (0, -0.0), 1: (0, -0.0)}
 sub_p.identities = {1: (0, 0.0)}
 mul_p.identities = {0: (1, 1.0), 1: (1, 1.0)}
 div_p = binop("div", _quiet(_int_div), NUM)
+div_p.identities = {1: (1, 1.0)}  # (x / 1.0 is exact; pmean over one device divides by it)
 rem_p = binop("rem", _quiet(_int_rem), REAL)
 max_p = binop("max", _max_impl, ANY)
 min_p = binop("min", _min_impl, ANY)

@@ -78,6 +78,28 @@ class NativeCompileError(NotImplementedError):
     pass
 
 
+# A parallel chunk body whose outer dimension has fewer rows than this takes its two outer
+# dimensions together as its rows (Emitter.loop_nest)
+SPLIT_MIN_ROWS = 64
+
+
+def _view(eqn, env: dict, eqn_dests: list, dests: list, placed: dict | None) -> list | None:
+    """A reshape that keeps the row-major order (no `dimensions`; squeeze) of a stored value
+    with no destination of its own is that buffer under its new shape, no copy (shard_map's
+    split over devices reshapes whole operands so). It is one more name of the buffer
+    (`holders` in emit_jaxpr). Not of a buffer an output of this jaxpr is written into (a
+    donated input, a placed temporary): that write could come while the new name is read."""
+    name = eqn.primitive.name
+    if not (name == "squeeze" or (name == "reshape" and eqn.params["dimensions"] is None)) \
+            or eqn_dests[0] is not None or not isinstance(eqn.invars[0], Var):
+        return None
+    x = env.get(eqn.invars[0])
+    if not isinstance(x, Buf) or (placed and eqn.invars[0] in placed) or \
+            any(d is not None and d.ptr is x.ptr for d in dests):
+        return None
+    return [Buf(x.ptr, eqn.outvars[0].aval)]
+
+
 class Emitter:
     """Emits a whole program into one LLVM function."""
 
@@ -275,14 +297,40 @@ class Emitter:
         return self._no_vectorize_md
 
     def loop_nest(self, shape: Sequence[int], body: Callable[[list[ir.Value]], None]) -> None:
+        """`body(idx)` for every multi-index of `shape`. A dimension of size 1 gets no loop (its
+        index is 0): a parallel chunk body (parallel_loops) then cuts the first dimension that
+        has rows to share -- shard_map's split over one device leads every value with one. (A
+        shape of one element keeps its loops: a chunk body must not store outside its rows.)
+        There, an outer dimension of few rows is one loop with the next (the device axis of
+        two devices' [2, 2048, 256] halves: 4096 rows to cut into chunks, not 2)."""
+        skip = all(isinstance(n, int) for n in shape) and math.prod(shape) > 1
+
         def rec(k: int, idx: list[ir.Value]):
             if k == len(shape):
                 saved, self._memo = self._memo, {}
                 body(idx)
                 self._memo = saved
                 return
+            if skip and shape[k] == 1:
+                rec(k + 1, idx + [ir.Constant(I64, 0)])
+                return
+            inner = next((j for j in range(k + 1, len(shape)) if shape[j] != 1), None)
+            if self._cuts_here() and skip and shape[k] < SPLIT_MIN_ROWS and inner is not None \
+                    and inner < len(shape) - 1:
+                # a chunk body's rows: the two outer dimensions as one loop (2 devices of
+                # [2, 2048, 256] gave 2 chunks; the thread pool wants many)
+                def both(i):
+                    n = ir.Constant(I64, shape[inner])
+                    rec(inner + 1, idx + [self.b.udiv(i, n)] + [ir.Constant(I64, 0)] *
+                        (inner - k - 1) + [self.b.urem(i, n)])
+                self.loop(shape[k] * shape[inner], both, name=f"d{k}")
+                return
             self.loop(shape[k], lambda i: rec(k + 1, idx + [i]), name=f"d{k}")
         rec(0, [])
+
+    def _cuts_here(self) -> bool:
+        """Whether the next loop is the one a parallel chunk body cuts into rows."""
+        return self.split is not None and not self._trips
 
     # --- values ------------------------------------------------------------------------------
     def read(self, env: dict, v) -> Any:
@@ -479,7 +527,9 @@ class Emitter:
                         id(x.ptr) for v, x in env.items() if v in produced and isinstance(x, Buf))
             self._dying = {v for v in last_use.get(k, ()) if v not in keep and held(v) <= 1}
             eqn_dests = [direct.get(v) or (placed or {}).get(v) for v in eqn.outvars]
-            outs = self._lower_parallel(eqn, env, eqn_dests)
+            outs = _view(eqn, env, eqn_dests, dests, placed)
+            if outs is None:
+                outs = self._lower_parallel(eqn, env, eqn_dests)
             if outs is None:
                 lower = self.lower_outlined if outline and _outlinable(eqn) else self.lower
                 outs = lower(eqn, env, eqn_dests)

@@ -187,8 +187,13 @@ def lower_parallel(em: Emitter, eqn, env: dict, dests: list) -> list | None:
         n_dest = fixed + len(outer)
         kdests = [Buf(b.bitcast(slot(n_dest + j), mem_type(a.dtype).as_pointer()), a)
                   for j, a in enumerate(out_avals)]
-        inner_env = {v: kenv[id(env[v].ptr if isinstance(env[v], Buf) else env[v].value)]
-                     for v in eqn.invars if isinstance(v, Var)}
+        # (per operand its own aval: one buffer may come under two shapes, codegen's `_view`)
+        inner_env = {}
+        for v in eqn.invars:
+            if isinstance(v, Var):
+                x = env[v]
+                inner = kenv[id(x.ptr if isinstance(x, Buf) else x.value)]
+                inner_env[v] = Buf(inner.ptr, x.aval) if isinstance(x, Buf) else inner
         if columns:  # this chunk's rows reduced to one row: partial row number `chunk`
             em.split = None
             split.rows = _column_body(em, eqn, inner_env, kdests[0], chunk, split.per)
