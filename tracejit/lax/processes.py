@@ -5,7 +5,8 @@ process holds its own value and the collective is an MPI call (core/mpi.py) — 
 (backend/llvm/host_callback.py).
 
 The primitives act along a leading axis of the group's size where data is split or stacked
-(allgather: (…) -> (n, …); reduce_scatter and alltoall: (n, …) -> …); the collectives' own
+(allgather: (…) -> (n, …); reduce_scatter and alltoall: (n, …) -> …; sendrecv: this process's
+positions, (lanes, …) -> (lanes, …)); the collectives' own
 arguments (gather axis, tiled, split and concat axes) are ordinary reshapes around them.
 
 Transposes are the per-position ones of lax/parallel.py (JAX's check_vma=False rules): psum's
@@ -29,11 +30,11 @@ from ..core import mpi
 from ..core.array import Array
 from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
-from ..core.axis_env import AxisFrame
+from ..core.axis_env import AxisFrame, NamedAxisPrimitive
 from ..core.rules import bdim_at_front, def_linear, moveaxis
 from ..core.trace import get_aval
 from . import parallel
-from .elementwise import add, convert_element_type, div, lt, max as max_, mul, select_n
+from .elementwise import add, convert_element_type, div, mul
 from .indexing import dynamic_index_in_dim
 from .shape import full_like, index_in_dim, reshape
 
@@ -141,6 +142,7 @@ reduce_scatter_p = _collective(
 alltoall_p = _collective(
     "mpi_alltoall", lambda x, *, ranks, axis_name: x,
     lambda x, *, ranks, axis_name: mpi.alltoall(x, ranks, _what("all_to_all", axis_name)))
+# (lanes, ...) -> (lanes, ...): member m holds positions m * lanes + l, perm pairs positions
 sendrecv_p = _collective(
     "mpi_sendrecv", lambda x, **_: x,
     lambda x, *, perm, ranks, axis_name: mpi.sendrecv(x, perm, ranks,
@@ -153,8 +155,8 @@ reduce_scatter_p.def_batch(lambda vals, dims, **params: (
     reduce_scatter_p.bind(_second(vals[0], dims[0]), **params), 0))
 alltoall_p.def_batch(lambda vals, dims, **params: (
     alltoall_p.bind(_second(vals[0], dims[0]), **params), 1))
-sendrecv_p.def_batch(lambda vals, dims, **params: (sendrecv_p.bind(vals[0], **params),
-                                                   dims[0]))
+sendrecv_p.def_batch(lambda vals, dims, **params: (
+    sendrecv_p.bind(_second(vals[0], dims[0]), **params), 1))
 
 
 def _second(x: Any, d: int) -> Any:
@@ -168,6 +170,31 @@ def_linear(alltoall_p, lambda ct, x, **params: [alltoall_p.bind(ct, **params)])
 def_linear(sendrecv_p, lambda ct, x, *, perm, **params: [
     sendrecv_p.bind(ct, perm=tuple((d, s) for s, d in perm), **params)])
 
+# ppermute where each process holds several positions (lanes): bound on one lane's value; the
+# batch trace of the lanes stacks them, (lanes, …), for one mpi_sendrecv (an all_gather over
+# the lanes would be copied to every lane under check_vma, each copy sent)
+lanes_sendrecv_p = NamedAxisPrimitive("mpi_lanes_sendrecv",
+                                      lambda params: (params["lanes_name"],))
+lanes_sendrecv_p.effectful = True  # (as the collective it becomes)
+lanes_sendrecv_p.def_abstract_eval(lambda x, **_: x)
+
+
+def _lanes_sendrecv_impl(x, *, lanes_name, **_):
+    raise NameError(f"ppermute's lanes {lanes_name!r} outside the transformation mapping them")
+
+
+def _lanes_sendrecv_named(vals, dims, axis, *, lanes_name, **params):
+    (x,), (d,) = vals, dims
+    return sendrecv_p.bind(bdim_at_front(x, d, axis.size), **params), 0
+
+
+lanes_sendrecv_p.def_impl(_lanes_sendrecv_impl)
+lanes_sendrecv_p.def_named_batch(_lanes_sendrecv_named)
+lanes_sendrecv_p.def_batch(lambda vals, dims, **params: (
+    lanes_sendrecv_p.bind(vals[0], **params), dims[0]))
+def_linear(lanes_sendrecv_p, lambda ct, x, *, perm, **params: [
+    lanes_sendrecv_p.bind(ct, perm=tuple((d, s) for s, d in perm), **params)])
+
 # the collectives (native code calls back into MPI), and the identities that only say how a
 # value is typed or differentiated (forwarded by native code, dropped by the compiler)
 PRIMITIVES = (allreduce_p, allgather_p, reduce_scatter_p, alltoall_p, sendrecv_p)
@@ -177,7 +204,8 @@ IDENTITIES = (pvary_p, shared_p, vma_p)
 # --- the named collectives over a process axis ----------------------------------------------
 # Where each process holds several positions of the axis (`lanes` > 1, batched under
 # `lanes_name`), reductions and gathers act over those lanes first, then across processes;
-# the collectives that route data between positions work from every position's value.
+# the collectives that route data between positions move only the blocks that cross
+# processes (a lane-batched MPI call, with the lanes' own collective before or after it).
 
 def _first_process(frames: list) -> Any:
     return next(f for f in frames if f.process is not None)
@@ -267,48 +295,56 @@ parallel.all_gather_p.def_across_processes(_all_gather)
 
 
 def _psum_scatter(args, frames, *, scatter_dimension, tiled, **_):
+    """Position q keeps the sum of every position's block q. Over several lanes: this
+    process's lanes summed into each lane's blocks (a psum_scatter over the lanes: lane l holds
+    the local sum of block p * lanes + l for every process p), then one MPI Reduce_scatter over
+    the processes, each receiving only its positions' blocks (so the float sum's order is
+    lanes first, then processes: it may differ from one process's in the last bits)."""
     (x,), frame = args, frames[0]
-    n, sd = frame.size, scatter_dimension
+    pa, n, sd = frame.process, frame.size, scatter_dimension
     shape = get_aval(x).shape
     parallel._scattered_shape(shape, n, sd, tiled)  # (JAX's errors for a bad shape)
     if tiled:
         x = reshape(x, shape[:sd] + (n, shape[sd] // n) + shape[sd + 1:])
     x = moveaxis(x, sd, 0)
-    if frame.process.lanes == 1:
-        return reduce_scatter_p.bind(x, ranks=frame.process.ranks, axis_name=frame.name)
-    total = parallel.psum_p.bind(x, axes=(frame.name,), axis_index_groups=None)
-    return dynamic_index_in_dim(total, _position(frame), 0, keepdims=False)
+    if pa.lanes > 1:
+        rest = get_aval(x).shape[1:]
+        x = parallel.reduce_scatter_p.bind(
+            reshape(x, (len(pa.ranks), pa.lanes) + rest), scatter_dimension=1,
+            axis_name=(pa.lanes_name,), axis_index_groups=None, axis_size=pa.lanes,
+            tiled=False)
+    # (lane-batched: the lanes become the Reduce_scatter's second axis, one block each)
+    return reduce_scatter_p.bind(x, ranks=pa.ranks, axis_name=frame.name)
 
 
 parallel.reduce_scatter_p.def_across_processes(_psum_scatter)
 
 
 def _ppermute(args, frames, *, axis_name, perm):
+    """Each pair's block moves from its source position to its destination: this process's
+    lanes stacked (lanes_sendrecv_p), the blocks that stay in the process copied, those that
+    cross sent point to point (mpi.sendrecv)."""
     (x,), frame = args, frames[0]
-    if frame.process.lanes == 1:
-        return sendrecv_p.bind(x, perm=perm, ranks=frame.process.ranks, axis_name=frame.name)
-    source = np.full(frame.size, -1, np.int32)
-    for s, d in perm:
-        source[d] = s
-    me = _position(frame)
-    src = dynamic_index_in_dim(_constant(source), me, 0, keepdims=False)
-    picked = dynamic_index_in_dim(_everyone(x, frame), max_(src, full_like(src, 0)), 0,
-                                  keepdims=False)
-    return select_n(lt(src, full_like(src, 0)), picked, full_like(picked, 0))
+    pa = frame.process
+    if pa.lanes == 1:
+        shape = get_aval(x).shape
+        return reshape(sendrecv_p.bind(reshape(x, (1,) + shape), perm=perm, ranks=pa.ranks,
+                                       axis_name=frame.name), shape)
+    return lanes_sendrecv_p.bind(x, perm=perm, ranks=pa.ranks, axis_name=frame.name,
+                                 lanes_name=pa.lanes_name)
 
 
 parallel.ppermute_p.def_across_processes(_ppermute)
 
 
-def _constant(v: np.ndarray) -> Array:
-    return Array.from_numpy(v, ShapedArray(v.shape, v.dtype))
-
-
 def _all_to_all(args, frames, *, split_axis, concat_axis, **_):
     """Chunk j of the split axis goes to position j; what arrives is joined along the concat
-    axis in source order: the chunks put first, exchanged, and put back."""
+    axis in source order: the chunks put first, exchanged, and put back. Over several lanes
+    the chunks are grouped by destination process (lanes, ...), one MPI Alltoall moves each
+    group to its process (lane-batched: each process receives its lanes' chunks from every
+    position), and an all_to_all over the lanes hands each lane its own."""
     (x,), frame = args, frames[0]
-    n = frame.size
+    pa, n = frame.process, frame.size
     shape = get_aval(x).shape
     if shape[split_axis] % n:
         raise ValueError(f"all_to_all: the split axis {split_axis} has size "
@@ -316,12 +352,16 @@ def _all_to_all(args, frames, *, split_axis, concat_axis, **_):
     k = shape[split_axis] // n
     chunks = reshape(x, shape[:split_axis] + (n, k) + shape[split_axis + 1:])
     front = moveaxis(chunks, split_axis, 0)  # (n, *shape with split axis k)
-    if frame.process.lanes == 1:
-        got = alltoall_p.bind(front, ranks=frame.process.ranks, axis_name=frame.name)
-    else:  # (every source's chunk for this position)
-        got = dynamic_index_in_dim(_everyone(front, frame), _position(frame), 1,
-                                   keepdims=False)
-    piece = get_aval(got).shape[1:]
+    piece = get_aval(front).shape[1:]
+    if pa.lanes == 1:
+        got = alltoall_p.bind(front, ranks=pa.ranks, axis_name=frame.name)
+    else:  # (per lane: (source process, destination lane, ...) -> (source position, ...))
+        got = alltoall_p.bind(reshape(front, (len(pa.ranks), pa.lanes) + piece),
+                              ranks=pa.ranks, axis_name=frame.name)
+        got = parallel.all_to_all_p.bind(got, split_axis=1, concat_axis=1,
+                                         axis_name=(pa.lanes_name,), axis_index_groups=None,
+                                         tiled=True)
+        got = reshape(got, (n,) + piece)
     out = moveaxis(got, 0, concat_axis)  # the sources just before the concat axis
     return reshape(out, piece[:concat_axis] + (n * piece[concat_axis],) + piece[concat_axis + 1:])
 
