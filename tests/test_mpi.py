@@ -353,8 +353,14 @@ def test_axis_index_groups_across_processes(tmp_path):
         assert p.returncode == 0, f"{k} run failed:\n{logs[k][-4000:]}"
     with np.load(tmp_path / "mpi.npz") as a, np.load(tmp_path / "single.npz") as b:
         ours, oracle = dict(a), dict(b)
+    # psum_scatter within groups is one Reduce_scatter of each process's two 2 x 2 float32
+    # results (32 bytes), not an Allgather of every position's 4 x 2 block (128 bytes)
+    for tag in ("across", "within"):
+        np.testing.assert_array_equal(ours.pop(f"moved/psum_scatter_{tag}"), [0, 32])
     assert sorted(ours) == sorted(oracle)
     for k in oracle:
+        if oracle[k].dtype.kind == "i":  # (ints: bit for bit, whatever the order of the sum)
+            np.testing.assert_array_equal(ours[k], oracle[k], err_msg=k)
         np.testing.assert_allclose(ours[k], oracle[k], rtol=2e-6, atol=1e-6, err_msg=k)
     # and against NumPy: shard k (4 rows) gets the sum of its group's shards
     shards = (np.arange(32, dtype=np.float32).reshape(16, 2) / 7.0).reshape(4, 4, 2)

@@ -22,6 +22,7 @@ devs = np.array(jax.devices()).reshape(2, 2)  # (processes, devices of each)
 mesh_all = Mesh(devs.reshape(-1), ("data",))  # two positions in each process
 mesh1d = Mesh(devs[:, 0], ("data",))  # one position in each process
 x = np.arange(32, dtype=np.float32).reshape(16, 2) / 7.0
+ints = np.arange(-16, 16, dtype=np.int32).reshape(16, 2) * 1000003
 results = {}
 
 
@@ -48,11 +49,26 @@ for tag, groups in {"across": [[0, 2], [1, 3]], "within": [[0, 1], [2, 3]]}.item
         a, "data", 0, 1, axis_index_groups=groups, tiled=True))(x))
     save(f"grad_{tag}", smap(jax.grad(lambda a: jnp.sum(lax.psum(
         a * a, "data", axis_index_groups=groups) ** 2)))(x))
+    save(f"grad_scatter_{tag}", smap(jax.grad(lambda a: jnp.sum(jnp.sin(lax.psum_scatter(
+        a, "data", axis_index_groups=groups, tiled=True)))))(x))
+    save(f"psum_scatter_ints_{tag}", smap(lambda a: lax.psum_scatter(
+        a, "data", scatter_dimension=1, axis_index_groups=groups))(ints))
 # one position per process: the group lists the positions in reverse
 save("reversed_gather", smap(lambda a: lax.all_gather(a, "data", axis_index_groups=[[1, 0]]),
                              mesh1d)(x[:8]))
 save("reversed_psum", smap(lambda a: lax.psum(a, "data", axis_index_groups=[[1, 0]]),
                            mesh1d)(x[:8]))
+
+if mode == "mpi":  # what one call of psum_scatter within groups receives, compiled first
+    from tracejit.core import mpi as process_collectives
+    for tag, groups in {"across": [[0, 2], [1, 3]], "within": [[0, 1], [2, 3]]}.items():
+        f = smap(lambda a: lax.psum_scatter(a, "data", axis_index_groups=groups, tiled=True))
+        f(x)
+        before = dict(process_collectives.received)
+        f(x)  # (its result stays split: nothing gathers it)
+        results[f"moved/psum_scatter_{tag}"] = np.array(
+            [process_collectives.received[c] - before.get(c, 0)
+             for c in ("allgather", "reduce_scatter")])
 
 if mode == "single" or jax.process_index() == 0:
     np.savez(out_path, **results)

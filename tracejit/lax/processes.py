@@ -34,9 +34,9 @@ from ..core.axis_env import AxisFrame, NamedAxisPrimitive
 from ..core.rules import bdim_at_front, def_linear, moveaxis
 from ..core.trace import get_aval
 from . import parallel
-from .elementwise import add, convert_element_type, div, mul
+from .elementwise import add, convert_element_type, div, mul, select_n
 from .indexing import dynamic_index_in_dim
-from .shape import full_like, index_in_dim, reshape
+from .shape import broadcast_in_dim, concatenate, full_like, index_in_dim, reshape
 
 
 def _what(name: str, axis_name: Any) -> str:
@@ -379,16 +379,20 @@ parallel.pbroadcast_p.def_across_processes(_pbroadcast)
 # --- axis_index_groups across processes ----------------------------------------------------
 # Every position's value is gathered (allgather), each group's collective is computed from its
 # members' values as in one process (the primitive's named rule, over an axis of the positions),
-# and each position keeps its own result.
+# and each position keeps its own result; psum_scatter within equal groups is the ungrouped one
+# instead, of each position's blocks spread over the axis (below).
 
-def _grouped(prim: Any, plain: Any) -> Any:
+def _grouped(prim: Any, plain: Any, equal_groups: Any = None) -> Any:
     def across(args, frames, **params):
-        if params.get("axis_index_groups") is None:
+        groups = params.get("axis_index_groups")
+        if groups is None:
             return plain(args, frames, **params)
         if len(frames) != 1:
             raise NotImplementedError(f"{prim.name} with axis_index_groups over several axes "
                                       f"spanning processes: name one axis")
         frame = frames[0]
+        if equal_groups is not None and len({len(g) for g in groups}) == 1:
+            return equal_groups(args[0], frame, groups, **params)
         # (typed as the axis is: psum within groups is then JAX's NotImplementedError)
         positions = AxisFrame(frame.name, frame.size, None, devices=True, vma=frame.vma)
         out, d = prim.named_batch([_everyone(args[0], frame)], [0], positions, **params)
@@ -397,6 +401,34 @@ def _grouped(prim: Any, plain: Any) -> Any:
     return across
 
 
+def _psum_scatter_in_groups(x, frame, groups, *, scatter_dimension, tiled, **_):
+    """psum_scatter within groups of m positions as the ungrouped one over the whole axis:
+    each position's m blocks spread to n, block d being its block for d's place in d's group
+    where d shares its group and zeros elsewhere, so position d receives its group's sum of
+    its block (adding zeros, exact) and each process only its positions' results."""
+    m, sd, n = len(groups[0]), scatter_dimension, frame.size
+    shape = get_aval(x).shape
+    parallel._scattered_shape(shape, m, sd, tiled)  # (JAX's errors for a bad shape)
+    if tiled:
+        x = reshape(x, shape[:sd] + (m, shape[sd] // m) + shape[sd + 1:])
+    x = moveaxis(x, sd, 0)  # (m, *result)
+    place = {d: i for g in groups for i, d in enumerate(g)}
+    group_of = {d: k for k, g in enumerate(groups) for d in g}
+    spread = concatenate([index_in_dim(x, place[d], 0) for d in range(n)], 0)
+    same = np.array([[group_of[q] == group_of[d] for d in range(n)] for q in range(n)])
+    ours = dynamic_index_in_dim(_constant(same), _position(frame), 0, keepdims=False)
+    ours = broadcast_in_dim(ours, get_aval(spread).shape, (0,))
+    spread = select_n(ours, full_like(spread, 0), spread)
+    return _psum_scatter([spread], [frame], scatter_dimension=0, tiled=False)
+
+
+def _constant(v: np.ndarray) -> Array:
+    return Array.from_numpy(v, ShapedArray(v.shape, v.dtype))
+
+
 for _prim in (parallel.psum_p, parallel.pmax_p, parallel.pmin_p, parallel.all_gather_p,
-              parallel.reduce_scatter_p, parallel.all_to_all_p):
+              parallel.all_to_all_p):
     _prim.def_across_processes(_grouped(_prim, _prim.across_processes))
+parallel.reduce_scatter_p.def_across_processes(_grouped(
+    parallel.reduce_scatter_p, parallel.reduce_scatter_p.across_processes,
+    _psum_scatter_in_groups))
