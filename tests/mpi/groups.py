@@ -53,22 +53,40 @@ for tag, groups in {"across": [[0, 2], [1, 3]], "within": [[0, 1], [2, 3]]}.item
         a, "data", axis_index_groups=groups, tiled=True)))))(x))
     save(f"psum_scatter_ints_{tag}", smap(lambda a: lax.psum_scatter(
         a, "data", scatter_dimension=1, axis_index_groups=groups))(ints))
+    save(f"all_to_all_ints_{tag}", smap(lambda a: lax.all_to_all(
+        a, "data", 1, 0, axis_index_groups=groups))(ints))
+    save(f"all_to_all_vmap_{tag}", smap(jax.vmap(lambda r: lax.all_to_all(
+        r, "data", 0, 0, axis_index_groups=groups, tiled=True), in_axes=1, out_axes=1))(x))
+    save(f"all_to_all_vmap0_{tag}", smap(jax.vmap(lambda r: lax.all_to_all(
+        r, "data", 0, 0, axis_index_groups=groups, tiled=True), in_axes=0, out_axes=0))(
+        x.reshape(8, 4)))
+    # (weighted by where each chunk lands)
+    save(f"grad_all_to_all_{tag}", smap(jax.grad(lambda a: jnp.sum(jnp.sin(lax.all_to_all(
+        a, "data", 0, 1, axis_index_groups=groups, tiled=True)) * jnp.arange(8.0).reshape(
+        2, 4))))(x))
 # one position per process: the group lists the positions in reverse
 save("reversed_gather", smap(lambda a: lax.all_gather(a, "data", axis_index_groups=[[1, 0]]),
                              mesh1d)(x[:8]))
 save("reversed_psum", smap(lambda a: lax.psum(a, "data", axis_index_groups=[[1, 0]]),
                            mesh1d)(x[:8]))
+save("reversed_all_to_all", smap(lambda a: lax.all_to_all(
+    a, "data", 0, 1, axis_index_groups=[[1, 0]], tiled=True), mesh1d)(x[:8]))
+save("reversed_psum_scatter", smap(lambda a: lax.psum_scatter(
+    a, "data", axis_index_groups=[[1, 0]], tiled=True), mesh1d)(x[:8]))
 
-if mode == "mpi":  # what one call of psum_scatter within groups receives, compiled first
+if mode == "mpi":  # what one call within groups receives, compiled first
     from tracejit.core import mpi as process_collectives
     for tag, groups in {"across": [[0, 2], [1, 3]], "within": [[0, 1], [2, 3]]}.items():
-        f = smap(lambda a: lax.psum_scatter(a, "data", axis_index_groups=groups, tiled=True))
-        f(x)
-        before = dict(process_collectives.received)
-        f(x)  # (its result stays split: nothing gathers it)
-        results[f"moved/psum_scatter_{tag}"] = np.array(
-            [process_collectives.received[c] - before.get(c, 0)
-             for c in ("allgather", "reduce_scatter")])
+        for name, f in {"psum_scatter": smap(lambda a: lax.psum_scatter(
+                            a, "data", axis_index_groups=groups, tiled=True)),
+                        "all_to_all": smap(lambda a: lax.all_to_all(
+                            a, "data", 0, 1, axis_index_groups=groups, tiled=True))}.items():
+            f(x)
+            before = dict(process_collectives.received)
+            f(x)  # (its result stays split: nothing gathers it)
+            results[f"moved/{name}_{tag}"] = np.array(
+                [process_collectives.received[c] - before.get(c, 0)
+                 for c in ("allgather", "reduce_scatter", "sendrecv")])
 
 if mode == "single" or jax.process_index() == 0:
     np.savez(out_path, **results)

@@ -167,11 +167,12 @@ def reduce_scatter(x: np.ndarray, ranks: Sequence[int], what: str) -> np.ndarray
 
 def sendrecv(x: np.ndarray, perm: Sequence[tuple[int, int]], ranks: Sequence[int],
              what: str) -> np.ndarray:
-    """x of shape (lanes, ...): this member's positions of an axis whose member m holds
-    positions m * lanes ... m * lanes + lanes - 1; each (source, destination) pair of `perm`
-    (positions) moves the source's block to the destination, and a position no pair sends to
-    receives zeros. Only blocks crossing members go through MPI, point to point (one Isend per
-    block this member sends away, one Irecv per block it receives); the others are copied."""
+    """x of shape (lanes, ...): this member's blocks, where member m holds the blocks (positions
+    of an axis, or their chunks) m * lanes ... m * lanes + lanes - 1; each (source,
+    destination) pair of `perm` moves the source's block to the destination, and a block no
+    pair sends to receives zeros. Only blocks crossing members go through MPI, point to point
+    (one Isend per block this member sends away, one Irecv per block it receives); the others
+    are copied."""
     ranks = tuple(ranks)
     me, lanes = ranks.index(world().Get_rank()), x.shape[0]
     b = as_bytes(x)

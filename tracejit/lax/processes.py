@@ -172,7 +172,9 @@ def_linear(sendrecv_p, lambda ct, x, *, perm, **params: [
 
 # ppermute where each process holds several positions (lanes): bound on one lane's value; the
 # batch trace of the lanes stacks them, (lanes, …), for one mpi_sendrecv (an all_gather over
-# the lanes would be copied to every lane under check_vma, each copy sent)
+# the lanes would be copied to every lane under check_vma, each copy sent). With cells > 1
+# each lane's value is (cells, …), and perm pairs cells (position * cells + cell): the
+# permutation of chunks all_to_all within groups is.
 lanes_sendrecv_p = NamedAxisPrimitive("mpi_lanes_sendrecv",
                                       lambda params: (params["lanes_name"],))
 lanes_sendrecv_p.effectful = True  # (as the collective it becomes)
@@ -183,15 +185,25 @@ def _lanes_sendrecv_impl(x, *, lanes_name, **_):
     raise NameError(f"ppermute's lanes {lanes_name!r} outside the transformation mapping them")
 
 
-def _lanes_sendrecv_named(vals, dims, axis, *, lanes_name, **params):
+def _lanes_sendrecv_named(vals, dims, axis, *, lanes_name, cells, **params):
     (x,), (d,) = vals, dims
-    return sendrecv_p.bind(bdim_at_front(x, d, axis.size), **params), 0
+    front = bdim_at_front(x, d, axis.size)
+    shape = get_aval(front).shape
+    if cells > 1:  # (lanes, cells, …) -> this process's cells in order
+        front = reshape(front, (shape[0] * shape[1],) + shape[2:])
+    return reshape(sendrecv_p.bind(front, **params), shape), 0
+
+
+def _lanes_sendrecv_batch(vals, dims, *, cells, **params):
+    (x,), (d,) = vals, dims
+    if cells > 1 and d == 0:  # (the cells stay first)
+        x, d = moveaxis(x, 0, 1), 1
+    return lanes_sendrecv_p.bind(x, cells=cells, **params), d
 
 
 lanes_sendrecv_p.def_impl(_lanes_sendrecv_impl)
 lanes_sendrecv_p.def_named_batch(_lanes_sendrecv_named)
-lanes_sendrecv_p.def_batch(lambda vals, dims, **params: (
-    lanes_sendrecv_p.bind(vals[0], **params), dims[0]))
+lanes_sendrecv_p.def_batch(_lanes_sendrecv_batch)
 def_linear(lanes_sendrecv_p, lambda ct, x, *, perm, **params: [
     lanes_sendrecv_p.bind(ct, perm=tuple((d, s) for s, d in perm), **params)])
 
@@ -324,14 +336,20 @@ def _ppermute(args, frames, *, axis_name, perm):
     """Each pair's block moves from its source position to its destination: this process's
     lanes stacked (lanes_sendrecv_p), the blocks that stay in the process copied, those that
     cross sent point to point (mpi.sendrecv)."""
-    (x,), frame = args, frames[0]
+    return _moved(args[0], tuple(perm), frames[0])
+
+
+def _moved(x: Any, perm: tuple, frame: AxisFrame, cells: int = 1) -> Any:
+    """x moved by perm: pairs of positions, or with cells > 1 (x: (cells, …)) pairs of cells,
+    position * cells + cell."""
     pa = frame.process
-    if pa.lanes == 1:
-        shape = get_aval(x).shape
-        return reshape(sendrecv_p.bind(reshape(x, (1,) + shape), perm=perm, ranks=pa.ranks,
-                                       axis_name=frame.name), shape)
-    return lanes_sendrecv_p.bind(x, perm=perm, ranks=pa.ranks, axis_name=frame.name,
-                                 lanes_name=pa.lanes_name)
+    if pa.lanes > 1:
+        return lanes_sendrecv_p.bind(x, perm=perm, ranks=pa.ranks, axis_name=frame.name,
+                                     lanes_name=pa.lanes_name, cells=cells)
+    shape = get_aval(x).shape
+    front = x if cells > 1 else reshape(x, (1,) + shape)  # (this process's cells)
+    return reshape(sendrecv_p.bind(front, perm=perm, ranks=pa.ranks, axis_name=frame.name),
+                   shape)
 
 
 parallel.ppermute_p.def_across_processes(_ppermute)
@@ -380,7 +398,8 @@ parallel.pbroadcast_p.def_across_processes(_pbroadcast)
 # Every position's value is gathered (allgather), each group's collective is computed from its
 # members' values as in one process (the primitive's named rule, over an axis of the positions),
 # and each position keeps its own result; psum_scatter within equal groups is the ungrouped one
-# instead, of each position's blocks spread over the axis (below).
+# instead, of each position's blocks spread over the axis, and all_to_all a permutation of the
+# positions' chunks (below).
 
 def _grouped(prim: Any, plain: Any, equal_groups: Any = None) -> Any:
     def across(args, frames, **params):
@@ -422,13 +441,33 @@ def _psum_scatter_in_groups(x, frame, groups, *, scatter_dimension, tiled, **_):
     return _psum_scatter([spread], [frame], scatter_dimension=0, tiled=False)
 
 
+def _all_to_all_in_groups(x, frame, groups, *, split_axis, concat_axis, **_):
+    """all_to_all within groups of m positions: chunk j of the r-th member of a group goes to
+    cell r of the group's j-th member — a permutation of the positions' chunks, moved as
+    ppermute moves blocks (those crossing processes point to point, the others copied)."""
+    m = len(groups[0])
+    shape = get_aval(x).shape
+    if shape[split_axis] % m:
+        raise ValueError(f"The size of all_to_all split_axis ({shape[split_axis]}) has to be "
+                         f"divisible by the size of the named axis {frame.name} ({m})")
+    chunks = reshape(x, shape[:split_axis] + (m, shape[split_axis] // m) +
+                     shape[split_axis + 1:])
+    front = moveaxis(chunks, split_axis, 0)  # (m, *chunk)
+    piece = get_aval(front).shape[1:]
+    perm = tuple((q * m + j, g[j] * m + r) for g in groups for r, q in enumerate(g)
+                 for j in range(m))
+    out = moveaxis(_moved(front, perm, frame, cells=m), 0, concat_axis)  # (sources in order)
+    return reshape(out, piece[:concat_axis] + (m * piece[concat_axis],) + piece[concat_axis + 1:])
+
+
 def _constant(v: np.ndarray) -> Array:
     return Array.from_numpy(v, ShapedArray(v.shape, v.dtype))
 
 
-for _prim in (parallel.psum_p, parallel.pmax_p, parallel.pmin_p, parallel.all_gather_p,
-              parallel.all_to_all_p):
+for _prim in (parallel.psum_p, parallel.pmax_p, parallel.pmin_p, parallel.all_gather_p):
     _prim.def_across_processes(_grouped(_prim, _prim.across_processes))
+parallel.all_to_all_p.def_across_processes(_grouped(
+    parallel.all_to_all_p, parallel.all_to_all_p.across_processes, _all_to_all_in_groups))
 parallel.reduce_scatter_p.def_across_processes(_grouped(
     parallel.reduce_scatter_p, parallel.reduce_scatter_p.across_processes,
     _psum_scatter_in_groups))
