@@ -75,6 +75,26 @@ for dtype, v in (("f32", x), ("i32", ints)):
 # vmap inside shard_map: the collectives batched over a local axis too
 save("vmap", jax.jit(smap(lambda a: jax.vmap(routed, out_axes=1)(jnp.stack([a, -2 * a]))))(x))
 
+
+
+# in loops: a ring of ppermutes (fori_loop) and a scan whose carry goes through all_to_all (the
+# carry's type must stay varying over 'data' alone); integer-valued floats, so every sum is
+# exact in any order
+def ring(a):
+    return lax.fori_loop(0, 3, lambda i, c: (c[0] + lax.ppermute(c[1], "data", SHIFT),
+                                             lax.ppermute(c[1], "data", SHIFT)), (a, a))[0]
+
+
+def scanned(a):
+    return lax.scan(lambda c, _: (lax.all_to_all(c, "data", 1, 1, tiled=True) * 2,
+                                  lax.psum_scatter(c, "data", scatter_dimension=1, tiled=True)),
+                    a, None, length=3)
+
+
+for check_vma in (True, False):
+    save(f"loops_{check_vma}", (jax.jit(smap(ring, check_vma))(np.round(x * 8)),
+                                jax.jit(smap(scanned, check_vma))(np.round(x * 8))))
+
 # gradients: ppermute's transpose is the inverse permutation, psum_scatter's all_gather,
 # all_to_all's all_to_all back
 weights = rng.standard_normal((8, 8, 4)).astype(np.float32)

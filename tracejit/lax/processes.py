@@ -277,7 +277,7 @@ def _pvary(args, frames, *, axes):
         pa = frame.process
         if pa is not None:
             if pa.lanes > 1:  # (this process's positions: its lanes made real)
-                x = parallel.pvary_p.bind(x, axes=(pa.lanes_name,))
+                x = _lanes_typed(parallel.pvary_p.bind(x, axes=(pa.lanes_name,)), frame)
             x = pvary_p.bind(x, ranks=pa.ranks, axis_name=frame.name, vma=frame.vma)
     rest = tuple(f.name for f in frames if f.process is None)
     return Primitive.bind(parallel.pvary_p, x, axes=rest) if rest else x
@@ -286,12 +286,22 @@ def _pvary(args, frames, *, axes):
 parallel.pvary_p.def_across_processes(_pvary)
 
 
+def _lanes_typed(x: Any, frame: AxisFrame) -> Any:
+    """x, made by a collective over this process's lanes, typed (check_vma) as varying over the
+    axis whose positions they are, not over the lanes' own name — no mesh axis: a loop carry
+    typed by it would not match its initial value."""
+    if not frame.vma:
+        return x
+    return vma_p.bind(x, add=(frame.name,), remove=(frame.process.lanes_name,))
+
+
 def _everyone(x: Any, frame: Any) -> Any:
     """Every position's x, stacked along a new leading axis (in position order)."""
     pa = frame.process
     if pa.lanes > 1:
-        x = parallel.all_gather_p.bind(x, all_gather_dimension=0, axis_name=(pa.lanes_name,),
-                                       axis_index_groups=None, axis_size=pa.lanes, tiled=False)
+        x = _lanes_typed(parallel.all_gather_p.bind(
+            x, all_gather_dimension=0, axis_name=(pa.lanes_name,), axis_index_groups=None,
+            axis_size=pa.lanes, tiled=False), frame)
     out = allgather_p.bind(x, ranks=pa.ranks, axis_name=frame.name)
     if pa.lanes > 1:
         shape = get_aval(out).shape
@@ -321,10 +331,10 @@ def _psum_scatter(args, frames, *, scatter_dimension, tiled, **_):
     x = moveaxis(x, sd, 0)
     if pa.lanes > 1:
         rest = get_aval(x).shape[1:]
-        x = parallel.reduce_scatter_p.bind(
+        x = _lanes_typed(parallel.reduce_scatter_p.bind(
             reshape(x, (len(pa.ranks), pa.lanes) + rest), scatter_dimension=1,
             axis_name=(pa.lanes_name,), axis_index_groups=None, axis_size=pa.lanes,
-            tiled=False)
+            tiled=False), frame)
     # (lane-batched: the lanes become the Reduce_scatter's second axis, one block each)
     return reduce_scatter_p.bind(x, ranks=pa.ranks, axis_name=frame.name)
 
@@ -376,9 +386,9 @@ def _all_to_all(args, frames, *, split_axis, concat_axis, **_):
     else:  # (per lane: (source process, destination lane, ...) -> (source position, ...))
         got = alltoall_p.bind(reshape(front, (len(pa.ranks), pa.lanes) + piece),
                               ranks=pa.ranks, axis_name=frame.name)
-        got = parallel.all_to_all_p.bind(got, split_axis=1, concat_axis=1,
-                                         axis_name=(pa.lanes_name,), axis_index_groups=None,
-                                         tiled=True)
+        got = _lanes_typed(parallel.all_to_all_p.bind(
+            got, split_axis=1, concat_axis=1, axis_name=(pa.lanes_name,),
+            axis_index_groups=None, tiled=True), frame)
         got = reshape(got, (n,) + piece)
     out = moveaxis(got, 0, concat_axis)  # the sources just before the concat axis
     return reshape(out, piece[:concat_axis] + (n * piece[concat_axis],) + piece[concat_axis + 1:])
