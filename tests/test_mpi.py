@@ -353,13 +353,16 @@ def test_axis_index_groups_across_processes(tmp_path):
         assert p.returncode == 0, f"{k} run failed:\n{logs[k][-4000:]}"
     with np.load(tmp_path / "mpi.npz") as a, np.load(tmp_path / "single.npz") as b:
         ours, oracle = dict(a), dict(b)
-    # bytes received per call (Allgather, Reduce_scatter, point to point): psum_scatter within
-    # groups is one Reduce_scatter of each process's two 2 x 2 float32 results (32 bytes), and
-    # all_to_all moves the 2 x 2 chunks (16 bytes) from the process's positions' partners on
-    # the other process (none when the groups lie within the processes), not an Allgather of
-    # every position's 4 x 2 block (128 bytes)
+    # bytes received per call within groups (Allgather, Reduce_scatter, point to point), where
+    # each took an Allgather of every position's 4 x 2 float32 block (128 bytes): psum_scatter
+    # one Reduce_scatter of the process's two 2 x 2 results (32 bytes); all_to_all the 2 x 2
+    # chunks (16 bytes), all_gather and psum the blocks (32 bytes), that the process's two
+    # positions need from their partners on the other process — none when the groups lie
+    # within the processes
     for name, want in {"psum_scatter_across": [0, 32, 0], "psum_scatter_within": [0, 32, 0],
-                       "all_to_all_across": [0, 0, 32], "all_to_all_within": [0, 0, 0]}.items():
+                       "all_to_all_across": [0, 0, 32], "all_to_all_within": [0, 0, 0],
+                       "all_gather_across": [0, 0, 64], "all_gather_within": [0, 0, 0],
+                       "psum_across": [0, 0, 64], "psum_within": [0, 0, 0]}.items():
         np.testing.assert_array_equal(ours.pop(f"moved/{name}"), want, err_msg=name)
     assert sorted(ours) == sorted(oracle)
     for k in oracle:

@@ -53,6 +53,12 @@ for tag, groups in {"across": [[0, 2], [1, 3]], "within": [[0, 1], [2, 3]]}.item
         a, "data", axis_index_groups=groups, tiled=True)))))(x))
     save(f"psum_scatter_ints_{tag}", smap(lambda a: lax.psum_scatter(
         a, "data", scatter_dimension=1, axis_index_groups=groups))(ints))
+    save(f"psum_ints_{tag}", smap(lambda a: lax.psum(a, "data", axis_index_groups=groups))(ints))
+    save(f"pmin_ints_{tag}", smap(lambda a: lax.pmin(a, "data", axis_index_groups=groups))(ints))
+    save(f"psum_bool_{tag}", smap(lambda a: lax.psum(a > 0, "data", axis_index_groups=groups))(
+        ints))
+    save(f"all_gather_untiled_{tag}", smap(lambda a: lax.all_gather(
+        a, "data", axis=1, axis_index_groups=groups), mesh_all)(x))
     save(f"all_to_all_ints_{tag}", smap(lambda a: lax.all_to_all(
         a, "data", 1, 0, axis_index_groups=groups))(ints))
     save(f"all_to_all_vmap_{tag}", smap(jax.vmap(lambda r: lax.all_to_all(
@@ -77,7 +83,10 @@ save("reversed_psum_scatter", smap(lambda a: lax.psum_scatter(
 if mode == "mpi":  # what one call within groups receives, compiled first
     from tracejit.core import mpi as process_collectives
     for tag, groups in {"across": [[0, 2], [1, 3]], "within": [[0, 1], [2, 3]]}.items():
-        for name, f in {"psum_scatter": smap(lambda a: lax.psum_scatter(
+        for name, f in {"psum": smap(lambda a: lax.psum(a, "data", axis_index_groups=groups)),
+                        "all_gather": smap(lambda a: lax.all_gather(
+                            a, "data", axis_index_groups=groups, tiled=True)),
+                        "psum_scatter": smap(lambda a: lax.psum_scatter(
                             a, "data", axis_index_groups=groups, tiled=True)),
                         "all_to_all": smap(lambda a: lax.all_to_all(
                             a, "data", 0, 1, axis_index_groups=groups, tiled=True))}.items():

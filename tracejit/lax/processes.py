@@ -36,6 +36,7 @@ from ..core.trace import get_aval
 from . import parallel
 from .elementwise import add, convert_element_type, div, mul, select_n
 from .indexing import dynamic_index_in_dim
+from .reductions import reduce_max, reduce_min, reduce_sum
 from .shape import broadcast_in_dim, concatenate, full_like, index_in_dim, reshape
 
 
@@ -405,11 +406,12 @@ parallel.pbroadcast_p.def_across_processes(_pbroadcast)
 
 
 # --- axis_index_groups across processes ----------------------------------------------------
-# Every position's value is gathered (allgather), each group's collective is computed from its
-# members' values as in one process (the primitive's named rule, over an axis of the positions),
-# and each position keeps its own result; psum_scatter within equal groups is the ungrouped one
-# instead, of each position's blocks spread over the axis, and all_to_all a permutation of the
-# positions' chunks (below).
+# Within equal groups each collective moves only what its group needs (below): psum_scatter is
+# the ungrouped one of each position's blocks spread over the axis; all_to_all and all_gather a
+# permutation of the positions' chunks or copies, and psum, pmax and pmin (untyped) that
+# all_gather reduced. Otherwise every position's value is gathered (allgather), each group's
+# collective computed from its members' values as in one process (the primitive's named rule,
+# over an axis of the positions), and each position keeps its own result.
 
 def _grouped(prim: Any, plain: Any, equal_groups: Any = None) -> Any:
     def across(args, frames, **params):
@@ -421,7 +423,9 @@ def _grouped(prim: Any, plain: Any, equal_groups: Any = None) -> Any:
                                       f"spanning processes: name one axis")
         frame = frames[0]
         if equal_groups is not None and len({len(g) for g in groups}) == 1:
-            return equal_groups(args[0], frame, groups, **params)
+            out = equal_groups(args[0], frame, groups, **params)
+            if out is not None:  # (None: a case the general rule below takes)
+                return out
         # (typed as the axis is: psum within groups is then JAX's NotImplementedError)
         positions = AxisFrame(frame.name, frame.size, None, devices=True, vma=frame.vma)
         out, d = prim.named_batch([_everyone(args[0], frame)], [0], positions, **params)
@@ -470,12 +474,42 @@ def _all_to_all_in_groups(x, frame, groups, *, split_axis, concat_axis, **_):
     return reshape(out, piece[:concat_axis] + (m * piece[concat_axis],) + piece[concat_axis + 1:])
 
 
+def _all_gather_in_groups(x, frame, groups, *, all_gather_dimension, tiled, **_):
+    """all_gather within groups of m positions: each position's block copied once per member
+    of its group, copy i of the group's r-th member going to cell r of its i-th member — a
+    permutation of the copies, moved as ppermute moves blocks."""
+    m = len(groups[0])
+    shape = get_aval(x).shape
+    copies = broadcast_in_dim(x, (m,) + shape, tuple(range(1, len(shape) + 1)))
+    perm = tuple((q * m + i, g[i] * m + r) for g in groups for r, q in enumerate(g)
+                 for i in range(m))
+    return parallel._stacked_to(_moved(copies, perm, frame, cells=m), all_gather_dimension,
+                                tiled)
+
+
+def _reduced_in_groups(op: str, reduce: Any) -> Any:
+    """psum (pmax, pmin) within groups: the group's blocks gathered as above, reduced here.
+    Only untyped (check_vma=False) and over the one axis: otherwise the general rule (JAX's
+    errors for psum within groups under check_vma)."""
+    def rule(x, frame, groups, *, axes, axis_index_groups):
+        if frame.vma or tuple(axes) != (frame.name,):
+            return None
+        if op == "sum" and np.dtype(get_aval(x).dtype) == np.bool_:
+            x = convert_element_type(x, np.int32)  # (a count of True lanes, as JAX)
+        return reduce(_all_gather_in_groups(x, frame, groups, all_gather_dimension=0,
+                                            tiled=False), (0,))
+    return rule
+
+
 def _constant(v: np.ndarray) -> Array:
     return Array.from_numpy(v, ShapedArray(v.shape, v.dtype))
 
 
-for _prim in (parallel.psum_p, parallel.pmax_p, parallel.pmin_p, parallel.all_gather_p):
-    _prim.def_across_processes(_grouped(_prim, _prim.across_processes))
+for _prim, _rule in ((parallel.psum_p, _reduced_in_groups("sum", reduce_sum)),
+                    (parallel.pmax_p, _reduced_in_groups("max", reduce_max)),
+                    (parallel.pmin_p, _reduced_in_groups("min", reduce_min)),
+                    (parallel.all_gather_p, _all_gather_in_groups)):
+    _prim.def_across_processes(_grouped(_prim, _prim.across_processes, _rule))
 parallel.all_to_all_p.def_across_processes(_grouped(
     parallel.all_to_all_p, parallel.all_to_all_p.across_processes, _all_to_all_in_groups))
 parallel.reduce_scatter_p.def_across_processes(_grouped(
