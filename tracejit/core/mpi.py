@@ -184,9 +184,10 @@ def sendrecv(x: np.ndarray, perm: Sequence[tuple[int, int]], ranks: Sequence[int
         if s in here and d in here:
             out[d - here.start] = b[s - here.start]
 
-    def start(comm):  # (tag: the destination position, which one source sends to)
-        requests = [comm.Isend(b[s - here.start], dest=d // lanes, tag=d) for s, d in sends]
-        requests += [comm.Irecv(out[d - here.start], source=s // lanes, tag=d)
+    def start(comm):  # (one tag: MPI matches the messages between two members in the order
+        # they were posted, and both post theirs in perm's order)
+        requests = [comm.Isend(b[s - here.start], dest=d // lanes, tag=7) for s, d in sends]
+        requests += [comm.Irecv(out[d - here.start], source=s // lanes, tag=7)
                      for s, d in receives]
         return _All(mpi(), requests)
     run("sendrecv", what, ranks, x, start, len(receives) * out[0].nbytes if lanes else 0)
