@@ -31,6 +31,28 @@ def test_huge_functions_take_the_cheap_pipeline_with_the_same_results(monkeypatc
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+def test_a_text_too_short_for_a_huge_function_skips_counting(monkeypatch):
+    """optimize's shortcut: LLVM prints a function in at most twice the lines of the text it
+    was parsed from (a blank line before each block), so a text of at most
+    HUGE_FUNCTION_LINES / 2 lines has no huge function; a longer one is counted function by
+    function -- also where the text is shorter than the limit but LLVM's print is not."""
+    blocks = "".join(f"b{k}:\n  store i64 {k}, ptr %p\n  br label %b{k + 1}\n"
+                     for k in range(200))
+    text = f"define void @f(ptr %p) {{\nentry:\n  br label %b0\n{blocks}b200:\n  ret void\n}}\n"
+    lines = text.count("\n")
+    printed = str(jit_engine.parse(text).get_function("f")).count("\n")
+    assert lines < printed <= 2 * lines + 1
+    marked = []
+    real_mark = jit_engine._mark_optnone
+    monkeypatch.setattr(jit_engine, "_mark_optnone", lambda t, names: (marked.append(names),
+                                                                       real_mark(t, names))[1])
+    for limit, huge in [(lines, True), (printed - 1, True), (printed, False), (2 * lines, False)]:
+        monkeypatch.setattr(jit_engine, "HUGE_FUNCTION_LINES", limit)
+        marked.clear()
+        jit_engine.optimize(jit_engine.parse(text), lines)
+        assert marked == ([["f"]] if huge else []), limit
+
+
 def test_optnone_is_added_and_removed_only_where_asked():
     ir = ('define void @"big"(ptr %p) {\n  ret void\n}\n'
           'define internal void @"small"(ptr %p) noinline {\n  ret void\n}\n')

@@ -377,3 +377,92 @@ def test_parallel_lines_bit_identical_across_threads(kind, shape, dtype, rng, th
            "irfft": lambda z: np.fft.irfft(z, n)}[kind](wide)
     eps = float(np.finfo(dtype).eps)
     assert rel_error(results[0], ref) <= error_bound(n, eps)
+
+
+@pytest.mark.parametrize("cdtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("size", [4 ** 6 * 2, 3 * 5 * 7 * 11 * 13 * 4])
+def test_library_steps_match_steps_with_constant_sizes(cdtype, size, rng):
+    """The Stockham steps are library code, generic in their sizes (backend/llvm/fft.py's
+    _step_module). Every step of a line, called with its sizes as arguments, gives the bits of
+    the same step compiled with those sizes constant (what each program compiled before), and
+    LLVM vectorised it with no run-time overlap checks between the output streams (with them
+    the checks failed on every call and the steps ran scalar, ~3x slower: what
+    _output_scopes' metadata prevents)."""
+    import ctypes
+    import re
+
+    from llvmlite import ir
+
+    from tracejit.backend.llvm import fft, jit_engine
+    ct = np.dtype(cdtype)
+    x = _signals(rng, size, ct, batch=1)[0]
+    roots = np.exp(-2j * np.pi * np.arange(size) / size).astype(ct)
+    ptr = fft.mem_type(ct).as_pointer()
+    steps, nc, ratio, s = [], size, 1, 1
+    for k, p in enumerate(_radices(size)):
+        m = nc // p
+        steps.append((p, m > 1, k == 0, s, m, ratio))
+        nc, ratio, s = m, ratio * p, s * p
+    for p, twiddled, unit in sorted({step[:3] for step in steps}):
+        name = fft._step_name(ct, p, -1, twiddled, unit)
+        fft._library_fn(fft.Emitter("declarations"), name, fft._step_type(ct),
+                        lambda p=p, twiddled=twiddled, unit=unit:
+                        fft._step_module(ct, p, -1, twiddled, unit))
+        optimised = str(jit_engine.optimize(jit_engine.parse(str(
+            fft._step_module(ct, p, -1, twiddled, unit)))))
+        # the pointer compares left are LLVM's wrap checks, at most 2 per output stream (the
+        # overlap checks between the streams were 20-30 more)
+        compares = len(re.findall(r"icmp \w+ (<\d+ x )?ptr", optimised))
+        assert "vector.body" in optimised and compares <= 2 * p, (name, compares)
+    # each step with its sizes constant: a wrapper calling an internal copy of the step
+    text_parts, wrappers = [], []
+    for k, (p, twiddled, unit, s, m, ratio) in enumerate(steps):
+        inner = fft.Emitter(f"const{k}")
+        fft._emit_step(inner, ct, p, -1, twiddled, unit)
+        step = next(iter(inner.module.functions))
+        step.linkage = "internal"
+        step.attributes.add("noinline")
+        wrapper = ir.Function(inner.module, ir.FunctionType(ir.VoidType(), [ptr] * 3),
+                              name=f"const_step{k}")
+        b = ir.IRBuilder(wrapper.append_basic_block())
+        b.call(step, list(wrapper.args) + [ir.Constant(fft.I64, v) for v in (s, m, ratio)])
+        b.ret_void()
+        text_parts.append(str(inner.module))
+        wrappers.append(wrapper.name)
+    module = jit_engine.optimize(jit_engine.parse(jit_engine.link_text(text_parts)))
+    code, _ = jit_engine.load(module, library=True)
+    generic_type = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3, *[ctypes.c_int64] * 3)
+    const_type = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3)
+    for k, (p, twiddled, unit, s, m, ratio) in enumerate(steps):
+        name = fft._step_name(ct, p, -1, twiddled, unit)
+        got, want = np.zeros_like(x), np.zeros_like(x)
+        generic_type(fft._library[name].address(name))(
+            x.ctypes.data, got.ctypes.data, roots.ctypes.data, s, m, ratio)
+        const_type(code.address(wrappers[k]))(x.ctypes.data, want.ctypes.data, roots.ctypes.data)
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8), err_msg=str(k))
+        x = got  # the next step's input
+
+
+@pytest.mark.parametrize("kind", ["fft", "ifft", "rfft", "irfft"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_one_line_routines_match_strided_lines(kind, dtype, rng, x64):
+    """A long contiguous line (a tile of one line) is packed and unpacked by copies and the
+    library's line routines (fft.py's _line_module); the same lines laid out with a stride
+    (along axis 0 of an (n, 2) array) go through the program's own loops. Both compute the
+    same arithmetic: the same bits, and within tolerance of pocketfft."""
+    n = 1 << 14
+    cdtype = np.result_type(dtype, np.complex64)
+    x = rng.standard_normal((n, 2)).astype(dtype)
+    z = (x + 1j * rng.standard_normal((n, 2))).astype(cdtype)
+    arg = {"fft": z, "ifft": z, "rfft": x, "irfft": z[: n // 2 + 1]}[kind]
+    f = getattr(tnp.fft, kind)
+    kw = {"n": n} if kind == "irfft" else {}
+    strided = np.asarray(tracejit.jit(lambda a: f(a, axis=0, **kw))(arg))
+    for j in range(2):
+        line = np.ascontiguousarray(arg[:, j])
+        got = np.asarray(tracejit.jit(lambda a: f(a, **kw))(line))
+        np.testing.assert_array_equal(got.view(np.uint8), np.ascontiguousarray(
+            strided[:, j]).view(np.uint8))
+        want = getattr(np.fft, kind)(line.astype(np.result_type(line, np.float64)), **kw)
+        eps = float(np.finfo(dtype).eps)
+        assert rel_error(got, want) <= error_bound(n, eps)

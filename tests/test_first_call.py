@@ -20,8 +20,9 @@ def _python(source: str) -> subprocess.CompletedProcess:
 
 def test_blas_and_lapack_without_scipy_linalg():
     """A matmul and a Cholesky factorisation load SciPy's cython_blas/cython_lapack but not
-    the scipy.linalg package (~0.2 s); a later `import scipy.linalg.cython_blas` gets the same
-    module object as an attribute, and SciPy's own solvers still work."""
+    the scipy.linalg package (~0.2 s), nor the scipy package itself (~15 ms); a later
+    `import scipy.linalg.cython_blas` gets the same module object as an attribute, and SciPy's
+    own solvers still work."""
     out = _python("""
         import sys
         import numpy as np
@@ -32,6 +33,7 @@ def test_blas_and_lapack_without_scipy_linalg():
         got = np.asarray(tracejit.jit(lambda x, y: x @ y)(a, a))
         chol = np.asarray(tracejit.jit(jnp.linalg.cholesky)(spd))
         print(sorted(k for k in sys.modules if k.startswith("scipy.linalg")))
+        print(sorted(k for k in sys.modules if k == "scipy" or k.startswith("scipy.")))
         from tracejit.backend.llvm import blas
         import scipy.linalg.cython_blas
         import scipy.linalg
@@ -41,8 +43,30 @@ def test_blas_and_lapack_without_scipy_linalg():
         print(np.allclose(chol, scipy.linalg.cholesky(spd, lower=True), rtol=1e-4, atol=1e-4))
     """)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split("\n")[:4] == ["[]", "True", "True", "True"], out.stdout
+    assert out.stdout.split("\n")[:5] == ["[]", "[]", "True", "True", "True"], out.stdout
 
+
+
+def test_blas_loaded_while_a_module_is_imported(tmp_path):
+    """A first BLAS program compiled at a module's top level, while that module is being
+    imported: with an import in flight the bare `scipy` package is not used (an import lock
+    held meanwhile could deadlock with it), SciPy is imported as usual, and the product is
+    right."""
+    (tmp_path / "imports_a_product.py").write_text(textwrap.dedent("""
+        import numpy as np
+        import tracejit
+        a = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) % 7
+        got = np.asarray(tracejit.jit(lambda x, y: x @ y)(a, a))
+        want = a.astype(np.float64) @ a.astype(np.float64)
+    """))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]))
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import sys
+        import imports_a_product as m
+        print((m.got == m.want).all(), "scipy" in sys.modules)
+    """)], env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True"], out.stdout
 
 
 def test_trig_slow_path_at_o1_gives_o3s_bits():
@@ -75,10 +99,11 @@ def test_trig_slow_path_at_o1_gives_o3s_bits():
         np.testing.assert_allclose(got[0], want, rtol=4 * eps, atol=4 * eps, err_msg=symbol)
 
 
-def test_fft_steps_share_one_function_per_radix():
-    """A transform compiles one function per radix step (sizes as arguments), not one loop
-    nest per step (six for 2^12 points): one line (its first step in the s == 1 variant) and 8
-    lines (every step with s > 1), against NumPy's FFT."""
+def test_fft_steps_are_library_routines():
+    """A transform's Stockham steps are the runtime's routines, one per radix variant with the
+    sizes as arguments: a program declares them and defines none (six steps for 2^12 points;
+    one line (its first step in the s == 1 variant) and 8 lines (every step with s > 1)),
+    against NumPy's FFT."""
     import re
 
     import tracejit
@@ -91,7 +116,8 @@ def test_fft_steps_share_one_function_per_radix():
         want = np.fft.fft(x.astype(np.float64))
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())
         text = f.lower(x).compile().as_text("llvm")
-        steps = set(re.findall(r"define [^@]*@\"?(tracejit_fft_\w+radix\w+)", text))
+        assert not re.findall(r"define [^@]*@\"?(tracejit_fft_\w+radix\w+)", text)
+        steps = set(re.findall(r"declare [^@]*@\"?(tracejit_fft_\w+radix\w+)", text))
         # radix 4's step, its one-line variant (s == 1, chosen at run time), the last step's
         assert steps == {f"tracejit_fft_complex64_radix4{v}_fwd"
                          for v in ("", "_unit", "_last")}, steps

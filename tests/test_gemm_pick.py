@@ -1,12 +1,14 @@
-"""Tiles or one call, chosen per call (backend/llvm/linalg.py `_pick_tiles`): a row- or
-column-tiled product gives the same bits as one call, so a site may switch between them with
-the machine's load; split-k tiles keep a fixed plan. Each mode is forced and compared bit for
-bit with the others and with NumPy's float64 product."""
+"""Tiles or one call, chosen per call (backend/llvm/linalg.py `_pick_tiles`): where this
+process's BLAS gives a row- or column-tiled product the same bits as one call
+(blas.splits_agree), a site may switch between them with the machine's load; split-k tiles
+keep a fixed plan. Each mode is forced and compared bit for bit with the others and with
+NumPy's float64 product. A BLAS whose cuts change the bits (OpenBLAS's Haswell kernels on a
+Zen 5 core) always runs the tiles, with any thread count."""
 import numpy as np
 import pytest
 
 import tracejit
-from tracejit.backend.llvm import linalg
+from tracejit.backend.llvm import blas, linalg
 
 
 @pytest.fixture
@@ -64,3 +66,61 @@ def test_online_choice_keeps_gradients_bitwise(monkeypatch, two_threads):
         grads[mode] = [np.asarray(g(w, x)) for _ in range(4 if mode is None else 1)]
     for got in grads[None] + grads["one"]:
         np.testing.assert_array_equal(got, grads["tiles"][0])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+def test_splits_agree_only_where_cuts_keep_the_bits(dtype):
+    """Where the probe trusts this BLAS (splits_agree), products of the shapes linalg tiles
+    give one call's bits when cut into row or column calls; the probe's products are right;
+    complex products are never trusted (OpenBLAS's complex kernels sum otherwise for some
+    shapes)."""
+    dtype = np.dtype(dtype)
+    gemm = blas._fortran_gemm(dtype)
+    rng = np.random.default_rng(5)
+
+    def draw(*shape):
+        x = rng.standard_normal(shape) + (1j * rng.standard_normal(shape)
+                                          if dtype.kind == "c" else 0)
+        return np.asfortranarray(x.astype(dtype))
+    agree = blas.splits_agree(dtype)
+    assert not (agree and dtype.kind == "c")
+    for m, n, k, axis, at in [(1024, 256, 512, "m", 512), (1024, 256, 512, "n", 128),
+                              (512, 128, 784, "m", 256), (256, 4096, 256, "n", 2048)]:
+        a, b = draw(m, k), draw(k, n)
+        whole, cut = (np.zeros((m, n), dtype, order="F") for _ in range(2))
+        gemm(a, b, whole, 0, m, 0, n)
+        for lo, hi in ((0, at), (at, m if axis == "m" else n)):
+            gemm(a, b, cut, *((lo, hi, 0, n) if axis == "m" else (0, m, lo, hi)))
+        want = a.astype(np.complex128) @ b.astype(np.complex128)
+        tol = 1e-4 if dtype in (np.float32, np.complex64) else 1e-12
+        np.testing.assert_allclose(whole, want, rtol=0, atol=tol * np.abs(want).max())
+        np.testing.assert_allclose(cut, want, rtol=0, atol=tol * np.abs(want).max())
+        if agree:
+            assert whole.tobytes() == cut.tobytes(), (m, n, k, axis)
+
+
+def test_splits_that_disagree_always_run_tiles(monkeypatch):
+    """Told that this BLAS's cuts change the bits, a row/column-tiled product runs its tiles
+    on every call and thread count (no timed site, no one-call branch): 1 and 2 threads and
+    a forced "one" mode give the tiles' bits."""
+    monkeypatch.setattr(blas, "splits_agree", lambda dtype: False)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((128, 784)).astype(np.float32)
+    y = rng.standard_normal((784, 512)).astype(np.float32)
+    assert linalg.tile_plan(np.dtype(np.float32), 128, 512, 784)[0] == "n"
+    text = tracejit.jit(lambda a, b: a @ b).lower(x, y).compile().as_text("llvm")
+    assert "gemm_site" not in text and "gemm_tiles" in text
+    assert text.count("call void @tracejit_scipy_sgemm(") == 1   # (the tile body's only)
+    old = tracejit.config.read("tracejit_num_threads")
+    try:
+        got = {}
+        for threads, mode in ((1, None), (2, None), (2, "one"), (1, "tiles")):
+            tracejit.config.update("tracejit_num_threads", threads)
+            got[threads, mode] = _run(monkeypatch, mode, lambda a, b: a @ b, x, y, 3)
+    finally:
+        tracejit.config.update("tracejit_num_threads", old)
+    for outs in got.values():
+        for out in outs:
+            np.testing.assert_array_equal(out, got[1, "tiles"][0])
+    want = x.astype(np.float64) @ y
+    np.testing.assert_allclose(got[1, None][0], want, rtol=0, atol=2e-5 * np.abs(want).max())

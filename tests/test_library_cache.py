@@ -1,7 +1,8 @@
 """The runtime's own code (runtime/disk_cache.py's compile_library: the thread pool, math's slow
-paths) is compiled once per machine: a second process loads it from the cache folder's library
-subfolder, with the same results, even with the program cache off; a tampered entry is rejected
-and compiled afresh; `tracejit_library_cache` off writes nothing."""
+paths, the FFT's steps and line routines) is compiled once per machine: a second process loads
+it from the cache folder's library subfolder, with the same results, even with the program cache
+off; a tampered entry is rejected and compiled afresh; `tracejit_library_cache` off writes
+nothing."""
 import json
 import os
 import subprocess
@@ -9,8 +10,8 @@ import sys
 
 import numpy as np
 
-# a sum large enough for the thread pool, and sines of huge arguments (the out-of-line slow
-# path), in a fresh process
+# a sum large enough for the thread pool, sines of huge arguments (the out-of-line slow path)
+# and an rfft (the FFT's steps), in a fresh process
 _SCRIPT = """
 import json
 import numpy as np
@@ -20,8 +21,10 @@ x = np.linspace(-1.0, 1.0, 1 << 18, dtype=np.float32)
 big = np.array([1e6, 3.5e12, -7.25e20, 1e30], np.float32)
 total = float(tracejit.jit(lambda x: jnp.sum(x * x))(x))
 sines = np.asarray(tracejit.jit(jnp.sin)(big)).tolist()
+spectrum = np.asarray(tracejit.jit(jnp.fft.rfft)(x[:4096] ** 3))
 print(json.dumps({"library": dict(disk_cache.library_stats), "programs": dict(disk_cache.stats),
-                  "total": total, "sines": sines}))
+                  "total": total, "sines": sines,
+                  "spectrum": [spectrum.real.tolist(), spectrum.imag.tolist()]}))
 """
 
 
@@ -37,6 +40,9 @@ def _run(cache_dir, library: bool = True) -> dict:
     np.testing.assert_allclose(out["total"], np.sum(x * x), rtol=1e-5)
     big = np.array([1e6, 3.5e12, -7.25e20, 1e30], np.float32)
     np.testing.assert_allclose(out["sines"], np.sin(big.astype(np.float64)), rtol=0, atol=3e-7)
+    want = np.fft.rfft(x[:4096] ** 3)
+    got = np.array(out["spectrum"][0]) + 1j * np.array(out["spectrum"][1])
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * np.abs(want).max())
     assert out["programs"] == {}  # the program cache is off: no program was cached
     return out
 
@@ -49,19 +55,20 @@ def test_library_code_is_compiled_once_then_loaded(tmp_path):
     cold = _run(tmp_path)
     library = tmp_path / "library"
     n = len(_entries(library))
-    assert n >= 2  # the pool and the sine's slow path at least
+    assert n >= 7  # the pool, the sine's slow path, the FFT's 3 steps, fill, unpack
     assert cold["library"] == {"misses": n, "stores": n}
     assert [p.name for p in tmp_path.iterdir()] == ["library"]  # and no program
     warm = _run(tmp_path)
     assert warm["library"] == {"hits": n}
-    assert (warm["total"], warm["sines"]) == (cold["total"], cold["sines"])  # bit for bit
+    keys = ("total", "sines", "spectrum")
+    assert [warm[k] for k in keys] == [cold[k] for k in keys]  # bit for bit
     for path in _entries(library):  # inside the object code: only the tag can tell
         data = bytearray(path.read_bytes())
         data[-100] ^= 0x40
         path.write_bytes(bytes(data))
     again = _run(tmp_path)
     assert again["library"] == {"errors": n, "misses": n, "stores": n}
-    assert (again["total"], again["sines"]) == (cold["total"], cold["sines"])
+    assert [again[k] for k in keys] == [cold[k] for k in keys]
 
 
 def test_library_cache_off_writes_nothing(tmp_path):

@@ -2,7 +2,8 @@
 backend/llvm/jit_engine.py): a program's machine code lives in an engine of its own and goes
 when the last jitted function using it goes (or its cache is cleared); each function keeps at
 most `tracejit_jit_cache_size` signatures; the disk cache stays under `tracejit_cache_max_bytes`,
-evicting the least recently used entries."""
+evicting the least recently used entries. Large arrays made from host data start on a cache
+line (core/array.py), as the native pool's outputs do."""
 import gc
 import uuid
 import weakref
@@ -11,6 +12,7 @@ import numpy as np
 
 import tracejit
 import tracejit.numpy as tnp
+from tracejit.core.array import ALIGN, ALIGN_MIN_BYTES
 from tracejit.runtime import disk_cache, native
 
 
@@ -95,3 +97,22 @@ def test_disk_cache_evicts_least_recently_used_entries(tmp_path):
     assert sum(p.stat().st_size for p in entries) <= size * 2.5
     assert disk_cache.stats["evictions"] - before == 3
     assert (tmp_path / "hmac-key").exists()  # only entries are evicted
+
+
+def test_large_arrays_from_host_data_start_on_a_cache_line():
+    """NumPy's large buffers start at 16 mod 64; asarray, array, device_put and copies of
+    large arrays are aligned copies (never sharing the caller's memory, values and dtype
+    conversions as NumPy's), small ones are plain copies."""
+    big = np.random.default_rng(0).standard_normal(ALIGN_MIN_BYTES // 4 + 4).astype(np.float32)
+    made = {"asarray": tnp.asarray(big), "array": tnp.array(big),
+            "device_put": tracejit.device_put(big), "copy": tnp.asarray(big).copy(),
+            "strided": tnp.asarray(np.repeat(big, 2)[::2]),
+            "converted": tnp.asarray(big, dtype=tnp.int32), "2-d": tnp.asarray(big.reshape(-1, 4))}
+    for name, x in made.items():
+        v = np.asarray(x)
+        assert v.ctypes.data % ALIGN == 0 and not v.flags.writeable, name
+        assert not np.shares_memory(v, big), name
+        np.testing.assert_array_equal(v.ravel(), big[:v.size].astype(v.dtype), err_msg=name)
+    small = tnp.asarray(big[:10])
+    np.testing.assert_array_equal(small, big[:10])
+    assert not np.shares_memory(np.asarray(small), big)

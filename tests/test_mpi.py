@@ -241,15 +241,60 @@ def _check_results_split_over_processes(runs):
         assert int(mpi[f"moved/{name}/alltoall"]) == alltoalls * 2 * 32, name
         assert str(mpi[f"moved/{name}/spec"]) == "P('data',)", name
         np.testing.assert_allclose(mpi[f"moved/{name}/value"], value, rtol=2e-6, err_msg=name)
-    # the matmul's 2 x 4 float32 result block (32 bytes) from the peer, and no operand
-    assert int(mpi["moved/rows_matmul/allgather"]) == 2 * 32
-    np.testing.assert_allclose(mpi["moved/rows_matmul/value"], x8 @ x8.T, rtol=2e-6)
+    _check_jit_over_blocks(mpi)
     np.testing.assert_allclose(mpi["moved/first_rows/value"], x8[:2], rtol=2e-6)
     # rows split over the processes taken split by columns: each process receives the 2 x 3
     # float32 part of its column block it lacks (24 bytes per peer), before the whole is
     # gathered once to compare it (96 bytes)
     assert int(mpi["moved/regrouped/alltoall"]) == 2 * 24
     assert int(mpi["moved/regrouped/allgather"]) == 2 * 48
+
+
+def _check_jit_over_blocks(mpi):
+    """jit(shard_map) over GlobalArrays: a result split over the processes comes back as this
+    process's block (JAX's sharding and shards), and nothing is Allgathered for it unless the
+    program reads the gathered value too; NumPy's values once gathered."""
+    x = np.arange(24, dtype=np.float32).reshape(4, 6) / 7.0
+    x8 = np.arange(32, dtype=np.float32).reshape(4, 8) / 7.0
+    ints = np.arange(16, dtype=np.int32).reshape(4, 4)
+    gram = x8 @ x8.T
+    rows, cells = "P('data',)", "P('data', 'model')"
+    # per case: the Allgather's bytes (its buffer: both processes' blocks), then per result
+    # (value, type, spec, this process's shards; None: not checked)
+    want = {
+        # no Allgather of the operand, nor of the result: nothing moves
+        "rows_matmul": (0, [(gram, "GlobalArray", rows, [[0, 0]])]),
+        # the result is also read whole (its sum): that gather of the 2 x 4 float32 blocks
+        # stays (64 bytes), the returned result is still the block
+        "rows_matmul_read": (2 * 32, [(gram, "GlobalArray", rows, [[0, 0]]),
+                                      (gram.sum(0), "Array", "P()", None)]),
+        "rows_matmul_scaled": (2 * 32, [(2 * gram, None, None, None)]),
+        # out_shardings replicating the result: gathered (as before), every process whole
+        "rows_matmul_replicated": (2 * 32, [(gram, "Array", "P()", [[0, 0]])]),
+        # int32 blocks (no pvary ahead of shard_map's cut of the block)
+        "ints_doubled": (0, [(ints * 2 + np.repeat([0, 1], 2)[:, None], "GlobalArray", rows,
+                              [[0, 0]])]),
+        # two devices per process: the result's gather is gone; the operand's 4 x 6 float32
+        # (96 bytes) is still gathered (its cut goes through the devices' layout, which
+        # compiler/passes.py `_own_block_of_gather` does not read through)
+        "cells_scaled": (96, [(x * np.repeat([1.0, 2.0], 3), "GlobalArray", cells,
+                               [[0, 0], [0, 3]])]),
+        # on a mesh interleaving the processes (two devices each): the pieces of the block
+        # exchanged (alltoall), and again only the operand's 4 x 8 float32 gathered
+        "woven_blocks": (128, [(x8 * np.arange(1.0, 5.0)[:, None], "GlobalArray", rows,
+                              [[0, 0], [2, 0]])]),
+        "rows_identity": (0, [(x8, "GlobalArray", rows, [[0, 0]])])}
+    for name, (moved, outs) in want.items():
+        assert int(mpi[f"moved/{name}/allgather"]) == moved, name
+        for i, (value, kind, spec, shards) in enumerate(outs):
+            np.testing.assert_allclose(mpi[f"moved/{name}/value/{i}"], value, rtol=2e-6,
+                                       err_msg=name)
+            for key, w in (("type", kind), ("spec", spec)):
+                assert w is None or str(mpi[f"moved/{name}/{key}/{i}"]) == w, (name, key)
+            if shards is not None:
+                np.testing.assert_array_equal(mpi[f"moved/{name}/shards/{i}"], shards,
+                                              err_msg=name)
+    np.testing.assert_array_equal(mpi["moved/rows_split_after"], x8)
 
 
 def _check_mesh_with_the_process_axis_minor(runs):
@@ -497,3 +542,23 @@ def test_routing_over_several_positions_per_process(tmp_path):
                     assert (np.abs(run - exact) <= bound).all(), (a, b, k)
             else:
                 np.testing.assert_array_equal(ours, oracle, err_msg=f"{a} {b} {k}")
+
+
+def test_notes_survive_other_tracing(tmp_path):
+    """A jit traced (eval_shape) before process 0 alone traces more noted values than the
+    notes once kept (tests/mpi/notes.py): at its call both processes still bypass the Allgather
+    of the operand shard_map cuts its own block out of (2 x 8 float32 from each process, 128
+    bytes), moving what the same program compiled at once moves, with NumPy's value. (Process
+    0 once lost the notes and alone gathered the operand: the collectives disagreed.)"""
+    python, script = sys.executable, str(HERE / "notes.py")
+    run = subprocess.run([mpiexec(), "-n", "2", python, script, str(tmp_path / "notes")],
+                         env=_env(2), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, timeout=240, check=False)
+    assert run.returncode == 0, f"notes.py failed:\n{run.stdout[-4000:]}"
+    x8 = np.arange(32, dtype=np.float32).reshape(4, 8) / 7.0
+    for rank in (0, 1):
+        with np.load(tmp_path / f"notes.{rank}.npz") as saved:
+            got = dict(saved)
+        assert int(got["retraced"]) == 0, rank  # (the trace made before is the one compiled)
+        assert int(got["allgather"]) == int(got["fresh_allgather"]) < 128, (rank, got)
+        np.testing.assert_allclose(got["value"], x8 @ x8.T, rtol=2e-6, err_msg=str(rank))

@@ -257,3 +257,46 @@ def test_row_kernel_inside_a_loop_body():
     (loop,) = [e for e in jaxpr.eqns if e.primitive.name in ("scan", "while")]
     bodies = [v for v in loop.params.values() if hasattr(v, "jaxpr")]
     assert any(_row_maps(b.jaxpr) for b in bodies)
+
+
+@pytest.mark.parametrize("shape", [(1, 4096), (5, 3000), (40, 4096)])
+def test_long_rows_prefetch_the_next_row(shape):
+    """A row kernel whose exp-and-sum pass runs in 1,024-element blocks (logsumexp of rows
+    longer than a block) prefetches a slice of the next row a block, the last row its own;
+    values as NumPy's float64 logsumexp, the same bits on one and two threads (40 rows of
+    4,096 run on the pool)."""
+    x = _data(shape)
+    x[0, 7] = 40.0  # a dominant term in the first row
+    f = lambda a: tracejit.nn.logsumexp(a, axis=-1)
+    assert "llvm.prefetch" in _compiled(f, x).as_text(dialect="llvm")
+    x64 = x.astype(np.float64)
+    m = x64.max(-1, keepdims=True)
+    want = (np.log(np.exp(x64 - m).sum(-1)) + m[:, 0]).astype(F32)
+    old = tracejit.config.read("tracejit_num_threads")
+    got = []
+    try:
+        for threads in (1, 2):
+            tracejit.config.update("tracejit_num_threads", threads)
+            got.append(np.asarray(tracejit.jit(f)(x)))
+    finally:
+        tracejit.config.update("tracejit_num_threads", old)
+    np.testing.assert_array_equal(got[0], got[1])
+    assert np.all(np.abs(got[0] - want) <= 4 * np.spacing(np.abs(want)))
+
+
+@pytest.mark.parametrize("name,f,prefetches", [
+    ("standardize", tracejit.nn.standardize, 1),
+    ("softmax", tracejit.nn.softmax, 0),
+    ("normalise by the row sum", lambda a: a / a.sum(-1, keepdims=True), 0)])
+def test_only_a_sum_of_computed_values_prefetches(name, f, prefetches):
+    """Rows of 2,000: standardize's mean (the row body's first pass, reading the row from
+    memory) and its mean of squares are blocked sums, and the second prefetches the next
+    row; sums of a row in memory do not: the input row itself, or softmax's output row holding
+    its exp (a prefetch there, between the exp and the scaling pass, gained nothing). Values
+    as the reference's."""
+    x = _data((3, 2000))
+    compiled = _compiled(f, x)
+    assert _row_maps(compiled._executable.jaxpr)
+    assert compiled.as_text(dialect="llvm").count("call void @llvm.prefetch") == prefetches
+    _assert_close(*_both(f, x), SOFTMAX_RTOL if name != "standardize" else 0.0,
+                  ROW_ATOL if name != "softmax" else 0.0)

@@ -1,6 +1,8 @@
 """Sharded jit in one process: jit of programs over sharded arguments (4 CPU devices) gives
 real JAX's numbers and reports JAX's output shardings (tests/libraries/sharded_jit.py, run with
 both); the propagation pass's plans (layouts, collectives) and resharding against NumPy."""
+import gc
+
 import numpy as np
 import pytest
 
@@ -8,6 +10,8 @@ import tracejit as tj
 import tracejit.numpy as tnp
 from tests.libraries import run_both
 from tracejit.compiler.sharding import propagate_shardings
+from tracejit.core.global_array import noted, wanted
+from tracejit.core.jaxpr import Var
 from tracejit.lax import psum
 
 SIZES = {"x": 2, "y": 2}
@@ -115,6 +119,39 @@ def test_make_jaxpr_keeps_the_constraint_jit_partitions_by():
     out = tj.jit(f)(np.arange(4.0))
     np.testing.assert_array_equal(np.asarray(out), np.arange(4.0) * 2)
     assert out.sharding.mesh == mesh
+
+
+def test_shard_maps_notes_belong_to_its_program():
+    """shard_map staged by jit notes its operand's and result's layouts on the traced
+    program's Vars (core/global_array.py): tracing more noted values after it than the notes
+    once kept (4096, the oldest dropped) drops none of them, the program compiled afterwards
+    reports them, and once the program is dropped its Vars go too (were held by the notes)."""
+    def live_vars():  # (of the values traced below alone: float16, trailing dimensions 7, 5)
+        gc.collect()
+        return [o for o in gc.get_objects() if type(o) is Var and
+                o.aval.dtype == np.float16 and o.aval.shape[-2:] == (7, 5)]
+
+    mesh = tj.sharding.Mesh(np.array(tj.devices()[:1]), ("i",))
+    sm = tj.shard_map(lambda a: a * 2, mesh=mesh, in_specs=tj.P("i"), out_specs=tj.P("i"))
+    jitted = tj.jit(lambda a: sm(a + 1) - 3)
+    x = np.linspace(-1, 1, 105).astype(np.float16).reshape(3, 7, 5)
+    traced = jitted.trace(x)
+    notes = {v: (noted(v), wanted(v)) for v in live_vars() if noted(v) or wanted(v)}
+    # shard_map's operand (taken as P('i')); its result and the output made from it
+    taken = tj.sharding.NamedSharding(mesh, tj.P("i"))
+    assert [w for _, w in notes.values() if w is not None] == [taken]
+    assert sum(n is not None for n, _ in notes.values()) == 2
+    many = tj.shard_map(lambda *a: a, mesh=mesh, in_specs=tj.P("i"), out_specs=tj.P("i"))
+    tj.make_jaxpr(many)(*[np.ones(2, np.float32)] * 4200)
+    assert {v: (noted(v), wanted(v)) for v in notes} == notes
+    out = jitted(x)  # (the trace made before, compiled now)
+    np.testing.assert_allclose(np.asarray(out, np.float32),
+                               ((x + np.float16(1)) * np.float16(2) - np.float16(3)), rtol=1e-3)
+    # (the report of the same program traced and compiled at once: P() on this one device, as
+    # JAX 0.10 reports it)
+    assert out.sharding == tj.jit(lambda a: sm(a + 1) - 3)(x).sharding
+    del jitted, traced, notes
+    assert live_vars() == []
 
 
 def _plan(f, *shapes_and_dims):

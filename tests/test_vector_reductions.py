@@ -55,6 +55,29 @@ def test_whole_array_sums(dtype, x64):
         assert float(mx) == x.max() and float(mn) == x.min()
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_same_bits_at_every_alignment(dtype, x64):
+    """The lanes load unaligned vectors: where a buffer starts (NumPy arrays are passed to
+    native code as they lie) changes no bit of a whole-array or row reduction."""
+    n = 3 * 1024 + 37
+    rng = np.random.default_rng(7)
+    values = rng.standard_normal(n).astype(dtype)
+    fn = tracejit.jit(lambda x: (tnp.sum(x), tnp.max(x), tnp.min(x),
+                                 tnp.sum(x[:3 * 1020].reshape(3, 1020), axis=1)))
+    owner = np.empty(n * values.itemsize + 64, np.uint8)
+    results = []
+    for offset in range(0, 64, values.itemsize):
+        start = (offset - owner.ctypes.data) % 64
+        x = owner[start:start + n * values.itemsize].view(dtype)
+        assert x.ctypes.data % 64 == offset
+        x[:] = values
+        results.append([np.asarray(r) for r in fn(x)])
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            np.testing.assert_array_equal(a, b)
+    assert abs(float(results[0][0]) - values.sum(dtype=np.float64)) <= _bound(values)
+
+
 def test_lanes_are_emitted():
     """The row sum is the lane loop (16 float32 a vector), not LLVM's own vectorisation."""
     x = np.ones((4, 100), np.float32)

@@ -19,7 +19,8 @@ import numpy as np
 from .core.array import Array
 from .core.axis_env import AxisFrame, ProcessAxis, extend_frame
 from .core.devices import process_count, process_index
-from .core.global_array import GlobalArray, note_gathered, note_own_block_cut
+from .core.global_array import (GlobalArray, as_global, note_gathered, note_own_block_cut,
+                                split_outputs)
 from .core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .core.rules import moveaxis
 from .core.sharding import (Mesh, NamedSharding, PartitionSpec, default_sharding,
@@ -362,13 +363,26 @@ def _out_targets(out_shardings: Any, out_tree: Any, n: int, fun_name: str) -> li
 
 def _plan(entry: Any, shardings: tuple, out_shardings: Any, fun_name: str) -> tuple:
     """(mesh, in_specs, out_specs, the shardings JAX reports for the outputs, the per-shard
-    program) of a traced signature for its arguments laid out as `shardings`; out_shardings
-    reshard the results."""
-    layout = plan_layout(entry.closed, shardings)
-    targets = _out_targets(out_shardings, entry.out_tree, len(layout.out_dims), fun_name)
+    program, per output its block's layout as `split_outputs` gives it, or None) of a traced
+    signature for its arguments laid out as `shardings`; out_shardings reshard the results.
+    A result of shard_map split over processes that nothing else reads is returned as this
+    process's block, its gather dropped (as jit returns it in one process's program); one
+    that out_shardings lay out is gathered and resharded."""
+    targets = _out_targets(out_shardings, entry.out_tree, len(entry.closed.out_avals),
+                           fun_name)
+    # (the notes and so the program are alike on every process: all drop the same gathers)
+    closed, blocks = split_outputs(entry.closed)
+    # (those a block replaced: a replicated result is its own block, laid out as before)
+    blocks = [b if b is not None and (b[2] is not None or v.aval.shape != b[1]) else None
+              for v, b in zip(closed.jaxpr.outvars, blocks or ())]
+    if not any(blocks) or any(b is not None and t is not None for b, t in zip(blocks, targets)):
+        closed, blocks = entry.closed, None
+    layout = plan_layout(closed, shardings)
     out_dims = [d if t is None else tuple(t._parts(len(d)))
                 for d, t in zip(layout.out_dims, targets)]
     reported = [s if t is None else t for s, t in zip(layout.outs, targets)]
+    if blocks is not None:  # (a block is laid out whole on this process's shards)
+        reported = [s if b is None else b[0] for s, b in zip(reported, blocks)]
 
     def per_shard(*xs):
         outs = layout.per_shard(*xs)
@@ -376,7 +390,7 @@ def _plan(entry: Any, shardings: tuple, out_shardings: Any, fun_name: str) -> tu
                      for o, d, want in zip(outs, layout.out_dims, out_dims))
 
     return (layout.mesh, [_spec(d) for d in layout.in_dims], tuple(map(_spec, out_dims)),
-            reported, per_shard)
+            reported, per_shard, blocks)
 
 
 def _unplaced(x: Array, donated: bool) -> Array:
@@ -428,7 +442,7 @@ def jit_across_processes(jitted: Any, args: tuple, kwargs: dict) -> Any:
     if shardings not in plans:
         check_layout(shardings, entry.in_avals, entry.arg_names, jitted.fun_name)
         plans[shardings] = _plan(entry, shardings, jitted.out_shardings, jitted.fun_name)
-    mesh, in_specs, out_specs, reported, per_shard = plans[shardings]
+    mesh, in_specs, out_specs, reported, per_shard, blocks = plans[shardings]
     flat_tree = tree_flatten(tuple(leaves))[1]
     # an array every process holds alike enters unplaced (a copy: the per-process program it
     # enters is jit's too, which would otherwise come back here; a donated one hands over
@@ -442,6 +456,8 @@ def jit_across_processes(jitted: Any, args: tuple, kwargs: dict) -> Any:
     for x, d in zip(given_leaves, donated):  # (those the program did not write over too)
         if d and isinstance(x, (Array, GlobalArray)):
             x.delete()
+    if blocks is not None:  # (each block came back as the Array it was computed in)
+        results = as_global(list(results), blocks, given_leaves)
     laid, args = [], {id(x) for x in tree_leaves((args, kwargs))}
     for r, s in zip(results, reported):
         if isinstance(r, Array) and s is not None and \

@@ -162,19 +162,52 @@ if mode == "mpi":
                 process_collectives.received[code] - before.get(code, 0))
         results[f"moved/{name}/value"] = whole(r)
         results[f"moved/{name}/spec"] = np.array(str(r.sharding.spec))
-    # a row-split GlobalArray times a replicated matrix: shard_map takes each process's own
-    # block as it is (no Allgather of the operand to cut it back out); only the result's
-    # block crosses (the per-process program returns it whole)
+    # jit over GlobalArrays (the per-process programs of shard_map_processes.py): a row-split
+    # array times a replicated matrix, shard_map taking each process's own block as it is (no
+    # Allgather of the operand to cut it back out) and returning its block of the result (no
+    # Allgather of the result either); the same with the gathered result read afterwards
+    # (that gather stays); int32 blocks; a 2-d mesh with the devices of a process
     rows_split = jax.make_array_from_callback(x8.shape, NamedSharding(mesh1d, P("data")),
                                               lambda index: x8[index])
-    times = jax.jit(jax.shard_map(lambda a, b: a @ b, mesh=mesh1d, in_specs=(P("data"), P()),
-                                  out_specs=P("data")))
-    times(rows_split, x8.T)
-    before = dict(process_collectives.received)
-    r = times(rows_split, x8.T)
-    results["moved/rows_matmul/allgather"] = np.int64(
-        process_collectives.received["allgather"] - before.get("allgather", 0))
-    results["moved/rows_matmul/value"] = whole(r)
+    ints_split = jax.make_array_from_callback(ints.shape, NamedSharding(mesh1d, P("data")),
+                                              lambda index: ints[index])
+    cells_split = jax.make_array_from_callback(x.shape, NamedSharding(mesh2d, P("data", "model")),
+                                               lambda index: x[index])
+    times = jax.shard_map(lambda a, b: a @ b, mesh=mesh1d, in_specs=(P("data"), P()),
+                          out_specs=P("data"))
+
+    def times_and_sum(a, b):
+        r = times(a, b)
+        return r, r.sum(0)
+
+    on_blocks = {
+        "rows_matmul": (jax.jit(times), (rows_split, x8.T)),
+        "rows_matmul_read": (jax.jit(times_and_sum), (rows_split, x8.T)),
+        "rows_matmul_scaled": (jax.jit(lambda a, b: times(a, b) * 2), (rows_split, x8.T)),
+        "rows_matmul_replicated": (jax.jit(times, out_shardings=NamedSharding(mesh1d, P())),
+                                   (rows_split, x8.T)),
+        "ints_doubled": (jax.jit(jax.shard_map(lambda k: k * 2 + lax.axis_index("data"),
+                                               mesh=mesh1d, in_specs=P("data"),
+                                               out_specs=P("data"))), (ints_split,)),
+        "cells_scaled": (jax.jit(jax.shard_map(lambda a: a * (lax.axis_index("model") + 1.0),
+                                               mesh=mesh2d, in_specs=P("data", "model"),
+                                               out_specs=P("data", "model"))), (cells_split,)),
+        "woven_blocks": (scale_woven, (split["from_callback"],)),
+        "rows_identity": (jax.jit(jax.shard_map(lambda a: a, mesh=mesh1d, in_specs=P("data"),
+                                                out_specs=P("data"))), (rows_split,))}
+    for name, (f, args) in on_blocks.items():
+        f(*args)  # (compiled first: the second call's traffic is the call's own)
+        before = dict(process_collectives.received)
+        outs = jax.tree_util.tree_leaves(f(*args))
+        results[f"moved/{name}/allgather"] = np.int64(
+            process_collectives.received["allgather"] - before.get("allgather", 0))
+        for i, r in enumerate(outs):
+            results[f"moved/{name}/value/{i}"] = whole(r)
+            results[f"moved/{name}/type/{i}"] = np.array(type(r).__name__)
+            results[f"moved/{name}/spec/{i}"] = np.array(str(r.sharding.spec))
+            results[f"moved/{name}/shards/{i}"] = np.array(
+                [[s.start or 0 for s in shard.index] for shard in r.addressable_shards])
+    results["moved/rows_split_after"] = whole(rows_split)  # (the identity's argument intact)
     # a slice the user wrote that is one process's own block (process 0's rows): its gather
     # stays, on every process (were it bypassed on process 0 alone, process 1 would wait)
     first_rows = jax.jit(jax.shard_map(lambda a: lax.all_gather(a, "data", tiled=True)[:2],

@@ -277,8 +277,8 @@ def _cut_back(eqn, dims: list, sizes: dict) -> EqnPlan | None:
     """Slices, pads, concatenations: computed on gathered operands, the result then cut to
     the first operand's layout on each dimension its axes divide (GSPMD keeps it there)."""
     first, out_shape = dims[0], eqn.outvars[0].aval.shape
-    if len(first) != len(out_shape):
-        return None
+    if len(first) != len(out_shape) or is_own_block_cut(eqn.outvars[0]):
+        return None  # (shard_map's cut of this process's block: whole on its every shard)
     want = tuple(axes if n % math.prod(sizes[a] for a in axes) == 0 else ()
                  for n, axes in zip(out_shape, first))
     plan = _gathered(eqn)

@@ -15,6 +15,7 @@ import numpy as np
 from .array import Array, BaseArray
 from .avals import ShapedArray
 from .devices import process_count, process_index
+from .jaxpr import Var
 from .sharding import Shard
 
 _FETCH = ("Fetching value for `jax.Array` that spans non-addressable (non process local) "
@@ -325,79 +326,105 @@ class GlobalArray:
                 f"local block {self.block})")
 
 
+# --- notes on traced values ------------------------------------------------------------------
+# shard_map staged by jit notes some of the values it stages (below) for jit and the compiler to
+# read back. A note is held by its Var (`Var.notes`), so it belongs to the trace it was made in:
+# it lives exactly as long as that program, nothing else traced can evict it, and processes
+# tracing the same program hold the same notes whatever else each traced (one process reading
+# a note its peer lost would run other collectives than the peer: an error, or a hang).
+class _Notes:
+    """What shard_map noted of one Var (most Vars have none: their `notes` is None)."""
+    __slots__ = ("gathered", "own_block_cut", "wanted")
+
+    def __init__(self):
+        # (the block's Var, or None when it is the value itself: a Var naming itself would be
+        # a reference cycle, left for the cyclic collector; sharding; computed or None)
+        self.gathered: tuple | None = None
+        self.wanted: Any = None  # the NamedSharding shard_map takes the value as
+        self.own_block_cut = False
+
+
+_EVER_NOTED = [False]  # (whether this process has noted any value: `any_noted`)
+
+
+def _noting(v: Var) -> _Notes:
+    """The notes of the Var `v`, made empty when it has none."""
+    notes = v.notes
+    if notes is None:
+        notes = v.notes = _Notes()
+        _EVER_NOTED[0] = True
+    return notes
+
+
+def _notes_of(v: Any) -> _Notes | None:
+    """The notes of `v` (a Var or a Literal, which has none), or None."""
+    return v.notes if type(v) is Var else None
+
+
+def any_noted() -> bool:
+    """Whether this process has noted any traced value (none is until shard_map is staged by
+    jit): the walks that carry notes skip their per-value look-ups until then. Which values
+    are noted is each Var's own, whatever else was traced."""
+    return _EVER_NOTED[0]
+
+
 # --- results split over processes under jit -------------------------------------------------
 # Under jit, shard_map's result split over processes is gathered, so that the rest of the traced
-# program sees its global value; the gathered Var is noted here with the Var of this process's
-# block and its sharding. A jit that returns such a value returns the block instead, as a
-# GlobalArray (the gather then unused), as JAX's jit returns an array split over processes.
-# On a mesh interleaving the processes, the block is of the layout the processes computed on
+# program sees its global value; the gathered Var is noted with the Var of this process's block
+# and its sharding. A jit that returns such a value returns the block instead, as a GlobalArray
+# (the gather then unused), as JAX's jit returns an array split over processes. On a mesh
+# interleaving the processes, the block is of the layout the processes computed on
 # (`computed`): the call then fetches each process's pieces from the others (`from_block`).
-_GATHERED: dict = {}  # Var -> (the block's Var, sharding, computed or None); the most recent
-# few thousand kept
-_GATHERED_KEPT = 4096
-
-
 def note_gathered(whole: Any, block: Any, sharding: Any, computed: Any = None) -> None:
     """Note that the traced value `whole` (a Var) is the gathered global value of the block
     `block` (a Var of the same trace) laid out as `sharding` — or, given `computed`, this
     process's block of it laid out as `computed` (a mesh interleaving the processes)."""
-    if len(_GATHERED) >= _GATHERED_KEPT:
-        del _GATHERED[next(iter(_GATHERED))]
-    _GATHERED[whole] = (block, sharding, computed)
-
-
-# shard_map's operands under jit (in one process) are noted with the layout its in_specs give
-# them: JAX's propagation carries it back to the values they are computed from (sharded jit's
-# arguments and the results made from them report it)
-_WANTED: dict = {}  # Var -> NamedSharding; the most recent few thousand kept
-
-
-def note_wanted(v: Any, sharding: Any) -> None:
-    """Note that shard_map takes the traced value `v` (a Var) laid out as `sharding`."""
-    if len(_WANTED) >= _GATHERED_KEPT:
-        del _WANTED[next(iter(_WANTED))]
-    _WANTED[v] = sharding
-
-
-def wanted(v: Any) -> Any:
-    """The sharding shard_map takes the traced value `v` (a Var) as, or None."""
-    return _WANTED.get(v)
-
-
-def any_noted() -> bool:
-    """Whether some traced value is noted (none is until shard_map is staged by jit)."""
-    return bool(_GATHERED) or bool(_OWN_BLOCK_CUTS)
+    _noting(whole).gathered = (None if block is whole else block, sharding, computed)
 
 
 def noted(v: Any) -> tuple | None:
     """(the block's Var, sharding, computed) noted for the traced value `v` (a Var), or
     None."""
-    return _GATHERED.get(v)
+    notes = _notes_of(v)
+    if notes is None or notes.gathered is None:
+        return None
+    block, sharding, computed = notes.gathered
+    return (v if block is None else block, sharding, computed)
+
+
+# shard_map's operands under jit (in one process) are noted with the layout its in_specs give
+# them: JAX's propagation carries it back to the values they are computed from (sharded jit's
+# arguments and the results made from them report it)
+def note_wanted(v: Any, sharding: Any) -> None:
+    """Note that shard_map takes the traced value `v` (a Var) laid out as `sharding`."""
+    _noting(v).wanted = sharding
+
+
+def wanted(v: Any) -> Any:
+    """The sharding shard_map takes the traced value `v` (a Var) as, or None."""
+    notes = _notes_of(v)
+    return None if notes is None else notes.wanted
 
 
 # the staged values that are shard_map's cut of this process's own block (its position along
 # the process axes, the same cut on every process): the compiler may read such a cut of an
 # Allgather from the gathered block itself and drop the gather, as every process does alike
 # (a slice the user wrote may take one process's own block only: never bypassed)
-_OWN_BLOCK_CUTS: dict = {}  # Var -> None; the most recent few thousand kept
-
-
 def note_own_block_cut(v: Any) -> None:
     """Note the staged Var `v` as shard_map's cut of this process's own block."""
-    if len(_OWN_BLOCK_CUTS) >= _GATHERED_KEPT:
-        del _OWN_BLOCK_CUTS[next(iter(_OWN_BLOCK_CUTS))]
-    _OWN_BLOCK_CUTS[v] = None
+    _noting(v).own_block_cut = True
 
 
 def is_own_block_cut(v: Any) -> bool:
     """Whether `v` was noted by `note_own_block_cut` (or re-evaluated from one)."""
-    return v in _OWN_BLOCK_CUTS
+    notes = _notes_of(v)
+    return notes is not None and notes.own_block_cut
 
 
 def _in_process_notes(v: Any) -> tuple:
     """(the note of `v` as its own block, its wanted sharding), each None unless over a mesh
     of this process (across processes a noted value stands for a block: left as traced)."""
-    found, want = _GATHERED.get(v), _WANTED.get(v)
+    found, want = noted(v), wanted(v)
     if found is not None and (found[0] is not v or _spans_processes(found[1])):
         found = None
     if want is not None and _spans_processes(want):
@@ -415,7 +442,9 @@ def carry_notes(v: Any, x: Any) -> None:
     tracer's primal and tangent, laid out alike) keep the notes of `v` made in one process
     (its own block), so that jit's reports of shard_map results survive differentiation
     (runtime/sharded.py)."""
-    if v in _OWN_BLOCK_CUTS:  # (a primal only: a tangent is no cut of a gathered value)
+    if _notes_of(v) is None:
+        return
+    if is_own_block_cut(v):  # (a primal only: a tangent is no cut of a gathered value)
         from .trace import DynamicJaxprTracer
         if isinstance(x, DynamicJaxprTracer) and x._var is not v:
             note_own_block_cut(x._var)
@@ -433,9 +462,9 @@ def carry_notes(v: Any, x: Any) -> None:
         w = t._var if isinstance(t, DynamicJaxprTracer) else None
         if w is None or w is v:
             continue
-        if found is not None and w not in _GATHERED:
+        if found is not None and noted(w) is None:
             note_gathered(w, w, found[1], found[2])
-        if want is not None and w not in _WANTED:
+        if want is not None and wanted(w) is None:
             note_wanted(w, want)
 
 
@@ -451,9 +480,9 @@ def note_cotangent(v: Any, ct: Any) -> None:
     w = ct._var if isinstance(ct, DynamicJaxprTracer) else None
     if w is None or w is v:
         return
-    if want is not None and w not in _GATHERED:
+    if want is not None and noted(w) is None:
         note_gathered(w, w, want)
-    if found is not None and w not in _WANTED:
+    if found is not None and wanted(w) is None:
         note_wanted(w, found[1])
 
 
@@ -463,11 +492,11 @@ def with_noted_blocks(closed: Any) -> tuple[Any, list]:
     an extra output, and per noted output (its index, the extra output's index or None when
     it is its own block, its sharding, the block's computed layout or None). (closed, [])
     when no output is noted."""
-    from .jaxpr import ClosedJaxpr, Jaxpr, Var
+    from .jaxpr import ClosedJaxpr, Jaxpr
     jaxpr = closed.jaxpr
-    noted, extra = [], []
+    noted_outs, extra = [], []
     for i, v in enumerate(jaxpr.outvars):
-        found = _GATHERED.get(v) if isinstance(v, Var) else None
+        found = noted(v)
         if found is None:
             continue
         block, sharding, computed = found
@@ -475,11 +504,11 @@ def with_noted_blocks(closed: Any) -> tuple[Any, list]:
         if block is not v:
             k = len(jaxpr.outvars) + len(extra)
             extra.append(block)
-        noted.append((i, k, sharding, computed))
+        noted_outs.append((i, k, sharding, computed))
     if extra:
         closed = ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, list(jaxpr.outvars) + extra,
                                    jaxpr.eqns, jaxpr.debug_info), closed.consts)
-    return closed, noted
+    return closed, noted_outs
 
 
 def note_call_outputs(outs: list, noted: list) -> None:
@@ -496,9 +525,9 @@ def split_outputs(closed: Any) -> tuple[Any, list | None]:
     """A traced program whose outputs noted by `note_gathered` are replaced by their blocks,
     and per output (its sharding, global shape, the block's computed layout or None), or None
     (returned as computed); (closed, None) when no output is such a value."""
-    from .jaxpr import ClosedJaxpr, Jaxpr, Var
+    from .jaxpr import ClosedJaxpr, Jaxpr
     jaxpr = closed.jaxpr
-    found = [_GATHERED.get(v) if isinstance(v, Var) else None for v in jaxpr.outvars]
+    found = [noted(v) for v in jaxpr.outvars]
     if not any(found):
         return closed, None
     outvars = [v if f is None else f[0] for v, f in zip(jaxpr.outvars, found)]
@@ -512,7 +541,6 @@ def _unread_dropped(eqns: list, outvars: list, replaced: list) -> list:
     """`eqns` without those that made only the replaced outputs (the gathers of the blocks:
     collectives, kept by dead-code elimination as effects, that every process drops alike,
     as every process rewrites its program alike); the equations left read what they read."""
-    from .jaxpr import Var
     made = {v: e for e in eqns for v in e.outvars}
     readers = collections.Counter(v for e in eqns for v in e.invars if isinstance(v, Var))
     readers.update(v for v in outvars if isinstance(v, Var))

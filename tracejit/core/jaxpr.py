@@ -33,12 +33,15 @@ class SourceInfo(NamedTuple):
 
 
 class Var:
-    __slots__ = ("aval", "_id")
+    __slots__ = ("aval", "_id", "notes")
     _counter = itertools.count()
 
     def __init__(self, aval: ShapedArray):
         self.aval = aval
         self._id = next(Var._counter)
+        # what shard_map staged by jit noted of this value (core/global_array.py), or None:
+        # held by the Var itself, notes live exactly as long as the program it is part of
+        self.notes: Any = None
 
     def __repr__(self) -> str:
         return f"Var({self.aval.str_short()}#{self._id})"

@@ -9,7 +9,7 @@ import numpy as np
 from ..lax import lenient as lax
 from ..lax.shape import broadcast_shapes  # noqa: F401  (jnp's is lax's)
 from ..core import dtypes
-from ..core.array import Array
+from ..core.array import Array, aligned_copy
 from ..core.avals import ShapedArray, check_shape
 from ..core.config import config
 from ..core.devices import check_device
@@ -70,7 +70,8 @@ def _asarray(x: Any, dtype: Any = None) -> Any:
                             "type. Only arrays of numeric types are supported by JAX.")
         d = dtypes.canonicalize_dtype(x.dtype) if dtype is None else dtypes.check_user_dtype(dtype)
         with np.errstate(all="ignore"):
-            return Array.from_numpy(np.array(x, dtype=d), ShapedArray(np.shape(x), d, False))
+            return Array.from_numpy(aligned_copy(x, d), ShapedArray(np.shape(x), d, False),
+                                    fresh=True)
     if isinstance(x, (list, tuple)):
         return _asarray_sequence(x, dtype)
     if isinstance(x, (str, bytes)):

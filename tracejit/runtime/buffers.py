@@ -13,12 +13,14 @@ import threading
 
 import numpy as np
 
+from ..core.array import ALIGN
+
 MIN_BYTES = 1 << 16  # small arrays come from NumPy's own cache quickly enough
 # Pooled buffers start at a multiple of ALIGN bytes (a cache line, an AVX-512 vector; XLA's
-# alignment too): NumPy's start at 16 (mod 64, varying). Newton's iteration on 1M float32 (one
-# thread, input at 16 mod 64): best 2.6-3.2 ms with outputs and workspace at 0 mod 64, 2.7-3.3 ms
-# at 16 (about 5%, three runs of 60 calls each on the shared machine).
-ALIGN = 64
+# alignment too; core.array aligns large arrays made from host data the same way): NumPy's start
+# at 16 (mod 64, varying). Newton's iteration on 1M float32 (one thread, input at 16 mod 64):
+# best 2.6-3.2 ms with outputs and workspace at 0 mod 64, 2.7-3.3 ms at 16 (about 5%, three runs
+# of 60 calls each on the shared machine).
 _MAX_POOLED_BYTES = 512 << 20
 _PER_SIZE = 4
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.array import Array
+from ..core.array import Array, aligned_copy
 from ..core.devices import Device, check_device
 from ..core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from ..core.sharding import (PartitionSpec, Sharding, SingleDeviceSharding, check_shardings,
@@ -24,7 +24,7 @@ def to_array(x: Any) -> Any:
         return to_array(x.__jax_array__())
     aval = get_aval(x)  # raises JAX's TypeError for a value that is not an array
     with np.errstate(all="ignore"):
-        return Array.from_numpy(np.array(x, dtype=aval.dtype), aval)
+        return Array.from_numpy(aligned_copy(x, aval.dtype), aval, fresh=True)
 
 
 def device_put(x: Any, device: Any = None, *, donate: bool = False, may_alias=None) -> Any:

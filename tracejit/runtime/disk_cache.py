@@ -98,15 +98,13 @@ def key(ir_text: str, *extra: str) -> str:
     return digest.hexdigest()
 
 
-def compile_ir(ir_text: str) -> tuple[llvm.ModuleRef, jit_engine.Code]:
+def compile_ir(ir_text: str) -> tuple[str, jit_engine.Code]:
     """Parse, verify and optimise at O3, and generate machine code, loading it from the cache
-    when that holds a valid entry for `ir_text`. Returns the optimised module as O3 left it (the
-    same whether compiled or loaded; code generation rewrites the one the engine holds) and the
-    code."""
-    folder = cache_dir()
-    optimised_ir, code = _compile(ir_text, folder, key(ir_text), jit_engine.optimize, stats)
-    # parsed back, as a hit is: the text reads the same (parsing canonicalises attributes)
-    return jit_engine.parse(optimised_ir), code
+    when that holds a valid entry for `ir_text`. Returns the optimised module's text as O3 left
+    it (the same whether compiled or loaded; code generation rewrites the module the engine
+    holds) and the code. The text is parsed only if someone asks to read it (as_text): parsing
+    and verifying it again took ~1 ms of every first call."""
+    return _compile(ir_text, cache_dir(), key(ir_text), jit_engine.optimize, stats)
 
 
 def compile_library(ir_text: str, speed_level: int) -> jit_engine.Code:
@@ -115,14 +113,15 @@ def compile_library(ir_text: str, speed_level: int) -> jit_engine.Code:
     else compiled (see jit_engine.optimize_library) and stored."""
     name = key(ir_text, "library", str(speed_level))
     return _compile(ir_text, library_dir(), name,
-                    lambda module: jit_engine.optimize_library(module, speed_level),
+                    lambda module, _: jit_engine.optimize_library(module, speed_level),
                     library_stats, library=True)[1]
 
 
 def _compile(ir_text: str, folder: pathlib.Path | None, name: str, optimise,
              counts: collections.Counter, library: bool = False) -> tuple[str, jit_engine.Code]:
     """(optimised IR, code) of `ir_text`: loaded from `folder`'s entry `name` when it holds a
-    valid one, else parsed, optimised by `optimise` and compiled, and stored there."""
+    valid one, else parsed, optimised by `optimise(module, lines of ir_text)` and compiled,
+    and stored there."""
     secret = _secret(folder, library) if folder is not None else None
     path = folder / f"{name}.o" if secret is not None else None
     entry = _load(path, name, secret, counts) if path is not None else None
@@ -136,7 +135,7 @@ def _compile(ir_text: str, folder: pathlib.Path | None, name: str, optimise,
             counts["hits"] += 1
             _touch(path)
             return optimised_ir, code
-    module = optimise(jit_engine.parse(ir_text))
+    module = optimise(jit_engine.parse(ir_text), ir_text.count("\n"))
     optimised_ir = str(module)
     code, obj = jit_engine.load(module, ir_text=optimised_ir, library=library)
     if path is not None:

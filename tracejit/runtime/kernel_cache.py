@@ -21,12 +21,29 @@ from . import disk_cache
 stats: collections.Counter[str] = collections.Counter()
 
 
-class Library:
-    """The machine code of kernels compiled together, with their optimised module (as_text)."""
-    __slots__ = ("module", "code", "symbols", "__weakref__")
+class Optimised:
+    """Compiled code's optimised IR: kept as text, parsed into `module` when first read (only
+    as_text reads it; parsing it on every compile cost ~1 ms of each first call)."""
+    __slots__ = ("_module", "_optimised_ir")
 
-    def __init__(self, module, code: jit_engine.Code, symbols: list[str]):
-        self.module, self.code, self.symbols = module, code, symbols
+    def __init__(self, optimised_ir: str):
+        self._optimised_ir, self._module = optimised_ir, None
+
+    @property
+    def module(self):
+        """The optimised module (parsing canonicalises attributes: reads as a cache hit's)."""
+        if self._module is None:
+            self._module = jit_engine.parse(self._optimised_ir)
+        return self._module
+
+
+class Library(Optimised):
+    """The machine code of kernels compiled together, with their optimised module (as_text)."""
+    __slots__ = ("code", "symbols", "__weakref__")
+
+    def __init__(self, optimised_ir: str, code: jit_engine.Code, symbols: list[str]):
+        super().__init__(optimised_ir)
+        self.code, self.symbols = code, symbols
 
 
 # symbol -> the live library defining it (and bound to its name)
@@ -67,11 +84,11 @@ def link(kernels: dict[str, str]) -> list[Library]:
             stats["reused"] += 1
     if missing:
         hits = disk_cache.stats["hits"]
-        module, code = disk_cache.compile_ir(
+        optimised_ir, code = disk_cache.compile_ir(
             jit_engine.link_text([kernels[s] for s in sorted(missing)]))
         stats["loaded" if disk_cache.stats["hits"] > hits else "compiled"] += len(missing)
         jit_engine.bind(code, missing)
-        lib = Library(module, code, missing)
+        lib = Library(optimised_ir, code, missing)
         for symbol in missing:
             _live[symbol] = lib
         found[id(lib)] = lib

@@ -38,14 +38,15 @@ _addressof = ctypes.addressof
 _from_buffer = ctypes.c_char.from_buffer
 
 
-class _Program:
-    """A compiled program: its optimised module (for as_text), its machine code, the entry
-    point, and the libraries of the outlined kernels it calls (kernel_cache.py). Executables
-    hold it; when the last one goes, so does the machine code."""
-    __slots__ = ("module", "code", "entry", "kernels", "__weakref__")
+class _Program(kernel_cache.Optimised):
+    """A compiled program: its optimised IR (`module`, for as_text), its machine code, the
+    entry point, and the libraries of the outlined kernels it calls (kernel_cache.py).
+    Executables hold it; when the last one goes, so does the machine code."""
+    __slots__ = ("code", "entry", "kernels", "__weakref__")
 
-    def __init__(self, module, code: jit_engine.Code, entry, kernels: list):
-        self.module, self.code, self.entry, self.kernels = module, code, entry, kernels
+    def __init__(self, optimised_ir: str, code: jit_engine.Code, entry, kernels: list):
+        super().__init__(optimised_ir)
+        self.code, self.entry, self.kernels = code, entry, kernels
 
 
 # IR text -> the program compiled from it, while some executable still holds it
@@ -67,10 +68,10 @@ def _compile_cached(ir_text: str, name: str, kernels: dict[str, str]) -> _Progra
             if hit is None:
                 entry = f"{name}_{hashlib.sha256(ir_text.encode()).hexdigest()[:20]}"
                 libraries = kernel_cache.link(kernels)
-                module, code = disk_cache.compile_ir(
+                optimised_ir, code = disk_cache.compile_ir(
                     ir_text.replace(f'@"{_PLACEHOLDER}"', f'@"{entry}"'))
-                hit = _compiled[ir_text] = _Program(module, code, _ENTRY(code.address(entry)),
-                                                    libraries)
+                hit = _compiled[ir_text] = _Program(optimised_ir, code,
+                                                    _ENTRY(code.address(entry)), libraries)
             return hit
     # LLVM holds the thread it runs on for seconds on a large program: not the main one
     return run_interruptibly(work)
@@ -97,7 +98,7 @@ class NativeExecutable(Executable):
         self._consts = [np.ascontiguousarray(np.asarray(c)) for c in consts]
         self.program = codegen.generate(ClosedJaxpr(jaxpr, consts), _PLACEHOLDER, donated)
         self._compiled = _compile_cached(self.program.ir_text, name, self.program.kernels)
-        self._module, self._fn = self._compiled.module, self._compiled.entry
+        self._fn = self._compiled.entry
         self._const_addresses = tuple(c.ctypes.data for c in self._consts)
         self._callbacks = bool(self.program.callbacks)
         if self._callbacks:
@@ -200,12 +201,13 @@ class NativeExecutable(Executable):
 
     def as_text(self, dialect: str | None = None) -> str:
         if dialect in ("llvm", "llvm-ir"):  # the program, then the kernels' modules it calls
-            return "\n".join([str(self._module)] + [str(lib.module)
+            return "\n".join([str(self._compiled.module)] + [str(lib.module)
                                                     for lib in self._compiled.kernels])
         if dialect == "asm":
             machine = jit_engine.create_target_machine()
             return "\n".join(machine.emit_assembly(m) for m in
-                             [self._module] + [lib.module for lib in self._compiled.kernels])
+                             [self._compiled.module] +
+                             [lib.module for lib in self._compiled.kernels])
         kernels = _kernels(self.jaxpr)
         lines = [f"// tracejit native executable: {len(kernels)} fused kernels at top level, "
                  f"workspace {self.program.workspace_bytes} bytes", str(self.jaxpr)]

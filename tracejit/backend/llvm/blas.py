@@ -4,12 +4,16 @@ calls them by symbol names that the JIT binds to addresses in this process, so t
 on-disk cache key made from it) does not change with where the libraries happen to be loaded."""
 from __future__ import annotations
 
+import _imp
+import contextlib
 import ctypes
 import functools
+import importlib._bootstrap
 import importlib.machinery
 import importlib.util
 import os
 import sys
+import types
 
 import llvmlite.ir as ir
 import numpy as np
@@ -29,19 +33,31 @@ _get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 def scipy_extension(name: str):
     """SciPy's extension module `scipy.linalg.<name>` (cython_blas, cython_lapack) without
     running `scipy/linalg/__init__.py`, which imports most of SciPy (~0.2 s of a first call;
-    loading the extension and its OpenBLAS takes ~0.02 s). Where scipy.linalg is imported
-    already, or the file is not where SciPy's wheels put it, this is a plain import."""
+    loading the extension and its OpenBLAS takes ~0.01 s), nor `scipy/__init__.py` (~15 ms of
+    CPU: its test runner imports subprocess, its version checks compile regexes), which the
+    extension's initialisation would import for Cython's shared utility module (see
+    _scipy_parent). Where scipy.linalg is imported already, or the file is not where SciPy's
+    wheels put it, this is a plain import."""
     full = f"scipy.linalg.{name}"
     scipy_spec = None if "scipy.linalg" in sys.modules else importlib.util.find_spec("scipy")
-    folder = os.path.join(scipy_spec.submodule_search_locations[0], "linalg") \
+    top = scipy_spec.submodule_search_locations[0] \
         if scipy_spec is not None and scipy_spec.submodule_search_locations else None
-    paths = [os.path.join(folder, name + suffix)
-             for suffix in importlib.machinery.EXTENSION_SUFFIXES] if folder else []
-    path = next((p for p in paths if os.path.exists(p)), None)
+    path = _extension_path(os.path.join(top, "linalg"), name) if top else None
     if path is None or full in sys.modules:  # (a plain import)
         import scipy.linalg.cython_blas
         import scipy.linalg.cython_lapack  # noqa: F401
         return sys.modules[full]
+    with _scipy_parent(top):
+        return _load_extension(full, path)
+
+
+def _extension_path(folder: str, name: str) -> str | None:
+    paths = [os.path.join(folder, name + suffix)
+             for suffix in importlib.machinery.EXTENSION_SUFFIXES]
+    return next((p for p in paths if os.path.exists(p)), None)
+
+
+def _load_extension(full: str, path: str):
     spec = importlib.util.spec_from_file_location(full, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -49,6 +65,43 @@ def scipy_extension(name: str):
     # scipy.linalg imports it as usual -- the same module object -- and sets the attribute)
     sys.modules.pop(full, None)
     return module
+
+
+@contextlib.contextmanager
+def _scipy_parent(top: str):
+    """While SciPy itself is not imported: a bare package `scipy` in sys.modules, from which
+    a Cython extension's initialisation imports `scipy._cyutility` (Cython's shared utility
+    module) and nothing else; both go again after (a later import of SciPy imports them as
+    usual: the same utility module object). Under the import lock, so that no other thread
+    starts an import meanwhile and sees the bare package; and only while no import is under
+    way in any thread (one of SciPy could otherwise wait for that lock while the extension
+    waited for SciPy): else SciPy is imported as usual."""
+    _imp.acquire_lock()
+    if "scipy" in sys.modules or _imports_in_flight():
+        _imp.release_lock()
+        yield
+        return
+    try:
+        parent = types.ModuleType("scipy")
+        parent.__path__ = [top]
+        sys.modules["scipy"] = parent
+        had_utility = "scipy._cyutility" in sys.modules
+        try:
+            yield
+        finally:
+            if sys.modules.get("scipy") is parent:
+                del sys.modules["scipy"]
+            if not had_utility:
+                sys.modules.pop("scipy._cyutility", None)
+    finally:
+        _imp.release_lock()
+
+
+def _imports_in_flight() -> bool:
+    """Whether any thread is importing a module now: importlib keeps a lock per module being
+    imported, and drops it when the import ends (a Python without that table counts as yes)."""
+    locks = getattr(importlib._bootstrap, "_module_locks", None)
+    return locks is None or any(ref() is not None for ref in list(locks.values()))
 
 
 def capsule_address(module, name: str) -> int:
@@ -62,16 +115,102 @@ def _address(name: str) -> int:
     return capsule_address(scipy_extension("cython_blas"), name)
 
 
+def gemm_symbol_name(dtype: np.dtype, routine: str = "gemm") -> str:
+    """BLAS's name of ?gemm / ?gemv for `dtype` (sgemm, dgemm, cgemm, zgemm)."""
+    return {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
+            np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}[np.dtype(dtype)] + routine
+
+
 @functools.cache
 def gemm_symbol(dtype: np.dtype, routine: str = "gemm") -> str:
     """The name generated code calls ?gemm (or ?gemv: routine="gemv") by, bound to SciPy's
     function for this process."""
     import llvmlite.binding as llvm
-    name = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
-            np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}[np.dtype(dtype)] + routine
+    name = gemm_symbol_name(dtype, routine)
     symbol = f"tracejit_scipy_{name}"
     llvm.add_symbol(symbol, _address(name))
     return symbol
+
+
+# --- whether cutting a product changes its bits ----------------------------------------------
+# A product cut into row or column tiles (linalg.py) gives every output element one tile's sum.
+# With OpenBLAS's AVX-512 kernels for float32/float64 (SkylakeX and its successors, what it
+# picks on AVX-512 cores) that sum is the one a single call makes, so a product may run as one
+# call or as tiles as suits the threads free (the same bits either way). Its Haswell kernels
+# (what this environment's OPENBLAS_CORETYPE pins) and its complex kernels sum otherwise for
+# some shapes and not others (hundreds of elements of a 64^3 sgemm; a 1024x512x256 cgemm, not
+# a 160^3 one), which no small probe can rule out: only the kernels known to agree are trusted,
+# after a probe confirms it in this process.
+SPLIT_EXACT_CORES = ("SkylakeX", "Cooperlake", "SapphireRapids")
+_PROBE = 160  # (rows and columns cut at 80 and 48: tile edges on multiples of 16, as linalg's)
+
+
+@functools.cache
+def splits_agree(dtype: np.dtype) -> bool:
+    """Whether this process's ?gemm gives the same bits for a product computed in one call
+    and cut into calls over its output's rows or columns (one BLAS thread each, as tiles)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f" or openblas_core() not in SPLIT_EXACT_CORES:
+        return False
+    gemm = _fortran_gemm(dtype)
+    n = _PROBE
+
+    def draw(seed):  # (inexact values of mixed signs: every sum rounds)
+        x = np.sin(np.arange(n * n, dtype=np.float64) * 0.7 + seed).reshape(n, n)
+        return np.asfortranarray(x.astype(dtype))
+    a, b = draw(0), draw(1)
+    api = openblas_threads_api()
+    threads = api[1]()
+    api[0](1)
+    try:
+        whole = np.zeros((n, n), dtype, order="F")
+        gemm(a, b, whole, 0, n, 0, n)
+        cut = np.zeros((n, n), dtype, order="F")
+        for lo, hi in ((0, 80), (80, n)):      # rows of C: rows of A
+            gemm(a, b, cut, lo, hi, 0, n)
+        rows = whole.tobytes() == cut.tobytes()
+        cut[:] = 0
+        for lo, hi in ((0, 48), (48, n)):      # columns of C: columns of B
+            gemm(a, b, cut, 0, n, lo, hi)
+        return rows and whole.tobytes() == cut.tobytes()
+    finally:
+        api[0](threads)
+
+
+@functools.cache
+def openblas_core() -> str | None:
+    """The kernel family SciPy's OpenBLAS runs here ("SkylakeX", "Haswell", ...), or None
+    when its BLAS is not OpenBLAS."""
+    lib = ctypes.CDLL(scipy_extension("cython_blas").__file__)
+    for prefix in ("scipy_openblas", "openblas"):
+        for suffix in ("", "64_"):
+            fn = getattr(lib, f"{prefix}_get_corename{suffix}", None)
+            if fn is not None:
+                fn.argtypes, fn.restype = [], ctypes.c_char_p
+                return fn().decode()
+    return None
+
+
+def _fortran_gemm(dtype: np.dtype):
+    """gemm(a, b, c, r0, r1, c0, c1): c[r0:r1, c0:c1] = a[r0:r1] @ b[:, c0:c1] by this
+    process's Fortran ?gemm (column-major arrays, one call)."""
+    real = ctypes.c_float if dtype in (np.float32, np.complex64) else ctypes.c_double
+    scalar = real * (2 if dtype.kind == "c" else 1)
+    ptr = ctypes.c_void_p
+    fn = ctypes.CFUNCTYPE(None, *[ptr] * 13)(_address(gemm_symbol_name(dtype)))
+    one, zero = scalar(1), scalar(0)
+    trans = ctypes.c_char(b"N")
+
+    def at(x, r, c):
+        return ptr(x.ctypes.data + (r + c * x.shape[0]) * x.itemsize)
+
+    def gemm(a, b, c, r0, r1, c0, c1):
+        m, n, k = (ctypes.c_int(v) for v in (r1 - r0, c1 - c0, a.shape[1]))
+        lda, ldb, ldc = (ctypes.c_int(x.shape[0]) for x in (a, b, c))
+        fn(*[ctypes.addressof(v) for v in (trans, trans, m, n, k, one)], at(a, r0, 0),
+           ctypes.addressof(lda), at(b, 0, c0), ctypes.addressof(ldb), ctypes.addressof(zero),
+           at(c, r0, c0), ctypes.addressof(ldc))
+    return gemm
 
 
 # --- how many threads each BLAS call gets ----------------------------------------------------

@@ -38,10 +38,11 @@ from .interrupt import SCAN_POLL_MIN_WORK, bounded_work
 from .math import inline_slow_paths, repetitions
 from .rules import INDEX_MAPS, STRUCTURAL, structural_rule
 from .scalar_ops import bf16_bits, bf16_widen, emit_scalar
-from .types import I1, I8, I64, const, mem_type
+from .types import I1, I8, I32, I64, const, mem_type
 
 I8P = I8.as_pointer()
 _ALIGN = 64
+_LINE = 64  # bytes a cache line (prefetch_lines)
 
 
 class Scalar:
@@ -105,6 +106,9 @@ class Emitter:
         # (generate: interrupt.bounded_work)
         self.scans_poll = True
         self.split = None  # while emitting a parallel chunk body: its outermost loop's cut
+        # while emitting a row of a row_map (control_flow._row_map): (i8 pointer, bytes) of the
+        # next row's operand, for the row's first blocked loop to prefetch (prefetch_lines)
+        self.next_row: tuple[ir.Value, int] | None = None
         self.segments = 0  # functions the main one was cut into so far (next_segment)
 
     # --- memory ------------------------------------------------------------------------------
@@ -200,6 +204,19 @@ class Emitter:
         return acc
 
     # --- loops -------------------------------------------------------------------------------
+    def prefetch_lines(self, ptr: ir.Value, first: ir.Value, count: ir.Value) -> None:
+        """Software prefetches (into L1, for reading) of `count` cache lines from line `first`
+        of the i8 pointer `ptr`: addresses ptr + 64 * (first + k), which the caller keeps
+        inside memory the program owns (a prefetch never faults, but reads nothing else)."""
+        b = self.b
+        fn = self.module.globals.get("llvm.prefetch.p0") or ir.Function(
+            self.module, ir.FunctionType(ir.VoidType(), [ptr.type, I32, I32, I32]),
+            "llvm.prefetch.p0")
+        flags = [ir.Constant(I32, 0), ir.Constant(I32, 3), ir.Constant(I32, 1)]
+        self.loop(count, lambda k: b.call(fn, [b.gep(ptr, [b.mul(
+            b.add(first, k), ir.Constant(I64, _LINE))], inbounds=True), *flags]),
+            name="prefetch", over_data=False)
+
     def loop(self, n: int | ir.Value, body: Callable[[ir.Value], None], name: str = "i",
              over_data: bool = True) -> None:
         """`for i in range(n): body(i)`. over_data=False marks a loop over bookkeeping (a

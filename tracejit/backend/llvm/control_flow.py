@@ -241,9 +241,24 @@ def _row_map(em: Emitter, eqn, ins, dests):
         args = [_as_value(em, x) if isinstance(x, Buf) and a is not None else x
                 for x, a in zip(args, p["in_axes"])]
         placed = _temporaries_in_outputs(body)
+        saved, em.next_row = em.next_row, _next_row(i)
         em.emit_jaxpr(body, [em.const_value(c) for c in closed.consts], args, out_rows,
                       placed={v: out_rows[k] for v, k in placed.items()},
                       outline=_outline_row_kernels(body))
+        em.next_row = saved
+
+    def _next_row(i):
+        """(i8 pointer, bytes) of the next row of the operand with the longest rows (this row
+        again for the last one), which the row's work can fetch while this row is in cache."""
+        rows = [(math.prod(v.aval.shape) * v.aval.dtype.itemsize, x) for x, a, v in
+                zip(ins, p["in_axes"], full.invars) if a == 0 and isinstance(x, Buf)]
+        if not rows or p["tail"] is not None:
+            return None
+        nbytes, x = max(rows, key=lambda r: r[0])
+        nxt = b.add(i, ir.Constant(I64, 1))
+        nxt = b.select(b.icmp_signed("<", nxt, ir.Constant(I64, n)), nxt, i)
+        base = b.bitcast(x.ptr, ir.IntType(8).as_pointer())
+        return b.gep(base, [b.mul(nxt, ir.Constant(I64, nbytes))], inbounds=True), nbytes
 
     def body_at(i):
         if p["tail"] is None:

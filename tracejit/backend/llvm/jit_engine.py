@@ -168,13 +168,20 @@ def target_data() -> llvm.TargetData:
 HUGE_FUNCTION_LINES = 4000
 
 
-def optimize(module: llvm.ModuleRef) -> llvm.ModuleRef:
+def optimize(module: llvm.ModuleRef, text_lines: int | None = None) -> llvm.ModuleRef:
     """The optimised module: O3 (loop and SLP vectorisation on) over every function, but huge
     ones (see HUGE_FUNCTION_LINES) get O1's function pipeline instead, with O3's module
     pipeline skipping them. Small modules are optimised in place; for those with a huge
-    function a new module is returned (the IR goes through text once each way)."""
-    huge = [f.name for f in module.functions
-            if not f.is_declaration and str(f).count("\n") > HUGE_FUNCTION_LINES]
+    function a new module is returned (the IR goes through text once each way).
+    `text_lines`: the lines of the text the module was parsed from, where the caller has it:
+    LLVM prints a function in at most twice the lines of ours (a blank line before each block),
+    so a short text has no huge function, and printing each function to count (~0.6 ms of a
+    first call) is skipped."""
+    if text_lines is not None and 2 * text_lines + 1 <= HUGE_FUNCTION_LINES:
+        huge = []
+    else:
+        huge = [f.name for f in module.functions
+                if not f.is_declaration and str(f).count("\n") > HUGE_FUNCTION_LINES]
     if not huge:
         _run_pipeline(module, speed_level=3, vectorize=True)
         return module
@@ -263,7 +270,7 @@ def load(module: llvm.ModuleRef, cached_object: bytes | None = None,
 def compile_ir(ir_text: str) -> tuple[llvm.ModuleRef, Code]:
     """Parse, verify, optimise (see `optimize`) and generate machine code. Returns the optimised
     module (parsed back: the engine owns the one it compiled) and the code."""
-    module = optimize(parse(ir_text))
+    module = optimize(parse(ir_text), ir_text.count("\n"))
     optimised_ir = str(module)
     code, _ = load(module, ir_text=optimised_ir)
     return parse(optimised_ir), code

@@ -253,7 +253,7 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
     A product below POOL_GEMM_WORK first sets BLAS's thread count for its size (blas.py: the
     work of one product, not the batch's: a batch of small products must not wake threads for
     each) and makes one call; a larger one runs as tiles on our pool (tile_plan)."""
-    from .blas import gemm_work
+    from .blas import gemm_work, splits_agree
     b = em.b
     plan = tile_plan(dtype, m, n, k)
     body = ctx = parts = None
@@ -270,7 +270,7 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
             if axis == "k" else None
     site = None  # a row/column-tiled mid-size product's times: [one call, tiles, calls]
     if plan is not None and plan[0] != "k" and GEMM_MODE is None \
-            and gemm_work(dtype, m, n, k) < ONLINE_GEMM_MAX_WORK:
+            and gemm_work(dtype, m, n, k) < ONLINE_GEMM_MAX_WORK and splits_agree(dtype):
         site = ir.GlobalVariable(em.module, ir.ArrayType(I64, 3),
                                  em.module.get_unique_name("gemm_site"))
         site.linkage = "internal"
@@ -291,11 +291,12 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
             _run_tiles(em, body, ctx, [a_ptr, b_ptr, c_ptr, parts.ptr], tiles)
             _sum_partials(em, c_ptr, parts.ptr, tiles - 1, m * n)
             return
-        # row or column tiles give each output element the same sum as one call, so which
-        # runs may change per call: one call with one thread (each tile would repack the
-        # other operand: +20% for 1024^3), else tiles, or for a mid-size product whichever
-        # has been faster here lately (_pick_tiles)
-        use_tiles, clock = _pick_tiles(em, site)
+        # row or column tiles give each output element the same sum as one call (where this
+        # BLAS's do: blas.splits_agree), so which runs may change per call: one call with one
+        # thread (each tile would repack the other operand: +20% for 1024^3), else tiles, or
+        # for a mid-size product whichever has been faster here lately (_pick_tiles)
+        use_tiles, clock = _pick_tiles(em, site) if splits_agree(dtype) else (
+            ir.Constant(ir.IntType(1), 1), None)
         with b.if_else(use_tiles) as (tiled, serial):
             with tiled:
                 _run_tiles(em, body, ctx, [a_ptr, b_ptr, c_ptr, None], tiles)
@@ -322,7 +323,8 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
 ONLINE_GEMM_MAX_WORK = 1 << 29  # (the MLP step's 4096x256x256: 2^28; 1024^3: 2^30)
 PROBE_EVERY = 32                # (a power of two)
 WARM_UP_CALLS = 4               # alternating modes, so each has a warm time
-GEMM_MODE = None  # "tiles" / "one" forces a row/column-tiled product's mode (tests), or None
+GEMM_MODE = None  # "tiles" / "one" forces a row/column-tiled product's mode (tests; "one" only
+# where blas.splits_agree), or None
 
 
 def _pick_tiles(em: Emitter, site) -> tuple[ir.Value, ir.Value | None]:

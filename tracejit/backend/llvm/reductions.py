@@ -190,6 +190,22 @@ def _pairwise_sum(em: Emitter, x, axes, kept, aval_out, out, work, element, lane
 
     def level(k):
         return b.gep(levels, [ir.Constant(ir.IntType(32), 0), k], inbounds=True)
+    # in a row kernel, a slice of the next row a block, loaded while this row's blocks compute:
+    # in a sum of values computed from the row (logsumexp's exp pass, standardize's squares),
+    # which finds the row in cache; not in a sum of a row in memory: the row itself (a first
+    # pass, such as standardize's mean), whose own loads it would compete with, or softmax's
+    # output row of exp values (a prefetch there, before the scaling pass, gained nothing)
+    ahead = em.next_row
+    if ahead is not None and isinstance(x, Buf):
+        ahead = None
+    elif ahead is not None:
+        em.next_row = None
+        if aval_out.size != 1 or len(axes) != 1 or n_blocks < 2 or \
+                ahead[0].parent.parent is not b.function:  # (an outlined kernel's)
+            ahead = None
+    if ahead is not None:
+        lines = -(-ahead[1] // 64)  # (cache lines)
+        ahead_per_block = -(-lines // n_blocks)
 
     def outer(oidx):
         b.store(ir.Constant(I64, 0), count_ptr)
@@ -201,6 +217,12 @@ def _pairwise_sum(em: Emitter, x, axes, kept, aval_out, out, work, element, lane
             length = b.select(b.icmp_signed("<", length, ir.Constant(I64, _BLOCK)), length,
                               ir.Constant(I64, _BLOCK))
             b.store(zero, block_ptr)
+            if ahead is not None:  # lines [jb * per, min(+ per, lines)) of the next row
+                step = ir.Constant(I64, ahead_per_block)
+                first = b.mul(jb, step)
+                count = b.sub(ir.Constant(I64, lines), first)
+                count = b.select(b.icmp_signed("<", count, step), count, step)
+                em.prefetch_lines(ahead[0], first, count)
             if lanes:
                 at = dict(zip(kept, oidx)) | dict(zip(axes[:-1], outer_r)) | {axes[-1]: start}
                 _lane_blocks(em, x, _run_start(em, x, at), jb, n_inner, block_ptr)
