@@ -438,7 +438,8 @@ def _psum_scatter_in_groups(x, frame, groups, *, scatter_dimension, tiled, **_):
     """psum_scatter within groups of m positions as the ungrouped one over the whole axis:
     each position's m blocks spread to n, block d being its block for d's place in d's group
     where d shares its group and zeros elsewhere, so position d receives its group's sum of
-    its block (adding zeros, exact) and each process only its positions' results."""
+    its block (adding zeros is exact, but a sum of -0.0 alone comes out 0.0) and each process
+    only its positions' results."""
     m, sd, n = len(groups[0]), scatter_dimension, frame.size
     shape = get_aval(x).shape
     parallel._scattered_shape(shape, m, sd, tiled)  # (JAX's errors for a bad shape)
