@@ -114,7 +114,10 @@ for name, check_vma in (("grad", True), ("grad_unchecked", False)):
     losses = jax.shard_map(lambda a, w: per_position(a, w)[None], mesh=mesh,
                            in_specs=(P("data"), P("data")), out_specs=P("data"),
                            check_vma=check_vma)
-    total_loss = (lambda f: lambda a, w: jnp.sum(f(a, w)))(losses)
+
+    def total_loss(a, w, losses=losses):
+        return jnp.sum(losses(a, w))
+
     save(f"{name}_outer", jax.jit(jax.grad(total_loss))(x, weights))
     save(f"{name}_outer_eager", jax.grad(total_loss)(x, weights))
     save(f"{name}_inner", jax.jit(jax.shard_map(
