@@ -47,7 +47,7 @@ def _start_all(tmp: Path):
                                        text=True),
         "failures": subprocess.Popen([mpiexec(), "-n", "2", python,
                                       str(HERE / "failures.py"), str(tmp / "failures")],
-                                     env=_env(1), stdout=subprocess.PIPE,
+                                     env=_env(2), stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True),
     }
     logs = {k: p.communicate(timeout=240)[0] for k, p in started.items()}
@@ -360,8 +360,8 @@ def _check_data_parallel_training_equals_whole_batch(runs):
 
 
 def _check_disagreeing_and_missing_peers_raise(runs):
-    """Shapes that differ across processes: both raise; a peer that never joins: the deadline
-    (1 s here), not a hang."""
+    """Shapes that differ across processes: both raise; a peer that never joins (a psum, then
+    a ppermute): the deadline (1 s here), not a hang."""
     _, _, reports, _ = runs
     for rank in (0, 1):
         assert "INVALID_ARGUMENT" in reports[rank] and "float32[2]" in reports[rank] and \
@@ -369,6 +369,9 @@ def _check_disagreeing_and_missing_peers_raise(runs):
     assert "DEADLINE_EXCEEDED" in reports[0] and "tracejit_collective_timeout" in reports[0]
     seconds = float(reports[0].split("JaxRuntimeError after ")[1].split(" s")[0])
     assert 0.9 <= seconds < 60  # (the deadline, plus compiling the psum on a busy machine)
+    # the ppermute's exchange between the positions (two per process) waits no longer either
+    ppermute = reports[0].split("ppermute timeout: ")[1]
+    assert "DEADLINE_EXCEEDED: ppermute over the process axis 'data'" in ppermute, ppermute
 
 
 def _check_initialize_checks_its_arguments_against_mpi(runs):
@@ -395,8 +398,21 @@ def test_axis_index_groups_across_processes(tmp_path):
         assert p.returncode == 0, f"{k} run failed:\n{logs[k][-4000:]}"
     with np.load(tmp_path / "mpi.npz") as a, np.load(tmp_path / "single.npz") as b:
         ours, oracle = dict(a), dict(b)
+    # bytes received per call within groups (Allgather, Reduce_scatter, point to point), where
+    # each took an Allgather of every position's 4 x 2 float32 block (128 bytes): psum_scatter
+    # one Reduce_scatter of the process's two 2 x 2 results (32 bytes); all_to_all the 2 x 2
+    # chunks (16 bytes), all_gather and psum the blocks (32 bytes), that the process's two
+    # positions need from their partners on the other process — none when the groups lie
+    # within the processes
+    for name, want in {"psum_scatter_across": [0, 32, 0], "psum_scatter_within": [0, 32, 0],
+                       "all_to_all_across": [0, 0, 32], "all_to_all_within": [0, 0, 0],
+                       "all_gather_across": [0, 0, 64], "all_gather_within": [0, 0, 0],
+                       "psum_across": [0, 0, 64], "psum_within": [0, 0, 0]}.items():
+        np.testing.assert_array_equal(ours.pop(f"moved/{name}"), want, err_msg=name)
     assert sorted(ours) == sorted(oracle)
     for k in oracle:
+        if oracle[k].dtype.kind == "i":  # (ints: bit for bit, whatever the order of the sum)
+            np.testing.assert_array_equal(ours[k], oracle[k], err_msg=k)
         np.testing.assert_allclose(ours[k], oracle[k], rtol=2e-6, atol=1e-6, err_msg=k)
     # and against NumPy: shard k (4 rows) gets the sum of its group's shards
     shards = (np.arange(32, dtype=np.float32).reshape(16, 2) / 7.0).reshape(4, 4, 2)
@@ -457,6 +473,75 @@ def test_check_vma_across_processes(tmp_path):
     for i in range(4):  # the parameters one process trains on the whole batch
         np.testing.assert_allclose(mpi[f"dp/{i}"], mpi[f"dp_whole_batch/{i}"], rtol=1e-5,
                                    atol=1e-6)
+
+
+def test_routing_over_several_positions_per_process(tmp_path):
+    """ppermute, psum_scatter and all_to_all over an axis of four positions, two on each of
+    the two processes (tests/mpi/routing.py, written for JAX): under mpiexec -n 2 the values of
+    one process of four devices and of real JAX — bit for bit where data only moves (ppermute,
+    all_to_all, and every int), within the float sum's bound for psum_scatter, whose order
+    differs (this process's lanes, then the processes) — and only the blocks that cross the
+    processes move between them."""
+    python, script = sys.executable, str(HERE / "routing.py")
+    alias = [python, "-m", "tracejit", script]
+    started = {
+        "mpi": subprocess.Popen([mpiexec(), "-n", "2", *alias, str(tmp_path / "mpi"), "mpi"],
+                                env=_env(2), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True),
+        "single": subprocess.Popen([*alias, str(tmp_path / "single"), "single"], env=_env(4),
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True),
+        "jax": subprocess.Popen([python, script, str(tmp_path / "jax"), "jax"], env=_env(4),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)}
+    logs = {k: p.communicate(timeout=240)[0] for k, p in started.items()}
+    for k, p in started.items():
+        assert p.returncode == 0, f"{k} run failed:\n{logs[k][-4000:]}"
+    runs = {}
+    for name in ("mpi.0", "mpi.1", "single.0", "jax.0"):
+        with np.load(tmp_path / f"{name}.npz") as saved:
+            runs[name] = dict(saved)
+    moved = {k: int(v) for k, v in runs["mpi.0"].items() if k.startswith("moved/")}
+    assert moved == {k: int(v) for k, v in runs["mpi.1"].items() if k.startswith("moved/")}
+    for run in runs.values():
+        for k in [k for k in run if k.startswith("moved/")]:
+            del run[k]
+    # each position's block is float32[2, 8, 4] (256 bytes); a psum_scatter result 2 x 2 x 4
+    # (64); an all_to_all chunk 2 x 2 x 4 (64). SHIFT: one block enters each process; LOCAL:
+    # none; CROSS: both; psum_scatter: this process's two results; all_to_all: the 2 x 2 chunks
+    # from each process (those from itself included, as MPI's Alltoall counts them). No
+    # Allgather of every position's value, as before (2048 bytes each, under check_vma).
+    want = {"shift": ("sendrecv", 256), "local": ("sendrecv", 0), "cross": ("sendrecv", 512),
+            "psum_scatter": ("reduce_scatter", 128), "all_to_all": ("alltoall", 512)}
+    for name, (code, nbytes) in want.items():
+        for c in ("allgather", "allreduce", "reduce_scatter", "alltoall", "sendrecv"):
+            assert moved[f"moved/{name}/{c}"] == (nbytes if c == code else 0), (name, c)
+    x = np.random.default_rng(0).standard_normal((8, 8, 4)).astype(np.float32)
+    blocks = x.reshape(4, 2, 8, 4).astype(np.float64)
+    total, magnitude = blocks.sum(0), np.abs(blocks).sum(0)
+    # the psum_scatter cases' global results (the positions' results stacked) of the sum t
+    summed = [lambda t: t.reshape(2, 4, 2, 4).transpose(1, 0, 2, 3).reshape(8, 2, 4),
+              lambda t: t.transpose(2, 0, 1).reshape(8, 8), lambda t: t.reshape(8, 2, 4)]
+    for (a, b) in (("mpi.1", "mpi.0"), ("mpi.0", "single.0"), ("single.0", "jax.0")):
+        assert sorted(runs[a]) == sorted(runs[b]), (a, b)
+        for k in runs[b]:
+            ours, oracle = runs[a][k], runs[b][k]
+            assert ours.shape == oracle.shape and ours.dtype == oracle.dtype, (a, b, k)
+            group, i = k.split("/")
+            if group.startswith("grad"):  # (sums of terms up to the largest entry's size, in
+                # each run's own order: an error relative to that, not to a cancelled entry)
+                np.testing.assert_allclose(ours, oracle, rtol=1e-5,
+                                           atol=1e-6 * np.abs(oracle).max(), err_msg=k)
+            elif ours.dtype.kind == "f" and i in ("4", "5", "6"):
+                # psum_scatter of floats: each run's sum of four terms is within 3 eps of their
+                # magnitudes' sum of the exact one (float64), so two runs within twice that
+                exact = summed[int(i) - 4](total) * (-2 if group == "vmap" else 1)
+                bound = 3 * np.finfo(np.float32).eps * summed[int(i) - 4](magnitude) * \
+                    (2 if group == "vmap" else 1)
+                if group == "vmap":  # (the second of the two vmapped values: -2 a)
+                    ours, oracle = ours[:, 1], oracle[:, 1]
+                for run in (ours, oracle):
+                    assert (np.abs(run - exact) <= bound).all(), (a, b, k)
+            else:
+                np.testing.assert_array_equal(ours, oracle, err_msg=f"{a} {b} {k}")
 
 
 def test_notes_survive_other_tracing(tmp_path):

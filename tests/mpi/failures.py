@@ -1,6 +1,7 @@
 """Collectives that cannot complete, run by tests/test_mpi.py under `mpiexec -n 2`: the
 processes disagree on a psum's shape (both must raise), then, with a one-second collective
-timeout, process 1 skips a psum and process 0 must raise within it instead of hanging. Each
+timeout, process 1 skips a psum and a ppermute (each process holds two positions of the axis:
+two devices each) and process 0 must raise within it instead of hanging. Each
 process writes what it saw to OUT.<rank>.txt (process 1 first) and leaves at once (os._exit:
 MPI's requests that never completed would otherwise keep it in MPI_Finalize).
 
@@ -49,6 +50,13 @@ if rank == 0:
         report.append("timeout: no error")
     except Exception as e:  # noqa: BLE001
         report.append(f"timeout: {type(e).__name__} after {time.monotonic() - start:.1f} s: {e}")
+    try:  # nor for a ppermute between the processes' positions (point to point)
+        shift = [(i, (i + 1) % mesh.size) for i in range(mesh.size)]
+        jax.shard_map(lambda a: lax.ppermute(a, "data", shift), mesh=mesh, in_specs=P("data"),
+                      out_specs=P("data"))(np.ones(mesh.size, np.float32))
+        report.append("ppermute timeout: no error")
+    except Exception as e:  # noqa: BLE001
+        report.append(f"ppermute timeout: {type(e).__name__}: {e}")
     write()
     for _ in range(1200):  # (process 1 first: mpiexec ends the others when one leaves)
         if os.path.exists(f"{sys.argv[1]}.1.txt"):

@@ -22,6 +22,7 @@ devs = np.array(jax.devices()).reshape(2, 2)  # (processes, devices of each)
 mesh_all = Mesh(devs.reshape(-1), ("data",))  # two positions in each process
 mesh1d = Mesh(devs[:, 0], ("data",))  # one position in each process
 x = np.arange(32, dtype=np.float32).reshape(16, 2) / 7.0
+ints = np.arange(-16, 16, dtype=np.int32).reshape(16, 2) * 1000003
 results = {}
 
 
@@ -48,11 +49,53 @@ for tag, groups in {"across": [[0, 2], [1, 3]], "within": [[0, 1], [2, 3]]}.item
         a, "data", 0, 1, axis_index_groups=groups, tiled=True))(x))
     save(f"grad_{tag}", smap(jax.grad(lambda a: jnp.sum(lax.psum(
         a * a, "data", axis_index_groups=groups) ** 2)))(x))
+    save(f"grad_scatter_{tag}", smap(jax.grad(lambda a: jnp.sum(jnp.sin(lax.psum_scatter(
+        a, "data", axis_index_groups=groups, tiled=True)))))(x))
+    save(f"psum_scatter_ints_{tag}", smap(lambda a: lax.psum_scatter(
+        a, "data", scatter_dimension=1, axis_index_groups=groups))(ints))
+    save(f"psum_ints_{tag}", smap(lambda a: lax.psum(a, "data", axis_index_groups=groups))(ints))
+    save(f"pmin_ints_{tag}", smap(lambda a: lax.pmin(a, "data", axis_index_groups=groups))(ints))
+    save(f"psum_bool_{tag}", smap(lambda a: lax.psum(a > 0, "data", axis_index_groups=groups))(
+        ints))
+    save(f"all_gather_untiled_{tag}", smap(lambda a: lax.all_gather(
+        a, "data", axis=1, axis_index_groups=groups), mesh_all)(x))
+    save(f"all_to_all_ints_{tag}", smap(lambda a: lax.all_to_all(
+        a, "data", 1, 0, axis_index_groups=groups))(ints))
+    save(f"all_to_all_vmap_{tag}", smap(jax.vmap(lambda r: lax.all_to_all(
+        r, "data", 0, 0, axis_index_groups=groups, tiled=True), in_axes=1, out_axes=1))(x))
+    save(f"all_to_all_vmap0_{tag}", smap(jax.vmap(lambda r: lax.all_to_all(
+        r, "data", 0, 0, axis_index_groups=groups, tiled=True), in_axes=0, out_axes=0))(
+        x.reshape(8, 4)))
+    # (weighted by where each chunk lands)
+    save(f"grad_all_to_all_{tag}", smap(jax.grad(lambda a: jnp.sum(jnp.sin(lax.all_to_all(
+        a, "data", 0, 1, axis_index_groups=groups, tiled=True)) * jnp.arange(8.0).reshape(
+        2, 4))))(x))
 # one position per process: the group lists the positions in reverse
 save("reversed_gather", smap(lambda a: lax.all_gather(a, "data", axis_index_groups=[[1, 0]]),
                              mesh1d)(x[:8]))
 save("reversed_psum", smap(lambda a: lax.psum(a, "data", axis_index_groups=[[1, 0]]),
                            mesh1d)(x[:8]))
+save("reversed_all_to_all", smap(lambda a: lax.all_to_all(
+    a, "data", 0, 1, axis_index_groups=[[1, 0]], tiled=True), mesh1d)(x[:8]))
+save("reversed_psum_scatter", smap(lambda a: lax.psum_scatter(
+    a, "data", axis_index_groups=[[1, 0]], tiled=True), mesh1d)(x[:8]))
+
+if mode == "mpi":  # what one call within groups receives, compiled first
+    from tracejit.core import mpi as process_collectives
+    for tag, groups in {"across": [[0, 2], [1, 3]], "within": [[0, 1], [2, 3]]}.items():
+        for name, f in {"psum": smap(lambda a: lax.psum(a, "data", axis_index_groups=groups)),
+                        "all_gather": smap(lambda a: lax.all_gather(
+                            a, "data", axis_index_groups=groups, tiled=True)),
+                        "psum_scatter": smap(lambda a: lax.psum_scatter(
+                            a, "data", axis_index_groups=groups, tiled=True)),
+                        "all_to_all": smap(lambda a: lax.all_to_all(
+                            a, "data", 0, 1, axis_index_groups=groups, tiled=True))}.items():
+            f(x)
+            before = dict(process_collectives.received)
+            f(x)  # (its result stays split: nothing gathers it)
+            results[f"moved/{name}_{tag}"] = np.array(
+                [process_collectives.received[c] - before.get(c, 0)
+                 for c in ("allgather", "reduce_scatter", "sendrecv")])
 
 if mode == "single" or jax.process_index() == 0:
     np.savez(out_path, **results)

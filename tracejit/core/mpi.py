@@ -167,23 +167,30 @@ def reduce_scatter(x: np.ndarray, ranks: Sequence[int], what: str) -> np.ndarray
 
 def sendrecv(x: np.ndarray, perm: Sequence[tuple[int, int]], ranks: Sequence[int],
              what: str) -> np.ndarray:
-    """Send x to the member `perm` pairs this one with and receive from its source; a member
-    no pair sends to receives zeros. Coordinates in `perm` are ranks within the group."""
+    """x of shape (lanes, ...): this member's blocks, where member m holds the blocks (positions
+    of an axis, or their chunks) m * lanes ... m * lanes + lanes - 1; each (source,
+    destination) pair of `perm` moves the source's block to the destination, and a block no
+    pair sends to receives zeros. Only blocks crossing members go through MPI, point to point
+    (one Isend per block this member sends away, one Irecv per block it receives); the others
+    are copied."""
     ranks = tuple(ranks)
-    me = ranks.index(world().Get_rank())
+    me, lanes = ranks.index(world().Get_rank()), x.shape[0]
     b = as_bytes(x)
     out = np.zeros_like(b)
-    dest = [d for s, d in perm if s == me]
-    source = [s for s, d in perm if d == me]
+    here = range(me * lanes, (me + 1) * lanes)
+    sends = [(s, d) for s, d in perm if s in here and d not in here]
+    receives = [(s, d) for s, d in perm if d in here and s not in here]
+    for s, d in perm:
+        if s in here and d in here:
+            out[d - here.start] = b[s - here.start]
 
-    def start(comm):
-        requests = []
-        if dest:
-            requests.append(comm.Isend(b, dest=dest[0], tag=7))
-        if source:
-            requests.append(comm.Irecv(out, source=source[0], tag=7))
+    def start(comm):  # (one tag: MPI matches the messages between two members in the order
+        # they were posted, and both post theirs in perm's order)
+        requests = [comm.Isend(b[s - here.start], dest=d // lanes, tag=7) for s, d in sends]
+        requests += [comm.Irecv(out[d - here.start], source=s // lanes, tag=7)
+                     for s, d in receives]
         return _All(mpi(), requests)
-    run("sendrecv", what, ranks, x, start, out.nbytes if source else 0)
+    run("sendrecv", what, ranks, x, start, len(receives) * out[0].nbytes if lanes else 0)
     return from_bytes(out, x.dtype)
 
 
