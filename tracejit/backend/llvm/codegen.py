@@ -36,7 +36,7 @@ from ...core.primitive import ELEMENTWISE, Primitive
 from .aliasing import plan_aliases
 from .interrupt import SCAN_POLL_MIN_WORK, bounded_work
 from .math import inline_slow_paths, repetitions
-from .rules import INDEX_MAPS, STRUCTURAL, structural_rule
+from .rules import ELEMENT_TUPLES, INDEX_MAPS, STRUCTURAL, structural_rule
 from .scalar_ops import bf16_bits, bf16_widen, emit_scalar
 from .types import I1, I8, I64, const, mem_type
 
@@ -59,10 +59,31 @@ class Buf:
 
 
 class Lazy:
-    __slots__ = ("eqn", "aval", "env")
+    """A result of `eqn` inside a kernel, computed at the element its reader asks for. `out`:
+    which result, for an equation with several (None for one); `key`: what its elements are
+    memoised under, one object shared by an equation's results (all computed together)."""
+    __slots__ = ("eqn", "aval", "env", "out", "key")
 
-    def __init__(self, eqn, aval: ShapedArray, env: dict):
+    def __init__(self, eqn, aval: ShapedArray, env: dict, out: int | None = None,
+                 key: object = None):
         self.eqn, self.aval, self.env = eqn, aval, env
+        self.out, self.key = out, self if key is None else key
+
+    def pick(self, element):
+        return element if self.out is None else element[self.out]
+
+
+def lazy_env(body: Jaxpr, ins: list) -> dict:
+    """A kernel body's environment: its operands, and each equation's results as `Lazy`
+    values (computed in the root's loop nest where it reads them)."""
+    env: dict[Var, Any] = dict(zip(body.invars, ins))
+    for e in body.eqns[:-1]:
+        if len(e.outvars) == 1:
+            env[e.outvars[0]] = Lazy(e, e.outvars[0].aval, env)
+            continue
+        key = object()
+        env.update((v, Lazy(e, v.aval, env, j, key)) for j, v in enumerate(e.outvars))
+    return env
 
 
 def _strides(shape: Sequence[int]) -> list[int]:
@@ -289,27 +310,28 @@ class Emitter:
         if not isinstance(val, Lazy):
             return self._stored_at(val, idx)
         memo = self._memo if self._memo is not None else {}
-        key = (val, tuple(idx))
+        key = (val.key, tuple(idx))
         if key in memo:
-            return memo[key]
-        stack = [(key, self._element(val, idx))]
+            return val.pick(memo[key])
+        stack = [(key, val, self._element(val, idx))]
         got = None  # the element the generator on top asked for
         while stack:
-            key, gen = stack[-1]
+            key, lazy, gen = stack[-1]
             try:
                 x, sub = gen.send(got)
             except StopIteration as done:
                 stack.pop()
-                got = memo[key] = done.value
+                memo[key] = done.value
+                got = lazy.pick(done.value)
                 continue
             if not isinstance(x, Lazy):
                 got = self._stored_at(x, sub)
                 continue
-            sub_key = (x, tuple(sub))
+            sub_key = (x.key, tuple(sub))
             if sub_key in memo:
-                got = memo[sub_key]
+                got = x.pick(memo[sub_key])
                 continue
-            stack.append((sub_key, self._element(x, sub)))
+            stack.append((sub_key, x, self._element(x, sub)))
             got = None
         return got
 
@@ -335,10 +357,10 @@ class Emitter:
         each operand element it needs, is sent that element, and returns its own."""
         eqn, env = lazy.eqn, lazy.env
         ins = [self.read(env, v) for v in eqn.invars]
-        index_map = INDEX_MAPS.get(eqn.primitive)
+        index_map = INDEX_MAPS.get(eqn.primitive) or ELEMENT_TUPLES.get(eqn.primitive)
         if index_map is not None:
             out = index_map(self, ins, eqn, idx)
-            if isinstance(out, ir.Value):  # (iota reads no operand: a plain function)
+            if isinstance(out, (ir.Value, tuple)):  # (iota reads no operand: a plain function)
                 return out
             return (yield from out)
         args = []
@@ -813,11 +835,7 @@ def _fused(em: Emitter, eqn, ins, dests):
     """A kernel (compiler.fusion): the body's root lowered as one loop nest, its other
     equations computed element by element inside it."""
     body = eqn.params["body"].jaxpr
-    *inner, root = body.eqns
-    env: dict[Var, Any] = dict(zip(body.invars, ins))
-    for e in inner:
-        env[e.outvars[0]] = Lazy(e, e.outvars[0].aval, env)
-    return em.lower(root, env, dests)
+    return em.lower(body.eqns[-1], lazy_env(body, ins), dests)
 
 
 STRUCTURAL[fused_p] = _fused
