@@ -12,6 +12,7 @@ import tracejit
 import tracejit.numpy as jnp
 import tracejit.random as tr
 from tracejit import lax
+from tracejit.compiler.fusion import HASH_FUSE_MIN_ELEMENTS
 from tracejit.lax.random_bits import threefry2x32_numpy, threefry2x32_p
 
 
@@ -65,7 +66,10 @@ def test_jitted_samplers_match_jax_exactly(name, shape, mode, jax):
     _same_bits(ours, theirs)
 
 
-@pytest.mark.parametrize("shape", [(5000,), (3, 1000), ((1 << 18) + 3,)], ids=str)
+BIG = HASH_FUSE_MIN_ELEMENTS  # from here the hash joins its reader's kernel
+
+
+@pytest.mark.parametrize("shape", [(BIG,), (3, BIG // 2), ((1 << 18) + 3,)], ids=str)
 @pytest.mark.parametrize("name", ["normal", "uniform", "bits32"])
 def test_counters_and_hash_fuse_into_the_consumer(name, shape):
     """One kernel from the counters to the sample: nothing between kernels, no workspace."""
@@ -75,6 +79,20 @@ def test_counters_and_hash_fuse_into_the_consumer(name, shape):
     (chain,) = [line for line in _kernels(f, k) if "threefry2x32" in line]
     assert chain.startswith("iota_2x32_shape -> threefry2x32 -> xor"), chain
     assert _compiled(f, k).memory_analysis().temp_size_in_bytes == 0
+
+
+@pytest.mark.parametrize("shape", [(5000,), (3, 1000)], ids=str)
+def test_smaller_hashes_are_a_kernel_of_their_own_with_the_counters(shape):
+    """Below HASH_FUSE_MIN_ELEMENTS the hash writes its two words (which stay in cache) and the
+    counters are computed in its loop: the workspace is the two words alone."""
+    def f(k):
+        return tr.normal(k, shape)
+    k = tr.PRNGKey(0)
+    kernels = _kernels(f, k)
+    assert "iota_2x32_shape -> threefry2x32" in kernels, kernels
+    assert not any(line.startswith("iota_2x32_shape") and "xor" in line for line in kernels)
+    words = 2 * 4 * int(np.prod(shape))
+    assert words <= _compiled(f, k).memory_analysis().temp_size_in_bytes < words + 4096
 
 
 def test_normal_10m_has_no_workspace():
@@ -117,7 +135,8 @@ def test_batched_keys_match_jax_exactly(jax):
     ours = tracejit.jit(tracejit.vmap(lambda k: tr.normal(k, (300,))))(keys)
     theirs = jax.jit(jax.vmap(lambda k: jax.random.normal(k, (300,))))(jkeys)
     _same_bits(ours, theirs)
-    assert len(_kernels(tracejit.vmap(lambda k: tr.normal(k, (300,))), keys)) == 1
+    big = tracejit.vmap(lambda k: tr.normal(k, (BIG // 4,)))
+    assert len(_kernels(big, tr.split(tr.PRNGKey(1), 4))) == 1  # keys broadcast in the loop
 
 
 def _per_step(r, lax_, n):
@@ -134,7 +153,7 @@ def _per_step(r, lax_, n):
     return f
 
 
-@pytest.mark.parametrize("n", [7, 5000])
+@pytest.mark.parametrize("n", [7, 5000, BIG])
 def test_inside_loop_bodies_match_jax(n, jax):
     ys, acc = tracejit.jit(_per_step(tr, lax, n))(tr.PRNGKey(2))
     jys, jacc = jax.jit(_per_step(jax.random, jax.lax, n))(jax.random.PRNGKey(2))
@@ -143,7 +162,7 @@ def test_inside_loop_bodies_match_jax(n, jax):
 
 
 def test_inside_loop_bodies_fuse():
-    text = _compiled(_per_step(tr, lax, 5000), tr.PRNGKey(2)).as_text()
+    text = _compiled(_per_step(tr, lax, BIG), tr.PRNGKey(2)).as_text()
     bodies = re.findall(r"threefry2x32 [^\n]*\n\s*\S+ = xor", text)
     assert len(bodies) == 2, text  # the scan's normals and the fori_loop's uniforms
 
@@ -181,3 +200,13 @@ def test_scalar_samples_match_jax(jax):
                                 jax.random.bits(k)))(jax.random.PRNGKey(9))
     for o, t in zip(ours, theirs):
         _same_bits(o, t)
+
+
+def test_hash_loops_stay_vectorised_four_vectors_a_turn():
+    """The hash's 20 rounds are one dependency chain: its loop (fused or alone) is vectorised
+    with four vectors a turn (codegen.CHAIN_INTERLEAVE), so the optimised IR rotates vectors
+    in at least 4 x 20 places (one vector a turn: 20, plus a narrower epilogue's)."""
+    for shape in [(BIG,), (5000,)]:
+        ir_text = _compiled(lambda k, s=shape: tr.normal(k, s), tr.PRNGKey(0)).as_text("llvm")
+        rotates = re.findall(r"call <\d+ x i32> @llvm\.fshl\.v\d+i32\(", ir_text)
+        assert len(rotates) >= 80, (shape, len(rotates))

@@ -7,13 +7,13 @@ themselves fusible or reductions; a value used more than once is materialised on
 is a cheap broadcast/iota of something in memory or a cheap elementwise op of about one stored
 array (copied into each consumer), or all its readers are in one kernel at the same element
 (computed once there, in a register). Ops of two results computed together (the PRNG's
-counters and threefry hash) fuse as a unit: the counters into every reader, the hash into the
-one kernel reading both of its words at the element it computes (random bits -> floats), else
-it is a kernel of its own writing both. A `fused` equation's body ends with its root (an
-elementwise op, index map or reduction, run as one loop nest); the equations before it are
-computed element by element inside those loops. Row regions (softmax and the
-like) arrive here as `row_map` equations (compiler.rows): one kernel each, whose body is fused
-like any other jaxpr."""
+counters and threefry hash) fuse as a unit: the counters into every reader, the hash (over
+HASH_FUSE_MIN_ELEMENTS) into the one kernel reading both of its words at the element it
+computes (random bits -> floats), else it is a kernel of its own writing both. A `fused`
+equation's body ends with its root (an elementwise op, index map or reduction, run as one loop
+nest); the equations before it are computed element by element inside those loops. Row regions
+(softmax and the like) arrive here as `row_map` equations (compiler.rows): one kernel each,
+whose body is fused like any other jaxpr."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -265,6 +265,15 @@ def _share_within_kernels(eqns: Sequence[Eqn], outs: set, consumers: dict, lazy:
             root[k] = only
 
 
+# The hash joins its reader's kernel from this many elements (the thread pool's threshold,
+# backend/llvm/parallel_loops.py). Measured on one core, CPU per element, the hash's loop
+# interleaved 4 vectors a turn either way: random.normal 2^18 / 10M, fused 1.26 / 1.28 ns, as a
+# kernel of its own 1.80 / 1.76 ns; but normals of 10^4 / 2^16 elements per step of a scan,
+# fused 1.58 / 1.68 ns, apart 1.29 / 1.36 ns: below, the two words stay in L2 between two
+# short loops, each of which LLVM schedules better than their union.
+HASH_FUSE_MIN_ELEMENTS = 1 << 17
+
+
 def _share_results(k: int, eqns: Sequence[Eqn], outs: set, consumers: dict, lazy: set[Var],
                    root: dict, producer: dict) -> None:
     """_share_within_kernels for an element op of several results: all of them join the one
@@ -278,6 +287,8 @@ def _share_results(k: int, eqns: Sequence[Eqn], outs: set, consumers: dict, lazy
     root[k] = k if eqn.primitive.fusion == ELEMENTWISE else None
     reads = [(u, v) for v in eqn.outvars for u in consumers.get(v, [])]
     if not reads or any(v.aval.ndim == 0 or v in outs for v in eqn.outvars):
+        return
+    if eqn.primitive.fusion == ELEMENTWISE and eqn.outvars[0].aval.size < HASH_FUSE_MIN_ELEMENTS:
         return
     roots = {root.get(producer[u.outvars[0]]) if _same_element(u, v) else None
              for u, v in reads}
