@@ -101,13 +101,13 @@ def test_normal_10m_has_no_workspace():
     assert _compiled(f, tr.PRNGKey(0)).memory_analysis().temp_size_in_bytes == 0
 
 
-def test_bits_64_match_jax_exactly(jax):
+@pytest.mark.parametrize("n", [5000, BIG])
+def test_bits_64_match_jax_exactly(n, jax):
     tracejit.config.update("jax_enable_x64", True)
     jax.config.update("jax_enable_x64", True)
     try:
-        ours = tracejit.jit(lambda k: tr.bits(k, (5000,), np.uint64))(tr.PRNGKey(3))
-        theirs = jax.jit(lambda k: jax.random.bits(k, (5000,), np.uint64))(
-            jax.random.PRNGKey(3))
+        ours = tracejit.jit(lambda k: tr.bits(k, (n,), np.uint64))(tr.PRNGKey(3))
+        theirs = jax.jit(lambda k: jax.random.bits(k, (n,), np.uint64))(jax.random.PRNGKey(3))
         _same_bits(ours, theirs)
     finally:
         tracejit.config.update("jax_enable_x64", False)

@@ -18,11 +18,8 @@ from .rules import ELEMENT_TUPLES, STRUCTURAL
 from .types import I64, mem_type
 
 
-def _rounds(em: Emitter, key0, key1, c0, c1) -> tuple[ir.Value, ir.Value]:
-    """JAX's 20 rounds on one element: integer adds, rotates and xors, which vectorise; one
-    dependency chain, which the enclosing loop interleaves (codegen.CHAIN_INTERLEAVE)."""
-    b = em.b
-    em.chains += 1
+def _rounds(b: ir.IRBuilder, key0, key1, c0, c1) -> tuple[ir.Value, ir.Value]:
+    """JAX's 20 rounds on one element: integer adds, rotates and xors, which vectorise."""
     u32 = c0.type
     ks = [key0, key1, b.xor(b.xor(key0, key1), ir.Constant(u32, 0x1BD11BDA))]
     v0, v1 = b.add(c0, ks[0]), b.add(c1, ks[1])
@@ -43,7 +40,9 @@ def _threefry_element(em: Emitter, ins, eqn, idx):
     args = []
     for x in ins:
         args.append((yield x, idx if x.aval.ndim else []))
-    return _rounds(em, *args)
+    if idx:  # one dependency chain per element: the loop interleaves (codegen.CHAIN_INTERLEAVE)
+        em.chains += 1
+    return _rounds(em.b, *args)
 
 
 def _iota_2x32_element(em: Emitter, ins, eqn, idx):
