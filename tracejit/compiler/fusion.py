@@ -6,11 +6,14 @@ Elementwise ops, broadcasts, iota and index-remapping shape ops fuse into consum
 themselves fusible or reductions; a value used more than once is materialised once, unless it
 is a cheap broadcast/iota of something in memory or a cheap elementwise op of about one stored
 array (copied into each consumer), or all its readers are in one kernel at the same element
-(computed once there, in a register). A `fused` equation's body ends with
-its root (an elementwise op, index map or reduction, run as one loop nest); the equations
-before it are computed element by element inside those loops. Row regions (softmax and the
-like) arrive here as `row_map` equations (compiler.rows): one kernel each, whose body is fused
-like any other jaxpr."""
+(computed once there, in a register). Ops of two results computed together (the PRNG's
+counters and threefry hash) fuse as a unit: the counters into every reader, the hash (over
+HASH_FUSE_MIN_ELEMENTS) into the one kernel reading both of its words at the element it
+computes (random bits -> floats), else it is a kernel of its own writing both. A `fused`
+equation's body ends with its root (an elementwise op, index map or reduction, run as one loop
+nest); the equations before it are computed element by element inside those loops. Row regions
+(softmax and the like) arrive here as `row_map` equations (compiler.rows): one kernel each,
+whose body is fused like any other jaxpr."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -23,18 +26,30 @@ from ..lax.elementwise import (add_p, bitcast_convert_type_p, convert_element_ty
                                min_p, mul_p, neg_p, select_n_p, sub_p)
 
 
-def fusible(eqn) -> bool:
-    """Computable element by element inside a consumer's loop nest (the primitive's declared
-    fusion class is elementwise or an index map)."""
-    if eqn.primitive.fusion not in (ELEMENTWISE, INDEX_MAP) or len(eqn.outvars) != 1:
+def element_op(eqn) -> bool:
+    """Computable element by element (the primitive's declared fusion class is elementwise or
+    an index map), all of its results at one element together: threefry2x32's two words."""
+    if eqn.primitive.fusion not in (ELEMENTWISE, INDEX_MAP):
         return False
     if eqn.primitive is bitcast_convert_type_p:  # between widths the element counts differ
         return eqn.invars[0].aval.dtype.itemsize == eqn.outvars[0].aval.dtype.itemsize
     return True
 
 
+def fusible(eqn) -> bool:
+    """An element op of one result, computable inside a consumer's loop nest on its own."""
+    return len(eqn.outvars) == 1 and element_op(eqn)
+
+
+def multi_element(eqn) -> bool:
+    """An element op of several results (threefry2x32, iota_2x32_shape): stored by a kernel of
+    its own, or computed inside the one kernel reading all of its results (see `fuse`)."""
+    return len(eqn.outvars) > 1 and element_op(eqn)
+
+
 def is_elementwise(eqn) -> bool:
-    return eqn.primitive.fusion == ELEMENTWISE
+    """An elementwise op of one result (element i of each operand makes element i)."""
+    return eqn.primitive.fusion == ELEMENTWISE and len(eqn.outvars) == 1
 
 
 def is_reduction(eqn) -> bool:
@@ -105,7 +120,7 @@ def _fuse(jaxpr: Jaxpr, memo: dict, duplicate: bool) -> Jaxpr:
     for k, eqn in enumerate(eqns):
         if eqn.outvars and eqn.outvars[0] in lazy:
             continue  # computed inside the kernel(s) of its consumer
-        if not (fusible(eqn) or is_reduction(eqn)):
+        if not (element_op(eqn) or is_reduction(eqn)):
             out.append(eqn)
             continue
         group = _kernel_of(k, eqns, producer, lazy)
@@ -150,10 +165,19 @@ def _lazy_values(eqns: Sequence[Eqn], outvars: Sequence, duplicate: bool) -> set
             if isinstance(v, Var):
                 consumers.setdefault(v, []).append(eqn)
     outs = set(outvars)
-    producer = {e.outvars[0]: k for k, e in enumerate(eqns) if len(e.outvars) == 1}
+    producer, _ = def_use(eqns)
     lazy: set[Var] = set()
     size: dict[Var, int] = {}  # equations a lazy value pulls into its consumer's kernel
     for eqn in eqns:
+        if multi_element(eqn):
+            # the counters (cheap: an index) go into every reader; the hash only where one
+            # kernel reads all of its words at one element (_share_within_kernels)
+            if eqn.primitive.cheap and not eqn.invars and all(
+                    v.aval.ndim and v not in outs and consumers.get(v) and
+                    all(element_op(u) or is_reduction(u) for u in consumers[v])
+                    for v in eqn.outvars):
+                lazy.update(eqn.outvars)
+            continue
         if not fusible(eqn):
             continue
         v = eqn.outvars[0]
@@ -163,7 +187,7 @@ def _lazy_values(eqns: Sequence[Eqn], outvars: Sequence, duplicate: bool) -> set
         if size[v] >= MAX_KERNEL_EQNS:
             continue  # stored: a long chain is cut into kernels of equal length
         users = consumers.get(v, [])
-        if not users or not all(fusible(u) or is_reduction(u) for u in users):
+        if not users or not all(element_op(u) or is_reduction(u) for u in users):
             continue
         if len(users) == 1 and sum(1 for x in users[0].invars if x is v) == 1:
             lazy.add(v)
@@ -220,6 +244,9 @@ def _share_within_kernels(eqns: Sequence[Eqn], outs: set, consumers: dict, lazy:
         eqn = eqns[k]
         if is_reduction(eqn):
             root[k] = k
+        if multi_element(eqn):
+            _share_results(k, eqns, outs, consumers, lazy, root, producer)
+            continue
         if not fusible(eqn):
             continue
         v = eqn.outvars[0]
@@ -238,6 +265,40 @@ def _share_within_kernels(eqns: Sequence[Eqn], outs: set, consumers: dict, lazy:
             root[k] = only
 
 
+# The hash joins its reader's kernel from this many elements (the thread pool's threshold,
+# backend/llvm/parallel_loops.py). Measured on one core, CPU per element, the hash's loop
+# interleaved 4 vectors a turn either way: random.normal 2^18 / 10M, fused 1.26 / 1.28 ns, as a
+# kernel of its own 1.80 / 1.76 ns; but normals of 10^4 / 2^16 elements per step of a scan,
+# fused 1.58 / 1.68 ns, apart 1.29 / 1.36 ns: below, the two words stay in L2 between two
+# short loops, each of which LLVM schedules better than their union.
+HASH_FUSE_MIN_ELEMENTS = 1 << 17
+
+
+def _share_results(k: int, eqns: Sequence[Eqn], outs: set, consumers: dict, lazy: set[Var],
+                   root: dict, producer: dict) -> None:
+    """_share_within_kernels for an element op of several results: all of them join the one
+    kernel that reads every one at the element it computes (random bits: the hash's two words
+    read by the xor of the bits -> float conversion), or none does and the op is a kernel of
+    its own writing them all (a split's keys, read through a concatenate)."""
+    eqn = eqns[k]
+    if eqn.outvars[0] in lazy:  # the counters, computed in each reader
+        root[k] = None
+        return
+    root[k] = k if eqn.primitive.fusion == ELEMENTWISE else None
+    reads = [(u, v) for v in eqn.outvars for u in consumers.get(v, [])]
+    if not reads or any(v.aval.ndim == 0 or v in outs for v in eqn.outvars):
+        return
+    if eqn.primitive.fusion == ELEMENTWISE and eqn.outvars[0].aval.size < HASH_FUSE_MIN_ELEMENTS:
+        return
+    roots = {root.get(producer[u.outvars[0]]) if _same_element(u, v) else None
+             for u, v in reads}
+    only = roots.pop() if len(roots) == 1 else None
+    if only is not None and len(_kernel_of(only, eqns, producer, lazy) |
+                                _kernel_of(k, eqns, producer, lazy)) <= MAX_KERNEL_EQNS:
+        lazy.update(eqn.outvars)
+        root[k] = only
+
+
 def _same_element(user: Eqn, v: Var) -> bool:
     """`user` reads `v` at the element it computes: an elementwise op of v's shape, or a
     reduction over v."""
@@ -249,8 +310,9 @@ def _same_element(user: Eqn, v: Var) -> bool:
 
 
 def _fused_eqn(group: list[Eqn]) -> Eqn:
-    """One `fused` equation computing the last eqn of `group` (the root; the others are its lazy
-    producers, in order) from the values the group reads from outside."""
+    """One `fused` equation computing the last eqn of `group` (the root, with all of its
+    results; the others are its lazy producers, in order) from the values the group reads
+    from outside."""
     root = group[-1]
     produced = {v for eqn in group for v in eqn.outvars}
     # operands: the root's, then backwards through its producers (the order in which codegen
@@ -264,6 +326,6 @@ def _fused_eqn(group: list[Eqn]) -> Eqn:
         outs = [Var(v.aval) for v in eqn.outvars]
         inside.update(zip(eqn.outvars, outs))
         body_eqns.append(eqn.replace(invars=ins, outvars=outs))
-    body = Jaxpr([], [inside[v] for v in outer_in], [inside[root.outvars[0]]], body_eqns)
+    body = Jaxpr([], [inside[v] for v in outer_in], [inside[v] for v in root.outvars], body_eqns)
     return Eqn(fused_p, outer_in, list(root.outvars), {"body": ClosedJaxpr(body, [])},
                root.source_info)

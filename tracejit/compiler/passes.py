@@ -546,6 +546,8 @@ def _scalar_operands(eqn: Eqn, producer: Callable):
 def _broadcast_last(eqn: Eqn, producer: Callable):
     """An elementwise op of broadcast rank-0 values is computed once at rank 0 and then
     broadcast (so that constant folding and `_scalar_operands` see the scalar)."""
+    if len(eqn.outvars) != 1:  # (threefry2x32's two words)
+        return None
     (out,) = eqn.outvars
     if not out.aval.shape:
         return None

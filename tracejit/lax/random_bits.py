@@ -1,6 +1,8 @@
 """The PRNG's primitives: the `threefry2x32` hash (JAX's 20-round threefry, bit-exact) and
 `iota_2x32_shape`, the 64-bit row-major index of every element as (hi, lo) uint32 words.
-tracejit.prng builds keys, split, fold_in and random bits from them."""
+tracejit.prng builds keys, split, fold_in and random bits from them. Both compute their two
+results at one element together (elementwise, an index map): fusion computes them inside their
+consumers' loops, so random bits never pass through memory."""
 from __future__ import annotations
 
 import math
@@ -8,7 +10,7 @@ import math
 import numpy as np
 
 from ..core.avals import ShapedArray
-from ..core.primitive import Primitive
+from ..core.primitive import ELEMENTWISE, INDEX_MAP, Primitive
 from ..core.trace import get_aval
 from .shape import broadcast, broadcast_in_dim, transpose
 
@@ -68,7 +70,7 @@ def _threefry_batch(vals, dims, **params):
     return threefry2x32_p.bind(*args), [0, 0]
 
 
-threefry2x32_p = Primitive("threefry2x32", multiple_results=True)
+threefry2x32_p = Primitive("threefry2x32", multiple_results=True, fusion=ELEMENTWISE)
 threefry2x32_p.def_abstract_eval(_threefry_abstract)
 threefry2x32_p.def_impl(lambda *args: list(threefry2x32_numpy(*args)))
 threefry2x32_p.def_not_differentiable()
@@ -80,7 +82,8 @@ def _iota_2x32_impl(*, shape):
     return [(idx >> np.uint64(32)).astype(np.uint32), idx.astype(np.uint32)]
 
 
-iota_2x32_shape_p = Primitive("iota_2x32_shape", multiple_results=True)
+iota_2x32_shape_p = Primitive("iota_2x32_shape", multiple_results=True, fusion=INDEX_MAP)
+iota_2x32_shape_p.cheap = True  # the element's index: recomputed in each consumer
 iota_2x32_shape_p.def_abstract_eval(
     lambda *, shape: [ShapedArray(shape, _U32), ShapedArray(shape, _U32)])
 iota_2x32_shape_p.def_impl(_iota_2x32_impl)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..backend.llvm import codegen, host_callback
 from ..backend.llvm import jit_engine
-from ..compiler.fusion import fused_p, fusible, is_reduction
+from ..compiler.fusion import element_op, fused_p, is_reduction
 from ..compiler.passes import optimize
 from ..compiler.rows import row_map_p
 from ..core.array import Array
@@ -218,7 +218,8 @@ class NativeExecutable(Executable):
 
 def _kernels(jaxpr) -> list[list[str]]:
     """The loop nests of the top level that fusion formed, as the primitive names they run:
-    `fused` and `row_map` equations (by their bodies) and lone elementwise ops and reductions."""
+    `fused` and `row_map` equations (by their bodies) and lone elementwise ops (threefry2x32
+    too), index maps and reductions."""
     out = []
     for eqn in jaxpr.eqns:
         if eqn.primitive is fused_p or eqn.primitive is row_map_p:
@@ -227,6 +228,6 @@ def _kernels(jaxpr) -> list[list[str]]:
                 inner = e.params["body"].jaxpr.eqns if e.primitive is fused_p else [e]
                 names += [x.primitive.name for x in inner]
             out.append(names)
-        elif fusible(eqn) or is_reduction(eqn):
+        elif element_op(eqn) or is_reduction(eqn):
             out.append([eqn.primitive.name])
     return out

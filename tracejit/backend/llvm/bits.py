@@ -1,6 +1,7 @@
-"""Structural rules on raw bits: the PRNG's threefry2x32 hash and its counters (iota_2x32_shape),
-and bitcast_convert_type between widths. codegen's Emitter dispatches to them through
-`rules.STRUCTURAL`."""
+"""Rules on raw bits: the PRNG's threefry2x32 hash and its counters (iota_2x32_shape), computed
+element by element inside their readers' kernels (`rules.ELEMENT_TUPLES`) or as loops of their
+own, and bitcast_convert_type between widths. codegen's Emitter dispatches to them through
+`rules.ELEMENT_TUPLES` and `rules.STRUCTURAL`."""
 from __future__ import annotations
 
 import llvmlite.ir as ir
@@ -13,55 +14,61 @@ from .traced import traced
 from ...lax.rng_bit_generator import _generate, rng_bit_generator_p, rng_uniform_p
 from .host_callback import lower_with_impl
 from .codegen import Buf, Emitter, NativeCompileError, Scalar, _as_value
-from .rules import STRUCTURAL
+from .rules import ELEMENT_TUPLES, STRUCTURAL
 from .types import I64, mem_type
 
 
-def _threefry2x32(em: Emitter, eqn, ins, dests):
-    k0, k1, x0, x1 = ins
-    b = em.b
-    aval = eqn.outvars[0].aval
-
-    def rounds(key0, key1, c0, c1):
-        u32 = c0.type
-        ks = [key0, key1, b.xor(b.xor(key0, key1), ir.Constant(u32, 0x1BD11BDA))]
-        v0, v1 = b.add(c0, ks[0]), b.add(c1, ks[1])
-        rot = ((13, 15, 26, 6), (17, 29, 16, 24))
-        for group in range(5):
-            for r in rot[group % 2]:
-                v0 = b.add(v0, v1)
-                v1 = b.or_(b.shl(v1, ir.Constant(u32, r)), b.lshr(v1, ir.Constant(u32, 32 - r)))
-                v1 = b.xor(v0, v1)
-            v0 = b.add(v0, ks[(group + 1) % 3])
-            v1 = b.add(b.add(v1, ks[(group + 2) % 3]), ir.Constant(u32, group + 1))
-        return v0, v1
-
-    if aval.ndim == 0 and dests[0] is None and dests[1] is None:
-        y0, y1 = rounds(em.scalar_of(k0), em.scalar_of(k1), em.scalar_of(x0), em.scalar_of(x1))
-        return [Scalar(y0, aval), Scalar(y1, aval)]
-    outs = [d or em.alloc(aval) for d in dests]
-
-    def body(idx):  # key words are rank-0 or shaped like the counters (batched keys)
-        y0, y1 = rounds(em.value_at(k0, idx), em.value_at(k1, idx), em.value_at(x0, idx),
-                        em.value_at(x1, idx))
-        lin = em.linear(aval.shape, idx) if aval.ndim else None
-        em.store(outs[0], lin, y0)
-        em.store(outs[1], lin, y1)
-    em.loop_nest(aval.shape, body)
-    return outs
+def _rounds(b: ir.IRBuilder, key0, key1, c0, c1) -> tuple[ir.Value, ir.Value]:
+    """JAX's 20 rounds on one element: integer adds, rotates and xors, which vectorise."""
+    u32 = c0.type
+    ks = [key0, key1, b.xor(b.xor(key0, key1), ir.Constant(u32, 0x1BD11BDA))]
+    v0, v1 = b.add(c0, ks[0]), b.add(c1, ks[1])
+    rot = ((13, 15, 26, 6), (17, 29, 16, 24))
+    for group in range(5):
+        for r in rot[group % 2]:
+            v0 = b.add(v0, v1)
+            v1 = b.or_(b.shl(v1, ir.Constant(u32, r)), b.lshr(v1, ir.Constant(u32, 32 - r)))
+            v1 = b.xor(v0, v1)
+        v0 = b.add(v0, ks[(group + 1) % 3])
+        v1 = b.add(b.add(v1, ks[(group + 2) % 3]), ir.Constant(u32, group + 1))
+    return v0, v1
 
 
-def _iota_2x32_shape(em: Emitter, eqn, ins, dests):
-    aval = eqn.outvars[0].aval
-    b = em.b
-    outs = [d or em.alloc(aval) for d in dests]
+def _threefry_element(em: Emitter, ins, eqn, idx):
+    """Both hash words at idx (key words are rank-0 or shaped like the counters: batched
+    keys)."""
+    args = []
+    for x in ins:
+        args.append((yield x, idx if x.aval.ndim else []))
+    if idx:  # one dependency chain per element: the loop interleaves (codegen.CHAIN_INTERLEAVE)
+        em.chains += 1
+    return _rounds(em.b, *args)
+
+
+def _iota_2x32_element(em: Emitter, ins, eqn, idx):
+    """The element's 64-bit row-major index as (hi, lo) words."""
+    lin = em.linear(eqn.outvars[0].aval.shape, idx)
     u32 = ir.IntType(32)
+    return (em.b.trunc(em.b.lshr(lin, ir.Constant(I64, 32)), u32), em.b.trunc(lin, u32))
+
+
+def _element_tuple_loop(em: Emitter, eqn, ins, dests):
+    """An element op of several results as a kernel of its own (its operands possibly fused
+    into it): one loop nest writing every result; rank 0 in registers."""
+    avals = [v.aval for v in eqn.outvars]
+
+    def elements(idx):
+        got = ELEMENT_TUPLES[eqn.primitive](em, ins, eqn, idx)
+        return got if isinstance(got, tuple) else em.drive(got)
+    if avals[0].ndim == 0 and all(d is None for d in dests):
+        return [Scalar(y, a) for y, a in zip(elements([]), avals)]
+    outs = [d or em.alloc(a) for d, a in zip(dests, avals)]
 
     def body(idx):
-        lin = em.linear(aval.shape, idx)
-        em.store(outs[0], lin, b.trunc(b.lshr(lin, ir.Constant(I64, 32)), u32))
-        em.store(outs[1], lin, b.trunc(lin, u32))
-    em.loop_nest(aval.shape, body)
+        lin = em.linear(avals[0].shape, idx)
+        for out, y in zip(outs, elements(idx)):
+            em.store(out, lin, y)
+    em.loop_nest(avals[0].shape, body)
     return outs
 
 
@@ -77,8 +84,9 @@ def _bitcast_resize(em: Emitter, eqn, ins, dests):
     return [out if aval.ndim or dests[0] is not None else _as_value(em, out)]
 
 
+ELEMENT_TUPLES.update({threefry2x32_p: _threefry_element, iota_2x32_shape_p: _iota_2x32_element})
 STRUCTURAL.update({
-    threefry2x32_p: _threefry2x32, iota_2x32_shape_p: _iota_2x32_shape,
+    threefry2x32_p: _element_tuple_loop, iota_2x32_shape_p: _element_tuple_loop,
     bitcast_convert_type_p: _bitcast_resize,
 })
 

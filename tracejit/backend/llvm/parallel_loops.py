@@ -20,7 +20,7 @@ import numpy as np
 from llvmlite import ir
 
 from ...compiler import element_loops
-from ...compiler.fusion import fused_p, fusible
+from ...compiler.fusion import element_op, fused_p
 from ...compiler.rows import row_map_p
 from ...core.avals import ShapedArray
 from ...core.jaxpr import Var
@@ -93,7 +93,7 @@ def candidate(eqn) -> bool:
     if eqn.primitive is row_map_p:
         return True
     root = _root(eqn)
-    if fusible(root):
+    if element_op(root):  # (threefry2x32's two words too)
         return True
     if root.primitive in _ROW_ROOTS:
         x = root.invars[0].aval
@@ -270,14 +270,12 @@ def _column_body(em: Emitter, eqn, env: dict, parts: Buf, chunk: ir.Value, per: 
     """The chunk body of a leading-axis reduction: rows [chunk * per, + per) of the operand
     folded, in order, into partial row `chunk` of `parts` (the inner loop runs along the
     contiguous kept axes and vectorises). Returns the operand's row count."""
-    from .codegen import Lazy
+    from .codegen import lazy_env
     from .reductions import _combine, _reduce_identity
     root = _root(eqn)
     if eqn.primitive is fused_p:  # the root's operand, fused as codegen's `fused` rule does
         body = eqn.params["body"].jaxpr
-        fenv = dict(zip(body.invars, [em.read(env, v) for v in eqn.invars]))
-        for e in body.eqns[:-1]:
-            fenv[e.outvars[0]] = Lazy(e, e.outvars[0].aval, fenv)
+        fenv = lazy_env(body, [em.read(env, v) for v in eqn.invars])
         x = em.read(fenv, root.invars[0])
     else:
         x = em.read(env, root.invars[0])

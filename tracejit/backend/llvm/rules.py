@@ -12,6 +12,9 @@ from ...core.primitive import Primitive
 # shape ops fused as index arithmetic: (em, ins, eqn, idx) -> the element at multi-index idx,
 # as a generator yielding the (operand, index) pairs it reads (see index_maps)
 INDEX_MAPS: dict[Primitive, Callable] = {}
+# element ops with several results (threefry2x32, iota_2x32_shape), fused like INDEX_MAPS but
+# returning every result's element at idx together (codegen memoises them all at once)
+ELEMENT_TUPLES: dict[Primitive, Callable] = {}
 # primitives that emit their own loops, branches or calls: (em, eqn, ins, dests) -> outputs
 STRUCTURAL: dict[Primitive, Callable] = {}
 # structural rules that may hand an operand's buffer back as a result (an inlined call returning
