@@ -274,15 +274,18 @@ def _check_jit_over_blocks(mpi):
         # int32 blocks (no pvary ahead of shard_map's cut of the block)
         "ints_doubled": (0, [(ints * 2 + np.repeat([0, 1], 2)[:, None], "GlobalArray", rows,
                               [[0, 0]])]),
-        # two devices per process: the result's gather is gone; the operand's 4 x 6 float32
-        # (96 bytes) is still gathered (its cut goes through the devices' layout, which
-        # compiler/passes.py `_own_block_of_gather` does not read through)
-        "cells_scaled": (96, [(x * np.repeat([1.0, 2.0], 3), "GlobalArray", cells,
-                               [[0, 0], [0, 3]])]),
-        # on a mesh interleaving the processes (two devices each): the pieces of the block
-        # exchanged (alltoall), and again only the operand's 4 x 8 float32 gathered
-        "woven_blocks": (128, [(x8 * np.arange(1.0, 5.0)[:, None], "GlobalArray", rows,
+        # two devices per process (a 2-d mesh, a 4-position axis), a mesh interleaving the
+        # processes (the pieces of the block exchanged by alltoall first), columns split: the
+        # cut of the gathered operand read through the devices' reshapes and transposes
+        # (compiler/passes.py `_own_block_of_gather`), no Allgather either
+        "cells_scaled": (0, [(x * np.repeat([1.0, 2.0], 3), "GlobalArray", cells,
+                              [[0, 0], [0, 3]])]),
+        "woven_blocks": (0, [(x8 * np.arange(1.0, 5.0)[:, None], "GlobalArray", rows,
                               [[0, 0], [2, 0]])]),
+        "line_scaled": (0, [(x8 * np.arange(1.0, 5.0)[:, None], "GlobalArray", rows,
+                             [[0, 0], [1, 0]])]),
+        "cols_scaled": (0, [(x8 * np.repeat([1.0, 2.0], 4), "GlobalArray", "P(None, 'data')",
+                             [[0, 0]])]),
         "rows_identity": (0, [(x8, "GlobalArray", rows, [[0, 0]])])}
     for name, (moved, outs) in want.items():
         assert int(mpi[f"moved/{name}/allgather"]) == moved, name

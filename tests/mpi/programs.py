@@ -173,6 +173,11 @@ if mode == "mpi":
                                               lambda index: ints[index])
     cells_split = jax.make_array_from_callback(x.shape, NamedSharding(mesh2d, P("data", "model")),
                                                lambda index: x[index])
+    line = Mesh(devs.reshape(-1), ("data",))  # (4 positions, two on each process)
+    line_split = jax.make_array_from_callback(x8.shape, NamedSharding(line, P("data")),
+                                              lambda index: x8[index])
+    cols_split = jax.make_array_from_callback(x8.shape, NamedSharding(mesh1d, P(None, "data")),
+                                              lambda index: x8[index])
     times = jax.shard_map(lambda a, b: a @ b, mesh=mesh1d, in_specs=(P("data"), P()),
                           out_specs=P("data"))
 
@@ -193,6 +198,12 @@ if mode == "mpi":
                                                mesh=mesh2d, in_specs=P("data", "model"),
                                                out_specs=P("data", "model"))), (cells_split,)),
         "woven_blocks": (scale_woven, (split["from_callback"],)),
+        "line_scaled": (jax.jit(jax.shard_map(lambda a: a * (lax.axis_index("data") + 1.0),
+                                              mesh=line, in_specs=P("data"),
+                                              out_specs=P("data"))), (line_split,)),
+        "cols_scaled": (jax.jit(jax.shard_map(lambda a: a * (lax.axis_index("data") + 1.0),
+                                              mesh=mesh1d, in_specs=P(None, "data"),
+                                              out_specs=P(None, "data"))), (cols_split,)),
         "rows_identity": (jax.jit(jax.shard_map(lambda a: a, mesh=mesh1d, in_specs=P("data"),
                                                 out_specs=P("data"))), (rows_split,))}
     for name, (f, args) in on_blocks.items():

@@ -32,6 +32,7 @@ from ..lax.reductions import (reduce_and_p, reduce_max_p, reduce_min_p, reduce_o
                               reduce_prod_p, reduce_sum_p, reduce_xor_p)
 from ..lax.shape import broadcast_in_dim_p, reshape_p, slice_p, squeeze_p, transpose_p
 from ..transforms.custom import custom_jvp_call_p, custom_vjp_call_p
+from .block_maps import selects_source
 from .element_loops import element_loops
 from .fusion import fuse
 from .rows import fuse_rows
@@ -819,35 +820,59 @@ def _swapped_product(eqn: Eqn, p: Eqn) -> Eqn | None:
 
 # rewrites of particular primitives (keyed by the primitive object)
 def _own_block_of_gather(eqn: Eqn, producer: Callable):
-    """shard_map's cut of this process's own rows out of an Allgather of every process's block
+    """shard_map's cut of this process's own block out of an Allgather of every process's block
     (the per-process program of a jit over arrays split over processes gathers a split operand
     for shard_map to cut its block back out): the block itself, so no data crosses processes
-    for it. Only cuts shard_map noted (core/global_array.py `note_own_block_cut`): every process
+    for it. Read through the reshapes and transposes on either side of the gather (the
+    layout of a process's devices, a mesh interleaving the processes) when their composition
+    provably selects exactly this process's block in its own order (compiler/block_maps.py).
+    Only cuts shard_map noted (core/global_array.py `note_own_block_cut`): every process
     makes the same one at its own position, so all bypass the gather and their collectives
     still match; a slice the user wrote may be one process's own block only."""
-    if not is_own_block_cut(eqn.outvars[0]):
+    if not is_own_block_cut(eqn.outvars[0]) or \
+            any(s not in (None, 1) for s in (eqn.params["strides"] or ())):
         return None
-    merged = producer(eqn.invars[0])
-    if merged is None or merged.primitive is not reshape_p or not _is_plain_reshape(merged):
-        return None
-    gathered = producer(merged.invars[0])
+    moves, gathered = _moves_into(eqn.invars[0], producer)
     if gathered is None or gathered.primitive is not allgather_p:
         return None
     from ..core import mpi
-    block, ranks = gathered.invars[0], gathered.params["ranks"]
-    rank = mpi.world().Get_rank()
-    shape, out = block.aval.shape, merged.outvars[0].aval.shape
-    if rank not in ranks or not shape or out != (len(ranks) * shape[0],) + shape[1:]:
+    ranks, rank = gathered.params["ranks"], mpi.world().Get_rank()
+    if rank not in ranks:
         return None
-    n, at = shape[0], ranks.index(rank)
-    p = eqn.params
-    if any(s not in (None, 1) for s in (p["strides"] or ())):
-        return None
-    if tuple(p["start_indices"]) != (at * n,) + (0,) * (len(shape) - 1) or \
-            tuple(p["limit_indices"]) != ((at + 1) * n,) + shape[1:]:
-        return None
-    producer.bypassed.append(gathered)
-    return block
+    after = [_move_step(e) for e in reversed(moves)] + [
+        ("slice", tuple(eqn.params["start_indices"]), tuple(eqn.params["limit_indices"]))]
+    # the gathered block and, before it, what its own moves started from: the earliest one
+    # the cut is (its moves then go unread, as the gather does)
+    before, _ = _moves_into(gathered.invars[0], producer)
+    sources = [gathered.invars[0]] + [e.invars[0] for e in before]
+    out = eqn.outvars[0].aval.shape
+    for i in reversed(range(len(sources))):
+        steps = [_move_step(e) for e in reversed(before[:i])] + [("gather", len(ranks))] + after
+        if selects_source(sources[i].aval.shape, steps, ranks.index(rank), out):
+            producer.bypassed.append(gathered)
+            if sources[i].aval.shape == out:
+                return sources[i]
+            return [Eqn(reshape_p, [sources[i]], eqn.outvars,
+                        {"new_sizes": out, "dimensions": None}, eqn.source_info)]
+    return None
+
+
+def _moves_into(v: Any, producer: Callable) -> tuple[list[Eqn], Eqn | None]:
+    """The reshapes and transposes producing `v` (latest first), and the equation producing
+    what they start from (None: an input)."""
+    moves = []
+    while (e := producer(v)) is not None and (e.primitive is transpose_p or
+                                              _is_plain_reshape(e)):
+        moves.append(e)
+        v = e.invars[0]
+    return moves, e
+
+
+def _move_step(e: Eqn) -> tuple:
+    """A reshape or transpose as a step of compiler/block_maps.py `selects_source`."""
+    if e.primitive is transpose_p:
+        return ("transpose", tuple(e.params["permutation"]))
+    return ("reshape", tuple(e.outvars[0].aval.shape))
 
 
 _SPECIFIC_RULES: dict[Primitive, tuple[Callable, ...]] = {
