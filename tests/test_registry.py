@@ -25,11 +25,11 @@ NAMED_AXIS = {p.name for p in PRIMS if isinstance(p, NamedAxisPrimitive)}
 
 
 def test_collectives_are_the_named_axis_primitives():
-    # (mpi_lanes_sendrecv: a ppermute's positions in one process, stacked by the batch trace of
-    # those lanes for one MPI exchange, lax/processes.py)
+    # (mpi_lanes_sendrecv, mpi_lanes_bcast: a ppermute's or pbroadcast's positions in one
+    # process, stacked by the batch trace of those lanes for one MPI call, lax/processes.py)
     assert NAMED_AXIS == {"psum", "pmax", "pmin", "all_gather", "reduce_scatter", "ppermute",
                           "pbroadcast", "all_to_all", "axis_index", "pvary",
-                          "mpi_lanes_sendrecv"}
+                          "mpi_lanes_sendrecv", "mpi_lanes_bcast"}
 
 
 def test_registry_is_populated():

@@ -1,7 +1,8 @@
 """Collectives that cannot complete, run by tests/test_mpi.py under `mpiexec -n 2`: the
 processes disagree on a psum's shape (both must raise), then, with a one-second collective
-timeout, process 1 skips a psum and a ppermute (each process holds two positions of the axis:
-two devices each) and process 0 must raise within it instead of hanging. Each
+timeout, process 1 skips a psum, a ppermute and two pbroadcasts (each process holds two
+positions of the axis: two devices each) and process 0 must raise within it instead of
+hanging. Each
 process writes what it saw to OUT.<rank>.txt (process 1 first) and leaves at once (os._exit:
 MPI's requests that never completed would otherwise keep it in MPI_Finalize).
 
@@ -57,6 +58,14 @@ if rank == 0:
         report.append("ppermute timeout: no error")
     except Exception as e:  # noqa: BLE001
         report.append(f"ppermute timeout: {type(e).__name__}: {e}")
+    for source in (0, 2):  # nor for a pbroadcast's Bcast, from this process or the peer
+        try:
+            jax.shard_map(lambda a, s=source: lax.pbroadcast(a, "data", s), mesh=mesh,
+                          in_specs=P("data"), out_specs=P("data"))(
+                np.ones(mesh.size, np.float32))
+            report.append(f"pbroadcast {source} timeout: no error")
+        except Exception as e:  # noqa: BLE001
+            report.append(f"pbroadcast {source} timeout: {type(e).__name__}: {e}")
     write()
     for _ in range(1200):  # (process 1 first: mpiexec ends the others when one leaves)
         if os.path.exists(f"{sys.argv[1]}.1.txt"):

@@ -204,10 +204,12 @@ class _All:
         return self.MPI.Request.Testall(self.requests) if self.requests else True
 
 
-def bcast(x: np.ndarray, root: int, what: str) -> np.ndarray:
-    """World rank `root`'s x on every process (x: the same shape and dtype everywhere)."""
-    comm = world()
-    ranks = tuple(range(comm.Get_size()))
-    b = as_bytes(np.array(x))
-    run("bcast", what, ranks, x, lambda comm: comm.Ibcast(b, root=root), b.nbytes)
+def bcast(x: np.ndarray, root: int, ranks: Sequence[int], what: str) -> np.ndarray:
+    """Member `root`'s x (root: its index in `ranks`) on every member (x: the same shape and
+    dtype everywhere). Counted as received by the others only: the root sends."""
+    ranks = tuple(ranks)
+    b = as_bytes(np.array(x))  # (a copy: Bcast writes the received data over it)
+    here = ranks.index(world().Get_rank()) if world().Get_rank() in ranks else None
+    run("bcast", what, ranks, x, lambda comm: comm.Ibcast(b, root=root),
+        b.nbytes if here != root else 0)
     return from_bytes(b, x.dtype)

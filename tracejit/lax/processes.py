@@ -1,12 +1,12 @@
 """Collectives across processes (lax): over a mesh axis whose positions are held by processes
 (shard_map over a multi-process mesh), psum & co. (lax/parallel.py) are not batched: each
-process holds its own value and the collective is an MPI call (core/mpi.py) — one of the five
+process holds its own value and the collective is an MPI call (core/mpi.py) — one of the six
 `mpi_*` collective primitives here, which native code runs as a call back into Python
 (backend/llvm/host_callback.py).
 
 The primitives act along a leading axis of the group's size where data is split or stacked
 (allgather: (…) -> (n, …); reduce_scatter and alltoall: (n, …) -> …; sendrecv: this process's
-positions, (lanes, …) -> (lanes, …)); the collectives' own
+positions, (lanes, …) -> (lanes, …); bcast: … -> the root member's …); the collectives' own
 arguments (gather axis, tiled, split and concat axes) are ordinary reshapes around them.
 
 Transposes are the per-position ones of lax/parallel.py (JAX's check_vma=False rules): psum's
@@ -149,6 +149,25 @@ sendrecv_p = _collective(
     lambda x, *, perm, ranks, axis_name: mpi.sendrecv(x, perm, ranks,
                                                       _what("ppermute", axis_name)))
 
+# pbroadcast: member `root`'s x (root: its index in ranks) on every member, one MPI Bcast;
+# the transpose sums every member's cotangent onto the root, the others' zero (a
+# Reduce_scatter of the cotangents put at the root's block, as the gather it replaces was)
+bcast_p = _collective(
+    "mpi_bcast", lambda x, **_: x,
+    lambda x, *, root, ranks, axis_name: mpi.bcast(x, root, ranks, _what("pbroadcast",
+                                                                          axis_name)))
+bcast_p.def_batch(lambda vals, dims, **params: (bcast_p.bind(vals[0], **params), dims[0]))
+
+
+def _bcast_transpose(ct, x, *, root, ranks, axis_name):
+    block = reshape(ct, (1,) + get_aval(ct).shape)
+    zeros = full_like(block, 0)
+    blocks = [block if m == root else zeros for m in range(len(ranks))]
+    return [reduce_scatter_p.bind(concatenate(blocks, 0), ranks=ranks, axis_name=axis_name)]
+
+
+def_linear(bcast_p, _bcast_transpose)
+
 # batched over a local axis: the batch axis right after the group axis
 allgather_p.def_batch(lambda vals, dims, **params: (
     allgather_p.bind(moveaxis(vals[0], dims[0], 0), **params), 1))
@@ -208,9 +227,38 @@ lanes_sendrecv_p.def_batch(_lanes_sendrecv_batch)
 def_linear(lanes_sendrecv_p, lambda ct, x, *, perm, **params: [
     lanes_sendrecv_p.bind(ct, perm=tuple((d, s) for s, d in perm), **params)])
 
+# pbroadcast where each process holds several positions: bound on one lane's value, the source
+# lane's taken from the stacked lanes and sent by one mpi_bcast (a Bcast of all the lanes would
+# move each lane's copy); the transpose sums every position's cotangent onto the source (a psum
+# over the axis, kept at the source: lax/parallel.py's rule, across the processes)
+lanes_bcast_p = NamedAxisPrimitive("mpi_lanes_bcast", lambda params: (params["lanes_name"],))
+lanes_bcast_p.effectful = True  # (as the collective it becomes)
+lanes_bcast_p.def_abstract_eval(lambda x, **_: x)
+
+
+def _lanes_bcast_impl(x, *, lanes_name, **_):
+    raise NameError(f"pbroadcast's lanes {lanes_name!r} outside the transformation mapping them")
+
+
+def _lanes_bcast_named(vals, dims, axis, *, source, lanes_name, ranks, axis_name):
+    (x,), (d,) = vals, dims
+    front = bdim_at_front(x, d, axis.size)
+    one = bcast_p.bind(index_in_dim(front, source % axis.size, 0, keepdims=False),
+                       root=source // axis.size, ranks=ranks, axis_name=axis_name)
+    shape = get_aval(one).shape
+    return broadcast_in_dim(one, (axis.size,) + shape, tuple(range(1, len(shape) + 1))), 0
+
+
+lanes_bcast_p.def_impl(_lanes_bcast_impl)
+lanes_bcast_p.def_named_batch(_lanes_bcast_named)
+lanes_bcast_p.def_batch(lambda vals, dims, **params: (lanes_bcast_p.bind(vals[0], **params),
+                                                      dims[0]))
+def_linear(lanes_bcast_p, lambda ct, x, *, source, axis_name, **_: parallel._pbroadcast_transpose(
+    ct, x, axis_name=axis_name, source=source))
+
 # the collectives (native code calls back into MPI), and the identities that only say how a
 # value is typed or differentiated (forwarded by native code, dropped by the compiler)
-PRIMITIVES = (allreduce_p, allgather_p, reduce_scatter_p, alltoall_p, sendrecv_p)
+PRIMITIVES = (allreduce_p, allgather_p, reduce_scatter_p, alltoall_p, sendrecv_p, bcast_p)
 IDENTITIES = (pvary_p, shared_p, vma_p)
 
 
@@ -399,7 +447,18 @@ parallel.all_to_all_p.def_across_processes(_all_to_all)
 
 
 def _pbroadcast(args, frames, *, axis_name, source):
-    return index_in_dim(_everyone(args[0], frames[0]), source, 0, keepdims=False)
+    """Position `source`'s x on every position: one MPI Bcast from its process (of the source
+    lane's value, where each process holds several positions), each process receiving the one
+    value, not every position's. Typed invariant over the axis (check_vma): every position
+    already holds it."""
+    (x,), frame = args, frames[0]
+    pa = frame.process
+    if frame.vma and frame.name not in get_aval(x).vma:
+        return x
+    if pa.lanes > 1:
+        return lanes_bcast_p.bind(x, source=source, lanes_name=pa.lanes_name, ranks=pa.ranks,
+                                  axis_name=frame.name)
+    return bcast_p.bind(x, root=source, ranks=pa.ranks, axis_name=frame.name)
 
 
 parallel.pbroadcast_p.def_across_processes(_pbroadcast)

@@ -1,0 +1,132 @@
+"""pbroadcast over a mesh axis whose positions span the processes (tracejit under `mpiexec -n 2`,
+two devices per process), run three ways by tests/test_mpi.py: `mpi`, `single` (tracejit, one
+process of four devices) and `jax` (real JAX, four devices): from every source position of an
+axis of four (two on each process) and of a 2x2 mesh's process axis, floats and ints, eagerly,
+under jit, vmap and grad (inside shard_map and outside), with and without check_vma. Under
+`mpi` it also records the bytes each collective received (core/mpi.py's counters). Written for
+JAX (whose pbroadcast has no CPU lowering: it runs the psum its documentation equates it with):
+`python -m tracejit` runs it.
+
+usage: python [-m tracejit] broadcast.py OUT {mpi,single,jax}   (writes OUT.<rank>.npz)
+"""
+import sys
+
+import numpy as np
+
+import jax
+
+out_path, mode = sys.argv[1], sys.argv[2]
+if mode == "mpi":
+    jax.distributed.initialize()
+    assert jax.process_count() == 2 and jax.local_device_count() == 2
+else:
+    jax.config.update("jax_num_cpu_devices", 4)
+
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+from jax.sharding import Mesh, PartitionSpec as P  # noqa: E402
+
+line = Mesh(np.array(jax.devices()), "data")  # positions 0, 1 on process 0; 2, 3 on 1
+grid = Mesh(np.array(jax.devices()).reshape(2, 2), ("data", "model"))  # 'data' spans them
+rng = np.random.default_rng(0)
+x = rng.standard_normal((8, 8, 4)).astype(np.float32)  # each position: a (2, 8, 4) block
+ints = rng.integers(-1000, 1000, (8, 8, 4)).astype(np.int32)
+results = {}
+
+
+def whole(v):
+    if getattr(v, "is_fully_addressable", True) is False:
+        from jax.experimental import multihost_utils
+        return np.asarray(multihost_utils.process_allgather(v, tiled=True))
+    return np.asarray(v)
+
+
+def save(name, tree):
+    for i, leaf in enumerate(jax.tree_util.tree_leaves(tree)):
+        results[f"{name}/{i}"] = whole(leaf)
+
+
+def pbroadcast(a, axis_name, source):
+    if mode == "jax":  # (JAX 0.10 has no CPU lowering of pbroadcast: its documented equivalent)
+        return lax.psum(jnp.where(lax.axis_index(axis_name) == source, a, jnp.zeros_like(a)),
+                        axis_name)
+    return lax.pbroadcast(a, axis_name, source)
+
+
+def from_every(a):
+    """One position's block a (2, 8, 4) broadcast from each source of the line."""
+    return tuple(pbroadcast(a, "data", s) for s in range(4))
+
+
+def smap(f, check_vma=True, mesh=line, spec=None):
+    spec = P("data") if spec is None else spec
+    return jax.shard_map(f, mesh=mesh, in_specs=spec, out_specs=spec, check_vma=check_vma)
+
+
+for dtype, v in (("f32", x), ("i32", ints)):
+    save(f"eager_{dtype}", smap(from_every)(v))
+    save(f"jit_{dtype}", jax.jit(smap(from_every))(v))
+    save(f"unchecked_{dtype}", jax.jit(smap(from_every, check_vma=False))(v))
+    # the 2x2 mesh: over its process axis (one position on each), then over its local axis
+    save(f"grid_{dtype}", jax.jit(smap(lambda a: (
+        pbroadcast(a, "data", 1), pbroadcast(a, "data", 0),
+        pbroadcast(pbroadcast(a, "model", 1), "data", 1)),
+        mesh=grid, spec=P("data", "model")))(v))
+# vmap inside shard_map: the Bcast of the batched value
+save("vmap", jax.jit(smap(lambda a: jax.vmap(from_every, out_axes=1)(
+    jnp.stack([a, -2 * a]))))(x))
+# in a loop: the carry goes round the positions
+save("loop", jax.jit(smap(lambda a: lax.fori_loop(
+    0, 4, lambda i, c: c + pbroadcast(c, "data", 3) * 0.5, a)))(x))
+
+# gradients: pbroadcast's transpose sums every position's cotangent onto the source
+weights = rng.standard_normal((8, 8, 4)).astype(np.float32)
+
+
+def per_position(a, w):
+    total = 0.0
+    for i, o in enumerate(from_every(a)):
+        total = total + jnp.sum(jnp.sin(o) * w) * (i + 1.0)
+    return total
+
+
+for name, check_vma in (("grad", True), ("grad_unchecked", False)):
+    losses = jax.shard_map(lambda a, w: per_position(a, w)[None], mesh=line,
+                           in_specs=(P("data"), P("data")), out_specs=P("data"),
+                           check_vma=check_vma)
+
+    def total_loss(a, w, losses=losses):
+        return jnp.sum(losses(a, w))
+
+    save(f"{name}_outer", jax.jit(jax.grad(total_loss))(x, weights))
+    save(f"{name}_outer_eager", jax.grad(total_loss)(x, weights))
+    save(f"{name}_inner", jax.jit(jax.shard_map(
+        lambda a, w: jax.grad(per_position)(a, w), mesh=line, in_specs=(P("data"), P("data")),
+        out_specs=P("data"), check_vma=check_vma))(x, weights))
+
+
+if mode == "mpi":  # what one call receives, compiled first
+    from tracejit.core import mpi as process_collectives
+
+    def moved(name, f, v):
+        f(v)
+        before = dict(process_collectives.received)
+        f(v)
+        after = dict(process_collectives.received)
+        for code in ("allgather", "allreduce", "reduce_scatter", "alltoall", "sendrecv",
+                     "bcast"):
+            results[f"moved/{name}/{code}"] = np.int64(after.get(code, 0) -
+                                                        before.get(code, 0))
+
+    # (out_specs P('data'): each result stays split, so nothing gathers it in the call)
+    for s in range(4):
+        moved(f"line_{s}", jax.jit(smap(lambda a, s=s: pbroadcast(a, "data", s))), x)
+    moved("grid", jax.jit(smap(lambda a: pbroadcast(a, "data", 1), mesh=grid,
+                               spec=P("data", "model"))), x)
+    moved("grad", jax.jit(smap(lambda a: jax.grad(lambda b: jnp.sum(
+        jnp.sin(pbroadcast(b, "data", 2))))(a))), x)
+
+rank = jax.process_index() if mode == "mpi" else 0
+np.savez(f"{out_path}.{rank}.npz", **results)
+if mode == "mpi":
+    jax.distributed.shutdown()
