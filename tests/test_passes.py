@@ -685,3 +685,65 @@ def test_enable_checks_names_the_pass_that_broke_a_jaxpr(monkeypatch):
         passes.optimize(closed.jaxpr, closed.consts)
     tracejit.config.update("tracejit_enable_checks", False)
     passes.optimize(closed.jaxpr, closed.consts)  # unchecked: nothing notices
+
+
+# shard_map's cut of this process's own block out of an Allgather of every process's block
+# (the per-process programs of a jit over arrays split over processes, compiler/block_maps.py):
+# read from the block itself through the moves around the gather, never where the cut is
+# another process's block. This process is rank 0, position 0 of the gather's two (traced
+# and simplified only: the gather never runs here); the oracle is NumPy's block.
+def _own_cut_program(shape, before, after, starts, limits):
+    from tracejit.core.global_array import note_own_block_cut
+    from tracejit.lax.processes import allgather_p
+
+    def moved(v, steps):
+        for kind, arg in steps:
+            v = lax.reshape(v, arg) if kind == "reshape" else lax.transpose(v, arg)
+        return v
+
+    def f(block):
+        gathered = allgather_p.bind(moved(block, before), ranks=(0, 1), axis_name="data")
+        cut = lax.slice(moved(gathered, after), starts, limits)
+        note_own_block_cut(cut._var)
+        return cut * 2.0
+
+    return _jaxpr(f, np.zeros(shape, F32))
+
+
+OWN_CUTS = [  # (block shape, moves before the gather, after it, the cut, whether it is ours)
+    # one device per process: the gathered rows merged, this process's rows cut
+    ((2, 8), [], [("reshape", (4, 8))], (0, 0), (2, 8), True),
+    # two devices per process on a 2-d mesh (tests/mpi/programs.py's cells_scaled)
+    ((2, 6), [("reshape", (2, 2, 3)), ("transpose", (1, 0, 2))],
+     [("transpose", (1, 0, 2, 3)), ("reshape", (2, 4, 3)), ("transpose", (1, 0, 2)),
+      ("reshape", (4, 6))], (0, 0), (2, 6), True),
+    # columns split (the gather moved to the columns)
+    ((4, 4), [], [("transpose", (1, 0, 2)), ("reshape", (4, 8))], (0, 0), (4, 4), True),
+    # the cut has neither the block's shape nor the gathered operand's: a reshape of the block
+    ((4,), [("reshape", (2, 2))], [("reshape", (2, 4))], (0, 0), (1, 4), True),
+    # a transpose before the gather: the cut is the gathered operand, read as it is
+    ((4, 4), [("transpose", (1, 0))], [("reshape", (8, 4))], (0, 0), (4, 4), True),
+    # the other process's rows; this process's block transposed after the gather
+    ((2, 8), [], [("reshape", (4, 8))], (2, 0), (4, 8), False),
+    ((4, 4), [], [("transpose", (0, 2, 1)), ("reshape", (8, 4))], (0, 0), (4, 4), False),
+]
+
+
+@pytest.mark.parametrize("shape,before,after,starts,limits,ours", OWN_CUTS)
+def test_own_block_cut_reads_the_block(shape, before, after, starts, limits, ours):
+    closed = _own_cut_program(shape, before, after, starts, limits)
+    jaxpr = passes.dce(passes.simplify(closed.jaxpr))
+    check_jaxpr(jaxpr)
+    assert ("mpi_allgather" in _names(jaxpr)) != ours, _names(jaxpr)
+    if ours:  # (NumPy: the moves on this block and another process's, gathered, cut)
+        block, other = np.random.default_rng(0).standard_normal((2,) + shape).astype(F32)
+        stacked = np.stack([_numpy_moves(b, before) for b in (block, other)])
+        want = _numpy_moves(stacked, after)[tuple(map(slice, starts, limits))] * 2
+        (out,) = eval_jaxpr(jaxpr, closed.consts, block)
+        np.testing.assert_array_equal(np.asarray(out), want)
+
+
+def _numpy_moves(v, steps):
+    for kind, arg in steps:
+        v = v.reshape(arg) if kind == "reshape" else v.transpose(arg)
+    return v
