@@ -268,7 +268,23 @@ def _check_jit_over_blocks(mpi):
         # stays (64 bytes), the returned result is still the block
         "rows_matmul_read": (2 * 32, [(gram, "GlobalArray", rows, [[0, 0]]),
                                       (gram.sum(0), "Array", "P()", None)]),
-        "rows_matmul_scaled": (2 * 32, [(2 * gram, None, None, None)]),
+        # computed from the result in the same jit: the block computed on, nothing gathered,
+        # the sharding JAX reports (over Auto axes trailing unsplit dimensions left out)
+        "rows_matmul_scaled": (0, [(2 * gram, "GlobalArray", rows, [[0, 0]])]),
+        "rows_matmul_chain": (0, [(np.tanh(gram).T.sum(0), "GlobalArray", rows, [[0]]),
+                                  (gram.T, "GlobalArray", "P(None, 'data')", [[0, 0]]),
+                                  (gram * np.arange(1.0, 5.0), "GlobalArray", rows,
+                                   [[0, 0]]),
+                                  (gram.max(1) - 1, "GlobalArray", rows, [[0]]),
+                                  (gram.reshape(4, 2, 2), "GlobalArray", rows,
+                                   [[0, 0, 0]]),
+                                  (gram.reshape(16), "GlobalArray", rows, [[0]])]),
+        # a column broadcast along the split dimension is not carried: gathered, as before
+        "rows_matmul_column": (2 * 32, [(gram + np.arange(4.0)[:, None], None, None, None)]),
+        # a jit inside jit: the inner call no longer gathers the result its caller returns
+        "nested_matmul": (0, [(gram, "GlobalArray", rows, [[0, 0]])]),
+        "nested_scaled": (0, [(2 * gram - 1, "GlobalArray", rows, [[0, 0]])]),
+        "ints_row_sums": (0, [((ints * 2).sum(1), "GlobalArray", rows, [[0]])]),
         # out_shardings replicating the result: gathered (as before), every process whole
         "rows_matmul_replicated": (2 * 32, [(gram, "Array", "P()", [[0, 0]])]),
         # int32 blocks (no pvary ahead of shard_map's cut of the block)

@@ -194,7 +194,26 @@ if mode == "mpi":
                                                out_specs=P("data", "model"))), (cells_split,)),
         "woven_blocks": (scale_woven, (split["from_callback"],)),
         "rows_identity": (jax.jit(jax.shard_map(lambda a: a, mesh=mesh1d, in_specs=P("data"),
-                                                out_specs=P("data"))), (rows_split,))}
+                                                out_specs=P("data"))), (rows_split,)),
+        # values computed from the split result in the same jit, by rules that keep the split
+        # (elementwise, a broadcast replicated row, transpose, reductions over the whole
+        # dimension, reshapes keeping the split dimension), and through a jit inside jit
+        "rows_matmul_chain": (jax.jit(lambda a, b: (jnp.tanh(times(a, b)).T.sum(0),
+                                                    times(a, b).T,
+                                                    times(a, b) * (jnp.arange(4.0)[None] + 1),
+                                                    times(a, b).max(1, keepdims=False) - 1,
+                                                    times(a, b).reshape(4, 2, 2),
+                                                    times(a, b).reshape(16))),
+                              (rows_split, x8.T)),
+        # a column broadcast along the split dimension: not carried, gathered as before
+        "rows_matmul_column": (jax.jit(lambda a, b: times(a, b) + jnp.arange(4.0)[:, None]),
+                               (rows_split, x8.T)),
+        "nested_matmul": (jax.jit(lambda a, b: jax.jit(times)(a, b)), (rows_split, x8.T)),
+        "nested_scaled": (jax.jit(lambda a, b: jax.jit(lambda c, d: times(c, d) * 2)(a, b) - 1),
+                          (rows_split, x8.T)),
+        "ints_row_sums": (jax.jit(lambda k: jax.shard_map(
+            lambda k: k * 2, mesh=mesh1d, in_specs=P("data"), out_specs=P("data"))(k).sum(1)),
+            (ints_split,))}
     for name, (f, args) in on_blocks.items():
         f(*args)  # (compiled first: the second call's traffic is the call's own)
         before = dict(process_collectives.received)
