@@ -279,8 +279,14 @@ def _check_jit_over_blocks(mpi):
                                   (gram.reshape(4, 2, 2), "GlobalArray", rows,
                                    [[0, 0, 0]]),
                                   (gram.reshape(16), "GlobalArray", rows, [[0]])]),
-        # a column broadcast along the split dimension is not carried: gathered, as before
-        "rows_matmul_column": (2 * 32, [(gram + np.arange(4.0)[:, None], None, None, None)]),
+        # replicated operands of its shape: this process's block cut out of them, no gather
+        "rows_matmul_column": (0, [(gram + np.arange(4.0)[:, None], "GlobalArray", rows,
+                                    [[0, 0]])]),
+        "rows_matmul_bias": (0, [(gram + x8.T[:4] * 3, "GlobalArray", rows, [[0, 0]])]),
+        # an operand split over the processes itself is not carried: the result is gathered
+        # (64 bytes) and the operand too (128), as before
+        "rows_matmul_split_operand": (2 * 32 + 2 * 64, [(gram + x8[:, :4], "GlobalArray", rows,
+                                                         [[0, 0]])]),
         # a jit inside jit: the inner call no longer gathers the result its caller returns
         "nested_matmul": (0, [(gram, "GlobalArray", rows, [[0, 0]])]),
         "nested_scaled": (0, [(2 * gram - 1, "GlobalArray", rows, [[0, 0]])]),

@@ -371,7 +371,7 @@ def _plan(entry: Any, shardings: tuple, out_shardings: Any, fun_name: str) -> tu
     targets = _out_targets(out_shardings, entry.out_tree, len(entry.closed.out_avals),
                            fun_name)
     # (the notes and so the program are alike on every process: all drop the same gathers)
-    closed, blocks = split_results(entry.closed)
+    closed, blocks = split_results(entry.closed, shardings)
     # (those a block replaced: a replicated result is its own block, laid out as before)
     blocks = [b if b is not None and (b[2] is not None or v.aval.shape != b[1]) else None
               for v, b in zip(closed.jaxpr.outvars, blocks or ())]

@@ -205,9 +205,14 @@ if mode == "mpi":
                                                     times(a, b).reshape(4, 2, 2),
                                                     times(a, b).reshape(16))),
                               (rows_split, x8.T)),
-        # a column broadcast along the split dimension: not carried, gathered as before
+        # replicated operands of the result's shape: this process's block cut out of them (a
+        # column broadcast along the split dimension; a replicated argument's rows)
         "rows_matmul_column": (jax.jit(lambda a, b: times(a, b) + jnp.arange(4.0)[:, None]),
                                (rows_split, x8.T)),
+        "rows_matmul_bias": (jax.jit(lambda a, b: times(a, b) + b[:4] * 3), (rows_split, x8.T)),
+        # an operand split over the processes itself: not carried, gathered as before
+        "rows_matmul_split_operand": (jax.jit(lambda a, b: times(a, b) + a[:, :4]),
+                                      (rows_split, x8.T)),
         "nested_matmul": (jax.jit(lambda a, b: jax.jit(times)(a, b)), (rows_split, x8.T)),
         "nested_scaled": (jax.jit(lambda a, b: jax.jit(lambda c, d: times(c, d) * 2)(a, b) - 1),
                           (rows_split, x8.T)),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.global_array import (_unread_dropped, any_noted, noted, split_outputs,
+from ..core.global_array import (_unread_dropped, any_noted, block_of, noted, split_outputs,
                                  with_noted_blocks)
 from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Var
 from ..core.primitive import ELEMENTWISE
@@ -15,32 +15,38 @@ from ..core.sharding import AxisType, NamedSharding, PartitionSpec
 from ..lax.call import pjit_p
 from ..lax.reductions import (reduce_and_p, reduce_max_p, reduce_min_p, reduce_or_p,
                               reduce_prod_p, reduce_sum_p)
-from ..lax.shape import broadcast_in_dim_p, reshape_p, transpose_p
+from ..lax.shape import broadcast_in_dim_p, reshape_p, slice_p, transpose_p
 
 _REDUCERS = {reduce_sum_p, reduce_max_p, reduce_min_p, reduce_prod_p, reduce_and_p,
              reduce_or_p}
 
 
-def split_results(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list | None]:
+def split_results(closed: ClosedJaxpr, laid_out: Any = None) -> tuple[ClosedJaxpr, list | None]:
     """`split_outputs` with the values computed from split results carried as blocks too, and
-    calls (a jit inside jit) no longer computing the gathered values nothing reads."""
-    closed, carried = carry_blocks(closed)
+    calls (a jit inside jit) no longer computing the gathered values nothing reads.
+    `laid_out`: per argument its sharding or None (those over a mesh spanning processes may
+    be split over them)."""
+    split_in = [i for i, s in enumerate(laid_out or ()) if _spans_processes(s)]
+    closed, carried = carry_blocks(closed, split_in)
     closed, blocks = split_outputs(closed, carried)
     return (_pruned(closed) if blocks is not None else closed), blocks
 
 
 def noted_results(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
     """`with_noted_blocks` with the values computed from split results carried as blocks too
-    (a jit inside jit: the caller's program returns them split)."""
-    closed, carried = carry_blocks(closed)
+    (a jit inside jit: the caller's program returns them split). Its arguments' layouts are
+    the caller's: any of them may be split over processes."""
+    closed, carried = carry_blocks(closed, range(len(closed.jaxpr.invars)))
     return with_noted_blocks(closed, carried)
 
 
-def carry_blocks(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, dict]:
+def carry_blocks(closed: ClosedJaxpr, split_in: Any = ()) -> tuple[ClosedJaxpr, dict]:
     """The program with each output computed from results split over processes by the rules
     below also computed from their blocks (equations added on the blocks), and per such
     output (not itself noted) its (block Var, sharding, None). Decided from the program and
-    its notes alone, so alike on every process; ({} when none)."""
+    its notes alone, so alike on every process; ({} when none). `split_in`: the arguments
+    (indices) that may be split over processes: the values computed from them are never
+    taken as replicated operands of a block (the partitioner would split the block again)."""
     if not any_noted():
         return closed, {}  # (the common case, kept free: no shard_map staged yet)
     jaxpr = closed.jaxpr
@@ -53,12 +59,16 @@ def carry_blocks(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, dict]:
     if not split:
         return closed, {}
     made = {o: e for e in jaxpr.eqns for o in e.outvars}
+    tainted = {jaxpr.invars[i] for i in split_in if i < len(jaxpr.invars)}
+    for e in jaxpr.eqns:
+        if any(type(v) is Var and v in tainted for v in e.invars):
+            tainted.update(e.outvars)
     eqns, added = [], {}  # (added: block Var -> the equation computing it)
     for eqn in jaxpr.eqns:
         eqns.append(eqn)
         if not any(type(v) is Var and v in split for v in eqn.invars):
             continue
-        mirrored = _mirror(eqn, split, made)
+        mirrored = _mirror(eqn, split, made, tainted)
         if mirrored is None:
             continue
         for e in mirrored:
@@ -99,7 +109,7 @@ def _reported(mesh: Any, dims: tuple) -> NamedSharding:
     return NamedSharding(mesh, PartitionSpec(*entries))
 
 
-def _mirror(eqn: Eqn, split: dict, made: dict) -> list | None:
+def _mirror(eqn: Eqn, split: dict, made: dict, tainted: set) -> list | None:
     """The equations computing `eqn`'s result from its split operands' blocks (recording the
     result in `split`), or None where no rule keeps the split (the gathered value is read)."""
     ins = [split.get(v) if type(v) is Var else None for v in eqn.invars]
@@ -119,8 +129,11 @@ def _mirror(eqn: Eqn, split: dict, made: dict) -> list | None:
                 operands.append(s[0])
             elif v.aval.ndim == 0:
                 operands.append(v)
-            else:  # a replicated operand broadcast along the split dimensions: its block
-                b = _block_broadcast(v, made, dims, block.aval.shape)
+            elif v in tainted:  # (perhaps split over processes itself: not cut again)
+                return None
+            elif v.aval.shape == out.aval.shape:  # replicated: broadcast to, or cut out, the block
+                b = _block_broadcast(v, made, dims, block.aval.shape, tainted) or \
+                    _block_cut(v, mesh, dims)
                 if b is None:
                     return None
                 pre.append(b)
@@ -150,23 +163,24 @@ def _mirror(eqn: Eqn, split: dict, made: dict) -> list | None:
         params = dict(eqn.params, new_sizes=shape)
     else:
         return None
-    mirrored = _staged(eqn, operands, params, shape)
+    mirrored = _staged(eqn.primitive, operands, params, shape, eqn.source_info)
     if mirrored is None:
         return None
     split[out] = (mirrored.outvars[0], mesh, new_dims)
     return pre + [mirrored]
 
 
-def _staged(eqn: Eqn, operands: list, params: dict, shape: tuple) -> Eqn | None:
-    """`eqn`'s primitive applied to `operands` (blocks), its result typed by the primitive's
-    own rule; None when that rule refuses them or does not give the block's `shape`."""
+def _staged(primitive: Any, operands: list, params: dict, shape: tuple,
+            source_info: Any = None) -> Eqn | None:
+    """`primitive` applied to `operands` (blocks), its result typed by the primitive's own
+    rule; None when that rule refuses them or does not give the block's `shape`."""
     try:
-        (aval,) = eqn.primitive.abstract_eval(*[v.aval for v in operands], **params)
+        (aval,) = primitive.abstract_eval(*[v.aval for v in operands], **params)
     except (TypeError, ValueError):
         return None
     if tuple(aval.shape) != tuple(shape):
         return None
-    return Eqn(eqn.primitive, operands, [Var(aval)], params, eqn.source_info)
+    return Eqn(primitive, operands, [Var(aval)], params, source_info)
 
 
 def _reshaped(old: tuple, new: tuple, dims: tuple) -> int | None:
@@ -187,7 +201,8 @@ def _reshaped(old: tuple, new: tuple, dims: tuple) -> int | None:
     return last + 1 if size == new[last] else None
 
 
-def _block_broadcast(v: Any, made: dict, dims: tuple, shape: tuple) -> Eqn | None:
+def _block_broadcast(v: Any, made: dict, dims: tuple, shape: tuple,
+                     tainted: set) -> Eqn | None:
     """A value broadcast (broadcast_in_dim) from a replicated operand that is whole along
     every split dimension of `dims` (it has size 1 or is absent there): the same broadcast to
     the block's `shape`."""
@@ -195,11 +210,29 @@ def _block_broadcast(v: Any, made: dict, dims: tuple, shape: tuple) -> Eqn | Non
     if e is None or e.primitive is not broadcast_in_dim_p:
         return None
     (x,) = e.invars
+    if x in tainted:
+        return None
     bdims = e.params["broadcast_dimensions"]
     for i, d in enumerate(bdims):
         if dims[d] and x.aval.shape[i] != 1:
             return None
-    return _staged(e, [x], dict(e.params, shape=tuple(shape)), tuple(shape))
+    return _staged(broadcast_in_dim_p, [x], dict(e.params, shape=tuple(shape)), tuple(shape),
+                   e.source_info)
+
+
+def _block_cut(v: Any, mesh: Any, dims: tuple) -> Eqn | None:
+    """This process's block of a value every process holds whole, laid out as `dims` (a
+    slice at this process's position: the one part of the program that differs between
+    processes, as shard_map's cut of a replicated operand does; no collective)."""
+    shape = v.aval.shape
+    try:
+        box = block_of(NamedSharding(mesh, _reported(mesh, dims).spec).devices_indices_map(
+            shape), shape)
+    except NotImplementedError:  # (this process's devices hold no one block of it)
+        return None
+    start, limit = tuple(b.start for b in box), tuple(b.stop for b in box)
+    return _staged(slice_p, [v], {"start_indices": start, "limit_indices": limit,
+                                 "strides": None}, tuple(b - a for a, b in zip(start, limit)))
 
 
 def _pruned(closed: ClosedJaxpr) -> ClosedJaxpr:

@@ -250,7 +250,7 @@ def compile_entry(entry: _CacheEntry, backend: str | None, keep_unused: bool,
     process's block (wrapped as a GlobalArray by the call), not gathered."""
     closed = entry.closed
     if split:
-        closed, entry.blocks = split_results(closed)
+        closed, entry.blocks = split_results(closed, entry.laid_out)
     # laid out over a mesh: the program run shard by shard (the traced jaxpr, which
     # make_jaxpr and lowering show, keeps its sharding constraints)
     closed, entry.placement = partition(closed, entry.laid_out)
