@@ -258,6 +258,7 @@ def _check_jit_over_blocks(mpi):
     x8 = np.arange(32, dtype=np.float32).reshape(4, 8) / 7.0
     ints = np.arange(16, dtype=np.int32).reshape(4, 4)
     gram = x8 @ x8.T
+    scaled = x * np.repeat([1.0, 2.0], 3)  # (cells_scale's result)
     rows, cells = "P('data',)", "P('data', 'model')"
     # per case: the Allgather's bytes (its buffer: both processes' blocks), then per result
     # (value, type, spec, this process's shards; None: not checked)
@@ -288,6 +289,14 @@ def _check_jit_over_blocks(mpi):
         "rows_matmul_split_operand": (2 * 32 + 2 * 64, [(gram + x8[:, :4], "GlobalArray", rows,
                                                          [[0, 0]])]),
         # a jit inside jit: the inner call no longer gathers the result its caller returns
+        # two devices per process: values computed from the result stay blocks (the
+        # operand's 96 bytes as in cells_scaled), the sum over the columns split within the
+        # process reduced there
+        "cells_chain": (96, [(scaled.T + 1, "GlobalArray", "P('model', 'data')",
+                              [[0, 0], [3, 0]]),
+                             (np.exp(scaled).sum(1), "GlobalArray", rows, [[0], [0]]),
+                             (scaled + np.arange(6.0), "GlobalArray", cells,
+                              [[0, 0], [0, 3]])]),
         "nested_matmul": (0, [(gram, "GlobalArray", rows, [[0, 0]])]),
         "nested_scaled": (0, [(2 * gram - 1, "GlobalArray", rows, [[0, 0]])]),
         "ints_row_sums": (0, [((ints * 2).sum(1), "GlobalArray", rows, [[0]])]),

@@ -176,6 +176,13 @@ if mode == "mpi":
     times = jax.shard_map(lambda a, b: a @ b, mesh=mesh1d, in_specs=(P("data"), P()),
                           out_specs=P("data"))
 
+    cells_scale = jax.shard_map(lambda a: a * (lax.axis_index("model") + 1.0), mesh=mesh2d,
+                                in_specs=P("data", "model"), out_specs=P("data", "model"))
+
+    def cells_chain(a):
+        r = cells_scale(a)
+        return r.T + 1, jnp.exp(r).sum(1), r + jnp.arange(6.0)
+
     def times_and_sum(a, b):
         r = times(a, b)
         return r, r.sum(0)
@@ -213,6 +220,9 @@ if mode == "mpi":
         # an operand split over the processes itself: not carried, gathered as before
         "rows_matmul_split_operand": (jax.jit(lambda a, b: times(a, b) + a[:, :4]),
                                       (rows_split, x8.T)),
+        # two devices per process: a transpose, a sum over the dimension split within the
+        # process, a replicated row broadcast
+        "cells_chain": (jax.jit(cells_chain), (cells_split,)),
         "nested_matmul": (jax.jit(lambda a, b: jax.jit(times)(a, b)), (rows_split, x8.T)),
         "nested_scaled": (jax.jit(lambda a, b: jax.jit(lambda c, d: times(c, d) * 2)(a, b) - 1),
                           (rows_split, x8.T)),

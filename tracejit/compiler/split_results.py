@@ -5,7 +5,10 @@ one process, so jit returns it as a block (no Allgather), with the sharding JAX 
 """
 from __future__ import annotations
 
+import functools
 from typing import Any
+
+import numpy as np
 
 from ..core.global_array import (_unread_dropped, any_noted, block_of, noted, split_outputs,
                                  with_noted_blocks)
@@ -100,6 +103,14 @@ def _spans_processes(sharding: Any) -> bool:
     return isinstance(sharding, NamedSharding) and sharding.mesh.is_multi_process
 
 
+@functools.lru_cache(maxsize=64)
+def _process_axes(mesh: Any) -> frozenset:
+    """The axes of `mesh` along which the process changes."""
+    procs = np.vectorize(lambda d: d.process_index, otypes=[int])(mesh.devices)
+    return frozenset(name for i, name in enumerate(mesh.axis_names)
+                     if not (procs == np.take(procs, [0], axis=i)).all())
+
+
 def _reported(mesh: Any, dims: tuple) -> NamedSharding:
     """JAX's report of a layout (as runtime/sharded.py's): over Explicit axes an entry per
     dimension, else trailing unsplit dimensions left out (P('x', None) reads P('x',))."""
@@ -147,7 +158,8 @@ def _mirror(eqn: Eqn, split: dict, made: dict, tainted: set) -> list | None:
         new_dims = tuple(dims[p] for p in perm)
     elif eqn.primitive in _REDUCERS:
         axes = eqn.params["axes"]
-        if any(dims[a] for a in axes):
+        across = _process_axes(mesh)  # (within a process the partitioner reduces the lanes)
+        if any(across.intersection(dims[a]) for a in axes):
             return None
         shape = tuple(n for a, n in enumerate(block.aval.shape) if a not in axes)
         new_dims = tuple(d for a, d in enumerate(dims) if a not in axes)
