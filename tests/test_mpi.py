@@ -259,6 +259,8 @@ def _check_jit_over_blocks(mpi):
     ints = np.arange(16, dtype=np.int32).reshape(4, 4)
     gram = x8 @ x8.T
     scaled = x * np.repeat([1.0, 2.0], 3)  # (cells_scale's result)
+    softmax = np.exp((gram - gram.max(1, keepdims=True)) / 64)
+    softmax /= softmax.sum(1, keepdims=True)
     rows, cells = "P('data',)", "P('data', 'model')"
     # per case: the Allgather's bytes (its buffer: both processes' blocks), then per result
     # (value, type, spec, this process's shards; None: not checked)
@@ -297,6 +299,11 @@ def _check_jit_over_blocks(mpi):
                              (np.exp(scaled).sum(1), "GlobalArray", rows, [[0], [0]]),
                              (scaled + np.arange(6.0), "GlobalArray", cells,
                               [[0, 0], [0, 3]])]),
+        "rows_matmul_normalized": (0, [(softmax, "GlobalArray", rows, [[0, 0]]),
+                                       (gram - gram.mean(1, keepdims=True), "GlobalArray",
+                                        rows, [[0, 0]]),
+                                       (gram[:, None, :] * 2, "GlobalArray", rows,
+                                        [[0, 0, 0]])]),
         "nested_matmul": (0, [(gram, "GlobalArray", rows, [[0, 0]])]),
         "nested_scaled": (0, [(2 * gram - 1, "GlobalArray", rows, [[0, 0]])]),
         "ints_row_sums": (0, [((ints * 2).sum(1), "GlobalArray", rows, [[0]])]),

@@ -183,6 +183,11 @@ if mode == "mpi":
         r = cells_scale(a)
         return r.T + 1, jnp.exp(r).sum(1), r + jnp.arange(6.0)
 
+    def normalized(a, b):
+        r = times(a, b)
+        # (scaled down: exp of the raw row spread, ~100, amplifies the gemm's rounding)
+        return jax.nn.softmax(r / 64, axis=1), r - r.mean(1, keepdims=True), r[:, None, :] * 2
+
     def times_and_sum(a, b):
         r = times(a, b)
         return r, r.sum(0)
@@ -223,6 +228,9 @@ if mode == "mpi":
         # two devices per process: a transpose, a sum over the dimension split within the
         # process, a replicated row broadcast
         "cells_chain": (jax.jit(cells_chain), (cells_split,)),
+        # normalized rows (the reductions' keepdims: reshape, squeeze, broadcast_in_dim of the
+        # block) and a new dimension
+        "rows_matmul_normalized": (jax.jit(normalized), (rows_split, x8.T)),
         "nested_matmul": (jax.jit(lambda a, b: jax.jit(times)(a, b)), (rows_split, x8.T)),
         "nested_scaled": (jax.jit(lambda a, b: jax.jit(lambda c, d: times(c, d) * 2)(a, b) - 1),
                           (rows_split, x8.T)),

@@ -18,7 +18,7 @@ from ..core.sharding import AxisType, NamedSharding, PartitionSpec
 from ..lax.call import pjit_p
 from ..lax.reductions import (reduce_and_p, reduce_max_p, reduce_min_p, reduce_or_p,
                               reduce_prod_p, reduce_sum_p)
-from ..lax.shape import broadcast_in_dim_p, reshape_p, slice_p, transpose_p
+from ..lax.shape import broadcast_in_dim_p, reshape_p, slice_p, squeeze_p, transpose_p
 
 _REDUCERS = {reduce_sum_p, reduce_max_p, reduce_min_p, reduce_prod_p, reduce_and_p,
              reduce_or_p}
@@ -156,6 +156,12 @@ def _mirror(eqn: Eqn, split: dict, made: dict, tainted: set) -> list | None:
         perm = eqn.params["permutation"]
         shape = tuple(block.aval.shape[p] for p in perm)
         new_dims = tuple(dims[p] for p in perm)
+    elif eqn.primitive is squeeze_p:
+        gone = eqn.params["dimensions"]
+        if any(dims[a] for a in gone):
+            return None
+        shape = tuple(n for a, n in enumerate(block.aval.shape) if a not in gone)
+        new_dims = tuple(d for a, d in enumerate(dims) if a not in gone)
     elif eqn.primitive in _REDUCERS:
         axes = eqn.params["axes"]
         across = _process_axes(mesh)  # (within a process the partitioner reduces the lanes)
@@ -163,6 +169,17 @@ def _mirror(eqn: Eqn, split: dict, made: dict, tainted: set) -> list | None:
             return None
         shape = tuple(n for a, n in enumerate(block.aval.shape) if a not in axes)
         new_dims = tuple(d for a, d in enumerate(dims) if a not in axes)
+    elif eqn.primitive is broadcast_in_dim_p:  # (new dimensions whole; kept ones as they were)
+        bdims = eqn.params["broadcast_dimensions"]
+        if any(dims[i] and eqn.invars[0].aval.shape[i] != out.aval.shape[d]
+               for i, d in enumerate(bdims)):
+            return None
+        shape, new_dims = list(out.aval.shape), [()] * out.aval.ndim
+        for i, d in enumerate(bdims):
+            shape[d] = block.aval.shape[i] if dims[i] else shape[d]
+            new_dims[d] = dims[i]
+        shape, new_dims = tuple(shape), tuple(new_dims)
+        params = dict(eqn.params, shape=shape)
     elif eqn.primitive is reshape_p and eqn.params.get("dimensions") is None:
         kept = _reshaped(eqn.invars[0].aval.shape, out.aval.shape, dims)
         if kept is None:
