@@ -149,6 +149,8 @@ def _mirror(eqn: Eqn, split: dict, made: dict, tainted: set) -> list | None:
                     return None
                 pre.append(b)
                 operands.append(b.outvars[0])
+            else:
+                return None
         new_dims = dims
     elif len(eqn.invars) != 1:
         return None
