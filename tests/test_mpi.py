@@ -258,6 +258,9 @@ def _check_jit_over_blocks(mpi):
     x8 = np.arange(32, dtype=np.float32).reshape(4, 8) / 7.0
     ints = np.arange(16, dtype=np.int32).reshape(4, 4)
     gram = x8 @ x8.T
+    scaled = x * np.repeat([1.0, 2.0], 3)  # (cells_scale's result)
+    softmax = np.exp((gram - gram.max(1, keepdims=True)) / 64)
+    softmax /= softmax.sum(1, keepdims=True)
     rows, cells = "P('data',)", "P('data', 'model')"
     # per case: the Allgather's bytes (its buffer: both processes' blocks), then per result
     # (value, type, spec, this process's shards; None: not checked)
@@ -268,7 +271,42 @@ def _check_jit_over_blocks(mpi):
         # stays (64 bytes), the returned result is still the block
         "rows_matmul_read": (2 * 32, [(gram, "GlobalArray", rows, [[0, 0]]),
                                       (gram.sum(0), "Array", "P()", None)]),
-        "rows_matmul_scaled": (2 * 32, [(2 * gram, None, None, None)]),
+        # computed from the result in the same jit: the block computed on, nothing gathered,
+        # the sharding JAX reports (over Auto axes trailing unsplit dimensions left out)
+        "rows_matmul_scaled": (0, [(2 * gram, "GlobalArray", rows, [[0, 0]])]),
+        "rows_matmul_chain": (0, [(np.tanh(gram).T.sum(0), "GlobalArray", rows, [[0]]),
+                                  (gram.T, "GlobalArray", "P(None, 'data')", [[0, 0]]),
+                                  (gram * np.arange(1.0, 5.0), "GlobalArray", rows,
+                                   [[0, 0]]),
+                                  (gram.max(1) - 1, "GlobalArray", rows, [[0]]),
+                                  (gram.reshape(4, 2, 2), "GlobalArray", rows,
+                                   [[0, 0, 0]]),
+                                  (gram.reshape(16), "GlobalArray", rows, [[0]])]),
+        # replicated operands of its shape: this process's block cut out of them, no gather
+        "rows_matmul_column": (0, [(gram + np.arange(4.0)[:, None], "GlobalArray", rows,
+                                    [[0, 0]])]),
+        "rows_matmul_bias": (0, [(gram + x8.T[:4] * 3, "GlobalArray", rows, [[0, 0]])]),
+        # an operand split over the processes itself is not carried: the result is gathered
+        # (64 bytes) and the operand too (128), as before
+        "rows_matmul_split_operand": (2 * 32 + 2 * 64, [(gram + x8[:, :4], "GlobalArray", rows,
+                                                         [[0, 0]])]),
+        # a jit inside jit: the inner call no longer gathers the result its caller returns
+        # two devices per process: values computed from the result stay blocks (the
+        # operand's 96 bytes as in cells_scaled), the sum over the columns split within the
+        # process reduced there
+        "cells_chain": (96, [(scaled.T + 1, "GlobalArray", "P('model', 'data')",
+                              [[0, 0], [3, 0]]),
+                             (np.exp(scaled).sum(1), "GlobalArray", rows, [[0], [0]]),
+                             (scaled + np.arange(6.0), "GlobalArray", cells,
+                              [[0, 0], [0, 3]])]),
+        "rows_matmul_normalized": (0, [(softmax, "GlobalArray", rows, [[0, 0]]),
+                                       (gram - gram.mean(1, keepdims=True), "GlobalArray",
+                                        rows, [[0, 0]]),
+                                       (gram[:, None, :] * 2, "GlobalArray", rows,
+                                        [[0, 0, 0]])]),
+        "nested_matmul": (0, [(gram, "GlobalArray", rows, [[0, 0]])]),
+        "nested_scaled": (0, [(2 * gram - 1, "GlobalArray", rows, [[0, 0]])]),
+        "ints_row_sums": (0, [((ints * 2).sum(1), "GlobalArray", rows, [[0]])]),
         # out_shardings replicating the result: gathered (as before), every process whole
         "rows_matmul_replicated": (2 * 32, [(gram, "Array", "P()", [[0, 0]])]),
         # int32 blocks (no pvary ahead of shard_map's cut of the block)

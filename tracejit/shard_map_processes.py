@@ -19,13 +19,13 @@ import numpy as np
 from .core.array import Array
 from .core.axis_env import AxisFrame, ProcessAxis, extend_frame
 from .core.devices import process_count, process_index
-from .core.global_array import (GlobalArray, as_global, note_gathered, note_own_block_cut,
-                                split_outputs)
+from .core.global_array import GlobalArray, as_global, note_gathered, note_own_block_cut
 from .core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .core.rules import moveaxis
 from .core.sharding import (Mesh, NamedSharding, PartitionSpec, default_sharding,
                             resolve_sharding)
 from .compiler.sharding import reshard
+from .compiler.split_results import split_results
 from .core.trace import DynamicJaxprTracer, Tracer, get_aval
 from .lax import reshape, slice as lax_slice
 from .lax.processes import allgather_p, pvary_p, shared_p, vma_p
@@ -371,7 +371,7 @@ def _plan(entry: Any, shardings: tuple, out_shardings: Any, fun_name: str) -> tu
     targets = _out_targets(out_shardings, entry.out_tree, len(entry.closed.out_avals),
                            fun_name)
     # (the notes and so the program are alike on every process: all drop the same gathers)
-    closed, blocks = split_outputs(entry.closed)
+    closed, blocks = split_results(entry.closed, shardings)
     # (those a block replaced: a replicated result is its own block, laid out as before)
     blocks = [b if b is not None and (b[2] is not None or v.aval.shape != b[1]) else None
               for v, b in zip(closed.jaxpr.outvars, blocks or ())]

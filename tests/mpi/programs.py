@@ -181,6 +181,18 @@ if mode == "mpi":
     times = jax.shard_map(lambda a, b: a @ b, mesh=mesh1d, in_specs=(P("data"), P()),
                           out_specs=P("data"))
 
+    cells_scale = jax.shard_map(lambda a: a * (lax.axis_index("model") + 1.0), mesh=mesh2d,
+                                in_specs=P("data", "model"), out_specs=P("data", "model"))
+
+    def cells_chain(a):
+        r = cells_scale(a)
+        return r.T + 1, jnp.exp(r).sum(1), r + jnp.arange(6.0)
+
+    def normalized(a, b):
+        r = times(a, b)
+        # (scaled down: exp of the raw row spread, ~100, amplifies the gemm's rounding)
+        return jax.nn.softmax(r / 64, axis=1), r - r.mean(1, keepdims=True), r[:, None, :] * 2
+
     def times_and_sum(a, b):
         r = times(a, b)
         return r, r.sum(0)
@@ -205,7 +217,37 @@ if mode == "mpi":
                                               mesh=mesh1d, in_specs=P(None, "data"),
                                               out_specs=P(None, "data"))), (cols_split,)),
         "rows_identity": (jax.jit(jax.shard_map(lambda a: a, mesh=mesh1d, in_specs=P("data"),
-                                                out_specs=P("data"))), (rows_split,))}
+                                                out_specs=P("data"))), (rows_split,)),
+        # values computed from the split result in the same jit, by rules that keep the split
+        # (elementwise, a broadcast replicated row, transpose, reductions over the whole
+        # dimension, reshapes keeping the split dimension), and through a jit inside jit
+        "rows_matmul_chain": (jax.jit(lambda a, b: (jnp.tanh(times(a, b)).T.sum(0),
+                                                    times(a, b).T,
+                                                    times(a, b) * (jnp.arange(4.0)[None] + 1),
+                                                    times(a, b).max(1, keepdims=False) - 1,
+                                                    times(a, b).reshape(4, 2, 2),
+                                                    times(a, b).reshape(16))),
+                              (rows_split, x8.T)),
+        # replicated operands of the result's shape: this process's block cut out of them (a
+        # column broadcast along the split dimension; a replicated argument's rows)
+        "rows_matmul_column": (jax.jit(lambda a, b: times(a, b) + jnp.arange(4.0)[:, None]),
+                               (rows_split, x8.T)),
+        "rows_matmul_bias": (jax.jit(lambda a, b: times(a, b) + b[:4] * 3), (rows_split, x8.T)),
+        # an operand split over the processes itself: not carried, gathered as before
+        "rows_matmul_split_operand": (jax.jit(lambda a, b: times(a, b) + a[:, :4]),
+                                      (rows_split, x8.T)),
+        # two devices per process: a transpose, a sum over the dimension split within the
+        # process, a replicated row broadcast
+        "cells_chain": (jax.jit(cells_chain), (cells_split,)),
+        # normalized rows (the reductions' keepdims: reshape, squeeze, broadcast_in_dim of the
+        # block) and a new dimension
+        "rows_matmul_normalized": (jax.jit(normalized), (rows_split, x8.T)),
+        "nested_matmul": (jax.jit(lambda a, b: jax.jit(times)(a, b)), (rows_split, x8.T)),
+        "nested_scaled": (jax.jit(lambda a, b: jax.jit(lambda c, d: times(c, d) * 2)(a, b) - 1),
+                          (rows_split, x8.T)),
+        "ints_row_sums": (jax.jit(lambda k: jax.shard_map(
+            lambda k: k * 2, mesh=mesh1d, in_specs=P("data"), out_specs=P("data"))(k).sum(1)),
+            (ints_split,))}
     for name, (f, args) in on_blocks.items():
         f(*args)  # (compiled first: the second call's traffic is the call's own)
         before = dict(process_collectives.received)

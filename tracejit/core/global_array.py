@@ -486,17 +486,17 @@ def note_cotangent(v: Any, ct: Any) -> None:
         note_wanted(w, found[1])
 
 
-def with_noted_blocks(closed: Any) -> tuple[Any, list]:
+def with_noted_blocks(closed: Any, carried: dict | None = None) -> tuple[Any, list]:
     """For staging a traced program as a call inside another trace (a jit inside jit): the
     program with the block of each noted output that is not the output itself appended as
     an extra output, and per noted output (its index, the extra output's index or None when
     it is its own block, its sharding, the block's computed layout or None). (closed, [])
-    when no output is noted."""
+    when no output is noted. `carried`: outputs noted by the caller (Var -> as `noted`)."""
     from .jaxpr import ClosedJaxpr, Jaxpr
     jaxpr = closed.jaxpr
     noted_outs, extra = [], []
     for i, v in enumerate(jaxpr.outvars):
-        found = noted(v)
+        found = noted(v) if not carried or v not in carried else carried[v]
         if found is None:
             continue
         block, sharding, computed = found
@@ -521,13 +521,15 @@ def note_call_outputs(outs: list, noted: list) -> None:
             note_gathered(whole, block, sharding, computed)
 
 
-def split_outputs(closed: Any) -> tuple[Any, list | None]:
-    """A traced program whose outputs noted by `note_gathered` are replaced by their blocks,
-    and per output (its sharding, global shape, the block's computed layout or None), or None
-    (returned as computed); (closed, None) when no output is such a value."""
+def split_outputs(closed: Any, carried: dict | None = None) -> tuple[Any, list | None]:
+    """A traced program whose outputs noted by `note_gathered` (or in `carried`: Var -> as
+    `noted`) are replaced by their blocks, and per output (its sharding, global shape, the
+    block's computed layout or None), or None (returned as computed); (closed, None) when no
+    output is such a value."""
     from .jaxpr import ClosedJaxpr, Jaxpr
     jaxpr = closed.jaxpr
-    found = [noted(v) for v in jaxpr.outvars]
+    found = [noted(v) if not carried or v not in carried else carried[v]
+             for v in jaxpr.outvars]
     if not any(found):
         return closed, None
     outvars = [v if f is None else f[0] for v, f in zip(jaxpr.outvars, found)]

@@ -22,8 +22,7 @@ from ..core.array import Array
 from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.config import config
 from ..core.devices import devices, process_count
-from ..core.global_array import (GlobalArray, as_global, note_call_outputs, split_outputs,
-                                 with_noted_blocks)
+from ..core.global_array import GlobalArray, as_global, note_call_outputs
 from ..core.interpret import eval_jaxpr_checked, invalid_value_error, invalid_values
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.jaxpr_util import closure_convert
@@ -33,6 +32,7 @@ from ..core.pytree import (PyTreeDef, leaf_names, tree_flatten, tree_leaves, tre
 from ..core.refs import check_no_refs, is_new_ref_for, refs_in_use, stage_scope
 from ..core.sharding import check_sharding_leaves, check_shardings
 from ..core.trace import Tracer, current_dynamic_trace, fun_debug_info, get_aval, trace_to_jaxpr
+from ..compiler.split_results import noted_results, split_results
 from ..lax.call import pjit_p
 from . import explain
 from .devices import place, to_array
@@ -250,7 +250,7 @@ def compile_entry(entry: _CacheEntry, backend: str | None, keep_unused: bool,
     process's block (wrapped as a GlobalArray by the call), not gathered."""
     closed = entry.closed
     if split:
-        closed, entry.blocks = split_outputs(closed)
+        closed, entry.blocks = split_results(closed, entry.laid_out)
     # laid out over a mesh: the program run shard by shard (the traced jaxpr, which
     # make_jaxpr and lowering show, keeps its sharding constraints)
     closed, entry.placement = partition(closed, entry.laid_out)
@@ -626,7 +626,7 @@ class Jitted:
             # that calls jit on a closure) is an argument of the call equation too
             if tracing or any(isinstance(x, Tracer) for x in leaves) or \
                     any(isinstance(c, Tracer) for c in entry.closed.consts):
-                closed, noted = with_noted_blocks(entry.closed)
+                closed, noted = noted_results(entry.closed)
                 closed, extra = closure_convert(closed)
                 outs = pjit_p.bind(*extra, *leaves, jaxpr=closed, name=self.fun_name)
                 if noted:  # (shard_map's results inside: the caller's jit returns them split)
