@@ -290,11 +290,10 @@ def _check_jit_over_blocks(mpi):
         # (64 bytes) and the operand too (128), as before
         "rows_matmul_split_operand": (2 * 32 + 2 * 64, [(gram + x8[:, :4], "GlobalArray", rows,
                                                          [[0, 0]])]),
-        # a jit inside jit: the inner call no longer gathers the result its caller returns
-        # two devices per process: values computed from the result stay blocks (the
-        # operand's 96 bytes as in cells_scaled), the sum over the columns split within the
+        # two devices per process: values computed from the result stay blocks (the operand
+        # not gathered either, as in cells_scaled), the sum over the columns split within the
         # process reduced there
-        "cells_chain": (96, [(scaled.T + 1, "GlobalArray", "P('model', 'data')",
+        "cells_chain": (0, [(scaled.T + 1, "GlobalArray", "P('model', 'data')",
                               [[0, 0], [3, 0]]),
                              (np.exp(scaled).sum(1), "GlobalArray", rows, [[0], [0]]),
                              (scaled + np.arange(6.0), "GlobalArray", cells,
@@ -304,6 +303,7 @@ def _check_jit_over_blocks(mpi):
                                         rows, [[0, 0]]),
                                        (gram[:, None, :] * 2, "GlobalArray", rows,
                                         [[0, 0, 0]])]),
+        # a jit inside jit: the inner call no longer gathers the result its caller returns
         "nested_matmul": (0, [(gram, "GlobalArray", rows, [[0, 0]])]),
         "nested_scaled": (0, [(2 * gram - 1, "GlobalArray", rows, [[0, 0]])]),
         "ints_row_sums": (0, [((ints * 2).sum(1), "GlobalArray", rows, [[0]])]),
