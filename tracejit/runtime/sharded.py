@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..core.array import Array
-from ..core.global_array import any_noted, note_gathered, noted, wanted
+from ..core.global_array import (any_noted, as_global, note_gathered, noted, splits_processes,
+                                 wanted)
 from ..core.jaxpr import ClosedJaxpr, Literal, Var
 from ..core.primitive import ELEMENTWISE
 from ..core.pytree import tree_flatten
@@ -278,14 +279,40 @@ def _asked_of_arguments(jaxpr, asked: dict) -> list:
 def lay_out(outs: list, placement: list, leaves: Sequence) -> list:
     """A sharded program's results marked with the shardings JAX reports. A result the call
     made is marked in place (no copy per call); one that is an argument itself (the program
-    returned it) is copied, so the argument keeps its own sharding."""
+    returned it), or already laid out some way, is copied (`placed`), so that array keeps
+    its own sharding."""
     args = {id(x) for x in leaves}
     laid = []
     for o, s in zip(outs, placement):
         if s is not None and type(o) is Array:
-            if id(o) in args:
+            if id(o) in args or o._sharding is not None:
                 o = o.placed(s)
             else:
                 o._sharding = s  # a fresh result: its only owner is this call's caller
         laid.append(o)
     return laid
+
+
+def result_marker(placement: list | None, blocks: list | None, out_avals: Sequence
+                  ) -> Callable[[list, Sequence], list] | None:
+    """What a call does to a compiled program's results (None: nothing), decided once per
+    program: `lay_out` with `placement` (the partitioned program's output shardings), then
+    global_array.as_global with `blocks` (shard_map's results noted in the trace). Where
+    every block is a value this process holds whole, of its output's shape, laid out as the
+    placement says or with no placement, both come down to one `lay_out` with the merged
+    shardings (no per-call checks of meshes, shapes and sharding equality); else both run."""
+    if blocks is None:
+        return None if placement is None else \
+            (lambda outs, leaves: lay_out(outs, placement, leaves))
+    merged = []
+    for j, (aval, b) in enumerate(zip(out_avals, blocks)):
+        s = placement[j] if placement is not None else None
+        if b is None:
+            merged.append(s)
+        elif b[2] is None and aval.shape == b[1] and not splits_processes(b[0], aval.shape) \
+                and (s is None or s == b[0]):
+            merged.append(b[0] if s is None else s)  # (as_global keeps `s`, equal to b[0])
+        else:
+            return lambda outs, leaves: as_global(
+                outs if placement is None else lay_out(outs, placement, leaves), blocks, leaves)
+    return lambda outs, leaves: lay_out(outs, merged, leaves)
