@@ -38,8 +38,8 @@ from . import explain
 from .devices import place, to_array
 from .executable import Executable, compile_jaxpr
 from .jit_refs import call_with_refs
-from .sharded import (check_layout, leaf_shardings, partition, propagate_noted,
-                      result_marker)
+from .sharded import (check_layout, check_shard_map_devices, leaf_shardings, partition,
+                      propagate_noted, result_marker)
 
 # --- argument handling ----------------------------------------------------------------------
 
@@ -499,6 +499,8 @@ class Jitted:
             entry.laid_out = laid_out
             if laid_out is None:  # (shard_map's results' shardings carried to the outputs)
                 propagate_noted(entry.closed)
+            else:
+                check_shard_map_devices(entry.closed, laid_out, avals, arg_names, self.fun_name)
             self._check_out_shardings(entry)
             if config.read("jax_log_compiles"):
                 explain.log_traced(self.fun_name, time.perf_counter() - start)

@@ -15,7 +15,7 @@ from ..core.global_array import (any_noted, as_global, note_gathered, noted, spl
 from ..core.jaxpr import ClosedJaxpr, Literal, Var
 from ..core.primitive import ELEMENTWISE
 from ..core.pytree import tree_flatten
-from ..core.sharding import AxisType, NamedSharding, PartitionSpec, resolve_sharding
+from ..core.sharding import AxisType, Mesh, NamedSharding, PartitionSpec, resolve_sharding
 from ..core import trace as core_trace
 from ..core.trace import trace_to_jaxpr
 from ..lax.shape import transpose_p
@@ -88,6 +88,30 @@ def check_layout(shardings: Sequence, avals: Sequence, arg_names: Sequence[str],
                 f"{first[2]} of {fun_name} with shape {_type(first[1])} and with device ids "
                 f"{_ids(first[0])} on platform CPU and argument {name} of {fun_name} with "
                 f"shape {_type(aval)} and with device ids {_ids(s)} on platform CPU")
+
+
+def check_shard_map_devices(closed: ClosedJaxpr, shardings: Sequence, avals: Sequence,
+                            arg_names: Sequence[str], fun_name: str) -> None:
+    """JAX's error for a program staging shard_map over a mesh of other devices (or of the
+    same devices in another order) than those the arguments are laid out over: the devices
+    the program runs on are fixed by both (checked once per traced signature)."""
+    if not any_noted():
+        return  # (no shard_map staged in this process yet)
+    first = next(((s, a, n) for s, a, n in zip(shardings, avals, arg_names) if s is not None),
+                 None)
+    if first is None or not isinstance(first[0].mesh, Mesh) or first[0].mesh.is_multi_process:
+        return  # (a mesh spanning processes: not checked here)
+    ids = _ids(first[0])
+    for v in values_made(closed.jaxpr):
+        found = noted(v)
+        for s in (wanted(v), found[1] if found is not None else None):
+            if isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh) and \
+                    not s.mesh.is_multi_process and _ids(s) != ids:
+                raise ValueError(
+                    f"Received incompatible devices for jitted computation. Got argument "
+                    f"{first[2]} of {fun_name} with shape {_type(first[1])} and with device "
+                    f"ids {ids} on platform CPU and shard_map inside jit with device ids "
+                    f"{_ids(s)} on platform CPU")
 
 
 def _type(aval) -> str:
