@@ -335,6 +335,13 @@ class Mesh(_BaseMesh, contextlib.ContextDecorator):
         object.__setattr__(self, "devices", devs)
         object.__setattr__(self, "axis_names", names)
         object.__setattr__(self, "axis_types", _axis_types(names, axis_types, "Mesh"))
+        # immutable: its key, hash and process span once (jit's dispatch hashes and compares
+        # the meshes of its arguments' shardings every call)
+        key = (tuple(devs.flat), devs.shape, names, self.axis_types)
+        object.__setattr__(self, "_cached_key", key)
+        object.__setattr__(self, "_hash", hash(key))
+        object.__setattr__(self, "_multi_process",
+                           len({getattr(d, "process_index", 0) for d in devs.flat}) > 1)
 
     @property
     def axis_sizes(self) -> tuple:
@@ -346,13 +353,14 @@ class Mesh(_BaseMesh, contextlib.ContextDecorator):
             self.devices.flat[0] is None else int(self.devices.size)
 
     def _key(self) -> tuple:
-        return (tuple(self.devices.flat), self.devices.shape, self.axis_names, self.axis_types)
+        return self._cached_key
 
     def __eq__(self, other: Any) -> bool:
-        return isinstance(other, Mesh) and self._key() == other._key()
+        return self is other or isinstance(other, Mesh) and self._hash == other._hash and \
+            self._cached_key == other._cached_key
 
     def __hash__(self) -> int:
-        return hash(self._key())
+        return self._hash
 
     def __reduce__(self):
         return Mesh, (self.devices, self.axis_names, self.axis_types)
@@ -384,7 +392,7 @@ class Mesh(_BaseMesh, contextlib.ContextDecorator):
 
     @property
     def is_multi_process(self) -> bool:
-        return len({d.process_index for d in self.devices.flat}) > 1
+        return self._multi_process
 
     @property
     def abstract_mesh(self) -> AbstractMesh:
@@ -560,7 +568,7 @@ class set_mesh:  # noqa: N801  (JAX's name; a function in use, a context manager
 class NamedSharding(Sharding):
     """An array split over the axes of a mesh as a PartitionSpec says:
     `NamedSharding(mesh, P('x', None))`."""
-    __slots__ = ("mesh", "spec", "_memory_kind")
+    __slots__ = ("mesh", "spec", "_memory_kind", "_hash")
 
     def __init__(self, mesh: Mesh | AbstractMesh, spec: PartitionSpec, *,
                  memory_kind: str | None = None):
@@ -573,17 +581,20 @@ class NamedSharding(Sharding):
         self.mesh, self.spec = mesh, spec
         self._memory_kind = _check_memory_kind(memory_kind)
         _check_spec(mesh, spec)
+        # once (all three are immutable): jit's dispatch hashes its arguments' shardings
+        self._hash = hash((mesh, self._memory_kind, spec))
 
     def __repr__(self) -> str:
         return (f"NamedSharding(mesh={self.mesh}, spec={self.spec}, "
                 f"memory_kind={self._memory_kind})")
 
     def __eq__(self, other: Any) -> bool:
-        return (isinstance(other, NamedSharding) and self.spec == other.spec
-                and self._memory_kind == other._memory_kind and self.mesh == other.mesh)
+        return self is other or (isinstance(other, NamedSharding) and self.spec == other.spec
+                                 and self._memory_kind == other._memory_kind
+                                 and self.mesh == other.mesh)
 
     def __hash__(self) -> int:
-        return hash((self.mesh, self._memory_kind, self.spec))
+        return self._hash
 
     def __reduce__(self):
         return _make_named, (self.mesh, self.spec, self._memory_kind)

@@ -22,7 +22,7 @@ from ..core.array import Array
 from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.config import config
 from ..core.devices import devices, process_count
-from ..core.global_array import GlobalArray, as_global, note_call_outputs
+from ..core.global_array import GlobalArray, note_call_outputs
 from ..core.interpret import eval_jaxpr_checked, invalid_value_error, invalid_values
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.jaxpr_util import closure_convert
@@ -38,7 +38,8 @@ from . import explain
 from .devices import place, to_array
 from .executable import Executable, compile_jaxpr
 from .jit_refs import call_with_refs
-from .sharded import check_layout, lay_out, leaf_shardings, partition, propagate_noted
+from .sharded import (check_layout, check_shard_map_devices, leaf_shardings, partition,
+                      propagate_noted, result_marker)
 
 # --- argument handling ----------------------------------------------------------------------
 
@@ -97,7 +98,7 @@ class _CacheEntry:
     """One traced signature of a jitted function and, once called, its executable."""
     __slots__ = ("closed", "in_tree", "out_tree", "executable", "in_avals", "arg_names",
                  "donated", "aliases", "consumed", "kept", "direct", "trace_key", "lock",
-                 "debug_checks", "last_use", "laid_out", "placement", "blocks")
+                 "debug_checks", "last_use", "laid_out", "placement", "blocks", "mark")
 
     def __init__(self, closed, in_tree, out_tree, in_avals, arg_names, donated):
         self.closed = closed
@@ -126,6 +127,9 @@ class _CacheEntry:
         # once compiled: per output, (sharding, global shape) of a block of a value split over
         # processes that the program returns instead of gathering it (None: none is)
         self.blocks: list | None = None
+        # once compiled: what a call does to its results for these two (sharded.py's
+        # `result_marker`; None: nothing)
+        self.mark: Callable | None = None
 
 
 class _Traces:
@@ -254,6 +258,7 @@ def compile_entry(entry: _CacheEntry, backend: str | None, keep_unused: bool,
     # laid out over a mesh: the program run shard by shard (the traced jaxpr, which
     # make_jaxpr and lowering show, keeps its sharding constraints)
     closed, entry.placement = partition(closed, entry.laid_out)
+    entry.mark = result_marker(entry.placement, entry.blocks, closed.out_avals)
     kept = None
     if not keep_unused:
         closed, kept = without_unused_args(closed)
@@ -494,6 +499,8 @@ class Jitted:
             entry.laid_out = laid_out
             if laid_out is None:  # (shard_map's results' shardings carried to the outputs)
                 propagate_noted(entry.closed)
+            else:
+                check_shard_map_devices(entry.closed, laid_out, avals, arg_names, self.fun_name)
             self._check_out_shardings(entry)
             if config.read("jax_log_compiles"):
                 explain.log_traced(self.fun_name, time.perf_counter() - start)
@@ -576,8 +583,10 @@ class Jitted:
                 key.append((type(a), a))
                 continue
             t = type(a)
-            if t is Array and a._sharding is None:
-                key.append(a.aval)
+            if t is Array:
+                # an array laid out over a mesh: its sharding too (hashed once, compared by
+                # identity first), as `_trace`'s key holds it
+                key.append(a.aval if a._sharding is None else (a.aval, a._sharding))
             elif t is float:
                 key.append(float)
             elif t is np.ndarray:  # (its aval follows from dtype and shape, as a scalar's
@@ -636,7 +645,7 @@ class Jitted:
             if entry.executable is None:
                 self._compile(entry)
             found = self._fast_key(args, kwargs) if fast is not None else None
-            if found is not None and entry.placement is None and \
+            if found is not None and \
                     not any(isinstance(c, Tracer) for c in entry.closed.consts):
                 entry.trace_key = trace_key
                 with _cache_lock:  # (unless evicted meanwhile: then it is only the caller's)
@@ -647,10 +656,8 @@ class Jitted:
             execute(entry, entry.executable, leaves)
         if entry.debug_checks is not None:
             self._check_outputs(entry, leaves, outs)
-        if entry.placement is not None:
-            outs = lay_out(outs, entry.placement, leaves)
-        if entry.blocks is not None:
-            outs = as_global(outs, entry.blocks, leaves)
+        if entry.mark is not None:  # (laid out over a mesh, or shard_map's results)
+            outs = entry.mark(outs, leaves)
         result = outs[0] if entry.out_tree is _SINGLE_LEAF else \
             tree_unflatten(entry.out_tree, outs)
         return result if self.out_shardings is None else place(result, self.out_shardings)

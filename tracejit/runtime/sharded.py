@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..core.array import Array
-from ..core.global_array import any_noted, note_gathered, noted, wanted
+from ..core.global_array import (any_noted, as_global, note_gathered, noted, splits_processes,
+                                 wanted)
 from ..core.jaxpr import ClosedJaxpr, Literal, Var
 from ..core.primitive import ELEMENTWISE
 from ..core.pytree import tree_flatten
-from ..core.sharding import AxisType, NamedSharding, PartitionSpec, resolve_sharding
+from ..core.sharding import AxisType, Mesh, NamedSharding, PartitionSpec, resolve_sharding
 from ..core import trace as core_trace
 from ..core.trace import trace_to_jaxpr
 from ..lax.shape import transpose_p
@@ -87,6 +88,30 @@ def check_layout(shardings: Sequence, avals: Sequence, arg_names: Sequence[str],
                 f"{first[2]} of {fun_name} with shape {_type(first[1])} and with device ids "
                 f"{_ids(first[0])} on platform CPU and argument {name} of {fun_name} with "
                 f"shape {_type(aval)} and with device ids {_ids(s)} on platform CPU")
+
+
+def check_shard_map_devices(closed: ClosedJaxpr, shardings: Sequence, avals: Sequence,
+                            arg_names: Sequence[str], fun_name: str) -> None:
+    """JAX's error for a program staging shard_map over a mesh of other devices (or of the
+    same devices in another order) than those the arguments are laid out over: the devices
+    the program runs on are fixed by both (checked once per traced signature)."""
+    if not any_noted():
+        return  # (no shard_map staged in this process yet)
+    first = next(((s, a, n) for s, a, n in zip(shardings, avals, arg_names) if s is not None),
+                 None)
+    if first is None or not isinstance(first[0].mesh, Mesh) or first[0].mesh.is_multi_process:
+        return  # (a mesh spanning processes: not checked here)
+    ids = _ids(first[0])
+    for v in values_made(closed.jaxpr):
+        found = noted(v)
+        for s in (wanted(v), found[1] if found is not None else None):
+            if isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh) and \
+                    not s.mesh.is_multi_process and _ids(s) != ids:
+                raise ValueError(
+                    f"Received incompatible devices for jitted computation. Got argument "
+                    f"{first[2]} of {fun_name} with shape {_type(first[1])} and with device "
+                    f"ids {ids} on platform CPU and shard_map inside jit with device ids "
+                    f"{_ids(s)} on platform CPU")
 
 
 def _type(aval) -> str:
@@ -278,14 +303,40 @@ def _asked_of_arguments(jaxpr, asked: dict) -> list:
 def lay_out(outs: list, placement: list, leaves: Sequence) -> list:
     """A sharded program's results marked with the shardings JAX reports. A result the call
     made is marked in place (no copy per call); one that is an argument itself (the program
-    returned it) is copied, so the argument keeps its own sharding."""
+    returned it), or already laid out some way, is copied (`placed`), so that array keeps
+    its own sharding."""
     args = {id(x) for x in leaves}
     laid = []
     for o, s in zip(outs, placement):
         if s is not None and type(o) is Array:
-            if id(o) in args:
+            if id(o) in args or o._sharding is not None:
                 o = o.placed(s)
             else:
                 o._sharding = s  # a fresh result: its only owner is this call's caller
         laid.append(o)
     return laid
+
+
+def result_marker(placement: list | None, blocks: list | None, out_avals: Sequence
+                  ) -> Callable[[list, Sequence], list] | None:
+    """What a call does to a compiled program's results (None: nothing), decided once per
+    program: `lay_out` with `placement` (the partitioned program's output shardings), then
+    global_array.as_global with `blocks` (shard_map's results noted in the trace). Where
+    every block is a value this process holds whole, of its output's shape, laid out as the
+    placement says or with no placement, both come down to one `lay_out` with the merged
+    shardings (no per-call checks of meshes, shapes and sharding equality); else both run."""
+    if blocks is None:
+        return None if placement is None else \
+            (lambda outs, leaves: lay_out(outs, placement, leaves))
+    merged = []
+    for j, (aval, b) in enumerate(zip(out_avals, blocks)):
+        s = placement[j] if placement is not None else None
+        if b is None:
+            merged.append(s)
+        elif b[2] is None and aval.shape == b[1] and not splits_processes(b[0], aval.shape) \
+                and (s is None or s == b[0]):
+            merged.append(b[0] if s is None else s)  # (as_global keeps `s`, equal to b[0])
+        else:
+            return lambda outs, leaves: as_global(
+                outs if placement is None else lay_out(outs, placement, leaves), blocks, leaves)
+    return lambda outs, leaves: lay_out(outs, merged, leaves)
