@@ -245,7 +245,13 @@ def _across(prim: Any, x: Any, op: str, frame: AxisFrame) -> Any:
     lanes, then one MPI Allreduce."""
     pa = frame.process
     if pa.lanes > 1:
+        if frame.vma:  # (typed as varying over the lanes it sums, which the batch trace types
+            # as the axis's: else psum's transpose takes it as invariant, the sum as x times
+            # the lanes, and scales the cotangent by them; the sum varies over the processes)
+            x = vma_p.bind(x, add=(pa.lanes_name,), remove=(frame.name,))
         x = prim.bind(x, axes=(pa.lanes_name,), axis_index_groups=None)
+        if frame.vma:
+            x = vma_p.bind(x, add=(frame.name,), remove=(pa.lanes_name,))
     return allreduce_p.bind(x, op=op, ranks=pa.ranks, axis_name=frame.name, vma=frame.vma)
 
 
