@@ -15,10 +15,11 @@ itself. Under check_vma=True (`vma=True`) the types carry the process axes too: 
 makes its result invariant and transposes to pvary; pvary (the identity, typed varying) transposes
 to that psum, as lax/parallel.py's rules in one process; `mpi_vma` only retypes a value (a block
 entering shard_map split over a process axis varies over it). At shard_map's boundary a value
-entering replicated over the processes passes `pvary` (the identity, untyped; its cotangents are
-summed over the processes) and a result leaving replicated passes `shared` (the identity; each
-process's copy takes 1/P of the cotangent), so the gradient of a function calling shard_map
-equals the one-process run's.
+entering whole passes `pvary` (the identity, untyped; its cotangents are summed over the
+processes) and a result leaving whole passes `shared` (the identity; each process's copy takes
+1/P of the cotangent) — over every process axis untyped, and typed only over those the value is
+split over (an invariant value's cotangent is whole on every process: shard_map_processes.py) —
+so the gradient of a function calling shard_map equals the one-process run's.
 """
 from __future__ import annotations
 
