@@ -4,7 +4,7 @@ tests/test_mpi.py: `mpi` (tracejit under `mpiexec -n 2`, two devices per process
 (tracejit, one process of four devices) and `jax` (real JAX, four devices). Every combination:
 one and two positions of 'data' per process, check_vma True and False, grad outside shard_map
 (eager and under jit) and inside it, out_specs P() and P('data'), a loss of psum, pmean,
-all_gather then sum, psum_scatter then sum. (A result leaving replicated once shared its
+all_gather then sum, psum_scatter then sum; and a ('data', 'model') mesh. (A result leaving replicated once shared its
 cotangent among the processes under check_vma too, where psum's typed transpose already hands
 each position the whole: the gradient came out 1/P of JAX's.) Written for JAX:
 `python -m tracejit` runs it.
@@ -92,6 +92,27 @@ for mesh_name, mesh in meshes.items():
                                   out_specs=(P("data"), P() if check_vma else P("data")),
                                   check_vma=check_vma)
             save(f"inner_{tag}", (inner(x, w), jax.jit(inner)(x, w)))
+
+# a mesh of ('data', 'model'), 'model' within each process: x split over both, w over 'model',
+# the loss psum'd (pmean'd) over both axes and differentiated outside
+mesh2d = Mesh(devs, ("data", "model"))
+for check_vma in (True, False):
+    for loss_name, reduce in (("psum", lax.psum), ("pmean", lax.pmean)):
+        for spec in (P(), P("data", "model")):
+            def body(a, v, reduce=reduce, spec=spec):
+                s = reduce(jnp.sum(terms(a, v)), ("data", "model"))
+                return s if spec == P() else s[None, None]
+
+            f = jax.shard_map(body, mesh=mesh2d, in_specs=(P("data", "model"), P("model")),
+                              out_specs=spec, check_vma=check_vma)
+
+            def total(a, v, f=f):
+                return jnp.sum(f(a, v))
+
+            name = (f"outer_2d_{'checked' if check_vma else 'unchecked'}_{loss_name}_"
+                    f"{'replicated' if spec == P() else 'split'}")
+            save(name, (jax.value_and_grad(total, argnums=(0, 1))(x, w),
+                        jax.jit(jax.grad(total, argnums=(0, 1)))(x, w)))
 
 rank = jax.process_index() if mode == "mpi" else 0
 np.savez(f"{out_path}.{rank}.npz", **results)
