@@ -4,10 +4,10 @@ tests/test_mpi.py: `mpi` (tracejit under `mpiexec -n 2`, two devices per process
 (tracejit, one process of four devices) and `jax` (real JAX, four devices). Every combination:
 one and two positions of 'data' per process, check_vma True and False, grad outside shard_map
 (eager and under jit) and inside it, out_specs P() and P('data'), a loss of psum, pmean,
-all_gather then sum, psum_scatter then sum; and a ('data', 'model') mesh. (A result leaving replicated once shared its
-cotangent among the processes under check_vma too, where psum's typed transpose already hands
-each position the whole: the gradient came out 1/P of JAX's.) Written for JAX:
-`python -m tracejit` runs it.
+all_gather then sum, psum_scatter then sum; and a ('data', 'model') mesh. (A result leaving
+replicated once shared its cotangent among the processes under check_vma too, where psum's
+typed transpose already hands each position the whole: the gradient came out 1/P of JAX's.)
+Written for JAX: `python -m tracejit` runs it.
 
 usage: python [-m tracejit] grads.py OUT {mpi,single,jax}   (writes OUT.<rank>.npz)
 """
