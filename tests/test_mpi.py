@@ -519,6 +519,56 @@ def test_check_vma_across_processes(tmp_path):
                                    atol=1e-6)
 
 
+def test_grads_of_collective_losses(tmp_path):
+    """Gradients of a loss a collective reduces inside shard_map over an axis spanning the
+    processes (tests/mpi/grads.py, written for JAX), one and two positions per process,
+    check_vma True and False, grad outside (eager and jit) and inside, out_specs P() and
+    P('data'), psum / pmean / all_gather / psum_scatter: under mpiexec -n 2 those of one
+    process of four devices, which are real JAX's, and NumPy's for the psum'd loss. (A result
+    leaving replicated shared its cotangent among the processes under check_vma too: 1/2 of
+    JAX's gradient; a psum over two positions of a process doubled it when taken inside.)"""
+    python, script = sys.executable, str(HERE / "grads.py")
+    alias = [python, "-m", "tracejit", script]
+    started = {
+        "mpi": subprocess.Popen([mpiexec(), "-n", "2", *alias, str(tmp_path / "mpi"), "mpi"],
+                                env=_env(2), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True),
+        "single": subprocess.Popen([*alias, str(tmp_path / "single"), "single"], env=_env(4),
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True),
+        "jax": subprocess.Popen([python, script, str(tmp_path / "jax"), "jax"], env=_env(4),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)}
+    logs = {k: p.communicate(timeout=240)[0] for k, p in started.items()}
+    for k, p in started.items():
+        assert p.returncode == 0, f"{k} run failed:\n{logs[k][-4000:]}"
+    runs = {}
+    for name in ("mpi.0", "mpi.1", "single.0", "jax.0"):
+        with np.load(tmp_path / f"{name}.npz") as saved:
+            runs[name] = dict(saved)
+    for ours, oracle in (("mpi.0", "single.0"), ("mpi.1", "mpi.0"), ("single.0", "jax.0")):
+        a, b = runs[ours], runs[oracle]
+        assert sorted(a) == sorted(b) and len(b) > 150, (ours, oracle)
+        for k in b:
+            np.testing.assert_allclose(a[k], b[k], rtol=1e-5, atol=1e-5 * np.abs(b[k]).max(),
+                                       err_msg=f"{ours} {k}")
+    # the psum'd loss's gradient from NumPy: of sum(sin(x w) (1 + x)) over every row
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((16, 4)).astype(np.float32).astype(np.float64)
+    w = rng.standard_normal(4).astype(np.float32).astype(np.float64)
+    gx = np.cos(x * w) * w * (1 + x) + np.sin(x * w)
+    gw = (np.cos(x * w) * x * (1 + x)).sum(0)
+    mpi = runs["mpi.0"]
+    for m in ("one", "two"):
+        for k in (f"outer_{m}_checked_psum_replicated", f"outer_{m}_unchecked_psum_replicated"):
+            for i, want in ((1, gx), (2, gw), (3, gx), (4, gw)):  # (eager, then jit)
+                np.testing.assert_allclose(mpi[f"{k}/{i}"], want, rtol=1e-4, atol=1e-5,
+                                           err_msg=f"{k}/{i}")
+        n = 2 if m == "one" else 4  # (P('data'): the loss once per position)
+        np.testing.assert_allclose(mpi[f"outer_{m}_checked_psum_split/1"], n * gx, rtol=1e-4,
+                                   atol=1e-5)
+        np.testing.assert_allclose(mpi[f"inner_{m}_checked_psum/0"], gx, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(mpi[f"inner_{m}_checked_psum/1"], gw, rtol=1e-4, atol=1e-5)
+
+
 def test_routing_over_several_positions_per_process(tmp_path):
     """ppermute, psum_scatter and all_to_all over an axis of four positions, two on each of
     the two processes (tests/mpi/routing.py, written for JAX): under mpiexec -n 2 the values of

@@ -26,7 +26,7 @@ from .core.sharding import (Mesh, NamedSharding, PartitionSpec, default_sharding
                             resolve_sharding)
 from .compiler.sharding import reshard
 from .compiler.split_results import split_results
-from .core.trace import DynamicJaxprTracer, Tracer, get_aval
+from .core.trace import DynamicJaxprTracer, Tracer, current_dynamic_trace, get_aval
 from .lax import reshape, slice as lax_slice
 from .lax.processes import allgather_p, pvary_p, shared_p, vma_p
 from .runtime.devices import to_array
@@ -155,7 +155,7 @@ def _local_spec(spec: PartitionSpec | None, ndim: int, processes: dict) -> Parti
 
 
 def _local_block(x: Any, spec: Any, m: Mesh, sizes: dict, processes: dict,
-                 fun_name: str) -> Any:
+                 fun_name: str, check_vma: bool = False) -> Any:
     if isinstance(x, GlobalArray):
         x.check_live()
         _block(spec, x.shape, sizes, processes, fun_name)  # (its errors)
@@ -165,8 +165,12 @@ def _local_block(x: Any, spec: Any, m: Mesh, sizes: dict, processes: dict,
         return x.block_as(computing, f"shard_map applied to {fun_name!r}")
     x = x if isinstance(x, Tracer) else to_array(x)
     # a value every process holds whole enters as one value, whatever part each takes: its
-    # gradient sums the processes' contributions (as over a batched axis)
-    x = _vary(x, processes)
+    # gradient sums the processes' contributions (as over a batched axis). Typed (check_vma),
+    # only over the axes its spec splits it over (each process's block's cotangent, put in
+    # place): over the others it is invariant, and an invariant value's cotangent is already
+    # the whole one on every process (pvary's transpose psums it), as JAX adds none at the
+    # boundary when it rewrites
+    x = _vary(x, _split_over(spec, processes) if check_vma else processes)
     shape = get_aval(x).shape
     index = _block(spec, shape, sizes, processes, fun_name)
     if all(s == slice(0, n) for s, n in zip(index, shape)):
@@ -206,7 +210,7 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
                   if a not in processes or processes[a].lanes > 1]
     local_sizes = {a: sizes[a] for a in m.axis_names if a not in processes}
     local_sizes.update({p.lanes_name: p.lanes for p in processes.values() if p.lanes > 1})
-    blocks = [_local_block(x, s, m, sizes, processes, fun_name)
+    blocks = [_local_block(x, s, m, sizes, processes, fun_name, check_vma)
               for x, s in zip(leaves, flat_specs)]
     local_specs = [_local_spec(s, get_aval(b).ndim, processes)
                    for b, s in zip(blocks, flat_specs)]
@@ -227,19 +231,29 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
                 typed_as=typed_as)
             if check_vma:  # (leaving typed as outside shard_map; before _leave, which notes the
                 # values jit returns split over the processes)
-                results = [_untyped(r, processes) for r in results]
+                results = [_untyped(_placed(r, s, processes), processes)
+                           for r, s in zip(results, out_flat)]
             if traced:  # (inside a transformation: the whole value on every process, and a
                 # gradient may cross the boundary)
-                results = [_leave(r, s, given_mesh, processes, m)
+                results = [_leave(r, s, given_mesh, processes, m, check_vma)
                            for r, s in zip(results, out_flat)]
             info[:] = [tree, out_flat]
             return results
 
-    if traced:
+    key = (in_tree, tuple(flat_specs), m, tuple(get_aval(b) for b in blocks), donated)
+    if traced and not (check_vma and current_dynamic_trace() is None):
         info: list = []
         results = body(*blocks)
+    elif traced:  # (under grad or vmap of concrete values, staged: a concrete value carries
+        # no type, so a psum of a varying block would take it as invariant and call no MPI)
+        key = ("staged",) + key
+        if key not in bodies:
+            staged = jit(body)
+            staged.split_outputs = False  # (the whole results, as _leave makes them)
+            bodies[key] = (staged, [])
+        staged, info = bodies[key]
+        results = staged(*blocks)
     else:
-        key = (in_tree, tuple(flat_specs), m, tuple(get_aval(b) for b in blocks), donated)
         if key not in bodies:
             compiled = jit(body, donate_argnums=tuple(i for i, d in enumerate(donated) if d))
             compiled.split_outputs = False  # (its blocks are laid out by _wrap below)
@@ -254,14 +268,20 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
     return tree_unflatten(tree, results)
 
 
-def _leave(x: Any, spec: Any, m: Mesh, processes: dict, computed_on: Mesh) -> Any:
+def _leave(x: Any, spec: Any, m: Mesh, processes: dict, computed_on: Mesh,
+           check_vma: bool = False) -> Any:
     """A result of shard_map traced inside a transformation, as its whole value on every
     process. Staged by jit, a result split over processes is noted as gathered from its
     block, so that jit returning it returns the block as a GlobalArray, as JAX does (and a
     replicated one as an Array laid out over the mesh); on a mesh interleaving the processes
     the block is of the mesh the processes computed on (`computed_on`), from which the call
-    fetches each process's pieces."""
-    whole = _share(_gather(x, spec, processes), spec, processes)
+    fetches each process's pieces. Its cotangent is shared among the processes' copies over
+    the axes it was gathered along (their blocks' cotangents then summed by the gather's
+    transpose); untyped, over every process axis (JAX's check_vma=False division of an
+    unmapped result's cotangent), but typed an invariant result's cotangent is whole on every
+    process, as the typed transposes inside (psum's is pvary) take it."""
+    whole = _share(_gather(x, spec, processes), spec,
+                   _split_over(spec, processes) if check_vma else processes)
     spec = spec if spec is not None else PartitionSpec()
     if isinstance(x, DynamicJaxprTracer) and isinstance(whole, DynamicJaxprTracer) and \
             x._trace.main is whole._trace.main:
@@ -271,6 +291,12 @@ def _leave(x: Any, spec: Any, m: Mesh, processes: dict, computed_on: Mesh) -> An
                       NamedSharding(computed_on, spec) if split and computed_on is not m
                       else None)
     return whole
+
+
+def _split_over(spec: Any, processes: dict) -> dict:
+    """The process axes among `processes` that `spec` splits a value over."""
+    named = set(spec.mesh_axes()) if spec is not None else set()
+    return {a: p for a, p in processes.items() if a in named}
 
 
 def _vary(x: Any, processes: dict) -> Any:
@@ -285,6 +311,17 @@ def _typed(x: Any, spec: Any, processes: dict) -> Any:
     spec splits it over (the batch traces type the axes within the process)."""
     split = tuple(a for a in (spec.mesh_axes() if spec is not None else ()) if a in processes)
     return vma_p.bind(x, add=split, remove=()) if split else x
+
+
+def _placed(x: Any, spec: Any, processes: dict) -> Any:
+    """A result leaving split over process axes it is typed invariant over (each position
+    holds the same value): made varying over them, JAX's implicit pvary at out_specs, so that
+    its cotangent sums its positions' (pvary's transpose)."""
+    vma = getattr(get_aval(x), "vma", frozenset())
+    for name, axis in _split_over(spec, processes).items():
+        if name not in vma:
+            x = pvary_p.bind(x, ranks=axis.ranks, axis_name=name, vma=True)
+    return x
 
 
 def _untyped(x: Any, processes: dict) -> Any:

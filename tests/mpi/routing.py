@@ -109,7 +109,7 @@ def per_position(a, w):
 
 
 # (each position's loss leaves split, summed outside: the gradient of the sum of the positions'
-# losses, from both sides of shard_map)
+# losses, from both sides of shard_map; taken directly below)
 for name, check_vma in (("grad", True), ("grad_unchecked", False)):
     losses = jax.shard_map(lambda a, w: per_position(a, w)[None], mesh=mesh,
                            in_specs=(P("data"), P("data")), out_specs=P("data"),
@@ -123,6 +123,21 @@ for name, check_vma in (("grad", True), ("grad_unchecked", False)):
     save(f"{name}_inner", jax.jit(jax.shard_map(
         lambda a, w: jax.grad(per_position)(a, w), mesh=mesh, in_specs=(P("data"), P("data")),
         out_specs=P("data"), check_vma=check_vma))(x, weights))
+
+# the same losses taken directly: psum'd inside shard_map, the sum leaving replicated (out_specs
+# P()), differentiated outside and inside (w.r.t. both inputs)
+def summed(a, w):
+    return lax.psum(per_position(a, w), "data")
+
+
+for name, check_vma in (("grad_direct", True), ("grad_direct_unchecked", False)):
+    direct = jax.shard_map(summed, mesh=mesh, in_specs=(P("data"), P("data")), out_specs=P(),
+                           check_vma=check_vma)
+    save(f"{name}_outer", jax.jit(jax.grad(direct, argnums=(0, 1)))(x, weights))
+    save(f"{name}_outer_eager", jax.grad(direct, argnums=(0, 1))(x, weights))
+    save(f"{name}_inner", jax.jit(jax.shard_map(
+        lambda a, w: jax.grad(summed, argnums=(0, 1))(a, w), mesh=mesh,
+        in_specs=(P("data"), P("data")), out_specs=P("data"), check_vma=check_vma))(x, weights))
 
 
 if mode == "mpi":  # what one call of each collective receives, compiled first

@@ -15,10 +15,11 @@ itself. Under check_vma=True (`vma=True`) the types carry the process axes too: 
 makes its result invariant and transposes to pvary; pvary (the identity, typed varying) transposes
 to that psum, as lax/parallel.py's rules in one process; `mpi_vma` only retypes a value (a block
 entering shard_map split over a process axis varies over it). At shard_map's boundary a value
-entering replicated over the processes passes `pvary` (the identity, untyped; its cotangents are
-summed over the processes) and a result leaving replicated passes `shared` (the identity; each
-process's copy takes 1/P of the cotangent), so the gradient of a function calling shard_map
-equals the one-process run's.
+entering whole passes `pvary` (the identity, untyped; its cotangents are summed over the
+processes) and a result leaving whole passes `shared` (the identity; each process's copy takes
+1/P of the cotangent) — over every process axis untyped, and typed only over those the value is
+split over (an invariant value's cotangent is whole on every process: shard_map_processes.py) —
+so the gradient of a function calling shard_map equals the one-process run's.
 """
 from __future__ import annotations
 
@@ -293,7 +294,13 @@ def _across(prim: Any, x: Any, op: str, frame: AxisFrame) -> Any:
     lanes, then one MPI Allreduce."""
     pa = frame.process
     if pa.lanes > 1:
+        if frame.vma:  # (typed as varying over the lanes it sums, which the batch trace types
+            # as the axis's: else psum's transpose takes it as invariant, the sum as x times
+            # the lanes, and scales the cotangent by them; the sum varies over the processes)
+            x = vma_p.bind(x, add=(pa.lanes_name,), remove=(frame.name,))
         x = prim.bind(x, axes=(pa.lanes_name,), axis_index_groups=None)
+        if frame.vma:
+            x = vma_p.bind(x, add=(frame.name,), remove=(pa.lanes_name,))
     return allreduce_p.bind(x, op=op, ranks=pa.ranks, axis_name=frame.name, vma=frame.vma)
 
 
