@@ -26,7 +26,7 @@ from .core.sharding import (Mesh, NamedSharding, PartitionSpec, default_sharding
                             resolve_sharding)
 from .compiler.sharding import reshard
 from .compiler.split_results import split_results
-from .core.trace import DynamicJaxprTracer, Tracer, get_aval
+from .core.trace import DynamicJaxprTracer, Tracer, current_dynamic_trace, get_aval
 from .lax import reshape, slice as lax_slice
 from .lax.processes import allgather_p, pvary_p, shared_p, vma_p
 from .runtime.devices import to_array
@@ -214,7 +214,7 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
     # (the positions a process holds of a process axis vary over that axis)
     typed_as = {p.lanes_name: a for a, p in processes.items() if p.lanes > 1}
 
-    def body(*xs):
+    def typed_body(*xs):
         with contextlib.ExitStack() as stack:
             for name, axis in processes.items():
                 stack.enter_context(extend_frame(AxisFrame(name, sizes[name], None, axis,
@@ -228,14 +228,31 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
             if check_vma:  # (leaving typed as outside shard_map; before _leave, which notes the
                 # values jit returns split over the processes)
                 results = [_untyped(r, processes) for r in results]
-            if traced:  # (inside a transformation: the whole value on every process, and a
-                # gradient may cross the boundary)
-                results = [_leave(r, s, given_mesh, processes, m)
-                           for r, s in zip(results, out_flat)]
             info[:] = [tree, out_flat]
             return results
 
-    if traced:
+    def body(*xs):
+        results = typed_body(*xs)
+        if traced:  # (inside a transformation: the whole value on every process, and a
+            # gradient may cross the boundary)
+            results = [_leave(r, s, given_mesh, processes, m)
+                       for r, s in zip(results, info[1])]
+        return results
+
+    if traced and check_vma and current_dynamic_trace() is None:
+        # eagerly inside a transformation (grad, jvp, vmap of concrete values): the typed part
+        # staged, as one process's batch traces type its lanes. Concrete arrays carry no vma,
+        # so run op by op a block would lose the process axes it varies over (_typed's), and
+        # pbroadcast, taking it for invariant, would keep each position's own value.
+        key = ("eager", in_tree, tuple(flat_specs), m, tuple(get_aval(b) for b in blocks))
+        if key not in bodies:
+            compiled = jit(typed_body)
+            compiled.split_outputs = False  # (this process's blocks, left by _leave below)
+            bodies[key] = (compiled, [])
+        compiled, info = bodies[key]
+        results = [_leave(r, s, given_mesh, processes, m)
+                   for r, s in zip(compiled(*blocks), info[1])]
+    elif traced:
         info: list = []
         results = body(*blocks)
     else:
