@@ -684,21 +684,31 @@ def test_pbroadcast_over_processes(tmp_path):
     # position p, cos(block p) * (p + 1) * the sum of the positions' w (float64)
     blocks = x.reshape(4, 2, 8, 4).astype(np.float64)
     total_w = w.reshape(4, 2, 8, 4).astype(np.float64).sum(0)
-    grad = np.stack([np.cos(blocks[p]) * (p + 1) * total_w for p in range(4)]).reshape(x.shape)
+    grads = {"grad": np.stack([np.cos(blocks[p]) * (p + 1) * total_w
+                               for p in range(4)]).reshape(x.shape)}
+    # the mesh of one position on each process (blocks of 4 x 8 x 4), loss at position p
+    # sum(sin(source's block) * its w) * (p + 1) (inside shard_map: times 1): the gradient
+    # is cos(source's block) * the positions' w so weighted at the source, zero elsewhere
+    halves, half_w = x.reshape(2, 4, 8, 4).astype(np.float64), w.reshape(2, 4, 8, 4)
+    for s in (0, 1):
+        for name in ("checked", "unchecked"):
+            for how, weighted in (("eager", (1, 2)), ("jit", (1, 2)), ("inner", (1, 1))):
+                g = np.zeros_like(halves)
+                g[s] = np.cos(halves[s]) * (weighted[0] * half_w[0] + weighted[1] * half_w[1])
+                grads[f"pair_{name}_{s}_{how}"] = g.reshape(x.shape)
     for (a, b) in (("mpi.1", "mpi.0"), ("mpi.0", "single.0"), ("mpi.0", "jax.0")):
         assert sorted(runs[a]) == sorted(runs[b]), (a, b)
         for k in runs[b]:
             ours, oracle = runs[a][k], runs[b][k]
             assert ours.shape == oracle.shape and ours.dtype == oracle.dtype, (a, b, k)
-            if not k.startswith("grad"):
+            if not k.startswith(("grad", "pair")):
                 np.testing.assert_array_equal(ours, oracle, err_msg=f"{a} {b} {k}")
                 continue
+            grad = grads[k.split("/")[0] if k.startswith("pair") else "grad"]
             np.testing.assert_allclose(ours, grad, rtol=0, atol=1e-6 * np.abs(grad).max(),
                                        err_msg=f"{a} {k}")
-            if k != "grad_inner/0" or b != "single.0":  # (one process's rule for this case
-                # sums an unmapped cotangent: 4 times too large, left alone here)
-                np.testing.assert_allclose(ours, oracle, rtol=1e-5,
-                                           atol=1e-6 * np.abs(oracle).max(), err_msg=f"{a} {b} {k}")
+            np.testing.assert_allclose(ours, oracle, rtol=1e-5,
+                                       atol=1e-6 * np.abs(oracle).max(), err_msg=f"{a} {b} {k}")
 
 
 def test_notes_survive_other_tracing(tmp_path):

@@ -104,6 +104,33 @@ for name, check_vma in (("grad", True), ("grad_unchecked", False)):
         lambda a, w: jax.grad(per_position)(a, w), mesh=line, in_specs=(P("data"), P("data")),
         out_specs=P("data"), check_vma=check_vma))(x, weights))
 
+# one position on each process (the mesh of each one's first device): eager grad once ran the
+# body op by op, where arrays carry no vma, and pbroadcast, taking each block for invariant,
+# kept it (every position got the source's gradient); jit's was right
+pair = Mesh(np.array(jax.devices())[::2], "data")
+
+
+def pair_position(a, w, s):
+    return jnp.sum(jnp.sin(pbroadcast(a, "data", s)) * w)
+
+
+for s in (0, 1):
+    for name, check_vma in (("checked", True), ("unchecked", False)):
+        pair_losses = jax.shard_map(
+            lambda a, w, s=s: pair_position(a, w, s)[None] * (lax.axis_index("data") + 1.0),
+            mesh=pair, in_specs=(P("data"), P("data")), out_specs=P("data"),
+            check_vma=check_vma)
+
+        def pair_loss(a, w, pair_losses=pair_losses):
+            return jnp.sum(pair_losses(a, w))
+
+        save(f"pair_{name}_{s}_eager", jax.grad(pair_loss)(x, weights))
+        save(f"pair_{name}_{s}_jit", jax.jit(jax.grad(pair_loss))(x, weights))
+        save(f"pair_{name}_{s}_inner", jax.jit(jax.shard_map(
+            lambda a, w, s=s: jax.grad(pair_position)(a, w, s), mesh=pair,
+            in_specs=(P("data"), P("data")), out_specs=P("data"), check_vma=check_vma))(
+                x, weights))
+
 
 if mode == "mpi":  # what one call receives, compiled first
     from tracejit.core import mpi as process_collectives

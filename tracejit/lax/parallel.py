@@ -597,7 +597,13 @@ pbroadcast_p.def_impl(lambda x, *, axis_name, source: x)  # (every lane holds th
 
 def _pbroadcast_named(vals, dims, axis, *, axis_name, source):
     (x,), (d,) = vals, dims
-    return (x if d is not_mapped else index_in_dim(x, source, d, keepdims=False)), not_mapped
+    if d is not_mapped:  # (every lane holds x already)
+        return x, not_mapped
+    out = index_in_dim(x, source, d, keepdims=False)
+    if axis.vma:  # (typed varying, as JAX's: an invariant result would be pvaried where it
+        # meets a varying value, the transpose of which psums the cotangent a second time)
+        return bdim_at_front(out, not_mapped, axis.size), 0
+    return out, not_mapped
 
 
 def _pbroadcast_transpose(ct, x, *, axis_name, source):
