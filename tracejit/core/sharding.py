@@ -413,10 +413,12 @@ class Mesh(_BaseMesh, contextlib.ContextDecorator):
                       " jax.set_mesh(mesh):` instead.", category=DeprecationWarning,
                       stacklevel=2)
         _STATE.legacy.append(self)
+        _STATE.rekey()
         return self
 
     def __exit__(self, *exc) -> bool:
         _STATE.legacy.pop()
+        _STATE.rekey()
         return False
 
 
@@ -498,15 +500,35 @@ class _MeshState(threading.local):
         self.legacy: list[Mesh] = []  # `with mesh:` blocks
         # use_abstract_mesh blocks: (the depth of `stack` when entered, the abstract mesh)
         self.abstract: list[tuple[int, AbstractMesh]] = []
+        # what a traced program may read of the above (the concrete, legacy and abstract
+        # meshes in effect), kept current by every change: part of jit's cache keys, read on
+        # each dispatch, so a tuple of meshes that hash once and compare by identity first
+        self.key: tuple | None = None
 
     def push(self, mesh: Mesh) -> None:
         self.stack.append(mesh)
+        self.rekey()
 
     def pop(self) -> None:
         self.stack.pop()
+        self.rekey()
+
+    def rekey(self) -> None:
+        stack, legacy, abstract = self.stack, self.legacy, self.abstract
+        override = abstract[-1][1] if abstract and abstract[-1][0] >= len(stack) else None
+        if not stack and not legacy and override is None:
+            self.key = None
+        else:
+            self.key = (stack[-1] if stack else None, legacy[-1] if legacy else None, override)
 
 
 _STATE = _MeshState()
+
+
+def mesh_context() -> _MeshState:
+    """The per-thread mesh state, for jit: `mesh_context().key` is the part of a cache key that
+    says which meshes were in effect when a program was traced (None when none is)."""
+    return _STATE
 
 
 def get_mesh() -> Mesh:
@@ -539,9 +561,11 @@ class use_abstract_mesh:  # noqa: N801  (JAX's name)
                              f"mesh: {self.mesh} with size={self.mesh.size} and prev mesh: "
                              f"{prev} with size={prev.size}")
         _STATE.abstract.append((len(_STATE.stack), self.mesh))
+        _STATE.rekey()
 
     def __exit__(self, *exc) -> bool:
         _STATE.abstract.pop()
+        _STATE.rekey()
         return False
 
 
@@ -562,6 +586,7 @@ class set_mesh:  # noqa: N801  (JAX's name; a function in use, a context manager
 
     def __exit__(self, *exc) -> bool:
         del _STATE.stack[self._depth:]
+        _STATE.rekey()
         return False
 
 
