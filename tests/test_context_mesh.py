@@ -125,7 +125,8 @@ def test_retraces_as_jax_does(both):
 
 # the checks below need 4 devices: each runs in a process of its own started with
 # TRACEJIT_NUM_CPU_DEVICES=4 (this file run as a script), as the test process has one
-IN_PROCESS = ["fast_path_keyed_by_mesh", "sharded_arguments_under_two_meshes",
+IN_PROCESS = ["fast_path_keyed_by_mesh", "mesh_set_while_tracing",
+              "sharded_arguments_under_two_meshes",
               "abstract_and_legacy_meshes", "meshes_per_thread", "explains_the_miss"]
 
 
@@ -181,12 +182,42 @@ def check_fast_path_keyed_by_mesh():
         np.testing.assert_array_equal(np.asarray(jf(X)), X)  # outside any mesh
     assert len(traces) == 3 and jf._cache_size() == 3 and len(jf._traces.fast) == 3
     assert sm._cache_size() == 2 and len(sm._traces.fast) == 2
+    # an equal new mesh: the same fast entry (the fast key holds a token per equal meshes)
+    with tj.set_mesh(Mesh(np.array(tj.devices()[:2]), ("x",))):
+        np.testing.assert_array_equal(np.asarray(jf(X)), X + 12)
+    assert len(traces) == 3 and len(jf._traces.fast) == 3
+    # more meshes than the tokens remembered: m2's calls get a new token, found by the full
+    # key (no new trace), right every time
+    for i in range(300):
+        with tj.set_mesh(Mesh(np.array(tj.devices()[i % 4:i % 4 + 1]), (f"a{i}",))):
+            pass
+    for m, size in ((m2, 2), (m4, 4), (m2, 2)):
+        with tj.set_mesh(m):
+            np.testing.assert_array_equal(np.asarray(jf(X)), X + size + 10)
+    assert len(traces) == 3
     # `jax.set_mesh(m)` as a statement, then another: the key follows
     tj.set_mesh(m4)
     np.testing.assert_array_equal(np.asarray(jf(X)), X + 14)
     tj.set_mesh(m2)
     np.testing.assert_array_equal(np.asarray(jf(X)), X + 12)
     assert len(traces) == 3
+
+
+def check_mesh_set_while_tracing():
+    # a function that leaves another mesh in effect when traced: its program is the one for
+    # the mesh it was called under, and not indexed under the mesh it left
+    m2, m4 = _meshes()
+
+    def f(a):
+        size = tj.sharding.get_abstract_mesh().size
+        tj.set_mesh(m4)
+        return a + size
+    jf = tj.jit(f)
+    with tj.set_mesh(m2):
+        np.testing.assert_array_equal(np.asarray(jf(X)), X + 2)
+        # now under m4 (f's statement): traced anew for it
+        np.testing.assert_array_equal(np.asarray(jf(X)), X + 4)
+        np.testing.assert_array_equal(np.asarray(jf(X)), X + 4)
 
 
 def check_sharded_arguments_under_two_meshes():

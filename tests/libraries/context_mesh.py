@@ -37,7 +37,7 @@ def record(name, call, traces=None):
         r = call()
         out[name] = np.asarray(r)
         out[name + ".sharding"] = np.array(describe(r.sharding))
-    except (ValueError, RuntimeError) as e:  # (the message's wording differs; that it raises is compared)
+    except (ValueError, RuntimeError) as e:  # (the wording differs: its type is recorded)
         out[name] = np.zeros(0, np.float32)
         out[name + ".sharding"] = np.array(f"error {type(e).__name__}")
     if traces is not None:

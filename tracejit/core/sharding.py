@@ -8,6 +8,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import enum
+import itertools
 import math
 import threading
 import warnings
@@ -501,9 +502,12 @@ class _MeshState(threading.local):
         # use_abstract_mesh blocks: (the depth of `stack` when entered, the abstract mesh)
         self.abstract: list[tuple[int, AbstractMesh]] = []
         # what a traced program may read of the above (the concrete, legacy and abstract
-        # meshes in effect), kept current by every change: part of jit's cache keys, read on
-        # each dispatch, so a tuple of meshes that hash once and compare by identity first
+        # meshes in effect), kept current by every change: part of jit's full cache key
         self.key: tuple | None = None
+        # the same as an int for the dispatch fast path's key, read and hashed every call (a
+        # Mesh's __hash__, though computed once, is a Python call: ~80 ns a lookup): equal
+        # keys get one token while `_TOKENS` remembers them, a token is never reused
+        self.token: int | None = None
 
     def push(self, mesh: Mesh) -> None:
         self.stack.append(mesh)
@@ -517,9 +521,21 @@ class _MeshState(threading.local):
         stack, legacy, abstract = self.stack, self.legacy, self.abstract
         override = abstract[-1][1] if abstract and abstract[-1][0] >= len(stack) else None
         if not stack and not legacy and override is None:
-            self.key = None
-        else:
-            self.key = (stack[-1] if stack else None, legacy[-1] if legacy else None, override)
+            self.key = self.token = None
+            return
+        key = (stack[-1] if stack else None, legacy[-1] if legacy else None, override)
+        token = _TOKENS.get(key)
+        if token is None:
+            if len(_TOKENS) >= 256:  # (a program making mesh after mesh: forget the old ones;
+                _TOKENS.clear()      # their calls find their traces by the full key again)
+            token = _TOKENS.setdefault(key, next(_TOKEN_COUNT))
+        self.key, self.token = key, token
+
+
+# the meshes in effect (`_MeshState.key`) -> their token (shared by all threads: a race gives
+# one key two tokens, which costs a trace lookup by the full key, never a wrong program)
+_TOKENS: dict[tuple, int] = {}
+_TOKEN_COUNT = itertools.count()
 
 
 _STATE = _MeshState()
@@ -527,7 +543,8 @@ _STATE = _MeshState()
 
 def mesh_context() -> _MeshState:
     """The per-thread mesh state, for jit: `mesh_context().key` is the part of a cache key that
-    says which meshes were in effect when a program was traced (None when none is)."""
+    says which meshes were in effect when a program was traced (None when none is), `.token`
+    the same for the dispatch fast path."""
     return _STATE
 
 

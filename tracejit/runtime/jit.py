@@ -603,7 +603,7 @@ class Jitted:
             if not self.static_argnames.issuperset(kwargs):
                 return None
             key.append(tuple(sorted((k, type(v), v) for k, v in kwargs.items())))
-        key.append(_MESHES.key)  # (the meshes in effect, as `_trace`'s key holds them)
+        key.append(_MESHES.token)  # (the meshes in effect, as `_trace`'s key holds them)
         return tuple(key), leaves
 
     def _call(self, args: tuple, kwargs: dict):
@@ -626,7 +626,7 @@ class Jitted:
                     entry = None
                 leaves = found[1]
         if entry is None:
-            trace_key = config.trace_key()
+            trace_key, meshes = config.trace_key(), _MESHES.key
             if config.read("jax_disable_jit"):
                 return self.fun(*args, **kwargs)
             if not tracing and _spans_processes(args, kwargs, self.in_shardings):
@@ -649,7 +649,9 @@ class Jitted:
             if entry.executable is None:
                 self._compile(entry)
             found = self._fast_key(args, kwargs) if fast is not None else None
-            if found is not None and \
+            # (indexed under the meshes it was traced under: unless the traced function set
+            # another mesh, `jax.set_mesh(m)` as a statement, left in effect after it)
+            if found is not None and _MESHES.key is meshes and \
                     not any(isinstance(c, Tracer) for c in entry.closed.consts):
                 entry.trace_key = trace_key
                 with _cache_lock:  # (unless evicted meanwhile: then it is only the caller's)
