@@ -8,6 +8,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import enum
+import itertools
 import math
 import threading
 import warnings
@@ -413,10 +414,12 @@ class Mesh(_BaseMesh, contextlib.ContextDecorator):
                       " jax.set_mesh(mesh):` instead.", category=DeprecationWarning,
                       stacklevel=2)
         _STATE.legacy.append(self)
+        _STATE.rekey()
         return self
 
     def __exit__(self, *exc) -> bool:
         _STATE.legacy.pop()
+        _STATE.rekey()
         return False
 
 
@@ -498,15 +501,51 @@ class _MeshState(threading.local):
         self.legacy: list[Mesh] = []  # `with mesh:` blocks
         # use_abstract_mesh blocks: (the depth of `stack` when entered, the abstract mesh)
         self.abstract: list[tuple[int, AbstractMesh]] = []
+        # what a traced program may read of the above (the concrete, legacy and abstract
+        # meshes in effect), kept current by every change: part of jit's full cache key
+        self.key: tuple | None = None
+        # the same as an int for the dispatch fast path's key, read and hashed every call (a
+        # Mesh's __hash__, though computed once, is a Python call: ~80 ns a lookup): equal
+        # keys get one token while `_TOKENS` remembers them, a token is never reused
+        self.token: int | None = None
 
     def push(self, mesh: Mesh) -> None:
         self.stack.append(mesh)
+        self.rekey()
 
     def pop(self) -> None:
         self.stack.pop()
+        self.rekey()
+
+    def rekey(self) -> None:
+        stack, legacy, abstract = self.stack, self.legacy, self.abstract
+        override = abstract[-1][1] if abstract and abstract[-1][0] >= len(stack) else None
+        if not stack and not legacy and override is None:
+            self.key = self.token = None
+            return
+        key = (stack[-1] if stack else None, legacy[-1] if legacy else None, override)
+        token = _TOKENS.get(key)
+        if token is None:
+            if len(_TOKENS) >= 256:  # (a program making mesh after mesh: forget the old ones;
+                _TOKENS.clear()      # their calls find their traces by the full key again)
+            token = _TOKENS.setdefault(key, next(_TOKEN_COUNT))
+        self.key, self.token = key, token
+
+
+# the meshes in effect (`_MeshState.key`) -> their token (shared by all threads: a race gives
+# one key two tokens, which costs a trace lookup by the full key, never a wrong program)
+_TOKENS: dict[tuple, int] = {}
+_TOKEN_COUNT = itertools.count()
 
 
 _STATE = _MeshState()
+
+
+def mesh_context() -> _MeshState:
+    """The per-thread mesh state, for jit: `mesh_context().key` is the part of a cache key that
+    says which meshes were in effect when a program was traced (None when none is), `.token`
+    the same for the dispatch fast path."""
+    return _STATE
 
 
 def get_mesh() -> Mesh:
@@ -539,9 +578,11 @@ class use_abstract_mesh:  # noqa: N801  (JAX's name)
                              f"mesh: {self.mesh} with size={self.mesh.size} and prev mesh: "
                              f"{prev} with size={prev.size}")
         _STATE.abstract.append((len(_STATE.stack), self.mesh))
+        _STATE.rekey()
 
     def __exit__(self, *exc) -> bool:
         _STATE.abstract.pop()
+        _STATE.rekey()
         return False
 
 
@@ -562,6 +603,7 @@ class set_mesh:  # noqa: N801  (JAX's name; a function in use, a context manager
 
     def __exit__(self, *exc) -> bool:
         del _STATE.stack[self._depth:]
+        _STATE.rekey()
         return False
 
 

@@ -7,6 +7,7 @@ import logging
 from typing import Any, Callable, Sequence
 
 from ..core.avals import ShapedArray
+from ..core.sharding import AbstractMesh
 from ..core.trace import user_source_info
 
 logger = logging.getLogger("tracejit")
@@ -36,9 +37,9 @@ def _static_str(value: Any) -> str:
 def _differences(key: tuple, old: tuple, arg_names: Sequence[str]) -> list[tuple[str, str]]:
     """(kind, detail) for each way the cache key `key` differs from a previously seen `old`.
     Keys are (pytree, avals, static positional args, static keyword args, config, the
-    arguments' shardings)."""
-    tree, avals, static, static_kw, config_key, layout = key
-    o_tree, o_avals, o_static, o_static_kw, o_config, o_layout = old
+    arguments' shardings, the meshes in effect)."""
+    tree, avals, static, static_kw, config_key, layout, meshes = key
+    o_tree, o_avals, o_static, o_static_kw, o_config, o_layout, o_meshes = old
     out = []
     if tree != o_tree:
         out.append(("different input pytree", f"now {tree} and before {o_tree}"))
@@ -58,7 +59,22 @@ def _differences(key: tuple, old: tuple, arg_names: Sequence[str]) -> list[tuple
                     f"now {config_key} and before {o_config}"))
     if layout != o_layout:
         out.append(("different input shardings", f"now {layout} and before {o_layout}"))
+    if meshes != o_meshes:
+        out.append(("different context mesh (jax.set_mesh / use_abstract_mesh)",
+                    f"now {_meshes_str(meshes)} and before {_meshes_str(o_meshes)}"))
     return out
+
+
+def _meshes_str(key: tuple | None) -> str:
+    """The meshes of a cache key's mesh part (core/sharding.py `_MeshState.key`)."""
+    if key is None:
+        return "none"
+    def one(m) -> str:  # (a Mesh's devices too: meshes of one shape differ by them)
+        return repr(m) if isinstance(m, AbstractMesh) else \
+            f"{m} over devices {m.device_ids.ravel().tolist()}"
+    return ", ".join(f"{what} {one(m)}" for what, m in zip(("set_mesh", "`with mesh:`",
+                                                           "use_abstract_mesh"), key)
+                     if m is not None)
 
 
 def explain_cache_miss(fun: Callable, fun_name: str, key: tuple, seen: Sequence[tuple],

@@ -30,7 +30,7 @@ from ..core.axis_env import extend_axis_env
 from ..core.pytree import (PyTreeDef, leaf_names, tree_flatten, tree_leaves, tree_map,
                            tree_unflatten)
 from ..core.refs import check_no_refs, is_new_ref_for, refs_in_use, stage_scope
-from ..core.sharding import check_sharding_leaves, check_shardings
+from ..core.sharding import check_sharding_leaves, check_shardings, mesh_context
 from ..core.trace import Tracer, current_dynamic_trace, fun_debug_info, get_aval, trace_to_jaxpr
 from ..compiler.split_results import noted_results, split_results
 from ..lax.call import pjit_p
@@ -481,7 +481,9 @@ class Jitted:
             # (inside shard_map's check_vma=True the varying axes decide the implicit pvarys the
             # traced program holds: part of the key, though not of the avals' equality)
             avals = tuple((a, a.vma) for a in avals)
-        key = (in_tree, avals, static, static_kw, config.trace_key(), laid_out)
+        # the meshes in effect too: a program traced under one (shard_map with mesh=None, a
+        # bare PartitionSpec, get_abstract_mesh()) may hold its axes, sizes and devices
+        key = (in_tree, avals, static, static_kw, config.trace_key(), laid_out, _MESHES.key)
         entry = self._traces.entries.get(key)
         if entry is None:
             arg_names = self._arg_names(args, dyn_kwargs)
@@ -575,7 +577,8 @@ class Jitted:
         typed: its value is no part of the signature; dtype and shape for a NumPy array, the
         type for a NumPy scalar) and the type and value of each static
         argument, positional or by keyword (other keyword arguments: None). A static value
-        that cannot be hashed makes the key unhashable (the lookup's TypeError)."""
+        that cannot be hashed makes the key unhashable (the lookup's TypeError). Last, the
+        meshes in effect (`_trace`'s key holds them too)."""
         key, leaves = [], []
         static = self.static_argnums
         for i, a in enumerate(args):
@@ -600,6 +603,7 @@ class Jitted:
             if not self.static_argnames.issuperset(kwargs):
                 return None
             key.append(tuple(sorted((k, type(v), v) for k, v in kwargs.items())))
+        key.append(_MESHES.token)  # (the meshes in effect, as `_trace`'s key holds them)
         return tuple(key), leaves
 
     def _call(self, args: tuple, kwargs: dict):
@@ -622,7 +626,7 @@ class Jitted:
                     entry = None
                 leaves = found[1]
         if entry is None:
-            trace_key = config.trace_key()
+            trace_key, meshes = config.trace_key(), _MESHES.key
             if config.read("jax_disable_jit"):
                 return self.fun(*args, **kwargs)
             if not tracing and _spans_processes(args, kwargs, self.in_shardings):
@@ -645,7 +649,9 @@ class Jitted:
             if entry.executable is None:
                 self._compile(entry)
             found = self._fast_key(args, kwargs) if fast is not None else None
-            if found is not None and \
+            # (indexed under the meshes it was traced under: unless the traced function set
+            # another mesh, `jax.set_mesh(m)` as a statement, left in effect after it)
+            if found is not None and _MESHES.key is meshes and \
                     not any(isinstance(c, Tracer) for c in entry.closed.consts):
                 entry.trace_key = trace_key
                 with _cache_lock:  # (unless evicted meanwhile: then it is only the caller's)
@@ -713,6 +719,7 @@ class Jitted:
 
 
 _SINGLE_LEAF = tree_flatten(0)[1]
+_MESHES = mesh_context()  # (per thread: `.key` reads this thread's meshes)
 
 
 def _spans_processes(args: tuple, kwargs: dict, in_shardings: Any) -> bool:
