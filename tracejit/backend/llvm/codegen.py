@@ -561,11 +561,20 @@ class Emitter:
                     dests = [moved(d) for d in dests]
                     direct = {v: moved(d) for v, d in direct.items()}
                     placed = {v: moved(d) for v, d in (placed or {}).items()}
-                    holders = collections.Counter(
-                        id(x.ptr) for v, x in env.items() if v in produced and isinstance(x, Buf))
+                    mine = {id(x.ptr) for v, x in env.items()
+                            if v in produced and isinstance(x, Buf)}
+                    holders = collections.Counter(  # (and an input a view here shares)
+                        id(x.ptr) for x in env.values()
+                        if isinstance(x, Buf) and id(x.ptr) in mine)
             self._dying = {v for v in last_use.get(k, ()) if v not in keep and held(v) <= 1}
             eqn_dests = [direct.get(v) or (placed or {}).get(v) for v in eqn.outvars]
             outs = _view(eqn, env, eqn_dests, dests, placed)
+            if outs is not None and eqn.invars[0] not in produced:
+                # a view of an input (an argument, a loop's carry): the input's own name holds
+                # the buffer too, which `holders` counts only for values produced here — else
+                # the input looks dying at its last read while the view is live, and its buffer
+                # is updated in place under the view (optax's L-BFGS step diverged so)
+                holders[id(outs[0].ptr)] = holders.get(id(outs[0].ptr), 0) + 1
             if outs is None:
                 outs = self._lower_parallel(eqn, env, eqn_dests)
             if outs is None:
