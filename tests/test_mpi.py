@@ -464,21 +464,19 @@ def test_axis_index_groups_across_processes(tmp_path):
     np.testing.assert_allclose(ours["psum_across"], want, rtol=1e-6)
 
 
-def test_check_vma_across_processes(tmp_path):
-    """shard_map's default check_vma=True over an axis spanning the processes (tests/mpi/vma.py,
-    written for JAX): under mpiexec -n 2 the types, gradients inside shard_map (an invariant
-    input's summed over the processes), data-parallel training and errors of one process of
-    four devices, which are real JAX's; every rank raises the errors, and the collectives after
-    them still meet."""
-    python, script = sys.executable, str(HERE / "vma.py")
-    alias = [python, "-m", "tracejit", script]
+def _three_runs(tmp_path: Path, script: str) -> dict:
+    """Run tests/mpi/`script` (written for JAX) three ways at once — under mpiexec -n 2 (two
+    devices each), in one process of four devices (both through `python -m tracejit`) and in
+    real JAX — and return what each saved: {"mpi.0", "mpi.1", "single.0", "jax.0"} -> arrays."""
+    python, path = sys.executable, str(HERE / script)
+    alias = [python, "-m", "tracejit", path]
     started = {
         "mpi": subprocess.Popen([mpiexec(), "-n", "2", *alias, str(tmp_path / "mpi"), "mpi"],
                                 env=_env(2), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True),
         "single": subprocess.Popen([*alias, str(tmp_path / "single"), "single"], env=_env(4),
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True),
-        "jax": subprocess.Popen([python, script, str(tmp_path / "jax"), "jax"], env=_env(4),
+        "jax": subprocess.Popen([python, path, str(tmp_path / "jax"), "jax"], env=_env(4),
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)}
     logs = {k: p.communicate(timeout=240)[0] for k, p in started.items()}
     for k, p in started.items():
@@ -487,6 +485,16 @@ def test_check_vma_across_processes(tmp_path):
     for name in ("mpi.0", "mpi.1", "single.0", "jax.0"):
         with np.load(tmp_path / f"{name}.npz") as saved:
             runs[name] = dict(saved)
+    return runs
+
+
+def test_check_vma_across_processes(tmp_path):
+    """shard_map's default check_vma=True over an axis spanning the processes (tests/mpi/vma.py,
+    written for JAX): under mpiexec -n 2 the types, gradients inside shard_map (an invariant
+    input's summed over the processes), data-parallel training and errors of one process of
+    four devices, which are real JAX's; every rank raises the errors, and the collectives after
+    them still meet."""
+    runs = _three_runs(tmp_path, "vma.py")
     mpi = runs["mpi.0"]
     # (on a mesh spanning the processes every jit result is a GlobalArray with its NamedSharding,
     # as JAX's jit returns one not fully addressable: the split block and the replicated one)
@@ -527,23 +535,7 @@ def test_grads_of_collective_losses(tmp_path):
     process of four devices, which are real JAX's, and NumPy's for the psum'd loss. (A result
     leaving replicated shared its cotangent among the processes under check_vma too: 1/2 of
     JAX's gradient; a psum over two positions of a process doubled it when taken inside.)"""
-    python, script = sys.executable, str(HERE / "grads.py")
-    alias = [python, "-m", "tracejit", script]
-    started = {
-        "mpi": subprocess.Popen([mpiexec(), "-n", "2", *alias, str(tmp_path / "mpi"), "mpi"],
-                                env=_env(2), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True),
-        "single": subprocess.Popen([*alias, str(tmp_path / "single"), "single"], env=_env(4),
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True),
-        "jax": subprocess.Popen([python, script, str(tmp_path / "jax"), "jax"], env=_env(4),
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)}
-    logs = {k: p.communicate(timeout=240)[0] for k, p in started.items()}
-    for k, p in started.items():
-        assert p.returncode == 0, f"{k} run failed:\n{logs[k][-4000:]}"
-    runs = {}
-    for name in ("mpi.0", "mpi.1", "single.0", "jax.0"):
-        with np.load(tmp_path / f"{name}.npz") as saved:
-            runs[name] = dict(saved)
+    runs = _three_runs(tmp_path, "grads.py")
     for ours, oracle in (("mpi.0", "single.0"), ("mpi.1", "mpi.0"), ("single.0", "jax.0")):
         a, b = runs[ours], runs[oracle]
         assert sorted(a) == sorted(b) and len(b) > 150, (ours, oracle)
@@ -576,23 +568,7 @@ def test_routing_over_several_positions_per_process(tmp_path):
     all_to_all, and every int), within the float sum's bound for psum_scatter, whose order
     differs (this process's lanes, then the processes) — and only the blocks that cross the
     processes move between them."""
-    python, script = sys.executable, str(HERE / "routing.py")
-    alias = [python, "-m", "tracejit", script]
-    started = {
-        "mpi": subprocess.Popen([mpiexec(), "-n", "2", *alias, str(tmp_path / "mpi"), "mpi"],
-                                env=_env(2), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True),
-        "single": subprocess.Popen([*alias, str(tmp_path / "single"), "single"], env=_env(4),
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True),
-        "jax": subprocess.Popen([python, script, str(tmp_path / "jax"), "jax"], env=_env(4),
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)}
-    logs = {k: p.communicate(timeout=240)[0] for k, p in started.items()}
-    for k, p in started.items():
-        assert p.returncode == 0, f"{k} run failed:\n{logs[k][-4000:]}"
-    runs = {}
-    for name in ("mpi.0", "mpi.1", "single.0", "jax.0"):
-        with np.load(tmp_path / f"{name}.npz") as saved:
-            runs[name] = dict(saved)
+    runs = _three_runs(tmp_path, "routing.py")
     moved = {k: int(v) for k, v in runs["mpi.0"].items() if k.startswith("moved/")}
     assert moved == {k: int(v) for k, v in runs["mpi.1"].items() if k.startswith("moved/")}
     for run in runs.values():
@@ -645,23 +621,7 @@ def test_pbroadcast_over_processes(tmp_path):
     gradients within their sums' rounding and against the closed form; each process receives
     the source's value once, by one Bcast (the source's process nothing), and no Allgather of
     every position's value."""
-    python, script = sys.executable, str(HERE / "broadcast.py")
-    alias = [python, "-m", "tracejit", script]
-    started = {
-        "mpi": subprocess.Popen([mpiexec(), "-n", "2", *alias, str(tmp_path / "mpi"), "mpi"],
-                                env=_env(2), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True),
-        "single": subprocess.Popen([*alias, str(tmp_path / "single"), "single"], env=_env(4),
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True),
-        "jax": subprocess.Popen([python, script, str(tmp_path / "jax"), "jax"], env=_env(4),
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)}
-    logs = {k: p.communicate(timeout=240)[0] for k, p in started.items()}
-    for k, p in started.items():
-        assert p.returncode == 0, f"{k} run failed:\n{logs[k][-4000:]}"
-    runs = {}
-    for name in ("mpi.0", "mpi.1", "single.0", "jax.0"):
-        with np.load(tmp_path / f"{name}.npz") as saved:
-            runs[name] = dict(saved)
+    runs = _three_runs(tmp_path, "broadcast.py")
     # a position's block is float32[2, 8, 4] (256 bytes); positions 0, 1 are process 0's. On
     # the 2x2 mesh each process's block is its two devices' (512 bytes). The gradient's
     # transpose sums the cotangents over the axis (one Allreduce of this process's lanes' sum)
