@@ -181,13 +181,21 @@ def splits_agree(dtype: np.dtype) -> bool:
 def openblas_core() -> str | None:
     """The kernel family SciPy's OpenBLAS runs here ("SkylakeX", "Haswell", ...), or None
     when its BLAS is not OpenBLAS."""
+    fn = _openblas_function("get_corename", [], ctypes.c_char_p)
+    return fn().decode() if fn is not None else None
+
+
+def _openblas_function(stem: str, argtypes: list, restype):
+    """OpenBLAS's `stem` function (as SciPy's build or a plain one names it) behind SciPy's
+    cython_blas, as a ctypes function, or None. Looked up through cython_blas's own handle,
+    which searches the libraries it links (NumPy's OpenBLAS is another library)."""
     lib = ctypes.CDLL(scipy_extension("cython_blas").__file__)
     for prefix in ("scipy_openblas", "openblas"):
         for suffix in ("", "64_"):
-            fn = getattr(lib, f"{prefix}_get_corename{suffix}", None)
+            fn = getattr(lib, f"{prefix}_{stem}{suffix}", None)
             if fn is not None:
-                fn.argtypes, fn.restype = [], ctypes.c_char_p
-                return fn().decode()
+                fn.argtypes, fn.restype = argtypes, restype
+                return fn
     return None
 
 
@@ -291,18 +299,10 @@ def _thread_cap(value) -> int:
 @functools.cache
 def openblas_threads_api() -> tuple | None:
     """(set, get) of the thread count of the OpenBLAS behind SciPy's cython_blas, as ctypes
-    functions; None when SciPy's BLAS is not OpenBLAS. Looked up through cython_blas's own
-    handle, which searches the libraries it links (NumPy's OpenBLAS is another library)."""
-    lib = ctypes.CDLL(scipy_extension("cython_blas").__file__)
-    for prefix in ("scipy_openblas", "openblas"):
-        for suffix in ("", "64_"):
-            set_fn = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
-            get_fn = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
-            if set_fn is not None and get_fn is not None:
-                set_fn.argtypes, set_fn.restype = [ctypes.c_int], None
-                get_fn.argtypes, get_fn.restype = [], ctypes.c_int
-                return set_fn, get_fn
-    return None
+    functions; None when SciPy's BLAS is not OpenBLAS (`_openblas_function`)."""
+    set_fn = _openblas_function("set_num_threads", [ctypes.c_int], None)
+    get_fn = _openblas_function("get_num_threads", [], ctypes.c_int)
+    return (set_fn, get_fn) if set_fn is not None and get_fn is not None else None
 
 
 def _threads_module() -> ir.Module:
