@@ -4,16 +4,14 @@ or with_sharding_constraint, get_abstract_mesh()) is not reused under another, n
 full key nor by the dispatch fast path, nor by AOT lowering; the same mesh again, or an equal new
 one, traces nothing new. Values, shardings, errors and retraces against real JAX 0.10
 (tests/libraries/context_mesh.py, run with both), the rest in a process with 4 devices."""
-import os
-import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tracejit as tj
+from tests.in_devices import run_check
 from tests.libraries import run_both
 from tracejit.sharding import AbstractMesh, Mesh, NamedSharding, use_abstract_mesh
 from tracejit.sharding import PartitionSpec as P
@@ -132,12 +130,7 @@ IN_PROCESS = ["fast_path_keyed_by_mesh", "mesh_set_while_tracing",
 
 @pytest.mark.parametrize("check", IN_PROCESS)
 def test_with_four_devices(check):
-    root = Path(__file__).resolve().parent.parent
-    env = dict(os.environ, TRACEJIT_NUM_CPU_DEVICES="4", PYTHONPATH=str(root))
-    done = subprocess.run([sys.executable, __file__, check], env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert done.stdout.strip().endswith(f"{check} ok")
+    run_check(__file__, check, devices=4)
 
 
 X = np.arange(8.0, dtype=np.float32)

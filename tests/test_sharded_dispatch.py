@@ -2,15 +2,13 @@
 other layouts and other meshes of the same shape give real JAX's values, result shardings,
 addressable shards, donations and errors (tests/libraries/sharded_dispatch.py, run with both);
 and such calls take the dispatch fast path, which tells equal shardings from other ones."""
-import os
-import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tracejit as tj
+from tests.in_devices import run_check
 from tests.libraries import run_both
 from tracejit.sharding import Mesh, NamedSharding
 from tracejit.sharding import PartitionSpec as P
@@ -72,12 +70,7 @@ IN_PROCESS = ["fast_path_keyed_by_sharding", "fast_call_refuses_conflicting_layo
 
 @pytest.mark.parametrize("check", IN_PROCESS)
 def test_with_four_devices(check):
-    root = Path(__file__).resolve().parent.parent
-    env = dict(os.environ, TRACEJIT_NUM_CPU_DEVICES="4", PYTHONPATH=str(root))
-    done = subprocess.run([sys.executable, __file__, check], env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert done.stdout.strip().endswith(f"{check} ok")
+    run_check(__file__, check, devices=4)
 
 
 def _meshes():
