@@ -54,6 +54,7 @@ def mode(request, jax):
     tracejit.config.update("jax_threefry_partitionable", request.param)
     yield request.param
     jax.config.update("jax_threefry_partitionable", True)
+    tracejit.config.update("jax_threefry_partitionable", True)
 
 
 def _set_config(x64: bool, partitionable: bool) -> None:
