@@ -33,11 +33,16 @@ def aligned_copy(x: Any, dtype: Any = None) -> np.ndarray:
     nbytes = x.size * dtype.itemsize
     if nbytes < ALIGN_MIN_BYTES:
         return np.array(x, dtype=dtype)
-    owner = np.empty(nbytes + ALIGN, np.uint8)
-    start = -owner.ctypes.data % ALIGN
-    out = owner[start:start + nbytes].view(dtype).reshape(x.shape)
+    out = aligned_view(np.empty(nbytes + ALIGN, np.uint8), nbytes, dtype, x.shape)
     np.copyto(out, x, casting="unsafe")
     return out
+
+
+def aligned_view(owner: np.ndarray, nbytes: int, dtype: Any, shape: tuple) -> np.ndarray:
+    """The `nbytes` of `owner` (uint8, at least nbytes + ALIGN long) from its first multiple
+    of ALIGN, as a `dtype` array of `shape`."""
+    start = -owner.ctypes.data % ALIGN
+    return owner[start:start + nbytes].view(dtype).reshape(shape)
 
 
 class DLDeviceType(enum.IntEnum):

@@ -13,7 +13,7 @@ import threading
 
 import numpy as np
 
-from ..core.array import ALIGN
+from ..core.array import ALIGN, aligned_view
 
 MIN_BYTES = 1 << 16  # small arrays come from NumPy's own cache quickly enough
 # Pooled buffers start at a multiple of ALIGN bytes (a cache line, an AVX-512 vector; XLA's
@@ -61,8 +61,7 @@ class BufferPool:
         if owner is None:
             owner = np.empty(nbytes + ALIGN, np.uint8)
         owner.setflags(write=True)
-        start = -owner.ctypes.data % ALIGN
-        return owner[start:start + nbytes].view(dtype).reshape(shape)
+        return aligned_view(owner, nbytes, dtype, shape)
 
     def give_back(self, buf: np.ndarray) -> None:
         """Return a buffer known to be unreferenced elsewhere (a call's workspace)."""
