@@ -10,9 +10,7 @@ from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.pytree import tree_flatten, tree_unflatten
 from ..core.trace import get_aval
 from .executable import Executable
-from ..core.global_array import as_global
 from .jit import compile_entry, execute, without_unused_args
-from .sharded import lay_out
 
 
 class ArgInfo:
@@ -176,9 +174,7 @@ class Compiled(_Stage):
             raise TypeError("Argument types differ from the types for which this computation "
                             "was compiled. The mismatches are:\n" + "\n".join(mismatches))
         outs = execute(entry, self._executable, leaves)
-        if entry.placement is not None:  # sharded jit: results laid out as JAX reports them
-            outs = lay_out(outs, entry.placement, leaves)
-        if entry.blocks is not None:  # (results split over processes)
-            outs = as_global(outs, entry.blocks, leaves)
+        if entry.mark is not None:  # (laid out over a mesh, or split over processes: as jit)
+            outs = entry.mark(outs, leaves)
         return tree_unflatten(entry.out_tree, outs)
 
