@@ -110,6 +110,39 @@ def test_batched_tiled_products():
     _check(lambda a, b: a @ b, (a, b), 128)
 
 
+BATCH_MM = (([2], [1]), ([0], [0]))   # a[i] @ b[i]
+BATCH_TN = (([1], [1]), ([0], [0]))   # a[i].T @ b[i]
+
+
+@pytest.mark.parametrize("a_shape,b_shape,dn,chunks", [
+    ((16, 128, 128), (16, 128, 128), BATCH_MM, 16),      # one call per product: 16 chunks
+    ((2, 2048, 256), (2, 2048, 256), BATCH_TN, 4),       # the MLP step's weight gradient on
+    ((3, 9000, 64), (3, 9000, 64), BATCH_TN, 12),        # 2 devices: split-k tiles (uneven)
+    ((2, 2048, 256), (2, 2048, 1), BATCH_TN, 2),         # ... and its gemv: one per product
+    ((3, 1, 600), (3, 600, 700), BATCH_MM, 3),           # one-row products
+])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_batch_of_products_is_one_pool_job(a_shape, b_shape, dn, chunks, threads):
+    """A batch of products with work enough for the pool runs as one pool job (a chunk per
+    product, or per split-k tile): each product has the bits it has alone, whatever the
+    thread count, and the values are within the dot product bound of float64's."""
+    old = tracejit.config.read("tracejit_num_threads")
+    tracejit.config.update("tracejit_num_threads", threads)
+    try:
+        a, b = _operand(a_shape, F32, 29), _operand(b_shape, F32, 30)
+        f, one = _dot(dn), _dot((([d - 1 for d in dn[0][0]], [d - 1 for d in dn[0][1]]),
+                                 ([], [])))
+        ir = _llvm(f, a, b)
+        assert ir.count("@tracejit_parallel_for(") == 2, ir  # (the declaration and one call)
+        assert f"i64 {chunks})" in ir.split("call void @tracejit_parallel_for(")[1]
+        got = _check(f, (a, b), a_shape[dn[0][0][0]])
+        for i in range(a_shape[0]):
+            alone = np.asarray(tracejit.jit(one)(a[i], b[i]))
+            assert got[i].tobytes() == alone.tobytes()
+    finally:
+        tracejit.config.update("tracejit_num_threads", old)
+
+
 @pytest.mark.parametrize("a_shape,b_shape", [((0, 64), (64, 32)), ((64, 0), (0, 32)),
                                              ((64, 32), (32, 0))])
 def test_empty_products(a_shape, b_shape):

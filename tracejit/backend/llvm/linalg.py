@@ -132,16 +132,71 @@ def _emit_gemv(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
     else:  # out[n] = x B[k,n]: B row-major [k,n] is column-major [n,k] (ld n)
         mat, vec, trans, rows, cols = rhs, lhs, ("T" if rhs_t else "N"), \
             (k if rhs_t else n), (n if rhs_t else k)
-    _set_blas_threads(em, gemm_work(dtype, m, n, k))
+    work = gemm_work(dtype, m, n, k)
+    sizes = (mat.aval.size // batch, vec.aval.size // batch, m * n)
+    args = [trans, rows, cols, 1.0, None, rows, None, 1, 0.0, None, 1]
+    if _pool_the_batch(batch, work, GEMV_POOL_WORK):
+        # one product per chunk, one BLAS thread each: each product's call as the loop's
+        _set_blas_threads(em, 0)
+        body = _batch_body(em.module, dtype, "gemv", args, sizes)
+        ctx = em._entry_alloca(ir.ArrayType(mem_type(dtype).as_pointer(), 3))
+        _run_tiles(em, body, ctx, [mat.ptr, vec.ptr, out.ptr], batch)
+        return
+    _set_blas_threads(em, work)
 
     def one(i):
-        def at(buf, size):
-            return b.gep(buf.ptr, [b.mul(i, ir.Constant(I64, size))], inbounds=True)
-        _call_blas(b, em._entry_alloca, em.module, dtype, "gemv",
-                   [trans, rows, cols, 1.0, at(mat, mat.aval.size // batch),
-                    rows, at(vec, vec.aval.size // batch), 1, 0.0,
-                    at(out, m * n), 1])
+        ptrs = [b.gep(buf.ptr, [b.mul(i, ir.Constant(I64, size))], inbounds=True)
+                for buf, size in zip((mat, vec, out), sizes)]
+        _call_blas(b, em._entry_alloca, em.module, dtype, "gemv", _fill(args, ptrs))
     em.loop(batch, one, name="batch")
+
+
+# --- the products of a batch as one pool job ---------------------------------------------------
+# A batch of products (shard_map's per-device products on several devices of a process: the
+# MLP step's weight gradient, 2 x 256x2048x256, and its 2 x 2048x256 gemvs) ran one product
+# after the other, each alone on the pool or on the calling thread. Where the batch holds work
+# enough for the pool (the threshold one product needs to be tiled), its products -- and their
+# split-k tiles -- are the chunks of one pool job instead: each chunk is the call (or tile) the
+# loop made, on one BLAS thread, so every product keeps its bits.
+GEMV_POOL_WORK = 1 << 20  # a batch of gemvs reading >= 4 MiB of float32 matrix (~0.1 ms)
+
+
+def _pool_the_batch(batch: int, work: int, threshold: int) -> bool:
+    """Whether a batch of products of `work` each runs as one pool job: several products,
+    enough work in all, and each one a single-threaded call in the loop too (blas.threads_for)
+    -- OpenBLAS's own threads could split a product's sums otherwise."""
+    from .blas import WORK_PER_THREAD
+    return batch > 1 and batch * work >= threshold and work < WORK_PER_THREAD
+
+
+def _fill(args: list, ptrs: list) -> list:
+    """BLAS's argument list with its pointer slots (None) filled in order."""
+    ptrs = iter(ptrs)
+    return [next(ptrs) if a is None else a for a in args]
+
+
+def _batch_body(module: ir.Module, dtype, routine: str, args: list, sizes: tuple
+                ) -> ir.Function:
+    """`void body(i8* ctx, i64 product)`: one product of a batch through `routine` (one BLAS
+    call, `args` with its pointers left None). ctx holds the batch's operand and output
+    pointers; product i's are `sizes` elements further each."""
+    from . import thread_pool
+    fn = ir.Function(module, thread_pool.BODY_TYPE, name=module.get_unique_name("blas_batch"))
+    fn.linkage = "internal"
+    entry = fn.append_basic_block("entry")
+    b = ir.IRBuilder(entry)
+    ctx = b.bitcast(fn.args[0], mem_type(dtype).as_pointer().as_pointer())
+    ptrs = [b.gep(b.load(b.gep(ctx, [ir.Constant(I64, j)], inbounds=True)),
+                  [b.mul(fn.args[1], ir.Constant(I64, size))], inbounds=True)
+            for j, size in enumerate(sizes)]
+
+    def alloca(t):
+        with b.goto_block(entry):
+            b.position_at_start(entry)
+            return b.alloca(t)
+    _call_blas(b, alloca, module, dtype, routine, _fill(args, ptrs))
+    b.ret_void()
+    return fn
 
 
 # --- large products as tiles on our thread pool ----------------------------------------------
@@ -197,27 +252,34 @@ def tile_plan(dtype, m: int, n: int, k: int) -> tuple[str, int, int] | None:
 
 def _tile_body(module: ir.Module, dtype, plan, m: int, n: int, k: int, lhs_t: bool,
                rhs_t: bool) -> ir.Function:
-    """`void body(i8* ctx, i64 tile)`: one tile's single-threaded gemm. ctx holds the rhs,
-    lhs, output and partials pointers of one product."""
+    """`void body(i8* ctx, i64 chunk)`: one tile's single-threaded gemm. ctx holds the rhs,
+    lhs, output and partials pointers of a batch of products (or of one); chunk
+    `product * tiles + tile` is that product's tile (each product's partials are
+    `(tiles - 1) * m * n` elements)."""
     from . import thread_pool
-    axis, per, _ = plan
+    axis, per, tiles = plan
     fn = ir.Function(module, thread_pool.BODY_TYPE, name=module.get_unique_name("gemm_tiles"))
     fn.linkage = "internal"
     entry = fn.append_basic_block("entry")
     b = ir.IRBuilder(entry)
     ptr_t = mem_type(dtype).as_pointer()
     ctx = b.bitcast(fn.args[0], ptr_t.as_pointer())
-    rhs, lhs, out, parts = (b.load(b.gep(ctx, [ir.Constant(I64, j)], inbounds=True))
-                            for j in range(4))
-    tile = fn.args[1]
+
+    def c64(v):
+        return ir.Constant(I64, v)
+    product, tile = b.udiv(fn.args[1], c64(tiles)), b.urem(fn.args[1], c64(tiles))
+    bases = [b.load(b.gep(ctx, [c64(j)], inbounds=True)) for j in range(4)]
+
+    def nth(base, size):
+        return b.gep(base, [b.mul(product, c64(size))], inbounds=True)
+    rhs, lhs, out = (nth(p, size) for p, size in zip(bases, (k * n, m * k, m * n)))
+    # (the partials pointer is null but for split-k tiles)
+    parts = nth(bases[3], (tiles - 1) * m * n) if axis == "k" else None
 
     def alloca(t):
         with b.goto_block(entry):
             b.position_at_start(entry)
             return b.alloca(t)
-
-    def c64(v):
-        return ir.Constant(I64, v)
     size = {"m": m, "n": n, "k": k}[axis]
     lo = b.mul(tile, c64(per))
     count = b.sub(c64(size), lo)
@@ -256,6 +318,10 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
     from .blas import gemm_work, splits_agree
     b = em.b
     plan = tile_plan(dtype, m, n, k)
+    work = gemm_work(dtype, m, n, k)
+    if (plan is None or plan[0] == "k") and _pool_the_batch(batch, work, POOL_GEMM_WORK):
+        _emit_gemm_batch(em, dtype, lhs, rhs, out, batch, m, n, k, lhs_t, rhs_t, plan)
+        return
     body = ctx = parts = None
     tiles = 0
     if plan is None:
@@ -309,6 +375,36 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
     em.loop(batch, one, name="batch")
     if parts is not None:
         em.release(parts)
+
+
+def _emit_gemm_batch(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: int,
+                     n: int, k: int, lhs_t: bool, rhs_t: bool, plan) -> None:
+    """A batch of products as one pool job (see _pool_the_batch): one chunk per product
+    (`plan` None: each the one call the loop made) or per split-k tile, then each product's
+    partials summed into it as the loop summed them. (Row and column tiles, whose mode each
+    call picks, keep the loop.)"""
+    b = em.b
+    _set_blas_threads(em, 0)  # (one thread per chunk)
+    ptr_t = mem_type(dtype).as_pointer()
+    ctx = em._entry_alloca(ir.ArrayType(ptr_t, 4))
+    if plan is None:
+        body = _batch_body(em.module, dtype, "gemm", [
+            "T" if rhs_t else "N", "T" if lhs_t else "N", n, m, k, 1.0, None,
+            k if rhs_t else n, None, m if lhs_t else k, 0.0, None, n], (k * n, m * k, m * n))
+        _run_tiles(em, body, ctx, [rhs.ptr, lhs.ptr, out.ptr, None], batch)
+        return
+    tiles = plan[2]
+    body = _tile_body(em.module, dtype, plan, m, n, k, lhs_t, rhs_t)
+    parts = em.alloc(ShapedArray((batch * (tiles - 1) * m * n,), np.dtype(dtype)))
+    _run_tiles(em, body, ctx, [rhs.ptr, lhs.ptr, out.ptr, parts.ptr], batch * tiles)
+
+    def sum_one(i):
+        def at(ptr, size):
+            return b.gep(ptr, [b.mul(i, ir.Constant(I64, size))], inbounds=True)
+        _sum_partials(em, at(out.ptr, m * n), at(parts.ptr, (tiles - 1) * m * n), tiles - 1,
+                      m * n)
+    em.loop(batch, sum_one, name="batch")
+    em.release(parts)
 
 
 # --- tiles or one call, per call --------------------------------------------------------------
