@@ -6,6 +6,13 @@ jax.distributed.initialize on a localhost coordinator, and its devices in one pr
 from XLA_FLAGS=--xla_force_host_platform_device_count. Prints one table of medians.
 
     python -m benchmarks.scaling worker IMPL {devices,processes} N   (one side's timings, JSON)
+    python -m benchmarks.scaling alternate [CALLS]
+
+`alternate` compares 1 and 2 devices inside one process of each library (2 CPU devices; the
+1-device programs on a mesh of the first): calls alternate between the two, so both see the
+same load, and it prints medians of wall and CPU time per call (CPU: all of the process's
+threads). Separate processes, as in the table, differ by more than the programs do on a
+shared machine.
 """
 from __future__ import annotations
 
@@ -24,6 +31,8 @@ from . import side_env
 
 ROOT = Path(__file__).resolve().parent.parent
 BATCH, WIDTH, MATMUL, REPS = 4096, 256, 1024, 7
+WARM_UP = 8  # (`alternate`: uncounted calls first; tracejit's product sites time both modes
+# in their first calls, linalg.WARM_UP_CALLS)
 
 
 def _inputs(jax, mesh, P):
@@ -60,7 +69,7 @@ def _median(f, *args) -> tuple[float, float]:
     return first, statistics.median(times)
 
 
-def worker(impl: str, mode: str, n: int) -> None:
+def _library(impl: str):
     if impl == "tracejit":
         import tracejit as jax
         import tracejit.numpy as jnp
@@ -69,14 +78,13 @@ def worker(impl: str, mode: str, n: int) -> None:
         import jax
         import jax.numpy as jnp
         from jax import lax
-    if mode == "processes" and n > 1:
-        if impl == "tracejit":
-            jax.distributed.initialize()
-        else:
-            jax.distributed.initialize(os.environ["BENCH_COORDINATOR"], num_processes=n,
-                                       process_id=int(os.environ["BENCH_PROCESS"]))
+    return jax, jnp, lax
+
+
+def _programs(jax, jnp, lax, devices) -> dict:
+    """The two workloads over a mesh of `devices`: name -> (jitted function, arguments)."""
     P = jax.sharding.PartitionSpec
-    mesh = jax.sharding.Mesh(np.array(jax.devices()), ("x",))
+    mesh = jax.sharding.Mesh(np.array(devices), ("x",))
     x, y, params, a, b = _inputs(jax, mesh, P)
 
     def loss(p, x, y):
@@ -90,10 +98,69 @@ def worker(impl: str, mode: str, n: int) -> None:
                                   out_specs=P()))
     matmul = jax.jit(jax.shard_map(lambda a, b: a @ b, mesh=mesh, in_specs=(P("x"), P()),
                                    out_specs=P("x")))
-    rows = {"data-parallel MLP step": _median(train, params, x, y),
-            "row-sharded matmul": _median(matmul, a, b)}
+    return {"data-parallel MLP step": (train, (params, x, y)),
+            "row-sharded matmul": (matmul, (a, b))}
+
+
+def worker(impl: str, mode: str, n: int) -> None:
+    jax, jnp, lax = _library(impl)
+    if mode == "processes" and n > 1:
+        if impl == "tracejit":
+            jax.distributed.initialize()
+        else:
+            jax.distributed.initialize(os.environ["BENCH_COORDINATOR"], num_processes=n,
+                                       process_id=int(os.environ["BENCH_PROCESS"]))
+    rows = {k: _median(f, *args) for k, (f, args) in _programs(jax, jnp, lax,
+                                                               jax.devices()).items()}
     if jax.process_index() == 0:
         print(json.dumps({k: {"first": f, "median": m} for k, (f, m) in rows.items()}))
+
+
+def _call(f, args) -> tuple[float, float]:
+    """(wall, CPU) seconds of one call, waited for."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = f(*args)
+    for leaf in (out.values() if isinstance(out, dict) else [out]):
+        leaf.block_until_ready()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def alternate_worker(impl: str, calls: int) -> None:
+    """1 device against 2 in this process (2 CPU devices): for each workload, WARM_UP calls
+    of each program, then `calls` calls of each, alternating (which goes first alternates
+    too); prints medians of wall and CPU per call as JSON."""
+    jax, jnp, lax = _library(impl)
+    programs = {n: _programs(jax, jnp, lax, jax.devices()[:n]) for n in (1, 2)}
+    result = {}
+    for work in programs[1]:
+        for n in (1, 2):
+            for _ in range(WARM_UP):
+                _call(*programs[n][work])
+        times = {1: [], 2: []}
+        for i in range(calls):
+            for n in ((1, 2) if i % 2 else (2, 1)):
+                times[n].append(_call(*programs[n][work]))
+        result[work] = {str(n): [statistics.median(t[j] for t in times[n]) for j in (0, 1)]
+                        for n in (1, 2)}
+    print(json.dumps(result))
+
+
+def alternate(calls: int) -> None:
+    print(f"1 vs 2 devices in one process, calls alternating: medians of {calls} calls each "
+          f"(wall / CPU of all threads, ms); load average {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} CPUs")
+    print(f"{'workload':24} {'library':9} {'1 device':>17} {'2 devices':>17} {'speed-up':>9}")
+    for impl in ("tracejit", "jax"):
+        out = subprocess.run([sys.executable, "-m", "benchmarks.scaling", "alternate-worker",
+                              impl, str(calls)], check=False, cwd=ROOT, env=_env(impl, 2),
+                             capture_output=True, text=True, timeout=900)
+        if out.returncode:
+            print(f"{impl}: {out.stderr[-300:]}")
+            continue
+        for work, r in json.loads(out.stdout.strip().splitlines()[-1]).items():
+            (w1, c1), (w2, c2) = r["1"], r["2"]
+            print(f"{work:24} {impl:9} {w1 * 1e3:7.2f} / {c1 * 1e3:6.2f} "
+                  f"{w2 * 1e3:7.2f} / {c2 * 1e3:6.2f} {w1 / w2:9.2f}")
 
 
 def _env(impl: str, devices: int) -> dict:
@@ -172,5 +239,9 @@ def main() -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["worker"]:
         worker(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif sys.argv[1:2] == ["alternate-worker"]:
+        alternate_worker(sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1:2] == ["alternate"]:
+        alternate(int(sys.argv[2]) if len(sys.argv) > 2 else 100)
     else:
         main()
