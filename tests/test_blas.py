@@ -121,11 +121,15 @@ BATCH_TN = (([1], [1]), ([0], [0]))   # a[i].T @ b[i]
     ((2, 2048, 256), (2, 2048, 1), BATCH_TN, 2),         # ... and its gemv: one per product
     ((3, 1, 600), (3, 600, 700), BATCH_MM, 3),           # one-row products
 ])
-@pytest.mark.parametrize("threads", [1, 2])
-def test_batch_of_products_is_one_pool_job(a_shape, b_shape, dn, chunks, threads):
+@pytest.mark.parametrize("threads,mode", [(1, None), (2, None), (2, "tiles"), (2, "one")])
+def test_batch_of_products_is_one_pool_job(monkeypatch, a_shape, b_shape, dn, chunks, threads,
+                                           mode):
     """A batch of products with work enough for the pool runs as one pool job (a chunk per
-    product, or per split-k tile): each product has the bits it has alone, whatever the
-    thread count, and the values are within the dot product bound of float64's."""
+    product, or per split-k tile), or -- products run whole, as the site picks per call, or
+    as linalg.GEMM_MODE forces -- in a loop on the calling thread: each product has the bits
+    it has alone either way, whatever the thread count, and the values are within the dot
+    product bound of float64's."""
+    monkeypatch.setattr(linalg, "GEMM_MODE", mode)
     old = tracejit.config.read("tracejit_num_threads")
     tracejit.config.update("tracejit_num_threads", threads)
     try:
@@ -133,12 +137,19 @@ def test_batch_of_products_is_one_pool_job(a_shape, b_shape, dn, chunks, threads
         f, one = _dot(dn), _dot((([d - 1 for d in dn[0][0]], [d - 1 for d in dn[0][1]]),
                                  ([], [])))
         ir = _llvm(f, a, b)
-        assert ir.count("@tracejit_parallel_for(") == 2, ir  # (the declaration and one call)
-        assert f"i64 {chunks})" in ir.split("call void @tracejit_parallel_for(")[1]
+        split_k = chunks > a_shape[0]
+        if mode != "one" or split_k:
+            assert ir.count("@tracejit_parallel_for(") == 2, ir  # (its declaration, one call)
+            assert f"i64 {chunks})" in ir.split("call void @tracejit_parallel_for(")[1]
+        else:  # (forced to loop: the pool job is folded away)
+            assert "@tracejit_parallel_for(" not in ir
+        jf = tracejit.jit(f)
+        calls = [jf(a, b) for _ in range(2 * linalg.WARM_UP_CALLS)]  # (a site tries both ways)
         got = _check(f, (a, b), a_shape[dn[0][0][0]])
         for i in range(a_shape[0]):
             alone = np.asarray(tracejit.jit(one)(a[i], b[i]))
-            assert got[i].tobytes() == alone.tobytes()
+            for out in (got, *calls):
+                assert np.asarray(out)[i].tobytes() == alone.tobytes()
     finally:
         tracejit.config.update("tracejit_num_threads", old)
 

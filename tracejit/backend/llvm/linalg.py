@@ -125,7 +125,6 @@ def _emit_gemv(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
     pack the whole matrix operand first, a second pass over it (a 4096x256 by 256x1 sgemm
     took 0.20 ms, the sgemv 0.06 ms). The vector operand is contiguous in either layout."""
     from .blas import gemm_work
-    b = em.b
     if n == 1:  # out[m] = A[m,k] x: A row-major [m,k] is column-major [k,m] (ld k)
         mat, vec, trans, rows, cols = lhs, rhs, ("N" if lhs_t else "T"), \
             (m if lhs_t else k), (k if lhs_t else m)
@@ -133,22 +132,10 @@ def _emit_gemv(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
         mat, vec, trans, rows, cols = rhs, lhs, ("T" if rhs_t else "N"), \
             (k if rhs_t else n), (n if rhs_t else k)
     work = gemm_work(dtype, m, n, k)
-    sizes = (mat.aval.size // batch, vec.aval.size // batch, m * n)
-    args = [trans, rows, cols, 1.0, None, rows, None, 1, 0.0, None, 1]
-    if _pool_the_batch(batch, work, GEMV_POOL_WORK):
-        # one product per chunk, one BLAS thread each: each product's call as the loop's
-        _set_blas_threads(em, 0)
-        body = _batch_body(em.module, dtype, "gemv", args, sizes)
-        ctx = em._entry_alloca(ir.ArrayType(mem_type(dtype).as_pointer(), 3))
-        _run_tiles(em, body, ctx, [mat.ptr, vec.ptr, out.ptr], batch)
-        return
     _set_blas_threads(em, work)
-
-    def one(i):
-        ptrs = [b.gep(buf.ptr, [b.mul(i, ir.Constant(I64, size))], inbounds=True)
-                for buf, size in zip((mat, vec, out), sizes)]
-        _call_blas(b, em._entry_alloca, em.module, dtype, "gemv", _fill(args, ptrs))
-    em.loop(batch, one, name="batch")
+    _emit_calls(em, dtype, "gemv", [trans, rows, cols, 1.0, None, rows, None, 1, 0.0, None, 1],
+                [mat, vec, out], (mat.aval.size // batch, vec.aval.size // batch, m * n), batch,
+                _pool_the_batch(batch, work, GEMV_POOL_WORK))
 
 
 # --- the products of a batch as one pool job ---------------------------------------------------
@@ -157,16 +144,54 @@ def _emit_gemv(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
 # after the other, each alone on the pool or on the calling thread. Where the batch holds work
 # enough for the pool (the threshold one product needs to be tiled), its products -- and their
 # split-k tiles -- are the chunks of one pool job instead: each chunk is the call (or tile) the
-# loop made, on one BLAS thread, so every product keeps its bits.
+# loop made, on one BLAS thread, so every product keeps its bits. Split-k tiles were pool jobs
+# already (one per product; now one for all). Products run whole are new to the pool, and a
+# pool job is at the scheduler's mercy: on a loaded machine the caller waits for a chunk a
+# descheduled thread holds (64 products of 128^3 at load 13-16: 2.2 ms serial, a median of
+# 15 ms as one pool job), so such a batch site times both ways, as row and column tiles do
+# (_pick_tiles), and runs the faster lately.
 GEMV_POOL_WORK = 1 << 20  # a batch of gemvs reading >= 4 MiB of float32 matrix (~0.1 ms)
 
 
-def _pool_the_batch(batch: int, work: int, threshold: int) -> bool:
-    """Whether a batch of products of `work` each runs as one pool job: several products,
-    enough work in all, and each one a single-threaded call in the loop too (blas.threads_for)
-    -- OpenBLAS's own threads could split a product's sums otherwise."""
+def _pool_the_batch(batch: int, work: int, threshold: int) -> int:
+    """The batch's work if its products of `work` each may run as one pool job, else 0:
+    several products, enough work in all, and each one a single-threaded call in the loop too
+    (blas.threads_for) -- OpenBLAS's own threads could split a product's sums otherwise."""
     from .blas import WORK_PER_THREAD
-    return batch > 1 and batch * work >= threshold and work < WORK_PER_THREAD
+    ok = batch > 1 and batch * work >= threshold and work < WORK_PER_THREAD
+    return batch * work if ok else 0
+
+
+def _emit_calls(em: Emitter, dtype, routine: str, args: list, bufs: list, sizes: tuple,
+                batch: int, pooled: int) -> None:
+    """One BLAS call per product of a batch (`args` with its pointers left None, filled from
+    `bufs`, product i's `sizes` elements further each): in a loop on the calling thread, or,
+    where the batch's work `pooled` is not 0 (_pool_the_batch), as one pool job or that loop,
+    whichever a timed site picks per call."""
+    b = em.b
+
+    def loop():
+        def one(i):
+            ptrs = [b.gep(buf.ptr, [b.mul(i, ir.Constant(I64, size))], inbounds=True)
+                    for buf, size in zip(bufs, sizes)]
+            _call_blas(b, em._entry_alloca, em.module, dtype, routine, _fill(args, ptrs))
+        em.loop(batch, one, name="batch")
+    if not pooled:
+        loop()
+        return
+    body = _batch_body(em.module, dtype, routine, args, sizes)
+    ctx = em._entry_alloca(ir.ArrayType(mem_type(dtype).as_pointer(), len(bufs)))
+    # (a batch of more work than ONLINE_GEMM_MAX_WORK always runs on the pool, as large
+    # products always tile)
+    site = _timed_site(em) if GEMM_MODE is None and pooled < ONLINE_GEMM_MAX_WORK else None
+    use_pool, clock = _pick_tiles(em, site)
+    with b.if_else(use_pool) as (job, serial):
+        with job:
+            _run_tiles(em, body, ctx, [buf.ptr for buf in bufs], batch)
+        with serial:
+            loop()
+    if clock is not None:
+        _record_time(em, site, use_pool, clock)
 
 
 def _fill(args: list, ptrs: list) -> list:
@@ -318,45 +343,42 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
     from .blas import gemm_work, splits_agree
     b = em.b
     plan = tile_plan(dtype, m, n, k)
-    work = gemm_work(dtype, m, n, k)
-    if (plan is None or plan[0] == "k") and _pool_the_batch(batch, work, POOL_GEMM_WORK):
-        _emit_gemm_batch(em, dtype, lhs, rhs, out, batch, m, n, k, lhs_t, rhs_t, plan)
-        return
-    body = ctx = parts = None
-    tiles = 0
+    # B (rhs) is op(X1): row-major [k,n] is column-major [n,k] = B^T ('N', ld n); stored [n,k]
+    # it is column-major [k,n] = B, so 'T' with ld k. Likewise for A.
+    args = ["T" if rhs_t else "N", "T" if lhs_t else "N", n, m, k, 1.0, None,
+            k if rhs_t else n, None, m if lhs_t else k, 0.0, None, n]
+    sizes = (k * n, m * k, m * n)
     if plan is None:
-        _set_blas_threads(em, gemm_work(dtype, m, n, k))
-    else:
-        _set_blas_threads(em, 0)  # (one thread per tile)
-        body = _tile_body(em.module, dtype, plan, m, n, k, lhs_t, rhs_t)
-        ptr_t = mem_type(dtype).as_pointer()
-        ctx = em._entry_alloca(ir.ArrayType(ptr_t, 4))
-        axis, _, tiles = plan
-        parts = em.alloc(ShapedArray(((tiles - 1) * m * n,), np.dtype(dtype))) \
-            if axis == "k" else None
-    site = None  # a row/column-tiled mid-size product's times: [one call, tiles, calls]
-    if plan is not None and plan[0] != "k" and GEMM_MODE is None \
-            and gemm_work(dtype, m, n, k) < ONLINE_GEMM_MAX_WORK and splits_agree(dtype):
-        site = ir.GlobalVariable(em.module, ir.ArrayType(I64, 3),
-                                 em.module.get_unique_name("gemm_site"))
-        site.linkage = "internal"
-        site.initializer = ir.Constant(ir.ArrayType(I64, 3), None)
+        work = gemm_work(dtype, m, n, k)
+        _set_blas_threads(em, work)
+        _emit_calls(em, dtype, "gemm", args, [rhs, lhs, out], sizes, batch,
+                    _pool_the_batch(batch, work, POOL_GEMM_WORK))
+        return
+    _set_blas_threads(em, 0)  # (one thread per tile)
+    body = _tile_body(em.module, dtype, plan, m, n, k, lhs_t, rhs_t)
+    ctx = em._entry_alloca(ir.ArrayType(mem_type(dtype).as_pointer(), 4))
+    axis, _, tiles = plan
+    if axis == "k":
+        # every product's partial products in one pool job, then each product's sum
+        parts = em.alloc(ShapedArray((batch * (tiles - 1) * m * n,), np.dtype(dtype)))
+        _run_tiles(em, body, ctx, [rhs.ptr, lhs.ptr, out.ptr, parts.ptr], batch * tiles)
+
+        def sum_one(i):
+            def at(ptr, size):
+                return b.gep(ptr, [b.mul(i, ir.Constant(I64, size))], inbounds=True)
+            _sum_partials(em, at(out.ptr, m * n), at(parts.ptr, (tiles - 1) * m * n),
+                          tiles - 1, m * n)
+        em.loop(batch, sum_one, name="batch")
+        em.release(parts)
+        return
+    site = None  # a mid-size product's times
+    if GEMM_MODE is None and gemm_work(dtype, m, n, k) < ONLINE_GEMM_MAX_WORK \
+            and splits_agree(dtype):
+        site = _timed_site(em)
 
     def one(i):
-        def at(buf, size):
-            return b.gep(buf.ptr, [b.mul(i, ir.Constant(I64, size))], inbounds=True)
-        a_ptr, b_ptr, c_ptr = at(rhs, k * n), at(lhs, m * k), at(out, m * n)
-        if plan is None:
-            # B (rhs) is op(X1): row-major [k,n] is column-major [n,k] = B^T ('N', ld n);
-            # stored [n,k] it is column-major [k,n] = B, so 'T' with ld k. Likewise for A.
-            _call_blas(b, em._entry_alloca, em.module, dtype, "gemm",
-                       ["T" if rhs_t else "N", "T" if lhs_t else "N", n, m, k, 1.0,
-                        a_ptr, k if rhs_t else n, b_ptr, m if lhs_t else k, 0.0, c_ptr, n])
-            return
-        if parts is not None:
-            _run_tiles(em, body, ctx, [a_ptr, b_ptr, c_ptr, parts.ptr], tiles)
-            _sum_partials(em, c_ptr, parts.ptr, tiles - 1, m * n)
-            return
+        ptrs = [b.gep(buf.ptr, [b.mul(i, ir.Constant(I64, size))], inbounds=True)
+                for buf, size in zip((rhs, lhs, out), sizes)]
         # row or column tiles give each output element the same sum as one call (where this
         # BLAS's do: blas.splits_agree), so which runs may change per call: one call with one
         # thread (each tile would repack the other operand: +20% for 1024^3), else tiles, or
@@ -365,46 +387,12 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
             ir.Constant(ir.IntType(1), 1), None)
         with b.if_else(use_tiles) as (tiled, serial):
             with tiled:
-                _run_tiles(em, body, ctx, [a_ptr, b_ptr, c_ptr, None], tiles)
+                _run_tiles(em, body, ctx, [*ptrs, None], tiles)
             with serial:
-                _call_blas(b, em._entry_alloca, em.module, dtype, "gemm",
-                           ["T" if rhs_t else "N", "T" if lhs_t else "N", n, m, k, 1.0,
-                            a_ptr, k if rhs_t else n, b_ptr, m if lhs_t else k, 0.0, c_ptr, n])
+                _call_blas(b, em._entry_alloca, em.module, dtype, "gemm", _fill(args, ptrs))
         if clock is not None:
             _record_time(em, site, use_tiles, clock)
     em.loop(batch, one, name="batch")
-    if parts is not None:
-        em.release(parts)
-
-
-def _emit_gemm_batch(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: int,
-                     n: int, k: int, lhs_t: bool, rhs_t: bool, plan) -> None:
-    """A batch of products as one pool job (see _pool_the_batch): one chunk per product
-    (`plan` None: each the one call the loop made) or per split-k tile, then each product's
-    partials summed into it as the loop summed them. (Row and column tiles, whose mode each
-    call picks, keep the loop.)"""
-    b = em.b
-    _set_blas_threads(em, 0)  # (one thread per chunk)
-    ptr_t = mem_type(dtype).as_pointer()
-    ctx = em._entry_alloca(ir.ArrayType(ptr_t, 4))
-    if plan is None:
-        body = _batch_body(em.module, dtype, "gemm", [
-            "T" if rhs_t else "N", "T" if lhs_t else "N", n, m, k, 1.0, None,
-            k if rhs_t else n, None, m if lhs_t else k, 0.0, None, n], (k * n, m * k, m * n))
-        _run_tiles(em, body, ctx, [rhs.ptr, lhs.ptr, out.ptr, None], batch)
-        return
-    tiles = plan[2]
-    body = _tile_body(em.module, dtype, plan, m, n, k, lhs_t, rhs_t)
-    parts = em.alloc(ShapedArray((batch * (tiles - 1) * m * n,), np.dtype(dtype)))
-    _run_tiles(em, body, ctx, [rhs.ptr, lhs.ptr, out.ptr, parts.ptr], batch * tiles)
-
-    def sum_one(i):
-        def at(ptr, size):
-            return b.gep(ptr, [b.mul(i, ir.Constant(I64, size))], inbounds=True)
-        _sum_partials(em, at(out.ptr, m * n), at(parts.ptr, (tiles - 1) * m * n), tiles - 1,
-                      m * n)
-    em.loop(batch, sum_one, name="batch")
-    em.release(parts)
 
 
 # --- tiles or one call, per call --------------------------------------------------------------
@@ -466,6 +454,15 @@ def _record_time(em: Emitter, site, tiles: ir.Value, start: ir.Value) -> None:
     fresh = b.or_(fresh, b.icmp_unsigned("<=", count, ir.Constant(I64, WARM_UP_CALLS)))
     mean = b.lshr(b.add(old, spent), ir.Constant(I64, 1))
     b.store_atomic(b.select(fresh, spent, mean), slot, "monotonic", 8)
+
+
+def _timed_site(em: Emitter) -> ir.GlobalVariable:
+    """A product site's times: [one call (or the loop), tiles (or one pool job), calls]."""
+    site = ir.GlobalVariable(em.module, ir.ArrayType(I64, 3),
+                             em.module.get_unique_name("gemm_site"))
+    site.linkage = "internal"
+    site.initializer = ir.Constant(ir.ArrayType(I64, 3), None)
+    return site
 
 
 def _site_slot(em: Emitter, site, j: int) -> ir.Value:
