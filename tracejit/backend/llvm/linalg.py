@@ -1,7 +1,8 @@
 """Structural rule for dot_general: large float/complex products through BLAS (?gemv for one
-row or column, ?gemm otherwise, large ones as tiles on our thread pool), the rest (small,
-integer, half precision, unusual layouts) as an inline loop nest. codegen's Emitter
-dispatches to it through `rules.STRUCTURAL`."""
+row or column, ?gemm otherwise, large ones as tiles on our thread pool, a batch holding work
+enough for the pool as one pool job), the rest (small, integer, half precision, unusual
+layouts) as an inline loop nest. codegen's Emitter dispatches to it through
+`rules.STRUCTURAL`."""
 from __future__ import annotations
 
 import math
