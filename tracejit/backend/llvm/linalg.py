@@ -148,9 +148,9 @@ def _emit_gemv(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
 # loop made, on one BLAS thread, so every product keeps its bits. Split-k tiles were pool jobs
 # already (one per product; now one for all). Products run whole are new to the pool, and a
 # pool job is at the scheduler's mercy: on a loaded machine the caller waits for a chunk a
-# descheduled thread holds (64 products of 128^3 at load 13-16: 2.2 ms serial, a median of
-# 15 ms as one pool job), so such a batch site times both ways, as row and column tiles do
-# (_pick_tiles), and runs the faster lately.
+# descheduled thread holds (64 products of 128^3 at load 13-16: medians of 2.8-7.3 ms as the
+# loop, 15 ms as one pool job), so such a batch site times both ways, as row and column tiles
+# do (_pick_tiles), and runs the faster lately.
 GEMV_POOL_WORK = 1 << 20  # a batch of gemvs reading >= 4 MiB of float32 matrix (~0.1 ms)
 
 
