@@ -91,7 +91,7 @@ def _fission(eqn: Eqn) -> tuple[Eqn, ...]:
         return (eqn,)
     # what the second scan reads of the first's values: stacked by the first, its xs
     carry_in = body.invars[nc:nc + nk]
-    made = {v for k in chain for v in (carry_in[k],)} | {v for e in first for v in e.outvars}
+    made = {carry_in[k] for k in chain} | {v for e in first for v in e.outvars}
     others = [k for k in range(nk) if k not in chain]
     ys = body.outvars[nk:]
     late_ys = [i for i, v in enumerate(ys) if not (isinstance(v, Var) and v in made)]
