@@ -98,6 +98,13 @@ def test_short_scans_do_not_poll():
         x = tracejit.ShapeDtypeStruct(shape, np.float32)
         closed = tracejit.make_jaxpr(lambda x: lax.fori_loop(0, n, body, x))(x)
         assert codegen.generate(closed, "f").polls == polls, (n, shape)
+    # index maps (the xs' iota, a concatenation of the ys) count one operation an element, not
+    # one a dimension's length per element: a 1,000-step scan over arange(1000) stays short
+    def trajectory(x):
+        ys = lax.scan(lambda c, t: (step(t, c), c), x, xs=tnp.arange(1000))[1]
+        return tnp.concatenate([x[None], ys])
+    closed = tracejit.make_jaxpr(trajectory)(tracejit.ShapeDtypeStruct((), np.float32))
+    assert not codegen.generate(closed, "f").polls
     # the unpolled loop still computes what it did, bit for bit (NumPy's float32 steps)
     f = tracejit.jit(lambda x: lax.fori_loop(0, 10_000, step, x))
     ref = np.float32(0.5)

@@ -227,6 +227,22 @@ def test_nested_jit_and_closure_constants():
     _assert_same(*_both(f, np.ones(6, np.float32)))
 
 
+def test_python_scalar_arguments_beside_arrays_and_numpy_values():
+    """Python floats, ints and bools among the arguments (converted per call to their avals'
+    dtypes: a fresh array each, whose address is taken from its buffer), as values that vary
+    between calls of one compiled signature, beside Arrays, NumPy arrays and NumPy scalars."""
+    def f(a, x, n, flag, v, s):
+        return tracejit.numpy.where(flag, a * x + n, a - x) + v * s
+    a = tracejit.numpy.arange(4.0)
+    g = tracejit.jit(f)
+    for x, n, flag in ((0.1, 3, True), (-2.5, -7, False), (1e30, 2**31 - 1, True)):
+        args = (a, x, n, flag, np.full(4, 0.5, np.float32), np.float32(3))
+        got = g(*args)
+        _assert_same(got, tracejit.jit(f, backend="interpret")(*args))
+        assert got.dtype == np.float32
+    assert g._cache_size() == 1
+
+
 def test_native_as_text_shows_kernels_and_llvm():
     f = tracejit.jit(lambda x: lax.exp(x * 2.0) + 1.0, backend="native")
     compiled = f.lower(np.ones(8, np.float32)).compile()

@@ -2,9 +2,10 @@
 lowerings (user_lowerings.py), inlining of nested jit calls, algebraic
 simplification, constant folding, common-subexpression elimination, forwarding of unchanged loop
 carries, loop-invariant code motion and dead-code elimination. `optimize` runs them all, then
-element loops (compiler.element_loops), row fusion (compiler.rows) and fusion
-(compiler.fusion). Each pass returns a new Jaxpr (the input is never mutated) and also rewrites
-the sub-jaxprs of control flow; the jaxpr checker accepts every result."""
+key-chain fission (compiler.key_chains), element loops (compiler.element_loops), row fusion
+(compiler.rows) and fusion (compiler.fusion). Each pass returns a new Jaxpr (the input is never
+mutated) and also rewrites the sub-jaxprs of control flow; the jaxpr checker accepts every
+result."""
 from __future__ import annotations
 
 import math
@@ -35,6 +36,7 @@ from ..transforms.custom import custom_jvp_call_p, custom_vjp_call_p
 from .block_maps import selects_source
 from .element_loops import element_loops
 from .fusion import fuse
+from .key_chains import split_key_chains
 from .rows import fuse_rows
 from .user_lowerings import expand_user_primitives
 
@@ -62,6 +64,8 @@ def optimize(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
         jaxpr = _checked(forward_carries, jaxpr)
         jaxpr = _checked(licm, jaxpr)
         jaxpr = _checked(dce, jaxpr)
+    jaxpr = _checked(split_key_chains, jaxpr)
+    jaxpr = _checked(dce, jaxpr)  # (the consts and xs each half of a split scan does not read)
     # last: the other passes need not know row_map or fused
     jaxpr = _checked(element_loops, jaxpr)
     jaxpr = _checked(dce, jaxpr)  # (the uniform loops whose results go unused)

@@ -169,9 +169,18 @@ class NativeExecutable(Executable):
     def _convert(self, leaves: Sequence[Any]) -> tuple[list[int], list[np.ndarray]]:
         addresses, keep = [], []
         for x, aval in zip(leaves, self.in_avals):
-            if type(x) is Array:
+            t = type(x)
+            if t is Array:
                 addresses.append(x.address)
                 continue
+            if t is float or t is int or t is bool:  # (a Python scalar: the SDE rows' dt)
+                a = np.array(x, aval.dtype)  # fresh and writable: its address the cheap way
+                keep.append(a)
+                try:
+                    addresses.append(_addressof(_from_buffer(a)))
+                    continue
+                except ValueError:  # ml_dtypes' bfloat16 is outside the buffer protocol
+                    pass
             a = np.ascontiguousarray(x, dtype=aval.dtype)
             keep.append(a)
             addresses.append(a.ctypes.data)

@@ -12,7 +12,7 @@ import llvmlite.ir as ir
 
 from ...compiler.rows import row_map_p
 from ...core.jaxpr import ClosedJaxpr, Jaxpr
-from ...core.primitive import ELEMENTWISE
+from ...core.primitive import ELEMENTWISE, INDEX_MAP
 from ...lax.callback import CALLBACK_PRIMITIVES
 from ...lax.control_flow import cond_p, scan_p, while_p
 from . import jit_engine
@@ -51,7 +51,8 @@ SCAN_POLL_MIN_WORK = 1 << 20
 def bounded_work(jaxpr: Jaxpr) -> int | None:
     """An upper bound on the element operations of one run of `jaxpr`, or None where it has a
     while_loop or a host callback (no static bound). An equation without a body counts its largest
-    operand or result, times its largest dimension unless it is elementwise (this bounds a matmul,
+    operand or result, times its largest dimension unless it is elementwise or an index map (one
+    element read per element written: iota, slices, concatenation, gathers) (this bounds a matmul,
     sort, FFT or factorisation); a scan its length times its body; a cond its costliest branch; a
     row_map its rows times its row body; any other equation with bodies, the sum of them."""
     total = 0
@@ -72,7 +73,7 @@ def _eqn_work(eqn) -> int | None:
               for x in (value if isinstance(value, tuple) else (value,))
               if isinstance(x, ClosedJaxpr)]
     if not bodies:
-        if eqn.primitive.fusion == ELEMENTWISE:
+        if eqn.primitive.fusion in (ELEMENTWISE, INDEX_MAP):
             return size
         return size * max([d for s in shapes for d in s] + [1])
     works = [bounded_work(body) for body in bodies]
