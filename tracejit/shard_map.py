@@ -25,6 +25,7 @@ from .core.sharding import (UNCONSTRAINED, AbstractMesh, Mesh, NamedSharding, Pa
 from .core.trace import DynamicJaxprTracer, get_aval, user_source_info
 from .runtime.devices import to_array
 from .runtime.jit import jit
+from .runtime.sharded import argument_text, incompatible_devices
 from .transforms.api import map_over_axis
 from .transforms.spmd import join_shards, nest_axes, split_shards
 
@@ -103,6 +104,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
         if mesh is None and not bound:
             bound.append(context)
         leaves, in_tree = tree_flatten(args)
+        if isinstance(m, Mesh) and not m.is_multi_process:
+            _check_devices(leaves, m, fun_name)
         flat_specs = _broadcast_specs(specs, args)
         from .shard_map_processes import across_processes, process_axes
         processes = process_axes(m)
@@ -131,6 +134,25 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
                                   NamedSharding(m, staged[1]))
         return tree_unflatten(tree, results)
     return mapped
+
+
+def _check_devices(leaves: list, m: Mesh, fun_name: str) -> None:
+    """JAX's error for an argument committed to a device (`device_put(x, device)`) or laid
+    out over devices other than the mesh's: JAX runs shard_map as a jit, bound to both. (Under
+    jit, jit checks its own arguments: runtime/sharded.py.)"""
+    mesh_ids = sorted(d.id for d in m.devices.flat)
+    for i, x in enumerate(leaves):
+        while isinstance(x, (JVPTracer, BatchTracer)):  # (eager grad, vmap: their values')
+            x = x.primal if isinstance(x, JVPTracer) else x.val
+        own = x._sharding if isinstance(x, Array) else None
+        if own is None or isinstance(own, NamedSharding) and not isinstance(own.mesh, Mesh):
+            continue
+        ids = sorted(d.id for d in own.device_set)
+        if ids != mesh_ids:
+            where = user_source_info()
+            raise incompatible_devices(
+                argument_text(f"args[{i}]", fun_name, get_aval(x)), ids, "shard_map inside jit",
+                mesh_ids, f" at {where}" if where is not None else "")
 
 
 def _context_mesh_error(context: AbstractMesh, given: Mesh | AbstractMesh, first: bool,
