@@ -39,7 +39,7 @@ def record(name, call):
         text = str(e).split("\n\n")[0]
         # (the location: JAX's file:line:column (function), where it gives one; the function:
         # JAX names its own wrapper of an eager shard_map, and qualified names)
-        text = re.sub(r"(on platform CPU) at .*$", r"\1", text, flags=re.S)
+        text = re.sub(r"(on platform CPU) at .*$", r"\1", text, flags=re.DOTALL)
         text = re.sub(r"(argument \S+) of .*? with shape", r"\1 of F with shape", text)
         out[name] = np.zeros(0, np.float32)
         out[name + ".error"] = np.array(f"{type(e).__name__}: {text}")
