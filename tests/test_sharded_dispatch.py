@@ -167,11 +167,12 @@ COMMITTED = ["sm_d3", "sm_d1", "sm_replicated_d3", "sm_placed_m23", "sm_pytree_d
              "jit_sm_uncommitted", "jit_sm_d3", "jit_sm_uncommitted_again",
              "jit_sm_d3_keyword", "jit_in_shardings_d3", "jit_out_shardings_d3",
              "jit_constraint_d3", "jit_placed_then_d3", "jit_d3_then_placed", "jit_d3_d2",
-             "jit_d3_alone", "jit_d3_uncommitted"]
+             "jit_d3_alone", "jit_d3_uncommitted", "jit_d3_under_mesh",
+             "jit_uncommitted_under_mesh", "jit_d3_under_its_mesh"]
 COMMITTED_REFUSED = ["sm_d3", "sm_d1", "sm_replicated_d3", "sm_placed_m23", "sm_pytree_d3",
                      "sm_grad_d3", "sm_vmap_d3", "jit_sm_d3", "jit_sm_d3_keyword",
                      "jit_out_shardings_d3", "jit_constraint_d3", "jit_placed_then_d3",
-                     "jit_d3_then_placed", "jit_d3_d2"]
+                     "jit_d3_then_placed", "jit_d3_d2", "jit_d3_under_mesh"]
 # tracejit refuses this where JAX 0.10 runs it: jit(grad(f)) of a shard_map over devices 0, 1
 # on an array committed to device 3 (JAX refuses grad(f) and jit(f) of it alike)
 COMMITTED_DIVERGING = ["jit_grad_sm_d3"]

@@ -84,5 +84,11 @@ record("jit_d3_d2", lambda: jax.jit(lambda a, b: a + b)(d3, d2))
 record("jit_d3_alone", lambda: jax.jit(double)(d3))  # (bound to no mesh: runs)
 record("jit_d3_uncommitted", lambda: jax.jit(lambda a, b: a + b)(d3, uncommitted))
 record("jit_grad_sm_d3", lambda: jax.jit(jax.grad(lambda a: sm(a).sum()))(d3))
+# the mesh in effect binds a jitted program to its devices too
+with jax.set_mesh(m01):
+    record("jit_d3_under_mesh", lambda: jax.jit(double)(d3))
+    record("jit_uncommitted_under_mesh", lambda: jax.jit(double)(uncommitted))
+with jax.set_mesh(Mesh(np.array(devs[3:]), ("x",))):
+    record("jit_d3_under_its_mesh", lambda: jax.jit(double)(d3))
 
 np.savez(sys.argv[1], **out)

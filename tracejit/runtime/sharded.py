@@ -16,7 +16,7 @@ from ..core.jaxpr import ClosedJaxpr, Literal, Var
 from ..core.primitive import ELEMENTWISE
 from ..core.pytree import tree_flatten, tree_leaves
 from ..core.sharding import (AxisType, Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding,
-                             resolve_sharding)
+                             get_mesh, resolve_sharding)
 from ..core import trace as core_trace
 from ..core.trace import trace_to_jaxpr
 from ..lax.shape import transpose_p
@@ -159,8 +159,9 @@ def check_committed(closed: ClosedJaxpr, leaves: Sequence, laid_out: Sequence | 
                     where: Any) -> None:
     """JAX's error for arguments committed to single devices (`device_put(x, device)`) in a
     program bound to other devices: by another argument (committed elsewhere, or laid out over
-    a mesh), a shard_map or sharding constraint staged in it, or its out_shardings. (Laid-out
-    arguments among themselves: check_layout and check_shard_map_devices.)"""
+    a mesh), a shard_map or sharding constraint staged in it, its out_shardings, or the mesh
+    in effect (`set_mesh`). (Laid-out arguments among themselves: check_layout and
+    check_shard_map_devices.)"""
     bound = []  # (leaf index, device ids) of each argument bound to devices, in order
     for i, x in enumerate(leaves):
         s = laid_out[i] if laid_out is not None else None
@@ -182,14 +183,17 @@ def check_committed(closed: ClosedJaxpr, leaves: Sequence, laid_out: Sequence | 
             raise incompatible_devices(arg(i0), ids0, arg(i), ids, at)
     if i0 not in single:
         return  # (laid out over a mesh: the checks of laid-out arguments apply)
-    inside = [("shard_map inside jit", s) for s in _staged_meshes(closed)] + \
-        [("sharding_constraint inside jit", s) for s in constraints(closed.jaxpr)] + \
-        [("explicit output sharding", s) for s in tree_leaves(out_shardings)
-         if isinstance(s, NamedSharding)]
-    for what, s in inside:
-        if isinstance(s.mesh, Mesh) and not s.mesh.is_multi_process and \
-                sorted(_ids(s)) != sorted(ids0):
-            raise incompatible_devices(arg(i0), ids0, what, _ids(s), at)
+    context = get_mesh()
+    inside = [("shard_map inside jit", s.mesh) for s in _staged_meshes(closed)] + \
+        [("sharding_constraint inside jit", s.mesh) for s in constraints(closed.jaxpr)] + \
+        [("explicit output sharding", s.mesh) for s in tree_leaves(out_shardings)
+         if isinstance(s, NamedSharding)] + \
+        ([("jit's context mesh", context)] if not context.empty else [])
+    for what, mesh in inside:
+        if isinstance(mesh, Mesh) and not mesh.is_multi_process and \
+                sorted(d.id for d in mesh.devices.flat) != sorted(ids0):
+            raise incompatible_devices(arg(i0), ids0, what,
+                                       [d.id for d in mesh.devices.flat], at)
 
 
 def _type(aval) -> str:
