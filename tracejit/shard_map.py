@@ -140,14 +140,13 @@ def _check_devices(leaves: list, m: Mesh, fun_name: str) -> None:
     """JAX's error for an argument committed to a device (`device_put(x, device)`) or laid
     out over devices other than the mesh's: JAX runs shard_map as a jit, bound to both. (Under
     jit, jit checks its own arguments: runtime/sharded.py.)"""
-    mesh_ids = sorted(d.id for d in m.devices.flat)
     for i, x in enumerate(leaves):
         while isinstance(x, (JVPTracer, BatchTracer)):  # (eager grad, vmap: their values')
             x = x.primal if isinstance(x, JVPTracer) else x.val
         own = x._sharding if isinstance(x, Array) else None
         if own is None or isinstance(own, NamedSharding) and not isinstance(own.mesh, Mesh):
-            continue
-        ids = sorted(d.id for d in own.device_set)
+            continue  # (the common case, an array never placed: nothing to compare)
+        ids, mesh_ids = sorted(d.id for d in own.device_set), sorted(d.id for d in m.devices.flat)
         if ids != mesh_ids:
             where = user_source_info()
             raise incompatible_devices(
