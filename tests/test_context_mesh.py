@@ -21,10 +21,9 @@ MESHES = ["m2", "m4", "m2_again", "m2_equal", "m2_other", "m22"]
 SEQUENCES = [("sm", MESHES), ("out", MESHES + ["no_mesh"]), ("wsc", MESHES + ["no_mesh"]),
              ("am", MESHES + ["no_mesh"]), ("am_placed", MESHES + ["no_mesh"]),
              ("aot", MESHES)]
-# JAX binds a shard_map object given mesh=None to the first mesh it ran under and raises under
-# one of another shape; tracejit takes the mesh in effect at each trace, giving the values
-# JAX gives with a shard_map of its own for that mesh (`sm_fresh`)
-SM_REBOUND = ["sm.m4", "sm.m22"]
+# (JAX binds a shard_map object given mesh=None to the first mesh it ran under and raises
+# under one of another shape, as tracejit does: "sm.m4" and "sm.m22" are refused by both;
+# `sm_fresh` has a shard_map of its own for each mesh)
 # JAX refuses an argument laid out over devices other than the context mesh's; tracejit runs
 # the program on the argument's devices (decided when traced; no check of the context mesh)
 PLACED_ELSEWHERE = ["am_placed.m4", "am_placed.m2_other", "am_placed.m22"]
@@ -55,7 +54,7 @@ def _cases():
         yield f"sm_fresh.{m}"
 
 
-@pytest.mark.parametrize("case", [c for c in _cases() if c not in SM_REBOUND + PLACED_ELSEWHERE])
+@pytest.mark.parametrize("case", [c for c in _cases() if c not in PLACED_ELSEWHERE])
 def test_values_and_shardings_match_jax(both, case):
     ours, theirs = both
     _close(ours[case], theirs[case], case)
@@ -73,13 +72,31 @@ def test_values_and_shardings_match_jax(both, case):
     _close(ours[sharding], theirs[sharding], sharding)
 
 
-@pytest.mark.parametrize("case", SM_REBOUND)
-def test_shard_map_without_mesh_follows_the_mesh_in_effect(both, case):
+BINDING = [f"{prefix}.{m}" for prefix, meshes in [
+    ("bound", ["m2", "m4", "m2_other", "m22", "m2y", "m2_explicit", "m2_again"]),
+    ("late", ["m2", "m22", "m4"]), ("decorated", ["m4", "m2"]),
+    ("given", ["set_mesh_m4", "set_mesh_m4_jit", "set_mesh_m2", "abstract_m22", "legacy_m4"])]
+    for m in meshes]
+
+
+@pytest.mark.parametrize("case", BINDING)
+def test_shard_map_is_bound_to_its_first_mesh_as_in_jax(both, case):
+    """A shard_map with mesh=None is bound to the abstract mesh in effect at its first call
+    whose specs fit it, and refuses a context mesh of another shape, axis names or types (not
+    another mesh of its shape); one given a mesh refuses a set_mesh/use_abstract_mesh context
+    of another (not a legacy `with mesh:`): JAX's values, and JAX's error text followed by a
+    paragraph naming the caller's line and what to do."""
     ours, theirs = both
-    assert str(theirs[case + ".sharding"]).startswith("error")  # (JAX's rebinding)
-    fresh = case.replace("sm.", "sm_fresh.")
-    _close(ours[case], theirs[fresh], case)
-    _close(ours[case + ".sharding"], theirs[fresh + ".sharding"], case)
+    _close(ours[case], theirs[case], case)
+    assert str(ours[case + ".error"]) == str(theirs[case + ".error"]), case
+    if case + ".where" in theirs:
+        assert not theirs[case + ".where"]
+        assert ours[case + ".where"] == str(theirs[case + ".error"]).startswith(
+            "The context mesh"), case
+    # (JAX's refusals: each of another shape, names or types than the first mesh's)
+    assert str(theirs[case + ".error"]).startswith("The context mesh") == (case in [
+        "bound.m4", "bound.m22", "bound.m2y", "bound.m2_explicit", "late.m4", "decorated.m2",
+        "given.set_mesh_m4", "given.set_mesh_m4_jit", "given.abstract_m22"]), case
 
 
 @pytest.mark.parametrize("case", PLACED_ELSEWHERE)
@@ -105,7 +122,7 @@ def _new_traces(results: dict) -> dict[str, int]:
 
 def test_retraces_as_jax_does(both):
     ours, theirs = map(_new_traces, both)
-    skip = set(SM_REBOUND + PLACED_ELSEWHERE)
+    skip = set(PLACED_ELSEWHERE)
     for case in theirs:
         # (a refused call: JAX refuses a bare spec outside any mesh before tracing, tracejit
         # after; neither keeps the trace)
@@ -117,7 +134,7 @@ def test_retraces_as_jax_does(both):
     for prefix, _ in SEQUENCES:
         for m in ("m2_again", "m2_equal"):
             assert theirs[f"{prefix}.{m}"] == 0 and ours[f"{prefix}.{m}"] == 0, (prefix, m)
-    for prefix in ("sm", "out", "wsc", "am", "aot"):
+    for prefix in ("out", "wsc", "am", "aot"):  # ("sm": refused under m4, untraced)
         assert ours[f"{prefix}.m4"] == 1, prefix  # another mesh: traced anew
 
 
@@ -163,8 +180,9 @@ def check_fast_path_keyed_by_mesh():
     m2, m4 = _meshes()
     f, traces = _counted()
     jf = tj.jit(f)
-    sm = tj.jit(tj.shard_map(lambda a: a + tj.lax.psum(1, "x"), mesh=None, in_specs=P("x"),
-                             out_specs=P("x")))
+    # (a shard_map made at each trace: one object is bound to the first mesh, as JAX's)
+    sm = tj.jit(lambda a: tj.shard_map(lambda a: a + tj.lax.psum(1, "x"), mesh=None,
+                                       in_specs=P("x"), out_specs=P("x"))(a))
     for _ in range(3):  # alternating: each mesh's entry found by the fast path every time
         for m, size in ((m2, 2), (m4, 4)):
             with tj.set_mesh(m):

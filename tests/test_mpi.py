@@ -401,14 +401,24 @@ def _check_data_parallel_training_equals_whole_batch(runs):
 
 
 def _check_disagreeing_and_missing_peers_raise(runs):
-    """Shapes that differ across processes: both raise; a peer that never joins (a psum, a
-    ppermute, pbroadcasts): the deadline (1 s here), not a hang."""
+    """Shapes that differ across processes: both raise; a peer that stalls between the
+    exchange of headers and its data (a ppermute, point to point): the deadline (2 s here);
+    a peer that never joins (a psum, a ppermute, pbroadcasts): the deadline (1 s), not a
+    hang."""
     _, _, reports, _ = runs
     for rank in (0, 1):
         assert "INVALID_ARGUMENT" in reports[rank] and "float32[2]" in reports[rank] and \
             "float32[3]" in reports[rank], reports[rank]
+    # process 1 passed the headers' exchange and then never posted its data
+    assert "stalled after the headers of ppermute over the process axis 'data'" in reports[1]
+    stalled = reports[0].split("\nstalled peer: ")[1].split("\ntimeout: ")[0]
+    assert stalled.startswith("JaxRuntimeError after "), stalled
+    assert "DEADLINE_EXCEEDED: ppermute over the process axis 'data' waited 2 s for its peer " \
+        "processes' data, after every one of them had called it" in stalled, stalled
+    seconds = float(stalled.split("JaxRuntimeError after ")[1].split(" s")[0])
+    assert 1.9 <= seconds < 60, stalled  # (the deadline, plus a busy machine's delays)
     assert "DEADLINE_EXCEEDED" in reports[0] and "tracejit_collective_timeout" in reports[0]
-    seconds = float(reports[0].split("JaxRuntimeError after ")[1].split(" s")[0])
+    seconds = float(reports[0].split("\ntimeout: JaxRuntimeError after ")[1].split(" s")[0])
     assert 0.9 <= seconds < 60  # (the deadline, plus compiling the psum on a busy machine)
     # the ppermute's exchange between the positions (two per process) waits no longer either
     ppermute = reports[0].split("ppermute timeout: ")[1]

@@ -159,3 +159,48 @@ def check_mesh_and_sharding_hashes():
 if __name__ == "__main__":
     globals()["check_" + sys.argv[1]]()
     print(f"{sys.argv[1]} ok")
+
+
+# --- arrays committed to one device (tests/libraries/committed_devices.py, run with both) ----
+COMMITTED = ["sm_d3", "sm_d1", "sm_replicated_d3", "sm_placed_m23", "sm_pytree_d3",
+             "sm_uncommitted", "sm_numpy", "sm_placed_m01", "sm_grad_d3", "sm_vmap_d3",
+             "jit_sm_uncommitted", "jit_sm_d3", "jit_sm_uncommitted_again",
+             "jit_sm_d3_keyword", "jit_in_shardings_d3", "jit_out_shardings_d3",
+             "jit_constraint_d3", "jit_placed_then_d3", "jit_d3_then_placed", "jit_d3_d2",
+             "jit_d3_alone", "jit_d3_uncommitted", "jit_d3_under_mesh",
+             "jit_uncommitted_under_mesh", "jit_d3_under_its_mesh"]
+COMMITTED_REFUSED = ["sm_d3", "sm_d1", "sm_replicated_d3", "sm_placed_m23", "sm_pytree_d3",
+                     "sm_grad_d3", "sm_vmap_d3", "jit_sm_d3", "jit_sm_d3_keyword",
+                     "jit_out_shardings_d3", "jit_constraint_d3", "jit_placed_then_d3",
+                     "jit_d3_then_placed", "jit_d3_d2", "jit_d3_under_mesh"]
+# tracejit refuses this where JAX 0.10 runs it: jit(grad(f)) of a shard_map over devices 0, 1
+# on an array committed to device 3 (JAX refuses grad(f) and jit(f) of it alike)
+COMMITTED_DIVERGING = ["jit_grad_sm_d3"]
+
+
+@pytest.fixture(scope="module")
+def committed(tmp_path_factory):
+    return run_both("committed_devices", tmp_path_factory.mktemp("committed_devices"))
+
+
+@pytest.mark.parametrize("case", COMMITTED)
+def test_committed_arguments_as_jax(committed, case):
+    """A committed argument's device against the mesh's, a shard_map's, a sharding
+    constraint's, out_shardings' or another argument's: JAX's values, or its error (class and
+    text up to the location), then tracejit's paragraph naming the caller's line and the fix;
+    uncommitted arrays run. A refusal after the same jit ran on an uncommitted array (the cache
+    keys no committed device): refused all the same."""
+    ours, theirs = committed
+    np.testing.assert_array_equal(ours[case], theirs[case])
+    assert str(ours[case + ".error"]) == str(theirs[case + ".error"]), case
+    refused = str(theirs[case + ".error"]).startswith("ValueError: Received incompatible")
+    assert refused == (case in COMMITTED_REFUSED), case
+    assert bool(ours[case + ".where"]) == refused, case
+
+
+@pytest.mark.parametrize("case", COMMITTED_DIVERGING)
+def test_committed_known_divergences(committed, case):
+    # (strict: a change makes this fail, and the case moves to the cases above)
+    ours, theirs = committed
+    assert str(theirs[case + ".error"]) == "no error"
+    assert str(ours[case + ".error"]).startswith("ValueError: Received incompatible devices")

@@ -25,6 +25,8 @@ ERRORS = ["out_varying", "out_varying_j", "out_all_gather", "out_two", "psum_mix
           "pcast_twice", "pcast_to", "scan_carry", "scan_tuple_carry", "scan_xs",
           "while_carry", "fori_carry", "cond_branches",
           "select_varying_pred", "cond_varying_operand"]
+# JAX's text, then where the call is and what to do (tracejit's own paragraph)
+EXPLAINED_ERRORS = ["pbroadcast_invariant", "pbroadcast_other_axis", "pbroadcast_pytree"]
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +58,17 @@ def test_errors_are_jaxs(both, case):
     theirs, ours = str(theirs["error_" + case]), str(ours["error_" + case])
     assert theirs != "no error"
     assert _without_sets(ours) == _without_sets(theirs)
+
+
+@pytest.mark.parametrize("case", EXPLAINED_ERRORS)
+def test_errors_are_jaxs_and_say_where_and_why(both, case):
+    ours, theirs = both
+    theirs, ours = str(theirs["error_" + case]), str(ours["error_" + case])
+    assert theirs.startswith("ValueError: Collective ppermute must be applied to a "
+                             "device-varying")
+    assert ours.startswith(theirs + "\n\n"), ours
+    # (the user's file:line, recorded as SOURCE, and the fix)
+    assert "lax.pbroadcast at SOURCE" in ours and "pcast(x, 'i', to='varying')" in ours, ours
 
 
 def test_types_outside_shard_map_carry_no_axes():
@@ -230,3 +243,16 @@ def test_pbroadcast_gradients_are_the_psum_formulas(source, check_vma):
             want[source] = np.cos(blocks[source]) * np.tensordot(weights, ws, 1)
             np.testing.assert_allclose(np.asarray(got), want.reshape(x.shape), rtol=1e-5,
                                        atol=1e-6, err_msg=broadcast.__name__)
+
+
+def test_pbroadcast_of_an_invariant_value_without_the_types():
+    """Only check_vma=True refuses pbroadcast's invariant operand (test above): untyped, and
+    under vmap's named axis, every lane gets the value it already held, as in JAX."""
+    mesh = tj.sharding.AbstractMesh((4,), ("i",))
+    x = np.linspace(-1, 1, 6, dtype=np.float32)
+    out = tj.shard_map(lambda a: tj.lax.pbroadcast(a, "i", 2), mesh=mesh, in_specs=tj.P(),
+                       out_specs=tj.P(), check_vma=False)(x)
+    np.testing.assert_array_equal(np.asarray(out), x)
+    lanes = tj.vmap(lambda a: tj.lax.pbroadcast(a, "i", 2), axis_name="i", in_axes=None,
+                    axis_size=4)(x)
+    np.testing.assert_array_equal(np.asarray(lanes), np.broadcast_to(x, (4, 6)))

@@ -21,10 +21,11 @@ from .core.jvp_trace import JVPTracer
 from .core.rules import not_mapped
 from .core.global_array import GlobalArray, note_gathered, note_wanted
 from .core.sharding import (UNCONSTRAINED, AbstractMesh, Mesh, NamedSharding, PartitionSpec,
-                            get_mesh)
-from .core.trace import DynamicJaxprTracer, get_aval
+                            get_abstract_mesh, get_mesh)
+from .core.trace import DynamicJaxprTracer, get_aval, user_source_info
 from .runtime.devices import to_array
 from .runtime.jit import jit
+from .runtime.sharded import argument_text, incompatible_devices
 from .transforms.api import map_over_axis
 from .transforms.spmd import join_shards, nest_axes, split_shards
 
@@ -82,18 +83,29 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
                         f"of type {type(f)}.")
     fun_name = getattr(f, "__name__", type(f).__name__)
     bodies: dict = {}  # (across processes) the compiled per-process programs, by signature
+    # with mesh=None, the abstract mesh in effect at the first call whose specs fit it: JAX
+    # binds the shard_map to it (later calls run on the mesh in effect, of that shape)
+    bound: list = []
 
     @functools.wraps(f)
     def mapped(*args):
+        context = get_abstract_mesh()
         m = get_mesh() if mesh is None else mesh
         if m.empty:
             raise ValueError("The context mesh cannot be empty. Use `jax.set_mesh(mesh)` to "
                              "enter into a mesh context")
+        given = mesh if mesh is not None else bound[0] if bound else None
+        if given is not None and not context.empty and given.abstract_mesh != context:
+            raise _context_mesh_error(context, given, mesh is None, fun_name)
         specs = in_specs
         if specs is Infer:  # (no argument carries a sharding to infer from: replicated)
             specs = tuple(PartitionSpec() for _ in args)
         _check_specs(specs, args, m, "in_specs", fun_name)
+        if mesh is None and not bound:
+            bound.append(context)
         leaves, in_tree = tree_flatten(args)
+        if isinstance(m, Mesh) and not m.is_multi_process:
+            _check_devices(leaves, m, fun_name)
         flat_specs = _broadcast_specs(specs, args)
         from .shard_map_processes import across_processes, process_axes
         processes = process_axes(m)
@@ -122,6 +134,44 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
                                   NamedSharding(m, staged[1]))
         return tree_unflatten(tree, results)
     return mapped
+
+
+def _check_devices(leaves: list, m: Mesh, fun_name: str) -> None:
+    """JAX's error for an argument committed to a device (`device_put(x, device)`) or laid
+    out over devices other than the mesh's: JAX runs shard_map as a jit, bound to both. (Under
+    jit, jit checks its own arguments: runtime/sharded.py.)"""
+    for i, x in enumerate(leaves):
+        while isinstance(x, (JVPTracer, BatchTracer)):  # (eager grad, vmap: their values')
+            x = x.primal if isinstance(x, JVPTracer) else x.val
+        own = x._sharding if isinstance(x, Array) else None
+        if own is None or isinstance(own, NamedSharding) and not isinstance(own.mesh, Mesh):
+            continue  # (the common case, an array never placed: nothing to compare)
+        ids, mesh_ids = sorted(d.id for d in own.device_set), sorted(d.id for d in m.devices.flat)
+        if ids != mesh_ids:
+            where = user_source_info()
+            raise incompatible_devices(
+                argument_text(f"args[{i}]", fun_name, get_aval(x)), ids, "shard_map inside jit",
+                mesh_ids, f" at {where}" if where is not None else "")
+
+
+def _context_mesh_error(context: AbstractMesh, given: Mesh | AbstractMesh, first: bool,
+                        fun_name: str) -> ValueError:
+    """JAX's error for a shard_map called under a context mesh (set_mesh, use_abstract_mesh)
+    other than its own (given, or with mesh=None the one of its first call: `first`), then
+    where and what to do."""
+    where = user_source_info()
+    at = f" at {where}" if where is not None else ""
+    if first:
+        why = (f"was created with mesh=None and first called under the mesh {given}, to which "
+               f"it is bound (as in JAX). Create a shard_map for each mesh (e.g. "
+               f"`jax.shard_map({fun_name}, mesh=None, ...)` inside the function that runs under "
+               f"this mesh), or call this one under a mesh of that shape")
+    else:
+        why = ("is given a mesh other than the one in effect. Pass `mesh=None` to run on the "
+               "mesh in effect, or call it outside this `jax.set_mesh` / `use_abstract_mesh` "
+               "block")
+    return ValueError(f"The context mesh {context} should match the mesh passed to shard_map "
+                      f"{given}\n\nThe shard_map of {fun_name!r} called{at} {why}.")
 
 
 def _staged(x: Any, spec: PartitionSpec) -> tuple | None:

@@ -70,6 +70,53 @@ for name, m in ORDER:
         record(f"sm_fresh.{name}", lambda: jax.jit(jax.shard_map(
             body, mesh=None, in_specs=P("x"), out_specs=P("x")))(x))
 
+
+
+# the conditions of that binding, and JAX's error text (its first paragraph: tracejit adds
+# where and what to do, a paragraph of its own; `.where`: the message names this file's line)
+def message(name, call):
+    try:
+        r = call()
+        out[name] = np.asarray(r)
+        out[name + ".error"] = np.array("no error")
+    except ValueError as e:
+        out[name] = np.zeros(0, np.float32)
+        out[name + ".error"] = np.array(str(e).split("\n\n")[0])
+        out[name + ".where"] = np.array(__file__ + ":" in str(e))
+
+
+m2y = Mesh(np.array(devs[:2]), ("y",))  # m2's shape, another axis name
+m2_explicit = jax.make_mesh((2,), ("x",), axis_types=(jax.sharding.AxisType.Explicit,),
+                            devices=devs[:2])
+bound = jax.shard_map(body, mesh=None, in_specs=P("x"), out_specs=P("x"))
+for name, m in [("m2", m2), ("m4", m4), ("m2_other", m2_other), ("m22", m22), ("m2y", m2y),
+                ("m2_explicit", m2_explicit), ("m2_again", m2)]:
+    with jax.set_mesh(m):
+        message(f"bound.{name}", lambda: bound(x))
+# a first call whose specs do not fit the mesh binds nothing: the next mesh is its first
+late = jax.shard_map(lambda a: a * jax.lax.psum(1, "y"), mesh=None, in_specs=P("y"),
+                     out_specs=P("y"))
+for name, m in [("m2", m2), ("m22", m22), ("m4", m4)]:
+    with jax.set_mesh(m):
+        message(f"late.{name}", lambda: late(x))
+# the decorator form binds alike
+decorated = jax.shard_map(mesh=None, in_specs=P("x"), out_specs=P("x"))(body)
+for name, m in [("m4", m4), ("m2", m2)]:
+    with jax.set_mesh(m):
+        message(f"decorated.{name}", lambda: decorated(x))
+# a mesh given to shard_map: checked against the abstract mesh in effect (set_mesh,
+# use_abstract_mesh), not against the legacy `with mesh:` one
+given = jax.shard_map(body, mesh=m2, in_specs=P("x"), out_specs=P("x"))
+with jax.set_mesh(m4):
+    message("given.set_mesh_m4", lambda: given(x))
+    message("given.set_mesh_m4_jit", lambda: jax.jit(given)(x))
+with jax.set_mesh(m2):
+    message("given.set_mesh_m2", lambda: given(x))
+with jax.sharding.use_abstract_mesh(m22.abstract_mesh):
+    message("given.abstract_m22", lambda: jax.jit(given)(x))
+with m4:
+    message("given.legacy_m4", lambda: given(x))
+
 # out_shardings a bare PartitionSpec: laid out over the context mesh
 out_traces = []
 under_each("out", jax.jit(lambda a: (out_traces.append(1), a * 2)[1], out_shardings=P("x")),

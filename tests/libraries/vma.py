@@ -208,6 +208,13 @@ errors = {
         x, w[0]),
     "cond_branches": lambda: sm(lambda a: lax.cond(True, lambda: a,
                                                    lambda: jnp.zeros((2, 2))))(x),
+    # pbroadcast gets no implicit pvary (the other collectives do): an operand invariant over
+    # the axis, or varying over another axis only, is refused, under jit too
+    "pbroadcast_invariant": lambda: sm(lambda a: lax.pbroadcast(a, "i", 1), i=P(), o=P())(x),
+    "pbroadcast_other_axis": lambda: jax.jit(sm(lambda a: lax.pbroadcast(a, "i", 0),
+                                                i=P(None, "j"), o=P(None, "j")))(x),
+    "pbroadcast_pytree": lambda: jax.jit(sm(lambda a, v: lax.pbroadcast((a, v), "i", 1),
+                                            i=(P("i"), P()), o=(P("i"), P())))(x, w),
 }
 for name, bad in errors.items():
     try:

@@ -1,10 +1,12 @@
 """Collectives that cannot complete, run by tests/test_mpi.py under `mpiexec -n 2`: the
-processes disagree on a psum's shape (both must raise), then, with a one-second collective
-timeout, process 1 skips a psum, a ppermute and two pbroadcasts (each process holds two
-positions of the axis: two devices each) and process 0 must raise within it instead of
-hanging. Each
-process writes what it saw to OUT.<rank>.txt (process 1 first) and leaves at once (os._exit:
-MPI's requests that never completed would otherwise keep it in MPI_Finalize).
+processes disagree on a psum's shape (both must raise); then, with a two-second collective
+timeout, process 1 stalls in a ppermute between the exchange of headers and its data (it never
+posts its send and receive) and process 0 must raise within the deadline; then, with a
+one-second one, process 1 (still stalled) skips a psum, a ppermute and two pbroadcasts (each
+process holds two positions of the axis: two devices each) and process 0 must raise within it
+instead of hanging. Each process writes what it saw to OUT.<rank>.txt (process 1 first) and
+leaves at once (os._exit: MPI's requests that never completed would otherwise keep it in
+MPI_Finalize).
 
 usage: python failures.py OUT
 """
@@ -43,6 +45,41 @@ def write():
         out.write("\n".join(report))
 
 
+def wait_for(other):
+    for _ in range(1200):  # (process 1 first: mpiexec ends the others when one leaves)
+        if os.path.exists(f"{sys.argv[1]}.{other}.txt"):
+            break
+        time.sleep(0.05)
+
+
+# a ppermute between the processes' positions, compiled and run once by both (so that the
+# stalled call below starts on both at once, its headers exchanged well within the deadline)
+shift = [(i, (i + 1) % mesh.size) for i in range(mesh.size)]
+shifted = jax.jit(jax.shard_map(lambda a: lax.ppermute(a, "data", shift), mesh=mesh,
+                                in_specs=P("data"), out_specs=P("data")))
+ones = np.ones(mesh.size, np.float32)
+jax.block_until_ready(shifted(ones))
+jax.config.update("tracejit_collective_timeout", 2.0)
+if rank == 1:  # stalls for good once the headers agree: its data is never posted
+    from tracejit.core import mpi as process_mpi
+    exchange = process_mpi.run
+
+    def stalled(code, what, ranks, x, start, nbytes):
+        def stall(comm):
+            report.append(f"stalled after the headers of {what}")
+            write()
+            wait_for(0)
+            os._exit(0)
+        return exchange(code, what, ranks, x, stall, nbytes)
+    process_mpi.run = stalled
+start = time.monotonic()
+try:  # the peer agreed on the ppermute, then sent nothing: the deadline, not a hang
+    jax.block_until_ready(shifted(ones))
+    report.append("stalled peer: no error")
+except Exception as e:  # noqa: BLE001
+    report.append(f"stalled peer: {type(e).__name__} after {time.monotonic() - start:.1f} s: "
+                  f"{e}")
+
 jax.config.update("tracejit_collective_timeout", 1.0)
 if rank == 0:
     start = time.monotonic()
@@ -52,7 +89,6 @@ if rank == 0:
     except Exception as e:  # noqa: BLE001
         report.append(f"timeout: {type(e).__name__} after {time.monotonic() - start:.1f} s: {e}")
     try:  # nor for a ppermute between the processes' positions (point to point)
-        shift = [(i, (i + 1) % mesh.size) for i in range(mesh.size)]
         jax.shard_map(lambda a: lax.ppermute(a, "data", shift), mesh=mesh, in_specs=P("data"),
                       out_specs=P("data"))(np.ones(mesh.size, np.float32))
         report.append("ppermute timeout: no error")
@@ -67,14 +103,5 @@ if rank == 0:
         except Exception as e:  # noqa: BLE001
             report.append(f"pbroadcast {source} timeout: {type(e).__name__}: {e}")
     write()
-    for _ in range(1200):  # (process 1 first: mpiexec ends the others when one leaves)
-        if os.path.exists(f"{sys.argv[1]}.1.txt"):
-            break
-        time.sleep(0.05)
-else:
-    write()
-    for _ in range(1200):  # (until process 0 has timed out and reported)
-        if os.path.exists(f"{sys.argv[1]}.0.txt"):
-            break
-        time.sleep(0.05)
-os._exit(0)
+    wait_for(1)
+os._exit(0)  # (process 1 never gets here: it leaves from its stall)

@@ -146,12 +146,14 @@ for name, m in (("own_branch_1d", mesh1d), ("own_branch_all", mesh_all)):
 
 # --- JAX's errors, raised on every rank (then the collectives below still meet); under
 # jit, where JAX 0.10 names the function (outside it: its wrapper, '_rem_singleton') ------------
-def error(name, run):
+def error(name, run, paragraphs=None):
+    """(paragraphs: how many of the message's, where tracejit adds its own after JAX's)"""
     try:
         run()
         results[f"error/{name}"] = np.array("no error")
     except Exception as e:  # noqa: BLE001  (the text is compared with JAX's)
-        results[f"error/{name}"] = np.array(f"{type(e).__name__}: {e}")
+        text = "\n\n".join(str(e).split("\n\n")[:paragraphs])
+        results[f"error/{name}"] = np.array(f"{type(e).__name__}: {text}")
 
 
 def doubled(a):
@@ -176,6 +178,14 @@ def carry(a):
 
 error("scan_carry", lambda: jax.shard_map(carry, mesh=mesh1d, in_specs=P("data"),
                                           out_specs=P())(x))
+# pbroadcast of a value invariant over the process axis (no implicit pvary before it). (The
+# axis named by a tuple: JAX's pbroadcast checks a string name letter by letter, a NameError)
+error("pbroadcast_invariant", lambda: jax.jit(jax.shard_map(
+    lambda a: lax.pbroadcast(a, ("data",), 1), mesh=mesh1d, in_specs=P(), out_specs=P()))(x),
+    paragraphs=1)
+error("pbroadcast_invariant_all", lambda: jax.shard_map(
+    lambda a: lax.pbroadcast(a, ("data",), 3), mesh=mesh_all, in_specs=P(), out_specs=P())(x),
+    paragraphs=1)
 
 
 # --- data-parallel training as JAX's docs write it: the loss averaged with pmean, grad inside

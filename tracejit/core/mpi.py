@@ -55,15 +55,20 @@ def timeout() -> float:
     return float(config.read("tracejit_collective_timeout"))
 
 
-def _wait(request: Any, what: str, deadline: float) -> None:
+def _wait(request: Any, what: str, deadline: float, data: bool = False) -> None:
+    """Wait for `request` until `deadline`; `data`: the exchange of headers is done, so every
+    peer reached this collective and one stopped before sending its data."""
     delay = 1e-6
     while not request.Test():
         if time.monotonic() > deadline:
+            waited = ("for its peer processes' data, after every one of them had called it: "
+                      "one of them died or is stuck" if data else
+                      "for its peer processes: one of them died, is stuck, or runs a different "
+                      "program (every process must reach the same collectives in the same "
+                      "order)")
             raise JaxRuntimeError(
-                f"DEADLINE_EXCEEDED: {what} waited {timeout():g} s for its peer processes: one "
-                f"of them died, is stuck, or runs a different program (every process must "
-                f"reach the same collectives in the same order). Raise the limit with "
-                f"config.update('tracejit_collective_timeout', seconds) or "
+                f"DEADLINE_EXCEEDED: {what} waited {timeout():g} s {waited}. Raise the limit "
+                f"with config.update('tracejit_collective_timeout', seconds) or "
                 f"$TRACEJIT_COLLECTIVE_TIMEOUT if the peers are only slow.")
         time.sleep(delay)
         delay = min(delay * 2, 1e-3)
@@ -103,7 +108,7 @@ def run(code: str, what: str, ranks: tuple[int, ...], x: np.ndarray,
             f"INVALID_ARGUMENT: {what}: the processes disagree on the collective ({others}). "
             f"Every process must call the same collectives on arrays of the same shape and "
             f"dtype.")
-    _wait(start(comm), what, deadline)
+    _wait(start(comm), what, deadline, data=True)
     received[code] += nbytes
 
 

@@ -397,11 +397,15 @@ class Mesh(_BaseMesh, contextlib.ContextDecorator):
 
     @property
     def abstract_mesh(self) -> AbstractMesh:
-        if not self.axis_names:
-            return AbstractMesh((), ())
-        d = self.devices.flat[0]
-        return AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types,
-                            abstract_device=AbstractDevice(d.device_kind, None, d.platform))
+        # (made once: shard_map compares it with the context's at every call)
+        cached = self.__dict__.get("_abstract_mesh")
+        if cached is None:
+            d = self.devices.flat[0] if self.axis_names else None
+            cached = AbstractMesh((), ()) if d is None else AbstractMesh(
+                self.axis_sizes, self.axis_names, self.axis_types,
+                abstract_device=AbstractDevice(d.device_kind, None, d.platform))
+            object.__setattr__(self, "_abstract_mesh", cached)
+        return cached
 
     def update(self, devices=None, axis_names=None, axis_types=None) -> Mesh:
         return Mesh(self.devices if devices is None else devices,
@@ -460,7 +464,7 @@ class AbstractMesh(_BaseMesh):
         return self.axis_sizes, self.axis_names, self.axis_types, self.abstract_device
 
     def __eq__(self, other: Any) -> bool:
-        return isinstance(other, AbstractMesh) and self._key() == other._key()
+        return self is other or isinstance(other, AbstractMesh) and self._key() == other._key()
 
     def __hash__(self) -> int:
         return hash(self._key())

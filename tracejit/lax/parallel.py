@@ -102,15 +102,18 @@ def _grouped(rule: Any, vmap_error: str, checked_vma: bool = True) -> Any:
 
 
 def _over_leaves(name: str, x: Any, axis_name: Any, bind_leaf: Any,
-                 axis_index_groups: Any = None, equal: bool = True) -> Any:
+                 axis_index_groups: Any = None, equal: bool = True,
+                 operand: Any = None) -> Any:
     """A one-axis collective of each leaf of the pytree x: bind_leaf(leaf, axis, its size,
-    groups), the size being the (first) group's when axis_index_groups are given."""
+    groups), the size being the (first) group's when axis_index_groups are given. Each leaf
+    is first made varying over the axis (JAX's implicit pvary), or `operand(leaf, axis)`."""
     groups = _canonical_groups(axis_index_groups, equal=equal)
     axis = _one_name(name, axis_name)
     n = _group_size(groups, axis)
+    prepare = operand or (lambda leaf, axis: _vary_over(leaf, (axis,)))
     leaves, tree = tree_flatten(x)
     return tree_unflatten(tree, [
-        bind_leaf(_vary_over(as_lax_operands(name, leaf)[0], (axis,)), axis, n, groups)
+        bind_leaf(prepare(as_lax_operands(name, leaf)[0], axis), axis, n, groups)
         for leaf in leaves])
 
 
@@ -619,6 +622,27 @@ pbroadcast_p.def_batch(lambda vals, dims, **params: (pbroadcast_p.bind(vals[0], 
 def_linear(pbroadcast_p, _pbroadcast_transpose)
 
 
+def _varying_operand(x: Any, axis: Any) -> Any:
+    """x, checked as JAX checks pbroadcast's operand: unlike the other collectives it gets no
+    implicit pvary, so under check_vma a value invariant over the axis (the same on every
+    device of it, which a broadcast would return unchanged) is JAX's ValueError (which names
+    ppermute, whose type rule it shares); then where it is and what to do instead."""
+    vma = getattr(get_aval(x), "vma", frozenset())
+    if _is_vma_axis(axis) and axis not in vma:
+        where = _trace.user_source_info()
+        at = f" at {where}" if where is not None else ""
+        raise ValueError(
+            f"Collective ppermute must be applied to a device-varying  type, but got {vma} for "
+            f"collective acting over axis name {(axis,)}. Please open an issue at "
+            f"https://github.com/jax-ml/jax/issues and as a temporary workaround pass the "
+            f"check_vma=False argument to `jax.shard_map`\n\nThe lax.pbroadcast{at} is given "
+            f"a value invariant over the mesh axis {axis!r}: every device along it holds the "
+            f"same value already, so broadcasting it changes nothing. Drop the pbroadcast, or, "
+            f"if each device is meant to hold its own value, make it varying first: "
+            f"`jax.lax.pcast(x, {axis!r}, to='varying')`.")
+    return x
+
+
 def pbroadcast(x: Any, axis_name: Any, source: int) -> Any:
     """Every lane receives lane `source`'s `x` (a pytree)."""
     name = _one_name("pbroadcast", axis_name)
@@ -626,7 +650,7 @@ def pbroadcast(x: Any, axis_name: Any, source: int) -> Any:
         raise ValueError(f"pbroadcast source {source} is outside the axis {name!r} of size "
                          f"{_bound_size(name)}")
     return _over_leaves("pbroadcast", x, name, lambda leaf, name, n, _: pbroadcast_p.bind(
-        leaf, axis_name=name, source=int(source)))
+        leaf, axis_name=name, source=int(source)), operand=_varying_operand)
 
 
 # --- all_to_all ----------------------------------------------------------------------------

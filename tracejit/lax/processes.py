@@ -456,12 +456,10 @@ parallel.all_to_all_p.def_across_processes(_all_to_all)
 def _pbroadcast(args, frames, *, axis_name, source):
     """Position `source`'s x on every position: one MPI Bcast from its process (of the source
     lane's value, where each process holds several positions), each process receiving the one
-    value, not every position's. Typed invariant over the axis (check_vma): every position
-    already holds it."""
+    value, not every position's. (Under check_vma its operand varies over the axis:
+    lax.pbroadcast refuses an invariant one, as JAX's.)"""
     (x,), frame = args, frames[0]
     pa = frame.process
-    if frame.vma and frame.name not in get_aval(x).vma:
-        return x
     if pa.lanes > 1:
         return lanes_bcast_p.bind(x, source=source, lanes_name=pa.lanes_name, ranks=pa.ranks,
                                   axis_name=frame.name)

@@ -31,15 +31,17 @@ from ..core.pytree import (PyTreeDef, leaf_names, tree_flatten, tree_leaves, tre
                            tree_unflatten)
 from ..core.refs import check_no_refs, is_new_ref_for, refs_in_use, stage_scope
 from ..core.sharding import check_sharding_leaves, check_shardings, mesh_context
-from ..core.trace import Tracer, current_dynamic_trace, fun_debug_info, get_aval, trace_to_jaxpr
+from ..core.trace import (Tracer, current_dynamic_trace, fun_debug_info, get_aval, trace_to_jaxpr,
+                          user_source_info)
 from ..compiler.split_results import noted_results, split_results
 from ..lax.call import pjit_p
 from . import explain
 from .devices import place, to_array
 from .executable import Executable, compile_jaxpr
 from .jit_refs import call_with_refs
-from .sharded import (check_layout, check_shard_map_devices, leaf_shardings, partition,
-                      propagate_noted, result_marker)
+from .sharded import (check_committed, check_layout, check_shard_map_devices,
+                      committed_device, leaf_shardings, partition, propagate_noted,
+                      result_marker)
 
 # --- argument handling ----------------------------------------------------------------------
 
@@ -474,8 +476,8 @@ class Jitted:
         except TypeError:
             avals = self._avals(leaves, self._arg_names(args, dyn_kwargs))  # raises, naming it
         laid_out = None  # per leaf, the NamedSharding it is laid out as (runtime/sharded.py)
-        if self.in_shardings is not None or any(getattr(x, "_sharding", None) is not None
-                                                for x in leaves):
+        placed = any(getattr(x, "_sharding", None) is not None for x in leaves)
+        if self.in_shardings is not None or placed:
             laid_out = leaf_shardings(self.in_shardings, dyn_args, leaves, self.fun_name)
         if any(getattr(a, "vma", None) for a in avals):
             # (inside shard_map's check_vma=True the varying axes decide the implicit pvarys the
@@ -509,6 +511,12 @@ class Jitted:
             if not any(isinstance(c, Tracer) for c in entry.closed.consts):
                 with _cache_lock:
                     entry = self._traces.add(key, entry)
+        if placed and any(committed_device(x) is not None for x in leaves):
+            # (every call: the key holds no single device an argument is committed to, and the
+            # dispatch fast path only remembers a call that passed this)
+            check_committed(entry.closed, leaves, laid_out,
+                            lambda: self._arg_names(args, dyn_kwargs), self.fun_name,
+                            self.out_shardings, user_source_info())
         return entry, leaves
 
     def _inline_args(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:

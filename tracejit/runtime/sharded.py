@@ -14,8 +14,9 @@ from ..core.global_array import (any_noted, as_global, note_gathered, noted, spl
                                  wanted)
 from ..core.jaxpr import ClosedJaxpr, Literal, Var
 from ..core.primitive import ELEMENTWISE
-from ..core.pytree import tree_flatten
-from ..core.sharding import AxisType, Mesh, NamedSharding, PartitionSpec, resolve_sharding
+from ..core.pytree import tree_flatten, tree_leaves
+from ..core.sharding import (AxisType, Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding,
+                             get_mesh, resolve_sharding)
 from ..core import trace as core_trace
 from ..core.trace import trace_to_jaxpr
 from ..lax.shape import transpose_p
@@ -46,7 +47,11 @@ def leaf_shardings(in_shardings: Any, dyn_args: tuple, leaves: Sequence,
     out = []
     for s, x in zip(given, leaves):
         own = getattr(x, "_sharding", None)
-        if s is not None and isinstance(own, NamedSharding) and _differ(s, own, x.ndim):
+        # (an argument committed to one device: refused unless that device is the mesh's)
+        if s is not None and (isinstance(own, NamedSharding) and _differ(s, own, x.ndim) or
+                              isinstance(own, SingleDeviceSharding) and
+                              isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh) and
+                              s.device_set != {own._device}):
             raise ValueError(
                 f"Sharding passed to jit does not match the sharding on the respective arg. "
                 f"Got jit sharding: {s},\narg sharding: {own} for arg type: "
@@ -95,23 +100,100 @@ def check_shard_map_devices(closed: ClosedJaxpr, shardings: Sequence, avals: Seq
     """JAX's error for a program staging shard_map over a mesh of other devices (or of the
     same devices in another order) than those the arguments are laid out over: the devices
     the program runs on are fixed by both (checked once per traced signature)."""
-    if not any_noted():
-        return  # (no shard_map staged in this process yet)
     first = next(((s, a, n) for s, a, n in zip(shardings, avals, arg_names) if s is not None),
                  None)
     if first is None or not isinstance(first[0].mesh, Mesh) or first[0].mesh.is_multi_process:
         return  # (a mesh spanning processes: not checked here)
     ids = _ids(first[0])
+    for s in _staged_meshes(closed):
+        if _ids(s) != ids:
+            raise ValueError(
+                f"Received incompatible devices for jitted computation. Got argument "
+                f"{first[2]} of {fun_name} with shape {_type(first[1])} and with device "
+                f"ids {ids} on platform CPU and shard_map inside jit with device ids "
+                f"{_ids(s)} on platform CPU")
+
+
+def _staged_meshes(closed: ClosedJaxpr):
+    """The layouts over meshes of this process that the shard_maps staged in `closed` give
+    their operands and results."""
+    if not any_noted():
+        return  # (no shard_map staged in this process yet)
     for v in values_made(closed.jaxpr):
         found = noted(v)
         for s in (wanted(v), found[1] if found is not None else None):
             if isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh) and \
-                    not s.mesh.is_multi_process and _ids(s) != ids:
-                raise ValueError(
-                    f"Received incompatible devices for jitted computation. Got argument "
-                    f"{first[2]} of {fun_name} with shape {_type(first[1])} and with device "
-                    f"ids {ids} on platform CPU and shard_map inside jit with device ids "
-                    f"{_ids(s)} on platform CPU")
+                    not s.mesh.is_multi_process:
+                yield s
+
+
+def committed_device(x: Any) -> int | None:
+    """The id of the device `x` was committed to (`device_put(x, device)`), or None. (An
+    array put on the default device is not told apart from one never placed.)"""
+    s = getattr(x, "_sharding", None)
+    return s._device.id if isinstance(s, SingleDeviceSharding) else None
+
+
+def argument_text(name: str, fun_name: str, aval: Any) -> str:
+    """How JAX's errors name an argument binding a program to its devices."""
+    return f"argument {name} of {fun_name} with shape {_type(aval)} and"
+
+
+def incompatible_devices(first: str, ids: list, other: str, other_ids: list,
+                         where: str) -> ValueError:
+    """JAX's error for a jitted program bound to two sets of devices (`first` and `other`
+    describe what binds it to each: "argument a of f with shape float32[8] and", "shard_map
+    inside jit"), then why and what to do."""
+    return ValueError(
+        f"Received incompatible devices for jitted computation. Got {first} with device ids "
+        f"{ids} on platform CPU and {other} with device ids {other_ids} on platform "
+        f"CPU{where}\n\nA jitted program runs on one set of devices: an array committed to a "
+        f"device (`jax.device_put(x, device)`) binds it to that device, one laid out over a "
+        f"mesh, a shard_map, a sharding constraint or out_shardings to the mesh's devices. "
+        f"Put the committed array on the mesh first (`jax.device_put(x, NamedSharding(mesh, "
+        f"spec))`), or pass it uncommitted (an array made without a device or sharding).")
+
+
+def check_committed(closed: ClosedJaxpr, leaves: Sequence, laid_out: Sequence | None,
+                    arg_names: Callable[[], list], fun_name: str, out_shardings: Any,
+                    where: Any) -> None:
+    """JAX's error for arguments committed to single devices (`device_put(x, device)`) in a
+    program bound to other devices: by another argument (committed elsewhere, or laid out over
+    a mesh), a shard_map or sharding constraint staged in it, its out_shardings, or the mesh
+    in effect (`set_mesh`). (Laid-out arguments among themselves: check_layout and
+    check_shard_map_devices.)"""
+    bound = []  # (leaf index, device ids) of each argument bound to devices, in order
+    for i, x in enumerate(leaves):
+        s = laid_out[i] if laid_out is not None else None
+        if isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh) and \
+                not s.mesh.is_multi_process:
+            bound.append((i, _ids(s)))
+        elif s is None and committed_device(x) is not None:
+            bound.append((i, [committed_device(x)]))
+    if not bound:
+        return
+    names = arg_names()
+
+    def arg(i):
+        return argument_text(names[i], fun_name, core_trace.get_aval(leaves[i]))
+    at = f" at {where}" if where is not None else ""
+    (i0, ids0), single = bound[0], [i for i, ids in bound if len(ids) == 1]
+    for i, ids in bound[1:]:
+        if sorted(ids) != sorted(ids0) and (i in single or i0 in single):
+            raise incompatible_devices(arg(i0), ids0, arg(i), ids, at)
+    if i0 not in single:
+        return  # (laid out over a mesh: the checks of laid-out arguments apply)
+    context = get_mesh()
+    inside = [("shard_map inside jit", s.mesh) for s in _staged_meshes(closed)] + \
+        [("sharding_constraint inside jit", s.mesh) for s in constraints(closed.jaxpr)] + \
+        [("explicit output sharding", s.mesh) for s in tree_leaves(out_shardings)
+         if isinstance(s, NamedSharding)] + \
+        ([("jit's context mesh", context)] if not context.empty else [])
+    for what, mesh in inside:
+        if isinstance(mesh, Mesh) and not mesh.is_multi_process and \
+                sorted(d.id for d in mesh.devices.flat) != sorted(ids0):
+            raise incompatible_devices(arg(i0), ids0, what,
+                                       [d.id for d in mesh.devices.flat], at)
 
 
 def _type(aval) -> str:
