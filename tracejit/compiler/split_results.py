@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.global_array import (_unread_dropped, any_noted, block_of, noted, split_outputs,
-                                 with_noted_blocks)
+from ..core.dce import drop_unread
+from ..core.global_array import any_noted, block_of, noted, split_outputs, with_noted_blocks
 from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Var
 from ..core.primitive import ELEMENTWISE
 from ..core.sharding import AxisType, NamedSharding, PartitionSpec
@@ -289,7 +289,7 @@ def _pruned_call(eqn: Eqn, used: list) -> Eqn:
     inner = body.jaxpr
     outvars = [v for v, u in zip(inner.outvars, used) if u]
     dropped = [v for v, u in zip(inner.outvars, used) if not u and type(v) is Var]
-    eqns = _unread_dropped(inner.eqns, outvars, dropped)
+    eqns = drop_unread(inner.eqns, outvars, dropped)
     pruned = _pruned(ClosedJaxpr(Jaxpr(inner.constvars, inner.invars, outvars, eqns,
                                        inner.debug_info), body.consts))
     return eqn.replace(outvars=[o for o, u in zip(eqn.outvars, used) if u],
