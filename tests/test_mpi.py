@@ -352,6 +352,9 @@ def _check_jit_over_blocks(mpi):
         "ints_column_stats": (_nothing_but(allreduce=16 + 16 + 4), [
             ((ints * 2).sum(0), "Array", "P()", None), ((ints * 2).min(0), "Array", "P()", None),
             ((ints * 2).sum(), "Array", "P()", None)]),
+        # inside a jit inside jit: the inner call's Allreduce, its gather dropped
+        "nested_column_sums": (_nothing_but(allreduce=32), [
+            (gram8.sum(0) * 2, "Array", "P()", None)]),
         "line_column_sums": (_nothing_but(allreduce=32), [
             (lined.sum(0), "Array", "P()", None),
             (lined * x8, "GlobalArray", rows, [[0, 0], [1, 0]])]),

@@ -25,7 +25,7 @@ from .core.rules import moveaxis
 from .core.sharding import (Mesh, NamedSharding, PartitionSpec, default_sharding,
                             resolve_sharding)
 from .compiler.sharding import reshard
-from .compiler.split_results import split_results
+from .compiler.split_results import reported as split_reported, split_results
 from .core.trace import DynamicJaxprTracer, Tracer, current_dynamic_trace, get_aval
 from .lax import reshape, slice as lax_slice
 from .lax.processes import allgather_p, pvary_p, shared_p, vma_p
@@ -428,7 +428,8 @@ def _plan(entry: Any, shardings: tuple, out_shardings: Any, fun_name: str) -> tu
     # a value every process holds whole, split over axes within the processes (an
     # Allreduce's over the process axes): the partitioner takes it as replicated; JAX reports
     # its layout
-    reported = [b[0] if b is not None and b[2] is None and v.aval.shape == b[1] and
+    reported = [split_reported(b[0].mesh, tuple(b[0]._parts(len(b[1]))))
+                if b is not None and b[2] is None and v.aval.shape == b[1] and
                 b[0].spec.mesh_axes() and t is None else s
                 for s, b, v, t in zip(reported, whole_blocks, closed.jaxpr.outvars, targets)]
 

@@ -276,6 +276,8 @@ if mode == "mpi":
         "rows_matmul_column_stats": (jax.jit(column_stats), (rows_split, w8)),
         "ints_column_stats": (jax.jit(lambda k: (ints_doubled(k).sum(0), ints_doubled(k).min(0),
                                                  ints_doubled(k).sum())), (ints_split,)),
+        "nested_column_sums": (jax.jit(lambda a, b: jax.jit(
+            lambda c, d: times(c, d).sum(0))(a, b) * 2), (rows_split, w8)),
         "line_column_sums": (jax.jit(lambda a: (line_scale(a).sum(0), line_scale(a) * a)),
                              (line_split,)),
         # the plain program on the argument alone (the partitioner's: no shard_map)

@@ -115,8 +115,8 @@ def carry_blocks(closed: ClosedJaxpr, split_in: Any = (), laid_out: Any = None
 
 def _carried(block: Var, mesh: Any, dims: tuple, shown: Any) -> tuple:
     """An output's (block, sharding, computed) as `noted` gives a shard_map result's."""
-    computed = None if mesh is shown or _whole(mesh, dims) else _reported(mesh, dims)
-    return block, _reported(shown, dims), computed
+    computed = None if mesh is shown or _whole(mesh, dims) else reported(mesh, dims)
+    return block, reported(shown, dims), computed
 
 
 class _Layouts:
@@ -182,7 +182,7 @@ def _process_axes(mesh: Any) -> frozenset:
                      if not (procs == np.take(procs, [0], axis=i)).all())
 
 
-def _reported(mesh: Any, dims: tuple) -> NamedSharding:
+def reported(mesh: Any, dims: tuple) -> NamedSharding:
     """JAX's report of a layout (as runtime/sharded.py's): over Explicit axes an entry per
     dimension, else trailing unsplit dimensions left out (P('x', None) reads P('x',))."""
     entries = [None if not a else a[0] if len(a) == 1 else a for a in dims]
@@ -357,7 +357,7 @@ def _block_cut(v: Any, mesh: Any, dims: tuple) -> Eqn | None:
     processes, as shard_map's cut of a replicated operand does; no collective)."""
     shape = v.aval.shape
     try:
-        box = block_of(NamedSharding(mesh, _reported(mesh, dims).spec).devices_indices_map(
+        box = block_of(NamedSharding(mesh, reported(mesh, dims).spec).devices_indices_map(
             shape), shape)
     except NotImplementedError:  # (this process's devices hold no one block of it)
         return None
