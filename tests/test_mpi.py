@@ -335,8 +335,8 @@ def _check_jit_over_blocks(mpi):
         "rows_identity": (0, [(x8, "GlobalArray", rows, [[0, 0]])]),
         # an argument split over the processes as the result is (or as the block of two
         # devices per process), beside it: this process's block of it, nothing gathered (it
-        # was an Allgather of the result, 64 bytes, and of the argument, 128: 192 per call;
-        # cells 96 + 96). JAX 0.10 reports the same specs
+        # was an Allgather of the 4 x 8 result, 128 bytes; cells: 192, the sum P() where JAX
+        # 0.10 reports P('model',)). JAX 0.10 reports these specs
         "rows_matmul_and_arg": (_nothing_but(), [
             (gram8 + x8, "GlobalArray", rows, [[0, 0]]),
             (gram8 * np.tanh(x8) - x8, "GlobalArray", rows, [[0, 0]])]),
@@ -345,16 +345,18 @@ def _check_jit_over_blocks(mpi):
             (scaled.sum(0), "Array", "P('model',)", None)]),
         # sums, maxima and minima over the dimension split over the processes: one Allreduce
         # of this process's partial result each (float32[8]: 32 bytes; it was an Allgather of
-        # the whole result, 128 bytes, read by all three), whole on every process
+        # the whole result, 128 bytes, read by all three; ints: 192, one per shard_map call),
+        # whole on every process; the centred columns reported P() before, JAX P('data',)
         "rows_matmul_column_stats": (_nothing_but(allreduce=3 * 32), [
             (gram8.sum(0), "Array", "P()", None), (gram8.max(0), "Array", "P()", None),
             (gram8 - gram8.mean(0), "GlobalArray", rows, [[0, 0]], centred)]),
         "ints_column_stats": (_nothing_but(allreduce=16 + 16 + 4), [
             ((ints * 2).sum(0), "Array", "P()", None), ((ints * 2).min(0), "Array", "P()", None),
             ((ints * 2).sum(), "Array", "P()", None)]),
-        # inside a jit inside jit: the inner call's Allreduce, its gather dropped
+        # inside a jit inside jit: the inner call's Allreduce, its gather dropped (128 before)
         "nested_column_sums": (_nothing_but(allreduce=32), [
             (gram8.sum(0) * 2, "Array", "P()", None)]),
+        # (a 4-position axis, two per process: 256 bytes of Allgather before)
         "line_column_sums": (_nothing_but(allreduce=32), [
             (lined.sum(0), "Array", "P()", None),
             (lined * x8, "GlobalArray", rows, [[0, 0], [1, 0]])]),
@@ -364,9 +366,9 @@ def _check_jit_over_blocks(mpi):
             (x8.sum(0), "Array", "P()", None)]),
         # a mesh interleaving the processes: the argument's pieces fetched for the block the
         # process computes on (32 bytes from each peer, counted as the alltoall's 64), each
-        # split result's pieces sent back (64 each), the sum one Allreduce; it was that plus
-        # an Allgather of the result for each derived value (384 bytes), the scaled result
-        # returned whole (P(), JAX: P('data',))
+        # split result's pieces sent back (64 each), the sum one Allreduce; it was 384 bytes
+        # of Allgather (the result, for each derived value) and 128 of alltoall, the scaled
+        # result returned whole (P(), JAX: P('data',))
         "woven_derived": (_nothing_but(allreduce=32, alltoall=3 * 64), [
             (lined * 2, "GlobalArray", rows, [[0, 0], [2, 0]]),
             (lined.sum(0), "Array", "P()", None),
