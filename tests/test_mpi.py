@@ -293,11 +293,11 @@ def _check_jit_over_blocks(mpi):
         "rows_matmul_column": (0, [(gram + np.arange(4.0)[:, None], "GlobalArray", rows,
                                     [[0, 0]])]),
         "rows_matmul_bias": (0, [(gram + x8.T[:4] * 3, "GlobalArray", rows, [[0, 0]])]),
-        # an operand split over the processes itself, sliced: the partitioner computes the
-        # slice on the gathered argument (128 bytes, as jit of the slice alone does) and
-        # takes this process's block of it; the result is no longer gathered (64 more before)
-        "rows_matmul_split_operand": (2 * 64, [(gram + x8[:, :4], "GlobalArray", rows,
-                                                [[0, 0]])]),
+        # an operand split over the processes itself, sliced: the slice keeps the split rows
+        # whole, so each process slices its own block, and it is laid out as the result: no
+        # gather (it was an Allgather of the result, 64 bytes, and of the argument for the
+        # slice, 128)
+        "rows_matmul_split_operand": (0, [(gram + x8[:, :4], "GlobalArray", rows, [[0, 0]])]),
         # two devices per process: values computed from the result stay blocks (the operand
         # not gathered either, as in cells_scaled), the sum over the columns split within the
         # process reduced there
@@ -360,10 +360,11 @@ def _check_jit_over_blocks(mpi):
         "line_column_sums": (_nothing_but(allreduce=32), [
             (lined.sum(0), "Array", "P()", None),
             (lined * x8, "GlobalArray", rows, [[0, 0], [1, 0]])]),
-        # no shard_map: the partitioner's own program, nothing gathered either
+        # no shard_map: the partitioner's own program, nothing gathered either (the column
+        # slice was computed on the gathered argument: 128 bytes)
         "rows_plain": (_nothing_but(allreduce=32), [
             (x8 * 2, "GlobalArray", rows, [[0, 0]]), (np.tanh(x8), "GlobalArray", rows, [[0, 0]]),
-            (x8.sum(0), "Array", "P()", None)]),
+            (x8.sum(0), "Array", "P()", None), (x8[:, 2:6], "GlobalArray", rows, [[0, 0]])]),
         # a mesh interleaving the processes: the argument's pieces fetched for the block the
         # process computes on (32 bytes from each peer, counted as the alltoall's 64), each
         # split result's pieces sent back (64 each), the sum one Allreduce; it was 384 bytes

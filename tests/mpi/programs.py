@@ -252,7 +252,7 @@ if mode == "mpi":
         "rows_matmul_column": (jax.jit(lambda a, b: times(a, b) + jnp.arange(4.0)[:, None]),
                                (rows_split, x8.T)),
         "rows_matmul_bias": (jax.jit(lambda a, b: times(a, b) + b[:4] * 3), (rows_split, x8.T)),
-        # an operand split over the processes itself, sliced (the slice computed gathered)
+        # an operand split over the processes itself, sliced (its columns: per process)
         "rows_matmul_split_operand": (jax.jit(lambda a, b: times(a, b) + a[:, :4]),
                                       (rows_split, x8.T)),
         # two devices per process: a transpose, a sum over the dimension split within the
@@ -281,7 +281,8 @@ if mode == "mpi":
         "line_column_sums": (jax.jit(lambda a: (line_scale(a).sum(0), line_scale(a) * a)),
                              (line_split,)),
         # the plain program on the argument alone (the partitioner's: no shard_map)
-        "rows_plain": (jax.jit(lambda a: (a * 2, jnp.tanh(a), a.sum(0))), (rows_split,)),
+        "rows_plain": (jax.jit(lambda a: (a * 2, jnp.tanh(a), a.sum(0), a[:, 2:6])),
+                       (rows_split,)),
         # a mesh interleaving the processes: derived values are blocks of the mesh the
         # processes computed on, each process's pieces fetched (alltoall) as shard_map's are
         "woven_derived": (jax.jit(lambda a: (woven_scale(a) * 2, woven_scale(a).sum(0),
