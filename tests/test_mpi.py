@@ -259,6 +259,11 @@ def _check_jit_over_blocks(mpi):
     ints = np.arange(16, dtype=np.int32).reshape(4, 4)
     gram = x8 @ x8.T
     scaled = x * np.repeat([1.0, 2.0], 3)  # (cells_scale's result)
+    gram8 = x8 @ np.linspace(0.5, 1.5, 64, dtype=np.float32).reshape(8, 8)
+    # centred columns cancel: their float32 rounding (a partial sum per process, then the
+    # Allreduce, in other orders than NumPy's) is within a few eps of the values summed
+    centred = 4 * np.finfo(np.float32).eps * np.abs(gram8).max()
+    lined = x8 * np.arange(1.0, 5.0, dtype=np.float32)[:, None]  # (line_scale's, woven_scale's)
     softmax = np.exp((gram - gram.max(1, keepdims=True)) / 64)
     softmax /= softmax.sum(1, keepdims=True)
     rows, cells = "P('data',)", "P('data', 'model')"
@@ -267,10 +272,12 @@ def _check_jit_over_blocks(mpi):
     want = {
         # no Allgather of the operand, nor of the result: nothing moves
         "rows_matmul": (0, [(gram, "GlobalArray", rows, [[0, 0]])]),
-        # the result is also read whole (its sum): that gather of the 2 x 4 float32 blocks
-        # stays (64 bytes), the returned result is still the block
-        "rows_matmul_read": (2 * 32, [(gram, "GlobalArray", rows, [[0, 0]]),
-                                      (gram.sum(0), "Array", "P()", None)]),
+        # the result is also summed over its rows: this process's rows summed, then one
+        # Allreduce of the float32[4] (16 bytes; it was an Allgather of both 2 x 4 blocks, 64),
+        # the returned result still the block
+        "rows_matmul_read": ({"allgather": 0, "allreduce": 16},
+                             [(gram, "GlobalArray", rows, [[0, 0]]),
+                              (gram.sum(0), "Array", "P()", None)]),
         # computed from the result in the same jit: the block computed on, nothing gathered,
         # the sharding JAX reports (over Auto axes trailing unsplit dimensions left out)
         "rows_matmul_scaled": (0, [(2 * gram, "GlobalArray", rows, [[0, 0]])]),
@@ -286,10 +293,11 @@ def _check_jit_over_blocks(mpi):
         "rows_matmul_column": (0, [(gram + np.arange(4.0)[:, None], "GlobalArray", rows,
                                     [[0, 0]])]),
         "rows_matmul_bias": (0, [(gram + x8.T[:4] * 3, "GlobalArray", rows, [[0, 0]])]),
-        # an operand split over the processes itself is not carried: the result is gathered
-        # (64 bytes) and the operand too (128), as before
-        "rows_matmul_split_operand": (2 * 32 + 2 * 64, [(gram + x8[:, :4], "GlobalArray", rows,
-                                                         [[0, 0]])]),
+        # an operand split over the processes itself, sliced: the slice keeps the split rows
+        # whole, so each process slices its own block, and it is laid out as the result: no
+        # gather (it was an Allgather of the result, 64 bytes, and of the argument for the
+        # slice, 128)
+        "rows_matmul_split_operand": (0, [(gram + x8[:, :4], "GlobalArray", rows, [[0, 0]])]),
         # two devices per process: values computed from the result stay blocks (the operand
         # not gathered either, as in cells_scaled), the sum over the columns split within the
         # process reduced there
@@ -324,18 +332,65 @@ def _check_jit_over_blocks(mpi):
                              [[0, 0], [1, 0]])]),
         "cols_scaled": (0, [(x8 * np.repeat([1.0, 2.0], 4), "GlobalArray", "P(None, 'data')",
                              [[0, 0]])]),
-        "rows_identity": (0, [(x8, "GlobalArray", rows, [[0, 0]])])}
+        "rows_identity": (0, [(x8, "GlobalArray", rows, [[0, 0]])]),
+        # an argument split over the processes as the result is (or as the block of two
+        # devices per process), beside it: this process's block of it, nothing gathered (it
+        # was an Allgather of the 4 x 8 result, 128 bytes; cells: 192, the sum P() where JAX
+        # 0.10 reports P('model',)). JAX 0.10 reports these specs
+        "rows_matmul_and_arg": (_nothing_but(), [
+            (gram8 + x8, "GlobalArray", rows, [[0, 0]]),
+            (gram8 * np.tanh(x8) - x8, "GlobalArray", rows, [[0, 0]])]),
+        "cells_and_arg": (_nothing_but(allreduce=24), [
+            (scaled + x, "GlobalArray", cells, [[0, 0], [0, 3]]),
+            (scaled.sum(0), "Array", "P('model',)", None)]),
+        # sums, maxima and minima over the dimension split over the processes: one Allreduce
+        # of this process's partial result each (float32[8]: 32 bytes; it was an Allgather of
+        # the whole result, 128 bytes, read by all three; ints: 192, one per shard_map call),
+        # whole on every process; the centred columns reported P() before, JAX P('data',)
+        "rows_matmul_column_stats": (_nothing_but(allreduce=3 * 32), [
+            (gram8.sum(0), "Array", "P()", None), (gram8.max(0), "Array", "P()", None),
+            (gram8 - gram8.mean(0), "GlobalArray", rows, [[0, 0]], centred)]),
+        "ints_column_stats": (_nothing_but(allreduce=16 + 16 + 4), [
+            ((ints * 2).sum(0), "Array", "P()", None), ((ints * 2).min(0), "Array", "P()", None),
+            ((ints * 2).sum(), "Array", "P()", None)]),
+        # inside a jit inside jit: the inner call's Allreduce, its gather dropped (128 before)
+        "nested_column_sums": (_nothing_but(allreduce=32), [
+            (gram8.sum(0) * 2, "Array", "P()", None)]),
+        # (a 4-position axis, two per process: 256 bytes of Allgather before)
+        "line_column_sums": (_nothing_but(allreduce=32), [
+            (lined.sum(0), "Array", "P()", None),
+            (lined * x8, "GlobalArray", rows, [[0, 0], [1, 0]])]),
+        # no shard_map: the partitioner's own program, nothing gathered either (the column
+        # slice was computed on the gathered argument: 128 bytes)
+        "rows_plain": (_nothing_but(allreduce=32), [
+            (x8 * 2, "GlobalArray", rows, [[0, 0]]), (np.tanh(x8), "GlobalArray", rows, [[0, 0]]),
+            (x8.sum(0), "Array", "P()", None), (x8[:, 2:6], "GlobalArray", rows, [[0, 0]])]),
+        # a mesh interleaving the processes: the argument's pieces fetched for the block the
+        # process computes on (32 bytes from each peer, counted as the alltoall's 64), each
+        # split result's pieces sent back (64 each), the sum one Allreduce; it was 384 bytes
+        # of Allgather (the result, for each derived value) and 128 of alltoall, the scaled
+        # result returned whole (P(), JAX: P('data',))
+        "woven_derived": (_nothing_but(allreduce=32, alltoall=3 * 64), [
+            (lined * 2, "GlobalArray", rows, [[0, 0], [2, 0]]),
+            (lined.sum(0), "Array", "P()", None),
+            (lined + x8, "GlobalArray", rows, [[0, 0], [2, 0]])])}
     for name, (moved, outs) in want.items():
-        assert int(mpi[f"moved/{name}/allgather"]) == moved, name
-        for i, (value, kind, spec, shards) in enumerate(outs):
+        moved = moved if isinstance(moved, dict) else {"allgather": moved}
+        assert {k: int(mpi[f"moved/{name}/{k}"]) for k in moved} == moved, name
+        for i, (value, kind, spec, shards, *atol) in enumerate(outs):
             np.testing.assert_allclose(mpi[f"moved/{name}/value/{i}"], value, rtol=2e-6,
-                                       err_msg=name)
+                                       atol=atol[0] if atol else 0, err_msg=name)
             for key, w in (("type", kind), ("spec", spec)):
                 assert w is None or str(mpi[f"moved/{name}/{key}/{i}"]) == w, (name, key)
             if shards is not None:
                 np.testing.assert_array_equal(mpi[f"moved/{name}/shards/{i}"], shards,
                                               err_msg=name)
     np.testing.assert_array_equal(mpi["moved/rows_split_after"], x8)
+
+
+def _nothing_but(**moved) -> dict:
+    """The bytes each collective moves per call: those named, none through the others."""
+    return {"allgather": 0, "allreduce": 0, "alltoall": 0, **moved}
 
 
 def _check_mesh_with_the_process_axis_minor(runs):

@@ -25,7 +25,7 @@ from .core.rules import moveaxis
 from .core.sharding import (Mesh, NamedSharding, PartitionSpec, default_sharding,
                             resolve_sharding)
 from .compiler.sharding import reshard
-from .compiler.split_results import split_results
+from .compiler.split_results import reported as split_reported, split_results
 from .core.trace import DynamicJaxprTracer, Tracer, current_dynamic_trace, get_aval
 from .lax import reshape, slice as lax_slice
 from .lax.processes import allgather_p, pvary_p, shared_p, vma_p
@@ -409,17 +409,29 @@ def _plan(entry: Any, shardings: tuple, out_shardings: Any, fun_name: str) -> tu
                            fun_name)
     # (the notes and so the program are alike on every process: all drop the same gathers)
     closed, blocks = split_results(entry.closed, shardings)
-    # (those a block replaced: a replicated result is its own block, laid out as before)
+    # (those a block replaced: a replicated result is its own block, and a value every
+    # process holds whole after an Allreduce, laid out by the partitioner as computed)
+    whole_blocks = list(blocks or [None] * len(targets))
     blocks = [b if b is not None and (b[2] is not None or v.aval.shape != b[1]) else None
-              for v, b in zip(closed.jaxpr.outvars, blocks or ())]
-    if not any(blocks) or any(b is not None and t is not None for b, t in zip(blocks, targets)):
-        closed, blocks = entry.closed, None
+              for v, b in zip(closed.jaxpr.outvars, whole_blocks)]
+    if any(b is not None and t is not None for b, t in zip(blocks, targets)):
+        closed, blocks = entry.closed, None  # (a block the partitioner would take as whole)
+        whole_blocks = [None] * len(targets)
+    elif not any(blocks):
+        blocks = None
     layout = plan_layout(closed, shardings)
     out_dims = [d if t is None else tuple(t._parts(len(d)))
                 for d, t in zip(layout.out_dims, targets)]
     reported = [s if t is None else t for s, t in zip(layout.outs, targets)]
     if blocks is not None:  # (a block is laid out whole on this process's shards)
         reported = [s if b is None else b[0] for s, b in zip(reported, blocks)]
+    # a value every process holds whole, split over axes within the processes (an
+    # Allreduce's over the process axes): the partitioner takes it as replicated; JAX reports
+    # its layout
+    reported = [split_reported(b[0].mesh, tuple(b[0]._parts(len(b[1]))))
+                if b is not None and b[2] is None and v.aval.shape == b[1] and
+                b[0].spec.mesh_axes() and t is None else s
+                for s, b, v, t in zip(reported, whole_blocks, closed.jaxpr.outvars, targets)]
 
     def per_shard(*xs):
         outs = layout.per_shard(*xs)

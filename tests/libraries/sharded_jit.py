@@ -49,6 +49,7 @@ record("cumsum_whole_dim", jax.jit(lambda a: jnp.cumsum(a, 1))(put(x, mesh, "x")
 record("sort_rows", jax.jit(lambda a: jnp.sort(jnp.sin(7 * a), 1))(x))
 record("slice_stride", jax.jit(lambda a: a[::2])(x))
 record("slice_uneven", jax.jit(lambda a: a[1:4, 2:6])(x))
+record("slice_keeping_split", jax.jit(lambda a: a[:, 2:7:2] * 2)(put(x, mesh, "x")))
 record("pad", jax.jit(lambda a: jnp.pad(a, ((1, 1), (0, 0))))(x))
 record("concatenate", jax.jit(lambda a: jnp.concatenate([a, a * 2], 1))(x))
 record("dynamic_slice", jax.jit(lambda a: jax.lax.dynamic_slice(a, (2, 0), (2, 8)))(x))
@@ -58,6 +59,7 @@ record("top_k", jax.jit(lambda a: jax.lax.top_k(jnp.cos(5 * a), 2)[0])(x))
 # more propagation through ops on arguments split over one axis (rows, or columns)
 rows = put(np.arange(32.0).reshape(8, 4), line, "b")
 cols = put(np.arange(32.0).reshape(8, 4), line, None, "b")
+record("rows_slice_columns", jax.jit(lambda a: a[:, 1:3] + a[:, :2])(rows))
 for name, fn, arg in [("rows_astype", lambda a: a.astype(jnp.int32), rows),
                       ("rows_plus_scalar", lambda a: a + jnp.float32(3), rows),
                       ("rows_prod_split", lambda a: a.prod(0), rows),

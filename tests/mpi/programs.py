@@ -197,6 +197,25 @@ if mode == "mpi":
         r = times(a, b)
         return r, r.sum(0)
 
+    # the argument split over the processes as the result is, read beside it: its own block
+    # (a 4 x 8 result: an 8 x 8 right operand; positive, so that no product cancels)
+    w8 = np.linspace(0.5, 1.5, 64, dtype=np.float32).reshape(8, 8)
+
+    def times_and_arg(a, b):
+        r = times(a, b)
+        return r + a, r * jnp.tanh(a) - a
+
+    def column_stats(a, b):  # reductions over the dimension split over the processes
+        r = times(a, b)
+        return r.sum(0), r.max(0), r - r.mean(0)
+
+    ints_doubled = jax.shard_map(lambda k: k * 2, mesh=mesh1d, in_specs=P("data"),
+                                 out_specs=P("data"))
+    line_scale = jax.shard_map(lambda a: a * (lax.axis_index("data") + 1.0), mesh=line,
+                               in_specs=P("data"), out_specs=P("data"))
+    woven_scale = jax.shard_map(lambda a: a * (lax.axis_index("data") + 1.0), mesh=woven,
+                                in_specs=P("data"), out_specs=P("data"))
+
     on_blocks = {
         "rows_matmul": (jax.jit(times), (rows_split, x8.T)),
         "rows_matmul_read": (jax.jit(times_and_sum), (rows_split, x8.T)),
@@ -233,7 +252,7 @@ if mode == "mpi":
         "rows_matmul_column": (jax.jit(lambda a, b: times(a, b) + jnp.arange(4.0)[:, None]),
                                (rows_split, x8.T)),
         "rows_matmul_bias": (jax.jit(lambda a, b: times(a, b) + b[:4] * 3), (rows_split, x8.T)),
-        # an operand split over the processes itself: not carried, gathered as before
+        # an operand split over the processes itself, sliced (its columns: per process)
         "rows_matmul_split_operand": (jax.jit(lambda a, b: times(a, b) + a[:, :4]),
                                       (rows_split, x8.T)),
         # two devices per process: a transpose, a sum over the dimension split within the
@@ -247,13 +266,34 @@ if mode == "mpi":
                           (rows_split, x8.T)),
         "ints_row_sums": (jax.jit(lambda k: jax.shard_map(
             lambda k: k * 2, mesh=mesh1d, in_specs=P("data"), out_specs=P("data"))(k).sum(1)),
-            (ints_split,))}
+            (ints_split,)),
+        # operands split over the processes as jit's arguments, laid out as the result: this
+        # process's block of them, not gathered
+        "rows_matmul_and_arg": (jax.jit(times_and_arg), (rows_split, w8)),
+        "cells_and_arg": (jax.jit(lambda a: (cells_scale(a) + a, cells_scale(a).sum(0))),
+                          (cells_split,)),
+        # reductions over the split dimension: this process's partial result, one Allreduce
+        "rows_matmul_column_stats": (jax.jit(column_stats), (rows_split, w8)),
+        "ints_column_stats": (jax.jit(lambda k: (ints_doubled(k).sum(0), ints_doubled(k).min(0),
+                                                 ints_doubled(k).sum())), (ints_split,)),
+        "nested_column_sums": (jax.jit(lambda a, b: jax.jit(
+            lambda c, d: times(c, d).sum(0))(a, b) * 2), (rows_split, w8)),
+        "line_column_sums": (jax.jit(lambda a: (line_scale(a).sum(0), line_scale(a) * a)),
+                             (line_split,)),
+        # the plain program on the argument alone (the partitioner's: no shard_map)
+        "rows_plain": (jax.jit(lambda a: (a * 2, jnp.tanh(a), a.sum(0), a[:, 2:6])),
+                       (rows_split,)),
+        # a mesh interleaving the processes: derived values are blocks of the mesh the
+        # processes computed on, each process's pieces fetched (alltoall) as shard_map's are
+        "woven_derived": (jax.jit(lambda a: (woven_scale(a) * 2, woven_scale(a).sum(0),
+                                             woven_scale(a) + a)), (split["from_callback"],))}
     for name, (f, args) in on_blocks.items():
         f(*args)  # (compiled first: the second call's traffic is the call's own)
         before = dict(process_collectives.received)
         outs = jax.tree_util.tree_leaves(f(*args))
-        results[f"moved/{name}/allgather"] = np.int64(
-            process_collectives.received["allgather"] - before.get("allgather", 0))
+        for code in ("allgather", "allreduce", "alltoall"):
+            results[f"moved/{name}/{code}"] = np.int64(
+                process_collectives.received[code] - before.get(code, 0))
         for i, r in enumerate(outs):
             results[f"moved/{name}/value/{i}"] = whole(r)
             results[f"moved/{name}/type/{i}"] = np.array(type(r).__name__)

@@ -13,8 +13,9 @@ The rules, as data flowing one way (a layout is `Dims`: per dimension, its mesh 
 - dot_general: batch and free dimensions keep their axes (data parallel); a split contracting
   dimension (model parallel) gives partial products, summed with psum;
 - scans, sorts, reversals: gathered along their dimensions, the result cut back to the
-  operands' layout; slices, pads, concatenations: computed gathered, the result cut back to
-  the first operand's layout where its axes divide the result;
+  operands' layout; a slice keeping every split dimension whole: per shard; other slices,
+  pads, concatenations: computed gathered, the result cut back to the first operand's layout
+  where its axes divide the result;
 - while / scan / cond: run gathered, results cut back to the layouts their bodies give them
   (a carry keeps its initial value's layout plus the axes the body splits it over; a scan's
   stacked outputs get the body's layout under a whole leading dimension; cond: the branches'
@@ -279,6 +280,11 @@ def _cut_back(eqn, dims: list, sizes: dict) -> EqnPlan | None:
     first, out_shape = dims[0], eqn.outvars[0].aval.shape
     if len(first) != len(out_shape) or is_own_block_cut(eqn.outvars[0]):
         return None  # (shard_map's cut of this process's block: whole on its every shard)
+    if eqn.primitive is slice_p and all(
+            not axes or (a == 0 and b == n and k in (None, 1)) for axes, a, b, k, n in zip(
+                first, eqn.params["start_indices"], eqn.params["limit_indices"],
+                eqn.params["strides"] or (None,) * len(first), eqn.invars[0].aval.shape)):
+        return EqnPlan((first,), (first,))  # (it keeps every split dimension whole: per shard)
     want = tuple(axes if n % math.prod(sizes[a] for a in axes) == 0 else ()
                  for n, axes in zip(out_shape, first))
     plan = _gathered(eqn)
@@ -528,6 +534,11 @@ def _local_params(eqn, ep: EqnPlan, sizes: dict) -> dict:
         return dict(eqn.params, shape=local_shape(out_v.aval.shape, out_d, sizes))
     if eqn.primitive is reshape_p:
         return dict(eqn.params, new_sizes=local_shape(out_v.aval.shape, out_d, sizes))
+    if eqn.primitive is slice_p:  # (split dimensions kept whole: the shard's whole)
+        return dict(eqn.params, limit_indices=tuple(
+            m if not d else n for m, d, n in zip(
+                eqn.params["limit_indices"], ep.in_dims[0],
+                local_shape(eqn.invars[0].aval.shape, ep.in_dims[0], sizes))))
     if eqn.primitive is gather_p:  # operand dimensions taken whole: the shard's whole
         return dict(eqn.params, slice_sizes=local_shape(eqn.params["slice_sizes"],
                                                         ep.in_dims[0], sizes))

@@ -6,9 +6,11 @@ or a body holding one: `has_effects`). A
 primitive with bodies may declare a rule, `Primitive.dce(eqn, used_outputs)`, returning the
 equation that computes only the used outputs (control flow drops carries, branch outputs and
 operands nothing needs); other equations keep their signature and get their bodies pruned.
+`drop_unread` is the one walk that drops effectful equations: those a rewrite left unread.
 """
 from __future__ import annotations
 
+import collections
 from typing import Sequence
 
 from .jaxpr import ClosedJaxpr, Eqn, Jaxpr, Var, has_effects, map_subjaxprs
@@ -46,6 +48,30 @@ def dce_closed(closed: ClosedJaxpr, used_outputs: Sequence[bool]
               j.debug_info)
     return (ClosedJaxpr(j, [c for c, k in zip(closed.consts, keep) if k]),
             [v in live for v in j.invars])
+
+
+def drop_unread(eqns: Sequence[Eqn], outvars: Sequence, replaced: Sequence) -> list[Eqn]:
+    """`eqns` without those that made only the `replaced` values, now unread (the outputs a
+    rewrite replaced), and what only they read — effects included: the Allgathers of blocks
+    split over processes that jit returns as blocks (core/global_array.py `split_outputs`,
+    compiler/split_results.py), which every process drops alike as every process rewrites
+    its program alike. The equations left read what they read."""
+    made = {v: e for e in eqns for v in e.outvars}
+    readers = collections.Counter(v for e in eqns for v in e.invars if isinstance(v, Var))
+    readers.update(v for v in outvars if isinstance(v, Var))
+    dropped: set = set()
+    todo = [v for v in replaced if readers[v] == 0]
+    while todo:
+        e = made.get(todo.pop())
+        if e is None or id(e) in dropped or any(readers[v] for v in e.outvars):
+            continue
+        dropped.add(id(e))
+        for v in e.invars:
+            if isinstance(v, Var):
+                readers[v] -= 1
+                if readers[v] == 0:
+                    todo.append(v)
+    return [e for e in eqns if id(e) not in dropped]
 
 
 def _dce_body(closed: ClosedJaxpr) -> ClosedJaxpr:

@@ -5,7 +5,6 @@ raises JAX's error naming process_allgather and addressable_shards.
 """
 from __future__ import annotations
 
-import collections
 import itertools
 import math
 from typing import Any, Sequence
@@ -14,6 +13,7 @@ import numpy as np
 
 from .array import Array, BaseArray
 from .avals import ShapedArray
+from .dce import drop_unread
 from .devices import process_count, process_index
 from .jaxpr import Var
 from .sharding import Shard
@@ -533,32 +533,10 @@ def split_outputs(closed: Any, carried: dict | None = None) -> tuple[Any, list |
     if not any(found):
         return closed, None
     outvars = [v if f is None else f[0] for v, f in zip(jaxpr.outvars, found)]
-    eqns = _unread_dropped(jaxpr.eqns, outvars, [v for v, f in zip(jaxpr.outvars, found) if f])
+    eqns = drop_unread(jaxpr.eqns, outvars, [v for v, f in zip(jaxpr.outvars, found) if f])
     rewritten = Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, eqns, jaxpr.debug_info)
     return ClosedJaxpr(rewritten, closed.consts), [
         None if f is None else (f[1], v.aval.shape, f[2]) for v, f in zip(jaxpr.outvars, found)]
-
-
-def _unread_dropped(eqns: list, outvars: list, replaced: list) -> list:
-    """`eqns` without those that made only the replaced outputs (the gathers of the blocks:
-    collectives, kept by dead-code elimination as effects, that every process drops alike,
-    as every process rewrites its program alike); the equations left read what they read."""
-    made = {v: e for e in eqns for v in e.outvars}
-    readers = collections.Counter(v for e in eqns for v in e.invars if isinstance(v, Var))
-    readers.update(v for v in outvars if isinstance(v, Var))
-    dropped: set = set()
-    todo = [v for v in replaced if readers[v] == 0]
-    while todo:
-        e = made.get(todo.pop())
-        if e is None or id(e) in dropped or any(readers[v] for v in e.outvars):
-            continue
-        dropped.add(id(e))
-        for v in e.invars:
-            if isinstance(v, Var):
-                readers[v] -= 1
-                if readers[v] == 0:
-                    todo.append(v)
-    return [e for e in eqns if id(e) not in dropped]
 
 
 def as_global(outs: list, blocks: list, leaves: Any) -> list:
