@@ -68,6 +68,3 @@ def threefry_mode(request, jax):
     jax.config.update("jax_threefry_partitionable", True)
     tracejit.config.update("jax_threefry_partitionable", True)
 
-
-def jax_or_skip():
-    return pytest.importorskip("jax")
