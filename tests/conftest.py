@@ -52,6 +52,14 @@ def rng():
     return np.random.default_rng(0)
 
 
+@pytest.fixture
+def threads():
+    """threads(n) sets tracejit_num_threads within a test; restored after."""
+    old = tracejit.config.read("tracejit_num_threads")
+    yield lambda n: tracejit.config.update("tracejit_num_threads", n)
+    tracejit.config.update("tracejit_num_threads", old)
+
+
 @pytest.fixture(scope="session")
 def jax():
     """Real JAX, the oracle: a test that takes it skips where JAX is not installed."""
