@@ -52,5 +52,27 @@ def rng():
     return np.random.default_rng(0)
 
 
-def jax_or_skip():
+@pytest.fixture
+def threads():
+    """threads(n) sets tracejit_num_threads within a test; restored after."""
+    old = tracejit.config.read("tracejit_num_threads")
+    yield lambda n: tracejit.config.update("tracejit_num_threads", n)
+    tracejit.config.update("tracejit_num_threads", old)
+
+
+@pytest.fixture(scope="session")
+def jax():
+    """Real JAX, the oracle: a test that takes it skips where JAX is not installed."""
     return pytest.importorskip("jax")
+
+
+@pytest.fixture(params=[True, False], ids=["partitionable", "original"])
+def threefry_mode(request, jax):
+    """Runs the test in both of JAX's threefry modes (jax_threefry_partitionable), set alike
+    in JAX and tracejit, then back to the default in both."""
+    jax.config.update("jax_threefry_partitionable", request.param)
+    tracejit.config.update("jax_threefry_partitionable", request.param)
+    yield request.param
+    jax.config.update("jax_threefry_partitionable", True)
+    tracejit.config.update("jax_threefry_partitionable", True)
+

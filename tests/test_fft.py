@@ -340,14 +340,6 @@ def test_real_transforms_through_half_length(dtype, rng, x64):
     _check_sizes(HALF_LENGTH, np.dtype(dtype), rng, kinds=("rfft", "irfft"))
 
 
-@pytest.fixture
-def threads():
-    """Set tracejit_num_threads within a test, restoring it after."""
-    old = tracejit.config.read("tracejit_num_threads")
-    yield lambda n: tracejit.config.update("tracejit_num_threads", n)
-    tracejit.config.update("tracejit_num_threads", old)
-
-
 # many lines: tiles run in chunks on the thread pool (75 lines: a partial last tile)
 PARALLEL_CASES = [("rfft", (75, 1024), np.float32), ("irfft", (75, 1024), np.complex64),
                   ("fft", (75, 1000), np.complex64), ("rfft", (40, 2 * 97 * 4), np.float64)]

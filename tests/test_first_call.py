@@ -21,8 +21,9 @@ def _python(source: str) -> subprocess.CompletedProcess:
 def test_blas_and_lapack_without_scipy_linalg():
     """A matmul and a Cholesky factorisation load SciPy's cython_blas/cython_lapack but not
     the scipy.linalg package (~0.2 s), nor the scipy package itself (~15 ms); a later
-    `import scipy.linalg.cython_blas` gets the same module object as an attribute, and SciPy's
-    own solvers still work."""
+    `import scipy.linalg.cython_blas` gets the same module objects as attributes, SciPy's
+    other Cython modules imported later share their Cython types (one utility module
+    `scipy._cyutility`), and SciPy's own solvers and special functions still work."""
     out = _python("""
         import sys
         import numpy as np
@@ -37,13 +38,120 @@ def test_blas_and_lapack_without_scipy_linalg():
         from tracejit.backend.llvm import blas
         import scipy.linalg.cython_blas
         import scipy.linalg
-        print(scipy.linalg.cython_blas is blas.scipy_extension("cython_blas"))
+        import scipy.special
+        print(scipy.linalg.cython_blas is blas.scipy_extension("cython_blas"),
+              scipy.linalg.cython_lapack is blas.scipy_extension("cython_lapack"),
+              sys.modules["scipy.linalg.cython_blas"] is scipy.linalg.cython_blas)
+        # (Cython's function type lives in the utility module: one type, one module)
+        print(type(scipy.linalg.cython_blas._test_dgemm)
+              is type(scipy.linalg._decomp_update._form_qTu)
+              is type(scipy._lib._ccallback_c.check_capsule))
         ref = a.astype(np.float64) @ a.astype(np.float64)
         print(np.abs(got - ref).max() <= 1e-5 * np.abs(a).sum(1).max() ** 2)
-        print(np.allclose(chol, scipy.linalg.cholesky(spd, lower=True), rtol=1e-4, atol=1e-4))
+        print(np.allclose(chol, scipy.linalg.cholesky(spd, lower=True), rtol=1e-4, atol=1e-4),
+              scipy.special.gamma(5.0) == 24.0)
     """)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split("\n")[:5] == ["[]", "[]", "True", "True", "True"], out.stdout
+    assert out.stdout.split("\n")[:6] == ["[]", "[]", "True True True", "True", "True",
+                                          "True True"], out.stdout
+
+
+def test_blas_with_scipy_imported_first():
+    """A user who imported scipy before the first BLAS program: the extensions load beside
+    it (no stand-in replaces the user's package), and scipy.linalg later has them."""
+    out = _python("""
+        import sys
+        import numpy as np
+        import scipy
+        import tracejit, tracejit.numpy as jnp
+        from tracejit.backend.llvm import blas
+        a = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) % 7
+        spd = (a @ a.T + 64 * np.eye(64)).astype(np.float32)
+        got = np.asarray(tracejit.jit(lambda x, y: x @ y)(a, a))
+        chol = np.asarray(tracejit.jit(jnp.linalg.cholesky)(spd))
+        print(sys.modules["scipy"] is scipy, "scipy.linalg" in sys.modules)
+        import scipy.linalg.cython_blas, scipy.linalg.cython_lapack
+        print(scipy.linalg.cython_blas is blas.scipy_extension("cython_blas"),
+              scipy.linalg.cython_lapack is blas.scipy_extension("cython_lapack"))
+        print((got == a.astype(np.float64) @ a.astype(np.float64)).all(),
+              np.allclose(chol, np.linalg.cholesky(spd.astype(np.float64)), rtol=1e-4,
+                          atol=1e-4))
+    """)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:3] == ["True False", "True True", "True True"], out.stdout
+
+
+def test_blas_loaded_while_another_thread_imports_scipy():
+    """Another thread's `import scipy` at the moment the extensions load gets SciPy itself
+    (it waits for the load), not a bare stand-in package without SciPy's attributes (it once
+    got one: `import scipy` finds whatever sys.modules holds without taking a lock)."""
+    out = _python("""
+        import sys
+        import threading
+        import numpy as np
+        import tracejit
+        seen, started = {}, []
+
+        def other_thread():
+            import scipy
+            seen["scipy"], seen["version"] = scipy, getattr(scipy, "__version__", None)
+
+        def during_the_load(event, args):  # (cython_blas's loader reports its file here)
+            if event == "import" and args[0] == "scipy.linalg.cython_blas" and not started:
+                started.append(threading.Thread(target=other_thread))
+                started[0].start()
+                started[0].join(0.5)  # (it may have to wait for the load: joined again below)
+
+        sys.addaudithook(during_the_load)
+        a = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) % 7
+        got = np.asarray(tracejit.jit(lambda x, y: x @ y)(a, a))
+        started[0].join()
+        import scipy
+        print(seen["scipy"] is scipy, seen["version"] == scipy.version.version,
+              (got == a.astype(np.float64) @ a.astype(np.float64)).all())
+    """)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True", "True"], out.stdout
+
+
+def test_blas_load_that_fails_leaves_no_trace():
+    """An extension whose initialisation raises (here after it entered sys.modules, as
+    Cython's does early on): the error reaches the caller, sys.modules and __import__ are as
+    they were, the import lock is free, and the next call loads it."""
+    out = _python("""
+        import _imp
+        import builtins
+        import importlib.machinery
+        import sys
+        import numpy as np
+        import tracejit
+        from tracejit.backend.llvm import blas
+        exec_module, failed = importlib.machinery.ExtensionFileLoader.exec_module, []
+
+        def failing(self, module):
+            exec_module(self, module)
+            if module.__name__ == "scipy.linalg.cython_blas" and not failed:
+                failed.append(module)
+                raise RuntimeError("interrupted")
+
+        importlib.machinery.ExtensionFileLoader.exec_module = failing
+        import_before = builtins.__import__
+        try:
+            blas.scipy_extension("cython_blas")
+            print("no error")
+        except RuntimeError as e:
+            print(e)
+        print(sorted(k for k in sys.modules if k == "scipy" or k.startswith("scipy.")),
+              _imp.lock_held(), builtins.__import__ is import_before)
+        a = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) % 7
+        got = np.asarray(tracejit.jit(lambda x, y: x @ y)(a, a))
+        import scipy.linalg.cython_blas
+        print(scipy.linalg.cython_blas is blas.scipy_extension("cython_blas"),
+              (got == a.astype(np.float64) @ a.astype(np.float64)).all())
+    """)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:3] == ["interrupted", "[] False True", "True True"], \
+        out.stdout
 
 
 

@@ -11,11 +11,6 @@ RNG = np.random.default_rng(0)
 X = RNG.standard_normal((3, 4, 5)).astype(np.float32)
 
 
-@pytest.fixture
-def jax():
-    return pytest.importorskip("jax")
-
-
 def _both(f, *args):
     """f eagerly and under jit; the two must agree bit for bit."""
     eager = f(*args)

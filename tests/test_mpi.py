@@ -37,9 +37,9 @@ def _start_all(tmp: Path):
     python = sys.executable
     started = {
         "mpi": subprocess.Popen([mpiexec(), "-n", "2", python, str(HERE / "programs.py"),
-                                 str(tmp / "mpi.npz"), "mpi"], env=_env(2),
+                                 str(tmp / "mpi"), "mpi"], env=_env(2),
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True),
-        "single": subprocess.Popen([python, str(HERE / "programs.py"), str(tmp / "single.npz"),
+        "single": subprocess.Popen([python, str(HERE / "programs.py"), str(tmp / "single"),
                                     "single"], env=_env(4), stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True),
         "initialize": subprocess.Popen([python, "-c", INITIALIZE], env=_env(1),
@@ -55,7 +55,7 @@ def _start_all(tmp: Path):
         assert started[k].returncode == 0, f"{k} run failed:\n{logs[k][-4000:]}"
     loaded = {}
     for k in ("mpi", "single"):
-        with np.load(tmp / f"{k}.npz") as saved:
+        with np.load(tmp / f"{k}.0.npz") as saved:  # (process 0's)
             loaded[k] = {name: saved[name] for name in saved.files}
     reports = {}
     for rank in (0, 1):
@@ -496,16 +496,16 @@ def test_axis_index_groups_across_processes(tmp_path):
     give in one process (tests/test_axis_index_groups.py checks that against JAX)."""
     python, script = sys.executable, str(HERE / "groups.py")
     started = {
-        "mpi": subprocess.Popen([mpiexec(), "-n", "2", python, script, str(tmp_path / "mpi.npz"),
+        "mpi": subprocess.Popen([mpiexec(), "-n", "2", python, script, str(tmp_path / "mpi"),
                                  "mpi"], env=_env(2), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True),
-        "single": subprocess.Popen([python, script, str(tmp_path / "single.npz"), "single"],
+        "single": subprocess.Popen([python, script, str(tmp_path / "single"), "single"],
                                    env=_env(4), stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True)}
     logs = {k: p.communicate(timeout=240)[0] for k, p in started.items()}
     for k, p in started.items():
         assert p.returncode == 0, f"{k} run failed:\n{logs[k][-4000:]}"
-    with np.load(tmp_path / "mpi.npz") as a, np.load(tmp_path / "single.npz") as b:
+    with np.load(tmp_path / "mpi.0.npz") as a, np.load(tmp_path / "single.0.npz") as b:
         ours, oracle = dict(a), dict(b)
     # bytes received per call within groups (Allgather, Reduce_scatter, point to point), where
     # each took an Allgather of every position's 4 x 2 float32 block (128 bytes): psum_scatter

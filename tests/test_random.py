@@ -43,20 +43,6 @@ SEEDS = [0, 1, 42, -1, 2 ** 31, 2 ** 32 - 1, 2 ** 40 + 5, -(2 ** 40), 1765591200
 SHAPES = [(), (3,), (2, 5), (0,)]
 
 
-@pytest.fixture
-def jax():
-    return pytest.importorskip("jax")
-
-
-@pytest.fixture(params=[True, False], ids=["partitionable", "original"])
-def mode(request, jax):
-    jax.config.update("jax_threefry_partitionable", request.param)
-    tracejit.config.update("jax_threefry_partitionable", request.param)
-    yield request.param
-    jax.config.update("jax_threefry_partitionable", True)
-    tracejit.config.update("jax_threefry_partitionable", True)
-
-
 def _set_config(x64: bool, partitionable: bool) -> None:
     tracejit.config.update("jax_enable_x64", x64)
     tracejit.config.update("jax_threefry_partitionable", partitionable)
@@ -165,7 +151,7 @@ def test_seed_under_jit(jax):
 
 
 @pytest.mark.parametrize("seed", [0, 7])
-def test_split_and_fold_in_match_jax(seed, mode, jax):
+def test_split_and_fold_in_match_jax(seed, threefry_mode, jax):
     k, jk = tr.PRNGKey(seed), jax.random.PRNGKey(seed)
     for num in (2, 3, (2, 2), 0, (3, 0), ()):
         np.testing.assert_array_equal(np.asarray(tr.split(k, num)),
@@ -241,14 +227,14 @@ def test_config_switch_changes_streams(jax):
 
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint32])
-def test_bits_match_jax(shape, dtype, mode, jax):
+def test_bits_match_jax(shape, dtype, threefry_mode, jax):
     k, jk = tr.PRNGKey(3), jax.random.PRNGKey(3)
     ours, theirs = tr.bits(k, shape, dtype), jax.random.bits(jk, shape, dtype)
     _assert_matches(ours, theirs, "exact")
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-def test_bits_64_match_jax(shape, mode, x64, jax):
+def test_bits_64_match_jax(shape, threefry_mode, x64, jax):
     k, jk = tr.PRNGKey(3), jax.random.PRNGKey(3)
     _assert_matches(tr.bits(k, shape), jax.random.bits(jk, shape), "exact")
     _assert_matches(tr.bits(k, shape, np.uint64), jax.random.bits(jk, shape, np.uint64), "exact")
@@ -256,14 +242,14 @@ def test_bits_64_match_jax(shape, mode, x64, jax):
 
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
-def test_uniform_and_normal_match_jax_exactly(shape, dtype, mode, jax):
+def test_uniform_and_normal_match_jax_exactly(shape, dtype, threefry_mode, jax):
     k, jk = tr.PRNGKey(11), jax.random.PRNGKey(11)
     _assert_matches(tr.uniform(k, shape, dtype, minval=-2.0, maxval=3.0),
                     jax.random.uniform(jk, shape, dtype, minval=-2.0, maxval=3.0), "exact")
     _assert_matches(tr.normal(k, shape, dtype), jax.random.normal(jk, shape, dtype), "exact")
 
 
-def test_normal_many_values_exact(mode, jax):
+def test_normal_many_values_exact(threefry_mode, jax):
     """20000 float32 samples: erf_inv's polynomial, log1p and FMAs all as in XLA."""
     for seed in (5, 6):
         _assert_matches(tr.normal(tr.PRNGKey(seed), (20000,)),

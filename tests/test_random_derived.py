@@ -65,20 +65,6 @@ X64_CASES = ("t", "chisquare", "wald", "triangular", "maxwell", "ball", "geometr
              "binomial_btrs", "multinomial", "rayleigh", "weibull_min")
 
 
-@pytest.fixture
-def jax():
-    return pytest.importorskip("jax")
-
-
-@pytest.fixture
-def x64(jax):
-    jax.config.update("jax_enable_x64", True)
-    tracejit.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", False)
-    tracejit.config.update("jax_enable_x64", False)
-
-
 def _ulp_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     ints = np.dtype(f"int{a.dtype.itemsize * 8}")
     ai, bi = a.view(ints).astype(np.int64), b.view(ints).astype(np.int64)

@@ -16,20 +16,6 @@ from tracejit.compiler.fusion import HASH_FUSE_MIN_ELEMENTS
 from tracejit.lax.random_bits import threefry2x32_numpy, threefry2x32_p
 
 
-@pytest.fixture(scope="module")
-def jax():
-    return pytest.importorskip("jax")
-
-
-@pytest.fixture(params=[True, False], ids=["partitionable", "original"])
-def mode(request, jax):
-    jax.config.update("jax_threefry_partitionable", request.param)
-    tracejit.config.update("jax_threefry_partitionable", request.param)
-    yield request.param
-    jax.config.update("jax_threefry_partitionable", True)
-    tracejit.config.update("jax_threefry_partitionable", True)
-
-
 def _compiled(f, *args):
     return tracejit.jit(f).lower(*args).compile()
 
@@ -59,7 +45,7 @@ SAMPLERS = {
 
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 @pytest.mark.parametrize("name", list(SAMPLERS))
-def test_jitted_samplers_match_jax_exactly(name, shape, mode, jax):
+def test_jitted_samplers_match_jax_exactly(name, shape, threefry_mode, jax):
     sample = SAMPLERS[name]
     ours = tracejit.jit(lambda k: sample(tr, k, shape))(tr.PRNGKey(7))
     theirs = jax.jit(lambda k: sample(jax.random, k, shape))(jax.random.PRNGKey(7))
@@ -115,7 +101,7 @@ def test_bits_64_match_jax_exactly(n, jax):
 
 
 @pytest.mark.parametrize("shape", [(3,), (2, 5), (5000,), ((1 << 18) + 3,)], ids=str)
-def test_split_and_fold_in_match_jax_exactly(shape, mode, jax):
+def test_split_and_fold_in_match_jax_exactly(shape, threefry_mode, jax):
     ours = tracejit.jit(lambda k: (tr.split(k, shape), tr.fold_in(k, 12345)))(tr.PRNGKey(5))
     theirs = jax.jit(lambda k: (jax.random.split(k, shape), jax.random.fold_in(k, 12345)))(
         jax.random.PRNGKey(5))

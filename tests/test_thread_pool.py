@@ -24,14 +24,6 @@ THREADS = (1, 2, 3, 8)
 I8P = I8.as_pointer()
 
 
-@pytest.fixture
-def threads():
-    """Set tracejit_num_threads within a test, restoring it after."""
-    old = tracejit.config.read("tracejit_num_threads")
-    yield lambda n: tracejit.config.update("tracejit_num_threads", n)
-    tracejit.config.update("tracejit_num_threads", old)
-
-
 def _uses_pool(fn, *args) -> bool:
     return thread_pool.SYMBOL in fn.lower(*args).compile().as_text(dialect="llvm")
 

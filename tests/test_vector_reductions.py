@@ -180,13 +180,6 @@ def test_softmax_scales_by_reciprocal():
     np.testing.assert_allclose(got, ref, rtol=1e-6)
 
 
-@pytest.fixture
-def threads():
-    old = tracejit.config.read("tracejit_num_threads")
-    yield lambda n: tracejit.config.update("tracejit_num_threads", n)
-    tracejit.config.update("tracejit_num_threads", old)
-
-
 def test_same_bits_for_one_and_two_threads(threads):
     """Sizes just past the parallel threshold: rows and a whole-array sum cut into chunks."""
     n0 = parallel_loops.PARALLEL_MIN_ELEMENTS

@@ -280,7 +280,7 @@ def _leave(x: Any, spec: Any, m: Mesh, processes: dict, computed_on: Mesh,
     transpose); untyped, over every process axis (JAX's check_vma=False division of an
     unmapped result's cotangent), but typed an invariant result's cotangent is whole on every
     process, as the typed transposes inside (psum's is pvary) take it."""
-    whole = _share(_gather(x, spec, processes), spec,
+    whole = _share(_gather(x, spec, processes),
                    _split_over(spec, processes) if check_vma else processes)
     spec = spec if spec is not None else PartitionSpec()
     if isinstance(x, DynamicJaxprTracer) and isinstance(whole, DynamicJaxprTracer) and \
@@ -329,7 +329,7 @@ def _untyped(x: Any, processes: dict) -> Any:
     return vma_p.bind(x, add=(), remove=varying) if varying else x
 
 
-def _share(x: Any, spec: Any, processes: dict) -> Any:
+def _share(x: Any, processes: dict) -> Any:
     """A result every process holds whole (replicated, or gathered) as the one value it is:
     its cotangent is shared out among the processes' copies."""
     if np.issubdtype(get_aval(x).dtype, np.inexact):

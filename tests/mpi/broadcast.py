@@ -9,18 +9,14 @@ JAX (whose pbroadcast has no CPU lowering: it runs the psum its documentation eq
 
 usage: python [-m tracejit] broadcast.py OUT {mpi,single,jax}   (writes OUT.<rank>.npz)
 """
-import sys
-
 import numpy as np
 
 import jax
 
-out_path, mode = sys.argv[1], sys.argv[2]
-if mode == "mpi":
-    jax.distributed.initialize()
-    assert jax.process_count() == 2 and jax.local_device_count() == 2
-else:
-    jax.config.update("jax_num_cpu_devices", 4)
+from harness import Run, received  # (tests/mpi/harness.py, beside this)
+
+run = Run(jax)
+results, save = run.results, run.save
 
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
@@ -31,23 +27,11 @@ grid = Mesh(np.array(jax.devices()).reshape(2, 2), ("data", "model"))  # 'data' 
 rng = np.random.default_rng(0)
 x = rng.standard_normal((8, 8, 4)).astype(np.float32)  # each position: a (2, 8, 4) block
 ints = rng.integers(-1000, 1000, (8, 8, 4)).astype(np.int32)
-results = {}
-
-
-def whole(v):
-    if getattr(v, "is_fully_addressable", True) is False:
-        from jax.experimental import multihost_utils
-        return np.asarray(multihost_utils.process_allgather(v, tiled=True))
-    return np.asarray(v)
-
-
-def save(name, tree):
-    for i, leaf in enumerate(jax.tree_util.tree_leaves(tree)):
-        results[f"{name}/{i}"] = whole(leaf)
 
 
 def pbroadcast(a, axis_name, source):
-    if mode == "jax":  # (JAX 0.10 has no CPU lowering of pbroadcast: its documented equivalent)
+    if run.mode == "jax":  # (JAX 0.10 has no CPU lowering of pbroadcast: its documented
+        # equivalent)
         return lax.psum(jnp.where(lax.axis_index(axis_name) == source, a, jnp.zeros_like(a)),
                         axis_name)
     return lax.pbroadcast(a, axis_name, source)
@@ -90,19 +74,7 @@ def per_position(a, w):
     return total
 
 
-for name, check_vma in (("grad", True), ("grad_unchecked", False)):
-    losses = jax.shard_map(lambda a, w: per_position(a, w)[None], mesh=line,
-                           in_specs=(P("data"), P("data")), out_specs=P("data"),
-                           check_vma=check_vma)
-
-    def total_loss(a, w, losses=losses):
-        return jnp.sum(losses(a, w))
-
-    save(f"{name}_outer", jax.jit(jax.grad(total_loss))(x, weights))
-    save(f"{name}_outer_eager", jax.grad(total_loss)(x, weights))
-    save(f"{name}_inner", jax.jit(jax.shard_map(
-        lambda a, w: jax.grad(per_position)(a, w), mesh=line, in_specs=(P("data"), P("data")),
-        out_specs=P("data"), check_vma=check_vma))(x, weights))
+run.save_position_grads(per_position, line, x, weights)
 
 # one position on each process (the mesh of each one's first device): eager grad once ran the
 # body op by op, where arrays carry no vma, and pbroadcast, taking each block for invariant,
@@ -132,18 +104,12 @@ for s in (0, 1):
                 x, weights))
 
 
-if mode == "mpi":  # what one call receives, compiled first
-    from tracejit.core import mpi as process_collectives
-
+if run.mode == "mpi":  # what one call receives, compiled first
     def moved(name, f, v):
-        f(v)
-        before = dict(process_collectives.received)
-        f(v)
-        after = dict(process_collectives.received)
+        got = received(f, v)[1]
         for code in ("allgather", "allreduce", "reduce_scatter", "alltoall", "sendrecv",
                      "bcast"):
-            results[f"moved/{name}/{code}"] = np.int64(after.get(code, 0) -
-                                                        before.get(code, 0))
+            results[f"moved/{name}/{code}"] = np.int64(got[code])
 
     # (out_specs P('data'): each result stays split, so nothing gathers it in the call)
     for s in range(4):
@@ -153,7 +119,4 @@ if mode == "mpi":  # what one call receives, compiled first
     moved("grad", jax.jit(smap(lambda a: jax.grad(lambda b: jnp.sum(
         jnp.sin(pbroadcast(b, "data", 2))))(a))), x)
 
-rank = jax.process_index() if mode == "mpi" else 0
-np.savez(f"{out_path}.{rank}.npz", **results)
-if mode == "mpi":
-    jax.distributed.shutdown()
+run.finish()

@@ -11,18 +11,14 @@ Written for JAX: `python -m tracejit` runs it.
 
 usage: python [-m tracejit] grads.py OUT {mpi,single,jax}   (writes OUT.<rank>.npz)
 """
-import sys
-
 import numpy as np
 
 import jax
 
-out_path, mode = sys.argv[1], sys.argv[2]
-if mode == "mpi":
-    jax.distributed.initialize()
-    assert jax.process_count() == 2 and jax.local_device_count() == 2
-else:
-    jax.config.update("jax_num_cpu_devices", 4)
+from harness import Run  # (tests/mpi/harness.py, beside this)
+
+run = Run(jax)
+results, save = run.results, run.save
 
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
@@ -34,19 +30,6 @@ meshes = {"one": Mesh(devs[:, 0], ("data",)),  # one position per process
 rng = np.random.default_rng(0)
 x = rng.standard_normal((16, 4)).astype(np.float32)  # split over 'data'
 w = rng.standard_normal(4).astype(np.float32)  # replicated
-results = {}
-
-
-def whole(v):
-    if getattr(v, "is_fully_addressable", True) is False:
-        from jax.experimental import multihost_utils
-        return np.asarray(multihost_utils.process_allgather(v, tiled=True))
-    return np.asarray(v)
-
-
-def save(name, tree):
-    for i, leaf in enumerate(jax.tree_util.tree_leaves(tree)):
-        results[f"{name}/{i}"] = whole(leaf)
 
 
 def terms(a, v):
@@ -114,7 +97,4 @@ for check_vma in (True, False):
             save(name, (jax.value_and_grad(total, argnums=(0, 1))(x, w),
                         jax.jit(jax.grad(total, argnums=(0, 1)))(x, w)))
 
-rank = jax.process_index() if mode == "mpi" else 0
-np.savez(f"{out_path}.{rank}.npz", **results)
-if mode == "mpi":
-    jax.distributed.shutdown()
+run.finish()

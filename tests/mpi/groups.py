@@ -1,34 +1,29 @@
 """Collectives within groups of positions (axis_index_groups) over a mesh axis spanning the
 processes, run two ways by tests/test_mpi.py: `mpi` (under `mpiexec -n 2`, two devices per
-process) and `single` (one process, four devices); each saves its results to argv[1].
+process) and `single` (one process, four devices); each saves its results (tests/mpi/harness.py).
 
-usage: python groups.py OUT.npz {mpi,single}
+usage: python groups.py OUT {mpi,single}   (writes OUT.<rank>.npz)
 """
-import sys
-
 import numpy as np
 
 import tracejit as jax
 import tracejit.numpy as jnp
 from tracejit import lax
-from tracejit.experimental import multihost_utils
 from tracejit.sharding import Mesh, PartitionSpec as P
 
-out_path, mode = sys.argv[1], sys.argv[2]
-if mode == "mpi":
-    jax.distributed.initialize()
-    assert jax.process_count() == 2 and jax.local_device_count() == 2
+from harness import Run, received  # (tests/mpi/harness.py, beside this)
+
+run = Run(jax)
+results = run.results
 devs = np.array(jax.devices()).reshape(2, 2)  # (processes, devices of each)
 mesh_all = Mesh(devs.reshape(-1), ("data",))  # two positions in each process
 mesh1d = Mesh(devs[:, 0], ("data",))  # one position in each process
 x = np.arange(32, dtype=np.float32).reshape(16, 2) / 7.0
 ints = np.arange(-16, 16, dtype=np.int32).reshape(16, 2) * 1000003
-results = {}
 
 
 def save(name, value):
-    results[name] = np.asarray(multihost_utils.process_allgather(value, tiled=True)) \
-        if getattr(value, "is_fully_addressable", True) is False else np.asarray(value)
+    results[name] = run.whole(value)
 
 
 def smap(f, mesh=mesh_all):
@@ -80,8 +75,7 @@ save("reversed_all_to_all", smap(lambda a: lax.all_to_all(
 save("reversed_psum_scatter", smap(lambda a: lax.psum_scatter(
     a, "data", axis_index_groups=[[1, 0]], tiled=True), mesh1d)(x[:8]))
 
-if mode == "mpi":  # what one call within groups receives, compiled first
-    from tracejit.core import mpi as process_collectives
+if run.mode == "mpi":  # what one call within groups receives, compiled first
     for tag, groups in {"across": [[0, 2], [1, 3]], "within": [[0, 1], [2, 3]]}.items():
         for name, f in {"psum": smap(lambda a: lax.psum(a, "data", axis_index_groups=groups)),
                         "all_gather": smap(lambda a: lax.all_gather(
@@ -90,12 +84,8 @@ if mode == "mpi":  # what one call within groups receives, compiled first
                             a, "data", axis_index_groups=groups, tiled=True)),
                         "all_to_all": smap(lambda a: lax.all_to_all(
                             a, "data", 0, 1, axis_index_groups=groups, tiled=True))}.items():
-            f(x)
-            before = dict(process_collectives.received)
-            f(x)  # (its result stays split: nothing gathers it)
+            got = received(f, x)[1]  # (its result stays split: nothing gathers it)
             results[f"moved/{name}_{tag}"] = np.array(
-                [process_collectives.received[c] - before.get(c, 0)
-                 for c in ("allgather", "reduce_scatter", "sendrecv")])
+                [got[c] for c in ("allgather", "reduce_scatter", "sendrecv")])
 
-if mode == "single" or jax.process_index() == 0:
-    np.savez(out_path, **results)
+run.finish()

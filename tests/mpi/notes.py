@@ -9,20 +9,18 @@ compiled at once), the result's value.
 
 usage: python notes.py OUT
 """
-import sys
-
 import numpy as np
 
 import tracejit as jax
 from tracejit.core import mpi as process_collectives
-from tracejit.experimental import multihost_utils
 from tracejit.sharding import Mesh, NamedSharding
 from tracejit.sharding import PartitionSpec as P
 
+from harness import Run  # (tests/mpi/harness.py, beside this)
+
 # (diverging collectives fail within a minute here rather than after the default 300 s)
 jax.config.update("tracejit_collective_timeout", 60.0)
-jax.distributed.initialize()
-assert jax.process_count() == 2
+run = Run(jax, mode="mpi")
 rank = jax.process_index()
 mesh = Mesh(np.array(jax.devices()).reshape(2, -1)[:, 0], ("data",))  # one device per process
 x8 = np.arange(32, dtype=np.float32).reshape(4, 8) / 7.0
@@ -51,9 +49,8 @@ moved, r = received_by_allgather(times)
 # the same program's first call traced and compiled at once, nothing traced between
 fresh = jax.jit(jax.shard_map(lambda a, b: a @ b, mesh=mesh, in_specs=(P("data"), P()),
                               out_specs=P("data")))
-results = {"allgather": moved, "fresh_allgather": received_by_allgather(fresh)[0],
-           # (the call reused the trace made before: its notes are the ones read)
-           "retraced": np.int64(len(times._traces.entries) - traced),
-           "value": np.asarray(multihost_utils.process_allgather(r, tiled=True))}
-np.savez(f"{sys.argv[1]}.{rank}.npz", **results)
-jax.distributed.shutdown()
+run.results.update({"allgather": moved, "fresh_allgather": received_by_allgather(fresh)[0],
+                    # (the call reused the trace made before: its notes are the ones read)
+                    "retraced": np.int64(len(times._traces.entries) - traced),
+                    "value": run.whole(r)})
+run.finish()

@@ -1,12 +1,10 @@
 """Sharded programs run two ways by tests/test_mpi.py: `mpi` (under `mpiexec -n 2`, two devices
 per process: the mesh axis 'data' spans the processes) and `single` (one process, four devices:
-every mesh axis batched). Each saves its results to the .npz path in argv[1]; the test compares
-them with each other and with NumPy.
+every mesh axis batched). Each saves its results (tests/mpi/harness.py); the test compares them
+with each other and with NumPy.
 
-usage: python programs.py OUT.npz {mpi,single}
+usage: python programs.py OUT {mpi,single}   (writes OUT.<rank>.npz)
 """
-import sys
-
 import numpy as np
 
 import tracejit as jax
@@ -15,27 +13,14 @@ from tracejit import lax
 from tracejit.experimental import multihost_utils
 from tracejit.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from model import DATA, LR, STEPS, TARGET, init, loss  # (tests/mpi/model.py, beside this)
+from harness import Run, received  # (tests/mpi/harness.py and model.py, beside this)
+from model import DATA, LR, STEPS, TARGET, init, loss
 
-out_path, mode = sys.argv[1], sys.argv[2]
-if mode == "mpi":
-    jax.distributed.initialize()
-    assert jax.process_count() == 2 and jax.local_device_count() == 2
+run = Run(jax)
+results, save, whole = run.results, run.save, run.whole
 devs = np.array(jax.devices()).reshape(2, 2)  # (processes, devices of each)
 mesh2d = Mesh(devs, ("data", "model"))
 mesh1d = Mesh(devs[:, 0], ("data",))  # one device per process
-results = {}
-
-
-def whole(x):
-    """The global value of a result (gathered from the processes when it spans them)."""
-    return np.asarray(multihost_utils.process_allgather(x, tiled=True)) \
-        if getattr(x, "is_fully_addressable", True) is False else np.asarray(x)
-
-
-def save(name, tree):
-    for i, leaf in enumerate(jax.tree_util.tree_leaves(tree)):
-        results[f"{name}/{i}"] = whole(leaf)
 
 
 x = np.arange(24, dtype=np.float32).reshape(4, 6) / 7.0
@@ -64,7 +49,7 @@ save("collectives", f1(x, ints))
 collected = jax.jit(f1)(x, ints)
 save("collectives_jit", collected)
 # under jit, results split over the processes come back split (GlobalArrays), as in JAX
-if mode == "mpi":
+if run.mode == "mpi":
     results["smap_jit/types"] = np.array([type(r).__name__ for r in collected[5:8]])
     results["smap_jit/specs"] = np.array([str(r.sharding.spec) for r in collected[5:8]])
     results["smap_jit/shards"] = np.array([[s.index[0].start or 0 for s in
@@ -127,7 +112,7 @@ save("local_first", (f_local_first(x8.T), jax.jit(f_local_first)(x8.T)))
 
 # results split over the processes on meshes interleaving them, and from a jit inside a jit:
 # GlobalArrays holding this process's pieces (not gathered), as JAX returns them
-if mode == "mpi":
+if run.mode == "mpi":
     split = {"woven_eager": f_woven(x8)[1], "woven_jit": jax.jit(f_woven)(x8)[1],
              "woven_in_shardings": jax.jit(jnp.sin, in_shardings=NamedSharding(
                  woven, P("data")))(x8),
@@ -146,7 +131,6 @@ if mode == "mpi":
     # what such a result moves between the processes, by collective (bytes received): each
     # process fetches only the pieces the other computed for it, not the whole array; fed
     # back into jit, each fetches the rest of the block it computes on
-    from tracejit.core import mpi as process_collectives
     scale_woven = jax.jit(jax.shard_map(lambda a: a * (lax.axis_index("data") + 1.0),
                                         mesh=woven, in_specs=P("data"), out_specs=P("data")))
     plus_one = jax.jit(lambda a: a + 1)
@@ -154,12 +138,9 @@ if mode == "mpi":
                                        mesh=mesh1d, in_specs=P("data"), out_specs=P("data")))
     for name, (f, arg) in {"rows_scaled": (scale_rows, x8), "woven_scaled": (scale_woven, x8),
                            "woven_fed_back": (plus_one, split["woven_jit"])}.items():
-        f(arg)  # (compiled first: the second call's traffic is the call's own)
-        before = dict(process_collectives.received)
-        r = f(arg)
+        r, got = received(f, arg)  # (compiled first: the second call's traffic is its own)
         for code in ("allgather", "alltoall"):
-            results[f"moved/{name}/{code}"] = np.int64(
-                process_collectives.received[code] - before.get(code, 0))
+            results[f"moved/{name}/{code}"] = np.int64(got[code])
         results[f"moved/{name}/value"] = whole(r)
         results[f"moved/{name}/spec"] = np.array(str(r.sharding.spec))
     # jit over GlobalArrays (the per-process programs of shard_map_processes.py): a row-split
@@ -288,13 +269,10 @@ if mode == "mpi":
         "woven_derived": (jax.jit(lambda a: (woven_scale(a) * 2, woven_scale(a).sum(0),
                                              woven_scale(a) + a)), (split["from_callback"],))}
     for name, (f, args) in on_blocks.items():
-        f(*args)  # (compiled first: the second call's traffic is the call's own)
-        before = dict(process_collectives.received)
-        outs = jax.tree_util.tree_leaves(f(*args))
+        outs, got = received(f, *args)  # (compiled first: the second call's traffic is its own)
         for code in ("allgather", "allreduce", "alltoall"):
-            results[f"moved/{name}/{code}"] = np.int64(
-                process_collectives.received[code] - before.get(code, 0))
-        for i, r in enumerate(outs):
+            results[f"moved/{name}/{code}"] = np.int64(got[code])
+        for i, r in enumerate(jax.tree_util.tree_leaves(outs)):
             results[f"moved/{name}/value/{i}"] = whole(r)
             results[f"moved/{name}/type/{i}"] = np.array(type(r).__name__)
             results[f"moved/{name}/spec/{i}"] = np.array(str(r.sharding.spec))
@@ -311,7 +289,7 @@ if mode == "mpi":
 # --- arrays spanning processes -------------------------------------------------------------
 sharding = NamedSharding(mesh2d, P("data", "model"))
 from_cb = jax.make_array_from_callback(x.shape, sharding, lambda index: x[index])
-rows = x[2 * jax.process_index():2 * jax.process_index() + 2] if mode == "mpi" else x
+rows = x[2 * jax.process_index():2 * jax.process_index() + 2] if run.mode == "mpi" else x
 from_local = jax.make_array_from_process_local_data(NamedSharding(mesh1d, P("data")), rows)
 doubled = jax.shard_map(lambda a: a * 2, mesh=mesh2d, in_specs=P("data", "model"),
                         out_specs=P("data", "model"))(from_cb)
@@ -323,14 +301,14 @@ by_columns = jax.shard_map(lambda a: a * (lax.axis_index("data") + 1.0), mesh=me
 from tracejit.core import mpi as process_collectives  # noqa: E402
 before = dict(process_collectives.received)
 save("regrouped", by_columns(from_cb))
-if mode == "mpi":
+if run.mode == "mpi":
     for code in ("allgather", "alltoall"):
         results[f"moved/regrouped/{code}"] = np.int64(
             process_collectives.received[code] - before.get(code, 0))
 results["arrays/shards"] = np.array([[s.index[0].start or 0, s.index[1].start or 0]
                                      for s in doubled.addressable_shards])
 results["arrays/fully_addressable"] = np.array(doubled.is_fully_addressable)
-if mode == "mpi":
+if run.mode == "mpi":
     try:
         np.asarray(doubled)
         results["arrays/fetch_error"] = np.array("")
@@ -454,7 +432,7 @@ def plain_step(params, a, y):
     return jax.tree_util.tree_map(lambda p, d: p - LR * d, params, g)
 
 
-rows_of = slice(4 * jax.process_index(), 4 * jax.process_index() + 4) if mode == "mpi" else \
+rows_of = slice(4 * jax.process_index(), 4 * jax.process_index() + 4) if run.mode == "mpi" else \
     slice(None)
 batch = jax.make_array_from_process_local_data(NamedSharding(mesh1d, P("data")),
                                                data[rows_of])
@@ -494,7 +472,7 @@ save("outer_linearize", (y_rows, pushforward(v6, from_local)))
 pair = jax.jvp(jax.jit(lambda a: jnp.sin(a).sum(0)), (from_cb,), (from_cb,))
 save("outer_jvp", pair)
 outer_specs["jvp"] = pair[1]
-if mode == "mpi":  # (in one process these transformations run eagerly, op by op)
+if run.mode == "mpi":  # (in one process these transformations run eagerly, op by op)
     for name, r in outer_specs.items():
         results[f"outer_spec/{name}"] = spec_of(r)
 
@@ -502,21 +480,16 @@ if mode == "mpi":  # (in one process these transformations run eagerly, op by op
 # blocks reused for the results) -------------------------------------------------------------
 spread_rows = jax.make_array_from_process_local_data(NamedSharding(mesh1d, P("data")), rows)
 shared = jax.device_put(np.ones(6, np.float32), NamedSharding(mesh1d, P()))
-held = (spread_rows.local if mode == "mpi" else spread_rows).unsafe_buffer_pointer()
+held = (spread_rows.local if run.mode == "mpi" else spread_rows).unsafe_buffer_pointer()
 donating = jax.jit(lambda a, b: (a * 2, b + 1), donate_argnums=(0, 1))
 twice, plus_one = donating(spread_rows, shared)
 save("donate", (twice, plus_one))
 results["donation/deleted"] = np.array([spread_rows.is_deleted(), shared.is_deleted()])
-if mode == "mpi":
+if run.mode == "mpi":
     results["donation/reused"] = np.array(twice.local.unsafe_buffer_pointer() == held)
 try:
     donating(spread_rows, shared)
     results["donation/again"] = np.array("no error")
 except RuntimeError as e:
     results["donation/again"] = np.array(str(e))
-
-if mode == "single" or jax.process_index() == 0:
-    np.savez(out_path, **results)
-if mode == "mpi":
-    jax.distributed.shutdown()
-    assert not jax.distributed.is_initialized()
+run.finish()

@@ -8,18 +8,14 @@ records the bytes each collective received (core/mpi.py's counters). Written for
 
 usage: python [-m tracejit] routing.py OUT {mpi,single,jax}   (writes OUT.<rank>.npz)
 """
-import sys
-
 import numpy as np
 
 import jax
 
-out_path, mode = sys.argv[1], sys.argv[2]
-if mode == "mpi":
-    jax.distributed.initialize()
-    assert jax.process_count() == 2 and jax.local_device_count() == 2
-else:
-    jax.config.update("jax_num_cpu_devices", 4)
+from harness import Run, received  # (tests/mpi/harness.py, beside this)
+
+run = Run(jax)
+results, save = run.results, run.save
 
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
@@ -29,19 +25,6 @@ mesh = Mesh(np.array(jax.devices()), ("data",))  # positions 0, 1 on process 0; 
 rng = np.random.default_rng(0)
 x = rng.standard_normal((8, 8, 4)).astype(np.float32)  # each position: a (2, 8, 4) block
 ints = rng.integers(-1000, 1000, (8, 8, 4)).astype(np.int32)
-results = {}
-
-
-def whole(v):
-    if getattr(v, "is_fully_addressable", True) is False:
-        from jax.experimental import multihost_utils
-        return np.asarray(multihost_utils.process_allgather(v, tiled=True))
-    return np.asarray(v)
-
-
-def save(name, tree):
-    for i, leaf in enumerate(jax.tree_util.tree_leaves(tree)):
-        results[f"{name}/{i}"] = whole(leaf)
 
 
 SHIFT = [(i, (i + 1) % 4) for i in range(4)]  # 1 -> 2 and 3 -> 0 cross the processes
@@ -110,19 +93,7 @@ def per_position(a, w):
 
 # (each position's loss leaves split, summed outside: the gradient of the sum of the positions'
 # losses, from both sides of shard_map; taken directly below)
-for name, check_vma in (("grad", True), ("grad_unchecked", False)):
-    losses = jax.shard_map(lambda a, w: per_position(a, w)[None], mesh=mesh,
-                           in_specs=(P("data"), P("data")), out_specs=P("data"),
-                           check_vma=check_vma)
-
-    def total_loss(a, w, losses=losses):
-        return jnp.sum(losses(a, w))
-
-    save(f"{name}_outer", jax.jit(jax.grad(total_loss))(x, weights))
-    save(f"{name}_outer_eager", jax.grad(total_loss)(x, weights))
-    save(f"{name}_inner", jax.jit(jax.shard_map(
-        lambda a, w: jax.grad(per_position)(a, w), mesh=mesh, in_specs=(P("data"), P("data")),
-        out_specs=P("data"), check_vma=check_vma))(x, weights))
+run.save_position_grads(per_position, mesh, x, weights)
 
 # the same losses taken directly: psum'd inside shard_map, the sum leaving replicated (out_specs
 # P()), differentiated outside and inside (w.r.t. both inputs)
@@ -140,17 +111,11 @@ for name, check_vma in (("grad_direct", True), ("grad_direct_unchecked", False))
         in_specs=(P("data"), P("data")), out_specs=P("data"), check_vma=check_vma))(x, weights))
 
 
-if mode == "mpi":  # what one call of each collective receives, compiled first
-    from tracejit.core import mpi as process_collectives
-
+if run.mode == "mpi":  # what one call of each collective receives, compiled first
     def moved(name, f, v):
-        f(v)
-        before = dict(process_collectives.received)
-        f(v)
-        after = dict(process_collectives.received)
+        got = received(f, v)[1]
         for code in ("allgather", "allreduce", "reduce_scatter", "alltoall", "sendrecv"):
-            results[f"moved/{name}/{code}"] = np.int64(after.get(code, 0) -
-                                                        before.get(code, 0))
+            results[f"moved/{name}/{code}"] = np.int64(got[code])
 
     # (out_specs P('data'): each result stays split, so nothing gathers it in the call)
     moved("shift", jax.jit(smap(lambda a: lax.ppermute(a, "data", SHIFT))), x)
@@ -160,7 +125,4 @@ if mode == "mpi":  # what one call of each collective receives, compiled first
         a, "data", scatter_dimension=1, tiled=True))), x)
     moved("all_to_all", jax.jit(smap(lambda a: lax.all_to_all(a, "data", 1, 0, tiled=True))), x)
 
-rank = jax.process_index() if mode == "mpi" else 0
-np.savez(f"{out_path}.{rank}.npz", **results)
-if mode == "mpi":
-    jax.distributed.shutdown()
+run.finish()

@@ -5,20 +5,16 @@ devices): the axes values vary over, gradients taken inside shard_map (an invari
 summed over 'data': pvary's transpose), data-parallel training written as JAX's docs write it,
 and JAX's errors (every rank records its own). Written for JAX: `python -m tracejit` runs it.
 
-usage: python [-m tracejit] vma.py OUT.npz {mpi,single,jax}
+usage: python [-m tracejit] vma.py OUT {mpi,single,jax}   (writes OUT.<rank>.npz)
 """
-import sys
-
 import numpy as np
 
 import jax
 
-out_path, mode = sys.argv[1], sys.argv[2]
-if mode == "mpi":
-    jax.distributed.initialize()
-    assert jax.process_count() == 2 and jax.local_device_count() == 2
-else:
-    jax.config.update("jax_num_cpu_devices", 4)
+from harness import Run  # (tests/mpi/harness.py, beside this)
+
+run = Run(jax)
+results, save = run.results, run.save
 
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
@@ -30,19 +26,6 @@ mesh1d = Mesh(devs[:, 0], ("data",))  # one device per process
 mesh_all = Mesh(devs.reshape(-1), ("data",))  # each process holds two of its positions
 x = np.arange(24, dtype=np.float32).reshape(4, 6) / 7.0
 w = np.linspace(-1, 1, 6, dtype=np.float32)
-results = {}
-
-
-def whole(v):
-    if getattr(v, "is_fully_addressable", True) is False:
-        from jax.experimental import multihost_utils
-        return np.asarray(multihost_utils.process_allgather(v, tiled=True))
-    return np.asarray(v)
-
-
-def save(name, tree):
-    for i, leaf in enumerate(jax.tree_util.tree_leaves(tree)):
-        results[f"{name}/{i}"] = whole(leaf)
 
 
 # --- the axes each value varies over ---------------------------------------------------------
@@ -79,7 +62,7 @@ split = jax.jit(jax.shard_map(lambda a: (a * 2, lax.psum(a.sum(0), "data")), mes
                               in_specs=P("data", "model"), out_specs=(P("data", "model"),
                                                                       P("model"))))(x)
 save("split", split)
-if mode == "mpi":
+if run.mode == "mpi":
     results["mpi/split_types"] = np.array([type(r).__name__ for r in split])
 
 
@@ -218,12 +201,9 @@ save("dp", params)
 save("dp_whole_batch", oracle)
 
 results["types"] = np.array(types)
-if mode == "mpi":  # (one collective, the psum of the varying value; none for the invariant's)
+if run.mode == "mpi":  # (one collective, the psum of the varying value; none for the invariant's)
     results["mpi/allreduces"] = np.array(str(jax.make_jaxpr(jax.shard_map(
         lambda a, v: own_branch(a, v) + (lax.psum(a, "data"),), mesh=mesh1d,
         in_specs=(P("data"), P()), out_specs=(P("data"), P(), P(), P())))(
         x, w)).count("mpi_allreduce"))
-rank = jax.process_index() if mode == "mpi" else 0
-np.savez(f"{out_path}.{rank}.npz", **results)
-if mode == "mpi":
-    jax.distributed.shutdown()
+run.finish()

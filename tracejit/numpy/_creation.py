@@ -248,6 +248,18 @@ def _scalar(x: Any) -> Any:
     return np.asarray(x)[()]
 
 
+def _inexact_bounds(start: Any, stop: Any, dtype: Any) -> tuple:
+    """linspace's, logspace's and geomspace's end points in the type they compute in, with the
+    result's dtype (the user's, or the end points' promoted and made inexact) and that type."""
+    if dtype is None:
+        dtype = _to_inexact(dtypes.result_type(start, stop))
+    else:
+        dtype = dtypes.check_user_dtype(dtype)
+    cdtype = _to_inexact(dtype)
+    return (lax.convert_element_type(asarray(start), cdtype),
+            lax.convert_element_type(asarray(stop), cdtype), dtype, cdtype)
+
+
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
              retstep: bool = False, dtype: Any = None, axis: int = 0, *,
              device: Any = None) -> Any:
@@ -259,14 +271,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
     check_arraylike("linspace", start, stop)
-    start, stop = asarray(start), asarray(stop)
-    if dtype is None:
-        dtype = _to_inexact(dtypes.result_type(start, stop))
-    else:
-        dtype = dtypes.check_user_dtype(dtype)
-    cdtype = _to_inexact(dtype)
-    start = lax.convert_element_type(start, cdtype)
-    stop = lax.convert_element_type(stop, cdtype)
+    start, stop, dtype, cdtype = _inexact_bounds(asarray(start), asarray(stop), dtype)
     bounds_shape = list(broadcast_shapes(get_aval(start).shape, get_aval(stop).shape))
     start_b = broadcast_to(start, tuple(bounds_shape))
     stop_b = broadcast_to(stop, tuple(bounds_shape))
@@ -305,13 +310,7 @@ def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     num = _concrete_int(num, "The 'num' argument of jnp.logspace must be concrete.")
     axis = _concrete_int(axis, "The 'axis' argument of jnp.logspace must be concrete.")
     check_arraylike("logspace", start, stop, base)
-    if dtype is None:
-        dtype = _to_inexact(dtypes.result_type(start, stop))
-    else:
-        dtype = dtypes.check_user_dtype(dtype)
-    cdtype = _to_inexact(dtype)
-    start = lax.convert_element_type(asarray(start), cdtype)
-    stop = lax.convert_element_type(asarray(stop), cdtype)
+    start, stop, dtype, _ = _inexact_bounds(start, stop, dtype)
     exponents = linspace(start, stop, num, endpoint=endpoint, axis=axis)
     return lax.convert_element_type(_power(base, exponents), dtype)
 
@@ -331,13 +330,7 @@ def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     num = _concrete_int(num, "The 'num' argument of jnp.geomspace must be concrete.")
     axis = _concrete_int(axis, "The 'axis' argument of jnp.geomspace must be concrete.")
     check_arraylike("geomspace", start, stop)
-    if dtype is None:
-        dtype = _to_inexact(dtypes.result_type(start, stop))
-    else:
-        dtype = dtypes.check_user_dtype(dtype)
-    cdtype = _to_inexact(dtype)
-    start = lax.convert_element_type(asarray(start), cdtype)
-    stop = lax.convert_element_type(asarray(stop), cdtype)
+    start, stop, dtype, cdtype = _inexact_bounds(start, stop, dtype)
     sign = lax.sign(start)
     res = multiply(sign, logspace(_log10(true_divide(start, sign)),
                                   _log10(true_divide(stop, sign)), num, endpoint=endpoint,

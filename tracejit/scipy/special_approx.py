@@ -332,15 +332,22 @@ def bessel_jn(z: Any, *, v: int, n_iter: int = 50) -> Any:
 
 # --- Kummer's confluent hypergeometric function --------------------------------------------------
 
-def _series_terms(a, b, x, weight):
-    """Σ_k term_k · weight(k) with term_k = (a)_k / (b)_k x^k / k!, per element, until a term
-    is below eps of the sum (at most 250 terms)."""
+def _until_converged(x):
+    """A series loop's condition on its state (total, k, term): on while the term is above eps
+    (of x's dtype) of the sum, for at most 250 terms."""
     eps = dtypes.finfo_of(get_aval(x).dtype).eps
-    first = a / b * x
 
     def cond(state):
         total, k, term = state
         return (k < 250) & (lax.abs(term) / lax.abs(total) > eps)
+    return cond
+
+
+def _series_terms(a, b, x, weight):
+    """Σ_k term_k · weight(k) with term_k = (a)_k / (b)_k x^k / k!, per element, until a term
+    is below eps of the sum (at most 250 terms)."""
+    first = a / b * x
+    cond = _until_converged(x)
 
     def body(state):
         total, k, term = state
@@ -353,11 +360,7 @@ def _series_terms(a, b, x, weight):
 
 
 def _hyp1f1_asymptotic(a, b, x):
-    eps = dtypes.finfo_of(get_aval(x).dtype).eps
-
-    def cond(state):
-        total, k, term = state
-        return (k < 250) & (lax.abs(term) / lax.abs(total) > eps)
+    cond = _until_converged(x)
 
     def body(state):
         total, k, term = state
@@ -542,11 +545,7 @@ def _hyp2f1(a, b, c, x):
 def _hyp2f1_param_series(a, b, c, x, weight):
     """Σ_k≥1 term_k · weight(k), term_k = (a)_k (b)_k / (c)_k x^k / k!: the derivatives in the
     parameters (JAX's series, from the Wolfram functions site's formulas)."""
-    eps = dtypes.finfo_of(get_aval(x).dtype).eps
-
-    def cond(state):
-        total, k, term = state
-        return (k < 250) & (lax.abs(term) / lax.abs(total) > eps)
+    cond = _until_converged(x)
 
     def body(state):
         total, k, term = state

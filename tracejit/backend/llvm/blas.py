@@ -5,6 +5,7 @@ on-disk cache key made from it) does not change with where the libraries happen 
 from __future__ import annotations
 
 import _imp
+import builtins
 import contextlib
 import ctypes
 import functools
@@ -13,7 +14,7 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
-import types
+import threading
 
 import llvmlite.ir as ir
 import numpy as np
@@ -36,8 +37,8 @@ def scipy_extension(name: str):
     loading the extension and its OpenBLAS takes ~0.01 s), nor `scipy/__init__.py` (~15 ms of
     CPU: its test runner imports subprocess, its version checks compile regexes), which the
     extension's initialisation would import for Cython's shared utility module (see
-    _scipy_parent). Where scipy.linalg is imported already, or the file is not where SciPy's
-    wheels put it, this is a plain import."""
+    _utility_without_scipy). Where scipy.linalg is imported already, or the file is not where
+    SciPy's wheels put it, this is a plain import."""
     full = f"scipy.linalg.{name}"
     scipy_spec = None if "scipy.linalg" in sys.modules else importlib.util.find_spec("scipy")
     top = scipy_spec.submodule_search_locations[0] \
@@ -47,7 +48,7 @@ def scipy_extension(name: str):
         import scipy.linalg.cython_blas
         import scipy.linalg.cython_lapack  # noqa: F401
         return sys.modules[full]
-    with _scipy_parent(top):
+    with _utility_without_scipy(top):
         return _load_extension(full, path)
 
 
@@ -58,42 +59,65 @@ def _extension_path(folder: str, name: str) -> str | None:
 
 
 def _load_extension(full: str, path: str):
+    had = full in sys.modules
     spec = importlib.util.spec_from_file_location(full, path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    # (Cython's initialisation enters it in sys.modules; out again, so that a later import of
-    # scipy.linalg imports it as usual -- the same module object -- and sets the attribute)
-    sys.modules.pop(full, None)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        # (Cython's initialisation enters it in sys.modules, early: out again, after an error
+        # too, so that a later import of scipy.linalg imports it as usual -- the same module
+        # object -- and sets the attribute)
+        if not had:
+            sys.modules.pop(full, None)
     return module
 
 
+_UTILITY = "scipy._cyutility"
+
+
 @contextlib.contextmanager
-def _scipy_parent(top: str):
-    """While SciPy itself is not imported: a bare package `scipy` in sys.modules, from which
-    a Cython extension's initialisation imports `scipy._cyutility` (Cython's shared utility
-    module) and nothing else; both go again after (a later import of SciPy imports them as
-    usual: the same utility module object). Under the import lock, so that no other thread
-    starts an import meanwhile and sees the bare package; and only while no import is under
-    way in any thread (one of SciPy could otherwise wait for that lock while the extension
-    waited for SciPy): else SciPy is imported as usual."""
+def _utility_without_scipy(top: str):
+    """While SciPy itself is not imported: Cython's shared utility module `scipy._cyutility`,
+    loaded from its file, for the extensions' initialisation, which imports it by name
+    (PyImport_ImportModule: `__import__` then sys.modules), and `__import__` would import its
+    package `scipy` first. For this thread and this load, `__import__` hands it the module
+    instead; no `scipy` enters sys.modules (a bare stand-in package once did, and another
+    thread's `import scipy`, which takes what sys.modules holds without waiting for a lock,
+    got it). The utility module leaves sys.modules after (a later import of SciPy imports it
+    as usual: the same module object). Under the import lock, so that other threads' imports
+    wait for the load; and only while no import is under way in any thread (one of SciPy
+    could otherwise wait for that lock while the extension waited for SciPy): else, and where
+    SciPy has no such module, SciPy is imported as usual."""
     _imp.acquire_lock()
-    if "scipy" in sys.modules or _imports_in_flight():
+    path = _extension_path(top, "_cyutility")
+    if path is None or "scipy" in sys.modules or _imports_in_flight():
         _imp.release_lock()
         yield
         return
+    had = _UTILITY in sys.modules
     try:
-        parent = types.ModuleType("scipy")
-        parent.__path__ = [top]
-        sys.modules["scipy"] = parent
-        had_utility = "scipy._cyutility" in sys.modules
+        utility = sys.modules.get(_UTILITY) or _load_extension(_UTILITY, path)
+        sys.modules[_UTILITY] = utility
+        original, owner, active = builtins.__import__, threading.get_ident(), [True]
+
+        def load_only_utility(name, globals=None, locals=None, fromlist=(), level=0):
+            # (PyImport_ImportModule reads the module from sys.modules: what this returns in
+            # place of the package is not looked at)
+            if name == _UTILITY and level == 0 and active and threading.get_ident() == owner:
+                return utility
+            return original(name, globals, locals, fromlist, level)
+
+        builtins.__import__ = load_only_utility
         try:
             yield
         finally:
-            if sys.modules.get("scipy") is parent:
-                del sys.modules["scipy"]
-            if not had_utility:
-                sys.modules.pop("scipy._cyutility", None)
+            active.clear()  # (inert, should another thread have wrapped it meanwhile)
+            if builtins.__import__ is load_only_utility:
+                builtins.__import__ = original
     finally:
+        if not had:
+            sys.modules.pop(_UTILITY, None)
         _imp.release_lock()
 
 
