@@ -30,7 +30,8 @@ from ..core.axis_env import extend_axis_env
 from ..core.pytree import (PyTreeDef, leaf_names, tree_flatten, tree_leaves, tree_map,
                            tree_unflatten)
 from ..core.refs import check_no_refs, is_new_ref_for, refs_in_use, stage_scope
-from ..core.sharding import check_sharding_leaves, check_shardings, mesh_context
+from ..core.sharding import (Mesh, check_sharding_leaves, check_shardings, mesh_context,
+                             replicated_sharding)
 from ..core.trace import Tracer, current_dynamic_trace, fun_debug_info, get_aval, trace_to_jaxpr
 from ..compiler.split_results import noted_results, split_results
 from ..lax.call import pjit_p
@@ -98,7 +99,8 @@ class _CacheEntry:
     """One traced signature of a jitted function and, once called, its executable."""
     __slots__ = ("closed", "in_tree", "out_tree", "executable", "in_avals", "arg_names",
                  "donated", "aliases", "consumed", "kept", "direct", "trace_key", "lock",
-                 "debug_checks", "last_use", "laid_out", "placement", "blocks", "mark")
+                 "debug_checks", "last_use", "laid_out", "placement", "blocks", "mark",
+                 "context_mesh")
 
     def __init__(self, closed, in_tree, out_tree, in_avals, arg_names, donated):
         self.closed = closed
@@ -130,6 +132,9 @@ class _CacheEntry:
         # once compiled: what a call does to its results for these two (sharded.py's
         # `result_marker`; None: nothing)
         self.mark: Callable | None = None
+        # the mesh `jax.set_mesh` put in effect where it was traced (None: none, or one
+        # spanning processes): results laid out by nothing else are replicated over it
+        self.context_mesh: Mesh | None = None
 
 
 class _Traces:
@@ -258,7 +263,12 @@ def compile_entry(entry: _CacheEntry, backend: str | None, keep_unused: bool,
     # laid out over a mesh: the program run shard by shard (the traced jaxpr, which
     # make_jaxpr and lowering show, keeps its sharding constraints)
     closed, entry.placement = partition(closed, entry.laid_out)
-    entry.mark = result_marker(entry.placement, entry.blocks, closed.out_avals)
+    placement = entry.placement
+    if entry.context_mesh is not None:  # (as JAX reports them under set_mesh)
+        placement = [replicated_sharding(entry.context_mesh, a.ndim) if s is None else s
+                     for a, s in zip(closed.out_avals,
+                                     placement or [None] * len(closed.out_avals))]
+    entry.mark = result_marker(placement, entry.blocks, closed.out_avals)
     kept = None
     if not keep_unused:
         closed, kept = without_unused_args(closed)
@@ -498,7 +508,7 @@ class Jitted:
                 check_layout(laid_out, avals, arg_names, self.fun_name)
             start = time.perf_counter()
             entry = self._stage(static, static_kw, in_tree, len(args), avals, arg_names)
-            entry.laid_out = laid_out
+            entry.laid_out, entry.context_mesh = laid_out, _MESHES.placing
             if laid_out is None:  # (shard_map's results' shardings carried to the outputs)
                 propagate_noted(entry.closed)
             else:
