@@ -31,7 +31,7 @@ from ..core.pytree import (PyTreeDef, leaf_names, tree_flatten, tree_leaves, tre
                            tree_unflatten)
 from ..core.refs import check_no_refs, is_new_ref_for, refs_in_use, stage_scope
 from ..core.sharding import (Mesh, check_sharding_leaves, check_shardings, mesh_context,
-                             replicated_sharding)
+                             replicated_sharding, resolve_sharding)
 from ..core.trace import Tracer, current_dynamic_trace, fun_debug_info, get_aval, trace_to_jaxpr
 from ..compiler.split_results import noted_results, split_results
 from ..lax.call import pjit_p
@@ -39,8 +39,8 @@ from . import explain
 from .devices import place, to_array
 from .executable import Executable, compile_jaxpr
 from .jit_refs import call_with_refs
-from .sharded import (check_layout, check_shard_map_devices, leaf_shardings, partition,
-                      propagate_noted, result_marker)
+from .sharded import (check_layout, check_shard_map_devices, leaf_shardings, own_sharding,
+                      partition, propagate_noted, result_marker)
 
 # --- argument handling ----------------------------------------------------------------------
 
@@ -450,8 +450,8 @@ class Jitted:
     def _avals(self, leaves: list, arg_names: list[str]) -> tuple[ShapedArray, ...]:
         avals = []
         for i, x in enumerate(leaves):
-            if isinstance(x, ShapeDtypeStruct):
-                avals.append(x.aval)
+            if isinstance(x, (ShapeDtypeStruct, GlobalArray)):  # (a GlobalArray: its global
+                avals.append(x.aval)                           # type, as JAX traces it)
                 continue
             try:
                 avals.append(get_aval(x))
@@ -480,12 +480,12 @@ class Jitted:
             else:
                 leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         try:
-            avals = tuple(x.aval if type(x) is Array else get_aval(x) for x in leaves)
+            avals = tuple(x.aval if type(x) is Array or type(x) is GlobalArray else get_aval(x)
+                          for x in leaves)
         except TypeError:
             avals = self._avals(leaves, self._arg_names(args, dyn_kwargs))  # raises, naming it
         laid_out = None  # per leaf, the NamedSharding it is laid out as (runtime/sharded.py)
-        if self.in_shardings is not None or any(getattr(x, "_sharding", None) is not None
-                                                for x in leaves):
+        if self.in_shardings is not None or any(own_sharding(x) is not None for x in leaves):
             laid_out = leaf_shardings(self.in_shardings, dyn_args, leaves, self.fun_name)
         if any(getattr(a, "vma", None) for a in avals):
             # (inside shard_map's check_vma=True the varying axes decide the implicit pvarys the
@@ -639,8 +639,8 @@ class Jitted:
             trace_key, meshes = config.trace_key(), _MESHES.key
             if config.read("jax_disable_jit"):
                 return self.fun(*args, **kwargs)
-            if not tracing and _spans_processes(args, kwargs, self.in_shardings):
-                return _ACROSS_PROCESSES[0](self, args, kwargs)
+            if not tracing and spans_processes(args, kwargs, self.in_shardings):
+                return call_across_processes(self, args, kwargs)
             if self.inline and tracing:  # no call equation: traced in place, on arrays as jit
                 args, kwargs = self._inline_args(args, kwargs)
                 return self.fun(*args, **kwargs)
@@ -715,10 +715,21 @@ class Jitted:
         return self.trace(*args, **kwargs).lower()
 
     def eval_shape(self, *args, **kwargs):
+        """The results' shapes and dtypes (global ones for arrays spanning processes), each
+        with the sharding out_shardings lay it out as, if any (as JAX's structs carry)."""
         entry, _ = self._trace(args, kwargs)
-        return tree_unflatten(entry.out_tree,
-                              [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
-                               for a in entry.closed.out_avals])
+        out = tree_unflatten(entry.out_tree,
+                             [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                              for a in entry.closed.out_avals])
+        if self.out_shardings is None:
+            return out
+        specs, treedef = tree_flatten(self.out_shardings, is_leaf=lambda s: s is None)
+        laid = []
+        for spec, sub in zip(specs, treedef.flatten_up_to(out)):
+            s = resolve_sharding(spec, f"{self.fun_name} (jit out_shardings)")
+            laid.append(tree_map(lambda t, s=s: ShapeDtypeStruct(
+                t.shape, t.dtype, weak_type=t.weak_type, sharding=s), sub))
+        return tree_unflatten(treedef, laid)
 
     def clear_cache(self) -> None:
         """Drop the traces of this function under these jit options (for every wrapper)."""
@@ -732,7 +743,7 @@ _SINGLE_LEAF = tree_flatten(0)[1]
 _MESHES = mesh_context()  # (per thread: `.key` reads this thread's meshes)
 
 
-def _spans_processes(args: tuple, kwargs: dict, in_shardings: Any) -> bool:
+def spans_processes(args: tuple, kwargs: dict, in_shardings: Any) -> bool:
     """Whether an argument is laid out over a mesh spanning processes (an array spanning them,
     one every process holds alike, or in_shardings saying so): each process then runs its
     part of the partitioned program."""
@@ -756,6 +767,11 @@ _ACROSS_PROCESSES: list = []
 def run_across_processes(run: Callable) -> None:
     """Set `run(jitted, args, kwargs)`, jit's call when arrays span processes."""
     _ACROSS_PROCESSES[:] = [run]
+
+
+def call_across_processes(jitted: Jitted, args: tuple, kwargs: dict) -> Any:
+    """`jitted(*args, **kwargs)` where an argument spans processes (`spans_processes`)."""
+    return _ACROSS_PROCESSES[0](jitted, args, kwargs)
 
 
 def _as_tuple(x, name: str) -> tuple[int, ...]:
@@ -872,7 +888,8 @@ def make_jaxpr(fun: Callable, static_argnums: int | Iterable[int] = (),
 
 
 def eval_shape(fun: Callable, *args, **kwargs):
-    return Jitted(fun).eval_shape(*args, **kwargs)
+    # (a jitted function answers itself: its out_shardings are part of the answer)
+    return (fun if isinstance(fun, Jitted) else Jitted(fun)).eval_shape(*args, **kwargs)
 
 
 __all__ = ["jit", "make_jaxpr", "eval_shape", "clear_caches", "Jitted", "errors"]

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..core.array import Array
+from ..core.avals import ShapeDtypeStruct
 from ..core.global_array import (any_noted, as_global, note_gathered, noted, splits_processes,
                                  wanted)
 from ..core.jaxpr import ClosedJaxpr, Literal, Var, runs_jaxpr
@@ -46,7 +47,7 @@ def leaf_shardings(in_shardings: Any, dyn_args: tuple, leaves: Sequence,
                 k += n
     out = []
     for s, x in zip(given, leaves):
-        own = getattr(x, "_sharding", None)
+        own = own_sharding(x)
         if s is not None and isinstance(own, NamedSharding) and _differ(s, own, x.ndim):
             raise ValueError(
                 f"Sharding passed to jit does not match the sharding on the respective arg. "
@@ -55,6 +56,17 @@ def leaf_shardings(in_shardings: Any, dyn_args: tuple, leaves: Sequence,
         s = own if s is None else s
         out.append(s if isinstance(s, NamedSharding) else None)
     return tuple(out) if any(s is not None for s in out) else None
+
+
+def own_sharding(x: Any) -> Any:
+    """The sharding an argument leaf carries (None: none): an Array's placement, or the
+    sharding a ShapeDtypeStruct names for AOT lowering where its mesh is this process's
+    (across processes, jit's call plans the per-process program from the arrays it gets)."""
+    if type(x) is ShapeDtypeStruct:
+        s = x.sharding
+        return s if isinstance(s, NamedSharding) and \
+            not getattr(s.mesh, "is_multi_process", False) else None
+    return getattr(x, "_sharding", None)
 
 
 def _differ(a: NamedSharding, b: NamedSharding, ndim: int) -> bool:
