@@ -687,7 +687,8 @@ def test_pbroadcast_over_processes(tmp_path):
     halves, half_w = x.reshape(2, 4, 8, 4).astype(np.float64), w.reshape(2, 4, 8, 4)
     for s in (0, 1):
         for name in ("checked", "unchecked"):
-            for how, weighted in (("eager", (1, 2)), ("jit", (1, 2)), ("inner", (1, 1))):
+            for how, weighted in (("eager", (1, 2)), ("staged", (1, 2)), ("jit", (1, 2)),
+                                  ("inner", (1, 1))):
                 g = np.zeros_like(halves)
                 g[s] = np.cos(halves[s]) * (weighted[0] * half_w[0] + weighted[1] * half_w[1])
                 grads[f"pair_{name}_{s}_{how}"] = g.reshape(x.shape)

@@ -83,6 +83,12 @@ save("loop", jax.jit(smap(lambda a: lax.fori_loop(
 weights = rng.standard_normal((8, 8, 4)).astype(np.float32)
 
 
+def staged(compute):
+    """compute() called while jit traces a function it does not depend on (its result is
+    returned by that function)."""
+    return jax.jit(lambda y: (y + 1, compute()))(np.float32(0))[1]
+
+
 def per_position(a, w):
     total = 0.0
     for i, o in enumerate(from_every(a)):
@@ -100,6 +106,9 @@ for name, check_vma in (("grad", True), ("grad_unchecked", False)):
 
     save(f"{name}_outer", jax.jit(jax.grad(total_loss))(x, weights))
     save(f"{name}_outer_eager", jax.grad(total_loss)(x, weights))
+    # the same eager grad of concrete values, called while jit traces an unrelated function:
+    # staged into that program (as JAX stages it), its body typed as when jit(grad) traces it
+    save(f"{name}_outer_staged", staged(lambda: jax.grad(total_loss)(x, weights)))
     save(f"{name}_inner", jax.jit(jax.shard_map(
         lambda a, w: jax.grad(per_position)(a, w), mesh=line, in_specs=(P("data"), P("data")),
         out_specs=P("data"), check_vma=check_vma))(x, weights))
@@ -125,6 +134,7 @@ for s in (0, 1):
             return jnp.sum(pair_losses(a, w))
 
         save(f"pair_{name}_{s}_eager", jax.grad(pair_loss)(x, weights))
+        save(f"pair_{name}_{s}_staged", staged(lambda: jax.grad(pair_loss)(x, weights)))
         save(f"pair_{name}_{s}_jit", jax.jit(jax.grad(pair_loss))(x, weights))
         save(f"pair_{name}_{s}_inner", jax.jit(jax.shard_map(
             lambda a, w, s=s: jax.grad(pair_position)(a, w, s), mesh=pair,
