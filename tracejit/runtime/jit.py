@@ -39,8 +39,8 @@ from . import explain
 from .devices import place, to_array
 from .executable import Executable, compile_jaxpr
 from .jit_refs import call_with_refs
-from .sharded import (check_layout, check_shard_map_devices, leaf_shardings, own_sharding,
-                      partition, propagate_noted, result_marker)
+from .sharded import (check_layout, check_shard_map_devices, leaf_shardings, partition,
+                      propagate_noted, result_marker)
 
 # --- argument handling ----------------------------------------------------------------------
 
@@ -485,7 +485,8 @@ class Jitted:
         except TypeError:
             avals = self._avals(leaves, self._arg_names(args, dyn_kwargs))  # raises, naming it
         laid_out = None  # per leaf, the NamedSharding it is laid out as (runtime/sharded.py)
-        if self.in_shardings is not None or any(own_sharding(x) is not None for x in leaves):
+        if self.in_shardings is not None or any(getattr(x, "_sharding", None) is not None or
+                                                type(x) is ShapeDtypeStruct for x in leaves):
             laid_out = leaf_shardings(self.in_shardings, dyn_args, leaves, self.fun_name)
         if any(getattr(a, "vma", None) for a in avals):
             # (inside shard_map's check_vma=True the varying axes decide the implicit pvarys the
