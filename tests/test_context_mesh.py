@@ -2,8 +2,10 @@
 a program traced under one mesh (shard_map with mesh=None, a bare PartitionSpec in out_shardings
 or with_sharding_constraint, get_abstract_mesh()) is not reused under another, neither by the
 full key nor by the dispatch fast path, nor by AOT lowering; the same mesh again, or an equal new
-one, traces nothing new. Values, shardings, errors and retraces against real JAX 0.10
-(tests/libraries/context_mesh.py, run with both), the rest in a process with 4 devices."""
+one, traces nothing new; results computed from values nobody laid out are replicated over the
+mesh set_mesh put in effect. Values, shardings, errors and retraces against real JAX 0.10
+(tests/libraries/context_mesh.py and mesh_placement.py, run with both), the rest in a process
+with 4 devices."""
 import sys
 import threading
 
