@@ -2,8 +2,10 @@
 a program traced under one mesh (shard_map with mesh=None, a bare PartitionSpec in out_shardings
 or with_sharding_constraint, get_abstract_mesh()) is not reused under another, neither by the
 full key nor by the dispatch fast path, nor by AOT lowering; the same mesh again, or an equal new
-one, traces nothing new. Values, shardings, errors and retraces against real JAX 0.10
-(tests/libraries/context_mesh.py, run with both), the rest in a process with 4 devices."""
+one, traces nothing new; results computed from values nobody laid out are replicated over the
+mesh set_mesh put in effect. Values, shardings, errors and retraces against real JAX 0.10
+(tests/libraries/context_mesh.py and mesh_placement.py, run with both), the rest in a process
+with 4 devices."""
 import sys
 import threading
 
@@ -59,10 +61,6 @@ def test_values_and_shardings_match_jax(both, case):
     ours, theirs = both
     _close(ours[case], theirs[case], case)
     sharding = case + ".sharding"
-    if case.split(".")[0] in ("am", "aot") and not str(theirs[sharding]).startswith("error"):
-        # (JAX 0.10 reports a result of an unannotated program run under a context mesh as
-        # replicated over that mesh, tracejit on one device: a divergence of its own)
-        return
     if case.endswith("no_mesh") and case.split(".")[0] in ("out", "wsc"):
         # a bare PartitionSpec outside any mesh: both refuse it (JAX a RuntimeError,
         # tracejit a ValueError naming the spec)
@@ -136,6 +134,44 @@ def test_retraces_as_jax_does(both):
             assert theirs[f"{prefix}.{m}"] == 0 and ours[f"{prefix}.{m}"] == 0, (prefix, m)
     for prefix in ("out", "wsc", "am", "aot"):  # ("sm": refused under m4, untraced)
         assert ours[f"{prefix}.m4"] == 1, prefix  # another mesh: traced anew
+
+
+# Under jax.set_mesh, results computed from values nobody laid out are replicated over the mesh
+# (tests/libraries/mesh_placement.py). Over Explicit axes JAX writes such a value's spec as its
+# operations' typing rules made it (P() after a unary operation or a reduction of host data,
+# P(None, None) after a binary one); tracejit writes an entry per dimension: both whole on the
+# same devices.
+EXPLICIT_SPEC_FORM = ["explicit.eager_sin", "explicit.eager_sum", "explicit.jit2"]
+
+
+@pytest.fixture(scope="module")
+def placement(tmp_path_factory):
+    return run_both("mesh_placement", tmp_path_factory.mktemp("mesh_placement"))
+
+
+def test_results_under_a_mesh_are_placed_as_jax_places_them(placement):
+    ours, theirs = placement
+    cases = sorted(k for k in theirs if not k.endswith(".sharding"))
+    assert len(cases) > 80
+    for case in cases:
+        _close(ours[case], theirs[case], case)
+        if case not in EXPLICIT_SPEC_FORM:
+            _close(ours[case + ".sharding"], theirs[case + ".sharding"], case)
+    # the contexts that place nothing, and those that do, as JAX has them
+    for prefix in ("no_mesh", "abstract", "legacy"):
+        assert str(theirs[f"{prefix}.jit0.sharding"]) == "SingleDeviceSharding  [0]"
+    assert str(theirs["m22.jit0.sharding"]) == "NamedSharding P() [0, 1, 2, 3]"
+
+
+@pytest.mark.parametrize("case", EXPLICIT_SPEC_FORM)
+def test_replicated_spec_over_explicit_axes(placement, case):
+    # (strict: once the spec is written as JAX writes it, the case joins the test above)
+    ours, theirs = placement
+    a, b = str(ours[case + ".sharding"]), str(theirs[case + ".sharding"])
+    assert a != b
+    for text in (a, b):  # replicated over m2's devices: a spec naming no axis
+        assert text.startswith("NamedSharding P(") and text.endswith(" [0, 1]")
+        assert "'" not in text
 
 
 # the checks below need 4 devices: each runs in a process of its own started with

@@ -86,6 +86,7 @@ def test_several_processes(tmp_path):
         _check_two_processes_equal_one(runs, group)
     _check_collectives_against_numpy(runs)
     _check_arrays_spanning_processes(runs)
+    _check_stages_of_arrays_spanning_processes(runs)
     _check_jit_across_processes(runs)
     _check_transformations_outside_jit(runs)
     _check_mesh_with_the_process_axis_minor(runs)
@@ -149,6 +150,40 @@ def _check_arrays_spanning_processes(runs):
     assert mpi["bcast"] == 5.0  # process 0's value
     np.testing.assert_array_equal(mpi["gathered"], [0, 1])
     assert str(mpi["assert_equal"]).startswith("differs: Expected equal values")
+
+
+# what JAX 0.10 reports for tests/mpi/programs.py's "stages" calls on the array split over the
+# 2x2 mesh (4 CPU devices in one process): eval_shape, the AOT stages and make_jaxpr see the
+# global type; a ShapeDtypeStruct keeps the sharding; a compiled call lays its result out
+_NAMED = "NamedSharding(mesh=Mesh('data': 2, 'model': 2, axis_types=(Auto, Auto)), spec=P{}, " \
+    "memory_kind=device)"
+JAX_STAGES = {
+    "eval_shape": "(ShapeDtypeStruct(shape=(4, 6), dtype=float32), ShapeDtypeStruct(shape=(6,),"
+                  " dtype=float32), ShapeDtypeStruct(shape=(4, 4), dtype=float32))",
+    "eval_shape_jit": "ShapeDtypeStruct(shape=(4, 6), dtype=float32)",
+    "eval_shape_out": "ShapeDtypeStruct(shape=(4,), dtype=float32, sharding="
+                      f"{_NAMED.format('()')})",
+    "struct": "ShapeDtypeStruct(shape=(4, 6), dtype=float32, sharding="
+              + _NAMED.format("('data', 'model')") + ")",
+    "eval_shape_struct": "ShapeDtypeStruct(shape=(4, 6), dtype=float32)",
+    "out_info": "ShapeDtypeStruct(shape=(4, 6), dtype=float32)",
+    "args_info": "((ArgInfo(_aval=ShapedArray(float32[4,6]), donated=False),), {})",
+    "jaxpr": "{ lambda ; a:f32[4,6]. let b:f32[4,6] = mul a 2.0:f32[] in (b,) }",
+    "compiled_spec": "P('data', 'model')", "struct_compiled_spec": "P('data', 'model')"}
+
+
+def _check_stages_of_arrays_spanning_processes(runs):
+    """eval_shape, ShapeDtypeStruct, make_jaxpr and the AOT stages of an array spanning
+    processes: what JAX reports for the same array in one process, and the compiled calls'
+    values (NumPy's)."""
+    mpi, single, _, _ = runs
+    for run in (mpi, single):
+        assert {k[len("stages/"):]: str(v) for k, v in run.items()
+                if k.startswith("stages/")} == JAX_STAGES
+    x = np.arange(24, dtype=np.float32).reshape(4, 6) / 7.0
+    for run in (mpi, single):
+        np.testing.assert_allclose(run["stages_compiled/0"], np.sin(x) * 2, rtol=1e-6)
+        np.testing.assert_allclose(run["stages_struct_compiled/0"], x - 1, rtol=1e-6)
 
 
 def _check_jit_across_processes(runs):
@@ -717,7 +752,8 @@ def test_pbroadcast_over_processes(tmp_path):
     halves, half_w = x.reshape(2, 4, 8, 4).astype(np.float64), w.reshape(2, 4, 8, 4)
     for s in (0, 1):
         for name in ("checked", "unchecked"):
-            for how, weighted in (("eager", (1, 2)), ("jit", (1, 2)), ("inner", (1, 1))):
+            for how, weighted in (("eager", (1, 2)), ("staged", (1, 2)), ("jit", (1, 2)),
+                                  ("inner", (1, 1))):
                 g = np.zeros_like(halves)
                 g[s] = np.cos(halves[s]) * (weighted[0] * half_w[0] + weighted[1] * half_w[1])
                 grads[f"pair_{name}_{s}_{how}"] = g.reshape(x.shape)

@@ -735,3 +735,76 @@ def test_jit_of_a_closure_over_an_outer_tracer(case):
     ours = CLOSURE_CASES[case](tj, tnp)
     theirs = CLOSURE_CASES[case](jax, jnp)
     np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-6)
+
+
+# --- transformations of concrete values while jit traces an unrelated function --------------
+
+def _transformed_while_tracing(lib) -> tuple[dict, dict, np.ndarray]:
+    """Transformations called, inside a function jit traces, on concrete values that do not
+    depend on its argument: per case, each result leaf's (staged: a tracer of the jit's
+    trace, shape, dtype, weak type); which calls raise; and the jit's output (their values)."""
+    seen, raised = {}, {}
+    lnp = lib.numpy
+    c = np.arange(1.0, 4.0, dtype=np.float32)
+
+    @lib.custom_jvp
+    def twice_sin(v):
+        return lnp.sin(v)
+    twice_sin.defjvp(lambda p, t: (twice_sin(p[0]), 2.0 * t[0]))
+
+    def rec(name, tree):
+        leaves = lib.tree_util.tree_leaves(tree)
+        seen[name] = [(isinstance(t, lib.core.Tracer), tuple(t.shape), str(t.dtype),
+                       bool(lib.typeof(t).weak_type)) for t in leaves]
+        return sum(lnp.sum(t) for t in leaves)
+
+    def f(y):
+        total = y
+        total += rec("grad_scalar", lib.grad(lambda v: v ** 3)(2.0))
+        total += rec("grad", lib.grad(lambda v: (v ** 2).sum())(c))
+        total += rec("value_and_grad", lib.value_and_grad(lambda v: (v ** 3).sum())(c))
+        total += rec("grad_aux", lib.grad(lambda v: ((v ** 2).sum(), v * 2), has_aux=True)(c))
+        total += rec("argnums", lib.grad(lambda a, b: (a * b).sum(), argnums=(0, 1))(c, 2.0))
+        total += rec("jvp", lib.jvp(lambda v: v * 2, (1.5,), (1.0,)))
+        primal, pullback = lib.vjp(lnp.sin, c)
+        total += rec("vjp", (primal, pullback(lnp.ones(3))))
+        primal, tangent = lib.linearize(lnp.tanh, c)
+        total += rec("linearize", (primal, tangent(c)))
+        total += rec("jacfwd", lib.jacfwd(lnp.sin)(c))
+        total += rec("jacrev", lib.jacrev(lnp.cos)(c))
+        total += rec("hessian", lib.hessian(lambda v: (v ** 3).sum())(c))
+        total += rec("vmap_grad", lib.vmap(lib.grad(lambda v: v ** 3))(c))
+        total += rec("custom_jvp", lib.grad(lambda v: twice_sin(v).sum())(c))
+        total += rec("checkpoint", lib.grad(lib.checkpoint(lambda v: lnp.sin(v).sum()))(c))
+        total += rec("scan", lib.grad(lambda v: lib.lax.scan(
+            lambda a, b: (a * b, a), 1.0, v)[0])(c))
+        total += rec("cond", lib.grad(lambda v: lib.lax.cond(True, lnp.sin, lnp.cos, v).sum())(c))
+        total += rec("float16", lib.grad(lambda v: (v * v).sum())(c.astype(np.float16)))
+        total += rec("of_argument", lib.grad(lambda v: (v * y).sum())(c))
+        g = lib.grad(lambda v: (v ** 2).sum())(c)
+        try:
+            float(g[1])
+            raised["float"] = "no error"
+        except Exception as e:  # noqa: BLE001 - its type is the answer
+            raised["float"] = type(e).__name__
+        with lib.ensure_compile_time_eval():  # (computed at once: concrete, Python may read it)
+            g = lib.grad(lambda v: (v ** 2).sum())(c)
+            total += rec("compile_time_eval", g)
+            raised["compile_time_eval"] = float(g[1])
+        return total
+
+    out = lib.jit(f)(np.float32(0.5))
+    return seen, raised, np.asarray(out)
+
+
+def test_transformations_of_concrete_values_are_staged_while_jit_traces():
+    """grad (and the other transformations) of values unrelated to the argument of a function
+    jit traces are staged into its program as JAX stages them (tracers of that trace, the
+    types JAX gives, JAX's error on reading one), computed at once only under
+    ensure_compile_time_eval; the program's value is JAX's."""
+    ours, theirs = _transformed_while_tracing(tj), _transformed_while_tracing(jax)
+    assert ours[0] == theirs[0]
+    assert ours[1] == theirs[1] == {"float": "ConcretizationTypeError", "compile_time_eval": 4.0}
+    assert all(staged for name, leaves in ours[0].items() if name != "compile_time_eval"
+               for staged, *_ in leaves)
+    np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-5)

@@ -67,6 +67,12 @@ save("loop", jax.jit(smap(lambda a: lax.fori_loop(
 weights = rng.standard_normal((8, 8, 4)).astype(np.float32)
 
 
+def staged(compute):
+    """compute() called while jit traces a function it does not depend on (its result is
+    returned by that function)."""
+    return jax.jit(lambda y: (y + 1, compute()))(np.float32(0))[1]
+
+
 def per_position(a, w):
     total = 0.0
     for i, o in enumerate(from_every(a)):
@@ -74,7 +80,7 @@ def per_position(a, w):
     return total
 
 
-run.save_position_grads(per_position, line, x, weights)
+run.save_position_grads(per_position, line, x, weights, staged=staged)
 
 # one position on each process (the mesh of each one's first device): eager grad once ran the
 # body op by op, where arrays carry no vma, and pbroadcast, taking each block for invariant,
@@ -97,6 +103,7 @@ for s in (0, 1):
             return jnp.sum(pair_losses(a, w))
 
         save(f"pair_{name}_{s}_eager", jax.grad(pair_loss)(x, weights))
+        save(f"pair_{name}_{s}_staged", staged(lambda: jax.grad(pair_loss)(x, weights)))
         save(f"pair_{name}_{s}_jit", jax.jit(jax.grad(pair_loss))(x, weights))
         save(f"pair_{name}_{s}_inner", jax.jit(jax.shard_map(
             lambda a, w, s=s: jax.grad(pair_position)(a, w, s), mesh=pair,

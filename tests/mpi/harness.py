@@ -38,12 +38,14 @@ class Run:
         for i, leaf in enumerate(self.jax.tree_util.tree_leaves(tree)):
             self.results[f"{name}/{i}"] = self.whole(leaf)
 
-    def save_position_grads(self, per_position, mesh, a, w) -> None:
+    def save_position_grads(self, per_position, mesh, a, w, staged=None) -> None:
         """The gradients of the sum of every position's per_position(block of a, block of w)
         (a scalar each) over a mesh of one axis 'data' splitting both, with check_vma and
         without (`grad`, `grad_unchecked`): the losses leaving shard_map split and summed
         outside, differentiated there under jit (`_outer`) and eagerly (`_outer_eager`), and
-        each position's own differentiated inside (`_inner`)."""
+        each position's own differentiated inside (`_inner`); with `staged` (a function calling
+        its argument while jit traces an unrelated one), the eager grad so called too
+        (`_outer_staged`: staged into that program, as JAX stages it)."""
         jax, P = self.jax, self.jax.sharding.PartitionSpec
         for name, check_vma in (("grad", True), ("grad_unchecked", False)):
             losses = jax.shard_map(lambda a, w: per_position(a, w)[None], mesh=mesh,
@@ -55,6 +57,9 @@ class Run:
 
             self.save(f"{name}_outer", jax.jit(jax.grad(total_loss))(a, w))
             self.save(f"{name}_outer_eager", jax.grad(total_loss)(a, w))
+            if staged is not None:
+                self.save(f"{name}_outer_staged",
+                          staged(lambda total_loss=total_loss: jax.grad(total_loss)(a, w)))
             self.save(f"{name}_inner", jax.jit(jax.shard_map(
                 lambda a, w: jax.grad(per_position)(a, w), mesh=mesh,
                 in_specs=(P("data"), P("data")), out_specs=P("data"), check_vma=check_vma))(a, w))

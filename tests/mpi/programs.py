@@ -334,6 +334,31 @@ if run.mode == "mpi":
         results["assert_equal"] = np.array(str(e))
 
 
+# --- abstract evaluation and AOT stages of an array spanning processes: its global type, as
+# JAX reports it; the compiled program's call runs each process's block, as jit's does ------
+def texts(name, value):
+    results[f"stages/{name}"] = np.array(str(value))
+
+
+texts("eval_shape", jax.eval_shape(lambda a: (a * 2, a.sum(0), a @ a.T), from_cb))
+texts("eval_shape_jit", jax.jit(lambda a: a * 2).eval_shape(from_cb))
+texts("eval_shape_out", jax.eval_shape(jax.jit(
+    lambda a: a.sum(1), out_shardings=NamedSharding(mesh2d, P())), from_cb))
+struct = jax.ShapeDtypeStruct(from_cb.shape, from_cb.dtype, sharding=from_cb.sharding)
+texts("struct", struct)
+texts("eval_shape_struct", jax.eval_shape(lambda a: a * 2, struct))
+lowered = jax.jit(lambda a: jnp.sin(a) * 2).lower(from_cb)
+texts("out_info", lowered.out_info)
+texts("args_info", lowered.args_info)
+texts("jaxpr", jax.make_jaxpr(lambda a: a * 2)(from_cb))
+compiled = lowered.compile()(from_cb)
+texts("compiled_spec", compiled.sharding.spec)
+save("stages_compiled", compiled)
+from_struct = jax.jit(lambda a: a - 1).lower(struct).compile()(from_cb)
+texts("struct_compiled_spec", from_struct.sharding.spec)
+save("stages_struct_compiled", from_struct)
+
+
 # --- data-parallel training: grads per shard, pmean, update (the same parameters as one
 # process on the whole batch: the test checks) -----------------------------------------------
 def step(params, a, y):

@@ -141,14 +141,16 @@ class ShapeDtypeStruct:
 
     def __eq__(self, other):
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
-                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+                and self.dtype == other.dtype and self.sharding == other.sharding
+                and self.weak_type == other.weak_type)
 
     def __hash__(self):
-        return hash((self.shape, self.dtype, self.weak_type))
+        return hash((self.shape, self.dtype, self.sharding, self.weak_type))
 
     def __repr__(self):
+        sharding = f", sharding={self.sharding}" if self.sharding is not None else ""
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{sharding}{weak})"
 
 
 def check_shape(shape: Any, name: str = "shape") -> tuple[int, ...]:

@@ -12,9 +12,9 @@ from typing import Any, Callable, Sequence
 
 from .avals import ShapedArray
 from .axis_env import AxisFrame, NamedAxisPrimitive, extend_frame
-from .jaxpr import ClosedJaxpr
+from .jaxpr import ClosedJaxpr, runs_jaxpr
 from .jaxpr_util import eval_closed, trace_closed
-from .primitive import Primitive, runs_jaxpr, primitive_batchers
+from .primitive import Primitive, primitive_batchers
 from .rules import bdim_at_front, moveaxis, not_mapped, unbatched_aval
 from .trace import (Trace, Tracer, full_lower, full_raise, get_aval, new_main,
                     user_source_info)

@@ -138,6 +138,13 @@ class ClosedJaxpr:
         return self is other
 
 
+def runs_jaxpr(params: dict) -> bool:
+    """Whether a primitive's params hold a jaxpr it runs (jit, control flow)."""
+    return any(isinstance(v, (ClosedJaxpr, Jaxpr)) or
+               (isinstance(v, tuple) and v and isinstance(v[0], (ClosedJaxpr, Jaxpr)))
+               for v in params.values())
+
+
 def has_subjaxprs(eqn: Eqn) -> bool:
     return bool(eqn.params) and any(
         isinstance(x, ClosedJaxpr) for value in eqn.params.values()

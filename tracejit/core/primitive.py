@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .avals import ShapedArray
-from .jaxpr import ClosedJaxpr, Jaxpr
+from .jaxpr import runs_jaxpr
 from .trace import bind
 
 registry: dict[str, Primitive] = {}
@@ -27,13 +27,6 @@ primitive_transposes: dict[Primitive, Callable] = {}
 primitive_batchers: dict[Primitive, Callable] = {}
 # lowerings of user primitives: a TracedLowering is traced and inlined before compilation
 lowerings: dict[Primitive, Any] = {}
-
-
-def runs_jaxpr(params: dict) -> bool:
-    """Whether a primitive's params hold a jaxpr it runs (jit, control flow)."""
-    return any(isinstance(v, (ClosedJaxpr, Jaxpr)) or
-               (isinstance(v, tuple) and v and isinstance(v[0], (ClosedJaxpr, Jaxpr)))
-               for v in params.values())
 
 
 class TracedLowering:

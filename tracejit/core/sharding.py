@@ -8,6 +8,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import enum
+import functools
 import itertools
 import math
 import threading
@@ -512,6 +513,11 @@ class _MeshState(threading.local):
         # Mesh's __hash__, though computed once, is a Python call: ~80 ns a lookup): equal
         # keys get one token while `_TOKENS` remembers them, a token is never reused
         self.token: int | None = None
+        # the mesh `set_mesh` put in effect when it is a mesh of this process: the results of
+        # jit and of eager operations on values nobody laid out are replicated over it (as JAX
+        # reports them); None otherwise (no mesh, an empty one, or one spanning processes)
+        self.placing: Mesh | None = None
+        self.replicated: dict = {}  # rank -> replicated_sharding(placing, rank), filled on use
 
     def push(self, mesh: Mesh) -> None:
         self.stack.append(mesh)
@@ -524,6 +530,10 @@ class _MeshState(threading.local):
     def rekey(self) -> None:
         stack, legacy, abstract = self.stack, self.legacy, self.abstract
         override = abstract[-1][1] if abstract and abstract[-1][0] >= len(stack) else None
+        placing = stack[-1] if stack and not stack[-1].empty and \
+            not stack[-1].is_multi_process else None
+        if placing is not self.placing:
+            self.placing, self.replicated = placing, {}
         if not stack and not legacy and override is None:
             self.key = self.token = None
             return
@@ -791,6 +801,30 @@ class Shard:
     def __repr__(self) -> str:
         return (f"Shard(device={self.device!r}, index={self.index}, "
                 f"replica_id={self.replica_id}, data={self.data})")
+
+
+@functools.lru_cache(maxsize=256)  # (a Mesh's hash is computed once)
+def replicated_sharding(mesh: Mesh, ndim: int | None) -> NamedSharding:
+    """The whole array on every device of `mesh`, as JAX writes it for a value of rank `ndim`:
+    P() over Auto axes, an entry per dimension over Explicit ones (the layout is part of the
+    type there); P() for ndim None."""
+    explicit = ndim is not None and AxisType.Explicit in mesh.axis_types
+    return NamedSharding(mesh, PartitionSpec(*(None,) * ndim) if explicit else PartitionSpec())
+
+
+def context_sharding(ndim: int | None) -> NamedSharding | None:
+    """The sharding JAX reports for a result computed under `jax.set_mesh(mesh)` from values
+    nobody laid out (jit's and eager operations' of rank `ndim`; None: host data placed as
+    device_put writes it, P() over any axis types): replicated over that mesh. None outside
+    any set_mesh (`with mesh:` and use_abstract_mesh place nothing, as in JAX) and for a mesh
+    spanning processes (a value every process holds is not made a global array here)."""
+    state = _STATE
+    if state.placing is None:
+        return None
+    s = state.replicated.get(ndim)
+    if s is None:
+        s = state.replicated[ndim] = replicated_sharding(state.placing, ndim)
+    return s
 
 
 def default_sharding() -> SingleDeviceSharding:

@@ -20,7 +20,9 @@ from .array import Array, BaseArray
 from .avals import ArrayMetadata, ShapedArray
 from .config import config
 from .traceback_util import include_filename
-from .jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, SourceInfo, Var, check_jaxpr
+from .jaxpr import (ClosedJaxpr, Eqn, Jaxpr, Literal, SourceInfo, Var, check_jaxpr,
+                    runs_jaxpr)
+from .sharding import context_sharding, mesh_context
 
 _SKIP_DIRS = (os.path.dirname(contextlib.__file__) + os.sep + "contextlib",
               os.path.dirname(contextlib.__file__) + os.sep + "functools")
@@ -135,14 +137,17 @@ class Trace:
 
 
 # The shardings JAX reports for an eager primitive's results when an operand is laid out over
-# a mesh: (primitive, params, avals in, the operands' shardings) -> one sharding or None per
+# a mesh, or a mesh is in effect (jax.set_mesh) and its body may hold sharding constraints:
+# (primitive, params, avals in, avals out, the operands' shardings) -> one sharding or None per
 # result. Installed by runtime/sharded.py (its rules sit in the compiler, above this layer).
 eager_shardings: Callable | None = None
+_MESHES = mesh_context()  # (per thread; `.placing`: the mesh set_mesh put in effect)
 
 
 class EvalTrace(Trace):
     """Eager evaluation: run the primitive's NumPy impl, wrap results as Arrays (laid out as
-    JAX lays out an eager op's results where an operand is laid out over a mesh)."""
+    JAX lays out an eager op's results where an operand is laid out over a mesh or a mesh is
+    in effect)."""
 
     def pure(self, val):
         return val
@@ -160,9 +165,15 @@ class EvalTrace(Trace):
             outs = (outs,)
         result = [Array.from_numpy(_checked(primitive, o, a), a) for o, a in zip(outs, avals_out)]
         laid = [x._sharding if type(x) is Array else None for x in tracers]
-        if eager_shardings is not None and any(s is not None for s in laid):
-            for r, s in zip(result, eager_shardings(primitive, params, avals_in, laid)):
-                r._sharding = s
+        placing = _MESHES.placing is not None
+        if any(s is not None for s in laid) or (placing and params and runs_jaxpr(params)):
+            if eager_shardings is not None:  # (a body may hold sharding constraints)
+                for r, s in zip(result, eager_shardings(primitive, params, avals_in,
+                                                        avals_out, laid)):
+                    r._sharding = s
+        elif placing:  # under jax.set_mesh: replicated over its mesh
+            for r in result:
+                r._sharding = context_sharding(r.aval.ndim)
         nans, infs = config.read("jax_debug_nans"), config.read("jax_debug_infs")
         if nans or infs:
             kind = interpret.invalid_values(outs, nans, infs)

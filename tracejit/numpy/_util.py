@@ -13,6 +13,7 @@ from ..core.array import Array, aligned_copy
 from ..core.avals import ShapedArray, check_shape
 from ..core.config import config
 from ..core.devices import check_device
+from ..core.sharding import context_sharding
 from ..core.trace import Tracer, get_aval
 
 _scalar_types = (bool, int, float, complex)
@@ -52,6 +53,10 @@ def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool |
     if device is not None:
         check_device(device, "asarray")
     out = _asarray(a, dtype)
+    if type(out) is Array and out._sharding is None and not isinstance(a, Array):
+        # made from host data: under jax.set_mesh, replicated over its mesh (as JAX's
+        # device_put writes it: P(), whatever the axis types)
+        out._sharding = context_sharding(None)
     return out.copy() if copy and out is a and isinstance(out, Array) else out
 
 

@@ -30,7 +30,8 @@ from ..core.axis_env import extend_axis_env
 from ..core.pytree import (PyTreeDef, leaf_names, tree_flatten, tree_leaves, tree_map,
                            tree_unflatten)
 from ..core.refs import check_no_refs, is_new_ref_for, refs_in_use, stage_scope
-from ..core.sharding import check_sharding_leaves, check_shardings, mesh_context
+from ..core.sharding import (Mesh, check_sharding_leaves, check_shardings, mesh_context,
+                             replicated_sharding, resolve_sharding)
 from ..core.trace import (Tracer, current_dynamic_trace, fun_debug_info, get_aval, trace_to_jaxpr,
                           user_source_info)
 from ..compiler.split_results import noted_results, split_results
@@ -100,7 +101,8 @@ class _CacheEntry:
     """One traced signature of a jitted function and, once called, its executable."""
     __slots__ = ("closed", "in_tree", "out_tree", "executable", "in_avals", "arg_names",
                  "donated", "aliases", "consumed", "kept", "direct", "trace_key", "lock",
-                 "debug_checks", "last_use", "laid_out", "placement", "blocks", "mark")
+                 "debug_checks", "last_use", "laid_out", "placement", "blocks", "mark",
+                 "context_mesh")
 
     def __init__(self, closed, in_tree, out_tree, in_avals, arg_names, donated):
         self.closed = closed
@@ -132,6 +134,9 @@ class _CacheEntry:
         # once compiled: what a call does to its results for these two (sharded.py's
         # `result_marker`; None: nothing)
         self.mark: Callable | None = None
+        # the mesh `jax.set_mesh` put in effect where it was traced (None: none, or one
+        # spanning processes): results laid out by nothing else are replicated over it
+        self.context_mesh: Mesh | None = None
 
 
 class _Traces:
@@ -260,7 +265,12 @@ def compile_entry(entry: _CacheEntry, backend: str | None, keep_unused: bool,
     # laid out over a mesh: the program run shard by shard (the traced jaxpr, which
     # make_jaxpr and lowering show, keeps its sharding constraints)
     closed, entry.placement = partition(closed, entry.laid_out)
-    entry.mark = result_marker(entry.placement, entry.blocks, closed.out_avals)
+    placement = entry.placement
+    if entry.context_mesh is not None:  # (as JAX reports them under set_mesh)
+        placement = [replicated_sharding(entry.context_mesh, a.ndim) if s is None else s
+                     for a, s in zip(closed.out_avals,
+                                     placement or [None] * len(closed.out_avals))]
+    entry.mark = result_marker(placement, entry.blocks, closed.out_avals)
     kept = None
     if not keep_unused:
         closed, kept = without_unused_args(closed)
@@ -442,8 +452,8 @@ class Jitted:
     def _avals(self, leaves: list, arg_names: list[str]) -> tuple[ShapedArray, ...]:
         avals = []
         for i, x in enumerate(leaves):
-            if isinstance(x, ShapeDtypeStruct):
-                avals.append(x.aval)
+            if isinstance(x, (ShapeDtypeStruct, GlobalArray)):  # (a GlobalArray: its global
+                avals.append(x.aval)                           # type, as JAX traces it)
                 continue
             try:
                 avals.append(get_aval(x))
@@ -472,12 +482,13 @@ class Jitted:
             else:
                 leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         try:
-            avals = tuple(x.aval if type(x) is Array else get_aval(x) for x in leaves)
+            avals = tuple(x.aval if type(x) is Array or type(x) is GlobalArray else get_aval(x)
+                          for x in leaves)
         except TypeError:
             avals = self._avals(leaves, self._arg_names(args, dyn_kwargs))  # raises, naming it
         laid_out = None  # per leaf, the NamedSharding it is laid out as (runtime/sharded.py)
         placed = any(getattr(x, "_sharding", None) is not None for x in leaves)
-        if self.in_shardings is not None or placed:
+        if self.in_shardings is not None or placed or ShapeDtypeStruct in map(type, leaves):
             laid_out = leaf_shardings(self.in_shardings, dyn_args, leaves, self.fun_name)
         if any(getattr(a, "vma", None) for a in avals):
             # (inside shard_map's check_vma=True the varying axes decide the implicit pvarys the
@@ -500,7 +511,7 @@ class Jitted:
                 check_layout(laid_out, avals, arg_names, self.fun_name)
             start = time.perf_counter()
             entry = self._stage(static, static_kw, in_tree, len(args), avals, arg_names)
-            entry.laid_out = laid_out
+            entry.laid_out, entry.context_mesh = laid_out, _MESHES.placing
             if laid_out is None:  # (shard_map's results' shardings carried to the outputs)
                 propagate_noted(entry.closed)
             else:
@@ -637,8 +648,8 @@ class Jitted:
             trace_key, meshes = config.trace_key(), _MESHES.key
             if config.read("jax_disable_jit"):
                 return self.fun(*args, **kwargs)
-            if not tracing and _spans_processes(args, kwargs, self.in_shardings):
-                return _ACROSS_PROCESSES[0](self, args, kwargs)
+            if not tracing and spans_processes(args, kwargs, self.in_shardings):
+                return call_across_processes(self, args, kwargs)
             if self.inline and tracing:  # no call equation: traced in place, on arrays as jit
                 args, kwargs = self._inline_args(args, kwargs)
                 return self.fun(*args, **kwargs)
@@ -713,10 +724,21 @@ class Jitted:
         return self.trace(*args, **kwargs).lower()
 
     def eval_shape(self, *args, **kwargs):
+        """The results' shapes and dtypes (global ones for arrays spanning processes), each
+        with the sharding out_shardings lay it out as, if any (as JAX's structs carry)."""
         entry, _ = self._trace(args, kwargs)
-        return tree_unflatten(entry.out_tree,
-                              [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
-                               for a in entry.closed.out_avals])
+        out = tree_unflatten(entry.out_tree,
+                             [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                              for a in entry.closed.out_avals])
+        if self.out_shardings is None:
+            return out
+        specs, treedef = tree_flatten(self.out_shardings, is_leaf=lambda s: s is None)
+        laid = []
+        for spec, sub in zip(specs, treedef.flatten_up_to(out)):
+            s = resolve_sharding(spec, f"{self.fun_name} (jit out_shardings)")
+            laid.append(tree_map(lambda t, s=s: ShapeDtypeStruct(
+                t.shape, t.dtype, weak_type=t.weak_type, sharding=s), sub))
+        return tree_unflatten(treedef, laid)
 
     def clear_cache(self) -> None:
         """Drop the traces of this function under these jit options (for every wrapper)."""
@@ -730,7 +752,7 @@ _SINGLE_LEAF = tree_flatten(0)[1]
 _MESHES = mesh_context()  # (per thread: `.key` reads this thread's meshes)
 
 
-def _spans_processes(args: tuple, kwargs: dict, in_shardings: Any) -> bool:
+def spans_processes(args: tuple, kwargs: dict, in_shardings: Any) -> bool:
     """Whether an argument is laid out over a mesh spanning processes (an array spanning them,
     one every process holds alike, or in_shardings saying so): each process then runs its
     part of the partitioned program."""
@@ -754,6 +776,11 @@ _ACROSS_PROCESSES: list = []
 def run_across_processes(run: Callable) -> None:
     """Set `run(jitted, args, kwargs)`, jit's call when arrays span processes."""
     _ACROSS_PROCESSES[:] = [run]
+
+
+def call_across_processes(jitted: Jitted, args: tuple, kwargs: dict) -> Any:
+    """`jitted(*args, **kwargs)` where an argument spans processes (`spans_processes`)."""
+    return _ACROSS_PROCESSES[0](jitted, args, kwargs)
 
 
 def _as_tuple(x, name: str) -> tuple[int, ...]:
@@ -870,7 +897,8 @@ def make_jaxpr(fun: Callable, static_argnums: int | Iterable[int] = (),
 
 
 def eval_shape(fun: Callable, *args, **kwargs):
-    return Jitted(fun).eval_shape(*args, **kwargs)
+    # (a jitted function answers itself: its out_shardings are part of the answer)
+    return (fun if isinstance(fun, Jitted) else Jitted(fun)).eval_shape(*args, **kwargs)
 
 
 __all__ = ["jit", "make_jaxpr", "eval_shape", "clear_caches", "Jitted", "errors"]

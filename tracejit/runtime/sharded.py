@@ -10,13 +10,15 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..core.array import Array
+from ..core.avals import ShapeDtypeStruct
 from ..core.global_array import (any_noted, as_global, note_gathered, noted, splits_processes,
                                  wanted)
-from ..core.jaxpr import ClosedJaxpr, Literal, Var
+from ..core.jaxpr import ClosedJaxpr, Literal, Var, runs_jaxpr
 from ..core.primitive import ELEMENTWISE
 from ..core.pytree import tree_flatten, tree_leaves
-from ..core.sharding import (AxisType, Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding,
-                             get_mesh, resolve_sharding)
+from ..core.sharding import (UNCONSTRAINED, AxisType, Mesh, NamedSharding, PartitionSpec,
+                             SingleDeviceSharding, context_sharding, get_mesh,
+                             replicated_sharding, resolve_sharding)
 from ..core import trace as core_trace
 from ..core.trace import trace_to_jaxpr
 from ..lax.shape import transpose_p
@@ -46,7 +48,7 @@ def leaf_shardings(in_shardings: Any, dyn_args: tuple, leaves: Sequence,
                 k += n
     out = []
     for s, x in zip(given, leaves):
-        own = getattr(x, "_sharding", None)
+        own = own_sharding(x)
         # (an argument committed to one device: refused unless that device is the mesh's)
         if s is not None and (isinstance(own, NamedSharding) and _differ(s, own, x.ndim) or
                               isinstance(own, SingleDeviceSharding) and
@@ -59,6 +61,17 @@ def leaf_shardings(in_shardings: Any, dyn_args: tuple, leaves: Sequence,
         s = own if s is None else s
         out.append(s if isinstance(s, NamedSharding) else None)
     return tuple(out) if any(s is not None for s in out) else None
+
+
+def own_sharding(x: Any) -> Any:
+    """The sharding an argument leaf carries (None: none): an Array's placement, or the
+    sharding a ShapeDtypeStruct names for AOT lowering where its mesh is this process's
+    (across processes, jit's call plans the per-process program from the arrays it gets)."""
+    if type(x) is ShapeDtypeStruct:
+        s = x.sharding
+        return s if isinstance(s, NamedSharding) and \
+            not getattr(s.mesh, "is_multi_process", False) else None
+    return getattr(x, "_sharding", None)
 
 
 def _differ(a: NamedSharding, b: NamedSharding, ndim: int) -> bool:
@@ -271,20 +284,46 @@ def plan_layout(closed: ClosedJaxpr, shardings: Sequence | None) -> Layout | Non
     return Layout(mesh, sizes, in_dims, plan.out_dims, outs, per_shard)
 
 
-def _eager_shardings(primitive: Any, params: dict, avals: Sequence, laid: Sequence) -> list:
+def _eager_shardings(primitive: Any, params: dict, avals: Sequence, avals_out: Sequence,
+                     laid: Sequence) -> list:
     """The shardings of an eager primitive's results (core/trace.py `eager_shardings`): as jit
-    of that one operation reports them, when its operands are laid out over one mesh of this
-    process (JAX runs an eager operation as such a jit); else None each (one device)."""
-    named = [s if isinstance(s, NamedSharding) else None for s in laid]
-    meshes = {s.mesh for s in named if s is not None}
-    n_out = len(primitive.abstract_eval(*avals, **params)) if primitive.multiple_results else 1
-    if len(meshes) != 1 or getattr(next(iter(meshes)), "is_multi_process", False):
-        return [None] * n_out
+    of that one operation reports them (JAX runs an eager operation as such a jit). Operands
+    laid out over one mesh of this process: their layouts propagated. None laid out: replicated
+    over the mesh set_mesh put in effect, if any. Else None each (one device). A primitive
+    without a body to hold sharding constraints is not traced for it where every operand is
+    whole on every device, or none is laid out: then so is every result (`_out_sharding`'s
+    answer for such a layout, found without it: this runs for every eager operation)."""
+    first, whole = None, True  # (the first operand laid out over a mesh, its rank)
+    for s, a in zip(laid, avals):
+        if type(s) is NamedSharding:
+            if first is None:
+                first = (s, a.ndim)
+            elif s.mesh is not first[0].mesh and s.mesh != first[0].mesh:
+                return [None] * len(avals_out)
+            whole = whole and _whole(s)
+    if first is not None and getattr(first[0].mesh, "is_multi_process", False):
+        return [None] * len(avals_out)
+    placed = all(s is None for s in laid)  # (an operand committed to one device: stays there)
+    if not (params and runs_jaxpr(params)):
+        if first is None:
+            return [context_sharding(a.ndim) if placed else None for a in avals_out]
+        if whole:
+            s, ndim = first
+            same = AxisType.Explicit not in s.mesh.axis_types
+            return [s if same and a.ndim == ndim else replicated_sharding(s.mesh, a.ndim)
+                    for a in avals_out]
+    named = [s if type(s) is NamedSharding else None for s in laid]
     closed = trace_to_jaxpr(lambda *xs: _as_list(primitive.bind(*xs, **params)), avals)
-    layout = plan_layout(closed, named)
+    layout = plan_layout(closed, named if first is not None else None)
     if layout is None:
-        return [None] * n_out
+        return [context_sharding(a.ndim) if placed else None for a in avals_out]
     return list(layout.outs)
+
+
+def _whole(s: NamedSharding) -> bool:
+    """Whether `s` puts the whole array on every device (its spec names no mesh axis)."""
+    parts = s.spec.partitions
+    return not parts or all(p is None or p is UNCONSTRAINED for p in parts)
 
 
 def _as_list(out: Any) -> list:

@@ -10,7 +10,9 @@ from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.pytree import tree_flatten, tree_unflatten
 from ..core.trace import get_aval
 from .executable import Executable
-from .jit import compile_entry, execute, without_unused_args
+from ..core.global_array import GlobalArray
+from .jit import (call_across_processes, compile_entry, execute, spans_processes,
+                  without_unused_args)
 
 
 class ArgInfo:
@@ -165,7 +167,7 @@ class Compiled(_Stage):
                 "lowering.")
         mismatches = []
         for name, want, x in zip(entry.arg_names, entry.in_avals, leaves):
-            got = get_aval(x)
+            got = x.aval if isinstance(x, GlobalArray) else get_aval(x)
             if got.shape != want.shape or got.dtype != want.dtype:
                 mismatches.append(f"Argument '{name}' compiled with {want.dtype.name}"
                                   f"{list(want.shape)} and called with {got.dtype.name}"
@@ -173,6 +175,10 @@ class Compiled(_Stage):
         if mismatches:
             raise TypeError("Argument types differ from the types for which this computation "
                             "was compiled. The mismatches are:\n" + "\n".join(mismatches))
+        if spans_processes(args, kwargs, self._jitted.in_shardings):
+            # (each process runs its block of the partitioned program, as jit's call does:
+            # this executable is the whole program, for arrays this process holds whole)
+            return call_across_processes(self._jitted, args, kwargs)
         outs = execute(entry, self._executable, leaves)
         if entry.mark is not None:  # (laid out over a mesh, or split over processes: as jit)
             outs = entry.mark(outs, leaves)
