@@ -318,15 +318,16 @@ def _threads_run(f, x, threads: int):
 
 
 @pytest.mark.parametrize("name,f,rtol,row_atol", ROW_PROGRAMS, ids=[p[0] for p in ROW_PROGRAMS])
-def test_rescaling_runs_inside_the_next_rows_kernel(name, f, rtol, row_atol, monkeypatch):
+def test_rescaling_runs_inside_the_next_rows_kernel(name, f, rtol, row_atol, monkeypatch, x64):
     """A row body whose last kernel rescales an output row in place runs it inside the next
     row's earlier elementwise kernel (one loop computing both), each chunk's last row on its
     own: the same bits as the row-by-row emission (the oracle: control_flow._pipelined turned
     off), on one and two threads, for rows on the pool (uneven chunks) and off it, float32 and
-    float64, odd widths and NaN/inf rows; values as the reference interpreter's."""
+    float64, odd widths and NaN/inf rows; values as the reference interpreter's. Rows over
+    PIPELINE_MAX_ROW_BYTES stay row by row."""
     from tracejit.backend.llvm import control_flow
     cases = [((1000, 300), F32), ((7, 256), F32), ((5, 257), F32), ((130, 1024), np.float64),
-             ((1, 999), F32)]
+             ((1, 999), F32), ((6, 2049), F32)]
     for shape, dtype in cases:
         x = _data(shape).astype(dtype)
         if shape[0] >= 5:
@@ -343,9 +344,12 @@ def test_rescaling_runs_inside_the_next_rows_kernel(name, f, rtol, row_atol, mon
         # the pipelined program has one more kernel: the merged one
         kernels = [len(set(re.findall(r'define void @"?(tjk_\w+)', t)))
                    for t in (text, plain_text)]
-        assert kernels[0] == kernels[1] + (name in _PIPELINED), (shape, kernels)
+        pipelined = name in _PIPELINED and \
+            shape[-1] * x.itemsize <= control_flow.PIPELINE_MAX_ROW_BYTES
+        assert kernels[0] == kernels[1] + pipelined, (shape, kernels)
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g, w)
         np.testing.assert_array_equal(got[0], got[1])
+        assert got[0].dtype == dtype
         ref = tracejit.jit(f, backend="interpret")(x)
         _assert_close(got[0], ref, rtol, row_atol)
