@@ -262,39 +262,41 @@ def _row_map(em: Emitter, eqn, ins, dests):
 
     pipe = _pipelined(full) if p["tail"] is None and 1 not in p["in_axes"] + p["out_axes"] \
         else None
-    if pipe is not None:  # the per-row scalars the rescaling reads, kept for the next row
+    if pipe is not None:
+        # the per-row scalars the rescaling reads, kept for the next row; a chunk's first row
+        # rescales a zeroed scratch row instead (one kernel for every row, the body emitted
+        # once: a branch to a kernel without the rescaling cost ~30% more compile time)
         carried = [em._entry_alloca(reg_type(v.aval.dtype)) for v in pipe.scalars]
+        for cell, v in zip(carried, pipe.scalars):
+            b.store(ir.Constant(reg_type(v.aval.dtype), 0), cell)
+        row_aval = full.outvars[pipe.out].aval
+        scratch = em.alloc(row_aval)
+        _zero_fill(em, scratch)
 
     def carried_values():
         return [Scalar(b.load(cell), v.aval) for cell, v in zip(carried, pipe.scalars)]
 
     def emit_pipelined(i, start, stop):
-        """Row i of a pipelined body (`_Pipelined`): a chunk's first row runs `head`, the
-        others `merged` (rescaling row i - 1 too), and its last row then rescales itself."""
+        """Row i of a pipelined body (`_Pipelined`), rescaling row i - 1 (the scratch row at
+        a chunk's first row); a chunk's last row then rescales itself."""
         args = [view(x, a, i, f, f.aval) for x, a, f in zip(ins, p["in_axes"], full.invars)]
         args = [_as_value(em, x) if isinstance(x, Buf) and a is not None else x
                 for x, a in zip(args, p["in_axes"])]
         out_rows = [view(o, a, i, f, f.aval) for o, a, f in
                     zip(outs, p["out_axes"], full.outvars)]
         row = out_rows[pipe.out]
-        dests = [out_rows[k] for k in pipe.kept] + [row] + [None] * len(pipe.scalars)
-
-        def emit(jaxpr, more_args, more_dests):
-            to = dests + more_dests
-            got = em.emit_jaxpr(jaxpr, [], args + more_args, to, outline=True, placed={
-                v: to[k] for v, k in _temporaries_in_outputs(jaxpr).items()})
-            at = len(pipe.kept) + 1  # this row's scalars, for its rescaling
-            for cell, x in zip(carried, got[at:at + len(pipe.scalars)]):
-                b.store(em.scalar_of(x), cell)
+        before = b.gep(outs[pipe.out].ptr, [b.mul(b.sub(i, ir.Constant(I64, 1)),
+                                                  ir.Constant(I64, row_aval.size))])
+        prev = Buf(b.select(b.icmp_signed("==", i, start), scratch.ptr, before), row_aval)
+        to = [out_rows[k] for k in pipe.kept] + [row] + [None] * len(pipe.scalars) + [prev]
         saved, em.next_row = em.next_row, _next_row(i)
-        with b.if_else(b.icmp_signed("==", i, start)) as (first, later):
-            with first:  # no previous row in this chunk
-                emit(pipe.head, [], [])
-            with later:
-                prev = view(outs[pipe.out], 0, b.sub(i, ir.Constant(I64, 1)),
-                            full.outvars[pipe.out], row.aval)
-                emit(pipe.merged, [prev] + carried_values(), [prev])
+        got = em.emit_jaxpr(pipe.merged, [], args + [prev] + carried_values(), to,
+                            outline=True, placed={v: to[k] for v, k in
+                                                  _temporaries_in_outputs(pipe.merged).items()})
         em.next_row = saved
+        at = len(pipe.kept) + 1  # this row's scalars, for its rescaling
+        for cell, x in zip(carried, got[at:at + len(pipe.scalars)]):
+            b.store(em.scalar_of(x), cell)
         with b.if_then(b.icmp_signed("==", b.add(i, ir.Constant(I64, 1)), stop)):
             em.emit_jaxpr(pipe.last, [], [row] + carried_values(), [row], outline=True)
 
@@ -311,7 +313,21 @@ def _row_map(em: Emitter, eqn, ins, dests):
             with other:
                 emit_row(i, p["body"])
     em.loop(n, body_at, name="row")
+    if pipe is not None:
+        em.release(scratch)
     return outs
+
+
+def _zero_fill(em: Emitter, buf: Buf) -> None:
+    """Zero a buffer with llvm.memset (no loop: a parallel chunk body has one, over rows)."""
+    b = em.b
+    i8p = ir.IntType(8).as_pointer()
+    fn = em.module.globals.get("llvm.memset.p0.i64") or ir.Function(
+        em.module, ir.FunctionType(ir.VoidType(), [i8p, ir.IntType(8), I64, ir.IntType(1)]),
+        "llvm.memset.p0.i64")
+    b.call(fn, [b.bitcast(buf.ptr, i8p), ir.Constant(ir.IntType(8), 0),
+                ir.Constant(I64, buf.aval.size * buf.aval.dtype.itemsize),
+                ir.Constant(ir.IntType(1), 0)])
 
 
 # A row body's elementwise kernels over rows of at least this many elements are functions of
@@ -342,14 +358,14 @@ class _Pipelined:
     short loop of their own at the end of each row (README, "softmax 1000²"). Each element is
     computed by the same operations as before: the results are bit-identical.
 
-    `head`: the body without that kernel, returning the output rows but the rescaled one
+    `merged`: the body without that kernel, returning the output rows but the rescaled one
     (`kept`), the row it rescales, and the per-row scalars it reads (`scalars`, carried to the
-    next row); `merged`: the same with the earlier kernel also computing the previous row's
-    rescaling (extra operands: that row and its scalars; extra result: the row again); `last`:
-    the rescaling alone (the row, its scalars)."""
+    next row), its earlier kernel also computing the previous row's rescaling (extra operands:
+    that row and its scalars; extra result: the row again); `last`: the rescaling alone (the
+    row, its scalars)."""
 
-    def __init__(self, head, merged, last, kept, out, scalars):
-        self.head, self.merged, self.last = head, merged, last
+    def __init__(self, merged, last, kept, out, scalars):
+        self.merged, self.last = merged, last
         self.kept, self.out, self.scalars = kept, out, scalars
 
 
@@ -379,7 +395,6 @@ def _pipelined(body: Jaxpr) -> _Pipelined | None:
         return None
     kept = [j for j in range(len(outvars)) if j != out]
     head_outs = [outvars[j] for j in kept] + [v] + scalars
-    head = Jaxpr([], body.invars, head_outs, body.eqns[:-1])
     # the merged kernel: one fused body computing the early kernel's row and the rescaling
     shifted, prev, prev_scalars = _on_fresh_operands(scale, v, scalars)
     first, second = _kernel_body(early), _kernel_body(shifted)
@@ -391,7 +406,7 @@ def _pipelined(body: Jaxpr) -> _Pipelined | None:
                    head_outs + shifted.outvars, body.eqns[:k] + [both] + body.eqns[k + 1:-1])
     alone, row, row_scalars = _on_fresh_operands(scale, v, scalars)
     last = Jaxpr([], [row] + row_scalars, alone.outvars, [alone])
-    return _Pipelined(head, merged, last, kept, out, scalars)
+    return _Pipelined(merged, last, kept, out, scalars)
 
 
 def _on_fresh_operands(eqn: Eqn, row: Var, scalars: list) -> tuple[Eqn, Var, list]:
