@@ -321,10 +321,10 @@ def _threads_run(f, x, threads: int):
 def test_rescaling_runs_inside_the_next_rows_kernel(name, f, rtol, row_atol, monkeypatch, x64):
     """A row body whose last kernel rescales an output row in place runs it inside the next
     row's earlier elementwise kernel (one loop computing both; a chunk's first row rescales a
-    scratch row), each chunk's last row on its own: the same bits as the row-by-row emission (the oracle: control_flow._pipelined turned
-    off), on one and two threads, for rows on the pool (uneven chunks) and off it, float32 and
-    float64, odd widths and NaN/inf rows; values as the reference interpreter's. Rows over
-    PIPELINE_MAX_ROW_BYTES stay row by row."""
+    scratch row), each chunk's last row on its own: the same bits as the row-by-row emission
+    (the oracle: control_flow._pipelined turned off), on one and two threads, for rows on the
+    pool (uneven chunks) and off it, float32 and float64, odd widths and NaN/inf rows; values
+    as the reference interpreter's. Rows over PIPELINE_MAX_ROW_BYTES stay row by row."""
     from tracejit.backend.llvm import control_flow
     cases = [((1000, 300), F32), ((7, 256), F32), ((5, 257), F32), ((130, 1024), np.float64),
              ((1, 999), F32), ((6, 2049), F32)]
