@@ -343,11 +343,12 @@ def _outline_row_kernels(body) -> bool:
     return bool(sizes) and min(sizes) >= OUTLINE_ROW_MIN_ELEMENTS
 
 
-# Rows of at most this many bytes are pipelined (_Pipelined): the merged kernel streams three
-# rows (its input, its output, the previous output row), which must stay in L1 (48 KiB on the
-# development machine's Zen 5). One thread, CPU time: softmax 1000² 11% faster, 3072-wide rows
-# ~2% slower, 4096² 17% slower (three 16 KiB rows fill L1) than the row-by-row emission.
-PIPELINE_MAX_ROW_BYTES = 8 << 10
+# Rows of at most this many bytes are pipelined (_Pipelined). One thread, CPU time, against the
+# row-by-row emission: softmax 1000x1000 float32 (4,000-byte rows) 10% faster, 1000x1024 2-3%;
+# 8 KiB rows (1000x2048 float32, 1000x1000 float64) within noise; 3072-wide float32 ~2% slower
+# and 4096² 17% slower: the merged kernel streams three rows (its input, its output, the
+# previous output row), and three 16 KiB rows fill the 48 KiB L1.
+PIPELINE_MAX_ROW_BYTES = 4 << 10
 
 
 class _Pipelined:
