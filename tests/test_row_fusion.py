@@ -151,7 +151,9 @@ def test_wide_rows_call_outlined_kernels(name, f, rtol, row_atol):
     for width, outlined in ((wide, True), (wide - 1, False)):
         x = _data((6, width))
         x[1, 3], x[2, 0], x[3, :], x[4, :] = np.nan, np.inf, -np.inf, np.inf
-        text = _compiled(f, x).as_text(dialect="llvm")
+        compiled = _compiled(f, x)
+        text, temp = compiled.as_text(dialect="llvm"), compiled.memory_analysis().temp_size_in_bytes
+        del compiled  # (a live program's kernels would show in the next one's text)
         assert (re.search(r'define void @"?tjk_', text) is not None) == outlined, (name, width)
         _assert_close(*_both(f, x), rtol, row_atol)
 
@@ -333,21 +335,29 @@ def test_rescaling_runs_inside_the_next_rows_kernel(name, f, rtol, row_atol, mon
         if shape[0] >= 5:
             x[1, 3], x[2, 0], x[3, :], x[4, 2] = np.nan, np.inf, -np.inf, -np.inf
         tracejit.clear_caches()
-        text = _compiled(f, x).as_text(dialect="llvm")
+        compiled = _compiled(f, x)
+        text, temp = compiled.as_text(dialect="llvm"), compiled.memory_analysis().temp_size_in_bytes
+        del compiled  # (a live program's kernels would show in the next one's text)
         got = [_threads_run(f, x, threads) for threads in (1, 2)]
         with monkeypatch.context() as m:
             m.setattr(control_flow, "_pipelined", lambda body: None)
             tracejit.clear_caches()
-            plain_text = _compiled(f, x).as_text(dialect="llvm")
+            plain = _compiled(f, x)
+            plain_text = plain.as_text(dialect="llvm")
+            plain_temp = plain.memory_analysis().temp_size_in_bytes
+            del plain
             want = [_threads_run(f, x, threads) for threads in (1, 2)]
         tracejit.clear_caches()
         # pipelined, the earlier kernel (and only it) is replaced by the merged one; the
         # rescaling kernel is the same function (named by a hash of its IR) in both programs
-        kernels, plain = (set(re.findall(r'define void @"?(tjk_\w+)', t))
-                          for t in (text, plain_text))
+        kernels, plain_kernels = (set(re.findall(r'define void @"?(tjk_\w+)', t))
+                                  for t in (text, plain_text))
         pipelined = name in _PIPELINED and \
             shape[-1] * x.itemsize <= control_flow.PIPELINE_MAX_ROW_BYTES
-        assert len(kernels - plain) == len(plain - kernels) == pipelined, (shape, kernels)
+        assert len(kernels - plain_kernels) == len(plain_kernels - kernels) == pipelined, \
+            (shape, kernels)
+        # (the first row's scratch row is on the stack, not in the workspace)
+        assert temp == plain_temp
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g, w)
         np.testing.assert_array_equal(got[0], got[1])

@@ -24,7 +24,7 @@ from .interrupt import emit_poll
 from .math import inline_slow_paths, repeated
 from .rules import FORWARDING, IN_PLACE, STRUCTURAL
 from .scalar_ops import convert
-from .types import I64, reg_type
+from .types import I64, mem_type, reg_type
 
 
 def _custom_lin(em: Emitter, eqn, ins, dests):
@@ -269,8 +269,9 @@ def _row_map(em: Emitter, eqn, ins, dests):
         carried = [em._entry_alloca(reg_type(v.aval.dtype)) for v in pipe.scalars]
         for cell, v in zip(carried, pipe.scalars):
             b.store(ir.Constant(reg_type(v.aval.dtype), 0), cell)
-        row_aval = full.outvars[pipe.out].aval
-        scratch = em.alloc(row_aval)
+        row_aval = full.outvars[pipe.out].aval  # (at most PIPELINE_MAX_ROW_BYTES: a stack row)
+        cell = em._entry_alloca(ir.ArrayType(mem_type(row_aval.dtype), row_aval.size))
+        scratch = Buf(b.bitcast(cell, mem_type(row_aval.dtype).as_pointer()), row_aval)
         _zero_fill(em, scratch)
 
     def carried_values():
@@ -313,8 +314,6 @@ def _row_map(em: Emitter, eqn, ins, dests):
             with other:
                 emit_row(i, p["body"])
     em.loop(n, body_at, name="row")
-    if pipe is not None:
-        em.release(scratch)
     return outs
 
 
