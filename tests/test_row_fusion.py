@@ -151,7 +151,9 @@ def test_wide_rows_call_outlined_kernels(name, f, rtol, row_atol):
     for width, outlined in ((wide, True), (wide - 1, False)):
         x = _data((6, width))
         x[1, 3], x[2, 0], x[3, :], x[4, :] = np.nan, np.inf, -np.inf, np.inf
-        text = _compiled(f, x).as_text(dialect="llvm")
+        compiled = _compiled(f, x)
+        text, temp = compiled.as_text(dialect="llvm"), compiled.memory_analysis().temp_size_in_bytes
+        del compiled  # (a live program's kernels would show in the next one's text)
         assert (re.search(r'define void @"?tjk_', text) is not None) == outlined, (name, width)
         _assert_close(*_both(f, x), rtol, row_atol)
 
@@ -300,3 +302,65 @@ def test_only_a_sum_of_computed_values_prefetches(name, f, prefetches):
     assert compiled.as_text(dialect="llvm").count("call void @llvm.prefetch") == prefetches
     _assert_close(*_both(f, x), SOFTMAX_RTOL if name != "standardize" else 0.0,
                   ROW_ATOL if name != "softmax" else 0.0)
+
+
+# programs whose row body ends by rescaling, in place, an output row an earlier elementwise
+# kernel wrote (e * (1 / sum), shifted - logsumexp, d * (1 / std)): pipelined (control_flow)
+_PIPELINED = {"softmax", "hand_softmax", "hand_softmax_no_keepdims", "log_softmax",
+              "stable_standardize"}
+
+
+def _threads_run(f, x, threads: int):
+    old = tracejit.config.read("tracejit_num_threads")
+    try:
+        tracejit.config.update("tracejit_num_threads", threads)
+        return np.asarray(tracejit.jit(f)(x))
+    finally:
+        tracejit.config.update("tracejit_num_threads", old)
+
+
+@pytest.mark.parametrize("name,f,rtol,row_atol", ROW_PROGRAMS, ids=[p[0] for p in ROW_PROGRAMS])
+def test_rescaling_runs_inside_the_next_rows_kernel(name, f, rtol, row_atol, monkeypatch, x64):
+    """A row body whose last kernel rescales an output row in place runs it inside the next
+    row's earlier elementwise kernel (one loop computing both; a chunk's first row rescales a
+    scratch row), each chunk's last row on its own: the same bits as the row-by-row emission
+    (the oracle: control_flow._pipelined turned off), on one and two threads, for rows on the
+    pool (uneven chunks) and off it, float32 and float64, odd widths and NaN/inf rows; values
+    as the reference interpreter's. Rows over PIPELINE_MAX_ROW_BYTES stay row by row."""
+    from tracejit.backend.llvm import control_flow
+    cases = [((1000, 300), F32), ((7, 256), F32), ((5, 257), F32), ((300, 500), np.float64),
+             ((1, 999), F32), ((6, 1025), F32), ((130, 1024), np.float64)]
+    for shape, dtype in cases:
+        x = _data(shape).astype(dtype)
+        if shape[0] >= 5:
+            x[1, 3], x[2, 0], x[3, :], x[4, 2] = np.nan, np.inf, -np.inf, -np.inf
+        tracejit.clear_caches()
+        compiled = _compiled(f, x)
+        text, temp = compiled.as_text(dialect="llvm"), compiled.memory_analysis().temp_size_in_bytes
+        del compiled  # (a live program's kernels would show in the next one's text)
+        got = [_threads_run(f, x, threads) for threads in (1, 2)]
+        with monkeypatch.context() as m:
+            m.setattr(control_flow, "_pipelined", lambda body: None)
+            tracejit.clear_caches()
+            plain = _compiled(f, x)
+            plain_text = plain.as_text(dialect="llvm")
+            plain_temp = plain.memory_analysis().temp_size_in_bytes
+            del plain
+            want = [_threads_run(f, x, threads) for threads in (1, 2)]
+        tracejit.clear_caches()
+        # pipelined, the earlier kernel (and only it) is replaced by the merged one; the
+        # rescaling kernel is the same function (named by a hash of its IR) in both programs
+        kernels, plain_kernels = (set(re.findall(r'define void @"?(tjk_\w+)', t))
+                                  for t in (text, plain_text))
+        pipelined = name in _PIPELINED and \
+            shape[-1] * x.itemsize <= control_flow.PIPELINE_MAX_ROW_BYTES
+        assert len(kernels - plain_kernels) == len(plain_kernels - kernels) == pipelined, \
+            (shape, kernels)
+        # (the first row's scratch row is on the stack, not in the workspace)
+        assert temp == plain_temp
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(got[0], got[1])
+        assert got[0].dtype == dtype
+        ref = tracejit.jit(f, backend="interpret")(x)
+        _assert_close(got[0], ref, rtol, row_atol)

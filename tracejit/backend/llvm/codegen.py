@@ -140,6 +140,8 @@ class Emitter:
         self.num_inputs = 0
         self._callback_ids: ir.Value | None = None
         self._trips: list[int] = []  # trip counts of the loops being emitted, outermost first
+        # (start, stop) of each loop being emitted, outermost first: a parallel chunk's rows
+        self.loop_ranges: list[tuple[ir.Value, ir.Value]] = []
         self._no_vectorize_md: ir.Value | None = None
         # long integer dependency chains emitted so far (threefry's rounds: bits._rounds); a
         # vectorised loop whose body holds one is interleaved (CHAIN_INTERLEAVE)
@@ -274,6 +276,7 @@ class Emitter:
             start, n = self.split.bounds(self, n)
         self._trips.append(trips)
         n = ir.Constant(I64, n) if isinstance(n, int) else n
+        self.loop_ranges.append((start, n))
         pre = b.block
         first = len(b.function.blocks)
         header = b.append_basic_block(f"{name}.head")
@@ -296,6 +299,7 @@ class Emitter:
         elif self.chains != chains:
             back.set_metadata("llvm.loop", self._interleaved(CHAIN_INTERLEAVE))
         self._trips.pop()
+        self.loop_ranges.pop()
         b.position_at_end(exit_bb)
 
     def _worth_vectorizing(self, blocks: list) -> bool:
@@ -930,9 +934,21 @@ SEGMENT_PREFIX = "tracejit_segment."
 
 def _fused(em: Emitter, eqn, ins, dests):
     """A kernel (compiler.fusion): the body's root lowered as one loop nest, its other
-    equations computed element by element inside it."""
+    equations computed element by element inside it. A body whose results come from several
+    elementwise equations of one shape (control_flow's pipelined rows) computes each of them
+    at every element of one loop."""
     body = eqn.params["body"].jaxpr
-    return em.lower(body.eqns[-1], lazy_env(body, ins), dests)
+    root = body.eqns[-1]
+    if all(v in root.outvars for v in body.outvars):
+        return em.lower(root, lazy_env(body, ins), dests)
+    env = lazy_env(body, ins)
+    env[root.outvars[0]] = Lazy(root, root.outvars[0].aval, env)
+    shape = body.outvars[0].aval.shape
+    outs = [d or em.alloc(v.aval) for v, d in zip(body.outvars, dests)]
+    em.loop_nest(shape, lambda idx: [
+        em.store(o, em.linear(shape, idx), em.value_at(env[v], idx))
+        for o, v in zip(outs, body.outvars)])
+    return outs
 
 
 STRUCTURAL[fused_p] = _fused
