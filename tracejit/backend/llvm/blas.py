@@ -8,7 +8,6 @@ import _imp
 import contextlib
 import ctypes
 import functools
-import importlib._bootstrap
 import importlib.machinery
 import importlib.util
 import os
@@ -19,6 +18,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ...core.config import config
+from ...core.imports import imports_in_flight
 from .types import I32, I64
 
 _get_name = ctypes.pythonapi.PyCapsule_GetName
@@ -77,7 +77,7 @@ def _scipy_parent(top: str):
     way in any thread (one of SciPy could otherwise wait for that lock while the extension
     waited for SciPy): else SciPy is imported as usual."""
     _imp.acquire_lock()
-    if "scipy" in sys.modules or _imports_in_flight():
+    if "scipy" in sys.modules or imports_in_flight():
         _imp.release_lock()
         yield
         return
@@ -95,13 +95,6 @@ def _scipy_parent(top: str):
                 sys.modules.pop("scipy._cyutility", None)
     finally:
         _imp.release_lock()
-
-
-def _imports_in_flight() -> bool:
-    """Whether any thread is importing a module now: importlib keeps a lock per module being
-    imported, and drops it when the import ends (a Python without that table counts as yes)."""
-    locks = getattr(importlib._bootstrap, "_module_locks", None)
-    return locks is None or any(ref() is not None for ref in list(locks.values()))
 
 
 def capsule_address(module, name: str) -> int:
