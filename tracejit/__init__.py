@@ -4,7 +4,9 @@
     import tracejit.numpy as jnp
     from tracejit import lax
 """
-from . import errors, lax, nn, numpy, stages, tree, tree_util  # noqa: F401
+from .runtime import backend_start  # (first: LLVM's library loads while the rest imports)
+backend_start.start()  # the native backend's start-up, on a thread of its own
+from . import errors, lax, nn, numpy, stages, tree, tree_util  # noqa: F401,E402
 from .core.array import BaseArray as Array  # noqa: F401  (concrete arrays and tracers)
 from .core.avals import ShapedArray, ShapeDtypeStruct  # noqa: F401
 from .core.config import (config, debug_infs, debug_nans, disable_jit,  # noqa: F401
@@ -40,3 +42,4 @@ from .distributed import (make_array_from_callback,  # noqa: E402,F401
                           make_array_from_process_local_data,
                           make_array_from_single_device_arrays)
 from .ref import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402,F401
+backend_start.imported()  # (last: the start-up thread may import from here on)

@@ -22,6 +22,10 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     # tracejit's own: which backend runs jitted programs — "native" (the LLVM compiler) or
     # "interpret" (the NumPy reference interpreter, the oracle the tests compare against).
     "tracejit_backend": ("native", True),
+    # start the native backend (import llvmlite and our backend, initialise LLVM's target) on
+    # a thread of its own at `import tracejit`, for the first compile to find it done
+    # (runtime/backend_start.py); $TRACEJIT_BACKGROUND_START=0 turns it off
+    "tracejit_background_start": (True, False),
     # the on-disk cache of object code (runtime/disk_cache.py): on/off, and its folder (None:
     # $XDG_CACHE_HOME/tracejit or ~/.cache/tracejit). Where code is cached changes no program.
     "tracejit_persistent_cache": (True, False),

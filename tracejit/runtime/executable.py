@@ -12,6 +12,7 @@ from ..core.config import config
 from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import ClosedJaxpr
 from ..lax.callback import compiled_program
+from . import backend_start
 
 
 class Executable:
@@ -71,6 +72,7 @@ def compile_jaxpr(closed: ClosedJaxpr, backend: str | None = None,
     if backend == "interpret":
         return InterpretExecutable(closed)
     if backend == "native":
+        backend_start.join()  # (its imports are then done, or not begun: never half-done)
         from .native import NativeExecutable
         return NativeExecutable(closed, donated=donated)
     raise ValueError(f"Unknown tracejit backend {backend!r}; available: 'interpret', 'native'.")

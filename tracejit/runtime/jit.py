@@ -36,7 +36,7 @@ from ..core.trace import (Tracer, current_dynamic_trace, fun_debug_info, get_ava
                           user_source_info)
 from ..compiler.split_results import noted_results, split_results
 from ..lax.call import pjit_p
-from . import explain
+from . import backend_start, explain
 from .devices import place, to_array
 from .executable import Executable, compile_jaxpr
 from .jit_refs import call_with_refs
@@ -205,7 +205,9 @@ def clear_caches() -> None:
     for traces in all_traces:
         traces.clear()
     # outlined kernels kept for later programs go with the last program calling them (looked
-    # up, not imported: importing it would load LLVM in a process that never compiled)
+    # up, not imported: importing it would load LLVM in a process that never compiled; after
+    # the start-up thread, which may be importing them)
+    backend_start.join()
     kernels = sys.modules.get(f"{__package__}.kernel_cache")
     if kernels is not None:
         kernels.clear()

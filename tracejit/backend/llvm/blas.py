@@ -9,7 +9,6 @@ import builtins
 import contextlib
 import ctypes
 import functools
-import importlib._bootstrap
 import importlib.machinery
 import importlib.util
 import os
@@ -20,6 +19,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ...core.config import config
+from ...core.imports import imports_in_flight
 from .types import I32, I64
 
 _get_name = ctypes.pythonapi.PyCapsule_GetName
@@ -91,7 +91,7 @@ def _utility_without_scipy(top: str):
     SciPy has no such module, SciPy is imported as usual."""
     _imp.acquire_lock()
     path = _extension_path(top, "_cyutility")
-    if path is None or "scipy" in sys.modules or _imports_in_flight():
+    if path is None or "scipy" in sys.modules or imports_in_flight():
         _imp.release_lock()
         yield
         return
@@ -119,13 +119,6 @@ def _utility_without_scipy(top: str):
         if not had:
             sys.modules.pop(_UTILITY, None)
         _imp.release_lock()
-
-
-def _imports_in_flight() -> bool:
-    """Whether any thread is importing a module now: importlib keeps a lock per module being
-    imported, and drops it when the import ends (a Python without that table counts as yes)."""
-    locks = getattr(importlib._bootstrap, "_module_locks", None)
-    return locks is None or any(ref() is not None for ref in list(locks.values()))
 
 
 def capsule_address(module, name: str) -> int:

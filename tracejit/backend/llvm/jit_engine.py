@@ -33,6 +33,42 @@ def host_cpu() -> tuple[str, str]:
     return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
 
 
+# a function with a loop over a vector, for `warm_up` to put through both stages of a compile
+_WARM_UP_IR = """
+define void @tracejit_warm_up(float* noalias %out, float* noalias %in, i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %next, %loop ]
+  %src = getelementptr inbounds float, float* %in, i64 %i
+  %x = load float, float* %src
+  %y = fadd fast float %x, 1.0
+  %dst = getelementptr inbounds float, float* %out, i64 %i
+  store float %y, float* %dst
+  %next = add nuw nsw i64 %i, 1
+  %done = icmp eq i64 %next, %n
+  br i1 %done, label %exit, label %loop
+exit:
+  ret void
+}
+"""
+
+
+def start() -> None:
+    """LLVM's native target and the pass builder's target machine: what every compile needs
+    first (runtime/backend_start.py makes them while the user's program goes on)."""
+    host_cpu()
+    _engine_target_machine()
+
+
+def warm_up() -> None:
+    """A small module optimised and compiled to machine code, then dropped: LLVM sets up tables
+    and options the first time each stage runs, ~2-3 ms of the first program's compile. It
+    leaves nothing that a compile reads (no symbol bound, nothing cached): the same code after
+    it as without it (tests/test_backend_start.py)."""
+    load(optimize(parse(_WARM_UP_IR)), library=True)
+
+
 def create_target_machine() -> llvm.TargetMachine:
     """A target machine for the host CPU with all of its features, optimising at O3."""
     name, features = host_cpu()

@@ -1,0 +1,127 @@
+"""The native backend's start-up, begun by `import tracejit` on a thread of its own and joined by
+the first compile (executable.compile_jaxpr): loading LLVM's library, importing llvmlite and our
+backend, and initialising LLVM's target. `import jax` pays its backend's start-up in the import;
+tracejit paid it in the first call. Loading the library and LLVM's initialisation run without
+the GIL, so a second core does them while the user's program goes on; the imports' Python takes
+turns with it (and takes no time from a program that is waiting: for input, for a file, or for
+the next notebook cell). Off for the `interpret` backend and with `tracejit_background_start`
+off ($TRACEJIT_BACKGROUND_START=0).
+
+What it changes is when, never what: the thread imports what the first compile would have, and
+swallows any error, so a missing or broken llvmlite raises at the first compile as it did (the
+failed import is retried there). It imports only after `import tracejit` has ended, under the
+interpreter's import lock, begun only while no thread is importing anything: no thread then
+holds a module's lock that it could wait for (a cycle of two threads' imports raises a deadlock
+error in either), and another thread's import waits for it (without the GIL: no CPU spent).
+While imports are under way it waits its turn; a join before it has begun calls it off, and the
+joining thread imports as it would have. A fork joins it first (a child must not inherit a
+half-done import or a held lock), and so does the interpreter's exit (nothing may be inside LLVM
+while its static objects are destroyed)."""
+from __future__ import annotations
+
+import _imp
+import atexit
+import contextlib
+import ctypes
+import importlib.util
+import os
+import sys
+import threading
+
+_thread: threading.Thread | None = None
+_go = threading.Event()  # `import tracejit` has ended, or a join called the start-up off
+_stop = threading.Event()  # a join called it off
+_MAX_PAUSE_S = 0.01  # the longest pause between two looks for a moment without imports
+
+
+def start() -> None:
+    """Begin the start-up on its thread (tracejit/__init__.py, first thing), unless the
+    environment turns it off: this early there is no other configuration to read (the same
+    variables set core/config.py's options, which the thread reads again before importing)."""
+    global _thread
+    if (_thread is not None or os.environ.get("TRACEJIT_BACKEND", "native") != "native"
+            or os.environ.get("TRACEJIT_BACKGROUND_START", "1").lower()
+            not in ("1", "true", "yes", "on")):
+        return
+    _thread = threading.Thread(target=_run, name="tracejit-backend-start", daemon=True)
+    _thread.start()
+
+
+def imported() -> None:
+    """`import tracejit` has ended (tracejit/__init__.py, last thing): the thread may import."""
+    _go.set()
+
+
+def join() -> None:
+    """Wait for the start-up to end, calling it off if it has not begun its imports: after
+    this, the backend's modules are fully imported or not imported by that thread at all."""
+    thread = _thread
+    if thread is None or thread is threading.current_thread():
+        return
+    _stop.set()
+    _go.set()
+    thread.join()
+
+
+def _run() -> None:
+    _load_llvm_library()
+    _go.wait()
+    if _stop.is_set():
+        return
+    from ..core.config import config
+    from ..core.imports import imports_in_flight  # (tracejit is imported by now)
+    pause = 0.001
+    while not _stop.is_set():
+        if config.tracejit_backend != "native" or not config.tracejit_background_start:
+            return
+        _imp.acquire_lock()
+        try:
+            if not imports_in_flight():
+                imported = _import_backend()
+                break
+        finally:
+            _imp.release_lock()
+        _stop.wait(pause)
+        pause = min(2 * pause, _MAX_PAUSE_S)
+    else:
+        return
+    if imported:
+        with contextlib.suppress(Exception):  # (the first compile raises it again, as it did)
+            from ..backend.llvm import jit_engine
+            jit_engine.start()
+            if not _stop.is_set():  # (a compile waiting for it would pay more than it saves)
+                jit_engine.warm_up()
+
+
+def _import_backend() -> bool:
+    try:
+        from . import native  # noqa: F401  (llvmlite, LLVM's library, our backend's modules)
+    except Exception:  # noqa: BLE001  (out of sys.modules: the first compile retries, raises)
+        return False
+    return True
+
+
+_llvm_library = None  # (held: llvmlite's own load of the library then finds it loaded)
+
+
+def _load_llvm_library() -> None:
+    """Load llvmlite's LLVM library (~180 MB: relocations and LLVM's static constructors, ~6 ms
+    of CPU and more waiting for the disk) without importing llvmlite: no import lock is taken,
+    and ctypes releases the GIL while the dynamic loader works, so this overlaps the rest of
+    `import tracejit`."""
+    global _llvm_library
+    with contextlib.suppress(Exception):  # (llvmlite's import loads it, or says why not)
+        spec = importlib.util.find_spec("llvmlite")
+        if spec is None or not spec.submodule_search_locations:
+            return
+        name = {"darwin": "libllvmlite.dylib", "win32": "llvmlite.dll"}.get(sys.platform,
+                                                                            "libllvmlite.so")
+        path = os.path.join(spec.submodule_search_locations[0], "binding", name)
+        if os.path.exists(path):
+            _llvm_library = ctypes.CDLL(path)
+
+
+# (register_at_fork runs `before` in the forking thread, before the fork takes the import lock)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=join)
+atexit.register(join)
