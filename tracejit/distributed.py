@@ -16,7 +16,7 @@ import numpy as np
 from .core import devices as _devices, mpi
 from .core.array import Array
 from .core.global_array import GlobalArray, block_of, is_one_block, piece, pieces_of
-from .core.sharding import NamedSharding
+from .core.sharding import NamedSharding, axes_across_processes
 from .core.trace import get_aval
 from .runtime.devices import to_array
 from . import shard_map_processes  # noqa: F401  (sets how jit runs across processes)
@@ -181,16 +181,14 @@ def _scaled(shape: tuple, sharding: Any) -> tuple:
     if not isinstance(sharding, NamedSharding):
         return shape
     m = sharding.mesh
-    procs = np.vectorize(lambda d: d.process_index, otypes=[int])(m.devices)
-    sizes = dict(m.shape_tuple)
+    across, sizes = axes_across_processes(m), dict(m.shape_tuple)
     out = []
     for d, n in enumerate(shape):
         entry = sharding.spec[d] if d < len(sharding.spec) else None
         names = () if entry is None else entry if isinstance(entry, tuple) else (entry,)
         scale = 1
         for a in names:
-            i = m.axis_names.index(a)
-            if not (procs == np.take(procs, [0], axis=i)).all():
+            if a in across:
                 scale *= sizes[a]
         out.append(n * scale)
     return tuple(out)

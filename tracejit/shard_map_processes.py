@@ -23,6 +23,7 @@ from .core.global_array import GlobalArray, as_global, note_gathered, note_own_b
 from .core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .core.rules import moveaxis
 from .core.sharding import (Mesh, NamedSharding, PartitionSpec, default_sharding,
+                            axes_across_processes, mesh_processes,
                             resolve_sharding)
 from .compiler.sharding import reshard
 from .compiler.split_results import reported as split_reported, split_results
@@ -71,13 +72,6 @@ def computing_mesh(m: Mesh, specs: tuple = ()) -> Mesh:
     return m
 
 
-def _varying(m: Mesh) -> set:
-    """The axes of `m` along which the process changes."""
-    procs = np.vectorize(lambda d: d.process_index, otypes=[int])(m.devices)
-    return {name for i, name in enumerate(m.axis_names)
-            if not (procs == np.take(procs, [0], axis=i)).all()}
-
-
 def _processes_first(spec: Any, axes: dict) -> bool:
     for names in _dim_axes(spec, len(spec) if spec is not None else 0):
         ours = tuple(a for a in names if a in axes)
@@ -90,15 +84,16 @@ def _grouped_axes(m: Mesh) -> dict:
     """process_axes of a mesh whose processes' devices are each one block: on each process
     axis one run of consecutive positions (the same length in every process), and every
     position of the other axes (NotImplementedError otherwise)."""
-    procs = np.vectorize(lambda d: d.process_index, otypes=[int])(m.devices)
+    procs = mesh_processes(m)
     mine = np.argwhere(procs == process_index())
     if not len(mine):
         raise ValueError(f"shard_map over {m!r}: none of its devices belongs to this process "
                          f"({process_index()}); every process must hold part of the mesh")
     out, local = {}, 1
+    across = axes_across_processes(m)
     for i, name in enumerate(m.axis_names):
         size = procs.shape[i]
-        if (procs == np.take(procs, [0], axis=i)).all():
+        if name not in across:
             local *= size
             continue
         at = sorted({int(c) for c in mine[:, i]})
@@ -510,7 +505,7 @@ def jit_across_processes(jitted: Any, args: tuple, kwargs: dict) -> Any:
     laid, args = [], {id(x) for x in tree_leaves((args, kwargs))}
     for r, s in zip(results, reported):
         if isinstance(r, Array) and s is not None and \
-                set(s.spec.mesh_axes()) & _varying(s.mesh):
+                set(s.spec.mesh_axes()) & axes_across_processes(s.mesh):
             # (split over processes, computed on another mesh: it came back whole)
             laid.append(GlobalArray.from_whole(r, s))
             continue

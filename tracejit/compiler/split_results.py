@@ -19,7 +19,8 @@ from ..core.global_array import (any_noted, block_of, note_own_block_cut, noted,
                                  with_noted_blocks)
 from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Var
 from ..core.primitive import ELEMENTWISE
-from ..core.sharding import AxisType, NamedSharding, PartitionSpec
+from ..core.sharding import (AxisType, NamedSharding, PartitionSpec, axes_across_processes,
+                             mesh_processes)
 from ..lax.call import pjit_p
 from ..lax.reductions import (reduce_and_p, reduce_max_p, reduce_min_p, reduce_or_p,
                               reduce_prod_p, reduce_sum_p)
@@ -161,7 +162,7 @@ def _spans_processes(sharding: Any) -> bool:
 def _ranks(mesh: Any, axis: str) -> tuple:
     """The processes along the mesh axis `axis` through this process's devices, in order (the
     group an Allreduce over that axis spans; each of its processes finds the same one)."""
-    procs = np.vectorize(lambda d: d.process_index, otypes=[int])(mesh.devices)
+    procs = mesh_processes(mesh)
     i = mesh.axis_names.index(axis)
     line = np.moveaxis(procs, i, 0)[(slice(None),) + tuple(
         np.argwhere(np.moveaxis(procs, i, 0) == process_index())[0][1:])]
@@ -171,15 +172,7 @@ def _ranks(mesh: Any, axis: str) -> tuple:
 def _whole(mesh: Any, dims: tuple) -> bool:
     """Whether a value laid out as `dims` is split over no process axis of `mesh` (its block is
     all of it)."""
-    return not _process_axes(mesh).intersection(a for axes in dims for a in axes)
-
-
-@functools.lru_cache(maxsize=64)
-def _process_axes(mesh: Any) -> frozenset:
-    """The axes of `mesh` along which the process changes."""
-    procs = np.vectorize(lambda d: d.process_index, otypes=[int])(mesh.devices)
-    return frozenset(name for i, name in enumerate(mesh.axis_names)
-                     if not (procs == np.take(procs, [0], axis=i)).all())
+    return not axes_across_processes(mesh).intersection(a for axes in dims for a in axes)
 
 
 def reported(mesh: Any, dims: tuple) -> NamedSharding:
@@ -251,7 +244,8 @@ def _mirror(eqn: Eqn, split: dict, made: dict, tainted: set,
         new_dims = tuple(d for a, d in enumerate(dims) if a not in gone)
     elif eqn.primitive in _REDUCERS:
         axes = eqn.params["axes"]
-        across = _process_axes(mesh)  # (within a process the partitioner reduces the lanes)
+        # (within a process the partitioner reduces the lanes)
+        across = axes_across_processes(mesh)
         over = [a for a in mesh.axis_names if any(a in dims[d] for d in axes) and a in across]
         shape = tuple(n for a, n in enumerate(block.aval.shape) if a not in axes)
         new_dims = tuple(d for a, d in enumerate(dims) if a not in axes)

@@ -803,6 +803,22 @@ class Shard:
                 f"replica_id={self.replica_id}, data={self.data})")
 
 
+@functools.lru_cache(maxsize=64)  # (a Mesh's hash is computed once)
+def mesh_processes(mesh: Mesh) -> np.ndarray:
+    """The process index of each device of `mesh`, in the mesh's shape (read-only)."""
+    procs = np.vectorize(lambda d: d.process_index, otypes=[int])(mesh.devices)
+    procs.flags.writeable = False
+    return procs
+
+
+@functools.lru_cache(maxsize=64)
+def axes_across_processes(mesh: Mesh) -> frozenset:
+    """The axes of `mesh` along which the process changes."""
+    procs = mesh_processes(mesh)
+    return frozenset(name for i, name in enumerate(mesh.axis_names)
+                     if not (procs == np.take(procs, [0], axis=i)).all())
+
+
 @functools.lru_cache(maxsize=256)  # (a Mesh's hash is computed once)
 def replicated_sharding(mesh: Mesh, ndim: int | None) -> NamedSharding:
     """The whole array on every device of `mesh`, as JAX writes it for a value of rank `ndim`:
