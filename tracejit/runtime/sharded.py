@@ -120,11 +120,8 @@ def check_shard_map_devices(closed: ClosedJaxpr, shardings: Sequence, avals: Seq
     ids = _ids(first[0])
     for s in _staged_meshes(closed):
         if _ids(s) != ids:
-            raise ValueError(
-                f"Received incompatible devices for jitted computation. Got argument "
-                f"{first[2]} of {fun_name} with shape {_type(first[1])} and with device "
-                f"ids {ids} on platform CPU and shard_map inside jit with device ids "
-                f"{_ids(s)} on platform CPU")
+            raise incompatible_devices(argument_text(first[2], fun_name, first[1]), ids,
+                                       "shard_map inside jit", _ids(s), "")
 
 
 def _staged_meshes(closed: ClosedJaxpr):
