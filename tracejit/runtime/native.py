@@ -175,15 +175,15 @@ class NativeExecutable(Executable):
                 continue
             if t is float or t is int or t is bool:  # (a Python scalar: the SDE rows' dt)
                 a = np.array(x, aval.dtype)  # fresh and writable: its address the cheap way
-                keep.append(a)
                 try:
-                    addresses.append(_addressof(_from_buffer(a)))
-                    continue
+                    address = _addressof(_from_buffer(a))
                 except ValueError:  # ml_dtypes' bfloat16 is outside the buffer protocol
-                    pass
-            a = np.ascontiguousarray(x, dtype=aval.dtype)
+                    address = a.ctypes.data
+            else:
+                a = np.ascontiguousarray(x, dtype=aval.dtype)
+                address = a.ctypes.data
             keep.append(a)
-            addresses.append(a.ctypes.data)
+            addresses.append(address)
         return addresses, keep
 
     def _donated_outputs(self, leaves: Sequence[Any], addresses: list[int]) -> list:
