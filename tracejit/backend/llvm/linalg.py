@@ -173,8 +173,7 @@ def _emit_calls(em: Emitter, dtype, routine: str, args: list, bufs: list, sizes:
 
     def loop():
         def one(i):
-            ptrs = [b.gep(buf.ptr, [b.mul(i, ir.Constant(I64, size))], inbounds=True)
-                    for buf, size in zip(bufs, sizes)]
+            ptrs = [_nth(b, buf.ptr, i, size) for buf, size in zip(bufs, sizes)]
             _call_blas(b, em._entry_alloca, em.module, dtype, routine, _fill(args, ptrs))
         em.loop(batch, one, name="batch")
     if not pooled:
@@ -195,6 +194,17 @@ def _emit_calls(em: Emitter, dtype, routine: str, args: list, bufs: list, sizes:
         _record_time(em, site, use_pool, clock)
 
 
+def _nth(b: ir.IRBuilder, ptr: ir.Value, i: ir.Value, size: int) -> ir.Value:
+    """Product i's pointer, in a batch whose products lie `size` elements apart from `ptr`."""
+    return b.gep(ptr, [b.mul(i, ir.Constant(I64, size))], inbounds=True)
+
+
+def _context_pointers(b: ir.IRBuilder, ctx: ir.Value, dtype, count: int) -> list:
+    """The first `count` pointers a pool body's context (`i8* ctx`) holds."""
+    slots = b.bitcast(ctx, mem_type(dtype).as_pointer().as_pointer())
+    return [b.load(b.gep(slots, [ir.Constant(I64, j)], inbounds=True)) for j in range(count)]
+
+
 def _fill(args: list, ptrs: list) -> list:
     """BLAS's argument list with its pointer slots (None) filled in order."""
     ptrs = iter(ptrs)
@@ -211,10 +221,8 @@ def _batch_body(module: ir.Module, dtype, routine: str, args: list, sizes: tuple
     fn.linkage = "internal"
     entry = fn.append_basic_block("entry")
     b = ir.IRBuilder(entry)
-    ctx = b.bitcast(fn.args[0], mem_type(dtype).as_pointer().as_pointer())
-    ptrs = [b.gep(b.load(b.gep(ctx, [ir.Constant(I64, j)], inbounds=True)),
-                  [b.mul(fn.args[1], ir.Constant(I64, size))], inbounds=True)
-            for j, size in enumerate(sizes)]
+    ptrs = [_nth(b, base, fn.args[1], size) for base, size in
+            zip(_context_pointers(b, fn.args[0], dtype, len(sizes)), sizes)]
 
     def alloca(t):
         with b.goto_block(entry):
@@ -288,19 +296,14 @@ def _tile_body(module: ir.Module, dtype, plan, m: int, n: int, k: int, lhs_t: bo
     fn.linkage = "internal"
     entry = fn.append_basic_block("entry")
     b = ir.IRBuilder(entry)
-    ptr_t = mem_type(dtype).as_pointer()
-    ctx = b.bitcast(fn.args[0], ptr_t.as_pointer())
 
     def c64(v):
         return ir.Constant(I64, v)
     product, tile = b.udiv(fn.args[1], c64(tiles)), b.urem(fn.args[1], c64(tiles))
-    bases = [b.load(b.gep(ctx, [c64(j)], inbounds=True)) for j in range(4)]
-
-    def nth(base, size):
-        return b.gep(base, [b.mul(product, c64(size))], inbounds=True)
-    rhs, lhs, out = (nth(p, size) for p, size in zip(bases, (k * n, m * k, m * n)))
+    bases = _context_pointers(b, fn.args[0], dtype, 4)
+    rhs, lhs, out = (_nth(b, p, product, size) for p, size in zip(bases, (k * n, m * k, m * n)))
     # (the partials pointer is null but for split-k tiles)
-    parts = nth(bases[3], (tiles - 1) * m * n) if axis == "k" else None
+    parts = _nth(b, bases[3], product, (tiles - 1) * m * n) if axis == "k" else None
 
     def alloca(t):
         with b.goto_block(entry):
@@ -365,10 +368,8 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
         _run_tiles(em, body, ctx, [rhs.ptr, lhs.ptr, out.ptr, parts.ptr], batch * tiles)
 
         def sum_one(i):
-            def at(ptr, size):
-                return b.gep(ptr, [b.mul(i, ir.Constant(I64, size))], inbounds=True)
-            _sum_partials(em, at(out.ptr, m * n), at(parts.ptr, (tiles - 1) * m * n),
-                          tiles - 1, m * n)
+            _sum_partials(em, _nth(b, out.ptr, i, m * n),
+                          _nth(b, parts.ptr, i, (tiles - 1) * m * n), tiles - 1, m * n)
         em.loop(batch, sum_one, name="batch")
         em.release(parts)
         return
@@ -378,8 +379,7 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
         site = _timed_site(em)
 
     def one(i):
-        ptrs = [b.gep(buf.ptr, [b.mul(i, ir.Constant(I64, size))], inbounds=True)
-                for buf, size in zip((rhs, lhs, out), sizes)]
+        ptrs = [_nth(b, buf.ptr, i, size) for buf, size in zip((rhs, lhs, out), sizes)]
         # row or column tiles give each output element the same sum as one call (where this
         # BLAS's do: blas.splits_agree), so which runs may change per call: one call with one
         # thread (each tile would repack the other operand: +20% for 1024^3), else tiles, or
