@@ -3,9 +3,17 @@ runs in is made here, so that every table measures the same set-up."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def jax_python() -> str:
+    """The Python JAX's side runs under: the Python 3.12 venv's (the newest JAX) when present,
+    else this one (the test venv's JAX)."""
+    jax312 = ROOT / ".venv-jax312" / "bin" / "python"
+    return str(jax312) if jax312.exists() else sys.executable
 
 
 def side_env(**extra: str) -> dict:

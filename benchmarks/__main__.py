@@ -17,11 +17,8 @@ import os
 import statistics
 import subprocess
 import sys
-from pathlib import Path
 
-from . import side_env
-
-ROOT = Path(__file__).resolve().parent.parent
+from . import ROOT, jax_python, side_env
 
 
 def _side(python: str, impl: str, only: list[str], module: str = "benchmarks.run_side") -> dict:
@@ -44,12 +41,10 @@ def _fmt(seconds: float) -> str:
 
 
 def main(only: list[str], runs: int = 1) -> None:
-    jax312 = ROOT / ".venv-jax312" / "bin" / "python"
-    jax_python = str(jax312) if jax312.exists() else sys.executable
     ours_runs, theirs_runs = [], []
     for _ in range(runs):   # alternating, so that a load change hits both sides alike
         ours_runs.append(_side(sys.executable, "tracejit", only))
-        theirs_runs.append(_side(jax_python, "jax", only))
+        theirs_runs.append(_side(jax_python(), "jax", only))
     ours, theirs = ours_runs[-1], theirs_runs[-1]
     plain = _side(sys.executable, "numpy", only)
     print(f"tracejit {ours.get('version')} (Python {ours.get('python')}) vs "
@@ -97,11 +92,11 @@ def _busy(rows: list[dict]) -> str:
     return f"  (machine busy: {', '.join(reasons)})" if reasons else ""
 
 
-def compile_table(jax_python: str) -> None:
+def compile_table() -> None:
     """First call (trace + compile) of growing unrolled chains, both sides: CPU seconds (the
     wall time counts other processes' load too)."""
     ours = _side(sys.executable, "tracejit", [], "benchmarks.compile_scaling")
-    theirs = _side(jax_python, "jax", [], "benchmarks.compile_scaling")
+    theirs = _side(jax_python(), "jax", [], "benchmarks.compile_scaling")
     print(f"\n{'compile scaling (first call)':38} {'tracejit CPU':>12} {'JAX CPU':>12} "
           f"{'ratio':>7} {'tracejit wall':>14} {'JAX wall':>12}")
     for name in ours["rows"] | theirs["rows"]:
@@ -134,5 +129,4 @@ if __name__ == "__main__":
     if only != ["compile"]:
         main(only, runs)
     if not only or "compile" in only:
-        jax312 = ROOT / ".venv-jax312" / "bin" / "python"
-        compile_table(str(jax312) if jax312.exists() else sys.executable)
+        compile_table()

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-from . import ROOT, side_env
+from . import ROOT, jax_python, side_env
 
 WINDOW = 100
 CALLS = ("shard_map step, sharded args", "jit x*y+1, sharded args", "jit x*y+1, unsharded args")
@@ -86,12 +86,11 @@ def _run_side(python: str, impl: str, windows: int) -> dict:
 
 
 def main(windows: int = 50, runs: int = 1) -> None:
-    jax312 = ROOT / ".venv-jax312" / "bin" / "python"
-    jax_python = str(jax312) if jax312.exists() else sys.executable
+    python = jax_python()
     ours, theirs = [], []
     for _ in range(runs):  # alternating, so that a load change hits both sides alike
         ours.append(_run_side(sys.executable, "tracejit", windows))
-        theirs.append(_run_side(jax_python, "jax", windows))
+        theirs.append(_run_side(python, "jax", windows))
     print(f"tracejit (Python {ours[0]['python']}) vs JAX {theirs[0]['version']} (Python "
           f"{theirs[0]['python']}); 2 CPU devices; {windows} windows of {WINDOW} calls; "
           f"runs: {runs}; load average now: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
