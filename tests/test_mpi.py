@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import mpi4py  # noqa: F401  (a test dependency, `pip install mpi4py mpich`: fails, never skips)
 
@@ -790,3 +791,32 @@ def test_notes_survive_other_tracing(tmp_path):
         assert int(got["retraced"]) == 0, rank  # (the trace made before is the one compiled)
         assert int(got["allgather"]) == int(got["fresh_allgather"]) < 128, (rank, got)
         np.testing.assert_allclose(got["value"], x8 @ x8.T, rtol=2e-6, err_msg=str(rank))
+
+
+def test_half_float_sums_round_once(tmp_path):
+    """float16 and bfloat16 sums and products over a dimension split across the processes
+    (tests/mpi/half_sums.py, written for JAX; over one or two devices a process, and a
+    dimension split over both axes): one device sums them in float32 and rounds once; so do
+    the split programs, their partial sums and the Allreduce kept in float32 (the partial sums
+    were rounded to the half type first). On integers whose float32 sums are exact in any
+    order, every run (mpiexec -n 2, one process of four devices) equals the one-device run bit
+    for bit, and NumPy's exact sum rounded once; the half-type partial sums would differ."""
+    runs = _three_runs(tmp_path, "half_sums.py")
+    values = np.random.default_rng(9).integers(0, 128, (64, 8))
+    for dtype in (np.float16, ml_dtypes.bfloat16):
+        name = np.dtype(dtype).name
+        exact = values.sum(0).astype(dtype)
+        halves = [values[:32].sum(0).astype(dtype), values[32:].sum(0).astype(dtype)]
+        rounded_twice = (halves[0].astype(np.float32) + halves[1].astype(np.float32)) \
+            .astype(dtype)
+        assert (rounded_twice != exact).any(), name  # (the values tell the two apart)
+        for run in ("mpi.0", "mpi.1", "single.0"):
+            got = runs[run]
+            keys = [k for k in got if k.startswith(name + "_")]
+            assert len(keys) == 2 * (3 * 4 + 1), (run, name)
+            for k in [k for k in keys if k.endswith("/split")]:
+                assert got[k].view(np.uint16).tobytes() == got[k.replace("split", "one_device")] \
+                    .view(np.uint16).tobytes(), (run, k)
+            for spec in ("rows", "cells", "lines"):
+                assert got[f"{name}_{spec}_reduce_sum/split"].view(np.uint16).tobytes() == \
+                    exact.view(np.uint16).tobytes(), (run, spec)

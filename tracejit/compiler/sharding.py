@@ -39,12 +39,14 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from ..core import dtypes
 from ..core.global_array import carry_notes, is_own_block_cut
 from ..core.jaxpr import Jaxpr, Literal
 from ..core.primitive import ELEMENTWISE
 from ..core.sharding import NamedSharding
 from ..core.trace import get_aval
-from ..lax import all_gather, axis_index, dynamic_slice_in_dim, pmax, pmin, psum
+from ..lax import (all_gather, axis_index, convert_element_type, dynamic_slice_in_dim, pmax,
+                   pmin, psum)
 from ..lax.call import pjit_p
 from ..lax.linalg import dot_general_p
 from ..lax.reductions import (argmax_p, argmin_p, reduce_and_p, reduce_max_p, reduce_min_p,
@@ -505,6 +507,7 @@ def eval_partitioned(jaxpr: Jaxpr, consts: Sequence, plan: Plan, sizes: dict,
     for eqn, ep in zip(jaxpr.eqns, plan.eqns):
         vals = [read(v) if want is None else reshard(read(v), dims_of(v), want, sizes)
                 for v, want in zip(eqn.invars, ep.in_dims)]
+        narrow = None
         if eqn.primitive is sharding_constraint_p:  # done by the resharding
             outs = vals
         elif ep.inner is not None:
@@ -512,6 +515,10 @@ def eval_partitioned(jaxpr: Jaxpr, consts: Sequence, plan: Plan, sizes: dict,
             outs = eval_partitioned(body.jaxpr, body.consts, ep.inner, sizes, vals)
         else:
             params = _local_params(eqn, ep, sizes)
+            if ep.combine_with is psum:
+                narrow = _summed_wider(eqn)
+            if narrow is not None:  # (each shard's partial sum kept in float32 for the psum)
+                vals, params = _widened(eqn, vals, params)
             outs = eqn.primitive.bind(*vals, **params)
             if not eqn.primitive.multiple_results:
                 outs = [outs]
@@ -520,11 +527,38 @@ def eval_partitioned(jaxpr: Jaxpr, consts: Sequence, plan: Plan, sizes: dict,
                 carry_notes(eqn.outvars[0], outs[0])
         if ep.combine:
             outs = [ep.combine_with(o, ep.combine) for o in outs]
+            if narrow is not None:  # (rounded once, after the whole sum: as one device's)
+                outs = [convert_element_type(o, narrow) for o in outs]
         if ep.computed is not None:
             outs = [reshard(o, c, d, sizes) for o, c, d in zip(outs, ep.computed, ep.out_dims)]
         env.update(zip(eqn.outvars, outs))
         layout.update(zip(eqn.outvars, ep.out_dims))
     return [reshard(read(v), dims_of(v), d, sizes) for v, d in zip(jaxpr.outvars, plan.out_dims)]
+
+
+def summed_in(dtype: Any) -> Any:
+    """Where one device sums `dtype` (a reduce_sum, a dot_general's products): half floats in
+    float32, rounded once at the end (backend/llvm/reductions.py, the NumPy reference)."""
+    return dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
+
+
+def _summed_wider(eqn) -> Any:
+    """The half-float dtype of a sum or product whose partial results (per shard, then a psum)
+    are to be kept in float32, or None. Rounded per shard, the total would be rounded twice
+    (or more) and could differ from one device's sum, which rounds once."""
+    if eqn.primitive not in (reduce_sum_p, dot_general_p):
+        return None
+    dtype = eqn.outvars[0].aval.dtype
+    return dtype if summed_in(dtype) != dtype else None
+
+
+def _widened(eqn, vals: list, params: dict) -> tuple[list, dict]:
+    """`eqn`'s operands and parameters for its result in float32 (`_summed_wider`): a sum of
+    its operand converted (exact), a product asking for float32 (half-float products are exact
+    there, and one device accumulates them there too)."""
+    if eqn.primitive is reduce_sum_p:
+        return [convert_element_type(v, dtypes.float32) for v in vals], params
+    return vals, dict(params, preferred_element_type=dtypes.float32)
 
 
 def _local_params(eqn, ep: EqnPlan, sizes: dict) -> dict:

@@ -4,7 +4,8 @@ the processes stays this process's block where compiler/sharding.py's rules keep
 one process, so jit returns it as a block (no Allgather), with the sharding JAX reports. An
 operand split over the processes the same way (jit's argument) enters as its own block (the
 cut shard_map makes, read without a gather by compiler/passes.py); a sum, max or min over a
-dimension split over processes reduces the block, then one Allreduce of that partial result.
+dimension split over processes reduces the block, then one Allreduce of that partial result
+(half floats summed in float32 and rounded once, after it, as one device sums them).
 """
 from __future__ import annotations
 
@@ -22,12 +23,13 @@ from ..core.primitive import ELEMENTWISE
 from ..core.sharding import (AxisType, NamedSharding, PartitionSpec, axes_across_processes,
                              mesh_processes)
 from ..lax.call import pjit_p
+from ..lax.elementwise import convert_element_type_p
 from ..lax.reductions import (reduce_and_p, reduce_max_p, reduce_min_p, reduce_or_p,
                               reduce_prod_p, reduce_sum_p)
 from ..lax.processes import allreduce_p
 from ..lax.shape import broadcast_in_dim_p, reshape_p, slice_p, squeeze_p, transpose_p
 from ..transforms.spmd import replicated
-from .sharding import propagate_shardings
+from .sharding import propagate_shardings, summed_in
 
 _REDUCERS = {reduce_sum_p, reduce_max_p, reduce_min_p, reduce_prod_p, reduce_and_p,
              reduce_or_p}
@@ -254,15 +256,32 @@ def _mirror(eqn: Eqn, split: dict, made: dict, tainted: set,
             if eqn.primitive not in _ACROSS or not _whole(mesh, new_dims) or \
                     np.dtype(out.aval.dtype) == np.bool_:
                 return None
-            partial = _staged(eqn.primitive, [block], params, shape, eqn.source_info)
+            # (a half-float sum: the partial sums and their Allreduce in float32, rounded once
+            # at the end, as one device sums it)
+            narrow = np.dtype(out.aval.dtype)
+            wide = summed_in(narrow) if eqn.primitive is reduce_sum_p else narrow
+            steps, x = [], block
+            if wide != narrow:
+                steps.append(_staged(convert_element_type_p, [x], {
+                    "new_dtype": wide, "weak_type": False}, block.aval.shape, eqn.source_info))
+                x = steps[-1].outvars[0]
+            partial = _staged(eqn.primitive, [x], params, shape, eqn.source_info)
             if partial is None:
                 return None
-            steps, x = [partial], partial.outvars[0]
+            steps.append(partial)
+            x = partial.outvars[0]
             for a in over:
                 steps.append(_staged(allreduce_p, [x], {
                     "op": _ACROSS[eqn.primitive], "ranks": _ranks(mesh, a), "axis_name": a,
                     "vma": False}, shape, eqn.source_info))
                 x = steps[-1].outvars[0]
+            if wide != narrow:
+                steps.append(_staged(convert_element_type_p, [x], {
+                    "new_dtype": narrow, "weak_type": out.aval.weak_type}, shape,
+                    eqn.source_info))
+                x = steps[-1].outvars[0]
+            if any(e is None for e in steps):
+                return None
             split[out] = (x, mesh, new_dims, shown)
             return steps
     elif eqn.primitive is broadcast_in_dim_p:  # (new dimensions whole; kept ones as they were)
