@@ -820,3 +820,45 @@ def test_half_float_sums_round_once(tmp_path):
             for spec in ("rows", "cells", "lines"):
                 assert got[f"{name}_{spec}_reduce_sum/split"].view(np.uint16).tobytes() == \
                     exact.view(np.uint16).tobytes(), (run, spec)
+
+
+def test_set_mesh_spanning_processes_places_results(tmp_path):
+    """Under jax.set_mesh of a mesh spanning the processes (one axis of all four devices, and
+    a 2x2 one), results computed from values nobody laid out — jit's (host arrays, scalars, no
+    arguments, AOT), eager operations', jnp.asarray's, grad's, vmap's, scan's, random's,
+    device_put's, and such results fed back or used after the block (tests/mpi/context_mesh.py,
+    written for JAX) — are replicated over the mesh as real JAX's in one process of four
+    devices: NamedSharding(mesh, P()), fully replicated, and on each process its own devices'
+    shards, each the whole value (they were single-device arrays); not fully addressable,
+    as the mesh spans the processes. One process of four devices gives JAX's reports exactly."""
+    runs = _three_runs(tmp_path, "context_mesh.py")
+    oracle = runs["jax.0"]
+    assert sorted(runs["single.0"]) == sorted(oracle) and len(oracle) > 200
+    for k in oracle:
+        if oracle[k].dtype.kind == "U" or oracle[k].dtype == bool:
+            np.testing.assert_array_equal(runs["single.0"][k], oracle[k], err_msg=k)
+        else:
+            np.testing.assert_allclose(runs["single.0"][k], oracle[k], rtol=1e-6, err_msg=k)
+
+    def ours(jax_id: int) -> int:  # (JAX's CPU device 2p + k is process p's k-th: p*2048 + k)
+        return jax_id // 2 * 2048 + jax_id % 2
+    for rank in (0, 1):
+        got = runs[f"mpi.{rank}"]
+        assert sorted(got) == sorted(oracle), rank
+        for k in [k for k in oracle if "/" not in k]:
+            np.testing.assert_allclose(got[k], oracle[k], rtol=1e-6, err_msg=f"{rank} {k}")
+            assert bool(got[f"{k}/replicated"]) == bool(oracle[f"{k}/replicated"]), (rank, k)
+            described = str(oracle[f"{k}/sharding"])  # ("kind spec [device ids]")
+            if described.startswith(kind := "SingleDeviceSharding"):  # (device_put(x): JAX places it, uncommitted,
+                # on one device, not over the mesh; which device is not checked here)
+                assert str(got[f"{k}/sharding"]).startswith(kind), (rank, k)
+                continue
+            head, ids = described[:-1].rsplit("[", 1)
+            assert str(got[f"{k}/sharding"]) == \
+                f"{head}{[ours(int(i)) for i in ids.split(', ')]}", (rank, k)
+            assert not got[f"{k}/addressable"], (rank, k)
+            mine = [i // 2 == rank for i in oracle[f"{k}/shard_devices"]]
+            assert list(got[f"{k}/shard_devices"]) == \
+                [ours(i) for i in oracle[f"{k}/shard_devices"][mine]], (rank, k)
+            assert list(got[f"{k}/shards_whole"]) == \
+                list(oracle[f"{k}/shards_whole"][mine]), (rank, k)

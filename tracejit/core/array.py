@@ -287,6 +287,11 @@ class Array(ArrayMetadata):
     def is_fully_addressable(self) -> bool:
         return self.sharding.is_fully_addressable
 
+    @property
+    def is_fully_replicated(self) -> bool:
+        """Whether every device of its sharding holds all of it (jax.Array's property)."""
+        return self.sharding.is_fully_replicated
+
 
 def _rebuild(value: np.ndarray, weak_type: bool) -> Array:
     return Array.from_numpy(value, ShapedArray(value.shape, value.dtype, weak_type))

@@ -513,9 +513,10 @@ class _MeshState(threading.local):
         # Mesh's __hash__, though computed once, is a Python call: ~80 ns a lookup): equal
         # keys get one token while `_TOKENS` remembers them, a token is never reused
         self.token: int | None = None
-        # the mesh `set_mesh` put in effect when it is a mesh of this process: the results of
-        # jit and of eager operations on values nobody laid out are replicated over it (as JAX
-        # reports them); None otherwise (no mesh, an empty one, or one spanning processes)
+        # the mesh `set_mesh` put in effect: the results of jit and of eager operations on
+        # values nobody laid out are replicated over it (as JAX reports them; over a mesh
+        # spanning processes every process holds all of such a value, as JAX's global array
+        # replicated over it); None otherwise (no mesh, or an empty one)
         self.placing: Mesh | None = None
         self.replicated: dict = {}  # rank -> replicated_sharding(placing, rank), filled on use
 
@@ -530,8 +531,7 @@ class _MeshState(threading.local):
     def rekey(self) -> None:
         stack, legacy, abstract = self.stack, self.legacy, self.abstract
         override = abstract[-1][1] if abstract and abstract[-1][0] >= len(stack) else None
-        placing = stack[-1] if stack and not stack[-1].empty and \
-            not stack[-1].is_multi_process else None
+        placing = stack[-1] if stack and not stack[-1].empty else None
         if placing is not self.placing:
             self.placing, self.replicated = placing, {}
         if not stack and not legacy and override is None:
@@ -832,8 +832,7 @@ def context_sharding(ndim: int | None) -> NamedSharding | None:
     """The sharding JAX reports for a result computed under `jax.set_mesh(mesh)` from values
     nobody laid out (jit's and eager operations' of rank `ndim`; None: host data placed as
     device_put writes it, P() over any axis types): replicated over that mesh. None outside
-    any set_mesh (`with mesh:` and use_abstract_mesh place nothing, as in JAX) and for a mesh
-    spanning processes (a value every process holds is not made a global array here)."""
+    any set_mesh (`with mesh:` and use_abstract_mesh place nothing, as in JAX)."""
     state = _STATE
     if state.placing is None:
         return None

@@ -285,7 +285,8 @@ def _eager_shardings(primitive: Any, params: dict, avals: Sequence, avals_out: S
                      laid: Sequence) -> list:
     """The shardings of an eager primitive's results (core/trace.py `eager_shardings`): as jit
     of that one operation reports them (JAX runs an eager operation as such a jit). Operands
-    laid out over one mesh of this process: their layouts propagated. None laid out: replicated
+    laid out over one mesh of this process: their layouts propagated; over a mesh spanning
+    processes, replicated over it when every operand is (else None each). None laid out: replicated
     over the mesh set_mesh put in effect, if any. Else None each (one device). A primitive
     without a body to hold sharding constraints is not traced for it where every operand is
     whole on every device, or none is laid out: then so is every result (`_out_sharding`'s
@@ -298,10 +299,13 @@ def _eager_shardings(primitive: Any, params: dict, avals: Sequence, avals_out: S
             elif s.mesh is not first[0].mesh and s.mesh != first[0].mesh:
                 return [None] * len(avals_out)
             whole = whole and _whole(s)
-    if first is not None and getattr(first[0].mesh, "is_multi_process", False):
+    # (over a mesh spanning processes every process computes an eager operation whole: its
+    # results are replicated over the mesh where its operands are, never traced for a layout)
+    across = first is not None and getattr(first[0].mesh, "is_multi_process", False)
+    if across and not whole:
         return [None] * len(avals_out)
     placed = all(s is None for s in laid)  # (an operand committed to one device: stays there)
-    if not (params and runs_jaxpr(params)):
+    if across or not (params and runs_jaxpr(params)):
         if first is None:
             return [context_sharding(a.ndim) if placed else None for a in avals_out]
         if whole:
