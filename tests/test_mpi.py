@@ -268,14 +268,19 @@ def _check_results_split_over_processes(runs):
     np.testing.assert_allclose(mpi["split/fed_back"], x8 * position[:, None] + 1, rtol=2e-6)
     # no allgather of the whole (4 x 8 float32, 128 bytes): on a mesh of one block per process
     # nothing moves; interleaved, one alltoall each way, of one row (32 bytes) per peer, for
-    # each process's pieces (p0 holds rows 0 and 2, computes 0 and 1)
+    # each process's pieces (p0 holds rows 0 and 2, computes 0 and 1). A plain jit (no
+    # shard_map) computes on the pieces each process holds: nothing moves (it was an alltoall
+    # each way, 128 bytes), but for a replicated operand cut at the positions computed on
     halves = np.repeat([1.0, 2.0], 2).astype(np.float32)[:, None]
-    for name, value, alltoalls in [("rows_scaled", x8 * halves, 0),
-                                   ("woven_scaled", x8 * position[:, None], 1),
-                                   ("woven_fed_back", x8 * position[:, None] + 1, 2)]:
+    for name, value, alltoalls, spec in [
+            ("rows_scaled", x8 * halves, 0, "P('data',)"),
+            ("woven_scaled", x8 * position[:, None], 1, "P('data',)"),
+            ("woven_fed_back", x8 * position[:, None] + 1, 0, "P('data',)"),
+            ("woven_plain_transposed", x8.T * 2, 0, "P(None, 'data')"),
+            ("woven_plain_host", x8 * 2, 2, "P('data',)")]:
         assert int(mpi[f"moved/{name}/allgather"]) == 0, name
         assert int(mpi[f"moved/{name}/alltoall"]) == alltoalls * 2 * 32, name
-        assert str(mpi[f"moved/{name}/spec"]) == "P('data',)", name
+        assert str(mpi[f"moved/{name}/spec"]) == spec, name
         np.testing.assert_allclose(mpi[f"moved/{name}/value"], value, rtol=2e-6, err_msg=name)
     _check_jit_over_blocks(mpi)
     np.testing.assert_allclose(mpi["moved/first_rows/value"], x8[:2], rtol=2e-6)
@@ -406,6 +411,12 @@ def _check_jit_over_blocks(mpi):
         # split result's pieces sent back (64 each), the sum one Allreduce; it was 384 bytes
         # of Allgather (the result, for each derived value) and 128 of alltoall, the scaled
         # result returned whole (P(), JAX: P('data',))
+        # a plain jit there: each process computes on the pieces it holds, nothing but the
+        # sum's Allreduce moves (an alltoall each way before: 128 bytes, 64 for the rows'
+        # maxima)
+        "woven_plain": (_nothing_but(allreduce=32), [
+            (x8 * 3, "GlobalArray", rows, [[0, 0], [2, 0]]), (x8.sum(0), "Array", "P()", None),
+            (np.tanh(x8).max(1), "GlobalArray", rows, [[0], [2]])]),
         "woven_derived": (_nothing_but(allreduce=32, alltoall=3 * 64), [
             (lined * 2, "GlobalArray", rows, [[0, 0], [2, 0]]),
             (lined.sum(0), "Array", "P()", None),

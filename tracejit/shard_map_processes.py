@@ -25,7 +25,7 @@ from .core.rules import moveaxis
 from .core.sharding import (Mesh, NamedSharding, PartitionSpec, default_sharding,
                             axes_across_processes, mesh_processes,
                             resolve_sharding)
-from .compiler.sharding import reshard
+from .compiler.sharding import propagate_shardings, reshard, reshards
 from .compiler.split_results import reported as split_reported, split_results
 from .core.trace import DynamicJaxprTracer, Tracer, current_dynamic_trace, get_aval
 from .lax import reshape, slice as lax_slice
@@ -183,12 +183,19 @@ def _global_shape(shape: tuple, spec: Any, sizes: dict, processes: dict) -> tupl
 
 def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tree: Any,
                      flat_specs: list, out_specs: Any, fun_name: str, bodies: dict,
-                     donated: tuple = (), check_vma: bool = False) -> Any:
+                     donated: tuple = (), check_vma: bool = False,
+                     relabel: bool = False) -> Any:
     """shard_map's call over a mesh whose axes `processes` span processes (see the module).
     `donated` (jit's donate_argnums, per leaf): those leaves' blocks are donated to the
     per-process program, which may write its results over them, as in one process.
     check_vma: values' types carry the mesh axes they vary over, the process axes among them
-    (a block split over one varies over it), as shard_map's check_vma=True in one process."""
+    (a block split over one varies over it), as shard_map's check_vma=True in one process.
+    relabel: on a mesh interleaving the processes, each process computes the positions it
+    holds (its pieces put together as its block of the mesh computed on, and its results'
+    pieces taken back out of its block: `GlobalArray.relabelled_block`), not those the mesh
+    computed on gives it, whose parts it would fetch and send back; only for a program that
+    never reads which positions a shard holds, every argument split over the processes a
+    GlobalArray on the mesh (jit's plain programs, `_plan`)."""
     specs = tuple(flat_specs) + tuple(tree_leaves(
         out_specs, is_leaf=lambda s: s is None or isinstance(s, PartitionSpec)))
     specs = tuple(s for s in specs if s is not None)
@@ -205,7 +212,10 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
                   if a not in processes or processes[a].lanes > 1]
     local_sizes = {a: sizes[a] for a in m.axis_names if a not in processes}
     local_sizes.update({p.lanes_name: p.lanes for p in processes.values() if p.lanes > 1})
-    blocks = [_local_block(x, s, m, sizes, processes, fun_name, check_vma)
+    relabel = relabel and m is not given_mesh
+    blocks = [x.relabelled_block(NamedSharding(m, s if s is not None else PartitionSpec()))
+              if relabel and isinstance(x, GlobalArray) else
+              _local_block(x, s, m, sizes, processes, fun_name, check_vma)
               for x, s in zip(leaves, flat_specs)]
     local_specs = [_local_spec(s, get_aval(b).ndim, processes)
                    for b, s in zip(blocks, flat_specs)]
@@ -258,8 +268,8 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
     tree, out_flat = info
     if not traced:
         given = {id(b) for b in blocks}
-        results = [_wrap(r, s, given_mesh, sizes, processes, id(r) in given, m, fun_name)
-                   for r, s in zip(results, out_flat)]
+        results = [_wrap(r, s, given_mesh, sizes, processes, id(r) in given, m, fun_name,
+                         relabel) for r, s in zip(results, out_flat)]
     return tree_unflatten(tree, results)
 
 
@@ -346,11 +356,12 @@ def _gather(x: Any, spec: Any, processes: dict) -> Any:
 
 
 def _wrap(x: Array, spec: Any, m: Mesh, sizes: dict, processes: dict, given: bool,
-          computed_on: Mesh, fun_name: str) -> Any:
-    """A result block (of the mesh `computed_on`) as the global array: a GlobalArray when
-    split over processes, else the Array every process holds alike (marked in place unless
-    it is an argument: a fresh result keeps the buffer it was computed in, a donated
-    argument's among them)."""
+          computed_on: Mesh, fun_name: str, relabel: bool = False) -> Any:
+    """A result block (of the mesh `computed_on`; `relabel`: computed on the positions this
+    process holds, as `across_processes` says) as the global array: a GlobalArray when split
+    over processes, else the Array every process holds alike (marked in place unless it is
+    an argument: a fresh result keeps the buffer it was computed in, a donated argument's
+    among them)."""
     spec = spec if spec is not None else PartitionSpec()
     sharding = NamedSharding(m, spec)
     if not any(a in processes for a in spec.mesh_axes()):
@@ -359,6 +370,9 @@ def _wrap(x: Array, spec: Any, m: Mesh, sizes: dict, processes: dict, given: boo
         x._sharding = sharding
         return x
     shape = _global_shape(x.shape, spec, sizes, processes)
+    if computed_on is not m and relabel:
+        return GlobalArray.from_relabelled_block(x, shape, NamedSharding(computed_on, spec),
+                                                 sharding)
     if computed_on is not m:  # (on a mesh interleaving processes: each process's pieces
         # fetched from the processes that computed them, not the whole gathered)
         return GlobalArray.from_block(x, shape, NamedSharding(computed_on, spec), sharding,
@@ -395,8 +409,9 @@ def _out_targets(out_shardings: Any, out_tree: Any, n: int, fun_name: str) -> li
 
 def _plan(entry: Any, shardings: tuple, out_shardings: Any, fun_name: str) -> tuple:
     """(mesh, in_specs, out_specs, the shardings JAX reports for the outputs, the per-shard
-    program, per output its block's layout as `split_outputs` gives it, or None) of a traced
-    signature for its arguments laid out as `shardings`; out_shardings reshard the results.
+    program, per output its block's layout as `split_outputs` gives it, or None, whether the
+    program may run on relabelled blocks: `across_processes`' relabel) of a traced signature
+    for its arguments laid out as `shardings`; out_shardings reshard the results.
     A result of shard_map split over processes that nothing else reads is returned as this
     process's block, its gather dropped (as jit returns it in one process's program); one
     that out_shardings lay out is gathered and resharded."""
@@ -433,8 +448,29 @@ def _plan(entry: Any, shardings: tuple, out_shardings: Any, fun_name: str) -> tu
         return tuple(reshard(o, d, want, layout.sizes)
                      for o, d, want in zip(outs, layout.out_dims, out_dims))
 
+    # (no shard_map inside, whose collectives and notes know the positions, nor out_shardings
+    # resharding a result)
+    relabel = blocks is None and not _has_collectives(closed.jaxpr) and \
+        all(tuple(d) == tuple(w) for d, w in zip(layout.out_dims, out_dims)) and \
+        not reshards(closed.jaxpr, propagate_shardings(closed.jaxpr, layout.in_dims,
+                                                       layout.sizes))
     return (layout.mesh, [_spec(d) for d in layout.in_dims], tuple(map(_spec, out_dims)),
-            reported, per_shard, blocks)
+            reported, per_shard, blocks, relabel)
+
+
+def _has_collectives(jaxpr: Any) -> bool:
+    """Whether `jaxpr` (or a body in it) holds a collective between processes."""
+    todo = [jaxpr]
+    while todo:
+        for eqn in todo.pop().eqns:
+            if eqn.primitive.name.startswith("mpi_"):
+                return True
+            for v in eqn.params.values():  # (bodies: jaxprs, closed ones, cond's branches)
+                for body in v if isinstance(v, tuple) else (v,):
+                    body = getattr(body, "jaxpr", body)
+                    if hasattr(body, "eqns"):
+                        todo.append(body)
+    return False
 
 
 def _unplaced(x: Array, donated: bool) -> Array:
@@ -486,7 +522,7 @@ def jit_across_processes(jitted: Any, args: tuple, kwargs: dict) -> Any:
     if shardings not in plans:
         check_layout(shardings, entry.in_avals, entry.arg_names, jitted.fun_name)
         plans[shardings] = _plan(entry, shardings, jitted.out_shardings, jitted.fun_name)
-    mesh, in_specs, out_specs, reported, per_shard, blocks = plans[shardings]
+    mesh, in_specs, out_specs, reported, per_shard, blocks, relabel = plans[shardings]
     flat_tree = tree_flatten(tuple(leaves))[1]
     # an array every process holds alike enters unplaced (a copy: the per-process program it
     # enters is jit's too, which would otherwise come back here; a donated one hands over
@@ -495,8 +531,14 @@ def jit_across_processes(jitted: Any, args: tuple, kwargs: dict) -> Any:
     given_leaves = leaves
     leaves = [_unplaced(x, donated and donated[i]) if type(x) is Array and
               x._sharding is not None else x for i, x in enumerate(leaves)]
+    # (every argument split over the mesh a GlobalArray laid out so: a value every process
+    # holds would be cut at the position the mesh computed on gives this process)
+    relabel = relabel and all(
+        isinstance(x, GlobalArray) and x.sharding.mesh == mesh or not spec.mesh_axes()
+        for x, spec in zip(leaves, in_specs))
     results = across_processes(per_shard, mesh, process_axes(mesh), leaves, flat_tree,
-                               in_specs, out_specs, jitted.fun_name, bodies, donated)
+                               in_specs, out_specs, jitted.fun_name, bodies, donated,
+                               relabel=relabel)
     for x, d in zip(given_leaves, donated):  # (those the program did not write over too)
         if d and isinstance(x, (Array, GlobalArray)):
             x.delete()

@@ -136,8 +136,15 @@ if run.mode == "mpi":
     plus_one = jax.jit(lambda a: a + 1)
     scale_rows = jax.jit(jax.shard_map(lambda a: a * (lax.axis_index("data") + 1.0),
                                        mesh=mesh1d, in_specs=P("data"), out_specs=P("data")))
+    # a plain jit (no shard_map) on such arrays: each process computes on the pieces it holds
+    # (the program never reads which positions it holds); a replicated operand cut at the
+    # positions still fetches them
+    plain_host = jax.jit(lambda a: a + x8)
     for name, (f, arg) in {"rows_scaled": (scale_rows, x8), "woven_scaled": (scale_woven, x8),
-                           "woven_fed_back": (plus_one, split["woven_jit"])}.items():
+                           "woven_fed_back": (plus_one, split["woven_jit"]),
+                           "woven_plain_transposed": (jax.jit(lambda a: (a * 2).T),
+                                                      split["from_callback"]),
+                           "woven_plain_host": (plain_host, split["from_callback"])}.items():
         r, got = received(f, arg)  # (compiled first: the second call's traffic is its own)
         for code in ("allgather", "alltoall"):
             results[f"moved/{name}/{code}"] = np.int64(got[code])
@@ -264,6 +271,9 @@ if run.mode == "mpi":
         # the plain program on the argument alone (the partitioner's: no shard_map)
         "rows_plain": (jax.jit(lambda a: (a * 2, jnp.tanh(a), a.sum(0), a[:, 2:6])),
                        (rows_split,)),
+        # a plain jit on a mesh interleaving the processes: on the pieces each process holds
+        "woven_plain": (jax.jit(lambda a: (a * 3, a.sum(0), jnp.tanh(a).max(1))),
+                        (split["from_callback"],)),
         # a mesh interleaving the processes: derived values are blocks of the mesh the
         # processes computed on, each process's pieces fetched (alltoall) as shard_map's are
         "woven_derived": (jax.jit(lambda a: (woven_scale(a) * 2, woven_scale(a).sum(0),

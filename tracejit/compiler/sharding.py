@@ -536,6 +536,35 @@ def eval_partitioned(jaxpr: Jaxpr, consts: Sequence, plan: Plan, sizes: dict,
     return [reshard(read(v), dims_of(v), d, sizes) for v, d in zip(jaxpr.outvars, plan.out_dims)]
 
 
+def reshards(jaxpr: Jaxpr, plan: Plan) -> bool:
+    """Whether running `plan` (`eval_partitioned`) reshards a value: gathers it along a mesh
+    axis or cuts it at the shard's position there. A plan that does not (elementwise work,
+    reductions combined by psum / pmax / pmin) computes each shard from that shard's pieces
+    alone, so it never reads which position a shard holds. Conservative: the checks mirror
+    eval_partitioned's, and the program's literals count as replicated."""
+    todo = [(jaxpr, plan)]
+    while todo:
+        j, p = todo.pop()
+        layout: dict = dict(zip(j.invars, p.in_dims))
+
+        def dims_of(v, layout=layout) -> Dims:
+            return replicated(v.aval.ndim) if isinstance(v, Literal) else \
+                layout.get(v, replicated(v.aval.ndim))
+        for eqn, ep in zip(j.eqns, p.eqns):
+            if any(want is not None and tuple(dims_of(v)) != tuple(want)
+                   for v, want in zip(eqn.invars, ep.in_dims)):
+                return True
+            if ep.computed is not None and any(tuple(c) != tuple(d) for c, d in
+                                               zip(ep.computed, ep.out_dims)):
+                return True
+            if ep.inner is not None:
+                todo.append((eqn.params[_BODY[eqn.primitive]].jaxpr, ep.inner))
+            layout.update(zip(eqn.outvars, ep.out_dims))
+        if any(tuple(dims_of(v)) != tuple(d) for v, d in zip(j.outvars, p.out_dims)):
+            return True
+    return False
+
+
 def summed_in(dtype: Any) -> Any:
     """Where one device sums `dtype` (a reduce_sum, a dot_general's products): half floats in
     float32, rounded once at the end (backend/llvm/reductions.py, the NumPy reference)."""
@@ -600,4 +629,4 @@ def reshard(x: Any, src: Dims, dst: Dims, sizes: dict) -> Any:
 
 
 __all__ = ["EqnPlan", "Plan", "Dims", "constraints", "dims_axes", "eval_partitioned",
-           "propagate_shardings", "reshard", "values_made"]
+           "propagate_shardings", "reshard", "reshards", "values_made"]

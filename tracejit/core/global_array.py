@@ -213,6 +213,58 @@ class GlobalArray:
         (mine,) = exchange(local, held_boxes, wanted_boxes, self.dtype, what)
         return Array.from_numpy(mine, self.local.aval.update(shape=mine.shape))
 
+    def relabelled_block(self, computing: Any) -> Array:
+        """This process's pieces put together as its block of the array laid out as
+        `computing` over the same devices, each device's piece where that device sits there
+        (not the data `computing` gives it): nothing moves between the processes. A program
+        that does not read which positions a shard holds (`from_relabelled_block` undoes the
+        relabelling on its results) computes the same values on it as on the true blocks."""
+        shape = self.shape
+        held = self.sharding.devices_indices_map(shape)
+        there = computing.devices_indices_map(shape)
+        start = [b.start for b in block_of(there, shape)]
+        out = np.empty(tuple(b.stop - b.start for b in block_of(there, shape)), self.dtype)
+        data = np.asarray(self.local)
+        pieces = None if self.block is not None else pieces_of(held, shape)
+        for d, index in there.items():
+            if d.process_index != process_index():
+                continue
+            at = piece(held[d], shape)
+            mine = data[pieces.index(at)] if pieces is not None else data[tuple(
+                slice(a - b.start, e - b.start) for (a, e), b in zip(at, self.block))]
+            out[tuple(slice(a - s0, e - s0) for (a, e), s0 in zip(piece(index, shape),
+                                                                   start))] = mine
+        return Array.from_numpy(out, self.local.aval.update(shape=out.shape))
+
+    @classmethod
+    def from_relabelled_block(cls, block: Array, shape: tuple, computed: Any,
+                              sharding: Any) -> GlobalArray:
+        """The array laid out as `sharding` from this process's block of a program run on
+        relabelled blocks (`relabelled_block`, `computed` the layout it ran on): each of this
+        process's pieces is the part of `block` where its device sat. Nothing moves."""
+        shape = tuple(shape)
+        there = computed.devices_indices_map(shape)
+        wanted = sharding.devices_indices_map(shape)
+        start = [b.start for b in block_of(there, shape)]
+        data = np.asarray(block)
+        parts = {}
+        for d, index in wanted.items():
+            if d.process_index == process_index():
+                parts.setdefault(piece(index, shape), data[tuple(
+                    slice(a - s0, e - s0) for (a, e), s0 in zip(piece(there[d], shape),
+                                                                start))])
+        if is_one_block(wanted, shape):
+            box = block_of(wanted, shape)
+            out = np.empty(tuple(b.stop - b.start for b in box), block.dtype)
+            for at, value in parts.items():
+                out[tuple(slice(a - b.start, e - b.start) for (a, e), b in zip(at, box))] = \
+                    value
+            return cls(Array.from_numpy(out, block.aval.update(shape=out.shape)), shape,
+                       sharding)
+        stacked = np.stack([parts[at] for at in pieces_of(wanted, shape)])
+        return cls.from_pieces(Array.from_numpy(stacked, block.aval.update(
+            shape=stacked.shape)), shape, sharding)
+
     @classmethod
     def from_pieces(cls, stacked: Array, shape: tuple, sharding: Any) -> GlobalArray:
         """The array whose pieces on this process (not one block of it: the mesh interleaves
