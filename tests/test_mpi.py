@@ -860,8 +860,9 @@ def test_set_mesh_spanning_processes_places_results(tmp_path):
             np.testing.assert_allclose(got[k], oracle[k], rtol=1e-6, err_msg=f"{rank} {k}")
             assert bool(got[f"{k}/replicated"]) == bool(oracle[f"{k}/replicated"]), (rank, k)
             described = str(oracle[f"{k}/sharding"])  # ("kind spec [device ids]")
-            if described.startswith(kind := "SingleDeviceSharding"):  # (device_put(x): JAX places it, uncommitted,
-                # on one device, not over the mesh; which device is not checked here)
+            # (device_put(x): JAX places it, uncommitted, on one device, not over the mesh;
+            # which device is not checked here)
+            if described.startswith(kind := "SingleDeviceSharding"):
                 assert str(got[f"{k}/sharding"]).startswith(kind), (rank, k)
                 continue
             head, ids = described[:-1].rsplit("[", 1)
