@@ -277,7 +277,8 @@ def _check_results_split_over_processes(runs):
             ("woven_scaled", x8 * position[:, None], 1, "P('data',)"),
             ("woven_fed_back", x8 * position[:, None] + 1, 0, "P('data',)"),
             ("woven_plain_transposed", x8.T * 2, 0, "P(None, 'data')"),
-            ("woven_plain_host", x8 * 2, 2, "P('data',)")]:
+            ("woven_plain_host", x8 * 2, 2, "P('data',)"),
+            ("reversed_plain", np.sin(x8) * 2, 0, "P(None, 'data')")]:
         assert int(mpi[f"moved/{name}/allgather"]) == 0, name
         assert int(mpi[f"moved/{name}/alltoall"]) == alltoalls * 2 * 32, name
         assert str(mpi[f"moved/{name}/spec"]) == spec, name

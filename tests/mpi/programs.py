@@ -140,11 +140,18 @@ if run.mode == "mpi":
     # (the program never reads which positions it holds); a replicated operand cut at the
     # positions still fetches them
     plain_host = jax.jit(lambda a: a + x8)
+    # (devices p0d1, p1d1, p0d0, p1d0: a process's pieces in the other order than its devices')
+    reversed_woven = Mesh(devs.T[::-1].reshape(-1), ("data",))
+    by_reversed = jax.make_array_from_callback(x8.shape, NamedSharding(reversed_woven,
+                                                                       P(None, "data")),
+                                               lambda index: x8[index])
     for name, (f, arg) in {"rows_scaled": (scale_rows, x8), "woven_scaled": (scale_woven, x8),
                            "woven_fed_back": (plus_one, split["woven_jit"]),
                            "woven_plain_transposed": (jax.jit(lambda a: (a * 2).T),
                                                       split["from_callback"]),
-                           "woven_plain_host": (plain_host, split["from_callback"])}.items():
+                           "woven_plain_host": (plain_host, split["from_callback"]),
+                           "reversed_plain": (jax.jit(lambda a: jnp.sin(a) * 2),
+                                              by_reversed)}.items():
         r, got = received(f, arg)  # (compiled first: the second call's traffic is its own)
         for code in ("allgather", "alltoall"):
             results[f"moved/{name}/{code}"] = np.int64(got[code])
