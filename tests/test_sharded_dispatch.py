@@ -177,7 +177,8 @@ COMMITTED = ["sm_d3", "sm_d1", "sm_replicated_d3", "sm_placed_m23", "sm_pytree_d
              "jit_d1", "jit_d1_pair", "jit_d1_unused", "jit_d1_unused_kept",
              "jit_d0_unused_d1", "jit_d1_dead", "jit_d1_constant", "grad_d1", "grad_d1_sum",
              "jit_grad_d1", "aot_d1", "vmap_d1", "vmap_d1_sum", "asarray_d1", "array_d1", "copy_d1",
-             "array_d1_float16", "jit_grad_sm_d3_kept", "jit_grad_sm_square_d3",
+             "array_d1_float16", "zeros_like_d1", "full_like_d1_shape", "ones_like_weak_d1",
+             "zeros_like_placed01", "full_like_placed01_shape", "jit_grad_sm_d3_kept", "jit_grad_sm_square_d3",
              "eager_lax_d1_under_mesh", "eager_lax_d0_under_mesh",
              "eager_uncommitted_under_mesh", "eager_d1_under_its_mesh",
              "eager_d0_under_mesh_of_d1", "jit_d1_under_its_mesh"]

@@ -150,6 +150,11 @@ record("asarray_d1", lambda: jnp.asarray(d1))
 record("array_d1", lambda: jnp.array(d1))
 record("copy_d1", lambda: d1.copy())
 record("array_d1_float16", lambda: jnp.array(d1, dtype=jnp.float16))
+record("zeros_like_d1", lambda: jnp.zeros_like(d1))
+record("full_like_d1_shape", lambda: jnp.full_like(d1, 2.0, shape=(2, 3)))
+record("ones_like_weak_d1", lambda: jnp.ones_like(jax.device_put(3.0, devs[1])))
+record("zeros_like_placed01", lambda: jnp.zeros_like(placed01))
+record("full_like_placed01_shape", lambda: jnp.full_like(placed01, 1.0, shape=(3,)))
 # jit(grad(f)) of a shard_map over devices 0, 1 on an array committed to device 3: the
 # gradient reads no argument (the shard_map's is linear), so JAX runs it on the mesh
 record("jit_grad_sm_d3_kept", lambda: jax.jit(jax.grad(lambda a: sm(a).sum()),
