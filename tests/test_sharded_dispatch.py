@@ -180,7 +180,8 @@ COMMITTED = ["sm_d3", "sm_d1", "sm_replicated_d3", "sm_placed_m23", "sm_pytree_d
              "array_d1_float16", "zeros_like_d1", "full_like_d1_shape", "ones_like_weak_d1",
              "zeros_like_placed01", "full_like_placed01_shape", "jit_grad_sm_d3_kept", "jit_grad_sm_square_d3",
              "eager_lax_d1_under_mesh", "eager_lax_d0_under_mesh",
-             "eager_uncommitted_under_mesh", "eager_d1_under_its_mesh",
+             "eager_uncommitted_under_mesh", "array_d1_under_mesh",
+             "array_uncommitted_under_mesh", "eager_d1_under_its_mesh",
              "eager_d0_under_mesh_of_d1", "jit_d1_under_its_mesh"]
 COMMITTED_REFUSED = ["sm_d3", "sm_d1", "sm_replicated_d3", "sm_placed_m23", "sm_pytree_d3",
                      "sm_grad_d3", "sm_vmap_d3", "jit_sm_d3", "jit_sm_d3_keyword",
@@ -189,7 +190,7 @@ COMMITTED_REFUSED = ["sm_d3", "sm_d1", "sm_replicated_d3", "sm_placed_m23", "sm_
                      "sm12_d0", "jit_sm12_d0", "jit_device_put_d0_d1", "eager_lax_add_d0_d1",
                      "jit_grad_sm_d3_kept", "jit_grad_sm_square_d3",
                      "eager_lax_d1_under_mesh", "eager_lax_d0_under_mesh",
-                     "eager_d0_under_mesh_of_d1"]
+                     "eager_d0_under_mesh_of_d1", "array_d1_under_mesh"]
 # the result's layout, not its devices or committedness: JAX reports the gradient of a
 # shard_map over devices 0, 1 as P('x'), tracejit as P() (uncommitted arguments alike)
 SPEC_DIVERGING = ["jit_grad_sm_d3"]

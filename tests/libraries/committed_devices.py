@@ -167,6 +167,8 @@ with jax.set_mesh(m12):
     record("eager_uncommitted_under_mesh", lambda: uncommitted * 2)
     record("eager_d1_under_mesh", lambda: d1 * 2)  # (JAX: "x of multiply")
     record("grad_d1_under_mesh", lambda: jax.grad(lambda a: (a * a).sum())(d1))
+    record("array_d1_under_mesh", lambda: jnp.array(d1))
+    record("array_uncommitted_under_mesh", lambda: jnp.array(uncommitted))
 with jax.set_mesh(Mesh(np.array(devs[1:2]), ("x",))):
     record("eager_d1_under_its_mesh", lambda: d1 * 2)
     record("eager_d0_under_mesh_of_d1", lambda: jax.lax.mul(d0, 2.0))
