@@ -16,13 +16,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .core.array import Array
+from .core.array import Array, aligned_copy
 from .core.axis_env import AxisFrame, ProcessAxis, extend_frame
 from .core.devices import process_count, process_index
 from .core.global_array import GlobalArray, as_global, note_gathered, note_own_block_cut
 from .core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .core.rules import moveaxis
-from .core.sharding import (Mesh, NamedSharding, PartitionSpec, default_sharding,
+from .core.sharding import (Mesh, NamedSharding, PartitionSpec,
                             axes_across_processes, mesh_processes, replicated_sharding,
                             resolve_sharding)
 from .compiler.sharding import propagate_shardings, reshard, reshards
@@ -474,8 +474,8 @@ def _has_collectives(jaxpr: Any) -> bool:
 
 
 def _unplaced(x: Array, donated: bool) -> Array:
-    if not donated:
-        return x.placed(default_sharding())
+    if not donated:  # (a copy, never placed: `placed` would commit it to device 0)
+        return Array.from_numpy(aligned_copy(x._data), x.aval, fresh=True)
     x._data  # (Array's error if it was donated before)
     value, address, pool = x._take_buffer()
     return Array(value, x.aval, address, pool)

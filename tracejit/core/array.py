@@ -65,7 +65,8 @@ class Array(ArrayMetadata):
         self._deleted = False
         self._address = address  # 0: not looked up yet
         self._pool = pool  # the buffer pool of a native output (see runtime.buffers)
-        self._sharding = None  # None: all of it on device 0 (see `sharding`)
+        # None: all of it on device 0, uncommitted (see `sharding` and `committed`)
+        self._sharding = None
 
     def __del__(self, _finalizing=sys.is_finalizing):
         # a native output: its buffer may serve the next call — unless Python is shutting
@@ -201,7 +202,10 @@ class Array(ArrayMetadata):
         return self._deleted
 
     def copy(self) -> Array:
-        return Array.from_numpy(aligned_copy(self._data), self.aval, fresh=True)
+        """A copy where the array is (committed where it was, as JAX's copy)."""
+        out = Array.from_numpy(aligned_copy(self._data), self.aval, fresh=True)
+        out._sharding = self._sharding
+        return out
 
     def __copy__(self):
         return self
@@ -226,13 +230,20 @@ class Array(ArrayMetadata):
         data is one buffer whatever the sharding."""
         return self._sharding if self._sharding is not None else default_sharding()
 
+    @property
+    def committed(self) -> bool:
+        """Whether the array was placed (device_put to a device or sharding, or computed from
+        a placed array): jit and eager operations then run where it is, or refuse devices
+        elsewhere. One never placed lives on device 0 uncommitted and goes where it is used."""
+        return self._sharding is not None
+
     def placed(self, sharding: Any) -> Array:
-        """This array laid out as `sharding` (a copy: never two owners of one buffer, which
-        donation could overwrite)."""
-        if sharding is None or sharding == self.sharding:
+        """This array laid out as `sharding`, and so committed to its devices (a copy: never
+        two owners of one buffer, which donation could overwrite)."""
+        if sharding is None or sharding == self._sharding:
             return self
         out = Array.from_numpy(aligned_copy(self._data), self.aval, fresh=True)
-        out._sharding = None if sharding == default_sharding() else sharding
+        out._sharding = sharding
         return out
 
     @property

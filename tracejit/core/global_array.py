@@ -298,6 +298,7 @@ class GlobalArray:
     size = property(lambda self: self.aval.size)
     weak_type = property(lambda self: self.aval.weak_type)
     is_fully_addressable = property(lambda self: False)
+    committed = property(lambda self: True)  # (laid out over a mesh, as JAX's)
     is_fully_replicated = property(lambda self: self.sharding.is_fully_replicated)
 
     @property

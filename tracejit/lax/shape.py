@@ -116,7 +116,15 @@ def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Sequence[int] |
     weak = dtype is None and aval.weak_type
     out = full(aval.shape if shape is None else shape, fill_value,
                aval.dtype if dtype is None else dtype)
-    return convert_element_type(out, get_aval(out).dtype, True) if weak else out
+    if weak:
+        return convert_element_type(out, get_aval(out).dtype, True)
+    # (JAX: a committed array's result goes where it is, unless another shape would need
+    # another layout)
+    placed = x._sharding if type(x) is Array else None
+    if placed is not None and type(out) is Array and out is not fill_value and \
+            (out.shape == x.shape or placed.is_fully_replicated):
+        out._sharding = placed  # (a fresh result: full made it)
+    return out
 
 
 # --- reshape -------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ from ..core.avals import ShapedArray, check_shape
 from ..core.config import config
 from ..core.devices import check_device
 from ..core.sharding import context_sharding
-from ..core.trace import Tracer, get_aval
+from ..core.trace import Tracer, current_dynamic_trace, get_aval
+from ..lax.elementwise import copy_p
 
 _scalar_types = (bool, int, float, complex)
 
@@ -57,7 +58,12 @@ def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool |
         # made from host data: under jax.set_mesh, replicated over its mesh (as JAX's
         # device_put writes it: P(), whatever the axis types)
         out._sharding = context_sharding(None)
-    return out.copy() if copy and out is a and isinstance(out, Array) else out
+    if copy and out is a and isinstance(out, Array):
+        # eagerly an operation, as JAX's copy: the result goes where the array is (or is
+        # replicated over the set_mesh in effect), and a committed array under a set_mesh of
+        # other devices is refused; staged in a trace, the concrete copy it always was
+        return copy_p.bind(out) if current_dynamic_trace() is None else out.copy()
+    return out
 
 
 def _asarray(x: Any, dtype: Any = None) -> Any:

@@ -41,8 +41,8 @@ from .devices import place, to_array
 from .executable import Executable, compile_jaxpr
 from .jit_refs import call_with_refs
 from .sharded import (check_committed, check_layout, check_shard_map_devices,
-                      committed_device, leaf_shardings, partition, propagate_noted,
-                      result_marker)
+                      commit_results, committed_device, leaf_shardings, partition,
+                      propagate_noted, read_leaves, result_marker)
 
 # --- argument handling ----------------------------------------------------------------------
 
@@ -102,7 +102,7 @@ class _CacheEntry:
     __slots__ = ("closed", "in_tree", "out_tree", "executable", "in_avals", "arg_names",
                  "donated", "aliases", "consumed", "kept", "direct", "trace_key", "lock",
                  "debug_checks", "last_use", "laid_out", "placement", "blocks", "mark",
-                 "context_mesh")
+                 "context_mesh", "reads")
 
     def __init__(self, closed, in_tree, out_tree, in_avals, arg_names, donated):
         self.closed = closed
@@ -137,6 +137,9 @@ class _CacheEntry:
         # the mesh `jax.set_mesh` put in effect where it was traced (None: none, or one
         # spanning processes): results laid out by nothing else are replicated over it
         self.context_mesh: Mesh | None = None
+        # the argument leaves whose devices bind the program (sharded.py's `read_leaves`;
+        # all of them under keep_unused), found at the first call with a committed argument
+        self.reads: tuple[int, ...] | None = None
 
 
 class _Traces:
@@ -527,10 +530,16 @@ class Jitted:
         if placed and any(committed_device(x) is not None for x in leaves):
             # (every call: the key holds no single device an argument is committed to, and the
             # dispatch fast path only remembers a call that passed this)
-            check_committed(entry.closed, leaves, laid_out,
+            check_committed(entry.closed, leaves, laid_out, self._reads(entry),
                             lambda: self._arg_names(args, dyn_kwargs), self.fun_name,
                             self.out_shardings, user_source_info())
         return entry, leaves
+
+    def _reads(self, entry: _CacheEntry) -> tuple[int, ...]:
+        if entry.reads is None:
+            entry.reads = tuple(range(len(entry.in_avals))) if self.keep_unused else \
+                read_leaves(entry.closed)
+        return entry.reads
 
     def _inline_args(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         """The arguments an inlined call passes on: the dynamic ones as arrays (a Python float
@@ -600,7 +609,7 @@ class Jitted:
         argument, positional or by keyword (other keyword arguments: None). A static value
         that cannot be hashed makes the key unhashable (the lookup's TypeError). Last, the
         meshes in effect (`_trace`'s key holds them too)."""
-        key, leaves = [], []
+        key, leaves, placed = [], [], False
         static = self.static_argnums
         for i, a in enumerate(args):
             if static and i in static:
@@ -608,9 +617,11 @@ class Jitted:
                 continue
             t = type(a)
             if t is Array:
-                # an array laid out over a mesh: its sharding too (hashed once, compared by
-                # identity first), as `_trace`'s key holds it
-                key.append(a.aval if a._sharding is None else (a.aval, a._sharding))
+                if a._sharding is None:
+                    key.append(a.aval)
+                else:  # placed: its sharding too (hashed once, compared by identity first)
+                    key.append((a.aval, a._sharding))
+                    placed = True
             elif t is float:
                 key.append(float)
             elif t is np.ndarray:  # (its aval follows from dtype and shape, as a scalar's
@@ -625,7 +636,7 @@ class Jitted:
                 return None
             key.append(tuple(sorted((k, type(v), v) for k, v in kwargs.items())))
         key.append(_MESHES.token)  # (the meshes in effect, as `_trace`'s key holds them)
-        return tuple(key), leaves
+        return tuple(key), leaves, placed
 
     def _call(self, args: tuple, kwargs: dict):
         """Every jitted call. Positional Arrays of a signature compiled before, under the same
@@ -645,7 +656,7 @@ class Jitted:
                 # was stamped, jax_disable_jit included
                 if entry is not None and entry.trace_key is not config.trace_key():
                     entry = None
-                leaves = found[1]
+                leaves, placed = found[1], found[2]
         if entry is None:
             trace_key, meshes = config.trace_key(), _MESHES.key
             if config.read("jax_disable_jit"):
@@ -656,6 +667,7 @@ class Jitted:
                 args, kwargs = self._inline_args(args, kwargs)
                 return self.fun(*args, **kwargs)
             entry, leaves = self._trace(args, kwargs)
+            placed = any(getattr(x, "_sharding", None) is not None for x in leaves)
             # a closed-over tracer of an enclosing transformation (grad/vmap of a function
             # that calls jit on a closure) is an argument of the call equation too
             if tracing or any(isinstance(x, Tracer) for x in leaves) or \
@@ -685,6 +697,8 @@ class Jitted:
             self._check_outputs(entry, leaves, outs)
         if entry.mark is not None:  # (laid out over a mesh, or shard_map's results)
             outs = entry.mark(outs, leaves)
+        if placed and entry.laid_out is None:  # (an argument committed to one device)
+            outs = commit_results(outs, leaves, self._reads(entry), entry.context_mesh)
         result = outs[0] if entry.out_tree is _SINGLE_LEAF else \
             tree_unflatten(entry.out_tree, outs)
         return result if self.out_shardings is None else place(result, self.out_shardings)

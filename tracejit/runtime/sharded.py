@@ -11,13 +11,14 @@ from typing import Any, Callable, Sequence
 
 from ..core.array import Array
 from ..core.avals import ShapeDtypeStruct
+from ..core.dce import dce_jaxpr
 from ..core.global_array import (any_noted, as_global, note_gathered, noted, splits_processes,
                                  wanted)
 from ..core.jaxpr import ClosedJaxpr, Literal, Var, runs_jaxpr
 from ..core.primitive import ELEMENTWISE
 from ..core.pytree import tree_flatten, tree_leaves
 from ..core.sharding import (UNCONSTRAINED, AxisType, Mesh, NamedSharding, PartitionSpec,
-                             SingleDeviceSharding, context_sharding, get_mesh,
+                             SingleDeviceSharding, context_sharding, mesh_context,
                              replicated_sharding, resolve_sharding)
 from ..core import trace as core_trace
 from ..core.trace import trace_to_jaxpr
@@ -25,6 +26,8 @@ from ..lax.shape import transpose_p
 from ..compiler.sharding import (constraints, eval_partitioned, propagate_shardings,
                                  values_made)
 from ..transforms.spmd import Dims, replicated, run_sharded
+
+_MESHES = mesh_context()  # (per thread; `.stack`: the meshes set_mesh put in effect)
 
 
 def leaf_shardings(in_shardings: Any, dyn_args: tuple, leaves: Sequence,
@@ -138,10 +141,10 @@ def _staged_meshes(closed: ClosedJaxpr):
 
 
 def committed_device(x: Any) -> int | None:
-    """The id of the device `x` was committed to (`device_put(x, device)`), or None. (An
-    array put on the default device is not told apart from one never placed.)"""
+    """The id of the device `x` is committed to (`device_put(x, device)`, or computed from
+    such an array), or None: never placed, or laid out over a mesh."""
     s = getattr(x, "_sharding", None)
-    return s._device.id if isinstance(s, SingleDeviceSharding) else None
+    return s._device.id if type(s) is SingleDeviceSharding else None
 
 
 def argument_text(name: str, fun_name: str, aval: Any) -> str:
@@ -158,52 +161,99 @@ def incompatible_devices(first: str, ids: list, other: str, other_ids: list,
         f"Received incompatible devices for jitted computation. Got {first} with device ids "
         f"{ids} on platform CPU and {other} with device ids {other_ids} on platform "
         f"CPU{where}\n\nA jitted program runs on one set of devices: an array committed to a "
-        f"device (`jax.device_put(x, device)`) binds it to that device, one laid out over a "
-        f"mesh, a shard_map, a sharding constraint or out_shardings to the mesh's devices. "
+        f"device (`jax.device_put(x, device)`, or computed from such an array) binds it to "
+        f"that device, one laid out over a mesh, a shard_map, a sharding constraint, "
+        f"out_shardings or the mesh `jax.set_mesh` put in effect to the mesh's devices. "
         f"Put the committed array on the mesh first (`jax.device_put(x, NamedSharding(mesh, "
         f"spec))`), or pass it uncommitted (an array made without a device or sharding).")
 
 
+def read_leaves(closed: ClosedJaxpr) -> tuple[int, ...]:
+    """The argument leaves a program reads once dead code is dropped: only they bind it to
+    their devices, as JAX prunes the others (jit's keep_unused=False) before it picks them."""
+    live = dce_jaxpr(closed.jaxpr, [True] * len(closed.jaxpr.outvars))[1]
+    return tuple(i for i, v in enumerate(closed.jaxpr.invars) if v in live)
+
+
 def check_committed(closed: ClosedJaxpr, leaves: Sequence, laid_out: Sequence | None,
-                    arg_names: Callable[[], list], fun_name: str, out_shardings: Any,
-                    where: Any) -> None:
+                    reads: Sequence[int], arg_names: Callable[[], list], fun_name: str,
+                    out_shardings: Any, where: Any) -> None:
     """JAX's error for arguments committed to single devices (`device_put(x, device)`) in a
     program bound to other devices: by another argument (committed elsewhere, or laid out over
     a mesh), a shard_map or sharding constraint staged in it, its out_shardings, or the mesh
-    in effect (`set_mesh`). (Laid-out arguments among themselves: check_layout and
-    check_shard_map_devices.)"""
-    bound = []  # (leaf index, device ids) of each argument bound to devices, in order
-    for i, x in enumerate(leaves):
+    in effect (`set_mesh`). Only the leaves in `reads` count (`read_leaves`). (Laid-out
+    arguments among themselves: check_layout and check_shard_map_devices.)"""
+    shardings = [None] * len(leaves)
+    for i in reads:
         s = laid_out[i] if laid_out is not None else None
-        if isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh) and \
+        shardings[i] = s if s is not None else getattr(leaves[i], "_sharding", None)
+
+    def inside():
+        return [("shard_map inside jit", s.mesh) for s in _staged_meshes(closed)] + \
+            [("sharding_constraint inside jit", s.mesh) for s in constraints(closed.jaxpr)] + \
+            [("explicit output sharding", s.mesh) for s in tree_leaves(out_shardings)
+             if isinstance(s, NamedSharding)]
+    _check_devices(shardings, lambda i: argument_text(arg_names()[i], fun_name,
+                                                      core_trace.get_aval(leaves[i])),
+                   inside, lambda: _at(where))
+
+
+def _at(where: Any) -> str:
+    return f" at {where}" if where is not None else ""
+
+
+def _check_devices(shardings: Sequence, arg: Callable[[int], str],
+                   inside: Callable[[], list], at: Callable[[], str]) -> None:
+    """check_committed's rules, for the arguments' shardings (None: binds no device): `arg(i)`
+    names argument i, `inside()` lists what else binds the program to a mesh besides the mesh
+    in effect, `at()` says where the call is (each read only for an error)."""
+    bound = []  # (leaf index, device ids) of each argument bound to devices, in order
+    for i, s in enumerate(shardings):
+        if type(s) is SingleDeviceSharding:
+            bound.append((i, [s._device.id]))
+        elif isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh) and \
                 not s.mesh.is_multi_process:
             bound.append((i, _ids(s)))
-        elif s is None and committed_device(x) is not None:
-            bound.append((i, [committed_device(x)]))
-    if not bound:
+    if not any(type(s) is SingleDeviceSharding for s in shardings):
         return
-    names = arg_names()
-
-    def arg(i):
-        return argument_text(names[i], fun_name, core_trace.get_aval(leaves[i]))
-    at = f" at {where}" if where is not None else ""
     (i0, ids0), single = bound[0], [i for i, ids in bound if len(ids) == 1]
     for i, ids in bound[1:]:
         if sorted(ids) != sorted(ids0) and (i in single or i0 in single):
-            raise incompatible_devices(arg(i0), ids0, arg(i), ids, at)
+            raise incompatible_devices(arg(i0), ids0, arg(i), ids, at())
     if i0 not in single:
         return  # (laid out over a mesh: the checks of laid-out arguments apply)
-    context = get_mesh()
-    inside = [("shard_map inside jit", s.mesh) for s in _staged_meshes(closed)] + \
-        [("sharding_constraint inside jit", s.mesh) for s in constraints(closed.jaxpr)] + \
-        [("explicit output sharding", s.mesh) for s in tree_leaves(out_shardings)
-         if isinstance(s, NamedSharding)] + \
-        ([("jit's context mesh", context)] if not context.empty else [])
-    for what, mesh in inside:
+    stack = _MESHES.stack  # (get_mesh() builds an empty Mesh where none is in effect)
+    context = [("jit's context mesh", stack[-1])] if stack and not stack[-1].empty else []
+    for what, mesh in inside() + context:
         if isinstance(mesh, Mesh) and not mesh.is_multi_process and \
                 sorted(d.id for d in mesh.devices.flat) != sorted(ids0):
             raise incompatible_devices(arg(i0), ids0, what,
-                                       [d.id for d in mesh.devices.flat], at)
+                                       [d.id for d in mesh.devices.flat], at())
+
+
+def commit_results(outs: list, leaves: Sequence, reads: Sequence[int], context: Any) -> list:
+    """jit's results where an argument it reads is committed to one device (and none is laid
+    out over a mesh): committed to that device, as JAX's are — those the mesh in effect
+    (`context`, whose devices check_committed found to be that one) replicated too. A fresh
+    result is marked in place; one a shard_map laid out, or a committed argument returned,
+    keeps its placement; an uncommitted argument returned is copied (`placed`), so that
+    array stays as it is."""
+    for i in reads:
+        s = getattr(leaves[i], "_sharding", None)
+        if type(s) is SingleDeviceSharding:
+            break
+    else:
+        return outs
+    committed = []
+    for o in outs:
+        if type(o) is Array and (o._sharding is None or context is not None and
+                                 o._sharding == replicated_sharding(context, o.ndim)):
+            if any(o is x for x in leaves):
+                o = o.placed(s)
+            else:
+                o._sharding = s
+        committed.append(o)
+    return committed
 
 
 def _type(aval) -> str:
@@ -290,7 +340,20 @@ def _eager_shardings(primitive: Any, params: dict, avals: Sequence, avals_out: S
     over the mesh set_mesh put in effect, if any. Else None each (one device). A primitive
     without a body to hold sharding constraints is not traced for it where every operand is
     whole on every device, or none is laid out: then so is every result (`_out_sharding`'s
-    answer for such a layout, found without it: this runs for every eager operation)."""
+    answer for such a layout, found without it: this runs for every eager operation). An
+    operand committed to one device: the operation runs there (its results committed there
+    too), or raises JAX's error where another operand or the mesh in effect binds it to
+    other devices."""
+    committed = next((s for s in laid if type(s) is SingleDeviceSharding), None)
+    if committed is not None:
+        if _MESHES.stack or any(s is not None and s is not committed and s != committed
+                                for s in laid):  # (else nothing binds it elsewhere)
+            # (JAX runs an eager operation as a jit of its primitive: its arguments' names)
+            _check_devices(laid, lambda i: argument_text(f"args[{i}]", primitive.name,
+                                                         avals[i]),
+                           list, lambda: _at(core_trace.user_source_info()))
+        if not any(type(s) is NamedSharding for s in laid):
+            return [committed] * len(avals_out)
     first, whole = None, True  # (the first operand laid out over a mesh, its rank)
     for s, a in zip(laid, avals):
         if type(s) is NamedSharding:

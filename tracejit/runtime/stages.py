@@ -13,6 +13,7 @@ from .executable import Executable
 from ..core.global_array import GlobalArray
 from .jit import (call_across_processes, compile_entry, execute, spans_processes,
                   without_unused_args)
+from .sharded import commit_results
 
 
 class ArgInfo:
@@ -182,5 +183,8 @@ class Compiled(_Stage):
         outs = execute(entry, self._executable, leaves)
         if entry.mark is not None:  # (laid out over a mesh, or split over processes: as jit)
             outs = entry.mark(outs, leaves)
+        if entry.laid_out is None and any(getattr(x, "_sharding", None) is not None
+                                          for x in leaves):  # (committed: as jit's)
+            outs = commit_results(outs, leaves, self._jitted._reads(entry), entry.context_mesh)
         return tree_unflatten(entry.out_tree, outs)
 
