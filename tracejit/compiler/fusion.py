@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from ..core.avals import ShapedArray
 from ..core.interpret import eval_jaxpr
-from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Var
+from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Var, renamed
 from ..core.primitive import ELEMENTWISE, INDEX_MAP, REDUCTION, Primitive
 from ..lax.elementwise import (add_p, bitcast_convert_type_p, convert_element_type_p, max_p,
                                min_p, mul_p, neg_p, select_n_p, sub_p)
@@ -319,13 +319,6 @@ def _fused_eqn(group: list[Eqn]) -> Eqn:
     # frees the slots of those that die here)
     outer_in = list(dict.fromkeys(v for eqn in reversed(group) for v in eqn.invars
                                   if isinstance(v, Var) and v not in produced))
-    inside: dict[Var, Var] = {v: Var(v.aval) for v in outer_in}
-    body_eqns = []
-    for eqn in group:
-        ins = [inside[v] if isinstance(v, Var) else v for v in eqn.invars]
-        outs = [Var(v.aval) for v in eqn.outvars]
-        inside.update(zip(eqn.outvars, outs))
-        body_eqns.append(eqn.replace(invars=ins, outvars=outs))
-    body = Jaxpr([], [inside[v] for v in outer_in], [inside[v] for v in root.outvars], body_eqns)
+    body = renamed(Jaxpr([], outer_in, root.outvars, group))
     return Eqn(fused_p, outer_in, list(root.outvars), {"body": ClosedJaxpr(body, [])},
                root.source_info)

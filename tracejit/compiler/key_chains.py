@@ -19,7 +19,7 @@ every `fori_loop`, would only gain a second loop), only where the stacked values
 among the steps)."""
 from __future__ import annotations
 
-from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, has_effects, map_subjaxprs
+from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Var, has_effects, map_subjaxprs, renamed
 from ..lax.control_flow import scan_p
 from ..lax.random_bits import threefry2x32_p
 
@@ -115,20 +115,9 @@ def _fission(eqn: Eqn) -> tuple[Eqn, ...]:
         [eqn.outvars[nk + i] for i in early_ys],
         params={**p, "jaxpr": ClosedJaxpr(keys, closed.consts), "num_carry": len(chain_ks)})
     # the second body: its own vars (the first keeps the originals)
-    fresh: dict[Var, Var] = {}
-
-    def rename(v):
-        if isinstance(v, Literal):
-            return v
-        if v not in fresh:
-            fresh[v] = Var(v.aval)
-        return fresh[v]
-    constvars = [rename(v) for v in body.constvars]
-    invars = [rename(v) for v in consts + [carry_in[k] for k in others] + xs + passed]
-    eqns = [e.replace(invars=[rename(v) for v in e.invars],
-                      outvars=[rename(v) for v in e.outvars]) for e in rest]
-    outvars = [rename(body.outvars[k]) for k in others] + [rename(ys[i]) for i in late_ys]
-    draws = Jaxpr(constvars, invars, outvars, eqns, body.debug_info)
+    draws = renamed(Jaxpr(body.constvars, consts + [carry_in[k] for k in others] + xs + passed,
+                          [body.outvars[k] for k in others] + [ys[i] for i in late_ys], rest,
+                          body.debug_info))
     second_eqn = eqn.replace(
         invars=outer_consts + [eqn.invars[nc + k] for k in others] + outer_xs + stacked,
         outvars=[eqn.outvars[k] for k in others] + [eqn.outvars[nk + i] for i in late_ys],

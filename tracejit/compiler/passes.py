@@ -20,7 +20,7 @@ from ..core.config import config
 from ..core.dce import dce
 from ..core.global_array import is_own_block_cut
 from ..core.jaxpr import (ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Literal, Var, check_jaxpr,
-                          has_effects, has_subjaxprs, map_subjaxprs)
+                          copy_eqns, has_effects, has_subjaxprs, inline_into, map_subjaxprs)
 from ..core.primitive import ELEMENTWISE, Primitive
 from ..lax.call import pjit_p
 from ..lax.control_flow import cond_p, scan_p, while_p
@@ -111,20 +111,10 @@ def inline_calls(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
             continue
         closed: ClosedJaxpr = eqn.params[_INLINED[eqn.primitive]]
         inner, inner_consts = inline_calls(closed.jaxpr, closed.consts)
-        for v, c in zip(inner.constvars, inner_consts):
-            fresh = Var(v.aval)
-            constvars.append(fresh)
-            consts.append(c)
-            rename[v] = fresh
-        for v, x in zip(inner.invars, invars):
-            rename[v] = x
-        for e in inner.eqns:
-            new_outs = [Var(v.aval) for v in e.outvars]
-            eqns.append(e.replace(invars=[read(v) for v in e.invars], outvars=new_outs))
-            for old, new in zip(e.outvars, new_outs):
-                rename[old] = new
-        for v, out in zip(eqn.outvars, inner.outvars):
-            rename[v] = read(out)
+        fresh = [Var(v.aval) for v in inner.constvars]
+        constvars += fresh
+        consts += inner_consts
+        rename.update(zip(eqn.outvars, inline_into(eqns, inner, fresh + invars)))
     outvars = [read(v) for v in jaxpr.outvars]
     return Jaxpr(constvars, jaxpr.invars, outvars, eqns, jaxpr.debug_info), consts
 
@@ -952,16 +942,13 @@ def _hoist(body: ClosedJaxpr, nconsts: int, operands: list, out: list[Eqn]
             kept.append(eqn)
     if not moved:
         return body, []
-    subst = {v: x for v, x in zip(j.invars[:nconsts], operands)}
-    read = _reader(subst)
-    for eqn in moved:
-        outvars = [Var(v.aval) for v in eqn.outvars]
-        out.append(eqn.replace(invars=[read(v) for v in eqn.invars], outvars=outvars))
-        subst.update((v, o) for v, o in zip(eqn.outvars, outvars))
+    subst: dict[Var, Any] = {v: x for v, x in zip(j.invars[:nconsts], operands)}
+    copy_eqns(moved, subst, out)
     used = {v for e in kept for v in e.invars} | set(j.outvars)
     extra = [v for e in moved for v in e.outvars if v in used]
     invars = j.invars[:nconsts] + extra + j.invars[nconsts:]
-    return ClosedJaxpr(_rebuild(j, invars=invars, eqns=kept), body.consts), [read(v) for v in extra]
+    return (ClosedJaxpr(_rebuild(j, invars=invars, eqns=kept), body.consts),
+            [subst[v] for v in extra])
 
 
 def _licm_scan(eqn: Eqn, out: list[Eqn]) -> Eqn:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, map_subjaxprs
+from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, inline_into, map_subjaxprs
 from ..core import primitive as _primitive
 from ..core.primitive import Primitive, TracedLowering, lowerings
 from ..core.trace import trace_to_jaxpr
@@ -44,18 +44,10 @@ def expand_user_primitives(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
             eqns.append(eqn.replace(invars=invars))
             continue
         inner, inner_consts = expand_user_primitives(*lowered)
-        for v, c in zip(inner.constvars, inner_consts):
-            rename[v] = fresh = Var(v.aval)
-            constvars.append(fresh)
-            consts.append(c)
-        for v, x in zip(inner.invars, invars):
-            rename[v] = x
-        for e in inner.eqns:
-            new_outs = [Var(v.aval) for v in e.outvars]
-            eqns.append(e.replace(invars=[read(v) for v in e.invars], outvars=new_outs))
-            rename.update(zip(e.outvars, new_outs))
-        for v, out in zip(eqn.outvars, inner.outvars):
-            rename[v] = read(out)
+        fresh = [Var(v.aval) for v in inner.constvars]
+        constvars += fresh
+        consts += inner_consts
+        rename.update(zip(eqn.outvars, inline_into(eqns, inner, fresh + invars)))
     outvars = [read(v) for v in jaxpr.outvars]
     return Jaxpr(constvars, jaxpr.invars, outvars, eqns, jaxpr.debug_info), consts
 

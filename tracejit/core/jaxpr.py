@@ -6,7 +6,7 @@ build new Jaxprs.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -185,6 +185,41 @@ def map_subjaxprs(eqn: Eqn, f: Callable[[ClosedJaxpr], ClosedJaxpr], memo: dict)
             value = tuple(apply(x) for x in value)
         params[k] = value
     return eqn.replace(params=params)
+
+
+# --- renaming ------------------------------------------------------------------------------
+# Equations copied into another program (a call's body inlined, an invariant hoisted out of a
+# loop, a kernel's body) bind fresh variables: a Var is bound once in a whole program, nested
+# jaxprs included (passes and codegen key their maps on Vars).
+
+def copy_eqns(eqns: Iterable[Eqn], env: dict[Var, Any], out: list[Eqn]) -> None:
+    """Append to `out` copies of `eqns` that read each operand through `env` (a var it does not
+    map reads as itself) and bind fresh variables, which `env` then maps the originals to."""
+    for eqn in eqns:
+        outvars = [Var(v.aval) for v in eqn.outvars]
+        out.append(eqn.replace(invars=[v if isinstance(v, Literal) else env.get(v, v)
+                                       for v in eqn.invars], outvars=outvars))
+        env.update(zip(eqn.outvars, outvars))
+
+
+def inline_into(out: list[Eqn], jaxpr: Jaxpr, args: Sequence) -> list:
+    """Append `jaxpr`'s equations to `out` on fresh variables, its constvars then invars bound
+    to `args` (atoms of the program `out` belongs to); returns the atoms of its results."""
+    env: dict[Var, Any] = dict(zip(itertools.chain(jaxpr.constvars, jaxpr.invars), args))
+    copy_eqns(jaxpr.eqns, env, out)
+    return [v if isinstance(v, Literal) else env.get(v, v) for v in jaxpr.outvars]
+
+
+def renamed(jaxpr: Jaxpr) -> Jaxpr:
+    """`jaxpr` on fresh variables throughout, binders included: a copy that may stand in the
+    same program as the original."""
+    env: dict[Var, Any] = {v: Var(v.aval) for v in itertools.chain(jaxpr.constvars,
+                                                                    jaxpr.invars)}
+    eqns: list[Eqn] = []
+    copy_eqns(jaxpr.eqns, env, eqns)
+    return Jaxpr([env[v] for v in jaxpr.constvars], [env[v] for v in jaxpr.invars],
+                 [v if isinstance(v, Literal) else env.get(v, v) for v in jaxpr.outvars], eqns,
+                 jaxpr.debug_info)
 
 
 # --- printing ------------------------------------------------------------------------------

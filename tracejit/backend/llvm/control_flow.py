@@ -13,7 +13,7 @@ from ...compiler.fusion import fused_p, is_elementwise
 from ...compiler.rows import row_map_p
 from ...core import dtypes, errors
 from ...core.avals import ShapedArray
-from ...core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Var
+from ...core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Var, copy_eqns, renamed
 from ...lax.call import pjit_p
 from ...lax.control_flow import cond_p, linear_solve_p, root_p, scan_p, while_p
 from ...lax.shape import broadcast_in_dim_p
@@ -413,23 +413,15 @@ def _on_fresh_operands(eqn: Eqn, row: Var, scalars: list) -> tuple[Eqn, Var, lis
     """`eqn` reading new variables in place of `row` and `scalars` (returned with it), and
     writing a new one."""
     fresh = {x: Var(x.aval) for x in [row] + scalars}
-    renamed = eqn.replace(invars=[fresh.get(x, x) if isinstance(x, Var) else x
-                                  for x in eqn.invars],
-                          outvars=[Var(x.aval) for x in eqn.outvars])
-    return renamed, fresh[row], [fresh[x] for x in scalars]
+    out: list[Eqn] = []
+    copy_eqns([eqn], fresh, out)
+    return out[0], fresh[row], [fresh[x] for x in scalars]
 
 
 def _kernel_body(eqn: Eqn) -> Jaxpr:
     """An elementwise kernel's body on fresh variables, one invar per operand of `eqn`."""
     if eqn.primitive is fused_p:
-        inner = eqn.params["body"].jaxpr
-        fresh = {x: Var(x.aval) for x in inner.invars}
-        for e in inner.eqns:
-            fresh.update((x, Var(x.aval)) for x in e.outvars)
-        return Jaxpr([], [fresh[x] for x in inner.invars], [fresh[x] for x in inner.outvars],
-                     [e.replace(invars=[fresh.get(x, x) if isinstance(x, Var) else x
-                                        for x in e.invars],
-                                outvars=[fresh[x] for x in e.outvars]) for e in inner.eqns])
+        return renamed(eqn.params["body"].jaxpr)
     ins = [Var(x.aval) for x in eqn.invars]
     out = [Var(x.aval) for x in eqn.outvars]
     return Jaxpr([], ins, out, [eqn.replace(invars=ins, outvars=out)])
