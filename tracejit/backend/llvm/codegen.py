@@ -266,9 +266,11 @@ class Emitter:
             name="prefetch", over_data=False)
 
     def loop(self, n: int | ir.Value, body: Callable[[ir.Value], None], name: str = "i",
-             over_data: bool = True) -> None:
+             over_data: bool = True, vectorize: bool = True) -> None:
         """`for i in range(n): body(i)`. over_data=False marks a loop over bookkeeping (a
-        counter's levels), which a parallel chunk body neither cuts nor counts as its rows."""
+        counter's levels), which a parallel chunk body neither cuts nor counts as its rows.
+        vectorize=False keeps LLVM's vectorizer off a loop whose run-time trip count is known
+        to be small (else the elements it runs over per call decide: _worth_vectorizing)."""
         b = self.b
         trips = n if isinstance(n, int) else _UNKNOWN_TRIPS
         start = ir.Constant(I64, 0)
@@ -294,7 +296,7 @@ class Emitter:
             body(i)
         i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
         back = b.branch(header)
-        if not self._worth_vectorizing(b.function.blocks[first:]):
+        if not (vectorize and self._worth_vectorizing(b.function.blocks[first:])):
             back.set_metadata("llvm.loop", self._no_vectorize())
         elif self.chains != chains:
             back.set_metadata("llvm.loop", self._interleaved(CHAIN_INTERLEAVE))

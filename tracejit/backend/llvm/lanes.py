@@ -26,8 +26,13 @@ def supported(name: str, dtype: np.dtype) -> bool:
     return name in _OPS and dtype in (dtypes.float32, dtypes.float64)
 
 
-def lane_reduce(em: Emitter, name: str, dtype: np.dtype, ptr: ir.Value, n: int) -> ir.Value:
-    """reduce_sum/max/min of the n elements at `ptr` (contiguous), as a scalar.
+def lane_reduce(em: Emitter, name: str, dtype: np.dtype, ptr: ir.Value, n: int,
+                short: tuple[ir.Value, int] | None = None) -> ir.Value:
+    """reduce_sum/max/min of the n elements at `ptr` (contiguous), as a scalar; with `short`
+    = (cond, m), of the m elements there instead where `cond` holds (a run's last, shorter
+    block; n a multiple of 4 W): one loop with a run-time trip count and m's tail under `cond`,
+    the additions of lane_reduce(m) there and of lane_reduce(n) elsewhere, where two copies of
+    the loop cost LLVM ~3 ms (sum 10M).
 
     Element i goes to vector accumulator (i // W) % 4, lane i % W (W elements a vector); the
     last n % W elements, if any, are loaded as the vector ending at element n - 1 with the lanes
@@ -75,9 +80,42 @@ def lane_reduce(em: Emitter, name: str, dtype: np.dtype, ptr: ir.Value, n: int) 
         base = b.mul(i, ir.Constant(ir.IntType(64), block))
         for k in range(ACCUMULATORS):
             add_into(k, load_vec(b.add(base, ir.Constant(ir.IntType(64), k * w))))
-    if full:
-        em.loop(full, body, name="lanes")
-    start = full * block
+    if short is None:
+        if full:
+            em.loop(full, body, name="lanes")
+        _tail(em, n, w, full * block, add_into, load_vec, ident_v, ptr)
+        count: int | ir.Value = n
+    else:
+        cond, m = short
+        assert n % block == 0 and m < n, (n, m)
+        c = functools.partial(ir.Constant, ir.IntType(64))
+        em.loop(b.select(cond, c(m // block), c(full)), body, name="lanes")
+        if m % block:
+            with b.if_then(cond):
+                _tail(em, m, w, m // block * block, add_into, load_vec, ident_v, ptr)
+        count = b.select(cond, c(m), c(n))
+    total = _fold(b, name, [b.load(a) for a in accs])
+    if not minmax:
+        return total
+    nan = b.load(flags[0])
+    for f in flags[1:]:
+        nan = b.or_(nan, b.load(f))
+    any_nan = b.icmp_unsigned("!=", b.bitcast(nan, ir.IntType(w)), ir.Constant(ir.IntType(w), 0))
+    result = em._entry_alloca(t)
+    b.store(b.select(any_nan, ir.Constant(t, float("nan")), total), result)
+    zero = b.and_(b.not_(any_nan), b.fcmp_ordered("==", total, ir.Constant(t, 0.0)))
+    with b.if_then(zero, likely=False):  # which zero: the rare case, in order
+        b.store(ident, result)
+        op = "llvm.maximum" if name == "reduce_max" else "llvm.minimum"
+        em.loop(count, lambda i: b.store(_minmax(b, op, b.load(result), b.load(
+            b.gep(ptr, [i], inbounds=True))), result), name="zeros")
+    return b.load(result)
+
+
+def _tail(em: Emitter, n: int, w: int, start: int, add_into, load_vec, ident_v, ptr) -> None:
+    """The elements of a run of n from `start` (fewer than 4 W) added into the accumulators:
+    whole vectors, then the last partial one."""
+    b = em.b
     vectors, part = divmod(n - start, w)
     for k in range(vectors):
         add_into(k, load_vec(ir.Constant(ir.IntType(64), start + k * w)))
@@ -92,22 +130,6 @@ def lane_reduce(em: Emitter, name: str, dtype: np.dtype, ptr: ir.Value, n: int) 
                                                    inbounds=True)),
                                  ir.Constant(ir.IntType(32), j))
         add_into(0, v)
-    total = _fold(b, name, [b.load(a) for a in accs])
-    if not minmax:
-        return total
-    nan = b.load(flags[0])
-    for f in flags[1:]:
-        nan = b.or_(nan, b.load(f))
-    any_nan = b.icmp_unsigned("!=", b.bitcast(nan, ir.IntType(w)), ir.Constant(ir.IntType(w), 0))
-    result = em._entry_alloca(t)
-    b.store(b.select(any_nan, ir.Constant(t, float("nan")), total), result)
-    zero = b.and_(b.not_(any_nan), b.fcmp_ordered("==", total, ir.Constant(t, 0.0)))
-    with b.if_then(zero, likely=False):  # which zero: the rare case, in order
-        b.store(ident, result)
-        op = "llvm.maximum" if name == "reduce_max" else "llvm.minimum"
-        em.loop(n, lambda i: b.store(_minmax(b, op, b.load(result), b.load(
-            b.gep(ptr, [i], inbounds=True))), result), name="zeros")
-    return b.load(result)
 
 
 def _identity(name: str, dtype: np.dtype) -> ir.Constant:
