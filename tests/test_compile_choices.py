@@ -139,14 +139,18 @@ def _carried(x):
     return lax.while_loop(lambda c: c[1] < 3, body, (x, 0))[0]
 
 
+_COLD = codegen.VECTORIZE_COLD_ELEMENTS
+
+
 @pytest.mark.parametrize("dtype,n,vectors", [
-    (np.float32, 15, False), (np.float32, 16, True), (np.float32, 17, True),
-    (np.float32, 1000, True), (np.int8, 63, False), (np.int8, 65, True),
-    (np.complex64, 9, True), (np.float16, 33, True), (np.bool_, 200, False)])
+    (np.float32, _COLD, True), (np.float32, _COLD + 1, True), (np.float32, _COLD + 15, True),
+    (np.int8, _COLD + 63, True), (np.int8, _COLD + 64, True), (np.complex64, _COLD + 1, True),
+    (np.float16, _COLD + 33, True), (np.float32, _COLD - 1, False), (np.int8, 63, False),
+    (np.bool_, 4 * _COLD, False)])
 def test_buffer_copies_move_bytes(dtype, n, vectors):
-    """Copies of 64 bytes or more move 64-byte vectors (the last one ending at the last byte):
-    every byte arrives, NaN payloads too; shorter ones, and bool (whose load truncates), keep
-    the element loop."""
+    """Copies of VECTORIZE_COLD_ELEMENTS or more elements a call move 64-byte vectors (the last
+    one ending at the last byte): every byte arrives, NaN payloads too; colder ones, and bool
+    (whose load truncates), keep the element loop."""
     x = (np.arange(n) * 1.5).astype(dtype)
     if dtype == np.float32:
         x.view(np.uint32)[::3] = 0x7F800001  # a signalling NaN: kept bit for bit

@@ -483,13 +483,16 @@ class Emitter:
         CPU); libc's memmove instead cost Newton 10% of its run time (2,500 calls of 3,200
         bytes). The same buffer at run time (a carry that is its own output) is copied onto
         itself, as before. Not a parallel chunk body's own loop, which the chunks cut, nor a
-        copy shorter than one vector (whose loop stays scalar unless it runs often). Whether it
+        copy shorter than one vector, nor one of fewer than VECTORIZE_COLD_ELEMENTS elements a
+        call, whose loop LLVM leaves scalar (cheaper to compile than this one). Whether it
         copied."""
         dtype = src.aval.dtype
         nbytes = src.aval.size * np.dtype(dtype).itemsize
         if (dtype != dest.aval.dtype or dtype in (dtypes.bool_, dtypes.bfloat16)
                 or src.aval.size != dest.aval.size or nbytes < _COPY_BYTES
-                or (self.split is not None and not self._trips)):
+                or (self.split is not None and not self._trips)
+                or math.prod(self._trips) * repetitions() * src.aval.size
+                < VECTORIZE_COLD_ELEMENTS):  # (a cold copy's loop stays scalar, cheap)
             return False
         b = self.b
         vp = ir.VectorType(I8, _COPY_BYTES).as_pointer()
