@@ -479,7 +479,7 @@ class Emitter:
         truncates, nor bfloat16's widening: the rest keep their bits through a load and store)
         as 64-byte vectors, the last one ending at the last byte, in a loop kept from LLVM's
         vectoriser. The element loop it replaces was vectorised with run-time overlap checks and
-        an epilogue loop (Newton's carry in and out of each block: ~9 of its module's ~30 ms of
+        an epilogue loop (Newton's carry in and out of each block: ~6 of its module's ~26 ms of
         CPU); libc's memmove instead cost Newton 10% of its run time (2,500 calls of 3,200
         bytes). The same buffer at run time (a carry that is its own output) is copied onto
         itself, as before. Not a parallel chunk body's own loop, which the chunks cut, nor a
