@@ -2,7 +2,8 @@
 call one out-of-line function per module for |x| >= 0.78 (the same bits as the vectorised
 loop's inline code, NumPy's values); loops over fewer than VECTORIZE_COLD_ELEMENTS per call
 are not vectorized (the same values); programs whose IR has internal functions (parallel
-chunk bodies, those paths) load from the on-disk cache."""
+chunk bodies, those paths) load from the on-disk cache; a buffer copied into another is moved
+in 64-byte vectors, bit for bit."""
 import re
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 
 import tracejit
 import tracejit.numpy as jnp
+from tracejit import lax
 from tracejit.backend.llvm import codegen
 from tracejit.backend.llvm import parallel_loops
 from tracejit.runtime import disk_cache
@@ -126,3 +128,32 @@ def test_cold_counts_a_scan_s_steps():
     assert f'br label %"{head}", !llvm.loop' not in ir_text
     assert 'br label %"scan.head", !llvm.loop' in ir_text
     np.testing.assert_allclose(np.asarray(tracejit.jit(f)(x)), np.full_like(x, 2.0), rtol=1e-6)
+
+
+def _carried(x):
+    """A while loop whose array carry comes back unchanged (a select, so the carry stays): its
+    lowering copies the operand in and the carry out."""
+    def body(c):
+        y, i = c
+        return jnp.where(i > 100, y[::-1], y), i + 1
+    return lax.while_loop(lambda c: c[1] < 3, body, (x, 0))[0]
+
+
+_COLD = codegen.VECTORIZE_COLD_ELEMENTS
+
+
+@pytest.mark.parametrize("dtype,n,vectors", [
+    (np.float32, _COLD, True), (np.float32, _COLD + 1, True), (np.float32, _COLD + 15, True),
+    (np.int8, _COLD + 63, True), (np.int8, _COLD + 64, True), (np.complex64, _COLD + 1, True),
+    (np.float16, _COLD + 33, True), (np.float32, _COLD - 1, False), (np.int8, 63, False),
+    (np.bool_, 4 * _COLD, False)])
+def test_buffer_copies_move_bytes(dtype, n, vectors):
+    """Copies of VECTORIZE_COLD_ELEMENTS or more elements a call move 64-byte vectors (the last
+    one ending at the last byte): every byte arrives, NaN payloads too; colder ones, and bool
+    (whose load truncates), keep the element loop."""
+    x = (np.arange(n) * 1.5).astype(dtype)
+    if dtype == np.float32:
+        x.view(np.uint32)[::3] = 0x7F800001  # a signalling NaN: kept bit for bit
+    assert ('"bytes.head"' in _emitted_ir(_carried, x)) == vectors
+    got = np.asarray(tracejit.jit(_carried)(x))
+    assert got.dtype == x.dtype and got.tobytes() == x.tobytes()

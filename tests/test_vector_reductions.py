@@ -130,6 +130,35 @@ def test_signed_zeros_as_jax():
     np.testing.assert_array_equal(mx, z.max(axis=1))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_signed_zeros_every_length(dtype, x64):
+    """A row whose max (min) is zero is recomputed exactly (lanes._exact: whole vectors, then
+    the rest one by one): +0 (-0) wins wherever it sits, before, in or after the last whole
+    vector, for rows shorter than a vector too (NumPy's max, and XLA's, may give -0 there)."""
+    for n in (1, 3, 8, 16, 17, 70, 1000, 1024, 4099):
+        spots = sorted({0, n // 2, n - 1, max(0, n - 3), (n // 16) * 16 % n})
+        rows = [np.full(n, -0.0, dtype), np.zeros(n, dtype)]
+        for k in spots:
+            row = np.full(n, -0.0, dtype)
+            row[k] = 0.0
+            rows.append(row)
+            lone = np.full(n, -1.0, dtype)  # the zero the row's only maximum
+            lone[k] = 0.0
+            rows.append(lone)
+        x = np.stack(rows)
+        mx, mn = (np.asarray(a) for a in tracejit.jit(
+            lambda x: (tnp.max(x, axis=1), tnp.min(x, axis=1)))(x))
+        any_pos = (x == 0) & ~np.signbit(x)
+        any_neg = (x == 0) & np.signbit(x)
+        np.testing.assert_array_equal(mx, 0.0)
+        np.testing.assert_array_equal(np.signbit(mx), ~any_pos.any(axis=1), err_msg=str(n))
+        low = x.min(axis=1)
+        np.testing.assert_array_equal(mn, low)
+        zero_min = low == 0
+        np.testing.assert_array_equal(np.signbit(mn[zero_min]), any_neg.any(axis=1)[zero_min],
+                                      err_msg=str(n))
+
+
 def test_empty_rows_and_integers_exact():
     e = np.zeros((3, 0), np.float32)
     s, mx, mn = tracejit.jit(lambda e: (tnp.sum(e, axis=1), lax.reduce_max(e, (1,)),

@@ -14,6 +14,7 @@ each chunk a partial (a value, or a row) and fold the partials in a fixed pairwi
 calling thread: the same result every run and for every thread count."""
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -26,7 +27,7 @@ from ...core.avals import ShapedArray
 from ...core.jaxpr import Var
 from ...lax import reductions as rd
 from . import thread_pool
-from .codegen import Buf, Emitter, Scalar
+from .codegen import VECTORIZE_COLD_ELEMENTS, Buf, Emitter, Scalar
 from .interrupt import emit_poll
 from .types import I8, I64, const, mem_type
 
@@ -312,20 +313,31 @@ def _combine_partials(em: Emitter, reducer, parts: Buf, n: int, dest: Buf | None
     dtype = parts.aval.dtype
     out_aval = parts.aval.update(shape=parts.aval.shape[1:])
     m = out_aval.size
-    stride = 1
-    while stride < n:
-        pairs = len(range(0, n - stride, 2 * stride))
+    # one loop over the levels (strides 1, 2, 4, ... below n) with the pairs counted at run
+    # time, not a loop per level: the same combines in the same order, and LLVM spent ~4 ms
+    # optimising sum 10M's nine unrolled levels (~6 ms of its ~22 ms compile with machine code)
+    c = functools.partial(ir.Constant, I64)
 
-        def fold(j, stride=stride):
-            i = b.mul(j, ir.Constant(I64, 2 * stride * m))
+    def level(lvl):
+        stride = b.shl(c(1), lvl)
+        # len(range(0, n - stride, 2 * stride)): ceil((n - stride) / (2 * stride))
+        pairs = b.lshr(b.add(stride, c(n - 1)), b.add(lvl, c(1)))
+        gap = b.mul(stride, c(m))
+
+        def fold(j):
+            i = b.mul(b.shl(gap, c(1)), j)
 
             def elem(e):
-                at, other = b.add(i, e), b.add(b.add(i, e), ir.Constant(I64, stride * m))
+                at = b.add(i, e)
                 em.store(parts, at, _combine(em, reducer, dtype, em.load(parts, at),
-                                             em.load(parts, other)))
-            em.loop(m, elem, name="fold.e")
-        em.loop(pairs, fold, name="fold")
-        stride *= 2
+                                             em.load(parts, b.add(at, gap))))
+            if m == 1:
+                elem(c(0))
+            else:  # (vectorised as the first level's pairs * m elements decide)
+                em.loop(m, elem, name="fold.e",
+                        vectorize=n // 2 * m >= VECTORIZE_COLD_ELEMENTS)
+        em.loop(pairs, fold, name="fold", vectorize=False)
+    em.loop((n - 1).bit_length(), level, name="fold.lvl", over_data=False, vectorize=False)
     if out_aval.ndim == 0:
         total = em.load(parts, ir.Constant(I64, 0))
         em.release(parts)

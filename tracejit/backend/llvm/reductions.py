@@ -283,11 +283,8 @@ def _lane_blocks(em: Emitter, x, ptr: ir.Value, jb: ir.Value, n: int, block_ptr)
         b.store(lane_reduce(em, "reduce_sum", x.aval.dtype, ptr, _BLOCK), block_ptr)
         return
     is_last = b.icmp_signed("==", jb, ir.Constant(I64, -(-n // _BLOCK) - 1))
-    with b.if_else(is_last) as (then, otherwise):
-        with then:
-            b.store(lane_reduce(em, "reduce_sum", x.aval.dtype, ptr, last), block_ptr)
-        with otherwise:
-            b.store(lane_reduce(em, "reduce_sum", x.aval.dtype, ptr, _BLOCK), block_ptr)
+    b.store(lane_reduce(em, "reduce_sum", x.aval.dtype, ptr, _BLOCK, short=(is_last, last)),
+            block_ptr)
 
 
 # Rows per block of a wide float sum over leading axes (a column sum): each block's rows are
