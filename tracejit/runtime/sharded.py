@@ -9,6 +9,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from ..core.array import Array
 from ..core.avals import ShapeDtypeStruct
 from ..core.global_array import (any_noted, as_global, note_gathered, noted, splits_processes,
@@ -49,11 +51,11 @@ def leaf_shardings(in_shardings: Any, dyn_args: tuple, leaves: Sequence,
     out = []
     for s, x in zip(given, leaves):
         own = own_sharding(x)
-        # (an argument committed to one device: refused unless that device is the mesh's)
-        if s is not None and (isinstance(own, NamedSharding) and _differ(s, own, x.ndim) or
-                              isinstance(own, SingleDeviceSharding) and
-                              isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh) and
-                              s.device_set != {own._device}):
+        # an argument laid out otherwise (or committed to one device) is refused where its
+        # layout differs from in_shardings' as XLA compares them, whatever the devices; else
+        # it is moved to in_shardings' devices, as JAX's jit does
+        if s is not None and isinstance(own, (NamedSharding, SingleDeviceSharding)) and \
+                not _same_layout(s, own, x.ndim):
             raise ValueError(
                 f"Sharding passed to jit does not match the sharding on the respective arg. "
                 f"Got jit sharding: {s},\narg sharding: {own} for arg type: "
@@ -61,6 +63,37 @@ def leaf_shardings(in_shardings: Any, dyn_args: tuple, leaves: Sequence,
         s = own if s is None else s
         out.append(s if isinstance(s, NamedSharding) else None)
     return tuple(out) if any(s is not None for s in out) else None
+
+
+def _same_layout(a: Any, b: Any, ndim: int) -> bool:
+    """Whether shardings `a` and `b` lay an array of rank `ndim` out alike up to which devices
+    hold it (JAX's `are_hlo_shardings_equal`): the same pieces, the k-th device of each's list
+    holding the same piece. Every replicated layout (one device's included) is alike."""
+    ta, tb = _tiles(a, ndim), _tiles(b, ndim)
+    if ta is NotImplemented or tb is NotImplemented:  # (an abstract mesh: no device list)
+        return not (isinstance(a, NamedSharding) and isinstance(b, NamedSharding) and
+                    _differ(a, b, ndim))
+    return ta == tb
+
+
+def _tiles(s: Any, ndim: int) -> Any:
+    """`s`'s tile assignment as XLA's HloSharding holds it: the pieces per dimension then the
+    replicas, each position the index in `s`'s device list of the device holding it; None for
+    a replicated layout."""
+    if isinstance(s, SingleDeviceSharding):
+        return None
+    if not isinstance(s.mesh, Mesh):
+        return NotImplemented
+    sizes = dict(s.mesh.shape_tuple)
+    parts = [tuple(a for a in axes if sizes[a] > 1) for axes in s._parts(ndim)]
+    if not any(parts):
+        return None
+    names = list(s.mesh.axis_names)
+    used = [a for axes in parts for a in axes]
+    order = [names.index(a) for a in used + [a for a in names if a not in used]]
+    ids = np.arange(s.mesh.devices.size).reshape(s.mesh.devices.shape).transpose(order)
+    tiles = ids.reshape([math.prod(sizes[a] for a in axes) for axes in parts] + [-1])
+    return tiles.shape, tuple(tiles.ravel().tolist())
 
 
 def own_sharding(x: Any) -> Any:
