@@ -27,6 +27,9 @@ class BatchTracer(Tracer):
     __slots__ = ("val", "bdim", "spread")
 
     def __repr__(self) -> str:  # JAX's name and form
+        axis = self._trace.main.global_data
+        if axis is not None and axis.devices:  # (JAX stages pmap and shard_map under jit)
+            return f"JitTracer({self.aval.str_long()})"
         batched = get_aval(self.val)
         return f"VmapTracer(aval={self.aval.str_long()}, batched={batched.str_long()})"
 

@@ -828,6 +828,19 @@ def replicated_sharding(mesh: Mesh, ndim: int | None) -> NamedSharding:
     return NamedSharding(mesh, PartitionSpec(*(None,) * ndim) if explicit else PartitionSpec())
 
 
+def explicit_type_sharding(s: Any, ndim: int) -> NamedSharding | None:
+    """The layout JAX's type of an array laid out as `s` shows (`float32[8@x,4]`): its split
+    dimensions' Explicit mesh axes; None where it names none (Auto axes stay out of types)."""
+    if type(s) is not NamedSharding or AxisType.Explicit not in s.mesh.axis_types:
+        return None
+    explicit = set(s.mesh.explicit_axes)
+    parts = [tuple(a for a in axes if a in explicit) for axes in s._parts(ndim)]
+    if not any(parts):
+        return None
+    return NamedSharding(s.mesh, PartitionSpec(*[
+        None if not axes else axes[0] if len(axes) == 1 else axes for axes in parts]))
+
+
 def context_sharding(ndim: int | None) -> NamedSharding | None:
     """The sharding JAX reports for a result computed under `jax.set_mesh(mesh)` from values
     nobody laid out (jit's and eager operations' of rank `ndim`; None: host data placed as

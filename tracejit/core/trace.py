@@ -22,7 +22,7 @@ from .config import config
 from .traceback_util import include_filename
 from .jaxpr import (ClosedJaxpr, Eqn, Jaxpr, Literal, SourceInfo, Var, check_jaxpr,
                     runs_jaxpr)
-from .sharding import context_sharding, mesh_context
+from .sharding import context_sharding, explicit_type_sharding, mesh_context
 
 _SKIP_DIRS = (os.path.dirname(contextlib.__file__) + os.sep + "contextlib",
               os.path.dirname(contextlib.__file__) + os.sep + "functools")
@@ -246,6 +246,11 @@ def typeof(x: Any) -> ShapedArray:
     handler = pytype_aval_mappings.get(type(x))
     if handler is not None:
         return handler(x)
+    if type(x) is Array and x._sharding is not None:
+        typed = explicit_type_sharding(x._sharding, x.aval.ndim)
+        if typed is not None:  # (JAX's types carry a layout over Explicit axes)
+            aval = x.aval
+            return ShapedArray(aval.shape, aval.dtype, aval.weak_type, sharding=typed)
     return get_aval(x)
 
 
