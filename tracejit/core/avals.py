@@ -32,7 +32,7 @@ class ShapedArray(AbstractValue):
         # `sharding`: a NamedSharding over Explicit mesh axes, where the layout is part of the
         # type as in JAX (only `typeof` of an array laid out so passes one; traced values carry
         # none, their layout is decided when jit partitions the program)
-        self._sharding = sharding
+        self._sharding = sharding if hasattr(sharding, "_parts") else None
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
