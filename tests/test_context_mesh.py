@@ -137,11 +137,9 @@ def test_retraces_as_jax_does(both):
 
 
 # Under jax.set_mesh, results computed from values nobody laid out are replicated over the mesh
-# (tests/libraries/mesh_placement.py). Over Explicit axes JAX writes such a value's spec as its
-# operations' typing rules made it (P() after a unary operation or a reduction of host data,
-# P(None, None) after a binary one); tracejit writes an entry per dimension: both whole on the
-# same devices.
-EXPLICIT_SPEC_FORM = ["explicit.eager_sin", "explicit.eager_sum", "explicit.jit2"]
+# (tests/libraries/mesh_placement.py); over Explicit axes the spec is written as JAX's typing
+# rules make it: P() after a unary operation or a reduction of host data, P(None, None) after a
+# binary one (tests/test_explicit_specs.py has the rule op by op).
 
 
 @pytest.fixture(scope="module")
@@ -155,23 +153,13 @@ def test_results_under_a_mesh_are_placed_as_jax_places_them(placement):
     assert len(cases) > 80
     for case in cases:
         _close(ours[case], theirs[case], case)
-        if case not in EXPLICIT_SPEC_FORM:
-            _close(ours[case + ".sharding"], theirs[case + ".sharding"], case)
+        _close(ours[case + ".sharding"], theirs[case + ".sharding"], case)
     # the contexts that place nothing, and those that do, as JAX has them
     for prefix in ("no_mesh", "abstract", "legacy"):
         assert str(theirs[f"{prefix}.jit0.sharding"]) == "SingleDeviceSharding  [0]"
     assert str(theirs["m22.jit0.sharding"]) == "NamedSharding P() [0, 1, 2, 3]"
-
-
-@pytest.mark.parametrize("case", EXPLICIT_SPEC_FORM)
-def test_replicated_spec_over_explicit_axes(placement, case):
-    # (strict: once the spec is written as JAX writes it, the case joins the test above)
-    ours, theirs = placement
-    a, b = str(ours[case + ".sharding"]), str(theirs[case + ".sharding"])
-    assert a != b
-    for text in (a, b):  # replicated over m2's devices: a spec naming no axis
-        assert text.startswith("NamedSharding P(") and text.endswith(" [0, 1]")
-        assert "'" not in text
+    assert str(theirs["explicit.eager_sin.sharding"]) == "NamedSharding P() [0, 1]"
+    assert str(theirs["explicit.eager_add.sharding"]) == "NamedSharding P(None, None) [0, 1]"
 
 
 # the checks below need 4 devices: each runs in a process of its own started with

@@ -22,7 +22,8 @@ from .config import config
 from .traceback_util import include_filename
 from .jaxpr import (ClosedJaxpr, Eqn, Jaxpr, Literal, SourceInfo, Var, check_jaxpr,
                     runs_jaxpr)
-from .sharding import context_sharding, explicit_type_sharding, mesh_context
+from .sharding import (context_sharding, explicit_type_sharding, keeps_short_spec,
+                       mesh_context)
 
 _SKIP_DIRS = (os.path.dirname(contextlib.__file__) + os.sep + "contextlib",
               os.path.dirname(contextlib.__file__) + os.sep + "functools")
@@ -171,9 +172,10 @@ class EvalTrace(Trace):
                 for r, s in zip(result, eager_shardings(primitive, params, avals_in,
                                                         avals_out, laid)):
                     r._sharding = s
-        elif placing:  # under jax.set_mesh: replicated over its mesh
+        elif placing:  # under jax.set_mesh: replicated over its mesh (P() or P(None, None))
+            short = keeps_short_spec(primitive, avals_in, avals_out)
             for r in result:
-                r._sharding = context_sharding(r.aval.ndim)
+                r._sharding = context_sharding(None if short else r.aval.ndim)
         nans, infs = config.read("jax_debug_nans"), config.read("jax_debug_infs")
         if nans or infs:
             kind = interpret.invalid_values(outs, nans, infs)

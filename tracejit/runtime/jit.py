@@ -30,7 +30,7 @@ from ..core.axis_env import extend_axis_env
 from ..core.pytree import (PyTreeDef, leaf_names, tree_flatten, tree_leaves, tree_map,
                            tree_unflatten)
 from ..core.refs import check_no_refs, is_new_ref_for, refs_in_use, stage_scope
-from ..core.sharding import (Mesh, check_sharding_leaves, check_shardings, mesh_context,
+from ..core.sharding import (AxisType, Mesh, check_sharding_leaves, check_shardings, mesh_context,
                              replicated_sharding, resolve_sharding)
 from ..core.trace import (Tracer, current_dynamic_trace, fun_debug_info, get_aval, trace_to_jaxpr,
                           user_source_info)
@@ -42,7 +42,7 @@ from .executable import Executable, compile_jaxpr
 from .jit_refs import call_with_refs
 from .sharded import (check_committed, check_layout, check_shard_map_devices,
                       committed_device, leaf_shardings, partition, propagate_noted,
-                      result_marker)
+                      result_marker, short_spec_outputs)
 
 # --- argument handling ----------------------------------------------------------------------
 
@@ -269,9 +269,14 @@ def compile_entry(entry: _CacheEntry, backend: str | None, keep_unused: bool,
     closed, entry.placement = partition(closed, entry.laid_out)
     placement = entry.placement
     if entry.context_mesh is not None:  # (as JAX reports them under set_mesh)
-        placement = [replicated_sharding(entry.context_mesh, a.ndim) if s is None else s
-                     for a, s in zip(closed.out_avals,
-                                     placement or [None] * len(closed.out_avals))]
+        outs = closed.out_avals
+        short = [False] * len(outs)
+        if AxisType.Explicit in entry.context_mesh.axis_types:  # (P() or P(None, None))
+            laid = entry.laid_out or [None] * len(entry.closed.jaxpr.invars)
+            short = short_spec_outputs(entry.closed, [s is None for s in laid])
+        placement = [replicated_sharding(entry.context_mesh, None if sh else a.ndim)
+                     if s is None else s
+                     for a, s, sh in zip(outs, placement or [None] * len(outs), short)]
     entry.mark = result_marker(placement, entry.blocks, closed.out_avals)
     kept = None
     if not keep_unused:

@@ -20,7 +20,7 @@ from ..core.primitive import ELEMENTWISE
 from ..core.pytree import tree_flatten, tree_leaves
 from ..core.sharding import (UNCONSTRAINED, AxisType, Mesh, NamedSharding, PartitionSpec,
                              SingleDeviceSharding, context_sharding, get_mesh,
-                             replicated_sharding, resolve_sharding)
+                             keeps_short_spec, replicated_sharding, resolve_sharding)
 from ..core import trace as core_trace
 from ..core.trace import trace_to_jaxpr
 from ..lax.shape import transpose_p
@@ -314,6 +314,37 @@ def plan_layout(closed: ClosedJaxpr, shardings: Sequence | None) -> Layout | Non
     return Layout(mesh, sizes, in_dims, plan.out_dims, outs, per_shard)
 
 
+def short_spec_outputs(closed: ClosedJaxpr, short_in: Sequence[bool]) -> list[bool]:
+    """Per output of `closed`, whether JAX writes its replicated spec over Explicit axes P()
+    rather than an entry per dimension, given which inputs are typed P() (values nobody laid
+    out, and closed-over constants): JAX's typing rules followed forward (core/sharding.py's
+    keeps_short_spec); a body's outputs as its equations make them (a cond's as its first
+    branch's, JAX's rule; a loop's carry and stacked outputs as its body's)."""
+    jaxpr = closed.jaxpr
+    short = dict(zip(jaxpr.invars, short_in))
+    short.update((v, True) for v in jaxpr.constvars)
+
+    def is_short(x: Any) -> bool:
+        return isinstance(x, Literal) or not x.aval.ndim or short.get(x, False)
+
+    for eqn in jaxpr.eqns:
+        ins = [is_short(x) for x in eqn.invars]
+        body = eqn.params.get("body_jaxpr") or next(
+            (v if isinstance(v, ClosedJaxpr) else v[0] for v in eqn.params.values()
+             if isinstance(v, ClosedJaxpr) or isinstance(v, tuple) and v and
+             isinstance(v[0], ClosedJaxpr)), None)
+        if body is not None:
+            n = len(body.jaxpr.invars)
+            outs = short_spec_outputs(body, ins[len(ins) - n:])
+            outs = outs[len(outs) - len(eqn.outvars):]
+        else:
+            keep = all(ins) and keeps_short_spec(
+                eqn.primitive, [x.aval for x in eqn.invars], [v.aval for v in eqn.outvars])
+            outs = [keep] * len(eqn.outvars)
+        short.update(zip(eqn.outvars, outs))
+    return [is_short(v) for v in jaxpr.outvars]
+
+
 def _eager_shardings(primitive: Any, params: dict, avals: Sequence, avals_out: Sequence,
                      laid: Sequence) -> list:
     """The shardings of an eager primitive's results (core/trace.py `eager_shardings`): as jit
@@ -336,7 +367,9 @@ def _eager_shardings(primitive: Any, params: dict, avals: Sequence, avals_out: S
     placed = all(s is None for s in laid)  # (an operand committed to one device: stays there)
     if not (params and runs_jaxpr(params)):
         if first is None:
-            return [context_sharding(a.ndim) if placed else None for a in avals_out]
+            short = keeps_short_spec(primitive, avals, avals_out)
+            return [context_sharding(None if short else a.ndim) if placed else None
+                    for a in avals_out]
         if whole:
             s, ndim = first
             same = AxisType.Explicit not in s.mesh.axis_types
@@ -346,7 +379,9 @@ def _eager_shardings(primitive: Any, params: dict, avals: Sequence, avals_out: S
     closed = trace_to_jaxpr(lambda *xs: _as_list(primitive.bind(*xs, **params)), avals)
     layout = plan_layout(closed, named if first is not None else None)
     if layout is None:
-        return [context_sharding(a.ndim) if placed else None for a in avals_out]
+        short = short_spec_outputs(closed, [True] * len(avals))
+        return [context_sharding(None if sh else a.ndim) if placed else None
+                for a, sh in zip(avals_out, short)]
     return list(layout.outs)
 
 
