@@ -40,9 +40,9 @@ from . import backend_start, explain
 from .devices import place, to_array
 from .executable import Executable, compile_jaxpr
 from .jit_refs import call_with_refs
-from .sharded import (check_committed, check_layout, check_shard_map_devices,
-                      committed_device, leaf_shardings, partition, propagate_noted,
-                      result_marker, short_spec_outputs)
+from .sharded import (check_committed, check_context_mesh, check_layout,
+                      check_shard_map_devices, committed_device, leaf_shardings, partition,
+                      propagate_noted, result_marker, short_spec_outputs)
 
 # --- argument handling ----------------------------------------------------------------------
 
@@ -516,6 +516,8 @@ class Jitted:
             self._check_in_shardings(dyn_args)
             if laid_out is not None:
                 check_layout(laid_out, avals, arg_names, self.fun_name)
+                check_context_mesh(laid_out, avals, arg_names, self.fun_name, _MESHES.placing,
+                                   user_source_info())
             start = time.perf_counter()
             entry = self._stage(static, static_kw, in_tree, len(args), avals, arg_names)
             entry.laid_out, entry.context_mesh = laid_out, _MESHES.placing

@@ -20,7 +20,8 @@ from ..core.primitive import ELEMENTWISE
 from ..core.pytree import tree_flatten, tree_leaves
 from ..core.sharding import (UNCONSTRAINED, AxisType, Mesh, NamedSharding, PartitionSpec,
                              SingleDeviceSharding, context_sharding, get_mesh,
-                             keeps_short_spec, replicated_sharding, resolve_sharding)
+                             keeps_short_spec, mesh_context, replicated_sharding,
+                             resolve_sharding)
 from ..core import trace as core_trace
 from ..core.trace import trace_to_jaxpr
 from ..lax.shape import transpose_p
@@ -141,6 +142,24 @@ def check_layout(shardings: Sequence, avals: Sequence, arg_names: Sequence[str],
                 f"shape {_type(aval)} and with device ids {_ids(s)} on platform CPU")
 
 
+def check_context_mesh(shardings: Sequence, avals: Sequence, arg_names: Sequence[str],
+                       fun_name: str, context: Mesh | None, where: Any) -> None:
+    """JAX's error for arguments laid out over a mesh (their own layout or in_shardings') of
+    other devices, or of the same in another order, than the mesh `jax.set_mesh` put in
+    effect (`context`; `with mesh:` and use_abstract_mesh bind no devices, as in JAX): the
+    program would run on both. Checked once per traced signature (the key holds both)."""
+    if context is None:
+        return
+    ids = [d.id for d in context.devices.flat]
+    for s, aval, name in zip(shardings, avals, arg_names):
+        if s is not None and isinstance(s.mesh, Mesh) and not s.mesh.is_multi_process and \
+                _ids(s) != ids:
+            raise incompatible_devices(argument_text(name, fun_name, aval), _ids(s),
+                                       "jit's context mesh", ids,
+                                       f" at {where}" if where is not None else "",
+                                       _CONTEXT_FIX)
+
+
 def check_shard_map_devices(closed: ClosedJaxpr, shardings: Sequence, avals: Sequence,
                             arg_names: Sequence[str], fun_name: str) -> None:
     """JAX's error for a program staging shard_map over a mesh of other devices (or of the
@@ -182,19 +201,29 @@ def argument_text(name: str, fun_name: str, aval: Any) -> str:
     return f"argument {name} of {fun_name} with shape {_type(aval)} and"
 
 
+_COMMITTED_FIX = (
+    "A jitted program runs on one set of devices: an array committed to a device "
+    "(`jax.device_put(x, device)`) binds it to that device, one laid out over a mesh, a "
+    "shard_map, a sharding constraint or out_shardings to the mesh's devices. Put the "
+    "committed array on the mesh first (`jax.device_put(x, NamedSharding(mesh, spec))`), or "
+    "pass it uncommitted (an array made without a device or sharding).")
+_CONTEXT_FIX = (
+    "A jitted program runs on one set of devices, and under `jax.set_mesh(mesh)` (jit's "
+    "context mesh) those are the mesh's, in its order: an array laid out over another mesh "
+    "(another operation's result under another set_mesh included) binds it to that mesh's. "
+    "Move the array first (`jax.device_put(x, NamedSharding(mesh, spec))`), or compute on it "
+    "outside this set_mesh.")
+
+
 def incompatible_devices(first: str, ids: list, other: str, other_ids: list,
-                         where: str) -> ValueError:
+                         where: str, fix: str = _COMMITTED_FIX) -> ValueError:
     """JAX's error for a jitted program bound to two sets of devices (`first` and `other`
     describe what binds it to each: "argument a of f with shape float32[8] and", "shard_map
     inside jit"), then why and what to do."""
     return ValueError(
         f"Received incompatible devices for jitted computation. Got {first} with device ids "
         f"{ids} on platform CPU and {other} with device ids {other_ids} on platform "
-        f"CPU{where}\n\nA jitted program runs on one set of devices: an array committed to a "
-        f"device (`jax.device_put(x, device)`) binds it to that device, one laid out over a "
-        f"mesh, a shard_map, a sharding constraint or out_shardings to the mesh's devices. "
-        f"Put the committed array on the mesh first (`jax.device_put(x, NamedSharding(mesh, "
-        f"spec))`), or pass it uncommitted (an array made without a device or sharding).")
+        f"CPU{where}\n\n{fix}")
 
 
 def check_committed(closed: ClosedJaxpr, leaves: Sequence, laid_out: Sequence | None,
@@ -364,6 +393,13 @@ def _eager_shardings(primitive: Any, params: dict, avals: Sequence, avals_out: S
             whole = whole and _whole(s)
     if first is not None and getattr(first[0].mesh, "is_multi_process", False):
         return [None] * len(avals_out)
+    context = mesh_context().placing
+    if first is not None and context is not None and isinstance(first[0].mesh, Mesh) and \
+            _ids(first[0]) != [d.id for d in context.devices.flat]:
+        k = next(k for k, s in enumerate(laid) if s is first[0])
+        name = "xy"[k] if k < 2 and primitive.fusion == ELEMENTWISE else f"args[{k}]"
+        check_context_mesh([first[0]], [avals[k]], [name], primitive.name, context,
+                           core_trace.user_source_info())
     placed = all(s is None for s in laid)  # (an operand committed to one device: stays there)
     if not (params and runs_jaxpr(params)):
         if first is None:
