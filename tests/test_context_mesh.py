@@ -288,14 +288,14 @@ def check_laid_out_elsewhere_is_refused():
     for mesh, arg, ids in [(m4, placed, r"\[0, 1, 2, 3\]"), (m2, tj.device_put(
             X, NamedSharding(reordered, P("x"))), r"\[0, 1\]")]:
         with tj.set_mesh(mesh):
-            for call in (lambda: jf(arg), lambda: jf(arg), lambda: arg + 1, lambda: arg.sum()):
+            for call in (jf, jf, lambda a: a + 1, lambda a: a.sum()):
                 with pytest.raises(ValueError, match=r"Received incompatible devices for jitted "
                                    r"computation. Got argument .* with shape float32\[8\] and "
                                    rf"with device ids \[.\, .\] on platform CPU and jit's "
                                    rf"context mesh with device ids {ids} on platform CPU at "
                                    r".*test_context_mesh.py:\d+ .*\n\nA jitted program runs "
                                    r"on one set of devices, and under `jax.set_mesh"):
-                    call()
+                    call(arg)
     assert jf._cache_size() == 0
     with tj.set_mesh(m2):  # (its own mesh: runs)
         np.testing.assert_array_equal(np.asarray(jf(placed) + placed), X * 3)
