@@ -1,8 +1,8 @@
 """How types print — `str(jax.typeof(x))` in JAX's short form (`float32[3,4]`, `~float32[]`,
 `float32[8@x,4]` over Explicit mesh axes, `float32[2]{V:(x,y)}` inside shard_map), `repr` as
-`ShapedArray(...)`, tracers' str and repr under jit and shard_map — and lax.pbroadcast over several
-mesh axes (values and type error), against real JAX 0.10 (tests/libraries/type_strings.py, run
-with both)."""
+`ShapedArray(...)`, tracers' str and repr under jit and shard_map — and lax.pbroadcast (values and
+type error), ppermute and pshuffle over several mesh axes, against real JAX 0.10
+(tests/libraries/type_strings.py, run with both)."""
 import numpy as np
 import pytest
 
@@ -35,6 +35,16 @@ def test_pbroadcast_over_several_axes_as_jax(both, case):
     ours, theirs = both
     np.testing.assert_array_equal(ours[case], theirs[case])
     assert str(ours[case + ".error"]) == str(theirs[case + ".error"])
+
+
+@pytest.mark.parametrize("case", ["ppermute_xy", "ppermute_yx", "ppermute_partial",
+                                  "ppermute_ab_on_ba", "pshuffle_xy"])
+def test_ppermute_over_several_axes_as_jax(both, case):
+    """Positions numbered over the axes' product in the mesh's order, whatever the tuple's (it
+    raised NotImplementedError); values and gradients."""
+    ours, theirs = both
+    for k in (case, case + ".grad"):
+        np.testing.assert_allclose(ours[k], theirs[k], rtol=1e-6, atol=1e-6, err_msg=k)
 
 
 def test_pbroadcast_error_names_the_line_and_the_fix():

@@ -1,7 +1,8 @@
 """How types print (`str` and `repr` of jax.typeof and of tracers): weak types, dtypes, keys,
 inside jit and shard_map (varying axes, in the mesh's order), arrays laid out over Explicit mesh
-axes (`float32[8@x,4]`); and lax.pbroadcast over several mesh axes of a 2x2 mesh of 4 CPU
-devices, its values and its error for an operand invariant over one of them (written for real
+axes (`float32[8@x,4]`); and collectives over several mesh axes of a 2x2 mesh of 4 CPU devices:
+lax.pbroadcast (its values, its error for an operand invariant over one of them), ppermute and
+pshuffle (values, whatever order the tuple names the axes in, and gradients) (written for real
 JAX)."""
 import sys
 
@@ -132,5 +133,25 @@ broadcast("pbroadcast_y_1", ("y",), 1, P(("x", "y")))
 broadcast("pbroadcast_xy_invariant_y", ("x", "y"), 2, P("x"))
 broadcast("pbroadcast_xy_invariant", ("x", "y"), 2, P())
 broadcast("pbroadcast_xy_unchecked", ("x", "y"), 2, P("x"), check_vma=False)
+
+# ppermute and pshuffle over several axes: positions numbered over the product of the axes
+ba = Mesh(devs, ("b", "a"), axis_types=(AxisType.Auto,) * 2)
+w = np.cos(np.arange(32.0, dtype=np.float32)).reshape(8, 4)
+cycle = [(0, 1), (1, 2), (2, 3), (3, 0)]
+for name, m, axes, f in [
+        ("ppermute_xy", auto, ("x", "y"), lambda v, axes: lax.ppermute(v, axes, cycle)),
+        ("ppermute_yx", auto, ("y", "x"), lambda v, axes: lax.ppermute(v, axes, cycle)),
+        ("ppermute_partial", auto, ("x", "y"), lambda v, axes: lax.ppermute(v, axes,
+                                                                          [(0, 2), (3, 1)])),
+        ("ppermute_ab_on_ba", ba, ("a", "b"), lambda v, axes: lax.ppermute(v, axes, cycle)),
+        ("pshuffle_xy", auto, ("x", "y"), lambda v, axes: lax.pshuffle(v, axes, [3, 2, 0, 1]))]:
+    spec = P(tuple(m.axis_names))
+    out[name] = np.asarray(jax.jit(jax.shard_map(lambda v, f=f, axes=axes: f(v, axes), mesh=m,
+                                                 in_specs=spec, out_specs=spec))(base))
+
+    def loss(v, wv, f=f, axes=axes):
+        return jnp.sum(jnp.sin(f(v, axes)) * wv)
+    out[name + ".grad"] = np.asarray(jax.jit(jax.shard_map(
+        jax.grad(loss), mesh=m, in_specs=(spec, spec), out_specs=spec))(base, w))
 
 np.savez(sys.argv[1], **out)

@@ -15,7 +15,8 @@ import numpy as np
 
 from ..core.avals import ShapedArray
 from ..core import trace as _trace
-from ..core.axis_env import NamedAxisPrimitive, axis_size as _bound_size, lookup, vma_frames
+from ..core.axis_env import (NamedAxisPrimitive, axis_size as _bound_size, bound_names, lookup,
+                             vma_frames)
 from ..core.batching import in_batch_rule
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.pytree import tree_flatten, tree_unflatten
@@ -571,8 +572,9 @@ def_linear(ppermute_p, lambda ct, x, *, axis_name, perm: [ppermute_p.bind(
 def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
     """Send each lane's `x` (a pytree) to another: `perm` lists (source, destination) pairs;
     a lane no pair sends to receives zeros."""
-    name = _one_name("ppermute", axis_name)
-    n = _bound_size(name)
+    names = _names(axis_name)
+    name = names[0] if len(names) == 1 else names
+    n = math.prod(_bound_size(a) for a in names)
     perm = tuple((int(s), int(d)) for s, d in perm)
     srcs, dsts = [s for s, _ in perm], [d for _, d in perm]
     if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
@@ -581,8 +583,37 @@ def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
         if not (0 <= s < n and 0 <= d < n):
             raise ValueError(f"ppermute permutation {perm} names a lane outside the axis "
                              f"{name!r} of size {n}")
+    if len(names) > 1:
+        return _ppermute_several(x, names, perm)
     return _over_leaves("ppermute", x, name, lambda leaf, name, n, _: ppermute_p.bind(
         leaf, axis_name=(name,), perm=perm))
+
+
+def _ppermute_several(x: Any, names: tuple, perm: tuple) -> Any:
+    """ppermute over several axes: positions numbered over their product in the order the
+    axes are bound (the mesh's, whatever the tuple's order, as JAX 0.10 numbers them); each
+    position gathers every position's x and keeps its source's, zeros where none sends to it
+    (one all_gather per axis: n times the operand's memory, where JAX sends the one piece)."""
+    from .indexing import dynamic_index_in_dim
+    bound = bound_names()
+    order = sorted(names, key=bound.index)
+    n = math.prod(_bound_size(a) for a in order)
+    source = np.zeros(n, np.int32)
+    sent = np.zeros(n, np.bool_)
+    for s, d in perm:
+        source[d], sent[d] = s, True
+    here = axis_index(tuple(order))
+
+    def one(leaf):
+        gathered = leaf
+        for a in reversed(order):  # (the outermost axis ends up major)
+            gathered = all_gather(gathered, a)
+        gathered = reshape(gathered, (n,) + get_aval(leaf).shape)
+        mine = dynamic_index_in_dim(gathered, dynamic_index_in_dim(source, here, 0, False), 0,
+                                    False)
+        return select_n(dynamic_index_in_dim(sent, here, 0, False), full_like(mine, 0), mine)
+    leaves, tree = tree_flatten(x)
+    return tree_unflatten(tree, [one(as_lax_operands("ppermute", leaf)[0]) for leaf in leaves])
 
 
 def pshuffle(x: Any, axis_name: Any, perm: Sequence[int]) -> Any:
