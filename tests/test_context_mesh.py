@@ -26,8 +26,7 @@ SEQUENCES = [("sm", MESHES), ("out", MESHES + ["no_mesh"]), ("wsc", MESHES + ["n
 # (JAX binds a shard_map object given mesh=None to the first mesh it ran under and raises
 # under one of another shape, as tracejit does: "sm.m4" and "sm.m22" are refused by both;
 # `sm_fresh` has a shard_map of its own for each mesh)
-# JAX refuses an argument laid out over devices other than the context mesh's; tracejit runs
-# the program on the argument's devices (decided when traced; no check of the context mesh)
+# an argument laid out over devices other than the context mesh's: JAX's error, in both
 PLACED_ELSEWHERE = ["am_placed.m4", "am_placed.m2_other", "am_placed.m22"]
 # tracejit keys on the concrete mesh (its traced programs hold the devices: shard_map's and
 # bare specs' layouts), JAX on the abstract mesh: the same shape over other devices traces
@@ -56,7 +55,7 @@ def _cases():
         yield f"sm_fresh.{m}"
 
 
-@pytest.mark.parametrize("case", [c for c in _cases() if c not in PLACED_ELSEWHERE])
+@pytest.mark.parametrize("case", list(_cases()))
 def test_values_and_shardings_match_jax(both, case):
     ours, theirs = both
     _close(ours[case], theirs[case], case)
@@ -98,12 +97,10 @@ def test_shard_map_is_bound_to_its_first_mesh_as_in_jax(both, case):
 
 
 @pytest.mark.parametrize("case", PLACED_ELSEWHERE)
-def test_known_divergences_from_jax(both, case):
-    # (strict: a fix makes this fail, and the case moves to the cases above)
+def test_arguments_laid_out_elsewhere_are_refused(both, case):
     ours, theirs = both
     assert str(theirs[case + ".sharding"]).startswith("error")
-    assert not str(ours[case + ".sharding"]).startswith("error")
-    np.testing.assert_allclose(ours[case], ours[case.replace("am_placed.", "am.")])
+    assert str(ours[case + ".sharding"]) == str(theirs[case + ".sharding"])
 
 
 def _new_traces(results: dict) -> dict[str, int]:
@@ -137,11 +134,9 @@ def test_retraces_as_jax_does(both):
 
 
 # Under jax.set_mesh, results computed from values nobody laid out are replicated over the mesh
-# (tests/libraries/mesh_placement.py). Over Explicit axes JAX writes such a value's spec as its
-# operations' typing rules made it (P() after a unary operation or a reduction of host data,
-# P(None, None) after a binary one); tracejit writes an entry per dimension: both whole on the
-# same devices.
-EXPLICIT_SPEC_FORM = ["explicit.eager_sin", "explicit.eager_sum", "explicit.jit2"]
+# (tests/libraries/mesh_placement.py); over Explicit axes the spec is written as JAX's typing
+# rules make it: P() after a unary operation or a reduction of host data, P(None, None) after a
+# binary one (tests/test_explicit_specs.py has the rule op by op).
 
 
 @pytest.fixture(scope="module")
@@ -155,30 +150,21 @@ def test_results_under_a_mesh_are_placed_as_jax_places_them(placement):
     assert len(cases) > 80
     for case in cases:
         _close(ours[case], theirs[case], case)
-        if case not in EXPLICIT_SPEC_FORM:
-            _close(ours[case + ".sharding"], theirs[case + ".sharding"], case)
+        _close(ours[case + ".sharding"], theirs[case + ".sharding"], case)
     # the contexts that place nothing, and those that do, as JAX has them
     for prefix in ("no_mesh", "abstract", "legacy"):
         assert str(theirs[f"{prefix}.jit0.sharding"]) == "SingleDeviceSharding  [0]"
     assert str(theirs["m22.jit0.sharding"]) == "NamedSharding P() [0, 1, 2, 3]"
-
-
-@pytest.mark.parametrize("case", EXPLICIT_SPEC_FORM)
-def test_replicated_spec_over_explicit_axes(placement, case):
-    # (strict: once the spec is written as JAX writes it, the case joins the test above)
-    ours, theirs = placement
-    a, b = str(ours[case + ".sharding"]), str(theirs[case + ".sharding"])
-    assert a != b
-    for text in (a, b):  # replicated over m2's devices: a spec naming no axis
-        assert text.startswith("NamedSharding P(") and text.endswith(" [0, 1]")
-        assert "'" not in text
+    assert str(theirs["explicit.eager_sin.sharding"]) == "NamedSharding P() [0, 1]"
+    assert str(theirs["explicit.eager_add.sharding"]) == "NamedSharding P(None, None) [0, 1]"
 
 
 # the checks below need 4 devices: each runs in a process of its own started with
 # TRACEJIT_NUM_CPU_DEVICES=4 (this file run as a script), as the test process has one
 IN_PROCESS = ["fast_path_keyed_by_mesh", "mesh_set_while_tracing",
               "sharded_arguments_under_two_meshes",
-              "abstract_and_legacy_meshes", "meshes_per_thread", "explains_the_miss"]
+              "abstract_and_legacy_meshes", "meshes_per_thread", "explains_the_miss",
+              "laid_out_elsewhere_is_refused"]
 
 
 @pytest.mark.parametrize("check", IN_PROCESS)
@@ -289,6 +275,34 @@ def check_sharded_arguments_under_two_meshes():
             out = g(tj.device_put(X, NamedSharding(m, P())))
             assert out.sharding == NamedSharding(m, P("x"))
             np.testing.assert_array_equal(np.asarray(out), X * 2)
+
+
+def check_laid_out_elsewhere_is_refused():
+    # an array laid out over devices 0, 1 (or 1, 0) under set_mesh of others: JAX's error,
+    # under jit (every call: the refused signature is not kept) and eagerly, naming the line
+    # and the fix; `with mesh:` and use_abstract_mesh bind no devices, as in JAX
+    m2, m4 = _meshes()
+    reordered = Mesh(np.array(tj.devices()[:2][::-1]), ("x",))
+    placed = tj.device_put(X, NamedSharding(m2, P("x")))
+    jf = tj.jit(lambda a: a * 2)
+    for mesh, arg, ids in [(m4, placed, r"\[0, 1, 2, 3\]"), (m2, tj.device_put(
+            X, NamedSharding(reordered, P("x"))), r"\[0, 1\]")]:
+        with tj.set_mesh(mesh):
+            for call in (jf, jf, lambda a: a + 1, lambda a: a.sum()):
+                with pytest.raises(ValueError, match=r"Received incompatible devices for jitted "
+                                   r"computation. Got argument .* with shape float32\[8\] and "
+                                   rf"with device ids \[.\, .\] on platform CPU and jit's "
+                                   rf"context mesh with device ids {ids} on platform CPU at "
+                                   r".*test_context_mesh.py:\d+ .*\n\nA jitted program runs "
+                                   r"on one set of devices, and under `jax.set_mesh"):
+                    call(arg)
+    assert jf._cache_size() == 0
+    with tj.set_mesh(m2):  # (its own mesh: runs)
+        np.testing.assert_array_equal(np.asarray(jf(placed) + placed), X * 3)
+    with pytest.warns(DeprecationWarning), m4:
+        np.testing.assert_array_equal(np.asarray(jf(placed)), X * 2)
+    with use_abstract_mesh(AbstractMesh((4,), ("x",))):
+        np.testing.assert_array_equal(np.asarray(jf(placed) - placed), X)
 
 
 def check_abstract_and_legacy_meshes():

@@ -245,6 +245,36 @@ def test_pbroadcast_gradients_are_the_psum_formulas(source, check_vma):
                                        atol=1e-6, err_msg=broadcast.__name__)
 
 
+@pytest.mark.parametrize("check_vma", [True, False])
+@pytest.mark.parametrize("axes,source", [(("i", "j"), 1), (("j", "i"), 1), (("i", "j"), 3)])
+def test_pbroadcast_over_several_axes_is_the_psum_formula(axes, source, check_vma):
+    """pbroadcast over two mesh axes (the source numbered as axis_index numbers the positions,
+    the first axis major): values and gradients inside shard_map equal those of the psum JAX's
+    documentation equates it with (it raised NotImplementedError; JAX's CPU backend has no
+    lowering for it, tests/libraries/type_strings.py records the formula's values)."""
+    mesh = tj.sharding.AbstractMesh((2, 2), ("i", "j"))
+    lax, jnp = tj.lax, tj.numpy
+
+    def formula(a, axis_name, s):
+        return lax.psum(jnp.where(lax.axis_index(axis_name) == s, a, jnp.zeros_like(a)),
+                        axis_name)
+
+    x = np.linspace(-2, 2, 24, dtype=np.float32).reshape(8, 3)
+    w = np.cos(np.arange(24.0, dtype=np.float32)).reshape(8, 3)
+    got = []
+    for broadcast in (lax.pbroadcast, formula):
+        def position(a, v, broadcast=broadcast):
+            return jnp.sum(jnp.sin(broadcast(a, axes, source)) * v)
+        spec = tj.P(("i", "j"))
+        got.append([np.asarray(tj.jit(tj.shard_map(
+            f, mesh=mesh, in_specs=(spec, spec), out_specs=spec, check_vma=check_vma))(x, w))
+            for f in (lambda a, v, broadcast=broadcast: broadcast(a, axes, source) * v,
+                      lambda a, v, position=position: tj.grad(position)(a, v))])
+    for ours, want in zip(*got):
+        np.testing.assert_allclose(ours, want, rtol=1e-6, atol=1e-6)
+    assert np.count_nonzero(got[0][1]) == 6  # (only the source's block has a gradient)
+
+
 def test_pbroadcast_of_an_invariant_value_without_the_types():
     """Only check_vma=True refuses pbroadcast's invariant operand (test above): untyped, and
     under vmap's named axis, every lane gets the value it already held, as in JAX."""

@@ -346,7 +346,10 @@ class KeyShapedArray(AbstractValue):
     def str_short(self, short_dtypes: bool = False) -> str:
         return f"{self.dtype}[{','.join(map(str, self.shape))}]"
 
-    __str__ = __repr__ = str_short
+    __str__ = str_short
+
+    def __repr__(self) -> str:  # (JAX's: a ShapedArray of the key dtype)
+        return f"ShapedArray({self.str_short()})"
 
 
 pytype_aval_mappings[PRNGKeyArray] = lambda key: KeyShapedArray(key.shape)

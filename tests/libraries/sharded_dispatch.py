@@ -71,13 +71,27 @@ for name, m, spec in [("x_a", mesh_a, ("x",)), ("x_a_again", mesh_a, ("x",)),
 record("g_two_meshes", lambda: g(put(mesh_a, "x"), put(mesh_b, "x")))
 record("g_a_after_error", lambda: g(put(mesh_a, "x"), put(mesh_a, "x", scale=2.0)))
 
-# in_shardings: an argument laid out otherwise is an error, an uncommitted one is placed
+# in_shardings: an argument laid out otherwise is an error, an uncommitted one is placed; one
+# laid out alike over other devices (or the same in another order) is moved to in_shardings'
 h = jax.jit(lambda a: a * 3, in_shardings=NamedSharding(mesh_a, P("x")))
 record("h_matching", lambda: h(put(mesh_a, "x")))
 record("h_matching_again", lambda: h(put(mesh_a, "x")))
 record("h_numpy", lambda: h(base))
 record("h_other_spec", lambda: h(put(mesh_a)))
 record("h_other_mesh", lambda: h(put(mesh_b, "x")))
+record("h_reordered_mesh", lambda: h(put(mesh_r, "x")))
+record("h_other_mesh_replicated", lambda: h(put(mesh_b)))
+record("h_committed_device", lambda: h(jax.device_put(base, devs[3])))
+record("h_uncommitted", lambda: h(jnp.asarray(base)))
+record("h_matching_last", lambda: h(put(mesh_a, "x")))
+# replicated in_shardings: an argument on one device, or replicated elsewhere, is moved
+hr = jax.jit(lambda a: a - 1, in_shardings=NamedSharding(mesh_a, P()))
+record("hr_committed_device", lambda: hr(jax.device_put(base, devs[3])))
+record("hr_other_mesh_replicated", lambda: hr(put(mesh_b)))
+record("hr_other_mesh_split", lambda: hr(put(mesh_b, "x")))
+# one device's in_shardings: an argument split over a mesh is refused
+hd = jax.jit(lambda a: a * 5, in_shardings=jax.sharding.SingleDeviceSharding(devs[3]))
+record("hd_split", lambda: hd(put(mesh_a, "x")))
 
 # donation: the donated argument is gone after each call, the result laid out as before
 d = jax.jit(lambda a: a + 1, donate_argnums=0)

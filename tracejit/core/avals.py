@@ -1,6 +1,7 @@
 """Abstract values: what tracing knows about an array (shape, dtype, weak type), never its data."""
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any, NamedTuple
 
@@ -23,13 +24,15 @@ class ManualAxisType(NamedTuple):
 
 
 class ShapedArray(AbstractValue):
-    __slots__ = ("shape", "dtype", "weak_type", "vma", "_hash")
+    __slots__ = ("shape", "dtype", "weak_type", "vma", "_hash", "_sharding")
     array_abstraction_level = 1
 
     def __init__(self, shape: tuple[int, ...], dtype: Any, weak_type: bool = False, *,
                  sharding: Any = None, vma: frozenset = frozenset()):
-        # (`sharding` is accepted as JAX's constructor takes it; one device: every value is
-        # replicated, as `.sharding` says)
+        # `sharding`: a NamedSharding over Explicit mesh axes, where the layout is part of the
+        # type as in JAX (only `typeof` of an array laid out so passes one; traced values carry
+        # none, their layout is decided when jit partitions the program)
+        self._sharding = sharding if hasattr(sharding, "_parts") else None
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
@@ -49,8 +52,10 @@ class ShapedArray(AbstractValue):
 
     @property
     def sharding(self):
-        """How a value of this type is laid out over devices, as JAX types say it: no mesh
-        axes, every dimension unpartitioned (tracejit has one device)."""
+        """How a value of this type is laid out over devices, as JAX types say it: the Explicit
+        layout it was given, else no mesh axes, every dimension unpartitioned."""
+        if self._sharding is not None:
+            return self._sharding
         from .sharding import AbstractMesh, NamedSharding, PartitionSpec
         return NamedSharding(AbstractMesh((), ()), PartitionSpec(*[None] * self.ndim))
 
@@ -80,23 +85,35 @@ class ShapedArray(AbstractValue):
         return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
 
     def str_long(self) -> str:
-        """`float32[3]`, `~float32[]` for a weak type: how JAX's tracer reprs show a type."""
-        shape = ",".join(map(str, self.shape))
-        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{shape}]{self._vma_str()}"
+        """`float32[3]`, `~float32[]` for a weak type, `float32[8@x,4]` split over an Explicit
+        axis, `float32[2]{V:i}` varying inside shard_map: JAX's `str` of a type."""
+        return f"{'~' if self.weak_type else ''}{self._type_str()}"
+
+    def _type_str(self) -> str:
+        """JAX's `str_short_aval`: dtype, dimensions with their Explicit mesh axes, vma."""
+        parts = self._sharding._parts(self.ndim) if self._sharding is not None else ()
+        dims = [str(n) if not axes else f"{n}@{axes[0]}" if len(axes) == 1 else
+                f"{n}@({','.join(axes)})" for n, axes in
+                itertools.zip_longest(self.shape, parts, fillvalue=())]
+        return f"{self.dtype.name}[{','.join(dims)}]{self._vma_str()}"
 
     def _vma_str(self) -> str:
-        """JAX's `{V:i}` / `{V:(i,j)}` suffix of a type varying over manual axes."""
+        """JAX's `{V:i}` / `{V:(i,j)}` suffix of a type varying over manual axes, in the mesh's
+        order (that of the shard_map axes bound; names bound nowhere after them, sorted)."""
         if not self.vma:
             return ""
-        names = sorted(map(str, self.vma))
-        return "{V:" + (names[0] if len(names) == 1 else f"({','.join(names)})") + "}"
+        from .axis_env import vma_frames
+        bound = [f.typed_as if f.typed_as is not None else f.name for f in vma_frames()]
+        names = [n for n in dict.fromkeys(bound) if n in self.vma]
+        names += sorted(str(n) for n in self.vma if n not in names)
+        return "{V:" + (str(names[0]) if len(names) == 1 else
+                        f"({','.join(map(str, names))})") + "}"
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
-        shape = ",".join(map(str, self.shape))
-        return f"ShapedArray({self.dtype.name}[{shape}]{self._vma_str()}{weak})"
+        return f"ShapedArray({self._type_str()}{weak})"
 
-    __str__ = __repr__
+    __str__ = str_long
 
 
 class ArrayMetadata:

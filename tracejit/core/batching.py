@@ -27,6 +27,13 @@ class BatchTracer(Tracer):
     __slots__ = ("val", "bdim", "spread")
 
     def __repr__(self) -> str:  # JAX's name and form
+        axis = self._trace.main.global_data
+        if axis is not None and axis.devices:  # pmap's or shard_map's: under jit, JAX's is
+            base = self.val                    # a JitTracer of the per-device type
+            while isinstance(base, BatchTracer):
+                base = base.val
+            if isinstance(base, Tracer):
+                return f"JitTracer({self.aval.str_long()})"
         batched = get_aval(self.val)
         return f"VmapTracer(aval={self.aval.str_long()}, batched={batched.str_long()})"
 

@@ -828,6 +828,47 @@ def replicated_sharding(mesh: Mesh, ndim: int | None) -> NamedSharding:
     return NamedSharding(mesh, PartitionSpec(*(None,) * ndim) if explicit else PartitionSpec())
 
 
+# Over Explicit axes JAX types each result with a sharding its primitive's rule derives from
+# its operands'. A value nobody laid out (host data, a Python scalar, an array on its default
+# device) enters a program typed `P()` under set_mesh; the rules of these primitives keep,
+# drop or permute the entries of their operand's spec, so that P() stays P(); every other rule
+# (a broadcasting binary operation, broadcast_in_dim, iota, concatenate, gather, select_n, a
+# scan's stacking) writes an entry per dimension: `P(None, None)`. Both are whole on every
+# device; only how the spec is written differs (tests/test_context_mesh.py, against JAX 0.10).
+_SPEC_KEEPING = frozenset({
+    "transpose", "reshape", "squeeze", "rev", "slice", "dynamic_slice", "pad", "dot_general",
+    "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
+    "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "sort",
+    "top_k", "copy", "copy_p", "convert_element_type", "bitcast_convert_type",
+    "reduce_precision", "integer_pow", "split"})
+
+
+def keeps_short_spec(primitive: Any, operand_avals: Sequence, out_avals: Sequence) -> bool:
+    """Whether `primitive` (one without a body) types its results `P()` when its operands of
+    rank > 0 are typed `P()`: a rule of _SPEC_KEEPING's, or a unary elementwise operation. (A
+    reshape that only adds unit dimensions is JAX's expand_dims, a broadcast_in_dim there.)"""
+    from .primitive import ELEMENTWISE  # (primitive imports trace, which imports this module)
+    if primitive.name == "reshape" and out_avals[0].ndim > operand_avals[0].ndim and \
+            [n for n in out_avals[0].shape if n != 1] == \
+            [n for n in operand_avals[0].shape if n != 1]:
+        return False
+    return primitive.name in _SPEC_KEEPING or (
+        primitive.fusion == ELEMENTWISE and len(operand_avals) == 1)
+
+
+def explicit_type_sharding(s: Any, ndim: int) -> NamedSharding | None:
+    """The layout JAX's type of an array laid out as `s` shows (`float32[8@x,4]`): its split
+    dimensions' Explicit mesh axes; None where it names none (Auto axes stay out of types)."""
+    if type(s) is not NamedSharding or AxisType.Explicit not in s.mesh.axis_types:
+        return None
+    explicit = set(s.mesh.explicit_axes)
+    parts = [tuple(a for a in axes if a in explicit) for axes in s._parts(ndim)]
+    if not any(parts):
+        return None
+    return NamedSharding(s.mesh, PartitionSpec(*[
+        None if not axes else axes[0] if len(axes) == 1 else axes for axes in parts]))
+
+
 def context_sharding(ndim: int | None) -> NamedSharding | None:
     """The sharding JAX reports for a result computed under `jax.set_mesh(mesh)` from values
     nobody laid out (jit's and eager operations' of rank `ndim`; None: host data placed as

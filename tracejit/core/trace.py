@@ -22,7 +22,8 @@ from .config import config
 from .traceback_util import include_filename
 from .jaxpr import (ClosedJaxpr, Eqn, Jaxpr, Literal, SourceInfo, Var, check_jaxpr,
                     runs_jaxpr)
-from .sharding import context_sharding, mesh_context
+from .sharding import (context_sharding, explicit_type_sharding, keeps_short_spec,
+                       mesh_context)
 
 _SKIP_DIRS = (os.path.dirname(contextlib.__file__) + os.sep + "contextlib",
               os.path.dirname(contextlib.__file__) + os.sep + "functools")
@@ -171,9 +172,10 @@ class EvalTrace(Trace):
                 for r, s in zip(result, eager_shardings(primitive, params, avals_in,
                                                         avals_out, laid)):
                     r._sharding = s
-        elif placing:  # under jax.set_mesh: replicated over its mesh
+        elif placing:  # under jax.set_mesh: replicated over its mesh (P() or P(None, None))
+            short = keeps_short_spec(primitive, avals_in, avals_out)
             for r in result:
-                r._sharding = context_sharding(r.aval.ndim)
+                r._sharding = context_sharding(None if short else r.aval.ndim)
         nans, infs = config.read("jax_debug_nans"), config.read("jax_debug_infs")
         if nans or infs:
             kind = interpret.invalid_values(outs, nans, infs)
@@ -246,6 +248,11 @@ def typeof(x: Any) -> ShapedArray:
     handler = pytype_aval_mappings.get(type(x))
     if handler is not None:
         return handler(x)
+    if type(x) is Array and x._sharding is not None:
+        typed = explicit_type_sharding(x._sharding, x.aval.ndim)
+        if typed is not None:  # (JAX's types carry a layout over Explicit axes)
+            aval = x.aval
+            return ShapedArray(aval.shape, aval.dtype, aval.weak_type, sharding=typed)
     return get_aval(x)
 
 

@@ -15,7 +15,8 @@ import numpy as np
 
 from ..core.avals import ShapedArray
 from ..core import trace as _trace
-from ..core.axis_env import NamedAxisPrimitive, axis_size as _bound_size, lookup, vma_frames
+from ..core.axis_env import (NamedAxisPrimitive, axis_size as _bound_size, bound_names, lookup,
+                             vma_frames)
 from ..core.batching import in_batch_rule
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.pytree import tree_flatten, tree_unflatten
@@ -571,8 +572,9 @@ def_linear(ppermute_p, lambda ct, x, *, axis_name, perm: [ppermute_p.bind(
 def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
     """Send each lane's `x` (a pytree) to another: `perm` lists (source, destination) pairs;
     a lane no pair sends to receives zeros."""
-    name = _one_name("ppermute", axis_name)
-    n = _bound_size(name)
+    names = _names(axis_name)
+    name = names[0] if len(names) == 1 else names
+    n = math.prod(_bound_size(a) for a in names)
     perm = tuple((int(s), int(d)) for s, d in perm)
     srcs, dsts = [s for s, _ in perm], [d for _, d in perm]
     if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
@@ -581,8 +583,37 @@ def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
         if not (0 <= s < n and 0 <= d < n):
             raise ValueError(f"ppermute permutation {perm} names a lane outside the axis "
                              f"{name!r} of size {n}")
+    if len(names) > 1:
+        return _ppermute_several(x, names, perm)
     return _over_leaves("ppermute", x, name, lambda leaf, name, n, _: ppermute_p.bind(
         leaf, axis_name=(name,), perm=perm))
+
+
+def _ppermute_several(x: Any, names: tuple, perm: tuple) -> Any:
+    """ppermute over several axes: positions numbered over their product in the order the
+    axes are bound (the mesh's, whatever the tuple's order, as JAX 0.10 numbers them); each
+    position gathers every position's x and keeps its source's, zeros where none sends to it
+    (one all_gather per axis: n times the operand's memory, where JAX sends the one piece)."""
+    from .indexing import dynamic_index_in_dim
+    bound = bound_names()
+    order = sorted(names, key=bound.index)
+    n = math.prod(_bound_size(a) for a in order)
+    source = np.zeros(n, np.int32)
+    sent = np.zeros(n, np.bool_)
+    for s, d in perm:
+        source[d], sent[d] = s, True
+    here = axis_index(tuple(order))
+
+    def one(leaf):
+        gathered = leaf
+        for a in reversed(order):  # (the outermost axis ends up major)
+            gathered = all_gather(gathered, a)
+        gathered = reshape(gathered, (n,) + get_aval(leaf).shape)
+        mine = dynamic_index_in_dim(gathered, dynamic_index_in_dim(source, here, 0, False), 0,
+                                    False)
+        return select_n(dynamic_index_in_dim(sent, here, 0, False), full_like(mine, 0), mine)
+    leaves, tree = tree_flatten(x)
+    return tree_unflatten(tree, [one(as_lax_operands("ppermute", leaf)[0]) for leaf in leaves])
 
 
 def pshuffle(x: Any, axis_name: Any, perm: Sequence[int]) -> Any:
@@ -622,35 +653,51 @@ pbroadcast_p.def_batch(lambda vals, dims, **params: (pbroadcast_p.bind(vals[0], 
 def_linear(pbroadcast_p, _pbroadcast_transpose)
 
 
-def _varying_operand(x: Any, axis: Any) -> Any:
+def _varying_operand(x: Any, names: tuple) -> Any:
     """x, checked as JAX checks pbroadcast's operand: unlike the other collectives it gets no
-    implicit pvary, so under check_vma a value invariant over the axis (the same on every
-    device of it, which a broadcast would return unchanged) is JAX's ValueError (which names
-    ppermute, whose type rule it shares); then where it is and what to do instead."""
+    implicit pvary, so under check_vma a value invariant over one of the axes (the same on
+    every device along it, which a broadcast would return unchanged) is JAX's ValueError
+    (which names ppermute, whose type rule it shares); then where it is and what to do."""
     vma = getattr(get_aval(x), "vma", frozenset())
-    if _is_vma_axis(axis) and axis not in vma:
+    invariant = [a for a in names if _is_vma_axis(a) and a not in vma]
+    if invariant:
         where = _trace.user_source_info()
         at = f" at {where}" if where is not None else ""
+        over = f"the mesh axis {invariant[0]!r}" if len(invariant) == 1 else \
+            f"the mesh axes {tuple(invariant)}"
+        cast = invariant[0] if len(invariant) == 1 else tuple(invariant)
         raise ValueError(
             f"Collective ppermute must be applied to a device-varying  type, but got {vma} for "
-            f"collective acting over axis name {(axis,)}. Please open an issue at "
+            f"collective acting over axis name {names}. Please open an issue at "
             f"https://github.com/jax-ml/jax/issues and as a temporary workaround pass the "
             f"check_vma=False argument to `jax.shard_map`\n\nThe lax.pbroadcast{at} is given "
-            f"a value invariant over the mesh axis {axis!r}: every device along it holds the "
+            f"a value invariant over {over}: every device along it holds the "
             f"same value already, so broadcasting it changes nothing. Drop the pbroadcast, or, "
             f"if each device is meant to hold its own value, make it varying first: "
-            f"`jax.lax.pcast(x, {axis!r}, to='varying')`.")
+            f"`jax.lax.pcast(x, {cast!r}, to='varying')`.")
     return x
 
 
 def pbroadcast(x: Any, axis_name: Any, source: int) -> Any:
-    """Every lane receives lane `source`'s `x` (a pytree)."""
-    name = _one_name("pbroadcast", axis_name)
-    if not 0 <= source < _bound_size(name):
-        raise ValueError(f"pbroadcast source {source} is outside the axis {name!r} of size "
-                         f"{_bound_size(name)}")
-    return _over_leaves("pbroadcast", x, name, lambda leaf, name, n, _: pbroadcast_p.bind(
-        leaf, axis_name=name, source=int(source)), operand=_varying_operand)
+    """Every position receives position `source`'s `x` (a pytree). Over several axes a
+    position is numbered as axis_index numbers it (the first axis major), and the broadcast is
+    one per axis, from the source's coordinate along it (JAX's collective-broadcast over
+    their product gives the same values; its CPU backend has no lowering for it)."""
+    names = _names(axis_name)
+    sizes = [_bound_size(n) for n in names]
+    if not 0 <= source < math.prod(sizes):
+        shown = names[0] if len(names) == 1 else names
+        raise ValueError(f"pbroadcast source {source} is outside the axis {shown!r} of size "
+                         f"{math.prod(sizes)}")
+    place = [int(i) for i in np.unravel_index(int(source), sizes)]
+    leaves, tree = tree_flatten(x)
+    outs = []
+    for leaf in leaves:
+        leaf = _varying_operand(as_lax_operands("pbroadcast", leaf)[0], names)
+        for name, at in zip(names, place):
+            leaf = pbroadcast_p.bind(leaf, axis_name=name, source=at)
+        outs.append(leaf)
+    return tree_unflatten(tree, outs)
 
 
 # --- all_to_all ----------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from ..lax._base import canonicalize_axis
 from ._creation import zeros_like
 from ._shape import moveaxis, ravel
 from ._ufuncs import multiply, subtract
-from ._util import asarray, check_arraylike, promote_dtypes
+from ._util import _asarray, asarray, check_arraylike, promote_dtypes
 
 __all__ = ["dot", "vdot", "matmul", "matvec", "vecmat", "vecdot", "inner", "outer", "tensordot",
            "einsum", "kron", "cross"]
@@ -28,7 +28,7 @@ __all__ = ["dot", "vdot", "matmul", "matvec", "vecmat", "vecdot", "inner", "oute
 
 def _arrays(name: str, *args: Any) -> list:
     check_arraylike(name, *args)
-    return [asarray(a) for a in args]
+    return [_asarray(a) for a in args]  # (JAX's: host data is not placed under set_mesh here)
 
 
 def _result_dtype(preferred: Any, *args: Any) -> tuple[np.dtype, bool]:

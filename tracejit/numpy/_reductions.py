@@ -17,7 +17,7 @@ from ..core import dtypes
 from ..core.trace import get_aval
 from ..lax._base import canonicalize_axis
 from ._ufuncs import _where, subtract
-from ._util import (asarray, broadcast_to, check_arraylike, promote_dtypes_inexact,
+from ._util import (_asarray, asarray, broadcast_to, check_arraylike, promote_dtypes_inexact,
                     promote_dtypes_numeric)
 
 Axis = Union[int, Sequence[int], None]
@@ -119,7 +119,7 @@ def _reduction(a: Any, name: str, op: _Monoid, init_val: float, *, has_identity:
     keepdims; `init_val` is op's identity, used to fill masked-out elements."""
     _check_out(name, out)
     check_arraylike(name, a)
-    a = asarray(a)
+    a = _asarray(a)  # (JAX's lax asarray: host data is not placed under set_mesh here)
     where = _check_where(name, where)
     if initial is None and not has_identity and where is not None:
         raise ValueError(f"reduction operation {name} does not have an identity, so to use a "
@@ -440,7 +440,7 @@ def _nan_reduction(a: Any, name: str, reduction: Callable, init_val: float,
                    where: Any = None, **kwargs: Any) -> Any:
     """`reduction` with NaNs replaced by its identity; all-NaN slices give NaN if asked."""
     check_arraylike(name, a)
-    a = asarray(a)
+    a = _asarray(a)  # (JAX's lax asarray: host data is not placed under set_mesh here)
     where = _check_where(name, where)
     if not dtypes.is_inexact(get_aval(a).dtype):
         return reduction(a, axis=axis, keepdims=keepdims, where=where, **kwargs)

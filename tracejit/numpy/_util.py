@@ -170,7 +170,7 @@ def convert_to(x: Any, dtype: np.dtype, weak: bool = False) -> Any:
         if isinstance(x, complex) and dtype.kind != "c":
             raise TypeError(f"can't convert complex {x} to {dtype.name}")
         return _typed_scalar(x, dtype, weak)
-    x = asarray(x)
+    x = _asarray(x)  # (as JAX's promotion converts: not placed under set_mesh here)
     aval = get_aval(x)
     if aval.dtype == dtype and aval.weak_type == weak:
         return x
@@ -193,8 +193,8 @@ def _typed_scalar(x: Any, dtype: np.dtype, weak: bool) -> Array:
 
 def promote_dtypes(*args: Any) -> list:
     """Convert all args to their common (JAX-promoted) dtype, keeping weak types weak."""
-    if len(args) < 2:
-        return [asarray(a) for a in args]
+    if len(args) < 2:  # (JAX's lax.asarray: host data is not placed under set_mesh here)
+        return [_asarray(a) for a in args]
     dtype, weak = dtypes.result_type_and_weak(*args)
     return [convert_to(a, dtype, weak) for a in args]
 

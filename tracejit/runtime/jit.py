@@ -30,7 +30,7 @@ from ..core.axis_env import extend_axis_env
 from ..core.pytree import (PyTreeDef, leaf_names, tree_flatten, tree_leaves, tree_map,
                            tree_unflatten)
 from ..core.refs import check_no_refs, is_new_ref_for, refs_in_use, stage_scope
-from ..core.sharding import (Mesh, check_sharding_leaves, check_shardings, mesh_context,
+from ..core.sharding import (AxisType, Mesh, check_sharding_leaves, check_shardings, mesh_context,
                              replicated_sharding, resolve_sharding)
 from ..core.trace import (Tracer, current_dynamic_trace, fun_debug_info, get_aval, trace_to_jaxpr,
                           user_source_info)
@@ -40,9 +40,10 @@ from . import backend_start, explain
 from .devices import place, to_array
 from .executable import Executable, compile_jaxpr
 from .jit_refs import call_with_refs
-from .sharded import (check_committed, check_layout, check_shard_map_devices,
-                      commit_results, committed_device, leaf_shardings, partition,
-                      propagate_noted, read_leaves, result_marker)
+from .sharded import (check_committed, check_context_mesh, check_layout,
+                      check_shard_map_devices, commit_results, committed_device, leaf_shardings,
+                      partition, propagate_noted, read_leaves, result_marker,
+                      short_spec_outputs)
 
 # --- argument handling ----------------------------------------------------------------------
 
@@ -272,9 +273,14 @@ def compile_entry(entry: _CacheEntry, backend: str | None, keep_unused: bool,
     closed, entry.placement = partition(closed, entry.laid_out)
     placement = entry.placement
     if entry.context_mesh is not None:  # (as JAX reports them under set_mesh)
-        placement = [replicated_sharding(entry.context_mesh, a.ndim) if s is None else s
-                     for a, s in zip(closed.out_avals,
-                                     placement or [None] * len(closed.out_avals))]
+        outs = closed.out_avals
+        short = [False] * len(outs)
+        if AxisType.Explicit in entry.context_mesh.axis_types:  # (P() or P(None, None))
+            laid = entry.laid_out or [None] * len(entry.closed.jaxpr.invars)
+            short = short_spec_outputs(entry.closed, [s is None for s in laid])
+        placement = [replicated_sharding(entry.context_mesh, None if sh else a.ndim)
+                     if s is None else s
+                     for a, s, sh in zip(outs, placement or [None] * len(outs), short)]
     entry.mark = result_marker(placement, entry.blocks, closed.out_avals)
     kept = None
     if not keep_unused:
@@ -514,6 +520,8 @@ class Jitted:
             self._check_in_shardings(dyn_args)
             if laid_out is not None:
                 check_layout(laid_out, avals, arg_names, self.fun_name)
+                check_context_mesh(laid_out, avals, arg_names, self.fun_name, _MESHES.placing,
+                                   user_source_info())
             start = time.perf_counter()
             entry = self._stage(static, static_kw, in_tree, len(args), avals, arg_names)
             entry.laid_out, entry.context_mesh = laid_out, _MESHES.placing

@@ -9,6 +9,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from ..core.array import Array
 from ..core.avals import ShapeDtypeStruct
 from ..core.dce import dce_jaxpr
@@ -18,8 +20,9 @@ from ..core.jaxpr import ClosedJaxpr, Literal, Var, runs_jaxpr
 from ..core.primitive import ELEMENTWISE
 from ..core.pytree import tree_flatten, tree_leaves
 from ..core.sharding import (UNCONSTRAINED, AxisType, Mesh, NamedSharding, PartitionSpec,
-                             SingleDeviceSharding, context_sharding, mesh_context,
-                             replicated_sharding, resolve_sharding)
+                             SingleDeviceSharding, context_sharding,
+                             keeps_short_spec, mesh_context, replicated_sharding,
+                             resolve_sharding)
 from ..core import trace as core_trace
 from ..core.trace import trace_to_jaxpr
 from ..lax.shape import transpose_p
@@ -52,11 +55,11 @@ def leaf_shardings(in_shardings: Any, dyn_args: tuple, leaves: Sequence,
     out = []
     for s, x in zip(given, leaves):
         own = own_sharding(x)
-        # (an argument committed to one device: refused unless that device is the mesh's)
-        if s is not None and (isinstance(own, NamedSharding) and _differ(s, own, x.ndim) or
-                              isinstance(own, SingleDeviceSharding) and
-                              isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh) and
-                              s.device_set != {own._device}):
+        # an argument laid out otherwise (or committed to one device) is refused where its
+        # layout differs from in_shardings' as XLA compares them, whatever the devices; else
+        # it is moved to in_shardings' devices, as JAX's jit does
+        if s is not None and isinstance(own, (NamedSharding, SingleDeviceSharding)) and \
+                not _same_layout(s, own, x.ndim):
             raise ValueError(
                 f"Sharding passed to jit does not match the sharding on the respective arg. "
                 f"Got jit sharding: {s},\narg sharding: {own} for arg type: "
@@ -64,6 +67,37 @@ def leaf_shardings(in_shardings: Any, dyn_args: tuple, leaves: Sequence,
         s = own if s is None else s
         out.append(s if isinstance(s, NamedSharding) else None)
     return tuple(out) if any(s is not None for s in out) else None
+
+
+def _same_layout(a: Any, b: Any, ndim: int) -> bool:
+    """Whether shardings `a` and `b` lay an array of rank `ndim` out alike up to which devices
+    hold it (JAX's `are_hlo_shardings_equal`): the same pieces, the k-th device of each's list
+    holding the same piece. Every replicated layout (one device's included) is alike."""
+    ta, tb = _tiles(a, ndim), _tiles(b, ndim)
+    if ta is NotImplemented or tb is NotImplemented:  # (an abstract mesh: no device list)
+        return not (isinstance(a, NamedSharding) and isinstance(b, NamedSharding) and
+                    _differ(a, b, ndim))
+    return ta == tb
+
+
+def _tiles(s: Any, ndim: int) -> Any:
+    """`s`'s tile assignment as XLA's HloSharding holds it: the pieces per dimension then the
+    replicas, each position the index in `s`'s device list of the device holding it; None for
+    a replicated layout."""
+    if isinstance(s, SingleDeviceSharding):
+        return None
+    if not isinstance(s.mesh, Mesh):
+        return NotImplemented
+    sizes = dict(s.mesh.shape_tuple)
+    parts = [tuple(a for a in axes if sizes[a] > 1) for axes in s._parts(ndim)]
+    if not any(parts):
+        return None
+    names = list(s.mesh.axis_names)
+    used = [a for axes in parts for a in axes]
+    order = [names.index(a) for a in used + [a for a in names if a not in used]]
+    ids = np.arange(s.mesh.devices.size).reshape(s.mesh.devices.shape).transpose(order)
+    tiles = ids.reshape([math.prod(sizes[a] for a in axes) for axes in parts] + [-1])
+    return tiles.shape, tuple(tiles.ravel().tolist())
 
 
 def own_sharding(x: Any) -> Any:
@@ -111,6 +145,24 @@ def check_layout(shardings: Sequence, avals: Sequence, arg_names: Sequence[str],
                 f"shape {_type(aval)} and with device ids {_ids(s)} on platform CPU")
 
 
+def check_context_mesh(shardings: Sequence, avals: Sequence, arg_names: Sequence[str],
+                       fun_name: str, context: Mesh | None, where: Any) -> None:
+    """JAX's error for arguments laid out over a mesh (their own layout or in_shardings') of
+    other devices, or of the same in another order, than the mesh `jax.set_mesh` put in
+    effect (`context`; `with mesh:` and use_abstract_mesh bind no devices, as in JAX): the
+    program would run on both. Checked once per traced signature (the key holds both)."""
+    if context is None:
+        return
+    ids = [d.id for d in context.devices.flat]
+    for s, aval, name in zip(shardings, avals, arg_names):
+        if s is not None and isinstance(s.mesh, Mesh) and not s.mesh.is_multi_process and \
+                _ids(s) != ids:
+            raise incompatible_devices(argument_text(name, fun_name, aval), _ids(s),
+                                       "jit's context mesh", ids,
+                                       f" at {where}" if where is not None else "",
+                                       _CONTEXT_FIX)
+
+
 def check_shard_map_devices(closed: ClosedJaxpr, shardings: Sequence, avals: Sequence,
                             arg_names: Sequence[str], fun_name: str) -> None:
     """JAX's error for a program staging shard_map over a mesh of other devices (or of the
@@ -152,20 +204,30 @@ def argument_text(name: str, fun_name: str, aval: Any) -> str:
     return f"argument {name} of {fun_name} with shape {_type(aval)} and"
 
 
+_COMMITTED_FIX = (
+    "A jitted program runs on one set of devices: an array committed to a device "
+    "(`jax.device_put(x, device)`, or computed from such an array) binds it to that device, "
+    "one laid out over a mesh, a shard_map, a sharding constraint, out_shardings or the mesh "
+    "`jax.set_mesh` put in effect to the mesh's devices. Put the committed array on the mesh "
+    "first (`jax.device_put(x, NamedSharding(mesh, spec))`), or pass it uncommitted (an array "
+    "made without a device or sharding).")
+_CONTEXT_FIX = (
+    "A jitted program runs on one set of devices, and under `jax.set_mesh(mesh)` (jit's "
+    "context mesh) those are the mesh's, in its order: an array laid out over another mesh "
+    "(another operation's result under another set_mesh included) binds it to that mesh's. "
+    "Move the array first (`jax.device_put(x, NamedSharding(mesh, spec))`), or compute on it "
+    "outside this set_mesh.")
+
+
 def incompatible_devices(first: str, ids: list, other: str, other_ids: list,
-                         where: str) -> ValueError:
+                         where: str, fix: str = _COMMITTED_FIX) -> ValueError:
     """JAX's error for a jitted program bound to two sets of devices (`first` and `other`
     describe what binds it to each: "argument a of f with shape float32[8] and", "shard_map
     inside jit"), then why and what to do."""
     return ValueError(
         f"Received incompatible devices for jitted computation. Got {first} with device ids "
         f"{ids} on platform CPU and {other} with device ids {other_ids} on platform "
-        f"CPU{where}\n\nA jitted program runs on one set of devices: an array committed to a "
-        f"device (`jax.device_put(x, device)`, or computed from such an array) binds it to "
-        f"that device, one laid out over a mesh, a shard_map, a sharding constraint, "
-        f"out_shardings or the mesh `jax.set_mesh` put in effect to the mesh's devices. "
-        f"Put the committed array on the mesh first (`jax.device_put(x, NamedSharding(mesh, "
-        f"spec))`), or pass it uncommitted (an array made without a device or sharding).")
+        f"CPU{where}\n\n{fix}")
 
 
 def read_leaves(closed: ClosedJaxpr) -> tuple[int, ...]:
@@ -331,6 +393,37 @@ def plan_layout(closed: ClosedJaxpr, shardings: Sequence | None) -> Layout | Non
     return Layout(mesh, sizes, in_dims, plan.out_dims, outs, per_shard)
 
 
+def short_spec_outputs(closed: ClosedJaxpr, short_in: Sequence[bool]) -> list[bool]:
+    """Per output of `closed`, whether JAX writes its replicated spec over Explicit axes P()
+    rather than an entry per dimension, given which inputs are typed P() (values nobody laid
+    out, and closed-over constants): JAX's typing rules followed forward (core/sharding.py's
+    keeps_short_spec); a body's outputs as its equations make them (a cond's as its first
+    branch's, JAX's rule; a loop's carry and stacked outputs as its body's)."""
+    jaxpr = closed.jaxpr
+    short = dict(zip(jaxpr.invars, short_in))
+    short.update((v, True) for v in jaxpr.constvars)
+
+    def is_short(x: Any) -> bool:
+        return isinstance(x, Literal) or not x.aval.ndim or short.get(x, False)
+
+    for eqn in jaxpr.eqns:
+        ins = [is_short(x) for x in eqn.invars]
+        body = eqn.params.get("body_jaxpr") or next(
+            (v if isinstance(v, ClosedJaxpr) else v[0] for v in eqn.params.values()
+             if isinstance(v, ClosedJaxpr) or isinstance(v, tuple) and v and
+             isinstance(v[0], ClosedJaxpr)), None)
+        if body is not None:
+            n = len(body.jaxpr.invars)
+            outs = short_spec_outputs(body, ins[len(ins) - n:])
+            outs = outs[len(outs) - len(eqn.outvars):]
+        else:
+            keep = all(ins) and keeps_short_spec(
+                eqn.primitive, [x.aval for x in eqn.invars], [v.aval for v in eqn.outvars])
+            outs = [keep] * len(eqn.outvars)
+        short.update(zip(eqn.outvars, outs))
+    return [is_short(v) for v in jaxpr.outvars]
+
+
 def _eager_shardings(primitive: Any, params: dict, avals: Sequence, avals_out: Sequence,
                      laid: Sequence) -> list:
     """The shardings of an eager primitive's results (core/trace.py `eager_shardings`): as jit
@@ -367,10 +460,19 @@ def _eager_shardings(primitive: Any, params: dict, avals: Sequence, avals_out: S
     across = first is not None and getattr(first[0].mesh, "is_multi_process", False)
     if across and not whole:
         return [None] * len(avals_out)
+    context = mesh_context().placing
+    if first is not None and context is not None and isinstance(first[0].mesh, Mesh) and \
+            _ids(first[0]) != [d.id for d in context.devices.flat]:
+        k = next(k for k, s in enumerate(laid) if s is first[0])
+        name = "xy"[k] if k < 2 and primitive.fusion == ELEMENTWISE else f"args[{k}]"
+        check_context_mesh([first[0]], [avals[k]], [name], primitive.name, context,
+                           core_trace.user_source_info())
     placed = all(s is None for s in laid)  # (an operand committed to one device: stays there)
     if across or not (params and runs_jaxpr(params)):
         if first is None:
-            return [context_sharding(a.ndim) if placed else None for a in avals_out]
+            short = keeps_short_spec(primitive, avals, avals_out)
+            return [context_sharding(None if short else a.ndim) if placed else None
+                    for a in avals_out]
         if whole:
             s, ndim = first
             same = AxisType.Explicit not in s.mesh.axis_types
@@ -380,7 +482,9 @@ def _eager_shardings(primitive: Any, params: dict, avals: Sequence, avals_out: S
     closed = trace_to_jaxpr(lambda *xs: _as_list(primitive.bind(*xs, **params)), avals)
     layout = plan_layout(closed, named if first is not None else None)
     if layout is None:
-        return [context_sharding(a.ndim) if placed else None for a in avals_out]
+        short = short_spec_outputs(closed, [True] * len(avals))
+        return [context_sharding(None if sh else a.ndim) if placed else None
+                for a, sh in zip(avals_out, short)]
     return list(layout.outs)
 
 

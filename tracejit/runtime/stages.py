@@ -35,7 +35,7 @@ class ArgInfo:
         return hash((self._aval, self.donated))
 
     def __repr__(self) -> str:
-        return f"ArgInfo(_aval={self._aval}, donated={self.donated})"
+        return f"ArgInfo(_aval={self._aval!r}, donated={self.donated})"
 
 
 class CompiledMemoryStats(NamedTuple):
