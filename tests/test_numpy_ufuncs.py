@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from tolerance import assert_jit_matches_eager, math_ulps
+from tolerance import assert_jit_matches_eager, contraction_ulps, math_ulps
 
 import tracejit
 import tracejit.numpy as tnp
@@ -179,7 +179,8 @@ class Native(NamedTuple):
 
 _SAME_NAME = ["exp", "exp2", "log", "log1p", "expm1", "tanh", "sin", "cos", "tan", "sinh",
               "cosh", "cbrt", "asin", "acos", "atan", "asinh", "acosh", "atanh", "atan2", "pow"]
-# every function not listed is exact: jit and eager agree bit for bit
+# every function not listed is exact (hypot apart, see jit_tolerance): jit and eager agree
+# bit for bit
 NATIVE = {
     **{name: Native((name,)) for name in _SAME_NAME},
     **{f"arc{name[1:]}": Native((name,)) for name in _SAME_NAME if name.startswith("a")},
@@ -299,6 +300,10 @@ def check_values(name: str, case: Case, *args):
 def jit_tolerance(name: str, dtype) -> dict:
     """assert_jit_matches_eager's tolerance for `name` with results of `dtype`."""
     native = NATIVE.get(name)
+    if name == "hypot" and dtype.kind == "f":
+        # x1 * sqrt(1 + r * r), r <= 1: 1 + r * r is one fma under jit, at most an ulp from
+        # eager's in [1, 2]; so is the sqrt, and the product at most 2 (contraction_ulps)
+        return {"ulps": contraction_ulps()}
     if native is None or dtype.kind not in "fc":
         return {}
     return {"ulps": math_ulps(native.prims, dtype, native.roundings), "scale": native.scale}

@@ -8,7 +8,9 @@ eager only where the two compute differently:
 - transcendental functions: native evaluates its own polynomials (backend/llvm/math.py), eager
   NumPy's or SciPy's (or XLA's float32 algorithms, which native reproduces): `math_ulps`;
 - float sums and dot products: native reassociates them (vectorised partial sums, BLAS), eager
-  uses NumPy's pairwise summation and matmul: `reassociation_ulps`.
+  uses NumPy's pairwise summation and matmul: `reassociation_ulps`;
+- a float32/float64 product whose only reader adds or subtracts it: native rounds the two as one
+  fma, as XLA's CPU compiler does (JAX's jit), eager rounds the product first: `contraction_ulps`.
 A few ulps of one operand can become many ulps of a result that cancels (tanh(c*w + x) near
 zero, x + log1p(...) near zero): there the ulps count at the magnitude of the operands, passed
 as `scale` to `assert_jit_matches_eager`.
@@ -78,6 +80,14 @@ def reassociation_ulps(n: int, roundings: int = 0) -> int:
     of s is at least eps s / 2. The same bound, in ulps of |result|, covers products of n
     factors."""
     return 2 * n + roundings if native() else 0
+
+
+def contraction_ulps(n: int = 1) -> int:
+    """Ulps of max(|product|, |result|) by which n products contracted into the sums that read
+    them may move a result whose later steps do not amplify them (0 on the interpreter): one
+    fma round(p + c) against round(round(p) + c) differs by the product's skipped rounding (half
+    an ulp of p) and the two final roundings (half an ulp of the result each), 2 when whole."""
+    return 2 * n if native() else 0
 
 
 def assert_jit_matches_eager(got, expected, *, ulps: int = 0, scale=None, mask=None,

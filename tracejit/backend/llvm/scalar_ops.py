@@ -138,11 +138,20 @@ def _binary_math(name: str):
 
 # --- arithmetic ----------------------------------------------------------------------------
 
-def _arith(float_op: str, int_op: str, flags=()):
+def _contract(dtype) -> tuple[str, ...]:
+    """LLVM's `contract` flag for float32/float64 products, sums and differences: a product
+    whose one reader adds or subtracts it becomes one fma, as XLA's CPU compiler contracts them
+    (JAX's jit returns fma's bits for x*a + b). Eager runs, like JAX's, round twice. Not for
+    float16 (XLA rounds each of its operations, as the reference does) nor bfloat16 (rounded
+    after each operation here)."""
+    return ("contract",) if dtype in (dtypes.float32, dtypes.float64) else ()
+
+
+def _arith(float_op: str, int_op: str):
     def emit(b, in_dtypes, out_dtype, args, params):
         x, y = args
         if _is_float(in_dtypes[0]):
-            return getattr(b, float_op)(x, y)
+            return getattr(b, float_op)(x, y, flags=_contract(in_dtypes[0]))
         if in_dtypes[0] == dtypes.bool_:  # add/mul on bools (lax allows max/min only, safety)
             return b.or_(x, y) if int_op == "add" else b.and_(x, y)
         return getattr(b, int_op)(x, y)
@@ -221,7 +230,8 @@ def _sign(b, in_dtypes, out_dtype, args, params):
 
 def _square(b, in_dtypes, out_dtype, args, params):
     x, = args
-    return b.fmul(x, x) if _is_float(in_dtypes[0]) else b.mul(x, x)
+    return b.fmul(x, x, flags=_contract(in_dtypes[0])) if _is_float(in_dtypes[0]) \
+        else b.mul(x, x)
 
 
 def _float_intrinsic(name: str):
@@ -253,7 +263,7 @@ def _integer_pow(b, in_dtypes, out_dtype, args, params):
     x, = args
     y = params["y"]
     is_f = _is_float(in_dtypes[0])
-    mul = b.fmul if is_f else b.mul
+    mul = (lambda u, v: b.fmul(u, v, flags=_contract(in_dtypes[0]))) if is_f else b.mul
     if in_dtypes[0] == dtypes.bfloat16:  # the reference rounds every product to bfloat16
         def mul(u, v):
             return bf16_round(b, b.fmul(u, v))

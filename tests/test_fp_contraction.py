@@ -1,0 +1,109 @@
+"""Floating-point contraction under jit (backend/llvm/scalar_ops.py `_contract`): a float32 or
+float64 product whose only reader adds or subtracts it is one fma, rounded once, as XLA's CPU
+compiler contracts it, so jit returns JAX's bits; eager rounds the product first, as JAX's eager
+ops do. Oracles: the exact fma of lax's reference (`_fma_impl`) and real JAX's jit."""
+import numpy as np
+import pytest
+from tolerance import native
+
+import tracejit
+import tracejit.numpy as tnp
+from tracejit.lax.elementwise import _fma_impl
+
+# (name, f(numpy module, x, a, b, d), the same value as one fma of NumPy arrays (None:
+# eager's rounding of each operation))
+CASES = [
+    ("x*a+b", lambda m, x, a, b, d: x * a + b, lambda x, a, b, d: _fma_impl(x, a, b)),
+    ("b+x*a", lambda m, x, a, b, d: b + x * a, lambda x, a, b, d: _fma_impl(x, a, b)),
+    ("x*a-b", lambda m, x, a, b, d: x * a - b, lambda x, a, b, d: _fma_impl(x, a, -b)),
+    ("b-x*a", lambda m, x, a, b, d: b - x * a, lambda x, a, b, d: _fma_impl(-x, a, b)),
+    ("x*x+b", lambda m, x, a, b, d: x * x + b, lambda x, a, b, d: _fma_impl(x, x, b)),
+    ("square(x)+b", lambda m, x, a, b, d: m.square(x) + b,
+     lambda x, a, b, d: _fma_impl(x, x, b)),
+    ("x**3+b", lambda m, x, a, b, d: x ** 3 + b, lambda x, a, b, d: _fma_impl(x * x, x, b)),
+    # the first operand's product is contracted, the second rounded (LLVM's order, as XLA's)
+    ("x*a+b*d", lambda m, x, a, b, d: x * a + b * d, lambda x, a, b, d: _fma_impl(x, a, b * d)),
+    ("x*a-b*d", lambda m, x, a, b, d: x * a - b * d,
+     lambda x, a, b, d: _fma_impl(x, a, -(b * d))),
+    # a product that is also a result is stored rounded and read back, in XLA's code and ours
+    ("x*a, x*a+b", lambda m, x, a, b, d: (x * a, x * a + b), None),
+]
+
+
+# the reference interpreter rounds every operation under jit too, as eager ops do
+native_only = pytest.mark.skipif(not native(), reason="contraction is the native backend's")
+
+
+def _operands(dtype, shape, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(shape).astype(dtype) for _ in range(4)]
+
+
+def _last(out):
+    return np.asarray(out[-1] if isinstance(out, tuple) else out)
+
+
+@pytest.mark.parametrize("shape", [(), (7,), (4096,)], ids=["scalar", "short", "vectorised"])
+@pytest.mark.parametrize("name,f,fused", CASES, ids=[c[0] for c in CASES])
+def test_product_and_sum_round_once(name, f, fused, shape):
+    ops = _operands(np.float32, shape)
+    got = _last(tracejit.jit(f, static_argnums=0)(tnp, *ops))
+    if fused is None or not native():
+        expected = _last(f(tnp, *[tnp.asarray(v) for v in ops]))  # eager: rounded twice
+    else:
+        expected = fused(*ops)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, expected)
+
+
+@native_only
+@pytest.mark.parametrize("name,f,fused", CASES, ids=[c[0] for c in CASES])
+def test_jit_matches_jax_bits(name, f, fused, jax):
+    ops = _operands(np.float32, (4096,), seed=1)
+    got = _last(tracejit.jit(f, static_argnums=0)(tnp, *ops))
+    expected = _last(jax.jit(f, static_argnums=0)(jax.numpy, *ops))
+    if fused is not None:  # (otherwise the case would not test contraction)
+        assert (expected != _last(f(np, *ops))).any()
+    np.testing.assert_array_equal(got, expected)
+
+
+@native_only
+def test_float64_contracts(x64, jax):
+    ops = _operands(np.float64, (4096,), seed=2)
+    f = CASES[0][1]
+    got = np.asarray(tracejit.jit(f, static_argnums=0)(tnp, *ops))
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, _fma_impl(*ops[:3]))
+    np.testing.assert_array_equal(got, np.asarray(jax.jit(f, static_argnums=0)(jax.numpy, *ops)))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_types_round_every_operation(dtype, jax):
+    """XLA rounds each float16/bfloat16 operation (JAX's jit equals its eager ops): no fma."""
+    ops = [tnp.asarray(v).astype(dtype) for v in _operands(np.float32, (4096,), seed=3)]
+    f = CASES[0][1]
+    got = np.asarray(tracejit.jit(f, static_argnums=0)(tnp, *ops)).astype(np.float32)
+    eager = np.asarray(f(tnp, *ops)).astype(np.float32)
+    theirs = np.asarray(jax.jit(f, static_argnums=0)(
+        jax.numpy, *[jax.numpy.asarray(np.asarray(v)) for v in ops]))
+    np.testing.assert_array_equal(got, eager)
+    np.testing.assert_array_equal(got, theirs.astype(np.float32))
+
+
+@native_only
+def test_fori_loop_carry_contracts(jax):
+    """The benchmark's `fori_loop` (x * 0.999 + 0.001, 10k steps): one fma a step, JAX's bits
+    from several starts (unfused, 9 of 10 of these starts end elsewhere)."""
+    def run(lib, x):
+        return lib.jit(lambda x: lib.lax.fori_loop(0, 10_000, lambda i, x: x * 0.999 + 0.001,
+                                                    x))(x)
+    starts = np.array([1.0, 0.5, -3.0, 7.25, -5.3566923, 3.6159487, 1e-3, 40.0], np.float32)
+    a, b = np.full_like(starts, 0.999), np.full_like(starts, 0.001)
+    fused, unfused = starts.copy(), starts.copy()
+    for _ in range(10_000):
+        fused, unfused = _fma_impl(fused, a, b), unfused * a + b
+    assert (fused != unfused).sum() >= 4
+    for k, x in enumerate(starts):
+        got = np.asarray(run(tracejit, x))
+        assert got == np.asarray(run(jax, x)), (x, got)
+        assert got == fused[k], (x, got)
