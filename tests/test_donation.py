@@ -268,7 +268,8 @@ def test_a_pooled_buffer_serves_another_dtype_and_shape_of_its_size():
     v = np.asarray(z)
     assert not v.flags.writeable
     np.testing.assert_array_equal(v, (np.arange(n, dtype=np.int32) * 3).reshape(128, -1))
-    del z, v
+    del v  # (first: a NumPy view of z keeps its buffer out of the pool)
+    del z
     y = as_float(x)
     assert y.address == address and y.dtype == np.float32 and y.shape == (n,)
     np.testing.assert_array_equal(np.asarray(y), np.arange(n, dtype=np.float32) * 2)
