@@ -31,7 +31,7 @@ POLICIES = ("pool", "4k", "huge2m", "pool2t")
 def _buffer(policy: str) -> np.ndarray:
     if policy in ("pool", "pool2t"):
         from tracejit.runtime.buffers import pool
-        return pool.empty((_N,), np.dtype(np.uint8), _N)
+        return pool.empty((_N,), np.dtype(np.uint8), _N)[0]
     if policy == "4k":
         was = np._core.multiarray._set_madvise_hugepage(False)
         try:

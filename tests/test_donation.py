@@ -251,6 +251,30 @@ def test_view_of_a_pooled_output_keeps_its_memory():
     np.testing.assert_array_equal(view, np.ones(n, np.float32))
 
 
+def test_a_pooled_buffer_serves_another_dtype_and_shape_of_its_size():
+    """The pool keeps a dead output as its aligned view: a program whose output has the same
+    bytes in another dtype and shape gets that memory (same address, its own dtype and shape,
+    writable for the call, frozen after), and the first program's next output is right too."""
+    n = 1 << 15
+    as_float = tracejit.jit(lambda x: x * 2.0, backend="native")
+    as_int = tracejit.jit(lambda x: (x * 3).reshape(128, n // 128), backend="native")
+    x = tnp.asarray(np.arange(n, dtype=np.float32))
+    i = tnp.asarray(np.arange(n, dtype=np.int32))
+    y = as_float(x)
+    address = y.address
+    del y
+    z = as_int(i)
+    assert z.address == address and z.dtype == np.int32 and z.shape == (128, n // 128)
+    v = np.asarray(z)
+    assert not v.flags.writeable
+    np.testing.assert_array_equal(v, (np.arange(n, dtype=np.int32) * 3).reshape(128, -1))
+    del v  # (first: a NumPy view of z keeps its buffer out of the pool)
+    del z
+    y = as_float(x)
+    assert y.address == address and y.dtype == np.float32 and y.shape == (n,)
+    np.testing.assert_array_equal(np.asarray(y), np.arange(n, dtype=np.float32) * 2)
+
+
 def test_shared_buffer_is_copied_not_overwritten():
     data = RNG.standard_normal((64, 64)).astype(np.float32)
     x = tnp.asarray(data)

@@ -201,10 +201,11 @@ def test_fork_child_makes_its_own_workers(threads):
 
 # --- the pool's own entry, called from IR bodies written here -------------------------------
 
-def _pool_program(nested: bool, sleep_us: int = 0):
+def _pool_program(nested: bool, sleep_us: int = 0, slow_below: int = 0):
     """`go(i64* out, i64 n)`: parallel_for over n chunks; chunk c writes out[c] = c + 1 (or,
     nested, runs an inner parallel_for over 4 chunks writing out[4c + j] = j + 1), sleeping
-    sleep_us first."""
+    sleep_us first. With slow_below, chunk c atomically adds 1 to out[c] instead, sleeping
+    sleep_us first only when c < slow_below."""
     m = ir.Module("pool_test")
     pf = ir.Function(m, ir.FunctionType(ir.VoidType(), [I8P, I8P, I64]), thread_pool.symbol())
     usleep = ir.Function(m, ir.FunctionType(I32, [I32]), "usleep")
@@ -213,14 +214,20 @@ def _pool_program(nested: bool, sleep_us: int = 0):
         fn = ir.Function(m, thread_pool.BODY_TYPE, name)
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         if sleep_us:
-            b.call(usleep, [ir.Constant(I32, sleep_us)])
+            slow = b.icmp_signed("<", fn.args[1], ir.Constant(I64, slow_below)) if slow_below \
+                else ir.Constant(ir.IntType(1), 1)
+            with b.if_then(slow):
+                b.call(usleep, [ir.Constant(I32, sleep_us)])
         write(b, b.bitcast(fn.args[0], I64.as_pointer().as_pointer()), fn.args[1])
         b.ret_void()
         return fn
 
     def leaf(b, ctx, c):  # ctx: [out base]
         out = b.load(ctx)
-        b.store(b.add(c, ir.Constant(I64, 1)), b.gep(out, [c]))
+        if slow_below:
+            b.atomic_rmw("add", b.gep(out, [c]), ir.Constant(I64, 1), "seq_cst")
+        else:
+            b.store(b.add(c, ir.Constant(I64, 1)), b.gep(out, [c]))
     inner = body("inner", leaf)
 
     def outer_nested(b, ctx, c):
@@ -252,6 +259,20 @@ def test_every_chunk_runs_once_and_nested_calls_run_inline(k, threads):
     out = np.zeros(4 * 99, np.int64)
     go2(out.ctypes.data, 99)
     np.testing.assert_array_equal(out, np.tile(np.arange(1, 5), 99))
+
+
+@pytest.mark.parametrize("k", THREADS)
+def test_every_chunk_runs_once_in_both_directions_and_when_a_range_is_slow(k, threads):
+    """Each thread starts in a range of its own, run forwards and backwards in turn call to
+    call; chunks of a slow range (the caller's: sleeping chunks) are taken by the others. Every
+    chunk still runs exactly once per call, for chunk counts below, at and above the threads."""
+    threads(k)
+    _keep, go = _pool_program(nested=False, sleep_us=300, slow_below=8)
+    for n in (1, 2, 3, 8, 17, 64):
+        out = np.zeros(n, np.int64)
+        for _ in range(4):  # two calls in each direction
+            go(out.ctypes.data, n)
+        np.testing.assert_array_equal(out, np.full(n, 4))
 
 
 def test_calls_from_many_threads_at_once(threads):

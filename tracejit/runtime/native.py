@@ -23,7 +23,7 @@ from ..core.errors import check_fits
 from ..core.jaxpr import ClosedJaxpr
 from ..lax.callback import callback_error
 from . import disk_cache, kernel_cache
-from .buffers import MIN_BYTES, pool, sole_owner
+from .buffers import MIN_BYTES, address_of, pool, sole_owner
 from .executable import Executable
 from .interrupts import NativeSigint, deliver_interrupt, run_interruptibly
 
@@ -79,12 +79,10 @@ def _compile_cached(ir_text: str, name: str, kernels: dict[str, str]) -> _Progra
 
 def _fresh(shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> tuple:
     """(value, address, pool) of a new output buffer; large ones come from the pool."""
-    owner = pool if nbytes >= MIN_BYTES else None
-    value = pool.empty(shape, dtype, nbytes) if owner else np.empty(shape, dtype)
-    try:
-        return value, _addressof(_from_buffer(value)) if nbytes else 0, owner
-    except ValueError:  # ml_dtypes' bfloat16 is outside the buffer protocol
-        return value, value.ctypes.data, owner
+    if nbytes >= MIN_BYTES:
+        return (*pool.empty(shape, dtype, nbytes), pool)
+    value = np.empty(shape, dtype)
+    return value, address_of(value) if nbytes else 0, None
 
 
 class NativeExecutable(Executable):
@@ -133,21 +131,19 @@ class NativeExecutable(Executable):
         ins = self._pack_inputs(*self._const_addresses, *addresses, *self._tail)
         out_ptrs = self._pack_outputs(*[o[1] for o in outs])
         nws = self._workspace_bytes
-        ws = pool.empty((nws,), _U8, nws) if nws else None
+        ws, ws_address = pool.empty((nws,), _U8, nws) if nws else (None, None)
         if self.program.polls:  # a loop may run long: Ctrl-C stops it (runtime/interrupts.py)
             with NativeSigint() as sigint:
-                self._fn(ins, out_ptrs, _addressof(_from_buffer(ws)) if nws else None)
+                self._fn(ins, out_ptrs, ws_address)
             if sigint.interrupted:
                 for out in outs:  # a donated input the program had begun to overwrite is gone
                     if type(out[0]) is Array:
                         out[0]._take_buffer()
                 deliver_interrupt()
-        elif nws:
-            self._fn(ins, out_ptrs, _addressof(_from_buffer(ws)))
         else:
-            self._fn(ins, out_ptrs, None)
+            self._fn(ins, out_ptrs, ws_address)
         if nws:
-            pool.give_back(ws if ws.base is None else ws.base)
+            pool.give_back(ws, ws_address)
         del keep  # (held through the call)
         if self._callbacks:
             exc = host_callback.take_error()
