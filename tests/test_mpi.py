@@ -861,10 +861,13 @@ def test_set_mesh_spanning_processes_places_results(tmp_path):
             np.testing.assert_allclose(got[k], oracle[k], rtol=1e-6, err_msg=f"{rank} {k}")
             assert bool(got[f"{k}/replicated"]) == bool(oracle[f"{k}/replicated"]), (rank, k)
             described = str(oracle[f"{k}/sharding"])  # ("kind spec [device ids]")
-            # (device_put(x): JAX places it, uncommitted, on one device, not over the mesh;
-            # which device is not checked here)
+            # (device_put(x): JAX places it, uncommitted, on one device, not over the mesh:
+            # each process's own first device, so that it holds the whole value)
             if described.startswith(kind := "SingleDeviceSharding"):
                 assert str(got[f"{k}/sharding"]).startswith(kind), (rank, k)
+                assert got[f"{k}/addressable"], (rank, k)
+                assert list(got[f"{k}/shard_devices"]) == [ours(2 * rank)], (rank, k)
+                assert list(got[f"{k}/shards_whole"]) == [True], (rank, k)
                 continue
             head, ids = described[:-1].rsplit("[", 1)
             assert str(got[f"{k}/sharding"]) == \

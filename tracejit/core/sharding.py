@@ -884,7 +884,12 @@ def context_sharding(ndim: int | None) -> NamedSharding | None:
 
 
 def default_sharding() -> SingleDeviceSharding:
-    """The sharding of an array nobody placed: all of it on device 0."""
+    """The sharding of an array nobody placed: all of it on this process's first device (made
+    again once distributed.initialize has named it: it was process 0's device 0 on every
+    process)."""
+    global _DEFAULT
+    if _DEFAULT._device is not default_device():
+        _DEFAULT = SingleDeviceSharding(default_device())
     return _DEFAULT
 
 
