@@ -71,6 +71,7 @@ TT = (([0], [1]), ([], []))      # a.T @ b.T
     ((128, 2000), (128, 128), TN, F32, "m"),          # transposed lhs, row tiles
     ((256, 64), (2048, 256), TT, F32, "n"),           # column tiles, both transposed
     ((64, 256), (256, 2048), MM, F32, "n"),
+    ((1024, 1024), (1024, 1024), NT, F32, "n"),       # square: columns (linalg.RHS_REPACK_WEIGHT)
     ((8192, 64), (8192, 64), TN, F32, "k"),           # contracted dim tiled: partials
     ((64, 8192), (64, 8192), NT, F32, "k"),
     ((40, 9000), (24, 9000), NT, F64, "k"),           # uneven partials

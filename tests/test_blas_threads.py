@@ -73,8 +73,8 @@ def test_cap_bounds_threads_and_results_match(cap):
     np.testing.assert_array_equal(one, two)
     np.testing.assert_array_equal(one, a @ b)
     x = np.random.default_rng(4).standard_normal((1024, 1024)).astype(np.float32)
-    g = tracejit.jit(lambda x, y: x.T @ y)   # contracted dimension tiled: partial sums
-    assert linalg.tile_plan(np.dtype(np.float32), 1024, 1024, 1024)[0] == "m"
+    g = tracejit.jit(lambda x, y: x.T @ y)   # transposed lhs, column tiles
+    assert linalg.tile_plan(np.dtype(np.float32), 1024, 1024, 1024)[0] == "n"
     for fn in (f, g):
         cap(1)
         one = np.asarray(fn(x, x))

@@ -28,6 +28,7 @@ def _run(monkeypatch, mode, f, x, y, calls):
 @pytest.mark.parametrize("m,k,n,axis,lhs_t", [
     (128, 784, 512, "n", False),    # the MLP's forward product: two column tiles
     (784, 128, 512, "m", True),     # its weight gradient x.T @ dy: row tiles
+    (1024, 1024, 1024, "n", False),  # the matmul row: column tiles (always tiled: no site)
     (64, 16384, 64, "k", True),     # partial products of the contracted dimension
 ])
 def test_every_mode_gives_the_same_bits(monkeypatch, two_threads, m, k, n, axis, lhs_t):
@@ -48,6 +49,32 @@ def test_every_mode_gives_the_same_bits(monkeypatch, two_threads, m, k, n, axis,
         np.testing.assert_array_equal(got, tiles)
     want = (x.T.astype(np.float64) if lhs_t else x.astype(np.float64)) @ y
     np.testing.assert_allclose(tiles, want, rtol=0, atol=2e-5 * np.abs(want).max() + 1e-4)
+
+
+def test_rows_or_columns_by_the_repacking_they_cost(monkeypatch):
+    """Row tiles repack the rhs (k*n elements each), column tiles the lhs (m*k), an rhs element
+    weighing RHS_REPACK_WEIGHT: a square product, and one up to 1.5x taller than wide, is cut
+    into columns, a taller one into rows. The weight only moves products from rows to columns
+    that make as many tiles: none onto or off split-k tiles (their sums are not one call's),
+    none into or out of tiling."""
+    f32 = np.dtype(np.float32)
+    assert linalg.tile_plan(f32, 1024, 1024, 1024) == ("n", 512, 2)
+    assert linalg.tile_plan(f32, 1536 - 16, 1024, 1024)[0] == "n"
+    assert linalg.tile_plan(f32, 1536 + 16, 1024, 1024)[0] == "m"
+    assert linalg.tile_plan(f32, 2048, 1024, 1024)[0] == "m"
+    sizes = [64, 128, 256, 512, 784, 1024, 1536, 2048, 4096, 16384]
+    shapes = [(m, n, k) for m in sizes for n in sizes for k in sizes]
+    weighted = {s: linalg.tile_plan(f32, *s) for s in shapes}
+    monkeypatch.setattr(linalg, "RHS_REPACK_WEIGHT", 0.999)  # (ties to rows, as before)
+    moved = 0
+    for s in shapes:
+        plain, now = linalg.tile_plan(f32, *s), weighted[s]
+        assert (plain is None) == (now is None), s
+        if plain is None or plain == now:
+            continue
+        assert (plain[0], now[0], plain[2]) == ("m", "n", now[2]), (s, plain, now)
+        moved += 1
+    assert moved
 
 
 def test_online_choice_keeps_gradients_bitwise(monkeypatch, two_threads):

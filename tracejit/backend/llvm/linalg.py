@@ -252,6 +252,14 @@ TILE_WORK_PER_PACKED = 512
 # tile, and two cores still take ~0.7x one call's time (the 784-512-10 MLP row's products:
 # 3.3 ms as one call each, 1.6-1.9 ms as two tiles, on the quiet 2-core machine)
 TWO_TILES_WORK_PER_PACKED = 128
+# Repacking the rhs (row tiles) costs ~1.5x more per element than repacking the lhs (column
+# tiles): in C^T = B^T A^T the rhs is OpenBLAS's `a`, packed by sgemm_itcopy (perf, a 1024^3
+# product's halves: 11% of the kernel's samples for its 1M elements), the lhs its `b`, packed
+# by sgemm_oncopy (7% for 1M). Halves as single-threaded calls (SkylakeX kernels, Zen 5 VM,
+# best of 61, all four operand layouts): 1024^3 rows +5.5-7.9% over half the one call,
+# columns +0.9-4.4%; 1536x1024x1024 even (+-1%); 2048x1024x1024 rows +2.2-2.7%, columns
+# +3.3-4.5%.
+RHS_REPACK_WEIGHT = 1.5
 MAX_TILES = 8             # tiles of rows or columns
 MAX_PARTIALS = 4          # tiles of the contracted dimension (each a partial product)
 TILE_ALIGN = 16           # tile edges on multiples of this (the micro-kernels' blocking)
@@ -262,7 +270,9 @@ def tile_plan(dtype, m: int, n: int, k: int) -> tuple[str, int, int] | None:
     columns ("n"), or the contracted dimension ("k": each tile's partial product, summed after
     in a fixed order) in tiles of `per` -- or None (one call). The axis is the one whose split
     costs least extra memory traffic: tiling m repacks the rhs (k*n) per tile, tiling n the lhs
-    (m*k), tiling k writes and sums a partial output (~3*m*n)."""
+    (m*k), tiling k writes and sums a partial output (~3*m*n). Where rows and columns would
+    make as many tiles, an rhs element repacked weighs RHS_REPACK_WEIGHT (a square product:
+    column tiles); the weight changes no tile count and no choice of split-k."""
     from .blas import gemm_work
     work = gemm_work(dtype, m, n, k)
     if work < POOL_GEMM_WORK:
@@ -270,18 +280,31 @@ def tile_plan(dtype, m: int, n: int, k: int) -> tuple[str, int, int] | None:
     costs = {"m": k * n, "n": m * k}
     if np.dtype(dtype).kind == "f":
         costs["k"] = 3 * m * n
+    sizes = {"m": m, "n": n, "k": k}
     axis = min(costs, key=costs.get)
-    size = {"m": m, "n": n, "k": k}[axis]
-    tiles = min(MAX_PARTIALS if axis == "k" else MAX_TILES,
-                work // max(TILE_WORK, TILE_WORK_PER_PACKED * costs[axis]), size // TILE_ALIGN)
-    if tiles < 2 and work // max(TILE_WORK, TWO_TILES_WORK_PER_PACKED * costs[axis]) >= 2:
-        tiles = min(2, size // TILE_ALIGN)
+    tiles = _tile_count(work, axis, costs[axis], sizes[axis])
+    other = {"m": "n", "n": "m"}.get(axis)
+    weighted = {"m": RHS_REPACK_WEIGHT * costs["m"], "n": costs["n"]}
+    if other is not None and weighted[other] < weighted[axis] \
+            and _tile_count(work, other, costs[other], sizes[other]) == tiles:
+        axis = other
     if tiles < 2:
         return None
+    size = sizes[axis]
     per = -(-size // tiles)
     per = -(-per // TILE_ALIGN) * TILE_ALIGN
     tiles = -(-size // per)
     return (axis, per, tiles) if tiles >= 2 else None
+
+
+def _tile_count(work: int, axis: str, cost: int, size: int) -> int:
+    """Tiles of `size` along `axis` for a product of `work` whose every extra tile repacks or
+    writes `cost` elements (fewer than 2: one call)."""
+    tiles = min(MAX_PARTIALS if axis == "k" else MAX_TILES,
+                work // max(TILE_WORK, TILE_WORK_PER_PACKED * cost), size // TILE_ALIGN)
+    if tiles < 2 and work // max(TILE_WORK, TWO_TILES_WORK_PER_PACKED * cost) >= 2:
+        tiles = min(2, size // TILE_ALIGN)
+    return tiles
 
 
 def _tile_body(module: ir.Module, dtype, plan, m: int, n: int, k: int, lhs_t: bool,
