@@ -210,6 +210,16 @@ def test_psum_and_pmean_of_an_invariant_value_compile_to_no_sum():
     np.testing.assert_array_equal(np.asarray(summed), xs.sum(0, keepdims=True))
 
 
+def _psum_formula(a, axis_name, s):
+    """pbroadcast as JAX's documentation writes it: the source's value summed over the axis."""
+    lax, jnp = tj.lax, tj.numpy
+    return lax.psum(jnp.where(lax.axis_index(axis_name) == s, a, jnp.zeros_like(a)), axis_name)
+
+
+_X = np.linspace(-2, 2, 24, dtype=np.float32).reshape(8, 3)  # (the pbroadcast tests' operands)
+_W = np.cos(np.arange(24.0, dtype=np.float32)).reshape(8, 3)
+
+
 @pytest.mark.parametrize("check_vma", [True, False])
 @pytest.mark.parametrize("source", [0, 1, 3])
 def test_pbroadcast_gradients_are_the_psum_formulas(source, check_vma):
@@ -219,13 +229,7 @@ def test_pbroadcast_gradients_are_the_psum_formulas(source, check_vma):
     over the axis a second time: inside shard_map, 4 times the gradient (issue 14)."""
     mesh = tj.sharding.AbstractMesh((4,), ("i",))
     lax, jnp = tj.lax, tj.numpy
-
-    def formula(a, axis_name, s):
-        return lax.psum(jnp.where(lax.axis_index(axis_name) == s, a, jnp.zeros_like(a)),
-                        axis_name)
-
-    x = np.linspace(-2, 2, 24, dtype=np.float32).reshape(8, 3)
-    w = np.cos(np.arange(24.0, dtype=np.float32)).reshape(8, 3)
+    formula, x, w = _psum_formula, _X, _W
     blocks, ws = x.reshape(4, 2, 3).astype(np.float64), w.reshape(4, 2, 3).astype(np.float64)
     for broadcast in (lax.pbroadcast, formula):
         def position(a, v, broadcast=broadcast):
@@ -254,13 +258,7 @@ def test_pbroadcast_over_several_axes_is_the_psum_formula(axes, source, check_vm
     lowering for it, tests/libraries/type_strings.py records the formula's values)."""
     mesh = tj.sharding.AbstractMesh((2, 2), ("i", "j"))
     lax, jnp = tj.lax, tj.numpy
-
-    def formula(a, axis_name, s):
-        return lax.psum(jnp.where(lax.axis_index(axis_name) == s, a, jnp.zeros_like(a)),
-                        axis_name)
-
-    x = np.linspace(-2, 2, 24, dtype=np.float32).reshape(8, 3)
-    w = np.cos(np.arange(24.0, dtype=np.float32)).reshape(8, 3)
+    formula, x, w = _psum_formula, _X, _W
     got = []
     for broadcast in (lax.pbroadcast, formula):
         def position(a, v, broadcast=broadcast):
