@@ -90,3 +90,37 @@ def test_device_type():
     for api, _ in API:
         assert isinstance(api.devices()[0], api.Device)
         assert not isinstance("cpu", api.Device)
+
+
+@pytest.mark.parametrize("name,option,value", [
+    ("numpy_rank_promotion", "jax_numpy_rank_promotion", "raise"),
+    ("default_matmul_precision", "jax_default_matmul_precision", "highest"),
+    ("threefry_partitionable", "jax_threefry_partitionable", False),
+    ("log_compiles", "jax_log_compiles", True),
+    ("explain_cache_misses", "jax_explain_cache_misses", True)])
+def test_option_context_managers(name, option, value):
+    """`with jax.<option>(value):` sets the option inside the block and puts it back after, as
+    JAX's (both sides read through config)."""
+    for lib in (tracejit, jax):
+        before = getattr(lib.config, option)
+        with getattr(lib, name)(value):
+            assert getattr(lib.config, option) == value, (lib.__name__, name)
+        assert getattr(lib.config, option) == before, (lib.__name__, name)
+
+
+def test_rank_promotion_context_refuses_inside_only():
+    x, y = np.ones((2, 3), np.float32), np.ones(3, np.float32)
+    for lib, jnp in API:
+        with lib.numpy_rank_promotion("raise"):
+            with pytest.raises(ValueError, match="jax_numpy_rank_promotion='raise'"):
+                jnp.add(x, y)
+        np.testing.assert_array_equal(np.asarray(jnp.add(x, y)), x + y)
+
+
+def test_top_level_sharding_names_are_jaxs():
+    """jax.NamedSharding, jax.Shard, jax.reshard and jax.process_indices exist at the top level
+    (libraries write them so) and are the sharding module's."""
+    assert tracejit.NamedSharding is tracejit.sharding.NamedSharding
+    assert tracejit.reshard is tracejit.sharding.reshard
+    assert isinstance(tracejit.device_put(np.ones(3)).addressable_shards[0], tracejit.Shard)
+    assert tracejit.process_indices() == jax.process_indices() == [0]

@@ -9,12 +9,15 @@ backend_start.start()  # the native backend's start-up, on a thread of its own
 from . import errors, lax, nn, numpy, stages, tree, tree_util  # noqa: F401,E402
 from .core.array import BaseArray as Array  # noqa: F401  (concrete arrays and tracers)
 from .core.avals import ShapedArray, ShapeDtypeStruct  # noqa: F401
-from .core.config import (config, debug_infs, debug_nans, disable_jit,  # noqa: F401
-                          enable_x64)
+from .core.config import (config, debug_infs, debug_nans, default_matmul_precision,  # noqa: F401
+                          disable_jit, enable_x64, explain_cache_misses, log_compiles,
+                          numpy_rank_promotion, threefry_partitionable)
 from .core.devices import (Device, default_backend, device_count, devices,  # noqa: F401
-                           local_device_count, local_devices, process_count, process_index)
+                           local_device_count, local_devices, process_count, process_index,
+                           process_indices)
 from .core.dtypes import float0  # noqa: F401
-from .core.sharding import PartitionSpec as P, make_mesh, set_mesh  # noqa: F401
+from .core.sharding import (NamedSharding, PartitionSpec as P, Shard,  # noqa: F401
+                            make_mesh, set_mesh)
 from .shard_map import pmap, shard_map  # noqa: F401,E402
 from .core.trace import ensure_compile_time_eval, named_call, named_scope, typeof  # noqa: F401
 from .runtime.devices import block_until_ready, device_get, device_put  # noqa: F401
@@ -29,6 +32,7 @@ from .version import __version__, __version_info__  # noqa: F401  (the JAX API i
 from . import random  # noqa: E402,F401  (after numpy: random is built on it)
 # (as with JAX, flatten_util and test_util load when imported, not with the package)
 from . import dtypes, sharding, typing  # noqa: E402,F401
+from .sharding import reshard  # noqa: E402,F401
 from . import debug, experimental  # noqa: E402,F401
 from .callback import effects_barrier, pure_callback  # noqa: E402,F401
 from . import api_util, version  # noqa: E402,F401  (libraries reach them as jax.api_util, ...)

@@ -147,3 +147,25 @@ def debug_nans(new_val: bool = True):
 def debug_infs(new_val: bool = True):
     """Context manager: `with jax.debug_infs(True): ...` checks for infinities inside it."""
     return config._override("jax_debug_infs", new_val)
+
+
+# JAX's other option context managers (`with jax.numpy_rank_promotion("raise"): ...`): the
+# option set inside the block, put back after it
+def numpy_rank_promotion(new_val: str):
+    return config._override("jax_numpy_rank_promotion", new_val)
+
+
+def default_matmul_precision(new_val: Any):
+    return config._override("jax_default_matmul_precision", new_val)
+
+
+def threefry_partitionable(new_val: bool = True):
+    return config._override("jax_threefry_partitionable", new_val)
+
+
+def log_compiles(new_val: bool = True):
+    return config._override("jax_log_compiles", new_val)
+
+
+def explain_cache_misses(new_val: bool = True):
+    return config._override("jax_explain_cache_misses", new_val)

@@ -142,3 +142,8 @@ def process_index(backend: str | None = None) -> int:
 
 def process_count(backend: str | None = None) -> int:
     return _PROCESSES[0]
+
+
+def process_indices(backend: str | None = None) -> list[int]:
+    """Every process's index (JAX's name): 0 .. process_count() - 1."""
+    return list(range(_PROCESSES[0]))
