@@ -4,6 +4,7 @@ LAPACK calls get more threads for large sizes, never above tracejit_num_threads)
 read back from OpenBLAS; products are checked against NumPy, exactly where the inputs make
 every sum exact, and 1 and N threads must agree bit for bit."""
 import os
+import re
 import subprocess
 import sys
 
@@ -134,14 +135,17 @@ def test_default_threads_share_the_cpus_among_local_processes(environ, usable, o
 
 def test_default_threads_under_mpiexec_and_explicit_count_wins():
     from tracejit.distributed import mpiexec
-    code = "from tracejit.backend.llvm import blas; print(blas.max_threads())"
+    # (one write(2) per rank, a few bytes: atomic on mpiexec's pipe, so the two ranks' reports
+    # never interleave — two prints could, and once read "33")
+    code = ("import os; from tracejit.backend.llvm import blas; "
+            "os.write(1, f'<{blas.max_threads()}>'.encode())")
     env = {k: v for k, v in os.environ.items() if k != "TRACEJIT_NUM_THREADS"}
     usable = len(os.sched_getaffinity(0))
     for extra, want in (({}, max(1, usable // 2)), ({"TRACEJIT_NUM_THREADS": "3"}, 3)):
         out = subprocess.run([mpiexec(), "-n", "2", sys.executable, "-c", code],
                              capture_output=True, text=True, env=dict(env, **extra),
                              cwd=os.path.dirname(os.path.dirname(__file__)), check=True)
-        assert out.stdout.split() == [str(want)] * 2, out
+        assert re.findall(r"<(\d+)>", out.stdout) == [str(want)] * 2, out
 
 
 @pytest.mark.parametrize("n,threads", [(256, 1), (1024, 2)])
