@@ -11,6 +11,14 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ["TRACEJIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="tracejit-test-cache-")
 atexit.register(shutil.rmtree, os.environ["TRACEJIT_CACHE_DIR"], ignore_errors=True)
 
+import signal  # noqa: E402
+
+# The Ctrl-C tests send SIGINT. A test run started with it ignored (in the background of a
+# script without job control, or under nohup) holds SIG_IGN, which Python keeps at start-up:
+# give it Python's handler back, before tracejit looks at it (subprocesses then start with it).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
