@@ -158,9 +158,7 @@ def check_context_mesh(shardings: Sequence, avals: Sequence, arg_names: Sequence
         if s is not None and isinstance(s.mesh, Mesh) and not s.mesh.is_multi_process and \
                 _ids(s) != ids:
             raise incompatible_devices(argument_text(name, fun_name, aval), _ids(s),
-                                       "jit's context mesh", ids,
-                                       f" at {where}" if where is not None else "",
-                                       _CONTEXT_FIX)
+                                       "jit's context mesh", ids, _at(where), _CONTEXT_FIX)
 
 
 def check_shard_map_devices(closed: ClosedJaxpr, shardings: Sequence, avals: Sequence,
@@ -460,7 +458,7 @@ def _eager_shardings(primitive: Any, params: dict, avals: Sequence, avals_out: S
     across = first is not None and getattr(first[0].mesh, "is_multi_process", False)
     if across and not whole:
         return [None] * len(avals_out)
-    context = mesh_context().placing
+    context = _MESHES.placing
     if first is not None and context is not None and isinstance(first[0].mesh, Mesh) and \
             _ids(first[0]) != [d.id for d in context.devices.flat]:
         k = next(k for k, s in enumerate(laid) if s is first[0])
