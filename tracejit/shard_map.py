@@ -13,6 +13,8 @@ import functools
 import math
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from .core.devices import local_device_count
 from .core.pytree import prefix_errors, tree_flatten, tree_leaves, tree_unflatten
 from .core.array import Array
@@ -20,7 +22,9 @@ from .core.batching import BatchTracer
 from .core.jvp_trace import JVPTracer
 from .core.rules import not_mapped
 from .core.global_array import GlobalArray, note_gathered, note_wanted
-from .core.sharding import (UNCONSTRAINED, AbstractMesh, Mesh, NamedSharding, PartitionSpec,
+from .core.avals import ShapedArray
+from .core.sharding import (UNCONSTRAINED, AbstractMesh, AxisType, Mesh, NamedSharding,
+                            PartitionSpec, argument_type, explicit_type_sharding,
                             get_abstract_mesh, get_mesh)
 from .core.trace import DynamicJaxprTracer, get_aval, user_source_info
 from .runtime.devices import to_array
@@ -107,6 +111,10 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
         if isinstance(m, Mesh) and not m.is_multi_process:
             _check_devices(leaves, m, fun_name)
         flat_specs = _broadcast_specs(specs, args)
+        if in_specs is not Infer and m.axis_types and \
+                all(t is AxisType.Explicit for t in m.axis_types) and \
+                (not axis_names or set(axis_names) == set(m.axis_names)):
+            _check_typed_specs(leaves, flat_specs, fun_name)
         from .shard_map_processes import across_processes, process_axes
         processes = process_axes(m)
         if processes:
@@ -152,6 +160,54 @@ def _check_devices(leaves: list, m: Mesh, fun_name: str) -> None:
             raise incompatible_devices(
                 argument_text(f"args[{i}]", fun_name, get_aval(x)), ids, "shard_map inside jit",
                 mesh_ids, f" at {where}" if where is not None else "")
+
+
+def _check_typed_specs(leaves: list, flat_specs: list, fun_name: str) -> None:
+    """JAX's error for an argument whose type lays it out otherwise than in_specs say, over a
+    mesh whose axes are all Explicit: shard_map takes each argument as its type lays it out
+    (a value never laid out is typed replicated, `P(None, ...)`). Checked where the type is
+    known here: an array (under eager grad, its value's), or an argument of the jit being
+    traced; a value computed inside a jit is not checked."""
+    for x, spec in zip(leaves, flat_specs):
+        if not isinstance(spec, PartitionSpec):
+            continue
+        while isinstance(x, JVPTracer):
+            x = x.primal
+        if isinstance(x, DynamicJaxprTracer):
+            known, own = argument_type(x)
+            if not known:
+                continue
+        elif isinstance(x, (Array, np.ndarray, np.generic, int, float, complex, bool)):
+            own = x._sharding if isinstance(x, Array) else None
+        else:
+            continue
+        aval = get_aval(x)
+        typed = explicit_type_sharding(own, aval.ndim)
+        have = tuple(typed.spec) if typed is not None else (None,) * aval.ndim
+        want = tuple(_canonical(e) for e in spec) + (None,) * (aval.ndim - len(spec))
+        if have == want:
+            continue
+        where = user_source_info()
+        at = f" at {where}" if where is not None else ""
+        shown = ShapedArray(aval.shape, aval.dtype, sharding=typed)
+        raise ValueError(
+            f"in_specs passed to shard_map: {PartitionSpec(*want)} does not match the specs of "
+            f"the input: {PartitionSpec(*have)} for arg: {shown.str_long()}. `in_specs` is an "
+            f"optional argument so you can omit specifying it and shard_map will infer the "
+            f"in_specs from the arguments. If you want to reshard your inputs, you can use "
+            f"`jax.reshard` on the arguments and then pass those args to shard_map.\n\n"
+            f"The shard_map of {fun_name!r} called{at} runs over a mesh whose axes are all "
+            f"Explicit, where an array's type says how it is laid out (one never laid out is "
+            f"replicated) and in_specs must say the same. Lay the argument out first "
+            f"(`jax.device_put(x, NamedSharding(mesh, spec))` or `jax.reshard(x, spec)`), or "
+            f"give in_specs its layout.")
+
+
+def _canonical(entry: Any) -> Any:
+    """A spec entry as JAX compares it: a one-axis tuple as that axis, an empty one as None."""
+    if isinstance(entry, tuple):
+        return None if not entry else entry[0] if len(entry) == 1 else entry
+    return entry
 
 
 def _context_mesh_error(context: AbstractMesh, given: Mesh | AbstractMesh, first: bool,

@@ -555,6 +555,38 @@ _TOKEN_COUNT = itertools.count()
 _STATE = _MeshState()
 
 
+class _ArgumentTypes(threading.local):
+    """The layouts jit's arguments are typed by while jit traces its function (shard_map's
+    check of in_specs over Explicit axes reads them): tracer id -> the argument's sharding."""
+
+    def __init__(self):
+        self.types: dict[int, Any] = {}
+
+
+_ARGUMENT_TYPES = _ArgumentTypes()
+
+
+@contextlib.contextmanager
+def typed_arguments(tracers: Sequence, shardings: Sequence):
+    """While jit traces its function: each argument tracer typed by the sharding its value
+    carries (None: none, the value never laid out), as JAX's types hold them."""
+    types = _ARGUMENT_TYPES.types
+    added = [id(t) for t in tracers]
+    types.update(zip(added, shardings))
+    try:
+        yield
+    finally:
+        for k in added:
+            types.pop(k, None)
+
+
+def argument_type(tracer: Any) -> tuple[bool, Any]:
+    """(whether `tracer` is an argument of the jit being traced, the sharding it is typed by)."""
+    types = _ARGUMENT_TYPES.types
+    k = id(tracer)
+    return (k in types, types.get(k))
+
+
 def mesh_context() -> _MeshState:
     """The per-thread mesh state, for jit: `mesh_context().key` is the part of a cache key that
     says which meshes were in effect when a program was traced (None when none is), `.token`

@@ -31,7 +31,7 @@ from ..core.pytree import (PyTreeDef, leaf_names, tree_flatten, tree_leaves, tre
                            tree_unflatten)
 from ..core.refs import check_no_refs, is_new_ref_for, refs_in_use, stage_scope
 from ..core.sharding import (AxisType, Mesh, check_sharding_leaves, check_shardings, mesh_context,
-                             replicated_sharding, resolve_sharding)
+                             replicated_sharding, resolve_sharding, typed_arguments)
 from ..core.trace import (Tracer, current_dynamic_trace, fun_debug_info, get_aval, trace_to_jaxpr,
                           user_source_info)
 from ..compiler.split_results import noted_results, split_results
@@ -40,10 +40,11 @@ from . import backend_start, explain
 from .devices import place, to_array
 from .executable import Executable, compile_jaxpr
 from .jit_refs import call_with_refs
-from .sharded import (check_committed, check_context_mesh, check_layout,
-                      check_shard_map_devices, commit_results, committed_device, leaf_shardings,
-                      partition, propagate_noted, read_leaves, result_marker,
-                      short_spec_outputs)
+from .sharded import (argument_text, check_arguments_typed, check_committed,
+                      check_context_mesh, check_layout, check_program_devices,
+                      check_shard_map_devices, commit_results, committed_device, device_marker,
+                      given_devices, leaf_shardings, own_sharding, partition, propagate_noted,
+                      read_leaves, result_marker, short_spec_outputs)
 
 # --- argument handling ----------------------------------------------------------------------
 
@@ -103,7 +104,7 @@ class _CacheEntry:
     __slots__ = ("closed", "in_tree", "out_tree", "executable", "in_avals", "arg_names",
                  "donated", "aliases", "consumed", "kept", "direct", "trace_key", "lock",
                  "debug_checks", "last_use", "laid_out", "placement", "blocks", "mark",
-                 "context_mesh", "reads")
+                 "context_mesh", "reads", "given", "device", "readers")
 
     def __init__(self, closed, in_tree, out_tree, in_avals, arg_names, donated):
         self.closed = closed
@@ -141,6 +142,14 @@ class _CacheEntry:
         # the argument leaves whose devices bind the program (sharded.py's `read_leaves`;
         # all of them under keep_unused), found at the first call with a committed argument
         self.reads: tuple[int, ...] | None = None
+        # per argument leaf, the device jit's in_shardings put it on (None: none does); and
+        # the device in_shardings and out_shardings bind the program to (None: none), where
+        # its results are committed
+        self.given: tuple | None = None
+        self.device: Any = None
+        # per argument leaf, the primitive first reading it (None: none; sharded.py's
+        # check_arguments_typed), found at the first call with a laid-out argument under a mesh
+        self.readers: tuple | None = None
 
 
 class _Traces:
@@ -282,6 +291,8 @@ def compile_entry(entry: _CacheEntry, backend: str | None, keep_unused: bool,
                      if s is None else s
                      for a, s, sh in zip(outs, placement or [None] * len(outs), short)]
     entry.mark = result_marker(placement, entry.blocks, closed.out_avals)
+    if entry.device is not None:  # (bound to one device by in_shardings or out_shardings)
+        entry.mark = device_marker(entry.device, entry.mark)
     kept = None
     if not keep_unused:
         closed, kept = without_unused_args(closed)
@@ -395,9 +406,12 @@ class Jitted:
         check_sharding_leaves(in_shardings, "in_shardings")
         check_sharding_leaves(out_shardings, "out_shardings")
         self.in_shardings, self.out_shardings = in_shardings, out_shardings
+        # (the shardings too: a trace records what they fix, and the dispatch fast path's
+        # index holds no sharding option)
         self._traces = _traces_for(fun, (self.static_argnums, self.static_argnames,
                                          self.donate_argnums, self.donate_argnames,
-                                         self.keep_unused, self.inline, self.backend))
+                                         self.keep_unused, self.inline, self.backend,
+                                         _as_key(in_shardings), _as_key(out_shardings)))
         functools.update_wrapper(self, fun, updated=())
 
     def _positional_names(self) -> list[str]:
@@ -523,24 +537,38 @@ class Jitted:
                 check_context_mesh(laid_out, avals, arg_names, self.fun_name, _MESHES.placing,
                                    user_source_info())
             start = time.perf_counter()
-            entry = self._stage(static, static_kw, in_tree, len(args), avals, arg_names)
+            entry = self._stage(static, static_kw, in_tree, len(args), avals, arg_names,
+                                {i: own_sharding(x) for i, x in enumerate(leaves)
+                                 if not isinstance(x, Tracer)})
             entry.laid_out, entry.context_mesh = laid_out, _MESHES.placing
             if laid_out is None:  # (shard_map's results' shardings carried to the outputs)
                 propagate_noted(entry.closed)
             else:
                 check_shard_map_devices(entry.closed, laid_out, avals, arg_names, self.fun_name)
             self._check_out_shardings(entry)
+            if self.in_shardings is not None:
+                entry.given = given_devices(self.in_shardings, dyn_args, len(leaves),
+                                            self.fun_name)
+            reads = self._reads(entry) if entry.given is not None or laid_out is not None \
+                else ()
+            entry.device = check_program_devices(
+                entry.closed, reads, laid_out, entry.given, self.out_shardings,
+                _MESHES.placing, lambda i: argument_text(arg_names[i], self.fun_name, avals[i]),
+                user_source_info())
             if config.read("jax_log_compiles"):
                 explain.log_traced(self.fun_name, time.perf_counter() - start)
             if not any(isinstance(c, Tracer) for c in entry.closed.consts):
                 with _cache_lock:
                     entry = self._traces.add(key, entry)
+        if placed and (_MESHES.stack or _MESHES.abstract):
+            # (every call: with in_shardings the key holds theirs, not the arguments' own)
+            check_arguments_typed(entry, leaves, user_source_info)
         if placed and any(committed_device(x) is not None for x in leaves):
             # (every call: the key holds no single device an argument is committed to, and the
             # dispatch fast path only remembers a call that passed this)
             check_committed(entry.closed, leaves, laid_out, self._reads(entry),
                             lambda: self._arg_names(args, dyn_kwargs), self.fun_name,
-                            self.out_shardings, user_source_info())
+                            self.out_shardings, user_source_info(), entry.given)
         return entry, leaves
 
     def _reads(self, entry: _CacheEntry) -> tuple[int, ...]:
@@ -580,13 +608,20 @@ class Jitted:
             outs = tree_unflatten(entry.out_tree, list(entry.closed.out_avals))
             check_shardings(self.out_shardings, outs, f"{self.fun_name} (jit out_shardings)")
 
-    def _stage(self, static, static_kw, in_tree, nargs, avals, arg_names) -> _CacheEntry:
+    def _stage(self, static, static_kw, in_tree, nargs, avals, arg_names,
+               own: dict) -> _CacheEntry:
+        """Trace the function for these avals; `own`: the sharding each argument leaf that is
+        a value (not a tracer of an enclosing trace, whose type is not known here) carries."""
         flat_fun = self._flat_fun(static, static_kw, in_tree, nargs)
         debug = fun_debug_info(self.fun, arg_names, "jit",
                                _static_hint(self.fun_name, set(self.static_argnames),
                                             self._positional_names()))
+
+        def typed_fun(*tracers):  # (each argument typed by its own layout, as in JAX)
+            with typed_arguments([tracers[i] for i in own], list(own.values())):
+                return flat_fun(*tracers)
         with stage_scope(self):  # (a Ref it closes over reroutes the call: jit_refs.py)
-            closed = trace_to_jaxpr(flat_fun, avals, debug)
+            closed = trace_to_jaxpr(typed_fun, avals, debug)
         return _CacheEntry(closed, in_tree, flat_fun.out_tree, avals, arg_names,
                            self._donated_leaves(in_tree, static, nargs))
 
@@ -742,7 +777,14 @@ class Jitted:
     def trace(self, *args, **kwargs):
         from .stages import Traced
         entry, leaves = self._trace(args, kwargs)
-        return Traced(self, entry)
+        device = entry.device
+        if device is None and entry.laid_out is None and \
+                any(committed_device(x) is not None for x in leaves):
+            # (the device a committed argument it reads binds it to: the compiled program
+            # keeps it, as JAX's does)
+            device = next(x._sharding._device for i, x in enumerate(leaves)
+                          if i in self._reads(entry) and committed_device(x) is not None)
+        return Traced(self, entry, device)
 
     def lower(self, *args, **kwargs):
         return self.trace(*args, **kwargs).lower()
@@ -805,6 +847,12 @@ def run_across_processes(run: Callable) -> None:
 def call_across_processes(jitted: Jitted, args: tuple, kwargs: dict) -> Any:
     """`jitted(*args, **kwargs)` where an argument spans processes (`spans_processes`)."""
     return _ACROSS_PROCESSES[0](jitted, args, kwargs)
+
+
+def _as_key(shardings: Any) -> Any:
+    """in_shardings / out_shardings as part of a hashable key (a list as the tuple jit reads
+    it as; a dict or another unhashable tree: this wrapper's own traces)."""
+    return tuple(shardings) if isinstance(shardings, list) else shardings
 
 
 def _as_tuple(x, name: str) -> tuple[int, ...]:

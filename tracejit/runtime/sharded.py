@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..core.array import Array
-from ..core.avals import ShapeDtypeStruct
+from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.dce import dce_jaxpr
 from ..core.global_array import (any_noted, as_global, note_gathered, noted, splits_processes,
                                  wanted)
@@ -20,8 +20,8 @@ from ..core.jaxpr import ClosedJaxpr, Literal, Var, runs_jaxpr
 from ..core.primitive import ELEMENTWISE
 from ..core.pytree import tree_flatten, tree_leaves
 from ..core.sharding import (UNCONSTRAINED, AxisType, Mesh, NamedSharding, PartitionSpec,
-                             SingleDeviceSharding, context_sharding,
-                             keeps_short_spec, mesh_context, replicated_sharding,
+                             SingleDeviceSharding, context_sharding, explicit_type_sharding,
+                             get_abstract_mesh, keeps_short_spec, mesh_context, replicated_sharding,
                              resolve_sharding)
 from ..core import trace as core_trace
 from ..core.trace import trace_to_jaxpr
@@ -33,11 +33,10 @@ from ..transforms.spmd import Dims, replicated, run_sharded
 _MESHES = mesh_context()  # (per thread; `.stack`: the meshes set_mesh put in effect)
 
 
-def leaf_shardings(in_shardings: Any, dyn_args: tuple, leaves: Sequence,
-                   fun_name: str) -> tuple | None:
-    """Per argument leaf, the NamedSharding it is laid out as (jit's in_shardings where given,
-    else the array's own), or None when no leaf is laid out over a mesh."""
-    given: list = [None] * len(leaves)
+def given_shardings(in_shardings: Any, dyn_args: tuple, n: int, fun_name: str) -> list | None:
+    """Per argument leaf (`n` of them), the Sharding jit's in_shardings give it (None: none),
+    or None when in_shardings are not a prefix of the arguments (jit's check names that)."""
+    given: list = [None] * n
     if in_shardings is not None:
         shardings = tuple(in_shardings) if isinstance(in_shardings, (tuple, list)) else \
             (in_shardings,) * len(dyn_args)
@@ -46,12 +45,32 @@ def leaf_shardings(in_shardings: Any, dyn_args: tuple, leaves: Sequence,
             specs, treedef = tree_flatten(s, is_leaf=lambda x: x is None)
             try:
                 subs = treedef.flatten_up_to(arg)
-            except (ValueError, TypeError):  # not a prefix: jit's check names the mismatch
+            except (ValueError, TypeError):
                 return None
             for spec, sub in zip(specs, subs):
-                n = len(tree_flatten(sub)[0])
-                given[k:k + n] = [resolve_sharding(spec, f"{fun_name} (jit in_shardings)")] * n
-                k += n
+                m = len(tree_flatten(sub)[0])
+                given[k:k + m] = [resolve_sharding(spec, f"{fun_name} (jit in_shardings)")] * m
+                k += m
+    return given
+
+
+def given_devices(in_shardings: Any, dyn_args: tuple, n: int, fun_name: str) -> tuple | None:
+    """Per argument leaf, the SingleDeviceSharding jit's in_shardings put it on (None: none),
+    or None when in_shardings name no single device (laid-out leaves: `leaf_shardings`)."""
+    given = given_shardings(in_shardings, dyn_args, n, fun_name) if in_shardings is not None \
+        else None
+    if given is None or not any(type(s) is SingleDeviceSharding for s in given):
+        return None
+    return tuple(s if type(s) is SingleDeviceSharding else None for s in given)
+
+
+def leaf_shardings(in_shardings: Any, dyn_args: tuple, leaves: Sequence,
+                   fun_name: str) -> tuple | None:
+    """Per argument leaf, the NamedSharding it is laid out as (jit's in_shardings where given,
+    else the array's own), or None when no leaf is laid out over a mesh."""
+    given = given_shardings(in_shardings, dyn_args, len(leaves), fun_name)
+    if given is None:
+        return None
     out = []
     for s, x in zip(given, leaves):
         own = own_sharding(x)
@@ -59,7 +78,7 @@ def leaf_shardings(in_shardings: Any, dyn_args: tuple, leaves: Sequence,
         # layout differs from in_shardings' as XLA compares them, whatever the devices; else
         # it is moved to in_shardings' devices, as JAX's jit does
         if s is not None and isinstance(own, (NamedSharding, SingleDeviceSharding)) and \
-                not _same_layout(s, own, x.ndim):
+                not same_layout(s, own, x.ndim):
             raise ValueError(
                 f"Sharding passed to jit does not match the sharding on the respective arg. "
                 f"Got jit sharding: {s},\narg sharding: {own} for arg type: "
@@ -69,7 +88,7 @@ def leaf_shardings(in_shardings: Any, dyn_args: tuple, leaves: Sequence,
     return tuple(out) if any(s is not None for s in out) else None
 
 
-def _same_layout(a: Any, b: Any, ndim: int) -> bool:
+def same_layout(a: Any, b: Any, ndim: int) -> bool:
     """Whether shardings `a` and `b` lay an array of rank `ndim` out alike up to which devices
     hold it (JAX's `are_hlo_shardings_equal`): the same pieces, the k-th device of each's list
     holding the same piece. Every replicated layout (one device's included) is alike."""
@@ -161,6 +180,59 @@ def check_context_mesh(shardings: Sequence, avals: Sequence, arg_names: Sequence
                                        "jit's context mesh", ids, _at(where), _CONTEXT_FIX)
 
 
+def check_aval_meshes(name: str, shardings: Sequence, avals: Sequence,
+                      where: Callable[[], Any]) -> None:
+    """JAX's `check_avals_context_mesh`: under a mesh put in effect by `jax.set_mesh` or
+    `use_abstract_mesh`, an operation (primitive `name`) on an operand laid out over a mesh of
+    other axis names, sizes or types than the mesh in effect (`shardings`, per operand: its
+    layout or None) raises — an array's type holds its mesh, and a program is typed by one —
+    unless both meshes' axes are all Auto (JAX lets Auto meshes of other names mix). A
+    mesh of the same types over other devices is the device check's (check_context_mesh).
+    `where()` says where the operation is (read only for an error)."""
+    context = get_abstract_mesh()
+    if context.empty:
+        return
+    for s, aval in zip(shardings, avals):
+        if type(s) is not NamedSharding:
+            continue
+        mesh = s.mesh.abstract_mesh
+        if mesh is context or mesh.empty or mesh == context or \
+                _all_auto(mesh) and _all_auto(context):
+            continue
+        typed = ShapedArray(aval.shape, aval.dtype, sharding=explicit_type_sharding(s, aval.ndim))
+        raise ValueError(
+            f"For primitive {name}, context mesh {context} should match the aval mesh {mesh} "
+            f"for shape {typed.str_long()}. This error occurs at source:  {where()}\n\n"
+            f"Under `jax.set_mesh(mesh)` (or `use_abstract_mesh`) every operation is typed by "
+            f"the mesh in effect, and an array laid out over a mesh of other axis names, sizes "
+            f"or types (Explicit against Auto) is of another type. Move the array to the mesh "
+            f"in effect first (`jax.device_put(x, NamedSharding(mesh, spec))`), or compute on "
+            f"it outside this block.")
+
+
+def _all_auto(mesh: Any) -> bool:
+    return all(t is AxisType.Auto for t in mesh.axis_types)
+
+
+def check_arguments_typed(entry: Any, leaves: Sequence, where: Callable[[], Any]) -> None:
+    """check_aval_meshes for jit's arguments laid out over a mesh, at the first operation of
+    the traced program (`entry.closed`) that reads each: JAX checks them there, so an
+    argument only returned, or not read, is not checked."""
+    own = [own_sharding(x) for x in leaves]
+    if not any(type(s) is NamedSharding for s in own):
+        return
+    if entry.readers is None:
+        first = {}
+        for eqn in entry.closed.jaxpr.eqns:
+            for v in eqn.invars:
+                if isinstance(v, Var):
+                    first.setdefault(v, eqn.primitive.name)
+        entry.readers = tuple(first.get(v) for v in entry.closed.jaxpr.invars)
+    for name, s, aval in zip(entry.readers, own, entry.in_avals):
+        if name is not None and type(s) is NamedSharding:
+            check_aval_meshes(name, [s], [aval], where)
+
+
 def check_shard_map_devices(closed: ClosedJaxpr, shardings: Sequence, avals: Sequence,
                             arg_names: Sequence[str], fun_name: str) -> None:
     """JAX's error for a program staging shard_map over a mesh of other devices (or of the
@@ -190,6 +262,57 @@ def _staged_meshes(closed: ClosedJaxpr):
                 yield s
 
 
+def check_program_devices(closed: ClosedJaxpr, reads: Sequence[int], laid_out: Sequence | None,
+                          given: Sequence | None, out_shardings: Any, context: Mesh | None,
+                          arg_text: Callable[[int], str], where: Any) -> Any:
+    """JAX's check that what a traced program's devices are fixed by — the in_shardings and
+    layouts of the argument leaves it reads (`reads`; `given`: in_shardings' single devices,
+    `laid_out`: the layouts over meshes), its out_shardings, and the sharding constraints and
+    shard_maps staged in it — names one list of devices, in one order, and under
+    `jax.set_mesh` that of the mesh in effect (`context`): JAX's
+    `_get_and_check_device_assignment`. Checked once per traced signature (arguments committed
+    to one device by their own placement: check_committed, per call). Returns the device a
+    program bound to one device by these runs on (its results are committed there), else
+    None."""
+    bound = []  # (what fixes the devices, as JAX's error names it; device ids in order)
+    for i in reads:
+        if given is not None and given[i] is not None:
+            bound.append(("ARG_SHARDING", [given[i]._device.id]))
+        elif laid_out is not None and laid_out[i] is not None and _concrete(laid_out[i]):
+            bound.append((arg_text(i), _ids(laid_out[i])))
+    for s in tree_leaves(out_shardings):
+        if type(s) is SingleDeviceSharding:
+            bound.append(("explicit output sharding", [s._device.id]))
+        elif isinstance(s, NamedSharding) and _concrete(s):
+            bound.append(("explicit output sharding", _ids(s)))
+    for s in constraints(closed.jaxpr):
+        if isinstance(s, NamedSharding) and _concrete(s):
+            bound.append(("sharding_constraint inside jit", _ids(s)))
+    for s in _staged_meshes(closed):
+        bound.append(("shard_map inside jit", _ids(s)))
+    if context is not None:
+        ids = [d.id for d in context.devices.flat]
+        for what, other in bound:
+            if other != ids:
+                raise incompatible_devices("jit's context mesh", ids, what, other, _at(where),
+                                           _CONTEXT_BOUND_FIX)
+    elif bound:
+        first, ids = bound[0]
+        for what, other in bound[1:]:
+            if other != ids:
+                raise incompatible_devices(first, ids, what, other, _at(where), _BOUND_FIX)
+    if laid_out is not None or not bound or len(bound[0][1]) != 1:
+        return None
+    fixed = [given[i] for i in reads if given is not None] + tree_leaves(out_shardings)
+    return next((s._device for s in fixed if type(s) is SingleDeviceSharding), None)
+
+
+def _concrete(s: NamedSharding) -> bool:
+    """Whether `s` is laid out over devices of this process alone (not an abstract mesh, not a
+    mesh spanning processes: those are checked elsewhere)."""
+    return isinstance(s.mesh, Mesh) and not s.mesh.is_multi_process
+
+
 def committed_device(x: Any) -> int | None:
     """The id of the device `x` is committed to (`device_put(x, device)`, or computed from
     such an array), or None: never placed, or laid out over a mesh."""
@@ -209,6 +332,16 @@ _COMMITTED_FIX = (
     "`jax.set_mesh` put in effect to the mesh's devices. Put the committed array on the mesh "
     "first (`jax.device_put(x, NamedSharding(mesh, spec))`), or pass it uncommitted (an array "
     "made without a device or sharding).")
+_BOUND_FIX = (
+    "A jitted program runs on one list of devices, in one order: jit's in_shardings and "
+    "out_shardings, the layouts of the arguments it reads, and the sharding constraints and "
+    "shard_maps inside it must all name the same one. Use one mesh (or one device) for all of "
+    "them, or move the arguments first (`jax.device_put`).")
+_CONTEXT_BOUND_FIX = (
+    "A jitted program runs on one list of devices, and under `jax.set_mesh(mesh)` (jit's "
+    "context mesh) those are the mesh's, in its order: jit's in_shardings and out_shardings "
+    "and the sharding constraints and shard_maps inside it must name that mesh (a bare "
+    "PartitionSpec does), or the program must run outside this set_mesh.")
 _CONTEXT_FIX = (
     "A jitted program runs on one set of devices, and under `jax.set_mesh(mesh)` (jit's "
     "context mesh) those are the mesh's, in its order: an array laid out over another mesh "
@@ -237,22 +370,26 @@ def read_leaves(closed: ClosedJaxpr) -> tuple[int, ...]:
 
 def check_committed(closed: ClosedJaxpr, leaves: Sequence, laid_out: Sequence | None,
                     reads: Sequence[int], arg_names: Callable[[], list], fun_name: str,
-                    out_shardings: Any, where: Any) -> None:
+                    out_shardings: Any, where: Any, given: Sequence | None = None) -> None:
     """JAX's error for arguments committed to single devices (`device_put(x, device)`) in a
     program bound to other devices: by another argument (committed elsewhere, or laid out over
     a mesh), a shard_map or sharding constraint staged in it, its out_shardings, or the mesh
-    in effect (`set_mesh`). Only the leaves in `reads` count (`read_leaves`). (Laid-out
-    arguments among themselves: check_layout and check_shard_map_devices.)"""
+    in effect (`set_mesh`). Only the leaves in `reads` count (`read_leaves`); one in_shardings
+    put on a device (`given`) is moved there, as JAX moves it. (Laid-out arguments among
+    themselves: check_layout and check_shard_map_devices.)"""
     shardings = [None] * len(leaves)
     for i in reads:
         s = laid_out[i] if laid_out is not None else None
+        if s is None and given is not None:
+            s = given[i]
         shardings[i] = s if s is not None else getattr(leaves[i], "_sharding", None)
 
     def inside():
         return [("shard_map inside jit", s.mesh) for s in _staged_meshes(closed)] + \
             [("sharding_constraint inside jit", s.mesh) for s in constraints(closed.jaxpr)] + \
-            [("explicit output sharding", s.mesh) for s in tree_leaves(out_shardings)
-             if isinstance(s, NamedSharding)]
+            [("explicit output sharding", s.mesh if isinstance(s, NamedSharding) else s)
+             for s in tree_leaves(out_shardings)
+             if isinstance(s, (NamedSharding, SingleDeviceSharding))]
     _check_devices(shardings, lambda i: argument_text(arg_names()[i], fun_name,
                                                       core_trace.get_aval(leaves[i])),
                    inside, lambda: _at(where))
@@ -285,6 +422,8 @@ def _check_devices(shardings: Sequence, arg: Callable[[int], str],
     stack = _MESHES.stack  # (get_mesh() builds an empty Mesh where none is in effect)
     context = [("jit's context mesh", stack[-1])] if stack and not stack[-1].empty else []
     for what, mesh in inside() + context:
+        if type(mesh) is SingleDeviceSharding and mesh._device.id != ids0[0]:
+            raise incompatible_devices(arg(i0), ids0, what, [mesh._device.id], at())
         if isinstance(mesh, Mesh) and not mesh.is_multi_process and \
                 sorted(d.id for d in mesh.devices.flat) != sorted(ids0):
             raise incompatible_devices(arg(i0), ids0, what,
@@ -458,6 +597,8 @@ def _eager_shardings(primitive: Any, params: dict, avals: Sequence, avals_out: S
     across = first is not None and getattr(first[0].mesh, "is_multi_process", False)
     if across and not whole:
         return [None] * len(avals_out)
+    if first is not None and (_MESHES.stack or _MESHES.abstract):
+        check_aval_meshes(primitive.name, laid, avals, core_trace.user_source_info)
     context = _MESHES.placing
     if first is not None and context is not None and isinstance(first[0].mesh, Mesh) and \
             _ids(first[0]) != [d.id for d in context.devices.flat]:
@@ -602,6 +743,26 @@ def lay_out(outs: list, placement: list, leaves: Sequence) -> list:
                 o._sharding = s  # a fresh result: its only owner is this call's caller
         laid.append(o)
     return laid
+
+
+def device_marker(device: Any, mark: Callable | None) -> Callable[[list, Sequence], list]:
+    """`mark`, then every result committed to `device` (a program in_shardings or
+    out_shardings bind to one device: JAX's results live there, committed), as `lay_out`
+    marks them."""
+    s = SingleDeviceSharding(device)
+
+    def committed(outs: list, leaves: Sequence) -> list:
+        outs = outs if mark is None else mark(outs, leaves)
+        committed = []
+        for o in outs:
+            if type(o) is Array:
+                if o._sharding is None and not any(o is x for x in leaves):
+                    o._sharding = s  # (a fresh result: its only owner is this call's caller)
+                elif o._sharding is not s:
+                    o = o.placed(s)
+            committed.append(o)
+        return committed
+    return committed
 
 
 def result_marker(placement: list | None, blocks: list | None, out_avals: Sequence

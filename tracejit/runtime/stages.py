@@ -13,7 +13,11 @@ from .executable import Executable
 from ..core.global_array import GlobalArray
 from .jit import (call_across_processes, compile_entry, execute, spans_processes,
                   without_unused_args)
-from .sharded import commit_results
+from .sharded import lay_out, same_layout
+from ..core.array import Array
+from ..core.devices import default_device
+from ..core.sharding import Mesh, SingleDeviceSharding
+from ..core.trace import user_source_info
 
 
 class ArgInfo:
@@ -87,11 +91,14 @@ def cost_analysis(jaxpr: Jaxpr) -> dict[str, float]:
 
 
 class _Stage:
-    """What every stage knows: the jitted function and its traced signature."""
+    """What every stage knows: the jitted function and its traced signature, and the device
+    the arguments it was traced for bind it to (None: none; laid out over a mesh: the
+    signature's own layout)."""
 
-    def __init__(self, jitted, entry):
+    def __init__(self, jitted, entry, device: Any = None):
         self._jitted = jitted
         self._entry = entry
+        self._device = device
 
     @property
     def out_info(self):
@@ -118,7 +125,7 @@ class Traced(_Stage):
         return self._jitted.fun_name
 
     def lower(self, **_) -> Lowered:
-        return Lowered(self._jitted, self._entry)
+        return Lowered(self._jitted, self._entry, self._device)
 
 
 class Lowered(_Stage):
@@ -134,13 +141,20 @@ class Lowered(_Stage):
     def compile(self, compiler_options: Any = None) -> Compiled:
         executable = compile_entry(self._entry, self._jitted.backend, self._jitted.keep_unused,
                                    self._jitted.split_outputs)
-        return Compiled(self._jitted, self._entry, executable)
+        return Compiled(self._jitted, self._entry, executable, self._device)
 
 
 class Compiled(_Stage):
-    def __init__(self, jitted, entry, executable: Executable):
-        super().__init__(jitted, entry)
+    def __init__(self, jitted, entry, executable: Executable, device: Any = None):
+        super().__init__(jitted, entry, device)
         self._executable = executable
+        # what its results are committed to where no mesh lays them out (JAX's compiled
+        # program keeps the placement it was lowered for)
+        self._committed = [SingleDeviceSharding(device)] * len(entry.closed.out_avals) \
+            if device is not None and entry.laid_out is None else None
+        # where an argument not laid out over a mesh must be, if committed
+        self._default = SingleDeviceSharding(device if device is not None else
+                                             default_device())
 
     def as_text(self, dialect: str | None = None) -> str:
         return self._executable.as_text() if dialect is None else \
@@ -180,11 +194,57 @@ class Compiled(_Stage):
             # (each process runs its block of the partitioned program, as jit's call does:
             # this executable is the whole program, for arrays this process holds whole)
             return call_across_processes(self._jitted, args, kwargs)
+        if any(getattr(x, "_sharding", None) is not None for x in leaves):
+            self._check_shardings(leaves)
         outs = execute(entry, self._executable, leaves)
         if entry.mark is not None:  # (laid out over a mesh, or split over processes: as jit)
             outs = entry.mark(outs, leaves)
-        if entry.laid_out is None and any(getattr(x, "_sharding", None) is not None
-                                          for x in leaves):  # (committed: as jit's)
-            outs = commit_results(outs, leaves, self._jitted._reads(entry), entry.context_mesh)
+        if self._committed is not None:
+            outs = lay_out(outs, self._committed, leaves)
         return tree_unflatten(entry.out_tree, outs)
 
+    def _check_shardings(self, leaves: list) -> None:
+        """JAX's error for an argument placed otherwise than the program was compiled for: a
+        committed array (put on a device or laid out over a mesh) must be laid out as the
+        argument lowered was, over the same devices in the same order (an uncommitted one is
+        moved). Where lowering left an argument's layout to the partitioner (an unplaced one in
+        a program laid out over a mesh), any is taken."""
+        entry = self._entry
+        required = entry.laid_out
+        default = self._default
+        errors = []
+        for i in self._jitted._reads(entry):
+            x = leaves[i]
+            own = x._sharding if type(x) is Array else None
+            want = default if required is None else required[i]
+            if own is None or want is None or own is want or own == want or \
+                    _equivalent(own, want, x.ndim):
+                continue
+            shape = f"{x.dtype.name}[{','.join(map(str, x.shape))}]"
+            errors.append(f"Argument {entry.arg_names[i]} with shape {shape}:\n"
+                          f"  Passed sharding: {own}\n  Required sharding: {want}")
+        if errors:
+            count = f"the {len(errors)} mismatches" if len(errors) < 5 else \
+                f"5 mismatches out of {len(errors)}"
+            where = user_source_info()
+            at = f" at {where}" if where is not None else ""
+            raise ValueError(
+                "Computation was compiled for input shardings that disagree with the shardings "
+                f"of arguments passed to it. Here are {count}:\n" + "\n".join(errors[:5]) +
+                f"\n\nThe compiled `{self._jitted.fun_name}` called{at} runs on the devices "
+                "and layouts its arguments had when it was lowered; an argument committed "
+                "elsewhere (`jax.device_put(x, device)`, or laid out over a mesh) is not moved. "
+                "Lower it again for these arguments (or call the jitted function itself, which "
+                "compiles for each layout), or put the argument where the program expects it "
+                "(`jax.device_put(x, sharding)`).")
+
+
+def _equivalent(a: Any, b: Any, ndim: int) -> bool:
+    """JAX's `Sharding.is_equivalent_to`: the same devices in the same order, laid out alike."""
+    return _device_ids(a) == _device_ids(b) and same_layout(a, b, ndim)
+
+
+def _device_ids(s: Any) -> list:
+    if type(s) is SingleDeviceSharding:
+        return [s._device.id]
+    return [d.id for d in s.mesh.devices.flat] if isinstance(s.mesh, Mesh) else []
