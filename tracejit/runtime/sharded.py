@@ -45,7 +45,7 @@ def given_shardings(in_shardings: Any, dyn_args: tuple, n: int, fun_name: str) -
             specs, treedef = tree_flatten(s, is_leaf=lambda x: x is None)
             try:
                 subs = treedef.flatten_up_to(arg)
-            except (ValueError, TypeError):
+            except (ValueError, TypeError):  # not a prefix: jit's check names the mismatch
                 return None
             for spec, sub in zip(specs, subs):
                 m = len(tree_flatten(sub)[0])
