@@ -28,7 +28,8 @@ LAYERS = [
                      "api_util", "version", "custom_derivatives", "ad_checkpoint", "ref",
                      "shard_map", "example_libraries", "random_derived",
                      "shard_map_processes", "distributed",
-                     "testing"}),
+                     "testing",
+                     "monitoring", "profiler"}),
     ("face", {"alias", "__main__"}),  # and tracejit/__init__.py
 ]
 

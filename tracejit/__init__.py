@@ -46,4 +46,27 @@ from .distributed import (make_array_from_callback,  # noqa: E402,F401
                           make_array_from_process_local_data,
                           make_array_from_single_device_arrays)
 from .ref import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402,F401
+
+# --- JAX's remaining top-level names (the surface branch): functions and enums here, modules
+# loaded on first use through __getattr__ below (import time unchanged)
+from .runtime.devices import copy_to_host_async, live_arrays  # noqa: E402,F401
+_LAZY_MODULES = frozenset({"monitoring", "profiler"})
+_LAZY_NAMES: dict[str, str] = {}
+
+
+def __getattr__(name: str):
+    """`jax.profiler`, `jax.scipy`, ... without an import of their own, as JAX's modules are
+    attributes of the package: each imported on first use (import tracejit stays as fast)."""
+    import importlib
+    if name in _LAZY_MODULES:
+        return importlib.import_module(f".{name}", __name__)
+    if name in _LAZY_NAMES:
+        return getattr(importlib.import_module(f".{_LAZY_NAMES[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _LAZY_MODULES | set(_LAZY_NAMES))
+
+
 backend_start.imported()  # (last: the start-up thread may import from here on)

@@ -26,6 +26,7 @@ from ..core.global_array import GlobalArray, note_call_outputs
 from ..core.interpret import eval_jaxpr_checked, invalid_value_error, invalid_values
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.jaxpr_util import closure_convert
+from ..core.monitoring import JAXPR_TRACE_EVENT, log_elapsed_time
 from ..core.axis_env import extend_axis_env
 from ..core.pytree import (PyTreeDef, leaf_names, tree_flatten, tree_leaves, tree_map,
                            tree_unflatten)
@@ -259,7 +260,7 @@ def _match_donations(in_avals: Sequence[ShapedArray], out_avals: Sequence[Shaped
 
 
 def compile_entry(entry: _CacheEntry, backend: str | None, keep_unused: bool,
-                  split: bool = True) -> Executable:
+                  split: bool = True, fun_name: str = "jit_fn") -> Executable:
     """Compile a traced signature. Unless `keep_unused`, arguments the program never reads are
     left out of it (not passed, not donated), as JAX does; donated arguments are matched to
     outputs. Records on `entry` what a call then does with its argument leaves. With `split`,
@@ -293,7 +294,8 @@ def compile_entry(entry: _CacheEntry, backend: str | None, keep_unused: bool,
         aliases, consumed = _match_donations(in_avals, closed.out_avals, donated)
         if kept is not None:
             consumed = tuple(kept[i] for i in consumed)
-    executable = compile_jaxpr(closed, backend, aliases)
+    # (the module's name in the compile events: JAX's "jit(f)", where tracing says "f")
+    executable = compile_jaxpr(closed, backend, aliases, fun_name=f"jit({fun_name})")
     entry.aliases, entry.consumed, entry.kept = aliases, consumed, kept
     entry.direct = kept is None and not consumed
     return executable
@@ -585,7 +587,8 @@ class Jitted:
         debug = fun_debug_info(self.fun, arg_names, "jit",
                                _static_hint(self.fun_name, set(self.static_argnames),
                                             self._positional_names()))
-        with stage_scope(self):  # (a Ref it closes over reroutes the call: jit_refs.py)
+        # (stage_scope: a Ref it closes over reroutes the call, jit_refs.py)
+        with stage_scope(self), log_elapsed_time(JAXPR_TRACE_EVENT, self.fun_name):
             closed = trace_to_jaxpr(flat_fun, avals, debug)
         return _CacheEntry(closed, in_tree, flat_fun.out_tree, avals, arg_names,
                            self._donated_leaves(in_tree, static, nargs))
@@ -733,7 +736,7 @@ class Jitted:
                     explain.log_compiling(self.fun_name, entry.in_avals)
                 start = time.perf_counter()
                 entry.executable = compile_entry(entry, self.backend, self.keep_unused,
-                                                 self.split_outputs)
+                                                 self.split_outputs, self.fun_name)
                 if log:
                     explain.log_compiled(self.fun_name, self.backend or config.tracejit_backend,
                                          time.perf_counter() - start)

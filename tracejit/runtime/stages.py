@@ -133,7 +133,7 @@ class Lowered(_Stage):
 
     def compile(self, compiler_options: Any = None) -> Compiled:
         executable = compile_entry(self._entry, self._jitted.backend, self._jitted.keep_unused,
-                                   self._jitted.split_outputs)
+                                   self._jitted.split_outputs, self._jitted.fun_name)
         return Compiled(self._jitted, self._entry, executable)
 
 
