@@ -49,6 +49,7 @@ from .ref import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402,F401
 
 # --- JAX's remaining top-level names (the surface branch): functions and enums here, modules
 # loaded on first use through __getattr__ below (import time unchanged)
+from .core.slicing import ds  # noqa: E402,F401
 from .runtime.devices import copy_to_host_async, live_arrays  # noqa: E402,F401
 _LAZY_MODULES = frozenset({"monitoring", "profiler"})
 _LAZY_NAMES: dict[str, str] = {}
