@@ -29,7 +29,7 @@ LAYERS = [
                      "shard_map", "example_libraries", "random_derived",
                      "shard_map_processes", "distributed",
                      "testing",
-                     "monitoring", "profiler"}),
+                     "api", "monitoring", "profiler"}),
     ("face", {"alias", "__main__"}),  # and tracejit/__init__.py
 ]
 

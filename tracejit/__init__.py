@@ -49,8 +49,13 @@ from .ref import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402,F401
 
 # --- JAX's remaining top-level names (the surface branch): functions and enums here, modules
 # loaded on first use through __getattr__ below (import time unchanged)
+from types import SimpleNamespace as _Namespace  # noqa: E402
+from .api import fwd_and_bwd  # noqa: E402,F401
 from .core.slicing import ds  # noqa: E402,F401
 from .runtime.devices import copy_to_host_async, live_arrays  # noqa: E402,F401
+from .transforms import api as _transforms_api  # noqa: E402
+ad = _Namespace(DontWant=_transforms_api.DontWant, DidntWant=_transforms_api.DidntWant,
+                GradRef=_transforms_api.GradRef, GradValue=_transforms_api.GradValue)
 _LAZY_MODULES = frozenset({"monitoring", "profiler"})
 _LAZY_NAMES: dict[str, str] = {}
 
