@@ -29,7 +29,8 @@ LAYERS = [
                      "shard_map", "example_libraries", "random_derived",
                      "shard_map_processes", "distributed",
                      "testing",
-                     "api", "monitoring", "profiler"}),
+                     "api", "dlpack", "environment_info", "lib", "monitoring", "ops",
+                     "profiler"}),
     ("face", {"alias", "__main__"}),  # and tracejit/__init__.py
 ]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from typing import Any
 
 from .config import config
@@ -147,3 +148,22 @@ def process_count(backend: str | None = None) -> int:
 def process_indices(backend: str | None = None) -> list[int]:
     """Every process's index (JAX's name): 0 .. process_count() - 1."""
     return list(range(_PROCESSES[0]))
+
+
+# JAX's old names, which warn (a UserWarning, as JAX's; JAX's texts name the wrong function)
+def host_count(backend: str | None = None) -> int:
+    warnings.warn("jax.host_count has been renamed to jax.process_count. This alias will "
+                  "eventually be removed; please update your code.", stacklevel=2)
+    return process_count(backend)
+
+
+def host_id(backend: str | None = None) -> int:
+    warnings.warn("jax.host_id has been renamed to jax.process_index. This alias will "
+                  "eventually be removed; please update your code.", stacklevel=2)
+    return process_index(backend)
+
+
+def host_ids(backend: str | None = None) -> list[int]:
+    warnings.warn("jax.host_ids has been renamed to jax.process_indices. This alias will "
+                  "eventually be removed; please update your code.", stacklevel=2)
+    return process_indices(backend)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import enum
 import functools
 import inspect
 import itertools
@@ -335,12 +336,25 @@ def execute(entry: _CacheEntry, executable: Executable, leaves: Sequence) -> lis
     return outs
 
 
+class Inline(enum.Enum):
+    """How a jitted function called inside another is inlined (jit's `inline`, JAX's enum).
+    JAX_EARLY traces it in place (no call equation in the enclosing jaxpr); every other member
+    keeps its call equation, which the compiler's passes inline (one native program either
+    way). `inline=True` stays JAX 0.10's in-place tracing (0.12 reads it as JAX_LATE)."""
+    JAX_EARLY = "jax_early"
+    JAX_LATE = "jax_late"
+    XLA_EARLY = "xla_early"
+    XLA_LATE = "xla_late"
+    AUTO = "auto"
+
+
 class Jitted:
     """The object `jit(f)` returns: callable, with `.trace/.lower` AOT stages."""
 
     def __init__(self, fun: Callable, static_argnums=None, static_argnames=None,
                  donate_argnums=None, donate_argnames=None, keep_unused: bool = False,
-                 inline: bool = False, backend: str | None = None, in_shardings: Any = None,
+                 inline: bool | Inline = False, backend: str | None = None,
+                 in_shardings: Any = None,
                  out_shardings: Any = None):
         if not callable(fun):
             raise TypeError(f"Expected a callable value, got {fun!r}")
@@ -391,7 +405,7 @@ class Jitted:
         self.donate_argnames = frozenset(donate_argnames) | {pos_names[i] for i in donate_argnums
                                                              if i < len(pos_names)}
         self.keep_unused = bool(keep_unused)
-        self.inline = bool(inline)
+        self.inline = inline is Inline.JAX_EARLY if isinstance(inline, Inline) else bool(inline)
         self.backend = backend
         # checked against each new signature; in_shardings also partition the program
         check_sharding_leaves(in_shardings, "in_shardings")
@@ -841,7 +855,7 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Iterable[int] | No
         static_argnames: str | Iterable[str] | None = None,
         donate_argnums: int | Iterable[int] | None = None,
         donate_argnames: str | Iterable[str] | None = None, keep_unused: bool = False,
-        device: Any = None, backend: str | None = None, inline: bool = False,
+        device: Any = None, backend: str | None = None, inline: bool | Inline = False,
         abstracted_axes: Any = None, in_shardings: Any = None, out_shardings: Any = None,
         **unsupported: Any) -> Any:
     """Compile `fun`: trace it once per argument signature and run the compiled program.

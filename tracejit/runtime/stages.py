@@ -2,6 +2,7 @@
 Compiled, each printable, with cost and memory analyses of the compiled program."""
 from __future__ import annotations
 
+import enum
 import math
 from typing import Any, NamedTuple
 
@@ -14,6 +15,21 @@ from ..core.global_array import GlobalArray
 from .jit import (call_across_processes, compile_entry, execute, spans_processes,
                   without_unused_args)
 from .sharded import commit_results
+
+
+class CompilerEffortLevel(enum.Enum):
+    """JAX's effort levels for compiler_options (XLA's optimization_level and
+    memory_fitting_level), by value or name: CompilerEffortLevel("O2"). tracejit's LLVM
+    pipeline has one level (O3); the enum is there for code that names them."""
+    UNKNOWN = 0
+    O0 = 9
+    O1 = 19
+    O2 = 29
+    O3 = 39
+
+    @classmethod
+    def _missing_(cls, value: object) -> CompilerEffortLevel | None:
+        return cls.__members__.get(value) if isinstance(value, str) else None
 
 
 class ArgInfo:
