@@ -108,6 +108,18 @@ def test_ds_values_and_transforms():
     assert len(tracejit.tree_util.tree_leaves(tracejit.ds(tnp.int32(2), 3))) == 1
 
 
+def test_ds_indexes_refs():
+    """A Ref read and written through jax.ds at a traced start, under jit, as JAX 0.10."""
+    got = []
+    for lib, np_ in LIBS:
+        def f(x, i, lib=lib):
+            r = lib.new_ref(x)
+            r[lib.ds(i, 2)] = r[lib.ds(i, 2)] * 10
+            return lib.freeze(r)
+        got.append(lib.jit(f)(np_.arange(6.0), 3))
+    assert_matches(*got)
+
+
 # --- smap --------------------------------------------------------------------------------------
 
 def _smap_check():
