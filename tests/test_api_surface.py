@@ -313,6 +313,27 @@ def test_enums_are_jax_012s():
     assert repr(tracejit.memory.Space.Host) == repr(jax.memory.Space.Host)
 
 
+def test_memory_kinds_are_jaxs():
+    """A CPU device's memories print, compare and answer as JAX's; device_put to each kind
+    records it (all are this process's memory: nothing is copied); an unknown kind is JAX's
+    error."""
+    for lib, np_ in LIBS:
+        d = lib.devices()[0]
+        got = (list(map(repr, d.addressable_memories())), str(d.default_memory()),
+               d.memory("pinned_host") == d.addressable_memories()[1],
+               d.memory("unpinned_host").addressable_by_devices() == [d],
+               [m.kind for m in d.addressable_memories()], d.memory("device").platform)
+        assert got == (["CPU_DEVICE_0", "PINNED_HOST_1", "UNPINNED_HOST_2"],
+                       "CpuDeviceMemory(id=0, process_index=0, client=cpu)", True, True,
+                       ["device", "pinned_host", "unpinned_host"], "cpu"), lib.__name__
+        for kind in ("device", "pinned_host"):
+            x = lib.device_put(np_.ones(3), lib.sharding.SingleDeviceSharding(d,
+                                                                               memory_kind=kind))
+            assert x.sharding.memory_kind == kind
+        with pytest.raises(lib.errors.JaxRuntimeError, match="Got memory kind: foo"):
+            d.memory("foo")
+
+
 @pytest.mark.parametrize("inline,call_eqn", [
     (tracejit.Inline.JAX_EARLY, False), (tracejit.Inline.JAX_LATE, True),
     (tracejit.Inline.AUTO, True), (tracejit.Inline.XLA_LATE, True), (False, True)])

@@ -18,9 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .devices import Device, default_device, devices as all_devices, process_index
-
-MEMORY_KINDS = ("device", "pinned_host", "unpinned_host")
+from .devices import MEMORY_KINDS, Device, default_device, devices as all_devices, process_index
 
 
 class MemorySpace(enum.Enum):
