@@ -28,7 +28,9 @@ LAYERS = [
                      "api_util", "version", "custom_derivatives", "ad_checkpoint", "ref",
                      "shard_map", "example_libraries", "random_derived",
                      "shard_map_processes", "distributed",
-                     "testing"}),
+                     "testing",
+                     "api", "dlpack", "environment_info", "lib", "monitoring", "ops",
+                     "profiler"}),
     ("face", {"alias", "__main__"}),  # and tracejit/__init__.py
 ]
 

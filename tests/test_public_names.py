@@ -297,6 +297,22 @@ PUBLIC["experimental.hijax"] = [
     "HiType", "MutableHiType", "ShapedArray", "TransformedRef", "VJPHiPrimitive", "Zero",
     "aval_method", "aval_property", "control_flow_allowed_effects", "instantiate_zeros",
     "is_undefined_primal", "register_hitype"]
+PUBLIC["monitoring"] = [
+    "clear_event_listeners", "record_event", "record_event_duration_secs",
+    "record_event_time_span", "record_scalar", "register_event_duration_secs_listener",
+    "register_event_listener", "register_event_time_span_listener", "register_scalar_listener",
+    "unregister_event_duration_listener", "unregister_event_listener",
+    "unregister_event_time_span_listener", "unregister_scalar_listener"]
+PUBLIC["dlpack"] = ["from_dlpack", "is_supported_dtype"]
+PUBLIC["ops"] = ["segment_max", "segment_min", "segment_prod", "segment_sum"]
+PUBLIC["profiler"] = [
+    "ProfileData", "ProfileEvent", "ProfileOptions", "ProfilePlane", "StepTraceAnnotation",
+    "TraceAnnotation", "annotate_function", "device_memory_profile", "register_subprocess",
+    "save_device_memory_profile", "start_server", "start_trace", "stop_server", "stop_trace",
+    "trace"]
+_XPLANE = "XPlane profile data: tracejit's trace is Chrome trace JSON (ProfileSession.events)"
+OUT_OF_SCOPE["profiler"] = {n: _XPLANE for n in ("ProfileData", "ProfileEvent",
+                                                  "ProfilePlane", "register_subprocess")}
 _AUTOMATIC_CHECKS = "checkify finds user checks only (no NaN, division or index checks yet)"
 OUT_OF_SCOPE["experimental.checkify"] = {
     n: _AUTOMATIC_CHECKS for n in ("ErrorCategory", "automatic_checks", "div_checks",

@@ -46,4 +46,42 @@ from .distributed import (make_array_from_callback,  # noqa: E402,F401
                           make_array_from_process_local_data,
                           make_array_from_single_device_arrays)
 from .ref import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402,F401
+
+# --- JAX's remaining top-level names (the surface branch): functions and enums here, modules
+# loaded on first use through __getattr__ below (import time unchanged)
+from types import SimpleNamespace as _Namespace  # noqa: E402
+from .api import fwd_and_bwd  # noqa: E402,F401
+from .core.devices import host_count, host_id, host_ids  # noqa: E402,F401
+from .core.sharding import (MemorySpace as _MemorySpace, get_abstract_mesh,  # noqa: E402,F401
+                            get_mesh, use_abstract_mesh)
+from .core.slicing import ds  # noqa: E402,F401
+from .core.user_context import make_user_context  # noqa: E402,F401
+from .runtime.devices import copy_to_host_async, live_arrays  # noqa: E402,F401
+from .runtime.jit import Inline  # noqa: E402,F401
+from .runtime.stages import CompilerEffortLevel  # noqa: E402,F401
+from .shard_map import smap  # noqa: E402,F401
+from .transforms import api as _transforms_api  # noqa: E402
+ad = _Namespace(DontWant=_transforms_api.DontWant, DidntWant=_transforms_api.DidntWant,
+                GradRef=_transforms_api.GradRef, GradValue=_transforms_api.GradValue)
+memory = _Namespace(Space=_MemorySpace)
+_LAZY_MODULES = frozenset({"dlpack", "interpreters", "lib", "monitoring", "ops", "profiler",
+                           "scipy"})
+_LAZY_NAMES = {"print_environment_info": "environment_info"}
+
+
+def __getattr__(name: str):
+    """`jax.profiler`, `jax.scipy`, ... without an import of their own, as JAX's modules are
+    attributes of the package: each imported on first use (import tracejit stays as fast)."""
+    import importlib
+    if name in _LAZY_MODULES:
+        return importlib.import_module(f".{name}", __name__)
+    if name in _LAZY_NAMES:
+        return getattr(importlib.import_module(f".{_LAZY_NAMES[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _LAZY_MODULES | set(_LAZY_NAMES))
+
+
 backend_start.imported()  # (last: the start-up thread may import from here on)

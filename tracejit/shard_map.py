@@ -410,4 +410,36 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
     return jit(mapped, static_argnums=static)
 
 
-__all__ = ["shard_map", "Infer", "pmap"]
+__all__ = ["shard_map", "Infer", "pmap", "smap"]
+
+
+def _axes_to_pspec(axis_name: Any, axis: int | None) -> PartitionSpec:
+    return PartitionSpec() if axis is None else PartitionSpec(*[None] * axis, axis_name)
+
+
+def smap(f: Callable | None = None, /, *, in_axes: Any = Infer, out_axes: Any,
+         axis_name: Any) -> Callable:
+    """shard_map over the one mesh axis `axis_name` (of the mesh in effect), with vmap-style
+    axes: `in_axes` (an int or None for all arguments, or one per positional argument) and
+    `out_axes` say which dimension of each value is split over the axis."""
+    if f is None:
+        return lambda g: smap(g, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name)
+    if isinstance(axis_name, (list, tuple)):
+        raise TypeError(f"smap axis_name should be a `str` or a `Hashable`, but got {axis_name}")
+    if in_axes is not None and in_axes is not Infer and not isinstance(in_axes, (int, tuple)):
+        raise TypeError("smap in_axes must be an int, None, jax.sharding.Infer, or a tuple of "
+                        "entries corresponding to the positional arguments passed to the "
+                        f"function, but got {in_axes}.")
+    if in_axes is not Infer and not all(isinstance(a, int) for a in tree_leaves(in_axes)):
+        raise TypeError("smap in_axes must be an int, None, jax.sharding.Infer, or (nested) "
+                        f"container with those types as leaves, but got {in_axes}.")
+    if not all(isinstance(a, int) for a in tree_leaves(out_axes)):
+        raise TypeError("smap out_axes must be an int, None, or (nested) container with those "
+                        f"types as leaves, but got {out_axes}.")
+
+    def to_specs(axes: Any) -> Any:
+        flat, treedef = tree_flatten(axes, is_leaf=lambda a: a is None)
+        return tree_unflatten(treedef, [_axes_to_pspec(axis_name, a) for a in flat])
+    in_specs = Infer if in_axes is Infer else to_specs(in_axes)
+    return shard_map(f, mesh=None, in_specs=in_specs, out_specs=to_specs(out_axes),
+                     axis_names={axis_name}, check_vma=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from typing import Any
 
 from .config import config
@@ -36,6 +37,63 @@ class CpuDevice(Device):
 
     def __reduce__(self):
         return _device, (self.id,)
+
+    # memory kinds (jax.memory; a sharding's memory_kind): all three are this process's host
+    # memory here, so device_put to any of them records the kind and copies nothing
+    def addressable_memories(self) -> list[Memory]:
+        return [Memory(self, kind) for kind in MEMORY_KINDS]
+
+    def default_memory(self) -> Memory:
+        return Memory(self, "device")
+
+    def memory(self, kind: str) -> Memory:
+        if kind not in MEMORY_KINDS:
+            from .errors import JaxRuntimeError
+            raise JaxRuntimeError(
+                f"INVALID_ARGUMENT: Could not find memory addressable by device cpu. Device cpu "
+                f"can address the following memory kinds: {', '.join(MEMORY_KINDS)}. Got memory "
+                f"kind: {kind}")
+        return Memory(self, kind)
+
+
+MEMORY_KINDS = ("device", "pinned_host", "unpinned_host")
+_MEMORY_NAMES = {"device": ("CPU_DEVICE", "CpuDeviceMemory"),
+                 "pinned_host": ("PINNED_HOST", "PinnedHostMemory"),
+                 "unpinned_host": ("UNPINNED_HOST", "UnpinnedHostMemory")}
+
+
+class Memory:
+    """A memory space of a device (JAX's `jax.Device.memory(kind)`), numbered as JAX's CPU
+    client numbers them: three per device, in MEMORY_KINDS order."""
+    __slots__ = ("_device", "kind")
+    platform = "cpu"
+
+    def __init__(self, device: CpuDevice, kind: str):
+        self._device, self.kind = device, kind
+
+    @property
+    def process_index(self) -> int:
+        return self._device.process_index
+
+    def addressable_by_devices(self) -> list[CpuDevice]:
+        return [self._device]
+
+    def _id(self) -> int:
+        return len(MEMORY_KINDS) * self._device.id + MEMORY_KINDS.index(self.kind)
+
+    def __repr__(self) -> str:
+        return f"{_MEMORY_NAMES[self.kind][0]}_{self._id()}"
+
+    def __str__(self) -> str:
+        return (f"{_MEMORY_NAMES[self.kind][1]}(id={self._id()}, "
+                f"process_index={self.process_index}, client=cpu)")
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Memory and other._device is self._device and \
+            other.kind == self.kind
+
+    def __hash__(self) -> int:
+        return hash((self._device.id, self.kind))
 
 
 def _device(i: int) -> CpuDevice:
@@ -147,3 +205,22 @@ def process_count(backend: str | None = None) -> int:
 def process_indices(backend: str | None = None) -> list[int]:
     """Every process's index (JAX's name): 0 .. process_count() - 1."""
     return list(range(_PROCESSES[0]))
+
+
+# JAX's old names, which warn (a UserWarning, as JAX's; JAX's texts name the wrong function)
+def host_count(backend: str | None = None) -> int:
+    warnings.warn("jax.host_count has been renamed to jax.process_count. This alias will "
+                  "eventually be removed; please update your code.", stacklevel=2)
+    return process_count(backend)
+
+
+def host_id(backend: str | None = None) -> int:
+    warnings.warn("jax.host_id has been renamed to jax.process_index. This alias will "
+                  "eventually be removed; please update your code.", stacklevel=2)
+    return process_index(backend)
+
+
+def host_ids(backend: str | None = None) -> list[int]:
+    warnings.warn("jax.host_ids has been renamed to jax.process_indices. This alias will "
+                  "eventually be removed; please update your code.", stacklevel=2)
+    return process_indices(backend)

@@ -18,9 +18,21 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .devices import Device, default_device, devices as all_devices, process_index
+from .devices import MEMORY_KINDS, Device, default_device, devices as all_devices, process_index
 
-MEMORY_KINDS = ("device", "pinned_host", "unpinned_host")
+
+class MemorySpace(enum.Enum):
+    """Where an array's memory lives, in types (`jax.memory.Space`). On this CPU runtime all
+    memory kinds are the same host memory: device_put with a memory_kind records the kind on
+    the sharding and copies nothing."""
+    Device = enum.auto()
+    Host = enum.auto()
+    Any = enum.auto()
+
+    def __repr__(self) -> str:
+        return f"MemorySpace.{self.name}"
+
+    __hash__ = object.__hash__  # (JAX's: by identity, not by the member's name)
 
 
 class AxisType(enum.Enum):

@@ -18,6 +18,7 @@ import numpy as np
 from ..core import dtypes, errors
 from ..core.array import Array
 from ..core.avals import ShapedArray
+from ..core.slicing import Slice
 from ..core.trace import Tracer, concrete_value, get_aval
 from ..lax import lenient as lax
 from ..lax._base import canonicalize_axis, const_like
@@ -73,6 +74,13 @@ def _classify(i: Any, position: int) -> _Idx:
     if isinstance(i, slice):
         s = slice(*(_static_slice_entry(v, i, position) for v in (i.start, i.stop, i.step)))
         return _Idx(_SLICE, s, 1)
+    if isinstance(i, Slice):  # jax.ds: a static one is the builtin slice it stands for
+        if i.is_dynamic_size:
+            raise IndexError(f"the size of a jax.ds slice must be static; got {i} at position "
+                             f"{position}")
+        if not i.is_dynamic_start:
+            return _Idx(_SLICE, slice(i.start, i.start + i.size, i.stride), 1)
+        return _Idx(_SLICE, i, 1)  # an array start: a dynamic slice (or a gather, strided)
     if isinstance(i, (bool, np.bool_)):
         return _Idx(_BOOL, bool(i), 0)
     if isinstance(i, (int, np.integer)):
@@ -186,6 +194,9 @@ def _dynamic_take(arr: Any, entries: list[_Idx], normalize: bool):
         axis = len(starts)
         if e.kind == _NONE:
             new_axes.append(axis - len(squeeze_axes) + len(new_axes))
+        elif e.kind == _SLICE and type(e.value) is Slice:  # (jax.ds with a traced start)
+            starts.append(e.value.start)
+            sizes.append(e.value.size)
         elif e.kind == _SLICE:
             lo, hi, _, reverse = _slice_bounds(e.value, shape[axis])
             starts.append(lo)
@@ -303,18 +314,23 @@ def _to_gather(shape: tuple, entries: list[_Idx], normalize: bool) -> _GatherInd
             newaxis_dims.append(y_axis)
             y_axis += 1
         else:
-            start, stop, step = e.value.indices(shape[x_axis])
-            size = len(range(start, stop, step))
+            if type(e.value) is Slice:  # jax.ds with a traced start: start + stride * k
+                start = lax.convert_element_type(e.value.start, idx_dtype)
+                size, step = e.value.size, e.value.stride
+            else:
+                start, stop, step = e.value.indices(shape[x_axis])
+                size = len(range(start, stop, step))
+                start = _full((), start, idx_dtype)
             slice_shape.append(size)
             if step == 1:
-                if size != shape[x_axis]:
-                    gather_indices.append((_full((), start, idx_dtype), len(batch_shape)))
+                if size != shape[x_axis] or type(e.value) is Slice:
+                    gather_indices.append((start, len(batch_shape)))
                     start_index_map.append(x_axis)
                 gather_slice_shape.append(size)
                 offset_dims.append(collapsed_y_axis)
             else:  # a strided slice gathers its elements one by one
                 steps = lax.mul(lax.iota(idx_dtype, size), _full((size,), step, idx_dtype))
-                gather_indices.append((lax.add(steps, _full((size,), start, idx_dtype)),
+                gather_indices.append((lax.add(steps, lax.broadcast(start, (size,))),
                                        len(batch_shape)))
                 batch_shape.append(size)
                 start_index_map.append(x_axis)
@@ -355,10 +371,12 @@ def _rewriting_take(arr: Any, idx: Any, *, indices_are_sorted: bool = False,
     entries = _parse(idx, aval.ndim)
     parsed_mode = None if mode is None else GatherScatterMode.from_any(mode)
     if parsed_mode in (None, GatherScatterMode.PROMISE_IN_BOUNDS, GatherScatterMode.CLIP):
-        if all(e.kind in (_NONE, _ELLIPSIS, _INT, _SLICE) for e in entries):
+        if all(e.kind in (_NONE, _ELLIPSIS, _INT) or
+               e.kind == _SLICE and type(e.value) is slice for e in entries):
             return _static_take(arr, entries, normalize)
         if all(e.kind in (_NONE, _ELLIPSIS, _INT) or
-               e.kind == _SLICE and e.value.step in (None, 1, -1) or
+               e.kind == _SLICE and type(e.value) is slice and e.value.step in (None, 1, -1) or
+               e.kind == _SLICE and type(e.value) is Slice and e.value.stride == 1 or
                e.kind == _ARRAY and np.ndim(e.value) == 0 for e in entries):
             return _dynamic_take(arr, entries, normalize)
     ix = _to_gather(aval.shape, entries, normalize)

@@ -76,3 +76,26 @@ def block_until_ready(x: Any) -> Any:
         if ready is not None:
             ready()
     return x
+
+
+def copy_to_host_async(x: Any) -> Any:
+    """JAX's: calls `copy_to_host_async` on each leaf that has one, and returns `x`. An Array's
+    data already lives in host memory, so there is nothing to start."""
+    for leaf in tree_leaves(x):
+        copy = getattr(leaf, "copy_to_host_async", None)
+        if copy is not None:
+            copy()
+    return x
+
+
+def live_arrays(platform: str | None = None) -> list:
+    """Every array alive in this process and not deleted (JAX's: of the backend's devices, all
+    of which are this process's memory here). Found by a walk of the garbage collector's
+    objects, not by a registry every array would pay to join: a debugging tool, and costs a
+    walk of the heap."""
+    import gc
+    from ..core.global_array import GlobalArray
+    if platform not in (None, "cpu"):
+        raise RuntimeError(f"Unknown backend {platform}")
+    return [x for x in gc.get_objects() if (type(x) is Array or type(x) is GlobalArray)
+            and not x.is_deleted()]

@@ -45,12 +45,14 @@ import stat
 import struct
 import tempfile
 import threading
+import time
 import warnings
 
 import llvmlite
 import llvmlite.binding as llvm
 
 from ..backend.llvm import jit_engine
+from ..core import monitoring
 from ..core.config import config
 from .object_code import BadObject, check
 
@@ -104,7 +106,32 @@ def compile_ir(ir_text: str) -> tuple[str, jit_engine.Code]:
     it (the same whether compiled or loaded; code generation rewrites the module the engine
     holds) and the code. The text is parsed only if someone asks to read it (as_text): parsing
     and verifying it again took ~1 ms of every first call."""
-    return _compile(ir_text, cache_dir(), key(ir_text), jit_engine.optimize, stats)
+    folder = cache_dir()
+    _first_use(folder)
+    if folder is None:
+        return _compile(ir_text, folder, key(ir_text), jit_engine.optimize, stats)
+    # JAX's persistent-cache events: a request per program, then a hit (with the time it took
+    # to load) or a miss (fired as the new entry is written, as JAX does)
+    monitoring.record_event(monitoring.CACHE_REQUEST_EVENT)
+    hits, misses, start = stats["hits"], stats["misses"], time.monotonic()
+    out = _compile(ir_text, folder, key(ir_text), jit_engine.optimize, stats)
+    if stats["hits"] > hits:
+        monitoring.record_event(monitoring.CACHE_HIT_EVENT)
+        monitoring.record_event_duration_secs(monitoring.CACHE_RETRIEVAL_EVENT,
+                                              time.monotonic() - start)
+    elif stats["misses"] > misses:
+        monitoring.record_event(monitoring.CACHE_MISS_EVENT)
+    return out
+
+
+_used: list[bool] = []  # (once per process: whether the cache is in use, as JAX reports it)
+
+
+def _first_use(folder: pathlib.Path | None) -> None:
+    if not _used:
+        _used.append(True)
+        monitoring.record_event(monitoring.TASK_DISABLED_CACHE_EVENT if folder is None else
+                                monitoring.TASK_USING_CACHE_EVENT)
 
 
 def compile_library(ir_text: str, speed_level: int) -> jit_engine.Code:

@@ -11,6 +11,7 @@ from ..core.avals import ShapedArray
 from ..core.config import config
 from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import ClosedJaxpr
+from ..core.monitoring import BACKEND_COMPILE_EVENT, log_elapsed_time
 from ..lax.callback import compiled_program
 from . import backend_start
 
@@ -65,16 +66,19 @@ class InterpretExecutable(Executable):
 
 
 def compile_jaxpr(closed: ClosedJaxpr, backend: str | None = None,
-                  donated: Sequence[tuple[int, int]] = ()) -> Executable:
+                  donated: Sequence[tuple[int, int]] = (), fun_name: str = "jit_fn"
+                  ) -> Executable:
     """`donated`: (output index, input index) pairs whose buffers may be shared (jit's match of
-    donated arguments to outputs); the interpreter never reuses memory."""
+    donated arguments to outputs); the interpreter never reuses memory. `fun_name` names the
+    function in the compile events (core/monitoring.py)."""
     backend = backend or config.tracejit_backend
     if backend == "interpret":
-        return InterpretExecutable(closed)
+        with log_elapsed_time(BACKEND_COMPILE_EVENT, fun_name):  # (nothing to lower)
+            return InterpretExecutable(closed)
     if backend == "native":
         backend_start.join()  # (its imports are then done, or not begun: never half-done)
         from .native import NativeExecutable
-        return NativeExecutable(closed, donated=donated)
+        return NativeExecutable(closed, donated=donated, fun_name=fun_name)
     raise ValueError(f"Unknown tracejit backend {backend!r}; available: 'interpret', 'native'.")
 
 

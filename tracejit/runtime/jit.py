@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import enum
 import functools
 import inspect
 import itertools
@@ -26,6 +27,7 @@ from ..core.global_array import GlobalArray, note_call_outputs
 from ..core.interpret import eval_jaxpr_checked, invalid_value_error, invalid_values
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.jaxpr_util import closure_convert
+from ..core.monitoring import JAXPR_TRACE_EVENT, log_elapsed_time
 from ..core.axis_env import extend_axis_env
 from ..core.pytree import (PyTreeDef, leaf_names, tree_flatten, tree_leaves, tree_map,
                            tree_unflatten)
@@ -268,7 +270,7 @@ def _match_donations(in_avals: Sequence[ShapedArray], out_avals: Sequence[Shaped
 
 
 def compile_entry(entry: _CacheEntry, backend: str | None, keep_unused: bool,
-                  split: bool = True) -> Executable:
+                  split: bool = True, fun_name: str = "jit_fn") -> Executable:
     """Compile a traced signature. Unless `keep_unused`, arguments the program never reads are
     left out of it (not passed, not donated), as JAX does; donated arguments are matched to
     outputs. Records on `entry` what a call then does with its argument leaves. With `split`,
@@ -304,7 +306,8 @@ def compile_entry(entry: _CacheEntry, backend: str | None, keep_unused: bool,
         aliases, consumed = _match_donations(in_avals, closed.out_avals, donated)
         if kept is not None:
             consumed = tuple(kept[i] for i in consumed)
-    executable = compile_jaxpr(closed, backend, aliases)
+    # (the module's name in the compile events: JAX's "jit(f)", where tracing says "f")
+    executable = compile_jaxpr(closed, backend, aliases, fun_name=f"jit({fun_name})")
     entry.aliases, entry.consumed, entry.kept = aliases, consumed, kept
     entry.direct = kept is None and not consumed
     return executable
@@ -344,12 +347,25 @@ def execute(entry: _CacheEntry, executable: Executable, leaves: Sequence) -> lis
     return outs
 
 
+class Inline(enum.Enum):
+    """How a jitted function called inside another is inlined (jit's `inline`, JAX's enum).
+    JAX_EARLY traces it in place (no call equation in the enclosing jaxpr); every other member
+    keeps its call equation, which the compiler's passes inline (one native program either
+    way). `inline=True` stays JAX 0.10's in-place tracing (0.12 reads it as JAX_LATE)."""
+    JAX_EARLY = "jax_early"
+    JAX_LATE = "jax_late"
+    XLA_EARLY = "xla_early"
+    XLA_LATE = "xla_late"
+    AUTO = "auto"
+
+
 class Jitted:
     """The object `jit(f)` returns: callable, with `.trace/.lower` AOT stages."""
 
     def __init__(self, fun: Callable, static_argnums=None, static_argnames=None,
                  donate_argnums=None, donate_argnames=None, keep_unused: bool = False,
-                 inline: bool = False, backend: str | None = None, in_shardings: Any = None,
+                 inline: bool | Inline = False, backend: str | None = None,
+                 in_shardings: Any = None,
                  out_shardings: Any = None):
         if not callable(fun):
             raise TypeError(f"Expected a callable value, got {fun!r}")
@@ -400,7 +416,7 @@ class Jitted:
         self.donate_argnames = frozenset(donate_argnames) | {pos_names[i] for i in donate_argnums
                                                              if i < len(pos_names)}
         self.keep_unused = bool(keep_unused)
-        self.inline = bool(inline)
+        self.inline = inline is Inline.JAX_EARLY if isinstance(inline, Inline) else bool(inline)
         self.backend = backend
         # checked against each new signature; in_shardings also partition the program
         check_sharding_leaves(in_shardings, "in_shardings")
@@ -616,11 +632,11 @@ class Jitted:
         debug = fun_debug_info(self.fun, arg_names, "jit",
                                _static_hint(self.fun_name, set(self.static_argnames),
                                             self._positional_names()))
-
         def typed_fun(*tracers):  # (each argument typed by its own layout, as in JAX)
             with typed_arguments([tracers[i] for i in own], list(own.values())):
                 return flat_fun(*tracers)
-        with stage_scope(self):  # (a Ref it closes over reroutes the call: jit_refs.py)
+        # (stage_scope: a Ref it closes over reroutes the call, jit_refs.py)
+        with stage_scope(self), log_elapsed_time(JAXPR_TRACE_EVENT, self.fun_name):
             closed = trace_to_jaxpr(typed_fun, avals, debug)
         return _CacheEntry(closed, in_tree, flat_fun.out_tree, avals, arg_names,
                            self._donated_leaves(in_tree, static, nargs))
@@ -768,7 +784,7 @@ class Jitted:
                     explain.log_compiling(self.fun_name, entry.in_avals)
                 start = time.perf_counter()
                 entry.executable = compile_entry(entry, self.backend, self.keep_unused,
-                                                 self.split_outputs)
+                                                 self.split_outputs, self.fun_name)
                 if log:
                     explain.log_compiled(self.fun_name, self.backend or config.tracejit_backend,
                                          time.perf_counter() - start)
@@ -886,7 +902,7 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Iterable[int] | No
         static_argnames: str | Iterable[str] | None = None,
         donate_argnums: int | Iterable[int] | None = None,
         donate_argnames: str | Iterable[str] | None = None, keep_unused: bool = False,
-        device: Any = None, backend: str | None = None, inline: bool = False,
+        device: Any = None, backend: str | None = None, inline: bool | Inline = False,
         abstracted_axes: Any = None, in_shardings: Any = None, out_shardings: Any = None,
         **unsupported: Any) -> Any:
     """Compile `fun`: trace it once per argument signature and run the compiled program.

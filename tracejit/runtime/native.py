@@ -21,6 +21,8 @@ from ..compiler.rows import row_map_p
 from ..core.array import Array
 from ..core.errors import check_fits
 from ..core.jaxpr import ClosedJaxpr
+from ..core.monitoring import (BACKEND_COMPILE_EVENT, CODEGEN_EVENT, JAXPR_TO_MLIR_MODULE_EVENT,
+                               OPTIMIZE_EVENT, log_elapsed_time)
 from ..lax.callback import callback_error
 from . import disk_cache, kernel_cache
 from .buffers import MIN_BYTES, address_of, pool, sole_owner
@@ -89,13 +91,19 @@ class NativeExecutable(Executable):
     backend = "native"
 
     def __init__(self, closed: ClosedJaxpr, name: str = "jit_fn",
-                 donated: Sequence[tuple[int, int]] = ()):
+                 donated: Sequence[tuple[int, int]] = (), fun_name: str = "jit_fn"):
         super().__init__(closed)
-        jaxpr, consts = optimize(closed.jaxpr, closed.consts)
+        # JAX's compile events, with tracejit's two stages inside its jaxpr -> MLIR one
+        with log_elapsed_time(JAXPR_TO_MLIR_MODULE_EVENT, fun_name):
+            with log_elapsed_time(OPTIMIZE_EVENT, fun_name):
+                jaxpr, consts = optimize(closed.jaxpr, closed.consts)
+            with log_elapsed_time(CODEGEN_EVENT, fun_name):
+                self.program = codegen.generate(ClosedJaxpr(jaxpr, consts), _PLACEHOLDER,
+                                                donated)
         self.jaxpr = jaxpr
         self._consts = [np.ascontiguousarray(np.asarray(c)) for c in consts]
-        self.program = codegen.generate(ClosedJaxpr(jaxpr, consts), _PLACEHOLDER, donated)
-        self._compiled = _compile_cached(self.program.ir_text, name, self.program.kernels)
+        with log_elapsed_time(BACKEND_COMPILE_EVENT, fun_name):
+            self._compiled = _compile_cached(self.program.ir_text, name, self.program.kernels)
         self._fn = self._compiled.entry
         self._const_addresses = tuple(c.ctypes.data for c in self._consts)
         self._callbacks = bool(self.program.callbacks)

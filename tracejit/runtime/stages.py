@@ -2,6 +2,7 @@
 Compiled, each printable, with cost and memory analyses of the compiled program."""
 from __future__ import annotations
 
+import enum
 import math
 from typing import Any, NamedTuple
 
@@ -18,6 +19,21 @@ from ..core.array import Array
 from ..core.devices import default_device
 from ..core.sharding import Mesh, SingleDeviceSharding
 from ..core.trace import user_source_info
+
+
+class CompilerEffortLevel(enum.Enum):
+    """JAX's effort levels for compiler_options (XLA's optimization_level and
+    memory_fitting_level), by value or name: CompilerEffortLevel("O2"). tracejit's LLVM
+    pipeline has one level (O3); the enum is there for code that names them."""
+    UNKNOWN = 0
+    O0 = 9
+    O1 = 19
+    O2 = 29
+    O3 = 39
+
+    @classmethod
+    def _missing_(cls, value: object) -> CompilerEffortLevel | None:
+        return cls.__members__.get(value) if isinstance(value, str) else None
 
 
 class ArgInfo:
@@ -140,7 +156,7 @@ class Lowered(_Stage):
 
     def compile(self, compiler_options: Any = None) -> Compiled:
         executable = compile_entry(self._entry, self._jitted.backend, self._jitted.keep_unused,
-                                   self._jitted.split_outputs)
+                                   self._jitted.split_outputs, self._jitted.fun_name)
         return Compiled(self._jitted, self._entry, executable, self._device)
 
 

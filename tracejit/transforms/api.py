@@ -24,6 +24,7 @@ from ..core.pytree import (
     PytreeLeaf,
     leaf_names,
     prefix_errors,
+    register_pytree_node,
     tree_flatten,
     tree_unflatten,
 )
@@ -39,6 +40,7 @@ from ..core.rules import (
     zeros_like_aval,
 )
 from ..core.trace import Tracer, fun_debug_info, get_aval, to_numpy
+from ..core.refs import Ref, addupdate
 from ..core.transpose import backward_pass
 from .custom import checkpoint, custom_jvp, custom_vjp, remat  # noqa: F401
 
@@ -227,21 +229,66 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
 
-def _vjp_fun(lin: Linearized, out_tree: PyTreeDef, outs: list, p_flat: list, in_tree: PyTreeDef,
-             fun: Callable) -> Callable:
-    out_avals = [get_aval(o) for o in outs]
-    p_avals = [get_aval(p) for p in p_flat]
+# jax.ad: what VJPFunction.with_refs takes per primal (GradValue: return the gradient, the
+# default; DontWant: skip it; a Ref: add the gradient into it) and puts in its results in place
+# of a gradient (DidntWant, GradRef). The two result markers are empty pytrees, as JAX's.
+# (Field-less, equal by type: what JAX's frozen dataclasses are, without their import cost.)
+class _Marker:
+    __slots__ = ()
 
-    def vjp_fun(ct: Any) -> tuple:
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def __eq__(self, other: Any) -> bool:
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+
+class GradValue(_Marker):
+    __slots__ = ()
+
+
+class GradRef(_Marker):
+    __slots__ = ()
+
+
+class DontWant(_Marker):
+    __slots__ = ()
+
+
+class DidntWant(_Marker):
+    __slots__ = ()
+
+
+for _marker in (GradRef, DidntWant):
+    register_pytree_node(_marker, lambda m: ((), None), lambda _, __, cls=_marker: cls())
+
+
+class VJPFunction:
+    """vjp's pullback: called on a cotangent, it returns the cotangents of the primals. It is a
+    pytree whose leaves are the residuals (JAX's is a Partial so), so it passes into and out of
+    jit: `jax.fwd_and_bwd` returns it from one jitted function and calls it in another."""
+    __slots__ = ("residuals", "static")
+
+    def __init__(self, residuals: Sequence[Any], static: tuple):
+        # static: (linear jaxpr, its in/out nonzero flags, tangent in/out avals, output tree,
+        # output avals, primal avals, primal tree, the function's name), hashable for jit
+        self.residuals, self.static = list(residuals), static
+
+    def __call__(self, ct: Any) -> tuple:
+        jaxpr, in_nonzero, out_nonzero, in_avals, out_tree, out_avals, p_avals, in_tree, \
+            name = self.static
         ct_flat, ct_tree = tree_flatten(ct)
         if ct_tree != out_tree:
             raise ValueError(
                 "unexpected tree structure.\n\nThe argument to a VJP function returned by "
                 "`jax.vjp` must match the pytree structure of the differentiated function "
-                f"{getattr(fun, '__name__', fun)}: got a cotangent of structure {ct_tree} for "
+                f"{name}: got a cotangent of structure {ct_tree} for "
                 f"an output of structure {out_tree}.")
         cts = []
-        for c, aval, nz in zip(ct_flat, out_avals, lin.out_nonzero):
+        for c, aval, nz in zip(ct_flat, out_avals, out_nonzero):
             c_aval = ShapedArray(np.shape(c), dtypes.float0) if \
                 isinstance(c, np.ndarray) and c.dtype == dtypes.float0 else get_aval(c)
             expected = tangent_aval(aval)
@@ -253,12 +300,52 @@ def _vjp_fun(lin: Linearized, out_tree: PyTreeDef, outs: list, p_flat: list, in_
                     f"{aval.str_short()}")
             if nz:
                 cts.append(_as_value(c))
-        args = [UndefinedPrimal(a) for a, nz in zip(lin.in_avals, lin.in_nonzero) if nz]
-        ct_in = iter(backward_pass(lin.jaxpr.jaxpr, lin.jaxpr.consts, args, cts))
+        args = [UndefinedPrimal(a) for a, nz in zip(in_avals, in_nonzero) if nz]
+        ct_in = iter(backward_pass(jaxpr, self.residuals, args, cts))
         grads = [_cast_cotangent(next(ct_in), a) if nz else _float0_zeros(a)
-                 for a, nz in zip(p_avals, lin.in_nonzero)]
+                 for a, nz in zip(p_avals, in_nonzero)]
         return tuple(tree_unflatten(in_tree, grads))
-    return vjp_fun
+
+    def with_refs(self, *maybe_ct_refs: Any) -> Callable:
+        """The pullback with, per primal leaf, a Ref to add its gradient into (GradRef() in
+        the results), DontWant() (DidntWant() in the results) or GradValue() (the gradient, as
+        a plain call returns it); the entries have the primals' tree structure."""
+        in_tree, name = self.static[7], self.static[8]
+        wants, tree = tree_flatten(maybe_ct_refs)
+        if tree != in_tree:
+            raise ValueError(
+                "unexpected tree structure in the arguments to a VJP function's `with_refs` "
+                f"method: the arguments to `with_refs` must match the pytree structure of the "
+                f"primal arguments of the differentiated function {name} ({in_tree}), with one "
+                f"entry per array argument, but got {tree}.")
+        for w in wants:
+            if not isinstance(w, (Ref, GradValue, DontWant)):
+                raise TypeError(f"with_refs takes a Ref, jax.ad.GradValue() or "
+                                f"jax.ad.DontWant() per primal argument, got {w!r}")
+
+        def pullback(ct: Any) -> Any:
+            grads, _ = tree_flatten(self(ct))
+            out = []
+            for w, g in zip(wants, grads):
+                if isinstance(w, Ref):
+                    addupdate(w, None, g)
+                    out.append(GradRef())
+                else:
+                    out.append(DidntWant() if isinstance(w, DontWant) else g)
+            return tree_unflatten(in_tree, out)
+        return pullback
+
+
+register_pytree_node(VJPFunction, lambda f: (f.residuals, f.static),
+                     lambda static, residuals: VJPFunction(residuals, static))
+
+
+def _vjp_fun(lin: Linearized, out_tree: PyTreeDef, outs: list, p_flat: list, in_tree: PyTreeDef,
+             fun: Callable) -> VJPFunction:
+    static = (lin.jaxpr.jaxpr, tuple(lin.in_nonzero), tuple(lin.out_nonzero),
+              tuple(lin.in_avals), out_tree, tuple(get_aval(o) for o in outs),
+              tuple(get_aval(p) for p in p_flat), in_tree, str(getattr(fun, "__name__", fun)))
+    return VJPFunction(lin.jaxpr.consts, static)
 
 
 def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
