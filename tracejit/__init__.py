@@ -31,6 +31,16 @@ from .transforms.api import (checkpoint, custom_jvp, custom_vjp, grad, hessian, 
 from .version import __version__, __version_info__  # noqa: F401  (the JAX API implemented)
 from . import random  # noqa: E402,F401  (after numpy: random is built on it)
 # (as with JAX, flatten_util and test_util load when imported, not with the package)
+_LAZY_MODULES = ("image", "custom_batching")  # jax.image etc. work after `import jax` alone
+
+
+def __getattr__(name: str):  # (PEP 562: a lazy module loads at its first use)
+    if name in _LAZY_MODULES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 from . import dtypes, sharding, typing  # noqa: E402,F401
 from .sharding import reshard  # noqa: E402,F401
 from . import debug, experimental  # noqa: E402,F401
