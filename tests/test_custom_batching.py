@@ -11,7 +11,6 @@ import tracejit
 from tracejit.custom_batching import custom_vmap as t_custom_vmap
 
 jax = pytest.importorskip("jax")
-import jax.custom_batching  # noqa: E402
 
 
 def _both(program):
