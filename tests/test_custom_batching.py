@@ -23,6 +23,7 @@ def _assert_same(ours, theirs, rtol=2e-6):
     j_leaves, j_tree = jax.tree_util.tree_flatten(theirs)
     assert len(o_leaves) == len(j_leaves) and str(o_tree) == str(j_tree), (o_tree, j_tree)
     for o, j in zip(o_leaves, j_leaves):
+        assert getattr(o, "weak_type", False) == getattr(j, "weak_type", False)
         o, j = np.asarray(o), np.asarray(j)
         assert o.shape == j.shape and o.dtype == j.dtype, (o.shape, o.dtype, j.shape, j.dtype)
         np.testing.assert_allclose(o, j, rtol=rtol, atol=1e-7)
@@ -192,6 +193,24 @@ def test_sequential_vmap_runs_a_loop(capfd):
         return x * y
 
     assert "scan" in str(tracejit.make_jaxpr(tracejit.vmap(h, (0, None)))(X, 2.0))
+
+
+def test_sequential_vmap_pytrees_and_jvp():
+    """Batched and unbatched leaves of one argument's pytree; forward mode through the loop."""
+    def program(lib):
+        jnp = lib.numpy
+
+        @lib.custom_batching.sequential_vmap
+        def g(p, z):
+            return {"s": p["a"] * jnp.sum(p["b"]) + z, "t": (p["a"], z)}
+
+        p = {"a": jnp.arange(3.0), "b": jnp.ones((3, 2))}
+        both = lib.vmap(g, ({"a": 0, "b": 0}, None))
+        return (both(p, 2.0),
+                lib.vmap(g, ({"a": None, "b": 0}, 0))({"a": 1.5, "b": p["b"]}, jnp.arange(3.0)),
+                lib.jvp(both, (p, 2.0), (p, 1.0)))
+
+    _assert_same(*_both(program))
 
 
 @pytest.mark.parametrize("case", ["no_rule", "keyword_only", "value_tree", "output_tree"])
