@@ -49,7 +49,8 @@ Y = np.array([1.0, 0.5, -2.0], np.float32)
 
 
 @pytest.mark.parametrize("case", ["eager", "vmap", "vmap_none", "jit_vmap", "vmap_jit",
-                                  "nested", "jvp", "vmap_jvp", "vmap_jvp_both", "jvp_vmap"])
+                                  "nested", "jvp", "vmap_jvp", "vmap_jvp_both", "jvp_vmap",
+                                  "vmap_jit_scan", "vmap_cond"])
 def test_custom_vmap_matches_jax(case):
     logs = {}
 
@@ -71,6 +72,11 @@ def test_custom_vmap_matches_jax(case):
                                                               (ones(a), zeros(b))))(X, Y),
             "vmap_jvp_both": lambda: lib.vmap(lambda a, b: lib.jvp(f, (a, b), (b, a)))(X, Y),
             "jvp_vmap": lambda: lib.jvp(lib.vmap(f, (0, None)), (X, 2.0), (Y, 1.0)),
+            # (the rule applies inside the bodies that vmap batches)
+            "vmap_jit_scan": lambda: lib.vmap(lib.jit(lambda xs: lib.lax.scan(
+                lambda c, x: (c + f(x, c), c), 1.0, xs)[0]))(np.stack([X, Y])),
+            "vmap_cond": lambda: lib.vmap(lambda p, x: lib.lax.cond(
+                p, lambda: f(x, 2.0), lambda: x))(np.array([True, False, True]), X),
         }[case]()
 
     ours, theirs = _both(program)
