@@ -27,7 +27,7 @@ LAYERS = [
                      "callback", "extend", "interpreters", "experimental", "sharding",
                      "api_util", "version", "custom_derivatives", "ad_checkpoint", "ref",
                      "shard_map", "example_libraries", "random_derived",
-                     "shard_map_processes", "distributed",
+                     "shard_map_processes", "distributed", "image", "custom_batching",
                      "testing",
                      "api", "dlpack", "environment_info", "lib", "monitoring", "ops",
                      "profiler"}),

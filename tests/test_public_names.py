@@ -175,6 +175,8 @@ PUBLIC["custom_derivatives"] = [
     "CustomVJPPrimal", "SymbolicZero", "closure_convert", "custom_gradient", "custom_jvp",
     "custom_jvp_call_p", "custom_vjp", "custom_vjp_call_p", "custom_vjp_primal_tree_values",
     "linear_call", "remat_opt_p", "zero_from_primal"]
+PUBLIC["custom_batching"] = ["custom_vmap", "sequential_vmap"]
+PUBLIC["image"] = ["ResizeMethod", "resize", "scale_and_translate"]
 PUBLIC["ad_checkpoint"] = ["Offloadable", "Recompute", "Saveable", "checkpoint_name",
                            "checkpoint_policies", "print_saved_residuals"]
 PUBLIC["ref"] = ["AbstractRef", "Ref", "addupdate", "empty_ref", "free_ref", "freeze", "get",

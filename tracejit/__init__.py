@@ -30,7 +30,8 @@ from .transforms.api import (checkpoint, custom_jvp, custom_vjp, grad, hessian, 
 
 from .version import __version__, __version_info__  # noqa: F401  (the JAX API implemented)
 from . import random  # noqa: E402,F401  (after numpy: random is built on it)
-# (as with JAX, flatten_util and test_util load when imported, not with the package)
+# (as with JAX, flatten_util and test_util load when imported, not with the package; image,
+# custom_batching and the modules in _LAZY_MODULES below on first use)
 from . import dtypes, sharding, typing  # noqa: E402,F401
 from .sharding import reshard  # noqa: E402,F401
 from . import debug, experimental  # noqa: E402,F401
@@ -64,8 +65,8 @@ from .transforms import api as _transforms_api  # noqa: E402
 ad = _Namespace(DontWant=_transforms_api.DontWant, DidntWant=_transforms_api.DidntWant,
                 GradRef=_transforms_api.GradRef, GradValue=_transforms_api.GradValue)
 memory = _Namespace(Space=_MemorySpace)
-_LAZY_MODULES = frozenset({"dlpack", "interpreters", "lib", "monitoring", "ops", "profiler",
-                           "scipy"})
+_LAZY_MODULES = frozenset({"custom_batching", "dlpack", "image", "interpreters", "lib",
+                           "monitoring", "ops", "profiler", "scipy"})
 _LAZY_NAMES = {"print_environment_info": "environment_info"}
 
 

@@ -31,6 +31,7 @@ from ..lax.control_flow import scan_p, while_p
 from ..lax.call import pjit_p
 from ..lax.shape import broadcast_in_dim_p
 from ..transforms.custom import checkpoint_p, custom_jvp_call_p, custom_vjp_call_p
+from ..transforms.custom_batching import custom_vmap_call_p
 from .fusion import is_elementwise
 from .rows import row_map_p
 
@@ -54,7 +55,7 @@ VECTOR = 16
 COLUMN_MIN_CARRY_BYTES = 2 << 20
 # Calls whose bodies the pass looks into: codegen emits their bodies inline (they only differ
 # under differentiation, which is over by now)
-_CALLS = (pjit_p, checkpoint_p, custom_jvp_call_p, custom_vjp_call_p)
+_CALLS = (pjit_p, checkpoint_p, custom_jvp_call_p, custom_vjp_call_p, custom_vmap_call_p)
 # A while loop's trip count is unknown: the work estimate of its row_map (parallel_loops)
 # counts this many iterations per element.
 WHILE_TRIPS_GUESS = 16

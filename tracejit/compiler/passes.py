@@ -33,6 +33,7 @@ from ..lax.reductions import (reduce_and_p, reduce_max_p, reduce_min_p, reduce_o
                               reduce_prod_p, reduce_sum_p, reduce_xor_p)
 from ..lax.shape import broadcast_in_dim_p, reshape_p, slice_p, squeeze_p, transpose_p
 from ..transforms.custom import custom_jvp_call_p, custom_vjp_call_p
+from ..transforms.custom_batching import custom_vmap_call_p
 from .block_maps import selects_source
 from .element_loops import element_loops
 from .fusion import fuse
@@ -88,12 +89,14 @@ def _checked(pass_: Callable, jaxpr: Jaxpr, *consts: list):
 # --- inline_calls ----------------------------------------------------------------------------
 
 # calls whose body is all there is to run: custom_jvp/vjp functions left after differentiation
-# compute their primal body (inlined, relu's max fuses with the bias add before it, as in XLA)
-_INLINED = {pjit_p: "jaxpr", custom_jvp_call_p: "call_jaxpr", custom_vjp_call_p: "call_jaxpr"}
+# compute their primal body (inlined, relu's max fuses with the bias add before it, as in XLA),
+# and custom_vmap ones left after batching theirs
+_INLINED = {pjit_p: "jaxpr", custom_jvp_call_p: "call_jaxpr", custom_vjp_call_p: "call_jaxpr",
+            custom_vmap_call_p: "call_jaxpr"}
 
 
 def inline_calls(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
-    """Replace `jit` equations (and custom_jvp/vjp calls) by their bodies (their consts become
+    """Replace `jit` equations (and custom_jvp/vjp/vmap calls) by their bodies (their consts become
     constvars of the result)."""
     if not any(e.primitive in _INLINED for e in jaxpr.eqns):
         return jaxpr, consts

@@ -63,6 +63,7 @@ from ..lax.shape import (broadcast_in_dim_p, concatenate_p, pad_p, reshape_p, re
 from ..lax.sorting import sort_p, top_k_p
 from ..lax.sharding import sharding_constraint_p
 from ..transforms.custom import checkpoint_p, custom_jvp_call_p, custom_vjp_call_p
+from ..transforms.custom_batching import custom_vmap_call_p
 from ..transforms.spmd import Dims, dims_axes, local_shape, replicated
 
 
@@ -436,11 +437,11 @@ _RULES: dict = {
                               scatter_mul_p, scatter_min_p, scatter_max_p, scatter_apply_p)},
     sharding_constraint_p: _constraint, pjit_p: _call("jaxpr"),
     custom_jvp_call_p: _call("call_jaxpr"), custom_vjp_call_p: _call("call_jaxpr"),
-    checkpoint_p: _call("jaxpr"),
+    custom_vmap_call_p: _call("call_jaxpr"), checkpoint_p: _call("jaxpr"),
 }
 _CONTROL: dict = {scan_p: _scan, while_p: _while, cond_p: _cond}  # (given `known` too)
 _BODY = {pjit_p: "jaxpr", custom_jvp_call_p: "call_jaxpr", custom_vjp_call_p: "call_jaxpr",
-         checkpoint_p: "jaxpr"}
+         custom_vmap_call_p: "call_jaxpr", checkpoint_p: "jaxpr"}
 
 
 def constraints(jaxpr: Jaxpr) -> list:

@@ -136,6 +136,14 @@ def _from_rule(t: Any) -> Any:
     return Zero(t.aval) if type(t) is SymbolicZero else t
 
 
+def forward_attr(self: Any, name: str) -> Any:
+    """A custom_* wrapper's missing `def*` attribute is its wrapped function's: the rules of
+    custom_vjp(custom_vmap(f)) are defined through the outer object (JAX's custom_api_util)."""
+    if name.startswith("def"):
+        return getattr(self.fun, name)
+    raise AttributeError(name)
+
+
 def _instantiate_all(f: Callable) -> Callable:
     return lambda *args: [instantiate(o) for o in f(*args)]
 
@@ -185,6 +193,8 @@ class custom_jvp:  # noqa: N801 - JAX's name
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.jvp: Callable | None = None
         self.symbolic_zeros = False
+
+    __getattr__ = forward_attr
 
     def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
         """Set the rule jvp(primals, tangents) -> (primal_out, tangent_out). With
@@ -370,6 +380,8 @@ class custom_vjp:  # noqa: N801 - JAX's name
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
         self.symbolic_zeros = False
+
+    __getattr__ = forward_attr
 
     def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False) -> None:
         """Set fwd(*args) -> (out, residuals) and bwd(residuals, out_ct) -> arg cotangents.

@@ -19,6 +19,7 @@ from ...lax.control_flow import cond_p, linear_solve_p, root_p, scan_p, while_p
 from ...lax.shape import broadcast_in_dim_p
 from ...transforms.custom import (checkpoint_p, custom_jvp_call_p, custom_lin_p, custom_vjp_call_p,
                                  linear_call_p)
+from ...transforms.custom_batching import custom_vmap_call_p
 from .codegen import Buf, Emitter, Scalar, _as_value
 from .interrupt import emit_poll
 from .math import inline_slow_paths, repeated
@@ -534,7 +535,8 @@ def _outputs_once(jaxpr):
                  jaxpr.debug_info), firsts, copies
 
 
-_CALLS = (pjit_p, checkpoint_p, custom_jvp_call_p, custom_vjp_call_p, linear_call_p)
+_CALLS = (pjit_p, checkpoint_p, custom_jvp_call_p, custom_vjp_call_p, custom_vmap_call_p,
+          linear_call_p)
 STRUCTURAL.update({p: _inline_call for p in _CALLS})
 STRUCTURAL.update({linear_solve_p: _inline_solve, root_p: _inline_solve})
 STRUCTURAL.update({custom_lin_p: _custom_lin, cond_p: _cond, while_p: _while, scan_p: _scan,
