@@ -9,8 +9,10 @@ import os
 import subprocess
 import sys
 
+import llvmlite.binding as llvm
 import numpy as np
 
+from tracejit.backend.llvm import jit_engine
 from tracejit.runtime import disk_cache
 
 # a sum large enough for the thread pool, sines of huge arguments (the out-of-line slow path)
@@ -68,6 +70,14 @@ def test_library_code_is_compiled_once_then_loaded(tmp_path):
     assert cold["library"] == {"misses": n, "stores": n}
     assert len(cold["built"]) == len(set(cold["built"])) == n  # one entry per routine
     assert [p.name for p in tmp_path.iterdir()] == ["library"]  # and no program
+    for path in _entries(library):  # a hit reads the routines' names from the text, unparsed
+        data = path.read_bytes()
+        _, n_ir, _, _ = disk_cache._HEADER.unpack_from(data)
+        text = data[disk_cache._HEADER.size:disk_cache._HEADER.size + n_ir].decode()
+        module = jit_engine.parse(text)
+        want = [f.name for f in module.functions if not f.is_declaration
+                and f.linkage not in (llvm.Linkage.internal, llvm.Linkage.private)]
+        assert disk_cache.exported_functions(text) == want and want
     warm = _run(tmp_path)
     assert warm["library"] == {"hits": n} and warm["built"] == []  # loaded by name alone
     keys = ("total", "sines", "spectrum")
@@ -113,3 +123,26 @@ def test_source_digest_follows_every_source_file(tmp_path):
     (tmp_path / "core" / "c.py").rename(tmp_path / "c.py")  # moved to another folder
     changed.add(digest(tmp_path))
     assert len(changed) == 4 and first not in changed
+
+
+def test_exported_functions_read_from_the_text():
+    """The names a library hit checks the object code for, read without LLVM's parser: every
+    linkage but internal and private, attributes with parentheses before the name's; a quoted
+    name (escapes) leaves it to the parser."""
+    text = """
+define internal fastcc void @run(i64 range(i64 0, 42) %.1) unnamed_addr {
+  ret void
+}
+define private void @hidden() {
+  ret void
+}
+define void @tracejit_a.b$c(ptr noalias readonly captures(none) %.1) local_unnamed_addr #0 {
+  ret void
+}
+define weak <4 x float> @tracejit_m4(<4 x float> %.1) {
+  ret <4 x float> %.1
+}
+declare void @pthread_join(ptr)
+"""
+    assert disk_cache.exported_functions(text) == ["tracejit_a.b$c", "tracejit_m4"]
+    assert disk_cache.exported_functions(text + 'define void @"odd\\22name"() {\n}\n') is None
