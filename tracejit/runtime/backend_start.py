@@ -1,7 +1,8 @@
 """The native backend's start-up, begun by `import tracejit` on a thread of its own and joined by
 the first compile (executable.compile_jaxpr): loading LLVM's library, importing llvmlite and our
-backend, initialising LLVM's target and reading the library cache's key (disk_cache.source_digest). `import jax` pays its backend's start-up in the import;
-tracejit paid it in the first call. Loading the library and LLVM's initialisation run without
+backend, initialising LLVM's target and reading the library cache's key (disk_cache's
+source_digest). `import jax` pays its backend's start-up in the import; tracejit paid it in the
+first call. Loading the library and LLVM's initialisation run without
 the GIL, so a second core does them while the user's program goes on; the imports' Python takes
 turns with it (and takes no time from a program that is waiting: for input, for a file, or for
 the next notebook cell). Off for the `interpret` backend and with `tracejit_background_start`
