@@ -2,11 +2,11 @@
 the first compile (executable.compile_jaxpr): loading LLVM's library, importing llvmlite and our
 backend, initialising LLVM's target and reading the library cache's key (disk_cache's
 source_digest). `import jax` pays its backend's start-up in the import; tracejit paid it in the
-first call. Loading the library and LLVM's initialisation run without
-the GIL, so a second core does them while the user's program goes on; the imports' Python takes
-turns with it (and takes no time from a program that is waiting: for input, for a file, or for
-the next notebook cell). Off for the `interpret` backend and with `tracejit_background_start`
-off ($TRACEJIT_BACKGROUND_START=0).
+first call. Loading the library and LLVM's initialisation run without the GIL, so a second core
+does them while the user's program goes on; the imports' Python takes turns with it (and takes
+no time from a program that is waiting: for input, for a file, or for the next notebook cell).
+Off for the `interpret` backend and with `tracejit_background_start` off
+($TRACEJIT_BACKGROUND_START=0).
 
 What it changes is when, never what: the thread imports what the first compile would have, and
 swallows any error, so a missing or broken llvmlite raises at the first compile as it did (the

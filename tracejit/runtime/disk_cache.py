@@ -122,8 +122,9 @@ def compile_library(routine: str, ir_text: Callable[[], str],
     else compiled from `ir_text()` (see jit_engine.optimize_library) and stored. The entry's
     name stands for the IR without it: the routine's name (one name, one builder) and the
     sources that build it (source_digest), with what key() adds."""
-    name = key("", "library", str(speed_level), routine, source_digest())
-    return _compile(ir_text, library_dir(), name,
+    folder = library_dir()
+    name = key("", "library", str(speed_level), routine, source_digest()) if folder else ""
+    return _compile(ir_text, folder, name,
                     lambda module, _: jit_engine.optimize_library(module, speed_level),
                     library_stats, library=True)[1]
 
@@ -137,7 +138,7 @@ def source_digest(root: pathlib.Path = _PACKAGE) -> str:
     modification time of every Python source of the tracejit package under `root` (Python's
     own test of whether a cached .pyc is current, with the time in nanoseconds), and the
     versions of NumPy and Python the builders ran on. An edit anywhere in the package names new
-    entries (the library is compiled again, once per machine); ~0.6 ms once per process."""
+    entries (the library is compiled again, once per machine); ~0.7 ms once per process."""
     sources = []
     folders, start = [str(root)], len(str(root))
     while folders:

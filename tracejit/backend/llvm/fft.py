@@ -630,8 +630,8 @@ def _step_fn(em: Emitter, cdtype: np.dtype, p: int, sign: int, twiddled: bool,
 # declare them and the linker finds them by name. In each program, their O3 and code generation
 # were ~70 of a 2^20-point rfft's ~100 ms first call (CPU). One cache entry per routine, named by
 # the routine (runtime/disk_cache.compile_library): a program loads only those it calls (a 2^20
-# rfft: 5, ~12 ms of CPU in all when their IR was built only to hash it; now ~5 ms, most of it
-# parsing the entries' IR and loading their code).
+# rfft: 5, ~12 ms of CPU in all when their IR was built to hash it and the entries' IR parsed;
+# now each is found by name and its object code loaded, ~1 ms).
 
 _library: dict[str, object] = {}  # symbol -> its machine code, kept for the process
 _library_lock = threading.Lock()
