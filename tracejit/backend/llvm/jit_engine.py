@@ -120,7 +120,8 @@ def compile_library(name: str, build: Callable[[], ir.Module], speed_level: int 
     makes, named `name` (one name, one builder), optimised by optimize_library at
     `speed_level`; the caller keeps it for the process. The module is built only when compiled
     (a library cache hit loads it by name), in a fresh context: no setting a caller's emission
-    holds (math.repetitions, inline_slow_paths) may shape the same-in-every-process code."""
+    holds (math.repetitions, inline_slow_paths) may shape the same-in-every-process code. So
+    `build` must do nothing else: a symbol its code needs bound is bound by the caller."""
     def ir_text() -> str:
         return str(contextvars.Context().run(build))
     if _library_compiler is not None:
