@@ -300,6 +300,20 @@ def test_source_info_skips_registered_library_paths(tmp_path):
         sys.path.remove(str(tmp_path))
 
 
+def test_include_filename_follows_the_exclusions(tmp_path):
+    """The answers kept per file name (staging asks for every frame) change with the list."""
+    from tracejit.core import traceback_util
+    lib = str(tmp_path / "lib.py")
+    assert traceback_util.include_filename(lib) and traceback_util.include_filename(lib)
+    traceback_util.register_exclusion(str(tmp_path))
+    try:
+        assert not traceback_util.include_filename(lib)
+        assert traceback_util.include_filename(__file__)
+    finally:
+        traceback_util._exclude_paths.remove(str(tmp_path))
+    assert traceback_util.include_filename(lib)
+
+
 def test_pmap_on_the_single_device():
     xs = tnp.arange(6.0).reshape(1, 6)
     np.testing.assert_array_equal(np.asarray(tracejit.pmap(lambda x: x * 2)(xs)),

@@ -1,14 +1,19 @@
 """The runtime's own code (runtime/disk_cache.py's compile_library: the thread pool, math's slow
 paths, the FFT's steps and line routines) is compiled once per machine: a second process loads
-it from the cache folder's library subfolder, with the same results, even with the program cache
-off; a tampered entry is rejected and compiled afresh; `tracejit_library_cache` off writes
-nothing."""
+it from the cache folder's library subfolder, with the same results and without building its
+IR, even with the program cache off; a tampered entry is rejected and compiled afresh;
+`tracejit_library_cache` off writes nothing. Entries are named by the state of the package's
+sources (source_digest), which an edit changes."""
 import json
 import os
 import subprocess
 import sys
 
+import llvmlite.binding as llvm
 import numpy as np
+
+from tracejit.backend.llvm import jit_engine
+from tracejit.runtime import disk_cache
 
 # a sum large enough for the thread pool, sines of huge arguments (the out-of-line slow path)
 # and an rfft (the FFT's steps), in a fresh process
@@ -17,12 +22,18 @@ import json
 import numpy as np
 import tracejit, tracejit.numpy as jnp
 from tracejit.runtime import disk_cache
+from tracejit.backend.llvm import jit_engine
+built = []  # the routines whose IR was built
+compile_library = jit_engine._library_compiler
+jit_engine.set_library_compiler(lambda name, ir_text, level: compile_library(
+    name, lambda: built.append(name) or ir_text(), level))
 x = np.linspace(-1.0, 1.0, 1 << 18, dtype=np.float32)
 big = np.array([1e6, 3.5e12, -7.25e20, 1e30], np.float32)
 total = float(tracejit.jit(lambda x: jnp.sum(x * x))(x))
 sines = np.asarray(tracejit.jit(jnp.sin)(big)).tolist()
 spectrum = np.asarray(tracejit.jit(jnp.fft.rfft)(x[:4096] ** 3))
 print(json.dumps({"library": dict(disk_cache.library_stats), "programs": dict(disk_cache.stats),
+                  "built": sorted(built),
                   "total": total, "sines": sines,
                   "spectrum": [spectrum.real.tolist(), spectrum.imag.tolist()]}))
 """
@@ -57,9 +68,18 @@ def test_library_code_is_compiled_once_then_loaded(tmp_path):
     n = len(_entries(library))
     assert n >= 7  # the pool, the sine's slow path, the FFT's 3 steps, fill, unpack
     assert cold["library"] == {"misses": n, "stores": n}
+    assert len(cold["built"]) == len(set(cold["built"])) == n  # one entry per routine
     assert [p.name for p in tmp_path.iterdir()] == ["library"]  # and no program
+    for path in _entries(library):  # a hit reads the routines' names from the text, unparsed
+        data = path.read_bytes()
+        _, n_ir, _, _ = disk_cache._HEADER.unpack_from(data)
+        text = data[disk_cache._HEADER.size:disk_cache._HEADER.size + n_ir].decode()
+        module = jit_engine.parse(text)
+        want = [f.name for f in module.functions if not f.is_declaration
+                and f.linkage not in (llvm.Linkage.internal, llvm.Linkage.private)]
+        assert disk_cache.exported_functions(text) == want and want
     warm = _run(tmp_path)
-    assert warm["library"] == {"hits": n}
+    assert warm["library"] == {"hits": n} and warm["built"] == []  # loaded by name alone
     keys = ("total", "sines", "spectrum")
     assert [warm[k] for k in keys] == [cold[k] for k in keys]  # bit for bit
     for path in _entries(library):  # inside the object code: only the tag can tell
@@ -68,9 +88,61 @@ def test_library_code_is_compiled_once_then_loaded(tmp_path):
         path.write_bytes(bytes(data))
     again = _run(tmp_path)
     assert again["library"] == {"errors": n, "misses": n, "stores": n}
+    assert again["built"] == cold["built"]
     assert [again[k] for k in keys] == [cold[k] for k in keys]
 
 
 def test_library_cache_off_writes_nothing(tmp_path):
     out = _run(tmp_path, library=False)
     assert out["library"] == {} and not any(tmp_path.iterdir())
+
+
+def test_source_digest_follows_every_source_file(tmp_path):
+    """A library entry's name changes with any edit of a source (its size or modification
+    time), an added or removed one, in any subfolder; not with bytecode caches or other files."""
+    digest = disk_cache.source_digest.__wrapped__  # (uncached: the files change in between)
+    (tmp_path / "core").mkdir()
+    (tmp_path / "__init__.py").write_text("x = 1\n")
+    (tmp_path / "core" / "a.py").write_text("y = 2\n")
+    first = digest(tmp_path)
+    assert digest(tmp_path) == first
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "__pycache__" / "b.py").write_text("ignored\n")
+    (tmp_path / "core" / "notes.txt").write_text("ignored\n")
+    assert digest(tmp_path) == first
+    changed = set()
+    a = tmp_path / "core" / "a.py"
+    stamp = a.stat().st_mtime_ns
+    os.utime(a, ns=(stamp, stamp + 1000))  # touched: same text, another time
+    changed.add(digest(tmp_path))
+    a.write_text("y = 30\n")  # another size, the time it had
+    os.utime(a, ns=(stamp, stamp))
+    changed.add(digest(tmp_path))
+    (tmp_path / "core" / "c.py").write_text("")
+    changed.add(digest(tmp_path))
+    (tmp_path / "core" / "c.py").rename(tmp_path / "c.py")  # moved to another folder
+    changed.add(digest(tmp_path))
+    assert len(changed) == 4 and first not in changed
+
+
+def test_exported_functions_read_from_the_text():
+    """The names a library hit checks the object code for, read without LLVM's parser: every
+    linkage but internal and private, attributes with parentheses before the name's; a quoted
+    name (escapes) leaves it to the parser."""
+    text = """
+define internal fastcc void @run(i64 range(i64 0, 42) %.1) unnamed_addr {
+  ret void
+}
+define private void @hidden() {
+  ret void
+}
+define void @tracejit_a.b$c(ptr noalias readonly captures(none) %.1) local_unnamed_addr #0 {
+  ret void
+}
+define weak <4 x float> @tracejit_m4(<4 x float> %.1) {
+  ret <4 x float> %.1
+}
+declare void @pthread_join(ptr)
+"""
+    assert disk_cache.exported_functions(text) == ["tracejit_a.b$c", "tracejit_m4"]
+    assert disk_cache.exported_functions(text + 'define void @"odd\\22name"() {\n}\n') is None

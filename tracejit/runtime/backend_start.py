@@ -1,11 +1,12 @@
 """The native backend's start-up, begun by `import tracejit` on a thread of its own and joined by
 the first compile (executable.compile_jaxpr): loading LLVM's library, importing llvmlite and our
-backend, and initialising LLVM's target. `import jax` pays its backend's start-up in the import;
-tracejit paid it in the first call. Loading the library and LLVM's initialisation run without
-the GIL, so a second core does them while the user's program goes on; the imports' Python takes
-turns with it (and takes no time from a program that is waiting: for input, for a file, or for
-the next notebook cell). Off for the `interpret` backend and with `tracejit_background_start`
-off ($TRACEJIT_BACKGROUND_START=0).
+backend, initialising LLVM's target and reading the library cache's key (disk_cache's
+source_digest). `import jax` pays its backend's start-up in the import; tracejit paid it in the
+first call. Loading the library and LLVM's initialisation run without the GIL, so a second core
+does them while the user's program goes on; the imports' Python takes turns with it (and takes
+no time from a program that is waiting: for input, for a file, or for the next notebook cell).
+Off for the `interpret` backend and with `tracejit_background_start` off
+($TRACEJIT_BACKGROUND_START=0).
 
 What it changes is when, never what: the thread imports what the first compile would have, and
 swallows any error, so a missing or broken llvmlite raises at the first compile as it did (the
@@ -91,6 +92,9 @@ def _run() -> None:
             jit_engine.start()
             if not _stop.is_set():  # (a compile waiting for it would pay more than it saves)
                 jit_engine.warm_up()
+            if not _stop.is_set():  # the library cache's key (~0.7 ms of the first pool call)
+                from .disk_cache import source_digest
+                source_digest()
 
 
 def _import_backend() -> bool:

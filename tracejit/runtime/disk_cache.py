@@ -27,29 +27,37 @@ $XDG_CACHE_HOME/tracejit or ~/.cache/tracejit).
 
 The runtime's own code (the thread pool, math's slow paths, the support routines: the same in
 every process, like jaxlib's prebuilt runtime) goes through `compile_library`, into the folder's
-`library` subfolder, under the same checks, keyed also by its optimisation level. That cache has
-an option of its own, `tracejit_library_cache` (on by default): `tracejit_persistent_cache` off
-still means that no user program is cached, and the runtime's code is then compiled once per
-machine rather than once per process.
+`library` subfolder, under the same checks, keyed by its name, its optimisation level and the
+state of tracejit's source files (`source_digest`) instead of its IR text: a hit loads it
+without building its IR (building and printing the thread pool's IR only to hash it was ~3.7 of
+the ~4.5 ms of CPU it took to load). That cache has an option of its own,
+`tracejit_library_cache` (on by default): `tracejit_persistent_cache` off still means that no
+user program is cached, and the runtime's code is then compiled once per machine rather than
+once per process.
 """
 from __future__ import annotations
 
 import collections
 import errno
+import functools
 import hashlib
 import hmac
 import os
 import pathlib
+import re
 import secrets
 import stat
 import struct
+import sys
 import tempfile
 import threading
 import time
 import warnings
+from collections.abc import Callable
 
 import llvmlite
 import llvmlite.binding as llvm
+import numpy as np
 
 from ..backend.llvm import jit_engine
 from ..core import monitoring
@@ -109,12 +117,12 @@ def compile_ir(ir_text: str) -> tuple[str, jit_engine.Code]:
     folder = cache_dir()
     _first_use(folder)
     if folder is None:
-        return _compile(ir_text, folder, key(ir_text), jit_engine.optimize, stats)
+        return _compile(lambda: ir_text, folder, key(ir_text), jit_engine.optimize, stats)
     # JAX's persistent-cache events: a request per program, then a hit (with the time it took
     # to load) or a miss (fired as the new entry is written, as JAX does)
     monitoring.record_event(monitoring.CACHE_REQUEST_EVENT)
     hits, misses, start = stats["hits"], stats["misses"], time.monotonic()
-    out = _compile(ir_text, folder, key(ir_text), jit_engine.optimize, stats)
+    out = _compile(lambda: ir_text, folder, key(ir_text), jit_engine.optimize, stats)
     if stats["hits"] > hits:
         monitoring.record_event(monitoring.CACHE_HIT_EVENT)
         monitoring.record_event_duration_secs(monitoring.CACHE_RETRIEVAL_EVENT,
@@ -134,27 +142,56 @@ def _first_use(folder: pathlib.Path | None) -> None:
                                 monitoring.TASK_USING_CACHE_EVENT)
 
 
-def compile_library(ir_text: str, speed_level: int) -> jit_engine.Code:
-    """The machine code of a module of the runtime's own (what jit_engine.compile_library runs
+def compile_library(routine: str, ir_text: Callable[[], str],
+                    speed_level: int) -> jit_engine.Code:
+    """The machine code of the runtime's module `routine` (what jit_engine.compile_library runs
     once the runtime is imported), loaded from the library cache when that holds a valid entry,
-    else compiled (see jit_engine.optimize_library) and stored."""
-    name = key(ir_text, "library", str(speed_level))
-    return _compile(ir_text, library_dir(), name,
+    else compiled from `ir_text()` (see jit_engine.optimize_library) and stored. The entry's
+    name stands for the IR without it: the routine's name (one name, one builder) and the
+    sources that build it (source_digest), with what key() adds."""
+    folder = library_dir()
+    name = key("", "library", str(speed_level), routine, source_digest()) if folder else ""
+    return _compile(ir_text, folder, name,
                     lambda module, _: jit_engine.optimize_library(module, speed_level),
                     library_stats, library=True)[1]
 
 
-def _compile(ir_text: str, folder: pathlib.Path | None, name: str, optimise,
+_PACKAGE = pathlib.Path(__file__).resolve().parent.parent  # (tracejit/)
+
+
+@functools.cache
+def source_digest(root: pathlib.Path = _PACKAGE) -> str:
+    """What the runtime's own IR is a function of, short of building it: the path, size and
+    modification time of every Python source of the tracejit package under `root` (Python's
+    own test of whether a cached .pyc is current, with the time in nanoseconds), and the
+    versions of NumPy and Python the builders ran on. An edit anywhere in the package names new
+    entries (the library is compiled again, once per machine); ~0.7 ms once per process."""
+    sources = []
+    folders, start = [str(root)], len(str(root))
+    while folders:
+        with os.scandir(folders.pop()) as listing:
+            for item in listing:
+                if item.name.endswith(".py"):
+                    info = item.stat(follow_symlinks=False)
+                    sources.append(f"{item.path[start:]}\0{info.st_size}\0{info.st_mtime_ns}")
+                elif item.name != "__pycache__" and item.is_dir(follow_symlinks=False):
+                    folders.append(item.path)
+    sources.sort()  # (a listing's order is the file system's)
+    return hashlib.sha256("\0".join([np.__version__, sys.version, *sources]).encode()).hexdigest()
+
+
+def _compile(ir_text: Callable[[], str], folder: pathlib.Path | None, name: str, optimise,
              counts: collections.Counter, library: bool = False) -> tuple[str, jit_engine.Code]:
-    """(optimised IR, code) of `ir_text`: loaded from `folder`'s entry `name` when it holds a
-    valid one, else parsed, optimised by `optimise(module, lines of ir_text)` and compiled,
-    and stored there."""
+    """(optimised IR, code) of the module `ir_text()`: loaded from `folder`'s entry `name` when
+    it holds a valid one (`ir_text` is not called), else parsed, optimised by
+    `optimise(module, lines of its IR)` and compiled, and stored there."""
     secret = _secret(folder, library) if folder is not None else None
     path = folder / f"{name}.o" if secret is not None else None
     entry = _load(path, name, secret, counts) if path is not None else None
     if entry is not None:
         optimised_ir, obj = entry
-        module = _checked_module(path, optimised_ir, obj, counts)
+        checked = _checked_library if library else _checked_module
+        module = checked(path, optimised_ir, obj, counts)
         if module is not None:
             # (the engine takes `module`)
             code, _ = jit_engine.load(module, cached_object=obj, ir_text=optimised_ir,
@@ -162,7 +199,8 @@ def _compile(ir_text: str, folder: pathlib.Path | None, name: str, optimise,
             counts["hits"] += 1
             _touch(path)
             return optimised_ir, code
-    module = optimise(jit_engine.parse(ir_text), ir_text.count("\n"))
+    text = ir_text()
+    module = optimise(jit_engine.parse(text), text.count("\n"))
     optimised_ir = str(module)
     code, obj = jit_engine.load(module, ir_text=optimised_ir, library=library)
     if path is not None:
@@ -189,6 +227,40 @@ def _checked_module(path: pathlib.Path, optimised_ir: str, obj: bytes,
         _discard(path)
         return None
     return module
+
+
+# a definition in LLVM's printed IR: its linkage and other keywords, then its name (quoted when
+# it has other characters than these, with \XX escapes) right before its parameters
+_DEFINE = re.compile(r'^define ([^@\n]*)@("[^"\n]*"|[-\w$.]+)\(', re.MULTILINE)
+_LOCAL_WORDS = {"internal", "private"}
+
+
+def exported_functions(ir_text: str) -> list[str] | None:
+    """The functions LLVM's printed IR `ir_text` defines for other modules to call (not internal
+    or private), read from the text; None where a name is quoted (it may hold escapes)."""
+    found = _DEFINE.findall(ir_text)
+    if any(name.startswith('"') for _, name in found):
+        return None
+    return [name for words, name in found if not _LOCAL_WORDS.intersection(words.split())]
+
+
+def _checked_library(path: pathlib.Path, optimised_ir: str, obj: bytes,
+                     counts: collections.Counter) -> llvm.ModuleRef | None:
+    """_checked_module for a library entry, without parsing its IR (~0.4-1 ms a routine in the
+    first program calling it): the functions it defines for others are read from the text LLVM
+    printed, and the engine is given an empty module, for which the MCJIT object cache's hook
+    hands over the entry's object code (no library module calls the support routines or slow
+    paths that `load` links by a module's declarations)."""
+    names = exported_functions(optimised_ir)
+    if names is None:
+        return _checked_module(path, optimised_ir, obj, counts)
+    try:
+        check(obj, names)
+    except BadObject:
+        counts["errors"] += 1
+        _discard(path)
+        return None
+    return jit_engine.parse("")
 
 
 # --- the folder and its key ------------------------------------------------------------------

@@ -362,7 +362,7 @@ def _threads_code():
 
     from . import jit_engine, thread_pool
     thread_pool.symbol()  # (binds the pool's busy flag the routine reads)
-    code = jit_engine.compile_library(str(_threads_module()))  # (compiled once per machine)
+    code = jit_engine.compile_library(THREADS_SYMBOL, _threads_module)  # (once per machine)
     api = openblas_threads_api()
     if api is not None:
         ctypes.c_void_p.from_address(code.global_address(_SET_FN)).value = \

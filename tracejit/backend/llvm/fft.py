@@ -628,9 +628,10 @@ def _step_fn(em: Emitter, cdtype: np.dtype, p: int, sign: int, twiddled: bool,
 # in every program and process (their sizes are arguments), so like the thread pool they are
 # compiled once per machine into the library cache and loaded by later processes; programs
 # declare them and the linker finds them by name. In each program, their O3 and code generation
-# were ~70 of a 2^20-point rfft's ~100 ms first call (CPU). One cache entry per routine: a
-# program loads only those it calls (a 2^20 rfft: 5, ~12 ms of CPU in all, most of it building
-# their IR to hash and parsing the entries').
+# were ~70 of a 2^20-point rfft's ~100 ms first call (CPU). One cache entry per routine, named by
+# the routine (runtime/disk_cache.compile_library): a program loads only those it calls (a 2^20
+# rfft: 5, ~12 ms of CPU in all when their IR was built to hash it and the entries' IR parsed;
+# now each is found by name and its object code loaded, ~1 ms).
 
 _library: dict[str, object] = {}  # symbol -> its machine code, kept for the process
 _library_lock = threading.Lock()
@@ -646,7 +647,7 @@ def _library_fn(em: Emitter, name: str, fn_type: ir.FunctionType, make_module) -
                 import llvmlite.binding as llvm
 
                 from . import jit_engine
-                code = jit_engine.compile_library(str(make_module()))
+                code = jit_engine.compile_library(name, make_module)
                 llvm.add_symbol(name, code.address(name))
                 _library[name] = code
         fn = ir.Function(em.module, fn_type, name=name)

@@ -116,6 +116,12 @@ def emit_poll(em) -> None:
 def _handler_code() -> jit_engine.Code:
     llvm.add_symbol(_DEPTH, ctypes.addressof(depth))
     llvm.add_symbol(_CHAIN, ctypes.addressof(chain))
+    _bind_flag()  # (here, not only by the module's build: a cache hit builds no IR)
+    # (cached: the handler's code lives as long as the process; compiled once per machine)
+    return jit_engine.compile_library("tracejit_sigint", _handler_module, speed_level=0)
+
+
+def _handler_module() -> ir.Module:
     module = ir.Module(name="tracejit_sigint")
     handler_ty = ir.FunctionType(ir.VoidType(), [I32])
     fn = ir.Function(module, handler_ty, name="tracejit_sigint")
@@ -133,8 +139,7 @@ def _handler_code() -> jit_engine.Code:
             with b.if_then(b.icmp_unsigned("!=", previous, ir.Constant(previous.type, None))):
                 b.call(previous, [fn.args[0]])
     b.ret_void()
-    # (cached: the handler's code lives as long as the process; compiled once per machine)
-    return jit_engine.compile_library(str(module), speed_level=0)
+    return module
 
 
 @functools.cache  # (looked up around every native call)

@@ -4,11 +4,14 @@ when nothing uses it; the support routines every program links to live in one en
 the process."""
 from __future__ import annotations
 
+import contextvars
 import functools
 import re
 import threading
+from collections.abc import Callable
 
 import llvmlite.binding as llvm
+from llvmlite import ir
 from llvmlite.binding.newpassmanagers import NewPassManager as _NewPassManager
 
 from . import math as ourmath
@@ -106,17 +109,24 @@ _library_compiler = None
 
 
 def set_library_compiler(compile_fn) -> None:
-    """Make `compile_fn(ir_text, speed_level) -> Code` what compile_library runs."""
+    """Make `compile_fn(name, ir_text, speed_level) -> Code` what compile_library runs
+    (`ir_text()` gives the module's IR; a cache hit need not call it)."""
     global _library_compiler
     _library_compiler = compile_fn
 
 
-def compile_library(ir_text: str, speed_level: int = 3) -> Code:
-    """The machine code of a module of the runtime's own (not a user's program), optimised by
-    optimize_library at `speed_level`; the caller keeps it for the process."""
+def compile_library(name: str, build: Callable[[], ir.Module], speed_level: int = 3) -> Code:
+    """The machine code of a module of the runtime's own (not a user's program) that `build()`
+    makes, named `name` (one name, one builder), optimised by optimize_library at
+    `speed_level`; the caller keeps it for the process. The module is built only when compiled
+    (a library cache hit loads it by name), in a fresh context: no setting a caller's emission
+    holds (math.repetitions, inline_slow_paths) may shape the same-in-every-process code. So
+    `build` must do nothing else: a symbol its code needs bound is bound by the caller."""
+    def ir_text() -> str:
+        return str(contextvars.Context().run(build))
     if _library_compiler is not None:
-        return _library_compiler(ir_text, speed_level)
-    module = optimize_library(parse(ir_text), speed_level)
+        return _library_compiler(name, ir_text, speed_level)
+    module = optimize_library(parse(ir_text()), speed_level)
     return load(module, library=True)[0]
 
 
@@ -141,7 +151,7 @@ def _support_engine() -> Code:
 @functools.cache
 def _make_support_engine() -> Code:
     """The code of the support routines, made once and kept: every program links to them."""
-    code = compile_library(str(support.module()), speed_level=0)
+    code = compile_library("tracejit_support", support.module, speed_level=0)
     for libcall, (symbol, *_) in support.ROUTINES.items():
         llvm.add_symbol(libcall, code.address(symbol))
     return code
@@ -159,7 +169,7 @@ def _slow_path_engine(symbol: str) -> Code:
     the first time a program calls it and kept; binds its name for programs' linker."""
     # O1: the path runs only for huge arguments, and O3 took 30 ms of the first program that
     # calls it (its IR has no fast-math flags: the same bits at every level)
-    code = compile_library(str(ourmath.big_trig_routine(symbol)), speed_level=1)
+    code = compile_library(symbol, lambda: ourmath.big_trig_routine(symbol), speed_level=1)
     for name in (symbol, *_VARIANTS_OF[symbol]):
         llvm.add_symbol(name, code.address(name))
     return code

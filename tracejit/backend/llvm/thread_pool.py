@@ -419,7 +419,9 @@ def _make_code():
 
     from . import jit_engine
     # the same in every process: compiled once per machine, then loaded from the disk cache
-    code = jit_engine.compile_library(str(module()))
+    # (the pool reads the interrupt flag: bound here, as a cache hit builds no IR)
+    _bind_flag()
+    code = jit_engine.compile_library(SYMBOL, module)
     llvm.add_symbol(SYMBOL, code.address(SYMBOL))
     llvm.add_symbol(_BUSY, code.global_address(_BUSY))  # (blas.py gives 1 thread while set)
     llvm.add_symbol(_WANTED, code.global_address(_WANTED))  # (linalg.py: tile or not)
