@@ -15,9 +15,9 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.trace import get_aval
-from ..runtime.sharded import jitted_in_jax
 from ..lax import lenient as lax
 from ..lax._base import canonicalize_axis
+from ..runtime.sharded import jitted_in_jax
 from ._creation import zeros_like
 from ._shape import moveaxis, ravel
 from ._ufuncs import multiply, subtract

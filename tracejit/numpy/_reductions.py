@@ -15,8 +15,8 @@ import numpy as np
 from ..lax import lenient as lax
 from ..core import dtypes
 from ..core.trace import get_aval
-from ..runtime.sharded import jitted_in_jax
 from ..lax._base import canonicalize_axis
+from ..runtime.sharded import jitted_in_jax
 from ._ufuncs import _where, subtract
 from ._util import (_asarray, asarray, broadcast_to, check_arraylike, promote_dtypes_inexact,
                     promote_dtypes_numeric)

@@ -18,8 +18,8 @@ from ..core import dtypes
 from ..core.array import Array
 from ..core.avals import ShapedArray
 from ..core.trace import get_aval, is_concrete
-from ..runtime.sharded import JITTED_IN_JAX
 from ..lax._base import const_like
+from ..runtime.sharded import JITTED_IN_JAX
 from ..transforms.custom import custom_jvp
 from ._util import (asarray, broadcast_shapes, broadcast_to, check_arraylike, promote_args,
                     promote_args_inexact, promote_args_numeric, promote_dtypes,

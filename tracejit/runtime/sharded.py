@@ -514,7 +514,9 @@ def _check_eager_devices(primitive: Any, avals: Sequence, laid: Sequence) -> Non
         traced.append(caller[2])
         return argument_text(caller[1], caller[0], avals[i])
 
-    at = lambda: _at(core_trace.user_source_info())  # noqa: E731
+    def at() -> str:
+        return _at(core_trace.user_source_info())
+
     try:
         _check_devices(laid, arg, list, at)
     except ValueError:
