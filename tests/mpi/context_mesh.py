@@ -75,6 +75,13 @@ for name, (m, split) in meshes.items():
         record(f"{name}.again_jit", jax.jit(lambda a, b: a * b + 1)(r, e))
         record(f"{name}.again_split", jax.jit(lambda a: a * 3, out_shardings=NamedSharding(
             m, split))(r))
+        # the same jit called again on such arrays (after the first call, tracejit's dispatch
+        # fast path): each call's results, an argument returned as it is among them
+        again = jax.jit(lambda a, b: (a * 2, b, (a + b).sum(0)))
+        for call in range(3):
+            for k, out in enumerate(again(r, e)):
+                record(f"{name}.again{call}_{k}", out)
+        record(f"{name}.again_scalar", jax.jit(lambda a, s: a * s)(r, 2.5))
     # used after the block: they stay laid out over the mesh
     record(f"{name}.after_jit", jax.jit(lambda a: a + 1)(r))
     record(f"{name}.after_eager", r * e)
