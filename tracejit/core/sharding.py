@@ -660,6 +660,10 @@ class NamedSharding(Sharding):
         return set(self.mesh.devices.flat)
 
     @property
+    def _device_assignment(self) -> tuple:
+        return tuple(self.mesh.devices.flat)  # (the mesh's order, as JAX's)
+
+    @property
     def memory_kind(self) -> str:
         return self._memory_kind
 
