@@ -248,6 +248,8 @@ def typeof(x: Any) -> ShapedArray:
     handler = pytype_aval_mappings.get(type(x))
     if handler is not None:
         return handler(x)
+    if isinstance(x, Tracer):
+        return x.typed_aval()
     if type(x) is Array and x._sharding is not None:
         typed = explicit_type_sharding(x._sharding, x.aval.ndim)
         if typed is not None:  # (JAX's types carry a layout over Explicit axes)
@@ -303,6 +305,11 @@ class Tracer(ArrayMetadata):
     @property
     def aval(self) -> ShapedArray:
         raise NotImplementedError
+
+    def typed_aval(self) -> ShapedArray:
+        """`typeof` of this value: its aval, with the layout over Explicit mesh axes JAX's
+        type shows where this trace knows it (a JVP tracer: its primal's)."""
+        return self.aval
 
     def to_concrete_value(self):
         """The concrete value, if this trace knows it (e.g. a JVP primal); None while staging."""

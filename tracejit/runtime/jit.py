@@ -33,7 +33,7 @@ from ..core.refs import check_no_refs, is_new_ref_for, refs_in_use, stage_scope
 from ..core.sharding import (AxisType, Mesh, check_sharding_leaves, check_shardings, mesh_context,
                              replicated_sharding, resolve_sharding)
 from ..core.trace import (Tracer, current_dynamic_trace, fun_debug_info, get_aval, trace_to_jaxpr,
-                          user_source_info)
+                          typeof, user_source_info)
 from ..compiler.split_results import noted_results, split_results
 from ..lax.call import pjit_p
 from . import backend_start, explain
@@ -527,6 +527,9 @@ class Jitted:
                 check_context_mesh(laid_out, avals, arg_names, self.fun_name, _MESHES.placing,
                                    user_source_info())
             start = time.perf_counter()
+            if placed:  # (traced with the types JAX gives arrays laid out over Explicit axes:
+                # `typeof(x)` reads `float32[8@x,4]` inside; their equality ignores the layout)
+                avals = tuple(typeof(x) if type(x) is Array else a for x, a in zip(leaves, avals))
             entry = self._stage(static, static_kw, in_tree, len(args), avals, arg_names)
             entry.laid_out, entry.context_mesh = laid_out, _MESHES.placing
             if laid_out is None:  # (shard_map's results' shardings carried to the outputs)
