@@ -427,9 +427,10 @@ def _eager_shardings(primitive: Any, params: dict, avals: Sequence, avals_out: S
                      laid: Sequence) -> list:
     """The shardings of an eager primitive's results (core/trace.py `eager_shardings`): as jit
     of that one operation reports them (JAX runs an eager operation as such a jit). Operands
-    laid out over one mesh of this process: their layouts propagated; over a mesh spanning
-    processes, replicated over it when every operand is (else None each). None laid out: replicated
-    over the mesh set_mesh put in effect, if any. Else None each (one device). A primitive
+    laid out over one mesh: their layouts propagated (over a mesh spanning processes too,
+    where every process holds the operands whole and computes the result whole, as its
+    sharding constraints and device_put lay them out). None laid out: replicated over the
+    mesh set_mesh put in effect, if any. Else None each (one device). A primitive
     without a body to hold sharding constraints is not traced for it where every operand is
     whole on every device, or none is laid out: then so is every result (`_out_sharding`'s
     answer for such a layout, found without it: this runs for every eager operation). An
@@ -451,11 +452,6 @@ def _eager_shardings(primitive: Any, params: dict, avals: Sequence, avals_out: S
             elif s.mesh is not first[0].mesh and s.mesh != first[0].mesh:
                 return [None] * len(avals_out)
             whole = whole and _whole(s)
-    # (over a mesh spanning processes every process computes an eager operation whole: its
-    # results are replicated over the mesh where its operands are, never traced for a layout)
-    across = first is not None and getattr(first[0].mesh, "is_multi_process", False)
-    if across and not whole:
-        return [None] * len(avals_out)
     context = _MESHES.placing
     if first is not None and context is not None and isinstance(first[0].mesh, Mesh) and \
             _ids(first[0]) != [d.id for d in context.devices.flat]:
@@ -464,7 +460,7 @@ def _eager_shardings(primitive: Any, params: dict, avals: Sequence, avals_out: S
         check_context_mesh([first[0]], [avals[k]], [name], primitive.name, context,
                            core_trace.user_source_info())
     placed = all(s is None for s in laid)  # (an operand committed to one device: stays there)
-    if across or not (params and runs_jaxpr(params)):
+    if not (params and runs_jaxpr(params)):
         if first is None:
             short = keeps_short_spec(primitive, avals, avals_out)
             return [context_sharding(None if short else a.ndim) if placed else None
