@@ -36,13 +36,30 @@ def test_shards_in_the_meshs_device_order(both):
 
 TYPES = ["eager", "jit_args", "jit_pytree", "jit_numpy_beside", "jit_static_beside",
          "jit_in_shardings", "grad", "jit_grad", "jvp", "jit_jvp", "vmap0", "vmap1",
-         "jit_vmap1", "vmap_grad", "jit_shard_map"]
+         "jit_vmap1", "vmap_grad", "jit_shard_map", "computed_elementwise",
+         "computed_transpose", "computed_reduce", "computed_grad_inner"]
 
 
 @pytest.mark.parametrize("case", TYPES)
 def test_types_of_arguments_over_explicit_axes(both, case):
+    """A jit's arguments, grad's/jvp's/vmap's tracers of them, and values computed from them
+    by elementwise operations, transposes and reductions print JAX's layout."""
     ours, theirs = both
     assert str(ours[case]) == str(theirs[case]), case
+
+
+def test_types_still_printed_without_a_layout(both):
+    # (strict: a change makes this fail, and the case moves to TYPES) — the other primitives'
+    # results inside jit (reshape, dot_general, slice; a[None], our reshape, JAX's
+    # broadcast_in_dim) and a gradient (JAX's transposes type the cotangent as the primal)
+    ours, theirs = both
+    known = {"computed_broadcast": (1, "float32[1,8,4]"), "computed_other": (0, "float32[2,4,4]"),
+             "computed_grad": (0, "float32[8,4]")}
+    for case, (k, printed) in known.items():
+        mine, jax_types = str(ours[case]).split(), str(theirs[case]).split()
+        assert mine[k] == printed and jax_types[k] != printed, case
+        assert [t for i, t in enumerate(mine) if i != k] == \
+            [t for i, t in enumerate(jax_types) if i != k] or case != "computed_broadcast", case
 
 
 def test_types_recorded():

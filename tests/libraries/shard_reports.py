@@ -98,6 +98,18 @@ with jax.set_mesh(explicit):
     jax.jit(jax.shard_map(lambda blk: types("jit_shard_map", blk) or blk, in_specs=P("x"),
                           out_specs=P("x")))(a)
 
+    # values computed inside the jit from such arguments
+    def computed(a, b, c, r):
+        types("computed_elementwise", a * 2, b + 1, jnp.sin(b), a + a, a.astype(jnp.int32),
+              a > 0, jnp.maximum(b, 1.0))
+        types("computed_transpose", a.T, b.T, (a + a).T)
+        types("computed_reduce", a.sum(0), a.sum(1), b.sum(), b.max(axis=1), jnp.argmax(b, 1))
+        types("computed_broadcast", jnp.broadcast_to(a, (3, 8, 4)), a[None] * 1, r * 2)
+        types("computed_other", a.reshape(2, 4, 4), a @ r.T, a[:4], jnp.cumsum(a, 1))
+        types("computed_grad", jax.grad(lambda v: types("computed_grad_inner", v * 3,
+                                                        (v * v).T) or (v * v).sum())(b))
+    jax.jit(computed)(a, b, c, r)
+
 # --- gradients of shard_map: their layout -------------------------------------------------
 m01 = Mesh(np.array(devs[:2]), ("x",))
 split = jax.shard_map(lambda a: a * 2, mesh=m01, in_specs=P("x"), out_specs=P("x"))
