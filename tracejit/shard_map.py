@@ -20,13 +20,14 @@ from .core.pytree import prefix_errors, tree_flatten, tree_leaves, tree_unflatte
 from .core.array import Array
 from .core.batching import BatchTracer
 from .core.jvp_trace import JVPTracer
-from .core.rules import not_mapped
+from .core.linearize import LinearizeTracer
 from .core.global_array import GlobalArray, note_gathered, note_wanted
 from .core.avals import ShapedArray
 from .core.sharding import (UNCONSTRAINED, AbstractMesh, AxisType, Mesh, NamedSharding,
                             PartitionSpec, argument_type, explicit_type_sharding,
                             get_abstract_mesh, get_mesh)
 from .core.trace import DynamicJaxprTracer, get_aval, user_source_info
+from .lax.sharding import cotangent_layout_p, staged_layout
 from .runtime.devices import to_array
 from .runtime.jit import jit
 from .runtime.sharded import argument_text, incompatible_devices
@@ -124,9 +125,13 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
         sizes = dict(m.shape_tuple)
         if isinstance(m, Mesh):  # (staged by jit: the layout it takes, for jit's reports)
             for x, s in zip(leaves, flat_specs):
-                staged = _staged(x, s if s is not None else PartitionSpec())
+                staged = staged_layout(x, s if s is not None else PartitionSpec())
                 if staged is not None:
                     note_wanted(staged[0]._var, NamedSharding(m, staged[1]))
+            # (differentiated: the gradient laid out as the in_specs take the operand)
+            leaves = [cotangent_layout_p.bind(x, sharding=NamedSharding(
+                m, s if s is not None else PartitionSpec())) if isinstance(x, LinearizeTracer)
+                else x for x, s in zip(leaves, flat_specs)]
         axes = list(m.axis_names)
         tree, out_flat_specs, results = _per_device(f, in_tree, leaves, flat_specs, out_specs,
                                                     m, axes, sizes, fun_name, vma=check_vma)
@@ -136,7 +141,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
             results = [r.placed(s) if isinstance(r, Array) else r
                        for r, s in zip(results, shardings)]
             for r, s in zip(results, shardings):
-                staged = _staged(r, s.spec)
+                staged = staged_layout(r, s.spec)
                 if staged is not None:  # (staged by jit: its result reports s)
                     note_gathered(staged[0]._var, staged[0]._var,
                                   NamedSharding(m, staged[1]))
@@ -228,23 +233,6 @@ def _context_mesh_error(context: AbstractMesh, given: Mesh | AbstractMesh, first
                "block")
     return ValueError(f"The context mesh {context} should match the mesh passed to shard_map "
                       f"{given}\n\nThe shard_map of {fun_name!r} called{at} {why}.")
-
-
-def _staged(x: Any, spec: PartitionSpec) -> tuple | None:
-    """The value jit stages for `x` laid out as `spec`, and that value's spec (under
-    grad/jvp inside jit: the primal's; under vmap: the batched value's, its batch dimension
-    unsplit), or None when `x` is not staged by jit."""
-    while isinstance(x, (JVPTracer, BatchTracer)):
-        if isinstance(x, JVPTracer):
-            x = x.primal
-            continue
-        if x._trace.main.global_data is not None:
-            return None  # (a named axis: shard_map's own, or vmap's with axis_name)
-        if x.bdim is not not_mapped:
-            entries = list(spec) + [None] * (x.ndim - len(spec))
-            spec = PartitionSpec(*entries[:x.bdim], None, *entries[x.bdim:])
-        x = x.val
-    return (x, spec) if isinstance(x, DynamicJaxprTracer) else None
 
 
 def _per_device(f: Callable, in_tree: Any, leaves: list, flat_specs: list, out_specs: Any,

@@ -75,6 +75,24 @@ for name, (m, split) in meshes.items():
         record(f"{name}.again_jit", jax.jit(lambda a, b: a * b + 1)(r, e))
         record(f"{name}.again_split", jax.jit(lambda a: a * 3, out_shardings=NamedSharding(
             m, split))(r))
+        # the same jit called again on such arrays (after the first call, tracejit's dispatch
+        # fast path): each call's results, an argument returned as it is among them
+        again = jax.jit(lambda a, b: (a * 2, b, (a + b).sum(0)))
+        for call in range(3):
+            for k, out in enumerate(again(r, e)):
+                record(f"{name}.again{call}_{k}", out)
+        record(f"{name}.again_scalar", jax.jit(lambda a, s: a * s)(r, 2.5))
+        # laid out split over the mesh eagerly (a sharding constraint, device_put), and eager
+        # operations on such arrays: their layouts propagated, as a jit of each reports them
+        constrained = jax.lax.with_sharding_constraint(x, split)
+        record(f"{name}.constrained", constrained)
+        record(f"{name}.constrained_times2", constrained * 2)
+        record(f"{name}.constrained_sum", constrained.sum())
+        record(f"{name}.constrained_T", constrained.T)
+        record(f"{name}.constrained_plus_host", constrained + x)
+        record(f"{name}.cond_constrained", jax.lax.cond(
+            True, lambda a: jax.lax.with_sharding_constraint(a, split), lambda a: a, x))
+        record(f"{name}.put_split_sin", jnp.sin(jax.device_put(x, NamedSharding(m, split))))
     # used after the block: they stay laid out over the mesh
     record(f"{name}.after_jit", jax.jit(lambda a: a + 1)(r))
     record(f"{name}.after_eager", r * e)

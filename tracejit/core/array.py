@@ -249,12 +249,12 @@ class Array(ArrayMetadata):
     @property
     def addressable_shards(self) -> list:
         """Each device's piece of the array (index: the slices of the global array it holds;
-        replica_id: which copy, where several devices hold the same piece)."""
+        replica_id: which copy, where several devices hold the same piece), in the order of
+        the sharding's devices (a mesh's, as JAX lists them: reversed for a reversed mesh)."""
         s = self.sharding
         replicas = s.replica_ids(self.shape) if hasattr(s, "replica_ids") else {}
         return [Shard(d, index, replicas.get(d, 0), self._piece(index))
-                for d, index in sorted(s.devices_indices_map(self.shape).items(),
-                                       key=lambda item: item[0].id)
+                for d, index in s.devices_indices_map(self.shape).items()
                 if d.process_index == process_index()]
 
     def _piece(self, index: tuple) -> Array:

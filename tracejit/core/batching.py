@@ -16,7 +16,7 @@ from .jaxpr import ClosedJaxpr, runs_jaxpr
 from .jaxpr_util import eval_closed, trace_closed
 from .primitive import Primitive, primitive_batchers
 from .rules import bdim_at_front, moveaxis, not_mapped, unbatched_aval
-from .trace import (Trace, Tracer, full_lower, full_raise, get_aval, new_main,
+from .trace import (Trace, Tracer, full_lower, full_raise, get_aval, new_main, typeof,
                     user_source_info)
 
 
@@ -53,6 +53,21 @@ class BatchTracer(Tracer):
         if axis is not None and axis.vma and self.bdim is not not_mapped and not self.spread:
             aval = aval.update(vma=aval.vma | {_typed_name(axis)})
         return aval
+
+    def typed_aval(self) -> ShapedArray:
+        """vmap's type of a lane of a value laid out over Explicit mesh axes: the batched
+        dimension's entry dropped (`float32[8@x,4@y]` mapped over axis 1: `float32[8@x]`)."""
+        aval = self.aval
+        if self._trace.main.global_data is not None:
+            return aval  # (a named axis: shard_map's or pmap's types say {V:...} instead)
+        s = typeof(self.val)._sharding
+        if s is None:
+            return aval
+        if self.bdim is not not_mapped:
+            parts = [axes if axes else None for axes in s._parts(aval.ndim + 1)]
+            del parts[self.bdim]
+            s = s.with_spec([p[0] if p and len(p) == 1 else p for p in parts])
+        return ShapedArray(aval.shape, aval.dtype, aval.weak_type, sharding=s, vma=aval.vma)
 
     def full_lower(self):
         if self.bdim is not_mapped:

@@ -303,14 +303,15 @@ class GlobalArray:
 
     @property
     def addressable_shards(self) -> list:
-        """This process's devices' pieces (index: slices of the global array)."""
+        """This process's devices' pieces (index: slices of the global array), in the order
+        of the mesh's devices, as JAX lists them."""
         placement = self.sharding.devices_indices_map(self.shape)
         replicas = self.sharding.replica_ids(self.shape) \
             if hasattr(self.sharding, "replica_ids") else {}
         out = []
         held = np.asarray(self.local)
         pieces = None if self.block is not None else pieces_of(placement, self.shape)
-        for d, index in sorted(placement.items(), key=lambda item: item[0].id):
+        for d, index in placement.items():
             if d.process_index != process_index():
                 continue
             at = piece(index, self.shape)

@@ -13,7 +13,7 @@ from .jaxpr import ClosedJaxpr
 from .jaxpr_util import eval_closed, trace_closed
 from .primitive import Primitive, primitive_jvps
 from .rules import Zero, differentiable, instantiate, tangent_aval
-from .trace import Trace, Tracer, full_lower, full_raise, get_aval, new_main
+from .trace import Trace, Tracer, full_lower, full_raise, get_aval, new_main, typeof
 
 
 def concrete_or_none(x: Any):
@@ -38,6 +38,9 @@ class JVPTracer(Tracer):
     @property
     def aval(self) -> ShapedArray:
         return get_aval(self.primal)
+
+    def typed_aval(self) -> ShapedArray:
+        return typeof(self.primal)  # (`float32[8@x,4]` for a primal laid out so, as JAX's)
 
     def to_concrete_value(self):
         # differentiating Python control flow on values works outside jit, as in JAX

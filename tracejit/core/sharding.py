@@ -704,6 +704,10 @@ class NamedSharding(Sharding):
         return set(self.mesh.devices.flat)
 
     @property
+    def _device_assignment(self) -> tuple:
+        return tuple(self.mesh.devices.flat)  # (the mesh's order, as JAX's)
+
+    @property
     def memory_kind(self) -> str:
         return self._memory_kind
 
@@ -911,6 +915,47 @@ def explicit_type_sharding(s: Any, ndim: int) -> NamedSharding | None:
         return None
     return NamedSharding(s.mesh, PartitionSpec(*[
         None if not axes else axes[0] if len(axes) == 1 else axes for axes in parts]))
+
+
+_REDUCERS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and",
+                       "reduce_or", "argmax", "argmin"})
+
+
+def typed_out_sharding(primitive: Any, params: dict, operand_avals: Sequence,
+                       out_aval: Any) -> NamedSharding | None:
+    """The layout over Explicit mesh axes JAX's type of `primitive`'s result shows, where an
+    operand's type shows one (jit tracing an argument laid out so: `typeof(a * 2)` reads
+    `float32[8@x,4]` inside, as JAX's): elementwise operations keep their operands' common
+    layout (rank-0 operands aside), transpose permutes it, reductions drop the reduced
+    dimensions' entries, broadcast_in_dim maps it to its result's dimensions. None where no
+    operand shows one, operands disagree (JAX raises there), or for other primitives (their
+    results print without a layout here)."""
+    from .primitive import ELEMENTWISE  # (primitive imports trace, which imports this module)
+    typed = [(a, a._sharding) for a in operand_avals
+             if getattr(a, "_sharding", None) is not None]
+    if not typed or getattr(out_aval, "shape", None) is None:
+        return None
+    (a, s), name = typed[0], primitive.name
+    parts = [p[0] if len(p) == 1 else p if p else None for p in s._parts(a.ndim)]
+    if primitive.fusion == ELEMENTWISE and not primitive.multiple_results:
+        if any(b.ndim and b.shape != out_aval.shape for b in operand_avals) or \
+                any(t._parts(b.ndim) != s._parts(a.ndim) for b, t in typed[1:]):
+            return None
+        return s
+    if name == "transpose":
+        parts = [parts[k] for k in params["permutation"]]
+    elif name in _REDUCERS:
+        axes = params.get("axes", (params.get("axis"),))
+        parts = [p for k, p in enumerate(parts) if k not in axes]
+    elif name == "broadcast_in_dim":
+        out = [None] * out_aval.ndim
+        for k, d in enumerate(params["broadcast_dimensions"]):
+            if a.shape[k] == out_aval.shape[d]:
+                out[d] = parts[k]
+        parts = out
+    else:
+        return None
+    return s.with_spec(PartitionSpec(*parts))
 
 
 def context_sharding(ndim: int | None) -> NamedSharding | None:

@@ -23,7 +23,7 @@ from .traceback_util import include_filename
 from .jaxpr import (ClosedJaxpr, Eqn, Jaxpr, Literal, SourceInfo, Var, check_jaxpr,
                     runs_jaxpr)
 from .sharding import (context_sharding, explicit_type_sharding, keeps_short_spec,
-                       mesh_context)
+                       mesh_context, typed_out_sharding)
 
 _SKIP_DIRS = (os.path.dirname(contextlib.__file__) + os.sep + "contextlib",
               os.path.dirname(contextlib.__file__) + os.sep + "functools")
@@ -248,6 +248,8 @@ def typeof(x: Any) -> ShapedArray:
     handler = pytype_aval_mappings.get(type(x))
     if handler is not None:
         return handler(x)
+    if isinstance(x, Tracer):
+        return x.typed_aval()
     if type(x) is Array and x._sharding is not None:
         typed = explicit_type_sharding(x._sharding, x.aval.ndim)
         if typed is not None:  # (JAX's types carry a layout over Explicit axes)
@@ -303,6 +305,11 @@ class Tracer(ArrayMetadata):
     @property
     def aval(self) -> ShapedArray:
         raise NotImplementedError
+
+    def typed_aval(self) -> ShapedArray:
+        """`typeof` of this value: its aval, with the layout over Explicit mesh axes JAX's
+        type shows where this trace knows it (a JVP tracer: its primal's)."""
+        return self.aval
 
     def to_concrete_value(self):
         """The concrete value, if this trace knows it (e.g. a JVP primal); None while staging."""
@@ -601,11 +608,25 @@ class DynamicJaxprTrace(Trace):
         builder = self.builder
         avals_in = [t.aval for t in tracers]
         avals_out = primitive.abstract_eval(*avals_in, **params)
+        if any(getattr(a, "_sharding", None) is not None for a in avals_in):
+            avals_out = _typed_outputs(primitive, params, avals_in, avals_out)
         source = user_source_info()
         outs = [builder.new_tracer(self, a, source) for a in avals_out]
         builder.add_eqn(Eqn(primitive, [builder.getvar(t) for t in tracers],
                             [builder.getvar(t) for t in outs], params, source))
         return outs if primitive.multiple_results else outs[0]
+
+
+def _typed_outputs(primitive, params, avals_in, avals_out):
+    """`avals_out` with the layouts over Explicit mesh axes JAX's types show, derived from
+    the operands' (core/sharding.py `typed_out_sharding`: only `typeof` reads them)."""
+    out = []
+    for a in avals_out:
+        s = typed_out_sharding(primitive, params, avals_in, a) if type(a) is ShapedArray \
+            else None
+        out.append(a if s is None else
+                   ShapedArray(a.shape, a.dtype, a.weak_type, sharding=s, vma=a.vma))
+    return out
 
 
 def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedArray],

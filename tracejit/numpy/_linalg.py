@@ -17,6 +17,7 @@ from ..core import dtypes
 from ..core.trace import get_aval
 from ..lax import lenient as lax
 from ..lax._base import canonicalize_axis
+from ..runtime.sharded import jitted_in_jax
 from ._creation import zeros_like
 from ._shape import moveaxis, ravel
 from ._ufuncs import multiply, subtract
@@ -43,6 +44,7 @@ def _conj(x: Any) -> Any:
     return lax.conj(x) if get_aval(x).dtype.kind == "c" else x
 
 
+@jitted_in_jax(params=("a", "b"))
 def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
     """jnp.dot: scalars multiply; otherwise contract a's last axis with b's second-to-last (or
     only) axis."""

@@ -16,6 +16,7 @@ from ..lax import lenient as lax
 from ..core import dtypes
 from ..core.trace import get_aval
 from ..lax._base import canonicalize_axis
+from ..runtime.sharded import jitted_in_jax
 from ._ufuncs import _where, subtract
 from ._util import (_asarray, asarray, broadcast_to, check_arraylike, promote_dtypes_inexact,
                     promote_dtypes_numeric)
@@ -164,6 +165,7 @@ def _cast_to_bool(a: Any) -> Any:
 
 
 @_export
+@jitted_in_jax("_reduce_sum")
 def sum(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None,  # noqa: A001
         keepdims: bool = False, initial: Any = None, where: Any = None,
         promote_integers: bool = True) -> Any:
@@ -247,6 +249,7 @@ def _count(a: Any, dims: tuple[int, ...], keepdims: bool, where: Any, dtype: np.
 
 
 @_export
+@jitted_in_jax("_mean")
 def mean(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
          *, where: Any = None) -> Any:
     """Arithmetic mean over `axis` (ints and bools give the default float)."""

@@ -19,6 +19,7 @@ from ..core.array import Array
 from ..core.avals import ShapedArray
 from ..core.trace import get_aval, is_concrete
 from ..lax._base import const_like
+from ..runtime.sharded import JITTED_IN_JAX
 from ..transforms.custom import custom_jvp
 from ._util import (asarray, broadcast_shapes, broadcast_to, check_arraylike, promote_args,
                     promote_args_inexact, promote_args_numeric, promote_dtypes,
@@ -31,6 +32,8 @@ _INT_OF_WIDTH = {16: np.dtype(np.int16), 32: np.dtype(np.int32), 64: np.dtype(np
 
 def _export(f):
     __all__.append(f.__name__)
+    # (JAX jits its ufuncs, and its errors name their parameters x, y: runtime/sharded.py)
+    JITTED_IN_JAX[f.__code__] = (None, ("x", "y")[:f.__code__.co_posonlyargcount])
     return f
 
 

@@ -35,7 +35,7 @@ from ..core.refs import check_no_refs, is_new_ref_for, refs_in_use, stage_scope
 from ..core.sharding import (AxisType, Mesh, check_sharding_leaves, check_shardings, mesh_context,
                              replicated_sharding, resolve_sharding, typed_arguments)
 from ..core.trace import (Tracer, current_dynamic_trace, fun_debug_info, get_aval, trace_to_jaxpr,
-                          user_source_info)
+                          typeof, user_source_info)
 from ..compiler.split_results import noted_results, split_results
 from ..lax.call import pjit_p
 from . import backend_start, explain
@@ -106,7 +106,7 @@ class _CacheEntry:
     __slots__ = ("closed", "in_tree", "out_tree", "executable", "in_avals", "arg_names",
                  "donated", "aliases", "consumed", "kept", "direct", "trace_key", "lock",
                  "debug_checks", "last_use", "laid_out", "placement", "blocks", "mark",
-                 "context_mesh", "reads", "given", "device", "readers")
+                 "context_mesh", "reads", "given", "device", "readers", "origin")
 
     def __init__(self, closed, in_tree, out_tree, in_avals, arg_names, donated):
         self.closed = closed
@@ -152,6 +152,9 @@ class _CacheEntry:
         # per argument leaf, the primitive first reading it (None: none; sharded.py's
         # check_arguments_typed), found at the first call with a laid-out argument under a mesh
         self.readers: tuple | None = None
+        # a copy indexing another kind of call on the fast path (`Jitted.remember_call_as`):
+        # the entry it copies, whose eviction takes it too (None: none)
+        self.origin: _CacheEntry | None = None
 
 
 class _Traces:
@@ -183,7 +186,8 @@ class _Traces:
             for k, _ in oldest:
                 del self.entries[k]
             if self.fast is not None:
-                for k in [k for k, e in self.fast.items() if id(e) in gone]:
+                for k in [k for k, e in self.fast.items()
+                          if id(e) in gone or id(e.origin) in gone]:
                     del self.fast[k]
         return entry
 
@@ -553,6 +557,9 @@ class Jitted:
                 check_context_mesh(laid_out, avals, arg_names, self.fun_name, _MESHES.placing,
                                    user_source_info())
             start = time.perf_counter()
+            if placed:  # (traced with the types JAX gives arrays laid out over Explicit axes:
+                # `typeof(x)` reads `float32[8@x,4]` inside; their equality ignores the layout)
+                avals = tuple(typeof(x) if type(x) is Array else a for x, a in zip(leaves, avals))
             entry = self._stage(static, static_kw, in_tree, len(args), avals, arg_names,
                                 {i: own_sharding(x) for i, x in enumerate(leaves)
                                  if not isinstance(x, Tracer)})
@@ -659,6 +666,33 @@ class Jitted:
         if refs_in_use():  # Refs as arguments or closed over: threaded through (jit_refs.py)
             return call_with_refs(self, args, kwargs)
         return self._call(args, kwargs)
+
+    def remember_call_as(self, args: tuple, kwargs: dict, like: tuple,
+                         mark: Callable[[list], list]) -> None:
+        """Index the call (args, kwargs) on the dispatch fast path as the call `like` (its
+        arguments and keyword arguments, a call made just before) runs: its compiled program on
+        the same leaves, then what that call does to its results (`entry.mark`: it reads the
+        leaves only to tell arguments returned as they are, alike here), then `mark(outs)`.
+        For jit on arrays every process holds alike (shard_map_processes.py
+        `_on_replicated`), which otherwise flattens, views and calls again each time. Not for
+        a program that donates."""
+        fast = self._traces.fast
+        found, seen = self._fast_key(args, kwargs), self._fast_key(*like)
+        if fast is None or found is None or seen is None or current_dynamic_trace() is not None:
+            return
+        entry = fast.get(seen[0])
+        if entry is None or any(entry.donated) or len(found[1]) != len(seen[1]):
+            return
+        alias = _CacheEntry.__new__(_CacheEntry)
+        for name in _CacheEntry.__slots__:
+            setattr(alias, name, getattr(entry, name))
+        inner = entry.mark
+        alias.mark = (lambda outs, leaves: mark(outs)) if inner is None else \
+            (lambda outs, leaves: mark(inner(outs, leaves)))
+        alias.origin = entry
+        with _cache_lock:  # (unless evicted meanwhile)
+            if any(e is entry for e in self._traces.entries.values()):
+                fast[found[0]] = alias
 
     def _fast_key(self, args: tuple, kwargs: dict) -> tuple | None:
         """The dispatch fast path's key of a call and its leaves, or None when it needs

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -565,9 +566,10 @@ def _eager_shardings(primitive: Any, params: dict, avals: Sequence, avals_out: S
                      laid: Sequence) -> list:
     """The shardings of an eager primitive's results (core/trace.py `eager_shardings`): as jit
     of that one operation reports them (JAX runs an eager operation as such a jit). Operands
-    laid out over one mesh of this process: their layouts propagated; over a mesh spanning
-    processes, replicated over it when every operand is (else None each). None laid out: replicated
-    over the mesh set_mesh put in effect, if any. Else None each (one device). A primitive
+    laid out over one mesh: their layouts propagated (over a mesh spanning processes too,
+    where every process holds the operands whole and computes the result whole, as its
+    sharding constraints and device_put lay them out). None laid out: replicated over the
+    mesh set_mesh put in effect, if any. Else None each (one device). A primitive
     without a body to hold sharding constraints is not traced for it where every operand is
     whole on every device, or none is laid out: then so is every result (`_out_sharding`'s
     answer for such a layout, found without it: this runs for every eager operation). An
@@ -578,10 +580,7 @@ def _eager_shardings(primitive: Any, params: dict, avals: Sequence, avals_out: S
     if committed is not None:
         if _MESHES.stack or any(s is not None and s is not committed and s != committed
                                 for s in laid):  # (else nothing binds it elsewhere)
-            # (JAX runs an eager operation as a jit of its primitive: its arguments' names)
-            _check_devices(laid, lambda i: argument_text(f"args[{i}]", primitive.name,
-                                                         avals[i]),
-                           list, lambda: _at(core_trace.user_source_info()))
+            _check_eager_devices(primitive, avals, laid)
         if not any(type(s) is NamedSharding for s in laid):
             return [committed] * len(avals_out)
     first, whole = None, True  # (the first operand laid out over a mesh, its rank)
@@ -592,11 +591,6 @@ def _eager_shardings(primitive: Any, params: dict, avals: Sequence, avals_out: S
             elif s.mesh is not first[0].mesh and s.mesh != first[0].mesh:
                 return [None] * len(avals_out)
             whole = whole and _whole(s)
-    # (over a mesh spanning processes every process computes an eager operation whole: its
-    # results are replicated over the mesh where its operands are, never traced for a layout)
-    across = first is not None and getattr(first[0].mesh, "is_multi_process", False)
-    if across and not whole:
-        return [None] * len(avals_out)
     if first is not None and (_MESHES.stack or _MESHES.abstract):
         check_aval_meshes(primitive.name, laid, avals, core_trace.user_source_info)
     context = _MESHES.placing
@@ -607,7 +601,7 @@ def _eager_shardings(primitive: Any, params: dict, avals: Sequence, avals_out: S
         check_context_mesh([first[0]], [avals[k]], [name], primitive.name, context,
                            core_trace.user_source_info())
     placed = all(s is None for s in laid)  # (an operand committed to one device: stays there)
-    if across or not (params and runs_jaxpr(params)):
+    if not (params and runs_jaxpr(params)):
         if first is None:
             short = keeps_short_spec(primitive, avals, avals_out)
             return [context_sharding(None if short else a.ndim) if placed else None
@@ -625,6 +619,73 @@ def _eager_shardings(primitive: Any, params: dict, avals: Sequence, avals_out: S
         return [context_sharding(None if sh else a.ndim) if placed else None
                 for a, sh in zip(avals_out, short)]
     return list(layout.outs)
+
+
+# the jnp functions JAX runs as a jit of their own (its ufuncs, sum, mean, dot): their code
+# objects -> (JAX's name of that jit where it differs, else None; JAX's names of their leading
+# parameters). An eager operation refused inside one is named as JAX names the jit's argument
+# ("x of multiply"), not the primitive's ("args[0] of mul").
+JITTED_IN_JAX: dict = {}
+
+
+def jitted_in_jax(jax_name: str | None = None, params: tuple = ("a",)) -> Callable:
+    """Register a jnp function in JITTED_IN_JAX (a decorator)."""
+    def register(fun: Callable) -> Callable:
+        JITTED_IN_JAX[fun.__code__] = (jax_name, params)
+        return fun
+    return register
+
+
+def _check_eager_devices(primitive: Any, avals: Sequence, laid: Sequence) -> None:
+    """check_committed's rules for an eager operation (JAX runs it as a jit: of the jnp
+    function it is in where JAX jits that one, else of its primitive), naming its arguments
+    and, under grad/jvp/vmap of such a jnp function, wording the error as JAX's jit of it
+    does (`ARG_SHARDING`: its jvp or batching rule binds the jit to the argument's device)."""
+    named, traced = [], []  # (the arguments named; whether the jnp function was traced)
+
+    def arg(i: int) -> str:
+        named.append(i)
+        caller = _jnp_caller(laid[i])
+        if caller is None:
+            return argument_text(f"args[{i}]", primitive.name, avals[i])
+        traced.append(caller[2])
+        return argument_text(caller[1], caller[0], avals[i])
+
+    def at() -> str:
+        return _at(core_trace.user_source_info())
+
+    try:
+        _check_devices(laid, arg, list, at)
+    except ValueError:
+        stack = _MESHES.stack
+        if len(named) != 1 or not any(traced) or not stack or stack[-1].empty:
+            raise
+        ids = [laid[named[0]]._device.id]  # (refused by the mesh in effect, not an operand)
+        raise incompatible_devices("jit's context mesh", [d.id for d in stack[-1].devices.flat],
+                                   "ARG_SHARDING", ids, at()) from None
+
+
+def _jnp_caller(sharding: Any) -> tuple | None:
+    """(name, JAX's parameter name, whether transformed) of the outermost jnp function in
+    JITTED_IN_JAX this operation runs in, for its parameter holding an array committed as
+    `sharding` (a JVP or batch tracer: its value's); None outside any. Read off the Python
+    stack, only for an error."""
+    frame, found = sys._getframe(1), None
+    while frame is not None:
+        if frame.f_code in JITTED_IN_JAX:
+            found = frame
+        frame = frame.f_back
+    if found is None:
+        return None
+    code, values = found.f_code, found.f_locals
+    fun_name, params = JITTED_IN_JAX[code]
+    for name, jax_name in zip(code.co_varnames, params):
+        x, transformed = values.get(name), False
+        while isinstance(x, core_trace.Tracer) and (hasattr(x, "primal") or hasattr(x, "val")):
+            x, transformed = (x.primal if hasattr(x, "primal") else x.val), True
+        if isinstance(x, Array) and x._sharding == sharding:
+            return fun_name or values.get("name", code.co_name), jax_name, transformed
+    return None
 
 
 def _whole(s: NamedSharding) -> bool:

@@ -223,4 +223,5 @@ INDEX_MAPS.update({
     lx_shape.concatenate_p: _concatenate_at, lx_shape.pad_p: _pad_at,
     # a layout constraint left in a program that runs unpartitioned: the identity
     lx_sharding.sharding_constraint_p: lambda em, ins, eqn, idx: (yield ins[0], list(idx)),
+    lx_sharding.cotangent_layout_p: lambda em, ins, eqn, idx: (yield ins[0], list(idx)),
 })
