@@ -480,8 +480,9 @@ def_linear(reduce_scatter_p, lambda ct, x, *, scatter_dimension, axis_name, axis
 
 def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: int = 0,
                tiled: bool = False, to: str = "varying") -> Any:
-    """Every lane's `x` (a pytree), stacked along a new axis `axis` (concatenated along it
-    with tiled=True), on every lane."""
+    """Every position's `x` (a pytree), stacked along a new axis `axis` (concatenated along it
+    with tiled=True), on every position; over several axes, in the order axis_index numbers
+    them."""
     if to not in ("varying", "invarying", "reduced"):
         raise ValueError("Got unexpected `to` value for `jax.lax.all_gather`. Allowed `to` "
                          "values are: {'invarying', 'reduced', 'varying'}")
@@ -790,9 +791,10 @@ def_linear(all_to_all_p, lambda ct, x, *, split_axis, concat_axis, **params: [
 
 def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
                axis_index_groups: Any = None, tiled: bool = False) -> Any:
-    """Split `x` (a pytree) along `split_axis` into one chunk per lane, send chunk j to lane j,
-    and join what arrives along `concat_axis` (tiled=False: the split axis, of the axis's size,
-    is removed and a new axis of that size inserted at concat_axis)."""
+    """Split `x` (a pytree) along `split_axis` into one chunk per position, send chunk j to
+    position j, and join what arrives along `concat_axis` (tiled=False: the split axis, of the
+    axis's size, is removed and a new axis of that size inserted at concat_axis). Over several
+    axes, positions numbered as axis_index numbers them."""
     def bind(leaf, names, n, groups):
         shape = get_aval(leaf).shape
         sa = _checked_axis("all_to_all", split_axis, len(shape))

@@ -26,15 +26,19 @@ def _sizes(names: Sequence) -> tuple:
 
 
 def gather(x: Any, names: tuple, dim: int, tiled: bool) -> Any:
-    """all_gather over several axes at `dim`: x flattened, gathered once per axis (the last
-    named first, so that the first named ends up major), the positions then put at dim. (Kept
-    flat, the operands stay of low rank: across processes an MPI collective takes 9 axes.)"""
+    """all_gather over several axes at `dim`: x flattened, gathered once per axis — those
+    spanning processes first, so MPI moves each position's block once, not the copies a local
+    gather made of it — the positions' axes then put in the order named (the first major) and
+    at dim. (Kept flat, the operands stay of low rank: an MPI collective takes 9 axes.)"""
     from .parallel import all_gather_p
     shape, sizes = get_aval(x).shape, _sizes(names)
+    order = sorted(names, key=lambda a: lookup(a).process is None)
     out = reshape(x, (math.prod(shape),))
-    for a, size in zip(reversed(names), reversed(sizes)):
+    for a in order:  # (each gathered axis put first: they end in the reverse order)
         out = all_gather_p.bind(out, all_gather_dimension=0, axis_name=(a,),
-                                axis_index_groups=None, axis_size=size, tiled=False)
+                                axis_index_groups=None, axis_size=_bound_size(a), tiled=False)
+    m = len(names)
+    out = transpose(out, tuple(m - 1 - order.index(a) for a in names) + (m,))
     n = math.prod(sizes)
     out = _moved_to(reshape(out, (n,) + shape), dim)
     if tiled:
@@ -45,16 +49,19 @@ def gather(x: Any, names: tuple, dim: int, tiled: bool) -> Any:
 def scatter(x: Any, names: tuple, dim: int, tiled: bool) -> Any:
     """psum_scatter over several axes at `dim` (its size checked by the caller): the dimension
     cut into one axis per named axis (then the part each position keeps, if tiled), each
-    scattered over its axis, the first named first (the other dimensions flattened before
-    and after it meanwhile)."""
+    scattered over its axis — those within this process first, so MPI moves only the sums
+    left (the other dimensions flattened before and after it meanwhile)."""
     from .parallel import reduce_scatter_p
     shape, sizes = get_aval(x).shape, _sizes(names)
     before, after = math.prod(shape[:dim]), math.prod(shape[dim + 1:])
     part = shape[dim] // math.prod(sizes)
     out = reshape(x, (before,) + sizes + ((part,) if tiled else ()) + (after,))
-    for a, size in zip(names, sizes):
-        out = reduce_scatter_p.bind(out, scatter_dimension=1, axis_name=(a,),
-                                    axis_index_groups=None, axis_size=size, tiled=False)
+    left = list(names)
+    for a in sorted(names, key=lambda a: lookup(a).process is not None):
+        out = reduce_scatter_p.bind(out, scatter_dimension=1 + left.index(a), axis_name=(a,),
+                                    axis_index_groups=None, axis_size=_bound_size(a),
+                                    tiled=False)
+        left.remove(a)
     return reshape(out, shape[:dim] + ((part,) if tiled else ()) + shape[dim + 1:])
 
 
