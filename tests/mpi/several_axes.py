@@ -99,7 +99,7 @@ for mesh_name, (mesh, split) in MESHES.items():
         tag = f"{mesh_name}_{''.join(a[0] for a in axes)}"
 
         def smap(f, check_vma=True, mesh=mesh, spec=spec):
-            return jax.shard_map(lambda v: jax.tree_util.tree_map(lambda r: r[None], f(v)),
+            return jax.shard_map(lambda u: jax.tree_util.tree_map(lambda r: r[None], f(u)),
                                  mesh=mesh, in_specs=spec, out_specs=spec,
                                  check_vma=check_vma)
         for dtype, v in (("f32", floats), ("i32", ints)):
