@@ -49,9 +49,3 @@ def test_make_jaxpr_keeps_the_groups_as_a_parameter():
     (eqn,) = jaxpr.jaxpr.eqns
     assert eqn.params["axis_index_groups"] == ((0, 1), (2, 3))
 
-
-def test_groups_over_several_axes_name_the_fix():
-    def f(v):
-        return tj.lax.psum(v, ("i", "j"), axis_index_groups=[[0, 1]])
-    with pytest.raises(NotImplementedError, match="name one axis"):
-        tj.make_jaxpr(f, axis_env=[("i", 1), ("j", 2)])(np.ones(2, np.float32))

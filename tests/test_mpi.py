@@ -727,6 +727,30 @@ def test_routing_over_several_positions_per_process(tmp_path):
                 np.testing.assert_array_equal(ours, oracle, err_msg=f"{a} {b} {k}")
 
 
+def test_collectives_over_several_axes_across_processes(tmp_path):
+    """all_gather, psum_scatter, all_to_all (and axis_index, psum, pmax, pmean, groups) over
+    two mesh axes at once, one of them spanning the processes (tests/mpi/several_axes.py,
+    written for JAX; 2x2 meshes with the process axis first and second, and 4x1, the axes
+    named in both orders): under mpiexec -n 2 the values and gradients of one process of four
+    devices, which are real JAX's — bit for bit, on small integers whose sums are exact."""
+    runs = _three_runs(tmp_path, "several_axes.py")
+    moved = [{k: int(run.pop(k)) for k in list(run) if k.startswith("moved/")}
+             for run in (runs["mpi.0"], runs["mpi.1"])]
+    assert moved[0] == moved[1] and len(moved[0]) == 12
+    for mesh in ("grid", "flipped"):  # (the local steps move nothing between the processes)
+        for name in ("ag", "ag_yx"):
+            assert moved[0][f"moved/{mesh}/{name}"] == moved[0][f"moved/{mesh}/ag_alone"] > 0
+        for name in ("ps", "ps_yx"):
+            assert moved[0][f"moved/{mesh}/{name}"] == moved[0][f"moved/{mesh}/ps_alone"] > 0
+    assert len(runs["jax.0"]) > 300
+    for (a, b) in (("mpi.1", "mpi.0"), ("mpi.0", "single.0"), ("single.0", "jax.0")):
+        assert sorted(runs[a]) == sorted(runs[b]), (a, b)
+        for k in runs[b]:
+            ours, oracle = runs[a][k], runs[b][k]
+            assert ours.shape == oracle.shape and ours.dtype == oracle.dtype, (a, b, k)
+            np.testing.assert_array_equal(ours, oracle, err_msg=f"{a} {b} {k}")
+
+
 def test_pbroadcast_over_processes(tmp_path):
     """pbroadcast over a process axis (tests/mpi/broadcast.py, written for JAX): under mpiexec
     -n 2 the values of one process of four devices and of real JAX (its documented psum

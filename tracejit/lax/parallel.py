@@ -22,6 +22,7 @@ from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.pytree import tree_flatten, tree_unflatten
 from ..core.rules import bdim_at_front, def_linear, moveaxis, not_mapped
 from ..core.trace import ensure_compile_time_eval, get_aval
+from . import several_axes
 from ._base import as_lax_operands
 from .elementwise import convert_element_type, div, eq, mul, select_n
 from .reductions import reduce_max, reduce_min, reduce_sum
@@ -30,14 +31,6 @@ from .shape import concatenate, full_like, index_in_dim, iota, reshape, transpos
 
 def _names(axis_name: Any) -> tuple:
     return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
-
-
-def _one_name(name: str, axis_name: Any) -> Any:
-    names = _names(axis_name)
-    if len(names) != 1:
-        raise NotImplementedError(f"{name} over several axes {names}: name one axis (nest the "
-                                  f"collective per axis)")
-    return names[0]
 
 
 def _rebind_rest(prim: NamedAxisPrimitive, x: Any, done: Any, params: dict, key: str) -> Any:
@@ -103,18 +96,16 @@ def _grouped(rule: Any, vmap_error: str, checked_vma: bool = True) -> Any:
 
 
 def _over_leaves(name: str, x: Any, axis_name: Any, bind_leaf: Any,
-                 axis_index_groups: Any = None, equal: bool = True,
-                 operand: Any = None) -> Any:
-    """A one-axis collective of each leaf of the pytree x: bind_leaf(leaf, axis, its size,
-    groups), the size being the (first) group's when axis_index_groups are given. Each leaf
-    is first made varying over the axis (JAX's implicit pvary), or `operand(leaf, axis)`."""
+                 axis_index_groups: Any = None, equal: bool = True) -> Any:
+    """A collective of each leaf of the pytree x: bind_leaf(leaf, names, their size, groups),
+    the size being the product of the named axes' or, when axis_index_groups are given, the
+    (first) group's. Each leaf is first made varying over the axes (JAX's implicit pvary)."""
     groups = _canonical_groups(axis_index_groups, equal=equal)
-    axis = _one_name(name, axis_name)
-    n = _group_size(groups, axis)
-    prepare = operand or (lambda leaf, axis: _vary_over(leaf, (axis,)))
+    names = _names(axis_name)
+    n = math.prod(lookup(a).size for a in names) if groups is None else len(groups[0])
     leaves, tree = tree_flatten(x)
     return tree_unflatten(tree, [
-        bind_leaf(prepare(as_lax_operands(name, leaf)[0], axis), axis, n, groups)
+        bind_leaf(_vary_over(as_lax_operands(name, leaf)[0], names), names, n, groups)
         for leaf in leaves])
 
 
@@ -193,14 +184,15 @@ def _each_leaf(name: str, prim: NamedAxisPrimitive, x: Any, axis_name: Any,
     groups = _canonical_groups(axis_index_groups)
     leaves, tree = tree_flatten(x)
     names = _names(axis_name)
-    if groups is not None and len(names) != 1:
-        raise NotImplementedError(f"{name} over several axes {names} with axis_index_groups: "
-                                  f"name one axis")
     for n in names:
         lookup(n)
     if prim is psum_p:
         for leaf in leaves:
             _one_state(leaf, names, "jax.lax.psum")
+    if groups is not None and len(names) != 1:  # (groups of positions over the product)
+        return tree_unflatten(tree, [several_axes.in_groups(
+            prim, _vary_over(as_lax_operands(name, leaf)[0], names), names, groups,
+            axes=(names,)) for leaf in leaves])
     # (no implicit pvary of an operand invariant over the axes, as JAX's: the named rules take
     # it unbatched — psum is x times the axis size, pmax/pmin x — with no lanes materialised
     # and summed, and across processes no MPI call)
@@ -444,7 +436,7 @@ def _scattered_shape(shape: tuple, n: int, dim: int, tiled: bool) -> tuple:
         return shape[:dim] + (shape[dim] // n,) + shape[dim + 1:]
     if shape[dim] != n:
         raise ValueError(f"reduce_scatter operand scatter dimension size {shape[dim]} must "
-                         f"match shard count {n} (pass tiled=True to split it in parts)")
+                         f"match shard count {n}")
     return shape[:dim] + shape[dim + 1:]
 
 
@@ -488,8 +480,9 @@ def_linear(reduce_scatter_p, lambda ct, x, *, scatter_dimension, axis_name, axis
 
 def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: int = 0,
                tiled: bool = False, to: str = "varying") -> Any:
-    """Every lane's `x` (a pytree), stacked along a new axis `axis` (concatenated along it
-    with tiled=True), on every lane."""
+    """Every position's `x` (a pytree), stacked along a new axis `axis` (concatenated along it
+    with tiled=True), on every position; over several axes, in the order axis_index numbers
+    them."""
     if to not in ("varying", "invarying", "reduced"):
         raise ValueError("Got unexpected `to` value for `jax.lax.all_gather`. Allowed `to` "
                          "values are: {'invarying', 'reduced', 'varying'}")
@@ -497,42 +490,77 @@ def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: i
         raise NotImplementedError("all_gather(to='reduced'): tracejit has no reduced types; "
                                   "use to='varying' or to='invarying'")
 
-    def bind(leaf, name, n, groups):
+    if not _names(axis_name):  # (no axes: x itself, as JAX's)
+        return x
+
+    def bind(leaf, names, n, groups):
         dim = _checked_axis("all_gather", axis, get_aval(leaf).ndim + (not tiled))
-        if to == "invarying" and _is_vma_axis(name):
-            return _all_gather_invariant(leaf, name, n, groups, dim, tiled)
-        return all_gather_p.bind(leaf, all_gather_dimension=dim, axis_name=(name,),
-                                 axis_index_groups=groups, axis_size=n, tiled=bool(tiled))
+        if to == "invarying" and all(_is_vma_axis(a) for a in names):
+            return _all_gather_invariant(leaf, names, n, groups, dim, tiled)
+        if len(names) == 1:
+            return all_gather_p.bind(leaf, all_gather_dimension=dim, axis_name=names,
+                                     axis_index_groups=groups, axis_size=n, tiled=bool(tiled))
+        if groups is not None:
+            return several_axes.in_groups(all_gather_p, leaf, names, groups,
+                                          all_gather_dimension=dim, tiled=bool(tiled))
+        return several_axes.gather(leaf, names, dim, bool(tiled))
     return _over_leaves("all_gather", x, axis_name, bind, axis_index_groups)
 
 
-def _all_gather_invariant(x: Any, name: Any, n: int, groups: Any, dim: int, tiled: bool):
-    """all_gather(to='invarying'): each lane's x placed at its position in zeros, psummed, so
-    the result is typed invariant and its transpose is each lane's slice of the cotangent."""
+def _all_gather_invariant(x: Any, names: tuple, n: int, groups: Any, dim: int, tiled: bool):
+    """all_gather(to='invarying'): each position's x placed at its place in zeros, psummed,
+    so the result is typed invariant and its transpose is each position's slice of the
+    cotangent."""
     if groups is not None:
         raise NotImplementedError("all_gather(to='invarying') with axis_index_groups")
     from .indexing import dynamic_update_index_in_dim, dynamic_update_slice_in_dim
     shape = get_aval(x).shape
-    here = axis_index_p.bind(axis_name=name)
+    here = axis_index(names)
     zeros = full_like(x, 0, shape=_gathered_shape(shape, n, dim, tiled))
     if tiled:
         placed = dynamic_update_slice_in_dim(zeros, x, here * shape[dim], dim)
     else:
         placed = dynamic_update_index_in_dim(zeros, x, here, dim)
-    return psum_p.bind(placed, axes=(name,), axis_index_groups=None)
+    return psum_p.bind(placed, axes=names, axis_index_groups=None)
 
 
 def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0,
                  axis_index_groups: Any = None, tiled: bool = False) -> Any:
-    """The psum of `x` (a pytree), split along `scatter_dimension`: lane i keeps part i."""
-    def bind(leaf, name, n, groups):
-        _one_state(leaf, (name,), "jax.lax.psum_scatter")
+    """The psum of `x` (a pytree), split along `scatter_dimension`: position i keeps part i
+    (over several axes, positions numbered as axis_index numbers them)."""
+    names = _names(axis_name)
+    if not names:  # (no axes: x itself, as JAX's)
+        return x
+    for leaf in tree_flatten(x)[0]:  # (before the implicit pvary, as JAX checks it)
+        _one_state(as_lax_operands("psum_scatter", leaf)[0], names, "jax.lax.psum_scatter")
+
+    def bind(leaf, names, n, groups):
         dim = _checked_axis("psum_scatter", scatter_dimension, get_aval(leaf).ndim)
-        _scattered_shape(get_aval(leaf).shape, n, dim, tiled)  # (JAX's error before binding)
+        try:
+            _scattered_shape(get_aval(leaf).shape, n, dim, tiled)
+        except ValueError as e:  # (JAX's error before binding, then where and what to do)
+            raise _shape_error("psum_scatter", str(e), f"its dimension {dim} (of "
+                               f"{get_aval(leaf).str_short()}) must " +
+                               (f"be a multiple of {n}" if tiled else f"be {n}, or pass "
+                                f"tiled=True to cut it in {n} parts")) from None
         _canonical_groups(groups, equal=True)  # (then, groups of unequal sizes)
-        return reduce_scatter_p.bind(leaf, scatter_dimension=dim, axis_name=(name,),
-                                     axis_index_groups=groups, axis_size=n, tiled=bool(tiled))
+        if len(names) == 1:
+            return reduce_scatter_p.bind(leaf, scatter_dimension=dim, axis_name=names,
+                                         axis_index_groups=groups, axis_size=n,
+                                         tiled=bool(tiled))
+        if groups is not None:
+            return several_axes.in_groups(reduce_scatter_p, leaf, names, groups,
+                                          scatter_dimension=dim, tiled=bool(tiled))
+        return several_axes.scatter(leaf, names, dim, bool(tiled))
     return _over_leaves("psum_scatter", x, axis_name, bind, axis_index_groups, equal=False)
+
+
+def _shape_error(api: str, words: str, fix: str) -> ValueError:
+    """JAX's ValueError (`words`) for an operand whose shape does not fit the axes, then the
+    user's line and what to do."""
+    where = _trace.user_source_info()
+    at = f" at {where}" if where is not None else ""
+    return ValueError(f"{words}\n\nThe lax.{api}{at}: {fix}.")
 
 
 def _checked_axis(name: str, axis: int, ndim: int) -> int:
@@ -585,8 +613,8 @@ def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
                              f"{name!r} of size {n}")
     if len(names) > 1:
         return _ppermute_several(x, names, perm)
-    return _over_leaves("ppermute", x, name, lambda leaf, name, n, _: ppermute_p.bind(
-        leaf, axis_name=(name,), perm=perm))
+    return _over_leaves("ppermute", x, name, lambda leaf, names, n, _: ppermute_p.bind(
+        leaf, axis_name=names, perm=perm))
 
 
 def _ppermute_several(x: Any, names: tuple, perm: tuple) -> Any:
@@ -763,28 +791,40 @@ def_linear(all_to_all_p, lambda ct, x, *, split_axis, concat_axis, **params: [
 
 def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
                axis_index_groups: Any = None, tiled: bool = False) -> Any:
-    """Split `x` (a pytree) along `split_axis` into one chunk per lane, send chunk j to lane j,
-    and join what arrives along `concat_axis` (tiled=False: the split axis, of the axis's size,
-    is removed and a new axis of that size inserted at concat_axis)."""
-    def bind(leaf, name, n, groups):
-        ndim = get_aval(leaf).ndim
-        sa = _checked_axis("all_to_all", split_axis, ndim)
-        ca = _checked_axis("all_to_all", concat_axis, ndim)
+    """Split `x` (a pytree) along `split_axis` into one chunk per position, send chunk j to
+    position j, and join what arrives along `concat_axis` (tiled=False: the split axis, of the
+    axis's size, is removed and a new axis of that size inserted at concat_axis). Over several
+    axes, positions numbered as axis_index numbers them."""
+    def bind(leaf, names, n, groups):
+        shape = get_aval(leaf).shape
+        sa = _checked_axis("all_to_all", split_axis, len(shape))
+        ca = _checked_axis("all_to_all", concat_axis, len(shape))
+        if tiled and shape[sa] % n:
+            raise _shape_error("all_to_all", f"The size of all_to_all split_axis ({shape[sa]}) "
+                               f"has to be divisible by the size of the named axis "
+                               f"{axis_name} ({n})", f"its split axis {sa} (of "
+                               f"{get_aval(leaf).str_short()}) must be a multiple of {n}")
+        if not tiled and shape[sa] != n:
+            raise _shape_error("all_to_all", f"all_to_all requires the size of the mapped axis "
+                               f"axis_name to equal x.shape[split_axis], but they are {n} and "
+                               f"{shape[sa]} respectively.", f"its split axis {sa} (of "
+                               f"{get_aval(leaf).str_short()}) must be {n}, or pass tiled=True "
+                               f"to cut it in {n} chunks")
+        if not tiled:  # (a unit axis to concatenate on, at the end)
+            leaf, ca = reshape(leaf, shape + (1,)), len(shape)
+        if len(names) == 1:
+            out = all_to_all_p.bind(leaf, split_axis=sa, concat_axis=ca, axis_name=names,
+                                    axis_index_groups=groups, tiled=bool(tiled))
+        elif groups is not None:
+            out = several_axes.in_groups(all_to_all_p, leaf, names, groups, split_axis=sa,
+                                         concat_axis=ca)
+        else:
+            out = several_axes.all_to_all(leaf, names, sa, ca)
         if tiled:
-            if get_aval(leaf).shape[sa] % n:
-                raise ValueError(f"The size of all_to_all split_axis ({get_aval(leaf).shape[sa]}) "
-                                 f"has to be divisible by the size of the named axis {name} ({n})")
-            return all_to_all_p.bind(leaf, split_axis=sa, concat_axis=ca, axis_name=(name,),
-                                     axis_index_groups=groups, tiled=True)
-        if get_aval(leaf).shape[sa] != n:
-            raise ValueError(f"all_to_all: the split axis {sa} has size "
-                             f"{get_aval(leaf).shape[sa]}, not the axis size {n} "
-                             f"(pass tiled=True to split it in chunks)")
-        leaf = reshape(leaf, get_aval(leaf).shape + (1,))  # a unit axis to concatenate on
-        res = all_to_all_p.bind(leaf, split_axis=sa, concat_axis=ndim, axis_name=(name,),
-                                axis_index_groups=groups, tiled=False)
-        res = reshape(res, tuple(s for i, s in enumerate(get_aval(res).shape) if i != sa))
-        return moveaxis(res, ndim - 1, ca)
+            return out
+        out = reshape(out, tuple(s for i, s in enumerate(get_aval(out).shape) if i != sa))
+        return moveaxis(out, len(shape) - 1, _checked_axis("all_to_all", concat_axis,
+                                                           len(shape)))
     return _over_leaves("all_to_all", x, axis_name, bind, axis_index_groups)
 
 
