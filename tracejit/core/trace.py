@@ -621,7 +621,7 @@ def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedA
         outs = fun(*in_tracers)
         out_tracers = [full_raise(trace, _check_output(o, debug)) for o in outs]
         closed = builder.build(in_tracers, out_tracers)
-    if config.tracejit_enable_checks:
+    if config.jax_enable_checks:
         check_jaxpr(closed.jaxpr)
     return closed
 

@@ -1,0 +1,81 @@
+"""JAX's configuration options (numpy_dtype_promotion, transfer_guard, default_device,
+check_tracer_leaks, debug_key_reuse, default_prng_impl, ...): each one's config key, context
+manager and behaviour, run beside real JAX on the same program wherever JAX runs it on CPU."""
+import re
+
+import jax
+import jax.numpy as jnp_jax
+import numpy as np
+import pytest
+
+import tracejit
+import tracejit.numpy as jnp_tj
+
+API = [(tracejit, jnp_tj), (jax, jnp_jax)]
+
+
+def outcome(fn):
+    """("ok", dtype, weak type) of fn's result, or ("raise", exception class name, message)."""
+    try:
+        r = fn()
+    except Exception as e:  # noqa: BLE001  (the class and text are what is compared)
+        return ("raise", type(e).__name__, str(e))
+    return ("ok", str(r.dtype), bool(getattr(r, "weak_type", False)))
+
+
+# --- numpy_dtype_promotion ---------------------------------------------------------------------
+_PROMOTIONS = {
+    "f32+i32": lambda api, jnp: jnp.ones(2, jnp.float32) + jnp.ones(2, jnp.int32),
+    "f32+f16": lambda api, jnp: jnp.ones(2, jnp.float32) + jnp.ones(2, jnp.float16),
+    "i8*i32": lambda api, jnp: jnp.ones(2, jnp.int8) * jnp.ones(2, jnp.int32),
+    "u8+i8": lambda api, jnp: jnp.ones(2, jnp.uint8) + jnp.ones(2, jnp.int8),
+    "f32+int": lambda api, jnp: jnp.ones(2, jnp.float32) + 1,
+    "f16+float": lambda api, jnp: jnp.ones(2, jnp.float16) + 1.0,
+    "i32+float": lambda api, jnp: jnp.ones(2, jnp.int32) + 1.0,
+    "bool+int": lambda api, jnp: jnp.ones(2, bool) + 1,
+    "f32+complex": lambda api, jnp: jnp.ones(2, jnp.float32) + 1j,
+    "weak int+weak float": lambda api, jnp: jnp.asarray(1) + 1.0,
+    "f32+np f64": lambda api, jnp: jnp.ones(2, jnp.float32) + np.ones(2),
+    "f32 same": lambda api, jnp: jnp.ones(2, jnp.float32) * jnp.ones(2, jnp.float32),
+    "sin(i32)": lambda api, jnp: jnp.sin(jnp.ones(2, jnp.int32)),
+    "astype": lambda api, jnp: jnp.ones(2, jnp.int32).astype(jnp.float32),
+    "promote_types": lambda api, jnp: jnp.zeros((), jnp.promote_types(jnp.float32, jnp.int8)),
+    "result_type": lambda api, jnp: jnp.zeros((), jnp.result_type(jnp.int16, jnp.uint8)),
+    "where": lambda api, jnp: jnp.where(True, jnp.ones(2, jnp.float32), jnp.ones(2, jnp.int32)),
+    "concatenate": lambda api, jnp: jnp.concatenate([jnp.ones(2), jnp.ones(2, jnp.int32)]),
+    "dot": lambda api, jnp: jnp.dot(jnp.ones(2, jnp.float32), jnp.ones(2, jnp.int32)),
+    "at.set": lambda api, jnp: jnp.ones(2).at[0].set(jnp.ones((), jnp.int32)),
+    "jit": lambda api, jnp: api.jit(lambda a, b: a * b)(jnp.ones(2), jnp.ones(2, jnp.int32)),
+}
+
+
+@pytest.mark.parametrize("mode", ["standard", "strict"])
+@pytest.mark.parametrize("case", sorted(_PROMOTIONS))
+def test_numpy_dtype_promotion(case, mode):
+    def run(api, jnp):
+        with api.numpy_dtype_promotion(mode):
+            return outcome(lambda: _PROMOTIONS[case](api, jnp))
+    ours, theirs = run(*API[0]), run(*API[1])
+    if theirs[0] == "raise" and "strict" in theirs[2]:
+        # the two dtypes are named in a set's order, which for Python's scalar types follows
+        # their addresses: compare the names as a set
+        names = [sorted(re.findall(r"'[^' ]+'", r[2].split(" have ")[0])) for r in (ours, theirs)]
+        assert names[0] == names[1], (ours, theirs)
+        ours, theirs = ours[:2] + (ours[2].split(" have ")[1],), \
+            theirs[:2] + (theirs[2].split(" have ")[1],)
+    assert ours == theirs
+
+
+def test_numpy_dtype_promotion_config_key_and_jit_cache():
+    f = tracejit.jit(lambda a, b: a + b)
+    a, b = jnp_tj.ones(2), jnp_tj.ones(2, jnp_tj.int32)
+    assert f(a, b).dtype == np.float32  # compiled under "standard" ...
+    tracejit.config.update("jax_numpy_dtype_promotion", "strict")
+    try:
+        assert tracejit.config.jax_numpy_dtype_promotion == "strict"
+        with pytest.raises(tracejit.dtypes.TypePromotionError):
+            f(a, b)  # ... and not reused under "strict": the option is part of jit's key
+    finally:
+        tracejit.config.update("jax_numpy_dtype_promotion", "standard")
+    with pytest.raises(ValueError, match="new enum value must be in"):
+        tracejit.config.update("jax_numpy_dtype_promotion", "loose")
