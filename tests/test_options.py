@@ -79,3 +79,87 @@ def test_numpy_dtype_promotion_config_key_and_jit_cache():
         tracejit.config.update("jax_numpy_dtype_promotion", "standard")
     with pytest.raises(ValueError, match="new enum value must be in"):
         tracejit.config.update("jax_numpy_dtype_promotion", "loose")
+
+
+# --- transfer_guard ----------------------------------------------------------------------------
+# On CPU JAX guards host-to-device transfers only (reading an array back shares host memory).
+# Cases where JAX moves a scalar of its own making (x[1]'s index, jnp.ones's fill value) are
+# left out: tracejit makes no such transfer.
+_TRANSFERS = {
+    "jit(numpy)": lambda api, jnp, x: api.jit(lambda a: a * 2)(np.ones(3, np.float32)),
+    "jit(python scalar)": lambda api, jnp, x: api.jit(lambda a: a * 2)(1.0),
+    "jit(numpy scalar)": lambda api, jnp, x: api.jit(lambda a: a * 2)(np.float32(2)),
+    "jit(array)": lambda api, jnp, x: api.jit(lambda a: a * 2)(x),
+    "jit closing over numpy": lambda api, jnp, x: api.jit(lambda a: a + np.ones(3, np.float32))(x),
+    "array op numpy": lambda api, jnp, x: x + np.ones(3, np.float32),
+    "array op python scalar": lambda api, jnp, x: x * 2.0,
+    "array op array": lambda api, jnp, x: x * x,
+    "jnp.sin(numpy)": lambda api, jnp, x: jnp.sin(np.ones(3)),
+    "jnp.asarray(numpy)": lambda api, jnp, x: jnp.asarray(np.ones(3)),
+    "jnp.array(list)": lambda api, jnp, x: jnp.array([1.0, 2.0]),
+    "jnp.asarray(array)": lambda api, jnp, x: jnp.asarray(x),
+    "x[numpy index]": lambda api, jnp, x: x[np.array([0, 1])],
+    "x.at[0].set(numpy)": lambda api, jnp, x: x.at[0].set(np.float32(1)),
+    "vmap": lambda api, jnp, x: api.vmap(lambda a: a * a)(x),
+    "random.key(0)": lambda api, jnp, x: api.random.key(0),
+    "device_put(numpy)": lambda api, jnp, x: api.device_put(np.ones(3)),
+    "device_put(numpy, device)": lambda api, jnp, x: api.device_put(np.ones(3), api.devices()[0]),
+    "device_put(array, device)": lambda api, jnp, x: api.device_put(x, api.devices()[0]),
+    "np.asarray(array)": lambda api, jnp, x: np.asarray(x),
+    "array.tolist()": lambda api, jnp, x: x.tolist(),
+    "str(array)": lambda api, jnp, x: str(x),
+    "device_get(array)": lambda api, jnp, x: api.device_get(x),
+    "copy": lambda api, jnp, x: x.copy(),
+}
+
+
+def _transfer_outcome(api, jnp, level, case):
+    x = jnp.arange(3.0)
+    with api.transfer_guard(level):
+        try:
+            _TRANSFERS[case](api, jnp, x)
+        except Exception as e:  # noqa: BLE001
+            return type(e).__name__, str(e).split(": aval=")[0]
+    return "ok"
+
+
+@pytest.mark.parametrize("level", ["allow", "log", "disallow", "log_explicit",
+                                   "disallow_explicit"])
+@pytest.mark.parametrize("case", sorted(_TRANSFERS))
+def test_transfer_guard(case, level):
+    assert _transfer_outcome(*API[0], level, case) == _transfer_outcome(*API[1], level, case)
+
+
+@pytest.mark.parametrize("level,implicit,explicit", [("log", True, False),
+                                                     ("log_explicit", True, True)])
+def test_transfer_guard_log(caplog, level, implicit, explicit):
+    with tracejit.transfer_guard_host_to_device(level), caplog.at_level("WARNING", "tracejit"):
+        tracejit.jit(lambda a: a + 1)(np.ones(2, np.float32))
+        logged_implicit = "host-to-device transfer: aval=" in caplog.text
+        caplog.clear()
+        tracejit.device_put(np.ones(2, np.float32))
+        logged_explicit = "host-to-device transfer: aval=" in caplog.text
+    assert (logged_implicit, logged_explicit) == (implicit, explicit)
+
+
+def test_transfer_guard_reaches_jit_fast_path_and_config_keys():
+    f = tracejit.jit(lambda a: a + 1)
+    for _ in range(3):  # compiled and on the dispatch fast path
+        f(np.ones(2, np.float32))
+    tracejit.config.update("jax_transfer_guard", "disallow")  # sets all three directions
+    try:
+        assert tracejit.config.jax_transfer_guard_host_to_device == "disallow"
+        assert tracejit.config.jax_transfer_guard_device_to_host == "disallow"
+        with pytest.raises(tracejit.errors.JaxRuntimeError, match="Disallowed host-to-device"):
+            f(np.ones(2, np.float32))
+        with pytest.raises(tracejit.errors.JaxRuntimeError):
+            f(np.ones(2, np.float32))  # (not re-entered on the fast path meanwhile)
+        f(tracejit.device_put(np.ones(2, np.float32)))
+        with tracejit.transfer_guard("allow"):
+            f(np.ones(2, np.float32))
+        assert tracejit.config.jax_transfer_guard_host_to_device == "disallow"
+    finally:
+        tracejit.config.update("jax_transfer_guard", None)
+    f(np.ones(2, np.float32))
+    with pytest.raises(ValueError, match="new enum value must be None or in"):
+        tracejit.config.update("jax_transfer_guard_host_to_device", "sometimes")

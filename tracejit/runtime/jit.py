@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..core import errors
+from ..core import errors, transfer_guard
 from ..core.array import Array
 from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.config import config
@@ -687,12 +687,15 @@ class Jitted:
                     note_call_outputs(outs, noted)
                     outs = outs[:len(entry.closed.jaxpr.outvars)]
                 return tree_unflatten(entry.out_tree, outs)
+            if transfer_guard.guarding:  # NumPy/Python arguments are host-to-device transfers
+                transfer_guard.host_leaves(leaves)
             if entry.executable is None:
                 self._compile(entry)
             found = self._fast_key(args, kwargs) if fast is not None else None
             # (indexed under the meshes it was traced under: unless the traced function set
-            # another mesh, `jax.set_mesh(m)` as a statement, left in effect after it)
-            if found is not None and _MESHES.key is meshes and \
+            # another mesh, `jax.set_mesh(m)` as a statement, left in effect after it; not
+            # while a transfer guard is on, whose check the fast path would skip)
+            if found is not None and _MESHES.key is meshes and not transfer_guard.guarding and \
                     not any(isinstance(c, Tracer) for c in entry.closed.consts):
                 entry.trace_key = trace_key
                 with _cache_lock:  # (unless evicted meanwhile: then it is only the caller's)
