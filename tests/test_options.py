@@ -163,3 +163,69 @@ def test_transfer_guard_reaches_jit_fast_path_and_config_keys():
     f(np.ones(2, np.float32))
     with pytest.raises(ValueError, match="new enum value must be None or in"):
         tracejit.config.update("jax_transfer_guard_host_to_device", "sometimes")
+
+
+# --- default_device ----------------------------------------------------------------------------
+def _placements(api, jnp) -> dict:
+    """Where each value goes (device ids, committed) with device 1 as the default device, in a
+    process of two CPU devices."""
+    d0, d1 = api.devices()[:2]
+
+    def where(a):
+        return sorted(d.id for d in a.devices()), a.committed
+    x = jnp.ones(3)
+    c0 = api.device_put(jnp.ones(3), d0)
+    f = api.jit(lambda a: a * 2)
+    out = {}
+    with api.default_device(d1):
+        out["jnp.ones"] = where(jnp.ones(3))
+        out["jnp.asarray(numpy)"] = where(jnp.asarray(np.ones(3)))
+        out["uncommitted made before * 2"] = where(x * 2)
+        out["jit(numpy)"] = where(f(np.ones(3)))
+        out["jit(uncommitted)"] = where(f(x))
+        out["jit(committed to 0)"] = where(f(c0))
+        out["committed to 0 * 2"] = where(c0 * 2)
+        out["committed to 0 + uncommitted"] = where(c0 + jnp.ones(3))
+        out["device_put(numpy)"] = where(api.device_put(np.ones(3)))
+        out["device_put(uncommitted made before)"] = where(api.device_put(x))
+        out["uncommitted made before"] = where(x)
+        out["copy"] = where(jnp.ones(3).copy())
+        out["random.key"] = where(api.random.key_data(api.random.key(0)))
+        out["config read"] = api.config.jax_default_device.id
+    with api.default_device("cpu"):
+        out["'cpu'"] = where(jnp.ones(3))
+    api.config.update("jax_default_device", d1)
+    out["config.update"] = where(jnp.ones(3)), where(f(np.ones(3)))
+    api.config.update("jax_default_device", None)
+    out["after"] = where(jnp.ones(3))
+    try:
+        api.config.update("jax_default_device", "tpu0")
+    except ValueError as e:
+        out["bad value"] = str(e)
+    return out
+
+
+def test_default_device():
+    import json
+    import os
+    import subprocess
+    import sys
+    from tests.in_devices import ROOT
+    env = dict(os.environ, TRACEJIT_NUM_CPU_DEVICES="2", PYTHONPATH=str(ROOT),
+               XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    answers = []
+    for module in ("tracejit", "jax"):
+        done = subprocess.run([sys.executable, __file__, "placements", module], env=env,
+                              capture_output=True, text=True, timeout=300, check=False)
+        assert done.returncode == 0, done.stderr[-3000:]
+        answers.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert answers[0] == answers[1]
+
+
+if __name__ == "__main__":
+    import importlib
+    import json
+    import sys
+    if sys.argv[1] == "placements":
+        module = importlib.import_module(sys.argv[2])
+        print(json.dumps(_placements(module, importlib.import_module(sys.argv[2] + ".numpy"))))
