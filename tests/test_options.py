@@ -165,6 +165,65 @@ def test_transfer_guard_reaches_jit_fast_path_and_config_keys():
         tracejit.config.update("jax_transfer_guard_host_to_device", "sometimes")
 
 
+# --- no_tracing, no_execution ------------------------------------------------------------------
+# JAX runs an eager operation as a jitted program of its own, traced once per signature: under
+# no_tracing such an operation raises in JAX where its signature is new, and under
+# no_execution always. tracejit evaluates eager operations without tracing them, so only
+# no_execution stops them (naming the operation as JAX does: "jit(sin)").
+def _double(a):
+    return a * 2
+
+
+_GUARDED_CALLS = {
+    "cached jit": lambda api, jnp, f, x: f(x),
+    "new jit": lambda api, jnp, f, x: api.jit(_double)(x),
+    "new signature": lambda api, jnp, f, x: f(np.ones(2, np.float32)),
+    "lower": lambda api, jnp, f, x: api.jit(lambda a: a - 1).lower(x),
+    "make_jaxpr": lambda api, jnp, f, x: api.make_jaxpr(_double)(x),
+    "eval_shape": lambda api, jnp, f, x: api.eval_shape(_double, x),
+    "device_put": lambda api, jnp, f, x: api.device_put(np.ones(3)),
+    "eager sin": lambda api, jnp, f, x: jnp.sin(x),
+    "eager grad": lambda api, jnp, f, x: api.grad(lambda a: (a * a).sum())(x),
+}
+
+
+@pytest.mark.parametrize("option", ["no_tracing", "no_execution"])
+@pytest.mark.parametrize("case", sorted(_GUARDED_CALLS))
+def test_no_tracing_no_execution(option, case):
+    def run(api, jnp):
+        x = jnp.arange(3.0)
+        f = api.jit(_double)
+        f(x)
+        with getattr(api, option)(True):
+            try:
+                _GUARDED_CALLS[case](api, jnp, f, x)
+            except RuntimeError as e:
+                return re.sub(r" at \S+:\d+ for", " at ... for", str(e))
+        return "ok"
+    ours, theirs = run(*API[0]), run(*API[1])
+    if option == "no_tracing" and case.startswith("eager"):
+        assert ours == "ok" and "'no_tracing' is set" in theirs  # (see above)
+    elif case == "lower" and option == "no_tracing":  # (JAX names the function by its repr)
+        assert ours.endswith(" for `jit`, but 'no_tracing' is set") and \
+            theirs.endswith(" for `jit`, but 'no_tracing' is set")
+    elif case == "eager grad":  # (the first operation JAX's grad runs is its own)
+        assert ours.startswith("JAX tried to execute function jit(") and \
+            theirs.startswith("JAX tried to execute function jit(")
+    else:
+        assert ours == theirs
+
+
+def test_no_tracing_config_key():
+    f = tracejit.jit(lambda a: a + 1)
+    tracejit.config.update("jax_no_tracing", True)
+    try:
+        with pytest.raises(RuntimeError, match="'no_tracing' is set"):
+            f(jnp_tj.ones(2))
+    finally:
+        tracejit.config.update("jax_no_tracing", False)
+    assert float(f(jnp_tj.ones(2))[0]) == 2.0
+
+
 # --- default_device ----------------------------------------------------------------------------
 def _placements(api, jnp) -> dict:
     """Where each value goes (device ids, committed) with device 1 as the default device, in a

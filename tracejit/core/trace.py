@@ -156,6 +156,8 @@ class EvalTrace(Trace):
     lift = pure
 
     def process_primitive(self, primitive, tracers, params):
+        if config.read("jax_no_execution"):  # (JAX runs each eager operation as jit(op))
+            raise errors.no_execution_error(f"jit({primitive.name})")
         avals_in = [get_aval(x) for x in tracers]
         avals_out = primitive.abstract_eval(*avals_in, **params)
         errors.check_fits([a.size * a.dtype.itemsize for a in avals_out

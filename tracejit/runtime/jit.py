@@ -23,6 +23,7 @@ from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.config import config
 from ..core.devices import devices, process_count
 from ..core.global_array import GlobalArray, note_call_outputs
+from ..core.errors import no_execution_error
 from ..core.interpret import eval_jaxpr_checked, invalid_value_error, invalid_values
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.jaxpr_util import closure_convert
@@ -480,7 +481,7 @@ class Jitted:
                     f"static_argnames=({where.split('[')[0]!r},)).") from None
         return tuple(avals)
 
-    def _trace(self, args: tuple, kwargs: dict):
+    def _trace(self, args: tuple, kwargs: dict, shape_only: bool = False):
         if not kwargs and not self.static_argnums and all(type(a) in _LEAF_TYPES for a in args):
             # the common case, kept cheap: positional array/scalar arguments only
             static, static_kw, dyn_args, dyn_kwargs = (), (), args, kwargs
@@ -510,6 +511,10 @@ class Jitted:
         key = (in_tree, avals, static, static_kw, config.trace_key(), laid_out, _MESHES.key)
         entry = self._traces.entries.get(key)
         if entry is None:
+            if config.read("jax_no_tracing") and not shape_only:  # (JAX's eval_shape may)
+                raise RuntimeError(f"re-tracing function {self.fun_name} at "
+                                   f"{fun_debug_info(self.fun, (), 'jit').fun_source} for "
+                                   "`jit`, but 'no_tracing' is set")
             arg_names = self._arg_names(args, dyn_kwargs)
             avals = self._avals(leaves, arg_names)
             if config.read("jax_explain_cache_misses"):
@@ -689,6 +694,8 @@ class Jitted:
                 return tree_unflatten(entry.out_tree, outs)
             if transfer_guard.guarding:  # NumPy/Python arguments are host-to-device transfers
                 transfer_guard.host_leaves(leaves)
+            if config.read("jax_no_execution"):  # (checked here: not put on the fast path)
+                raise no_execution_error(f"jit({self.fun_name})")
             if entry.executable is None:
                 self._compile(entry)
             found = self._fast_key(args, kwargs) if fast is not None else None
@@ -753,7 +760,7 @@ class Jitted:
     def eval_shape(self, *args, **kwargs):
         """The results' shapes and dtypes (global ones for arrays spanning processes), each
         with the sharding out_shardings lay it out as, if any (as JAX's structs carry)."""
-        entry, _ = self._trace(args, kwargs)
+        entry, _ = self._trace(args, kwargs, shape_only=True)
         out = tree_unflatten(entry.out_tree,
                              [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
                               for a in entry.closed.out_avals])

@@ -8,6 +8,8 @@ from typing import Any, NamedTuple
 from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.pytree import tree_flatten, tree_unflatten
+from ..core.config import config
+from ..core.errors import no_execution_error
 from ..core.trace import get_aval
 from .executable import Executable
 from ..core.global_array import GlobalArray
@@ -180,6 +182,8 @@ class Compiled(_Stage):
             # (each process runs its block of the partitioned program, as jit's call does:
             # this executable is the whole program, for arrays this process holds whole)
             return call_across_processes(self._jitted, args, kwargs)
+        if config.read("jax_no_execution"):
+            raise no_execution_error(f"jit({self._jitted.fun_name})")
         outs = execute(entry, self._executable, leaves)
         if entry.mark is not None:  # (laid out over a mesh, or split over processes: as jit)
             outs = entry.mark(outs, leaves)
