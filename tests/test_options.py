@@ -224,6 +224,38 @@ def test_no_tracing_config_key():
     assert float(f(jnp_tj.ones(2))[0]) == 2.0
 
 
+# --- allow_f16_reductions ----------------------------------------------------------------------
+_F16_SUMS = {
+    "jnp.sum float16": lambda api, jnp, x: jnp.sum(x),  # (jnp sums half floats in float32)
+    "jnp.sum bfloat16": lambda api, jnp, x: jnp.sum(x.astype(jnp.bfloat16)),
+    "mean": lambda api, jnp, x: jnp.mean(x, axis=0),
+    "lax.reduce_sum": lambda api, jnp, x: api.lax.reduce_sum(x, (1,)),
+    "lax.reduce_sum bfloat16": lambda api, jnp, x: api.lax.reduce_sum(
+        x.astype(jnp.bfloat16), (0,)),
+    "lax.reduce_sum over size 1": lambda api, jnp, x: api.lax.reduce_sum(x[:1], (0,)),
+    "lax.reduce_max": lambda api, jnp, x: api.lax.reduce_max(x, (1,)),
+    "jit(lax.reduce_sum)": lambda api, jnp, x: api.jit(
+        lambda a: api.lax.reduce_sum(a, (0, 1)))(x),
+    "grad through a broadcast": lambda api, jnp, x: api.grad(
+        lambda a: (a * x).astype(jnp.float32).sum())(jnp.float16(1)),
+    "softmax": lambda api, jnp, x: api.nn.softmax(x),
+}
+
+
+@pytest.mark.parametrize("allow", [True, False])
+@pytest.mark.parametrize("case", sorted(_F16_SUMS))
+def test_allow_f16_reductions(case, allow):
+    def run(api, jnp):
+        x = jnp.ones((2, 3), jnp.float16)
+        with api.allow_f16_reductions(allow):
+            return outcome(lambda: _F16_SUMS[case](api, jnp, x))
+    ours, theirs = run(*API[0]), run(*API[1])
+    assert ours == theirs
+    refused = {"lax.reduce_sum", "lax.reduce_sum bfloat16", "jit(lax.reduce_sum)",
+               "grad through a broadcast"}
+    assert (ours[0] == "raise") == (not allow and case in refused)
+
+
 # --- default_device ----------------------------------------------------------------------------
 def _placements(api, jnp) -> dict:
     """Where each value goes (device ids, committed) with device 1 as the default device, in a
