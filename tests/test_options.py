@@ -256,6 +256,66 @@ def test_allow_f16_reductions(case, allow):
     assert (ours[0] == "raise") == (not allow and case in refused)
 
 
+# --- legacy_prng_key, enable_custom_prng, default_prng_impl ------------------------------------
+_RAW = np.array([0, 42], np.uint32)
+_KEY_CALLS = {
+    "normal(raw)": lambda api: api.random.normal(_RAW, (2,)),
+    "split(raw)": lambda api: api.random.split(_RAW),
+    "fold_in(raw)": lambda api: api.random.fold_in(_RAW, 3),
+    "key_data(raw)": lambda api: api.random.key_data(_RAW),
+    "jit(split)(raw)": lambda api: api.jit(lambda k: api.random.split(k))(_RAW),
+    "normal(key)": lambda api: api.random.normal(api.random.key(42), (2,)),
+    "split(key)": lambda api: api.random.split(api.random.key(42)),
+    "PRNGKey": lambda api: api.random.PRNGKey(42),
+}
+
+
+def _key_outcome(api, option, value, case):
+    import warnings
+    with warnings.catch_warnings(record=True) as caught, getattr(api, option)(value):
+        warnings.simplefilter("always")
+        try:
+            r = _KEY_CALLS[case](api)
+        except Exception as e:  # noqa: BLE001
+            return type(e).__name__, str(e)
+        if str(r.dtype).startswith("key"):
+            bits = np.asarray(api.random.key_data(r))
+        else:
+            bits = np.asarray(r)
+    return str(r.dtype), bits.tolist(), [(w.category.__name__, str(w.message)) for w in caught]
+
+
+@pytest.mark.parametrize("option,value", [("legacy_prng_key", "allow"),
+                                          ("legacy_prng_key", "warn"),
+                                          ("legacy_prng_key", "error"),
+                                          ("enable_custom_prng", True)])
+@pytest.mark.parametrize("case", sorted(_KEY_CALLS))
+def test_prng_key_options(case, option, value):
+    assert _key_outcome(tracejit, option, value, case) == _key_outcome(jax, option, value, case)
+
+
+@pytest.mark.parametrize("impl", ["rbg", "unsafe_rbg", "threefry4x32", "philox2x32"])
+def test_default_prng_impl(impl):
+    # keys made without `impl` follow the option; tracejit has JAX's threefry2x32 streams only,
+    # bit for bit, and refuses the others (JAX's differ from them) rather than misname a stream
+    with tracejit.default_prng_impl(impl):
+        for make in (tracejit.random.key, tracejit.random.PRNGKey):
+            with pytest.raises(NotImplementedError, match=f'"{impl}" PRNG implementation'):
+                make(0)
+        with pytest.raises(NotImplementedError, match=f'"{impl}" PRNG implementation'):
+            tracejit.random.normal(_RAW)  # (raw data is read as the default implementation's)
+        ours = tracejit.random.uniform(tracejit.random.key(7, impl="threefry2x32"), (4,))
+    with pytest.raises(NotImplementedError, match=f'"{impl}" PRNG implementation'):
+        tracejit.random.key(0, impl=impl)
+    with jax.default_prng_impl(impl):
+        theirs = jax.random.uniform(jax.random.key(7, impl="threefry2x32"), (4,))
+        assert jax.random.key(0).dtype != jax.random.key(0, impl="threefry2x32").dtype
+    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+    tracejit.config.update("jax_default_prng_impl", "threefry2x32")
+    assert str(tracejit.random.key_impl(tracejit.random.key(0))) == \
+        str(jax.random.key_impl(jax.random.key(0)))
+
+
 # --- default_device ----------------------------------------------------------------------------
 def _placements(api, jnp) -> dict:
     """Where each value goes (device ids, committed) with device 1 as the default device, in a

@@ -75,10 +75,11 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     "jax_check_tracer_leaks": (False, False),
     # KeyReuseError when a typed key (random.key) is consumed twice (random.py, key_reuse.py)
     "jax_debug_key_reuse": (False, True),
-    # the PRNG random.key / PRNGKey use when none is named; "allow"/"warn"/"error" for raw
-    # uint32 keys passed to jax.random; typed keys returned from raw ones (random.split)
+    # the PRNG random.key / PRNGKey use when none is named (random.py: threefry2x32 only);
+    # "allow"/"warn"/"error" for raw uint32 keys passed to jax.random (read while tracing, as
+    # JAX: a function traced before keeps its answer); typed keys from raw ones (random.split)
     "jax_default_prng_impl": ("threefry2x32", True),
-    "jax_legacy_prng_key": ("allow", True),
+    "jax_legacy_prng_key": ("allow", False),
     "jax_enable_custom_prng": (False, True),
     # False: reduce_sum over float16/bfloat16 (more than one element) raises
     "jax_allow_f16_reductions": (True, True),
