@@ -316,6 +316,26 @@ def test_default_prng_impl(impl):
         str(jax.random.key_impl(jax.random.key(0)))
 
 
+# --- softmax_custom_jvp ------------------------------------------------------------------------
+@pytest.mark.parametrize("flag", [False, True])
+def test_softmax_custom_jvp(flag):
+    # the same values and gradients either way (within rounding); the option decides whether
+    # softmax is one custom_jvp function (its JVP written out) or its formula differentiated
+    x = np.array([[1.0, 2.0, -1.0], [0.5, 4.0, 3.0]], np.float32)
+    mask = np.array([[True, True, False], [True, False, True]])
+
+    def run(api):
+        with api.softmax_custom_jvp(flag):
+            grad = api.grad(lambda a: (api.nn.softmax(a, where=mask) * np.arange(3.0)).sum())(x)
+            _, tangent = api.jvp(lambda a: api.nn.softmax(a, axis=0), (x,), (np.ones_like(x),))
+            eqns = api.make_jaxpr(api.nn.softmax)(x).jaxpr.eqns
+            return np.asarray(grad), np.asarray(tangent), [str(e.primitive) for e in eqns]
+    ours, theirs = run(tracejit), run(jax)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-5, atol=1e-6)
+    assert (ours[2] == ["custom_jvp_call"]) == (theirs[2] == ["custom_jvp_call"]) == flag
+
+
 # --- default_device ----------------------------------------------------------------------------
 def _placements(api, jnp) -> dict:
     """Where each value goes (device ids, committed) with device 1 as the default device, in a
