@@ -336,6 +336,111 @@ def test_softmax_custom_jvp(flag):
     assert (ours[2] == ["custom_jvp_call"]) == (theirs[2] == ["custom_jvp_call"]) == flag
 
 
+# --- check_tracer_leaks / checking_leaks -------------------------------------------------------
+LEAKED = None
+
+
+def _leak_to_list(api, jnp, box):
+    api.jit(lambda x: box.append(x) or x * 2)(1.0)
+
+
+def _leak_to_global(api, jnp, box):
+    def f(x):
+        global LEAKED
+        LEAKED = x + 1
+        return x
+    api.jit(f)(2.0)
+
+
+_LEAKS = {
+    "jit, appended to a list": _leak_to_list,
+    "jit, a module global": _leak_to_global,
+    "jit, no leak": lambda api, jnp, box: api.jit(lambda x: (x * 2) + 1)(1.0),
+    "make_jaxpr": lambda api, jnp, box: api.make_jaxpr(lambda x: box.append(x) or x)(1.0),
+    "eval_shape": lambda api, jnp, box: api.eval_shape(lambda x: box.append(x) or x, 1.0),
+    "scan body": lambda api, jnp, box: api.lax.scan(
+        lambda c, x: (box.append(c) or c + x, x), 0.0, jnp.ones(3)),
+    "scan, no leak": lambda api, jnp, box: api.lax.scan(lambda c, x: (c + x, x), 0.0,
+                                                         jnp.ones(3)),
+    "vmap": lambda api, jnp, box: api.vmap(lambda x: box.append(x) or x * 2)(jnp.ones(3)),
+    "grad": lambda api, jnp, box: api.grad(lambda x: box.append(x) or x * 2)(1.0),
+    "cond": lambda api, jnp, box: api.jit(lambda p, x: api.lax.cond(
+        p, lambda y: box.append(y) or y, lambda y: -y, x))(True, 1.0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_LEAKS))
+def test_check_tracer_leaks(case):
+    global LEAKED
+
+    def run(api, jnp):
+        global LEAKED
+        box = []
+        with api.checking_leaks():
+            try:
+                _LEAKS[case](api, jnp, box)
+            except Exception as e:  # noqa: BLE001
+                text = str(e)
+                holder = "module global" if f"{__name__}.LEAKED" in text else \
+                    "list" if "is referred to by <list " in text else "?"
+                return type(e).__name__, text.split(" Leaked tracer(s):")[0], holder
+            finally:
+                LEAKED = None
+        return "ok"
+    ours, theirs = run(*API[0]), run(*API[1])
+    assert ours == theirs
+    # the leaked tracers are found only under the option: off, each case runs (its leak shows
+    # when the tracer is used later: UnexpectedTracerError)
+    box = []
+    _LEAKS[case](tracejit, jnp_tj, box)
+    LEAKED = None
+
+
+# --- array_garbage_collection_guard ------------------------------------------------------------
+class _Cycle:
+    pass
+
+
+def _drop_array_in_a_cycle(jnp):
+    import gc
+    node = _Cycle()
+    node.itself, node.array = node, jnp.ones(3)
+    del node
+    gc.collect()
+
+
+@pytest.mark.parametrize("level", [None, "allow", "log"])
+def test_array_garbage_collection_guard(caplog, level):
+    message = "`jax.Array` was deleted by the Python garbage collector instead of reference " \
+              "counting."
+    with tracejit.array_garbage_collection_guard(level), caplog.at_level("ERROR", "tracejit"):
+        y = jnp_tj.ones(2)
+        del y  # (freed by reference counting: never reported)
+        assert message not in caplog.text
+        _drop_array_in_a_cycle(jnp_tj)
+    assert (message in caplog.text) == (level == "log")
+    caplog.clear()
+    _drop_array_in_a_cycle(jnp_tj)  # (the guard is off again after the block)
+    assert message not in caplog.text
+
+
+def test_array_garbage_collection_guard_fatal():
+    import subprocess
+    import sys
+    from tests.in_devices import ROOT
+    script = ("import gc, tracejit, tracejit.numpy as jnp\n"
+              "tracejit.config.update('jax_array_garbage_collection_guard', 'fatal')\n"
+              "class C: pass\n"
+              "y = jnp.ones(2); del y\n"
+              "print('refcount ok', flush=True)\n"
+              "c = C(); c.c, c.x = c, jnp.ones(3); del c; gc.collect()\n"
+              "print('not reached', flush=True)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT, check=False)
+    assert done.returncode != 0 and "refcount ok" in done.stdout
+    assert "not reached" not in done.stdout and "garbage collector" in done.stderr
+
+
 # --- default_device ----------------------------------------------------------------------------
 def _placements(api, jnp) -> dict:
     """Where each value goes (device ids, committed) with device 1 as the default device, in a

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import abc
 import enum
+import gc
+import logging
+import os
 import sys
 from typing import Any
 
@@ -324,6 +327,44 @@ class Array(ArrayMetadata):
     def is_fully_replicated(self) -> bool:
         """Whether every device of its sharding holds all of it (jax.Array's property)."""
         return self.sharding.is_fully_replicated
+
+
+# --- jax_array_garbage_collection_guard: an Array freed by the cycle collector, not by reference
+# counting, held its memory until a collection ran. While "log" or "fatal" is set, Array's
+# finalizer is a checking one and a gc callback says when a collection runs; otherwise neither
+# exists (nothing on the path of an ordinary deletion).
+_COLLECTING = False
+_GC_MESSAGE = ("`jax.Array` was deleted by the Python garbage collector instead of reference "
+               "counting. Break the reference cycle that delays the deletion of this `jax.Array` "
+               "to avoid hogging memory.")
+_plain_del = Array.__del__
+
+
+def _gc_phase(phase: str, info: dict) -> None:
+    global _COLLECTING
+    _COLLECTING = phase == "start"
+
+
+def _guarded_del(self, _finalizing=sys.is_finalizing):
+    if _COLLECTING:
+        if config.read("jax_array_garbage_collection_guard") == "fatal":
+            os.write(2, f"Fatal: {_GC_MESSAGE}\n".encode())
+            os.abort()  # (JAX's fatal level ends the process)
+        logging.getLogger("tracejit").error(_GC_MESSAGE)
+    _plain_del(self, _finalizing)
+
+
+def _set_gc_guard(level: str | None) -> None:
+    guarded = level in ("log", "fatal")
+    Array.__del__ = _guarded_del if guarded else _plain_del
+    if guarded and _gc_phase not in gc.callbacks:
+        gc.callbacks.append(_gc_phase)
+    elif not guarded and _gc_phase in gc.callbacks:
+        gc.callbacks.remove(_gc_phase)
+
+
+config.watch("jax_array_garbage_collection_guard", _set_gc_guard)
+_set_gc_guard(config.read("jax_array_garbage_collection_guard"))  # ($JAX_ARRAY_GARBAGE_...)
 
 
 def _rebuild(value: np.ndarray, weak_type: bool) -> Array:
