@@ -441,6 +441,58 @@ def test_array_garbage_collection_guard_fatal():
     assert "not reached" not in done.stdout and "garbage collector" in done.stderr
 
 
+# --- debug_key_reuse ---------------------------------------------------------------------------
+def _twice(fn):
+    return lambda r, api, k: (fn(r, api, k), fn(r, api, k))
+
+
+_REUSES = {
+    "normal twice": _twice(lambda r, api, k: r.normal(k)),
+    "uniform then randint": lambda r, api, k: (r.uniform(k), r.randint(k, (), 0, 3)),
+    "split twice": _twice(lambda r, api, k: r.split(k)),
+    "bits twice": _twice(lambda r, api, k: r.bits(k)),
+    "split then normal": lambda r, api, k: (r.split(k), r.normal(k)),
+    "split, each half once": lambda r, api, k: [r.normal(h) for h in r.split(k)],
+    "fold_in twice": _twice(lambda r, api, k: r.fold_in(k, 1)),
+    "normal then key_data": lambda r, api, k: (r.normal(k), r.key_data(k)),
+    "clone": _twice(lambda r, api, k: r.normal(r.clone(k))),
+    "slice twice": lambda r, api, k: (lambda ks: (ks[0], ks[0]))(r.split(k, 3)),
+    "slice, rest of the array": lambda r, api, k: (lambda ks: (r.normal(ks[0]),
+                                                               r.normal(ks[1:][0])))(r.split(k, 3)),
+    "jit consuming, called twice": lambda r, api, k: (lambda f: (f(k), f(k)))(
+        api.jit(lambda a: r.normal(a))),
+    "jit consuming its 2nd argument": lambda r, api, k: (lambda f: (f(r.key(1), k), f(r.key(2), k)))(
+        api.jit(lambda a, b: r.normal(b))),
+    "jit not consuming, consumed key": lambda r, api, k: (r.normal(k), api.jit(lambda a: a)(k)),
+    "jit consuming twice inside": lambda r, api, k: api.jit(
+        lambda a: (r.normal(a), r.uniform(a)))(k),
+    "jit split twice inside": lambda r, api, k: api.jit(lambda a: (r.split(a), r.split(a)))(k),
+    "jit bits twice inside": lambda r, api, k: api.jit(lambda a: (r.bits(a), r.bits(a)))(k),
+    "jit returns its consumed key": lambda r, api, k: r.normal(
+        api.jit(lambda a: (r.normal(a), a))(k)[1]),
+    "jit returns fresh keys": lambda r, api, k: [r.normal(h) for h in api.jit(r.split)(k)],
+    "jit passes a key through": _twice(lambda r, api, k: r.normal(api.jit(lambda a: a)(k))),
+    "key made inside jit": lambda r, api, k: api.jit(
+        lambda s: (lambda q: (r.normal(q), r.normal(q)))(r.key(s)))(0),
+    "raw keys are not tracked": lambda r, api, k: _twice(
+        lambda r, api, k: r.normal(k))(r, api, r.PRNGKey(0)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_REUSES))
+def test_debug_key_reuse(case):
+    def run(api, flag):
+        with api.debug_key_reuse(flag):
+            try:
+                _REUSES[case](api.random, api, api.random.key(0))
+            except Exception as e:  # noqa: BLE001
+                return type(e).__name__, str(e)
+        return "ok"
+    ours, theirs = run(tracejit, True), run(jax, True)
+    assert ours == theirs
+    assert run(tracejit, False) == "ok"  # (off: nothing is tracked)
+
+
 # --- default_device ----------------------------------------------------------------------------
 def _placements(api, jnp) -> dict:
     """Where each value goes (device ids, committed) with device 1 as the default device, in a

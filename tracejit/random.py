@@ -17,7 +17,7 @@ import numpy as np
 from . import prng
 from .lax import lenient as lax
 from . import numpy as jnp
-from .core import dtypes
+from .core import dtypes, key_reuse
 from .core.config import config
 from .core.array import Array
 from .core.avals import check_shape
@@ -46,10 +46,18 @@ def _is_arraylike(x: Any) -> bool:
         hasattr(x, "__jax_array__")
 
 
+# what consumes a typed key under jax_debug_key_reuse, named as JAX's check names it: split and
+# bits bind a primitive of their own; every sampler is a jitted function in JAX
+_CONSUMERS = {"split": "random_split", "bits": "random_bits"}
+_NOT_CONSUMING = frozenset({"fold_in", "key_data", "key_impl"})
+
+
 def _check_prng_key(name: str, key: Any, allow_batched: bool = False) -> tuple[Any, bool]:
     """(raw key data, whether `key` was a typed key array), with JAX's errors for bad keys."""
     if isinstance(key, PRNGKeyArray):
         data, typed = key._base_array, True
+        if config.jax_debug_key_reuse and name not in _NOT_CONSUMING:
+            key_reuse.consume(key, _CONSUMERS.get(name, "jit"))
     elif _is_arraylike(key):
         _check_default_impl()  # (raw key data is read as the default implementation's)
         prng.check_key_data(key)
@@ -409,9 +417,9 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | None = None,
 
 def rademacher(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """-1 or +1 with equal probability (2 * bernoulli - 1)."""
-    _check_prng_key("rademacher", key)
-    dtype = _int_dtype(dtype)
-    b = jnp.asarray(bernoulli(key, 0.5, check_shape(shape))).astype(dtype)
+    data, typed = _check_prng_key("rademacher", key)
+    dtype = _int_dtype(dtype)  # (bernoulli of the same key: one use of it, not a second)
+    b = jnp.asarray(bernoulli(_keys_like(typed, data), 0.5, check_shape(shape))).astype(dtype)
     return (2 * b - 1).astype(dtype)
 
 

@@ -144,3 +144,8 @@ def no_execution_error(name: str) -> RuntimeError:
     """jax_no_execution: a program (`jit(f)`, or an eager operation's `jit(sin)`) about to run."""
     return RuntimeError(f"JAX tried to execute function {name}, but the no_execution config "
                         "option is set")
+
+
+def key_reuse_error(msg: str) -> KeyReuseError:
+    """jax_debug_key_reuse: a typed PRNG key used again after it was consumed."""
+    return KeyReuseError(_with_docs(KeyReuseError, msg))

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..core import errors, transfer_guard
+from ..core import errors, key_reuse, transfer_guard
 from ..core.array import Array
 from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.config import config
@@ -104,7 +104,7 @@ class _CacheEntry:
     __slots__ = ("closed", "in_tree", "out_tree", "executable", "in_avals", "arg_names",
                  "donated", "aliases", "consumed", "kept", "direct", "trace_key", "lock",
                  "debug_checks", "last_use", "laid_out", "placement", "blocks", "mark",
-                 "context_mesh", "reads")
+                 "context_mesh", "reads", "key_reuse")
 
     def __init__(self, closed, in_tree, out_tree, in_avals, arg_names, donated):
         self.closed = closed
@@ -124,6 +124,7 @@ class _CacheEntry:
         # (nans, infs) to look for in its outputs (jax_debug_nans/infs, part of the key)
         nans, infs = config.read("jax_debug_nans"), config.read("jax_debug_infs")
         self.debug_checks = (nans, infs) if nans or infs else None
+        self.key_reuse = None  # jax_debug_key_reuse (part of the key): core/key_reuse.py
         self.lock = threading.Lock()  # one thread compiles it; the others wait for that
         self.last_use = 0  # `_clock` at its last call: the least recently used is evicted
         # sharded jit (runtime/sharded.py): per argument leaf, the NamedSharding it is laid
@@ -453,6 +454,8 @@ class Jitted:
             it = iter(dyn_args)
             args = [static_pos[i] if i in static_pos else next(it) for i in range(nargs)]
             out = self.fun(*args, **dyn_kwargs, **static_kwargs)
+            if key_reuse.enabled():  # (what the body did to the key objects it was given)
+                flat_fun.key_reuse = key_reuse.signature((dyn_args, dyn_kwargs), out)
             out_leaves, out_tree = tree_flatten(out)
             if refs_in_use():
                 check_no_refs(out_leaves, self.fun_name, fun_debug_info(self.fun, [], "jit")
@@ -592,8 +595,10 @@ class Jitted:
                                             self._positional_names()))
         with stage_scope(self):  # (a Ref it closes over reroutes the call: jit_refs.py)
             closed = trace_to_jaxpr(flat_fun, avals, debug)
-        return _CacheEntry(closed, in_tree, flat_fun.out_tree, avals, arg_names,
-                           self._donated_leaves(in_tree, static, nargs))
+        entry = _CacheEntry(closed, in_tree, flat_fun.out_tree, avals, arg_names,
+                            self._donated_leaves(in_tree, static, nargs))
+        entry.key_reuse = getattr(flat_fun, "key_reuse", None)
+        return entry
 
     def _donated_leaves(self, in_tree: PyTreeDef, static, nargs: int) -> tuple[bool, ...]:
         """Per argument leaf: is it donated (donate_argnums / donate_argnames)?"""
@@ -691,7 +696,8 @@ class Jitted:
                 if noted:  # (shard_map's results inside: the caller's jit returns them split)
                     note_call_outputs(outs, noted)
                     outs = outs[:len(entry.closed.jaxpr.outvars)]
-                return tree_unflatten(entry.out_tree, outs)
+                return self._with_keys(entry, args, kwargs,
+                                       tree_unflatten(entry.out_tree, outs))
             if transfer_guard.guarding:  # NumPy/Python arguments are host-to-device transfers
                 transfer_guard.host_leaves(leaves)
             if config.read("jax_no_execution"):  # (checked here: not put on the fast path)
@@ -719,7 +725,18 @@ class Jitted:
             outs = commit_results(outs, leaves, self._reads(entry), entry.context_mesh)
         result = outs[0] if entry.out_tree is _SINGLE_LEAF else \
             tree_unflatten(entry.out_tree, outs)
+        if entry.key_reuse is not None:  # (typed keys are no fast-path arguments)
+            result = self._with_keys(entry, args, kwargs, result)
         return result if self.out_shardings is None else place(result, self.out_shardings)
+
+    def _with_keys(self, entry: _CacheEntry, args: tuple, kwargs: dict, result: Any) -> Any:
+        """jax_debug_key_reuse: the traced body's use of its key arguments applied to the
+        caller's keys (raising if it consumes one consumed before), and to its key results."""
+        if entry.key_reuse is not None:
+            dyn_args = tuple(a for i, a in enumerate(args) if i not in self.static_argnums)
+            dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+            key_reuse.call(entry.key_reuse, (dyn_args, dyn_kwargs), result)
+        return result
 
     def _check_outputs(self, entry: _CacheEntry, leaves: Sequence, outs: list) -> None:
         """jax_debug_nans/infs: an output with a NaN (infinity) reruns the program op by op,
