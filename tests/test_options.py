@@ -493,6 +493,39 @@ def test_debug_key_reuse(case):
     assert run(tracejit, False) == "ok"  # (off: nothing is tracked)
 
 
+# --- thread_guard ------------------------------------------------------------------------------
+def test_thread_guard_across_processes():
+    """tests/mpi/thread_guard.py under mpiexec -n 2: the cases of JAX's own multiprocess test
+    (jax/tests/multiprocess/thread_guard_test.py), each process saying what happened."""
+    import os
+    import subprocess
+    import sys
+    from tests.in_devices import ROOT
+    from tracejit.distributed import mpiexec
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TRACEJIT_NUM_CPU_DEVICES="2")
+    done = subprocess.run([mpiexec(), "-n", "2", sys.executable,
+                           str(ROOT / "tests" / "mpi" / "thread_guard.py")], env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    raised = {"other thread, spanning", "other thread, spanning, cached",
+              "nested in another thread"}
+    for name in ("other thread, spanning", "other thread, spanning, cached",
+                 "same thread, spanning", "other thread, within the process",
+                 "nested in the same thread", "guard off inside", "after the guard",
+                 "nested in another thread"):
+        said = [line[len(name) + 1:] for line in lines if line.startswith(name + " ")
+                and not line[len(name) + 1:].startswith(("spanning", "cached"))]
+        assert len(said) == 2, (name, lines)  # (one line from each process)
+        if name not in raised:
+            assert said == ["ok", "ok"], (name, said)
+        elif name.startswith("nested"):
+            assert all("Nested thread guards in different threads" in x for x in said)
+        else:
+            assert all("thread guard was set" in x for x in said), (name, said)
+    assert lines.count("done") == 2
+
+
 # --- default_device ----------------------------------------------------------------------------
 def _placements(api, jnp) -> dict:
     """Where each value goes (device ids, committed) with device 1 as the default device, in a

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..core import errors, key_reuse, transfer_guard
+from ..core import errors, key_reuse, thread_guard, transfer_guard
 from ..core.array import Array
 from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.config import config
@@ -831,6 +831,7 @@ def run_across_processes(run: Callable) -> None:
 
 def call_across_processes(jitted: Jitted, args: tuple, kwargs: dict) -> Any:
     """`jitted(*args, **kwargs)` where an argument spans processes (`spans_processes`)."""
+    thread_guard.check()
     return _ACROSS_PROCESSES[0](jitted, args, kwargs)
 
 
