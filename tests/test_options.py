@@ -566,7 +566,9 @@ def _placements(api, jnp) -> dict:
     return out
 
 
-def test_default_device():
+def _in_two_devices(scenario: str) -> list:
+    """`scenario`'s answers from tracejit and from JAX, each in a process of two CPU devices
+    (this file run as a script)."""
     import json
     import os
     import subprocess
@@ -576,17 +578,84 @@ def test_default_device():
                XLA_FLAGS="--xla_force_host_platform_device_count=2")
     answers = []
     for module in ("tracejit", "jax"):
-        done = subprocess.run([sys.executable, __file__, "placements", module], env=env,
+        done = subprocess.run([sys.executable, __file__, scenario, module], env=env,
                               capture_output=True, text=True, timeout=300, check=False)
         assert done.returncode == 0, done.stderr[-3000:]
         answers.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    assert answers[0] == answers[1]
+    return answers
+
+
+def test_default_device():
+    ours, theirs = _in_two_devices("placements")
+    assert ours == theirs
+
+
+# --- auto_pcast, remove_size_one_mesh_axis_from_type (shard_map's typing) ----------------------
+def _pcasts(api, jnp) -> dict:
+    """Under shard_map(check_vma=True), operands varying over different manual axes: made to
+    agree by an implicit pvary (auto_pcast=True), or JAX's error (False)."""
+    P, Auto = api.sharding.PartitionSpec, api.sharding.AxisType.Auto
+    mesh = api.make_mesh((2,), ("i",), axis_types=(Auto,))
+    programs = {"varying * invariant": lambda x: x * api.lax.psum(x, "i"),
+                "varying + constant": lambda x: x + jnp.ones(2),
+                "varying * Python scalar": lambda x: x * 2.0,
+                "varying * varying": lambda x: x * x}
+    out = {}
+    for flag in (True, False):
+        with api.auto_pcast(flag):
+            for name, body in programs.items():
+                for check in (True, False):
+                    f = api.jit(api.shard_map(body, mesh=mesh, in_specs=P("i"),
+                                              out_specs=P("i"), check_vma=check))
+                    try:
+                        out[f"{flag} {name} {check}"] = np.asarray(f(np.arange(4.0))).tolist()
+                    except ValueError as e:
+                        out[f"{flag} {name} {check}"] = str(e)
+    return out
+
+
+def _size_one_axes(api, jnp) -> dict:
+    """Types over a mesh whose axes have size 1: with the option, those axes leave the types
+    (the `{V:i}` of shard_map's values, an Explicit layout's `@i`)."""
+    P, AT = api.sharding.PartitionSpec, api.sharding.AxisType
+    out = {}
+    for flag in (False, True):
+        seen = []
+        with api.remove_size_one_mesh_axis_from_type(flag):
+            mesh = api.make_mesh((1, 1), ("i", "j"), axis_types=(AT.Auto, AT.Auto))
+
+            def body(x):
+                seen.append(str(api.typeof(x)))
+                seen.append(str(api.typeof(api.lax.psum(x * 2, "i"))))
+                return x
+            api.jit(api.shard_map(body, mesh=mesh, in_specs=P("i"), out_specs=P("i")))(
+                np.ones((4, 2), np.float32))
+            explicit = api.make_mesh((1, 1), ("i", "j"), axis_types=(AT.Explicit, AT.Explicit))
+            with api.set_mesh(explicit):
+                a = api.device_put(np.ones((4, 2), np.float32), P("i", "j"))
+                seen.append(str(api.typeof(a)))
+                seen.append(str(a.sharding.spec))
+        out[str(flag)] = seen
+    return out
+
+
+def test_auto_pcast():
+    ours, theirs = _in_two_devices("pcasts")
+    assert ours == theirs
+    assert "requires varying manual axes to match" in ours["False varying * invariant True"]
+
+
+def test_remove_size_one_mesh_axis_from_type():
+    ours, theirs = _in_two_devices("size_one_axes")
+    assert ours == theirs
+    assert ours["True"] != ours["False"]
 
 
 if __name__ == "__main__":
     import importlib
     import json
     import sys
-    if sys.argv[1] == "placements":
-        module = importlib.import_module(sys.argv[2])
-        print(json.dumps(_placements(module, importlib.import_module(sys.argv[2] + ".numpy"))))
+    scenario = {"placements": _placements, "pcasts": _pcasts, "size_one_axes": _size_one_axes}
+    module = importlib.import_module(sys.argv[2])
+    print(json.dumps(scenario[sys.argv[1]](module, importlib.import_module(sys.argv[2] +
+                                                                            ".numpy"))))
