@@ -526,6 +526,93 @@ def test_thread_guard_across_processes():
     assert lines.count("done") == 2
 
 
+# --- the names, the environment, enable_checks, jax2tf_associative_scan_reductions -------------
+_OPTION_NAMES = [
+    "numpy_dtype_promotion", "transfer_guard_host_to_device", "transfer_guard_device_to_host",
+    "transfer_guard_device_to_device", "default_device", "check_tracer_leaks", "enable_checks",
+    "debug_key_reuse", "default_prng_impl", "enable_custom_prng", "legacy_prng_key",
+    "allow_f16_reductions", "array_garbage_collection_guard", "softmax_custom_jvp", "no_tracing",
+    "no_execution", "thread_guard", "remove_size_one_mesh_axis_from_type", "auto_pcast"]
+
+
+def test_option_names_and_defaults():
+    for name in _OPTION_NAMES + ["transfer_guard", "checking_leaks",
+                                 "jax2tf_associative_scan_reductions"]:
+        assert callable(getattr(tracejit, name)), name
+    for name in _OPTION_NAMES:
+        key = f"jax_{name}"
+        if key != "jax_enable_checks":  # (tests/conftest.py turns the checks on)
+            assert str(getattr(tracejit.config, key)) == str(getattr(jax.config, key)), key
+    assert tracejit.config.jax2tf_associative_scan_reductions is False
+
+
+_ENVIRONMENT = {
+    "JAX_NUMPY_DTYPE_PROMOTION": "strict", "JAX_TRANSFER_GUARD_HOST_TO_DEVICE": "disallow",
+    "JAX_TRANSFER_GUARD": "log", "JAX_DEBUG_KEY_REUSE": "1", "JAX_DEFAULT_PRNG_IMPL": "rbg",
+    "JAX_CHECK_TRACER_LEAKS": "true", "JAX_ENABLE_CHECKS": "1", "JAX_LEGACY_PRNG_KEY": "warn",
+    "JAX_ALLOW_F16_REDUCTIONS": "0", "JAX_SOFTMAX_CUSTOM_JVP": "1", "JAX_NO_TRACING": "0",
+    "JAX_ARRAY_GARBAGE_COLLECTION_GUARD": "log", "JAX_AUTO_PCAST": "false",
+    "JAX_ENABLE_CUSTOM_PRNG": "1", "JAX_REMOVE_SIZE_ONE_MESH_AXIS_FROM_TYPE": "1",
+    "JAX2TF_ASSOCIATIVE_SCAN_REDUCTIONS": "1"}
+
+
+def test_options_from_the_environment():
+    """Each option's JAX_... variable sets its starting value, as in JAX ($JAX_TRANSFER_GUARD
+    over the three directions)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from tests.in_devices import ROOT
+    keys = [f"jax_{n}" for n in _OPTION_NAMES] + ["jax_transfer_guard",
+                                                   "jax2tf_associative_scan_reductions"]
+    script = ("import importlib, json, sys\n"
+              "api = importlib.import_module(sys.argv[1])\n"
+              f"print(json.dumps({{k: str(getattr(api.config, k)) for k in {keys!r}}}))\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **_ENVIRONMENT)
+    answers = []
+    for module in ("tracejit", "jax"):
+        done = subprocess.run([sys.executable, "-c", script, module], env=env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=300, check=False)
+        assert done.returncode == 0, done.stderr[-3000:]
+        answers.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert answers[0] == answers[1]
+    assert answers[0]["jax_numpy_dtype_promotion"] == "strict"
+    assert answers[0]["jax_transfer_guard_host_to_device"] == "log"
+
+
+def test_enable_checks(monkeypatch):
+    # jax_enable_checks (JAX's option for checking its internals) runs the jaxpr checker on
+    # every traced jaxpr and after every compiler pass: a pass that breaks a jaxpr is named
+    from tracejit.compiler import passes
+    from tracejit.core.jaxpr import Jaxpr, JaxprTypeError
+
+    def cse(jaxpr):  # a broken pass: drops the first equation, whose output is still read
+        return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, jaxpr.eqns[1:])
+    monkeypatch.setattr(passes, "cse", cse)
+    closed = tracejit.make_jaxpr(lambda x: jnp_tj.sin(x) * 2.0)(np.zeros(3, np.float32))
+    with tracejit.enable_checks(False):
+        passes.optimize(closed.jaxpr, closed.consts)  # unchecked: nothing notices
+    with tracejit.enable_checks(True), pytest.raises(JaxprTypeError, match="after the cse"):
+        passes.optimize(closed.jaxpr, closed.consts)
+
+
+@pytest.mark.parametrize("flag", [False, True])
+def test_jax2tf_associative_scan_reductions(flag):
+    # In JAX the option picks jax2tf's lowering of cumsum/cumprod/cummax/cummin for TensorFlow
+    # (associative scan or reduce-window); it changes no result of JAX's own, and tracejit has
+    # no jax2tf: the option exists, is set and read back, and the results stay JAX's
+    x = np.arange(1.0, 7.0, dtype=np.float32).reshape(2, 3)
+    for api, jnp in API:
+        with api.jax2tf_associative_scan_reductions(flag):
+            assert api.config.jax2tf_associative_scan_reductions is flag
+            got = [np.asarray(f(x, axis=1)) for f in (jnp.cumsum, jnp.cumprod)]
+            got.append(np.asarray(api.lax.cummax(x, axis=0)))
+        np.testing.assert_array_equal(got[0], np.cumsum(x, axis=1))
+        np.testing.assert_array_equal(got[1], np.cumprod(x, axis=1))
+        np.testing.assert_array_equal(got[2], np.maximum.accumulate(x, axis=0))
+
+
 # --- default_device ----------------------------------------------------------------------------
 def _placements(api, jnp) -> dict:
     """Where each value goes (device ids, committed) with device 1 as the default device, in a

@@ -127,6 +127,9 @@ def _env_default(name: str, default: Any) -> Any:
 class Config:
     def __init__(self) -> None:
         self._values = {k: _env_default(k, d) for k, (d, _) in _OPTIONS.items()}
+        if self._values["jax_transfer_guard"] is not None:  # ($JAX_TRANSFER_GUARD: all three)
+            for direction in _TRANSFER_DIRECTIONS:
+                self._values[direction] = self._values["jax_transfer_guard"]
         self._trace_key_cache: tuple | None = None
         self._frozen: dict[str, tuple[Any, str]] = {}
         self._watchers: dict[str, list] = {}
