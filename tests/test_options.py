@@ -461,7 +461,8 @@ _REUSES = {
                                                                r.normal(ks[1:][0])))(r.split(k, 3)),
     "jit consuming, called twice": lambda r, api, k: (lambda f: (f(k), f(k)))(
         api.jit(lambda a: r.normal(a))),
-    "jit consuming its 2nd argument": lambda r, api, k: (lambda f: (f(r.key(1), k), f(r.key(2), k)))(
+    "jit consuming its 2nd argument": lambda r, api, k: (lambda f: (f(r.key(1), k),
+                                                                    f(r.key(2), k)))(
         api.jit(lambda a, b: r.normal(b))),
     "jit not consuming, consumed key": lambda r, api, k: (r.normal(k), api.jit(lambda a: a)(k)),
     "jit consuming twice inside": lambda r, api, k: api.jit(
@@ -474,6 +475,12 @@ _REUSES = {
     "jit passes a key through": _twice(lambda r, api, k: r.normal(api.jit(lambda a: a)(k))),
     "key made inside jit": lambda r, api, k: api.jit(
         lambda s: (lambda q: (r.normal(q), r.normal(q)))(r.key(s)))(0),
+    "vmap consuming a key array twice": lambda r, api, k: (lambda ks: (
+        api.vmap(r.normal)(ks), api.vmap(r.normal)(ks)))(r.split(k, 3)),
+    "vmap after a slice": lambda r, api, k: (lambda ks: (r.normal(ks[0]),
+                                                         api.vmap(r.normal)(ks)))(r.split(k, 3)),
+    "vmap of fold_in, then vmap of normal": lambda r, api, k: (lambda ks: (
+        api.vmap(lambda q: r.fold_in(q, 1))(ks), api.vmap(r.normal)(ks)))(r.split(k, 3)),
     "raw keys are not tracked": lambda r, api, k: _twice(
         lambda r, api, k: r.normal(k))(r, api, r.PRNGKey(0)),
 }

@@ -4,9 +4,10 @@ nothing). JAX's rules (jax.experimental.key_reuse), kept on the key objects them
 
 - random.py marks a key consumed (`consume`); a slice of a key array consumes the elements it
   takes and gives fresh keys (`consume_slice`);
-- a jitted function's signature — which key arguments its body consumed, and per key result
-  whether it is an argument passed through or a key made inside — is read off the key objects
-  while tracing it (`signature`), then applied to the caller's keys at every call (`call`).
+- a jitted (or vmapped) function's signature — which key arguments its body consumed, and per
+  key result whether it is an argument passed through or a key made inside — is read off the
+  key objects while tracing it (`signature`), then applied to the caller's keys at every call
+  (`call`); a vmapped body consuming its key consumes the whole key array, as in JAX.
 
 Raw uint32 keys (`PRNGKey`) are not tracked, as in JAX. Off (the default), nothing here runs.
 """
