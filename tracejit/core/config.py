@@ -62,8 +62,8 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     # --- JAX's other options, each honoured as JAX honours it on CPU ---
     # "strict": no implicit promotion between different strong dtypes (core/dtypes.py)
     "jax_numpy_dtype_promotion": ("standard", True),
-    # which implicit transfers between host and device are allowed, logged or refused
-    # (runtime/transfer_guard.py); None: "allow". jax_transfer_guard sets all three.
+    # which transfers between host and device are allowed, logged or refused
+    # (core/transfer_guard.py); None: "allow". jax_transfer_guard sets all three.
     "jax_transfer_guard": (None, False),
     "jax_transfer_guard_host_to_device": (None, False),
     "jax_transfer_guard_device_to_host": (None, False),
@@ -71,7 +71,8 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     # where values made without a device (jnp.zeros, device_put(x), a jit call on uncommitted
     # arguments) go: a Device, "cpu", or None for devices()[0]
     "jax_default_device": (None, True),
-    # UnexpectedTracerError as soon as a trace ends with one of its tracers still referenced
+    # JAX's "Leaked trace" Exception as soon as a trace ends with one of its tracers still
+    # referenced (core/trace.py's check_no_leaks)
     "jax_check_tracer_leaks": (False, False),
     # KeyReuseError when a typed key (random.key) is consumed twice (random.py, key_reuse.py)
     "jax_debug_key_reuse": (False, True),
@@ -90,10 +91,12 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     # RuntimeError at a jit trace / a compiled program's run
     "jax_no_tracing": (False, False),
     "jax_no_execution": (False, True),
-    # a multi-process collective called from another thread than the one that set the guard
+    # an operation spanning processes called from another thread than the guard's raises
+    # (core/thread_guard.py)
     "jax_thread_guard": (False, False),
-    # shard_map typing options that change nothing here (core/sharding.py has no size-one axes
-    # in its types, and pvary is inserted where needed either way): kept for JAX's programs
+    # shard_map's typing: size-1 mesh axes left out of vma and Explicit layouts in types
+    # (transforms/spmd.py, core/sharding.py); False: no implicit pvary, JAX's error instead
+    # (lax/parallel.py)
     "jax_remove_size_one_mesh_axis_from_type": (False, True),
     "jax_auto_pcast": (True, True),
     # jax2tf's choice of cumulative-reduction lowering; tracejit has one lowering on CPU
