@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import logging
 
+import numpy as np
+
 from .config import config
 from .errors import JaxRuntimeError
 
@@ -50,10 +52,13 @@ def host_to_device(aval, explicit: bool = False, sharding=None) -> None:
     raise JaxRuntimeError(f"INVALID_ARGUMENT: Disallowed {what}")
 
 
-def host_leaves(leaves) -> None:
-    """jit's arguments: each leaf that is not already an Array (or a tracer) is host data."""
-    from .array import Array
-    from .trace import Tracer, get_aval
+_HOST_TYPES = (np.ndarray, np.generic, bool, int, float, complex)
+
+
+def host_leaves(leaves, explicit: bool = False) -> None:
+    """Arguments of jit (or device_put's, `explicit`): each NumPy array or Python scalar among
+    them is host data moving to the device (Arrays and tracers are there already)."""
+    from .trace import get_aval
     for x in leaves:
-        if not isinstance(x, (Array, Tracer)):
-            host_to_device(get_aval(x))
+        if isinstance(x, _HOST_TYPES):
+            host_to_device(get_aval(x), explicit)

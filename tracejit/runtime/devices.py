@@ -33,9 +33,7 @@ def device_put(x: Any, device: Any = None, *, donate: bool = False, may_alias=No
     None, the device, or a sharding (or PartitionSpec, or a pytree prefix of them), checked
     against each array's rank as JAX does; with one device the data is where it belongs."""
     if transfer_guard.guarding:  # host leaves: explicit host-to-device transfers
-        for leaf in tree_leaves(x):
-            if not isinstance(leaf, (Array, Tracer)):
-                transfer_guard.host_to_device(get_aval(leaf), explicit=True)
+        transfer_guard.host_leaves(tree_leaves(x), explicit=True)
     out = tree_map(to_array, x)
     placements = (Sharding, PartitionSpec, Device)
     for s in tree_leaves(device, is_leaf=lambda s: s is None or isinstance(s, placements)):
