@@ -89,17 +89,21 @@ def signature(args: Any, out: Any) -> Signature | None:
     return Signature(sinks, tuple(results))
 
 
-def call(sig: Signature, args: Any, out: Any) -> None:
-    """Apply `sig` to a call's keys: refuse a consumed key the body consumes again, mark the
-    ones it consumes, and give the key results their state (as JAX's update_consumption)."""
+def check(sig: Signature, args: Any) -> None:
+    """Before a call runs: refuse a consumed key that the body consumes again."""
     ins = dict(_keys(args))
     for i, mask in sig.sinks:
         key = ins.get(i)
-        if key is None:
-            continue
-        error = _reused(key, "jit", i, mask)
+        error = None if key is None else _reused(key, "jit", i, mask)
         if error is not None:
             raise error
+
+
+def call(sig: Signature, args: Any, out: Any) -> None:
+    """Apply `sig` to a call's keys (`check`ed, if not before): mark the ones the body
+    consumes, and give the key results their state (as JAX's update_consumption)."""
+    check(sig, args)
+    ins = dict(_keys(args))
     for i, mask in sig.sinks:
         if i in ins:
             ins[i]._consumed = np.logical_or(ins[i]._consumed, mask)

@@ -700,6 +700,8 @@ class Jitted:
                                        tree_unflatten(entry.out_tree, outs))
             if transfer_guard.guarding:  # NumPy/Python arguments are host-to-device transfers
                 transfer_guard.host_leaves(leaves)
+            if entry.key_reuse is not None:  # (a reused key refused before the program runs)
+                key_reuse.check(entry.key_reuse, self._dynamic(args, kwargs))
             if config.read("jax_no_execution"):  # (checked here: not put on the fast path)
                 raise no_execution_error(f"jit({self.fun_name})")
             if entry.executable is None:
@@ -733,10 +735,14 @@ class Jitted:
         """jax_debug_key_reuse: the traced body's use of its key arguments applied to the
         caller's keys (raising if it consumes one consumed before), and to its key results."""
         if entry.key_reuse is not None:
-            dyn_args = tuple(a for i, a in enumerate(args) if i not in self.static_argnums)
-            dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
-            key_reuse.call(entry.key_reuse, (dyn_args, dyn_kwargs), result)
+            key_reuse.call(entry.key_reuse, self._dynamic(args, kwargs), result)
         return result
+
+    def _dynamic(self, args: tuple, kwargs: dict) -> tuple:
+        """The traced arguments of a call: (positional ones, keyword ones), static ones left
+        out, as the traced function saw them."""
+        return (tuple(a for i, a in enumerate(args) if i not in self.static_argnums),
+                {k: v for k, v in kwargs.items() if k not in self.static_argnames})
 
     def _check_outputs(self, entry: _CacheEntry, leaves: Sequence, outs: list) -> None:
         """jax_debug_nans/infs: an output with a NaN (infinity) reruns the program op by op,
