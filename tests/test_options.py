@@ -500,6 +500,23 @@ def test_debug_key_reuse(case):
     assert run(tracejit, False) == "ok"  # (off: nothing is tracked)
 
 
+def test_debug_key_reuse_refuses_before_running():
+    def run(api):
+        ran = []
+
+        def body(k):
+            api.debug.callback(lambda: ran.append(1))
+            return api.random.normal(k)
+        f, k = api.jit(body), api.random.key(0)
+        with api.debug_key_reuse(True):
+            f(k)
+            with pytest.raises(api.errors.KeyReuseError, match="Previously-consumed key"):
+                f(k)
+        api.effects_barrier()
+        return ran
+    assert run(tracejit) == run(jax) == [1]  # (the refused call never ran its program)
+
+
 # --- thread_guard ------------------------------------------------------------------------------
 def test_thread_guard_across_processes():
     """tests/mpi/thread_guard.py under mpiexec -n 2: the cases of JAX's own multiprocess test
@@ -618,23 +635,6 @@ def test_jax2tf_associative_scan_reductions(flag):
         np.testing.assert_array_equal(got[0], np.cumsum(x, axis=1))
         np.testing.assert_array_equal(got[1], np.cumprod(x, axis=1))
         np.testing.assert_array_equal(got[2], np.maximum.accumulate(x, axis=0))
-
-
-def test_debug_key_reuse_refuses_before_running():
-    def run(api):
-        ran = []
-
-        def body(k):
-            api.debug.callback(lambda: ran.append(1))
-            return api.random.normal(k)
-        f, k = api.jit(body), api.random.key(0)
-        with api.debug_key_reuse(True):
-            f(k)
-            with pytest.raises(api.errors.KeyReuseError, match="Previously-consumed key"):
-                f(k)
-        api.effects_barrier()
-        return ran
-    assert run(tracejit) == run(jax) == [1]  # (the refused call never ran its program)
 
 
 # --- default_device ----------------------------------------------------------------------------
