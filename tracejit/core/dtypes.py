@@ -224,7 +224,7 @@ def _strict_closures() -> dict:
     return out
 
 
-def _strict_bound(nodes: list, args: tuple) -> Any:
+def _strict_bound(nodes: list) -> Any:
     """The least upper bound of `nodes` on the strict lattice, or JAX's TypePromotionError
     naming the input dtypes (Python's scalar types for weak ones, in JAX's set order)."""
     closures = _strict_closures()
@@ -289,7 +289,7 @@ def result_type_and_weak(*args: Any) -> tuple[np.dtype, bool]:
         node = _least_upper_bound(*{_node(d, True) for d in dts})
         dtype, weak = node, True
     elif config.jax_numpy_dtype_promotion == "strict":
-        node = _strict_bound([_node(d, w) for d, w in zip(dts, weaks)], args)
+        node = _strict_bound([_node(d, w) for d, w in zip(dts, weaks)])
         dtype, weak = node, node in _weak_kinds
     else:
         node = _least_upper_bound(*{_node(d, w) for d, w in zip(dts, weaks)})
@@ -310,7 +310,7 @@ def promote_types(a: Any, b: Any) -> np.dtype:
     """jnp.promote_types: promotion of two dtypes, both taken as strong."""
     da, db = np.dtype(a), np.dtype(b)
     strict = config.jax_numpy_dtype_promotion == "strict"
-    node = _strict_bound([da, db], (a, b)) if strict else _least_upper_bound(da, db)
+    node = _strict_bound([da, db]) if strict else _least_upper_bound(da, db)
     if isinstance(node, str):  # JAX answers the 64-bit default here, x64 or not
         return {"i": int64, "f": float64, "c": complex128}[_weak_kinds[node]]
     # An explicitly requested 64-bit input survives; a 64-bit type promotion invented does not.
