@@ -518,9 +518,10 @@ def test_debug_key_reuse_refuses_before_running():
 
 
 # --- thread_guard ------------------------------------------------------------------------------
-def test_thread_guard_across_processes():
+def test_thread_guard_across_processes(tmp_path):
     """tests/mpi/thread_guard.py under mpiexec -n 2: the cases of JAX's own multiprocess test
     (jax/tests/multiprocess/thread_guard_test.py), each process saying what happened."""
+    import json
     import os
     import subprocess
     import sys
@@ -528,27 +529,23 @@ def test_thread_guard_across_processes():
     from tracejit.distributed import mpiexec
     env = dict(os.environ, PYTHONPATH=str(ROOT), TRACEJIT_NUM_CPU_DEVICES="2")
     done = subprocess.run([mpiexec(), "-n", "2", sys.executable,
-                           str(ROOT / "tests" / "mpi" / "thread_guard.py")], env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+                           str(ROOT / "tests" / "mpi" / "thread_guard.py"), str(tmp_path / "out")],
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    lines = done.stdout.splitlines()
-    raised = {"other thread, spanning", "other thread, spanning, cached",
-              "nested in another thread"}
-    for name in ("other thread, spanning", "other thread, spanning, cached",
-                 "same thread, spanning", "other thread, within the process",
-                 "nested in the same thread", "guard off inside", "after the guard",
-                 "nested in another thread"):
-        said = [line[len(name) + 1:] for line in lines if line.startswith(name + " ")
-                and not line[len(name) + 1:].startswith(("spanning", "cached"))]
-        assert len(said) == 2, (name, lines)  # (one line from each process)
-        if name not in raised:
-            assert said == ["ok", "ok"], (name, said)
-        elif name.startswith("nested"):
-            assert all("Nested thread guards in different threads" in x for x in said)
-        else:
-            assert all("thread guard was set" in x for x in said), (name, said)
-    assert lines.count("done") == 2
-
+    raised = {"other thread, spanning": "thread guard was set",
+              "other thread, spanning, cached": "thread guard was set",
+              "nested in another thread": "Nested thread guards in different threads"}
+    for rank in (0, 1):
+        said = json.loads((tmp_path / f"out.{rank}.json").read_text())
+        assert sorted(said) == sorted([
+            "other thread, spanning", "other thread, spanning, cached", "same thread, spanning",
+            "other thread, within the process", "nested in the same thread",
+            "guard off inside", "after the guard", "nested in another thread"])
+        for name, what in said.items():
+            if name in raised:
+                assert what.startswith("raised: ") and raised[name] in what, (rank, name, what)
+            else:
+                assert what == "ok", (rank, name, what)
 
 # --- the names, the environment, enable_checks, jax2tf_associative_scan_reductions -------------
 _OPTION_NAMES = [

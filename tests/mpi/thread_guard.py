@@ -1,8 +1,14 @@
 """jax.thread_guard under `mpiexec -n 2` (run by tests/test_options.py), after JAX's own
 multiprocess test: while the guard is on, a jitted call on an array spanning the processes from
 another thread raises; from the guard's thread, on arrays within the process, with the guard
-off again, or nested in the same thread, calls run. Prints one line per case, then "done"."""
+off again, or nested in the same thread, calls run. Each process writes what happened in each
+case to OUT.<rank>.json (files, not stdout: mpiexec's pipe may interleave the two processes'
+lines).
+
+usage: thread_guard.py OUT"""
 import concurrent.futures
+import json
+import sys
 
 import numpy as np
 
@@ -25,12 +31,15 @@ def in_thread(fn, *args):
         return pool.submit(fn, *args).result()
 
 
+said = {}
+
+
 def case(name, fn):
     try:
         jax.block_until_ready(fn())
-        print(name, "ok", flush=True)
+        said[name] = "ok"
     except RuntimeError as e:
-        print(name, "raised:", str(e).splitlines()[0], flush=True)
+        said[name] = "raised: " + str(e).splitlines()[0]
 
 
 def nested_in_another_thread():
@@ -61,4 +70,5 @@ case("nested in the same thread", guarded(lambda: guarded(lambda: g(spanning))()
 case("guard off inside", guard_off_inside)
 case("after the guard", lambda: in_thread(f, spanning))
 case("nested in another thread", nested_in_another_thread)
-print("done", flush=True)
+with open(f"{sys.argv[1]}.{jax.process_index()}.json", "w") as out:
+    json.dump(said, out)
