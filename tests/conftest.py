@@ -26,7 +26,7 @@ import tracejit  # noqa: E402
 
 # every jaxpr traced during the tests (by jit, control flow, transformations) and every
 # compiler pass's result goes through the type checker
-tracejit.config.update("tracejit_enable_checks", True)
+tracejit.config.update("jax_enable_checks", True)
 
 
 @pytest.fixture(autouse=True)

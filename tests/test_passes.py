@@ -680,10 +680,10 @@ def test_enable_checks_names_the_pass_that_broke_a_jaxpr(monkeypatch):
         return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, jaxpr.eqns[1:])
     monkeypatch.setattr(passes, "cse", cse)
     closed = _jaxpr(lambda x: jnp.sin(x) * 2.0, np.zeros(3, F32))
-    assert tracejit.config.tracejit_enable_checks  # (the tests turn the checks on)
+    assert tracejit.config.jax_enable_checks  # (the tests turn the checks on)
     with pytest.raises(JaxprTypeError, match="after the cse pass"):
         passes.optimize(closed.jaxpr, closed.consts)
-    tracejit.config.update("tracejit_enable_checks", False)
+    tracejit.config.update("jax_enable_checks", False)
     passes.optimize(closed.jaxpr, closed.consts)  # unchecked: nothing notices
 
 

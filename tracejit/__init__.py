@@ -12,6 +12,15 @@ from .core.avals import ShapedArray, ShapeDtypeStruct  # noqa: F401
 from .core.config import (config, debug_infs, debug_nans, default_matmul_precision,  # noqa: F401
                           disable_jit, enable_x64, explain_cache_misses, log_compiles,
                           numpy_rank_promotion, threefry_partitionable)
+# JAX's option context managers (the option set inside a `with` block, put back after it)
+from .core.config import (allow_f16_reductions, array_garbage_collection_guard,  # noqa: F401
+                          auto_pcast, check_tracer_leaks, checking_leaks, debug_key_reuse,
+                          default_device, default_prng_impl, enable_checks, enable_custom_prng,
+                          jax2tf_associative_scan_reductions, legacy_prng_key, no_execution,
+                          no_tracing, numpy_dtype_promotion, remove_size_one_mesh_axis_from_type,
+                          softmax_custom_jvp, thread_guard, transfer_guard,
+                          transfer_guard_device_to_device, transfer_guard_device_to_host,
+                          transfer_guard_host_to_device)
 from .core.devices import (Device, default_backend, device_count, devices,  # noqa: F401
                            local_device_count, local_devices, process_count, process_index,
                            process_indices)

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .lax import lenient as lax
-from .core import dtypes
+from .core import dtypes, key_reuse
 from .core.array import BaseArray
 from .core.config import config
 from .core.pytree import register_pytree_node
@@ -211,11 +211,13 @@ class PRNGKeyArray:
     """An array of typed PRNG keys (`jax.random.key`): shape excludes the key's two words,
     dtype is `key<fry>`. A pytree over its uint32 key data, so it passes through jit, scan and
     while_loop; arithmetic and NumPy conversion are refused as in JAX."""
-    __slots__ = ("_base_array",)
+    __slots__ = ("_base_array", "_consumed")
     __array_priority__ = 100
 
     def __init__(self, key_data: Any):
         self._base_array = key_data
+        # jax_debug_key_reuse: which keys were consumed (a bool, or a mask over the shape)
+        self._consumed: Any = False
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -259,8 +261,11 @@ class PRNGKeyArray:
         return (self[i] for i in range(self.shape[0]))
 
     def __getitem__(self, idx: Any) -> PRNGKeyArray:
-        idx = idx if isinstance(idx, tuple) else (idx,)
-        return PRNGKeyArray(self._base_array[(*idx, slice(None))])
+        full = idx if isinstance(idx, tuple) else (idx,)
+        out = PRNGKeyArray(self._base_array[(*full, slice(None))])
+        if key_reuse.enabled():
+            key_reuse.consume_slice(self, idx, out)
+        return out
 
     def __bool__(self) -> bool:
         raise TypeError("key array cannot be converted to boolean.")
@@ -315,7 +320,9 @@ class PRNGKeyArray:
         return self.transpose()
 
     def copy(self) -> PRNGKeyArray:
-        return PRNGKeyArray(self._base_array)
+        out = PRNGKeyArray(self._base_array)
+        out._consumed = self._consumed  # (as JAX's copy: the same key, used or not)
+        return out
 
     def block_until_ready(self) -> PRNGKeyArray:
         return self
@@ -323,6 +330,7 @@ class PRNGKeyArray:
 
 register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), None),
                      lambda _, children: PRNGKeyArray(children[0]))
+key_reuse.KEY_TYPE = PRNGKeyArray
 BaseArray.register(PRNGKeyArray)  # typed keys are `jax.Array`s, as in JAX (flax.nnx checks it)
 
 

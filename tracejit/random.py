@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -16,7 +17,8 @@ import numpy as np
 from . import prng
 from .lax import lenient as lax
 from . import numpy as jnp
-from .core import dtypes
+from .core import dtypes, key_reuse
+from .core.config import config
 from .core.array import Array
 from .core.avals import check_shape
 from .core.trace import Tracer, concrete_value, get_aval
@@ -44,13 +46,34 @@ def _is_arraylike(x: Any) -> bool:
         hasattr(x, "__jax_array__")
 
 
+# what consumes a typed key under jax_debug_key_reuse, named as JAX's check names it: split and
+# bits bind a primitive of their own; every sampler is a jitted function in JAX
+_CONSUMERS = {"split": "random_split", "bits": "random_bits"}
+_NOT_CONSUMING = frozenset({"fold_in", "key_data", "key_impl"})
+
+
 def _check_prng_key(name: str, key: Any, allow_batched: bool = False) -> tuple[Any, bool]:
     """(raw key data, whether `key` was a typed key array), with JAX's errors for bad keys."""
     if isinstance(key, PRNGKeyArray):
         data, typed = key._base_array, True
+        if config.jax_debug_key_reuse and name not in _NOT_CONSUMING:
+            key_reuse.consume(key, _CONSUMERS.get(name, "jit"))
     elif _is_arraylike(key):
+        _check_default_impl()  # (raw key data is read as the default implementation's)
         prng.check_key_data(key)
         data, typed = jnp.asarray(key), False
+        legacy = config.jax_legacy_prng_key
+        if legacy != "allow":
+            message = ("Legacy uint32 key array passed as key to jax.random function. Please "
+                       "create keys using jax.random.key(). If use of a raw key array was "
+                       'intended, set jax_legacy_prng_key="allow".')
+            if legacy == "error":
+                raise ValueError(message)
+            warnings.warn(message, stacklevel=3)
+        elif config.jax_enable_custom_prng:
+            warnings.warn("Raw arrays as random keys to jax.random functions are deprecated. "
+                          "Assuming valid threefry2x32 key for now.", FutureWarning,
+                          stacklevel=3)
     else:
         raise TypeError(f"unexpected PRNG key type {type(key)}")
     batch = get_aval(data).shape[:-1]
@@ -62,7 +85,27 @@ def _check_prng_key(name: str, key: Any, allow_batched: bool = False) -> tuple[A
 
 
 def _keys_like(typed: bool, data: Any) -> Any:
-    return PRNGKeyArray(data) if typed else data
+    """New keys as the argument was (typed or raw); typed always under jax_enable_custom_prng,
+    as JAX returns them then."""
+    return PRNGKeyArray(data) if typed or config.jax_enable_custom_prng else data
+
+
+# the implementations JAX knows; tracejit's streams are threefry2x32's only
+_JAX_IMPLS = ("threefry2x32", "threefry4x32", "rbg", "unsafe_rbg", "philox2x32", "philox4x32")
+
+
+def _not_implemented(impl: str) -> NotImplementedError:
+    return NotImplementedError(
+        f'the "{impl}" PRNG implementation is not available in tracejit, whose jax.random '
+        f'produces JAX\'s "{_IMPL}" streams only (bit for bit): use impl="{_IMPL}" (or '
+        f'jax.config.update("jax_default_prng_impl", "{_IMPL}"))')
+
+
+def _check_default_impl() -> None:
+    """jax_default_prng_impl names the implementation of keys made without `impl`: refused
+    unless it is the one tracejit implements."""
+    if config.jax_default_prng_impl != _IMPL:
+        raise _not_implemented(config.jax_default_prng_impl)
 
 
 def _check_impl(name: str, impl: Any, dtype: Any) -> None:
@@ -70,8 +113,13 @@ def _check_impl(name: str, impl: Any, dtype: Any) -> None:
         if impl is not None:
             raise ValueError(f"Cannot specify both `impl` and `dtype` arguments to {name}")
         impl = dtype
-    if impl is None or impl == _IMPL or isinstance(impl, prng.KeyTy):
+    if impl is None:
+        _check_default_impl()
         return
+    if impl == _IMPL or isinstance(impl, prng.KeyTy):
+        return
+    if impl in _JAX_IMPLS:
+        raise _not_implemented(impl)
     if isinstance(impl, str):
         raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: '
                          f'"{_IMPL}"?')
@@ -90,7 +138,7 @@ def _seed(ctor: str, seed: Any) -> Any:
 def PRNGKey(seed: Any, *, impl: Any = None) -> Any:  # noqa: N802 - JAX's name
     """A raw uint32[2] key from an integer seed (64-bit seeds use both words under x64)."""
     _check_impl("jax.random.PRNGKey", impl, None)
-    return _seed("PRNGKey", seed)
+    return _keys_like(False, _seed("PRNGKey", seed))
 
 
 def key(seed: Any, *, impl: Any = None, dtype: Any = None) -> PRNGKeyArray:
@@ -369,9 +417,9 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | None = None,
 
 def rademacher(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """-1 or +1 with equal probability (2 * bernoulli - 1)."""
-    _check_prng_key("rademacher", key)
-    dtype = _int_dtype(dtype)
-    b = jnp.asarray(bernoulli(key, 0.5, check_shape(shape))).astype(dtype)
+    data, typed = _check_prng_key("rademacher", key)
+    dtype = _int_dtype(dtype)  # (bernoulli of the same key: one use of it, not a second)
+    b = jnp.asarray(bernoulli(_keys_like(typed, data), 0.5, check_shape(shape))).astype(dtype)
     return (2 * b - 1).astype(dtype)
 
 

@@ -51,7 +51,7 @@ FOLD_MAX_SIZE = 1024  # larger folded results stay computed at run time, not sto
 
 def optimize(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
     """The whole pipeline, as the native backend runs it before code generation. With the
-    `tracejit_enable_checks` option on, the jaxpr checker runs after every pass."""
+    `jax_enable_checks` option on, the jaxpr checker runs after every pass."""
     jaxpr, consts = _checked(expand_user_primitives, jaxpr, consts)
     jaxpr, consts = _checked(inline_calls, jaxpr, consts)
     # with loops a second round catches what the first exposes: equations that read forwarded
@@ -78,7 +78,7 @@ def optimize(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
 def _checked(pass_: Callable, jaxpr: Jaxpr, *consts: list):
     """Run one pass; with checks enabled, type-check its result, naming the pass on failure."""
     out = pass_(jaxpr, *consts)
-    if config.tracejit_enable_checks:
+    if config.jax_enable_checks:
         try:
             check_jaxpr(out[0] if consts else out)
         except JaxprTypeError as e:

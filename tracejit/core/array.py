@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import abc
 import enum
+import gc
+import logging
+import os
 import sys
 from typing import Any
 
@@ -14,7 +17,8 @@ import numpy as np
 
 from .avals import ArrayMetadata, ShapedArray
 from .devices import check_device, process_index
-from .sharding import Shard, default_sharding
+from .config import config
+from .sharding import Shard, SingleDeviceSharding, default_sharding
 
 # Large buffers made from host data (jnp.asarray/array, device_put, copies) start at a multiple
 # of ALIGN bytes, as XLA's do: NumPy's large allocations start at 16 (mod 64), where every
@@ -53,8 +57,24 @@ class DLDeviceType(enum.IntEnum):
     kDLROCM = 10
 
 
+# jax_default_device as the sharding uncommitted arrays made now report (None: device 0)
+_HOME: Any = None
+
+
+def _set_home(device: Any) -> None:
+    global _HOME
+    if device is not None and device != "cpu":
+        check_device(device, "jax.default_device")
+    _HOME = None if device in (None, "cpu") or device is default_sharding()._device \
+        else SingleDeviceSharding(device)
+
+
+config.watch("jax_default_device", _set_home)
+
+
 class Array(ArrayMetadata):
-    __slots__ = ("_value", "aval", "_deleted", "_address", "_pool", "_sharding", "__weakref__")
+    __slots__ = ("_value", "aval", "_deleted", "_address", "_pool", "_sharding", "_home",
+                 "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, value: np.ndarray, aval: ShapedArray, address: int = 0, pool=None):
@@ -67,6 +87,9 @@ class Array(ArrayMetadata):
         self._pool = pool  # the buffer pool of a native output (see runtime.buffers)
         # None: all of it on device 0, uncommitted (see `sharding` and `committed`)
         self._sharding = None
+        # where it lives uncommitted: the jax_default_device in effect when it was made (None:
+        # device 0). Only what it reports: every device reads this process's memory.
+        self._home = _HOME
 
     def __del__(self, _finalizing=sys.is_finalizing):
         # a native output: its buffer may serve the next call — unless Python is shutting
@@ -204,7 +227,7 @@ class Array(ArrayMetadata):
     def copy(self) -> Array:
         """A copy where the array is (committed where it was, as JAX's copy)."""
         out = Array.from_numpy(aligned_copy(self._data), self.aval, fresh=True)
-        out._sharding = self._sharding
+        out._sharding, out._home = self._sharding, self._home
         return out
 
     def __copy__(self):
@@ -228,7 +251,9 @@ class Array(ArrayMetadata):
         """How the array is laid out over devices (device_put or jit's out_shardings place
         it; anything else lives on device 0). All devices share this process's memory: the
         data is one buffer whatever the sharding."""
-        return self._sharding if self._sharding is not None else default_sharding()
+        if self._sharding is not None:
+            return self._sharding
+        return self._home if self._home is not None else default_sharding()
 
     @property
     def committed(self) -> bool:
@@ -302,6 +327,44 @@ class Array(ArrayMetadata):
     def is_fully_replicated(self) -> bool:
         """Whether every device of its sharding holds all of it (jax.Array's property)."""
         return self.sharding.is_fully_replicated
+
+
+# --- jax_array_garbage_collection_guard: an Array freed by the cycle collector, not by reference
+# counting, held its memory until a collection ran. While "log" or "fatal" is set, Array's
+# finalizer is a checking one and a gc callback says when a collection runs; otherwise neither
+# exists (nothing on the path of an ordinary deletion).
+_COLLECTING = False
+_GC_MESSAGE = ("`jax.Array` was deleted by the Python garbage collector instead of reference "
+               "counting. Break the reference cycle that delays the deletion of this `jax.Array` "
+               "to avoid hogging memory.")
+_plain_del = Array.__del__
+
+
+def _gc_phase(phase: str, info: dict) -> None:
+    global _COLLECTING
+    _COLLECTING = phase == "start"
+
+
+def _guarded_del(self, _finalizing=sys.is_finalizing):
+    if _COLLECTING:
+        if config.read("jax_array_garbage_collection_guard") == "fatal":
+            os.write(2, f"Fatal: {_GC_MESSAGE}\n".encode())
+            os.abort()  # (JAX's fatal level ends the process)
+        logging.getLogger("tracejit").error(_GC_MESSAGE)
+    _plain_del(self, _finalizing)
+
+
+def _set_gc_guard(level: str | None) -> None:
+    guarded = level in ("log", "fatal")
+    Array.__del__ = _guarded_del if guarded else _plain_del
+    if guarded and _gc_phase not in gc.callbacks:
+        gc.callbacks.append(_gc_phase)
+    elif not guarded and _gc_phase in gc.callbacks:
+        gc.callbacks.remove(_gc_phase)
+
+
+config.watch("jax_array_garbage_collection_guard", _set_gc_guard)
+_set_gc_guard(config.read("jax_array_garbage_collection_guard"))  # ($JAX_ARRAY_GARBAGE_...)
 
 
 def _rebuild(value: np.ndarray, weak_type: bool) -> Array:

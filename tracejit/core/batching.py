@@ -11,13 +11,14 @@ import threading
 from typing import Any, Callable, Sequence
 
 from .avals import ShapedArray
+from .config import config
 from .axis_env import AxisFrame, NamedAxisPrimitive, extend_frame
 from .jaxpr import ClosedJaxpr, runs_jaxpr
 from .jaxpr_util import eval_closed, trace_closed
 from .primitive import Primitive, primitive_batchers
 from .rules import bdim_at_front, moveaxis, not_mapped, unbatched_aval
-from .trace import (Trace, Tracer, full_lower, full_raise, get_aval, new_main, typeof,
-                    user_source_info)
+from .trace import (Trace, Tracer, check_no_leaks, full_lower, full_raise, get_aval, new_main,
+                    typeof, user_source_info)
 
 
 class BatchTracer(Tracer):
@@ -187,7 +188,11 @@ def batch_flat(fun: Callable[..., Sequence[Any]], args: Sequence[Any],
             outs = [full_raise(trace, o) for o in outs]
         if spread is not None:
             spread[:] = [o.spread for o in outs]
-        return [o.val for o in outs], [o.bdim for o in outs]
+        vals, dims = [o.val for o in outs], [o.bdim for o in outs]
+    if config.jax_check_tracer_leaks:
+        del trace, outs
+        check_no_leaks(main)
+    return vals, dims
 
 
 def batch_jaxpr(closed: ClosedJaxpr, size: int, in_batched: Sequence[bool],

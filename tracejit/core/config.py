@@ -6,6 +6,7 @@ change what a traced program means are part of every jit cache key (`config.trac
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from typing import Any
 
@@ -39,8 +40,9 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     "tracejit_cache_max_bytes": (1 << 30, False),
     "tracejit_jit_cache_size": (4096, False),
     # run the jaxpr checker (core.jaxpr.check_jaxpr) on every traced jaxpr and after every
-    # compiler pass: slower compiles, for the tests and for debugging a pass
-    "tracejit_enable_checks": (False, False),
+    # compiler pass: slower compiles, for the tests and for debugging a pass (JAX's option for
+    # checking its internals' invariants)
+    "jax_enable_checks": (False, False),
     # say (to the `tracejit` logger) why a jitted call traced again, and when jit traces and
     # compiles (JAX's options)
     "jax_explain_cache_misses": (False, False),
@@ -57,6 +59,62 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     # raising instead of hanging: a peer that died or took another branch
     # ($TRACEJIT_COLLECTIVE_TIMEOUT sets it too)
     "tracejit_collective_timeout": (300.0, False),
+    # --- JAX's other options, each honoured as JAX honours it on CPU ---
+    # "strict": no implicit promotion between different strong dtypes (core/dtypes.py)
+    "jax_numpy_dtype_promotion": ("standard", True),
+    # which transfers between host and device are allowed, logged or refused
+    # (core/transfer_guard.py); None: "allow". jax_transfer_guard sets all three.
+    "jax_transfer_guard": (None, False),
+    "jax_transfer_guard_host_to_device": (None, False),
+    "jax_transfer_guard_device_to_host": (None, False),
+    "jax_transfer_guard_device_to_device": (None, False),
+    # where values made without a device (jnp.zeros, device_put(x), a jit call on uncommitted
+    # arguments) go: a Device, "cpu", or None for devices()[0]
+    "jax_default_device": (None, True),
+    # JAX's "Leaked trace" Exception as soon as a trace ends with one of its tracers still
+    # referenced (core/trace.py's check_no_leaks)
+    "jax_check_tracer_leaks": (False, False),
+    # KeyReuseError when a typed key (random.key) is consumed twice (random.py, key_reuse.py)
+    "jax_debug_key_reuse": (False, True),
+    # the PRNG random.key / PRNGKey use when none is named (random.py: threefry2x32 only);
+    # "allow"/"warn"/"error" for raw uint32 keys passed to jax.random (read while tracing, as
+    # JAX: a function traced before keeps its answer); typed keys from raw ones (random.split)
+    "jax_default_prng_impl": ("threefry2x32", True),
+    "jax_legacy_prng_key": ("allow", False),
+    "jax_enable_custom_prng": (False, True),
+    # False: reduce_sum over float16/bfloat16 (more than one element) raises
+    "jax_allow_f16_reductions": (True, True),
+    # what happens when the garbage collector (not reference counting) frees an Array
+    "jax_array_garbage_collection_guard": (None, False),
+    # jax.nn.softmax's custom_jvp rule (the gradient is the same; JAX's memory upgrade)
+    "jax_softmax_custom_jvp": (False, True),
+    # RuntimeError at a jit trace / a compiled program's run
+    "jax_no_tracing": (False, False),
+    "jax_no_execution": (False, True),
+    # an operation spanning processes called from another thread than the guard's raises
+    # (core/thread_guard.py)
+    "jax_thread_guard": (False, False),
+    # shard_map's typing: size-1 mesh axes left out of vma and Explicit layouts in types
+    # (transforms/spmd.py, core/sharding.py); False: no implicit pvary, JAX's error instead
+    # (lax/parallel.py)
+    "jax_remove_size_one_mesh_axis_from_type": (False, True),
+    "jax_auto_pcast": (True, True),
+    # jax2tf's choice of cumulative-reduction lowering; tracejit has one lowering on CPU
+    "jax2tf_associative_scan_reductions": (False, False),
+}
+
+_TRANSFER_LEVELS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
+_TRANSFER_DIRECTIONS = ("jax_transfer_guard_host_to_device", "jax_transfer_guard_device_to_host",
+                        "jax_transfer_guard_device_to_device")
+# the values an enumerated option may take (None allowed where the default is None)
+_ENUMS: dict[str, tuple] = {
+    "jax_numpy_rank_promotion": ("allow", "warn", "raise"),
+    "jax_numpy_dtype_promotion": ("standard", "strict"),
+    "jax_default_prng_impl": ("threefry2x32", "threefry4x32", "rbg", "unsafe_rbg", "philox2x32",
+                              "philox4x32"),
+    "jax_legacy_prng_key": ("allow", "warn", "error"),
+    "jax_array_garbage_collection_guard": ("allow", "log", "fatal"),
+    **{name: _TRANSFER_LEVELS for name in ("jax_transfer_guard", *_TRANSFER_DIRECTIONS)},
 }
 
 
@@ -72,6 +130,9 @@ def _env_default(name: str, default: Any) -> Any:
 class Config:
     def __init__(self) -> None:
         self._values = {k: _env_default(k, d) for k, (d, _) in _OPTIONS.items()}
+        if self._values["jax_transfer_guard"] is not None:  # ($JAX_TRANSFER_GUARD: all three)
+            for direction in _TRANSFER_DIRECTIONS:
+                self._values[direction] = self._values["jax_transfer_guard"]
         self._trace_key_cache: tuple | None = None
         self._frozen: dict[str, tuple[Any, str]] = {}
         self._watchers: dict[str, list] = {}
@@ -83,9 +144,17 @@ class Config:
     def update(self, name: str, value: Any) -> None:
         if name not in _OPTIONS:
             raise AttributeError(f"Unrecognized config option: {name}")
-        if name == "jax_numpy_rank_promotion" and value not in ("allow", "warn", "raise"):
-            raise ValueError("jax_numpy_rank_promotion must be 'allow', 'warn' or 'raise', "
-                             f"got {value!r}")
+        allowed = _ENUMS.get(name)
+        if allowed is not None and value not in allowed and \
+                not (value is None and _OPTIONS[name][0] is None):
+            none = "None or " if _OPTIONS[name][0] is None else ""
+            raise ValueError(f"new enum value must be {none}in {list(allowed)}, got {value} of "
+                             f"type {type(value)}.")
+        if name == "jax_default_device":
+            _check_default_device(value)
+        if name == "jax_transfer_guard":  # set-only: it sets the three directions
+            for direction in _TRANSFER_DIRECTIONS:
+                self.update(direction, value)
         frozen = self._frozen.get(name)
         if frozen is not None and value != frozen[0]:
             raise RuntimeError(frozen[1])
@@ -125,6 +194,14 @@ class Config:
             yield
         finally:
             self.update(name, old)
+
+
+def _check_default_device(value: Any) -> None:
+    from .devices import Device  # (devices reads the config at import: imported late)
+    if value is not None and not isinstance(value, Device) and value not in ("cpu", "gpu", "tpu"):
+        raise ValueError("jax.default_device must be passed either a Device object (e.g. "
+                         "`jax.devices('cpu')[0]`) or a platform name string like 'cpu' or "
+                         f"'gpu', got: {value!r}")
 
 
 config = Config()
@@ -169,3 +246,98 @@ def log_compiles(new_val: bool = True):
 
 def explain_cache_misses(new_val: bool = True):
     return config._override("jax_explain_cache_misses", new_val)
+
+
+# --- the rest of JAX's option context managers, with JAX's names ---
+def numpy_dtype_promotion(new_val: str):
+    return config._override("jax_numpy_dtype_promotion", new_val)
+
+
+@contextlib.contextmanager
+def transfer_guard(new_val: str):
+    """The transfer guard level `new_val` for all three directions inside the block."""
+    with contextlib.ExitStack() as stack:
+        for direction in _TRANSFER_DIRECTIONS:
+            stack.enter_context(config._override(direction, new_val))
+        # (entered last, left first: putting it back must not reset the directions after them)
+        stack.enter_context(config._override("jax_transfer_guard", new_val))
+        yield
+
+
+def transfer_guard_host_to_device(new_val: str):
+    return config._override("jax_transfer_guard_host_to_device", new_val)
+
+
+def transfer_guard_device_to_host(new_val: str):
+    return config._override("jax_transfer_guard_device_to_host", new_val)
+
+
+def transfer_guard_device_to_device(new_val: str):
+    return config._override("jax_transfer_guard_device_to_device", new_val)
+
+
+def default_device(new_val: Any):
+    return config._override("jax_default_device", new_val)
+
+
+def check_tracer_leaks(new_val: bool = True):
+    return config._override("jax_check_tracer_leaks", new_val)
+
+
+checking_leaks = functools.partial(check_tracer_leaks, True)
+
+
+def enable_checks(new_val: bool = True):
+    return config._override("jax_enable_checks", new_val)
+
+
+def debug_key_reuse(new_val: bool = True):
+    return config._override("jax_debug_key_reuse", new_val)
+
+
+def default_prng_impl(new_val: str):
+    return config._override("jax_default_prng_impl", new_val)
+
+
+def legacy_prng_key(new_val: str):
+    return config._override("jax_legacy_prng_key", new_val)
+
+
+def enable_custom_prng(new_val: bool = True):
+    return config._override("jax_enable_custom_prng", new_val)
+
+
+def allow_f16_reductions(new_val: bool = True):
+    return config._override("jax_allow_f16_reductions", new_val)
+
+
+def array_garbage_collection_guard(new_val: str):
+    return config._override("jax_array_garbage_collection_guard", new_val)
+
+
+def softmax_custom_jvp(new_val: bool = True):
+    return config._override("jax_softmax_custom_jvp", new_val)
+
+
+def no_tracing(new_val: bool = True):
+    return config._override("jax_no_tracing", new_val)
+
+
+def no_execution(new_val: bool = True):
+    return config._override("jax_no_execution", new_val)
+
+
+def thread_guard(new_val: bool = True):
+    return config._override("jax_thread_guard", new_val)
+
+
+def remove_size_one_mesh_axis_from_type(new_val: bool = True):
+    return config._override("jax_remove_size_one_mesh_axis_from_type", new_val)
+
+
+def auto_pcast(new_val: bool = True):
+    return config._override("jax_auto_pcast", new_val)
+
+
+def jax2tf_associative_scan_reductions(new_val: bool = True):
+    return config._override("jax2tf_associative_scan_reductions", new_val)

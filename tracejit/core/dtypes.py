@@ -210,6 +210,36 @@ def _least_upper_bound(*nodes) -> Any:
     raise TypeError(f"no common type for {nodes}")  # unreachable: c128 bounds everything
 
 
+# jax_numpy_dtype_promotion="strict": JAX's strict lattice, where two different strong dtypes
+# have no bound at all; only a weak Python scalar joins a dtype of its kind or above (an int
+# scalar any int, float or complex; a float scalar any float or complex; a complex one a complex)
+@functools.cache
+def _strict_closures() -> dict:
+    ints = [uint8, uint16, uint32, uint64, int8, int16, int32, int64]
+    floats = [float16, float32, float64] + ([bfloat16] if bfloat16 is not None else [])
+    out: dict = {node: frozenset([node]) for node in _upper_bounds()}
+    out[_C] = frozenset([_C, complex64, complex128])
+    out[_F] = out[_C] | {_F, *floats}
+    out[_I] = out[_F] | {_I, *ints}
+    return out
+
+
+def _strict_bound(nodes: list) -> Any:
+    """The least upper bound of `nodes` on the strict lattice, or JAX's TypePromotionError
+    naming the input dtypes (Python's scalar types for weak ones, in JAX's set order)."""
+    closures = _strict_closures()
+    common = frozenset.intersection(*(closures[n] for n in nodes))
+    for candidate in common:
+        if closures[candidate] >= common:
+            return candidate
+    pytypes = {_I: int, _F: float, _C: complex}
+    names = tuple(str(pytypes.get(n, n)) for n in {pytypes.get(n, n) for n in nodes})
+    raise TypePromotionError(
+        f"Input dtypes {names} have no available implicit dtype promotion path when "
+        "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired output "
+        "type, or set jax_numpy_dtype_promotion=standard.")
+
+
 def _node(dtype: np.dtype, weak: bool):
     if weak and dtype != bool_:
         return {"i": _I, "u": _I, "f": _F, "c": _C}[dtype.kind if dtype != bfloat16 else "f"]
@@ -258,6 +288,9 @@ def result_type_and_weak(*args: Any) -> tuple[np.dtype, bool]:
         # bound of the strong counterparts, weak at the end (avoids weak int16 and the like)
         node = _least_upper_bound(*{_node(d, True) for d in dts})
         dtype, weak = node, True
+    elif config.jax_numpy_dtype_promotion == "strict":
+        node = _strict_bound([_node(d, w) for d, w in zip(dts, weaks)])
+        dtype, weak = node, node in _weak_kinds
     else:
         node = _least_upper_bound(*{_node(d, w) for d, w in zip(dts, weaks)})
         dtype, weak = node, node in _weak_kinds
@@ -276,7 +309,8 @@ def result_type(*args: Any, return_weak_type_flag: bool = False):
 def promote_types(a: Any, b: Any) -> np.dtype:
     """jnp.promote_types: promotion of two dtypes, both taken as strong."""
     da, db = np.dtype(a), np.dtype(b)
-    node = _least_upper_bound(da, db)
+    strict = config.jax_numpy_dtype_promotion == "strict"
+    node = _strict_bound([da, db]) if strict else _least_upper_bound(da, db)
     if isinstance(node, str):  # JAX answers the 64-bit default here, x64 or not
         return {"i": int64, "f": float64, "c": complex128}[_weak_kinds[node]]
     # An explicitly requested 64-bit input survives; a 64-bit type promotion invented does not.

@@ -138,3 +138,14 @@ def custom_vjp_jvp_error() -> TypeError:
     """Forward-mode autodiff of a custom_vjp function: JAX rejects it, and so do the interpreter
     and the native backend when they meet its tangent side (custom_lin)."""
     return TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+
+
+def no_execution_error(name: str) -> RuntimeError:
+    """jax_no_execution: a program (`jit(f)`, or an eager operation's `jit(sin)`) about to run."""
+    return RuntimeError(f"JAX tried to execute function {name}, but the no_execution config "
+                        "option is set")
+
+
+def key_reuse_error(msg: str) -> KeyReuseError:
+    """jax_debug_key_reuse: a typed PRNG key used again after it was consumed."""
+    return KeyReuseError(_with_docs(KeyReuseError, msg))

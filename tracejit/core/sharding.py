@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .config import config
 from .devices import MEMORY_KINDS, Device, default_device, devices as all_devices, process_index
 
 
@@ -910,6 +911,8 @@ def explicit_type_sharding(s: Any, ndim: int) -> NamedSharding | None:
     if type(s) is not NamedSharding or AxisType.Explicit not in s.mesh.axis_types:
         return None
     explicit = set(s.mesh.explicit_axes)
+    if config.jax_remove_size_one_mesh_axis_from_type:  # (JAX's option: not in types)
+        explicit -= {a for a, n in s.mesh.shape_tuple if n == 1}
     parts = [tuple(a for a in axes if a in explicit) for axes in s._parts(ndim)]
     if not any(parts):
         return None

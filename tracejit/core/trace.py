@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
+import inspect
 import os
 import sys
 import threading
@@ -156,6 +158,8 @@ class EvalTrace(Trace):
     lift = pure
 
     def process_primitive(self, primitive, tracers, params):
+        if config.read("jax_no_execution"):  # (JAX runs each eager operation as jit(op))
+            raise errors.no_execution_error(f"jit({primitive.name})")
         avals_in = [get_aval(x) for x in tracers]
         avals_out = primitive.abstract_eval(*avals_in, **params)
         errors.check_fits([a.size * a.dtype.itemsize for a in avals_out
@@ -220,6 +224,44 @@ def new_main(trace_type: type, global_data: Any = None, dynamic: bool = False):
         state.dynamic_trace = prev_dynamic
         stack.pop()
         main.active = False
+
+
+def check_no_leaks(main: MainTrace, owners: Sequence[Any] = ()) -> None:
+    """jax_check_tracer_leaks: once `main`'s trace has finished (and its caller dropped its own
+    references), any of its tracers still referenced from elsewhere escaped it, through a side
+    effect: JAX's "Leaked trace" Exception, naming each and what refers to it. `owners`: the
+    trace's own containers (its builder's), whose references do not count."""
+    gc.collect()
+    skip = {id(o) for o in owners}
+    traces = [r for r in gc.get_referrers(main) if isinstance(r, Trace)]
+    leaked = [t for tr in traces for t in gc.get_referrers(tr)
+              if isinstance(t, Tracer) and t._trace.main is main]
+    skip.add(id(leaked))
+    found = []
+    for t in leaked:
+        holders = [r for r in gc.get_referrers(t)
+                   if id(r) not in skip and r is not leaked and not inspect.isframe(r)]
+        if holders:
+            found.append(f"{t!r}\n{t._leak_msg()}\n<{type(t).__name__} {id(t)}> is referred to "
+                         f"by {_describe_holder(holders[0], t)}")
+    del leaked
+    if found:
+        raise Exception(f"Leaked trace {main.trace_type.__name__}. Leaked tracer(s):\n\n"
+                        + "\n\n".join(found))
+
+
+def _describe_holder(holder: Any, value: Any) -> str:
+    """JAX's words for what holds a leaked tracer: `module.name` for a module's global,
+    `<list id>[i]` for a list's item, else the holder's type and id."""
+    if isinstance(holder, dict):
+        for module in list(sys.modules.values()):
+            if getattr(module, "__dict__", None) is holder:
+                name = next((k for k, v in holder.items() if v is value), "?")
+                return f"{module.__name__}.{name}"
+    if isinstance(holder, list):
+        i = next((i for i, v in enumerate(holder) if v is value), "?")
+        return f"<list {id(holder)}>[{i}]"
+    return f"<{type(holder).__name__} {id(holder)}>"
 
 
 @contextlib.contextmanager
@@ -642,7 +684,11 @@ def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedA
         outs = fun(*in_tracers)
         out_tracers = [full_raise(trace, _check_output(o, debug)) for o in outs]
         closed = builder.build(in_tracers, out_tracers)
-    if config.tracejit_enable_checks:
+    if config.jax_check_tracer_leaks:
+        del trace, in_tracers, outs, out_tracers  # (what is left referenced has leaked)
+        check_no_leaks(main, (builder.arg_tracers, builder.const_tracers,
+                              *builder.const_tracers.values()))
+    if config.jax_enable_checks:
         check_jaxpr(closed.jaxpr)
     return closed
 

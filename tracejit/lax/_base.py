@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..core import dtypes
+from ..core import dtypes, transfer_guard
 from ..core.array import Array
 from ..core.avals import ShapedArray
 from ..core.primitive import ELEMENTWISE, Primitive
@@ -186,7 +186,10 @@ def _const(x: Any, dtype: np.dtype, weak: bool) -> Array:
     if isinstance(x, float) and dtypes.is_int(dtype):
         raise TypeError(f"lax operands must agree in dtype: Python float {x} with {dtype.name} "
                         "operands (use jnp functions, which promote, or convert explicitly)")
-    return Array.from_numpy(np.asarray(x, dtype=dtype), ShapedArray((), dtype, weak))
+    aval = ShapedArray((), dtype, weak)
+    if transfer_guard.guarding:  # (a user's Python scalar operand: an implicit transfer)
+        transfer_guard.host_to_device(aval)
+    return Array.from_numpy(np.asarray(x, dtype=dtype), aval)
 
 
 def const_like(ref_aval: ShapedArray, value: Any) -> Array:

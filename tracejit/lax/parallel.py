@@ -14,6 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..core.avals import ShapedArray
+from ..core.config import config
 from ..core import trace as _trace
 from ..core.axis_env import (NamedAxisPrimitive, axis_size as _bound_size, bound_names, lookup,
                              vma_frames)
@@ -354,6 +355,11 @@ def _insert_pvary(primitive: Any, args: tuple, params: dict) -> tuple:
     union = frozenset().union(*vmas)
     if all(v == union for v in vmas):
         return args
+    if not config.jax_auto_pcast:  # (JAX's option: no implicit pvary, the mismatch refused)
+        raise ValueError(f"Primitive {primitive.name} requires varying manual axes to match, but "
+                         f"got {vmas}. Please open an issue at https://github.com/jax-ml/jax/"
+                         "issues and as a temporary workaround pass the check_vma=False argument "
+                         "to `jax.shard_map`")
     order = [f.name for f in vma_frames()]
     return tuple(a if v == union else
                  pvary_p.bind(a, axes=tuple(n for n in order if n in union - v))

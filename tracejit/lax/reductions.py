@@ -8,6 +8,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.avals import ShapedArray
+from ..core.config import config
 from ..core.primitive import REDUCTION, Primitive
 from ..core.rules import Zero, aval_of, def_linear, def_reducer_batching, defjvp2, full_like_aval
 from ..core.trace import concrete_value, get_aval
@@ -22,6 +23,12 @@ def _reduce_abstract(name: str, kinds: str):
         check_dtype(name, x, kinds)
         if any(not 0 <= a < x.ndim for a in axes):
             raise ValueError(f"{name}: axes {axes} out of range for rank {x.ndim}")
+        if name == "reduce_sum" and x.dtype in (dtypes.float16, dtypes.bfloat16) and \
+                not config.jax_allow_f16_reductions and any(x.shape[a] != 1 for a in axes):
+            # (jnp.sum and friends sum half floats in float32: only lax's own sums, and
+            # transposes of broadcasts, meet this)
+            raise ValueError(f"reduce_sum on operand {x.str_short()} is not allowed when "
+                             "jax_allow_f16_reductions=False.")
         return ShapedArray(tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype,
                            x.weak_type)
     return abstract

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..lax import lenient as lax
 from ..lax.shape import broadcast_shapes  # noqa: F401  (jnp's is lax's)
-from ..core import dtypes
+from ..core import dtypes, transfer_guard
 from ..core.array import Array, aligned_copy
 from ..core.avals import ShapedArray, check_shape
 from ..core.config import config
@@ -44,7 +44,7 @@ def _scalar_array(x: Any, dtype: np.dtype | None) -> Array:
         if not info.min <= x <= info.max:
             raise OverflowError(f"Python int {x} too large to convert to {d.name}")
     with np.errstate(all="ignore"):
-        return Array.from_numpy(np.asarray(x, dtype=d), ShapedArray((), d, weak))
+        return _from_host(np.asarray(x, dtype=d), ShapedArray((), d, weak))
 
 
 def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool | None = None,
@@ -81,8 +81,8 @@ def _asarray(x: Any, dtype: Any = None) -> Any:
                             "type. Only arrays of numeric types are supported by JAX.")
         d = dtypes.canonicalize_dtype(x.dtype) if dtype is None else dtypes.check_user_dtype(dtype)
         with np.errstate(all="ignore"):
-            return Array.from_numpy(aligned_copy(x, d), ShapedArray(np.shape(x), d, False),
-                                    fresh=True)
+            return _from_host(aligned_copy(x, d), ShapedArray(np.shape(x), d, False),
+                              fresh=True)
     if isinstance(x, (list, tuple)):
         return _asarray_sequence(x, dtype)
     if isinstance(x, (str, bytes)):
@@ -133,7 +133,15 @@ def _asarray_sequence(x: Sequence, dtype: Any) -> Any:
         if np_val.size and (np_val.min() < info.min or np_val.max() > info.max):
             raise OverflowError(f"Python int too large to convert to {d.name}")
     with np.errstate(all="ignore"):
-        return Array.from_numpy(np_val.astype(d), ShapedArray(np_val.shape, d, False))
+        return _from_host(np_val.astype(d), ShapedArray(np_val.shape, d, False))
+
+
+def _from_host(value: np.ndarray, aval: ShapedArray, fresh: bool = False) -> Array:
+    """Host data (a NumPy array, Python scalars) as an Array: an implicit host-to-device
+    transfer, which jax.transfer_guard may log or refuse."""
+    if transfer_guard.guarding:
+        transfer_guard.host_to_device(aval)
+    return Array.from_numpy(value, aval, fresh=fresh)
 
 
 def _flatten_nested(x) -> list:
@@ -188,7 +196,7 @@ def _typed_scalar(x: Any, dtype: np.dtype, weak: bool) -> Array:
                 raise OverflowError(f"Python int {x} too large to convert to {dtype.name}")
             x = np.asarray(x, wide.dtype).astype(dtype)
     with np.errstate(all="ignore"):
-        return Array.from_numpy(np.asarray(x, dtype=dtype), ShapedArray((), dtype, weak))
+        return _from_host(np.asarray(x, dtype=dtype), ShapedArray((), dtype, weak))
 
 
 def promote_dtypes(*args: Any) -> list:

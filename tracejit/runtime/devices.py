@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core import transfer_guard
 from ..core.array import Array, aligned_copy
 from ..core.devices import Device, check_device
 from ..core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
@@ -31,6 +32,8 @@ def device_put(x: Any, device: Any = None, *, donate: bool = False, may_alias=No
     """Put a pytree of arrays on the (only) device: NumPy inputs become Arrays. `device` is
     None, the device, or a sharding (or PartitionSpec, or a pytree prefix of them), checked
     against each array's rank as JAX does; with one device the data is where it belongs."""
+    if transfer_guard.guarding:  # host leaves: explicit host-to-device transfers
+        transfer_guard.host_leaves(tree_leaves(x), explicit=True)
     out = tree_map(to_array, x)
     placements = (Sharding, PartitionSpec, Device)
     for s in tree_leaves(device, is_leaf=lambda s: s is None or isinstance(s, placements)):

@@ -18,12 +18,13 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..core import errors
+from ..core import errors, key_reuse, thread_guard, transfer_guard
 from ..core.array import Array
 from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.config import config
 from ..core.devices import devices, process_count
 from ..core.global_array import GlobalArray, note_call_outputs
+from ..core.errors import no_execution_error
 from ..core.interpret import eval_jaxpr_checked, invalid_value_error, invalid_values
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.jaxpr_util import closure_convert
@@ -106,7 +107,7 @@ class _CacheEntry:
     __slots__ = ("closed", "in_tree", "out_tree", "executable", "in_avals", "arg_names",
                  "donated", "aliases", "consumed", "kept", "direct", "trace_key", "lock",
                  "debug_checks", "last_use", "laid_out", "placement", "blocks", "mark",
-                 "context_mesh", "reads", "given", "device", "readers", "origin")
+                 "context_mesh", "reads", "given", "device", "readers", "origin", "key_reuse")
 
     def __init__(self, closed, in_tree, out_tree, in_avals, arg_names, donated):
         self.closed = closed
@@ -126,6 +127,7 @@ class _CacheEntry:
         # (nans, infs) to look for in its outputs (jax_debug_nans/infs, part of the key)
         nans, infs = config.read("jax_debug_nans"), config.read("jax_debug_infs")
         self.debug_checks = (nans, infs) if nans or infs else None
+        self.key_reuse = None  # jax_debug_key_reuse (part of the key): core/key_reuse.py
         self.lock = threading.Lock()  # one thread compiles it; the others wait for that
         self.last_use = 0  # `_clock` at its last call: the least recently used is evicted
         # sharded jit (runtime/sharded.py): per argument leaf, the NamedSharding it is laid
@@ -486,6 +488,8 @@ class Jitted:
             it = iter(dyn_args)
             args = [static_pos[i] if i in static_pos else next(it) for i in range(nargs)]
             out = self.fun(*args, **dyn_kwargs, **static_kwargs)
+            if key_reuse.enabled():  # (what the body did to the key objects it was given)
+                flat_fun.key_reuse = key_reuse.signature((dyn_args, dyn_kwargs), out)
             out_leaves, out_tree = tree_flatten(out)
             if refs_in_use():
                 check_no_refs(out_leaves, self.fun_name, fun_debug_info(self.fun, [], "jit")
@@ -514,7 +518,7 @@ class Jitted:
                     f"static_argnames=({where.split('[')[0]!r},)).") from None
         return tuple(avals)
 
-    def _trace(self, args: tuple, kwargs: dict):
+    def _trace(self, args: tuple, kwargs: dict, shape_only: bool = False):
         if not kwargs and not self.static_argnums and all(type(a) in _LEAF_TYPES for a in args):
             # the common case, kept cheap: positional array/scalar arguments only
             static, static_kw, dyn_args, dyn_kwargs = (), (), args, kwargs
@@ -544,6 +548,10 @@ class Jitted:
         key = (in_tree, avals, static, static_kw, config.trace_key(), laid_out, _MESHES.key)
         entry = self._traces.entries.get(key)
         if entry is None:
+            if config.read("jax_no_tracing") and not shape_only:  # (JAX's eval_shape may)
+                raise RuntimeError(f"re-tracing function {self.fun_name} at "
+                                   f"{fun_debug_info(self.fun, (), 'jit').fun_source} for "
+                                   "`jit`, but 'no_tracing' is set")
             arg_names = self._arg_names(args, dyn_kwargs)
             avals = self._avals(leaves, arg_names)
             if config.read("jax_explain_cache_misses"):
@@ -645,8 +653,10 @@ class Jitted:
         # (stage_scope: a Ref it closes over reroutes the call, jit_refs.py)
         with stage_scope(self), log_elapsed_time(JAXPR_TRACE_EVENT, self.fun_name):
             closed = trace_to_jaxpr(typed_fun, avals, debug)
-        return _CacheEntry(closed, in_tree, flat_fun.out_tree, avals, arg_names,
-                           self._donated_leaves(in_tree, static, nargs))
+        entry = _CacheEntry(closed, in_tree, flat_fun.out_tree, avals, arg_names,
+                            self._donated_leaves(in_tree, static, nargs))
+        entry.key_reuse = getattr(flat_fun, "key_reuse", None)
+        return entry
 
     def _donated_leaves(self, in_tree: PyTreeDef, static, nargs: int) -> tuple[bool, ...]:
         """Per argument leaf: is it donated (donate_argnums / donate_argnames)?"""
@@ -771,13 +781,21 @@ class Jitted:
                 if noted:  # (shard_map's results inside: the caller's jit returns them split)
                     note_call_outputs(outs, noted)
                     outs = outs[:len(entry.closed.jaxpr.outvars)]
-                return tree_unflatten(entry.out_tree, outs)
+                return self._with_keys(entry, args, kwargs,
+                                       tree_unflatten(entry.out_tree, outs))
+            if transfer_guard.guarding:  # NumPy/Python arguments are host-to-device transfers
+                transfer_guard.host_leaves(leaves)
+            if entry.key_reuse is not None:  # (a reused key refused before the program runs)
+                key_reuse.check(entry.key_reuse, self._dynamic(args, kwargs))
+            if config.read("jax_no_execution"):  # (checked here: not put on the fast path)
+                raise no_execution_error(f"jit({self.fun_name})")
             if entry.executable is None:
                 self._compile(entry)
             found = self._fast_key(args, kwargs) if fast is not None else None
             # (indexed under the meshes it was traced under: unless the traced function set
-            # another mesh, `jax.set_mesh(m)` as a statement, left in effect after it)
-            if found is not None and _MESHES.key is meshes and \
+            # another mesh, `jax.set_mesh(m)` as a statement, left in effect after it; not
+            # while a transfer guard is on, whose check the fast path would skip)
+            if found is not None and _MESHES.key is meshes and not transfer_guard.guarding and \
                     not any(isinstance(c, Tracer) for c in entry.closed.consts):
                 entry.trace_key = trace_key
                 with _cache_lock:  # (unless evicted meanwhile: then it is only the caller's)
@@ -794,7 +812,22 @@ class Jitted:
             outs = commit_results(outs, leaves, self._reads(entry), entry.context_mesh)
         result = outs[0] if entry.out_tree is _SINGLE_LEAF else \
             tree_unflatten(entry.out_tree, outs)
+        if entry.key_reuse is not None:  # (typed keys are no fast-path arguments)
+            result = self._with_keys(entry, args, kwargs, result)
         return result if self.out_shardings is None else place(result, self.out_shardings)
+
+    def _with_keys(self, entry: _CacheEntry, args: tuple, kwargs: dict, result: Any) -> Any:
+        """jax_debug_key_reuse: the traced body's use of its key arguments applied to the
+        caller's keys (raising if it consumes one consumed before), and to its key results."""
+        if entry.key_reuse is not None:
+            key_reuse.call(entry.key_reuse, self._dynamic(args, kwargs), result)
+        return result
+
+    def _dynamic(self, args: tuple, kwargs: dict) -> tuple:
+        """The traced arguments of a call: (positional ones, keyword ones), static ones left
+        out, as the traced function saw them."""
+        return (tuple(a for i, a in enumerate(args) if i not in self.static_argnums),
+                {k: v for k, v in kwargs.items() if k not in self.static_argnames})
 
     def _check_outputs(self, entry: _CacheEntry, leaves: Sequence, outs: list) -> None:
         """jax_debug_nans/infs: an output with a NaN (infinity) reruns the program op by op,
@@ -842,7 +875,7 @@ class Jitted:
     def eval_shape(self, *args, **kwargs):
         """The results' shapes and dtypes (global ones for arrays spanning processes), each
         with the sharding out_shardings lay it out as, if any (as JAX's structs carry)."""
-        entry, _ = self._trace(args, kwargs)
+        entry, _ = self._trace(args, kwargs, shape_only=True)
         out = tree_unflatten(entry.out_tree,
                              [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
                               for a in entry.closed.out_avals])
@@ -896,6 +929,7 @@ def run_across_processes(run: Callable) -> None:
 
 def call_across_processes(jitted: Jitted, args: tuple, kwargs: dict) -> Any:
     """`jitted(*args, **kwargs)` where an argument spans processes (`spans_processes`)."""
+    thread_guard.check()
     return _ACROSS_PROCESSES[0](jitted, args, kwargs)
 
 

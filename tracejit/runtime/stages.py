@@ -9,6 +9,8 @@ from typing import Any, NamedTuple
 from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.pytree import tree_flatten, tree_unflatten
+from ..core.config import config
+from ..core.errors import no_execution_error
 from ..core.trace import get_aval
 from .executable import Executable
 from ..core.global_array import GlobalArray
@@ -210,6 +212,8 @@ class Compiled(_Stage):
             # (each process runs its block of the partitioned program, as jit's call does:
             # this executable is the whole program, for arrays this process holds whole)
             return call_across_processes(self._jitted, args, kwargs)
+        if config.read("jax_no_execution"):
+            raise no_execution_error(f"jit({self._jitted.fun_name})")
         if any(getattr(x, "_sharding", None) is not None for x in leaves):
             self._check_shardings(leaves)
         outs = execute(entry, self._executable, leaves)

@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..core import dtypes
+from ..core import dtypes, key_reuse
 from ..core.array import Array
 from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.axis_env import AxisFrame
@@ -726,7 +726,10 @@ def map_over_axis(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name:
 
         def call(*flat):
             a, kw = tree_unflatten(in_tree, flat)
-            out_leaves, call.out_tree = tree_flatten(fun(*a, **kw))
+            out = fun(*a, **kw)
+            if key_reuse.enabled():  # (what the body did to its keys: applied to the caller's)
+                call.key_reuse = key_reuse.signature((a, kw), out)
+            out_leaves, call.out_tree = tree_flatten(out)
             return out_leaves
 
         # a named axis is bound while fun runs: collectives over it (lax.psum, ...) act
@@ -748,7 +751,10 @@ def map_over_axis(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name:
             if not -ndim <= ax < ndim:
                 raise ValueError(f"axis {ax} is out of bounds for array of dimension {ndim}")
             result.append(moveaxis(bdim_at_front(_as_value(x), d, size), 0, ax % ndim))
-        return tree_unflatten(call.out_tree, result)
+        result = tree_unflatten(call.out_tree, result)
+        if getattr(call, "key_reuse", None) is not None:
+            key_reuse.call(call.key_reuse, (args, kwargs), result)
+        return result
     return vmapped
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Callable, Sequence
 
+from ..core.config import config
 from ..core.axis_env import AxisFrame
 from ..core.batching import batch_flat
 from ..core.rules import moveaxis, not_mapped
@@ -96,8 +97,10 @@ def _nest(fun: Callable, args: list, uses: list, axes: list, sizes: dict, k: int
 
     in_dims = [0 if u[k] else not_mapped for u in uses]
     spread: list = []
+    # (jax_remove_size_one_mesh_axis_from_type: an axis of size 1 is in no value's vma)
+    typed = vma and not (sizes[name] == 1 and config.jax_remove_size_one_mesh_axis_from_type)
     outs, out_bdims = batch_flat(level, args, in_dims, AxisFrame(name, sizes[name], None,
-                                                                devices=True, vma=vma,
+                                                                devices=True, vma=typed,
                                                                 typed_as=typed_as.get(name)),
                                  spread=spread)
     result, mapped, typed = [], [], []
