@@ -126,6 +126,8 @@ def test_blas_load_that_fails_leaves_no_trace():
         import numpy as np
         import tracejit
         from tracejit.backend.llvm import blas
+        from tracejit.runtime import backend_start
+        backend_start.join()  # (its imports hold the import lock a while: not this test's)
         exec_module, failed = importlib.machinery.ExtensionFileLoader.exec_module, []
 
         def failing(self, module):
