@@ -577,19 +577,22 @@ def test_axis_index_groups_across_processes(tmp_path):
     np.testing.assert_allclose(ours["psum_across"], want, rtol=1e-6)
 
 
-def _three_runs(tmp_path: Path, script: str) -> dict:
-    """Run tests/mpi/`script` (written for JAX) three ways at once — under mpiexec -n 2 (two
-    devices each), in one process of four devices (both through `python -m tracejit`) and in
-    real JAX — and return what each saved: {"mpi.0", "mpi.1", "single.0", "jax.0"} -> arrays."""
+def _three_runs(tmp_path: Path, script: str, devices: int = 2) -> dict:
+    """Run tests/mpi/`script` (written for JAX) three ways at once — under mpiexec -n 2
+    (`devices` each), in one process of twice as many devices (both through `python -m
+    tracejit`) and in real JAX — and return what each saved: {"mpi.0", "mpi.1", "single.0",
+    "jax.0"} -> arrays."""
     python, path = sys.executable, str(HERE / script)
     alias = [python, "-m", "tracejit", path]
     started = {
         "mpi": subprocess.Popen([mpiexec(), "-n", "2", *alias, str(tmp_path / "mpi"), "mpi"],
-                                env=_env(2), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True),
-        "single": subprocess.Popen([*alias, str(tmp_path / "single"), "single"], env=_env(4),
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True),
-        "jax": subprocess.Popen([python, path, str(tmp_path / "jax"), "jax"], env=_env(4),
+                                env=_env(devices), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True),
+        "single": subprocess.Popen([*alias, str(tmp_path / "single"), "single"],
+                                   env=_env(2 * devices), stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True),
+        "jax": subprocess.Popen([python, path, str(tmp_path / "jax"), "jax"],
+                                env=_env(2 * devices),
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)}
     logs = {k: p.communicate(timeout=240)[0] for k, p in started.items()}
     for k, p in started.items():
@@ -730,9 +733,9 @@ def test_routing_over_several_positions_per_process(tmp_path):
 def test_collectives_over_several_axes_across_processes(tmp_path):
     """all_gather, psum_scatter, all_to_all (and axis_index, psum, pmax, pmean, groups) over
     two mesh axes at once, one of them spanning the processes (tests/mpi/several_axes.py,
-    written for JAX; 2x2 meshes with the process axis first and second, and 4x1, the axes
-    named in both orders): under mpiexec -n 2 the values and gradients of one process of four
-    devices, which are real JAX's — bit for bit, on small integers whose sums are exact."""
+    written for JAX; 2x2 meshes with the process axis first and second, 4x1 and 1x4, the
+    axes named in both orders): under mpiexec -n 2 the values and gradients of one process of
+    four devices, which are real JAX's — bit for bit, on small integers whose sums are exact."""
     runs = _three_runs(tmp_path, "several_axes.py")
     moved = [{k: int(run.pop(k)) for k in list(run) if k.startswith("moved/")}
              for run in (runs["mpi.0"], runs["mpi.1"])]
@@ -743,6 +746,21 @@ def test_collectives_over_several_axes_across_processes(tmp_path):
         for name in ("ps", "ps_yx"):
             assert moved[0][f"moved/{mesh}/{name}"] == moved[0][f"moved/{mesh}/ps_alone"] > 0
     assert len(runs["jax.0"]) > 300
+    for (a, b) in (("mpi.1", "mpi.0"), ("mpi.0", "single.0"), ("single.0", "jax.0")):
+        assert sorted(runs[a]) == sorted(runs[b]), (a, b)
+        for k in runs[b]:
+            ours, oracle = runs[a][k], runs[b][k]
+            assert ours.shape == oracle.shape and ours.dtype == oracle.dtype, (a, b, k)
+            np.testing.assert_array_equal(ours, oracle, err_msg=f"{a} {b} {k}")
+
+
+def test_local_axis_before_the_lanes_of_a_process_axis(tmp_path):
+    """A 2x4 mesh whose first axis lies within the processes and whose second spans them, each
+    process holding two of its positions (tests/mpi/lanes_after_local.py, four devices a
+    process): a block times a constant, collectives over one axis and both, and a gradient,
+    under mpiexec -n 2 as in one process of eight devices and in real JAX, bit for bit."""
+    runs = _three_runs(tmp_path, "lanes_after_local.py", devices=4)
+    assert len(runs["jax.0"]) == 29
     for (a, b) in (("mpi.1", "mpi.0"), ("mpi.0", "single.0"), ("single.0", "jax.0")):
         assert sorted(runs[a]) == sorted(runs[b]), (a, b)
         for k in runs[b]:

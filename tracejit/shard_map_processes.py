@@ -206,10 +206,15 @@ def across_processes(f: Callable, m: Mesh, processes: dict, leaves: list, in_tre
     if m is not given_mesh:
         processes = _grouped_axes(m)
     sizes = dict(m.shape_tuple)
-    # the axes batched here: those within this process, and the lanes of process axes where
-    # this process holds several positions
-    local_axes = [a if a not in processes else processes[a].lanes_name for a in m.axis_names
-                  if a not in processes or processes[a].lanes > 1]
+    # the axes batched here: the lanes of process axes where this process holds several
+    # positions, then those within this process. The lanes' batch traces are the outer ones: a
+    # collective over a process axis and a local one (or check_vma's implicit pvary over both)
+    # runs the local axis's rule first, which binds the process axis's part, over its lanes,
+    # from inside that rule, so to a trace below it (one above would take the rule's operands
+    # as unbatched, and its tracers would leak out of the rule)
+    local_axes = [processes[a].lanes_name for a in m.axis_names
+                  if a in processes and processes[a].lanes > 1] + \
+        [a for a in m.axis_names if a not in processes]
     local_sizes = {a: sizes[a] for a in m.axis_names if a not in processes}
     local_sizes.update({p.lanes_name: p.lanes for p in processes.values() if p.lanes > 1})
     relabel = relabel and m is not given_mesh

@@ -1,6 +1,6 @@
 """What the scripts beside this one share, run by tests/test_mpi.py as `X.py OUT MODE`: the
 start (mode `mpi`: under `mpiexec -n 2`, MPI initialised, two devices a process; else one
-process of four devices), the results saved as arrays (gathered whole where they span the
+process of four devices; twice as many for a script that asks), the results saved as arrays (gathered whole where they span the
 processes) to OUT.<rank>.npz, and the bytes a call receives through MPI. It works with the
 `jax` its script imports: tracejit itself, tracejit under `python -m tracejit`, or real JAX
 (mode `jax`)."""
@@ -13,17 +13,18 @@ import numpy as np
 
 class Run:
     """One run of a script: its `mode` ('mpi', 'single' or 'jax'; from the command line unless
-    the script has one only) and the `results` it saves."""
+    the script has one only) and the `results` it saves; `devices` a process under MPI (one
+    process has both's)."""
 
-    def __init__(self, jax, mode: str | None = None):
+    def __init__(self, jax, mode: str | None = None, devices: int = 2):
         self.jax, self.out_path = jax, sys.argv[1]
         self.mode = mode or sys.argv[2]
         self.results = {}
         if self.mode == "mpi":
             jax.distributed.initialize()
-            assert jax.process_count() == 2 and jax.local_device_count() == 2
+            assert jax.process_count() == 2 and jax.local_device_count() == devices
         else:
-            jax.config.update("jax_num_cpu_devices", 4)
+            jax.config.update("jax_num_cpu_devices", 2 * devices)
 
     def whole(self, x) -> np.ndarray:
         """The global value of a result (gathered from the processes when it spans them)."""

@@ -2,12 +2,14 @@
 over the product in the order named) where some of the axes span the processes (tracejit under
 `mpiexec -n 2`, two devices per process), run three ways by tests/test_mpi.py: `mpi`, `single`
 (tracejit, one process of four devices) and `jax` (real JAX, four devices). Meshes: 2x2 with
-the process axis first, 2x2 with it second, and 4x1 (each process holding two positions of
-the axis spanning them); the axes named in the mesh's order and reversed. all_gather, psum_scatter,
-all_to_all, axis_index, psum, pmax, pmean, all_gather(to='invarying') and axis_index_groups,
-under jit and vmap, and gradients of a linear loss inside shard_map and outside — on small
-integers (floats and ints), so every run's sums are exact and compared bit for bit. Written for
-JAX: `python -m tracejit` runs it.
+the process axis first, 2x2 with it second, 4x1 (each process holding two positions of the
+axis spanning them) and 1x4 (the same, after an axis of size 1 within the processes, which
+the block's split names too); the axes named in the mesh's order and reversed. all_gather,
+psum_scatter, all_to_all, axis_index, psum, pmax, pmean, all_gather(to='invarying') and
+axis_index_groups, under jit and vmap, and gradients of a linear loss inside shard_map and
+outside — on small integers (floats and ints), so every run's sums are exact and compared bit
+for bit; on the 1x4 mesh also programs over the process axis alone, and a block times a
+constant. Written for JAX: `python -m tracejit` runs it.
 
 usage: python [-m tracejit] several_axes.py OUT {mpi,single,jax}   (writes OUT.<rank>.npz)
 """
@@ -30,9 +32,8 @@ devices = np.array(jax.devices())  # 0, 1 on process 0; 2, 3 on process 1: 'data
 # takes a dimension split over several axes)
 MESHES = {"grid": (Mesh(devices.reshape(2, 2), ("data", "model")), ("data", "model")),
           "flipped": (Mesh(devices.reshape(2, 2).T, ("data", "model")), ("model", "data")),
-          "column": (Mesh(devices.reshape(4, 1), ("data", "model")), ("data", "model"))}
-# (not the 1x4 mesh split P(('model', 'data')): a block times a constant there leaks a tracer
-# out of shard_map over the processes, over one axis as over two — a bug of its own)
+          "column": (Mesh(devices.reshape(4, 1), ("data", "model")), ("data", "model")),
+          "row": (Mesh(devices.reshape(1, 4), ("data", "model")), ("model", "data"))}
 GROUPS = [[3, 0], [1, 2]]
 rng = np.random.default_rng(0)
 ints = rng.integers(-9, 10, (16, 6)).astype(np.int32)  # each position: a (4, 6) block
@@ -114,6 +115,18 @@ for mesh_name, (mesh, split) in MESHES.items():
         save(f"{tag}/grad_inside", jax.jit(jax.shard_map(
             jax.grad(lambda v, axes=axes: weighted(linear(axes)(v))), mesh=mesh,
             in_specs=spec, out_specs=spec))(floats))
+
+# the 1x4 mesh over its process axis alone, and with no collective (check_vma's implicit pvary
+# of the constant over both axes the block varies over), under jit and eagerly
+row, row_split = MESHES["row"]
+for name, f in {"twice": lambda v: 2 * v,
+                "ps_tiled": lambda v: lax.psum_scatter(
+                    jnp.concatenate([v, 2 * v, 3 * v, 4 * v], 0), "model", tiled=True),
+                "a2a": lambda v: lax.all_to_all(v, "model", 0, 1, tiled=True),
+                "psum_twice": lambda v: lax.psum(2 * v, "model")[None]}.items():
+    g = jax.shard_map(f, mesh=row, in_specs=P(row_split), out_specs=P(row_split))
+    save(f"row_alone/{name}", jax.jit(g)(floats))
+    save(f"row_alone/{name}_eager", g(floats))
 
 if run.mode == "mpi":  # the bytes a call receives through MPI: the gather over both axes
     # moves what one over the process axis alone moves (the blocks, not their local copies),
