@@ -98,13 +98,30 @@ def key(ir_text: str, *extra: str) -> str:
     return digest.hexdigest()
 
 
-def compile_ir(ir_text: str) -> tuple[str, jit_engine.Code]:
+def compile_ir(ir_text: str, tiered: bool = False) -> tuple[str, jit_engine.Code, bool]:
     """Parse, verify and optimise at O3, and generate machine code, loading it from the cache
     when that holds a valid entry for `ir_text`. Returns the optimised module's text as O3 left
     it (the same whether compiled or loaded; code generation rewrites the module the engine
-    holds) and the code. The text is parsed only if someone asks to read it (as_text): parsing
-    and verifying it again took ~1 ms of every first call."""
-    return _compile(ir_text, cache_dir(), key(ir_text), jit_engine.optimize, stats)
+    holds), the code, and whether the code is final. The text is parsed only if someone asks
+    to read it (as_text): parsing and verifying it again took ~1 ms of every first call.
+    `tiered`: a module the cache does not hold, whose optimised IR O0's code generation computes
+    to the same bits (jit_engine.fast_codegen_exact), is generated at O0 (not final, not
+    stored: `finish` makes and stores its final code)."""
+    return _compile(ir_text, cache_dir(), key(ir_text), jit_engine.optimize, stats,
+                    tiered=tiered)
+
+
+def finish(ir_text: str, optimised_ir: str) -> jit_engine.Code:
+    """The final code of a module that compile_ir(tiered=True) generated at O0: O3's code
+    generation of its optimised IR (not optimised again), stored in the cache under
+    `ir_text`'s key, as compile_ir would have stored it. The cache holds final code only."""
+    folder = cache_dir()
+    secret = _secret(folder) if folder is not None else None
+    code, obj = jit_engine.load(jit_engine.parse(optimised_ir), ir_text=optimised_ir)
+    if secret is not None and obj is not None:
+        name = key(ir_text)
+        _store(folder / f"{name}.o", name, secret, optimised_ir.encode(), obj, stats)
+    return code
 
 
 def compile_library(ir_text: str, speed_level: int) -> jit_engine.Code:
@@ -118,10 +135,11 @@ def compile_library(ir_text: str, speed_level: int) -> jit_engine.Code:
 
 
 def _compile(ir_text: str, folder: pathlib.Path | None, name: str, optimise,
-             counts: collections.Counter, library: bool = False) -> tuple[str, jit_engine.Code]:
-    """(optimised IR, code) of `ir_text`: loaded from `folder`'s entry `name` when it holds a
-    valid one, else parsed, optimised by `optimise(module, lines of ir_text)` and compiled,
-    and stored there."""
+             counts: collections.Counter, library: bool = False,
+             tiered: bool = False) -> tuple[str, jit_engine.Code, bool]:
+    """(optimised IR, code, final) of `ir_text`: loaded from `folder`'s entry `name` when it
+    holds a valid one, else parsed, optimised by `optimise(module, lines of ir_text)` and
+    compiled, and stored there (with `tiered`, see compile_ir)."""
     secret = _secret(folder, library) if folder is not None else None
     path = folder / f"{name}.o" if secret is not None else None
     entry = _load(path, name, secret, counts) if path is not None else None
@@ -134,15 +152,16 @@ def _compile(ir_text: str, folder: pathlib.Path | None, name: str, optimise,
                                       library=library)
             counts["hits"] += 1
             _touch(path)
-            return optimised_ir, code
+            return optimised_ir, code, True
     module = optimise(jit_engine.parse(ir_text), ir_text.count("\n"))
     optimised_ir = str(module)
-    code, obj = jit_engine.load(module, ir_text=optimised_ir, library=library)
+    fast = tiered and jit_engine.fast_codegen_exact(optimised_ir)
+    code, obj = jit_engine.load(module, ir_text=optimised_ir, library=library, fast=fast)
     if path is not None:
         counts["misses"] += 1
-        if obj is not None:
+        if obj is not None and not fast:
             _store(path, name, secret, optimised_ir.encode(), obj, counts)
-    return optimised_ir, code
+    return optimised_ir, code, not fast
 
 
 _LOCAL = (llvm.Linkage.internal, llvm.Linkage.private)
