@@ -70,6 +70,16 @@ def _finish(program: _Program) -> None:
         program.code, program.entry, program.final = code, entry, True
 
 
+def _orphan(program: _Program):
+    """What the thread does for a program dropped before its turn: with the disk cache on, store
+    the final code of its modules still at O0 (as an untiered compile would have); else nothing.
+    Holds their texts only, so the program and its code go when dropped."""
+    if disk_cache.cache_dir() is None:
+        return None
+    texts = [(m.ir_text, m._optimised_ir) for m in (program, *program.kernels) if not m.final]
+    return lambda: [disk_cache.finish(*t) for t in texts]
+
+
 # IR text -> the program compiled from it, while some executable still holds it
 _compiled: weakref.WeakValueDictionary[str, _Program] = weakref.WeakValueDictionary()
 
@@ -103,7 +113,7 @@ def _compile_cached(ir_text: str, name: str, kernels: dict[str, str],
                 hit = _compiled[ir_text] = _Program(optimised_ir, code, entry, libraries,
                                                     named, final)
                 if not (final and all(lib.final for lib in libraries)):
-                    tiering.submit(hit, _finish, keep=disk_cache.cache_dir() is not None)
+                    tiering.submit(hit, _finish, _orphan(hit))
             return hit
     # LLVM holds the thread it runs on for seconds on a large program: not the main one
     return run_interruptibly(work)

@@ -5,8 +5,8 @@ module's one thread, and runs it from the call after it is in place. The same bi
 The on-disk cache stores final code only (disk_cache.finish), so the exit finishes what is
 pending when that cache is on.
 
-With that cache off, the thread holds a program only while it works on it (a program dropped
-before its turn is skipped); with it on, from the submission (its entry is stored even so).
+The thread holds a program only while it works on it: one dropped before its turn is freed with
+its code at once, and only its final code's disk entry is made then (with that cache on).
 One program at a time: a fork waits for the one in hand (a child must not inherit LLVM inside
 a compile or a held lock; the child starts a thread of its own for what is left), and so does
 the interpreter's exit, after which nothing more is begun (nothing may be inside LLVM while
@@ -21,7 +21,7 @@ import threading
 import warnings
 import weakref
 
-_pending: collections.deque = collections.deque()  # (weak reference, finish), oldest first
+_pending: collections.deque = collections.deque()  # (weak ref, finish, orphan), oldest first
 _ready = threading.Condition()  # guards _pending, _outstanding, _closed, _thread
 _busy = threading.Lock()  # held while a program's final code is made
 _outstanding = 0  # submitted and not yet finished or skipped
@@ -29,16 +29,15 @@ _thread: threading.Thread | None = None
 _closed = False
 
 
-def submit(program, finish, keep: bool) -> None:
-    """Have `finish(program)` run on the thread; unless `keep` (the on-disk cache is on, and
-    its entry is made then), not if `program` is gone by its turn."""
+def submit(program, finish, orphan=None) -> None:
+    """Have `finish(program)` run on the thread; if `program` is gone by its turn, `orphan()`
+    instead where given (it stores the final code on disk: it must not hold the program)."""
     global _outstanding
     with _ready:
-        if _closed:
+        if _closed or not _start():
             return
-        _pending.append(((lambda: program) if keep else weakref.ref(program), finish))
+        _pending.append((weakref.ref(program), finish, orphan))
         _outstanding += 1
-        _start()
         _ready.notify_all()
 
 
@@ -56,11 +55,17 @@ def settle() -> None:
         pass
 
 
-def _start() -> None:
+def _start() -> bool:
+    """Whether the thread runs (started now if not; a process out of threads keeps O0 code)."""
     global _thread
     if _thread is None:
-        _thread = threading.Thread(target=_run, name="tracejit-tiering", daemon=True)
-        _thread.start()
+        thread = threading.Thread(target=_run, name="tracejit-tiering", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:
+            return False
+        _thread = thread
+    return True
 
 
 def _run() -> None:
@@ -74,19 +79,23 @@ def _run() -> None:
             with _busy:
                 _finish(*item)
         finally:
-            del item  # (a kept program is let go of here, not at the next one's turn)
+            del item
             with _ready:
                 _outstanding = max(_outstanding - 1, 0)
                 _ready.notify_all()
 
 
-def _finish(ref, finish) -> None:
-    program = None if _closed else ref()
-    if program is not None:
-        try:
+def _finish(ref, finish, orphan) -> None:
+    if _closed:
+        return
+    program = ref()
+    try:
+        if program is not None:
             finish(program)
-        except Exception as err:  # noqa: BLE001  (its O0 code stays: the same bits)
-            _warn_once(err)
+        elif orphan is not None:
+            orphan()
+    except Exception as err:  # noqa: BLE001  (its O0 code stays: the same bits)
+        _warn_once(err)
 
 
 @contextlib.contextmanager
