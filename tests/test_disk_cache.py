@@ -15,7 +15,7 @@ import pytest
 import tracejit
 import tracejit.numpy as tnp
 from tracejit.backend.llvm import jit_engine
-from tracejit.runtime import disk_cache
+from tracejit.runtime import disk_cache, tiering
 
 # Runs a program with a reduction, a transcendental, a float16 conversion (which links to the
 # support routines) and a matmul large enough for BLAS (called by a bound symbol name, so the
@@ -25,7 +25,7 @@ _SCRIPT = """
 import hashlib, json
 import numpy as np
 import tracejit, tracejit.numpy as tnp
-from tracejit.runtime import disk_cache
+from tracejit.runtime import disk_cache, tiering
 
 def f(x, y):
     z = tnp.sin(x) * 2.5 + tnp.exp(y).astype(np.float16).astype(np.float32)
@@ -37,6 +37,7 @@ x, y = rng.standard_normal((2, 37, 11, 64)).astype(np.float32)
 native = [np.asarray(v) for v in tracejit.jit(f, backend="native")(x, y)]
 ref = [np.asarray(v) for v in tracejit.jit(f, backend="interpret")(x, y)]
 llvm_ir = tracejit.jit(f).lower(x, y).compile().as_text(dialect="llvm")
+tiering.wait()  # (a first tier's final code is stored when made: runtime/tiering.py)
 print(json.dumps({"stats": dict(disk_cache.stats), "library": dict(disk_cache.library_stats),
                   "native": [v.tolist() for v in native], "ref": [v.tolist() for v in ref],
                   "llvm_ir": hashlib.sha256(llvm_ir.encode()).hexdigest()}))
@@ -125,6 +126,7 @@ def test_option_switches_writing(tmp_path, enabled):
     out = tracejit.jit(lambda x: tnp.cos(x) * c, backend="native")(x)
     ref = tracejit.jit(lambda x: tnp.cos(x) * c, backend="interpret")(x)
     np.testing.assert_allclose(np.asarray(out), np.asarray(ref), rtol=2e-6)
+    tiering.wait()  # (the entry holds final code: stored once its second tier is made)
     assert len(_entries(tmp_path)) == (1 if enabled else 0)
 
 

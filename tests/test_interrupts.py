@@ -169,9 +169,9 @@ def test_ctrl_c_stops_a_long_compile(monkeypatch):
     started = threading.Event()
     real = disk_cache.compile_ir
 
-    def compile_ir(ir_text):
+    def compile_ir(ir_text, tiered=False):
         started.set()
-        return real(ir_text)
+        return real(ir_text, tiered)
     monkeypatch.setattr(disk_cache, "compile_ir", compile_ir)
     x = np.arange(8, dtype=np.float32)
     f = tracejit.jit(_slow_to_compile)

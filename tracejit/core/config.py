@@ -34,6 +34,10 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     # the runtime's own code (thread pool, math's slow paths) cached in that folder's `library`
     # subfolder, compiled once per machine; on even when tracejit_persistent_cache is off
     "tracejit_library_cache": (True, False),
+    # a program's first calls run code from LLVM's fast (O0) code generation where that
+    # computes the same bits as O3's, while O3's is generated on a thread of its own
+    # (runtime/tiering.py); off: O3's code from the first call ($TRACEJIT_TIERED_COMPILE=0)
+    "tracejit_tiered_compile": (True, False),
     # bounds: the on-disk cache's total size (least recently used entries go first), and how
     # many signatures each jitted function keeps traced and compiled (least recently called
     # go first; a call after that traces and compiles again)

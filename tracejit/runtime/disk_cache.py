@@ -108,21 +108,26 @@ def key(ir_text: str, *extra: str) -> str:
     return digest.hexdigest()
 
 
-def compile_ir(ir_text: str) -> tuple[str, jit_engine.Code]:
+def compile_ir(ir_text: str, tiered: bool = False) -> tuple[str, jit_engine.Code, bool]:
     """Parse, verify and optimise at O3, and generate machine code, loading it from the cache
     when that holds a valid entry for `ir_text`. Returns the optimised module's text as O3 left
     it (the same whether compiled or loaded; code generation rewrites the module the engine
-    holds) and the code. The text is parsed only if someone asks to read it (as_text): parsing
-    and verifying it again took ~1 ms of every first call."""
+    holds), the code, and whether the code is final. The text is parsed only if someone asks
+    to read it (as_text): parsing and verifying it again took ~1 ms of every first call.
+    `tiered`: a module the cache does not hold, whose optimised IR O0's code generation computes
+    to the same bits (jit_engine.fast_codegen_exact), is generated at O0 (not final, not
+    stored: `finish` makes and stores its final code)."""
     folder = cache_dir()
     _first_use(folder)
     if folder is None:
-        return _compile(lambda: ir_text, folder, key(ir_text), jit_engine.optimize, stats)
+        return _compile(lambda: ir_text, folder, key(ir_text), jit_engine.optimize, stats,
+                        tiered=tiered)
     # JAX's persistent-cache events: a request per program, then a hit (with the time it took
     # to load) or a miss (fired as the new entry is written, as JAX does)
     monitoring.record_event(monitoring.CACHE_REQUEST_EVENT)
     hits, misses, start = stats["hits"], stats["misses"], time.monotonic()
-    out = _compile(lambda: ir_text, folder, key(ir_text), jit_engine.optimize, stats)
+    out = _compile(lambda: ir_text, folder, key(ir_text), jit_engine.optimize, stats,
+                   tiered=tiered)
     if stats["hits"] > hits:
         monitoring.record_event(monitoring.CACHE_HIT_EVENT)
         monitoring.record_event_duration_secs(monitoring.CACHE_RETRIEVAL_EVENT,
@@ -130,6 +135,19 @@ def compile_ir(ir_text: str) -> tuple[str, jit_engine.Code]:
     elif stats["misses"] > misses:
         monitoring.record_event(monitoring.CACHE_MISS_EVENT)
     return out
+
+
+def finish(ir_text: str, optimised_ir: str) -> jit_engine.Code:
+    """The final code of a module that compile_ir(tiered=True) generated at O0: O3's code
+    generation of its optimised IR (not optimised again), stored in the cache under
+    `ir_text`'s key, as compile_ir would have stored it. The cache holds final code only."""
+    folder = cache_dir()
+    secret = _secret(folder) if folder is not None else None
+    code, obj = jit_engine.load(jit_engine.parse(optimised_ir), ir_text=optimised_ir)
+    if secret is not None and obj is not None:
+        name = key(ir_text)
+        _store(folder / f"{name}.o", name, secret, optimised_ir.encode(), obj, stats)
+    return code
 
 
 _used: list[bool] = []  # (once per process: whether the cache is in use, as JAX reports it)
@@ -181,10 +199,12 @@ def source_digest(root: pathlib.Path = _PACKAGE) -> str:
 
 
 def _compile(ir_text: Callable[[], str], folder: pathlib.Path | None, name: str, optimise,
-             counts: collections.Counter, library: bool = False) -> tuple[str, jit_engine.Code]:
-    """(optimised IR, code) of the module `ir_text()`: loaded from `folder`'s entry `name` when
-    it holds a valid one (`ir_text` is not called), else parsed, optimised by
-    `optimise(module, lines of its IR)` and compiled, and stored there."""
+             counts: collections.Counter, library: bool = False,
+             tiered: bool = False) -> tuple[str, jit_engine.Code, bool]:
+    """(optimised IR, code, final) of the module `ir_text()`: loaded from `folder`'s entry
+    `name` when it holds a valid one (`ir_text` is not called), else parsed, optimised by
+    `optimise(module, lines of its IR)` and compiled, and stored there (with `tiered`, see
+    compile_ir)."""
     secret = _secret(folder, library) if folder is not None else None
     path = folder / f"{name}.o" if secret is not None else None
     entry = _load(path, name, secret, counts) if path is not None else None
@@ -198,16 +218,17 @@ def _compile(ir_text: Callable[[], str], folder: pathlib.Path | None, name: str,
                                       library=library)
             counts["hits"] += 1
             _touch(path)
-            return optimised_ir, code
+            return optimised_ir, code, True
     text = ir_text()
     module = optimise(jit_engine.parse(text), text.count("\n"))
     optimised_ir = str(module)
-    code, obj = jit_engine.load(module, ir_text=optimised_ir, library=library)
+    fast = tiered and jit_engine.fast_codegen_exact(optimised_ir)
+    code, obj = jit_engine.load(module, ir_text=optimised_ir, library=library, fast=fast)
     if path is not None:
         counts["misses"] += 1
-        if obj is not None:
+        if obj is not None and not fast:
             _store(path, name, secret, optimised_ir.encode(), obj, counts)
-    return optimised_ir, code
+    return optimised_ir, code, not fast
 
 
 _LOCAL = (llvm.Linkage.internal, llvm.Linkage.private)

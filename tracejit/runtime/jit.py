@@ -39,7 +39,7 @@ from ..core.trace import (Tracer, current_dynamic_trace, fun_debug_info, get_ava
                           typeof, user_source_info)
 from ..compiler.split_results import noted_results, split_results
 from ..lax.call import pjit_p
-from . import backend_start, explain
+from . import backend_start, explain, tiering
 from .devices import place, to_array
 from .executable import Executable, compile_jaxpr
 from .jit_refs import call_with_refs
@@ -221,6 +221,8 @@ def _traces_for(fun: Callable, options: tuple) -> _Traces:
 def clear_caches() -> None:
     """Drop every jitted function's traces and executables (`jax.clear_caches()`). Machine code
     stays in the LLVM engine and its in-process and on-disk caches, to be found again."""
+    if config.tracejit_persistent_cache:  # (first tiers' final code, stored: found again)
+        tiering.wait()
     with _cache_lock:
         all_traces = [t for by_options in _traces_by_fun.values() for t in by_options.values()]
     for traces in all_traces:
@@ -235,6 +237,7 @@ def clear_caches() -> None:
     codegen = sys.modules.get("tracejit.backend.llvm.codegen")
     if codegen is not None:
         codegen.forget_emitted_kernels()
+    tiering.settle()  # (a program the thread was finishing is let go of)
 
 
 # --- donation -------------------------------------------------------------------------------

@@ -38,12 +38,28 @@ class Optimised:
 
 
 class Library(Optimised):
-    """The machine code of kernels compiled together, with their optimised module (as_text)."""
-    __slots__ = ("code", "symbols", "__weakref__")
+    """The machine code of kernels compiled together, with their optimised module (as_text).
+    Code generated at O0 (disk_cache.compile_ir's `tiered`) is `final` once `finish` has put
+    O3's code in its place; the O0 code stays `retired` here while the library lives: a
+    program linked to it may be running it."""
+    __slots__ = ("code", "symbols", "ir_text", "final", "retired", "__weakref__")
 
-    def __init__(self, optimised_ir: str, code: jit_engine.Code, symbols: list[str]):
+    def __init__(self, optimised_ir: str, code: jit_engine.Code, symbols: list[str],
+                 ir_text: str, final: bool):
         super().__init__(optimised_ir)
-        self.code, self.symbols = code, symbols
+        self.code, self.symbols, self.ir_text, self.final = code, symbols, ir_text, final
+        self.retired: list[jit_engine.Code] = []
+
+    def finish(self, lock) -> None:
+        """Generate the final code (outside `lock`: the caller's compile lock), then bind the
+        symbols to it under `lock`: programs compiled from then on link to it."""
+        if self.final:
+            return
+        code = disk_cache.finish(self.ir_text, self._optimised_ir)
+        with lock:
+            jit_engine.bind(code, self.symbols)
+            self.retired.append(self.code)
+            self.code, self.final = code, True
 
 
 # symbol -> the live library defining it (and bound to its name)
@@ -68,11 +84,13 @@ def _used(lib: Library) -> None:
             _recent.popitem(last=False)
 
 
-def link(kernels: dict[str, str]) -> list[Library]:
+def link(kernels: dict[str, str], tiered: bool = False) -> list[Library]:
     """The libraries defining `kernels` (symbol -> module IR, as codegen.Program has them),
-    compiling those no live library defines; every symbol is bound when this returns. The
-    caller holds them as long as its code may call them, and serialises calls (native.py's
-    compile lock): a name is rebound only when no live code calls its earlier binding."""
+    compiling those no live library defines (`tiered`: see disk_cache.compile_ir); every
+    symbol is bound when this returns. The caller holds them as long as its code may call them,
+    and serialises calls (native.py's compile lock): a name is rebound only when no live code
+    may link to its earlier binding (code already linked keeps its addresses: Library.finish
+    rebinds a live library's names, its O0 code kept while the library lives)."""
     found: dict[int, Library] = {}
     missing = []
     for symbol in kernels:
@@ -84,11 +102,11 @@ def link(kernels: dict[str, str]) -> list[Library]:
             stats["reused"] += 1
     if missing:
         hits = disk_cache.stats["hits"]
-        optimised_ir, code = disk_cache.compile_ir(
-            jit_engine.link_text([kernels[s] for s in sorted(missing)]))
+        ir_text = jit_engine.link_text([kernels[s] for s in sorted(missing)])
+        optimised_ir, code, final = disk_cache.compile_ir(ir_text, tiered)
         stats["loaded" if disk_cache.stats["hits"] > hits else "compiled"] += len(missing)
         jit_engine.bind(code, missing)
-        lib = Library(optimised_ir, code, missing)
+        lib = Library(optimised_ir, code, missing, ir_text, final)
         for symbol in missing:
             _live[symbol] = lib
         found[id(lib)] = lib

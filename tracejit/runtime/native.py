@@ -19,12 +19,13 @@ from ..compiler.fusion import element_op, fused_p, is_reduction
 from ..compiler.passes import optimize
 from ..compiler.rows import row_map_p
 from ..core.array import Array
+from ..core.config import config
 from ..core.errors import check_fits
 from ..core.jaxpr import ClosedJaxpr
 from ..core.monitoring import (BACKEND_COMPILE_EVENT, CODEGEN_EVENT, JAXPR_TO_MLIR_MODULE_EVENT,
                                OPTIMIZE_EVENT, log_elapsed_time)
 from ..lax.callback import callback_error
-from . import disk_cache, kernel_cache
+from . import disk_cache, kernel_cache, tiering
 from .buffers import MIN_BYTES, address_of, pool, sole_owner
 from .executable import Executable
 from .interrupts import NativeSigint, deliver_interrupt, run_interruptibly
@@ -43,22 +44,61 @@ _from_buffer = ctypes.c_char.from_buffer
 class _Program(kernel_cache.Optimised):
     """A compiled program: its optimised IR (`module`, for as_text), its machine code, the
     entry point, and the libraries of the outlined kernels it calls (kernel_cache.py).
-    Executables hold it; when the last one goes, so does the machine code."""
-    __slots__ = ("code", "entry", "kernels", "__weakref__")
+    Executables hold it; when the last one goes, so does the machine code. Code from O0's
+    code generation (tiered compiles) is replaced by O3's (`_finish`, on tiering's thread);
+    the O0 code stays `retired` here while the program lives: a call may be running it."""
+    __slots__ = ("code", "entry", "kernels", "ir_text", "symbol", "final", "retired",
+                 "__weakref__")
 
-    def __init__(self, optimised_ir: str, code: jit_engine.Code, entry, kernels: list):
+    def __init__(self, optimised_ir: str, code: jit_engine.Code, symbol: str, kernels: list,
+                 ir_text: str, final: bool):
         super().__init__(optimised_ir)
-        self.code, self.entry, self.kernels = code, entry, kernels
+        self.code, self.entry, self.kernels = code, _ENTRY(code.address(symbol)), kernels
+        self.ir_text, self.symbol, self.final = ir_text, symbol, final
+        self.retired: list[jit_engine.Code] = []
+
+
+def _finish(program: _Program) -> None:
+    """O3's code for a program compiled tiered, and for the kernels it calls: each kernel
+    library's bound first (Library.finish), so the program's final code links to theirs. Code
+    generation runs outside the compile lock (the caller's next compile waits for LLVM's own
+    lock only, one module's code generation at most)."""
+    for lib in program.kernels:
+        lib.finish(_compile_lock)
+    if not program.final:
+        code = disk_cache.finish(program.ir_text, program._optimised_ir)
+        entry = _ENTRY(code.address(program.symbol))
+        program.retired.append(program.code)
+        program.code, program.entry, program.final = code, entry, True
+
+
+def _orphan(program: _Program):
+    """What the thread does for a program dropped before its turn: with the disk cache on, store
+    the final code of its modules still at O0 (as an untiered compile would have); else nothing.
+    Holds their texts only, so the program and its code go when dropped."""
+    if disk_cache.cache_dir() is None:
+        return None
+    texts = [(m.ir_text, m._optimised_ir) for m in (program, *program.kernels) if not m.final]
+    return lambda: [disk_cache.finish(*t) for t in texts]
 
 
 # IR text -> the program compiled from it, while some executable still holds it
 _compiled: weakref.WeakValueDictionary[str, _Program] = weakref.WeakValueDictionary()
 
 
-def _compile_cached(ir_text: str, name: str, kernels: dict[str, str]) -> _Program:
+# A program whose arguments and results take more bytes than this, or with a loop that may run
+# long (one polling for Ctrl-C), gets O3's code at once: O0's code ran 1-3x as long, against
+# 5-15 ms of compile saved (CPU, load ~12: logsumexp 4096^2, 64 MiB in, saved 8.6 ms and ran
+# +3 ms; softmax 4096^2, 128 MiB, saved 5-8 and ran +4.3; a fori_loop ran 13 -> 38 us).
+TIER_MAX_BYTES = 96 << 20
+
+
+def _compile_cached(ir_text: str, name: str, kernels: dict[str, str],
+                    tiered: bool = False) -> _Program:
     """Identical programs (same IR) share machine code while both are alive: LLVM's O3 is most
     of compile time. So do identical outlined kernels of different programs (`kernels`, by
-    symbol: their IR), compiled and bound before the program that calls them is loaded."""
+    symbol: their IR), compiled and bound before the program that calls them is loaded.
+    `tiered`: code generation at O0 first where exact, O3's made after (runtime/tiering.py)."""
     hit = _compiled.get(ir_text)
     if hit is not None:
         return hit
@@ -69,11 +109,13 @@ def _compile_cached(ir_text: str, name: str, kernels: dict[str, str]) -> _Progra
             hit = _compiled.get(ir_text)
             if hit is None:
                 entry = f"{name}_{hashlib.sha256(ir_text.encode()).hexdigest()[:20]}"
-                libraries = kernel_cache.link(kernels)
-                optimised_ir, code = disk_cache.compile_ir(
-                    ir_text.replace(f'@"{_PLACEHOLDER}"', f'@"{entry}"'))
-                hit = _compiled[ir_text] = _Program(optimised_ir, code,
-                                                    _ENTRY(code.address(entry)), libraries)
+                libraries = kernel_cache.link(kernels, tiered)
+                named = ir_text.replace(f'@"{_PLACEHOLDER}"', f'@"{entry}"')
+                optimised_ir, code, final = disk_cache.compile_ir(named, tiered)
+                hit = _compiled[ir_text] = _Program(optimised_ir, code, entry, libraries,
+                                                    named, final)
+                if not (final and all(lib.final for lib in libraries)):
+                    tiering.submit(hit, _finish, _orphan(hit))
             return hit
     # LLVM holds the thread it runs on for seconds on a large program: not the main one
     return run_interruptibly(work)
@@ -102,9 +144,12 @@ class NativeExecutable(Executable):
                                                 donated)
         self.jaxpr = jaxpr
         self._consts = [np.ascontiguousarray(np.asarray(c)) for c in consts]
+        nbytes = sum(a.size * a.dtype.itemsize for a in (*self.in_avals, *self.out_avals))
+        tiered = (config.tracejit_tiered_compile and not self.program.polls
+                  and nbytes <= TIER_MAX_BYTES)
         with log_elapsed_time(BACKEND_COMPILE_EVENT, fun_name):
-            self._compiled = _compile_cached(self.program.ir_text, name, self.program.kernels)
-        self._fn = self._compiled.entry
+            self._compiled = _compile_cached(self.program.ir_text, name, self.program.kernels,
+                                             tiered)
         self._const_addresses = tuple(c.ctypes.data for c in self._consts)
         self._callbacks = bool(self.program.callbacks)
         if self._callbacks:
@@ -142,14 +187,14 @@ class NativeExecutable(Executable):
         ws, ws_address = pool.empty((nws,), _U8, nws) if nws else (None, None)
         if self.program.polls:  # a loop may run long: Ctrl-C stops it (runtime/interrupts.py)
             with NativeSigint() as sigint:
-                self._fn(ins, out_ptrs, ws_address)
+                self._compiled.entry(ins, out_ptrs, ws_address)
             if sigint.interrupted:
                 for out in outs:  # a donated input the program had begun to overwrite is gone
                     if type(out[0]) is Array:
                         out[0]._take_buffer()
                 deliver_interrupt()
         else:
-            self._fn(ins, out_ptrs, ws_address)
+            self._compiled.entry(ins, out_ptrs, ws_address)
         if nws:
             pool.give_back(ws, ws_address)
         del keep  # (held through the call)

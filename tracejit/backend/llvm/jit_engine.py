@@ -72,11 +72,12 @@ def warm_up() -> None:
     load(optimize(parse(_WARM_UP_IR)), library=True)
 
 
-def create_target_machine() -> llvm.TargetMachine:
-    """A target machine for the host CPU with all of its features, optimising at O3."""
+def create_target_machine(opt: int = 3) -> llvm.TargetMachine:
+    """A target machine for the host CPU with all of its features, generating code at `opt`
+    (3; 0 is LLVM's fast instruction selection and register allocation: see `load`)."""
     name, features = host_cpu()
     target = llvm.Target.from_triple(llvm.get_process_triple())
-    return target.create_target_machine(cpu=name, features=features, opt=3, jit=True)
+    return target.create_target_machine(cpu=name, features=features, opt=opt, jit=True)
 
 
 class Code:
@@ -290,7 +291,8 @@ def parse(ir_text: str) -> llvm.ModuleRef:
 
 
 def load(module: llvm.ModuleRef, cached_object: bytes | None = None,
-         ir_text: str | None = None, library: bool = False) -> tuple[Code, bytes | None]:
+         ir_text: str | None = None, library: bool = False,
+         fast: bool = False) -> tuple[Code, bytes | None]:
     """Generate the machine code of an optimised module in an engine of its own (which takes
     the module), or load `cached_object` (object code an earlier `load` of the same module
     returned) instead. Returns the code and the object code generated (None when loaded).
@@ -305,12 +307,36 @@ def load(module: llvm.ModuleRef, cached_object: bytes | None = None,
     with _lock:
         _object_slot["cached"], _object_slot["generated"] = cached_object, None
         try:
-            engine = llvm.create_mcjit_compiler(module, create_target_machine())
+            engine = llvm.create_mcjit_compiler(module, create_target_machine(0 if fast else 3))
             engine.set_object_cache(_object_compiled, _cached_object)
             engine.finalize_object()
             return Code(engine), _object_slot["generated"]
         finally:
             _object_slot["cached"] = _object_slot["generated"] = None
+
+
+# A product marked `contract` (scalar_ops._contract) and an instruction reading it that code
+# generation at O1-O3 may fold into one fma with it (DAGCombiner: an fadd or fsub marked
+# `contract`, also through an fneg or fpext). O0 folds none, so it would round the product.
+_CONTRACT_PRODUCT = re.compile(r"^\s*(%[-\w.$]+|%\"[^\"]*\") = fmul\b[^=\n]*\bcontract\b", re.MULTILINE)
+_PRODUCT_READER = re.compile(
+    r"^\s*(?:%[-\w.$]+|%\"[^\"]*\") = (?:fadd|fsub|fneg|fpext|fptrunc|select|phi|shufflevector"
+    r"|extractelement|insertelement|bitcast|freeze|call)\b(.*)$", re.MULTILINE)
+_VALUE = re.compile(r"%[-\w.$]+|%\"[^\"]*\"")
+
+
+def fast_codegen_exact(optimised_ir: str) -> bool:
+    """Whether `load(fast=True)` of this optimised IR computes the same bits as O3's code
+    generation: every IEEE operation is selected as itself at both levels; what differs is
+    contraction, which O0 never does. So: no `contract` product, in any function, that an
+    instruction which could lead it into an fadd/fsub reads (conservatively: any of those
+    above, calls included; value names are the function's own)."""
+    for body in optimised_ir.split("\ndefine ")[1:]:
+        products = set(_CONTRACT_PRODUCT.findall(body))
+        if products and any(v in products for rest in _PRODUCT_READER.findall(body)
+                            for v in _VALUE.findall(rest)):
+            return False
+    return True
 
 
 def compile_ir(ir_text: str) -> tuple[llvm.ModuleRef, Code]:

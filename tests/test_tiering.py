@@ -1,0 +1,294 @@
+"""Tiered compiles (runtime/tiering.py): a first call may run code from LLVM's O0 code generation
+while O3's is made on a thread. Oracles: the same program's outputs from its final (O3) code,
+bit for bit, for every benchmark row and a set of reductions and contractions; O3's assembly
+for which fmas a module has; the object code an untiered compile stores on disk. Forks, exits,
+clear_caches and programs dropped before their turn neither fail nor change a result."""
+import gc
+import hashlib
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tolerance import native
+
+import tracejit
+import tracejit.numpy as tnp
+from tracejit import lax, random
+from tracejit.backend.llvm import jit_engine
+from tracejit.lax.elementwise import _fma_impl
+from tracejit.runtime import disk_cache, kernel_cache, tiering
+from tracejit.runtime import native as native_rt
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from benchmarks.workloads import WORKLOADS
+
+pytestmark = pytest.mark.skipif(not native(), reason="tiers are the native backend's")
+
+
+@pytest.fixture
+def cold(tmp_path):
+    """Programs compiled afresh (no disk entry to load), tiers on."""
+    names = ("tracejit_cache_dir", "tracejit_tiered_compile")
+    was = [(k, tracejit.config.read(k)) for k in names]
+    tracejit.config.update("tracejit_cache_dir", str(tmp_path))
+    tracejit.config.update("tracejit_tiered_compile", True)
+    try:
+        yield tmp_path
+    finally:
+        tiering.wait()
+        for k, v in was:
+            tracejit.config.update(k, v)
+
+
+def _programs() -> set:
+    return set(native_rt._compiled.values())
+
+
+def _digest(out) -> str:
+    leaves = tracejit.tree_util.tree_leaves(out)
+    return hashlib.sha256(b"".join(np.asarray(x).tobytes() for x in leaves)).hexdigest()
+
+
+def _both_tiers(fn, *args) -> tuple[str, str, list]:
+    """(digest of the first call's outputs, of a call after the final code is in place, the
+    programs the first call compiled and whether each ran O0 code in it)."""
+    before = _programs()
+    with tiering.paused():
+        first = _digest(fn(*args))
+        new = _programs() - before
+        tiers = [(p, p.final and all(lib.final for lib in p.kernels)) for p in new]
+    tiering.wait()
+    assert all(p.final and all(lib.final for lib in p.kernels) for p, _ in tiers)
+    return first, _digest(fn(*args)), tiers
+
+
+@pytest.mark.parametrize("row", [name for name, _ in WORKLOADS])
+def test_every_benchmark_row_gives_the_same_bits_at_both_tiers(cold, row):
+    build = next(b for name, b in WORKLOADS if name == row)
+    fn, args = build(tracejit, tnp, lax, random)
+    first, final, _ = _both_tiers(fn, *args)
+    assert first == final
+
+
+def test_the_rows_the_tiers_are_for_run_o0_code_first(cold):
+    """The rows above compare something: these run their first call on O0 code (no `contract`
+    product an fadd reads, no polling loop, arguments and results within TIER_MAX_BYTES)."""
+    tracejit.clear_caches()  # (compiled afresh here, not found from the test above)
+    gc.collect()
+    for row in ("softmax 1000x1000", "sum 10M", "rfft 2^20", "relu 1M", "softmax 3x5"):
+        build = next(b for name, b in WORKLOADS if row in name)
+        fn, args = build(tracejit, tnp, lax, random)
+        *_, tiers = _both_tiers(fn, *args)
+        assert tiers and not all(final for _, final in tiers), row
+
+
+_RNG = np.random.default_rng(7)
+_REDUCTIONS = [
+    ("sum", lambda x: tnp.sum(x)), ("sum rows", lambda x: tnp.sum(x.reshape(-1, 4), axis=1)),
+    ("sum cols", lambda x: tnp.sum(x.reshape(-1, 4), axis=0)), ("max", lambda x: tnp.max(x)),
+    ("min rows", lambda x: tnp.min(x.reshape(-1, 4), axis=1)), ("cumsum", tnp.cumsum),
+    ("mean var", lambda x: (tnp.mean(x), tnp.var(x))), ("dot", lambda x: tnp.dot(x, x[::-1])),
+    ("logsumexp", lambda x: tracejit.nn.logsumexp(x)), ("norm", lambda x: tnp.linalg.norm(x)),
+    ("prod", lambda x: tnp.prod(1 + x * 1e-3)), ("argmax", tnp.argmax),
+]
+
+
+_FLOAT_ONLY = ("logsumexp", "norm", "prod", "mean var")
+
+
+@pytest.mark.parametrize("size", [4, 1000, 2 ** 17 + 4, 3_000_000])
+@pytest.mark.parametrize("name,f,dtype", [
+    (name, f, dtype) for name, f in _REDUCTIONS for dtype in (np.float32, np.float64, np.int32)
+    if dtype != np.int32 or name not in _FLOAT_ONLY])
+def test_reductions_give_the_same_bits_at_both_tiers(cold, name, f, dtype, size):
+    x = (_RNG.standard_normal(size) * 100).astype(dtype)
+    if dtype != np.int32:
+        x[size // 3] = np.nan if name in ("sum", "max") else x[size // 3]
+    first, final, _ = _both_tiers(tracejit.jit(f), x)
+    assert first == final
+
+
+_CONTRACTIONS = [
+    lambda x, a, b: x * a + b, lambda x, a, b: b - x * a, lambda x, a, b: x * x + b * a,
+    lambda x, a, b: tnp.sum(x * a + b), lambda x, a, b: tnp.cumsum(x * a) + b,
+    lambda x, a, b: lax.fori_loop(0, 3, lambda i, c: c * a + b, x),
+]
+
+
+@pytest.mark.parametrize("k", range(len(_CONTRACTIONS)))
+def test_a_product_that_may_contract_is_never_given_o0_code(cold, k):
+    """O0 never contracts (O3 makes one fma of a `contract` product and the fadd reading it):
+    such a program gets O3's code at once, the same bits as with tiers off."""
+    x, a, b = _RNG.standard_normal((3, 4099)).astype(np.float32)
+    first, final, tiers = _both_tiers(tracejit.jit(_CONTRACTIONS[k]), x, a, b)
+    assert first == final
+    if k == 0:  # one module, its product read by the sum: final at once, rounded once
+        assert tiers and all(final for _, final in tiers)
+        assert first == _digest(_fma_impl(x, a, b))
+
+
+def _asm_fmas(ir_text: str, opt: int) -> int:
+    machine = jit_engine.create_target_machine(opt)
+    asm = machine.emit_assembly(jit_engine.parse(ir_text))
+    return sum(line.split()[0].startswith("vfmadd") or line.split()[0].startswith("vfmsub")
+               or line.split()[0].startswith("vfnmadd") for line in asm.splitlines()
+               if line.strip() and not line.strip().startswith((".", "#")) and
+               line.startswith("\t"))
+
+
+_PAIR = """
+define void @f(float* %p, float %x, float %a, float %b) {
+  %m = fmul contract float %x, %a
+  %s = READER
+  store float %s, float* %p
+  ret void
+}
+"""
+_PAIRS = {  # reader of the product -> whether the rule lets O0 generate it, O3 contracts it
+    "fadd contract float %m, %b": (False, True),
+    "fsub contract float %b, %m": (False, True),
+    "fadd float %m, %b": (False, False),  # (the rule keeps to any fadd: O3 does not contract)
+    "fdiv float %m, %b": (True, False),
+    "call float @llvm.fma.f32(float %m, float %a, float %b)": (False, False),  # (any call)
+}
+
+
+@pytest.mark.parametrize("reader", list(_PAIRS))
+def test_fast_codegen_exact_agrees_with_the_fmas_o3_makes(reader):
+    ir_text = _PAIR.replace("READER", reader)
+    if "llvm.fma" in reader:
+        ir_text += "declare float @llvm.fma.f32(float, float, float)\n"
+    exact = jit_engine.fast_codegen_exact(ir_text)
+    contracts = _asm_fmas(ir_text, 0) < _asm_fmas(ir_text, 3)
+    assert (exact, contracts) == _PAIRS[reader]
+    if exact:  # O3's code has the fmas O0's has
+        assert _asm_fmas(ir_text, 0) == _asm_fmas(ir_text, 3)
+
+
+def test_value_names_are_each_functions_own():
+    """A product named %m in one function and an fadd of another %m in the next: no pair."""
+    ir_text = (_PAIR.replace("READER", "fdiv float %m, %b") +
+               _PAIR.replace("@f(", "@g(").replace("fmul contract", "fmul")
+               .replace("READER", "fadd contract float %m, %b"))
+    assert jit_engine.fast_codegen_exact(ir_text)
+
+
+def test_o0_keeps_the_explicit_fmas_of_the_math_routines(cold):
+    """exp's polynomial is llvm.fma calls: O0's code has them (the same bits, not contraction's)."""
+    x = _RNG.standard_normal((3001, 7)).astype(np.float32)
+    tracejit.clear_caches()  # (exp's kernel compiled afresh, not found from a test above)
+    gc.collect()
+    before = _programs()
+    f = tracejit.jit(lambda v: tnp.exp(v) / 3.0)  # (held: its program lives while f does)
+    with tiering.paused():
+        f(x)
+        new = _programs() - before
+        texts = [m._optimised_ir for p in new for m in (p, *p.kernels)
+                 if not m.final and "@llvm.fma" in m._optimised_ir]
+        assert texts
+        for text in texts:
+            assert _asm_fmas(text, 0) > 0
+
+
+def test_the_disk_cache_stores_the_final_code_only(cold, tmp_path_factory):
+    """No entry while a program runs O0 code; then the entry an untiered compile writes (the
+    same optimised IR and object code), which a later compile loads as final."""
+    x = _RNG.standard_normal(5000).astype(np.float32)
+    make = lambda: tracejit.jit(lambda v: tnp.sum(tnp.exp(v - tnp.max(v))))
+    entries = lambda d: sorted(p for p in Path(d).glob("*.o"))
+    f = make()
+    with tiering.paused():
+        want = np.asarray(f(x))
+        assert not entries(cold)
+    tiering.wait()
+    tiered = {p.name: p.read_bytes()[disk_cache._HEADER.size:] for p in entries(cold)}
+    assert tiered
+    del f
+    gc.collect()
+    kernel_cache.clear()
+    gc.collect()
+    other = tmp_path_factory.mktemp("untiered")
+    tracejit.config.update("tracejit_cache_dir", str(other))
+    tracejit.config.update("tracejit_tiered_compile", False)
+    np.testing.assert_array_equal(np.asarray(make()(x)), want)
+    untiered = {p.name: p.read_bytes()[disk_cache._HEADER.size:] for p in entries(other)}
+    assert untiered == tiered  # (the HMAC, under each folder's own key, left out)
+    gc.collect()
+    kernel_cache.clear()
+    gc.collect()
+    tracejit.config.update("tracejit_tiered_compile", True)
+    hits = disk_cache.stats["hits"]
+    before = _programs()
+    np.testing.assert_array_equal(np.asarray(make()(x)), want)
+    assert disk_cache.stats["hits"] > hits
+    assert all(p.final for p in _programs() - before)
+
+
+def test_off_gives_final_code_at_the_first_call(cold):
+    tracejit.config.update("tracejit_tiered_compile", False)
+    before = _programs()
+    f = tracejit.jit(lambda v: tnp.sum(v * 2.0))  # (held: its program lives while f does)
+    f(np.arange(1000, dtype=np.float32))
+    new = _programs() - before
+    assert new and all(p.final and all(lib.final for lib in p.kernels) for p in new)
+
+
+def test_programs_dropped_or_cleared_before_their_turn(cold):
+    x = _RNG.standard_normal(3000).astype(np.float32)
+    want = [np.sum(x.astype(np.float64) * k) + 1 for k in range(6)]
+    make = lambda k: tracejit.jit(lambda v: tnp.sum(v * np.float32(k)) + 1)
+    with tiering.paused():
+        for k in range(3):  # dropped at once, their second tier not begun
+            np.testing.assert_allclose(np.asarray(make(k)(x)), want[k], rtol=1e-5)
+        gc.collect()
+    fs = [make(k) for k in range(3, 6)]
+    first = [np.asarray(f(x)) for f in fs]
+    tracejit.clear_caches()  # (while the thread may be finishing them)
+    gc.collect()
+    for k, f, got in zip(range(3, 6), fs, first):
+        np.testing.assert_allclose(got, want[k], rtol=1e-5)
+        assert np.asarray(f(x)) == got
+    tiering.wait()
+
+
+def test_fork_and_exit_while_a_second_tier_is_pending(tmp_path):
+    """A fork right after tiered compiles (parent and child each call again and wait for their
+    final code), and exits with programs pending, with the cache on or off: right results, no
+    error, and with the cache on the entries are stored."""
+    source = """
+        import os, sys
+        import numpy as np
+        import tracejit, tracejit.numpy as tnp
+        from tracejit.runtime import tiering
+        x = np.linspace(-3, 3, 20000, dtype=np.float32)
+        fs = [tracejit.jit(lambda v, k=k: tnp.sum(tnp.exp(v * np.float32(k)))) for k in range(4)]
+        want = [np.sum(np.exp(x * np.float32(k)), dtype=np.float64) for k in range(4)]
+        first = [float(f(x)) for f in fs]
+        if sys.argv[1] == "fork":
+            pid = os.fork()
+            again = [float(f(x)) for f in fs]
+            tiering.wait()
+            ok = again == first == [float(f(x)) for f in fs]
+            ok = ok and all(abs(a - w) <= 1e-5 * w for a, w in zip(first, want))
+            if pid == 0:
+                os._exit(0 if ok else 1)
+            _, status = os.waitpid(pid, 0)
+            print(ok, status)
+        else:
+            print(all(abs(a - w) <= 1e-5 * w for a, w in zip(first, want)), 0)
+    """
+    for mode, cache in (("fork", "1"), ("fork", "0"), ("exit", "1"), ("exit", "0")):
+        folder = tmp_path / f"{mode}-{cache}"
+        env = dict(os.environ, PYTHONPATH=str(ROOT), TRACEJIT_PERSISTENT_CACHE=cache,
+                   TRACEJIT_CACHE_DIR=str(folder))
+        done = subprocess.run([sys.executable, "-c", textwrap.dedent(source), mode], env=env,
+                              capture_output=True, text=True, timeout=240, check=False)
+        assert done.returncode == 0 and not done.stderr, (mode, cache, done.stderr)
+        assert done.stdout.split() == ["True", "0"], (mode, cache, done.stdout)
+        # (4 programs; with the cache on, their final code is stored, at the latest at exit)
+        assert len(list(folder.glob("*.o"))) == (4 if cache == "1" else 0), (mode, cache)

@@ -1,0 +1,160 @@
+"""The second tier of a compile, beneath native.py: a program whose first call runs code from
+LLVM's O0 code generation (disk_cache.compile_ir's `tiered`) gets O3's code generated on this
+module's one thread, and runs it from the call after it is in place. The same bits either way
+(jit_engine.fast_codegen_exact); what changes is when the time goes, never what is computed.
+The on-disk cache stores final code only (disk_cache.finish), so the exit finishes what is
+pending when that cache is on.
+
+The thread holds a program only while it works on it: one dropped before its turn is freed with
+its code at once, and only its final code's disk entry is made then (with that cache on).
+One program at a time: a fork waits for the one in hand (a child must not inherit LLVM inside
+a compile or a held lock; the child starts a thread of its own for what is left), and so does
+the interpreter's exit, after which nothing more is begun (nothing may be inside LLVM while
+its static objects are destroyed)."""
+from __future__ import annotations
+
+import atexit
+import collections
+import contextlib
+import os
+import threading
+import warnings
+import weakref
+
+_pending: collections.deque = collections.deque()  # (weak ref, finish, orphan), oldest first
+_ready = threading.Condition()  # guards _pending, _outstanding, _closed, _thread
+_busy = threading.Lock()  # held while a program's final code is made
+_outstanding = 0  # submitted and not yet finished or skipped
+_thread: threading.Thread | None = None
+_closed = False
+
+
+def submit(program, finish, orphan=None) -> None:
+    """Have `finish(program)` run on the thread; if `program` is gone by its turn, `orphan()`
+    instead where given (it stores the final code on disk: it must not hold the program)."""
+    global _outstanding
+    with _ready:
+        if _closed or not _start():
+            return
+        _pending.append((weakref.ref(program), finish, orphan))
+        _outstanding += 1
+        _ready.notify_all()
+
+
+def wait() -> None:
+    """Return when every program submitted so far is finished (or gone): for tests, and for a
+    caller that wants final code everywhere (a benchmark's steady state)."""
+    with _ready:
+        while _outstanding:
+            _ready.wait()
+
+
+def settle() -> None:
+    """Return when the thread holds no program (clear_caches: what it dropped is freed)."""
+    with _busy:
+        pass
+
+
+def _start() -> bool:
+    """Whether the thread runs (started now if not; a process out of threads keeps O0 code)."""
+    global _thread
+    if _thread is None:
+        thread = threading.Thread(target=_run, name="tracejit-tiering", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:
+            return False
+        _thread = thread
+    return True
+
+
+def _run() -> None:
+    global _outstanding
+    while True:
+        with _ready:
+            while not _pending:
+                _ready.wait()
+            item = _pending.popleft()
+        try:
+            with _busy:
+                _finish(*item)
+        finally:
+            del item
+            with _ready:
+                _outstanding = max(_outstanding - 1, 0)
+                _ready.notify_all()
+
+
+def _finish(ref, finish, orphan) -> None:
+    if _closed:
+        return
+    program = ref()
+    try:
+        if program is not None:
+            finish(program)
+        elif orphan is not None:
+            orphan()
+    except Exception as err:  # noqa: BLE001  (its O0 code stays: the same bits)
+        _warn_once(err)
+
+
+@contextlib.contextmanager
+def paused():
+    """Hold the thread before its next program (tests: calls meanwhile run the O0 code). Not
+    across a fork, `wait`, `settle` or clear_caches, which wait for the thread."""
+    with _busy:
+        yield
+
+
+_warned = False
+
+
+def _warn_once(err: Exception) -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        warnings.warn(f"tracejit could not make a program's final code, which keeps running its "
+                      f"first tier's (the same results, slower): {err!r}", RuntimeWarning,
+                      stacklevel=2)
+
+
+def _close() -> None:
+    """The interpreter's exit: with the persistent cache on, finish what is pending first (its
+    entries are stored then, for the next process to load, as without tiers; the same time as
+    compiling it at O3 at once would have taken); then begin nothing more."""
+    global _closed, _outstanding
+    from ..core.config import config
+    if config.tracejit_persistent_cache:
+        wait()
+    with _ready:
+        _closed = True
+        _pending.clear()
+        _outstanding = 0
+        _ready.notify_all()
+    _busy.acquire()  # (never released: the thread, a daemon, stops here until the end)
+
+
+def _before_fork() -> None:
+    _busy.acquire()  # (the program in hand is finished first)
+    _ready.acquire()
+
+
+def _after_fork_parent() -> None:
+    _ready.release()
+    _busy.release()
+
+
+def _after_fork_child() -> None:
+    global _busy, _ready, _thread, _outstanding
+    # the parent's thread is not in the child; one it had taken off the queue and not begun
+    # keeps its O0 code here
+    _busy, _ready, _thread = threading.Lock(), threading.Condition(), None
+    _outstanding = len(_pending)
+    if _pending and not _closed:
+        _start()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_parent,
+                        after_in_child=_after_fork_child)
+atexit.register(_close)
