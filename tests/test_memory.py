@@ -23,6 +23,7 @@ def test_dropping_a_jitted_function_frees_its_machine_code():
     np.testing.assert_allclose(f(x), np.sin(x) * c, rtol=1e-6)
     program = weakref.ref(next(iter(f._traces.entries.values())).executable._compiled)
     assert program() is not None
+    tiering.wait()  # (the tiering thread holds a program while it makes its O3 code)
     del f
     gc.collect()
     assert program() is None
@@ -48,6 +49,7 @@ def test_identical_programs_share_machine_code_while_alive():
     f(x), g(x)
     (ef,), (eg,) = f._traces.entries.values(), g._traces.entries.values()
     assert ef.executable._compiled is eg.executable._compiled
+    tiering.wait()  # (the tiering thread holds a program while it makes its O3 code)
     n = len(native._compiled)
     del f, g, ef, eg
     gc.collect()
