@@ -229,6 +229,22 @@ def test_the_disk_cache_stores_the_final_code_only(cold, tmp_path_factory):
     assert all(p.final for p in _programs() - before)
 
 
+def test_final_code_is_stored_where_the_cache_was_at_the_compile(cold, tmp_path_factory):
+    """A program compiled tiered with the cache in one folder has its final code stored there,
+    not in a folder set before the thread's turn (a later test's tmp_path: seen in the suite
+    as a stray entry in an emptied folder)."""
+    x = _RNG.standard_normal(4000).astype(np.float32)
+    later = tmp_path_factory.mktemp("later")
+    c = np.float32(_RNG.integers(1, 10_000))
+    f = tracejit.jit(lambda v: tnp.tanh(v) * c)
+    with tiering.paused():
+        f(x)
+        assert not list(Path(cold).glob("*.o"))
+        tracejit.config.update("tracejit_cache_dir", str(later))
+    tiering.wait()
+    assert list(Path(cold).glob("*.o")) and not list(later.glob("*.o"))
+
+
 def test_off_gives_final_code_at_the_first_call(cold):
     tracejit.config.update("tracejit_tiered_compile", False)
     before = _programs()

@@ -140,8 +140,11 @@ def compile_ir(ir_text: str, tiered: bool = False) -> tuple[str, jit_engine.Code
 def finish(ir_text: str, optimised_ir: str) -> jit_engine.Code:
     """The final code of a module that compile_ir(tiered=True) generated at O0: O3's code
     generation of its optimised IR (not optimised again), stored in the cache under
-    `ir_text`'s key, as compile_ir would have stored it. The cache holds final code only."""
-    folder = cache_dir()
+    `ir_text`'s key, as compile_ir would have stored it: in the cache folder in effect when
+    compile_ir ran (none if none was), not the one in effect now. The cache holds final code
+    only."""
+    with _tiered_lock:
+        folder = _tiered_folders.pop(ir_text, None)
     secret = _secret(folder) if folder is not None else None
     code, obj = jit_engine.load(jit_engine.parse(optimised_ir), ir_text=optimised_ir)
     if secret is not None and obj is not None:
@@ -149,6 +152,12 @@ def finish(ir_text: str, optimised_ir: str) -> jit_engine.Code:
         _store(folder / f"{name}.o", name, secret, optimised_ir.encode(), obj, stats)
     return code
 
+
+# the IR text of a module compile_ir generated at O0 with the cache on -> that cache's folder,
+# until `finish` stores its final code there (a program dropped with the cache on is finished
+# too: native.py's _orphan)
+_tiered_folders: dict[str, pathlib.Path] = {}
+_tiered_lock = threading.Lock()
 
 _used: list[bool] = []  # (once per process: whether the cache is in use, as JAX reports it)
 
@@ -224,6 +233,9 @@ def _compile(ir_text: Callable[[], str], folder: pathlib.Path | None, name: str,
     optimised_ir = str(module)
     fast = tiered and jit_engine.fast_codegen_exact(optimised_ir)
     code, obj = jit_engine.load(module, ir_text=optimised_ir, library=library, fast=fast)
+    if fast and path is not None:  # (where `finish` stores the final code)
+        with _tiered_lock:
+            _tiered_folders[text] = folder
     if path is not None:
         counts["misses"] += 1
         if obj is not None and not fast:
