@@ -604,6 +604,17 @@ def _three_runs(tmp_path: Path, script: str, devices: int = 2) -> dict:
     return runs
 
 
+def _bit_for_bit(runs: dict) -> None:
+    """The two processes agree, then with the one-process run, then with real JAX: the same
+    names, shapes, dtypes and bits (_three_runs' results)."""
+    for (a, b) in (("mpi.1", "mpi.0"), ("mpi.0", "single.0"), ("single.0", "jax.0")):
+        assert sorted(runs[a]) == sorted(runs[b]), (a, b)
+        for k in runs[b]:
+            ours, oracle = runs[a][k], runs[b][k]
+            assert ours.shape == oracle.shape and ours.dtype == oracle.dtype, (a, b, k)
+            np.testing.assert_array_equal(ours, oracle, err_msg=f"{a} {b} {k}")
+
+
 def test_check_vma_across_processes(tmp_path):
     """shard_map's default check_vma=True over an axis spanning the processes (tests/mpi/vma.py,
     written for JAX): under mpiexec -n 2 the types, gradients inside shard_map (an invariant
@@ -746,12 +757,7 @@ def test_collectives_over_several_axes_across_processes(tmp_path):
         for name in ("ps", "ps_yx"):
             assert moved[0][f"moved/{mesh}/{name}"] == moved[0][f"moved/{mesh}/ps_alone"] > 0
     assert len(runs["jax.0"]) > 300
-    for (a, b) in (("mpi.1", "mpi.0"), ("mpi.0", "single.0"), ("single.0", "jax.0")):
-        assert sorted(runs[a]) == sorted(runs[b]), (a, b)
-        for k in runs[b]:
-            ours, oracle = runs[a][k], runs[b][k]
-            assert ours.shape == oracle.shape and ours.dtype == oracle.dtype, (a, b, k)
-            np.testing.assert_array_equal(ours, oracle, err_msg=f"{a} {b} {k}")
+    _bit_for_bit(runs)
 
 
 def test_local_axis_before_the_lanes_of_a_process_axis(tmp_path):
@@ -761,12 +767,7 @@ def test_local_axis_before_the_lanes_of_a_process_axis(tmp_path):
     under mpiexec -n 2 as in one process of eight devices and in real JAX, bit for bit."""
     runs = _three_runs(tmp_path, "lanes_after_local.py", devices=4)
     assert len(runs["jax.0"]) == 29
-    for (a, b) in (("mpi.1", "mpi.0"), ("mpi.0", "single.0"), ("single.0", "jax.0")):
-        assert sorted(runs[a]) == sorted(runs[b]), (a, b)
-        for k in runs[b]:
-            ours, oracle = runs[a][k], runs[b][k]
-            assert ours.shape == oracle.shape and ours.dtype == oracle.dtype, (a, b, k)
-            np.testing.assert_array_equal(ours, oracle, err_msg=f"{a} {b} {k}")
+    _bit_for_bit(runs)
 
 
 def test_pbroadcast_over_processes(tmp_path):
