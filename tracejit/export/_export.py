@@ -17,10 +17,18 @@ from typing import Any
 import numpy as np
 
 from ..core import dtypes
-from ..core.avals import ShapedArray
+from ..core.array import Array
+from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, map_subjaxprs
 from ..core.jaxpr_util import eval_closed
-from ..core.pytree import PyTreeDef, _registry, tree_flatten, tree_structure, tree_unflatten
+from ..core.pytree import (
+    PyTreeDef,
+    _registry,
+    tree_flatten,
+    tree_map,
+    tree_structure,
+    tree_unflatten,
+)
 from ..core.trace import get_aval, trace_to_jaxpr
 from ..lax.call import pjit_p
 from ..lax.control_flow.common import _key_str, _structure_diffs
@@ -255,6 +263,7 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
             raise NotImplementedError(
                 "export of a jit with in_shardings/out_shardings: tracejit exports "
                 "single-device programs only")
+        args_specs, kwargs_specs = tree_map(_as_spec, (args_specs, kwargs_specs))
         traced = fun_jit.trace(*args_specs, **kwargs_specs)
         entry = traced._entry
         if entry.laid_out is not None and any(s is not None for s in entry.laid_out):
@@ -264,6 +273,16 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
         return exported_from_jaxpr(entry.closed, entry.in_tree, entry.out_tree,
                                    fun_jit.fun_name, platforms, disabled_checks)
     return do_export
+
+
+def _as_spec(x: Any) -> Any:
+    """A value with `.shape` and `.dtype` that is no array (another library's struct, JAX's
+    ShapeDtypeStruct) as our ShapeDtypeStruct, as JAX's export takes any such value."""
+    if isinstance(x, (Array, ShapeDtypeStruct, np.ndarray, np.generic)) or \
+            not (hasattr(x, "shape") and hasattr(x, "dtype")):
+        return x
+    return ShapeDtypeStruct(tuple(x.shape), x.dtype,
+                            weak_type=bool(getattr(x, "weak_type", False)))
 
 
 def exported_from_jaxpr(closed: ClosedJaxpr, in_tree: PyTreeDef, out_tree: PyTreeDef,

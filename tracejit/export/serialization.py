@@ -467,7 +467,8 @@ def _dec_exported(d: Any, depth: int) -> _export.Exported:
     closed = _dec_jaxpr(d["program"], 0, closed=True)
     try:
         check_jaxpr(closed.jaxpr)
-    except Exception as e:  # noqa: BLE001 (a param the abstract eval cannot read, a wrong type, ...)
+    # (a param the abstract eval cannot read, a wrong type, ...)
+    except Exception as e:  # noqa: BLE001
         _fail(f"the program does not type-check: {type(e).__name__}: {e}")
     if closed.in_avals != [a for a in in_avals if a.dtype != dtypes.float0] or \
             closed.out_avals != [a for a in out_avals if a.dtype != dtypes.float0]:
