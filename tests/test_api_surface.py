@@ -21,11 +21,13 @@ LIBS = [(tracejit, tnp), (jax, jnp)]
 # from JAX 0.12's dir(jax): the names this file covers (the options and jax.image /
 # custom_batching are other files')
 JAX_012_NAMES = [
-    "CompilerEffortLevel", "Inline", "ad", "copy_to_host_async", "dlpack", "ds", "fwd_and_bwd",
+    "CompilerEffortLevel", "Inline", "ad", "copy_to_host_async", "dlpack", "ds", "export",
+    "fwd_and_bwd",
     "get_abstract_mesh", "get_mesh", "host_count", "host_id", "host_ids", "interpreters", "lib",
     "live_arrays", "make_user_context", "memory", "monitoring", "ops", "print_environment_info",
     "profiler", "scipy", "smap", "use_abstract_mesh"]
-LAZY_MODULES = ["dlpack", "interpreters", "lib", "monitoring", "ops", "profiler", "scipy"]
+LAZY_MODULES = ["dlpack", "export", "interpreters", "lib", "monitoring", "ops", "profiler",
+                "scipy"]
 
 
 def test_top_level_names_exist():
