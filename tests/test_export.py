@@ -385,6 +385,8 @@ FORGERIES = {
         x={"enum": "os:PathLike", "name": "a"}), "'os:PathLike' is not one of tracejit's"),
     "private attribute": (lambda e: e["program"]["eqns"][0]["params"].update(
         x={"nt": "tracejit.core.jaxpr:Eqn.__init__", "f": []}), "bad namedtuple reference"),
+    "host callback": (lambda e: e["program"]["eqns"][0].update(p="debug_print"),
+                      "'debug_print' has no place in an exported program"),
     "read before defined": (lambda e: e["program"]["eqns"][0].update(**{"in": [7]}),
                             "variable 7 read before it is defined"),
     "wrong result type": (lambda e: e["program"]["eqns"][0]["out"][0].__setitem__(0, "int32"),
@@ -434,3 +436,19 @@ def test_symbolic_shapes_are_refused_constant_ones_read():
         texport.SymbolicScope()
     specs = texport.symbolic_args_specs(np.ones((2, 3), np.float32), "2, 3")
     assert specs.shape == (2, 3) and specs.dtype == np.float32
+
+
+def test_compositions_of_a_deserialized_call():
+    """vmap of grad, grad under jit and a call inside a jitted scan, against the function."""
+    g = lambda x: tnp.sum(tnp.sin(x) ** 2, axis=-1)
+    x = np.linspace(0, 1, 12, dtype=np.float32).reshape(3, 4)
+    d = texport.deserialize(texport.export(tracejit.jit(g))(x[0]).serialize(vjp_order=1))
+    want = tracejit.vmap(tracejit.grad(g))(x)
+    for got in (tracejit.vmap(tracejit.grad(d.call))(x),
+                tracejit.jit(tracejit.vmap(tracejit.grad(d.call)))(x)):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(tracejit.jit(tracejit.grad(lambda y: d.call(y) * 3))(x[1])),
+        np.asarray(tracejit.grad(lambda y: g(y) * 3)(x[1])), rtol=1e-6)
+    total = tracejit.jit(lambda y: tlax.scan(lambda c, r: (c + d.call(r), None), 0.0, y)[0])(x)
+    np.testing.assert_allclose(float(total), float(sum(g(r) for r in x)), rtol=1e-6)

@@ -316,6 +316,9 @@ def _dec_jaxpr(d: Any, depth: int, closed: bool) -> ClosedJaxpr | Jaxpr:
                 not isinstance(e.get("in"), list) or not isinstance(e.get("out"), list):
             _fail("bad equation")
         prim = _primitive(e.get("p"))
+        if prim.name in _export._HOST_CALLBACKS or prim.name in _export._PRIMAL_BODY and \
+                prim.name != "checkpoint":  # (never written: export refuses or replaces them)
+            _fail(f"primitive {prim.name!r} has no place in an exported program")
         ins = [atom(x) for x in e["in"]]
         params = {str(k): _dec_param(v, depth + 1) for k, v in e["params"].items()}
         outs = [bind(a) for a in e["out"]]
