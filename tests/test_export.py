@@ -452,3 +452,15 @@ def test_compositions_of_a_deserialized_call():
         np.asarray(tracejit.grad(lambda y: g(y) * 3)(x[1])), rtol=1e-6)
     total = tracejit.jit(lambda y: tlax.scan(lambda c, r: (c + d.call(r), None), 0.0, y)[0])(x)
     np.testing.assert_allclose(float(total), float(sum(g(r) for r in x)), rtol=1e-6)
+
+
+def test_refuses_a_forged_out_of_bounds_slice():
+    """A slice past its operand's end is refused by the type check (its abstract eval), so no
+    native code is made for a read out of bounds."""
+    blob = bytes(texport.export(tracejit.jit(lambda x: x[1:3]))(X).serialize())
+    d = _payload(blob)
+    (eqn,) = [e for e in d["exported"]["program"]["eqns"] if e["p"] == "slice"]
+    eqn["params"]["start_indices"] = {"t": [3, 0]}
+    eqn["params"]["limit_indices"] = {"t": [5, 5]}
+    with pytest.raises(ValueError, match="does not type-check.*limit_indices"):
+        texport.deserialize(_blob(json.dumps(d).encode()))
