@@ -464,3 +464,20 @@ def test_refuses_a_forged_out_of_bounds_slice():
     eqn["params"]["limit_indices"] = {"t": [5, 5]}
     with pytest.raises(ValueError, match="does not type-check.*limit_indices"):
         texport.deserialize(_blob(json.dumps(d).encode()))
+
+
+def test_jax_docstring_example():
+    """JAX's `jax.export.export` docstring, run with tracejit (jnp.sin is jitted in JAX: exported
+    as it is; jnp.sum is not, in JAX nor here)."""
+    exported = texport.export(tnp.sin)(np.arange(4, dtype=np.float32))
+    assert repr(exported.in_avals) == repr(jexport.export(jnp.sin)(
+        np.arange(4, dtype=np.float32)).in_avals) == "(ShapedArray(float32[4]),)"
+    blob = exported.serialize()
+    rehydrated = texport.deserialize(blob)
+    assert rehydrated.fun_name == "sin"
+    got = rehydrated.call(np.array([.1, .2, .3, .4], dtype=np.float32))
+    np.testing.assert_allclose(np.asarray(got), [0.09983342, 0.19866933, 0.29552022,
+                                                 0.38941833], rtol=1e-6)
+    for lib in (texport, jexport):
+        with pytest.raises(ValueError, match="must be the result of `jit`"):
+            lib.export((tnp if lib is texport else jnp).sum)

@@ -240,6 +240,11 @@ _register_key_arrays()
 
 # --- export -------------------------------------------------------------------------------
 
+# our modules of the functions that JAX defines with jit (jnp's ufuncs and linalg): export
+# takes them as they are, as JAX's does
+_JITTED_IN_JAX = frozenset({"tracejit.numpy._ufuncs", "tracejit.numpy.linalg"})
+
+
 def default_export_platform() -> str:
     """The platform programs are exported for by default: tracejit runs on the CPU."""
     return "cpu"
@@ -249,6 +254,9 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
            disabled_checks: Sequence[DisabledSafetyCheck] = ()) -> Callable[..., Exported]:
     """`export(jit(f))(*args_specs, **kwargs_specs)` -> Exported: f traced at the specs'
     shapes and dtypes (arrays, or `ShapeDtypeStruct`s; static arguments as jit takes them)."""
+    if not isinstance(fun_jit, Jitted) and callable(fun_jit) and \
+            getattr(fun_jit, "__module__", None) in _JITTED_IN_JAX:
+        fun_jit = jit(fun_jit)  # (JAX's `export(jnp.sin)`: its jnp.sin is a jitted function)
     if not isinstance(fun_jit, Jitted):
         raise ValueError(  # noqa: TRY004 (JAX's error)
             f"Function to be exported must be the result of `jit` but is: {fun_jit}")
