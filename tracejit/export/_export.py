@@ -32,6 +32,7 @@ from ..core.pytree import (
 from ..core.trace import get_aval, trace_to_jaxpr
 from ..lax.call import pjit_p
 from ..lax.control_flow.common import _key_str, _structure_diffs
+from ..lax.elementwise import convert_element_type
 from ..runtime.jit import Jitted, jit, without_unused_args
 from ..transforms.api import vjp as _vjp
 from ..transforms.custom import custom_vjp
@@ -113,8 +114,12 @@ class Exported:
         return encode_program(self._closed)
 
     def mlir_module(self, serialized: bool = True) -> str:
-        """The exported program as text: tracejit's jaxpr (where JAX prints StableHLO)."""
-        return f"module @jit_{self.fun_name} (tracejit jaxpr)\n{self._closed}"
+        """The exported program as text: tracejit's jaxpr (where JAX prints StableHLO), under
+        a line giving its entry point `@main`'s types, as JAX's text opens with one."""
+        ins = ", ".join(a.str_short() for a in self._closed.in_avals)
+        outs = ", ".join(a.str_short() for a in self._closed.out_avals)
+        return (f"module @jit_{self.fun_name} (tracejit jaxpr, not StableHLO)\n"
+                f"  @main({ins}) -> ({outs})\n{self._closed}")
 
     def __str__(self) -> str:
         return f"Exported(fun_name={self.fun_name}, ...)"
@@ -465,9 +470,15 @@ def _flat_function(exported: Exported) -> Jitted:
     in_avals, out_avals = exported.in_avals, exported.out_avals
     n_in = len(in_avals)
 
+    # (a result is weakly typed only where out_avals says so: JAX's deserialized avals have no
+    # weak types, and its call's results follow them)
+    strong = [not a.weak_type for a in out_avals if not _is_float0(a)]
+
     @custom_vjp
     def f_flat(*args_flat):
-        return eval_closed(closed, *args_flat)
+        outs = eval_closed(closed, *args_flat)
+        return [convert_element_type(o, get_aval(o).dtype) if s and get_aval(o).weak_type
+                else o for o, s in zip(outs, strong)]
 
     def f_flat_vjp_fwd(*args_flat):
         return f_flat(*args_flat), args_flat

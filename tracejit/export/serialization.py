@@ -462,8 +462,10 @@ def _dec_exported(d: Any, depth: int) -> _export.Exported:
               f"{_export.maximum_supported_calling_convention_version}]")
     in_tree = tree_structure(_dec_tree_value(d["in_tree"], 0))
     out_tree = tree_structure(_dec_tree_value(d["out_tree"], 0))
-    in_avals = tuple(_dec_aval(a) for a in d["in_avals"])
-    out_avals = tuple(_dec_aval(a) for a in d["out_avals"])
+    # (weak types recorded, dropped on loading as JAX's deserialize drops them: the call's
+    # results are then strongly typed, as JAX's)
+    in_avals = tuple(_dec_aval(a).strip_weak_type() for a in d["in_avals"])
+    out_avals = tuple(_dec_aval(a).strip_weak_type() for a in d["out_avals"])
     if len(in_tree.children) != 2 or in_tree.node_type is not tuple or \
             in_tree.num_leaves != len(in_avals) or out_tree.num_leaves != len(out_avals):
         _fail("the argument and result trees do not match their types")
@@ -473,8 +475,9 @@ def _dec_exported(d: Any, depth: int) -> _export.Exported:
     # (a param the abstract eval cannot read, a wrong type, ...)
     except Exception as e:  # noqa: BLE001
         _fail(f"the program does not type-check: {type(e).__name__}: {e}")
-    if closed.in_avals != [a for a in in_avals if a.dtype != dtypes.float0] or \
-            closed.out_avals != [a for a in out_avals if a.dtype != dtypes.float0]:
+    def data(avals):  # (float0 values are no part of the program; weak types are ignored)
+        return [a.strip_weak_type() for a in avals if a.dtype != dtypes.float0]
+    if data(closed.in_avals) != data(in_avals) or data(closed.out_avals) != data(out_avals):
         _fail("the program's types differ from the recorded in_avals/out_avals")
     checks = []
     for c in d["disabled_checks"]:
