@@ -520,3 +520,13 @@ def test_jax_export_docs_page():
     assert repr(exp_unsafe.call(1.)) == "Array(0.5403023, dtype=float32, weak_type=True)"
     exp_multi = texport.export(tracejit.jit(tlax.cos), platforms=["tpu", "cpu", "cuda"])(1.)
     assert repr(exp_multi.call(1.)) == "Array(0.5403023, dtype=float32, weak_type=True)"
+
+
+def test_sharded_programs_are_refused():
+    """tracejit exports single-device programs: arguments laid out over a mesh (JAX's
+    device-polymorphic export) and jit's in/out_shardings are refused, saying so."""
+    mesh = tracejit.sharding.AbstractMesh((4,), ("a",))
+    spec = tracejit.ShapeDtypeStruct((32,), np.int32, sharding=tracejit.sharding.NamedSharding(
+        mesh, tracejit.sharding.PartitionSpec("a")))
+    with pytest.raises(NotImplementedError, match="single-device programs only"):
+        texport.export(tracejit.jit(lambda x: x.transpose()))(spec)
