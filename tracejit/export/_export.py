@@ -152,7 +152,7 @@ class Exported:
     def call(self, *args, **kwargs):
         """Call the exported function (under jit, grad and vmap too) with arguments of its
         exported pytree structure, shapes and dtypes."""
-        return call(self)(*args, **kwargs)
+        return _call(self, args, kwargs)
 
 
 def deserialize(blob: bytes | bytearray) -> Exported:
@@ -520,19 +520,39 @@ def call(exported: Exported) -> Callable[..., Any]:
     if not isinstance(exported, Exported):
         raise ValueError("The exported argument must be an export.Exported. "  # noqa: TRY004
                          f"Found {exported}.")
+    return lambda *args, **kwargs: _call(exported, args, kwargs)
 
-    def f_imported(*args, **kwargs):
+
+_LEAF_TYPES = (Array, np.ndarray, float, int)  # (bool is an int)
+
+
+def _plain(exported: Exported) -> bool:
+    """Whether the Exported takes its arguments positionally, each an array, none of dtype
+    float0: then a call of arrays needs no flattening (JAX's in_tree `((*, ...), {})`)."""
+    plain = exported._cache.get("plain")
+    if plain is None:
+        n = len(exported.in_avals)
+        plain = exported._cache["plain"] = (
+            exported.in_tree == tree_structure((tuple(range(n)), {})) and
+            not any(_is_float0(a) for a in exported.in_avals))
+    return plain
+
+
+def _call(exported: Exported, args: tuple, kwargs: dict) -> Any:
+    if not kwargs and _plain(exported) and len(args) == len(exported.in_avals) and \
+            all(isinstance(a, _LEAF_TYPES) for a in args):
+        leaves = args  # (the common case, kept cheap: positional arrays)
+    else:
         leaves, in_tree = tree_flatten((args, kwargs))
         _check_tree(exported, in_tree)
-        avals = []
-        for x in leaves:
-            aval = get_aval_or_float0(x)
-            if not isinstance(aval, ShapedArray):
-                raise ValueError(f"Expected ShapedArray but got: {aval}")  # noqa: TRY004
-            avals.append(aval)
-        _check_avals(exported, avals)
-        _check_platform(exported)
-        outs = _flat_function(exported)(*[x for x, a in zip(leaves, exported.in_avals)
-                                          if a.dtype != dtypes.float0])
-        return tree_unflatten(exported.out_tree, with_float0(outs, exported.out_avals))
-    return f_imported
+    avals = []
+    for x in leaves:
+        aval = get_aval_or_float0(x)
+        if not isinstance(aval, ShapedArray):
+            raise ValueError(f"Expected ShapedArray but got: {aval}")  # noqa: TRY004
+        avals.append(aval)
+    _check_avals(exported, avals)
+    _check_platform(exported)
+    outs = _flat_function(exported)(*[x for x, a in zip(leaves, exported.in_avals)
+                                      if not _is_float0(a)])
+    return tree_unflatten(exported.out_tree, with_float0(outs, exported.out_avals))
