@@ -105,7 +105,10 @@ class Exported:
     uses_global_constants: bool
     _get_vjp: Callable[[Exported], Exported] | None
     _closed: ClosedJaxpr = dataclasses.field(repr=False, compare=False)
-    _cache: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
+    # (the jitted call and the VJP, made once; not an argument: `dataclasses.replace` makes
+    # a copy with a cache of its own)
+    _cache: dict = dataclasses.field(default_factory=dict, init=False, repr=False,
+                                     compare=False)
 
     @property
     def mlir_module_serialized(self) -> bytes:
