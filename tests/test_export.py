@@ -530,3 +530,35 @@ def test_sharded_programs_are_refused():
         mesh, tracejit.sharding.PartitionSpec("a")))
     with pytest.raises(NotImplementedError, match="single-device programs only"):
         texport.export(tracejit.jit(lambda x: x.transpose()))(spec)
+
+
+def test_a_blob_from_another_process(tmp_path):
+    """Serialized in a fresh process (conv, scan, gather, an nn function, fft), loaded and run
+    in this one: the primitives, enums and namedtuples a blob names are all there at
+    `import tracejit`."""
+    import subprocess
+    import sys
+    code = (
+        "import sys, numpy as np, tracejit, tracejit.numpy as tnp\n"
+        "from tracejit import lax\n"
+        "def f(x):\n"
+        "    c = lax.conv_general_dilated(x[None, None], x[None, None, :2, :2], (1, 1), 'SAME')\n"
+        "    s = lax.scan(lambda c, r: (c + r, c * r), tnp.zeros(5), x)[1]\n"
+        "    return c, s, x[np.array([0, 2])], tracejit.nn.gelu(x), tnp.fft.rfft(x)\n"
+        "x = np.linspace(-1.0, 1.5, 20, dtype=np.float32).reshape(4, 5)\n"
+        "exp = tracejit.export.export(tracejit.jit(f))(x)\n"
+        "open(sys.argv[1], 'wb').write(exp.serialize(vjp_order=1))\n")
+    path = tmp_path / "f.bin"
+    subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=300,
+                   cwd=pathlib.Path(__file__).parent.parent)
+    back = texport.deserialize(path.read_bytes())
+
+    def f(x):
+        c = tlax.conv_general_dilated(x[None, None], x[None, None, :2, :2], (1, 1), "SAME")
+        s = tlax.scan(lambda c, r: (c + r, c * r), tnp.zeros(5), x)[1]
+        return c, s, x[np.array([0, 2])], tracejit.nn.gelu(x), tnp.fft.rfft(x)
+    for got, want in zip(back.call(X), tracejit.jit(f)(X)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    grad = tracejit.grad(lambda x: tnp.sum(back.call(x)[3]))(X)
+    np.testing.assert_allclose(np.asarray(grad), np.asarray(
+        tracejit.grad(lambda x: tnp.sum(tracejit.nn.gelu(x)))(X)), rtol=1e-6)
