@@ -293,6 +293,8 @@ def test_integer_arguments_and_results_have_float0_cotangents():
     tv, jv = once.vjp(), theirs.vjp()
     assert [a.dtype for a in tv.in_avals] == [a.dtype for a in jv.in_avals]
     assert [a.dtype for a in tv.out_avals] == [a.dtype for a in jv.out_avals]
+    assert repr(tv.out_avals) == repr(jv.out_avals) == \
+        "(ShapedArray(float32[3]), ShapedArray(float0[]))"
     x = np.array([0.3, 1.0, 2.0], np.float32)
     expected = jax.grad(lambda x: theirs.call(x, np.int32(2))[0].sum())(x)
     got = tracejit.grad(lambda x: once.call(x, np.int32(2))[0].sum())(x)

@@ -95,7 +95,8 @@ class ShapedArray(AbstractValue):
         dims = [str(n) if not axes else f"{n}@{axes[0]}" if len(axes) == 1 else
                 f"{n}@({','.join(axes)})" for n, axes in
                 itertools.zip_longest(self.shape, parts, fillvalue=())]
-        return f"{self.dtype.name}[{','.join(dims)}]{self._vma_str()}"
+        name = "float0" if self.dtype == dtypes.float0 else self.dtype.name  # (numpy: 'void')
+        return f"{name}[{','.join(dims)}]{self._vma_str()}"
 
     def _vma_str(self) -> str:
         """JAX's `{V:i}` / `{V:(i,j)}` suffix of a type varying over manual axes, in the mesh's
