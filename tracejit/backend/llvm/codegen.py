@@ -315,8 +315,8 @@ class Emitter:
         elements = math.prod(self._trips) * repetitions()
         if elements < VECTORIZE_COLD_ELEMENTS:
             return False
-        size = inlined_size(blocks)  # (math calls count as the code LLVM inlines there)
-        return size <= VECTORIZE_MAX_BODY or elements >= VECTORIZE_MIN_ELEMENTS
+        # (math calls count as the code LLVM inlines there: a walk of the body, only if needed)
+        return elements >= VECTORIZE_MIN_ELEMENTS or inlined_size(blocks) <= VECTORIZE_MAX_BODY
 
     def _no_vectorize(self) -> ir.Value:
         """The loop metadata that turns LLVM's loop vectorizer off for one loop (a loop ID is
