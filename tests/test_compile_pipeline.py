@@ -135,3 +135,29 @@ def test_math_calls_count_as_their_bodies_when_judging_a_function_huge(monkeypat
     got = tracejit.jit(lambda y: chain(y))(x)  # (another program: compiled again)
     assert marked, "the function was not judged huge"
     np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_inlined_lines_bound_the_functions_llvm_inlines_them_into():
+    """math.inlined_lines (what optimize's shortcut reads) is at least the lines of each function
+    once its math calls are inlined: in llvmlite's text and in LLVM's (kernel_cache's linked
+    modules: names unquoted, a second module's copy renamed)."""
+    from llvmlite import ir
+
+    from tracejit.backend.llvm import math as llmath
+
+    def kernel(name, fns, times):
+        module = ir.Module(name=name)
+        fn = ir.Function(module, ir.FunctionType(ir.DoubleType(), [ir.DoubleType()]), name=name)
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        x = fn.args[0]
+        for _ in range(times):
+            for f in fns:
+                x = llmath.emit(b, f, x)
+        b.ret(x)
+        return str(module)
+    texts = [kernel("ka", ["lgamma", "exp"], 5), kernel("kb", ["lgamma"], 3)]
+    for text in [*texts, jit_engine.link_text(texts)]:
+        module = jit_engine.parse(text)
+        jit_engine._inline_math(module)
+        inlined = max(str(f).count("\n") for f in module.functions if not f.is_declaration)
+        assert text.count("\n") < inlined <= jit_engine.inlined_lines(text)

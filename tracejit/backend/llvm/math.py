@@ -1701,19 +1701,23 @@ def inlined_size(blocks) -> int:
     return size
 
 
-_DEFINITION = re.compile(r'^define internal \w+ @"(tracejit\.math\.[^"]+)"\(', re.MULTILINE)
+# (llvmlite quotes every name; LLVM's printer, as in kernel_cache's linked modules, only those
+# it must, and renames a second module's copy `tracejit.math.exp.f32.1`)
+_DEFINITION = re.compile(r'^define internal [^@\n]*@"?(tracejit\.math\.[\w.$]+)"?\(',
+                         re.MULTILINE)
 
 
 def inlined_lines(ir_text: str) -> int:
     """The lines of a module's IR text once LLVM has inlined its math functions (each body at
     each call): the size jit_engine.optimize judges functions by (huge ones get O1)."""
     lines = ir_text.count("\n")
-    if '@"tracejit.math.' not in ir_text:
+    if "tracejit.math." not in ir_text:
         return lines
     for m in _DEFINITION.finditer(ir_text):
+        name = m.group(1)
         body = ir_text.count("\n", m.start(), ir_text.index("\n}\n", m.start()))
-        calls = ir_text.count(f'@"{m.group(1)}"(') - 1  # (less the definition)
-        lines += body * (calls - 1)  # (the definition goes; each call becomes the body)
+        uses = ir_text.count(f'@"{name}"(') + ir_text.count(f"@{name}(")
+        lines += body * (uses - 2)  # (the definition goes; each call becomes the body)
     return lines
 
 
