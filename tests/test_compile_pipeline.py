@@ -110,3 +110,54 @@ def test_distinct_compiles_then_clear_caches_give_memory_back():
     tracejit.clear_caches()
     gc.collect()
     assert (_malloc_in_use() - before) / 20 < 32 * 1024
+
+
+def test_math_calls_count_as_their_bodies_when_judging_a_function_huge(monkeypatch):
+    """A function whose text is short, but huge once LLVM has inlined its math calls (math.py
+    defines each math function once per module, inlined at each call), is optimised as huge:
+    optimize judges it by jit_engine.inlined_lines, not by the lines of its text."""
+    tracejit.config.update("tracejit_persistent_cache", False)  # (compiled, not loaded)
+
+    def chain(x):
+        for _ in range(40):
+            x = jnp.log(jnp.exp(x) * 0.5 + 1.0)
+        return x
+    x = np.float32(0.3)
+    want = np.asarray(tracejit.jit(lambda x: chain(x))(x))  # (the default limit: O3)
+    text = tracejit.jit(chain).lower(x).compile()._executable.program.ir_text
+    lines = text.count("\n")
+    assert jit_engine.inlined_lines(text) > 4 * lines  # (80 calls of two functions)
+    marked = []
+    real_mark = jit_engine._mark_optnone
+    monkeypatch.setattr(jit_engine, "_mark_optnone", lambda t, names: (marked.append(names),
+                                                                       real_mark(t, names))[1])
+    monkeypatch.setattr(jit_engine, "HUGE_FUNCTION_LINES", 2 * lines + 1)  # the text: "short"
+    got = tracejit.jit(lambda y: chain(y))(x)  # (another program: compiled again)
+    assert marked, "the function was not judged huge"
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_inlined_lines_bound_the_functions_llvm_inlines_them_into():
+    """math.inlined_lines (what optimize's shortcut reads) is at least the lines of each function
+    once its math calls are inlined: in llvmlite's text and in LLVM's (kernel_cache's linked
+    modules: names unquoted, a second module's copy renamed)."""
+    from llvmlite import ir
+
+    from tracejit.backend.llvm import math as llmath
+
+    def kernel(name, fns, times):
+        module = ir.Module(name=name)
+        fn = ir.Function(module, ir.FunctionType(ir.DoubleType(), [ir.DoubleType()]), name=name)
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        x = fn.args[0]
+        for _ in range(times):
+            for f in fns:
+                x = llmath.emit(b, f, x)
+        b.ret(x)
+        return str(module)
+    texts = [kernel("ka", ["lgamma", "exp"], 5), kernel("kb", ["lgamma"], 3)]
+    for text in [*texts, jit_engine.link_text(texts)]:
+        module = jit_engine.parse(text)
+        jit_engine._inline_math(module)
+        inlined = max(str(f).count("\n") for f in module.functions if not f.is_declaration)
+        assert text.count("\n") < inlined <= jit_engine.inlined_lines(text)

@@ -598,3 +598,37 @@ def test_emit_rejects_bad_operands():
         llmath.emit(b, "pow", x32, x64)
     with pytest.raises(TypeError, match="float32 or float64"):
         llmath.emit(b, "exp", i)
+
+
+@pytest.mark.parametrize("dtype", [F32, F64], ids=["f32", "f64"])
+@pytest.mark.parametrize("n", [8, 8192], ids=["scalar_code", "vectorised"])
+def test_a_function_used_many_times_is_defined_once_and_inlined(dtype, n):
+    """emit calls the module's one function per math function, type and variant (its body
+    built once), which LLVM inlines at every call: the same bits as a kernel using it once
+    (`run`), no call left, and vector code where the loop is long enough."""
+    import tracejit
+    import tracejit.numpy as jnp
+    from tracejit.backend.llvm import codegen
+    tracejit.config.update("jax_enable_x64", dtype == F64)  # (conftest restores it)
+    x = np.linspace(-40, 40, n).astype(dtype)
+    ks, fns = (1, 2, 3, 5, 7), {"sin": jnp.sin, "exp": jnp.exp, "tanh": jnp.tanh}
+    f = tracejit.jit(lambda x: [fn(x * k) for k in ks for fn in fns.values()])
+    outs = f(x)
+    compiled = f.lower(x).compile()
+    text = compiled._executable.program.ir_text
+    vector = n >= codegen.INLINE_SLOW_PATH_MIN_ELEMENTS
+    width = np.dtype(dtype).itemsize * 8
+    for name in fns:
+        symbol = f"tracejit.math.{name}.f{width}{'.vector' if vector and name == 'sin' else ''}"
+        assert len(re.findall(rf'^define internal .*@"{re.escape(symbol)}"\(', text,
+                              re.MULTILINE)) == 1, symbol
+        assert text.count(f'@"{symbol}"(') == 1 + len(ks), symbol   # (one call a use)
+    optimised = compiled.as_text("llvm")
+    assert not re.search(r'@"?tracejit\.math\.', optimised)  # (no call nor definition left)
+    assert bool(re.search(r"<\d+ x (float|double)>", optimised)) == vector
+    got = iter(outs)
+    for k in ks:
+        for name in fns:
+            want = run(name, x * dtype(k), dtype=dtype,
+                       inline_slow_paths=vector and name == "sin")
+            np.testing.assert_array_equal(np.asarray(next(got)), want, err_msg=f"{name} {k}")

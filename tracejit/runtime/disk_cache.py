@@ -229,7 +229,7 @@ def _compile(ir_text: Callable[[], str], folder: pathlib.Path | None, name: str,
             _touch(path)
             return optimised_ir, code, True
     text = ir_text()
-    module = optimise(jit_engine.parse(text), text.count("\n"))
+    module = optimise(jit_engine.parse(text), jit_engine.inlined_lines(text))
     optimised_ir = str(module)
     fast = tiered and jit_engine.fast_codegen_exact(optimised_ir)
     code, obj = jit_engine.load(module, ir_text=optimised_ir, library=library, fast=fast)

@@ -35,7 +35,7 @@ from ...core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ...core.primitive import ELEMENTWISE, Primitive
 from .aliasing import plan_aliases
 from .interrupt import SCAN_POLL_MIN_WORK, bounded_work
-from .math import inline_slow_paths, repetitions
+from .math import inline_slow_paths, inlined_size, repetitions
 from .rules import ELEMENT_TUPLES, INDEX_MAPS, STRUCTURAL, structural_rule
 from .scalar_ops import bf16_bits, bf16_widen, emit_scalar
 from .types import I1, I8, I32, I64, const, mem_type
@@ -315,8 +315,8 @@ class Emitter:
         elements = math.prod(self._trips) * repetitions()
         if elements < VECTORIZE_COLD_ELEMENTS:
             return False
-        size = sum(len(bb.instructions) for bb in blocks)
-        return size <= VECTORIZE_MAX_BODY or elements >= VECTORIZE_MIN_ELEMENTS
+        # (math calls count as the code LLVM inlines there: a walk of the body, only if needed)
+        return elements >= VECTORIZE_MIN_ELEMENTS or inlined_size(blocks) <= VECTORIZE_MAX_BODY
 
     def _no_vectorize(self) -> ir.Value:
         """The loop metadata that turns LLVM's loop vectorizer off for one loop (a loop ID is

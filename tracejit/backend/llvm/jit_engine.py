@@ -215,15 +215,21 @@ def target_data() -> llvm.TargetData:
 HUGE_FUNCTION_LINES = 4000
 
 
+def inlined_lines(ir_text: str) -> int:
+    """The lines of `ir_text` once its calls of math functions are inlined (`optimize`)."""
+    return ourmath.inlined_lines(ir_text)
+
+
 def optimize(module: llvm.ModuleRef, text_lines: int | None = None) -> llvm.ModuleRef:
     """The optimised module: O3 (loop and SLP vectorisation on) over every function, but huge
     ones (see HUGE_FUNCTION_LINES) get O1's function pipeline instead, with O3's module
     pipeline skipping them. Small modules are optimised in place; for those with a huge
     function a new module is returned (the IR goes through text once each way).
-    `text_lines`: the lines of the text the module was parsed from, where the caller has it:
-    LLVM prints a function in at most twice the lines of ours (a blank line before each block),
-    so a short text has no huge function, and printing each function to count (~0.6 ms of a
-    first call) is skipped."""
+    `text_lines`: the lines of the text the module was parsed from with its math calls inlined
+    (`inlined_lines`), where the caller has it: LLVM prints a function in at most twice the
+    lines of ours (a blank line before each block), so a short text has no huge function, and
+    printing each function to count (~0.6 ms of a first call) is skipped."""
+    _inline_math(module)
     if text_lines is not None and 2 * text_lines + 1 <= HUGE_FUNCTION_LINES:
         huge = []
     else:
@@ -240,6 +246,22 @@ def optimize(module: llvm.ModuleRef, text_lines: int | None = None) -> llvm.Modu
     module = parse(_mark_optnone(str(module), huge))
     _run_pipeline(module, speed_level=3, vectorize=True)
     return parse(_ATTRIBUTE_OPTNONE.sub(r"\1", str(module)))
+
+
+def _inline_math(module: llvm.ModuleRef) -> None:
+    """Inline the module's `alwaysinline` functions (math.py's, one per math function and type,
+    called from each use) before anything else: every function, huge ones too, is then
+    optimised as it was when that code was emitted inline at each use, and a huge function is
+    judged by its size with that code in it (`inlined_lines`)."""
+    pto = llvm.create_pipeline_tuning_options(speed_level=0)
+    pb = llvm.create_pass_builder(_engine_target_machine(), pto)
+    pm = llvm.create_new_module_pass_manager()
+    pm.add_always_inliner_pass()
+    try:
+        pm.run(module, pb)
+    finally:
+        _NewPassManager._dispose(pm)
+        pm.detach()
 
 
 # (" optnone" inside an attribute group; only the functions _mark_optnone marked have it)
@@ -342,7 +364,7 @@ def fast_codegen_exact(optimised_ir: str) -> bool:
 def compile_ir(ir_text: str) -> tuple[llvm.ModuleRef, Code]:
     """Parse, verify, optimise (see `optimize`) and generate machine code. Returns the optimised
     module (parsed back: the engine owns the one it compiled) and the code."""
-    module = optimize(parse(ir_text), ir_text.count("\n"))
+    module = optimize(parse(ir_text), inlined_lines(ir_text))
     optimised_ir = str(module)
     code, _ = load(module, ir_text=optimised_ir)
     return parse(optimised_ir), code

@@ -1,8 +1,10 @@
 """Transcendental functions as branch-free LLVM IR, for the kernels that codegen emits.
 
-`emit(builder, name, *args)` writes scalar float32/float64 IR built only from arithmetic,
-`select`, integer bit operations and intrinsics that have vector forms (fma, fabs, sqrt, floor,
-ceil, rint, copysign, minimum, maximum), so the loop vectorizer widens a loop that calls it.
+`emit(builder, name, *args)` calls the module's function for `name` on that type (defined at
+its first use, inlined by LLVM before it optimises: `_math_function`), whose body is scalar
+float32/float64 IR built only from arithmetic, `select`, integer bit operations and intrinsics
+that have vector forms (fma, fabs, sqrt, floor, ceil, rint, copysign, minimum, maximum), so the
+loop vectorizer widens a loop that calls it.
 libm calls would stay scalar and cost 5x or more. Every branch of a piecewise method is
 computed and one result is chosen with `select`. No fast-math flags anywhere: NaN, infinities,
 signed zeros and subnormals follow IEEE (and NumPy/SciPy) everywhere; float32 exp, log, log1p,
@@ -75,6 +77,7 @@ import contextlib
 import contextvars
 import itertools
 import math
+import re
 from collections.abc import Callable
 from fractions import Fraction
 
@@ -85,7 +88,8 @@ from ...lax import elementwise as _xla
 from ...lax.elementwise import _GILES64, _GILES_LARGE, _GILES_SMALL
 
 __all__ = ["BIG_TRIG_SYMBOLS", "NAMES", "VECTOR_WIDTHS", "big_trig_routine", "emit",
-           "inline_slow_paths", "repeated", "repetitions", "vector_variant_symbol"]
+           "inline_slow_paths", "inlined_lines", "inlined_size", "repeated", "repetitions",
+           "vector_variant_symbol"]
 
 
 class _Emitter:
@@ -855,9 +859,8 @@ def _far_trig(module: ir.Module, name: str, ty: ir.Type) -> ir.Function:
     it; the same instructions as inline, so the same bits."""
     symbol = f"tracejit.{name}.far.{'f64' if isinstance(ty, ir.DoubleType) else 'f32'}"
     fn = module.globals.get(symbol)
-    if fn is not None:  # a second use: out of line from now on
-        fn.attributes.discard("alwaysinline")
-        fn.attributes.add("noinline")
+    if fn is not None:
+        _used_again(fn)
         return fn
     fn = ir.Function(module, ir.FunctionType(ty, [ty]), name=symbol)
     fn.linkage = "internal"
@@ -867,6 +870,12 @@ def _far_trig(module: ir.Module, name: str, ty: ir.Type) -> ir.Function:
     with inline_slow_paths(False):  # (scalar code: the slow path is a plain call)
         b.ret(_full_trig(_Emitter(b, ty), fn.args[0], name))
     return fn
+
+
+def _used_again(far: ir.Function) -> None:
+    """A second use of a `_far_trig` function: out of line from now on."""
+    far.attributes.discard("alwaysinline")
+    far.attributes.add("noinline")
 
 
 def _sin_cos(e: _Emitter, x, want_cos: bool):
@@ -1631,8 +1640,90 @@ _FUNCTIONS: dict[str, tuple[int, Callable]] = {
 NAMES: tuple[str, ...] = tuple(_FUNCTIONS)
 
 
+class _MathFunction(ir.Function):
+    """A module's function for one math function, type and variant (`_math_function`): its
+    size in instructions (what a call of it stands for once inlined) and the `_far_trig`
+    functions it calls (each call of it is a use of those)."""
+
+    def __init__(self, module: ir.Module, fnty: ir.FunctionType, name: str):
+        super().__init__(module, fnty, name=name)
+        self.size = 0
+        self.far: list[ir.Function] = []
+
+
+# Functions whose body depends on `inline_slow_paths` (their variant is part of the symbol):
+# sin/cos/tan's slow path is a call of masked vector variants in vectorised loops and a branch
+# to `_far_trig` in scalar code. No other function reads it (nor anything else that varies).
+_PATH_VARIANTS = frozenset({"sin", "cos", "tan"})
+# LLVM's own intrinsics: one instruction each, nothing to define
+_INTRINSICS = frozenset({"sqrt", "fabs", "floor", "ceil", "fma", "minimum", "maximum"})
+
+
+def _math_function(module: ir.Module, name: str, ty: ir.Type) -> _MathFunction:
+    """The module's function computing `name` on `ty` (defined at its first use): internal and
+    `alwaysinline`, so LLVM's inliner puts the body at each call before any other pass
+    (jit_engine.optimize): LLVM optimises, vectorises and compiles the same code as when
+    Python emitted it at each use, the same bits. Python builds and prints each function's
+    ~30-150 instructions once per module, not once per use (~10 us of CPU per instruction:
+    most of a chain of 100 sin's first call)."""
+    vector = name in _PATH_VARIANTS and _INLINE_SLOW_PATHS.get()
+    symbol = (f"tracejit.math.{name}.{'f64' if isinstance(ty, ir.DoubleType) else 'f32'}"
+              f"{'.vector' if vector else ''}")
+    fn = module.globals.get(symbol)
+    if fn is not None:
+        for far in fn.far:
+            _used_again(far)
+        return fn
+    nargs, body = _FUNCTIONS[name]
+    fn = _MathFunction(module, ir.FunctionType(ty, [ty] * nargs), symbol)
+    fn.linkage = "internal"
+    fn.attributes = _PureAttributes(("readnone", "nounwind", "willreturn", "alwaysinline"))
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b.ret(body(_Emitter(b, ty), *fn.args))
+    calls = [i for bb in fn.blocks for i in bb.instructions if isinstance(i, ir.CallInstr)]
+    fn.far = [i.callee for i in calls if i.callee.name.endswith(_FAR_SUFFIXES)]
+    fn.size = sum(len(bb.instructions) for bb in fn.blocks) - 1   # (less the ret)
+    return fn
+
+
+_FAR_SUFFIXES = (".far.f32", ".far.f64")
+
+
+def inlined_size(blocks) -> int:
+    """The instructions in `blocks` once LLVM has inlined the math functions they call: the
+    size codegen's heuristics were measured in, when the math was emitted inline."""
+    size = 0
+    for bb in blocks:
+        size += len(bb.instructions)
+        for instr in bb.instructions:
+            if isinstance(instr, ir.CallInstr) and isinstance(instr.callee, _MathFunction):
+                size += instr.callee.size - 1
+    return size
+
+
+# (llvmlite quotes every name; LLVM's printer, as in kernel_cache's linked modules, only those
+# it must, and renames a second module's copy `tracejit.math.exp.f32.1`)
+_DEFINITION = re.compile(r'^define internal [^@\n]*@"?(tracejit\.math\.[\w.$]+)"?\(',
+                         re.MULTILINE)
+
+
+def inlined_lines(ir_text: str) -> int:
+    """The lines of a module's IR text once LLVM has inlined its math functions (each body at
+    each call): the size jit_engine.optimize judges functions by (huge ones get O1)."""
+    lines = ir_text.count("\n")
+    if "tracejit.math." not in ir_text:
+        return lines
+    for m in _DEFINITION.finditer(ir_text):
+        name = m.group(1)
+        body = ir_text.count("\n", m.start(), ir_text.index("\n}\n", m.start()))
+        uses = ir_text.count(f'@"{name}"(') + ir_text.count(f"@{name}(")
+        lines += body * (uses - 2)  # (the definition goes; each call becomes the body)
+    return lines
+
+
 def emit(builder: ir.IRBuilder, name: str, *args: ir.Value) -> ir.Value:
-    """Emit `name(*args)` for float32 or float64 scalar operands of one type."""
+    """Emit `name(*args)` for float32 or float64 scalar operands of one type: a call of the
+    module's function for it (`_math_function`), or the intrinsic."""
     try:
         nargs, fn = _FUNCTIONS[name]
     except KeyError:
@@ -1643,4 +1734,6 @@ def emit(builder: ir.IRBuilder, name: str, *args: ir.Value) -> ir.Value:
     if not isinstance(ty, (ir.FloatType, ir.DoubleType)) or any(a.type != ty for a in args):
         raise TypeError(f"{name} needs float32 or float64 operands of one type, got "
                         f"{[str(a.type) for a in args]}")
-    return fn(_Emitter(builder, ty), *args)
+    if name in _INTRINSICS:
+        return fn(_Emitter(builder, ty), *args)
+    return builder.call(_math_function(builder.module, name, ty), args)
