@@ -1,8 +1,9 @@
 """LLVM's process-wide set-up, through llvmlite alone (no module of our backend, so `import
-tracejit` can import this one): the native target, the host CPU, and the tables and options
-LLVM's pass pipeline and code generation set up the first time each runs. The start-up thread
-(runtime/backend_start.py) runs `warm_up` while the rest of the import goes on; the compiles of
-backend/llvm/jit_engine.py then find LLVM set up."""
+tracejit` can import this one): the native target, the host CPU, the pass builder's target
+machine, and the tables and options LLVM's pass pipeline and code generation set up the first
+time each runs. The start-up thread (runtime/backend_start.py) runs `start` while the rest of
+`import tracejit` goes on, and `warm_up` once the program leaves it time; the compiles of
+backend/llvm/jit_engine.py then find them done."""
 from __future__ import annotations
 
 import functools
@@ -59,13 +60,20 @@ def run_pipeline(ir: llvm.ModuleRef | llvm.ValueRef, speed_level: int, vectorize
         pm.detach()
 
 
+def start() -> None:
+    """What every compile needs first: LLVM's native target, the host CPU's name and features
+    and the pass builder's target machine (~1 ms of CPU)."""
+    host_cpu()
+    pipeline_target_machine()
+
+
 def warm_up() -> None:
-    """An empty function put through O3's pipeline and code generation, then dropped: what
-    LLVM sets up on first use (~5 ms of CPU) the first program's compile then finds done; a
-    function with a vectorisable loop instead set up no more of it (the first compile after
-    either took as long) and cost twice as much. It leaves nothing that a compile reads (no
-    symbol bound, no engine kept): the same code after it as without it
-    (tests/test_backend_start.py)."""
+    """An empty function put through O3's pipeline and code generation, then dropped: LLVM sets
+    up tables and options the first time each runs (~1-3 ms of the first program's compile,
+    for ~7 ms of CPU here: worth it only where the program leaves the thread time). A function
+    with a vectorisable loop instead set up no more of it and cost twice as much. It leaves
+    nothing that a compile reads (no symbol bound, no engine kept): the same code after it as
+    without it (tests/test_backend_start.py)."""
     module = llvm.parse_assembly("define void @tracejit_warm_up() {\n  ret void\n}\n")
     module.triple = llvm.get_process_triple()
     module.data_layout = str(pipeline_target_machine().target_data)

@@ -14,20 +14,13 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from .. import llvm_setup
-from ..llvm_setup import create_target_machine, host_cpu, run_pipeline
+from ..llvm_setup import create_target_machine, host_cpu, run_pipeline  # noqa: F401  (host_cpu)
 from . import math as ourmath
 from . import support
 
 # Serialises engine creation and code generation (the object-cache hooks below are shared).
 # runtime/native.py compiles one program at a time (its cache fill holds a lock of its own).
 _lock = threading.Lock()
-
-
-def start() -> None:
-    """LLVM's native target and the pass builder's target machine: what every compile needs
-    first (runtime/backend_start.py makes them while the user's program goes on)."""
-    host_cpu()
-    llvm_setup.pipeline_target_machine()
 
 
 class Code:
