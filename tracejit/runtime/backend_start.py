@@ -65,6 +65,9 @@ def import_llvmlite() -> None:
         with contextlib.suppress(Exception):  # (out of sys.modules again: the compile retries)
             from ..backend import llvm_setup
             _setup = llvm_setup
+        # and what the first compile's library cache reads its entries with (hmac, OpenSSL's
+        # hashlib: ~3 ms of CPU), which the import had from NumPy's random package before
+        import secrets  # noqa: F401
     _llvmlite.set()
 
 
