@@ -40,17 +40,34 @@ def test_the_thread_imports_the_backend_and_starts_llvm():
         import numpy as np
         import tracejit
         WAIT_FOR_START_UP
+        from tracejit.backend import llvm_setup
         from tracejit.backend.llvm import jit_engine
-        jit_engine.warm_up()  # (the thread's errors are swallowed: this one would show)
+        llvm_setup.warm_up()  # (the thread's errors are swallowed: this one would show)
         started = {"native": "tracejit.runtime.native" in sys.modules,
-                   "target": jit_engine._engine_target_machine.cache_info().currsize,
+                   "host": llvm_setup.host_cpu.cache_info().currsize,
+                   "target": llvm_setup.pipeline_target_machine.cache_info().currsize,
                    "support": jit_engine._make_support_engine.cache_info().currsize}
         x = np.linspace(-3, 3, 1001, dtype=np.float32)
         got = np.asarray(tracejit.jit(lambda x: x * 2 + 1)(x))
         print(json.dumps({**started, "right": bool((got == x * 2 + 1).all())}))
     """))
     # (nothing a program links to is made early: the support routines wait for float16)
-    assert out == {"native": True, "target": 1, "support": 0, "right": True}
+    assert out == {"native": True, "host": 1, "target": 1, "support": 0, "right": True}
+
+
+def test_the_import_brings_llvmlite_only_with_the_thread():
+    """`import tracejit` imports llvmlite and llvm_setup (for the thread's LLVM set-up) when the
+    thread runs, and neither llvmlite nor any module of our backend otherwise."""
+    source = """
+        import json, sys
+        import tracejit
+        print(json.dumps(["llvmlite.binding" in sys.modules,
+                          "tracejit.backend.llvm_setup" in sys.modules,
+                          any(m.startswith("tracejit.backend.llvm") for m in sys.modules)]))
+    """
+    assert _last_json(_python(source)) == [True, True, True]
+    assert _last_json(_python(source, TRACEJIT_BACKGROUND_START="0")) == [False, False, False]
+    assert _last_json(_python(source, TRACEJIT_BACKEND="interpret")) == [False, False, False]
 
 
 def test_off_for_the_interpreter_and_by_the_environment():

@@ -6,7 +6,6 @@ from __future__ import annotations
 import cmd
 import inspect
 import os
-import pprint
 import string
 import sys
 import threading
@@ -188,6 +187,7 @@ class CliDebugger(cmd.Cmd):
 
     def do_pp(self, arg):
         """pp expression: evaluate and pretty-print the value of an expression"""
+        import pprint  # (here: ~1 ms of `import tracejit` otherwise)
         try:
             _print(pprint.pformat(self.evaluate(arg)), file=self.stdout)
         except Exception:

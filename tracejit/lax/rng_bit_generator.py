@@ -5,6 +5,7 @@ lowering (backend/llvm/bits.py) compiles its jaxpr."""
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import operator
 from typing import Any, Sequence
@@ -213,9 +214,13 @@ def rng_bit_generator(key: Any, shape: Sequence[int], dtype: Any = np.uint32,
 # --- rng_uniform: XLA's stateful generator ------------------------------------------------------
 # XLA keeps its state inside the runtime, so its numbers cannot be reproduced outside it; here
 # the state is one process-wide NumPy generator, advanced by every call (eager or compiled: the
-# native code calls back to it), so calls differ from each other as in JAX.
+# native code calls back to it), so calls differ from each other as in JAX. Made on the first
+# draw: NumPy's random package is ~7 ms of `import tracejit` that programs without one never use.
 
-_UNIFORM_STATE = np.random.Generator(np.random.Philox(0))
+
+@functools.cache
+def _uniform_state() -> np.random.Generator:
+    return np.random.Generator(np.random.Philox(0))
 
 
 def _rng_uniform_abstract(a, b, *, shape):
@@ -230,9 +235,9 @@ def _rng_uniform_abstract(a, b, *, shape):
 def _rng_uniform_impl(a, b, *, shape):
     a, b = np.asarray(a), np.asarray(b)
     if a.dtype.kind == "f":
-        u = _UNIFORM_STATE.random(shape)
+        u = _uniform_state().random(shape)
         return np.asarray(a + (b - a) * u, a.dtype)
-    return _UNIFORM_STATE.integers(a, b, size=shape, dtype=a.dtype, endpoint=False)
+    return _uniform_state().integers(a, b, size=shape, dtype=a.dtype, endpoint=False)
 
 
 def _no_rule(kind: str):

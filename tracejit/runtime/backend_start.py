@@ -1,16 +1,21 @@
 """The native backend's start-up, begun by `import tracejit` on a thread of its own and joined by
-the first compile (executable.compile_jaxpr): loading LLVM's library, importing llvmlite and our
-backend, initialising LLVM's target and reading the library cache's key (disk_cache's
-source_digest). `import jax` pays its backend's start-up in the import; tracejit paid it in the
-first call. Loading the library and LLVM's initialisation run without the GIL, so a second core
-does them while the user's program goes on; the imports' Python takes turns with it (and takes
-no time from a program that is waiting: for input, for a file, or for the next notebook cell).
+the first compile (executable.compile_jaxpr): loading LLVM's library, starting LLVM
+(backend/llvm_setup.py: its native target, the host CPU, the pass builder's target machine),
+importing our backend, LLVM's first-use set-up (llvm_setup.warm_up) and reading the library
+cache's key (disk_cache's source_digest). `import jax` pays its backend's start-up in the
+import; tracejit paid it in the first call. The first two run while `import tracejit` goes on,
+and without the GIL (ctypes releases it), so a second core does them beside the import; the
+rest waits for the import's end and takes turns with the user's program (and takes no time from
+a program that is waiting: for input, for a file, or for the next notebook cell).
 Off for the `interpret` backend and with `tracejit_background_start` off
 ($TRACEJIT_BACKGROUND_START=0).
 
-What it changes is when, never what: the thread imports what the first compile would have, and
+What it changes is when, never what: the thread does what the first compile would have, and
 swallows any error, so a missing or broken llvmlite raises at the first compile as it did (the
-failed import is retried there). It imports only after `import tracejit` has ended, under the
+failed import is retried there). llvmlite itself is imported by `import tracejit`, in the
+importing thread, once NumPy is (`import_llvmlite`; the thread's start of LLVM waits for it): a
+thread's import beside another's can deadlock where the two need each other's modules. Our
+backend's modules the thread imports only after `import tracejit` has ended, under the
 interpreter's import lock, begun only while no thread is importing anything: no thread then
 holds a module's lock that it could wait for (a cycle of two threads' imports raises a deadlock
 error in either), and another thread's import waits for it (without the GIL: no CPU spent).
@@ -32,6 +37,8 @@ import threading
 _thread: threading.Thread | None = None
 _go = threading.Event()  # `import tracejit` has ended, or a join called the start-up off
 _stop = threading.Event()  # a join called it off
+_llvmlite = threading.Event()  # `import tracejit` has imported llvmlite (or will not)
+_setup = None  # backend/llvm_setup.py, once `import tracejit` has imported it
 _MAX_PAUSE_S = 0.01  # the longest pause between two looks for a moment without imports
 
 
@@ -48,6 +55,22 @@ def start() -> None:
     _thread.start()
 
 
+def import_llvmlite() -> None:
+    """Import llvmlite and backend/llvm_setup.py (tracejit/__init__.py, once NumPy and ml_dtypes
+    are imported; ~10 ms of CPU, which the first call paid), so that the thread can start LLVM
+    (llvm_setup.start) while the rest of the import goes on. Only with the thread; a failed
+    import is left for the first compile to raise."""
+    global _setup
+    if _thread is not None:
+        with contextlib.suppress(Exception):  # (out of sys.modules again: the compile retries)
+            from ..backend import llvm_setup
+            _setup = llvm_setup
+        # and what the first compile's library cache reads its entries with (hmac, OpenSSL's
+        # hashlib: ~3 ms of CPU), which the import had from NumPy's random package before
+        import secrets  # noqa: F401
+    _llvmlite.set()
+
+
 def imported() -> None:
     """`import tracejit` has ended (tracejit/__init__.py, last thing): the thread may import."""
     _go.set()
@@ -61,11 +84,16 @@ def join() -> None:
         return
     _stop.set()
     _go.set()
+    _llvmlite.set()
     thread.join()
 
 
 def _run() -> None:
     _load_llvm_library()
+    _llvmlite.wait()
+    if _setup is not None and not _stop.is_set():  # (a join waiting would pay it all the same)
+        with contextlib.suppress(Exception):
+            _setup.start()
     _go.wait()
     if _stop.is_set():
         return
@@ -88,10 +116,10 @@ def _run() -> None:
         return
     if imported:
         with contextlib.suppress(Exception):  # (the first compile raises it again, as it did)
-            from ..backend.llvm import jit_engine
-            jit_engine.start()
+            from ..backend import llvm_setup
+            llvm_setup.start()  # (done already, unless the import's llvmlite failed)
             if not _stop.is_set():  # (a compile waiting for it would pay more than it saves)
-                jit_engine.warm_up()
+                llvm_setup.warm_up()
             if not _stop.is_set():  # the library cache's key (~0.7 ms of the first pool call)
                 from .disk_cache import source_digest
                 source_digest()

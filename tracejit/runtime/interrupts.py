@@ -5,10 +5,9 @@ Python's own handler. Compiles run on a worker thread so that the main thread st
 take the signal."""
 from __future__ import annotations
 
-import _signal
+import _signal  # (not `signal`: its enums are ~0.5 ms of the first compile's CPU)
 import atexit
 import ctypes
-import signal
 import sys
 import threading
 from typing import Callable, TypeVar
@@ -36,7 +35,7 @@ def _chain_in_front() -> bool:
     again), so every call reads SIGINT's action (one sigaction) and chains again when it is not
     ours: one system call a call, where installing and restoring took two (~7 us here). False
     where the handler is not chainable (a three-argument one, SIG_DFL, SIG_IGN)."""
-    if _libc.sigaction(signal.SIGINT, None, _current_ref) != 0:
+    if _libc.sigaction(_signal.SIGINT, None, _current_ref) != 0:
         return False
     native = interrupt.handler_address()
     if _current.handler == native:
@@ -47,7 +46,7 @@ def _chain_in_front() -> bool:
     _displaced[:] = [_current.handler, _current.mask[:], _current.flags]
     new = _SigAction()
     new.handler, new.mask, new.flags = native, _current.mask, _current.flags
-    return _libc.sigaction(signal.SIGINT, ctypes.byref(new), None) == 0
+    return _libc.sigaction(_signal.SIGINT, ctypes.byref(new), None) == 0
 
 
 _displaced: list = []  # (handler, mask, flags) of the action the native handler went in front of
@@ -57,13 +56,13 @@ _displaced: list = []  # (handler, mask, flags) of the action the native handler
 def _unchain() -> None:
     """Put the displaced handler back at exit, before the native handler's code is freed."""
     if _libc is None or not _displaced or \
-            _libc.sigaction(signal.SIGINT, None, _current_ref) != 0 or \
+            _libc.sigaction(_signal.SIGINT, None, _current_ref) != 0 or \
             _current.handler != interrupt.handler_address():
         return
     old = _SigAction()
     old.handler, old.flags = _displaced[0], _displaced[2]
     old.mask[:] = _displaced[1]
-    _libc.sigaction(signal.SIGINT, ctypes.byref(old), None)
+    _libc.sigaction(_signal.SIGINT, ctypes.byref(old), None)
 
 
 class NativeSigint:
@@ -79,7 +78,7 @@ class NativeSigint:
         # catching a ValueError, ~4 us of every call of a polling program; 0.05 us without)
         if _libc is None or threading.current_thread() is not threading.main_thread():
             return self
-        if not callable(_signal.getsignal(signal.SIGINT)) or not _chain_in_front():
+        if not callable(_signal.getsignal(_signal.SIGINT)) or not _chain_in_front():
             return self
         if interrupt.depth.value == 0:
             interrupt.clear()
@@ -98,7 +97,7 @@ class NativeSigint:
 def deliver_interrupt() -> None:
     """After a program left early: hand the SIGINT to Python's handler (KeyboardInterrupt by
     default); the computation was abandoned, so a handler that returns still ends the call."""
-    signal.raise_signal(signal.SIGINT)
+    _signal.raise_signal(_signal.SIGINT)
     raise KeyboardInterrupt
 
 

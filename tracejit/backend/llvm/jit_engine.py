@@ -12,72 +12,15 @@ from collections.abc import Callable
 
 import llvmlite.binding as llvm
 from llvmlite import ir
-from llvmlite.binding.newpassmanagers import NewPassManager as _NewPassManager
 
+from .. import llvm_setup
+from ..llvm_setup import create_target_machine, host_cpu, run_pipeline  # noqa: F401  (host_cpu)
 from . import math as ourmath
 from . import support
 
 # Serialises engine creation and code generation (the object-cache hooks below are shared).
 # runtime/native.py compiles one program at a time (its cache fill holds a lock of its own).
 _lock = threading.Lock()
-
-
-@functools.cache
-def _init_native() -> None:
-    # llvm.initialize() raises in llvmlite 0.50; these two are all the native JIT needs.
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-
-
-@functools.cache
-def host_cpu() -> tuple[str, str]:
-    """(CPU name, feature string) of the host; part of every on-disk cache key."""
-    _init_native()
-    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-
-
-# a function with a loop over a vector, for `warm_up` to put through both stages of a compile
-_WARM_UP_IR = """
-define void @tracejit_warm_up(float* noalias %out, float* noalias %in, i64 %n) {
-entry:
-  br label %loop
-loop:
-  %i = phi i64 [ 0, %entry ], [ %next, %loop ]
-  %src = getelementptr inbounds float, float* %in, i64 %i
-  %x = load float, float* %src
-  %y = fadd fast float %x, 1.0
-  %dst = getelementptr inbounds float, float* %out, i64 %i
-  store float %y, float* %dst
-  %next = add nuw nsw i64 %i, 1
-  %done = icmp eq i64 %next, %n
-  br i1 %done, label %exit, label %loop
-exit:
-  ret void
-}
-"""
-
-
-def start() -> None:
-    """LLVM's native target and the pass builder's target machine: what every compile needs
-    first (runtime/backend_start.py makes them while the user's program goes on)."""
-    host_cpu()
-    _engine_target_machine()
-
-
-def warm_up() -> None:
-    """A small module optimised and compiled to machine code, then dropped: LLVM sets up tables
-    and options the first time each stage runs, ~2-3 ms of the first program's compile. It
-    leaves nothing that a compile reads (no symbol bound, nothing cached): the same code after
-    it as without it (tests/test_backend_start.py)."""
-    load(optimize(parse(_WARM_UP_IR)), library=True)
-
-
-def create_target_machine(opt: int = 3) -> llvm.TargetMachine:
-    """A target machine for the host CPU with all of its features, generating code at `opt`
-    (3; 0 is LLVM's fast instruction selection and register allocation: see `load`)."""
-    name, features = host_cpu()
-    target = llvm.Target.from_triple(llvm.get_process_triple())
-    return target.create_target_machine(cpu=name, features=features, opt=opt, jit=True)
 
 
 class Code:
@@ -137,7 +80,7 @@ def optimize_library(module: llvm.ModuleRef, speed_level: int) -> llvm.ModuleRef
     if speed_level >= 3:
         return optimize(module)
     if speed_level > 0:
-        _run_pipeline(module, speed_level=speed_level, vectorize=False)
+        run_pipeline(module, speed_level=speed_level, vectorize=False)
     return module
 
 
@@ -205,7 +148,7 @@ def _object_compiled(module: llvm.ModuleRef, obj: bytes) -> None:
 
 def target_data() -> llvm.TargetData:
     """The host's data layout, to stamp on modules before they are optimised."""
-    return _engine_target_machine().target_data
+    return llvm_setup.pipeline_target_machine().target_data
 
 
 # A function longer than this many lines of IR (the main function of a program of thousands of
@@ -236,15 +179,15 @@ def optimize(module: llvm.ModuleRef, text_lines: int | None = None) -> llvm.Modu
         huge = [f.name for f in module.functions
                 if not f.is_declaration and str(f).count("\n") > HUGE_FUNCTION_LINES]
     if not huge:
-        _run_pipeline(module, speed_level=3, vectorize=True)
+        run_pipeline(module, speed_level=3, vectorize=True)
         return module
     for f in module.functions:
         if f.name in huge:
-            _run_pipeline(f, speed_level=1, vectorize=False)
+            run_pipeline(f, speed_level=1, vectorize=False)
     # optnone makes O3's module pipeline leave them as O1 left them (and inline nothing into
     # them); it comes off again before code generation, which would otherwise be O0's for them
     module = parse(_mark_optnone(str(module), huge))
-    _run_pipeline(module, speed_level=3, vectorize=True)
+    run_pipeline(module, speed_level=3, vectorize=True)
     return parse(_ATTRIBUTE_OPTNONE.sub(r"\1", str(module)))
 
 
@@ -277,34 +220,9 @@ def _mark_optnone(ir_text: str, names: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _run_pipeline(ir: llvm.ModuleRef | llvm.ValueRef, speed_level: int, vectorize: bool):
-    """Run LLVM's default module pipeline over a module, or its function simplification
-    pipeline over a function, at `speed_level`, with a pass builder of its own."""
-    pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
-    pto.loop_vectorization = pto.slp_vectorization = vectorize
-    pto.loop_unrolling = False
-    pb = llvm.create_pass_builder(_engine_target_machine(), pto)
-    is_module = isinstance(ir, llvm.ModuleRef)
-    pm = pb.getModulePassManager() if is_module else pb.getFunctionPassManager()
-    try:
-        pm.run(ir, pb)
-    finally:
-        # llvmlite 0.50 never frees a pass manager (its _dispose resolves to ObjectRef's no-op,
-        # ahead of NewPassManager's in the MRO): ~70 KiB of LLVM memory per compile. Free it
-        # here; detach() stops the Python object from touching it again.
-        _NewPassManager._dispose(pm)
-        pm.detach()
-
-
-@functools.cache
-def _engine_target_machine() -> llvm.TargetMachine:
-    # A second target machine for the pass builder: the engine's own belongs to the engine.
-    return create_target_machine()
-
-
 def parse(ir_text: str) -> llvm.ModuleRef:
     """Parse and verify LLVM IR text into a module for the host."""
-    _init_native()
+    llvm_setup.init_native()
     module = llvm.parse_assembly(ir_text)
     module.triple = llvm.get_process_triple()
     module.data_layout = str(target_data())
@@ -321,7 +239,7 @@ def load(module: llvm.ModuleRef, cached_object: bytes | None = None,
     Whether it needs the support routines (compiling them was half of the first program's
     compile) is read from `ir_text`, the module's text, where the caller has it. A `library`
     module (compile_library's) links to neither them nor the slow paths."""
-    _init_native()
+    llvm_setup.init_native()
     if not library:
         if needs_support(ir_text if ir_text is not None else str(module)):
             _support_engine()

@@ -1,0 +1,83 @@
+"""LLVM's process-wide set-up, through llvmlite alone (no module of our backend, so `import
+tracejit` can import this one): the native target, the host CPU, the pass builder's target
+machine, and the tables and options LLVM's pass pipeline and code generation set up the first
+time each runs. The start-up thread (runtime/backend_start.py) runs `start` while the rest of
+`import tracejit` goes on, and `warm_up` once the program leaves it time; the compiles of
+backend/llvm/jit_engine.py then find them done."""
+from __future__ import annotations
+
+import functools
+
+import llvmlite.binding as llvm
+from llvmlite.binding.newpassmanagers import NewPassManager as _NewPassManager
+
+
+@functools.cache
+def init_native() -> None:
+    # llvm.initialize() raises in llvmlite 0.50; these two are all the native JIT needs.
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+
+
+@functools.cache
+def host_cpu() -> tuple[str, str]:
+    """(CPU name, feature string) of the host; part of every on-disk cache key."""
+    init_native()
+    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+
+
+def create_target_machine(opt: int = 3) -> llvm.TargetMachine:
+    """A target machine for the host CPU with all of its features, generating code at `opt`
+    (3; 0 is LLVM's fast instruction selection and register allocation)."""
+    name, features = host_cpu()
+    target = llvm.Target.from_triple(llvm.get_process_triple())
+    return target.create_target_machine(cpu=name, features=features, opt=opt, jit=True)
+
+
+@functools.cache
+def pipeline_target_machine() -> llvm.TargetMachine:
+    """The target machine the pass builder optimises for: one for the process (an engine takes
+    ownership of the one it generates code with, so each engine is given one of its own)."""
+    return create_target_machine()
+
+
+def run_pipeline(ir: llvm.ModuleRef | llvm.ValueRef, speed_level: int, vectorize: bool) -> None:
+    """Run LLVM's default module pipeline over a module, or its function simplification
+    pipeline over a function, at `speed_level`, with a pass builder of its own."""
+    pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
+    pto.loop_vectorization = pto.slp_vectorization = vectorize
+    pto.loop_unrolling = False
+    pb = llvm.create_pass_builder(pipeline_target_machine(), pto)
+    is_module = isinstance(ir, llvm.ModuleRef)
+    pm = pb.getModulePassManager() if is_module else pb.getFunctionPassManager()
+    try:
+        pm.run(ir, pb)
+    finally:
+        # llvmlite 0.50 never frees a pass manager (its _dispose resolves to ObjectRef's no-op,
+        # ahead of NewPassManager's in the MRO): ~70 KiB of LLVM memory per compile. Free it
+        # here; detach() stops the Python object from touching it again.
+        _NewPassManager._dispose(pm)
+        pm.detach()
+
+
+def start() -> None:
+    """What every compile needs first: LLVM's native target, the host CPU's name and features
+    and the pass builder's target machine (~1 ms of CPU)."""
+    host_cpu()
+    pipeline_target_machine()
+
+
+def warm_up() -> None:
+    """An empty function put through O3's pipeline and code generation, then dropped: LLVM sets
+    up tables and options the first time each runs (~1-3 ms of the first program's compile,
+    for ~7 ms of CPU here: worth it only where the program leaves the thread time). A function
+    with a vectorisable loop instead set up no more of it and cost twice as much. It leaves
+    nothing that a compile reads (no symbol bound, no engine kept): the same code after it as
+    without it (tests/test_backend_start.py)."""
+    module = llvm.parse_assembly("define void @tracejit_warm_up() {\n  ret void\n}\n")
+    module.triple = llvm.get_process_triple()
+    module.data_layout = str(pipeline_target_machine().target_data)
+    run_pipeline(module, speed_level=3, vectorize=True)
+    engine = llvm.create_mcjit_compiler(module, create_target_machine())  # (it owns its own)
+    engine.finalize_object()
+    engine.close()
