@@ -49,7 +49,19 @@ def run_pipeline(ir: llvm.ModuleRef | llvm.ValueRef, speed_level: int, vectorize
     pto.loop_unrolling = False
     pb = llvm.create_pass_builder(pipeline_target_machine(), pto)
     is_module = isinstance(ir, llvm.ModuleRef)
-    pm = pb.getModulePassManager() if is_module else pb.getFunctionPassManager()
+    _run_and_free(pb.getModulePassManager() if is_module else pb.getFunctionPassManager(), ir, pb)
+
+
+def run_always_inliner(module: llvm.ModuleRef) -> None:
+    """Inline the module's `alwaysinline` functions, and nothing else."""
+    pb = llvm.create_pass_builder(pipeline_target_machine(),
+                                  llvm.create_pipeline_tuning_options(speed_level=0))
+    pm = llvm.create_new_module_pass_manager()
+    pm.add_always_inliner_pass()
+    _run_and_free(pm, module, pb)
+
+
+def _run_and_free(pm, ir: llvm.ModuleRef | llvm.ValueRef, pb) -> None:
     try:
         pm.run(ir, pb)
     finally:

@@ -14,7 +14,8 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from .. import llvm_setup
-from ..llvm_setup import create_target_machine, host_cpu, run_pipeline  # noqa: F401  (host_cpu)
+from ..llvm_setup import (  # noqa: F401  (host_cpu)
+    create_target_machine, host_cpu, run_always_inliner, run_pipeline)
 from . import math as ourmath
 from . import support
 
@@ -196,15 +197,7 @@ def _inline_math(module: llvm.ModuleRef) -> None:
     called from each use) before anything else: every function, huge ones too, is then
     optimised as it was when that code was emitted inline at each use, and a huge function is
     judged by its size with that code in it (`inlined_lines`)."""
-    pto = llvm.create_pipeline_tuning_options(speed_level=0)
-    pb = llvm.create_pass_builder(_engine_target_machine(), pto)
-    pm = llvm.create_new_module_pass_manager()
-    pm.add_always_inliner_pass()
-    try:
-        pm.run(module, pb)
-    finally:
-        _NewPassManager._dispose(pm)
-        pm.detach()
+    run_always_inliner(module)
 
 
 # (" optnone" inside an attribute group; only the functions _mark_optnone marked have it)
