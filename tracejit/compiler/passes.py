@@ -275,7 +275,7 @@ def _evaluate(eqn: Eqn, known: dict[Var, np.ndarray], max_size: int,
         return None
     # calls and control flow (possibly long loops) run at run time; so does anything holding
     # a callable, such as a custom rule
-    if has_subjaxprs(eqn) or eqn.primitive.effectful or any(
+    if has_subjaxprs(eqn) or has_effects(eqn) or not eqn.primitive.foldable or any(
             callable(p) for p in eqn.params.values()):
         return None
     # a broadcast scalar costs nothing inside a fused kernel, and simplify's rules read it

@@ -69,6 +69,11 @@ class Primitive:
         # has an effect beyond its results (a host callback that prints or does I/O): the
         # compiler never drops, merges, folds, hoists or reorders its equations
         self.effectful = False
+        # effectful for some params only (params -> bool; ffi_call with has_side_effect=True)
+        self.effectful_if: Callable[[dict], bool] | None = None
+        # False: its work belongs to the program's run, never to compile time (ffi_call runs a
+        # foreign handler: constant folding must not call it)
+        self.foldable = True
         # its abstract eval sets the outputs' varying manual axes itself (collectives, pvary);
         # otherwise they are the union of the operands' (JAX's standard vma rule)
         self.own_vma = False

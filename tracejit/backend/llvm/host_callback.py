@@ -1,4 +1,4 @@
-"""Host callbacks in native code: a callback equation lowers to one call of a single ctypes
+"""Host callbacks in native code: a callback equation (and an ffi_call) lowers to one call of a single ctypes
 trampoline, `int32 tracejit_host_callback(i64 id, i8** inputs, i8** outputs)`, bound by symbol
 name (as blas.py binds BLAS), so the IR and the on-disk cache key hold no address.
 
@@ -25,6 +25,7 @@ import numpy as np
 
 from ...core.avals import ShapedArray
 from ...core.primitive import Primitive
+from ...lax import ffi, ffi_api
 from ...lax.callback import CALLBACK_PRIMITIVES, call_host, call_impl
 from ...lax.processes import PRIMITIVES as PROCESS_COLLECTIVES
 from ...lax.processes import pvary_p, shared_p
@@ -167,6 +168,21 @@ def _lower_impl(em: Emitter, eqn, ins, dests):
                           functools.partial(call_impl, eqn.primitive, eqn.params, out_avals))
 
 
+def _lower_ffi_call(em: Emitter, eqn, ins, dests):
+    # the handler reads the trampoline's views of the program's buffers (no copy in); the
+    # equation is one XLA custom-call instance: its instantiate-stage state lives as long as
+    # this program's callback table entry, and its attributes are encoded once, here
+    instance = ffi_api.Instance()
+    attrs = ffi.encode_attributes(eqn.params["attributes"])
+    ffi_api.find(eqn.params["target_name"])  # (an unknown target: XLA's error, at compile)
+    return emit_host_call(em, eqn, ins, dests,
+                          functools.partial(_run_ffi, eqn.params, instance, attrs))
+
+
+def _run_ffi(params, instance, attrs, args):
+    return ffi.run(params, instance, args, attrs)
+
+
 def lower_with_impl(prim: Primitive) -> None:
     """Compile `prim` natively as a call of its impl rule on the host (Arrays in, arrays out;
     results checked against the equation's avals): the lowering of a primitive that has no
@@ -176,6 +192,7 @@ def lower_with_impl(prim: Primitive) -> None:
 
 for _prim in CALLBACK_PRIMITIVES:
     STRUCTURAL[_prim] = _lower_callback
+STRUCTURAL[ffi.ffi_call_p] = _lower_ffi_call
 IMPL_ON_HOST.append(_lower_impl)
 
 # collectives between processes (lax/processes.py): native code calls back into their impl,

@@ -1,0 +1,188 @@
+"""ffi_call: a primitive whose work is a foreign (C/C++) handler registered through XLA's typed
+FFI (lax/ffi_api.py runs it). Its impl calls the handler on NumPy buffers; native code calls
+back into the same function through the host-callback trampoline (backend/llvm/host_callback).
+
+Rules as JAX's: no JVP/transpose (custom_jvp/custom_vjp are the way), vmap by `vmap_method`,
+effectful only with `has_side_effect=True` (otherwise dropped when its results are unused).
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..core.avals import ShapedArray
+from ..core.primitive import Primitive
+from ..core.rules import axis_size, moveaxis
+from . import ffi_api
+from .callback import _sequential
+from .shape import broadcast
+
+
+class HashableArray:
+    """A NumPy array attribute as a hashable param (compared by dtype, shape and bytes)."""
+    __slots__ = ("val",)
+
+    def __init__(self, val: np.ndarray):
+        self.val = np.array(val)  # (a copy: the caller may change theirs)
+        self.val.setflags(write=False)
+
+    def _key(self):
+        return (self.val.dtype.str, self.val.shape, self.val.tobytes())
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __eq__(self, other):
+        return isinstance(other, HashableArray) and self._key() == other._key()
+
+    def __repr__(self):
+        return repr(self.val)
+
+
+class FrozenDict:
+    """A dictionary attribute as a hashable param (its values must be hashable, as in JAX)."""
+    __slots__ = ("_d", "_hash")
+
+    def __init__(self, d: dict):
+        self._d = dict(d)
+        self._hash = hash(tuple(sorted(self._d.items(), key=lambda kv: kv[0])))
+
+    def __hash__(self):
+        return self._hash
+
+    def __eq__(self, other):
+        return isinstance(other, FrozenDict) and self._d == other._d
+
+    def __repr__(self):
+        return repr(self._d)
+
+
+def wrap_attributes(kwargs: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The keyword arguments of a call as a sorted, hashable param (JAX's rule and errors)."""
+    out = []
+    for k, v in sorted(kwargs.items()):
+        ffi_api.check_attribute(k, v)
+        if isinstance(v, np.ndarray):
+            out.append((k, HashableArray(v)))
+        elif isinstance(v, dict):
+            out.append((k, FrozenDict(v)))
+        else:
+            try:
+                hash(v)
+            except TypeError as e:
+                raise TypeError(f"Non-hashable keyword argument to ffi_call {k}: {v}") from e
+            out.append((k, v))
+    return tuple(out)
+
+
+def _unwrap(v: Any) -> Any:
+    if isinstance(v, HashableArray):
+        return v.val
+    if isinstance(v, FrozenDict):
+        return {k: _unwrap(x) for k, x in v._d.items()}
+    return v  # (a tuple stays one: XLA has no attribute for it and refuses it at the call)
+
+
+def encode_attributes(attributes: Sequence[tuple[str, Any]]) -> ffi_api.EncodedAttrs:
+    try:
+        return ffi_api.EncodedAttrs([(k, _unwrap(v)) for k, v in attributes])
+    except ffi_api._Fail as e:
+        raise ffi_api.runtime_error(e.code, str(e)) from None
+
+
+# --- running the handler ----------------------------------------------------------------------
+
+def run(params: dict, instance: ffi_api.Instance, args: Sequence[np.ndarray],
+        attrs: ffi_api.EncodedAttrs | None = None) -> list[np.ndarray]:
+    """Call the target of an ffi_call equation on concrete inputs and return its results (new
+    arrays of the declared avals). An aliased result starts as a copy of its input, so a
+    handler that updates it in place sees the input's values, as in XLA."""
+    args = [np.ascontiguousarray(x) for x in args]
+    rets = [np.empty(a.shape, a.dtype) for a in params["result_avals"]]
+    for i, o in params["input_output_aliases"]:
+        np.copyto(rets[o], args[i], casting="no")
+    if attrs is None:
+        attrs = encode_attributes(params["attributes"])
+    ffi_api.call(params["target_name"], instance, args, rets, attrs)
+    return rets
+
+
+# eager calls: one instance (its instantiate-stage state) per distinct call, as JAX compiles
+# and caches one executable per call signature
+_instances: OrderedDict = OrderedDict()
+_instances_lock = threading.Lock()
+_MAX_INSTANCES = 4096
+
+
+def _instance_for(key) -> ffi_api.Instance:
+    with _instances_lock:
+        inst = _instances.get(key)
+        if inst is None:
+            inst = _instances[key] = ffi_api.Instance()
+            if len(_instances) > _MAX_INSTANCES:
+                _instances.popitem(last=False)
+        else:
+            _instances.move_to_end(key)
+        return inst
+
+
+def _ffi_call_impl(*args, **params):
+    args = [np.asarray(x) for x in args]
+    key = (tuple((x.shape, x.dtype.str) for x in args),
+           tuple(sorted(params.items(), key=lambda kv: kv[0])))
+    return run(params, _instance_for(key), args)
+
+
+def _ffi_call_abstract_eval(*avals, result_avals, **_):
+    return list(result_avals)
+
+
+def _ffi_call_jvp(primals, tangents, *, target_name, **_):
+    raise ValueError(f"The FFI call to `{target_name}` cannot be differentiated. You can use "
+                     "`jax.custom_jvp` or `jax.custom_jvp` to add support.")
+
+
+def _ffi_call_transpose(ct, *args, target_name, **_):
+    raise ValueError(f"The FFI call to `{target_name}` cannot be differentiated. You can use "
+                     "`jax.custom_jvp` or `jax.custom_jvp` to add support.")
+
+
+def _batched(size: int, avals: Sequence[ShapedArray]) -> tuple[ShapedArray, ...]:
+    return tuple(ShapedArray((size,) + a.shape, a.dtype) for a in avals)
+
+
+def _ffi_call_batch(vals, dims, *, vmap_method, result_avals, **params):
+    """JAX's rule: "sequential" a loop over the batch; "expand_dims" unbatched operands get a
+    leading axis of size 1, "broadcast_all" of the batch size; "legacy_vectorized" the
+    operands as they are, batch axis first; None raises."""
+    size = axis_size(vals, dims)
+    if vmap_method in ("sequential", "sequential_unrolled"):
+        outs = _sequential(ffi_call_p, vals, dims, vmap_method == "sequential_unrolled",
+                           vmap_method=vmap_method, result_avals=result_avals, **params)
+        return outs, [0] * len(outs)
+    if vmap_method not in ("expand_dims", "broadcast_all", "legacy_vectorized"):
+        raise NotImplementedError(
+            "vmap is only supported for the ffi_call primitive when vmap_method is one of "
+            "'sequential', 'sequential_unrolled', 'expand_dims', 'broadcast_all', or "
+            f"'legacy_vectorized'. Got vmap_method={vmap_method!r}.")
+    moved = [x if d is None else moveaxis(x, d, 0) for x, d in zip(vals, dims)]
+    if vmap_method != "legacy_vectorized":
+        n = size if vmap_method == "broadcast_all" else 1
+        moved = [broadcast(x, (n,)) if d is None else x for x, d in zip(moved, dims)]
+    outs = ffi_call_p.bind(*moved, vmap_method=vmap_method,
+                           result_avals=_batched(size, result_avals), **params)
+    return outs, [0] * len(outs)
+
+
+ffi_call_p = Primitive("ffi_call", multiple_results=True)
+ffi_call_p.effectful_if = lambda params: params["has_side_effect"]
+ffi_call_p.foldable = False
+ffi_call_p.def_abstract_eval(_ffi_call_abstract_eval)
+ffi_call_p.def_impl(_ffi_call_impl)
+ffi_call_p.def_jvp(_ffi_call_jvp)
+ffi_call_p.def_transpose(_ffi_call_transpose)
+ffi_call_p.def_batch(_ffi_call_batch)
