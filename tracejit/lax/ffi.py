@@ -17,6 +17,7 @@ import numpy as np
 from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
 from ..core.rules import axis_size, moveaxis
+from ..core.trace import get_aval
 from . import ffi_api
 from .callback import _sequential
 from .shape import broadcast
@@ -40,25 +41,24 @@ class HashableArray:
         return isinstance(other, HashableArray) and self._key() == other._key()
 
     def __repr__(self):
-        return repr(self.val)
+        return f"HashableArray({self.val!r})"
 
 
 class FrozenDict:
     """A dictionary attribute as a hashable param (its values must be hashable, as in JAX)."""
-    __slots__ = ("_d", "_hash")
+    __slots__ = ("_d",)
 
     def __init__(self, d: dict):
         self._d = dict(d)
-        self._hash = hash(tuple(sorted(self._d.items(), key=lambda kv: kv[0])))
 
     def __hash__(self):
-        return self._hash
+        return hash(tuple(sorted(self._d.items(), key=lambda kv: kv[0])))
 
     def __eq__(self, other):
         return isinstance(other, FrozenDict) and self._d == other._d
 
     def __repr__(self):
-        return repr(self._d)
+        return f"FrozenDict({self._d!r})"
 
 
 def wrap_attributes(kwargs: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
@@ -76,7 +76,14 @@ def wrap_attributes(kwargs: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
             except TypeError as e:
                 raise TypeError(f"Non-hashable keyword argument to ffi_call {k}: {v}") from e
             out.append((k, v))
-    return tuple(out)
+    out = tuple(out)
+    try:
+        hash(out)
+    except TypeError:  # (a dict holding a dict or an array)
+        raise TypeError("As of JAX v0.7, parameters to jaxpr equations must have __hash__ and "
+                        "__eq__ methods. In a call to primitive ffi_call, the value of "
+                        f"parameter attributes was not hashable: {out}") from None
+    return out
 
 
 def _unwrap(v: Any) -> Any:
@@ -101,7 +108,7 @@ def run(params: dict, instance: ffi_api.Instance, args: Sequence[np.ndarray],
     """Call the target of an ffi_call equation on concrete inputs and return its results (new
     arrays of the declared avals). An aliased result starts as a copy of its input, so a
     handler that updates it in place sees the input's values, as in XLA."""
-    args = [np.ascontiguousarray(x) for x in args]
+    args = [np.asarray(x, order="C") for x in args]  # (ascontiguousarray makes 0-d 1-d)
     rets = [np.empty(a.shape, a.dtype) for a in params["result_avals"]]
     for i, o in params["input_output_aliases"]:
         np.copyto(rets[o], args[i], casting="no")
@@ -131,7 +138,8 @@ def _instance_for(key) -> ffi_api.Instance:
 
 
 def _ffi_call_impl(*args, **params):
-    args = [np.asarray(x) for x in args]
+    # (a Python scalar is a buffer of its abstract value's dtype: 2.0 is float32, as in JAX)
+    args = [np.asarray(x, dtype=get_aval(x).dtype) for x in args]
     key = (tuple((x.shape, x.dtype.str) for x in args),
            tuple(sorted(params.items(), key=lambda kv: kv[0])))
     return run(params, _instance_for(key), args)
