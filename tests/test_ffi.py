@@ -67,9 +67,17 @@ def outcome(fn, lib_):
         out = fn(lib_)
     except Exception as e:  # noqa: BLE001 - the error is the result compared
         return ("raised", type(e).__name__, str(e))
-    leaves = out if isinstance(out, (list, tuple)) else [out]
+    leaves = list(_leaves(out))
     return (type(out).__name__ if isinstance(out, (list, tuple)) else "array",
             [(np.asarray(x).dtype.str, np.shape(x), np.asarray(x).tobytes()) for x in leaves])
+
+
+def _leaves(x):
+    if isinstance(x, (list, tuple)):
+        for item in x:
+            yield from _leaves(item)
+    else:
+        yield x
 
 
 def same(fn, key=lambda o: o):
@@ -406,3 +414,28 @@ def test_api_table_layout():
     assert sizes.split() == [str(ffi_api.API.struct_size), str(ffi_api.CALL_FRAME_SIZE),
                              str(ffi_api.BUFFER_SIZE),
                              str(ffi_api._size(ffi_api.Metadata, "traits"))]
+
+
+def test_stages_and_calls_counted_as_in_xla(lib):
+    """XLA's CPU runtime runs a bundle's instantiate stage once per program instance and
+    execute once per call, never prepare/initialize; two equal calls are two calls (no CSE),
+    and a call in a loop runs in every iteration even with loop-invariant operands."""
+    for lib_ in (jax, tracejit):
+        lib_.ffi.register_ffi_target("Stages", {
+            s: lib_.ffi.pycapsule(getattr(lib, "Stages" + s.capitalize()))
+            for s in ("instantiate", "prepare", "initialize", "execute")}, platform="cpu")
+    lib.stage_count.restype = ctypes.c_int64
+
+    def prog(j):
+        before = [lib.stage_count(i) for i in range(4)]
+        call = j.ffi.ffi_call("Stages", S((1,), np.int32))
+        outs = [call(), call(), j.jit(lambda: call() + 1)(), j.jit(lambda x: (call(), call(),
+                                                                                x))(1)]
+        xs = np.arange(12, dtype=np.float32).reshape(4, 3)
+        outs.append(j.jit(lambda c, xs: j.lax.scan(
+            lambda c, x: (c + rms_norm(j, c), x), c, xs))(np.ones(3, np.float32) * 0, xs))
+        outs.append(j.jit(lambda c, xs: j.lax.scan(
+            lambda c, x: (c + call(), x), c, xs))(np.zeros(1, np.int32), xs))
+        return [*outs, np.array([lib.stage_count(i) for i in range(4)]) - before]
+    got = same(prog)
+    assert np.frombuffer(got[1][-1][2], np.int64).tolist() == [5, 0, 0, 9]

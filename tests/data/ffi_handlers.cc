@@ -273,3 +273,23 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(Stream, StreamImpl,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::PlatformStream<void*>>()
                                   .Ret<ffi::Buffer<ffi::S32>>());
+
+// --- every stage of a bundle, counted ---------------------------------------------------------
+
+static std::atomic<int64_t> stage_counts[4];
+extern "C" int64_t stage_count(int stage) { return stage_counts[stage].load(); }
+
+static ffi::Error CountInstantiate() { ++stage_counts[0]; return ffi::Error::Success(); }
+static ffi::Error CountPrepare() { ++stage_counts[1]; return ffi::Error::Success(); }
+static ffi::Error CountInitialize() { ++stage_counts[2]; return ffi::Error::Success(); }
+static ffi::Error CountExecute(ffi::ResultBuffer<ffi::S32> y) {
+  ++stage_counts[3];
+  y->typed_data()[0] = 7;
+  return ffi::Error::Success();
+}
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(StagesInstantiate, CountInstantiate, ffi::Ffi::BindInstantiate());
+XLA_FFI_DEFINE_HANDLER_SYMBOL(StagesPrepare, CountPrepare, ffi::Ffi::BindPrepare());
+XLA_FFI_DEFINE_HANDLER_SYMBOL(StagesInitialize, CountInitialize, ffi::Ffi::BindInitialize());
+XLA_FFI_DEFINE_HANDLER_SYMBOL(StagesExecute, CountExecute,
+                              ffi::Ffi::Bind().Ret<ffi::Buffer<ffi::S32>>());

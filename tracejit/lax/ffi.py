@@ -188,7 +188,7 @@ def _ffi_call_batch(vals, dims, *, vmap_method, result_avals, **params):
 
 ffi_call_p = Primitive("ffi_call", multiple_results=True)
 ffi_call_p.effectful_if = lambda params: params["has_side_effect"]
-ffi_call_p.foldable = False
+ffi_call_p.foreign = True
 ffi_call_p.def_abstract_eval(_ffi_call_abstract_eval)
 ffi_call_p.def_impl(_ffi_call_impl)
 ffi_call_p.def_jvp(_ffi_call_jvp)

@@ -640,8 +640,9 @@ def _run_stage(handler, stage: int, instance: Instance, args: Sequence[np.ndarra
 def call(name: str, instance: Instance, args: Sequence[np.ndarray],
          rets: Sequence[np.ndarray], attrs: EncodedAttrs) -> None:
     """Run the handler registered as `name` on `args`, writing `rets` (C-contiguous arrays of
-    the declared shapes and dtypes): its instantiate stage the first time `instance` runs,
-    then prepare, initialize and execute. Raises JAX's JaxRuntimeError on the handler's error."""
+    the declared shapes and dtypes): its instantiate stage the first time `instance` runs, then
+    execute. (XLA's CPU runtime never runs the prepare and initialize stages, GPU-only: nor do
+    we.) Raises JAX's JaxRuntimeError on the handler's error."""
     reg = find(name)
     handlers = reg.handlers
     if not instance.instantiated:
@@ -650,9 +651,7 @@ def call(name: str, instance: Instance, args: Sequence[np.ndarray],
             instance.instantiated = True
         if first and handlers[INSTANTIATE] is not None:
             _run_stage(handlers[INSTANTIATE], INSTANTIATE, instance, args, rets, attrs)
-    for stage in (PREPARE, INITIALIZE, EXECUTE):
-        if handlers[stage] is not None:
-            _run_stage(handlers[stage], stage, instance, args, rets, attrs)
+    _run_stage(handlers[EXECUTE], EXECUTE, instance, args, rets, attrs)
 
 
 def capsule_pointer(obj: Any) -> int | None:
