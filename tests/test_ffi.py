@@ -439,3 +439,32 @@ def test_stages_and_calls_counted_as_in_xla(lib):
         return [*outs, np.array([lib.stage_count(i) for i in range(4)]) - before]
     got = same(prog)
     assert np.frombuffer(got[1][-1][2], np.int64).tolist() == [5, 0, 0, 9]
+
+
+def test_donated_inputs(lib, backend):
+    a = np.linspace(-2, 3, 12, dtype=np.float32).reshape(3, 4)
+    b = np.arange(12, dtype=np.float32).reshape(3, 4)
+
+    def prog(j):
+        f = j.jit(lambda a, b: j.ffi.ffi_call("SumProd", [S((3, 4), np.float32)] * 2
+                                              + [S((4,), np.int32)])(a, b)[:2],
+                  donate_argnums=(0, 1))
+        return f(j.numpy.asarray(a), j.numpy.asarray(b))
+    got = same(prog)
+    assert got[1][0][2] == (a + b).tobytes() and got[1][1][2] == (a * b).tobytes()
+
+
+def test_output_over_an_input_goes_through_a_copy(lib):
+    """Native code hands the handler its own output buffers; one that overlaps an input (SumProd
+    writes `sum` before it reads the inputs again for `prod`) is written to a new array first."""
+    from tracejit.core.avals import ShapedArray
+    from tracejit.lax import ffi
+    a = np.linspace(-2, 3, 12, dtype=np.float32)
+    b = np.arange(12, dtype=np.float32)
+    params = {"target_name": "SumProd", "input_output_aliases": (), "attributes": (),
+              "result_avals": (ShapedArray((12,), np.dtype(np.float32)),) * 2
+              + (ShapedArray((4,), np.dtype(np.int32)),)}
+    x, y = a.copy(), b.copy()
+    outs = [x, np.empty(12, np.float32), np.empty(4, np.int32)]  # `sum` over the input x
+    ffi.run(params, ffi_api.Instance(), [x, y], outs)
+    assert outs[0].tobytes() == (a + b).tobytes() and outs[1].tobytes() == (a * b).tobytes()

@@ -104,17 +104,25 @@ def encode_attributes(attributes: Sequence[tuple[str, Any]]) -> ffi_api.EncodedA
 # --- running the handler ----------------------------------------------------------------------
 
 def run(params: dict, instance: ffi_api.Instance, args: Sequence[np.ndarray],
+        outs: Sequence[np.ndarray] | None = None,
         attrs: ffi_api.EncodedAttrs | None = None) -> list[np.ndarray]:
-    """Call the target of an ffi_call equation on concrete inputs and return its results (new
-    arrays of the declared avals). An aliased result starts as a copy of its input, so a
-    handler that updates it in place sees the input's values, as in XLA."""
+    """Call the target of an ffi_call equation on concrete inputs; its results go to `outs`
+    (C-contiguous arrays of the declared avals: native code's own buffers) or to new arrays,
+    which are returned. An aliased result starts as a copy of its input, so a handler that
+    updates it in place sees the input's values, as in XLA."""
     args = [np.asarray(x, order="C") for x in args]  # (ascontiguousarray makes 0-d 1-d)
-    rets = [np.empty(a.shape, a.dtype) for a in params["result_avals"]]
+    # an output placed over an input (a donated one), which the handler may still read after
+    # writing the output, is written to a new array first, then copied
+    if outs is not None and not any(np.may_share_memory(o, x) for o in outs for x in args):
+        rets, outs = list(outs), None
+    else:
+        rets = [np.empty(a.shape, a.dtype) for a in params["result_avals"]]
     for i, o in params["input_output_aliases"]:
         np.copyto(rets[o], args[i], casting="no")
-    if attrs is None:
-        attrs = encode_attributes(params["attributes"])
-    ffi_api.call(params["target_name"], instance, args, rets, attrs)
+    ffi_api.call(params["target_name"], instance, args, rets,
+                 lambda: attrs or encode_attributes(params["attributes"]))
+    for out, ret in zip(outs or (), rets):
+        np.copyto(out, ret, casting="no")
     return rets
 
 

@@ -158,6 +158,7 @@ class Instance:
         self.states: dict[int, tuple[int, int]] = {}  # stage -> (type id, pointer)
         self.lock = threading.Lock()
         self.instantiated = False
+        self.frame: Frame | None = None  # (made at the first call)
 
     def __del__(self):
         for type_id, state in self.states.values():
@@ -596,62 +597,89 @@ def check_attribute(name: str, value: Any) -> None:
 
 # --- calling a handler ------------------------------------------------------------------------
 
-def _buffers(arrays: Sequence[np.ndarray], keep: list) -> tuple[int, int]:
-    """(types, pointers) arrays of XLA_FFI_Buffer for `arrays`."""
-    n = len(arrays)
-    types = (c_int * max(n, 1))(*([1] * n))
-    ptrs = (c_void_p * max(n, 1))()
-    for i, x in enumerate(arrays):
-        dims = (c_int64 * max(x.ndim, 1))(*x.shape)
-        buf = Buffer(BUFFER_SIZE, None, ffi_dtype(x.dtype), x.ctypes.data if x.size else None,
-                     x.ndim, ctypes.addressof(dims))
-        ptrs[i] = ctypes.addressof(buf)
-        keep += [dims, buf]
-    keep += [types, ptrs]
-    return ctypes.addressof(types), ctypes.addressof(ptrs)
+class Frame:
+    """An XLA_FFI_CallFrame for one call signature (buffer shapes and dtypes, attributes),
+    built once: a call only writes its buffers' data pointers and the stage. Its context's
+    address names the call to the API functions (state, thread pool, run id)."""
 
+    def __init__(self, args: Sequence[np.ndarray], rets: Sequence[np.ndarray],
+                 attrs: EncodedAttrs):
+        self.keep: list = [attrs]
+        self.arg_bufs, arg_types, arg_ptrs = self._buffers(args)
+        self.ret_bufs, ret_types, ret_ptrs = self._buffers(rets)
+        self.ctx = ctypes.create_string_buffer(8)
+        self.ctx_address = ctypes.addressof(self.ctx)
+        self.frame = CallFrame(
+            struct_size=CALL_FRAME_SIZE, extension_start=None, api=API_ADDRESS,
+            ctx=self.ctx_address, stage=EXECUTE,
+            args=Args(_size(Args, "args"), None, len(args), arg_types, arg_ptrs),
+            rets=Rets(_size(Rets, "rets"), None, len(rets), ret_types, ret_ptrs),
+            attrs=attrs.attrs, future=None)
+        self.address = ctypes.addressof(self.frame)
+        self.lock = threading.Lock()  # (one call at a time: another thread builds its own)
 
-def _run_stage(handler, stage: int, instance: Instance, args: Sequence[np.ndarray],
-               rets: Sequence[np.ndarray], attrs: EncodedAttrs) -> None:
-    keep: list = []
-    arg_types, arg_ptrs = _buffers(args, keep)
-    ret_types, ret_ptrs = _buffers(rets, keep)
-    ctx = ctypes.create_string_buffer(8)  # its address names this call to the API functions
-    frame = CallFrame(struct_size=CALL_FRAME_SIZE, extension_start=None, api=API_ADDRESS,
-                      ctx=ctypes.addressof(ctx), stage=stage,
-                      args=Args(_size(Args, "args"), None, len(args), arg_types, arg_ptrs),
-                      rets=Rets(_size(Rets, "rets"), None, len(rets), ret_types, ret_ptrs),
-                      attrs=attrs.attrs, future=None)
-    _contexts[ctypes.addressof(ctx)] = _Context(instance, next(_run_ids))
-    try:
-        err = handler(ctypes.addressof(frame))
-        if err:
-            raise take_error(err)
-        if frame.future:
-            future, _ = _futures.pop(frame.future, (None, None))
-            if future is not None:
-                future.done.wait()
-                if future.error:
-                    raise take_error(future.error)
-    finally:
-        del _contexts[ctypes.addressof(ctx)]
+    def _buffers(self, arrays: Sequence[np.ndarray]) -> tuple[list, int, int]:
+        n = len(arrays)
+        types = (c_int * max(n, 1))(*([1] * n))  # XLA_FFI_ArgType/RetType_BUFFER
+        ptrs = (c_void_p * max(n, 1))()
+        bufs = []
+        for i, x in enumerate(arrays):
+            dims = (c_int64 * max(x.ndim, 1))(*x.shape)
+            buf = Buffer(BUFFER_SIZE, None, ffi_dtype(x.dtype), None, x.ndim,
+                         ctypes.addressof(dims))
+            ptrs[i] = ctypes.addressof(buf)
+            bufs.append(buf)
+            self.keep.append(dims)
+        self.keep += [types, ptrs]
+        return bufs, ctypes.addressof(types), ctypes.addressof(ptrs)
+
+    def run(self, handler, stage: int, instance: Instance, args: Sequence[np.ndarray],
+            rets: Sequence[np.ndarray]) -> None:
+        for buf, x in zip(self.arg_bufs, args):
+            buf.data = x.ctypes.data if x.size else None
+        for buf, x in zip(self.ret_bufs, rets):
+            buf.data = x.ctypes.data if x.size else None
+        self.frame.stage = stage
+        self.frame.future = None
+        _contexts[self.ctx_address] = _Context(instance, next(_run_ids))
+        try:
+            err = handler(self.address)
+            if err:
+                raise take_error(err)
+            if self.frame.future:
+                future, _ = _futures.pop(self.frame.future, (None, None))
+                if future is not None:
+                    future.done.wait()  # (an asynchronous handler: done when its future is)
+                    if future.error:
+                        raise take_error(future.error)
+        finally:
+            del _contexts[self.ctx_address]
 
 
 def call(name: str, instance: Instance, args: Sequence[np.ndarray],
-         rets: Sequence[np.ndarray], attrs: EncodedAttrs) -> None:
+         rets: Sequence[np.ndarray], attrs: Callable[[], EncodedAttrs]) -> None:
     """Run the handler registered as `name` on `args`, writing `rets` (C-contiguous arrays of
-    the declared shapes and dtypes): its instantiate stage the first time `instance` runs, then
-    execute. (XLA's CPU runtime never runs the prepare and initialize stages, GPU-only: nor do
-    we.) Raises JAX's JaxRuntimeError on the handler's error."""
-    reg = find(name)
-    handlers = reg.handlers
-    if not instance.instantiated:
-        with instance.lock:
-            first = not instance.instantiated
-            instance.instantiated = True
-        if first and handlers[INSTANTIATE] is not None:
-            _run_stage(handlers[INSTANTIATE], INSTANTIATE, instance, args, rets, attrs)
-    _run_stage(handlers[EXECUTE], EXECUTE, instance, args, rets, attrs)
+    the shapes and dtypes `instance` is always called with; `attrs()` its attributes): its
+    instantiate stage the first time `instance` runs, then execute. (XLA's CPU runtime never
+    runs the prepare and initialize stages, GPU-only: nor do we.) Raises JAX's
+    JaxRuntimeError on the handler's error."""
+    handlers = find(name).handlers
+    frame = instance.frame
+    if frame is None:
+        frame = instance.frame = Frame(args, rets, attrs())
+    if not frame.lock.acquire(blocking=False):  # (the same program on two threads at once)
+        frame = Frame(args, rets, attrs())
+        frame.lock.acquire()
+    try:
+        if not instance.instantiated:
+            with instance.lock:
+                first = not instance.instantiated
+                instance.instantiated = True
+            if first and handlers[INSTANTIATE] is not None:
+                frame.run(handlers[INSTANTIATE], INSTANTIATE, instance, args, rets)
+        frame.run(handlers[EXECUTE], EXECUTE, instance, args, rets)
+    finally:
+        frame.lock.release()
 
 
 def capsule_pointer(obj: Any) -> int | None:
