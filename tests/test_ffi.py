@@ -177,6 +177,15 @@ def test_several_results(lib, backend, container):
     same(lambda j: f(j, a, b[:2]))
 
 
+def test_no_results_and_no_side_effect_is_never_called(lib, backend):
+    # (no results: eagerly JAX's program is empty; under jit the call is unused and dropped —
+    # the interpreter runs every equation, and the handler refuses a call with no result)
+    same(lambda j: j.ffi.ffi_call("RmsNorm", [])(np.ones(3, np.float32), eps=np.float32(1)))
+    if backend == "native":
+        same(lambda j: j.jit(lambda x: j.ffi.ffi_call("RmsNorm", [])(x, eps=np.float32(1)))(
+            np.ones(3, np.float32)))
+
+
 def test_python_scalar_arguments_are_weakly_typed_buffers(lib):
     same(lambda j: j.ffi.ffi_call("SumProd", [S((), np.float32)] * 2 + [S((4,), np.int32)])(
         2.5, np.float32(1.5)))
@@ -213,6 +222,8 @@ DECODE_ERRORS = [  # bad calls: the handler's decoding refuses them, in JAX's wo
     lambda j: j.ffi.ffi_call("RmsNorm", S((3,), np.float32), vmap_method="bad"),
     lambda j: j.ffi.ffi_call("RmsNorm", [3])(np.ones(3, np.float32)),
     lambda j: j.ffi.ffi_call("RmsNorm", S((3,), np.float32))(np.ones(3, np.float32), eps=[1.0]),
+    lambda j: j.ffi.ffi_call("RmsNorm", S((3,), np.float32), input_output_aliases={0: 0})(
+        np.ones(3, np.int32), eps=np.float32(1)),
 ]
 
 

@@ -146,6 +146,8 @@ def _instance_for(key) -> ffi_api.Instance:
 
 
 def _ffi_call_impl(*args, **params):
+    if not params["result_avals"] and not params["has_side_effect"]:
+        return []  # (JAX's program for it is empty: XLA drops a pure call with no results)
     # (a Python scalar is a buffer of its abstract value's dtype: 2.0 is float32, as in JAX)
     args = [np.asarray(x, dtype=get_aval(x).dtype) for x in args]
     key = (tuple((x.shape, x.dtype.str) for x in args),
