@@ -20,7 +20,7 @@ jax = pytest.importorskip("jax")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGETS = ["RmsNorm", "AllAttrs", "SumProd", "Fail", "Count", "InPlace", "BcastAdd",
-           "ParallelSquare", "Context", "Stream"]
+           "ParallelSquare", "Context", "Stream", "AsyncFill", "Scratch", "UserDataHandler"]
 BACKENDS = ["native", "interpret"]
 
 
@@ -357,9 +357,24 @@ def test_thread_pool(lib, backend):
 
 
 def test_cpu_context(lib):
+    """What a CPU call has not: a stream, a device allocator, user data (JAX's Python API sets
+    none) — the handler's own errors or fallbacks, in JAX's words."""
     same(lambda j: j.ffi.ffi_call("Context", S((1,), np.int32))())
     got = same(lambda j: j.ffi.ffi_call("Stream", S((1,), np.int32))())
     assert "GPU context is not available" in got[2]
+    got = same(lambda j: j.ffi.ffi_call("Scratch", S((1,), np.int32))())
+    assert got[1][0][2] == np.int32(0).tobytes()
+    got = same(lambda j: j.ffi.ffi_call("UserDataHandler", S((1,), np.float32))())
+    assert "User data with type id" in got[2]
+
+
+@pytest.mark.parametrize("fail", [0, 1])
+def test_asynchronous_handler(lib, backend, fail):
+    """A handler returning a future (completed by its own thread): the call waits for it."""
+    def call(j):
+        return j.ffi.ffi_call("AsyncFill", S((5,), np.float32))(fail=np.int32(fail))
+    same(call)
+    same(lambda j: j.jit(lambda: call(j) + 1)())
 
 
 def test_handler_inside_a_compiled_loop(lib):
@@ -410,21 +425,27 @@ def test_registration_errors(lib):
 
 
 def test_api_table_layout():
-    """The XLA_FFI_Api and call-frame structs have the sizes c_api.h gives them (checked by a
-    tiny C program against the installed header)."""
+    """Every struct's declared size (XLA_FFI_*_STRUCT_SIZE: handlers check them) as the
+    installed c_api.h gives it, read by a tiny C++ program compiled against it."""
     gxx = shutil.which("g++")
     assert gxx is not None
-    src = ("#include <cstdio>\n#include \"xla/ffi/api/c_api.h\"\nint main(){printf(\"%d %d %d "
-           "%d\", (int)XLA_FFI_Api_STRUCT_SIZE, (int)XLA_FFI_CallFrame_STRUCT_SIZE, "
-           "(int)XLA_FFI_Buffer_STRUCT_SIZE, (int)XLA_FFI_Metadata_STRUCT_SIZE);}\n")
+    names = ["XLA_FFI_Api", "XLA_FFI_CallFrame", "XLA_FFI_Buffer", "XLA_FFI_Metadata",
+             "XLA_FFI_Metadata_Extension", "XLA_FFI_Args", "XLA_FFI_Rets", "XLA_FFI_Attrs",
+             "XLA_FFI_Api_Version"] + [f"XLA_FFI_{n}_Args" for n in ffi_api._ARGS]
+    src = ("#include <cstdio>\n#include \"xla/ffi/api/c_api.h\"\nint main() {\n"
+           + "".join(f'  printf("%d\\n", (int){n}_STRUCT_SIZE);\n' for n in names) + "}\n")
     with tempfile.TemporaryDirectory() as d:
         exe = os.path.join(d, "sizes")
         subprocess.run([gxx, "-x", "c++", "-std=c++17", "-I", tracejit.ffi.include_dir(), "-",
                         "-o", exe], input=src, text=True, check=True, timeout=300)
-        sizes = subprocess.run([exe], capture_output=True, text=True, check=True).stdout
-    assert sizes.split() == [str(ffi_api.API.struct_size), str(ffi_api.CALL_FRAME_SIZE),
-                             str(ffi_api.BUFFER_SIZE),
-                             str(ffi_api._size(ffi_api.Metadata, "traits"))]
+        theirs = subprocess.run([exe], capture_output=True, text=True, check=True).stdout
+    A = ffi_api
+    ours = [A.API.struct_size, A.CALL_FRAME_SIZE, A.BUFFER_SIZE, A._size(A.Metadata, "traits"),
+            A._size(A.MetadataExtension, "metadata"), A._size(A.Args, "args"),
+            A._size(A.Rets, "rets"), A._size(A.Attrs, "attrs"),
+            A._size(A.ApiVersion, "minor_version")] + [
+        A._size(A._ARG_STRUCTS[n], A._SIZED_TO.get(n, A._ARGS[n][-1][0])) for n in A._ARGS]
+    assert dict(zip(names, map(int, theirs.split()))) == dict(zip(names, ours))
 
 
 def test_stages_and_calls_counted_as_in_xla(lib):

@@ -293,3 +293,46 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(StagesPrepare, CountPrepare, ffi::Ffi::BindPrepare
 XLA_FFI_DEFINE_HANDLER_SYMBOL(StagesInitialize, CountInitialize, ffi::Ffi::BindInitialize());
 XLA_FFI_DEFINE_HANDLER_SYMBOL(StagesExecute, CountExecute,
                               ffi::Ffi::Bind().Ret<ffi::Buffer<ffi::S32>>());
+
+// --- an asynchronous handler: its result is written, and its future completed, by a thread ----
+
+#include <thread>
+
+static ffi::Future AsyncFillImpl(int32_t fail, ffi::ResultBuffer<ffi::F32> y) {
+  ffi::Promise promise;
+  ffi::Future future(promise);
+  float* out = y->typed_data();
+  size_t n = y->element_count();
+  std::thread([promise, out, n, fail]() mutable {
+    for (size_t i = 0; i < n; ++i) out[i] = float(i) * 0.5f;
+    if (fail) promise.SetError(ffi::Error(ffi::ErrorCode::kAborted, "async failure"));
+    else promise.SetAvailable();
+  }).detach();
+  return future;
+}
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(AsyncFill, AsyncFillImpl,
+                              ffi::Ffi::Bind().Attr<int32_t>("fail").Ret<ffi::Buffer<ffi::F32>>());
+
+// --- the scratch allocator and user data, which a CPU call does not have ----------------------
+
+static ffi::Error ScratchImpl(ffi::ScratchAllocator scratch, ffi::ResultBuffer<ffi::S32> y) {
+  auto mem = scratch.Allocate(64, 16);
+  y->typed_data()[0] = mem.has_value();
+  return ffi::Error::Success();
+}
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(Scratch, ScratchImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ScratchAllocator>()
+                                  .Ret<ffi::Buffer<ffi::S32>>());
+
+static ffi::Error UserDataImpl(Scale* data, ffi::ResultBuffer<ffi::F32> y) {
+  y->typed_data()[0] = data->value;
+  return ffi::Error::Success();
+}
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(UserDataHandler, UserDataImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::UserData<Scale>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>());

@@ -91,6 +91,8 @@ _ARGS = {
 _ARG_STRUCTS = {name: _struct(f"XLA_FFI_{name}_Args", _HEAD + fields)
                 for name, fields in _ARGS.items()}
 _VOID = ("Error_GetMessage", "Error_Destroy")  # the two that return nothing
+# the field c_api.h ends an argument struct's declared size at, where not its last one
+_SIZED_TO = {"Future_Create": "extension_start", "Type_Register": "type_id"}
 Api = _struct("XLA_FFI_Api", _HEAD + [("api_version", ApiVersion), ("internal_api", c_void_p)]
               + [(f"XLA_FFI_{name}", c_void_p) for name in _ARGS])
 
@@ -285,8 +287,8 @@ def _type_register(a):
 
 def _execution_context_get(a):
     # (JAX's Python API gives no way to attach user data to a call)
-    raise _Fail(NOT_FOUND, f"Type id {TypeId.from_address(a.type_id).type_id} not found in "
-                "the execution context")
+    raise _Fail(NOT_FOUND, f"User data with type id {TypeId.from_address(a.type_id).type_id} "
+                "not found in execution context")
 
 
 def _state_set(a):
@@ -381,7 +383,7 @@ def _entry(name: str, impl: Callable) -> Any:
     """The C function pointer of one API function: checks the argument struct's size as XLA
     does, runs `impl` on it, and turns any Python exception into an XLA_FFI_Error."""
     args_type = _ARG_STRUCTS[name]
-    expected = _size(args_type, _ARGS[name][-1][0])
+    expected = _size(args_type, _SIZED_TO.get(name, _ARGS[name][-1][0]))
 
     def entry(address):
         try:
@@ -597,6 +599,18 @@ def check_attribute(name: str, value: Any) -> None:
 
 # --- calling a handler ------------------------------------------------------------------------
 
+def _wait(address: int) -> None:
+    """Wait for the XLA_FFI_Future at `address` (then free it); raise the error it carries."""
+    entry = _futures.get(address)
+    if entry is None:
+        raise runtime_error(INVALID_ARGUMENT, "an FFI handler returned a future that was not "
+                            "made by XLA_FFI_Future_Create")
+    entry[0].done.wait()  # (the GIL is let go: the thread completing it may need it)
+    del _futures[address]
+    if entry[0].error:
+        raise take_error(entry[0].error)
+
+
 class Frame:
     """An XLA_FFI_CallFrame for one call signature (buffer shapes and dtypes, attributes),
     built once: a call only writes its buffers' data pointers and the stage. Its context's
@@ -646,12 +660,8 @@ class Frame:
             err = handler(self.address)
             if err:
                 raise take_error(err)
-            if self.frame.future:
-                future, _ = _futures.pop(self.frame.future, (None, None))
-                if future is not None:
-                    future.done.wait()  # (an asynchronous handler: done when its future is)
-                    if future.error:
-                        raise take_error(future.error)
+            if self.frame.future:  # an asynchronous handler: done when its future is
+                _wait(self.frame.future)
         finally:
             del _contexts[self.ctx_address]
 
