@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import tracejit
+from tests.in_devices import run_check
 from tracejit.lax import ffi_api
 from tracejit.runtime import tiering
 
@@ -24,18 +25,22 @@ TARGETS = ["RmsNorm", "AllAttrs", "SumProd", "Fail", "Count", "InPlace", "BcastA
 BACKENDS = ["native", "interpret"]
 
 
+def compile_handlers(folder: str) -> ctypes.CDLL:
+    gxx = shutil.which("g++")
+    assert gxx is not None, "these tests compile FFI handlers: they need g++ (not skipped)"
+    out = os.path.join(folder, "libffi_handlers.so")
+    subprocess.run([gxx, "-std=c++17", "-O1", "-w", "-shared", "-fPIC", "-pthread",
+                    "-I", tracejit.ffi.include_dir(), os.path.join(HERE, "data",
+                                                                    "ffi_handlers.cc"),
+                    "-o", out], check=True, timeout=600)
+    return ctypes.cdll.LoadLibrary(out)
+
+
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
     """The test handlers, compiled once and registered under the same names in both."""
-    gxx = shutil.which("g++")
-    assert gxx is not None, "these tests compile FFI handlers: they need g++ (not skipped)"
-    out = tmp_path_factory.mktemp("ffi") / "libffi_handlers.so"
-    subprocess.run([gxx, "-std=c++17", "-O1", "-w", "-shared", "-fPIC",
-                    "-I", tracejit.ffi.include_dir(), os.path.join(HERE, "data",
-                                                                    "ffi_handlers.cc"),
-                    "-o", str(out)], check=True, timeout=600)
-    so = ctypes.cdll.LoadLibrary(str(out))
-    for f in ("counter_value", "instantiate_count"):
+    so = compile_handlers(str(tmp_path_factory.mktemp("ffi")))
+    for f in ("counter_value", "instantiate_count", "scales_deleted_count"):
         getattr(so, f).restype = ctypes.c_int64
     for f in ("scale_type_id", "scale_type_info"):
         getattr(so, f).restype = ctypes.c_void_p
@@ -393,11 +398,12 @@ def test_program_dropped_frees_its_state(lib):
         a, factor=np.float32(5)))
     assert np.asarray(f(np.ones(2, np.float32))).tolist() == [5, 5]
     tiering.wait()  # (the tiering thread holds a program while it makes its O3 code)
-    alive = _stateful_instances()
+    alive, deleted = _stateful_instances(), lib.scales_deleted_count()
     del f
     tracejit.clear_caches()
     gc.collect()
     assert _stateful_instances() == alive - 1
+    assert lib.scales_deleted_count() == deleted + 1  # (the type's deleter freed the state)
 
 
 def _stateful_instances() -> int:
@@ -500,3 +506,35 @@ def test_output_over_an_input_goes_through_a_copy(lib):
     outs = [x, np.empty(12, np.float32), np.empty(4, np.int32)]  # `sum` over the input x
     ffi.run(params, ffi_api.Instance(), [x, y], outs)
     assert outs[0].tobytes() == (a + b).tobytes() and outs[1].tobytes() == (a * b).tobytes()
+
+
+def test_shard_map_calls_the_handler_per_device():
+    run_check(__file__, "shard_map")
+
+
+def _shard_map_check():
+    """Under shard_map (4 devices) each device's handler call sees its own block, whatever the
+    vmap_method (JAX runs the call in each device's program; there is no vmap)."""
+    from tracejit.sharding import PartitionSpec as P
+    with tempfile.TemporaryDirectory() as d:
+        so = compile_handlers(d)
+        tracejit.ffi.register_ffi_target("SumProd", tracejit.ffi.pycapsule(so.SumProd))
+        a = np.linspace(-2, 3, 32, dtype=np.float32).reshape(8, 4)
+        b = np.arange(32, dtype=np.float32).reshape(8, 4)
+        mesh = tracejit.make_mesh((4,), ("x",))
+        for method in (None, "sequential", "broadcast_all", "expand_dims"):
+            def f(a, b, method=method):
+                return tracejit.ffi.ffi_call("SumProd", [S((2, 4), np.float32)] * 2
+                                             + [S((4,), np.int32)], vmap_method=method)(a, b)
+            g = tracejit.jit(tracejit.shard_map(f, mesh=mesh, in_specs=(P("x"), P("x")),
+                                                out_specs=[P("x"), P("x"), P("x")]))
+            put = [tracejit.device_put(x, tracejit.NamedSharding(mesh, P("x"))) for x in (a, b)]
+            total, prod, info = (np.asarray(r) for r in g(*put))
+            assert total.tobytes() == (a + b).tobytes() and prod.tobytes() == (a * b).tobytes()
+            # (rank, element count, bytes, dtype code of b) of each device's block
+            assert info.tolist() == [2, 8, 32, 11] * 4, (method, info)
+    print("shard_map ok")
+
+
+if __name__ == "__main__":
+    {"shard_map": _shard_map_check}[os.sys.argv[1]]()

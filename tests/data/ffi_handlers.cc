@@ -194,9 +194,13 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(BcastAdd, BcastAddImpl,
 
 // --- a handler bundle: state made at instantiation, used at execution -------------------------
 
+static std::atomic<int64_t> scales_deleted{0};
+extern "C" int64_t scales_deleted_count() { return scales_deleted.load(); }
+
 struct Scale {
   static ffi::TypeId id;
   explicit Scale(float v) : value(v) {}
+  ~Scale() { ++scales_deleted; }  // (by the deleter registered with the type)
   float value;
 };
 ffi::TypeId Scale::id = {};

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..core.avals import ShapedArray
+from ..core.batching import current_axis
 from ..core.primitive import Primitive
 from ..core.rules import axis_size, moveaxis
 from ..core.trace import get_aval
@@ -176,9 +177,12 @@ def _batched(size: int, avals: Sequence[ShapedArray]) -> tuple[ShapedArray, ...]
 def _ffi_call_batch(vals, dims, *, vmap_method, result_avals, **params):
     """JAX's rule: "sequential" a loop over the batch; "expand_dims" unbatched operands get a
     leading axis of size 1, "broadcast_all" of the batch size; "legacy_vectorized" the
-    operands as they are, batch axis first; None raises."""
+    operands as they are, batch axis first; None raises. Over the devices of shard_map/pmap
+    (a batch axis here, no vmap in JAX) each device calls the handler on its own block."""
     size = axis_size(vals, dims)
-    if vmap_method in ("sequential", "sequential_unrolled"):
+    axis = current_axis()
+    if vmap_method in ("sequential", "sequential_unrolled") or (
+            axis is not None and axis.devices):
         outs = _sequential(ffi_call_p, vals, dims, vmap_method == "sequential_unrolled",
                            vmap_method=vmap_method, result_avals=result_avals, **params)
         return outs, [0] * len(outs)
