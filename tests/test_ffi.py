@@ -538,3 +538,40 @@ def _shard_map_check():
 
 if __name__ == "__main__":
     {"shard_map": _shard_map_check}[os.sys.argv[1]]()
+
+
+def test_api_functions_called_through_the_table(lib):
+    """The table's function pointers as C calls them: a handler registered through
+    XLA_FFI_Handler_Register (as a library's static registration does), and an error's
+    life (create, get its message, destroy); a too-small argument struct is refused."""
+    A, c_void_p = ffi_api, ctypes.c_void_p
+
+    def fn(name, restype=c_void_p):
+        return ctypes.CFUNCTYPE(restype, c_void_p)(getattr(A.API, f"XLA_FFI_{name}"))
+
+    name, platform = ctypes.create_string_buffer(b"ViaTheTable"), ctypes.create_string_buffer(
+        b"Host")
+    reg = A._ARG_STRUCTS["Handler_Register"]()
+    reg.struct_size = A._size(type(reg), "traits")
+    reg.name = A.ByteSpan(ctypes.addressof(name), len(name.value))
+    reg.platform = A.ByteSpan(ctypes.addressof(platform), len(platform.value))
+    reg.bundle = A.Bundle(None, None, None, ctypes.cast(lib.RmsNorm, c_void_p).value)
+    assert fn("Handler_Register")(ctypes.addressof(reg)) is None
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    via = tracejit.ffi.ffi_call("ViaTheTable", S(x.shape, np.float32))(x, eps=np.float32(1e-5))
+    assert np.asarray(via).tobytes() == np.asarray(rms_norm(tracejit, x)).tobytes()
+
+    message = ctypes.create_string_buffer("bad ∂".encode())
+    create = A._ARG_STRUCTS["Error_Create"](A._size(A._ARG_STRUCTS["Error_Create"], "errc"),
+                                            None, ctypes.addressof(message), 5)
+    err = fn("Error_Create")(ctypes.addressof(create))
+    get = A._ARG_STRUCTS["Error_GetMessage"](32, None, err, None)
+    fn("Error_GetMessage", None)(ctypes.addressof(get))
+    assert ctypes.string_at(get.message).decode() == "bad ∂"
+    destroy = A._ARG_STRUCTS["Error_Destroy"](24, None, err)
+    fn("Error_Destroy", None)(ctypes.addressof(destroy))
+    assert err not in A._errors
+
+    create.struct_size = 8  # (older than any header: refused with XLA's words)
+    err = fn("Error_Create")(ctypes.addressof(create))
+    assert "Unexpected XLA_FFI_Error_Create size" in str(A.take_error(err))
