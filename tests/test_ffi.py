@@ -575,3 +575,15 @@ def test_api_functions_called_through_the_table(lib):
     create.struct_size = 8  # (older than any header: refused with XLA's words)
     err = fn("Error_Create")(ctypes.addressof(create))
     assert "Unexpected XLA_FFI_Error_Create size" in str(A.take_error(err))
+
+
+def test_equal_attributes_of_other_types_are_other_calls(lib, x64):
+    """True == 1 and np.float16(1) == 1.0 in Python, but the handler sees their types: an eager
+    call is never run with the attributes of an earlier call that compared equal (JAX 0.10's
+    cache of eager programs mixes them up; see ATTR_VARIANTS)."""
+    call = tracejit.ffi.ffi_call("AllAttrs", S((40,), np.float64))
+    call(**dict(ATTRS, b=True))
+    with pytest.raises(tracejit.errors.JaxRuntimeError, match="expected PRED but got S64"):
+        call(**dict(ATTRS, b=1))
+    with pytest.raises(tracejit.errors.JaxRuntimeError, match="expected S64 but got U64"):
+        call(**dict(ATTRS, d={"x": np.uint64(9), "name": "nm", "y": np.float32(2.5)}))

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .core.avals import ShapedArray
+from .core.trace import get_aval
 from .lax import ffi_api
 from .lax.callback import VMAP_METHODS
 from .lax.ffi import ffi_call_p, wrap_attributes
@@ -118,11 +119,6 @@ def _result_avals(results: Sequence[Any]) -> tuple[ShapedArray, ...]:
     return tuple(avals)
 
 
-def _aval(x: Any) -> ShapedArray:
-    from .core.trace import get_aval
-    return get_aval(x)
-
-
 def ffi_call(target_name: str, result_shape_dtypes: Any, *, has_side_effect: bool = False,
              vmap_method: str | None = None, input_layouts: Any = None,
              output_layouts: Any = None, input_output_aliases: dict[int, int] | None = None,
@@ -130,7 +126,7 @@ def ffi_call(target_name: str, result_shape_dtypes: Any, *, has_side_effect: boo
              legacy_backend_config: str | None = None) -> Callable:
     """A function calling the FFI target `target_name`: positional arguments are its buffers,
     keyword arguments its attributes (NumPy scalars keep their dtype; Python int/float/bool are
-    int64/float64/bool; str; 1-D NumPy arrays; dicts of these). Results have
+    int64/float64/bool; str/bytes; NumPy arrays, passed flat; dicts of these). Results have
     `result_shape_dtypes`' shapes and dtypes (one object, or a sequence: then a list/tuple).
     `has_side_effect=True` keeps an unused call; `input_output_aliases` {input: output} gives
     the output the input's values to update in place; `vmap_method` as for pure_callback.
@@ -157,7 +153,7 @@ def ffi_call(target_name: str, result_shape_dtypes: Any, *, has_side_effect: boo
                                   "implemented")
 
     def wrapped(*args: Any, **kwargs: Any):
-        in_avals = [_aval(x) for x in args]
+        in_avals = [get_aval(x) for x in args]
         aliases = []
         for i_idx, o_idx in sorted((input_output_aliases or {}).items()):
             i_idx, o_idx = int(i_idx), int(o_idx)

@@ -146,13 +146,26 @@ def _instance_for(key) -> ffi_api.Instance:
         return inst
 
 
+def _typed(v: Any) -> Any:
+    """`v` as a key in which values of different types differ (True == 1 == 1.0 in Python; an
+    attribute's type is what the handler sees — JAX's cache mixes them up: not ours)."""
+    if isinstance(v, tuple):
+        return tuple(_typed(x) for x in v)
+    if isinstance(v, FrozenDict):
+        return ("dict", tuple((k, _typed(x)) for k, x in sorted(v._d.items(),
+                                                                key=lambda kv: kv[0])))
+    if isinstance(v, HashableArray):
+        return ("array", v._key())
+    return (type(v), v)
+
+
 def _ffi_call_impl(*args, **params):
     if not params["result_avals"] and not params["has_side_effect"]:
         return []  # (JAX's program for it is empty: XLA drops a pure call with no results)
     # (a Python scalar is a buffer of its abstract value's dtype: 2.0 is float32, as in JAX)
     args = [np.asarray(x, dtype=get_aval(x).dtype) for x in args]
     key = (tuple((x.shape, x.dtype.str) for x in args),
-           tuple(sorted(params.items(), key=lambda kv: kv[0])))
+           tuple((k, _typed(v)) for k, v in sorted(params.items(), key=lambda kv: kv[0])))
     return run(params, _instance_for(key), args)
 
 
