@@ -587,3 +587,40 @@ def test_equal_attributes_of_other_types_are_other_calls(lib, x64):
         call(**dict(ATTRS, b=1))
     with pytest.raises(tracejit.errors.JaxRuntimeError, match="expected S64 but got U64"):
         call(**dict(ATTRS, d={"x": np.uint64(9), "name": "nm", "y": np.float32(2.5)}))
+
+
+def test_threads_share_one_instantiation(lib):
+    """Eager calls of one signature from several threads at once: one instantiation, every
+    call sees its state."""
+    from concurrent.futures import ThreadPoolExecutor
+    factor = np.float32(7)
+    call = tracejit.ffi.ffi_call("Scale", S((3,), np.float32))
+    f = tracejit.jit(lambda a: call(a, factor=factor))
+    before = lib.instantiate_count()
+    with ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(lambda k: np.asarray(f(np.full(3, k, np.float32))), range(16)))
+    assert [o.tolist() for o in outs] == [[7.0 * k] * 3 for k in range(16)]
+    assert lib.instantiate_count() - before == 1
+
+
+def test_custom_vjp_makes_it_differentiable(lib):
+    """JAX's way to differentiate an FFI call (the tutorial's): custom_vjp around it."""
+    def make(j):
+        @j.custom_vjp
+        def f(x):
+            return rms_norm(j, x)
+
+        def fwd(x):
+            return f(x), x
+
+        def bwd(x, ct):  # (d/dx of x * r(x), r = 1/sqrt(mean(x²) + eps), for the test only)
+            r = 1.0 / j.numpy.sqrt(j.numpy.mean(x * x, axis=-1, keepdims=True) + 1e-5)
+            n = x.shape[-1]
+            return (ct * r - x * r ** 3 * j.numpy.sum(ct * x, axis=-1, keepdims=True) / n,)
+        f.defvjp(fwd, bwd)
+        return f
+    x = np.random.default_rng(2).standard_normal((3, 4)).astype(np.float32)
+    theirs = np.asarray(jax.jit(jax.grad(lambda a: make(jax)(a).sum()))(x))
+    ours = np.asarray(tracejit.jit(tracejit.grad(lambda a: make(tracejit)(a).sum()))(x))
+    np.testing.assert_allclose(ours, theirs, rtol=2e-6, atol=1e-7)  # (XLA's own fusions of
+    # the NumPy-side arithmetic round differently; the handler's values are bit-equal above)

@@ -158,7 +158,7 @@ class Instance:
 
     def __init__(self):
         self.states: dict[int, tuple[int, int]] = {}  # stage -> (type id, pointer)
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # (held through instantiation, whose State_Set takes it)
         self.instantiated = False
         self.frame: Frame | None = None  # (made at the first call)
 
@@ -682,11 +682,10 @@ def call(name: str, instance: Instance, args: Sequence[np.ndarray],
         frame.lock.acquire()
     try:
         if not instance.instantiated:
-            with instance.lock:
-                first = not instance.instantiated
+            with instance.lock:  # (another thread's first call waits for the state)
+                if not instance.instantiated and handlers[INSTANTIATE] is not None:
+                    frame.run(handlers[INSTANTIATE], INSTANTIATE, instance, args, rets)
                 instance.instantiated = True
-            if first and handlers[INSTANTIATE] is not None:
-                frame.run(handlers[INSTANTIATE], INSTANTIATE, instance, args, rets)
         frame.run(handlers[EXECUTE], EXECUTE, instance, args, rets)
     finally:
         frame.lock.release()
