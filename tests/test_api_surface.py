@@ -26,8 +26,8 @@ JAX_012_NAMES = [
     "get_abstract_mesh", "get_mesh", "host_count", "host_id", "host_ids", "interpreters", "lib",
     "live_arrays", "make_user_context", "memory", "monitoring", "ops", "print_environment_info",
     "profiler", "scipy", "smap", "use_abstract_mesh"]
-LAZY_MODULES = ["dlpack", "export", "interpreters", "lib", "monitoring", "ops", "profiler",
-                "scipy"]
+LAZY_MODULES = ["dlpack", "export", "ffi", "interpreters", "lib", "monitoring", "ops",
+                "profiler", "scipy"]
 
 
 def test_top_level_names_exist():

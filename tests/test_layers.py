@@ -30,7 +30,7 @@ LAYERS = [
                      "shard_map_processes", "distributed", "image", "custom_batching",
                      "testing",
                      "api", "dlpack", "environment_info", "lib", "monitoring", "ops",
-                     "profiler", "export"}),
+                     "profiler", "export", "ffi"}),
     ("face", {"alias", "__main__"}),  # and tracejit/__init__.py
 ]
 

@@ -76,7 +76,7 @@ from .transforms import api as _transforms_api  # noqa: E402
 ad = _Namespace(DontWant=_transforms_api.DontWant, DidntWant=_transforms_api.DidntWant,
                 GradRef=_transforms_api.GradRef, GradValue=_transforms_api.GradValue)
 memory = _Namespace(Space=_MemorySpace)
-_LAZY_MODULES = frozenset({"custom_batching", "dlpack", "export", "image", "interpreters",
+_LAZY_MODULES = frozenset({"custom_batching", "dlpack", "export", "ffi", "image", "interpreters",
                            "lib", "monitoring", "ops", "profiler", "scipy"})
 _LAZY_NAMES = {"print_environment_info": "environment_info"}
 

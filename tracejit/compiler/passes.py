@@ -207,7 +207,8 @@ def _atom_key(v) -> tuple:
 
 def _cse_key(eqn: Eqn) -> tuple | None:
     # two prints of one value print twice
-    if not eqn.outvars or eqn.params.get("prevent_cse") or has_effects(eqn):
+    if (not eqn.outvars or eqn.params.get("prevent_cse") or has_effects(eqn)
+            or eqn.primitive.foreign):
         return None
     # the param's type is part of the key: 1 == 1.0 == True, but they mean different things
     params = tuple(sorted((k, type(v), v) for k, v in eqn.params.items()))
@@ -275,7 +276,7 @@ def _evaluate(eqn: Eqn, known: dict[Var, np.ndarray], max_size: int,
         return None
     # calls and control flow (possibly long loops) run at run time; so does anything holding
     # a callable, such as a custom rule
-    if has_subjaxprs(eqn) or eqn.primitive.effectful or any(
+    if has_subjaxprs(eqn) or has_effects(eqn) or eqn.primitive.foreign or any(
             callable(p) for p in eqn.params.values()):
         return None
     # a broadcast scalar costs nothing inside a fused kernel, and simplify's rules read it
@@ -922,7 +923,8 @@ def _licm(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
 def _hoistable(eqn: Eqn, invariant: set[Var]) -> bool:
     if eqn.primitive is while_p or not any(isinstance(v, Var) for v in eqn.invars):
         return False
-    if has_effects(eqn):  # a print in a loop body prints every iteration
+    # a print in a loop body prints every iteration; a foreign handler runs in every one
+    if has_effects(eqn) or eqn.primitive.foreign:
         return False
     if not all(isinstance(v, Literal) or v in invariant for v in eqn.invars):
         return False

@@ -157,7 +157,8 @@ def has_effects(eqn: Eqn) -> bool:
     stack = [eqn]
     while stack:
         e = stack.pop()
-        if e.primitive.effectful:
+        if e.primitive.effectful or (e.primitive.effectful_if is not None
+                                     and e.primitive.effectful_if(e.params)):
             return True
         for value in e.params.values():
             for x in (value if isinstance(value, tuple) else (value,)):

@@ -69,6 +69,12 @@ class Primitive:
         # has an effect beyond its results (a host callback that prints or does I/O): the
         # compiler never drops, merges, folds, hoists or reorders its equations
         self.effectful = False
+        # effectful for some params only (params -> bool; ffi_call with has_side_effect=True)
+        self.effectful_if: Callable[[dict], bool] | None = None
+        # each equation calls code outside tracejit (ffi_call's handler): as in XLA, the
+        # compiler never runs one at compile time (folding), merges two equal ones (CSE) or
+        # moves one out of its loop
+        self.foreign = False
         # its abstract eval sets the outputs' varying manual axes itself (collectives, pvary);
         # otherwise they are the union of the operands' (JAX's standard vma rule)
         self.own_vma = False

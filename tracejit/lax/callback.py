@@ -80,7 +80,10 @@ class compiled_program:
 
 
 def callback_error(exc: BaseException) -> JaxRuntimeError:
-    """JAX's error for an exception raised by a callback inside a compiled program."""
+    """JAX's error for an exception raised by a callback inside a compiled program (an FFI
+    handler's error is JAX's already: it stays as it is)."""
+    if isinstance(exc, JaxRuntimeError) and getattr(exc, "raised_as_is", False):
+        return exc
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return JaxRuntimeError(f"INTERNAL: CpuCallback error calling callback: {tb.rstrip()}")
 
