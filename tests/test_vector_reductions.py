@@ -9,7 +9,7 @@ import pytest
 import tracejit
 import tracejit.numpy as tnp
 from tracejit import lax
-from tracejit.backend.llvm import lanes, parallel_loops
+from tracejit.backend.llvm import jit_engine, lanes, parallel_loops
 
 # each kind of tail (W = 16 float32 or 8 float64 a vector, 4 vectors a step): fewer than W
 # elements, whole vectors, a partial vector, whole steps, and rows cut into 1,024-blocks
@@ -76,6 +76,43 @@ def test_same_bits_at_every_alignment(dtype, x64):
         for a, b in zip(results[0], other):
             np.testing.assert_array_equal(a, b)
     assert abs(float(results[0][0]) - values.sum(dtype=np.float64)) <= _bound(values)
+
+
+def _exp_sums(xs, x3, flat):
+    """Sums of values computed in the reduction's loop (exp, fused: never stored): rows at
+    every tail length, over two trailing axes, and a whole-array sum over 1,024-blocks."""
+    return ([tnp.sum(tnp.exp(x), axis=1) for x in xs], tnp.sum(tnp.exp(x3), axis=(1, 2)),
+            tnp.sum(tnp.exp(flat)))
+
+
+def _stored_sums(es, e3, e_flat):
+    return [tnp.sum(e, axis=1) for e in es], tnp.sum(e3, axis=(1, 2)), tnp.sum(e_flat)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_sum_of_computed_values_adds_as_the_values_stored(dtype, x64, monkeypatch):
+    """A sum of values a fused producer computes (lane_reduce's `value` form) gives the bits
+    of the sum of the same values in memory (lanes), also in code LLVM optimises without its
+    vectorisers (a huge function's O1 pipeline): the order is the lanes', not the one LLVM's
+    vectoriser chose for a reassociated sum (other bits without the vectorisers, with another
+    vector width, or when the values were also an output)."""
+    def inputs(rows):
+        rng = np.random.default_rng(rows)
+        return (_rows(dtype, LENGTHS[dtype], seed=rows)[:-1] + [rng.standard_normal(
+                    (rows, 40)).astype(dtype)], rng.standard_normal((rows, 5, 37)).astype(dtype),
+                rng.standard_normal(3 * 1024 + 37).astype(dtype))
+
+    def check(args, sums):
+        want = tracejit.jit(_stored_sums)(*tracejit.jit(lambda *a: tracejit.tree_util.tree_map(
+            tnp.exp, a))(*args))
+        for got, ref in zip(tracejit.tree_util.tree_leaves(sums),
+                            tracejit.tree_util.tree_leaves(want)):
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))
+    args = inputs(3)
+    check(args, tracejit.jit(_exp_sums)(*args))
+    monkeypatch.setattr(jit_engine, "HUGE_FUNCTION_LINES", 0)
+    args = inputs(2)  # (shapes compiled nowhere else: neither cache has their O3 code)
+    check(args, tracejit.jit(lambda *a: _exp_sums(*a))(*args))
 
 
 def test_lanes_are_emitted():

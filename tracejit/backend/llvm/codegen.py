@@ -267,11 +267,14 @@ class Emitter:
             name="prefetch", over_data=False)
 
     def loop(self, n: int | ir.Value, body: Callable[[ir.Value], None], name: str = "i",
-             over_data: bool = True, vectorize: bool = True) -> None:
+             over_data: bool = True, vectorize: bool = True,
+             vector_shape: tuple[int, int] | None = None) -> None:
         """`for i in range(n): body(i)`. over_data=False marks a loop over bookkeeping (a
         counter's levels), which a parallel chunk body neither cuts nor counts as its rows.
         vectorize=False keeps LLVM's vectorizer off a loop whose run-time trip count is known
-        to be small (else the elements it runs over per call decide: _worth_vectorizing)."""
+        to be small (else the elements it runs over per call decide: _worth_vectorizing).
+        vector_shape = (width, interleave): where LLVM vectorises the loop, these vectors
+        (lanes.lane_reduce's loop of one turn of its four vectors)."""
         b = self.b
         trips = n if isinstance(n, int) else _UNKNOWN_TRIPS
         start = ir.Constant(I64, 0)
@@ -299,6 +302,8 @@ class Emitter:
         back = b.branch(header)
         if not (vectorize and self._worth_vectorizing(b.function.blocks[first:])):
             back.set_metadata("llvm.loop", self._no_vectorize())
+        elif vector_shape is not None:
+            back.set_metadata("llvm.loop", self._interleaved(vector_shape[1], vector_shape[0]))
         elif self.chains != chains:
             back.set_metadata("llvm.loop", self._interleaved(CHAIN_INTERLEAVE))
         self._trips.pop()
@@ -330,13 +335,17 @@ class Emitter:
             self._no_vectorize_md = md
         return self._no_vectorize_md
 
-    def _interleaved(self, count: int) -> ir.Value:
+    def _interleaved(self, count: int, width: int | None = None) -> ir.Value:
         """The loop metadata asking LLVM's vectorizer to interleave `count` vectors per turn
-        (a loop ID of its own)."""
-        prop = self.module.add_metadata([
+        (of `width` elements, if given) (a loop ID of its own)."""
+        props = [self.module.add_metadata([
             ir.MetaDataString(self.module, "llvm.loop.interleave.count"),
-            ir.Constant(ir.IntType(32), count)])
-        md = self.module.add_metadata([prop])
+            ir.Constant(ir.IntType(32), count)])]
+        if width is not None:
+            props.append(self.module.add_metadata([
+                ir.MetaDataString(self.module, "llvm.loop.vectorize.width"),
+                ir.Constant(ir.IntType(32), width)]))
+        md = self.module.add_metadata(props)
         md.operands = (md,) + md.operands
         return md
 

@@ -177,8 +177,11 @@ def optimize(module: llvm.ModuleRef, text_lines: int | None = None) -> llvm.Modu
     if text_lines is not None and 2 * text_lines + 1 <= HUGE_FUNCTION_LINES:
         huge = []
     else:
+        # (not an alwaysinline one: O3 inlines it into its callers, and optnone's noinline
+        # beside alwaysinline fails the verifier; math's far trig routines carry it)
         huge = [f.name for f in module.functions
-                if not f.is_declaration and str(f).count("\n") > HUGE_FUNCTION_LINES]
+                if not f.is_declaration and str(f).count("\n") > HUGE_FUNCTION_LINES
+                and not any(b"alwaysinline" in a for a in f.attributes)]
     if not huge:
         run_pipeline(module, speed_level=3, vectorize=True)
         return module

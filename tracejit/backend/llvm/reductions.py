@@ -115,13 +115,20 @@ def _reduce(em: Emitter, eqn, ins, dests):
         return [out]
     acc_ptr = em._entry_alloca(reg_type(work))
     lanes = _lanes_apply(em, x, name, axes, aval_out)
+    staged = not lanes and _staged_sum(em, name, dtype, work, aval_out)
     if pairwise:
-        return _pairwise_sum(em, x, axes, kept, aval_out, out, work, element, lanes)
+        return _pairwise_sum(em, x, axes, kept, aval_out, out, work, element, lanes, staged)
 
     def outer(oidx):
-        if lanes:
-            total = lane_reduce(em, name, dtype, _run_start(em, x, dict(zip(kept, oidx))),
-                                int(np.prod(reduced)))
+        if lanes or staged:
+            if lanes:
+                total = lane_reduce(em, name, dtype, _run_start(em, x, dict(zip(kept, oidx))),
+                                    int(np.prod(reduced)))
+            else:
+                def value(k):
+                    ridx = _unravel(em, k, reduced)
+                    return element(_full_index(len(in_shape), kept, oidx, axes, ridx))
+                total = lane_reduce(em, name, dtype, None, int(np.prod(reduced)), value=value)
             if out is not None:
                 em.store(out, em.linear(aval_out.shape, oidx) if aval_out.ndim else None, total)
             b.store(total, acc_ptr)
@@ -158,6 +165,36 @@ def _lanes_apply(em: Emitter, x, name: str, axes, aval_out) -> bool:
                 name != "reduce_sum")
 
 
+def _staged_sum(em: Emitter, name: str, dtype: np.dtype, work: np.dtype, aval_out) -> bool:
+    """Whether a float32/64 sum of values not lying in memory as one run (computed by fused
+    producers: logsumexp's exp, a sum of squares; or strided) goes through lane_reduce's
+    `value` form: the same fixed order of additions as the sum of the same values in memory.
+    Summed as they came (`_combine`'s reassoc adds), the order was LLVM's vectoriser's: other
+    bits with another vector width, without the vectorisers (a huge function's O1), or when
+    the fused values were also an output (the sum then read them from memory in lanes). Not
+    where the reduced loop is the one a parallel chunk body cuts (as _lanes_apply)."""
+    return name == "reduce_sum" and work == dtype and lanes_supported(name, dtype) and \
+        not (em.split is not None and not em._trips and aval_out.ndim == 0)
+
+
+def _unravel(em: Emitter, k: ir.Value, shape) -> list:
+    """The row-major multi-index of flat index k over `shape`."""
+    b, idx = em.b, []
+    for n in reversed(shape[1:]):
+        idx.append(b.urem(k, ir.Constant(I64, n)))
+        k = b.udiv(k, ir.Constant(I64, n))
+    return [k, *reversed(idx)] if shape else []
+
+
+def _full_index(ndim: int, kept, oidx, axes, ridx) -> list:
+    full: list = [None] * ndim
+    for d, i in zip(kept, oidx):
+        full[d] = i
+    for d, i in zip(axes, ridx):
+        full[d] = i
+    return full
+
+
 def _run_start(em: Emitter, x, at: dict) -> ir.Value:
     """Pointer to the element of x at index `at` (axis -> index; the other axes at zero)."""
     shape = x.aval.shape
@@ -171,10 +208,11 @@ _BLOCK = 1024
 _LEVELS = 64  # the binary counter's levels: one per bit of the block count
 
 
-def _pairwise_sum(em: Emitter, x, axes, kept, aval_out, out, work, element, lanes: bool):
+def _pairwise_sum(em: Emitter, x, axes, kept, aval_out, out, work, element, lanes: bool,
+                  staged: bool):
     """A float reduce_sum into a scalar accumulator, blocked: the innermost reduced axis is cut
     into blocks of _BLOCK elements, each summed from zero (vectorised; in explicit lanes where
-    `lanes`, see lanes.lane_reduce), and the block sums
+    `lanes`, see lanes.lane_reduce, or `staged`, see _staged_sum), and the block sums
     combined as in pairwise summation through a binary counter: block j is added to level 0,
     carried up while the counter's low bits are set (so level k holds a sum of 2^k blocks)."""
     b = em.b
@@ -223,21 +261,23 @@ def _pairwise_sum(em: Emitter, x, axes, kept, aval_out, out, work, element, lane
                 count = b.sub(ir.Constant(I64, lines), first)
                 count = b.select(b.icmp_signed("<", count, step), count, step)
                 em.prefetch_lines(ahead[0], first, count)
-            if lanes:
-                at = dict(zip(kept, oidx)) | dict(zip(axes[:-1], outer_r)) | {axes[-1]: start}
-                _lane_blocks(em, x, _run_start(em, x, at), jb, n_inner, block_ptr)
 
-            def inner(k):
+            def value(k):
                 full: list = [None] * len(in_shape)
                 for d, i in zip(kept, oidx):
                     full[d] = i
                 for d, i in zip(axes[:-1], outer_r):
                     full[d] = i
-                full[axes[-1]] = b.add(start, k[0])
-                b.store(_combine(em, rd.reduce_sum_p, work, b.load(block_ptr), element(full)),
-                        block_ptr)
-            if not lanes:
-                em.loop_nest([length], inner)
+                full[axes[-1]] = b.add(start, k)
+                return element(full)
+            if lanes:
+                at = dict(zip(kept, oidx)) | dict(zip(axes[:-1], outer_r)) | {axes[-1]: start}
+                _lane_blocks(em, work, _run_start(em, x, at), jb, n_inner, block_ptr)
+            elif staged:
+                _lane_blocks(em, work, None, jb, n_inner, block_ptr, value)
+            else:
+                em.loop_nest([length], lambda k: b.store(_combine(
+                    em, rd.reduce_sum_p, work, b.load(block_ptr), value(k[0])), block_ptr))
             # carry: while bit k of the count is set, fold level k into the sum and clear it
             count = b.load(count_ptr)
             b.store(b.load(block_ptr), carry_ptr)
@@ -274,17 +314,18 @@ def _pairwise_sum(em: Emitter, x, axes, kept, aval_out, out, work, element, lane
     return _per_output(em, aval_out, out, outer)
 
 
-def _lane_blocks(em: Emitter, x, ptr: ir.Value, jb: ir.Value, n: int, block_ptr) -> None:
-    """Block jb of a run of n elements at ptr (its last block may be shorter) summed in lanes
-    into *block_ptr."""
+def _lane_blocks(em: Emitter, dtype: np.dtype, ptr: ir.Value | None, jb: ir.Value, n: int,
+                 block_ptr, value: Callable | None = None) -> None:
+    """Block jb of a run of n elements (its last block may be shorter), starting at ptr (or
+    computed: value(k) its k-th, see lane_reduce), summed in lanes into *block_ptr."""
     b = em.b
     last = n - (-(-n // _BLOCK) - 1) * _BLOCK
     if last == _BLOCK:
-        b.store(lane_reduce(em, "reduce_sum", x.aval.dtype, ptr, _BLOCK), block_ptr)
+        b.store(lane_reduce(em, "reduce_sum", dtype, ptr, _BLOCK, value=value), block_ptr)
         return
     is_last = b.icmp_signed("==", jb, ir.Constant(I64, -(-n // _BLOCK) - 1))
-    b.store(lane_reduce(em, "reduce_sum", x.aval.dtype, ptr, _BLOCK, short=(is_last, last)),
-            block_ptr)
+    b.store(lane_reduce(em, "reduce_sum", dtype, ptr, _BLOCK, short=(is_last, last),
+                        value=value), block_ptr)
 
 
 # Rows per block of a wide float sum over leading axes (a column sum): each block's rows are
