@@ -346,3 +346,17 @@ def test_key_chains_in_loops_match_jax(impl, jax):
             if isinstance(a, prng.PRNGKeyArray):
                 a, b = tr.key_data(a), jax.random.key_data(b)
             _assert_matches(a, b, "exact")
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_nested_and_empty_vmaps_match_jax(impl, jax):
+    """Two vmapped axes of keys draw from the first key of all (JAX's rule applied twice); a
+    vmap over no keys has no first key: JAX's IndexError."""
+    ks, jks = tr.split(tr.key(2, impl=impl), (2, 3)), jax.random.split(
+        jax.random.key(2, impl=impl), (2, 3))
+    _assert_matches(tracejit.vmap(tracejit.vmap(lambda q: tr.bits(q, (2,))))(ks),
+                    jax.vmap(jax.vmap(lambda q: jax.random.bits(q, (2,))))(jks), "exact")
+    for lib in (tracejit, jax):
+        with pytest.raises(IndexError, match="out of bounds for axis 0 with size 0"):
+            lib.vmap(lambda q, lib=lib: lib.random.uniform(q, (2,)))(
+                lib.random.split(lib.random.key(0, impl=impl), 0))

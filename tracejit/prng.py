@@ -183,8 +183,8 @@ def _first_key_bits(keys: Any, shape: tuple[int, ...], dtype: Any):
     vmap over the batch computes them."""
     batch = get_aval(keys).shape[:-1]
     if batch:
-        if not math.prod(batch):
-            return lax.full((*batch, *shape), 0, dtype)
+        if not math.prod(batch):  # (JAX's rule indexes the batch's first key)
+            raise IndexError("index is out of bounds for axis 0 with size 0")
         flat = lax.reshape(keys, (math.prod(batch), 4))
         keys = lax.squeeze(lax.slice_in_dim(flat, 0, 1), (0,))
     return rng_bit_generator(keys, (*batch, *shape), dtype=dtype)[1]
