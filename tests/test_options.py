@@ -294,10 +294,39 @@ def test_prng_key_options(case, option, value):
     assert _key_outcome(tracejit, option, value, case) == _key_outcome(jax, option, value, case)
 
 
-@pytest.mark.parametrize("impl", ["rbg", "unsafe_rbg", "threefry4x32", "philox2x32"])
+_RAW4 = np.array([0, 42, 0, 42], np.uint32)
+
+
+def _default_impl_outcome(api, impl):
+    """Keys made without `impl`, raw uint32[4] data read as the default implementation's, and
+    samples from them, under jax_default_prng_impl."""
+    with api.default_prng_impl(impl):
+        raw, typed = api.random.PRNGKey(7), api.random.key(7)
+        return (np.asarray(raw).tolist(), str(typed.dtype), str(api.random.key_impl(raw)),
+                str(api.random.key_dtype()),
+                np.asarray(api.random.uniform(raw, (3,))).tolist(),
+                np.asarray(api.random.normal(_RAW4, (2,))).tolist(),
+                np.asarray(api.random.split(raw)).tolist(),
+                np.asarray(api.random.key_data(api.random.fold_in(typed, 5))).tolist())
+
+
+@pytest.mark.parametrize("impl", ["rbg", "unsafe_rbg"])
 def test_default_prng_impl(impl):
-    # keys made without `impl` follow the option; tracejit has JAX's threefry2x32 streams only,
-    # bit for bit, and refuses the others (JAX's differ from them) rather than misname a stream
+    # keys made without `impl` follow the option, bit for bit with JAX's (tests/
+    # test_random_rbg.py has every sampler); other keys keep their implementation
+    assert _default_impl_outcome(tracejit, impl) == _default_impl_outcome(jax, impl)
+    with tracejit.default_prng_impl(impl):
+        ours = tracejit.random.uniform(tracejit.random.key(7, impl="threefry2x32"), (4,))
+    with jax.default_prng_impl(impl):
+        theirs = jax.random.uniform(jax.random.key(7, impl="threefry2x32"), (4,))
+    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+    assert str(tracejit.random.key_impl(tracejit.random.key(0))) == \
+        str(jax.random.key_impl(jax.random.key(0))) == "threefry2x32"
+
+
+@pytest.mark.parametrize("impl", ["threefry4x32", "philox2x32", "philox4x32"])
+def test_default_prng_impl_not_implemented(impl):
+    # the implementations tracejit does not have are refused rather than misnamed
     with tracejit.default_prng_impl(impl):
         for make in (tracejit.random.key, tracejit.random.PRNGKey):
             with pytest.raises(NotImplementedError, match=f'"{impl}" PRNG implementation'):
@@ -311,7 +340,6 @@ def test_default_prng_impl(impl):
         theirs = jax.random.uniform(jax.random.key(7, impl="threefry2x32"), (4,))
         assert jax.random.key(0).dtype != jax.random.key(0, impl="threefry2x32").dtype
     np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
-    tracejit.config.update("jax_default_prng_impl", "threefry2x32")
     assert str(tracejit.random.key_impl(tracejit.random.key(0))) == \
         str(jax.random.key_impl(jax.random.key(0)))
 
@@ -486,12 +514,13 @@ _REUSES = {
 }
 
 
+@pytest.mark.parametrize("impl", ["threefry2x32", "rbg", "unsafe_rbg"])
 @pytest.mark.parametrize("case", sorted(_REUSES))
-def test_debug_key_reuse(case):
+def test_debug_key_reuse(case, impl):
     def run(api, flag):
         with api.debug_key_reuse(flag):
             try:
-                _REUSES[case](api.random, api, api.random.key(0))
+                _REUSES[case](api.random, api, api.random.key(0, impl=impl))
             except Exception as e:  # noqa: BLE001
                 return type(e).__name__, str(e)
         return "ok"

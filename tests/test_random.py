@@ -391,14 +391,23 @@ def _jit_tolerance(name: str, key) -> dict:
     return {}
 
 
-@pytest.mark.parametrize("name", list(SAMPLERS))
-def test_sampler_under_jit_and_loops(name):
+# every sampler with keys of each implementation (poisson takes threefry's only, as JAX's)
+_SAMPLER_IMPLS = [(name, impl) for impl in ("threefry2x32", "rbg", "unsafe_rbg")
+                  for name in SAMPLERS if impl == "threefry2x32" or name != "poisson"]
+
+
+@pytest.mark.parametrize("name,impl", _SAMPLER_IMPLS)
+def test_sampler_under_jit_and_loops(name, impl):
     f = SAMPLERS[name]
-    k = tr.key(3)
+    k = tr.key(3, impl=impl)
     eager = f(k)
     tolerance = _jit_tolerance(name, k)
     _assert_same_tree(tracejit.jit(f)(k), eager, **tolerance)  # typed key as a jit argument
-    _assert_same_tree(tracejit.jit(f)(tr.key_data(k)), eager, **tolerance)
+    if impl == "threefry2x32":  # (raw data is the default implementation's)
+        _assert_same_tree(tracejit.jit(f)(tr.key_data(k)), eager, **tolerance)
+    else:
+        _assert_same_tree(tracejit.jit(lambda d: f(tr.wrap_key_data(d, impl=impl)))(
+            tr.key_data(k)), eager, **tolerance)
 
     def body(carry, _):  # keys as scan carries, samples as scan outputs
         carry, sub = tr.split(carry)
@@ -417,11 +426,11 @@ def test_sampler_under_jit_and_loops(name):
     _assert_same_tree(out, f(s2))
 
 
-@pytest.mark.parametrize("name", list(SAMPLERS))
-def test_sampler_native_backend_matches_reference(name):
+@pytest.mark.parametrize("name,impl", _SAMPLER_IMPLS)
+def test_sampler_native_backend_matches_reference(name, impl):
     tracejit.config.update("tracejit_backend", "native")  # for the tolerance (restored after)
     f = SAMPLERS[name]
-    k = tr.PRNGKey(3)
+    k = tr.PRNGKey(3) if impl == "threefry2x32" else tr.key(3, impl=impl)
     ref = tracejit.jit(f, backend="interpret")(k)
     _assert_same_tree(tracejit.jit(f)(k), ref, **_jit_tolerance(name, k))
 

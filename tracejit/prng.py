@@ -1,15 +1,18 @@
-"""JAX's threefry PRNG, bit-exact: the `threefry2x32` hash and `iota_2x32_shape` primitives, the
-key operations (seed, split, fold_in, random bits) built from them and lax ops, and typed key
-arrays (`PRNGKeyArray`, dtype `key<fry>`).
+"""JAX's PRNG implementations, bit-exact: threefry2x32 (the `threefry2x32` hash and
+`iota_2x32_shape` primitives), rbg and unsafe_rbg (lax.rng_bit_generator's bits, threefry or
+rng_bit_generator for split and fold_in), each a `PRNGImpl` of key operations (seed, split,
+fold_in, random bits) built from lax ops, and typed key arrays (`PRNGKeyArray`, dtype
+`key<fry>`, `key<rbg>`, `key<urbg>`).
 
-Key operations take raw key data of shape (*batch, 2) (uint32) and work on every key of the batch
-at once, as JAX's vmapped key primitives do. Both `jax_threefry_partitionable` modes are
-implemented; the algorithm is summarised in DESIGN.md ("JAX PRNG, bit-exact").
+Key operations take raw key data of shape (*batch, *key_shape) (uint32) and work on every key of
+the batch at once, as JAX's vmapped key primitives do. Both `jax_threefry_partitionable` modes
+are implemented; the algorithm is summarised in DESIGN.md ("JAX PRNG, bit-exact").
 """
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -21,6 +24,7 @@ from .core.pytree import register_pytree_node
 from .core.avals import AbstractValue
 from .core.trace import Tracer, get_aval, pytype_aval_mappings
 from .lax.random_bits import iota_2x32_shape_p, threefry2x32_p
+from .lax.rng_bit_generator import rng_bit_generator
 
 _U32 = np.dtype(np.uint32)
 
@@ -78,7 +82,7 @@ def threefry_2x32(keys: Any, count: Any):
 
 # --- key operations on raw key data ------------------------------------------------------------
 
-def seed(seed_value: Any):
+def threefry_seed(seed_value: Any):
     """Raw key from an integer seed: [seed >> 32, seed & 0xFFFFFFFF] as uint32. Python ints
     (bools too, as in JAX) must fit int64; under x32 they are then truncated to int32."""
     from .numpy import asarray
@@ -101,7 +105,7 @@ def seed(seed_value: Any):
     return lax.concatenate([lax.broadcast(hi, (1,)), lax.broadcast(lo, (1,))], 0)
 
 
-def split(keys: Any, shape: Sequence[int]):
+def threefry_split(keys: Any, shape: Sequence[int]):
     """New keys of shape (*batch, *shape, 2). Partitionable: key i is fold_in(key, i)'s hash of
     the 64-bit counter i; original: the hash of iota(2 * num), paired up."""
     shape = tuple(shape)
@@ -115,16 +119,15 @@ def split(keys: Any, shape: Sequence[int]):
     return lax.reshape(threefry_2x32(keys, lax.iota(_U32, num * 2)), (*batch, *shape, 2))
 
 
-def fold_in(keys: Any, data: Any):
+def threefry_fold_in(keys: Any, data: Any):
     """Hash of the counts [0, data] (data already uint32, rank 0)."""
     return threefry_2x32(keys, lax.concatenate([lax.broadcast(_u32(0), (1,)),
                                                 lax.broadcast(data, (1,))], 0))
 
 
-def random_bits(keys: Any, bit_width: int, shape: tuple[int, ...]):
+def threefry_random_bits(keys: Any, bit_width: int, shape: tuple[int, ...]):
     """Uniform bits of shape (*batch, *shape) as uint{bit_width}."""
-    if bit_width not in (8, 16, 32, 64):
-        raise TypeError("requires 8-, 16-, 32- or 64-bit field width.")
+    _check_bit_width(bit_width)
     out_dtype = np.dtype(f"uint{bit_width}")
     if config.jax_threefry_partitionable:
         if math.prod(shape) > 2 ** 64:
@@ -165,16 +168,139 @@ def _random_bits_original(keys, bit_width, shape, out_dtype):
     return lax.reshape(bits, (*batch, *shape))
 
 
+def _check_bit_width(bit_width: int) -> None:
+    if bit_width not in (8, 16, 32, 64):
+        raise TypeError("requires 8-, 16-, 32- or 64-bit field width.")
+
+
+# --- rbg and unsafe_rbg: XLA's RngBitGenerator bits, keys of four words ------------------------
+# JAX's definitions (jax/_src/random/rbg.py). A batch of keys goes through rng_bit_generator as
+# JAX's vmapped calls do: its batching rule draws every row from the batch's first key (see
+# lax/rng_bit_generator.py), so the batch's bits are those of one call on that key.
+
+def _first_key_bits(keys: Any, shape: tuple[int, ...], dtype: Any):
+    """rng_bit_generator's bits of shape (*batch, *shape) for keys (*batch, 4), as JAX's
+    vmap over the batch computes them."""
+    batch = get_aval(keys).shape[:-1]
+    if batch:
+        if not math.prod(batch):  # (JAX's rule indexes the batch's first key)
+            raise IndexError("index is out of bounds for axis 0 with size 0")
+        flat = lax.reshape(keys, (math.prod(batch), 4))
+        keys = lax.squeeze(lax.slice_in_dim(flat, 0, 1), (0,))
+    return rng_bit_generator(keys, (*batch, *shape), dtype=dtype)[1]
+
+
+def rbg_seed(seed_value: Any):
+    """threefry's key for the seed, twice."""
+    half = threefry_seed(seed_value)
+    return lax.concatenate([half, half], 0)
+
+
+def _halves(keys: Any):
+    """Keys (*batch, 4) as two threefry keys each: (*batch, 2, 2)."""
+    return lax.reshape(keys, (*get_aval(keys).shape[:-1], 2, 2))
+
+
+def rbg_split(keys: Any, shape: Sequence[int]):
+    """Each half of the key split by threefry; new key i is the pair of the halves' keys i."""
+    shape = tuple(shape)
+    batch = get_aval(keys).shape[:-1]
+    nb = len(batch)
+    halves = threefry_split(_halves(keys), shape)  # (*batch, 2, *shape, 2)
+    perm = (*range(nb), *range(nb + 1, nb + 1 + len(shape)), nb, nb + 1 + len(shape))
+    return lax.reshape(lax.transpose(halves, perm), (*batch, *shape, 4))
+
+
+def rbg_fold_in(keys: Any, data: Any):
+    return lax.reshape(threefry_fold_in(_halves(keys), data), get_aval(keys).shape)
+
+
+def rbg_random_bits(keys: Any, bit_width: int, shape: tuple[int, ...]):
+    _check_bit_width(bit_width)
+    return _first_key_bits(keys, tuple(shape), np.dtype(f"uint{bit_width}"))
+
+
+def unsafe_rbg_split(keys: Any, shape: Sequence[int]):
+    """Ten rows of rng_bit_generator's bits per new key (a 'hash'), the first of each ten."""
+    shape = tuple(shape)
+    batch = get_aval(keys).shape[:-1]
+    num = math.prod(shape)
+    rows = _first_key_bits(keys, (10 * num, 4), _U32)
+    nb = len(batch)
+    starts, limits = (0,) * (nb + 2), (*batch, 10 * num, 4)
+    picked = lax.slice(rows, starts, limits, (1,) * nb + (10, 1))
+    return lax.reshape(picked, (*batch, *shape, 4))
+
+
+def unsafe_rbg_fold_in(keys: Any, data: Any):
+    """The key xor the last of ten rows of bits from the data's rbg key."""
+    rows = _first_key_bits(rbg_seed(data), (10, 4), _U32)
+    last = lax.squeeze(lax.slice_in_dim(rows, 9, 10), (0,))
+    return lax.bitwise_xor(keys, lax.broadcast_to_rank(last, get_aval(keys).ndim))
+
+
+# --- implementations -----------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class PRNGImpl:
+    """A PRNG implementation as JAX defines one: key shape, and seed/split/fold_in/random_bits
+    on raw key data (*batch, *key_shape). Compared by identity: one object per name."""
+    name: str
+    tag: str  # the dtype's name: key<tag>
+    key_shape: tuple[int, ...]
+    seed: Callable[[Any], Any]
+    split: Callable[[Any, Sequence[int]], Any]
+    fold_in: Callable[[Any, Any], Any]
+    random_bits: Callable[[Any, int, tuple[int, ...]], Any]
+
+    def __repr__(self) -> str:
+        return f"PRNGImpl({self.name})"
+
+
+THREEFRY = PRNGImpl("threefry2x32", "fry", (2,), threefry_seed, threefry_split,
+                    threefry_fold_in, threefry_random_bits)
+RBG = PRNGImpl("rbg", "rbg", (4,), rbg_seed, rbg_split, rbg_fold_in, rbg_random_bits)
+UNSAFE_RBG = PRNGImpl("unsafe_rbg", "urbg", (4,), rbg_seed, unsafe_rbg_split, unsafe_rbg_fold_in,
+                      rbg_random_bits)
+PRNGS = {impl.name: impl for impl in (THREEFRY, RBG, UNSAFE_RBG)}
+
+
+# --- key operations on typed keys ----------------------------------------------------------------
+# What jax.random builds on: the keys' implementation picks the operation.
+
+def random_seed(seed_value: Any, impl: PRNGImpl) -> PRNGKeyArray:
+    return PRNGKeyArray(impl.seed(seed_value), impl)
+
+
+def random_split(keys: PRNGKeyArray, shape: Sequence[int]) -> PRNGKeyArray:
+    """New keys of shape (*keys.shape, *shape)."""
+    return PRNGKeyArray(keys.impl.split(keys._base_array, tuple(shape)), keys.impl)
+
+
+def random_fold_in(keys: PRNGKeyArray, data: Any) -> PRNGKeyArray:
+    """data: uint32, rank 0."""
+    return PRNGKeyArray(keys.impl.fold_in(keys._base_array, data), keys.impl)
+
+
+def random_bits(keys: PRNGKeyArray, bit_width: int, shape: tuple[int, ...]):
+    """Uniform bits of shape (*keys.shape, *shape) as uint{bit_width}."""
+    return keys.impl.random_bits(keys._base_array, bit_width, tuple(shape))
+
+
 # --- typed key arrays ---------------------------------------------------------------------------
 
 class KeyTy(dtypes.ExtendedDType):
-    """The dtype of typed key arrays: `key<fry>` (threefry2x32 keys of two uint32 words); its
-    scalar class is `prng_key`, so `issubdtype(key.dtype, jax.dtypes.prng_key)` holds."""
+    """The dtype of typed key arrays of one implementation: `key<fry>` (threefry2x32 keys of two
+    uint32 words), `key<rbg>`, `key<urbg>` (four words); its scalar class is `prng_key`, so
+    `issubdtype(key.dtype, jax.dtypes.prng_key)` holds."""
     type = dtypes.prng_key
-    name = "key<fry>"
-    impl_name = "threefry2x32"
-    key_shape = (2,)
-    itemsize = 8
+
+    def __init__(self, impl: PRNGImpl):
+        self._impl = impl
+        self.name = f"key<{impl.tag}>"
+        self.impl_name = impl.name
+        self.key_shape = impl.key_shape
+        self.itemsize = 4 * math.prod(impl.key_shape)
 
     def __repr__(self) -> str:
         return self.name
@@ -182,40 +308,44 @@ class KeyTy(dtypes.ExtendedDType):
     __str__ = __repr__
 
     def __eq__(self, other: Any) -> bool:
-        return isinstance(other, KeyTy)
+        return isinstance(other, KeyTy) and other._impl is self._impl
 
     def __hash__(self) -> int:
-        return hash(KeyTy)
+        return hash((KeyTy, self._impl.name))
 
 
-KEY_DTYPE = KeyTy()
+KEY_DTYPES = {impl: KeyTy(impl) for impl in PRNGS.values()}
+KEY_DTYPE = KEY_DTYPES[THREEFRY]
 
 
-def check_key_data(key_data: Any) -> None:
-    """JAX's checks of raw threefry key data (TypeError with JAX's messages)."""
+def check_key_data(key_data: Any, impl: PRNGImpl = THREEFRY) -> None:
+    """JAX's checks of raw key data for `impl` (TypeError with JAX's messages)."""
     if not all(hasattr(key_data, a) for a in ("ndim", "shape", "dtype")):
         raise TypeError("JAX encountered invalid PRNG key data: expected key_data to have ndim, "
                         f"shape, and dtype attributes. Got {key_data}")
     if key_data.ndim < 1:
         raise TypeError("JAX encountered invalid PRNG key data: expected key_data.ndim >= 1; "
                         f"got ndim={key_data.ndim}")
-    if tuple(key_data.shape[-1:]) != (2,):
+    if tuple(key_data.shape[-1:]) != impl.key_shape:
         raise TypeError("JAX encountered invalid PRNG key data: expected key_data.shape to end "
-                        f"with (2,); got shape={tuple(key_data.shape)} for impl=threefry2x32")
+                        f"with {impl.key_shape}; got shape={tuple(key_data.shape)} for "
+                        f"impl={impl.name}")
     if np.dtype(key_data.dtype) != _U32:
         raise TypeError("JAX encountered invalid PRNG key data: expected key_data.dtype = uint32; "
                         f"got dtype={np.dtype(key_data.dtype)}")
 
 
 class PRNGKeyArray:
-    """An array of typed PRNG keys (`jax.random.key`): shape excludes the key's two words,
-    dtype is `key<fry>`. A pytree over its uint32 key data, so it passes through jit, scan and
+    """An array of typed PRNG keys (`jax.random.key`) of one implementation: shape excludes
+    the key's words, dtype is `key<fry>`, `key<rbg>` or `key<urbg>`. A pytree over its uint32 key
+    data (the implementation rides in the tree's structure), so it passes through jit, scan and
     while_loop; arithmetic and NumPy conversion are refused as in JAX."""
-    __slots__ = ("_base_array", "_consumed")
+    __slots__ = ("_base_array", "_consumed", "impl")
     __array_priority__ = 100
 
-    def __init__(self, key_data: Any):
+    def __init__(self, key_data: Any, impl: PRNGImpl = THREEFRY):
         self._base_array = key_data
+        self.impl = impl
         # jax_debug_key_reuse: which keys were consumed (a bool, or a mask over the shape)
         self._consumed: Any = False
 
@@ -233,11 +363,11 @@ class PRNGKeyArray:
 
     @property
     def dtype(self) -> KeyTy:
-        return KEY_DTYPE
+        return KEY_DTYPES[self.impl]
 
     @property
     def itemsize(self) -> int:
-        return KEY_DTYPE.itemsize
+        return self.dtype.itemsize
 
     @property
     def nbytes(self) -> int:
@@ -245,8 +375,8 @@ class PRNGKeyArray:
 
     def __repr__(self) -> str:
         if isinstance(self._base_array, Tracer):
-            return f"Traced<{KEY_DTYPE.name}{list(self.shape)}> overlaying:\n{self._base_array}"
-        return f"Array({self.shape}, dtype={KEY_DTYPE.name}) overlaying:\n{self._base_array}"
+            return f"Traced<{self.dtype.name}{list(self.shape)}> overlaying:\n{self._base_array}"
+        return f"Array({self.shape}, dtype={self.dtype.name}) overlaying:\n{self._base_array}"
 
     __str__ = __repr__
 
@@ -262,7 +392,7 @@ class PRNGKeyArray:
 
     def __getitem__(self, idx: Any) -> PRNGKeyArray:
         full = idx if isinstance(idx, tuple) else (idx,)
-        out = PRNGKeyArray(self._base_array[(*full, slice(None))])
+        out = PRNGKeyArray(self._base_array[(*full, slice(None))], self.impl)
         if key_reuse.enabled():
             key_reuse.consume_slice(self, idx, out)
         return out
@@ -278,22 +408,23 @@ class PRNGKeyArray:
     __hash__ = None  # type: ignore[assignment]
 
     def _compare(self, other: Any, name: str):
-        if not isinstance(other, PRNGKeyArray):
+        if not isinstance(other, PRNGKeyArray) or other.impl is not self.impl:
             other_dtype = getattr(other, "dtype", None) or get_aval(other).dtype
-            raise TypeError(f"{name} does not accept dtypes {KEY_DTYPE.name}, {other_dtype}.")
+            raise TypeError(f"{name} does not accept dtypes {self.dtype.name}, {other_dtype}.")
         from .numpy import all as all_, equal
         return all_(equal(self._base_array, other._base_array), axis=-1)
 
     def __eq__(self, other: Any):  # type: ignore[override]
-        return self._compare(other, "eq")
+        return self._compare(other, "equal")
 
     def __ne__(self, other: Any):  # type: ignore[override]
-        return lax.bitwise_not(self._compare(other, "ne"))
+        return lax.bitwise_not(self._compare(other, "not_equal"))
 
     def reshape(self, *shape: Any, order: str = "C") -> PRNGKeyArray:
         if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
             shape = tuple(shape[0])
-        return PRNGKeyArray(self._base_array.reshape(*shape, 2, order=order))
+        return PRNGKeyArray(self._base_array.reshape(*shape, *self.impl.key_shape, order=order),
+                            self.impl)
 
     def flatten(self) -> PRNGKeyArray:
         return self.reshape(-1)
@@ -306,21 +437,21 @@ class PRNGKeyArray:
             axis = tuple(i for i, d in enumerate(self.shape) if d == 1)
         axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
         return PRNGKeyArray(squeeze(self._base_array, tuple(a % max(self.ndim, 1)
-                                                            for a in axes)))
+                                                            for a in axes)), self.impl)
 
     def transpose(self, *axes: Any) -> PRNGKeyArray:
         if not axes or axes == (None,):
             perm = tuple(reversed(range(self.ndim)))
         else:
             perm = tuple(axes[0]) if len(axes) == 1 and not isinstance(axes[0], int) else axes
-        return PRNGKeyArray(lax.transpose(self._base_array, (*perm, self.ndim)))
+        return PRNGKeyArray(lax.transpose(self._base_array, (*perm, self.ndim)), self.impl)
 
     @property
     def T(self) -> PRNGKeyArray:  # noqa: N802 - NumPy's name
         return self.transpose()
 
     def copy(self) -> PRNGKeyArray:
-        out = PRNGKeyArray(self._base_array)
+        out = PRNGKeyArray(self._base_array, self.impl)
         out._consumed = self._consumed  # (as JAX's copy: the same key, used or not)
         return out
 
@@ -328,8 +459,8 @@ class PRNGKeyArray:
         return self
 
 
-register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), None),
-                     lambda _, children: PRNGKeyArray(children[0]))
+register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), k.impl),
+                     lambda impl, children: PRNGKeyArray(children[0], impl))
 key_reuse.KEY_TYPE = PRNGKeyArray
 BaseArray.register(PRNGKeyArray)  # typed keys are `jax.Array`s, as in JAX (flax.nnx checks it)
 
@@ -337,19 +468,20 @@ BaseArray.register(PRNGKeyArray)  # typed keys are `jax.Array`s, as in JAX (flax
 class KeyShapedArray(AbstractValue):
     """`jax.typeof` of a typed key array: its key shape and the key dtype (`key<fry>[3]`)."""
 
-    def __init__(self, shape: tuple[int, ...]):
+    def __init__(self, shape: tuple[int, ...], dtype: KeyTy = KEY_DTYPE):
         self.shape = tuple(shape)
-        self.dtype = KEY_DTYPE
+        self.dtype = dtype
         self.weak_type = False
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))
 
     def __eq__(self, other: Any) -> bool:
-        return isinstance(other, KeyShapedArray) and other.shape == self.shape
+        return (isinstance(other, KeyShapedArray) and other.shape == self.shape
+                and other.dtype == self.dtype)
 
     def __hash__(self) -> int:
-        return hash((KeyShapedArray, self.shape))
+        return hash((KeyShapedArray, self.shape, self.dtype))
 
     def str_short(self, short_dtypes: bool = False) -> str:
         return f"{self.dtype}[{','.join(map(str, self.shape))}]"
@@ -360,4 +492,4 @@ class KeyShapedArray(AbstractValue):
         return f"ShapedArray({self.str_short()})"
 
 
-pytype_aval_mappings[PRNGKeyArray] = lambda key: KeyShapedArray(key.shape)
+pytype_aval_mappings[PRNGKeyArray] = lambda key: KeyShapedArray(key.shape, key.dtype)

@@ -1,8 +1,11 @@
-"""tracejit.random: JAX's functional PRNG (`jax.random`), bit-identical to JAX's threefry streams.
+"""tracejit.random: JAX's functional PRNG (`jax.random`), bit-identical to JAX's threefry2x32,
+rbg and unsafe_rbg streams.
 
-Keys are raw uint32[2] arrays (`PRNGKey`) or typed key arrays (`key`, dtype `key<fry>`). Every
-sampler follows JAX's algorithm step by step on top of `prng`'s bits with lax and jnp ops, so it
-works eagerly, under jit, inside loops and under vmap.
+Keys are raw key data (`PRNGKey`: uint32[2], or uint32[4] for rbg) or typed key arrays (`key`,
+dtype `key<fry>`, `key<rbg>`, `key<urbg>`); inside, every sampler works on typed keys (raw data
+is wrapped as the default implementation's, as JAX does), so each key operation is its
+implementation's. Every sampler follows JAX's algorithm step by step on top of `prng`'s bits
+with lax and jnp ops, so it works eagerly, under jit, inside loops and under vmap.
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from .lax._base import canonicalize_axis
 from .numpy._util import broadcast_shapes, check_arraylike, promote_dtypes_inexact
 from .prng import PRNGKeyArray
 from .transforms.custom import custom_jvp
+from .transforms.custom_batching import sequential_vmap
 
 __all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "split", "fold_in",
            "bits", "uniform", "normal", "truncated_normal", "bernoulli", "randint", "choice",
@@ -35,9 +39,6 @@ __all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "split", "
            "weibull_min", "rayleigh", "wald", "triangular", "maxwell", "double_sided_maxwell",
            "generalized_normal", "ball", "geometric", "binomial", "multinomial", "clone",
            "key_dtype"]
-
-_IMPL = "threefry2x32"
-
 
 # --- keys ----------------------------------------------------------------------------------------
 
@@ -52,16 +53,20 @@ _CONSUMERS = {"split": "random_split", "bits": "random_bits"}
 _NOT_CONSUMING = frozenset({"fold_in", "key_data", "key_impl"})
 
 
-def _check_prng_key(name: str, key: Any, allow_batched: bool = False) -> tuple[Any, bool]:
-    """(raw key data, whether `key` was a typed key array), with JAX's errors for bad keys."""
+def _check_prng_key(name: str, key: Any, allow_batched: bool = False
+                    ) -> tuple[PRNGKeyArray, bool]:
+    """(the keys as a typed key array, whether `key` was one), with JAX's errors for bad keys.
+    Raw key data is read as keys of the default implementation, as JAX wraps it. The typed
+    array returned is a new one over the same data: what the caller draws from it (a sampler
+    built on another, as choice on randint) is not a second use of the caller's key."""
     if isinstance(key, PRNGKeyArray):
-        data, typed = key._base_array, True
+        keys, typed = PRNGKeyArray(key._base_array, key.impl), True
         if config.jax_debug_key_reuse and name not in _NOT_CONSUMING:
             key_reuse.consume(key, _CONSUMERS.get(name, "jit"))
     elif _is_arraylike(key):
-        _check_default_impl()  # (raw key data is read as the default implementation's)
-        prng.check_key_data(key)
-        data, typed = jnp.asarray(key), False
+        impl = _default_impl()  # (raw key data is read as the default implementation's)
+        prng.check_key_data(key, impl)
+        keys, typed = PRNGKeyArray(jnp.asarray(key), impl), False
         legacy = config.jax_legacy_prng_key
         if legacy != "allow":
             message = ("Legacy uint32 key array passed as key to jax.random function. Please "
@@ -76,100 +81,106 @@ def _check_prng_key(name: str, key: Any, allow_batched: bool = False) -> tuple[A
                           stacklevel=3)
     else:
         raise TypeError(f"unexpected PRNG key type {type(key)}")
-    batch = get_aval(data).shape[:-1]
-    if batch and not allow_batched:
-        shape = batch if typed else get_aval(data).shape
+    if keys.shape and not allow_batched:
+        shape = keys.shape if typed else get_aval(keys._base_array).shape
         raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
                          f"{shape} != (). Use jax.vmap for batching.")
-    return data, typed
+    return keys, typed
 
 
-def _keys_like(typed: bool, data: Any) -> Any:
-    """New keys as the argument was (typed or raw); typed always under jax_enable_custom_prng,
-    as JAX returns them then."""
-    return PRNGKeyArray(data) if typed or config.jax_enable_custom_prng else data
+def _keys_like(typed: bool, keys: PRNGKeyArray) -> Any:
+    """New keys as the argument was (typed or raw data); typed always under
+    jax_enable_custom_prng, as JAX returns them then."""
+    return keys if typed or config.jax_enable_custom_prng else keys._base_array
 
 
-# the implementations JAX knows; tracejit's streams are threefry2x32's only
+# the implementations JAX knows; tracejit has those of prng.PRNGS
 _JAX_IMPLS = ("threefry2x32", "threefry4x32", "rbg", "unsafe_rbg", "philox2x32", "philox4x32")
 
 
 def _not_implemented(impl: str) -> NotImplementedError:
+    names = ", ".join(f'"{name}"' for name in prng.PRNGS)
     return NotImplementedError(
         f'the "{impl}" PRNG implementation is not available in tracejit, whose jax.random '
-        f'produces JAX\'s "{_IMPL}" streams only (bit for bit): use impl="{_IMPL}" (or '
-        f'jax.config.update("jax_default_prng_impl", "{_IMPL}"))')
+        f"produces JAX's {names} streams only (bit for bit): use one of those (as impl=, or "
+        'with jax.config.update("jax_default_prng_impl", ...))')
 
 
-def _check_default_impl() -> None:
-    """jax_default_prng_impl names the implementation of keys made without `impl`: refused
-    unless it is the one tracejit implements."""
-    if config.jax_default_prng_impl != _IMPL:
-        raise _not_implemented(config.jax_default_prng_impl)
+def _default_impl() -> prng.PRNGImpl:
+    """jax_default_prng_impl: the implementation of keys made without `impl` and of raw keys."""
+    name = config.jax_default_prng_impl
+    if name not in prng.PRNGS:
+        raise _not_implemented(name)
+    return prng.PRNGS[name]
 
 
-def _check_impl(name: str, impl: Any, dtype: Any) -> None:
+def _impl_arg(name: str, impl: Any, dtype: Any = None) -> prng.PRNGImpl:
+    """The implementation an `impl=` (a name or a key dtype) or `dtype=` argument names."""
     if dtype is not None:
         if impl is not None:
             raise ValueError(f"Cannot specify both `impl` and `dtype` arguments to {name}")
         impl = dtype
     if impl is None:
-        _check_default_impl()
-        return
-    if impl == _IMPL or isinstance(impl, prng.KeyTy):
-        return
-    if impl in _JAX_IMPLS:
-        raise _not_implemented(impl)
+        return _default_impl()
+    if isinstance(impl, prng.KeyTy):
+        return impl._impl
+    if isinstance(impl, prng.PRNGImpl):
+        return impl
     if isinstance(impl, str):
+        if impl in prng.PRNGS:
+            return prng.PRNGS[impl]
+        if impl in _JAX_IMPLS:
+            raise _not_implemented(impl)
+        names = ", ".join(f'"{name}"' for name in prng.PRNGS)
         raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: '
-                         f'"{_IMPL}"?')
+                         f"{names}?")
     raise TypeError(f"unrecognized type {type(impl)} for specifying PRNG implementation.")
 
 
-def _seed(ctor: str, seed: Any) -> Any:
+def _seed(ctor: str, seed: Any, impl: prng.PRNGImpl) -> PRNGKeyArray:
     if isinstance(seed, PRNGKeyArray):
         raise TypeError(f"{ctor} accepts a scalar seed, but was given a PRNG key.")
     if _shape_of(seed):
         raise TypeError(f"{ctor} accepts a scalar seed, but was given an array of shape "
                         f"{_shape_of(seed)} != (). Use jax.vmap for batching")
-    return prng.seed(seed)
+    return prng.random_seed(seed, impl)
 
 
 def PRNGKey(seed: Any, *, impl: Any = None) -> Any:  # noqa: N802 - JAX's name
-    """A raw uint32[2] key from an integer seed (64-bit seeds use both words under x64)."""
-    _check_impl("jax.random.PRNGKey", impl, None)
-    return _keys_like(False, _seed("PRNGKey", seed))
+    """Raw key data from an integer seed (64-bit seeds use both words under x64): uint32[2]
+    for threefry2x32, uint32[4] for rbg and unsafe_rbg."""
+    impl = _impl_arg("jax.random.PRNGKey", impl)
+    return _keys_like(False, _seed("PRNGKey", seed, impl))
 
 
 def key(seed: Any, *, impl: Any = None, dtype: Any = None) -> PRNGKeyArray:
-    """A typed scalar key (dtype key<fry>) from an integer seed."""
-    _check_impl("jax.random.key", impl, dtype)
-    return PRNGKeyArray(_seed("key", seed))
+    """A typed scalar key (dtype key<fry>, key<rbg>, key<urbg>) from an integer seed."""
+    return _seed("key", seed, _impl_arg("jax.random.key", impl, dtype))
 
 
 def key_data(keys: Any) -> Any:
-    """The uint32 key data (shape (*keys.shape, 2)) under typed or raw keys."""
-    data, _ = _check_prng_key("key_data", keys, allow_batched=True)
-    return data
+    """The uint32 key data (shape (*keys.shape, *key_shape)) under typed or raw keys."""
+    keys_, _ = _check_prng_key("key_data", keys, allow_batched=True)
+    return keys_._base_array
 
 
 def wrap_key_data(key_bits_array: Any, *, impl: Any = None, dtype: Any = None) -> PRNGKeyArray:
-    """Typed keys over uint32 key data whose last axis holds the two key words."""
-    _check_impl("jax.random.wrap_key_data", impl, dtype)
-    prng.check_key_data(key_bits_array)
-    return PRNGKeyArray(jnp.asarray(key_bits_array))
+    """Typed keys over uint32 key data whose last axis holds the key's words."""
+    impl = _impl_arg("jax.random.wrap_key_data", impl, dtype)
+    prng.check_key_data(key_bits_array, impl)
+    return PRNGKeyArray(jnp.asarray(key_bits_array), impl)
 
 
 def key_impl(keys: Any) -> str:
-    _check_prng_key("key_impl", keys, allow_batched=True)
-    return _IMPL
+    keys_, _ = _check_prng_key("key_impl", keys, allow_batched=True)
+    return keys_.impl.name
 
 
 def split(key: Any, num: int | Sequence[int] = 2) -> Any:
     """`num` new keys (an int or a shape), stacked on a new leading axis."""
-    data, typed = _check_prng_key("split", key)
+    keys, typed = _check_prng_key("split", key)
     shape = tuple(num) if isinstance(num, Sequence) else (operator.index(num),)
-    return _keys_like(typed, prng.split(data, check_shape(shape, "num")))
+    return _keys_like(typed, prng.random_split(keys, check_shape(shape, "num")))
 
 
 def fold_in(key: Any, data: Any) -> Any:
@@ -180,7 +191,7 @@ def fold_in(key: Any, data: Any) -> Any:
                         f"{_shape_of(data)} != (). Use jax.vmap for batching.")
     if isinstance(data, int) and not 0 <= data < 2 ** 32:
         raise OverflowError(f"Python integer {data} out of bounds for uint32")
-    return _keys_like(typed, prng.fold_in(key_data_, jnp.asarray(data, dtype=np.uint32)))
+    return _keys_like(typed, prng.random_fold_in(key_data_, jnp.asarray(data, dtype=np.uint32)))
 
 
 # --- shapes and dtypes ---------------------------------------------------------------------------
@@ -261,8 +272,8 @@ def uniform(key: Any, shape: Sequence[int] = (), dtype: Any = None, minval: Any 
 
 
 def _uniform(keys: Any, minval: Any, maxval: Any, shape: tuple[int, ...], dtype: np.dtype):
-    """Uniform floats of shape (*batch, *shape) for raw keys of shape (*batch, 2)."""
-    out_shape = (*get_aval(keys).shape[:-1], *shape)
+    """Uniform floats of shape (*keys.shape, *shape)."""
+    out_shape = (*keys.shape, *shape)
     rank = len(out_shape)
     minval = lax.broadcast_to_rank(lax.convert_element_type(minval, dtype), rank)
     maxval = lax.broadcast_to_rank(lax.convert_element_type(maxval, dtype), rank)
@@ -417,9 +428,9 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | None = None,
 
 def rademacher(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """-1 or +1 with equal probability (2 * bernoulli - 1)."""
-    data, typed = _check_prng_key("rademacher", key)
+    data, _ = _check_prng_key("rademacher", key)
     dtype = _int_dtype(dtype)  # (bernoulli of the same key: one use of it, not a second)
-    b = jnp.asarray(bernoulli(_keys_like(typed, data), 0.5, check_shape(shape))).astype(dtype)
+    b = jnp.asarray(bernoulli(data, 0.5, check_shape(shape))).astype(dtype)
     return (2 * b - 1).astype(dtype)
 
 
@@ -484,15 +495,16 @@ def _randint(keys: Any, minval: Any, maxval: Any, shape: tuple[int, ...], dtype:
     return lax.add(minval, lax.convert_element_type(offset, dtype))
 
 
-def _split2(keys: Any) -> tuple[Any, Any]:
-    """split(key) into two keys (for a batch of raw keys (*batch, 2) at once)."""
+def _split2(keys: PRNGKeyArray) -> tuple[Any, Any]:
+    """split(key) into two keys (for a batch of keys at once)."""
     return _split_n(keys, 2)
 
 
-def _split_n(keys: Any, num: int) -> list:
-    new = prng.split(keys, (num,))
-    axis = get_aval(keys).ndim - 1
-    return [lax.squeeze(lax.slice_in_dim(new, i, i + 1, axis=axis), (axis,)) for i in range(num)]
+def _split_n(keys: PRNGKeyArray, num: int) -> list:
+    new = prng.random_split(keys, (num,))._base_array
+    axis = keys.ndim
+    return [PRNGKeyArray(lax.squeeze(lax.slice_in_dim(new, i, i + 1, axis=axis), (axis,)),
+                         keys.impl) for i in range(num)]
 
 
 def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> Any:
@@ -735,12 +747,32 @@ def _gamma(keys: Any, a: Any, shape: tuple[int, ...] | None, dtype: np.dtype,
     size = math.prod(shape)
     if size == 0:
         return a
-    lanes = prng.split(keys, (size,))
-    return lax.reshape(_gamma_lanes(lanes, lax.reshape(a, (size,)), log_space), shape)
+    lanes = prng.random_split(keys, (size,))
+    alpha = lax.reshape(a, (size,))
+    return lax.reshape(_gamma_lanes(lanes._base_array, alpha, log_space, lanes.impl), shape)
 
 
-@functools.partial(custom_jvp, nondiff_argnums=(2,))
-def _gamma_lanes(keys: Any, alpha: Any, log_space: bool) -> Any:
+@functools.partial(custom_jvp, nondiff_argnums=(2, 3))
+def _gamma_lanes(lane_keys: Any, alpha: Any, log_space: bool, impl: prng.PRNGImpl) -> Any:
+    """Gamma samples for every lane (key data i, alpha i). threefry keys: all lanes at once, as
+    JAX's vmap; other implementations lane after lane, as JAX computes them: a vmapped
+    rng_bit_generator would draw every lane's bits from the first lane's key."""
+    if impl is prng.THREEFRY:
+        return _gamma_one(PRNGKeyArray(lane_keys, impl), alpha, log_space)
+    return _gamma_lane_by_lane(log_space, impl)(lane_keys, alpha)
+
+
+@functools.cache
+def _gamma_lane_by_lane(log_space: bool, impl: prng.PRNGImpl):
+    """lax.map of `_gamma_one` over the lanes; under vmap, a loop over the batch too (JAX's
+    batching rule of random_gamma maps over the batch's lanes and the lanes alike)."""
+    def lanes(lane_keys, alpha):
+        return lax.map(lambda lane: _gamma_one(PRNGKeyArray(lane[0], impl), lane[1], log_space),
+                       (lane_keys, alpha))
+    return sequential_vmap(lanes)
+
+
+def _gamma_one(keys: PRNGKeyArray, alpha: Any, log_space: bool) -> Any:
     """JAX's `_gamma_one` for every lane (key i, alpha i) at once: loops run until every lane
     is done and a lane's state only changes while its own condition holds, which is what
     JAX's vmapped while loops compute."""
@@ -789,12 +821,12 @@ def _gamma_lanes(keys: Any, alpha: Any, log_space: bool) -> Any:
 
 
 @_gamma_lanes.defjvp
-def _gamma_lanes_jvp(log_space, primals, tangents):
+def _gamma_lanes_jvp(log_space, impl, primals, tangents):
     """JAX's implicit reparameterisation gradient: the sample moves with alpha at a fixed CDF
     value, dx/dalpha = -(dP/dalpha) / (dP/dx) (lax.random_gamma_grad); d log x = dx / x."""
     keys, alpha = primals
     alpha_dot = tangents[1]
-    sample = _gamma_lanes(keys, alpha, log_space)
+    sample = _gamma_lanes(keys, alpha, log_space, impl)
     if log_space:
         # exp(log sample) may round to 0: use the smallest normal instead, as JAX does
         x = lax.exp(sample)
@@ -808,15 +840,18 @@ def _gamma_lanes_jvp(log_space, primals, tangents):
 
 def _masked_while(lane_cond, body, state):
     """A while loop over lanes: runs while any lane's condition holds; other lanes keep their
-    state. Keys (the first element, shape (lanes, 2)) are masked like the rest."""
+    state. Keys (the first element, of shape (lanes,)) are masked like the rest."""
     def cond(s):
         return jnp.any(lane_cond(s))
 
+    def select(active, new, old):
+        if isinstance(new, PRNGKeyArray):
+            return PRNGKeyArray(select(active, new._base_array, old._base_array), new.impl)
+        return lax.select(_expand_mask(active, get_aval(new).shape), new, old)
+
     def masked_body(s):
         active = lane_cond(s)
-        new = body(s)
-        return tuple(lax.select(_expand_mask(active, get_aval(n).shape), n, o)
-                     for n, o in zip(new, s))
+        return tuple(select(active, n, o) for n, o in zip(body(s), s))
     return lax.while_loop(cond, masked_body, state)
 
 
@@ -874,6 +909,9 @@ def poisson(key: Any, lam: Any, shape: Sequence[int] | None = None, dtype: Any =
     """Poisson(lam) counts: Knuth's product of uniforms for lam < 10, Hormann's transformed
     rejection otherwise (both run over the whole array, as in JAX)."""
     data, _ = _check_prng_key("poisson", key)
+    if data.impl is not prng.THREEFRY:  # (JAX's check: its poisson assumes threefry's keys)
+        raise NotImplementedError("`poisson` is only implemented for the threefry2x32 RNG, not "
+                                  f"{data.impl.name}")
     dtype = _int_dtype(dtype)
     if not dtypes.is_int(dtype):
         raise ValueError(f"Invalid integer data type '{dtype.char}'.")

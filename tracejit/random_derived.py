@@ -18,8 +18,9 @@ from .core.trace import concrete_value, get_aval
 from .numpy._util import broadcast_shapes, check_arraylike, promote_dtypes_inexact
 from .prng import PRNGKeyArray
 from .random import (_check_all_safe_to_cast, _check_broadcast_shapes, _check_prng_key,
-                     _check_shape, _const, _exponential, _float_dtype, _gamma, _int_dtype,
-                     _normal_real, _shape_of, _split2, _split_n, _uniform, rademacher)
+                     _check_shape, _const, _exponential, _float_dtype, _gamma, _impl_arg,
+                     _int_dtype, _normal_real, _shape_of, _split2, _split_n, _uniform,
+                     rademacher)
 
 __all__ = ["ball", "binomial", "chisquare", "clone", "double_sided_maxwell", "f",
            "generalized_normal", "geometric", "key_dtype", "lognormal", "maxwell", "multinomial",
@@ -363,7 +364,7 @@ def multinomial(key: Any, n: Any, p: Any, *, shape: Sequence[int] | None = None,
     p = jnp.moveaxis(jnp.broadcast_to(p, shape), -1, 0)
     remaining = lax.cumsum(p, 0, reverse=True)
     ratios = p / jnp.where(remaining == 0, 1, remaining)
-    keys = prng.split(data, (get_aval(ratios).shape[0],))
+    keys = prng.random_split(data, (get_aval(ratios).shape[0],))
 
     def step(remainder, ratio_key):
         ratio, key_ = ratio_key
@@ -381,17 +382,10 @@ def clone(key: Any) -> Any:
     """A key equal to `key` that may be consumed again (JAX's key-reuse checker treats it as
     fresh; outside that checker, and always here, it is the identity)."""
     if isinstance(key, PRNGKeyArray):
-        return PRNGKeyArray(key._base_array)
+        return PRNGKeyArray(key._base_array, key.impl)
     return key
 
 
 def key_dtype(impl_spec: Any = None) -> prng.KeyTy:
-    """The dtype of typed keys of a PRNG implementation (only threefry2x32 here)."""
-    if impl_spec is None or isinstance(impl_spec, prng.KeyTy):
-        return prng.KEY_DTYPE
-    if isinstance(impl_spec, str):
-        if impl_spec == "threefry2x32":
-            return prng.KEY_DTYPE
-        raise ValueError(f'unrecognized PRNG implementation "{impl_spec}". Did you mean one of: '
-                         '"threefry2x32"?')
-    raise TypeError(f"unrecognized type {type(impl_spec)} for specifying PRNG implementation.")
+    """The dtype of typed keys of a PRNG implementation (the default one without a spec)."""
+    return prng.KEY_DTYPES[_impl_arg("jax.random.key_dtype", impl_spec)]

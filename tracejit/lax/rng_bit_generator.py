@@ -179,6 +179,8 @@ def _rbg_batch(vals, dims, *, shape, **params):
     """JAX's rule, kept for its bits: the first key draws all the rows (bits of shape
     (batch, *shape)); the other keys come back unchanged."""
     keys, = move_to_front(vals, dims)
+    if not get_aval(keys).shape[0]:  # (JAX's rule indexes the first key)
+        raise IndexError("index is out of bounds for axis 0 with size 0")
     new_key, bits = rng_bit_generator_p.bind(squeeze(slice_in_dim(keys, 0, 1), (0,)),
                                              shape=(axis_size(vals, dims), *shape), **params)
     rest = slice_in_dim(keys, 1, None)
