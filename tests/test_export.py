@@ -174,12 +174,16 @@ def test_nested_export():
     assert back.out_avals[0].dtype == np.int32
 
 
-def test_typed_keys():
-    k = tracejit.random.key(7)
+@pytest.mark.parametrize("impl", ["threefry2x32", "rbg", "unsafe_rbg"])
+def test_typed_keys(impl):
+    k = tracejit.random.key(7, impl=impl)
     exp = texport.export(tracejit.jit(lambda k: tracejit.random.normal(k, (3,))))(k)
     back = texport.deserialize(exp.serialize())
-    expected = jax.random.normal(jax.random.key(7), (3,))
+    expected = jax.random.normal(jax.random.key(7, impl=impl), (3,))
     np.testing.assert_array_equal(np.asarray(back.call(k)), np.asarray(expected))
+    other = {"threefry2x32": "rbg", "rbg": "unsafe_rbg", "unsafe_rbg": "rbg"}[impl]
+    with pytest.raises(ValueError, match="pytree"):  # (the implementation is the node's aux)
+        back.call(tracejit.random.key(7, impl=other))
 
 
 # --- calling: errors ----------------------------------------------------------------------------

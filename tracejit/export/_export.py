@@ -237,10 +237,19 @@ register_pytree_node_serialization(
 def _register_key_arrays() -> None:
     """Typed PRNG keys are pytree nodes over their uint32 data here (JAX's are leaves of a key
     dtype): registered so that functions of typed keys serialize."""
-    from ..prng import PRNGKeyArray
-    register_pytree_node_serialization(
+    from ..prng import PRNGS, PRNGKeyArray
+    register_pytree_node_serialization(  # (the node's aux data: the keys' implementation)
         PRNGKeyArray, serialized_name="tracejit.PRNGKeyArray",
-        serialize_auxdata=lambda aux: b"", deserialize_auxdata=lambda b: None)
+        serialize_auxdata=lambda impl: impl.name.encode("utf-8"),
+        deserialize_auxdata=lambda b: _key_impl(PRNGS, b))
+
+
+def _key_impl(prngs: dict, name: bytes):
+    impl = prngs.get(name.decode("utf-8", "replace"))
+    if impl is None:
+        raise ValueError(f"The serialized key array names an unknown PRNG implementation "
+                         f"{name!r}: this tracejit knows {sorted(prngs)}.")
+    return impl
 
 
 _register_key_arrays()
