@@ -224,3 +224,41 @@ def test_same_bits_for_one_and_two_threads(threads):
     for one, two in zip(*results):
         np.testing.assert_array_equal(one, two)
     assert abs(float(results[0][3]) - x_flat.sum(dtype=np.float64)) <= 64 * _bound(x_flat) / 32
+
+
+def _lanes_model(x: np.ndarray) -> np.ndarray:
+    """lanes.lane_reduce's sum of a run in NumPy, in its documented order: vector j (W
+    elements) into accumulator j % 4, the last partial vector as the W ending the run with the
+    lanes counted before zeroed, then (0 + 1) + (2 + 3) and each vector's halves."""
+    w = 64 // x.itemsize
+    accs = [np.zeros(w, x.dtype) for _ in range(4)]
+    vectors, part = divmod(x.size, w)
+    for j in range(vectors):
+        accs[j % 4] = accs[j % 4] + x[j * w:(j + 1) * w]
+    if part and x.size >= w:
+        accs[vectors % 4] = accs[vectors % 4] + np.where(np.arange(w) >= w - part, x[-w:], 0)
+    elif part:
+        accs[0] = accs[0] + np.concatenate([x, np.zeros(w - part, x.dtype)])
+    v = (accs[0] + accs[1]) + (accs[2] + accs[3])
+    while v.size > 1:
+        v = v[:v.size // 2] + v[v.size // 2:]
+    return v[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_long_sums_add_in_the_documented_order(dtype, x64):
+    """A sum of 1,024-element blocks, bit for bit against a NumPy model of the order: whole
+    blocks (straight-line code, lanes._unrolled_sum) and a shorter last block (a loop and a
+    tail) of every kind, up to three blocks (block sums b0 + b1, then + b2)."""
+    rng = np.random.default_rng(11)
+    sizes = [1024, 2048, 3072, 1024 + 1, 1024 + 7, 1024 + 64, 1024 + 70, 2048 + 100,
+             2048 + 1023]
+    xs = [(rng.standard_normal(n) * 100).astype(dtype) for n in sizes]
+    got = tracejit.jit(lambda xs: [tnp.sum(x) for x in xs])(xs)
+    for x, s in zip(xs, got):
+        blocks = [_lanes_model(x[k:k + 1024]) for k in range(0, x.size, 1024)]
+        want = blocks[0] if len(blocks) == 1 else blocks[0] + blocks[1]
+        if len(blocks) == 3:
+            want = blocks[2] + want
+        assert np.asarray(s).dtype == dtype
+        assert np.asarray(s).tobytes() == np.asarray(want, dtype).tobytes(), (x.size, s, want)

@@ -280,7 +280,8 @@ def _lane_blocks(em: Emitter, x, ptr: ir.Value, jb: ir.Value, n: int, block_ptr)
     b = em.b
     last = n - (-(-n // _BLOCK) - 1) * _BLOCK
     if last == _BLOCK:
-        b.store(lane_reduce(em, "reduce_sum", x.aval.dtype, ptr, _BLOCK), block_ptr)
+        b.store(lane_reduce(em, "reduce_sum", x.aval.dtype, ptr, _BLOCK, unroll=True),
+                block_ptr)
         return
     is_last = b.icmp_signed("==", jb, ir.Constant(I64, -(-n // _BLOCK) - 1))
     b.store(lane_reduce(em, "reduce_sum", x.aval.dtype, ptr, _BLOCK, short=(is_last, last)),
