@@ -245,20 +245,36 @@ def _lanes_model(x: np.ndarray) -> np.ndarray:
     return v[0]
 
 
+def _blocks_model(x: np.ndarray) -> np.ndarray:
+    """A serial long sum in NumPy: its 1,024-element blocks each _lanes_model, then combined as
+    the binary counter combines them (level k holds 2^k blocks; a level meeting the carry adds
+    the later to the earlier), the levels left over from the smallest up."""
+    levels: dict[int, np.ndarray] = {}
+    for start in range(0, x.size, 1024):
+        carry, k = _lanes_model(x[start:start + 1024]), 0
+        while k in levels:
+            carry, k = levels.pop(k) + carry, k + 1
+        levels[k] = carry
+    total = None
+    for k in sorted(levels):
+        total = levels[k] if total is None else total + levels[k]
+    return total
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_long_sums_add_in_the_documented_order(dtype, x64):
-    """A sum of 1,024-element blocks, bit for bit against a NumPy model of the order: whole
-    blocks (straight-line code, lanes._unrolled_sum) and a shorter last block (a loop and a
-    tail) of every kind, up to three blocks (block sums b0 + b1, then + b2)."""
+    """A serial sum of 1,024-element blocks, bit for bit against a NumPy model of the order:
+    whole blocks as a loop and, from reductions.UNROLL_MIN_ELEMENTS a call, in straight-line
+    code (lanes._unrolled_sum), and a shorter last block (a loop and a tail) of every kind."""
+    from tracejit.backend.llvm import reductions
     rng = np.random.default_rng(11)
+    big = reductions.UNROLL_MIN_ELEMENTS
+    assert big + 2048 < parallel_loops.PARALLEL_MIN_ELEMENTS  # (serial: one counter)
     sizes = [1024, 2048, 3072, 1024 + 1, 1024 + 7, 1024 + 64, 1024 + 70, 2048 + 100,
-             2048 + 1023]
+             2048 + 1023, big - 1, big, big + 1, big + 70, big + 2048 + 1023]
     xs = [(rng.standard_normal(n) * 100).astype(dtype) for n in sizes]
-    got = tracejit.jit(lambda xs: [tnp.sum(x) for x in xs])(xs)
-    for x, s in zip(xs, got):
-        blocks = [_lanes_model(x[k:k + 1024]) for k in range(0, x.size, 1024)]
-        want = blocks[0] if len(blocks) == 1 else blocks[0] + blocks[1]
-        if len(blocks) == 3:
-            want = blocks[2] + want
-        assert np.asarray(s).dtype == dtype
-        assert np.asarray(s).tobytes() == np.asarray(want, dtype).tobytes(), (x.size, s, want)
+    fn = tracejit.jit(lambda x: tnp.sum(x))
+    for x in xs:
+        got = np.asarray(fn(x))
+        assert got.dtype == dtype
+        assert got.tobytes() == np.asarray(_blocks_model(x), dtype).tobytes(), x.size

@@ -32,7 +32,8 @@ def lane_reduce(em: Emitter, name: str, dtype: np.dtype, ptr: ir.Value, n: int,
     = (cond, m), a sum of the m elements there instead where `cond` holds (a run's last, shorter
     block; n a multiple of 4 W): one loop with a run-time trip count and m's tail under `cond`,
     the additions of lane_reduce(m) there and of lane_reduce(n) elsewhere, where two copies of
-    the loop cost LLVM ~3 ms (sum 10M).
+    the loop cost LLVM ~3 ms (sum 10M). With `unroll` (a sum), the n elements (where `cond` does
+    not hold) add in straight-line code instead of the loop: _unrolled_sum.
 
     Element i goes to vector accumulator (i // W) % 4, lane i % W (W elements a vector); the
     last n % W elements, if any, are loaded as the vector ending at element n - 1 with the lanes
@@ -90,14 +91,21 @@ def lane_reduce(em: Emitter, name: str, dtype: np.dtype, ptr: ir.Value, n: int,
     else:
         cond, m = short
         assert not minmax and n % block == 0 and m < n, (name, n, m)
-        with b.if_else(cond) as (last, whole):
-            with last:
-                if m // block:
-                    em.loop(m // block, body, name="lanes")
-                if m % block:
+        if unroll:
+            with b.if_else(cond) as (last, whole):
+                with last:
+                    if m // block:
+                        em.loop(m // block, body, name="lanes")
+                    if m % block:
+                        _tail(em, m, w, m // block * block, add_into, load_vec, ident_v, ptr)
+                with whole:
+                    _unrolled_sum(b, ptr, vt, accs, full * ACCUMULATORS, dtype.itemsize)
+        else:
+            c = functools.partial(ir.Constant, ir.IntType(64))
+            em.loop(b.select(cond, c(m // block), c(full)), body, name="lanes")
+            if m % block:
+                with b.if_then(cond):
                     _tail(em, m, w, m // block * block, add_into, load_vec, ident_v, ptr)
-            with whole:
-                _unrolled_sum(b, ptr, vt, accs, full * ACCUMULATORS, dtype.itemsize)
     total = _fold(b, name, [b.load(a) for a in accs])
     if not minmax:
         return total

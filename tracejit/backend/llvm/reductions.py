@@ -16,6 +16,7 @@ from .codegen import Buf, Emitter, NativeCompileError, Scalar
 from .complex_ops import accumulating_mul, pack, parts
 from .index_maps import _zero
 from .lanes import lane_reduce, supported as lanes_supported
+from .math import repetitions
 from .rules import STRUCTURAL
 from .scalar_ops import convert, emit_scalar
 from .types import I64, const, reg_type
@@ -169,6 +170,10 @@ def _run_start(em: Emitter, x, at: dict) -> ir.Value:
 # pairwise, so the rounding error grows as block/lanes + log2(blocks) instead of n/lanes.
 _BLOCK = 1024
 _LEVELS = 64  # the binary counter's levels: one per bit of the block count
+# Elements a call from which a long sum's whole blocks add in straight-line code (lanes.py,
+# _unrolled_sum): ~7% of a read at L3 speed, for ~60 more instructions a kernel (sum 10M's first
+# call +3 ms of CPU), which a sum of a few blocks would pay for nothing
+UNROLL_MIN_ELEMENTS = 1 << 16
 
 
 def _pairwise_sum(em: Emitter, x, axes, kept, aval_out, out, work, element, lanes: bool):
@@ -278,14 +283,15 @@ def _lane_blocks(em: Emitter, x, ptr: ir.Value, jb: ir.Value, n: int, block_ptr)
     """Block jb of a run of n elements at ptr (its last block may be shorter) summed in lanes
     into *block_ptr."""
     b = em.b
+    unroll = x.aval.size * repetitions() >= UNROLL_MIN_ELEMENTS
     last = n - (-(-n // _BLOCK) - 1) * _BLOCK
     if last == _BLOCK:
-        b.store(lane_reduce(em, "reduce_sum", x.aval.dtype, ptr, _BLOCK, unroll=True),
+        b.store(lane_reduce(em, "reduce_sum", x.aval.dtype, ptr, _BLOCK, unroll=unroll),
                 block_ptr)
         return
     is_last = b.icmp_signed("==", jb, ir.Constant(I64, -(-n // _BLOCK) - 1))
-    b.store(lane_reduce(em, "reduce_sum", x.aval.dtype, ptr, _BLOCK, short=(is_last, last)),
-            block_ptr)
+    b.store(lane_reduce(em, "reduce_sum", x.aval.dtype, ptr, _BLOCK, short=(is_last, last),
+                        unroll=unroll), block_ptr)
 
 
 # Rows per block of a wide float sum over leading axes (a column sum): each block's rows are
