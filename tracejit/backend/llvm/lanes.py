@@ -128,8 +128,8 @@ def _unrolled_sum(b: ir.IRBuilder, ptr: ir.Value, vt: ir.VectorType, accs: list,
     1,024-element block of a long sum was a 16-turn loop (32 for float64), and its exit cost a
     block (4 KiB, ~35 ns from L3) about 7%: one thread reading 20 MB, best of 500 calls,
     183-187 -> 173 us (a C loop of the same loads, unrolled by gcc, 166-174 us; at 2 or 4 turns
-    a loop, as slow as at 16). The accumulators stay SSA values here (no load and store a vector): this code is
-    built for every block-summing kernel, and its IR size is compile time."""
+    a loop, as slow as at 16). The accumulators stay SSA values here (no load and store a
+    vector): the IR's size is compile time."""
     vp = b.bitcast(ptr, vt.as_pointer())
     vals = [b.load(a) for a in accs]
     for j in range(vectors):
