@@ -42,3 +42,20 @@ def test_workload_matches_jax(build, rtol):
     for a, b in zip(ours, theirs):
         assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)
         np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * np.abs(b).max())
+
+
+def test_roofline_loops_compute_their_sums():
+    """benchmarks/roofline.py's FMA and read loops against NumPy (a loop that computed nothing
+    would measure nothing)."""
+    from benchmarks import roofline
+    _engine, fma, read = roofline._compile()
+    a = np.float32(0.5) + np.arange(roofline._CHAINS, dtype=np.float32) / np.float32(64)
+    for _ in range(7):  # (each step exact in float64, then rounded once: one fma's rounding)
+        a = (a.astype(np.float64) * (1023 / 1024) + 1 / 1024).astype(np.float32)
+    np.testing.assert_allclose(fma(7), a.astype(np.float64).sum(), rtol=1e-6)
+    owner = np.zeros(64 * 10 * 4 + 64, np.uint8)
+    start = -owner.ctypes.data % 64
+    data = owner[start:start + 64 * 10 * 4].view(np.float32)
+    data[:] = np.arange(data.size) % 7  # (integers: every order sums them exactly)
+    # lane 0 of the 4 accumulators: elements 0, 16, 32, 48 of every 64
+    assert read(data.ctypes.data, 10) == data.reshape(10, 4, 16)[:, :, 0].sum()

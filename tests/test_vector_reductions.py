@@ -261,3 +261,57 @@ def test_same_bits_for_one_and_two_threads(threads):
     for one, two in zip(*results):
         np.testing.assert_array_equal(one, two)
     assert abs(float(results[0][3]) - x_flat.sum(dtype=np.float64)) <= 64 * _bound(x_flat) / 32
+
+
+def _lanes_model(x: np.ndarray) -> np.ndarray:
+    """lanes.lane_reduce's sum of a run in NumPy, in its documented order: vector j (W
+    elements) into accumulator j % 4, the last partial vector as the W ending the run with the
+    lanes counted before zeroed, then (0 + 1) + (2 + 3) and each vector's halves."""
+    w = 64 // x.itemsize
+    accs = [np.zeros(w, x.dtype) for _ in range(4)]
+    vectors, part = divmod(x.size, w)
+    for j in range(vectors):
+        accs[j % 4] = accs[j % 4] + x[j * w:(j + 1) * w]
+    if part and x.size >= w:
+        accs[vectors % 4] = accs[vectors % 4] + np.where(np.arange(w) >= w - part, x[-w:], 0)
+    elif part:
+        accs[0] = accs[0] + np.concatenate([x, np.zeros(w - part, x.dtype)])
+    v = (accs[0] + accs[1]) + (accs[2] + accs[3])
+    while v.size > 1:
+        v = v[:v.size // 2] + v[v.size // 2:]
+    return v[0]
+
+
+def _blocks_model(x: np.ndarray) -> np.ndarray:
+    """A serial long sum in NumPy: its 1,024-element blocks each _lanes_model, then combined as
+    the binary counter combines them (level k holds 2^k blocks; a level meeting the carry adds
+    the later to the earlier), the levels left over from the smallest up."""
+    levels: dict[int, np.ndarray] = {}
+    for start in range(0, x.size, 1024):
+        carry, k = _lanes_model(x[start:start + 1024]), 0
+        while k in levels:
+            carry, k = levels.pop(k) + carry, k + 1
+        levels[k] = carry
+    total = None
+    for k in sorted(levels):
+        total = levels[k] if total is None else total + levels[k]
+    return total
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_long_sums_add_in_the_documented_order(dtype, x64):
+    """A serial sum of 1,024-element blocks, bit for bit against a NumPy model of the order:
+    whole blocks as a loop and, from reductions.UNROLL_MIN_ELEMENTS a call, in straight-line
+    code (lanes._unrolled_sum), and a shorter last block (a loop and a tail) of every kind."""
+    from tracejit.backend.llvm import reductions
+    rng = np.random.default_rng(11)
+    big = reductions.UNROLL_MIN_ELEMENTS
+    assert big + 2048 < parallel_loops.PARALLEL_MIN_ELEMENTS  # (serial: one counter)
+    sizes = [1024, 2048, 3072, 1024 + 1, 1024 + 7, 1024 + 64, 1024 + 70, 2048 + 100,
+             2048 + 1023, big - 1, big, big + 1, big + 70, big + 2048 + 1023]
+    xs = [(rng.standard_normal(n) * 100).astype(dtype) for n in sizes]
+    fn = tracejit.jit(lambda x: tnp.sum(x))
+    for x in xs:
+        got = np.asarray(fn(x))
+        assert got.dtype == dtype
+        assert got.tobytes() == np.asarray(_blocks_model(x), dtype).tobytes(), x.size

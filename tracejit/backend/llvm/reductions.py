@@ -16,6 +16,7 @@ from .codegen import Buf, Emitter, NativeCompileError, Scalar
 from .complex_ops import accumulating_mul, pack, parts
 from .index_maps import _zero
 from .lanes import lane_reduce, supported as lanes_supported
+from .math import repetitions
 from .rules import STRUCTURAL
 from .scalar_ops import convert, emit_scalar
 from .types import I64, const, reg_type
@@ -206,6 +207,10 @@ def _run_start(em: Emitter, x, at: dict) -> ir.Value:
 # pairwise, so the rounding error grows as block/lanes + log2(blocks) instead of n/lanes.
 _BLOCK = 1024
 _LEVELS = 64  # the binary counter's levels: one per bit of the block count
+# Elements a call from which a long sum's whole blocks add in straight-line code (lanes.py,
+# _unrolled_sum): ~7% of a read at L3 speed, for ~130 more instructions a kernel (sum 10M's first
+# call +3 ms of CPU), which a sum of a few blocks would pay for nothing
+UNROLL_MIN_ELEMENTS = 1 << 16
 
 
 def _pairwise_sum(em: Emitter, x, axes, kept, aval_out, out, work, element, lanes: bool,
@@ -272,7 +277,8 @@ def _pairwise_sum(em: Emitter, x, axes, kept, aval_out, out, work, element, lane
                 return element(full)
             if lanes:
                 at = dict(zip(kept, oidx)) | dict(zip(axes[:-1], outer_r)) | {axes[-1]: start}
-                _lane_blocks(em, work, _run_start(em, x, at), jb, n_inner, block_ptr)
+                _lane_blocks(em, work, _run_start(em, x, at), jb, n_inner, block_ptr,
+                             unroll=x.aval.size * repetitions() >= UNROLL_MIN_ELEMENTS)
             elif staged:
                 _lane_blocks(em, work, None, jb, n_inner, block_ptr, value)
             else:
@@ -315,17 +321,19 @@ def _pairwise_sum(em: Emitter, x, axes, kept, aval_out, out, work, element, lane
 
 
 def _lane_blocks(em: Emitter, dtype: np.dtype, ptr: ir.Value | None, jb: ir.Value, n: int,
-                 block_ptr, value: Callable | None = None) -> None:
+                 block_ptr, value: Callable | None = None, unroll: bool = False) -> None:
     """Block jb of a run of n elements (its last block may be shorter), starting at ptr (or
-    computed: value(k) its k-th, see lane_reduce), summed in lanes into *block_ptr."""
+    computed: value(k) its k-th, see lane_reduce), summed in lanes into *block_ptr; `unroll`:
+    whole blocks at ptr in straight-line code (lane_reduce)."""
     b = em.b
     last = n - (-(-n // _BLOCK) - 1) * _BLOCK
     if last == _BLOCK:
-        b.store(lane_reduce(em, "reduce_sum", dtype, ptr, _BLOCK, value=value), block_ptr)
+        b.store(lane_reduce(em, "reduce_sum", dtype, ptr, _BLOCK, value=value, unroll=unroll),
+                block_ptr)
         return
     is_last = b.icmp_signed("==", jb, ir.Constant(I64, -(-n // _BLOCK) - 1))
     b.store(lane_reduce(em, "reduce_sum", dtype, ptr, _BLOCK, short=(is_last, last),
-                        value=value), block_ptr)
+                        value=value, unroll=unroll), block_ptr)
 
 
 # Rows per block of a wide float sum over leading axes (a column sum): each block's rows are
