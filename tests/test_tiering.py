@@ -77,14 +77,49 @@ def test_every_benchmark_row_gives_the_same_bits_at_both_tiers(cold, row):
 
 def test_the_rows_the_tiers_are_for_run_o0_code_first(cold):
     """The rows above compare something: these run their first call on O0 code (no `contract`
-    product an fadd reads, no polling loop, arguments and results within TIER_MAX_BYTES)."""
+    product an fadd reads, and tiering.o0_pays: loops and row loops among them)."""
     tracejit.clear_caches()  # (compiled afresh here, not found from the test above)
     gc.collect()
-    for row in ("softmax 1000x1000", "sum 10M", "rfft 2^20", "relu 1M", "softmax 3x5"):
+    for row in ("softmax 1000x1000", "sum 10M", "rfft 2^20", "relu 1M", "softmax 3x5",
+                "while_loop Newton", "logsumexp", "fixed-point scan 1000", "matmul"):
         build = next(b for name, b in WORKLOADS if row in name)
         fn, args = build(tracejit, tnp, lax, random)
         *_, tiers = _both_tiers(fn, *args)
         assert tiers and not all(final for _, final in tiers), row
+
+
+def _jaxpr(f, *shapes):
+    return tracejit.make_jaxpr(f)(*[tracejit.ShapeDtypeStruct(s, np.float32)
+                                    for s in shapes]).jaxpr
+
+
+def test_run_elements_counts_loops_by_their_trips():
+    """Each equation's operands and results; a scan's body its length times; a while_loop's
+    once (its trips are unknown); a cond's costliest branch."""
+    assert tiering.run_elements(_jaxpr(lambda x: tnp.sin(x) * 2, (1000,))) == 2 * 1000 + 2001
+    scan = _jaxpr(lambda x: lax.fori_loop(0, 100, lambda i, c: tnp.sin(c), x), (1000,))
+    assert tiering.run_elements(scan) == 2002 + 100 * (3 + 2000)  # (i + 1: 3 scalars)
+    loop = _jaxpr(lambda x: lax.while_loop(lambda c: c[0] < 100,
+                                           lambda c: (c[0] + 1, tnp.sin(c[1])), (0, x))[1],
+                  (1000,))
+    assert tiering.run_elements(loop) == 2002 + (3 + 3 + 2000)  # (cond: 3 scalars; body)
+    branch = _jaxpr(lambda p, x: lax.cond(p[0] > 0, lambda x: tnp.sin(tnp.cos(x)), tnp.sin, x),
+                    (1,), (1000,))
+    # squeeze, gt, convert (the index); cond's operands and result; cos then sin
+    assert tiering.run_elements(branch) == 2 + 3 + 2 + (1 + 1000 + 1000) + 4000
+
+
+def test_a_long_run_gets_o3_code_first_and_a_short_one_o0(cold):
+    """tiering.o0_pays through a compile: the same loop (no product to contract) of 10 trips
+    runs O0 code first, of 40,000 trips (a run of ~8e7 elements: ~12 ms more at O0, more than
+    its compile saves) O3's; both give O3's bits."""
+    x = _RNG.standard_normal(1000).astype(np.float32)
+    for trips, o0 in ((10, True), (40_000, False)):
+        f = tracejit.jit(lambda x, trips=trips: lax.fori_loop(
+            0, trips, lambda i, c: tnp.sqrt(tnp.abs(c) + 1.0) / 1.5, x))
+        first, final, tiers = _both_tiers(f, x)
+        assert first == final
+        assert tiers and all(done for _, done in tiers) != o0, trips
 
 
 _RNG = np.random.default_rng(7)

@@ -86,13 +86,6 @@ def _orphan(program: _Program):
 _compiled: weakref.WeakValueDictionary[str, _Program] = weakref.WeakValueDictionary()
 
 
-# A program whose arguments and results take more bytes than this, or with a loop that may run
-# long (one polling for Ctrl-C), gets O3's code at once: O0's code ran 1-3x as long, against
-# 5-15 ms of compile saved (CPU, load ~12: logsumexp 4096^2, 64 MiB in, saved 8.6 ms and ran
-# +3 ms; softmax 4096^2, 128 MiB, saved 5-8 and ran +4.3; a fori_loop ran 13 -> 38 us).
-TIER_MAX_BYTES = 96 << 20
-
-
 def _compile_cached(ir_text: str, name: str, kernels: dict[str, str],
                     tiered: bool = False) -> _Program:
     """Identical programs (same IR) share machine code while both are alive: LLVM's O3 is most
@@ -144,9 +137,9 @@ class NativeExecutable(Executable):
                                                 donated)
         self.jaxpr = jaxpr
         self._consts = [np.ascontiguousarray(np.asarray(c)) for c in consts]
-        nbytes = sum(a.size * a.dtype.itemsize for a in (*self.in_avals, *self.out_avals))
-        tiered = (config.tracejit_tiered_compile and not self.program.polls
-                  and nbytes <= TIER_MAX_BYTES)
+        lines = self.program.ir_text.count("\n") + sum(t.count("\n")
+                                                       for t in self.program.kernels.values())
+        tiered = config.tracejit_tiered_compile and tiering.o0_pays(jaxpr, lines)
         with log_elapsed_time(BACKEND_COMPILE_EVENT, fun_name):
             self._compiled = _compile_cached(self.program.ir_text, name, self.program.kernels,
                                              tiered)

@@ -16,10 +16,16 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
+import math
 import os
 import threading
 import warnings
 import weakref
+
+from ..compiler.fusion import fused_p
+from ..compiler.rows import row_map_p
+from ..core.jaxpr import ClosedJaxpr, Jaxpr
+from ..lax.control_flow import cond_p, scan_p
 
 _pending: collections.deque = collections.deque()  # (weak ref, finish, orphan), oldest first
 _ready = threading.Condition()  # guards _pending, _outstanding, _closed, _thread
@@ -27,6 +33,50 @@ _busy = threading.Lock()  # held while a program's final code is made
 _outstanding = 0  # submitted and not yet finished or skipped
 _thread: threading.Thread | None = None
 _closed = False
+
+
+# Whether a first call runs O0 code: when what that may cost, O0_NS_PER_ELEMENT for each element
+# its run reads or writes (`run_elements`), is at most what it saves, SAVED_NS_PER_LINE for each
+# line of the program's IR (its kernels' included). Measured (CPU, one process, load ~2): O0 code
+# ran 0.11 (sum 10M), 0.12 (softmax 4096^2), 0.17 (logsumexp 4096^2 rows), 0.03 (a 1000-vector
+# scan) ns longer per such element, and its code generation saved 9-123 us a line, a median
+# of ~20 (logsumexp 6.7 ms of 436 lines, softmax 4096^2 7.9 of 465, sum 10M 4.3 of 248, Newton
+# 5.7 of 190, random.normal 42 of 337, a 10k-step 1000-vector scan 8.5 of 235).
+O0_NS_PER_ELEMENT = 0.15
+SAVED_NS_PER_LINE = 20_000
+
+
+def o0_pays(jaxpr: Jaxpr, ir_lines: int) -> bool:
+    """Whether a first call of `jaxpr`, compiled from `ir_lines` lines of IR, is likely sooner
+    with O0's code generation (its later calls get O3's either way)."""
+    return O0_NS_PER_ELEMENT * run_elements(jaxpr) <= SAVED_NS_PER_LINE * ir_lines
+
+
+def run_elements(jaxpr: Jaxpr) -> int:
+    """An estimate of the elements one run of `jaxpr` reads and writes: each equation's
+    operands and results (a fused kernel's, not its body's: those stay in registers), a scan's
+    body its length times, a row_map's its rows times, a cond's costliest branch, and a
+    while_loop's body once (its trips are unknown: a first call may run a long loop at O0)."""
+    total = 0
+    for eqn in jaxpr.eqns:
+        total += sum(math.prod(getattr(v.aval, "shape", ()))
+                     for v in (*eqn.invars, *eqn.outvars))
+        if eqn.primitive is fused_p:
+            continue
+        bodies = [run_elements(x.jaxpr) for value in eqn.params.values()
+                  for x in (value if isinstance(value, tuple) else (value,))
+                  if isinstance(x, ClosedJaxpr)]
+        if not bodies:
+            continue
+        if eqn.primitive is scan_p:
+            total += eqn.params["length"] * sum(bodies)
+        elif eqn.primitive is row_map_p:
+            total += math.prod(eqn.params["rows"]) * max(bodies)
+        elif eqn.primitive is cond_p:
+            total += max(bodies)
+        else:  # (a while_loop's cond and body once)
+            total += sum(bodies)
+    return total
 
 
 def submit(program, finish, orphan=None) -> None:
