@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -305,6 +306,48 @@ def test_programs_dropped_or_cleared_before_their_turn(cold):
         np.testing.assert_allclose(got, want[k], rtol=1e-5)
         assert np.asarray(f(x)) == got
     tiering.wait()
+
+
+def _held(program) -> bool:
+    with tiering._ready:
+        return any(ref() is program for ref in tiering._held)
+
+
+def test_final_code_is_begun_after_the_first_call_returns(cold):
+    """A tiered program is held (not queued for its final code) from its compile to the end of
+    its first call; a `wait` finishes one never called; one dropped uncalled stores its final
+    code on disk (the cache is on) and is freed."""
+    x = _RNG.standard_normal(3000).astype(np.float32)
+    f = tracejit.jit(lambda v: tnp.sum(tnp.sqrt(tnp.abs(v))))
+    before = _programs()
+    compiled = f.lower(x).compile()
+    (program,) = _programs() - before
+    assert not program.final and _held(program)
+    first = _digest(compiled(x))
+    assert not _held(program)
+    tiering.wait()
+    assert program.final and _digest(compiled(x)) == first
+
+    g = tracejit.jit(lambda v: tnp.max(tnp.sqrt(tnp.abs(v)) + 2.0))
+    before = _programs()
+    never_called = g.lower(x).compile()
+    (program,) = _programs() - before
+    assert _held(program)
+    tiering.wait()
+    assert program.final and not _held(program)
+
+    h = tracejit.jit(lambda v: tnp.min(tnp.sqrt(tnp.abs(v)) - 2.0))
+    before = _programs()
+    entries = set(Path(cold).glob("*.o"))
+    dropped = h.lower(x).compile()
+    (program,) = _programs() - before
+    ref = weakref.ref(program)
+    del program, dropped, never_called
+    tracejit.clear_caches()
+    gc.collect()
+    tiering.wait()
+    assert ref() is None and not tiering._held
+    assert set(Path(cold).glob("*.o")) - entries  # (its orphan's entry)
 
 
 def test_fork_and_exit_while_a_second_tier_is_pending(tmp_path):

@@ -58,6 +58,29 @@ class _Program(kernel_cache.Optimised):
         self.retired: list[jit_engine.Code] = []
 
 
+class _FirstCall:
+    """A tiered program's entry until its first call returns: then its final code is begun
+    (tiering.release), not beside that call; later calls call the entry itself, as before."""
+    __slots__ = ("program", "entry")
+
+    def __init__(self, program: _Program, entry):
+        self.program, self.entry = weakref.ref(program), entry  # (no cycle: freed when dropped)
+
+    def __call__(self, ins, out_ptrs, ws_address) -> None:
+        try:
+            self.entry(ins, out_ptrs, ws_address)
+        finally:
+            program = self.program()
+            if program is not None:
+                with _swap_lock:
+                    if program.entry is self:
+                        program.entry = self.entry
+                tiering.release(program)
+
+
+_swap_lock = threading.Lock()  # (a program's entry: its first call's end, its final code)
+
+
 def _finish(program: _Program) -> None:
     """O3's code for a program compiled tiered, and for the kernels it calls: each kernel
     library's bound first (Library.finish), so the program's final code links to theirs. Code
@@ -68,8 +91,9 @@ def _finish(program: _Program) -> None:
     if not program.final:
         code = disk_cache.finish(program.ir_text, program._optimised_ir)
         entry = _ENTRY(code.address(program.symbol))
-        program.retired.append(program.code)
-        program.code, program.entry, program.final = code, entry, True
+        with _swap_lock:
+            program.retired.append(program.code)
+            program.code, program.entry, program.final = code, entry, True
 
 
 def _orphan(program: _Program):
@@ -108,7 +132,8 @@ def _compile_cached(ir_text: str, name: str, kernels: dict[str, str],
                 hit = _compiled[ir_text] = _Program(optimised_ir, code, entry, libraries,
                                                     named, final)
                 if not (final and all(lib.final for lib in libraries)):
-                    tiering.submit(hit, _finish, _orphan(hit))
+                    hit.entry = _FirstCall(hit, hit.entry)
+                    tiering.submit(hit, _finish, _orphan(hit), held=True)
             return hit
     # LLVM holds the thread it runs on for seconds on a large program: not the main one
     return run_interruptibly(work)

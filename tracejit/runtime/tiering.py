@@ -5,6 +5,9 @@ module's one thread, and runs it from the call after it is in place. The same bi
 The on-disk cache stores final code only (disk_cache.finish), so the exit finishes what is
 pending when that cache is on.
 
+A program is `held` until its first call has returned (`release`): O3's code generation would
+otherwise take a core from that call, which on two cores runs on both (logsumexp 4096^2's
+rows). A program dropped, or anyone waiting (`wait`, the exit), releases it too.
 The thread holds a program only while it works on it: one dropped before its turn is freed with
 its code at once, and only its final code's disk entry is made then (with that cache on).
 One program at a time: a fork waits for the one in hand (a child must not inherit LLVM inside
@@ -28,7 +31,8 @@ from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..lax.control_flow import cond_p, scan_p
 
 _pending: collections.deque = collections.deque()  # (weak ref, finish, orphan), oldest first
-_ready = threading.Condition()  # guards _pending, _outstanding, _closed, _thread
+_held: dict = {}  # weak ref -> its item, until the program's first call returns (release)
+_ready = threading.Condition()  # guards _pending, _held, _outstanding, _closed, _thread
 _busy = threading.Lock()  # held while a program's final code is made
 _outstanding = 0  # submitted and not yet finished or skipped
 _thread: threading.Thread | None = None
@@ -79,22 +83,44 @@ def run_elements(jaxpr: Jaxpr) -> int:
     return total
 
 
-def submit(program, finish, orphan=None) -> None:
+def submit(program, finish, orphan=None, held: bool = False) -> None:
     """Have `finish(program)` run on the thread; if `program` is gone by its turn, `orphan()`
-    instead where given (it stores the final code on disk: it must not hold the program)."""
+    instead where given (it stores the final code on disk: it must not hold the program).
+    `held`: not before `release(program)` (or the program's end, or a `wait`)."""
     global _outstanding
     with _ready:
         if _closed or not _start():
             return
-        _pending.append((weakref.ref(program), finish, orphan))
+        if held:
+            ref = weakref.ref(program, _release_ref)
+            _held[ref] = (ref, finish, orphan)
+        else:
+            _pending.append((weakref.ref(program), finish, orphan))
         _outstanding += 1
         _ready.notify_all()
 
 
-def wait() -> None:
-    """Return when every program submitted so far is finished (or gone): for tests, and for a
-    caller that wants final code everywhere (a benchmark's steady state)."""
+def release(program) -> None:
+    """Let the thread begin a held program's final code (its first call has returned)."""
+    _release_ref(weakref.ref(program))
+
+
+def _release_ref(ref) -> None:
+    # (also the held ref's callback: the program went first; `_ready` is reentrant)
     with _ready:
+        item = _held.pop(ref, None)
+        if item is not None:
+            _pending.append(item)
+            _ready.notify_all()
+
+
+def wait() -> None:
+    """Return when every program submitted so far is finished (or gone), held ones included:
+    for tests, and for a caller that wants final code everywhere."""
+    with _ready:
+        _pending.extend(_held.values())
+        _held.clear()
+        _ready.notify_all()
         while _outstanding:
             _ready.wait()
 
@@ -179,6 +205,7 @@ def _close() -> None:
     with _ready:
         _closed = True
         _pending.clear()
+        _held.clear()
         _outstanding = 0
         _ready.notify_all()
     _busy.acquire()  # (never released: the thread, a daemon, stops here until the end)
@@ -199,7 +226,7 @@ def _after_fork_child() -> None:
     # the parent's thread is not in the child; one it had taken off the queue and not begun
     # keeps its O0 code here
     _busy, _ready, _thread = threading.Lock(), threading.Condition(), None
-    _outstanding = len(_pending)
+    _outstanding = len(_pending) + len(_held)
     if _pending and not _closed:
         _start()
 
