@@ -95,11 +95,12 @@ def _jaxpr(f, *shapes):
 
 
 def test_run_elements_counts_loops_by_their_trips():
-    """Each equation's operands and results; a scan's body its length times; a while_loop's
-    once (its trips are unknown); a cond's costliest branch."""
+    """Each equation's operands and results; a scan's body its length times (and TRIP_ELEMENTS
+    a trip); a while_loop's once (its trips are unknown); a cond's costliest branch."""
     assert tiering.run_elements(_jaxpr(lambda x: tnp.sin(x) * 2, (1000,))) == 2 * 1000 + 2001
     scan = _jaxpr(lambda x: lax.fori_loop(0, 100, lambda i, c: tnp.sin(c), x), (1000,))
-    assert tiering.run_elements(scan) == 2002 + 100 * (3 + 2000)  # (i + 1: 3 scalars)
+    trip = tiering.TRIP_ELEMENTS
+    assert tiering.run_elements(scan) == 2002 + 100 * (3 + 2000 + trip)  # (i + 1: 3 scalars)
     loop = _jaxpr(lambda x: lax.while_loop(lambda c: c[0] < 100,
                                            lambda c: (c[0] + 1, tnp.sin(c[1])), (0, x))[1],
                   (1000,))
@@ -110,17 +111,19 @@ def test_run_elements_counts_loops_by_their_trips():
     assert tiering.run_elements(branch) == 2 + 3 + 2 + (1 + 1000 + 1000) + 4000
 
 
-def test_a_long_run_gets_o3_code_first_and_a_short_one_o0(cold):
-    """tiering.o0_pays through a compile: the same loop (no product to contract) of 10 trips
-    runs O0 code first, of 40,000 trips (a run of ~8e7 elements: ~12 ms more at O0, more than
-    its compile saves) O3's; both give O3's bits."""
-    x = _RNG.standard_normal(1000).astype(np.float32)
-    for trips, o0 in ((10, True), (40_000, False)):
-        f = tracejit.jit(lambda x, trips=trips: lax.fori_loop(
-            0, trips, lambda i, c: tnp.sqrt(tnp.abs(c) + 1.0) / 1.5, x))
-        first, final, tiers = _both_tiers(f, x)
-        assert first == final
-        assert tiers and all(done for _, done in tiers) != o0, trips
+@pytest.mark.parametrize("trips,shape,o0", [(10, (1000,), True), (40_000, (1000,), False),
+                                             (1000, (), True), (1_000_000, (), False)])
+def test_a_long_run_gets_o3_code_first_and_a_short_one_o0(cold, trips, shape, o0):
+    """tiering.o0_pays through a compile: a loop (no product to contract) of few trips runs O0
+    code first; of 40,000 trips over 1000 elements (~8e7 elements: ~12 ms more at O0, more
+    than its compile saves) or of a million scalar trips (their cost is the trips'), O3's.
+    Both give O3's bits."""
+    x = np.asarray(_RNG.standard_normal(shape), np.float32)
+    f = tracejit.jit(lambda x: lax.fori_loop(
+        0, trips, lambda i, c: tnp.sqrt(tnp.abs(c) + 1.0) / 1.5, x))
+    first, final, tiers = _both_tiers(f, x)
+    assert first == final
+    assert tiers and all(done for _, done in tiers) != o0
 
 
 _RNG = np.random.default_rng(7)

@@ -45,9 +45,12 @@ _closed = False
 # ran 0.11 (sum 10M), 0.12 (softmax 4096^2), 0.17 (logsumexp 4096^2 rows), 0.03 (a 1000-vector
 # scan) ns longer per such element, and its code generation saved 9-123 us a line, a median
 # of ~20 (logsumexp 6.7 ms of 436 lines, softmax 4096^2 7.9 of 465, sum 10M 4.3 of 248, Newton
-# 5.7 of 190, random.normal 42 of 337, a 10k-step 1000-vector scan 8.5 of 235).
+# 5.7 of 190, random.normal 42 of 337, a 10k-step 1000-vector scan 8.5 of 235). A loop's trip
+# costs as much as TRIP_ELEMENTS elements more: a 10k-step scalar scan ran 6.4 ns a step longer
+# (its few elements alone would say 0.8), a scalar fori_loop 2.7.
 O0_NS_PER_ELEMENT = 0.15
 SAVED_NS_PER_LINE = 20_000
+TRIP_ELEMENTS = 40
 
 
 def o0_pays(jaxpr: Jaxpr, ir_lines: int) -> bool:
@@ -59,8 +62,9 @@ def o0_pays(jaxpr: Jaxpr, ir_lines: int) -> bool:
 def run_elements(jaxpr: Jaxpr) -> int:
     """An estimate of the elements one run of `jaxpr` reads and writes: each equation's
     operands and results (a fused kernel's, not its body's: those stay in registers), a scan's
-    body its length times, a row_map's its rows times, a cond's costliest branch, and a
-    while_loop's body once (its trips are unknown: a first call may run a long loop at O0)."""
+    body its length times and a row_map's its rows times (each trip TRIP_ELEMENTS more), a
+    cond's costliest branch, and a while_loop's body once (its trips are unknown: a first call
+    may run a long loop at O0)."""
     total = 0
     for eqn in jaxpr.eqns:
         total += sum(math.prod(getattr(v.aval, "shape", ()))
@@ -73,9 +77,9 @@ def run_elements(jaxpr: Jaxpr) -> int:
         if not bodies:
             continue
         if eqn.primitive is scan_p:
-            total += eqn.params["length"] * sum(bodies)
+            total += eqn.params["length"] * (sum(bodies) + TRIP_ELEMENTS)
         elif eqn.primitive is row_map_p:
-            total += math.prod(eqn.params["rows"]) * max(bodies)
+            total += math.prod(eqn.params["rows"]) * (max(bodies) + TRIP_ELEMENTS)
         elif eqn.primitive is cond_p:
             total += max(bodies)
         else:  # (a while_loop's cond and body once)
