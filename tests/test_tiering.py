@@ -355,8 +355,9 @@ def test_final_code_is_begun_after_the_first_call_returns(cold):
 
 def test_fork_and_exit_while_a_second_tier_is_pending(tmp_path):
     """A fork right after tiered compiles (parent and child each call again and wait for their
-    final code), and exits with programs pending, with the cache on or off: right results, no
-    error, and with the cache on the entries are stored."""
+    final code; one program is still held, never called before the fork: the child has no
+    thread until it is released), and exits with programs pending or held, with the cache on
+    or off: right results, no error, and with the cache on the entries are stored."""
     source = """
         import os, sys
         import numpy as np
@@ -366,12 +367,15 @@ def test_fork_and_exit_while_a_second_tier_is_pending(tmp_path):
         fs = [tracejit.jit(lambda v, k=k: tnp.sum(tnp.exp(v * np.float32(k)))) for k in range(4)]
         want = [np.sum(np.exp(x * np.float32(k)), dtype=np.float64) for k in range(4)]
         first = [float(f(x)) for f in fs]
+        held = tracejit.jit(lambda v: tnp.max(tnp.exp(v) + 1)).lower(x).compile()
         if sys.argv[1] == "fork":
             pid = os.fork()
             again = [float(f(x)) for f in fs]
+            top = float(held(x))
             tiering.wait()
-            ok = again == first == [float(f(x)) for f in fs]
+            ok = again == first == [float(f(x)) for f in fs] and top == float(held(x))
             ok = ok and all(abs(a - w) <= 1e-5 * w for a, w in zip(first, want))
+            ok = ok and abs(top - float(np.exp(np.float32(3))) - 1) <= 1e-5 * top
             if pid == 0:
                 os._exit(0 if ok else 1)
             _, status = os.waitpid(pid, 0)
@@ -387,5 +391,5 @@ def test_fork_and_exit_while_a_second_tier_is_pending(tmp_path):
                               capture_output=True, text=True, timeout=240, check=False)
         assert done.returncode == 0 and not done.stderr, (mode, cache, done.stderr)
         assert done.stdout.split() == ["True", "0"], (mode, cache, done.stdout)
-        # (4 programs; with the cache on, their final code is stored, at the latest at exit)
-        assert len(list(folder.glob("*.o"))) == (4 if cache == "1" else 0), (mode, cache)
+        # (5 programs; with the cache on, their final code is stored, at the latest at exit)
+        assert len(list(folder.glob("*.o"))) == (5 if cache == "1" else 0), (mode, cache)

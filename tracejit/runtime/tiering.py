@@ -114,17 +114,29 @@ def _release_ref(ref) -> None:
     with _ready:
         item = _held.pop(ref, None)
         if item is not None:
-            _pending.append(item)
-            _ready.notify_all()
+            _queue([item])
+
+
+def _queue(items: list) -> None:
+    """(Under `_ready`.) Released items onto the queue, for the thread: started here if need be
+    (a forked child has none until then); a process out of threads keeps their O0 code."""
+    global _outstanding
+    if _closed or not _start():
+        _outstanding = max(_outstanding - len(items), 0)
+        _ready.notify_all()
+        return
+    _pending.extend(items)
+    _ready.notify_all()
 
 
 def wait() -> None:
     """Return when every program submitted so far is finished (or gone), held ones included:
     for tests, and for a caller that wants final code everywhere."""
     with _ready:
-        _pending.extend(_held.values())
-        _held.clear()
-        _ready.notify_all()
+        if _held:
+            items = list(_held.values())
+            _held.clear()
+            _queue(items)
         while _outstanding:
             _ready.wait()
 
