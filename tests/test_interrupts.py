@@ -68,6 +68,41 @@ def test_ctrl_c_stops_a_native_loop(spin):
     np.testing.assert_allclose(tracejit.jit(lambda x: x * 2)(np.float32(3)), 6)
 
 
+def _spin_sqrt(n):  # (no product to contract: its first call may run O0 code)
+    return lax.while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1, tnp.sqrt(s[1] + 1.0)),
+                          (0, tnp.float32(1)))[1]
+
+
+def test_ctrl_c_stops_a_loop_at_either_tier(tmp_path):
+    """A while_loop's first calls may run O0 code (runtime/tiering.py): Ctrl-C stops the loop
+    in that code and in O3's after it."""
+    from tracejit.runtime import native, tiering
+    names = ("tracejit_cache_dir", "tracejit_tiered_compile")
+    was = [(k, tracejit.config.read(k)) for k in names]
+    tracejit.config.update("tracejit_cache_dir", str(tmp_path))  # (compiled afresh)
+    tracejit.config.update("tracejit_tiered_compile", True)
+    try:
+        f = tracejit.jit(_spin_sqrt)
+        before = set(native._compiled.values())
+        with tiering.paused():
+            f(np.int32(1))
+            (program,) = set(native._compiled.values()) - before
+            assert not program.final
+            assert _expect_interrupt(lambda: f(np.int32(2 ** 31 - 1))) < DELAY
+            assert not program.final
+        tiering.wait()
+        assert program.final
+        assert _expect_interrupt(lambda: f(np.int32(2 ** 31 - 1))) < DELAY
+        ref = np.float32(1)
+        for _ in range(5):
+            ref = np.sqrt(ref + np.float32(1))
+        assert f(np.int32(5)) == ref
+    finally:
+        tiering.wait()
+        for k, v in was:
+            tracejit.config.update(k, v)
+
+
 def test_ctrl_c_stops_a_scan_and_donated_buffers_are_not_reused():
     x = tracejit.numpy.asarray(np.float32(1e-7))
     f = tracejit.jit(_spin_scan, donate_argnums=0).lower(x).compile()

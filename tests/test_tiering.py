@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -77,14 +78,52 @@ def test_every_benchmark_row_gives_the_same_bits_at_both_tiers(cold, row):
 
 def test_the_rows_the_tiers_are_for_run_o0_code_first(cold):
     """The rows above compare something: these run their first call on O0 code (no `contract`
-    product an fadd reads, no polling loop, arguments and results within TIER_MAX_BYTES)."""
+    product an fadd reads, and tiering.o0_pays: loops and row loops among them)."""
     tracejit.clear_caches()  # (compiled afresh here, not found from the test above)
     gc.collect()
-    for row in ("softmax 1000x1000", "sum 10M", "rfft 2^20", "relu 1M", "softmax 3x5"):
+    for row in ("softmax 1000x1000", "sum 10M", "rfft 2^20", "relu 1M", "softmax 3x5",
+                "while_loop Newton", "logsumexp", "fixed-point scan 1000", "matmul"):
         build = next(b for name, b in WORKLOADS if row in name)
         fn, args = build(tracejit, tnp, lax, random)
         *_, tiers = _both_tiers(fn, *args)
         assert tiers and not all(final for _, final in tiers), row
+
+
+def _jaxpr(f, *shapes):
+    return tracejit.make_jaxpr(f)(*[tracejit.ShapeDtypeStruct(s, np.float32)
+                                    for s in shapes]).jaxpr
+
+
+def test_run_elements_counts_loops_by_their_trips():
+    """Each equation's operands and results; a scan's body its length times (and TRIP_ELEMENTS
+    a trip); a while_loop's once (its trips are unknown); a cond's costliest branch."""
+    assert tiering.run_elements(_jaxpr(lambda x: tnp.sin(x) * 2, (1000,))) == 2 * 1000 + 2001
+    scan = _jaxpr(lambda x: lax.fori_loop(0, 100, lambda i, c: tnp.sin(c), x), (1000,))
+    trip = tiering.TRIP_ELEMENTS
+    assert tiering.run_elements(scan) == 2002 + 100 * (3 + 2000 + trip)  # (i + 1: 3 scalars)
+    loop = _jaxpr(lambda x: lax.while_loop(lambda c: c[0] < 100,
+                                           lambda c: (c[0] + 1, tnp.sin(c[1])), (0, x))[1],
+                  (1000,))
+    assert tiering.run_elements(loop) == 2002 + (3 + 3 + 2000)  # (cond: 3 scalars; body)
+    branch = _jaxpr(lambda p, x: lax.cond(p[0] > 0, lambda x: tnp.sin(tnp.cos(x)), tnp.sin, x),
+                    (1,), (1000,))
+    # squeeze, gt, convert (the index); cond's operands and result; cos then sin
+    assert tiering.run_elements(branch) == 2 + 3 + 2 + (1 + 1000 + 1000) + 4000
+
+
+@pytest.mark.parametrize("trips,shape,o0", [(10, (1000,), True), (40_000, (1000,), False),
+                                             (1000, (), True), (1_000_000, (), False)])
+def test_a_long_run_gets_o3_code_first_and_a_short_one_o0(cold, trips, shape, o0):
+    """tiering.o0_pays through a compile: a loop (no product to contract) of few trips runs O0
+    code first; of 40,000 trips over 1000 elements (~8e7 elements: ~12 ms more at O0, more
+    than its compile saves) or of a million scalar trips (their cost is the trips'), O3's.
+    Both give O3's bits."""
+    x = np.asarray(_RNG.standard_normal(shape), np.float32)
+    f = tracejit.jit(lambda x: lax.fori_loop(
+        0, trips, lambda i, c: tnp.sqrt(tnp.abs(c) + 1.0) / 1.5, x))
+    first, final, tiers = _both_tiers(f, x)
+    assert first == final
+    assert tiers and all(done for _, done in tiers) != o0
 
 
 _RNG = np.random.default_rng(7)
@@ -272,10 +311,53 @@ def test_programs_dropped_or_cleared_before_their_turn(cold):
     tiering.wait()
 
 
+def _held(program) -> bool:
+    with tiering._ready:
+        return any(ref() is program for ref in tiering._held)
+
+
+def test_final_code_is_begun_after_the_first_call_returns(cold):
+    """A tiered program is held (not queued for its final code) from its compile to the end of
+    its first call; a `wait` finishes one never called; one dropped uncalled stores its final
+    code on disk (the cache is on) and is freed."""
+    x = _RNG.standard_normal(3000).astype(np.float32)
+    f = tracejit.jit(lambda v: tnp.sum(tnp.sqrt(tnp.abs(v))))
+    before = _programs()
+    compiled = f.lower(x).compile()
+    (program,) = _programs() - before
+    assert not program.final and _held(program)
+    first = _digest(compiled(x))
+    assert not _held(program)
+    tiering.wait()
+    assert program.final and _digest(compiled(x)) == first
+
+    g = tracejit.jit(lambda v: tnp.max(tnp.sqrt(tnp.abs(v)) + 2.0))
+    before = _programs()
+    never_called = g.lower(x).compile()
+    (program,) = _programs() - before
+    assert _held(program)
+    tiering.wait()
+    assert program.final and not _held(program)
+
+    h = tracejit.jit(lambda v: tnp.min(tnp.sqrt(tnp.abs(v)) - 2.0))
+    before = _programs()
+    entries = set(Path(cold).glob("*.o"))
+    dropped = h.lower(x).compile()
+    (program,) = _programs() - before
+    ref = weakref.ref(program)
+    del program, dropped, never_called
+    tracejit.clear_caches()
+    gc.collect()
+    tiering.wait()
+    assert ref() is None and not tiering._held
+    assert set(Path(cold).glob("*.o")) - entries  # (its orphan's entry)
+
+
 def test_fork_and_exit_while_a_second_tier_is_pending(tmp_path):
     """A fork right after tiered compiles (parent and child each call again and wait for their
-    final code), and exits with programs pending, with the cache on or off: right results, no
-    error, and with the cache on the entries are stored."""
+    final code; one program is still held, never called before the fork: the child has no
+    thread until it is released), and exits with programs pending or held, with the cache on
+    or off: right results, no error, and with the cache on the entries are stored."""
     source = """
         import os, sys
         import numpy as np
@@ -285,12 +367,15 @@ def test_fork_and_exit_while_a_second_tier_is_pending(tmp_path):
         fs = [tracejit.jit(lambda v, k=k: tnp.sum(tnp.exp(v * np.float32(k)))) for k in range(4)]
         want = [np.sum(np.exp(x * np.float32(k)), dtype=np.float64) for k in range(4)]
         first = [float(f(x)) for f in fs]
+        held = tracejit.jit(lambda v: tnp.max(tnp.exp(v) + 1)).lower(x).compile()
         if sys.argv[1] == "fork":
             pid = os.fork()
             again = [float(f(x)) for f in fs]
+            top = float(held(x))
             tiering.wait()
-            ok = again == first == [float(f(x)) for f in fs]
+            ok = again == first == [float(f(x)) for f in fs] and top == float(held(x))
             ok = ok and all(abs(a - w) <= 1e-5 * w for a, w in zip(first, want))
+            ok = ok and abs(top - float(np.exp(np.float32(3))) - 1) <= 1e-5 * top
             if pid == 0:
                 os._exit(0 if ok else 1)
             _, status = os.waitpid(pid, 0)
@@ -306,5 +391,5 @@ def test_fork_and_exit_while_a_second_tier_is_pending(tmp_path):
                               capture_output=True, text=True, timeout=240, check=False)
         assert done.returncode == 0 and not done.stderr, (mode, cache, done.stderr)
         assert done.stdout.split() == ["True", "0"], (mode, cache, done.stdout)
-        # (4 programs; with the cache on, their final code is stored, at the latest at exit)
-        assert len(list(folder.glob("*.o"))) == (4 if cache == "1" else 0), (mode, cache)
+        # (5 programs; with the cache on, their final code is stored, at the latest at exit)
+        assert len(list(folder.glob("*.o"))) == (5 if cache == "1" else 0), (mode, cache)

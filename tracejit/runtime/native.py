@@ -58,6 +58,29 @@ class _Program(kernel_cache.Optimised):
         self.retired: list[jit_engine.Code] = []
 
 
+class _FirstCall:
+    """A tiered program's entry until its first call returns: then its final code is begun
+    (tiering.release), not beside that call; later calls call the entry itself, as before."""
+    __slots__ = ("program", "entry")
+
+    def __init__(self, program: _Program, entry):
+        self.program, self.entry = weakref.ref(program), entry  # (no cycle: freed when dropped)
+
+    def __call__(self, ins, out_ptrs, ws_address) -> None:
+        try:
+            self.entry(ins, out_ptrs, ws_address)
+        finally:
+            program = self.program()
+            if program is not None:
+                with _swap_lock:
+                    if program.entry is self:
+                        program.entry = self.entry
+                tiering.release(program)
+
+
+_swap_lock = threading.Lock()  # (a program's entry: its first call's end, its final code)
+
+
 def _finish(program: _Program) -> None:
     """O3's code for a program compiled tiered, and for the kernels it calls: each kernel
     library's bound first (Library.finish), so the program's final code links to theirs. Code
@@ -68,8 +91,9 @@ def _finish(program: _Program) -> None:
     if not program.final:
         code = disk_cache.finish(program.ir_text, program._optimised_ir)
         entry = _ENTRY(code.address(program.symbol))
-        program.retired.append(program.code)
-        program.code, program.entry, program.final = code, entry, True
+        with _swap_lock:
+            program.retired.append(program.code)
+            program.code, program.entry, program.final = code, entry, True
 
 
 def _orphan(program: _Program):
@@ -84,13 +108,6 @@ def _orphan(program: _Program):
 
 # IR text -> the program compiled from it, while some executable still holds it
 _compiled: weakref.WeakValueDictionary[str, _Program] = weakref.WeakValueDictionary()
-
-
-# A program whose arguments and results take more bytes than this, or with a loop that may run
-# long (one polling for Ctrl-C), gets O3's code at once: O0's code ran 1-3x as long, against
-# 5-15 ms of compile saved (CPU, load ~12: logsumexp 4096^2, 64 MiB in, saved 8.6 ms and ran
-# +3 ms; softmax 4096^2, 128 MiB, saved 5-8 and ran +4.3; a fori_loop ran 13 -> 38 us).
-TIER_MAX_BYTES = 96 << 20
 
 
 def _compile_cached(ir_text: str, name: str, kernels: dict[str, str],
@@ -115,7 +132,8 @@ def _compile_cached(ir_text: str, name: str, kernels: dict[str, str],
                 hit = _compiled[ir_text] = _Program(optimised_ir, code, entry, libraries,
                                                     named, final)
                 if not (final and all(lib.final for lib in libraries)):
-                    tiering.submit(hit, _finish, _orphan(hit))
+                    hit.entry = _FirstCall(hit, hit.entry)
+                    tiering.submit(hit, _finish, _orphan(hit), held=True)
             return hit
     # LLVM holds the thread it runs on for seconds on a large program: not the main one
     return run_interruptibly(work)
@@ -144,9 +162,9 @@ class NativeExecutable(Executable):
                                                 donated)
         self.jaxpr = jaxpr
         self._consts = [np.ascontiguousarray(np.asarray(c)) for c in consts]
-        nbytes = sum(a.size * a.dtype.itemsize for a in (*self.in_avals, *self.out_avals))
-        tiered = (config.tracejit_tiered_compile and not self.program.polls
-                  and nbytes <= TIER_MAX_BYTES)
+        lines = self.program.ir_text.count("\n") + sum(t.count("\n")
+                                                       for t in self.program.kernels.values())
+        tiered = config.tracejit_tiered_compile and tiering.o0_pays(jaxpr, lines)
         with log_elapsed_time(BACKEND_COMPILE_EVENT, fun_name):
             self._compiled = _compile_cached(self.program.ir_text, name, self.program.kernels,
                                              tiered)

@@ -5,6 +5,9 @@ module's one thread, and runs it from the call after it is in place. The same bi
 The on-disk cache stores final code only (disk_cache.finish), so the exit finishes what is
 pending when that cache is on.
 
+A program is `held` until its first call has returned (`release`): O3's code generation would
+otherwise take a core from that call, which on two cores runs on both (logsumexp 4096^2's
+rows). A program dropped, or anyone waiting (`wait`, the exit), releases it too.
 The thread holds a program only while it works on it: one dropped before its turn is freed with
 its code at once, and only its final code's disk entry is made then (with that cache on).
 One program at a time: a fork waits for the one in hand (a child must not inherit LLVM inside
@@ -16,35 +19,124 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
+import math
 import os
 import threading
 import warnings
 import weakref
 
+from ..compiler.fusion import fused_p
+from ..compiler.rows import row_map_p
+from ..core.jaxpr import ClosedJaxpr, Jaxpr
+from ..lax.control_flow import cond_p, scan_p
+
 _pending: collections.deque = collections.deque()  # (weak ref, finish, orphan), oldest first
-_ready = threading.Condition()  # guards _pending, _outstanding, _closed, _thread
+_held: dict = {}  # weak ref -> its item, until the program's first call returns (release)
+_ready = threading.Condition()  # guards _pending, _held, _outstanding, _closed, _thread
 _busy = threading.Lock()  # held while a program's final code is made
 _outstanding = 0  # submitted and not yet finished or skipped
 _thread: threading.Thread | None = None
 _closed = False
 
 
-def submit(program, finish, orphan=None) -> None:
+# Whether a first call runs O0 code: when what that may cost, O0_NS_PER_ELEMENT for each element
+# its run reads or writes (`run_elements`), is at most what it saves, SAVED_NS_PER_LINE for each
+# line of the program's IR (its kernels' included). Measured (CPU, one process, load ~2): O0 code
+# ran 0.11 (sum 10M), 0.12 (softmax 4096^2), 0.17 (logsumexp 4096^2 rows), 0.03 (a 1000-vector
+# scan) ns longer per such element, and its code generation saved 9-123 us a line, a median
+# of ~20 (logsumexp 6.7 ms of 436 lines, softmax 4096^2 7.9 of 465, sum 10M 4.3 of 248, Newton
+# 5.7 of 190, random.normal 42 of 337, a 10k-step 1000-vector scan 8.5 of 235). A loop's trip
+# costs as much as TRIP_ELEMENTS elements more: a 10k-step scalar scan ran 6.4 ns a step longer
+# (its few elements alone would say 0.8), a scalar fori_loop 2.7.
+O0_NS_PER_ELEMENT = 0.15
+SAVED_NS_PER_LINE = 20_000
+TRIP_ELEMENTS = 40
+
+
+def o0_pays(jaxpr: Jaxpr, ir_lines: int) -> bool:
+    """Whether a first call of `jaxpr`, compiled from `ir_lines` lines of IR, is likely sooner
+    with O0's code generation (its later calls get O3's either way)."""
+    return O0_NS_PER_ELEMENT * run_elements(jaxpr) <= SAVED_NS_PER_LINE * ir_lines
+
+
+def run_elements(jaxpr: Jaxpr) -> int:
+    """An estimate of the elements one run of `jaxpr` reads and writes: each equation's
+    operands and results (a fused kernel's, not its body's: those stay in registers), a scan's
+    body its length times and a row_map's its rows times (each trip TRIP_ELEMENTS more), a
+    cond's costliest branch, and a while_loop's body once (its trips are unknown: a first call
+    may run a long loop at O0)."""
+    total = 0
+    for eqn in jaxpr.eqns:
+        total += sum(math.prod(getattr(v.aval, "shape", ()))
+                     for v in (*eqn.invars, *eqn.outvars))
+        if eqn.primitive is fused_p:
+            continue
+        bodies = [run_elements(x.jaxpr) for value in eqn.params.values()
+                  for x in (value if isinstance(value, tuple) else (value,))
+                  if isinstance(x, ClosedJaxpr)]
+        if not bodies:
+            continue
+        if eqn.primitive is scan_p:
+            total += eqn.params["length"] * (sum(bodies) + TRIP_ELEMENTS)
+        elif eqn.primitive is row_map_p:
+            total += math.prod(eqn.params["rows"]) * (max(bodies) + TRIP_ELEMENTS)
+        elif eqn.primitive is cond_p:
+            total += max(bodies)
+        else:  # (a while_loop's cond and body once)
+            total += sum(bodies)
+    return total
+
+
+def submit(program, finish, orphan=None, held: bool = False) -> None:
     """Have `finish(program)` run on the thread; if `program` is gone by its turn, `orphan()`
-    instead where given (it stores the final code on disk: it must not hold the program)."""
+    instead where given (it stores the final code on disk: it must not hold the program).
+    `held`: not before `release(program)` (or the program's end, or a `wait`)."""
     global _outstanding
     with _ready:
         if _closed or not _start():
             return
-        _pending.append((weakref.ref(program), finish, orphan))
+        if held:
+            ref = weakref.ref(program, _release_ref)
+            _held[ref] = (ref, finish, orphan)
+        else:
+            _pending.append((weakref.ref(program), finish, orphan))
         _outstanding += 1
         _ready.notify_all()
 
 
-def wait() -> None:
-    """Return when every program submitted so far is finished (or gone): for tests, and for a
-    caller that wants final code everywhere (a benchmark's steady state)."""
+def release(program) -> None:
+    """Let the thread begin a held program's final code (its first call has returned)."""
+    _release_ref(weakref.ref(program))
+
+
+def _release_ref(ref) -> None:
+    # (also the held ref's callback: the program went first; `_ready` is reentrant)
     with _ready:
+        item = _held.pop(ref, None)
+        if item is not None:
+            _queue([item])
+
+
+def _queue(items: list) -> None:
+    """(Under `_ready`.) Released items onto the queue, for the thread: started here if need be
+    (a forked child has none until then); a process out of threads keeps their O0 code."""
+    global _outstanding
+    if _closed or not _start():
+        _outstanding = max(_outstanding - len(items), 0)
+        _ready.notify_all()
+        return
+    _pending.extend(items)
+    _ready.notify_all()
+
+
+def wait() -> None:
+    """Return when every program submitted so far is finished (or gone), held ones included:
+    for tests, and for a caller that wants final code everywhere."""
+    with _ready:
+        if _held:
+            items = list(_held.values())
+            _held.clear()
+            _queue(items)
         while _outstanding:
             _ready.wait()
 
@@ -129,6 +221,7 @@ def _close() -> None:
     with _ready:
         _closed = True
         _pending.clear()
+        _held.clear()
         _outstanding = 0
         _ready.notify_all()
     _busy.acquire()  # (never released: the thread, a daemon, stops here until the end)
@@ -149,7 +242,7 @@ def _after_fork_child() -> None:
     # the parent's thread is not in the child; one it had taken off the queue and not begun
     # keeps its O0 code here
     _busy, _ready, _thread = threading.Lock(), threading.Condition(), None
-    _outstanding = len(_pending)
+    _outstanding = len(_pending) + len(_held)
     if _pending and not _closed:
         _start()
 
