@@ -5,6 +5,7 @@ for which fmas a module has; the object code an untiered compile stores on disk.
 clear_caches and programs dropped before their turn neither fail nor change a result."""
 import gc
 import hashlib
+import math
 import os
 import subprocess
 import sys
@@ -82,7 +83,7 @@ def test_the_rows_the_tiers_are_for_run_o0_code_first(cold):
     tracejit.clear_caches()  # (compiled afresh here, not found from the test above)
     gc.collect()
     for row in ("softmax 1000x1000", "sum 10M", "rfft 2^20", "relu 1M", "softmax 3x5",
-                "while_loop Newton", "logsumexp", "fixed-point scan 1000", "matmul"):
+                "logsumexp", "fixed-point scan 1000", "matmul"):
         build = next(b for name, b in WORKLOADS if row in name)
         fn, args = build(tracejit, tnp, lax, random)
         *_, tiers = _both_tiers(fn, *args)
@@ -96,7 +97,8 @@ def _jaxpr(f, *shapes):
 
 def test_run_elements_counts_loops_by_their_trips():
     """Each equation's operands and results; a scan's body its length times (and TRIP_ELEMENTS
-    a trip); a while_loop's once (its trips are unknown); a cond's costliest branch."""
+    a trip); a while_loop's without bound (its trips are unknown); a cond's costliest
+    branch."""
     assert tiering.run_elements(_jaxpr(lambda x: tnp.sin(x) * 2, (1000,))) == 2 * 1000 + 2001
     scan = _jaxpr(lambda x: lax.fori_loop(0, 100, lambda i, c: tnp.sin(c), x), (1000,))
     trip = tiering.TRIP_ELEMENTS
@@ -104,7 +106,7 @@ def test_run_elements_counts_loops_by_their_trips():
     loop = _jaxpr(lambda x: lax.while_loop(lambda c: c[0] < 100,
                                            lambda c: (c[0] + 1, tnp.sin(c[1])), (0, x))[1],
                   (1000,))
-    assert tiering.run_elements(loop) == 2002 + (3 + 3 + 2000)  # (cond: 3 scalars; body)
+    assert tiering.run_elements(loop) == math.inf
     branch = _jaxpr(lambda p, x: lax.cond(p[0] > 0, lambda x: tnp.sin(tnp.cos(x)), tnp.sin, x),
                     (1,), (1000,))
     # squeeze, gt, convert (the index); cond's operands and result; cos then sin
