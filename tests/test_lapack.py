@@ -1,6 +1,8 @@
 """lax.linalg's decompositions: native (LAPACK through SciPy's capsules) against the reference
 interpreter, both against NumPy/SciPy identities, every inexact dtype, batched; gradients
 against finite differences; vmap against a Python loop; NaNs where LAPACK fails."""
+import zlib
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -56,6 +58,15 @@ def native_and_reference(f, *args):
 @pytest.fixture(autouse=True)
 def _x64(x64):
     yield
+
+
+@pytest.fixture(autouse=True)
+def _inputs_of_the_test_alone(request):
+    """RNG seeded by the test's id: a test's matrices do not depend on which tests ran before it
+    in its process (pytest-xdist deals them out differently run by run; about 1 in 30 random
+    4x3 matrices puts test_svd_grad's central differences, eps 1e-4, past 1e-5)."""
+    global RNG
+    RNG = np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
 
 
 # --- values ----------------------------------------------------------------------------------
