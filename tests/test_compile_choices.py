@@ -84,18 +84,24 @@ def test_parallel_program_loads_from_disk_cache(tmp_path):
 _NO_VECTORIZE = '"llvm.loop.vectorize.enable", i1 0'
 
 
-def _work_loop_vectorizable(ir_text: str) -> bool:
-    """Whether the loop computing the first product (the element loop; for a sum of computed
-    values, lane_reduce's fill loop, inside a loop over blocks that is never vectorised) is
-    left to LLVM's vectoriser: its back edge carries no metadata turning it off."""
-    lines = ir_text.split("\n")
+def _product_loop_head(lines: list[str]) -> tuple[str, int]:
+    """The header label of the loop whose body computes the first product, and the product's
+    line (the loop's back edge comes after it; its entry's branch to the header before)."""
     label = None
     for at, line in enumerate(lines):
         if line.endswith(":"):
             label = line[:-1].strip('"')
         elif " fmul " in line:
             break
-    head = label.replace(".body", ".head")
+    return label.replace(".body", ".head"), at
+
+
+def _work_loop_vectorizable(ir_text: str) -> bool:
+    """Whether the loop computing the first product (the element loop; for a sum of computed
+    values, lane_reduce's fill loop, inside a loop over blocks that is never vectorised) is
+    left to LLVM's vectoriser: its back edge carries no metadata turning it off."""
+    lines = ir_text.split("\n")
+    head, at = _product_loop_head(lines)
     back = next(line for line in lines[at:] if line.startswith(f'  br label %"{head}"'))
     if "!llvm.loop" not in back:
         return True
@@ -139,13 +145,7 @@ def test_cold_counts_a_scan_s_steps():
     ir_text = _emitted_ir(f, x)
     # the element loop of the body (the block with the multiply) has no metadata; the scan's
     # own loop over 64 steps and the copies in and out, once per call, do
-    label = None
-    for line in ir_text.split("\n"):
-        if line.endswith(":"):
-            label = line[:-1].strip('"')
-        elif "fmul" in line:
-            break
-    head = label.replace(".body", ".head")
+    head, _ = _product_loop_head(ir_text.split("\n"))
     assert f'br label %"{head}"' in ir_text
     assert f'br label %"{head}", !llvm.loop' not in ir_text
     assert 'br label %"scan.head", !llvm.loop' in ir_text
