@@ -1,7 +1,7 @@
 """jax.ffi: real handlers (tests/data/ffi_handlers.cc, compiled here with g++ against XLA's FFI
 headers) run under real JAX and under tracejit from the same shared library; results must be
 equal bit for bit, and errors of the same class with the same text. Eager, jit (native code
-calls the handler through the host-callback trampoline) and the reference interpreter."""
+calls the handler directly, backend/llvm/ffi_call.py) and the reference interpreter."""
 import ctypes
 import gc
 import os
@@ -21,7 +21,8 @@ jax = pytest.importorskip("jax")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGETS = ["RmsNorm", "AllAttrs", "SumProd", "Fail", "Count", "InPlace", "BcastAdd",
-           "ParallelSquare", "Context", "Stream", "AsyncFill", "Scratch", "UserDataHandler"]
+           "ParallelSquare", "Context", "Stream", "AsyncFill", "Scratch", "UserDataHandler",
+           "Fill", "AliasInfo"]
 BACKENDS = ["native", "interpret"]
 
 
@@ -493,19 +494,150 @@ def test_donated_inputs(lib, backend):
 
 
 def test_output_over_an_input_goes_through_a_copy(lib):
-    """Native code hands the handler its own output buffers; one that overlaps an input (SumProd
-    writes `sum` before it reads the inputs again for `prod`) is written to a new array first."""
-    from tracejit.core.avals import ShapedArray
-    from tracejit.lax import ffi
-    a = np.linspace(-2, 3, 12, dtype=np.float32)
-    b = np.arange(12, dtype=np.float32)
-    params = {"target_name": "SumProd", "input_output_aliases": (), "attributes": (),
-              "result_avals": (ShapedArray((12,), np.dtype(np.float32)),) * 2
-              + (ShapedArray((4,), np.dtype(np.int32)),)}
-    x, y = a.copy(), b.copy()
-    outs = [x, np.empty(12, np.float32), np.empty(4, np.int32)]  # `sum` over the input x
-    ffi.run(params, ffi_api.Instance(), [x, y], outs)
-    assert outs[0].tobytes() == (a + b).tobytes() and outs[1].tobytes() == (a * b).tobytes()
+    """Native code hands the handler its destinations; one that is an operand's buffer at run
+    time (a loop's carry, a donated input) would be overwritten before the handler reads it
+    again (SumProd writes `sum` before it reads its operands for `prod`): the handler writes a
+    temporary, copied after."""
+    a = np.linspace(-2, 3, 12, dtype=np.float32).reshape(3, 4)
+    b = np.arange(12, dtype=np.float32).reshape(3, 4)
+    out = [S((3, 4), np.float32)] * 2 + [S((4,), np.int32)]
+
+    def prog(j):
+        def body(i, carry):
+            total, prod = j.ffi.ffi_call("SumProd", out)(*carry)[:2]
+            return total, prod
+        return j.jit(lambda a, b: j.lax.fori_loop(0, 3, body, (a, b)))(a, b)
+    got = same(prog)
+    x, y = a, b
+    for _ in range(3):
+        x, y = x + y, x * y
+    assert got[1][0][2] == x.tobytes() and got[1][1][2] == y.tobytes()
+
+
+def test_aliased_result_is_the_operands_buffer(lib, backend):
+    """With input_output_aliases the handler gets one buffer as the operand and the result, as
+    in XLA (its second result says so), eagerly, under jit, in a loop that carries it (updated
+    in place), donated, and under lax.map's loop."""
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+
+    def call(j, a):
+        return j.ffi.ffi_call("AliasInfo", (S(a.shape, np.float32), S((1,), np.int32)),
+                              input_output_aliases={0: 0})(a)
+    got = same(lambda j: call(j, x))
+    assert got[1][1][2] == np.int32(1).tobytes()
+    same(lambda j: j.jit(lambda a: call(j, a))(x))
+    same(lambda j: j.jit(lambda a: call(j, a * 3.0))(x))  # (a temporary dying here: no copy)
+    same(lambda j: j.jit(lambda a: (call(j, a), a + 1))(x))  # (the operand read after)
+    # a donated operand is the result's buffer: updated in place, no copy
+    same(lambda j: j.jit(lambda a: call(j, a), donate_argnums=0)(j.numpy.asarray(x)))
+    if backend == "native":
+        donated = tracejit.numpy.asarray(x)
+        address = donated.address
+        assert tracejit.jit(lambda a: call(tracejit, a), donate_argnums=0)(
+            donated)[0].address == address
+    same(lambda j: j.jit(lambda a: j.lax.fori_loop(0, 4, lambda i, c: call(j, c[0]),
+                                                   call(j, a)))(x))
+    same(lambda j: j.jit(lambda xs: j.lax.map(lambda a: call(j, a), xs))(x))
+
+
+def test_vmap_sequential_calls_per_element(lib, backend):
+    """vmap_method="sequential" under jit: a loop calling the handler once per element with
+    that element's operand and result buffers (several results, an aliased one, an unbatched
+    operand passed whole)."""
+    xs = np.random.default_rng(3).standard_normal((5, 2, 4)).astype(np.float32)
+    y = np.arange(8, dtype=np.float32).reshape(2, 4)
+
+    def f(j, a, b):
+        total, prod, info = j.ffi.ffi_call("SumProd", [S((2, 4), np.float32)] * 2
+                                           + [S((4,), np.int32)], vmap_method="sequential")(a, b)
+        doubled, one = j.ffi.ffi_call("AliasInfo", (S((2, 4), np.float32), S((1,), np.int32)),
+                                      input_output_aliases={0: 0},
+                                      vmap_method="sequential")(prod)
+        return total, doubled, one, info
+    got = same(lambda j: j.jit(j.vmap(lambda a: f(j, a, y)))(xs))
+    assert got[1][0][2] == (xs + y).tobytes()
+    same(lambda j: j.jit(j.vmap(lambda a, b: f(j, a, b)))(xs, xs[::-1] * 2))
+
+
+def test_handler_writing_only_its_result(lib, backend):
+    """A handler that reads nothing and writes its whole result, which is the program's output,
+    a temporary fused into what follows, or a scan's stacked output row by row."""
+    def fill(j, v, shape=(3, 4)):
+        return j.ffi.ffi_call("Fill", S(shape, np.float32))(value=np.float32(v))
+    same(lambda j: j.jit(lambda: fill(j, 2.5))())
+    same(lambda j: j.jit(lambda x: fill(j, 1.5) * x + fill(j, -1, ()))(np.ones((3, 4),
+                                                                              np.float32)))
+    same(lambda j: j.jit(lambda: j.lax.scan(lambda c, _: (c + 1, fill(j, 0.5, (4,)) + c),
+                                            np.float32(0), None, length=5))())
+
+
+def test_error_under_jit_is_raised_and_freed(lib):
+    """A handler's error in a compiled program (in a loop too) is JAX's JaxRuntimeError with its
+    message; the XLA_FFI_Error is freed, and the program works on its next call."""
+    def fail(j, x, code):
+        return j.ffi.ffi_call("Fail", S((3,), np.float32))(x, code=code, why="no ∂ here")
+
+    def prog(j, code):
+        return j.jit(lambda x: j.lax.scan(lambda c, _: (fail(j, c, code) + 1, c), x, None,
+                                          length=3))(np.ones(3, np.float32))
+    errors = len(ffi_api._errors)
+    got = same(lambda j: prog(j, np.int32(9)))
+    assert got[:2] == ("raised", "JaxRuntimeError") and "FAILED_PRECONDITION: no ∂ here" in got[2]
+    assert len(ffi_api._errors) == errors
+    f = tracejit.jit(lambda x: fail(tracejit, x, np.int32(3)))
+    for _ in range(2):  # (the same program again: raises again, leaves nothing behind)
+        with pytest.raises(tracejit.errors.JaxRuntimeError, match="INVALID_ARGUMENT: no ∂"):
+            f(np.ones(3, np.float32))
+    assert len(ffi_api._errors) == errors
+    g = tracejit.jit(lambda x: fail(tracejit, x, np.int32(0)) + 1)
+    assert np.asarray(g(np.ones(3, np.float32))).tolist() == [2, 2, 2]
+
+
+def test_context_under_jit(lib):
+    """What a handler asks its execution context under jit (device ordinal, state, the thread
+    pool) answers as in JAX; the context is the call's own (its frame is on the native
+    stack)."""
+    same(lambda j: j.jit(lambda: j.ffi.ffi_call("Context", S((1,), np.int32))())())
+    got = same(lambda j: j.jit(lambda: j.ffi.ffi_call("Stream", S((1,), np.int32))())())
+    assert "GPU context is not available" in got[2]
+
+
+def test_two_threads_one_program(lib):
+    """Two threads calling one jitted program at once (the native call lets go of the GIL):
+    each call builds its own call frame, so every result is its own input's."""
+    import threading
+    f = tracejit.jit(lambda a: rms_norm(tracejit, a) + tracejit.ffi.ffi_call(
+        "Scale", S((64,), np.float32))(a[0], factor=np.float32(3)))
+    xs = [np.random.default_rng(k).standard_normal((4, 64)).astype(np.float32)
+          for k in range(2)]
+    wants = [np.asarray(f(x)) for x in xs]
+    bad = []
+
+    def work(k):
+        for _ in range(300):
+            got = np.asarray(f(xs[k]))
+            if got.tobytes() != wants[k].tobytes():
+                bad.append(k)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
+    assert wants[0].tobytes() != wants[1].tobytes()
+
+
+def test_other_attributes_same_code(lib):
+    """The handler's address, the attributes and the state are run-time data: two programs that
+    differ only in an attribute compile to one IR, and each gets its own value."""
+    x = np.ones((2, 3), np.float32)
+    f1 = tracejit.jit(lambda a: rms_norm(tracejit, a, eps=1.0))
+    f2 = tracejit.jit(lambda a: rms_norm(tracejit, a, eps=3.0))
+    assert np.allclose(np.asarray(f1(x)), 1 / np.sqrt(2)) and np.allclose(np.asarray(f2(x)),
+                                                                           0.5)
+    ir1 = f1.lower(x).compile().as_text("llvm")
+    assert ir1 == f2.lower(x).compile().as_text("llvm")
+    assert "tracejit_host_callback" not in ir1 and "tracejit_ffi_error" in ir1
 
 
 def test_shard_map_calls_the_handler_per_device():

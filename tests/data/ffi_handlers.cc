@@ -340,3 +340,29 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(UserDataHandler, UserDataImpl,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::UserData<Scale>>()
                                   .Ret<ffi::Buffer<ffi::F32>>());
+
+// --- a result written and nothing read: every element set to an attribute ---------------------
+
+static ffi::Error FillImpl(float value, ffi::ResultBuffer<ffi::F32> y) {
+  for (size_t i = 0; i < y->element_count(); ++i) y->typed_data()[i] = value;
+  return ffi::Error::Success();
+}
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(Fill, FillImpl,
+                              ffi::Ffi::Bind().Attr<float>("value").Ret<ffi::Buffer<ffi::F32>>());
+
+// --- an aliased result: doubled in place; whether the handler got one buffer for both --------
+
+static ffi::Error AliasInfoImpl(ffi::Buffer<ffi::F32> x, ffi::ResultBuffer<ffi::F32> y,
+                                ffi::ResultBuffer<ffi::S32> same) {
+  float* o = y->typed_data();
+  for (size_t i = 0; i < y->element_count(); ++i) o[i] = o[i] * 2.0f + 1.0f;
+  same->typed_data()[0] = x.untyped_data() == y->untyped_data();
+  return ffi::Error::Success();
+}
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(AliasInfo, AliasInfoImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::S32>>());

@@ -1,6 +1,6 @@
 """ffi_call: a primitive whose work is a foreign (C/C++) handler registered through XLA's typed
 FFI (lax/ffi_api.py runs it). Its impl calls the handler on NumPy buffers; native code calls
-back into the same function through the host-callback trampoline (backend/llvm/host_callback).
+the handler itself, on the program's buffers (backend/llvm/ffi_call.py).
 
 Rules as JAX's: no JVP/transpose (custom_jvp/custom_vjp are the way), vmap by `vmap_method`,
 effectful only with `has_side_effect=True` (otherwise dropped when its results are unused).
@@ -108,27 +108,19 @@ def encode_attributes(attributes: Sequence[tuple[str, Any]]) -> ffi_api.EncodedA
 
 # --- running the handler ----------------------------------------------------------------------
 
-def run(params: dict, instance: ffi_api.Instance, args: Sequence[np.ndarray],
-        outs: Sequence[np.ndarray] | None = None,
-        attrs: ffi_api.EncodedAttrs | None = None) -> list[np.ndarray]:
-    """Call the target of an ffi_call equation on concrete inputs; its results go to `outs`
-    (C-contiguous arrays of the declared avals: native code's own buffers) or to new arrays,
-    which are returned. An aliased result starts as a copy of its input, so a handler that
-    updates it in place sees the input's values, as in XLA."""
+def run(params: dict, instance: ffi_api.Instance, args: Sequence[np.ndarray]
+        ) -> list[np.ndarray]:
+    """Call the target of an ffi_call equation on concrete inputs; returns its results (new
+    arrays). An aliased result starts as a copy of its input and is handed to the handler as
+    that input too (one buffer, as in XLA), so the handler updates it in place."""
     from . import ffi_api
     args = [np.asarray(x, order="C") for x in args]  # (ascontiguousarray makes 0-d 1-d)
-    # an output placed over an input (a donated one), which the handler may still read after
-    # writing the output, is written to a new array first, then copied
-    if outs is not None and not any(np.may_share_memory(o, x) for o in outs for x in args):
-        rets, outs = list(outs), None
-    else:
-        rets = [np.empty(a.shape, a.dtype) for a in params["result_avals"]]
+    rets = [np.empty(a.shape, a.dtype) for a in params["result_avals"]]
     for i, o in params["input_output_aliases"]:
         np.copyto(rets[o], args[i], casting="no")
+        args[i] = rets[o]
     ffi_api.call(params["target_name"], instance, args, rets,
-                 lambda: attrs or encode_attributes(params["attributes"]))
-    for out, ret in zip(outs or (), rets):
-        np.copyto(out, ret, casting="no")
+                 lambda: encode_attributes(params["attributes"]))
     return rets
 
 

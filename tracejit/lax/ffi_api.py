@@ -13,6 +13,7 @@ import ctypes
 import itertools
 import os
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -154,13 +155,16 @@ def take_error(address: int) -> JaxRuntimeError:
 
 class Instance:
     """One ffi_call in one program (XLA's custom-call thunk): the state its instantiate stage
-    made, freed with it by the deleters registered with the state's types."""
+    made, freed with it by the deleters registered with the state's types. Contexts name it by
+    `key` (native code holds no Python object)."""
 
     def __init__(self):
         self.states: dict[int, tuple[int, int]] = {}  # stage -> (type id, pointer)
         self.lock = threading.RLock()  # (held through instantiation, whose State_Set takes it)
         self.instantiated = False
-        self.frame: Frame | None = None  # (made at the first call)
+        self.frame: Frame | None = None  # (an eager call's, made at its first call)
+        self.key = next(_instance_keys)
+        _live[self.key] = self
 
     def __del__(self):
         if _types is None:  # (the interpreter's exit cleared this module: the memory goes too)
@@ -171,13 +175,23 @@ class Instance:
                 ctypes.CFUNCTYPE(None, c_void_p)(deleter)(state)
 
 
+_live: weakref.WeakValueDictionary[int, Instance] = weakref.WeakValueDictionary()
+_instance_keys = itertools.count(1)
+
+# An XLA_FFI_ExecutionContext* is the address of a Context, written for each call: on the
+# native stack by a jitted program (backend/llvm/ffi_call.py), in its Frame by an eager call.
+# `tag` is CONTEXT_TAG while the call runs (0 after: a handler keeping the pointer gets an
+# error, not another call's state). Run ids: a jitted call's from RUN_IDS (an atomic add of 2,
+# in native code: even), an eager call's odd, so no two calls share one.
+Context = _struct("Context", [("tag", c_int64), ("instance", c_int64), ("run_id", c_int64)])
+CONTEXT_TAG = 0x7472_6163_656A_6974  # ("tracejit")
+RUN_IDS = c_int64(0)
+_run_ids = itertools.count(1, 2)
+
+
 class _Context(NamedTuple):
     instance: Instance
     run_id: int
-
-
-_contexts: dict[int, _Context] = {}
-_run_ids = itertools.count(1)
 
 
 class _Types:
@@ -246,12 +260,13 @@ class _Fail(Exception):
         self.code = code
 
 
-def _context(ctx: int) -> _Context:
-    try:
-        return _contexts[ctx]
-    except KeyError:
+def _context(ctx: int | None) -> _Context:
+    context = Context.from_address(ctx) if ctx else None
+    instance = _live.get(context.instance) if context and context.tag == CONTEXT_TAG else None
+    if instance is None:
         raise _Fail(INVALID_ARGUMENT, "XLA FFI execution context is not valid (used after "
-                    "its call returned?)") from None
+                    "its call returned?)")
+    return _Context(instance, context.run_id)
 
 
 # --- the API functions ------------------------------------------------------------------------
@@ -601,7 +616,7 @@ def check_attribute(name: str, value: Any) -> None:
 
 # --- calling a handler ------------------------------------------------------------------------
 
-def _wait(address: int) -> None:
+def wait(address: int) -> None:
     """Wait for the XLA_FFI_Future at `address` (then free it); raise the error it carries."""
     entry = _futures.get(address)
     if entry is None:
@@ -615,19 +630,18 @@ def _wait(address: int) -> None:
 
 class Frame:
     """An XLA_FFI_CallFrame for one call signature (buffer shapes and dtypes, attributes),
-    built once: a call only writes its buffers' data pointers and the stage. Its context's
-    address names the call to the API functions (state, thread pool, run id)."""
+    built once: a call only writes its buffers' data pointers, the stage and its context (an
+    eager call's; native code builds its own frame on its stack, backend/llvm/ffi_call.py)."""
 
     def __init__(self, args: Sequence[np.ndarray], rets: Sequence[np.ndarray],
                  attrs: EncodedAttrs):
         self.keep: list = [attrs]
         self.arg_bufs, arg_types, arg_ptrs = self._buffers(args)
         self.ret_bufs, ret_types, ret_ptrs = self._buffers(rets)
-        self.ctx = ctypes.create_string_buffer(8)
-        self.ctx_address = ctypes.addressof(self.ctx)
+        self.ctx = Context()
         self.frame = CallFrame(
             struct_size=CALL_FRAME_SIZE, extension_start=None, api=API_ADDRESS,
-            ctx=self.ctx_address, stage=EXECUTE,
+            ctx=ctypes.addressof(self.ctx), stage=EXECUTE,
             args=Args(_size(Args, "args"), None, len(args), arg_types, arg_ptrs),
             rets=Rets(_size(Rets, "rets"), None, len(rets), ret_types, ret_ptrs),
             attrs=attrs.attrs, future=None)
@@ -657,15 +671,31 @@ class Frame:
             buf.data = x.ctypes.data if x.size else None
         self.frame.stage = stage
         self.frame.future = None
-        _contexts[self.ctx_address] = _Context(instance, next(_run_ids))
+        self.ctx.instance, self.ctx.run_id, self.ctx.tag = instance.key, next(_run_ids), \
+            CONTEXT_TAG
         try:
             err = handler(self.address)
             if err:
                 raise take_error(err)
             if self.frame.future:  # an asynchronous handler: done when its future is
-                _wait(self.frame.future)
+                wait(self.frame.future)
         finally:
-            del _contexts[self.ctx_address]
+            self.ctx.tag = 0
+
+
+def instantiate(name: str, instance: Instance, attrs: Callable[[], EncodedAttrs]) -> None:
+    """Run the instantiate stage of the bundle registered as `name` for `instance`, once (again
+    after a failure), as XLA's CPU runtime does when it builds the program: with the call's
+    attributes (`attrs()`) and no buffers. Raises JAX's JaxRuntimeError on the handler's
+    error."""
+    if instance.instantiated:
+        return
+    handler = find(name).handlers[INSTANTIATE]
+    with instance.lock:  # (another thread's first call waits for the state)
+        if not instance.instantiated:
+            if handler is not None:
+                Frame([], [], attrs()).run(handler, INSTANTIATE, instance, [], [])
+            instance.instantiated = True
 
 
 def call(name: str, instance: Instance, args: Sequence[np.ndarray],
@@ -676,6 +706,7 @@ def call(name: str, instance: Instance, args: Sequence[np.ndarray],
     runs the prepare and initialize stages, GPU-only: nor do we.) Raises JAX's
     JaxRuntimeError on the handler's error."""
     handlers = find(name).handlers
+    instantiate(name, instance, attrs)
     frame = instance.frame
     if frame is None:
         frame = instance.frame = Frame(args, rets, attrs())
@@ -683,11 +714,6 @@ def call(name: str, instance: Instance, args: Sequence[np.ndarray],
         frame = Frame(args, rets, attrs())
         frame.lock.acquire()
     try:
-        if not instance.instantiated:
-            with instance.lock:  # (another thread's first call waits for the state)
-                if not instance.instantiated and handlers[INSTANTIATE] is not None:
-                    frame.run(handlers[INSTANTIATE], INSTANTIATE, instance, args, rets)
-                instance.instantiated = True
         frame.run(handlers[EXECUTE], EXECUTE, instance, args, rets)
     finally:
         frame.lock.release()

@@ -173,10 +173,11 @@ class NativeExecutable(Executable):
         if self._callbacks:
             # the ids live as long as this executable (and so its code's callers): registered
             # now, dropped when it is collected (a cleared jit cache leaves no entry behind)
-            ids = host_callback.TABLE.register(self.program.callbacks)
-            weakref.finalize(self, host_callback.TABLE.unregister, ids)
-            self._callback_ids = np.array(ids, np.int64)
-        # after the inputs: the callback ids' address (codegen.Program)
+            # (an ffi_call's record is made here too: its handler's instantiate stage runs)
+            self._callback_ids, ids = host_callback.bind(self.program.callbacks)
+            if ids:
+                weakref.finalize(self, host_callback.TABLE.unregister, ids)
+        # after the inputs: the callback slots' address (codegen.Program)
         self._tail = (self._callback_ids.ctypes.data,) if self._callbacks else ()
         # fresh pointer arrays per call (calls may run concurrently): consts and inputs (and
         # callback ids), outputs

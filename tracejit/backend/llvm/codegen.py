@@ -1041,9 +1041,10 @@ class Program:
     """The result of code generation: LLVM IR text plus what the runtime needs to call it.
     `aliases`: output index -> invar index of the donated input whose buffer it is written into
     (the entry reads that output's pointer from the input's slot). `callbacks`: the host calls
-    by slot (host_callback.py); when there are any, the inputs array holds one more pointer, to
-    their int64 ids. `kernels`: the outlined kernels the program declares and calls, by symbol:
-    their modules' IR (`kernel_module`), compiled apart and linked by name."""
+    and ffi_calls by slot (host_callback.py, ffi_call.py); when there are any, the inputs array
+    holds one more pointer, to their int64 words (ids, records' addresses). `kernels`: the
+    outlined kernels the program declares and calls, by symbol: their modules' IR
+    (`kernel_module`), compiled apart and linked by name."""
 
     def __init__(self, name: str, ir_text: str, workspace_bytes: int, aliases: dict[int, int],
                  callbacks: list, polls: bool = False, kernels: dict[str, str] | None = None):

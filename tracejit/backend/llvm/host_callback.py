@@ -1,12 +1,13 @@
-"""Host callbacks in native code: a callback equation (and an ffi_call) lowers to one call of a single ctypes
+"""Host callbacks in native code: a callback equation lowers to one call of a single ctypes
 trampoline, `int32 tracejit_host_callback(i64 id, i8** inputs, i8** outputs)`, bound by symbol
 name (as blas.py binds BLAS), so the IR and the on-disk cache key hold no address.
 
 The id is not in the IR either: a program's callbacks are numbered by slot in emission order
 (`Emitter.callbacks`), and the entry reads the ids from an int64 array the executable passes
 after its inputs (runtime/native.py registers the callbacks in `TABLE` when it is built and
-drops them when it is collected). So machine code is shared and cached on disk like any other,
-and a cached program can never call a stale id: the ids are run-time data.
+drops them when it is collected, `bind`). So machine code is shared and cached on disk like any
+other, and a cached program can never call a stale id: the ids are run-time data. A slot may
+instead hold other run-time data of the program's (an ffi_call's record, ffi_call.py).
 
 ctypes takes the GIL for the trampoline. An exception must not unwind through native code: the
 trampoline records it for the thread and returns 1, the entry then returns at once, and the
@@ -25,7 +26,6 @@ import numpy as np
 
 from ...core.avals import ShapedArray
 from ...core.primitive import Primitive
-from ...lax import ffi
 from ...lax.callback import CALLBACK_PRIMITIVES, call_host, call_impl
 from ...lax.processes import PRIMITIVES as PROCESS_COLLECTIVES
 from ...lax.processes import pvary_p, shared_p
@@ -37,12 +37,11 @@ SYMBOL = "tracejit_host_callback"
 
 
 class HostCall(NamedTuple):
-    """What the trampoline runs for one callback id: `run(inputs) -> outputs` on NumPy arrays,
-    or with `into`, `run(inputs, outputs)` writing views of the program's output buffers."""
+    """What the trampoline runs for one callback id: `run(inputs) -> outputs` on NumPy
+    arrays."""
     run: Callable[..., list[np.ndarray] | None]
     in_avals: tuple[ShapedArray, ...]
     out_avals: tuple[ShapedArray, ...]
-    into: bool = False
 
 
 class _Table:
@@ -75,6 +74,23 @@ TABLE = _Table()
 _errors = threading.local()  # .pending: the exception of this thread's last failed callback
 
 
+def record_error(exc: BaseException) -> None:
+    """Make `exc` what this thread's native call raises when it returns (its code returns at
+    once after calling this)."""
+    _errors.pending = exc
+
+
+def bind(calls: Sequence) -> tuple[np.ndarray, list[int]]:
+    """The int64 words native code reads by slot for a program's `calls` (Emitter.callbacks):
+    a HostCall's id, registered in TABLE now, or the `word()` of other run-time data (made now,
+    owned by the object). Returns the words and the ids to unregister when the program goes."""
+    words = [0 if isinstance(c, HostCall) else c.word() for c in calls]  # (first: may raise)
+    ids = TABLE.register([c for c in calls if isinstance(c, HostCall)])
+    it = iter(ids)
+    words = [next(it) if isinstance(c, HostCall) else w for c, w in zip(calls, words)]
+    return np.array(words, np.int64), ids
+
+
 def take_error() -> BaseException | None:
     """The exception a callback raised during this thread's last native call (then cleared)."""
     exc = getattr(_errors, "pending", None)
@@ -98,16 +114,13 @@ def _trampoline(call_id: int, inputs: int, outputs: int) -> int:
         # views of the program's buffers (`call_host` hands the callback copies: it may keep
         # its arguments, and the buffers are reused after it)
         args = [_view(ins[k] or 0, a) for k, a in enumerate(call.in_avals)]
-        if call.into:
-            call.run(args, [_view(outs[k] or 0, a) for k, a in enumerate(call.out_avals)])
-            return 0
         results = call.run(args)
         for k, (r, a) in enumerate(zip(results, call.out_avals)):
             if a.size:
                 np.copyto(_view(outs[k], a), r, casting="no")
         return 0
     except BaseException as e:  # noqa: BLE001 - nothing may unwind into native code
-        _errors.pending = e
+        record_error(e)
         return 1
 
 
@@ -141,14 +154,12 @@ def _pointer_array(em: Emitter, bufs: Sequence[Buf]) -> ir.Value:
     return b.bitcast(arr, I8P.as_pointer())
 
 
-def emit_host_call(em: Emitter, eqn, ins, dests, run: Callable, into: bool = False
-                   ) -> list[Buf]:
+def emit_host_call(em: Emitter, eqn, ins, dests, run: Callable) -> list[Buf]:
     """Lower `eqn` to a call back into Python running `run(inputs) -> outputs` (NumPy arrays of
-    the equation's avals), or with `into` `run(inputs, outputs)` filling the outputs; its
-    results are written to `dests` where given."""
+    the equation's avals); its results are written to `dests` where given."""
     slot = len(em.callbacks)
     em.callbacks.append(HostCall(run, tuple(v.aval for v in eqn.invars),
-                                 tuple(v.aval for v in eqn.outvars), into))
+                                 tuple(v.aval for v in eqn.outvars)))
     temps = [x for x in ins if not isinstance(x, Buf)]
     in_bufs = [em.materialize(x) for x in ins]
     out_bufs = [d if d is not None else em.alloc(v.aval) for d, v in zip(dests, eqn.outvars)]
@@ -175,19 +186,6 @@ def _lower_impl(em: Emitter, eqn, ins, dests):
                           functools.partial(call_impl, eqn.primitive, eqn.params, out_avals))
 
 
-def _lower_ffi_call(em: Emitter, eqn, ins, dests):
-    # the handler reads and writes the program's own buffers (views the trampoline makes: no
-    # copies); the equation is one XLA custom-call instance: its instantiate-stage state lives
-    # as long as this program's callback table entry, its attributes are encoded once, here
-    from ...lax import ffi_api  # (its ctypes structures: loaded by the first ffi_call)
-    instance = ffi_api.Instance()
-    attrs = ffi.encode_attributes(eqn.params["attributes"])
-    ffi_api.find(eqn.params["target_name"])  # (an unknown target: XLA's error, at compile)
-    return emit_host_call(em, eqn, ins, dests,
-                          functools.partial(ffi.run, eqn.params, instance, attrs=attrs),
-                          into=True)
-
-
 def lower_with_impl(prim: Primitive) -> None:
     """Compile `prim` natively as a call of its impl rule on the host (Arrays in, arrays out;
     results checked against the equation's avals): the lowering of a primitive that has no
@@ -197,7 +195,6 @@ def lower_with_impl(prim: Primitive) -> None:
 
 for _prim in CALLBACK_PRIMITIVES:
     STRUCTURAL[_prim] = _lower_callback
-STRUCTURAL[ffi.ffi_call_p] = _lower_ffi_call
 IMPL_ON_HOST.append(_lower_impl)
 
 # collectives between processes (lax/processes.py): native code calls back into their impl,
