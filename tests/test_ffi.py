@@ -7,7 +7,9 @@ import gc
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
+import textwrap
 
 import numpy as np
 import pytest
@@ -600,6 +602,32 @@ def test_context_under_jit(lib):
     same(lambda j: j.jit(lambda: j.ffi.ffi_call("Context", S((1,), np.int32))())())
     got = same(lambda j: j.jit(lambda: j.ffi.ffi_call("Stream", S((1,), np.int32))())())
     assert "GPU context is not available" in got[2]
+
+
+def test_disk_cache_replays_code_with_this_process_handler(lib, tmp_path):
+    """A second process loads the program's object code from the on-disk cache; it calls that
+    process's handler with that process's attributes (the record's address, the handler's and
+    the attributes are run-time data, not in the cached code)."""
+    script = tmp_path / "prog.py"
+    script.write_text(textwrap.dedent(f"""
+        import ctypes, sys
+        import numpy as np
+        import tracejit
+        from tracejit.runtime import disk_cache
+        so = ctypes.cdll.LoadLibrary({lib._name!r})
+        tracejit.ffi.register_ffi_target("RmsNorm", tracejit.ffi.pycapsule(so.RmsNorm))
+        eps = np.float32(sys.argv[1])
+        f = tracejit.jit(lambda a: tracejit.ffi.ffi_call(
+            "RmsNorm", tracejit.ShapeDtypeStruct(a.shape, a.dtype))(a, eps=eps) + 1)
+        y = np.asarray(f(np.ones((2, 3), np.float32)))
+        print(f"{{y.min():.5f}} {{y.max():.5f}}", dict(disk_cache.stats))
+    """))
+    env = dict(os.environ, TRACEJIT_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.path.dirname(HERE))
+    outs = [subprocess.run([sys.executable, str(script), eps], env=env, capture_output=True,
+                           text=True, check=True).stdout for eps in ("1", "3")]
+    assert outs[0] == "1.70711 1.70711 {'misses': 1}\n", outs[0]  # (1 + 1 / sqrt(1 + eps))
+    assert outs[1] == "1.50000 1.50000 {'hits': 1}\n", outs[1]
 
 
 def test_two_threads_one_program(lib):
