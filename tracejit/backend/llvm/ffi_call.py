@@ -40,7 +40,7 @@ class FfiSite:
         self.name = params["target_name"]
         ffi_api.find(self.name)  # (an unknown target: XLA's error, at compile time)
         self.attrs = ffi.encode_attributes(params["attributes"])  # (and a bad attribute's)
-        self.instance = None
+        self.instance = None  # (its state: freed with this object, so with the program)
         self.site = None
 
     def word(self) -> int:
@@ -63,7 +63,7 @@ class _Layout:
     def __init__(self):
         from ...lax import ffi_api as A
         c_void_p, c_int64 = ctypes.c_void_p, ctypes.c_int64
-        self.site = type("FfiSite", (ctypes.Structure,), {"_fields_": [
+        self.site = type("Site", (ctypes.Structure,), {"_fields_": [
             ("execute", c_void_p), ("api", c_void_p), ("attrs", A.Attrs),
             ("instance", c_int64), ("run_ids", c_void_p)]})
 
