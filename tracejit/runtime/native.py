@@ -211,6 +211,8 @@ class NativeExecutable(Executable):
                 for out in outs:  # a donated input the program had begun to overwrite is gone
                     if type(out[0]) is Array:
                         out[0]._take_buffer()
+                if self._callbacks:  # (a callback's error there too: not the next call's)
+                    host_callback.take_error()
                 deliver_interrupt()
         else:
             self._compiled.entry(ins, out_ptrs, ws_address)

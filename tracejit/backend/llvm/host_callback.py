@@ -76,8 +76,10 @@ _errors = threading.local()  # .pending: the exception of this thread's last fai
 
 def record_error(exc: BaseException) -> None:
     """Make `exc` what this thread's native call raises when it returns (its code returns at
-    once after calling this)."""
-    _errors.pending = exc
+    once after calling this), unless an earlier one is: the function that failed returns, but
+    its caller (a program cut into outlined functions) carries on and may fail again."""
+    if getattr(_errors, "pending", None) is None:
+        _errors.pending = exc
 
 
 def bind(calls: Sequence) -> tuple[np.ndarray, list[int]]:
