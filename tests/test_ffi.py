@@ -598,15 +598,17 @@ def test_error_under_jit_is_raised_and_freed(lib):
 def test_first_error_is_the_one_raised(lib, monkeypatch):
     """An error returns from the function it happens in; with equations outlined into functions
     of their own the caller carries on, and a later call may fail too: the call raises the
-    first error, as XLA (which stops at it) does."""
+    first error, as XLA (which stops at it) does, and frees both."""
     from tracejit.backend.llvm import codegen
     monkeypatch.setattr(codegen, "OUTLINE_MIN_EQNS", 1)
 
     def fail(x, why):
         return tracejit.ffi.ffi_call("Fail", S((3,), np.float32))(x, code=np.int32(3), why=why)
     f = tracejit.jit(lambda x: fail(fail(x * 2, "first") + 1, "second") * 3)
+    errors = len(ffi_api._errors)
     with pytest.raises(tracejit.errors.JaxRuntimeError, match="INVALID_ARGUMENT: first"):
         f(np.ones(3, np.float32))
+    assert len(ffi_api._errors) == errors  # (the second error freed too)
 
 
 def test_context_under_jit(lib):
