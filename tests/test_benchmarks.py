@@ -59,3 +59,33 @@ def test_roofline_loops_compute_their_sums():
     data[:] = np.arange(data.size) % 7  # (integers: every order sums them exactly)
     # lane 0 of the 4 accumulators: elements 0, 16, 32, 48 of every 64
     assert read(data.ctypes.data, 10) == data.reshape(10, 4, 16)[:, :, 0].sum()
+
+
+def test_opt_pipeline_measures_the_compilers_pipeline():
+    """benchmarks/opt_pipeline.py's reference pipeline ("O3") is the one jit_engine runs: the
+    same machine code as the compiler's own optimisation of a captured program module (else
+    its '=' marks would compare against some other code); and a pipeline that changes the
+    code (O1 without vectorisers, on a loop only the loop vectoriser vectorises) is told
+    apart."""
+    import hashlib
+
+    from benchmarks import opt_pipeline
+    from tracejit.backend import llvm_setup
+    from tracejit.backend.llvm import jit_engine
+    modules = opt_pipeline.capture(["sum 10M"])
+    assert [row for row, _ in modules] == ["sum 10M"]  # (the program's module, no library's)
+    text = modules[0][1]
+    module = jit_engine.parse(text)
+    llvm_setup.run_pipeline(module, speed_level=3, vectorize=True)
+    compilers = hashlib.sha256(
+        llvm_setup.pipeline_target_machine().emit_object(module)).hexdigest()
+    assert opt_pipeline.optimise(text, 3, True, True)[1] == compilers
+    loop = ("define void @f(ptr noalias %a, ptr noalias %b) {\nentry:\n  br label %head\n"
+            "head:\n  %i = phi i64 [ 0, %entry ], [ %j, %head ]\n"
+            "  %p = getelementptr inbounds float, ptr %a, i64 %i\n"
+            "  %x = load float, ptr %p\n  %y = fmul float %x, 3.0\n"
+            "  %q = getelementptr inbounds float, ptr %b, i64 %i\n  store float %y, ptr %q\n"
+            "  %j = add i64 %i, 1\n  %c = icmp slt i64 %j, 4096\n"
+            "  br i1 %c, label %head, label %exit\nexit:\n  ret void\n}\n")
+    assert opt_pipeline.optimise(loop, 1, False, False)[1] != opt_pipeline.optimise(
+        loop, 3, True, True)[1]

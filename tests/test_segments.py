@@ -1,13 +1,17 @@
 """A huge program's main function is emitted as a chain of segment functions
 (codegen.Emitter.next_segment); here with segments of a few equations, so that small programs
 cross many cuts: values against the unsplit program and the reference interpreter."""
+import hashlib
+import re
+
 import numpy as np
 import pytest
 
 import tracejit
 import tracejit.numpy as tnp
 from tracejit import lax
-from tracejit.backend.llvm import codegen
+from tracejit.backend import llvm_setup
+from tracejit.backend.llvm import codegen, jit_engine
 from tracejit.compiler.passes import optimize
 from tracejit.core.jaxpr import ClosedJaxpr
 
@@ -155,3 +159,45 @@ def test_host_callbacks_in_several_segments(monkeypatch):
     native, reference = seen[:4], seen[4:]
     assert [k for k, _ in native] == [0, 1, 2, 3] == [k for k, _ in reference]
     np.testing.assert_allclose([v for _, v in native], [v for _, v in reference], rtol=2e-5)
+
+
+def _definitions(text: str) -> dict[str, str]:
+    """Each defined function's name -> its parameter list, as printed."""
+    return {m[1]: m[2]
+            for m in re.finditer(r'^define [^@]*@"?([\w.]+)"?\((.*)\)', text, re.MULTILINE)}
+
+
+def test_pointers_known_non_null_are_marked_and_change_no_code(monkeypatch, inputs):
+    """The entry's input and output arrays, and its workspace where it has one, are `nonnull`
+    (runtime/native.py never passes null for them), and so are the segments' copies of them
+    (their first two parameters); the other parameters, which may be null, are not. The
+    machine code is that of the same IR without the marks (they only spare LLVM's InstCombine
+    its walks over those pointers' uses)."""
+    monkeypatch.setattr(codegen, "SEGMENT_EQNS", SEGMENT)
+    closed = tracejit.make_jaxpr(program)(*inputs)
+    jaxpr, consts = optimize(closed.jaxpr, closed.consts)
+    prog = codegen.generate(ClosedJaxpr(jaxpr, consts), "entry")
+    assert prog.workspace_bytes > 0
+    defs = _definitions(prog.ir_text)
+    assert defs["entry"].count(" nonnull ") == 3, defs["entry"]
+    segments = [p for name, p in defs.items() if name.startswith(codegen.SEGMENT_PREFIX)]
+    assert len(segments) >= 4
+    for params in segments:
+        first, second, *rest = params.split(", ")
+        assert " nonnull " in first and " nonnull " in second, params
+        assert not any(" nonnull " in p for p in rest), params
+    assert all(" nonnull " not in p for name, p in defs.items()
+               if name != "entry" and not name.startswith(codegen.SEGMENT_PREFIX))
+
+    def machine_code(text: str) -> str:
+        module = jit_engine.optimize(jit_engine.parse(text))
+        return hashlib.sha256(
+            llvm_setup.pipeline_target_machine().emit_object(module)).hexdigest()
+    assert machine_code(prog.ir_text) == machine_code(prog.ir_text.replace(" nonnull ", " "))
+
+    # no workspace: the third pointer is null at run time and stays unmarked
+    closed = tracejit.make_jaxpr(lambda x: x + 1)(inputs[0])
+    bare = codegen.generate(closed, "entry")
+    assert bare.workspace_bytes == 0
+    first, second, third = _definitions(bare.ir_text)["entry"].split(", ")
+    assert " nonnull " in first and " nonnull " in second and " nonnull " not in third

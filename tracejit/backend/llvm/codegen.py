@@ -1095,8 +1095,28 @@ def generate(closed: ClosedJaxpr, name: str,
         em.emit_jaxpr(jaxpr, ins[:nconsts], ins[nconsts:], out_bufs,
                       outline=size >= OUTLINE_MIN_EQNS, segment=SEGMENT_EQNS)
         em.b.ret_void()
+        _mark_nonnull(em, fn)
         text = str(em.module)
     return Program(name, text, em.workspace_bytes, aliases, em.callbacks, em.polls, em.kernels)
+
+
+def _mark_nonnull(em: Emitter, entry: ir.Function) -> None:
+    """`nonnull` on the entry's pointers that are never null and on the segments' copies of
+    them: the input and output arrays (runtime/native.py passes packed bytes, even empty), and
+    the workspace where the program has one (a pool allocation; None only when it is empty).
+    It changes no machine code; it spares InstCombine, which asks of every pointer a call is
+    passed whether it is known non-null, a walk over that pointer's uses -- the same two
+    pointers passed to every kernel call: a 2,000-equation chain's O3 64 -> 14 ms."""
+    workspace = em.workspace_bytes > 0
+    entry.args[0].add_attribute("nonnull")
+    entry.args[1].add_attribute("nonnull")
+    if workspace:
+        entry.args[2].add_attribute("nonnull")
+    for fn in em.module.functions:  # (next_segment: the inputs, then the workspace)
+        if fn.name.startswith(SEGMENT_PREFIX):
+            fn.args[0].add_attribute("nonnull")
+            if workspace:
+                fn.args[1].add_attribute("nonnull")
 
 
 @contextlib.contextmanager
