@@ -187,7 +187,8 @@ def issubdtype(a: Any, b: Any) -> bool:
 
 
 def is_float(dtype: np.dtype) -> bool:
-    return dtype.kind == "f" or dtype == bfloat16 or (_new_to_us(dtype) and dtype == bfloat16)
+    return dtype.kind == "f" or (dtype.kind == "V" and (  # (bfloat16's kind is "V")
+        dtype == bfloat16 or (_new_to_us(dtype) and dtype == bfloat16)))
 
 
 def is_int(dtype: np.dtype) -> bool:
