@@ -6,7 +6,7 @@
 """
 from .runtime import backend_start  # (first: LLVM's library loads while the rest imports)
 backend_start.start()  # the native backend's start-up, on a thread of its own
-from . import errors  # noqa: F401,E402  (and with it tracejit.core, NumPy and ml_dtypes)
+from . import errors  # noqa: F401,E402  (and with it tracejit.core and NumPy)
 backend_start.import_llvmlite()  # (then the thread starts LLVM while the rest imports)
 from . import lax, nn, numpy, stages, tree, tree_util  # noqa: F401,E402
 from .core.array import BaseArray as Array  # noqa: F401  (concrete arrays and tracers)

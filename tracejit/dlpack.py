@@ -14,15 +14,15 @@ from .numpy._array_api import from_dlpack as _from_dlpack
 # JAX's list: what a DLPack tensor may hold to become an Array
 SUPPORTED_DTYPES = frozenset(np.dtype(t) for t in (
     np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
-    np.float16, np.float32, np.float64, np.complex64, np.complex128, np.bool_)) | \
-    ({dtypes.bfloat16} if dtypes.bfloat16 is not None else set())
+    np.float16, np.float32, np.float64, np.complex64, np.complex128, np.bool_))
 
 
 def is_supported_dtype(dtype: Any) -> bool:
     """Whether an array of `dtype` can cross DLPack into an Array."""
     if dtype is None:  # (NumPy would read None as float64)
         raise TypeError(f"Expected a string or dtype-like object; got {dtype=}")
-    return np.dtype(dtype) in SUPPORTED_DTYPES
+    dtype = dtypes.np_dtype(dtype)  # (and bfloat16, once ml_dtypes is loaded: core/dtypes.py)
+    return dtype in SUPPORTED_DTYPES or dtype == dtypes.bfloat16
 
 
 def from_dlpack(external_array: Any, device: Any = None, copy: bool | None = None) -> Any:

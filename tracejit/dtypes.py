@@ -1,33 +1,44 @@
 """tracejit.dtypes: JAX's public `jax.dtypes` module, a user-facing face over core.dtypes (where
-promotion and canonicalisation live) plus ml_dtypes' bfloat16, finfo and iinfo, as in JAX.
+promotion and canonicalisation live) plus ml_dtypes' bfloat16, finfo and iinfo, as in JAX (these
+three on first use: ml_dtypes is imported then, core/dtypes.py says why).
 """
 from __future__ import annotations
 
 import warnings
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from .core import dtypes as _core
 from .core.dtypes import ExtendedDType, TypePromotionError, extended, float0, issubdtype, prng_key
 
-__all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "finfo", "float0",
-           "iinfo", "issubdtype", "itemsize_bits", "prng_key", "result_type", "scalar_type_of"]
+# (bfloat16, finfo and iinfo come from __getattr__ below)
+__all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "finfo",  # noqa: F822
+           "float0", "iinfo", "issubdtype", "itemsize_bits", "prng_key", "result_type",
+           "scalar_type_of"]
 
-# JAX's bfloat16 is the scalar type (not a np.dtype): np.dtype(bfloat16) is the dtype.
-bfloat16: type = ml_dtypes.bfloat16
-finfo = ml_dtypes.finfo
-iinfo = ml_dtypes.iinfo
 DType = np.dtype  # the type of dtypes (JAX's internal jax._src.dtypes, which maps here, has it)
 
-_NO_INF_FLOAT8 = {np.dtype(getattr(ml_dtypes, n)) for n in (
-    "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2fnuz")}
+
+def __getattr__(name: str) -> Any:
+    # JAX's bfloat16 is the scalar type (not a np.dtype): np.dtype(bfloat16) is the dtype.
+    # finfo and iinfo are ml_dtypes' (NumPy's, extended to its types).
+    if name in ("bfloat16", "finfo", "iinfo"):
+        return getattr(_core.load_ml_dtypes(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), "bfloat16", "finfo", "iinfo"})
+
+
+# (by name: ml_dtypes' dtypes are named after their types)
+_NO_INF_FLOAT8 = {"float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2fnuz"}
 
 
 def supports_inf(dtype: Any) -> bool:
     """Whether `dtype` has an infinity: inexact types do, except float8 formats without one."""
-    return np.dtype(dtype) not in _NO_INF_FLOAT8 and issubdtype(dtype, np.inexact)
+    return _core.np_dtype(dtype).name not in _NO_INF_FLOAT8 and issubdtype(dtype, np.inexact)
 
 _PYTHON_SCALAR_DTYPES = {bool: np.dtype(bool), int: np.dtype(np.int64),
                          float: np.dtype(np.float64), complex: np.dtype(np.complex128)}
@@ -42,7 +53,7 @@ def canonicalize_dtype(dtype: Any, allow_extended_dtype: bool = False) -> Any:
                              "with allow_extended_dtype=False")
         return dtype
     try:
-        dt = np.dtype(dtype)
+        dt = _core.np_dtype(dtype)
     except TypeError as e:
         raise TypeError(f"dtype {dtype!r} not understood") from e
     if _core.config.jax_enable_x64:
@@ -76,7 +87,7 @@ def _warn_if_truncated(spec: Any) -> None:
     if not (isinstance(spec, (str, np.dtype))
             or (isinstance(spec, type) and issubclass(spec, np.generic))):
         return
-    dt = np.dtype(spec)
+    dt = _core.np_dtype(spec)
     canonical = _core._x64_to_x32.get(dt, dt)
     if canonical != dt:
         warnings.warn(f"Explicitly requested dtype {dt} requested in dtype is not available, "
@@ -98,7 +109,7 @@ def _dtype_of(x: Any) -> np.dtype:
     dt = getattr(x, "dtype", None)
     if not isinstance(dt, np.dtype):
         dt = np.result_type(x)
-    if dt not in _core._supported and dt not in (float0, np.dtype(bfloat16)):
+    if not _core.is_supported(dt) and dt != float0:
         raise TypeError(f"Value '{x}' with dtype {dt} is not a valid JAX array type. Only "
                         "arrays of numeric types are supported by JAX.")
     return canonicalize_dtype(dt)
@@ -125,9 +136,15 @@ def itemsize_bits(dtype: Any) -> int:
     if dtype == np.dtype(bool):
         return 8  # bools are stored a byte each
     if issubdtype(dtype, np.integer):
-        return iinfo(dtype).bits
+        return _info(dtype, "iinfo").bits
     if issubdtype(dtype, np.floating):
-        return finfo(dtype).bits
+        return _info(dtype, "finfo").bits
     if issubdtype(dtype, np.complexfloating):
-        return 2 * finfo(dtype).bits
+        return 2 * _info(dtype, "finfo").bits
     raise ValueError(f"unexpected input: {dtype=}")
+
+
+def _info(dtype: Any, which: str) -> Any:
+    """ml_dtypes' finfo / iinfo once it is loaded (issubdtype loads it on meeting one of its
+    types); before that NumPy's, which answer the same for NumPy's types."""
+    return getattr(_core._ml_dtypes or np, which)(dtype)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import abc
 import enum
 import gc
-import logging
 import os
 import sys
 from typing import Any
@@ -350,12 +349,19 @@ def _guarded_del(self, _finalizing=sys.is_finalizing):
         if config.read("jax_array_garbage_collection_guard") == "fatal":
             os.write(2, f"Fatal: {_GC_MESSAGE}\n".encode())
             os.abort()  # (JAX's fatal level ends the process)
-        logging.getLogger("tracejit").error(_GC_MESSAGE)
+        _logger.error(_GC_MESSAGE)
     _plain_del(self, _finalizing)
 
 
+_logger = None  # the `tracejit` logger, once a guard is set (no import inside a finalizer)
+
+
 def _set_gc_guard(level: str | None) -> None:
+    global _logger
     guarded = level in ("log", "fatal")
+    if guarded and _logger is None:
+        import logging  # (here: `import tracejit` need not import it for this)
+        _logger = logging.getLogger("tracejit")
     Array.__del__ = _guarded_del if guarded else _plain_del
     if guarded and _gc_phase not in gc.callbacks:
         gc.callbacks.append(_gc_phase)

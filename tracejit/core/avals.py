@@ -34,7 +34,12 @@ class ShapedArray(AbstractValue):
         # none, their layout is decided when jit partitions the program)
         self._sharding = sharding if hasattr(sharding, "_parts") else None
         self.shape = tuple(int(d) for d in shape)
-        self.dtype = np.dtype(dtype)
+        try:
+            self.dtype = np.dtype(dtype)
+        except TypeError:  # a name of ml_dtypes' ("bfloat16") before ml_dtypes is imported
+            self.dtype = dtypes.np_dtype(dtype)
+        if self.dtype.isbuiltin == 2:  # one of ml_dtypes': the dtype tables must know it
+            dtypes.np_dtype(self.dtype)
         self.weak_type = bool(weak_type)
         # the manual mesh axes (shard_map, check_vma=True) the value varies over (JAX's
         # varying manual axes, core/vma.py); outside shard_map empty. Not part of equality:

@@ -5,19 +5,24 @@ Everything that decides a result dtype asks this module; nothing else hard-codes
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any
 
 import numpy as np
 
 from .config import config
 
-try:  # bfloat16 is optional
-    import ml_dtypes as _ml_dtypes
-
-    bfloat16 = np.dtype(_ml_dtypes.bfloat16)
-except ImportError:  # pragma: no cover - depends on environment
-    _ml_dtypes = None
-    bfloat16 = None
+# ml_dtypes (bfloat16, float8_*, int4, ...) is imported on first need, not with tracejit: its
+# import takes ~0.4 s of CPU with NumPy < 2.5 (ml_dtypes 0.7 registers ~40,000 ufunc loops and
+# NumPy < 2.5 checks each against every loop registered before it), most of `import tracejit`.
+# A dtype of ml_dtypes' can reach us only once ml_dtypes is imported (by the user, or by us for
+# a name like "bfloat16" or an attribute like jnp.bfloat16): `np_dtype` and the slow paths of
+# the checks below see such a dtype (a user-defined one, isbuiltin == 2) and call
+# `load_ml_dtypes`, which adds bfloat16 to the tables. Until then `bfloat16` is a stand-in dtype
+# that equals no array's dtype, so `dtype == dtypes.bfloat16` needs no import to say False.
+_ml_dtypes = None
+bfloat16 = np.dtype([("bfloat16 (ml_dtypes not imported yet)", np.void, 0)])
+_load_lock = threading.Lock()
 
 bool_ = np.dtype(np.bool_)
 int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
@@ -48,21 +53,59 @@ class ExtendedDType:
     """Base of extended dtype objects (a typed key's `key<fry>`): `type` is its scalar class."""
     type: type = extended
 
-_float_dtypes = [float16, float32, float64] + ([bfloat16] if bfloat16 is not None else [])
 _supported = {bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-              *_float_dtypes, complex64, complex128}
+              float16, float32, float64, complex64, complex128}
 
 _x64_to_x32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 
 
+def load_ml_dtypes():
+    """Import ml_dtypes (once) and add its bfloat16 to the tables; returns the module."""
+    global _ml_dtypes, bfloat16
+    with _load_lock:
+        if _ml_dtypes is None:
+            import ml_dtypes
+
+            bfloat16 = np.dtype(ml_dtypes.bfloat16)
+            _supported.add(bfloat16)
+            _CUSTOM_KINDS.update(_custom_kinds(ml_dtypes))
+            _ml_dtypes = ml_dtypes
+    return _ml_dtypes
+
+
+def _new_to_us(dtype: np.dtype) -> bool:
+    """Whether `dtype` is a user-defined one (ml_dtypes') met before ml_dtypes was loaded here;
+    then it is loaded, so the caller can look `dtype` up again."""
+    if _ml_dtypes is None and dtype.isbuiltin == 2:
+        load_ml_dtypes()
+        return True
+    return False
+
+
+def np_dtype(x: Any) -> np.dtype:
+    """np.dtype(x), where x may also name or be one of ml_dtypes' types ("bfloat16")."""
+    try:
+        dtype = np.dtype(x)
+    except TypeError:
+        if _ml_dtypes is not None or not isinstance(x, str):
+            raise
+        load_ml_dtypes()
+        return np.dtype(x)
+    _new_to_us(dtype)
+    return dtype
+
+
 def is_supported(dtype: np.dtype) -> bool:
-    return dtype in _supported
+    return dtype in _supported or (_new_to_us(dtype) and dtype in _supported)
 
 
 def canonicalize_dtype(dtype: Any) -> np.dtype:
     """The dtype values of `dtype` really get: 64-bit types shrink unless x64 is enabled."""
-    dtype = np.dtype(dtype)
-    if dtype not in _supported:
+    try:  # (np.dtype first: this is on every operation's path)
+        dtype = np.dtype(dtype)
+    except TypeError:
+        dtype = np_dtype(dtype)
+    if dtype not in _supported and not is_supported(dtype):
         raise TypeError(f"JAX only supports number and bool dtypes, got {dtype}")
     if not config.jax_enable_x64:
         return _x64_to_x32.get(dtype, dtype)
@@ -100,8 +143,10 @@ def _issubclass(a: Any, b: Any) -> bool:
 def _scalar_class(x: Any) -> type:
     """The scalar class of a dtype-like (np.float32 for 'float32', jnp.int8, dtype('i1'), ...)."""
     if isinstance(x, type) and _issubclass(x, np.generic):
+        if _ml_dtypes is None and x.__module__ == "ml_dtypes":
+            load_ml_dtypes()
         return x
-    return np.dtype(x).type
+    return np_dtype(x).type
 
 
 # ml_dtypes' scalar classes JAX knows (bfloat16, float8_*, int4, ...) -> the NumPy abstract
@@ -111,16 +156,14 @@ _CUSTOM_FLOATS = ("bfloat16", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn",
                   "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")
 
 
-def _custom_kinds() -> dict:
-    if _ml_dtypes is None:  # pragma: no cover - depends on environment
-        return {}
-    kinds = {getattr(_ml_dtypes, n): np.floating for n in _CUSTOM_FLOATS}
-    kinds.update({_ml_dtypes.int2: np.signedinteger, _ml_dtypes.int4: np.signedinteger,
-                  _ml_dtypes.uint2: np.unsignedinteger, _ml_dtypes.uint4: np.unsignedinteger})
+def _custom_kinds(ml) -> dict:
+    kinds = {getattr(ml, n): np.floating for n in _CUSTOM_FLOATS}
+    kinds.update({ml.int2: np.signedinteger, ml.int4: np.signedinteger,
+                  ml.uint2: np.unsignedinteger, ml.uint4: np.unsignedinteger})
     return kinds
 
 
-_CUSTOM_KINDS = _custom_kinds()
+_CUSTOM_KINDS: dict = {}  # filled by load_ml_dtypes
 
 
 def issubdtype(a: Any, b: Any) -> bool:
@@ -144,7 +187,8 @@ def issubdtype(a: Any, b: Any) -> bool:
 
 
 def is_float(dtype: np.dtype) -> bool:
-    return dtype.kind == "f" or (bfloat16 is not None and dtype == bfloat16)
+    return dtype.kind == "f" or (dtype.kind == "V" and (  # (bfloat16's kind is "V")
+        dtype == bfloat16 or (_new_to_us(dtype) and dtype == bfloat16)))
 
 
 def is_int(dtype: np.dtype) -> bool:
@@ -170,24 +214,29 @@ _I, _F, _C = "i*", "f*", "c*"
 _weak_kinds = {_I: "i", _F: "f", _C: "c"}
 
 
-def _upper_bounds() -> dict:
+def _upper_bounds(bf16: np.dtype) -> dict:
     ub: dict = {
         bool_: [_I],
         _I: [uint8, int8],
         uint8: [uint16, int16], uint16: [uint32, int32], uint32: [uint64, int64], uint64: [_F],
         int8: [int16], int16: [int32], int32: [int64], int64: [_F],
-        _F: [float16, _C] + ([bfloat16] if bfloat16 is not None else []),
+        _F: [float16, _C, bf16],
         float16: [float32], float32: [float64, complex64], float64: [complex128],
         _C: [complex64], complex64: [complex128], complex128: [],
+        bf16: [float32],
     }
-    if bfloat16 is not None:
-        ub[bfloat16] = [float32]
     return ub
 
 
-@functools.cache
 def _closures() -> dict:
-    ub = _upper_bounds()
+    return _closures_with(bfloat16)
+
+
+@functools.cache
+def _closures_with(bf16: np.dtype) -> dict:
+    """The lattice's upward closures, for the `bfloat16` of the moment (a stand-in until
+    ml_dtypes is loaded; nodes without it have the same bounds either way)."""
+    ub = _upper_bounds(bf16)
     out = {}
     for node in ub:
         seen, stack = {node}, [node]
@@ -213,11 +262,15 @@ def _least_upper_bound(*nodes) -> Any:
 # jax_numpy_dtype_promotion="strict": JAX's strict lattice, where two different strong dtypes
 # have no bound at all; only a weak Python scalar joins a dtype of its kind or above (an int
 # scalar any int, float or complex; a float scalar any float or complex; a complex one a complex)
-@functools.cache
 def _strict_closures() -> dict:
+    return _strict_closures_with(bfloat16)
+
+
+@functools.cache
+def _strict_closures_with(bf16: np.dtype) -> dict:
     ints = [uint8, uint16, uint32, uint64, int8, int16, int32, int64]
-    floats = [float16, float32, float64] + ([bfloat16] if bfloat16 is not None else [])
-    out: dict = {node: frozenset([node]) for node in _upper_bounds()}
+    floats = [float16, float32, float64, bf16]
+    out: dict = {node: frozenset([node]) for node in _upper_bounds(bf16)}
     out[_C] = frozenset([_C, complex64, complex128])
     out[_F] = out[_C] | {_F, *floats}
     out[_I] = out[_F] | {_I, *ints}
@@ -271,7 +324,7 @@ def dtype_and_weak(x: Any) -> tuple[np.dtype, bool]:
         return default_complex(), True
     if x is bool:
         return bool_, False
-    return canonicalize_dtype(np.dtype(x)), False
+    return canonicalize_dtype(x), False
 
 
 def result_type_and_weak(*args: Any) -> tuple[np.dtype, bool]:
@@ -308,7 +361,7 @@ def result_type(*args: Any, return_weak_type_flag: bool = False):
 
 def promote_types(a: Any, b: Any) -> np.dtype:
     """jnp.promote_types: promotion of two dtypes, both taken as strong."""
-    da, db = np.dtype(a), np.dtype(b)
+    da, db = np_dtype(a), np_dtype(b)
     strict = config.jax_numpy_dtype_promotion == "strict"
     node = _strict_bound([da, db]) if strict else _least_upper_bound(da, db)
     if isinstance(node, str):  # JAX answers the 64-bit default here, x64 or not
@@ -330,17 +383,17 @@ def check_user_dtype(dtype: Any, name: str = "dtype") -> np.dtype:
     if dtype is bool:
         return bool_
     try:
-        np_dtype = np.dtype(dtype)
+        parsed = np_dtype(dtype)
     except TypeError as e:
         raise TypeError(f"{name}={dtype!r} is not a valid dtype") from e
-    if np_dtype not in _supported:
-        raise TypeError(f"JAX only supports number and bool dtypes, got {name}={np_dtype}")
-    return canonicalize_dtype(np_dtype)
+    if parsed not in _supported:
+        raise TypeError(f"JAX only supports number and bool dtypes, got {name}={parsed}")
+    return canonicalize_dtype(parsed)
 
 
 def short_name(dtype: np.dtype) -> str:
     """JAX's short dtype names for printing avals: f32, i32, u8, bool, bf16."""
-    if bfloat16 is not None and dtype == bfloat16:
+    if dtype == bfloat16:
         return "bf16"
     if dtype == bool_:
         return "bool"
@@ -350,11 +403,11 @@ def short_name(dtype: np.dtype) -> str:
 
 
 def finfo_of(dtype: Any):
-    dtype = np.dtype(dtype)
-    if _ml_dtypes is not None and dtype == bfloat16:
+    dtype = np_dtype(dtype)
+    if dtype == bfloat16:
         return _ml_dtypes.finfo(dtype)
     return np.finfo(dtype)
 
 
 def iinfo_of(dtype: Any):
-    return np.iinfo(np.dtype(dtype))
+    return np.iinfo(np_dtype(dtype))

@@ -10,8 +10,6 @@ either, so those two directions' levels are kept and validated but find nothing 
 """
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 
 from .config import config
@@ -20,7 +18,6 @@ from .errors import JaxRuntimeError
 # whether the host-to-device level is anything but "allow" (the only test on the hot paths)
 guarding = False
 _level: str | None = None
-_logger = logging.getLogger("tracejit")
 
 
 def _set_level(value: str | None) -> None:
@@ -47,7 +44,8 @@ def host_to_device(aval, explicit: bool = False, sharding=None) -> None:
         sharding = default_sharding()
     what = f"host-to-device transfer: aval={aval}, dst_sharding={sharding!r}"
     if level.startswith("log"):
-        _logger.warning(what)
+        import logging  # (here: `import tracejit` need not import it for this)
+        logging.getLogger("tracejit").warning(what)
         return
     raise JaxRuntimeError(f"INVALID_ARGUMENT: Disallowed {what}")
 

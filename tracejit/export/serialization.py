@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import enum
+import functools
 import hashlib
 import json
 import struct
@@ -34,9 +35,22 @@ FORMAT_VERSION = 1
 _HEADER = struct.Struct("<16sIQ32s")  # magic, format version, payload length, SHA-256
 
 # dtypes a blob may name: tracejit's array dtypes, ml_dtypes' narrow floats and ints, float0
-_DTYPES: dict[str, np.dtype] = {d.name: d for d in dtypes._supported}
-_DTYPES.update({t.__name__: np.dtype(t) for t in dtypes._CUSTOM_KINDS})
 _FLOAT0 = "float0"
+_NUMPY_DTYPES = {d.name: d for d in dtypes._supported if d.isbuiltin == 1}
+
+
+def _named_dtype(name: str) -> np.dtype | None:
+    """The dtype of that name a blob may hold, or None (ml_dtypes is imported for a name not
+    NumPy's: core/dtypes.py imports it only when needed)."""
+    if name in _NUMPY_DTYPES:
+        return _NUMPY_DTYPES[name]
+    dtypes.load_ml_dtypes()
+    return _ml_dtypes_by_name().get(name)
+
+
+@functools.cache
+def _ml_dtypes_by_name() -> dict[str, np.dtype]:
+    return {t.__name__: np.dtype(t) for t in dtypes._CUSTOM_KINDS}  # (bfloat16 among them)
 
 
 class _Refused(Exception):
@@ -53,7 +67,8 @@ def _dtype_name(dtype: np.dtype) -> str:
     if dtype == dtypes.float0:
         return _FLOAT0
     name = np.dtype(dtype).name
-    if _DTYPES.get(name) != dtype:
+    named = _named_dtype(name)
+    if named is None or named != dtype:
         raise NotImplementedError(f"serialization of dtype {dtype} is not supported")
     return name
 
@@ -61,9 +76,10 @@ def _dtype_name(dtype: np.dtype) -> str:
 def _dtype(name: Any) -> np.dtype:
     if name == _FLOAT0:
         return dtypes.float0
-    if not isinstance(name, str) or name not in _DTYPES:
+    dtype = _named_dtype(name) if isinstance(name, str) else None
+    if dtype is None:
         _fail(f"unknown dtype {name!r}")
-    return _DTYPES[name]
+    return dtype
 
 
 def _b64(data: bytes) -> str:

@@ -10,7 +10,6 @@ io_callback: effectful; no JVP; vmap as a sequential loop, not at all when order
 """
 from __future__ import annotations
 
-import logging
 import sys
 import threading
 import traceback
@@ -214,6 +213,7 @@ def _print_formatted(arrays, *, fmt, has_placeholders, in_tree, static_args, np_
     else:
         msg = " ".join((fmt, *(str(x) for x in args)))
     if logging_record is not None:
+        import logging  # (here: `import tracejit` need not import it for this)
         logging.getLogger(logging_record).info(msg)
     else:
         sys.stdout.write(msg + "\n")

@@ -1,5 +1,6 @@
 """tracejit.numpy: NumPy's API on traced and concrete arrays (JAX's `jax.numpy`), built on lax."""
-import ml_dtypes as _ml_dtypes
+import threading as _threading
+
 import numpy as _np
 
 from ..core import dtypes as _dtypes
@@ -65,24 +66,36 @@ uint8, uint16, uint32, uint64 = (_scalar_type(t) for t in (_np.uint8, _np.uint16
                                                            _np.uint64))
 float16, float32, float64 = (_scalar_type(t) for t in (_np.float16, _np.float32, _np.float64))
 complex64, complex128 = _scalar_type(_np.complex64), _scalar_type(_np.complex128)
-if _dtypes.bfloat16 is not None:
-    bfloat16 = _scalar_type(_dtypes.bfloat16.type)
-# ml_dtypes' narrow formats, which JAX names: libraries refer to the types (flax's fp8 layers),
-# though tracejit computes in none of them (an array of one is refused with a TypeError)
-(float4_e2m1fn, float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float8_e4m3fn, float8_e4m3fnuz,
- float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, int2, int4, uint2, uint4) = (
-    _scalar_type(getattr(_ml_dtypes, n)) for n in (
-        "float4_e2m1fn", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
-        "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "int2", "int4",
-        "uint2", "uint4"))
-float6_e2m3fn, float6_e3m2fn, int1, uint1 = (
-    _scalar_type(getattr(_ml_dtypes, n)) for n in ("float6_e2m3fn", "float6_e3m2fn", "int1",
-                                                    "uint1"))
+# ml_dtypes' types, which JAX names: bfloat16, and the narrow formats libraries refer to (flax's
+# fp8 layers), though tracejit computes in none of them (an array of one is refused with a
+# TypeError). They are made on first use (__getattr__ below), as ml_dtypes is imported then
+# (core/dtypes.py: its import was most of `import tracejit`); so is `dtype` (np.dtype), which
+# reads "bfloat16" only once ml_dtypes is imported.
+_ML_DTYPES = ("bfloat16", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4",
+              "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+              "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "int1", "int2", "int4", "uint1",
+              "uint2", "uint4")
+_lazy_lock = _threading.Lock()
+
+
+def __getattr__(name: str):
+    if name not in _ML_DTYPES and name != "dtype":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    ml = _dtypes.load_ml_dtypes()
+    with _lazy_lock:  # one scalar type per name, whichever thread asks first
+        if name not in globals():
+            globals()[name] = _np.dtype if name == "dtype" else _scalar_type(getattr(ml, name))
+    return globals()[name]
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_ML_DTYPES, "dtype"})
+
+
 bool = bool_  # noqa: A001 - NumPy 2's name
 single, double, csingle, cdouble = float32, float64, complex64, complex128
 character, flexible, object_ = _np.character, _np.flexible, _np.object_
 ComplexWarning = _np.exceptions.ComplexWarning
-dtype = _np.dtype
 float_ = float64
 int_ = int64
 uint = uint64

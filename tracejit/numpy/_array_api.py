@@ -3,6 +3,7 @@ namespace's version and inspection object, dtype kinds (isdtype), can_cast, asty
 import. Array's side (__array_namespace__, to_device, __dlpack__) is in array_methods / core."""
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any
 
@@ -22,13 +23,18 @@ __all__ = ["__array_api_version__", "__array_namespace_info__", "isdtype", "can_
 __array_api_version__ = "2024.12"
 
 
-def _ml_dtypes(*names: str) -> list[np.dtype]:
-    """The narrow ml_dtypes types JAX lists in its kinds (those this ml_dtypes provides)."""
-    ml = dtypes._ml_dtypes
-    return [np.dtype(getattr(ml, n)) for n in names if ml is not None and hasattr(ml, n)]
+def _kinds() -> dict[str, list[np.dtype]]:
+    """The dtypes of each kind: with ml_dtypes' only once it is loaded (before that, no dtype
+    of its can be asked about: core/dtypes.py loads it on meeting one)."""
+    return _dtype_kinds(dtypes._ml_dtypes)
 
 
-def _dtype_kinds() -> dict[str, list[np.dtype]]:
+@functools.cache
+def _dtype_kinds(ml: Any) -> dict[str, list[np.dtype]]:
+    def _ml_dtypes(*names: str) -> list[np.dtype]:
+        """The narrow ml_dtypes types JAX lists in its kinds (those this ml_dtypes provides)."""
+        return [np.dtype(getattr(ml, n)) for n in names if ml is not None and hasattr(ml, n)]
+
     signed = _ml_dtypes("int1", "int2", "int4") + [dtypes.int8, dtypes.int16, dtypes.int32,
                                                    dtypes.int64]
     unsigned = _ml_dtypes("uint1", "uint2", "uint4") + [dtypes.uint8, dtypes.uint16,
@@ -43,23 +49,22 @@ def _dtype_kinds() -> dict[str, list[np.dtype]]:
             "numeric": signed + unsigned + real + complex_}
 
 
-_KINDS = _dtype_kinds()
-
 
 def isdtype(dtype: Any, kind: Any) -> bool:
     """Whether `dtype` is of `kind`: a kind name ('bool', 'signed integer', 'unsigned integer',
     'integral', 'real floating', 'complex floating', 'numeric'), a dtype, or a tuple of these."""
-    the_dtype = np.dtype(dtype)
+    the_dtype = dtypes.np_dtype(dtype)
     options: set[np.dtype] = set()
+    kinds = _kinds()
     for k in kind if isinstance(kind, tuple) else (kind,):
-        if isinstance(k, str) and k in _KINDS:
-            options.update(_KINDS[k])
+        if isinstance(k, str) and k in kinds:
+            options.update(kinds[k])
             continue
         try:
-            options.add(np.dtype(k))
+            options.add(dtypes.np_dtype(k))
         except TypeError as e:
             if isinstance(k, str):
-                raise ValueError(f"Unrecognized kind={k!r} expected one of {list(_KINDS)}, "
+                raise ValueError(f"Unrecognized kind={k!r} expected one of {list(kinds)}, "
                                  "or a compatible input for jnp.dtype()") from None
             raise TypeError(f"Expected kind to be a dtype, string, or tuple; got kind={k!r}") \
                 from e
@@ -137,7 +142,7 @@ class ArrayNamespaceInfo:
                  "complex64"}
         if config.jax_enable_x64:
             names |= {"int64", "uint64", "float64", "complex128"}
-        table = {k: {d.name: d for d in ds if d.name in names} for k, ds in _KINDS.items()}
+        table = {k: {d.name: d for d in ds if d.name in names} for k, ds in _kinds().items()}
         if kind is None:
             return table["numeric"] | table["bool"]
         out: dict = {}

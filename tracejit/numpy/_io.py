@@ -53,8 +53,8 @@ def load(file: Any, *args: Any, **kwargs: Any):
     voids, recovered as JAX does); other contents (npz archives, objects) come back as is."""
     out = np.load(file, *args, **kwargs)
     if isinstance(out, np.ndarray):
-        if out.dtype == "V2" and dtypes.bfloat16 is not None:
-            out = out.view(dtypes.bfloat16)
+        if out.dtype == "V2":
+            out = out.view(np.dtype(dtypes.load_ml_dtypes().bfloat16))
         try:
             out = asarray(out)
         except (TypeError, ValueError):  # a dtype Arrays cannot hold: NumPy's array

@@ -56,8 +56,8 @@ def start() -> None:
 
 
 def import_llvmlite() -> None:
-    """Import llvmlite and backend/llvm_setup.py (tracejit/__init__.py, once NumPy and ml_dtypes
-    are imported; ~10 ms of CPU, which the first call paid), so that the thread can start LLVM
+    """Import llvmlite and backend/llvm_setup.py (tracejit/__init__.py, once NumPy is imported;
+    ~10 ms of CPU, which the first call paid), so that the thread can start LLVM
     (llvm_setup.start) while the rest of the import goes on. Only with the thread; a failed
     import is left for the first compile to raise."""
     global _setup

@@ -3,14 +3,18 @@ traced again, and when tracing and compiling happen. Messages go to the `traceji
 WARNING level, worded as JAX's."""
 from __future__ import annotations
 
-import logging
 from typing import Any, Callable, Sequence
 
 from ..core.avals import ShapedArray
 from ..core.sharding import AbstractMesh
 from ..core.trace import user_source_info
 
-logger = logging.getLogger("tracejit")
+
+def warn(message: str) -> None:
+    """A WARNING to the `tracejit` logger (logging is imported on the first message: `import
+    tracejit` need not import it)."""
+    import logging
+    logging.getLogger("tracejit").warning(message)
 
 
 def _where_defined(fun: Callable) -> str:
@@ -97,17 +101,17 @@ def explain_cache_miss(fun: Callable, fun_name: str, key: tuple, seen: Sequence[
         for kind, details in kinds.items():
             lines.append(f"  {kind}:")
             lines += [f"  * {d}" for d in details]
-    logger.warning("\n".join(lines))
+    warn("\n".join(lines))
 
 
 def log_traced(fun_name: str, seconds: float) -> None:
-    logger.warning(f"Finished tracing {fun_name} for jit in {seconds:.9f} sec")
+    warn(f"Finished tracing {fun_name} for jit in {seconds:.9f} sec")
 
 
 def log_compiling(fun_name: str, in_avals: Sequence[Any]) -> None:
     types = ", ".join(repr(a) for a in in_avals) + ("," if len(in_avals) == 1 else "")
-    logger.warning(f"Compiling jit({fun_name}) with global shapes and types ({types}).")
+    warn(f"Compiling jit({fun_name}) with global shapes and types ({types}).")
 
 
 def log_compiled(fun_name: str, backend: str, seconds: float) -> None:
-    logger.warning(f"Finished {backend} compilation of jit({fun_name}) in {seconds:.9f} sec")
+    warn(f"Finished {backend} compilation of jit({fun_name}) in {seconds:.9f} sec")

@@ -839,8 +839,8 @@ class Jitted:
         kind = invalid_values(outs, nans, infs)
         if kind is None:
             return
-        explain.logger.warning(f"Invalid {kind} value encountered in the output of a jit "
-                               "function. Calling the de-optimized version.")
+        explain.warn(f"Invalid {kind} value encountered in the output of a jit "
+                     "function. Calling the de-optimized version.")
         eval_jaxpr_checked(entry.closed, [np.asarray(x) for x in leaves], nans, infs)
         raise invalid_value_error(kind, f"the output of jit({self.fun_name}) (the "
                                   "de-optimized version produced none: it came from an input)",

@@ -22,11 +22,12 @@ import numpy as np
 
 from .. import lax as t_lax
 from .. import numpy as t_jnp
-from ..core.dtypes import bfloat16
+from ..core.dtypes import load_ml_dtypes
 from ..runtime.jit import jit as t_jit
 from ..transforms.api import grad as t_grad
 from ..transforms.api import vmap as t_vmap
 
+bfloat16 = np.dtype(load_ml_dtypes().bfloat16)
 FLOATS = ("float16", "bfloat16", "float32")
 INTS = ("int8", "int32", "uint32")
 # the program's main dtype; a few casts bring in others

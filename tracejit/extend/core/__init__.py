@@ -208,7 +208,7 @@ def unmapped_aval(size: int, axis: int | None, aval: AbstractValue,
 
 def primal_dtype_to_tangent_dtype(primal_dtype: Any) -> np.dtype:
     """float0 for integer and boolean primals, the primal's dtype otherwise."""
-    dtype = np.dtype(primal_dtype)
+    dtype = dtypes.np_dtype(primal_dtype)
     return dtype if dtypes.is_inexact(dtype) else dtypes.float0
 
 
