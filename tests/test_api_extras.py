@@ -124,3 +124,61 @@ def test_top_level_sharding_names_are_jaxs():
     assert tracejit.reshard is tracejit.sharding.reshard
     assert isinstance(tracejit.device_put(np.ones(3)).addressable_shards[0], tracejit.Shard)
     assert tracejit.process_indices() == jax.process_indices() == [0]
+
+
+# --- ShapeDtypeStruct keeps the dtype it is given (JAX's): its uses decide ----------------------
+def _struct_cases(api, jnp):
+    S = api.ShapeDtypeStruct
+    f64, i64 = S((3,), np.float64), S((3,), np.int64)
+
+    def callback(kind):
+        if kind == "pure":
+            return api.pure_callback(lambda: np.ones(3), f64)
+        return api.experimental.io_callback(lambda: np.ones(3), f64)
+    return {
+        "dtypes": lambda: [S((2,), d).dtype for d in (np.float64, np.int64, np.complex128,
+                                                      np.uint64, "float64", float, int, bool)],
+        "none": lambda: S((2,), None),
+        "not a dtype": lambda: S((2,), "foo"),
+        "equality": lambda: (f64 == S((3,), np.float32), f64 == S((3,), np.float64)),
+        "repr": lambda: repr(S((3,), np.float64, weak_type=True)),
+        "update": lambda: f64.update(shape=(4,)),
+        "like": lambda: S.like(np.ones(3)),
+        "typeof": lambda: (api.typeof(i64), api.typeof(S((3,), np.float64, weak_type=True))),
+        "eval_shape": lambda: (api.eval_shape(lambda x: x * 2, f64),
+                               api.eval_shape(lambda x: x + 1, i64),
+                               api.eval_shape(api.vmap(jnp.sum), S((2, 3), np.int64))),
+        "lower": lambda: (api.jit(lambda x: x * 2).lower(f64).in_avals,
+                          api.jit(lambda x: x * 2).lower(f64).out_info),
+        "compiled call": lambda: api.jit(lambda x: x * 2).lower(f64).compile()(
+            np.ones(3, np.float64 if api.config.jax_enable_x64 else np.float32)).dtype,
+        "make_jaxpr": lambda: str(api.make_jaxpr(lambda x: x * 2)(f64)),
+        "pure_callback": lambda: callback("pure").dtype,
+        "io_callback": lambda: callback("io").dtype,
+        "pure_callback eval_shape": lambda: api.eval_shape(lambda: callback("pure")),
+        "ffi_call eval_shape": lambda: api.eval_shape(
+            lambda x: api.ffi.ffi_call("never_called", f64)(x), S((3,), np.float32)),
+        "zeros_like": lambda: (jnp.zeros_like(f64).dtype, jnp.ones_like(i64).dtype),
+    }
+
+
+def _struct_outcome(fn):
+    try:
+        return ("ok", repr(fn()))
+    except Exception as e:  # noqa: BLE001  (the class and text are what is compared)
+        return ("raise", type(e).__name__, str(e))
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["x32", "x64"])
+@pytest.mark.parametrize("case", sorted(_struct_cases(tracejit, jnp_tj)))
+def test_shape_dtype_struct_keeps_its_dtype(case, x64):
+    """`ShapeDtypeStruct((n,), float64)` is float64 with x64 off too, as in JAX: an argument of
+    its type is float32 then (eval_shape, lower, typeof), a pure_callback/io_callback result of
+    it is refused, an ffi_call result is float64 — JAX's answers and errors, case by case."""
+    import warnings
+    got = []
+    for api, jnp in API:
+        with api.enable_x64(x64), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (JAX's truncation warnings: not compared here)
+            got.append(_struct_outcome(_struct_cases(api, jnp)[case]))
+    assert got[0] == got[1]
