@@ -302,3 +302,30 @@ def test_rejected_with_block_leaves_nothing_behind():
         pass
     assert tracejit.config.jax_default_device is None
     assert not tracejit.config.overridden("jax_default_device")
+
+
+def test_many_threads_entering_and_leaving_blocks():
+    """Four threads each entering and leaving enable_x64 / transfer_guard blocks at random while
+    calling one jitted function (fast path and trace key per thread): every call gets its own
+    thread's dtype (JAX's rule, as the two-thread cases above check against JAX), and when all
+    have left no block is counted open and the transfer guard's hot-path flag is off again."""
+    from tracejit.core import transfer_guard
+    f = tracejit.jit(lambda x: x * 2)
+    wrong = []
+
+    def run(seed):
+        rng = np.random.default_rng(seed)
+        for _ in range(500):
+            on = bool(rng.integers(2))
+            with tracejit.enable_x64(on), tracejit.transfer_guard("allow"):
+                got = f(np.ones(2)).dtype
+            if got != (np.float64 if on else np.float32) or f(np.ones(2)).dtype != np.float32:
+                wrong.append((on, got))
+    threads = [threading.Thread(target=run, args=(seed,)) for seed in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong
+    assert tracejit.config._open == 0 and not any(tracejit.config._open_by_name.values())
+    assert not transfer_guard.guarding
