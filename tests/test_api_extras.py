@@ -124,3 +124,147 @@ def test_top_level_sharding_names_are_jaxs():
     assert tracejit.reshard is tracejit.sharding.reshard
     assert isinstance(tracejit.device_put(np.ones(3)).addressable_shards[0], tracejit.Shard)
     assert tracejit.process_indices() == jax.process_indices() == [0]
+
+
+# --- ShapeDtypeStruct keeps the dtype it is given (JAX's): its uses decide ----------------------
+def _struct_cases(api, jnp):
+    S = api.ShapeDtypeStruct
+    f64, i64 = S((3,), np.float64), S((3,), np.int64)
+
+    def callback(kind):
+        if kind == "pure":
+            return api.pure_callback(lambda: np.ones(3), f64)
+        return api.experimental.io_callback(lambda: np.ones(3), f64)
+    return {
+        "dtypes": lambda: [S((2,), d).dtype for d in (np.float64, np.int64, np.complex128,
+                                                      np.uint64, "float64", float, int, bool)],
+        "none": lambda: S((2,), None),
+        "not a dtype": lambda: S((2,), "foo"),
+        "equality": lambda: (f64 == S((3,), np.float32), f64 == S((3,), np.float64)),
+        "repr": lambda: repr(S((3,), np.float64, weak_type=True)),
+        "update": lambda: f64.update(shape=(4,)),
+        "like": lambda: S.like(np.ones(3)),
+        "typeof": lambda: (api.typeof(i64), api.typeof(S((3,), np.float64, weak_type=True))),
+        "eval_shape": lambda: (api.eval_shape(lambda x: x * 2, f64),
+                               api.eval_shape(lambda x: x + 1, i64),
+                               api.eval_shape(api.vmap(jnp.sum), S((2, 3), np.int64))),
+        "lower": lambda: (api.jit(lambda x: x * 2).lower(f64).in_avals,
+                          api.jit(lambda x: x * 2).lower(f64).out_info),
+        "compiled call": lambda: api.jit(lambda x: x * 2).lower(f64).compile()(
+            np.ones(3, np.float64 if api.config.jax_enable_x64 else np.float32)).dtype,
+        "make_jaxpr": lambda: str(api.make_jaxpr(lambda x: x * 2)(f64)),
+        "pure_callback": lambda: callback("pure").dtype,
+        "io_callback": lambda: callback("io").dtype,
+        "pure_callback eval_shape": lambda: api.eval_shape(lambda: callback("pure")),
+        "ffi_call eval_shape": lambda: api.eval_shape(
+            lambda x: api.ffi.ffi_call("never_called", f64)(x), S((3,), np.float32)),
+        "zeros_like": lambda: (jnp.zeros_like(f64).dtype, jnp.ones_like(i64).dtype),
+    }
+
+
+def _struct_outcome(fn):
+    try:
+        return ("ok", repr(fn()))
+    except Exception as e:  # noqa: BLE001  (the class and text are what is compared)
+        return ("raise", type(e).__name__, str(e))
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["x32", "x64"])
+@pytest.mark.parametrize("case", sorted(_struct_cases(tracejit, jnp_tj)))
+def test_shape_dtype_struct_keeps_its_dtype(case, x64):
+    """`ShapeDtypeStruct((n,), float64)` is float64 with x64 off too, as in JAX: an argument of
+    its type is float32 then (eval_shape, lower, typeof), a pure_callback/io_callback result of
+    it is refused, an ffi_call result is float64 — JAX's answers and errors, case by case."""
+    import warnings
+    got = []
+    for api, jnp in API:
+        with api.enable_x64(x64), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (JAX's truncation warnings: not compared here)
+            got.append(_struct_outcome(_struct_cases(api, jnp)[case]))
+    assert got[0] == got[1]
+
+
+# --- a 64-bit dtype named explicitly with x64 off: truncated, with JAX's warning ----------------
+_F64, _I64 = np.float64, np.int64
+_EXPLICIT_DTYPES = {
+    "astype": lambda api, jnp: jnp.ones(3).astype(_F64),
+    "jnp.astype": lambda api, jnp: jnp.astype(jnp.ones(3), "float64"),
+    "zeros": lambda api, jnp: jnp.zeros(3, _F64),
+    "ones": lambda api, jnp: jnp.ones(3, _I64),
+    "empty": lambda api, jnp: jnp.empty(3, _F64),
+    "full": lambda api, jnp: jnp.full(3, 1, _F64),
+    "zeros_like": lambda api, jnp: jnp.zeros_like(jnp.ones(3), dtype=_F64),
+    "full_like": lambda api, jnp: jnp.full_like(jnp.ones(3), 2, dtype=_F64),
+    "arange": lambda api, jnp: jnp.arange(3, dtype=_F64),
+    "linspace": lambda api, jnp: jnp.linspace(0, 1, 3, dtype=_F64),
+    "eye": lambda api, jnp: jnp.eye(2, dtype=_I64),
+    "tri": lambda api, jnp: jnp.tri(2, dtype=_F64),
+    "asarray": lambda api, jnp: jnp.asarray(np.ones(3), dtype=_F64),
+    "array of a list": lambda api, jnp: jnp.array([1, 2], dtype=_I64),
+    "scalar type": lambda api, jnp: jnp.float64(1),
+    "complex128": lambda api, jnp: jnp.zeros(2, np.complex128),
+    "uint64": lambda api, jnp: jnp.zeros(2, np.uint64),
+    "view": lambda api, jnp: jnp.ones(4, np.float32).view(_F64),
+    "cumsum": lambda api, jnp: jnp.cumsum(jnp.ones(3), dtype=_F64),
+    "mean": lambda api, jnp: jnp.mean(jnp.ones(3), dtype=_F64),
+    "matmul": lambda api, jnp: jnp.matmul(jnp.ones((2, 2)), jnp.ones((2, 2)),
+                                          preferred_element_type=_F64),
+    "lax.convert_element_type": lambda api, jnp: api.lax.convert_element_type(jnp.ones(3), _F64),
+    "lax.full": lambda api, jnp: api.lax.full((3,), 1, _F64),
+    "lax.iota": lambda api, jnp: api.lax.iota(_F64, 3),
+    "lax.argmax": lambda api, jnp: api.lax.argmax(jnp.ones(3), 0, _I64),
+    "lax.dot": lambda api, jnp: api.lax.dot(jnp.ones((2, 2)), jnp.ones((2, 2)),
+                                            preferred_element_type=_F64),
+    "random.uniform": lambda api, jnp: api.random.uniform(api.random.PRNGKey(0), (2,), _F64),
+    "random.randint": lambda api, jnp: api.random.randint(api.random.PRNGKey(0), (2,), 0, 5,
+                                                          _I64),
+    "random.bits": lambda api, jnp: api.random.bits(api.random.PRNGKey(0), (2,), np.uint64),
+    "inside jit": lambda api, jnp: api.jit(lambda: jnp.zeros(2, _F64))(),
+    # (_NO_WARNING:) Python types and values are canonical without one, 32-bit dtypes are kept
+    "Python float": lambda api, jnp: jnp.zeros(2, float),
+    "Python int": lambda api, jnp: jnp.ones(2, int),
+    "float32": lambda api, jnp: jnp.zeros(2, np.float32),
+    "a float64 value": lambda api, jnp: jnp.asarray(np.ones(2)),
+    "zeros_like of a struct": lambda api, jnp: jnp.zeros_like(api.ShapeDtypeStruct((2,), _F64)),
+}
+_NO_WARNING = {"Python float", "Python int", "float32", "a float64 value", "zeros_like of a struct"}
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["x32", "x64"])
+@pytest.mark.parametrize("case", sorted(_EXPLICIT_DTYPES))
+def test_explicit_64_bit_dtype_warns_as_jax(case, x64):
+    """The result's dtype and JAX's "Explicitly requested dtype float64 requested in zeros is
+    not available, and will be truncated ..." UserWarnings, compared with JAX's; tracejit's
+    points at the caller's line."""
+    import warnings
+    got = []
+    for api, jnp in API:
+        with api.enable_x64(x64), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            dtype = str(_EXPLICIT_DTYPES[case](api, jnp).dtype)
+        explicit = [w for w in caught if "Explicitly requested dtype" in str(w.message)]
+        got.append((dtype, sorted({str(w.message) for w in explicit})))
+        if api is tracejit:
+            assert all(w.filename == __file__ and w.category is UserWarning for w in explicit)
+    assert got[0] == got[1]
+    assert bool(got[0][1]) == (not x64 and case not in _NO_WARNING)
+
+
+@pytest.mark.parametrize("value,dtype", [
+    (np.arange(4, dtype=np.float32), np.float64), (np.arange(3, dtype=np.int16), np.int8),
+    (np.arange(8, dtype=np.int8).reshape(2, 4), np.int16), (np.arange(3, dtype=np.int8), np.int16),
+    (np.float32(1.5), np.int32), (np.float32(1.5), np.int64),
+    (np.arange(2, dtype=np.float64), np.uint8)], ids=str)
+def test_view_to_another_itemsize(x64, value, dtype):
+    """Array.view to a wider or narrower dtype resizes the last axis (JAX's, NumPy's), with
+    JAX's errors for a 0-d array and a last axis the new size does not divide."""
+    got = []
+    for _, jnp in API:
+        try:
+            out = jnp.asarray(value).view(dtype)
+            got.append((out.shape, str(out.dtype), np.asarray(out).tobytes()))
+        except ValueError as e:
+            got.append(("raise", str(e)))
+    assert got[0] == got[1]
+    if got[0][0] != "raise":
+        assert got[0][2] == np.asarray(value).view(dtype).tobytes()

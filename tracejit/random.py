@@ -220,7 +220,7 @@ def _shape_of(x: Any) -> tuple[int, ...]:
 
 
 def _float_dtype(name: str, dtype: Any, kinds: str = "float") -> np.dtype:
-    dtype = dtypes.default_float() if dtype is None else dtypes.check_user_dtype(dtype)
+    dtype = dtypes.default_float() if dtype is None else dtypes.check_user_dtype(dtype, fun_name="")
     ok = dtypes.is_float(dtype) or (kinds == "inexact" and dtype.kind == "c")
     if not ok:
         what = "a float or complex" if kinds == "inexact" else "a float"
@@ -229,7 +229,7 @@ def _float_dtype(name: str, dtype: Any, kinds: str = "float") -> np.dtype:
 
 
 def _int_dtype(dtype: Any) -> np.dtype:
-    return dtypes.default_int() if dtype is None else dtypes.check_user_dtype(dtype)
+    return dtypes.default_int() if dtype is None else dtypes.check_user_dtype(dtype, fun_name="")
 
 
 def _const(dtype: np.dtype, value: Any) -> Any:
@@ -254,7 +254,7 @@ def _bcast(x: Any, shape: tuple[int, ...], op: str) -> Any:
 def bits(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Uniform random bits as unsigned integers (default uint32; uint64 under x64)."""
     data, _ = _check_prng_key("bits", key)
-    dtype = dtypes.default_uint() if dtype is None else dtypes.check_user_dtype(dtype)
+    dtype = dtypes.default_uint() if dtype is None else dtypes.check_user_dtype(dtype, fun_name="")
     if dtype.kind != "u":
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
     return prng.random_bits(data, dtype.itemsize * 8, check_shape(shape))
@@ -264,7 +264,7 @@ def uniform(key: Any, shape: Sequence[int] = (), dtype: Any = None, minval: Any 
             maxval: Any = 1.0) -> Any:
     """Uniform floats in [minval, maxval): mantissa bits of 1.0 + random, minus 1 (JAX's)."""
     data, _ = _check_prng_key("uniform", key)
-    dtype = dtypes.default_float() if dtype is None else dtypes.check_user_dtype(dtype)
+    dtype = dtypes.default_float() if dtype is None else dtypes.check_user_dtype(dtype, fun_name="")
     shape = check_shape(shape)
     if not dtypes.is_float(dtype):
         raise ValueError(f"dtype argument to `uniform` must be a float dtype, got {dtype}")
@@ -351,7 +351,7 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Sequence[int] | No
     mean, cov = promote_dtypes_inexact(jnp.asarray(mean), jnp.asarray(cov))
     if method not in ("svd", "eigh", "cholesky"):
         raise ValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
-    dtype = get_aval(mean).dtype if dtype is None else dtypes.check_user_dtype(dtype)
+    dtype = get_aval(mean).dtype if dtype is None else dtypes.check_user_dtype(dtype, fun_name="")
     if not dtypes.is_float(dtype):
         raise ValueError("dtype argument to `multivariate_normal` must be a float dtype, got "
                          f"{dtype}")

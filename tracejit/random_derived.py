@@ -181,7 +181,7 @@ def generalized_normal(key: Any, p: Any, shape: Sequence[int] = (), dtype: Any =
     """Density ∝ exp(-|x|^p): a random sign times Gamma(1/p) ** (1/p)."""
     shape = check_shape(shape)
     data, _ = _check_prng_key("generalized_normal", key)
-    dtype = dtypes.default_float() if dtype is None else dtypes.check_user_dtype(dtype)
+    dtype = dtypes.default_float() if dtype is None else dtypes.check_user_dtype(dtype, fun_name="")
     return _generalized_normal(data, p, shape, dtype)
 
 
@@ -198,7 +198,7 @@ def ball(key: Any, d: int, p: float = 2, shape: Sequence[int] = (), dtype: Any =
     generalized normals divided by (sum |g|^p + exponential) ** (1/p)."""
     shape = check_shape(shape)
     data, _ = _check_prng_key("ball", key)
-    dtype = dtypes.default_float() if dtype is None else dtypes.check_user_dtype(dtype)
+    dtype = dtypes.default_float() if dtype is None else dtypes.check_user_dtype(dtype, fun_name="")
     d = operator.index(concrete_value(d, "The error occurred in jax.random.ball()"))
     k1, k2 = _split2(data)
     g = _generalized_normal(k1, p, (*shape, d), dtype)
@@ -359,7 +359,7 @@ def multinomial(key: Any, n: Any, p: Any, *, shape: Sequence[int] | None = None,
     shape = get_aval(p).shape if shape is None else check_shape(shape)
     if not shape:
         raise ValueError("multinomial needs p (or shape) with at least one axis of categories")
-    dtype = get_aval(n).dtype if dtype is None else dtypes.check_user_dtype(dtype)
+    dtype = get_aval(n).dtype if dtype is None else dtypes.check_user_dtype(dtype, fun_name="")
     n = jnp.broadcast_to(n, shape[:-1])
     p = jnp.moveaxis(jnp.broadcast_to(p, shape), -1, 0)
     remaining = lax.cumsum(p, 0, reverse=True)

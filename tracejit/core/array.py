@@ -56,19 +56,41 @@ class DLDeviceType(enum.IntEnum):
     kDLROCM = 10
 
 
-# jax_default_device as the sharding uncommitted arrays made now report (None: device 0)
+# jax_default_device as the sharding uncommitted arrays made now report (None: device 0): the
+# process-wide value's; while some thread is inside a `with jax.default_device(...)` block
+# (`_homes_local`), each array reads its own thread's
 _HOME: Any = None
+_homes_local = False
+_HOMES: dict = {}  # device -> its sharding, for the with-blocks' values
+
+
+def _home_of(device: Any) -> Any:
+    if device is not None and device != "cpu":
+        check_device(device, "jax.default_device")
+    if device in (None, "cpu") or device is default_sharding()._device:
+        return None
+    home = _HOMES.get(device)
+    if home is None:
+        home = _HOMES[device] = SingleDeviceSharding(device)
+    return home
 
 
 def _set_home(device: Any) -> None:
     global _HOME
-    if device is not None and device != "cpu":
-        check_device(device, "jax.default_device")
-    _HOME = None if device in (None, "cpu") or device is default_sharding()._device \
-        else SingleDeviceSharding(device)
+    _HOME = _home_of(device)
 
 
-config.watch("jax_default_device", _set_home)
+def _thread_home_changed(device: Any) -> None:
+    global _homes_local
+    _home_of(device)  # (raises for a device not of this process: the with-block does not begin)
+    _homes_local = config.overridden("jax_default_device")
+
+
+def _thread_home() -> Any:
+    return _home_of(config.read("jax_default_device"))
+
+
+config.watch("jax_default_device", _set_home, local=_thread_home_changed)
 
 
 class Array(ArrayMetadata):
@@ -88,7 +110,7 @@ class Array(ArrayMetadata):
         self._sharding = None
         # where it lives uncommitted: the jax_default_device in effect when it was made (None:
         # device 0). Only what it reports: every device reads this process's memory.
-        self._home = _HOME
+        self._home = _HOME if not _homes_local else _thread_home()
 
     def __del__(self, _finalizing=sys.is_finalizing):
         # a native output: its buffer may serve the next call — unless Python is shutting
@@ -345,20 +367,26 @@ def _gc_phase(phase: str, info: dict) -> None:
 
 
 def _guarded_del(self, _finalizing=sys.is_finalizing):
-    if _COLLECTING:
-        if config.read("jax_array_garbage_collection_guard") == "fatal":
+    if _COLLECTING:  # (the level of the thread the collection runs in, as JAX reads it)
+        level = config.read("jax_array_garbage_collection_guard")
+        if level == "fatal":
             os.write(2, f"Fatal: {_GC_MESSAGE}\n".encode())
             os.abort()  # (JAX's fatal level ends the process)
-        _logger.error(_GC_MESSAGE)
+        if level == "log":
+            _logger.error(_GC_MESSAGE)
     _plain_del(self, _finalizing)
 
 
+_GC_GUARD = "jax_array_garbage_collection_guard"
+_gc_global_level: str | None = None
 _logger = None  # the `tracejit` logger, once a guard is set (no import inside a finalizer)
 
 
-def _set_gc_guard(level: str | None) -> None:
+def _install_gc_guard() -> None:
+    """The checking finalizer while the process-wide level or some thread's with-block logs or
+    is fatal; it reads the collecting thread's level."""
     global _logger
-    guarded = level in ("log", "fatal")
+    guarded = _gc_global_level in ("log", "fatal") or config.overridden(_GC_GUARD)
     if guarded and _logger is None:
         import logging  # (here: `import tracejit` need not import it for this)
         _logger = logging.getLogger("tracejit")
@@ -369,8 +397,14 @@ def _set_gc_guard(level: str | None) -> None:
         gc.callbacks.remove(_gc_phase)
 
 
-config.watch("jax_array_garbage_collection_guard", _set_gc_guard)
-_set_gc_guard(config.read("jax_array_garbage_collection_guard"))  # ($JAX_ARRAY_GARBAGE_...)
+def _set_gc_guard(level: str | None) -> None:
+    global _gc_global_level
+    _gc_global_level = level
+    _install_gc_guard()
+
+
+config.watch(_GC_GUARD, _set_gc_guard, local=lambda level: _install_gc_guard())
+_set_gc_guard(config.read(_GC_GUARD))  # ($JAX_ARRAY_GARBAGE_COLLECTION_GUARD)
 
 
 def _rebuild(value: np.ndarray, weak_type: bool) -> Array:

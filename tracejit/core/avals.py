@@ -144,23 +144,48 @@ class ArrayMetadata:
 
 
 class ShapeDtypeStruct:
-    """A shape and dtype standing for an argument in `jit(f).lower(...)` and `eval_shape`."""
+    """A shape and dtype standing for an argument in `jit(f).lower(...)` and `eval_shape`, or for
+    a result of pure_callback / ffi_call. As in JAX it keeps the dtype it is given (float64 with
+    x64 off too): its uses decide — an argument's type is canonical (`aval`), pure_callback
+    refuses a 64-bit result with x64 off, ffi_call's result has the dtype given."""
     __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
     def __init__(self, shape, dtype, *, weak_type: bool = False, sharding=None):
         self.shape = tuple(int(d) for d in shape)
-        self.dtype = dtypes.check_user_dtype(dtype) if dtype is not None else None
-        if self.dtype is None:
-            raise TypeError("ShapeDtypeStruct: dtype must be specified.")
+        if dtype is None:
+            raise ValueError("ShapeDtypeStruct: dtype must be specified.")
+        self.dtype = dtype if isinstance(dtype, dtypes.ExtendedDType) else np.dtype(dtype)
         self.weak_type = weak_type
         self.sharding = sharding
+
+    @classmethod
+    def like(cls, x: Any) -> ShapeDtypeStruct:
+        """The struct of an array's (or anything with a type's) type, as JAX's: canonical dtype
+        and weak type; the sharding of a committed Array."""
+        from .trace import typeof  # (trace imports this module)
+        aval = typeof(x)
+        committed = getattr(x, "committed", True)
+        sharding = getattr(x, "sharding", None) if committed else None
+        return cls(aval.shape, aval.dtype, weak_type=aval.weak_type, sharding=sharding)
+
+    def update(self, **kwargs: Any) -> ShapeDtypeStruct:
+        """A copy with the fields named replaced (JAX's `ShapeDtypeStruct.update`)."""
+        fields = {"shape": self.shape, "dtype": self.dtype, "weak_type": self.weak_type,
+                  "sharding": self.sharding}
+        unknown = set(kwargs) - set(fields)
+        if unknown:
+            raise TypeError(f"ShapeDtypeStruct.update got unexpected fields {sorted(unknown)}")
+        fields.update(kwargs)
+        return ShapeDtypeStruct(fields.pop("shape"), fields.pop("dtype"), **fields)
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))
 
     @property
     def aval(self) -> ShapedArray:
-        return ShapedArray(self.shape, self.dtype, self.weak_type)
+        """The type of an argument of this struct: its dtype canonical (JAX's
+        shaped_abstractify), float32 for float64 with x64 off."""
+        return ShapedArray(self.shape, dtypes.canonicalize_dtype(self.dtype), self.weak_type)
 
     def __eq__(self, other):
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape

@@ -2,12 +2,15 @@
 
 `config.update("jax_enable_x64", True)` and `config.jax_enable_x64` work as in JAX. Options that
 change what a traced program means are part of every jit cache key (`config.trace_key()`).
+As in JAX, `config.update` sets an option's process-wide value (what a new thread sees) and the
+context managers (`with jax.enable_x64(): ...`) set it for the calling thread alone.
 """
 from __future__ import annotations
 
 import contextlib
 import functools
 import os
+import threading
 from typing import Any
 
 # name -> (default, affects tracing semantics?)
@@ -131,6 +134,18 @@ def _env_default(name: str, default: Any) -> Any:
     return raw
 
 
+class _ThreadValues(threading.local):
+    """One thread's with-blocks: the options they set now, and that thread's trace key."""
+
+    def __init__(self) -> None:
+        self.overrides: dict[str, Any] = {}
+        # (the process-wide key it was made from, the thread's own key); None: make it again
+        self.key: tuple | None = None
+
+
+_UNSET = object()
+
+
 class Config:
     def __init__(self) -> None:
         self._values = {k: _env_default(k, d) for k, (d, _) in _OPTIONS.items()}
@@ -140,12 +155,20 @@ class Config:
         self._trace_key_cache: tuple | None = None
         self._frozen: dict[str, tuple[Any, str]] = {}
         self._watchers: dict[str, list] = {}
+        self._local_watchers: dict[str, list] = {}
+        self._thread = _ThreadValues()
+        # with-blocks open now in all threads, in all and per option: while there are none
+        # (nearly always) a read is one dict lookup, as before options could be thread-local
+        self._open = 0
+        self._open_by_name: dict[str, int] = {}
+        self._lock = threading.RLock()  # (the counts, and the local watchers called in order)
 
     def freeze(self, name: str, value: Any, message: str) -> None:
         """From now on `name` keeps `value`: setting another raises RuntimeError(message)."""
         self._frozen[name] = (value, message)
 
-    def update(self, name: str, value: Any) -> None:
+    def _check(self, name: str, value: Any) -> None:
+        """Raise as JAX does for a value option `name` cannot take (update and with-blocks)."""
         if name not in _OPTIONS:
             raise AttributeError(f"Unrecognized config option: {name}")
         allowed = _ENUMS.get(name)
@@ -156,48 +179,115 @@ class Config:
                              f"type {type(value)}.")
         if name == "jax_default_device":
             _check_default_device(value)
-        if name == "jax_transfer_guard":  # set-only: it sets the three directions
-            for direction in _TRANSFER_DIRECTIONS:
-                self.update(direction, value)
         frozen = self._frozen.get(name)
         if frozen is not None and value != frozen[0]:
             raise RuntimeError(frozen[1])
+
+    def update(self, name: str, value: Any) -> None:
+        """Set the process-wide value: every thread's, except inside its own with-blocks of
+        `name` (they keep theirs, and the process-wide value holds again after them)."""
+        self._check(name, value)
+        if name == "jax_transfer_guard":  # set-only: it sets the three directions
+            for direction in _TRANSFER_DIRECTIONS:
+                self.update(direction, value)
         for fn in self._watchers.get(name, ()):
             fn(value)
         self._values[name] = value
         self._trace_key_cache = None
 
-    def watch(self, name: str, fn) -> None:
+    def watch(self, name: str, fn, local=None) -> None:
         """Call fn(new value) at every `update` of option `name`, before it takes the value (a
-        ValueError it raises rejects the value): for settings native code reads from memory."""
+        ValueError it raises rejects the value): for settings native code reads from memory.
+        `local(value)` is called when a with-block of `name` in any thread begins (with its
+        value, just after it took effect in that thread; an exception it raises rejects it and
+        must leave its own state as it was) or ends (with the value that thread has again); `overridden(name)` then says whether any thread is
+        inside one (JAX's update_global_hook / update_thread_local_hook)."""
         self._watchers.setdefault(name, []).append(fn)
+        if local is not None:
+            self._local_watchers.setdefault(name, []).append(local)
+
+    def overridden(self, name: str) -> bool:
+        """Whether some thread is inside a with-block of option `name` now."""
+        return bool(self._open_by_name.get(name))
 
     def read(self, name: str) -> Any:
+        """The calling thread's value: its innermost with-block's, else the process-wide one."""
+        if self._open:
+            overrides = self._thread.overrides
+            if name in overrides:
+                return overrides[name]
+        return self._values[name]
+
+    def read_global(self, name: str) -> Any:
+        """The process-wide value (`config.update`'s), whatever the caller's with-blocks say."""
         return self._values[name]
 
     def __getattr__(self, name: str) -> Any:
         values = self.__dict__.get("_values")
         if values is not None and name in values:
+            if self._open:  # (read's body: dtype rules read x64 so, op after op)
+                overrides = self._thread.overrides
+                if name in overrides:
+                    return overrides[name]
             return values[name]
         raise AttributeError(f"Unrecognized config option: {name}")
 
     def trace_key(self) -> tuple:
-        """The options a traced program depends on, for jit cache keys. A new tuple after every
-        `update` (of any option): a key held from before and compared with `is` tells whether
+        """The options a traced program depends on, as the calling thread sees them, for jit
+        cache keys. A new tuple after every `update` (of any option) and, in a thread, at every
+        with-block's start and end: a key held from before and compared with `is` tells whether
         anything changed since (jit's dispatch fast path stamps its entries so)."""
-        if self._trace_key_cache is None:
-            self._trace_key_cache = tuple(
+        key = self._trace_key_cache
+        if key is None:
+            key = self._trace_key_cache = tuple(
                 self._values[k] for k, (_, semantic) in _OPTIONS.items() if semantic)
-        return self._trace_key_cache
+        if self._open:
+            thread = self._thread
+            if thread.overrides:  # (any option, semantic or not: a new key, as `update` makes)
+                own = thread.key
+                if own is None or own[0] is not key:
+                    own = thread.key = (key, tuple(
+                        self.read(k) for k, (_, semantic) in _OPTIONS.items() if semantic))
+                return own[1]
+        return key
 
     @contextlib.contextmanager
     def _override(self, name: str, value: Any):
-        old = self._values[name]
-        self.update(name, value)
+        """`name` is `value` in this thread until the block ends (also by an exception); other
+        threads, and threads started inside it, keep the process-wide value."""
+        self._check(name, value)
+        thread = self._thread
+        old = thread.overrides.get(name, _UNSET)
+        self._enter(thread, name, value, old)
         try:
             yield
         finally:
-            self.update(name, old)
+            with self._lock:
+                self._restore(thread, name, old)
+                for fn in self._local_watchers.get(name, ()):
+                    fn(self.read(name))
+
+    def _enter(self, thread: _ThreadValues, name: str, value: Any, old: Any) -> None:
+        with self._lock:
+            self._open += 1
+            self._open_by_name[name] = self._open_by_name.get(name, 0) + 1
+            thread.overrides[name] = value
+            thread.key = None
+            try:
+                for fn in self._local_watchers.get(name, ()):
+                    fn(value)
+            except BaseException:  # (the watcher that raised kept its state: only undo ours)
+                self._restore(thread, name, old)
+                raise
+
+    def _restore(self, thread: _ThreadValues, name: str, old: Any) -> None:
+        if old is _UNSET:
+            del thread.overrides[name]
+        else:
+            thread.overrides[name] = old
+        thread.key = None
+        self._open_by_name[name] -= 1
+        self._open -= 1
 
 
 def _check_default_device(value: Any) -> None:

@@ -5,7 +5,10 @@ Everything that decides a result dtype asks this module; nothing else hard-codes
 from __future__ import annotations
 
 import functools
+import os
+import sys
 import threading
+import warnings
 from typing import Any
 
 import numpy as np
@@ -370,8 +373,10 @@ def promote_types(a: Any, b: Any) -> np.dtype:
     return node if node in (da, db) else canonicalize_dtype(node)
 
 
-def check_user_dtype(dtype: Any, name: str = "dtype") -> np.dtype:
-    """Parse a user-given dtype argument; a clear TypeError if it is not one."""
+def check_user_dtype(dtype: Any, name: str = "dtype", fun_name: str | None = None) -> np.dtype:
+    """Parse a user-given dtype argument; a clear TypeError if it is not one. A 64-bit dtype
+    named explicitly (not a Python type) with x64 off is truncated with JAX's UserWarning,
+    which names the tracejit function the user called (`fun_name`: that name; "": none)."""
     if dtype is None:
         raise TypeError(f"{name} must not be None here")
     if dtype is int:
@@ -388,7 +393,38 @@ def check_user_dtype(dtype: Any, name: str = "dtype") -> np.dtype:
         raise TypeError(f"{name}={dtype!r} is not a valid dtype") from e
     if parsed not in _supported:
         raise TypeError(f"JAX only supports number and bool dtypes, got {name}={parsed}")
-    return canonicalize_dtype(parsed)
+    canonical = canonicalize_dtype(parsed)
+    if canonical != parsed:
+        _warn_truncated(parsed, canonical, fun_name)
+    return canonical
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _warn_truncated(dtype: np.dtype, canonical: np.dtype, fun_name: str | None) -> None:
+    """JAX's warning, at the user's line: the first frame outside tracejit. Unless given, the
+    function named is the outermost public one of the tracejit frames below it (what the user
+    called: `zeros`, `astype`, `convert_element_type`)."""
+    frame, outermost = sys._getframe(2), None
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        if not frame.f_code.co_name.startswith(("_", "<")):
+            outermost = frame.f_code.co_name
+        frame = frame.f_back
+    if fun_name is None:
+        fun_name = outermost or ""
+    where = f" requested in {fun_name}" if fun_name else ""
+    message = (f"Explicitly requested dtype {dtype}{where} is not available, and will be "
+               f"truncated to dtype {canonical.name}. To enable more dtypes, set the "
+               "jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell environment "
+               "variable. See https://github.com/jax-ml/jax#current-gotchas for more.")
+    if frame is None:
+        warnings.warn(message, UserWarning, stacklevel=3)
+        return
+    module = frame.f_globals.get("__name__", "")
+    registry = frame.f_globals.setdefault("__warningregistry__", {})
+    warnings.warn_explicit(message, UserWarning, frame.f_code.co_filename, frame.f_lineno,
+                           module, registry, frame.f_globals)
 
 
 def short_name(dtype: np.dtype) -> str:

@@ -31,5 +31,7 @@ def check() -> None:
                            "operations from the one thread, in the same order.")
 
 
-config.watch("jax_thread_guard", _set)
+# (a with-block sets the one guard of the process too, as JAX's thread-local hook does: the guard
+# is about which thread may run these operations)
+config.watch("jax_thread_guard", _set, local=_set)
 _set(config.read("jax_thread_guard"))  # (from $JAX_THREAD_GUARD)

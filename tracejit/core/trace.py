@@ -19,7 +19,7 @@ import numpy as np
 
 from . import dtypes, errors, interpret
 from .array import Array, BaseArray
-from .avals import ArrayMetadata, ShapedArray
+from .avals import ArrayMetadata, ShapedArray, ShapeDtypeStruct
 from .config import config
 from .traceback_util import include_filename
 from .jaxpr import (ClosedJaxpr, Eqn, Jaxpr, Literal, SourceInfo, Var, check_jaxpr,
@@ -292,6 +292,8 @@ def typeof(x: Any) -> ShapedArray:
         return handler(x)
     if isinstance(x, Tracer):
         return x.typed_aval()
+    if type(x) is ShapeDtypeStruct:  # (its dtype canonical, as JAX types it)
+        return x.aval
     if type(x) is Array and x._sharding is not None:
         typed = explicit_type_sharding(x._sharding, x.aval.ndim)
         if typed is not None:  # (JAX's types carry a layout over Explicit axes)

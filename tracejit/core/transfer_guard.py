@@ -1,6 +1,7 @@
 """Transfer guards (`jax.transfer_guard`): what JAX does when host data moves onto a device, here
 where NumPy arrays and Python scalars become Arrays (numpy/_util.py, lax/_base.py, jit's calls,
-device_put). Off (the default), callers test one module flag and nothing else runs.
+device_put). Off (the default), callers test one module flag and nothing else runs. The level is
+the calling thread's (a `with jax.transfer_guard(...)` block guards its own thread only, as JAX's).
 
 On CPU JAX counts host-to-device transfers only: a NumPy array or Python scalar given to a jitted
 function or to an eager jnp/lax operation (implicit), or to device_put (explicit). Reading an
@@ -15,25 +16,33 @@ import numpy as np
 from .config import config
 from .errors import JaxRuntimeError
 
-# whether the host-to-device level is anything but "allow" (the only test on the hot paths)
+_H2D = "jax_transfer_guard_host_to_device"
+# whether the process-wide host-to-device level is anything but "allow", or some thread is inside
+# a with-block of it (the only test on the hot paths; host_to_device reads the thread's level)
 guarding = False
-_level: str | None = None
+_global_guards = False
 
 
 def _set_level(value: str | None) -> None:
-    global guarding, _level
-    _level, guarding = value, value not in (None, "allow")
+    global guarding, _global_guards
+    _global_guards = value not in (None, "allow")
+    guarding = _global_guards or config.overridden(_H2D)
 
 
-config.watch("jax_transfer_guard_host_to_device", _set_level)
-_set_level(config.read("jax_transfer_guard_host_to_device"))  # (from $JAX_TRANSFER_GUARD_...)
+def _thread_level(value: str | None) -> None:
+    global guarding
+    guarding = _global_guards or config.overridden(_H2D)
+
+
+config.watch(_H2D, _set_level, local=_thread_level)
+_set_level(config.read(_H2D))  # (from $JAX_TRANSFER_GUARD_...)
 
 
 def host_to_device(aval, explicit: bool = False, sharding=None) -> None:
     """Host data of type `aval` is about to become an Array (on `sharding`, default: device 0):
     log or refuse it as the guard level says. Constants of a program being staged are not
     transfers (JAX embeds them), so nothing is checked while a jit trace records."""
-    level = _level
+    level = config.read(_H2D)
     if level in (None, "allow") or explicit and level in ("log", "disallow"):
         return
     from .trace import current_dynamic_trace  # (trace imports this module's importers)

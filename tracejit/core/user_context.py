@@ -11,8 +11,9 @@ _COUNT = itertools.count()
 
 
 class UserConfig:
-    """A user context: `ctx(value)` is a with-block with `value` in effect; a jitted function
-    called with another value in effect traces and compiles again (its own cache entry)."""
+    """A user context: `ctx(value)` is a with-block with `value` in effect in its thread (as JAX's:
+    `set_global` sets what threads see outside their blocks); a jitted function called with
+    another value in effect traces and compiles again (its own cache entry)."""
 
     def __init__(self, default_value: Any):
         # an option of its own, part of the trace key (the second field: semantic)
@@ -26,7 +27,7 @@ class UserConfig:
         return config.read(self._name)
 
     def get_global(self) -> Any:
-        return config.read(self._name)
+        return config.read_global(self._name)
 
     def set_global(self, new_value: Any) -> None:
         config.update(self._name, new_value)

@@ -421,7 +421,7 @@ def iota(dtype: Any, size: int):
 
 
 def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int):
-    dtype = dtypes.check_user_dtype(dtype)
+    dtype = dtypes.check_user_dtype(dtype, fun_name="broadcasted_iota")  # (iota's too, as JAX)
     shape = check_shape(shape)
     return iota_p.bind(dtype=dtype, shape=shape, dimension=int(dimension))
 

@@ -110,10 +110,27 @@ def _imag(self):
 
 
 def _view(self, dtype=None):
+    """JAX's (NumPy's) view: to a wider or narrower dtype the last axis shrinks or grows, where
+    bitcast_convert_type adds or drops a trailing axis."""
     if dtype is None:
         return self
+    from ..core import dtypes
     from ..lax import lenient as lax
-    return lax.bitcast_convert_type(self, dtype)
+    dtype = dtypes.check_user_dtype(dtype, fun_name="view")
+    size_in, size_out = self.dtype.itemsize, dtype.itemsize
+    if size_in == size_out:
+        return lax.bitcast_convert_type(self, dtype)
+    if not self.shape:
+        raise ValueError("view() of a 0d array is only supported if the itemsize is unchanged.")
+    *lead, last = self.shape
+    if last * size_in % size_out:
+        raise ValueError("When changing to a larger dtype, its size must be a divisor of the "
+                         "total size in bytes of the last axis of the array.")
+    if size_in < size_out:
+        factor = size_out // size_in
+        return lax.bitcast_convert_type(lax.reshape(self, (*lead, last // factor, factor)),
+                                        dtype)
+    return lax.reshape(lax.bitcast_convert_type(self, dtype), (*lead, last * size_in // size_out))
 
 
 def install(namespace: dict[str, Any]) -> list[str]:

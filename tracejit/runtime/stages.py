@@ -129,6 +129,11 @@ class _Stage:
         infos = [ArgInfo(a, d) for a, d in zip(self._entry.in_avals, self._entry.donated)]
         return tree_unflatten(self._entry.in_tree, infos)
 
+    @property
+    def in_avals(self):
+        """The arguments' types, as the (args, kwargs) tree (JAX's `Stage.in_avals`)."""
+        return tree_unflatten(self._entry.in_tree, list(self._entry.in_avals))
+
     def cost_analysis(self) -> dict[str, float]:
         return cost_analysis(self._entry.closed.jaxpr)
 
