@@ -154,7 +154,7 @@ class ShapeDtypeStruct:
         self.shape = tuple(int(d) for d in shape)
         if dtype is None:
             raise ValueError("ShapeDtypeStruct: dtype must be specified.")
-        self.dtype = dtype if isinstance(dtype, dtypes.ExtendedDType) else np.dtype(dtype)
+        self.dtype = dtype if isinstance(dtype, dtypes.ExtendedDType) else dtypes.np_dtype(dtype)
         self.weak_type = weak_type
         self.sharding = sharding
 
