@@ -1,6 +1,6 @@
 """Special functions that need loops, as scalar LLVM IR for the kernels codegen emits: the
 incomplete gamma and beta functions (series and continued fractions that run per element until
-that element converges) and the Hurwitz zeta function (math.py's Euler-Maclaurin code).
+that element converges); the Hurwitz zeta function is math.py's ("zeta").
 
 Unlike math.py's polynomials these are real loops (basic blocks with phi nodes), so the loop
 vectorizer leaves a kernel that calls them scalar; each element stops as soon as it converges,
@@ -243,37 +243,32 @@ def _betainc(e: _Emitter, a, b, x):
     return e.select(is_nan, math.nan, out)
 
 
-def _zeta(e: _Emitter, s, q):
-    """Hurwitz zeta for real s: math.py's Euler-Maclaurin sum (float64, rounded for float32)
-    where it converges (s > 1); inf at s = 1, NaN below, at s = inf or q = inf, and for q < 0
-    unless s is an integer (the sum is complex there)."""
-    if not e.f64:
-        d = _Emitter(e.b, ir.DoubleType())
-        return e.b.fptrunc(_zeta(d, e.b.fpext(s, d.ty), e.b.fpext(q, d.ty)), e.ty)
-    s_int = e.eq(e.floor(s), s)
-    ok = e.and_(e.gt(s, 1.0), e.lt(s, math.inf))
-    ok = e.and_(ok, e.or_(e.ge(q, 0.0), s_int))
-    res = m._zeta(e, e.select(ok, s, 2.0), q)
-    res = e.select(ok, res, math.nan)
-    res = e.select(e.and_(e.eq(s, 1.0), e.not_(e.isnan(q))), math.inf, res)
-    return e.select(e.eq(q, math.inf), math.nan, res)
-
-
-def _emitter(fn: Callable):
-    """An EMITTERS entry: float16 computes in float32 (bfloat16 already is float32)."""
+def _emitter(name: str, fn: Callable):
+    """An EMITTERS entry: a call of the module's one function for `name` (its loops emitted
+    once per module and type, inlined by LLVM at each call: math.emit_function); float16
+    computes in float32 (bfloat16 already is float32)."""
     def emit(b: ir.IRBuilder, in_dtypes, out_dtype, args, params):
         if isinstance(args[0].type, ir.HalfType):
             f32 = ir.FloatType()
-            return b.fptrunc(fn(_Emitter(b, f32), *[b.fpext(v, f32) for v in args]),
+            return b.fptrunc(m.emit_function(b, name, fn, *[b.fpext(v, f32) for v in args]),
                              args[0].type)
-        return fn(_Emitter(b, args[0].type), *args)
+        return m.emit_function(b, name, fn, *args)
     return emit
 
 
+def _zeta(b: ir.IRBuilder, in_dtypes, out_dtype, args, params):
+    """zeta_p: math.py's Hurwitz zeta (no loops: a fixed number of terms)."""
+    if isinstance(args[0].type, ir.HalfType):
+        f32 = ir.FloatType()
+        return b.fptrunc(m.emit(b, "zeta", *[b.fpext(v, f32) for v in args]), args[0].type)
+    return m.emit(b, "zeta", *args)
+
+
 EMITTERS = {
-    lsp.igamma_p: _emitter(_igamma), lsp.igammac_p: _emitter(_igammac),
-    lsp.igamma_grad_a_p: _emitter(_igamma_derivative(lsp.DERIVATIVE)),
-    lsp.random_gamma_grad_p: _emitter(_igamma_derivative(lsp.SAMPLE_DERIVATIVE)),
-    lsp.regularized_incomplete_beta_p: _emitter(_betainc),
-    lsp.zeta_p: _emitter(_zeta),
+    lsp.igamma_p: _emitter("igamma", _igamma), lsp.igammac_p: _emitter("igammac", _igammac),
+    lsp.igamma_grad_a_p: _emitter("igamma_grad_a", _igamma_derivative(lsp.DERIVATIVE)),
+    lsp.random_gamma_grad_p: _emitter("random_gamma_grad",
+                                      _igamma_derivative(lsp.SAMPLE_DERIVATIVE)),
+    lsp.regularized_incomplete_beta_p: _emitter("betainc", _betainc),
+    lsp.zeta_p: _zeta,
 }
