@@ -4,7 +4,8 @@
 its first use, inlined by LLVM before it optimises: `_math_function`), whose body is scalar
 float32/float64 IR built only from arithmetic, `select`, integer bit operations and intrinsics
 that have vector forms (fma, fabs, sqrt, floor, ceil, rint, copysign, minimum, maximum), so the
-loop vectorizer widens a loop that calls it.
+loop vectorizer widens a loop that calls it. `emit_function` does the same (one function per
+module, inlined at each call) for bodies built elsewhere: special_math's loops.
 libm calls would stay scalar and cost 5x or more. Every branch of a piecewise method is
 computed and one result is chosen with `select`. No fast-math flags anywhere: NaN, infinities,
 signed zeros and subnormals follow IEEE (and NumPy/SciPy) everywhere; float32 exp, log, log1p,
@@ -88,8 +89,8 @@ from ...lax import elementwise as _xla
 from ...lax.elementwise import _GILES64, _GILES_LARGE, _GILES_SMALL
 
 __all__ = ["BIG_TRIG_SYMBOLS", "NAMES", "VECTOR_WIDTHS", "big_trig_routine", "emit",
-           "emit_function", "inline_slow_paths", "inlined_lines", "inlined_size", "repeated", "repetitions",
-           "vector_variant_symbol"]
+           "emit_function", "inline_slow_paths", "inlined_lines", "inlined_size", "repeated",
+           "repetitions", "vector_variant_symbol"]
 
 
 class _Emitter:

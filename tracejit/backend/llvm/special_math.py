@@ -243,32 +243,29 @@ def _betainc(e: _Emitter, a, b, x):
     return e.select(is_nan, math.nan, out)
 
 
-def _emitter(name: str, fn: Callable):
-    """An EMITTERS entry: a call of the module's one function for `name` (its loops emitted
-    once per module and type, inlined by LLVM at each call: math.emit_function); float16
-    computes in float32 (bfloat16 already is float32)."""
+def _emitter(call: Callable):
+    """An EMITTERS entry computing `call(builder, *operands)`: float16 computes in float32
+    (bfloat16 already is float32)."""
     def emit(b: ir.IRBuilder, in_dtypes, out_dtype, args, params):
         if isinstance(args[0].type, ir.HalfType):
             f32 = ir.FloatType()
-            return b.fptrunc(m.emit_function(b, name, fn, *[b.fpext(v, f32) for v in args]),
-                             args[0].type)
-        return m.emit_function(b, name, fn, *args)
+            return b.fptrunc(call(b, *[b.fpext(v, f32) for v in args]), args[0].type)
+        return call(b, *args)
     return emit
 
 
-def _zeta(b: ir.IRBuilder, in_dtypes, out_dtype, args, params):
-    """zeta_p: math.py's Hurwitz zeta (no loops: a fixed number of terms)."""
-    if isinstance(args[0].type, ir.HalfType):
-        f32 = ir.FloatType()
-        return b.fptrunc(m.emit(b, "zeta", *[b.fpext(v, f32) for v in args]), args[0].type)
-    return m.emit(b, "zeta", *args)
+def _looped(name: str, body: Callable):
+    """An EMITTERS entry calling the module's one function for `name` (its loops built once
+    per module and type, inlined by LLVM at each call: math.emit_function)."""
+    return _emitter(lambda b, *args: m.emit_function(b, name, body, *args))
 
 
 EMITTERS = {
-    lsp.igamma_p: _emitter("igamma", _igamma), lsp.igammac_p: _emitter("igammac", _igammac),
-    lsp.igamma_grad_a_p: _emitter("igamma_grad_a", _igamma_derivative(lsp.DERIVATIVE)),
-    lsp.random_gamma_grad_p: _emitter("random_gamma_grad",
-                                      _igamma_derivative(lsp.SAMPLE_DERIVATIVE)),
-    lsp.regularized_incomplete_beta_p: _emitter("betainc", _betainc),
-    lsp.zeta_p: _zeta,
+    lsp.igamma_p: _looped("igamma", _igamma), lsp.igammac_p: _looped("igammac", _igammac),
+    lsp.igamma_grad_a_p: _looped("igamma_grad_a", _igamma_derivative(lsp.DERIVATIVE)),
+    lsp.random_gamma_grad_p: _looped("random_gamma_grad",
+                                     _igamma_derivative(lsp.SAMPLE_DERIVATIVE)),
+    lsp.regularized_incomplete_beta_p: _looped("betainc", _betainc),
+    # (no loops: a fixed number of terms, so one of math.py's own functions)
+    lsp.zeta_p: _emitter(lambda b, s, q: m.emit(b, "zeta", s, q)),
 }
