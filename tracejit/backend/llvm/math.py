@@ -1446,7 +1446,9 @@ def _zeta_pos(e: _Emitter, s, q_hi, q_lo):
         y, lo = _two_sum(e, q_hi, float(k))
         lo = e.add(lo, q_lo)
         ok = e.and_(e.gt(y, 0.0), e.lt(y, math.inf))
-        return y, _pow_abs64(e, y, power, e.select(ok, e.div(lo, y), 0.0))
+        # (seven powers a sum, three sums a zeta: one function of the module, inlined at each)
+        return y, emit_function(e.b, "pow_abs_rel", _pow_abs64, y, power,
+                                e.select(ok, e.div(lo, y), 0.0))
     # w**(1 - s), not w**-s * w: the tail ~ w**(1 - s)/(s - 1) must not underflow early
     w, ws1 = term(_ZETA_SHIFT, e.sub(1.0, s))
     ratio = e.div(s, w)                       # (s)_(2j-1) / w**(2j-1), built up term by term
