@@ -176,6 +176,10 @@ def test_a_copy_with_an_edit_that_keeps_size_and_times_compiles_the_library_agai
     assert source.stat().st_size == before.st_size
     assert source.stat().st_mtime_ns == before.st_mtime_ns
     assert run(second) == {"misses": cold["misses"], "stores": cold["misses"]}
+    cache = tmp_path / "cache"  # private: only its owner may read or list any of it
+    for path in [cache, *cache.rglob("*")]:
+        assert path.stat().st_mode & 0o077 == 0, (path, oct(path.stat().st_mode))
+    assert len(_entries(cache / "library")) == 2 * cold["misses"]
 
 
 def test_exported_functions_read_from_the_text():
