@@ -156,6 +156,9 @@ def test_inlined_lines_bound_the_functions_llvm_inlines_them_into():
         b.ret(x)
         return str(module)
     texts = [kernel("ka", ["lgamma", "exp"], 5), kernel("kb", ["lgamma"], 3)]
+    # (a special function's body calls math functions: each inlined copy of it holds theirs)
+    looped = tracejit.jit(lambda a, x: [tracejit.lax.igamma(a * k, x) for k in range(4)])
+    texts.append(looped.lower(np.float32(2), np.float32(3)).compile()._executable.program.ir_text)
     for text in [*texts, jit_engine.link_text(texts)]:
         module = jit_engine.parse(text)
         jit_engine._inline_math(module)

@@ -98,8 +98,10 @@ def test_library_cache_off_writes_nothing(tmp_path):
 
 
 def test_source_digest_follows_every_source_file(tmp_path):
-    """A library entry's name changes with any edit of a source (its size or modification
-    time), an added or removed one, in any subfolder; not with bytecode caches or other files."""
+    """A library entry's name changes with the contents of any source, an added or removed
+    one, in any subfolder, even where an edit keeps the file's size and modification time (a
+    write within one tick of the clock, or the time put back); not with a touch (the same
+    text at another time), bytecode caches or other files."""
     digest = disk_cache.source_digest.__wrapped__  # (uncached: the files change in between)
     (tmp_path / "core").mkdir()
     (tmp_path / "__init__.py").write_text("x = 1\n")
@@ -110,19 +112,74 @@ def test_source_digest_follows_every_source_file(tmp_path):
     (tmp_path / "__pycache__" / "b.py").write_text("ignored\n")
     (tmp_path / "core" / "notes.txt").write_text("ignored\n")
     assert digest(tmp_path) == first
-    changed = set()
     a = tmp_path / "core" / "a.py"
     stamp = a.stat().st_mtime_ns
-    os.utime(a, ns=(stamp, stamp + 1000))  # touched: same text, another time
-    changed.add(digest(tmp_path))
-    a.write_text("y = 30\n")  # another size, the time it had
+    os.utime(a, ns=(stamp, stamp + 10**9))  # touched: the same text at another time
+    assert digest(tmp_path) == first
+    changed = set()
+    a.write_text("y = 3\n")  # the same size, the time it had
     os.utime(a, ns=(stamp, stamp))
+    changed.add(digest(tmp_path))
+    a.write_text("y = 30\n")  # another size
     changed.add(digest(tmp_path))
     (tmp_path / "core" / "c.py").write_text("")
     changed.add(digest(tmp_path))
     (tmp_path / "core" / "c.py").rename(tmp_path / "c.py")  # moved to another folder
     changed.add(digest(tmp_path))
     assert len(changed) == 4 and first not in changed
+
+
+_START = """
+import json, numpy as np, tracejit
+from tracejit.runtime import disk_cache
+assert tracejit.__file__.startswith({root!r}), tracejit.__file__
+y = tracejit.jit(tracejit.numpy.sin)(np.float32([1e30]))  # (the slow path: library code)
+np.testing.assert_allclose(np.asarray(y), np.sin(np.float64(np.float32(1e30))), rtol=3e-7)
+print(json.dumps(dict(disk_cache.library_stats)))
+"""
+
+
+def test_a_copy_with_an_edit_that_keeps_size_and_times_compiles_the_library_again(tmp_path):
+    """End to end, with the package copied as `cp -p` does (times kept): the same sources in
+    another copy load the library's entries; an edit of one source that keeps its size and
+    modification time makes new ones (the old ones would be another source's code)."""
+    import shutil
+
+    import tracejit
+
+    def copy(name):
+        root = tmp_path / name
+        shutil.copytree(os.path.dirname(tracejit.__file__), root / "tracejit",
+                        ignore=shutil.ignore_patterns("__pycache__"))  # (copy2: times kept)
+        return root
+
+    def run(root) -> dict:
+        env = dict(os.environ, TRACEJIT_CACHE_DIR=str(tmp_path / "cache"),
+                   TRACEJIT_PERSISTENT_CACHE="0", TRACEJIT_LIBRARY_CACHE="1",
+                   TRACEJIT_BACKEND="native", PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1")
+        done = subprocess.run([sys.executable, "-c", _START.format(root=str(root))], env=env,
+                              capture_output=True, text=True, timeout=120, check=False,
+                              cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    first, second = copy("first"), copy("second")
+    cold = run(first)
+    assert cold.get("misses", 0) > 0 and "hits" not in cold
+    assert run(second) == {"hits": cold["misses"]}  # the same contents: the same entries
+    source = second / "tracejit" / "runtime" / "disk_cache.py"
+    before = source.stat()
+    text = source.read_text()
+    edited = text.replace('"""The persistent', '"""the persistent', 1)
+    assert edited != text and len(edited) == len(text)
+    source.write_text(edited)
+    os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert source.stat().st_size == before.st_size
+    assert source.stat().st_mtime_ns == before.st_mtime_ns
+    assert run(second) == {"misses": cold["misses"], "stores": cold["misses"]}
+    cache = tmp_path / "cache"  # private: only its owner may read or list any of it
+    for path in [cache, *cache.rglob("*")]:
+        assert path.stat().st_mode & 0o077 == 0, (path, oct(path.stat().st_mode))
+    assert len(_entries(cache / "library")) == 2 * cold["misses"]
 
 
 def test_exported_functions_read_from_the_text():

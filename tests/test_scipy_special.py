@@ -404,3 +404,38 @@ def test_float32_stays_float32_with_x64(name, x64):
         assert leaf.dtype == want
     for f in (special.polygamma, special.expn, special.zeta):
         assert f(np.float32(2), np.float32(0.5)).dtype == np.float32
+
+
+LOOPED = {"igamma": (tlax.igamma, 2), "igammac": (tlax.igammac, 2),
+          "igamma_grad_a": (tlax.igamma_grad_a, 2),
+          "random_gamma_grad": (tlax.random_gamma_grad, 2), "betainc": (tlax.betainc, 3),
+          "zeta": (tlax.zeta, 2)}
+
+
+@pytest.mark.parametrize("name", sorted(LOOPED))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_special_function_used_several_times_is_emitted_once(name, dtype, x64):
+    """A program using a special function three times defines its body (the series and
+    continued fractions' loops) once per module and calls it at each use; LLVM inlines every
+    call (none is left), and each result has the bits of a program using it once."""
+    import re
+    fn, nargs = LOOPED[name]
+    a, x = _ag_grid(dtype)
+    args = [a, a[::-1].copy(), np.clip(x / 8, 0, 1)] if nargs == 3 else [a, x]
+    if name == "zeta":
+        args = [np.abs(a) + 1, x]
+    scales = (1, 2, 3)
+
+    def scaled(k):
+        return [(v * k).astype(dtype) for v in args[:-1]] + [args[-1]]
+    f = tracejit.jit(lambda *args: [fn(*[v * k for v in args[:-1]], args[-1]) for k in scales])
+    compiled = f.lower(*args).compile()
+    text = compiled._executable.program.ir_text
+    symbol = f"tracejit.math.{name}.f{np.dtype(dtype).itemsize * 8}"
+    definitions = re.findall(rf'^define internal .*@"{re.escape(symbol)}"\(', text, re.MULTILINE)
+    assert len(definitions) == 1
+    assert text.count(f'@"{symbol}"(') == 1 + len(scales)
+    assert not re.search(r'@"?tracejit\.math\.', compiled.as_text("llvm"))
+    for k, got in zip(scales, f(*args)):
+        once = tracejit.jit(lambda *args: fn(*args))(*scaled(k))
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(once), err_msg=f"{name} {k}")

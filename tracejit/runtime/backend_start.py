@@ -120,7 +120,7 @@ def _run() -> None:
             llvm_setup.start()  # (done already, unless the import's llvmlite failed)
             if not _stop.is_set():  # (a compile waiting for it would pay more than it saves)
                 llvm_setup.warm_up()
-            if not _stop.is_set():  # the library cache's key (~0.7 ms of the first pool call)
+            if not _stop.is_set():  # the library cache's key (~4 ms: it reads the sources)
                 from .disk_cache import source_digest
                 source_digest()
 

@@ -4,7 +4,8 @@
 its first use, inlined by LLVM before it optimises: `_math_function`), whose body is scalar
 float32/float64 IR built only from arithmetic, `select`, integer bit operations and intrinsics
 that have vector forms (fma, fabs, sqrt, floor, ceil, rint, copysign, minimum, maximum), so the
-loop vectorizer widens a loop that calls it.
+loop vectorizer widens a loop that calls it. `emit_function` does the same (one function per
+module, inlined at each call) for bodies built elsewhere: special_math's loops.
 libm calls would stay scalar and cost 5x or more. Every branch of a piecewise method is
 computed and one result is chosen with `select`. No fast-math flags anywhere: NaN, infinities,
 signed zeros and subnormals follow IEEE (and NumPy/SciPy) everywhere; float32 exp, log, log1p,
@@ -88,8 +89,8 @@ from ...lax import elementwise as _xla
 from ...lax.elementwise import _GILES64, _GILES_LARGE, _GILES_SMALL
 
 __all__ = ["BIG_TRIG_SYMBOLS", "NAMES", "VECTOR_WIDTHS", "big_trig_routine", "emit",
-           "inline_slow_paths", "inlined_lines", "inlined_size", "repeated", "repetitions",
-           "vector_variant_symbol"]
+           "emit_function", "inline_slow_paths", "inlined_lines", "inlined_size", "repeated",
+           "repetitions", "vector_variant_symbol"]
 
 
 class _Emitter:
@@ -1445,7 +1446,9 @@ def _zeta_pos(e: _Emitter, s, q_hi, q_lo):
         y, lo = _two_sum(e, q_hi, float(k))
         lo = e.add(lo, q_lo)
         ok = e.and_(e.gt(y, 0.0), e.lt(y, math.inf))
-        return y, _pow_abs64(e, y, power, e.select(ok, e.div(lo, y), 0.0))
+        # (seven powers a sum, three sums a zeta: one function of the module, inlined at each)
+        return y, emit_function(e.b, "pow_abs_rel", _pow_abs64, y, power,
+                                e.select(ok, e.div(lo, y), 0.0))
     # w**(1 - s), not w**-s * w: the tail ~ w**(1 - s)/(s - 1) must not underflow early
     w, ws1 = term(_ZETA_SHIFT, e.sub(1.0, s))
     ratio = e.div(s, w)                       # (s)_(2j-1) / w**(2j-1), built up term by term
@@ -1483,6 +1486,22 @@ def _zeta(e: _Emitter, s, q):
     res = e.select(neg, e.add(z_f, e.select(odd, e.neg(diff), diff)), z_f)
     pole = e.and_(e.le(q, 0.0), e.eq(e.floor(q), q))        # -inf included (f is NaN there)
     return e.select(e.eq(q, math.inf), 0.0, e.select(pole, math.inf, res))
+
+
+def _hurwitz_zeta(e: _Emitter, s, q):
+    """Hurwitz zeta for real s (lax.zeta): _zeta's sum (float64, rounded for float32) where it
+    converges (s > 1); inf at s = 1, NaN below, at s = inf or q = inf, and for q < 0 unless s
+    is an integer (the sum is complex there)."""
+    if not e.f64:
+        d = _Emitter(e.b, ir.DoubleType())
+        return e.b.fptrunc(_hurwitz_zeta(d, e.b.fpext(s, d.ty), e.b.fpext(q, d.ty)), e.ty)
+    s_int = e.eq(e.floor(s), s)
+    ok = e.and_(e.gt(s, 1.0), e.lt(s, math.inf))
+    ok = e.and_(ok, e.or_(e.ge(q, 0.0), s_int))
+    res = _zeta(e, e.select(ok, s, 2.0), q)
+    res = e.select(ok, res, math.nan)
+    res = e.select(e.and_(e.eq(s, 1.0), e.not_(e.isnan(q))), math.inf, res)
+    return e.select(e.eq(q, math.inf), math.nan, res)
 
 
 def _factorial(e: _Emitter, n):
@@ -1628,7 +1647,7 @@ _FUNCTIONS: dict[str, tuple[int, Callable]] = {
     "acos": (1, _acos), "erf": (1, _xla_f32(_xla_erf32, _erf)), "erfc": (1, _erfc),
     "erf_inv": (1, _xla_f32(_xla_erf_inv32, _erf_inv64)),
     "pow": (2, _pow), "cbrt": (1, _cbrt), "lgamma": (1, _lgamma), "digamma": (1, _digamma),
-    "polygamma": (2, _polygamma), "bessel_i0e": (1, _bessel_ie(0)),
+    "polygamma": (2, _polygamma), "zeta": (2, _hurwitz_zeta), "bessel_i0e": (1, _bessel_ie(0)),
     "bessel_i1e": (1, _bessel_ie(1)),
     "sqrt": (1, _intrinsic_fn("llvm.sqrt")), "fabs": (1, _intrinsic_fn("llvm.fabs")),
     "floor": (1, _intrinsic_fn("llvm.floor")), "ceil": (1, _intrinsic_fn("llvm.ceil")),
@@ -1659,13 +1678,15 @@ _PATH_VARIANTS = frozenset({"sin", "cos", "tan"})
 _INTRINSICS = frozenset({"sqrt", "fabs", "floor", "ceil", "fma", "minimum", "maximum"})
 
 
-def _math_function(module: ir.Module, name: str, ty: ir.Type) -> _MathFunction:
+def _math_function(module: ir.Module, name: str, ty: ir.Type, nargs: int,
+                   body: Callable) -> _MathFunction:
     """The module's function computing `name` on `ty` (defined at its first use): internal and
     `alwaysinline`, so LLVM's inliner puts the body at each call before any other pass
     (jit_engine.optimize): LLVM optimises, vectorises and compiles the same code as when
     Python emitted it at each use, the same bits. Python builds and prints each function's
     ~30-150 instructions once per module, not once per use (~10 us of CPU per instruction:
-    most of a chain of 100 sin's first call)."""
+    most of a chain of 100 sin's first call). A body may call other math functions (special
+    functions call log, lgamma, ...): the inliner inlines those into it first."""
     vector = name in _PATH_VARIANTS and _INLINE_SLOW_PATHS.get()
     symbol = (f"tracejit.math.{name}.{'f64' if isinstance(ty, ir.DoubleType) else 'f32'}"
               f"{'.vector' if vector else ''}")
@@ -1674,7 +1695,6 @@ def _math_function(module: ir.Module, name: str, ty: ir.Type) -> _MathFunction:
         for far in fn.far:
             _used_again(far)
         return fn
-    nargs, body = _FUNCTIONS[name]
     fn = _MathFunction(module, ir.FunctionType(ty, [ty] * nargs), symbol)
     fn.linkage = "internal"
     fn.attributes = _PureAttributes(("readnone", "nounwind", "willreturn", "alwaysinline"))
@@ -1682,7 +1702,8 @@ def _math_function(module: ir.Module, name: str, ty: ir.Type) -> _MathFunction:
     b.ret(body(_Emitter(b, ty), *fn.args))
     calls = [i for bb in fn.blocks for i in bb.instructions if isinstance(i, ir.CallInstr)]
     fn.far = [i.callee for i in calls if i.callee.name.endswith(_FAR_SUFFIXES)]
-    fn.size = sum(len(bb.instructions) for bb in fn.blocks) - 1   # (less the ret)
+    fn.far += [far for i in calls if isinstance(i.callee, _MathFunction) for far in i.callee.far]
+    fn.size = inlined_size(fn.blocks) - 1   # (less the ret)
     return fn
 
 
@@ -1709,15 +1730,31 @@ _DEFINITION = re.compile(r'^define internal [^@\n]*@"?(tracejit\.math\.[\w.$]+)"
 
 def inlined_lines(ir_text: str) -> int:
     """The lines of a module's IR text once LLVM has inlined its math functions (each body at
-    each call): the size jit_engine.optimize judges functions by (huge ones get O1)."""
+    each call, a body's own calls of math functions inlined into each copy of it): the size
+    jit_engine.optimize judges functions by (huge ones get O1)."""
     lines = ir_text.count("\n")
     if "tracejit.math." not in ir_text:
         return lines
-    for m in _DEFINITION.finditer(ir_text):
-        name = m.group(1)
-        body = ir_text.count("\n", m.start(), ir_text.index("\n}\n", m.start()))
-        uses = ir_text.count(f'@"{name}"(') + ir_text.count(f"@{name}(")
-        lines += body * (uses - 2)  # (the definition goes; each call becomes the body)
+    spans = {m.group(1): (m.start(), ir_text.index("\n}\n", m.start()))
+             for m in _DEFINITION.finditer(ir_text)}
+
+    def calls(name: str, start: int = 0, end: int = len(ir_text)) -> int:
+        return (ir_text.count(f'@"{name}"(', start, end) +
+                ir_text.count(f"@{name}(", start, end))
+    # uses[name]: its calls once every math function is inlined; a caller's calls come first
+    # (a body calls only functions defined before it was finished, so there is no cycle)
+    inner = {f: {name: calls(name, *span) for name in spans} for f, span in spans.items()}
+    uses: dict[str, int] = {}
+
+    def uses_of(name: str) -> int:
+        if name not in uses:
+            outside = calls(name) - sum(inner[f][name] for f in spans)  # (less the definition)
+            uses[name] = outside + sum(inner[f][name] * uses_of(f) for f in spans
+                                       if f != name and inner[f][name])
+        return uses[name]
+    for name, (start, end) in spans.items():
+        body = ir_text.count("\n", start, end)
+        lines += body * (uses_of(name) - 1)  # (the definition goes; each call becomes the body)
     return lines
 
 
@@ -1736,4 +1773,16 @@ def emit(builder: ir.IRBuilder, name: str, *args: ir.Value) -> ir.Value:
                         f"{[str(a.type) for a in args]}")
     if name in _INTRINSICS:
         return fn(_Emitter(builder, ty), *args)
-    return builder.call(_math_function(builder.module, name, ty), args)
+    return builder.call(_math_function(builder.module, name, ty, nargs, fn), args)
+
+
+def emit_function(builder: ir.IRBuilder, name: str, body: Callable, *args: ir.Value
+                  ) -> ir.Value:
+    """Emit a call of the module's function `name` on the operands' type whose body is
+    `body(emitter, *params)` (defined at its first use and inlined at each call, as emit's
+    own: `_math_function`), for scalar code built elsewhere (special_math's loops). `name`
+    must be the same body wherever it is used, and none of emit's."""
+    if name in _FUNCTIONS:
+        raise ValueError(f"{name!r} is one of emit's own math functions")
+    return builder.call(_math_function(builder.module, name, args[0].type, len(args), body),
+                        args)

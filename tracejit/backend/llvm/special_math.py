@@ -1,6 +1,6 @@
 """Special functions that need loops, as scalar LLVM IR for the kernels codegen emits: the
 incomplete gamma and beta functions (series and continued fractions that run per element until
-that element converges) and the Hurwitz zeta function (math.py's Euler-Maclaurin code).
+that element converges); the Hurwitz zeta function is math.py's ("zeta").
 
 Unlike math.py's polynomials these are real loops (basic blocks with phi nodes), so the loop
 vectorizer leaves a kernel that calls them scalar; each element stops as soon as it converges,
@@ -243,37 +243,29 @@ def _betainc(e: _Emitter, a, b, x):
     return e.select(is_nan, math.nan, out)
 
 
-def _zeta(e: _Emitter, s, q):
-    """Hurwitz zeta for real s: math.py's Euler-Maclaurin sum (float64, rounded for float32)
-    where it converges (s > 1); inf at s = 1, NaN below, at s = inf or q = inf, and for q < 0
-    unless s is an integer (the sum is complex there)."""
-    if not e.f64:
-        d = _Emitter(e.b, ir.DoubleType())
-        return e.b.fptrunc(_zeta(d, e.b.fpext(s, d.ty), e.b.fpext(q, d.ty)), e.ty)
-    s_int = e.eq(e.floor(s), s)
-    ok = e.and_(e.gt(s, 1.0), e.lt(s, math.inf))
-    ok = e.and_(ok, e.or_(e.ge(q, 0.0), s_int))
-    res = m._zeta(e, e.select(ok, s, 2.0), q)
-    res = e.select(ok, res, math.nan)
-    res = e.select(e.and_(e.eq(s, 1.0), e.not_(e.isnan(q))), math.inf, res)
-    return e.select(e.eq(q, math.inf), math.nan, res)
-
-
-def _emitter(fn: Callable):
-    """An EMITTERS entry: float16 computes in float32 (bfloat16 already is float32)."""
+def _emitter(call: Callable):
+    """An EMITTERS entry computing `call(builder, *operands)`: float16 computes in float32
+    (bfloat16 already is float32)."""
     def emit(b: ir.IRBuilder, in_dtypes, out_dtype, args, params):
         if isinstance(args[0].type, ir.HalfType):
             f32 = ir.FloatType()
-            return b.fptrunc(fn(_Emitter(b, f32), *[b.fpext(v, f32) for v in args]),
-                             args[0].type)
-        return fn(_Emitter(b, args[0].type), *args)
+            return b.fptrunc(call(b, *[b.fpext(v, f32) for v in args]), args[0].type)
+        return call(b, *args)
     return emit
 
 
+def _looped(name: str, body: Callable):
+    """An EMITTERS entry calling the module's one function for `name` (its loops built once
+    per module and type, inlined by LLVM at each call: math.emit_function)."""
+    return _emitter(lambda b, *args: m.emit_function(b, name, body, *args))
+
+
 EMITTERS = {
-    lsp.igamma_p: _emitter(_igamma), lsp.igammac_p: _emitter(_igammac),
-    lsp.igamma_grad_a_p: _emitter(_igamma_derivative(lsp.DERIVATIVE)),
-    lsp.random_gamma_grad_p: _emitter(_igamma_derivative(lsp.SAMPLE_DERIVATIVE)),
-    lsp.regularized_incomplete_beta_p: _emitter(_betainc),
-    lsp.zeta_p: _emitter(_zeta),
+    lsp.igamma_p: _looped("igamma", _igamma), lsp.igammac_p: _looped("igammac", _igammac),
+    lsp.igamma_grad_a_p: _looped("igamma_grad_a", _igamma_derivative(lsp.DERIVATIVE)),
+    lsp.random_gamma_grad_p: _looped("random_gamma_grad",
+                                     _igamma_derivative(lsp.SAMPLE_DERIVATIVE)),
+    lsp.regularized_incomplete_beta_p: _looped("betainc", _betainc),
+    # (no loops: a fixed number of terms, so one of math.py's own functions)
+    lsp.zeta_p: _emitter(lambda b, s, q: m.emit(b, "zeta", s, q)),
 }
