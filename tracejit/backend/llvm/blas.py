@@ -15,8 +15,8 @@ import os
 import sys
 import threading
 
-import llvmlite.ir as ir
 import numpy as np
+from llvmlite import ir
 
 from ...core.config import config
 from ...core.imports import imports_in_flight
@@ -38,18 +38,45 @@ def scipy_extension(name: str):
     CPU: its test runner imports subprocess, its version checks compile regexes), which the
     extension's initialisation would import for Cython's shared utility module (see
     _utility_without_scipy). Where scipy.linalg is imported already, or the file is not where
-    SciPy's wheels put it, this is a plain import."""
+    SciPy's wheels put it, this is a plain import. A load that starts SciPy's OpenBLAS ends
+    the threads it started (_stop_idle_blas_threads)."""
     full = f"scipy.linalg.{name}"
     scipy_spec = None if "scipy.linalg" in sys.modules else importlib.util.find_spec("scipy")
     top = scipy_spec.submodule_search_locations[0] \
         if scipy_spec is not None and scipy_spec.submodule_search_locations else None
     path = _extension_path(os.path.join(top, "linalg"), name) if top else None
+    before = _threads()
     if path is None or full in sys.modules:  # (a plain import)
         import scipy.linalg.cython_blas
         import scipy.linalg.cython_lapack  # noqa: F401
-        return sys.modules[full]
-    with _utility_without_scipy(top):
-        return _load_extension(full, path)
+        module = sys.modules[full]
+    else:
+        with _utility_without_scipy(top):
+            module = _load_extension(full, path)
+    after = _threads()
+    if before is not None and after is not None and after - before:
+        _stop_idle_blas_threads(module)
+    return module
+
+
+def _threads() -> set[str] | None:
+    """The ids of this process's threads (Linux), or None where they are not known."""
+    try:
+        return set(os.listdir("/proc/self/task"))
+    except OSError:
+        return None
+
+
+def _stop_idle_blas_threads(module) -> None:
+    """After a load that started OpenBLAS (its threads appeared with it): end its thread pool,
+    whose threads spin ~0.1 s after they start (~20-35 ms of CPU each, taking a core from the
+    first product's run on a machine of two; ours state a thread count per call, mostly 1, so
+    that pool sat idle). OpenBLAS starts it again at the first call that wants more than one
+    thread, as it does after a fork (its fork handler calls the same function)."""
+    shutdown = getattr(ctypes.CDLL(module.__file__), "blas_thread_shutdown_", None)
+    if shutdown is not None:
+        shutdown.argtypes, shutdown.restype = [], ctypes.c_int
+        shutdown()
 
 
 def _extension_path(folder: str, name: str) -> str | None:
