@@ -83,21 +83,27 @@ def test_blas_with_scipy_imported_first():
 
 def test_blas_load_leaves_no_idle_openblas_threads():
     """Loading SciPy's BLAS starts OpenBLAS's thread pool (OPENBLAS_NUM_THREADS=2 here), whose
-    thread would spin ~0.1 s beside the first product's run: the load ends it, so no thread
-    is left from it. OpenBLAS starts it again for a call that wants two threads (SciPy's own
-    sgemm, then ours at a work above blas.WORK_PER_THREAD), with the right products."""
+    thread would spin ~0.1 s beside the first product's run: the load ends it, and products
+    wanting one thread do not start it again (setting a count would), so a first program's
+    products leave no thread behind. A call wanting two threads starts it again (SciPy's own
+    sgemm), and the products are right throughout."""
     out = _python("""
         import os
         import numpy as np
         import tracejit
         from tracejit.backend.llvm import blas
+        from tracejit.runtime import tiering
         threads = lambda: set(os.listdir("/proc/self/task"))
+        tracejit.jit(lambda x: x + 1)(np.float32(1)).block_until_ready()
+        tiering.wait()  # (its thread started)
+        tracejit.config.update("tracejit_num_threads", 1)
         before = threads()
-        blas.scipy_extension("cython_blas")
-        print(threads() <= before)
         rng = np.random.default_rng(0)
         a = rng.standard_normal((512, 512)).astype(np.float32)
         ref = a.astype(np.float64) @ a.astype(np.float64)
+        got = np.asarray(tracejit.jit(lambda x, y: x @ y)(a, a))
+        tiering.wait()
+        print(threads() <= before, np.abs(got - ref).max() < 1e-3)
         set_threads, get_threads = blas.openblas_threads_api()
         set_threads(2)
         from scipy.linalg import blas as scipy_blas
@@ -110,7 +116,7 @@ def test_blas_load_leaves_no_idle_openblas_threads():
         print(np.abs(got - ref).max() < 1e-2)
     """, OPENBLAS_NUM_THREADS="2")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["True", "True", "True", "True", "True"], out.stdout
+    assert out.stdout.split() == ["True"] * 6, out.stdout
 
 
 def test_blas_loaded_while_another_thread_imports_scipy():
