@@ -12,8 +12,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _python(source: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def _python(source: str, **environ: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **environ)
     return subprocess.run([sys.executable, "-c", textwrap.dedent(source)], env=env,
                           capture_output=True, text=True, timeout=120, check=False)
 
@@ -79,6 +79,44 @@ def test_blas_with_scipy_imported_first():
     """)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:3] == ["True False", "True True", "True True"], out.stdout
+
+
+def test_blas_load_leaves_no_idle_openblas_threads():
+    """Loading SciPy's BLAS starts OpenBLAS's thread pool (OPENBLAS_NUM_THREADS=2 here), whose
+    thread would spin ~0.1 s beside the first product's run: the load ends it, and products
+    wanting one thread do not start it again (setting a count would), so a first program's
+    products leave no thread behind. A call wanting two threads starts it again (SciPy's own
+    sgemm), and the products are right throughout."""
+    out = _python("""
+        import os
+        import threading
+        import numpy as np
+        import tracejit
+        from tracejit.backend.llvm import blas
+
+        def threads():  # (not Python's: the tiering thread starts with a first tiered program)
+            python = {str(t.native_id) for t in threading.enumerate()}
+            return set(os.listdir("/proc/self/task")) - python
+        tracejit.config.update("tracejit_num_threads", 1)
+        before = threads()
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((512, 512)).astype(np.float32)
+        ref = a.astype(np.float64) @ a.astype(np.float64)
+        got = np.asarray(tracejit.jit(lambda x, y: x @ y)(a, a))
+        print(threads() <= before, np.abs(got - ref).max() < 1e-3)
+        set_threads, get_threads = blas.openblas_threads_api()
+        set_threads(2)
+        from scipy.linalg import blas as scipy_blas
+        print(get_threads() == 2, not threads() <= before,
+              np.abs(scipy_blas.sgemm(1.0, a, a) - ref).max() < 1e-3)
+        tracejit.config.update("tracejit_num_threads", 2)
+        b = rng.standard_normal((1024, 1024)).astype(np.float32)
+        got = np.asarray(tracejit.jit(lambda x, y: x @ y)(b, b))
+        ref = b.astype(np.float64) @ b.astype(np.float64)
+        print(np.abs(got - ref).max() < 1e-2)
+    """, OPENBLAS_NUM_THREADS="2", TRACEJIT_PERSISTENT_CACHE="0")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True"] * 6, out.stdout
 
 
 def test_blas_loaded_while_another_thread_imports_scipy():

@@ -15,8 +15,8 @@ import os
 import sys
 import threading
 
-import llvmlite.ir as ir
 import numpy as np
+from llvmlite import ir
 
 from ...core.config import config
 from ...core.imports import imports_in_flight
@@ -38,18 +38,49 @@ def scipy_extension(name: str):
     CPU: its test runner imports subprocess, its version checks compile regexes), which the
     extension's initialisation would import for Cython's shared utility module (see
     _utility_without_scipy). Where scipy.linalg is imported already, or the file is not where
-    SciPy's wheels put it, this is a plain import."""
+    SciPy's wheels put it, this is a plain import. A load that starts SciPy's OpenBLAS ends
+    the threads it started (_stop_idle_blas_threads)."""
     full = f"scipy.linalg.{name}"
     scipy_spec = None if "scipy.linalg" in sys.modules else importlib.util.find_spec("scipy")
     top = scipy_spec.submodule_search_locations[0] \
         if scipy_spec is not None and scipy_spec.submodule_search_locations else None
     path = _extension_path(os.path.join(top, "linalg"), name) if top else None
+    before = _threads()
     if path is None or full in sys.modules:  # (a plain import)
         import scipy.linalg.cython_blas
         import scipy.linalg.cython_lapack  # noqa: F401
-        return sys.modules[full]
-    with _utility_without_scipy(top):
-        return _load_extension(full, path)
+        module = sys.modules[full]
+    else:
+        with _utility_without_scipy(top):
+            module = _load_extension(full, path)
+    after = _threads()
+    if before is not None and after is not None and after - before:
+        _stop_idle_blas_threads(module)
+    return module
+
+
+def _threads() -> set[str] | None:
+    """The ids of this process's threads (Linux), or None where they are not known."""
+    try:
+        return set(os.listdir("/proc/self/task"))
+    except OSError:
+        return None
+
+
+def _stop_idle_blas_threads(module) -> None:
+    """After a load that started OpenBLAS (its threads appeared with it): one thread for its
+    calls, and its thread pool ended, whose threads spin ~0.1 s after they start (~20-35 ms of
+    CPU each, taking a core from the first product's run on a machine of two; our calls state
+    their thread count, mostly 1, so that pool sat idle). Setting a count starts the pool
+    again (as after a fork, whose handler calls the same function): the thread routine sets
+    it only where a call wants another count than OpenBLAS has (_threads_module)."""
+    lib = ctypes.CDLL(module.__file__)
+    set_fn = _openblas_function("set_num_threads", [ctypes.c_int], None, lib)
+    shutdown = getattr(lib, "blas_thread_shutdown_", None)
+    if set_fn is not None and shutdown is not None:
+        shutdown.argtypes, shutdown.restype = [], ctypes.c_int
+        set_fn(1)
+        shutdown()
 
 
 def _extension_path(folder: str, name: str) -> str | None:
@@ -178,7 +209,8 @@ def splits_agree(dtype: np.dtype) -> bool:
     a, b = draw(0), draw(1)
     api = openblas_threads_api()
     threads = api[1]()
-    api[0](1)
+    if threads != 1:  # (setting a count starts OpenBLAS's thread pool: only where it changes)
+        api[0](1)
     try:
         whole = np.zeros((n, n), dtype, order="F")
         gemm(a, b, whole, 0, n, 0, n)
@@ -191,7 +223,8 @@ def splits_agree(dtype: np.dtype) -> bool:
             gemm(a, b, cut, 0, n, lo, hi)
         return rows and whole.tobytes() == cut.tobytes()
     finally:
-        api[0](threads)
+        if threads != 1:
+            api[0](threads)
 
 
 @functools.cache
@@ -202,11 +235,13 @@ def openblas_core() -> str | None:
     return fn().decode() if fn is not None else None
 
 
-def _openblas_function(stem: str, argtypes: list, restype):
+def _openblas_function(stem: str, argtypes: list, restype, lib: ctypes.CDLL | None = None):
     """OpenBLAS's `stem` function (as SciPy's build or a plain one names it) behind SciPy's
-    cython_blas, as a ctypes function, or None. Looked up through cython_blas's own handle,
-    which searches the libraries it links (NumPy's OpenBLAS is another library)."""
-    lib = ctypes.CDLL(scipy_extension("cython_blas").__file__)
+    cython_blas (or the extension `lib`), as a ctypes function, or None. Looked up through the
+    extension's own handle, which searches the libraries it links (NumPy's OpenBLAS is another
+    library)."""
+    if lib is None:
+        lib = ctypes.CDLL(scipy_extension("cython_blas").__file__)
     for prefix in ("scipy_openblas", "openblas"):
         for suffix in ("", "64_"):
             fn = getattr(lib, f"{prefix}_{stem}{suffix}", None)
@@ -251,8 +286,9 @@ WORK_PER_THREAD = 1 << 29
 # multiply-adds per complex one
 _COST = {np.dtype(np.float32): 1, np.dtype(np.float64): 2, np.dtype(np.complex64): 4,
          np.dtype(np.complex128): 8}
-_SET_FN, _MAX, _PER_THREAD = ("tracejit_blas_set_fn", "tracejit_blas_max_threads",
-                              "tracejit_blas_work_per_thread")
+_SET_FN, _GET_FN, _MAX, _PER_THREAD = ("tracejit_blas_set_fn", "tracejit_blas_get_fn",
+                                       "tracejit_blas_max_threads",
+                                       "tracejit_blas_work_per_thread")
 THREADS_SYMBOL = "tracejit_blas_threads"
 POOL_BUSY_SYMBOL = "tracejit_pool_busy"  # thread_pool's flag, bound when the pool is made
 
@@ -324,11 +360,16 @@ def openblas_threads_api() -> tuple | None:
 
 def _threads_module() -> ir.Module:
     """`void tracejit_blas_threads(i64 work)`: set OpenBLAS's thread count for a call of that
-    work, from globals Python fills (the set function may be null: then it does nothing)."""
+    work, from globals Python fills (the set function may be null: then it does nothing), where
+    OpenBLAS's count (its get function) is another: setting it starts OpenBLAS's thread pool
+    when that is not running (_stop_idle_blas_threads)."""
     mod = ir.Module(name="tracejit_blas_threads")
     set_ty = ir.FunctionType(ir.VoidType(), [I32]).as_pointer()
     set_fn = ir.GlobalVariable(mod, set_ty, _SET_FN)
     set_fn.initializer = ir.Constant(set_ty, None)
+    get_ty = ir.FunctionType(I32, []).as_pointer()
+    get_fn = ir.GlobalVariable(mod, get_ty, _GET_FN)
+    get_fn.initializer = ir.Constant(get_ty, None)
     limits = []
     for name, value in ((_MAX, 1), (_PER_THREAD, WORK_PER_THREAD)):
         g = ir.GlobalVariable(mod, I64, name)
@@ -338,17 +379,21 @@ def _threads_module() -> ir.Module:
     pool_busy = ir.GlobalVariable(mod, I32, POOL_BUSY_SYMBOL)
     pool_busy.linkage = "external"
     fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [I64]), name=THREADS_SYMBOL)
-    entry, call, done = (fn.append_basic_block(n) for n in ("entry", "call", "done"))
+    entry, count, call, done = (fn.append_basic_block(n)
+                                for n in ("entry", "count", "call", "done"))
     b = ir.IRBuilder(entry)
     target = b.load(set_fn)
-    b.cbranch(b.icmp_unsigned("==", target, ir.Constant(set_ty, None)), done, call)
-    b.position_at_end(call)
+    b.cbranch(b.icmp_unsigned("==", target, ir.Constant(set_ty, None)), done, count)
+    b.position_at_end(count)
     n = b.udiv(fn.args[0], b.load(limits[1]))
     n = b.select(b.icmp_unsigned(">", n, b.load(limits[0])), b.load(limits[0]), n)
     n = b.select(b.icmp_unsigned("<", n, ir.Constant(I64, 1)), ir.Constant(I64, 1), n)
     busy = b.load_atomic(pool_busy, "monotonic", 4)
-    n = b.select(b.icmp_unsigned("!=", busy, ir.Constant(I32, 0)), ir.Constant(I64, 1), n)
-    b.call(target, [b.trunc(n, I32)])
+    n = b.trunc(b.select(b.icmp_unsigned("!=", busy, ir.Constant(I32, 0)),
+                         ir.Constant(I64, 1), n), I32)
+    b.cbranch(b.icmp_signed("==", b.call(b.load(get_fn), []), n), done, call)
+    b.position_at_end(call)
+    b.call(target, [n])
     b.branch(done)
     b.position_at_end(done)
     b.ret_void()
@@ -364,9 +409,10 @@ def _threads_code():
     thread_pool.symbol()  # (binds the pool's busy flag the routine reads)
     code = jit_engine.compile_library(THREADS_SYMBOL, _threads_module)  # (once per machine)
     api = openblas_threads_api()
-    if api is not None:
-        ctypes.c_void_p.from_address(code.global_address(_SET_FN)).value = \
-            ctypes.cast(api[0], ctypes.c_void_p).value
+    if api is not None:  # (the get function first: the routine calls it once set is set)
+        for name, function in ((_GET_FN, api[1]), (_SET_FN, api[0])):
+            ctypes.c_void_p.from_address(code.global_address(name)).value = \
+                ctypes.cast(function, ctypes.c_void_p).value
     llvm.add_symbol(THREADS_SYMBOL, code.address(THREADS_SYMBOL))
     _write_max_threads(code, config.read("tracejit_num_threads"))
     config.watch("tracejit_num_threads", lambda value: _write_max_threads(code, value))
