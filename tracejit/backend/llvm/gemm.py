@@ -1,0 +1,352 @@
+"""Our own float32 GEMM, generated through LLVM: a runtime routine with Fortran sgemm's signature
+(alpha 1, beta 0 only) that backend/llvm/linalg.py calls in place of BLAS's sgemm where it is
+faster (`use_ours`). Compiled once per machine (jit_engine.compile_library), so a program's O0
+and O3 tiers run the same machine code.
+
+The loops are BLIS's: column-major C[M,N] = X[M,K] Y[K,N] (linalg's C^T = B^T A^T) in blocks
+of KC of the sum, NC columns and MC rows; each block of Y packed once into a buffer (its
+micro-panels of NR columns with a fixed stride, so the kernel reads them through one pointer),
+each block of X into micro-panels of MR rows. The micro-kernel holds an MR x NR tile of C in
+NR * 2 vector registers (AVX-512: 32 x 14 in 28 zmm), broadcasts Y's elements and multiplies
+them into vectors of X's. Every element of C is one chain of fused multiply-adds over k in
+order -- the first block starts from 0 (C is never zeroed first), later blocks carry on from
+what the previous one stored -- so its bits do not depend on the blocking, on which tile of a
+product computes it, nor on the thread count (linalg's row and column tiles agree with one
+call). Edge tiles run the same kernel on zero-padded panels into a scratch tile, and only the
+valid part is copied: no read or write outside the operands."""
+from __future__ import annotations
+
+import functools
+
+import llvmlite.ir as ir
+
+from .types import F32, I8, I32, I64
+
+I8P = I8.as_pointer()
+F32P = F32.as_pointer()
+import os
+KC = int(os.environ.get("GKC", 256))          # the sum's block: an NR-column micro-panel of Y (14 KiB) stays in L1
+MC = int(os.environ.get("GMC", 256))          # rows of X per packed block (256 KiB, in L2)
+NC_PANELS = int(os.environ.get("GNC", 80))    # micro-panels of Y per packed block (NC = 1120 columns, 1.1 MiB)
+KC_STRIDE = KC + 16  # a Y micro-panel's row stride: not a multiple of 4 KiB (L1 sets)
+
+
+def symbol(lanes: int) -> str:
+    return f"tracejit_sgemm_{lanes}"
+
+
+def _shape(lanes: int) -> tuple[int, int]:
+    """(MR, NR): 2 vectors of rows by as many columns as the registers hold (32 registers of
+    AVX-512: 28 accumulators; 16 of AVX2: 12)."""
+    return 2 * lanes, (14 if lanes >= 16 else 6)
+
+
+def c64(v: int) -> ir.Constant:
+    return ir.Constant(I64, v)
+
+
+class _Loops:
+    """Counted loops on one builder (phi counters)."""
+
+    def __init__(self, b: ir.IRBuilder):
+        self.b = b
+
+    def range(self, start, stop, step, body, name="i"):
+        b = self.b
+        start = c64(start) if isinstance(start, int) else start
+        stop = c64(stop) if isinstance(stop, int) else stop
+        pre = b.block
+        head = b.append_basic_block(f"{name}.head")
+        body_bb = b.append_basic_block(f"{name}.body")
+        done = b.append_basic_block(f"{name}.done")
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I64, name=name)
+        i.add_incoming(start, pre)
+        b.cbranch(b.icmp_signed("<", i, stop), body_bb, done)
+        b.position_at_end(body_bb)
+        body(i)
+        nxt = b.add(i, c64(step) if isinstance(step, int) else step)
+        i.add_incoming(nxt, b.block)
+        b.branch(head)
+        b.position_at_end(done)
+
+
+def _min(b, x, y):
+    return b.select(b.icmp_signed("<", x, y), x, y)
+
+
+def _at(b, ptr, offset):
+    return b.gep(ptr, [offset], inbounds=True)
+
+
+def _kernel(mod: ir.Module, lanes: int, y_rows: bool) -> ir.Function:
+    """`void kernel(float* x, float* y, i64 kc, float* c, i64 ldc, i1 first)`: C[0:MR, 0:NR]
+    (column stride ldc) = (first ? 0 : C) + sum over p < kc of x[p*MR : p*MR+MR] y(p, j), y(p, j)
+    at y[j*KC_STRIDE + p] or, y_rows, y[p*NR + j]. Each element's fused multiply-adds run in
+    p's order."""
+    mr, nr = _shape(lanes)
+    vec = ir.VectorType(F32, lanes)
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [F32P, F32P, I64, F32P, I64,
+                                                           ir.IntType(1)]),
+                     name=f"sgemm_kernel_{lanes}_{int(y_rows)}")
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    for a in fn.args[:2] + fn.args[3:4]:
+        a.add_attribute("noalias")
+    x, y, kc, c, ldc, first = fn.args
+    fma = mod.globals.get(f"llvm.fma.v{lanes}f32") or ir.Function(
+        mod, ir.FunctionType(vec, [vec] * 3), name=f"llvm.fma.v{lanes}f32")
+    entry, load_c, start = (fn.append_basic_block(n) for n in ("entry", "load_c", "start"))
+    b = ir.IRBuilder(entry)
+    vp = vec.as_pointer()
+    cols = [_at(b, c, b.mul(c64(j), ldc)) for j in range(nr)]
+    zero = ir.Constant(vec, None)
+    b.cbranch(first, start, load_c)
+    b.position_at_end(load_c)
+    loaded = [[b.load(b.bitcast(_at(b, cols[j], c64(v * lanes)), vp), align=4)
+               for v in range(2)] for j in range(nr)]
+    b.branch(start)
+    b.position_at_end(start)
+    init = []
+    for j in range(nr):
+        row = []
+        for v in range(2):
+            phi = b.phi(vec)
+            phi.add_incoming(zero, entry)
+            phi.add_incoming(loaded[j][v], load_c)
+            row.append(phi)
+        init.append(row)
+    head, body, done = (fn.append_basic_block(n) for n in ("p.head", "p.body", "p.done"))
+    b.branch(head)
+    b.position_at_end(head)
+    p = b.phi(I64, name="p")
+    p.add_incoming(c64(0), start)
+    acc = [[b.phi(vec) for _ in range(2)] for _ in range(nr)]
+    for j in range(nr):
+        for v in range(2):
+            acc[j][v].add_incoming(init[j][v], start)
+    b.cbranch(b.icmp_signed("<", p, kc), body, done)
+    b.position_at_end(body)
+    xrow = _at(b, x, b.mul(p, c64(mr)))
+    xs = [b.load(b.bitcast(_at(b, xrow, c64(v * lanes)), vp), align=64) for v in range(2)]
+    undef = ir.Constant(vec, ir.Undefined)
+    splat_mask = ir.Constant(ir.VectorType(I32, lanes), [0] * lanes)
+    ybase = _at(b, y, b.mul(p, c64(nr)) if y_rows else p)
+    for j in range(nr):
+        s = b.load(_at(b, ybase, c64(j if y_rows else j * KC_STRIDE)))
+        sv = b.shuffle_vector(b.insert_element(undef, s, ir.Constant(I32, 0)), undef,
+                              splat_mask)
+        for v in range(2):
+            acc[j][v].add_incoming(b.call(fma, [xs[v], sv, acc[j][v]]), body)
+    p.add_incoming(b.add(p, c64(1)), body)
+    b.branch(head)
+    b.position_at_end(done)
+    for j in range(nr):
+        for v in range(2):
+            b.store(acc[j][v], b.bitcast(_at(b, cols[j], c64(v * lanes)), vp), align=4)
+    b.ret_void()
+    return fn
+
+
+def module(lanes: int) -> ir.Module:
+    """The routine `symbol(lanes)`: Fortran's sgemm(transx, transy, m, n, k, alpha, x, ldx, y,
+    ldy, beta, c, ldc) with alpha 1 and beta 0 (the values are not read)."""
+    mr, nr = _shape(lanes)
+    nc = NC_PANELS * nr
+    mod = ir.Module(name=symbol(lanes))
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [I8P] * 13), name=symbol(lanes))
+    kernels = {rows: _kernel(mod, lanes, rows) for rows in (False, True)}
+    malloc = ir.Function(mod, ir.FunctionType(I8P, [I64]), name="malloc")
+    free = ir.Function(mod, ir.FunctionType(ir.VoidType(), [I8P]), name="free")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    loops = _Loops(b)
+    tx, ty, pm, pn, pk, _, px, pldx, py, pldy, _, pc_, pldc = fn.args
+
+    def int_arg(ptr):
+        return b.sext(b.load(b.bitcast(ptr, I32.as_pointer())), I64)
+
+    def transposed(ptr):
+        ch = b.load(ptr)
+        return b.and_(b.icmp_unsigned("!=", ch, ir.Constant(I8, ord("N"))),
+                      b.icmp_unsigned("!=", ch, ir.Constant(I8, ord("n"))))
+    m, n, k, ldx, ldy, ldc = (int_arg(p) for p in (pm, pn, pk, pldx, pldy, pldc))
+    x, y, c = (b.bitcast(p, F32P) for p in (px, py, pc_))
+    x_t, y_t = transposed(tx), transposed(ty)
+    one = c64(1)
+    # X(i, p) at i*xs_i + p*xs_p; Y(p, j) at p*ys_p + j*ys_j
+    xs_i, xs_p = b.select(x_t, ldx, one), b.select(x_t, one, ldx)
+    ys_p, ys_j = b.select(y_t, ldy, one), b.select(y_t, one, ldy)
+    fn_entry = b.block
+    ret = fn.append_basic_block("ret")
+    work = fn.append_basic_block("work")
+    empty = b.or_(b.icmp_signed("<=", m, c64(0)), b.icmp_signed("<=", n, c64(0)))
+    b.cbranch(empty, ret, work)
+    b.position_at_end(work)
+    del fn_entry
+
+    with b.if_then(b.icmp_signed("<=", k, c64(0))):  # an empty sum: C = 0
+        loops.range(0, n, 1, lambda j: loops.range(0, m, 1, lambda i: b.store(
+            ir.Constant(F32, 0.0), _at(b, c, b.add(i, b.mul(j, ldc))))))
+    # the packed blocks, 64-byte aligned, and an edge tile's scratch
+    x_bytes, y_bytes = MC * KC * 4, (nc * KC_STRIDE + 16) * 4
+    raw = b.call(malloc, [c64(x_bytes + y_bytes + mr * nr * 4 + 64)])
+    base = b.inttoptr(b.and_(b.add(b.ptrtoint(raw, I64), c64(63)), c64(-64)), F32P)
+    xbuf, ybuf = base, _at(b, base, c64(x_bytes // 4))
+    tile = _at(b, ybuf, c64(y_bytes // 4))
+    ys_rows = y_t  # a row of Y is contiguous: pack it p-major (y_rows kernel)
+
+    v16 = ir.VectorType(F32, 16)
+    masked_load = ir.Function(mod, ir.FunctionType(v16, [v16.as_pointer(), I32, ir.VectorType(
+        ir.IntType(1), 16), v16]), name="llvm.masked.load.v16f32.p0")
+
+    def pack_y(pc, kc, jc, ncols):
+        """Y[pc:pc+kc, jc:jc+ncols] into micro-panels of NR columns, zeros past ncols: p-major
+        (one masked vector load of a row's NR elements per p) where Y's rows are contiguous,
+        else column-major with row stride KC_STRIDE (a copy loop per column)."""
+        def panel(q):
+            dst = _at(b, ybuf, b.mul(q, c64(nr * KC_STRIDE)))
+            j0 = b.add(jc, b.mul(q, c64(nr)))
+            valid_cols = _min(b, c64(nr), b.sub(b.add(jc, ncols), j0))
+            with b.if_else(ys_rows) as (rows, cols):
+                with rows:
+                    lane = ir.Constant(ir.VectorType(I64, 16), list(range(16)))
+                    limit = b.insert_element(ir.Constant(ir.VectorType(I64, 16), None),
+                                             valid_cols, ir.Constant(I32, 0))
+                    limit = b.shuffle_vector(limit, ir.Constant(ir.VectorType(I64, 16), None),
+                                             ir.Constant(ir.VectorType(I32, 16), [0] * 16))
+                    mask = b.icmp_unsigned("<", lane, limit)
+                    src = _at(b, y, b.add(b.mul(pc, ys_p), j0))
+
+                    def row(p):
+                        val = b.call(masked_load, [
+                            b.bitcast(_at(b, src, b.mul(p, ys_p)), v16.as_pointer()),
+                            ir.Constant(I32, 4), mask, ir.Constant(v16, None)])
+                        # (16 lanes: the 2 past NR land in the next row, written after, or
+                        # in the panel's slack past kc * NR)
+                        b.store(val, b.bitcast(_at(b, dst, b.mul(p, c64(nr))),
+                                               v16.as_pointer()), align=4)
+                    loops.range(0, kc, 1, row, "yp")
+                with cols:
+                    def col(r):
+                        col_dst = _at(b, dst, b.mul(r, c64(KC_STRIDE)))
+                        with b.if_else(b.icmp_signed("<", r, valid_cols)) as (ok, pad):
+                            with ok:
+                                src = _at(b, y, b.add(pc, b.mul(b.add(j0, r), ys_j)))
+                                loops.range(0, kc, 1, lambda p: b.store(
+                                    b.load(_at(b, src, p)), _at(b, col_dst, p)), "yc")
+                            with pad:
+                                loops.range(0, kc, 1, lambda p: b.store(
+                                    ir.Constant(F32, 0.0), _at(b, col_dst, p)), "yz")
+                    loops.range(0, nr, 1, col, "yr")
+        loops.range(0, b.udiv(b.add(ncols, c64(nr - 1)), c64(nr)), 1, panel, "yq")
+
+    def pack_x(ic, mrows, pc, kc):
+        def panel(q):
+            dst = _at(b, xbuf, b.mul(q, b.mul(kc, c64(mr))))
+            i0 = b.add(ic, b.mul(q, c64(mr)))
+            full = b.and_(b.icmp_signed("<=", b.add(i0, c64(mr)), b.add(ic, mrows)),
+                          b.icmp_signed("==", xs_i, one))
+            with b.if_else(full) as (fast, slow):
+                with fast:  # contiguous rows: vector copies
+                    vec = ir.VectorType(F32, mr)
+
+                    def row(p):
+                        src = _at(b, x, b.add(i0, b.mul(b.add(pc, p), xs_p)))
+                        val = b.load(b.bitcast(src, vec.as_pointer()), align=4)
+                        b.store(val, b.bitcast(_at(b, dst, b.mul(p, c64(mr))),
+                                               vec.as_pointer()), align=64)
+                    loops.range(0, kc, 1, row, "xp")
+                with slow:
+                    def one_row(r):
+                        i = b.add(i0, r)
+                        valid = b.icmp_signed("<", i, b.add(ic, mrows))
+                        ii = b.select(valid, i, ic)
+                        src = _at(b, x, b.add(b.mul(ii, xs_i), b.mul(pc, xs_p)))
+
+                        def elem(p):
+                            val = b.load(_at(b, src, b.mul(p, xs_p)))
+                            val = b.select(valid, val, ir.Constant(F32, 0.0))
+                            b.store(val, _at(b, dst, b.add(b.mul(p, c64(mr)), r)))
+                        loops.range(0, kc, 1, elem, "xe")
+                    loops.range(0, mr, 1, one_row, "xr")
+        loops.range(0, b.udiv(b.add(mrows, c64(mr - 1)), c64(mr)), 1, panel, "xq")
+
+    def tiles(ic, mrows, pc, kc, jc, ncols):
+        first = b.icmp_signed("==", pc, c64(0))
+
+        def column_panel(jr):
+            ypanel = _at(b, ybuf, b.mul(b.udiv(jr, c64(nr)), c64(nr * KC_STRIDE)))
+            nvalid = _min(b, c64(nr), b.sub(ncols, jr))
+
+            def row_panel(ir_):
+                xpanel = _at(b, xbuf, b.mul(ir_, kc))
+                mvalid = _min(b, c64(mr), b.sub(mrows, ir_))
+                cptr = _at(b, c, b.add(b.add(ic, ir_), b.mul(b.add(jc, jr), ldc)))
+                whole = b.and_(b.icmp_signed("==", mvalid, c64(mr)),
+                               b.icmp_signed("==", nvalid, c64(nr)))
+
+                def call(dst, ld):
+                    with b.if_else(ys_rows) as (rows, cols):
+                        with rows:
+                            b.call(kernels[True], [xpanel, ypanel, kc, dst, ld, first])
+                        with cols:
+                            b.call(kernels[False], [xpanel, ypanel, kc, dst, ld, first])
+
+                def copy(to_tile):
+                    def col(j):
+                        def el(i):
+                            t = _at(b, tile, b.add(i, b.mul(j, c64(mr))))
+                            cc = _at(b, cptr, b.add(i, b.mul(j, ldc)))
+                            if to_tile:
+                                b.store(b.load(cc), t)
+                            else:
+                                b.store(b.load(t), cc)
+                        loops.range(0, mvalid, 1, el, "ei")
+                    loops.range(0, nvalid, 1, col, "ej")
+                with b.if_else(whole) as (fast, edge):
+                    with fast:
+                        call(cptr, ldc)
+                    with edge:
+                        with b.if_then(b.not_(first)):
+                            copy(True)
+                        call(tile, c64(mr))
+                        copy(False)
+            loops.range(0, mrows, mr, row_panel, "ir")
+        loops.range(0, ncols, nr, column_panel, "jr")
+
+    def by_columns(jc):
+        ncols = _min(b, c64(nc), b.sub(n, jc))
+
+        def by_sum(pc):
+            kc = _min(b, c64(KC), b.sub(k, pc))
+            pack_y(pc, kc, jc, ncols)
+
+            def by_rows(ic):
+                mrows = _min(b, c64(MC), b.sub(m, ic))
+                pack_x(ic, mrows, pc, kc)
+                tiles(ic, mrows, pc, kc, jc, ncols)
+            loops.range(0, m, MC, by_rows, "ic")
+        loops.range(0, k, KC, by_sum, "pc")
+    loops.range(0, n, nc, by_columns, "jc")
+    b.call(free, [raw])
+    b.branch(ret)
+    b.position_at_end(ret)
+    b.ret_void()
+    return mod
+
+
+@functools.cache
+def routine(lanes: int) -> str:
+    """Compile (once per machine: the library cache) and bind `symbol(lanes)`; its name."""
+    import llvmlite.binding as llvm
+
+    from . import jit_engine
+    name = symbol(lanes)
+    code = jit_engine.compile_library(name, lambda: module(lanes))
+    _codes.append(code)
+    llvm.add_symbol(name, code.address(name))
+    return name
+
+
+_codes: list = []  # (kept for the process)
