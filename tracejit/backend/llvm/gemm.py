@@ -24,11 +24,22 @@ from .types import F32, I8, I32, I64
 
 I8P = I8.as_pointer()
 F32P = F32.as_pointer()
-import os
-KC = int(os.environ.get("GKC", 256))          # the sum's block: an NR-column micro-panel of Y (14 KiB) stays in L1
-MC = int(os.environ.get("GMC", 256))          # rows of X per packed block (256 KiB, in L2)
-NC_PANELS = int(os.environ.get("GNC", 80))    # micro-panels of Y per packed block (NC = 1120 columns, 1.1 MiB)
+KC = 256          # the sum's block: an NR-column micro-panel of Y (14 KiB) stays in L1
+MC = 256          # rows of X per packed block (256 KiB, in L2)
+NC_PANELS = 80    # micro-panels of Y per packed block (NC = 1120 columns, 1.1 MiB)
 KC_STRIDE = KC + 16  # a Y micro-panel's row stride: not a multiple of 4 KiB (L1 sets)
+
+
+def host_lanes() -> int | None:
+    """float32 lanes of the host's vectors for the kernel: 16 with AVX-512, 8 with AVX2 and
+    FMA, else None (no kernel: BLAS runs every product)."""
+    from ..llvm_setup import host_cpu
+    features = set(host_cpu()[1].split(","))
+    if "+avx512f" in features:
+        return 16
+    if {"+avx2", "+fma"} <= features:
+        return 8
+    return None
 
 
 def symbol(lanes: int) -> str:
@@ -337,16 +348,23 @@ def module(lanes: int) -> ir.Module:
 
 
 @functools.cache
-def routine(lanes: int) -> str:
-    """Compile (once per machine: the library cache) and bind `symbol(lanes)`; its name."""
+def _code(lanes: int):
+    """The routine's machine code, kept for the process (compiled once per machine: the
+    library cache), its symbol bound."""
     import llvmlite.binding as llvm
 
     from . import jit_engine
     name = symbol(lanes)
     code = jit_engine.compile_library(name, lambda: module(lanes))
-    _codes.append(code)
     llvm.add_symbol(name, code.address(name))
-    return name
+    return code
 
 
-_codes: list = []  # (kept for the process)
+def routine(lanes: int) -> str:
+    """The name generated code calls the routine of `lanes` by (bound for this process)."""
+    _code(lanes)
+    return symbol(lanes)
+
+
+def address(lanes: int) -> int:
+    return _code(lanes).address(symbol(lanes))
