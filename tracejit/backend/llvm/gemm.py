@@ -91,16 +91,18 @@ def _at(b, ptr, offset):
     return b.gep(ptr, [offset], inbounds=True)
 
 
-def _kernel(mod: ir.Module, lanes: int, y_rows: bool) -> ir.Function:
-    """`void kernel(float* x, float* y, i64 kc, float* c, i64 ldc, i1 first)`: C[0:MR, 0:NR]
+def _kernel(mod: ir.Module, lanes: int, y_rows: bool, width: int) -> ir.Function:
+    """`void kernel(float* x, float* y, i64 kc, float* c, i64 ldc, i1 first)`: C[0:MR, 0:width]
     (column stride ldc) = (first ? 0 : C) + sum over p < kc of x[p*MR : p*MR+MR] y(p, j), y(p, j)
     at y[j*KC_STRIDE + p] or, y_rows, y[p*NR + j]. Each element's fused multiply-adds run in
-    p's order."""
+    p's order, whatever the width (the last micro-panel of columns runs the narrowest width
+    that covers it: a full one would compute up to NR - 1 columns of padding)."""
     mr, nr = _shape(lanes)
+    row_stride = nr
     vec = ir.VectorType(F32, lanes)
     fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [F32P, F32P, I64, F32P, I64,
                                                            ir.IntType(1)]),
-                     name=f"sgemm_kernel_{lanes}_{int(y_rows)}")
+                     name=f"sgemm_kernel_{lanes}_{int(y_rows)}_{width}")
     fn.linkage = "internal"
     fn.attributes.add("noinline")
     for a in fn.args[:2] + fn.args[3:4]:
@@ -111,16 +113,16 @@ def _kernel(mod: ir.Module, lanes: int, y_rows: bool) -> ir.Function:
     entry, load_c, start = (fn.append_basic_block(n) for n in ("entry", "load_c", "start"))
     b = ir.IRBuilder(entry)
     vp = vec.as_pointer()
-    cols = [_at(b, c, b.mul(c64(j), ldc)) for j in range(nr)]
+    cols = [_at(b, c, b.mul(c64(j), ldc)) for j in range(width)]
     zero = ir.Constant(vec, None)
     b.cbranch(first, start, load_c)
     b.position_at_end(load_c)
     loaded = [[b.load(b.bitcast(_at(b, cols[j], c64(v * lanes)), vp), align=4)
-               for v in range(2)] for j in range(nr)]
+               for v in range(2)] for j in range(width)]
     b.branch(start)
     b.position_at_end(start)
     init = []
-    for j in range(nr):
+    for j in range(width):
         row = []
         for v in range(2):
             phi = b.phi(vec)
@@ -133,8 +135,8 @@ def _kernel(mod: ir.Module, lanes: int, y_rows: bool) -> ir.Function:
     b.position_at_end(head)
     p = b.phi(I64, name="p")
     p.add_incoming(c64(0), start)
-    acc = [[b.phi(vec) for _ in range(2)] for _ in range(nr)]
-    for j in range(nr):
+    acc = [[b.phi(vec) for _ in range(2)] for _ in range(width)]
+    for j in range(width):
         for v in range(2):
             acc[j][v].add_incoming(init[j][v], start)
     b.cbranch(b.icmp_signed("<", p, kc), body, done)
@@ -143,8 +145,8 @@ def _kernel(mod: ir.Module, lanes: int, y_rows: bool) -> ir.Function:
     xs = [b.load(b.bitcast(_at(b, xrow, c64(v * lanes)), vp), align=64) for v in range(2)]
     undef = ir.Constant(vec, ir.Undefined)
     splat_mask = ir.Constant(ir.VectorType(I32, lanes), [0] * lanes)
-    ybase = _at(b, y, b.mul(p, c64(nr)) if y_rows else p)
-    for j in range(nr):
+    ybase = _at(b, y, b.mul(p, c64(row_stride)) if y_rows else p)
+    for j in range(width):
         s = b.load(_at(b, ybase, c64(j if y_rows else j * KC_STRIDE)))
         sv = b.shuffle_vector(b.insert_element(undef, s, ir.Constant(I32, 0)), undef,
                               splat_mask)
@@ -153,7 +155,7 @@ def _kernel(mod: ir.Module, lanes: int, y_rows: bool) -> ir.Function:
     p.add_incoming(b.add(p, c64(1)), body)
     b.branch(head)
     b.position_at_end(done)
-    for j in range(nr):
+    for j in range(width):
         for v in range(2):
             b.store(acc[j][v], b.bitcast(_at(b, cols[j], c64(v * lanes)), vp), align=4)
     b.ret_void()
@@ -167,7 +169,8 @@ def module(lanes: int) -> ir.Module:
     nc = NC_PANELS * nr
     mod = ir.Module(name=symbol(lanes))
     fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [I8P] * 13), name=symbol(lanes))
-    kernels = {rows: _kernel(mod, lanes, rows) for rows in (False, True)}
+    widths = [*range(2, nr, 2), nr]  # (an edge's columns, rounded up to even: fewer kernels)
+    kernels = {(rows, w): _kernel(mod, lanes, rows, w) for rows in (False, True) for w in widths}
     malloc = ir.Function(mod, ir.FunctionType(I8P, [I64]), name="malloc")
     free = ir.Function(mod, ir.FunctionType(ir.VoidType(), [I8P]), name="free")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -297,12 +300,25 @@ def module(lanes: int) -> ir.Module:
                 whole = b.and_(b.icmp_signed("==", mvalid, c64(mr)),
                                b.icmp_signed("==", nvalid, c64(nr)))
 
-                def call(dst, ld):
+                def call(dst, ld, width):
                     with b.if_else(ys_rows) as (rows, cols):
                         with rows:
-                            b.call(kernels[True], [xpanel, ypanel, kc, dst, ld, first])
+                            b.call(kernels[True, width], [xpanel, ypanel, kc, dst, ld, first])
                         with cols:
-                            b.call(kernels[False], [xpanel, ypanel, kc, dst, ld, first])
+                            b.call(kernels[False, width], [xpanel, ypanel, kc, dst, ld, first])
+
+                def call_narrowest(dst, ld):
+                    """The kernel of the narrowest width >= nvalid."""
+                    done = b.append_basic_block("edge.done")
+                    blocks = {w: b.append_basic_block(f"edge.{w}") for w in widths}
+                    switch = b.switch(nvalid, blocks[nr])
+                    for j in range(1, nr):
+                        switch.add_case(c64(j), blocks[min(w for w in widths if w >= j)])
+                    for w, block in blocks.items():
+                        b.position_at_end(block)
+                        call(dst, ld, w)
+                        b.branch(done)
+                    b.position_at_end(done)
 
                 def copy(to_tile):
                     def col(j):
@@ -317,11 +333,11 @@ def module(lanes: int) -> ir.Module:
                     loops.range(0, nvalid, 1, col, "ej")
                 with b.if_else(whole) as (fast, edge):
                     with fast:
-                        call(cptr, ldc)
+                        call(cptr, ldc, nr)
                     with edge:
                         with b.if_then(b.not_(first)):
                             copy(True)
-                        call(tile, c64(mr))
+                        call_narrowest(tile, c64(mr))
                         copy(False)
             loops.range(0, mrows, mr, row_panel, "ir")
         loops.range(0, ncols, nr, column_panel, "jr")
