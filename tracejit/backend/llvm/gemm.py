@@ -162,6 +162,36 @@ def _kernel(mod: ir.Module, lanes: int, y_rows: bool, width: int) -> ir.Function
     return fn
 
 
+def _transpose_in(b: ir.IRBuilder, lanes: int, x, xs_i, i0, pc, p0, dst, mr: int) -> None:
+    """dst[(p0 + j) * mr + r] = X(i0 + r, pc + p0 + j) for j < lanes, r < mr, X's rows
+    contiguous in p (row stride xs_i): `lanes` x `lanes` blocks loaded a row per vector and
+    transposed in registers (swapping halves, then quarters, ... of each pair of rows)."""
+    vec = ir.VectorType(F32, lanes)
+    for half in range(mr // lanes):
+        rows = []
+        for i in range(lanes):
+            src = _at(b, x, b.add(b.mul(b.add(i0, c64(half * lanes + i)), xs_i),
+                                  b.add(pc, p0)))
+            rows.append(b.load(b.bitcast(src, vec.as_pointer()), align=4))
+        s = lanes // 2
+        while s:
+            new = list(rows)
+            for i in range(lanes):
+                if i & s:
+                    continue
+                lo, hi = [], []
+                for t in range(0, lanes, 2 * s):
+                    lo += [*range(t, t + s), *range(lanes + t, lanes + t + s)]
+                    hi += [*range(t + s, t + 2 * s), *range(lanes + t + s, lanes + t + 2 * s)]
+                for at, mask in ((i, lo), (i + s, hi)):
+                    new[at] = b.shuffle_vector(rows[i], rows[i + s],
+                                               ir.Constant(ir.VectorType(I32, lanes), mask))
+            rows, s = new, s // 2
+        for j in range(lanes):
+            out = _at(b, dst, b.add(b.mul(b.add(p0, c64(j)), c64(mr)), c64(half * lanes)))
+            b.store(rows[j], b.bitcast(out, vec.as_pointer()), align=4)
+
+
 def module(lanes: int) -> ir.Module:
     """The routine `symbol(lanes)`: Fortran's sgemm(transx, transy, m, n, k, alpha, x, ldx, y,
     ldy, beta, c, ldc) with alpha 1 and beta 0 (the values are not read)."""
@@ -272,18 +302,30 @@ def module(lanes: int) -> ir.Module:
                                                vec.as_pointer()), align=64)
                     loops.range(0, kc, 1, row, "xp")
                 with slow:
-                    def one_row(r):
-                        i = b.add(i0, r)
-                        valid = b.icmp_signed("<", i, b.add(ic, mrows))
-                        ii = b.select(valid, i, ic)
-                        src = _at(b, x, b.add(b.mul(ii, xs_i), b.mul(pc, xs_p)))
+                    def rows_from(p_start):
+                        def one_row(r):
+                            i = b.add(i0, r)
+                            valid = b.icmp_signed("<", i, b.add(ic, mrows))
+                            ii = b.select(valid, i, ic)
+                            src = _at(b, x, b.add(b.mul(ii, xs_i), b.mul(pc, xs_p)))
 
-                        def elem(p):
-                            val = b.load(_at(b, src, b.mul(p, xs_p)))
-                            val = b.select(valid, val, ir.Constant(F32, 0.0))
-                            b.store(val, _at(b, dst, b.add(b.mul(p, c64(mr)), r)))
-                        loops.range(0, kc, 1, elem, "xe")
-                    loops.range(0, mr, 1, one_row, "xr")
+                            def elem(p):
+                                val = b.load(_at(b, src, b.mul(p, xs_p)))
+                                val = b.select(valid, val, ir.Constant(F32, 0.0))
+                                b.store(val, _at(b, dst, b.add(b.mul(p, c64(mr)), r)))
+                            loops.range(p_start, kc, 1, elem, "xe")
+                        loops.range(0, mr, 1, one_row, "xr")
+                    rows_full = b.icmp_signed("<=", b.add(i0, c64(mr)), b.add(ic, mrows))
+                    with b.if_else(b.and_(rows_full, b.icmp_signed("==", xs_p, one))) as (
+                            transpose, scalar):
+                        with transpose:  # rows of X contiguous in p: 16 x 16 transposes
+                            whole = b.and_(kc, c64(-lanes))
+                            loops.range(0, whole, lanes,
+                                        lambda p0: _transpose_in(b, lanes, x, xs_i, i0, pc,
+                                                                 p0, dst, mr), "xt")
+                            rows_from(whole)
+                        with scalar:
+                            rows_from(c64(0))
         loops.range(0, b.udiv(b.add(mrows, c64(mr - 1)), c64(mr)), 1, panel, "xq")
 
     def tiles(ic, mrows, pc, kc, jc, ncols):
