@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from .types import F32, I8, I32, I64
 

@@ -430,12 +430,13 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
 
 # --- our gemm or BLAS's ----------------------------------------------------------------------
 # A float32 product runs our own gemm (gemm.py) where it measured at least level with OpenBLAS's
-# sgemm on this kind of host: AVX-512 (its width is what the kernel was tuned for; AVX2 hosts
-# keep BLAS, unmeasured), OURS_MIN_WORK multiply-adds or more (below that the packing and the
-# buffer's malloc weigh more than OpenBLAS's small-matrix paths), and no split-k tiles (their
-# partial sums would make our bits differ from one call's). See README "Benchmarks" for the
-# numbers.
-OURS_MIN_WORK = 1 << 15
+# sgemm (one thread each, thread CPU, best of 41, Zen 5 at load ~7): on AVX-512 hosts (its width
+# is what the kernel was tuned for; AVX2 hosts keep BLAS, unmeasured), from OURS_MIN_WORK
+# multiply-adds (128^3: 24.0 against 27.0 us, every layout 11-25% faster; 200^3 level, 80 / 81
+# us; 100^3 18 / 14 us, 64^3 8.8 / 8.4 us: an edge of rows runs the kernel's full 32, 28 of 128
+# rows of padding at 100), and without split-k tiles (their partial sums would make our bits
+# differ from one call's).
+OURS_MIN_WORK = 1 << 21
 GEMM_KERNEL = None  # "ours" / "blas" forces the float32 kernel (tests), or None: the rule
 
 
