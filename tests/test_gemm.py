@@ -247,3 +247,25 @@ def test_the_rule(monkeypatch):
     monkeypatch.setattr(gemm, "host_lanes", lambda: None)
     monkeypatch.setattr(linalg, "GEMM_KERNEL", "ours")
     assert linalg.gemm_routine(f32, 1024, 1024, 1024, None) == "gemm"
+
+
+def test_without_memory_for_the_packing_the_same_bits(monkeypatch):
+    """Where malloc fails, the routine computes every element's chain of fmas from the operands
+    where they lie: the bits of the packed path, every layout."""
+    from llvmlite import ir
+
+    from tracejit.backend.llvm import jit_engine
+    lanes = LANES[0]
+    mod = gemm.module(lanes)
+    malloc = mod.globals["malloc"]
+    ir.IRBuilder(malloc.append_basic_block()).ret(ir.Constant(malloc.return_value.type, None))
+    name = gemm.symbol(lanes)
+    _, code = jit_engine.compile_ir(str(mod).replace(name, name + "_nomem"))
+    monkeypatch.setattr(gemm, "address", lambda lanes: code.address(name + "_nomem"))
+    for ta, tb in (("N", "N"), ("T", "T"), ("N", "T")):
+        starved, _, _ = _fortran_case(lanes, 37, 19, gemm.KC + 5, ta, tb, 1, 9)
+        monkeypatch.undo()
+        packed, want, bound = _fortran_case(lanes, 37, 19, gemm.KC + 5, ta, tb, 1, 9)
+        monkeypatch.setattr(gemm, "address", lambda lanes: code.address(name + "_nomem"))
+        np.testing.assert_array_equal(starved, packed)
+        assert np.all(np.abs(packed - want) <= bound)

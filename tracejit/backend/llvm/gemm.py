@@ -235,6 +235,26 @@ def module(lanes: int) -> ir.Module:
     # the packed blocks, 64-byte aligned, and an edge tile's scratch
     x_bytes, y_bytes = MC * KC * 4, (nc * KC_STRIDE + 16) * 4
     raw = b.call(malloc, [c64(x_bytes + y_bytes + mr * nr * 4 + 64)])
+    packed, unpacked = fn.append_basic_block("packed"), fn.append_basic_block("unpacked")
+    b.cbranch(b.icmp_unsigned("==", b.ptrtoint(raw, I64), c64(0)), unpacked, packed)
+    # no memory for the packed blocks: each element's chain of fmas straight from X and Y, in
+    # the same order (the same bits), slowly
+    b.position_at_end(unpacked)
+    f32_fma = mod.globals.get("llvm.fma.f32") or ir.Function(
+        mod, ir.FunctionType(F32, [F32] * 3), name="llvm.fma.f32")
+
+    def element(j, i):
+        out = _at(b, c, b.add(i, b.mul(j, ldc)))
+        b.store(ir.Constant(F32, 0.0), out)
+
+        def term(p):
+            xv = b.load(_at(b, x, b.add(b.mul(i, xs_i), b.mul(p, xs_p))))
+            yv = b.load(_at(b, y, b.add(b.mul(p, ys_p), b.mul(j, ys_j))))
+            b.store(b.call(f32_fma, [xv, yv, b.load(out)]), out)
+        loops.range(0, k, 1, term, "up")
+    loops.range(0, n, 1, lambda j: loops.range(0, m, 1, lambda i: element(j, i), "ui"), "uj")
+    b.branch(ret)
+    b.position_at_end(packed)
     base = b.inttoptr(b.and_(b.add(b.ptrtoint(raw, I64), c64(63)), c64(-64)), F32P)
     xbuf, ybuf = base, _at(b, base, c64(x_bytes // 4))
     tile = _at(b, ybuf, c64(y_bytes // 4))
