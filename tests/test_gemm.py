@@ -269,3 +269,42 @@ def test_without_memory_for_the_packing_the_same_bits(monkeypatch):
         monkeypatch.setattr(gemm, "address", lambda lanes: code.address(name + "_nomem"))
         np.testing.assert_array_equal(starved, packed)
         assert np.all(np.abs(packed - want) <= bound)
+
+
+_SCRIPT = """
+import json
+import numpy as np
+import tracejit
+from tracejit.backend.llvm import jit_engine
+from tracejit.runtime import disk_cache
+built = []  # the library routines whose IR was built
+compile_library = jit_engine._library_compiler
+jit_engine.set_library_compiler(lambda name, ir_text, level: compile_library(
+    name, lambda: built.append(name) or ir_text(), level))
+x = np.linspace(-1.0, 1.0, 160 * 160, dtype=np.float32).reshape(160, 160)
+out = np.asarray(tracejit.jit(lambda a, b: a @ b)(x, x.T))
+print(json.dumps({"built": built, "out": out.tobytes().hex()}))
+"""
+
+
+@pytest.mark.skipif(not native() or gemm.host_lanes() != 16, reason="the rule's AVX-512 path")
+def test_compiled_once_per_machine_then_loaded(tmp_path):
+    """The routine is the runtime's library code: the first process builds and compiles it, a
+    second one loads it from the cache by name (a first call pays the load, not a compile),
+    with the same bits."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TRACEJIT_CACHE_DIR=str(tmp_path), TRACEJIT_PERSISTENT_CACHE="0",
+               TRACEJIT_LIBRARY_CACHE="1", TRACEJIT_BACKEND="native")
+    runs = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True,
+                              text=True, timeout=300, check=False)
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert gemm.symbol(16) in runs[0]["built"]
+    assert gemm.symbol(16) not in runs[1]["built"]
+    assert runs[0]["out"] == runs[1]["out"]
