@@ -391,7 +391,8 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
         _emit_calls(em, dtype, routine, args, [rhs, lhs, out], sizes, batch,
                     _pool_the_batch(batch, work, POOL_GEMM_WORK))
         return
-    _set_blas_threads(em, 0)  # (one thread per tile)
+    if routine == "gemm":  # (ours needs no BLAS: a program of our products never loads it)
+        _set_blas_threads(em, 0)  # (one thread per tile)
     body = _tile_body(em.module, dtype, plan, m, n, k, lhs_t, rhs_t, routine)
     ctx = em._entry_alloca(ir.ArrayType(mem_type(dtype).as_pointer(), 4))
     axis, _, tiles = plan
