@@ -1,7 +1,7 @@
 """Our own float32 GEMM, generated through LLVM: a runtime routine with Fortran sgemm's signature
-(alpha 1, beta 0 only) that backend/llvm/linalg.py calls in place of BLAS's sgemm where it is
-faster (`use_ours`). Compiled once per machine (jit_engine.compile_library), so a program's O0
-and O3 tiers run the same machine code.
+(alpha 1, beta 0 only) that backend/llvm/linalg.py calls in place of BLAS's sgemm where it
+measured at least level (`linalg.gemm_routine`). Compiled once per machine
+(jit_engine.compile_library), so a program's O0 and O3 tiers run the same machine code.
 
 The loops are BLIS's: column-major C[M,N] = X[M,K] Y[K,N] (linalg's C^T = B^T A^T) in blocks
 of KC of the sum, NC columns and MC rows; each block of Y packed once into a buffer (its
@@ -12,8 +12,9 @@ them into vectors of X's. Every element of C is one chain of fused multiply-adds
 order -- the first block starts from 0 (C is never zeroed first), later blocks carry on from
 what the previous one stored -- so its bits do not depend on the blocking, on which tile of a
 product computes it, nor on the thread count (linalg's row and column tiles agree with one
-call). Edge tiles run the same kernel on zero-padded panels into a scratch tile, and only the
-valid part is copied: no read or write outside the operands."""
+call). Edge tiles run the same kernel (or a narrower one: fewer columns) on zero-padded panels
+into a scratch tile, and only the valid part is copied: no read or write outside the operands.
+A transposed X is packed by lanes x lanes transposes in registers."""
 from __future__ import annotations
 
 import functools
