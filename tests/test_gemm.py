@@ -308,3 +308,25 @@ def test_compiled_once_per_machine_then_loaded(tmp_path):
     assert gemm.symbol(16) in runs[0]["built"]
     assert gemm.symbol(16) not in runs[1]["built"]
     assert runs[0]["out"] == runs[1]["out"]
+
+
+@pytest.mark.skipif(not native(), reason="the routine is the native backend's")
+def test_a_batch_as_one_pool_job_same_bits(ours, threads, monkeypatch):
+    """A batch of products holding work enough for the pool (linalg._pool_the_batch): its
+    products as the chunks of one pool job or in a loop, on one thread or two, give the bits of
+    each product computed alone."""
+    rng = np.random.default_rng(11)
+    x, y = _draw(rng, (8, 192, 256)), _draw(rng, (8, 256, 160))
+    assert linalg._pool_the_batch(8, 192 * 160 * 256, linalg.POOL_GEMM_WORK)
+    f = tracejit.jit(lambda a, b: a @ b)
+    runs = []
+    for count in (1, 2):
+        threads(count)
+        for mode in ("tiles", "one"):
+            monkeypatch.setattr(linalg, "GEMM_MODE", mode)
+            runs.append(np.asarray(tracejit.jit(lambda a, b: a @ b)(x, y)))
+    alone = np.stack([np.asarray(f(x[i], y[i])) for i in range(8)])
+    for r in runs:
+        np.testing.assert_array_equal(r, alone)
+    want = x.astype(np.float64) @ y
+    assert np.all(np.abs(alone - want) <= 256 * EPS * (np.abs(x).astype(np.float64) @ np.abs(y)))
