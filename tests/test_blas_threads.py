@@ -41,10 +41,12 @@ def _exact(shape, dtype, seed):
     (64, 64, 64, np.float64),
     (512, 1024, 1024, np.float64),
 ])
-def test_thread_count_set_per_call(cap, m, k, n, dtype):
+def test_thread_count_set_per_call(cap, monkeypatch, m, k, n, dtype):
     """A product that is not tiled (below linalg.POOL_GEMM_WORK, or too little work per
     element a tile would repack) gets blas.threads_for its work (one thread at these sizes);
-    a tiled one runs on our pool, each tile on one BLAS thread."""
+    a tiled one runs on our pool, each tile on one BLAS thread. (float32 products this large
+    run our own gemm by default, which calls no BLAS: BLAS is forced here.)"""
+    monkeypatch.setattr(linalg, "GEMM_KERNEL", "blas")
     cap(4)
     get = _openblas_get()
     a, b = _exact((m, k), dtype, 0), _exact((k, n), dtype, 1)
@@ -58,10 +60,11 @@ def test_thread_count_set_per_call(cap, m, k, n, dtype):
     np.testing.assert_array_equal(out, a @ b)
 
 
-def test_cap_bounds_threads_and_results_match(cap):
+def test_cap_bounds_threads_and_results_match(cap, monkeypatch):
     """The tiles depend on the shapes only: 1 and 2 threads give the same bits, also for
     inexact inputs (each output element is one tile's, or tile 0's sum plus the partials in
-    a fixed order)."""
+    a fixed order). (BLAS forced: tests/test_gemm.py holds our own gemm to the same.)"""
+    monkeypatch.setattr(linalg, "GEMM_KERNEL", "blas")
     get = _openblas_get()
     a, b = _exact((1024, 1024), np.float32, 2), _exact((1024, 1024), np.float32, 3)
     f = tracejit.jit(lambda x, y: x @ y)
@@ -110,7 +113,8 @@ def test_bad_thread_count_names_the_fix(cap, bad):
 
 def test_environment_variable_sets_the_cap():
     code = ("import numpy as np, tracejit\n"
-            "from tracejit.backend.llvm import blas\n"
+            "from tracejit.backend.llvm import blas, linalg\n"
+            "linalg.GEMM_KERNEL = 'blas'  # (our own gemm would call no BLAS)\n"
             "a = np.ones((1024, 1024), np.float32)\n"
             "tracejit.jit(lambda x: x @ x)(a).block_until_ready()\n"
             "print(blas.max_threads(), blas.openblas_threads_api()[1]())\n")

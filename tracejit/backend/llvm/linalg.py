@@ -98,11 +98,16 @@ def _fortran_args(b: ir.IRBuilder, alloca, dtype, args: list) -> list:
 
 
 def _blas_fn(module: ir.Module, dtype, routine: str) -> ir.Function:
-    """The declaration of SciPy's ?gemm / ?gemv in `module` (Fortran: every argument by
-    pointer; declared as i8* so one type serves every dtype)."""
+    """The declaration of SciPy's ?gemm / ?gemv, or of our sgemm (routine "ours": gemm.py,
+    the same arguments as sgemm), in `module` (Fortran: every argument by pointer; declared as
+    i8* so one type serves every dtype)."""
     from .blas import gemm_symbol
-    symbol = gemm_symbol(dtype, routine)
-    n_args = {"gemm": 13, "gemv": 11}[routine]
+    if routine == "ours":
+        from . import gemm
+        symbol = gemm.routine(gemm.host_lanes())
+    else:
+        symbol = gemm_symbol(dtype, routine)
+    n_args = {"gemm": 13, "ours": 13, "gemv": 11}[routine]
     return module.globals.get(symbol) or ir.Function(
         module, ir.FunctionType(ir.VoidType(), [I8P] * n_args), name=symbol)
 
@@ -308,7 +313,7 @@ def _tile_count(work: int, axis: str, cost: int, size: int) -> int:
 
 
 def _tile_body(module: ir.Module, dtype, plan, m: int, n: int, k: int, lhs_t: bool,
-               rhs_t: bool) -> ir.Function:
+               rhs_t: bool, routine: str) -> ir.Function:
     """`void body(i8* ctx, i64 chunk)`: one tile's single-threaded gemm. ctx holds the rhs,
     lhs, output and partials pointers of a batch of products (or of one); chunk
     `product * tiles + tile` is that product's tile (each product's partials are
@@ -354,7 +359,7 @@ def _tile_body(module: ir.Module, dtype, plan, m: int, n: int, k: int, lhs_t: bo
         # tile 0 writes the output, tile t > 0 partial t-1
         part = at(parts, b.mul(b.sub(tile, c64(1)), c64(m * n)))
         out = b.select(b.icmp_signed("==", tile, c64(0)), out, part)
-    _call_blas(b, alloca, module, dtype, "gemm",
+    _call_blas(b, alloca, module, dtype, routine,
                ["T" if rhs_t else "N", "T" if lhs_t else "N", dims["n"], dims["m"], dims["k"],
                 1.0, rhs, k if rhs_t else n, lhs, m if lhs_t else k, 0.0, out, n])
     b.ret_void()
@@ -370,6 +375,10 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
     from .blas import gemm_work, splits_agree
     b = em.b
     plan = tile_plan(dtype, m, n, k)
+    routine = gemm_routine(dtype, m, n, k, plan)
+    # (our gemm gives every element one chain of multiply-adds in k's order: tiles of rows or
+    # columns agree with one call by construction)
+    agree = routine == "ours" or splits_agree(dtype)
     # B (rhs) is op(X1): row-major [k,n] is column-major [n,k] = B^T ('N', ld n); stored [n,k]
     # it is column-major [k,n] = B, so 'T' with ld k. Likewise for A.
     args = ["T" if rhs_t else "N", "T" if lhs_t else "N", n, m, k, 1.0, None,
@@ -377,12 +386,14 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
     sizes = (k * n, m * k, m * n)
     if plan is None:
         work = gemm_work(dtype, m, n, k)
-        _set_blas_threads(em, work)
-        _emit_calls(em, dtype, "gemm", args, [rhs, lhs, out], sizes, batch,
+        if routine == "gemm":
+            _set_blas_threads(em, work)
+        _emit_calls(em, dtype, routine, args, [rhs, lhs, out], sizes, batch,
                     _pool_the_batch(batch, work, POOL_GEMM_WORK))
         return
-    _set_blas_threads(em, 0)  # (one thread per tile)
-    body = _tile_body(em.module, dtype, plan, m, n, k, lhs_t, rhs_t)
+    if routine == "gemm":  # (ours needs no BLAS: a program of our products never loads it)
+        _set_blas_threads(em, 0)  # (one thread per tile)
+    body = _tile_body(em.module, dtype, plan, m, n, k, lhs_t, rhs_t, routine)
     ctx = em._entry_alloca(ir.ArrayType(mem_type(dtype).as_pointer(), 4))
     axis, _, tiles = plan
     if axis == "k":
@@ -397,8 +408,7 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
         em.release(parts)
         return
     site = None  # a mid-size product's times
-    if GEMM_MODE is None and gemm_work(dtype, m, n, k) < ONLINE_GEMM_MAX_WORK \
-            and splits_agree(dtype):
+    if GEMM_MODE is None and gemm_work(dtype, m, n, k) < ONLINE_GEMM_MAX_WORK and agree:
         site = _timed_site(em)
 
     def one(i):
@@ -407,16 +417,41 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
         # BLAS's do: blas.splits_agree), so which runs may change per call: one call with one
         # thread (each tile would repack the other operand: +20% for 1024^3), else tiles, or
         # for a mid-size product whichever has been faster here lately (_pick_tiles)
-        use_tiles, clock = _pick_tiles(em, site) if splits_agree(dtype) else (
+        use_tiles, clock = _pick_tiles(em, site) if agree else (
             ir.Constant(ir.IntType(1), 1), None)
         with b.if_else(use_tiles) as (tiled, serial):
             with tiled:
                 _run_tiles(em, body, ctx, [*ptrs, None], tiles)
             with serial:
-                _call_blas(b, em._entry_alloca, em.module, dtype, "gemm", _fill(args, ptrs))
+                _call_blas(b, em._entry_alloca, em.module, dtype, routine, _fill(args, ptrs))
         if clock is not None:
             _record_time(em, site, use_tiles, clock)
     em.loop(batch, one, name="batch")
+
+
+# --- our gemm or BLAS's ----------------------------------------------------------------------
+# A float32 product runs our own gemm (gemm.py) where it measured at least level with OpenBLAS's
+# sgemm (one thread each, thread CPU, best of 41, Zen 5 at load ~7): on AVX-512 hosts (its width
+# is what the kernel was tuned for; AVX2 hosts keep BLAS, unmeasured), from OURS_MIN_WORK
+# multiply-adds (128^3: 24.0 against 27.0 us, every layout 11-25% faster; 200^3 level, 80 / 81
+# us; 100^3 18 / 14 us, 64^3 8.8 / 8.4 us: an edge of rows runs the kernel's full 32, 28 of 128
+# rows of padding at 100), and without split-k tiles (their partial sums would make our bits
+# differ from one call's).
+OURS_MIN_WORK = 1 << 21
+GEMM_KERNEL = None  # "ours" / "blas" forces the float32 kernel (tests), or None: the rule
+
+
+def gemm_routine(dtype, m: int, n: int, k: int, plan) -> str:
+    """"ours" (gemm.py) or "gemm" (BLAS) for one float32 product of m x k by k x n split by
+    `plan` (tile_plan); other dtypes always "gemm"."""
+    from . import gemm
+    if np.dtype(dtype) != dtypes.float32 or gemm.host_lanes() is None:
+        return "gemm"
+    if GEMM_KERNEL is not None:
+        return "ours" if GEMM_KERNEL == "ours" else "gemm"
+    split_k = plan is not None and plan[0] == "k"
+    ours = gemm.host_lanes() >= 16 and m * n * k >= OURS_MIN_WORK and not split_k
+    return "ours" if ours else "gemm"
 
 
 # --- tiles or one call, per call --------------------------------------------------------------
