@@ -275,6 +275,47 @@ def test_every_chunk_runs_once_in_both_directions_and_when_a_range_is_slow(k, th
         np.testing.assert_array_equal(out, np.full(n, 4))
 
 
+def _cpu_seconds(tid: int) -> float:
+    with open(f"/proc/self/task/{tid}/schedstat") as f:
+        return int(f.read().split()[0]) / 1e9
+
+
+@pytest.mark.skipif(not os.path.exists(f"/proc/self/task/{os.getpid()}/schedstat"),
+                    reason="needs Linux's per-thread schedstat")
+def test_a_worker_on_the_callers_cpu_sleeps_instead_of_spinning(threads):
+    """All of the process's threads on one CPU, as the scheduler stacks the caller and a woken
+    worker when another process holds the other CPU: a worker done with a job must not spin
+    its ~100 µs (its wait before it sleeps) there, where the caller it would wait for is
+    queued behind it. Two chunks of 200 µs of sleep a call (the CPU idles, so a spinning
+    worker gets it): the worker threads' CPU time was ~100 µs a call (4000 pause turns each
+    time), and is ~10-15 with the check (64 turns, then the futex)."""
+    threads(2)
+    _keep, go = _pool_program(nested=False, sleep_us=200)
+    out = np.zeros(2, np.int64)
+    go(out.ctypes.data, 2)  # (creates the worker)
+    tids = [int(t) for t in os.listdir("/proc/self/task")]
+    others = [t for t in tids if t != threading.get_native_id()]
+    before = {t: os.sched_getaffinity(t) for t in tids}
+    cpu = min(os.sched_getaffinity(0))
+    try:
+        for t in tids:
+            os.sched_setaffinity(t, {cpu})
+        go(out.ctypes.data, 2)
+        spent = sum(_cpu_seconds(t) for t in others)
+        calls = 200
+        for _ in range(calls):
+            go(out.ctypes.data, 2)
+        per_call = (sum(_cpu_seconds(t) for t in others) - spent) / calls
+    finally:
+        for t, mask in before.items():
+            try:
+                os.sched_setaffinity(t, mask)
+            except OSError:  # (a thread that has ended)
+                pass
+    np.testing.assert_array_equal(out, [1, 2])
+    assert per_call < 50e-6, per_call
+
+
 def test_calls_from_many_threads_at_once(threads):
     threads(2)
     _keep, go = _pool_program(nested=False)
