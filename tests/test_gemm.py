@@ -232,7 +232,8 @@ def test_ours_and_blas_both_within_the_bound(monkeypatch):
 
 
 def test_the_rule(monkeypatch):
-    """float32 only; AVX-512 only (AVX2 hosts keep BLAS); large enough; never split-k."""
+    """float32 only; AVX-512 only (AVX2 hosts keep BLAS); large enough, no side narrow; never
+    split-k."""
     f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
     monkeypatch.setattr(gemm, "host_lanes", lambda: 16)
     assert linalg.gemm_routine(f32, 1024, 1024, 1024, linalg.tile_plan(f32, 1024, 1024,
@@ -240,6 +241,9 @@ def test_the_rule(monkeypatch):
     assert linalg.gemm_routine(f64, 1024, 1024, 1024, None) == "gemm"
     small = round(linalg.OURS_MIN_WORK ** (1 / 3)) - 1
     assert linalg.gemm_routine(f32, small, small, small, None) == "gemm"
+    narrow = linalg.OURS_MIN_SIDE - 1  # (the CNN's im2col products: 6272x144 by 144x32)
+    assert linalg.gemm_routine(f32, 8192, narrow, 144, None) == "gemm"
+    assert linalg.gemm_routine(f32, 8192, 1024, narrow, None) == "gemm"
     plan = linalg.tile_plan(f32, 64, 64, 16384)
     assert plan[0] == "k" and linalg.gemm_routine(f32, 64, 64, 16384, plan) == "gemm"
     monkeypatch.setattr(gemm, "host_lanes", lambda: 8)
