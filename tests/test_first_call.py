@@ -92,7 +92,8 @@ def test_blas_load_leaves_no_idle_openblas_threads():
         import threading
         import numpy as np
         import tracejit
-        from tracejit.backend.llvm import blas
+        from tracejit.backend.llvm import blas, linalg
+        linalg.GEMM_KERNEL = "blas"  # (this test's subject: SciPy's OpenBLAS loaded for a product)
 
         def threads():  # (not Python's: the tiering thread starts with a first tiered program)
             python = {str(t.native_id) for t in threading.enumerate()}

@@ -45,7 +45,7 @@ def scipy_extension(name: str):
     top = scipy_spec.submodule_search_locations[0] \
         if scipy_spec is not None and scipy_spec.submodule_search_locations else None
     path = _extension_path(os.path.join(top, "linalg"), name) if top else None
-    before = _threads()
+    before, mapped = _threads(), _openblas_files()
     if path is None or full in sys.modules:  # (a plain import)
         import scipy.linalg.cython_blas
         import scipy.linalg.cython_lapack  # noqa: F401
@@ -54,9 +54,22 @@ def scipy_extension(name: str):
         with _utility_without_scipy(top):
             module = _load_extension(full, path)
     after = _threads()
-    if before is not None and after is not None and after - before:
+    # (only where this load mapped an OpenBLAS and threads appeared with it: one loaded before
+    # is another library's too, and its pool may be running that library's call)
+    if before is not None and after is not None and after - before and mapped is not None \
+            and _openblas_files() - mapped:
         _stop_idle_blas_threads(module)
     return module
+
+
+def _openblas_files() -> set[str] | None:
+    """The OpenBLAS libraries mapped into this process (Linux), or None where not known.
+    (NumPy's wheel brings one of its own: libscipy_openblas64_ in numpy.libs.)"""
+    try:
+        with open("/proc/self/maps") as maps:
+            return {line.split(None, 5)[-1].strip() for line in maps if "openblas" in line.lower()}
+    except OSError:
+        return None
 
 
 def _threads() -> set[str] | None:
