@@ -2,6 +2,7 @@
 real JAX's numbers and reports JAX's output shardings (tests/libraries/sharded_jit.py, run with
 both); the propagation pass's plans (layouts, collectives) and resharding against NumPy."""
 import gc
+import re
 
 import numpy as np
 import pytest
@@ -255,6 +256,8 @@ def test_shard_map_step_on_one_device_compiles_to_the_plain_step():
     heads = [t.splitlines()[0].split("kernels at top level")[1] for t in (ours, theirs)]
     assert heads[0] == heads[1] and "// kernel 0: reshape\n" in ours, heads
     assert "transpose[permutation=(0, 2, 1)]" not in ours and count[0] == count[1] + 1
-    pools, gemms = ([ll.count(f"@{name}(") for ll in (c.as_text(dialect="llvm") for c in texts)]
-                    for name in ("tracejit_parallel_for", "tracejit_scipy_sgemm"))
-    assert pools[0] == pools[1] >= 4 and gemms[0] == gemms[1]
+    lls = [c.as_text(dialect="llvm") for c in texts]
+    pools = [ll.count("@tracejit_parallel_for(") for ll in lls]
+    gemms = [len(re.findall(r"call void @tracejit_(?:scipy_sgemm|sgemm_\d+)\(", ll))
+             for ll in lls]  # (BLAS's sgemm or our gemm.py's)
+    assert pools[0] == pools[1] >= 4 and gemms[0] == gemms[1] >= 3, gemms
