@@ -32,7 +32,8 @@ CHECKS = {
                         "str((jnp.ones(2, jnp.bfloat16) * 2).dtype)",
     "jnp_dtype": "str(jnp.dtype('bfloat16')), jnp.dtype is np.dtype",
     "issubdtype": "jnp.issubdtype('bfloat16', jnp.floating), "
-                  "jnp.issubdtype(jnp.bfloat16, jnp.inexact), jnp.issubdtype(jnp.int4, jnp.integer)",
+                  "jnp.issubdtype(jnp.bfloat16, jnp.inexact), "
+                  "jnp.issubdtype(jnp.int4, jnp.integer)",
     "finfo": "float(jax.dtypes.finfo(jnp.bfloat16).eps), float(jnp.finfo('bfloat16').eps), "
              "str(jnp.finfo(ml().bfloat16).dtype)",
     "canonicalize": "str(jax.dtypes.canonicalize_dtype('bfloat16')), "

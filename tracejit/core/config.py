@@ -200,8 +200,9 @@ class Config:
         ValueError it raises rejects the value): for settings native code reads from memory.
         `local(value)` is called when a with-block of `name` in any thread begins (with its
         value, just after it took effect in that thread; an exception it raises rejects it and
-        must leave its own state as it was) or ends (with the value that thread has again); `overridden(name)` then says whether any thread is
-        inside one (JAX's update_global_hook / update_thread_local_hook)."""
+        must leave its own state as it was) or ends (with the value that thread has again);
+        `overridden(name)` then says whether any thread is inside one (JAX's
+        update_global_hook / update_thread_local_hook)."""
         self._watchers.setdefault(name, []).append(fn)
         if local is not None:
             self._local_watchers.setdefault(name, []).append(local)

@@ -702,8 +702,8 @@ def call(name: str, instance: Instance, args: Sequence[np.ndarray],
          rets: Sequence[np.ndarray], attrs: Callable[[], EncodedAttrs]) -> None:
     """Run the handler registered as `name` on `args`, writing `rets` (C-contiguous arrays of
     the shapes and dtypes `instance` is always called with; `attrs()` its attributes): its
-    instantiate stage the first time `instance` runs (`instantiate`), then execute. (XLA's CPU runtime never
-    runs the prepare and initialize stages, GPU-only: nor do we.) Raises JAX's
+    instantiate stage the first time `instance` runs (`instantiate`), then execute. (XLA's CPU
+    runtime never runs the prepare and initialize stages, GPU-only: nor do we.) Raises JAX's
     JaxRuntimeError on the handler's error."""
     handlers = find(name).handlers
     instantiate(name, instance, attrs)
