@@ -1,12 +1,14 @@
 """The latencies behind the scalar loop rows' "bound by" column: loop-carried chains of this
 core's scalar float32 operations, and cos's small-argument polynomial (backend/llvm/math.py,
-|x| < 0.78) in other evaluation orders, each as an LLVM loop of 5M dependent steps.
+|x| < 0.78) in several evaluation orders, each as an LLVM loop of 5M dependent steps.
 
     python -m benchmarks.latency
 
 Prints ns and cycles per step (cycles at the clock a chain of multiplies implies, taking a
-multiply as 3 cycles). The alternative cos orders compute other bits; they are here to show
-that none is shorter on this core, not as candidates for math.py.
+multiply as 3 cycles). The orders compute slightly different bits; math.py uses the last,
+the completed square (13 cycles after t where Horner's took 15). None can be shorter: from t
+alone, one operation gives t*t + c at most, two give t**4 + ... with leading coefficient 1, so
+c0 t**8 needs a third multiply before the last fma adds the rest: 3 + 3 + 3 + 4.
 """
 from __future__ import annotations
 
@@ -29,13 +31,14 @@ def _c(v: float) -> str:
 
 C0, C1, C2 = (_c(v) for v in (2.4425678930128925e-05, -0.0013887251261621714,
                               0.04166664555668831))
+H, G = _c(-28.42756462097168), _c(897.7276611328125)   # math.py's _COS_SQUARE
 # each body maps %x (and the constant %a) to %y; the cos bodies start from %t = %a * %x
 CHAINS = {
     "fmul": "%y = fmul float %x, %a",
     "fadd": "%y = fadd float %x, %a",
     "fma": f"%y = {FMA}(float %x, float %a, float %a)",
     "fmul then fadd": f"%m = fmul float %x, %a\n  %y = fadd float %m, {_c(1e-3)}",
-    "cos, math.py's order (Horner, z^2 beside)": f"""%t = fmul float %a, %x
+    "cos, Horner, z^2 beside (math.py before)": f"""%t = fmul float %a, %x
   %z = fmul float %t, %t
   %p1 = {FMA}(float {C0}, float %z, float {C1})
   %p = {FMA}(float %p1, float %z, float {C2})
@@ -58,6 +61,14 @@ CHAINS = {
   %r = {FMA}(float {C0}, float %z, float {C1})
   %hi = fmul float %z3, %r
   %y = fadd float %lo, %hi""",
+    "cos, completed square (math.py's)": f"""%t = fmul float %a, %x
+  %z = fmul float %t, %t
+  %u = {FMA}(float %t, float %t, float {H})
+  %q = {FMA}(float %u, float %u, float {G})
+  %cz = fmul float %z, {C0}
+  %p = fmul float %z, %cz
+  %h = {FMA}(float %z, float -0.5, float 1.0)
+  %y = {FMA}(float %p, float %q, float %h)""",
 }
 
 

@@ -29,7 +29,7 @@ where SciPy's float64 is the only reference (erf, erfc, lgamma, digamma):
     tanh       2.10   1.85   t/(t+2), t = expm1(2|x|)
     logistic   1.97   1.93
     sin        1.47   1.54   whole range: Payne-Hanek past 2**16 / 2**28, see _reduce_pio2
-    cos        1.53   1.42   (f64 past 2**28, the hardest cases and multiples of pi/2 vs
+    cos        1.49   1.42   (f64 past 2**28, the hardest cases and multiples of pi/2 vs
     tan        0.50   2.95   mpmath: at most 1.48, 1.40, 2.85; f32 via the f64 code)
     atan       1.74   1.21
     atan2      1.81   2.05
@@ -51,6 +51,8 @@ where SciPy's float64 is the only reference (erf, erfc, lgamma, digamma):
     bessel_i1e 0.50   10.0   f64 vs mpmath: i1e(x)/x cancels in its series near x = 8
     polygamma  0.50   4.0    m = 1..30, x > 0, f64 vs mpmath; at x < 0 as digamma, below
 
+float32 sin and cos over every float32 (not a sweep) in [0, pi/4] (the kernels alone): at most
+0.69 and 1.24 ulp; in (pi/4, 64): 1.55 and 1.56.
 f32 lgamma, digamma, polygamma and the Bessel functions evaluate the float64 code and round.
 The f64 target of 4 ulp is missed by lgamma on [0.5, 1.5] and by lgamma/digamma at x < 0:
 there the reflection formula f(x) = g(x) -+ f(1 - x) cancels near the zeros and poles of f, so
@@ -462,6 +464,16 @@ _COS_C = {
 }
 
 
+# C(z) = c0 z**2 + c1 z + c2 = c0 ((z + h)**2 + g) for float32 cos (_cos_kernel): h and g
+# in float32 move c1 and c2 by ~1e-8 of themselves, far below the fit's error; g is then one
+# float32 step below its nearest, the lowest maximum over every float32 in [0, pi/4] among h and
+# g within 3 steps (1.239 ulp; nearest 1.244, Horner's order 1.243).
+_COS_H = _COS_C[False][1] / (2 * _COS_C[False][0])
+_COS_SQUARE = (float(np.float32(_COS_C[False][0])), float(np.float32(_COS_H)),
+               float(np.nextafter(np.float32(_COS_C[False][2] / _COS_C[False][0] - _COS_H ** 2),
+                                  np.float32(0))))
+
+
 def _pio2_parts(np_type) -> tuple[float, float, float]:
     """pi/2 as three constants of `np_type` (Cody-Waite), high to low."""
     rest, parts = _X_PI / 2, []
@@ -475,8 +487,17 @@ def _sin_kernel(e: _Emitter, r, z):
     return e.fma(e.mul(r, z), e.poly(z, _SIN_S[e.f64]), r)
 
 
-def _cos_kernel(e: _Emitter, z):
-    return e.fma(e.mul(z, z), e.poly(z, _COS_C[e.f64]), e.fma(z, -0.5, 1.0))
+def _cos_kernel(e: _Emitter, r, z):
+    if e.f64:
+        return e.fma(e.mul(z, z), e.poly(z, _COS_C[True]), e.fma(z, -0.5, 1.0))
+    # float32: z**2 * C(z) as (c0 * z**2) * ((z + h)**2 + g), the quadratic's square completed
+    # (_COS_SQUARE), with z + h one fma from r: the product's three multiplies (9 cycles after
+    # r) and the square's two fma (8) run side by side and one fma ends it, 13 cycles after r
+    # where Horner's took 15 (a scan of x = cos(a * x): 18 -> 16 cycles a step; four orders of
+    # the same sum are timed in benchmarks/latency.py). g > 0, so the sum does not cancel.
+    c0, h, g = _COS_SQUARE
+    u = e.fma(r, r, h)
+    return e.fma(e.mul(z, e.mul(z, c0)), e.fma(u, u, g), e.fma(z, -0.5, 1.0))
 
 
 def _two_over_pi_words(nwords: int) -> tuple[int, ...]:
@@ -794,7 +815,7 @@ def _define_vector_variant(module: ir.Module, scalar: ir.Function, lanes: int) -
 def _sin_cos_reduced(e: _Emitter, x, r, q, want_cos: bool):
     z = e.mul(r, r)
     s = _sin_kernel(e, r, z)
-    c = _cos_kernel(e, z)
+    c = _cos_kernel(e, r, z)
     odd = e.or_(e.eq(q, 1.0), e.eq(q, 3.0))
     if want_cos:
         val = e.select(odd, s, c)
@@ -811,7 +832,7 @@ def _sin_cos_reduced(e: _Emitter, x, r, q, want_cos: bool):
 def _tan_reduced(e: _Emitter, x, r, q):
     z = e.mul(r, r)
     s = _sin_kernel(e, r, z)
-    c = _cos_kernel(e, z)
+    c = _cos_kernel(e, r, z)
     odd = e.or_(e.eq(q, 1.0), e.eq(q, 3.0))
     res = e.div(e.select(odd, e.neg(c), s), e.select(odd, s, c))
     return e.select(e.lt(e.abs(x), e.pick(2.0 ** -12, 2.0 ** -26)), x, res)
@@ -923,7 +944,7 @@ def _sincospi(e: _Emitter, r):
     pi_hi, pi_lo = _dd(_X_PI, e.np)
     t = e.fma(v, pi_hi, e.mul(v, pi_lo))
     z = e.mul(t, t)
-    s, c = _sin_kernel(e, t, z), _cos_kernel(e, z)
+    s, c = _sin_kernel(e, t, z), _cos_kernel(e, t, z)
     return e.copysign(e.select(swap, c, s), r), e.select(swap, s, c)
 
 
