@@ -19,8 +19,8 @@ from .types import I1, const, reg_type
 # it the rounding, is the same on a machine with 256-bit vectors as on one with 512-bit ones.
 # The four are one IR vector of 4 W lanes (accumulator k its lanes [k W, (k + 1) W)): a step
 # of 4 W contiguous elements is then one load and one add, which LLVM splits into the same
-# four vector instructions, but its passes see a quarter of the instructions (sum 10M's
-# straight-line block: ~2 ms less optimisation for the same machine code).
+# four vector instructions, but its passes see a quarter of the instructions (softmax 1000²'s
+# row program: O3 + machine code 20.0 -> 17.5 ms, the same machine code; _unrolled_sum aside).
 LANE_BYTES = 64
 ACCUMULATORS = 4
 _OPS = ("reduce_sum", "reduce_max", "reduce_min")
@@ -232,8 +232,8 @@ def _tail(em: Emitter, name: str, n: int, w: int, start: int, add_into, load_vec
           load_one) -> None:
     """The elements of a run of n from `start` (fewer than 4 W) added into the accumulators:
     whole vectors into accumulators 0, 1, ..., the last partial one into the next, in one
-    step of 4 W lanes whose other lanes leave their accumulator as it is (-0 for a sum: x +
-    -0 is x, bit for bit, where the +0 of a partial vector's masked lanes is not, as before)."""
+    step of 4 W lanes whose other lanes leave their accumulator as it is (a sum adds -0 there:
+    x + -0 is x, bit for bit; a partial vector's masked lanes add +0, as they did)."""
     b = em.b
     vectors, part = divmod(n - start, w)
     if not vectors and not part:
