@@ -3,6 +3,8 @@ kernels' reciprocal scaling (compiler/rows.py): sums within the documented reass
 NumPy's float64 sums, max/min exactly NumPy's (NaN, inf) and JAX's (signed zeros), for every row
 length around the lane width, the same bits for 1 and 2 threads, and the reference interpreter's
 results. Each case is one program holding many reductions, so the file compiles a few times."""
+import re
+
 import numpy as np
 import pytest
 
@@ -121,6 +123,24 @@ def test_lanes_are_emitted():
     ir_text = tracejit.jit(lambda x: tnp.sum(x, axis=1)).lower(x).compile().as_text(
         dialect="llvm")
     assert f"<{lanes.LANE_BYTES // 4} x float>" in ir_text and "reassoc" not in ir_text
+
+
+def test_a_step_of_the_four_accumulators_is_one_vector():
+    """The four accumulators are one vector of 4 W lanes: a turn of a row's lanes loop is one
+    load and one add (a max: one compare and select) of 4 W lanes, which LLVM splits into the
+    four vectors. A long sum's straight-line block keeps its W-lane loads (the order LLVM then
+    keeps them in ran faster)."""
+    x = np.ones((4, 1000), np.float32)
+    text = tracejit.jit(lambda x: (tnp.sum(x, axis=1), tnp.max(x, axis=1))).lower(
+        x).compile()._executable.program.ir_text
+    w = lanes.LANE_BYTES // 4
+
+    def data_loads(text, n):  # (the elements' loads; the accumulators' slots have no align)
+        return len(re.findall(rf'load <{n} x float>, <{n} x float>\* %"[^"]+", align 4', text))
+    assert data_loads(text, 4 * w) == 2  # (the sum's loop, the max's)
+    long = np.ones(1 << 17, np.float32)
+    text = tracejit.jit(lambda x: tnp.sum(x)).lower(long).compile()._executable.program.ir_text
+    assert data_loads(text, w) >= 1024 // w
 
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered")

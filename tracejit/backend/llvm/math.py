@@ -895,7 +895,8 @@ def _far_trig(module: ir.Module, name: str, ty: ir.Type) -> ir.Function:
 
 
 def _used_again(far: ir.Function) -> None:
-    """A second use of a `_far_trig` function: out of line from now on."""
+    """A second use of a `_far_trig` function (or of scalar code's sin/cos/tan): out of line
+    from now on."""
     far.attributes.discard("alwaysinline")
     far.attributes.add("noinline")
 
@@ -1715,6 +1716,12 @@ def _math_function(module: ir.Module, name: str, ty: ir.Type, nargs: int,
     if fn is not None:
         for far in fn.far:
             _used_again(far)
+        if name in _PATH_VARIANTS and not vector:
+            # scalar code's sin/cos/tan (no loop LLVM vectorises calls it: its far path is a
+            # call) used again: out of line too, as _far_trig (LLVM optimised and compiled a
+            # chain of 10 sin's ~300 inlined lines in 13.7 ms, 7.0 as one function; CPU per
+            # call of the chain, 1,000 elements, within noise: 24-25 us both)
+            _used_again(fn)
         return fn
     fn = _MathFunction(module, ir.FunctionType(ty, [ty] * nargs), symbol)
     fn.linkage = "internal"
