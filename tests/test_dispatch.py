@@ -170,3 +170,45 @@ def test_transfer_guard_and_committed_arguments_on_the_fast_path():
     placed = tracejit.device_put(x, tracejit.devices()[0])
     for _ in range(3):
         assert h(placed).committed and not h(x).committed
+
+
+@pytest.mark.parametrize("shape, dtype", [((), np.float32), ((3, 5), np.float32),
+                                          ((2,), np.complex128), ((7,), np.int8),
+                                          ((4, 4), np.float64), ((1,), np.bool_)])
+def test_slab_buffers_are_distinct_aligned_and_read_only(shape, dtype):
+    """runtime.buffers.Slab over several refills: every buffer has the shape and dtype asked
+    for, its own memory at the address given (ctypes' own reading), 16-byte aligned as
+    np.empty's; read-only, and not to be made writable (its block is read-only)."""
+    from tracejit.runtime.buffers import Slab
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    slab = Slab(shape, dtype, nbytes)
+    taken = [slab.take() for _ in range(300)]
+    spans = sorted((address, address + nbytes) for _, address in taken)
+    assert all(a_end <= b for (_, a_end), (b, _) in zip(spans, spans[1:]))  # no overlap
+    for view, address in taken:
+        assert view.shape == shape and view.dtype == dtype and view.flags.c_contiguous
+        assert view.ctypes.data == address and address % 16 == 0
+        assert not view.flags.writeable
+        with pytest.raises(ValueError):
+            view.setflags(write=True)
+
+
+def test_small_results_donated_later_and_kept_across_refills():
+    """Small results (slab buffers) keep their values while later calls fill the slab's next
+    blocks, and donating one to another program deletes it and gives the right value (its
+    bytes copied: a slab buffer is never a donated buffer's new owner)."""
+    add = tracejit.jit(lambda x: x + 1.0)
+    donating = tracejit.jit(lambda x: x * 2.0, donate_argnums=0)
+    x = tnp.asarray(np.arange(3, dtype=np.float32))
+    kept = [add(x) for _ in range(3)]
+    for _ in range(200):
+        kept.append(add(kept[-1]))
+    for k, y in enumerate(kept):
+        np.testing.assert_array_equal(np.asarray(y),
+                                      np.arange(3, dtype=np.float32) + max(1, k - 1))
+    for _ in range(3):
+        y = add(x)
+        z = donating(y)
+        assert y.is_deleted() and not z.is_deleted()
+        np.testing.assert_array_equal(np.asarray(z), (np.arange(3, dtype=np.float32) + 1) * 2)
