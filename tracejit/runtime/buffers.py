@@ -128,7 +128,7 @@ class Slab:
     owner writable); a block is freed when its last view dies. Such outputs are never a
     donated buffer's new owner (`sole_owner`: the block has other users): donating one
     copies its few bytes instead. Thread-safe (list.pop and list.extend are atomic)."""
-    __slots__ = ("_free", "_shape", "_dtype", "_nbytes", "_stride", "_count")
+    __slots__ = ("_count", "_dtype", "_free", "_nbytes", "_shape", "_stride")
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, nbytes: int):
         assert 0 < nbytes <= SLAB_MAX_BYTES

@@ -741,25 +741,36 @@ class Jitted:
         return tuple(flags)
 
     def __call__(self, *args, **kwargs):
-        # the fast path's commonest call in the fewest steps: positional unsharded Arrays of a
-        # signature called before under the same config, whose call is its executable's alone
-        # (`_fast_key`'s key for them, looked up as `_call` would)
+        # the fast path's commonest call in the fewest steps: positional Arrays of a signature
+        # called before under the same config, most often unsharded, whose call is then its
+        # executable's alone (`_fast_key`'s key for them, looked up as `_call` would)
         if self._positional_only and not kwargs and current_dynamic_trace() is None and \
                 not refs_in_use():
-            key = []
+            key, placed = [], False
             for x in args:
-                if type(x) is not Array or x._sharding is not None:
+                if type(x) is not Array:
                     break
-                key.append(x.aval)
+                if x._sharding is None:
+                    key.append(x.aval)
+                else:
+                    key.append((x.aval, x._sharding))
+                    placed = True
             else:
                 key.append(_MESHES.token)
                 entry = self._traces.fast.get(tuple(key))
                 if entry is not None and entry.trace_key is config.trace_key():
                     entry.last_use = next(_clock)
                     run = entry.run
-                    return run(args) if run is not None else \
-                        self._run(entry, args, kwargs, args, False)
+                    return run(args) if run is not None and not placed else \
+                        self._run(entry, args, kwargs, args, placed)
         if refs_in_use():  # Refs as arguments or closed over: threaded through (jit_refs.py)
+            return call_with_refs(self, args, kwargs)
+        return self._call(args, kwargs)
+
+    def _call_unshortened(self, *args, **kwargs):
+        """`__call__` without its shortcut: every call goes through `_call` (jax.profiler's
+        trace puts it in place, to time each call there)."""
+        if refs_in_use():
             return call_with_refs(self, args, kwargs)
         return self._call(args, kwargs)
 
