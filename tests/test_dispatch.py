@@ -212,3 +212,18 @@ def test_small_results_donated_later_and_kept_across_refills():
         z = donating(y)
         assert y.is_deleted() and not z.is_deleted()
         np.testing.assert_array_equal(np.asarray(z), (np.arange(3, dtype=np.float32) + 1) * 2)
+
+
+@pytest.mark.parametrize("shape", [(1000,), (70, 80)])  # (below the pool's 64 KiB, above a slab's)
+def test_mid_size_outputs_on_the_fast_path(shape):
+    """Outputs above a slab's size and below the pool's (fresh NumPy buffers, frozen before the
+    call) through the fast path: NumPy's values, JAX's types, read-only, each call its own."""
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    ours, theirs, _ = _both(lambda x: (x * 2.0, x[..., ::2] - 1.0))
+    outs = [ours(tnp.asarray(x)) for _ in range(3)]
+    for got in outs:
+        _same(got, theirs(x))
+    assert len({o[0].unsafe_buffer_pointer() for o in outs}) == 3
+    single, _, _ = _both(lambda x: x + 1.0)
+    for _ in range(3):
+        np.testing.assert_array_equal(np.asarray(single(tnp.asarray(x))), x + np.float32(1))

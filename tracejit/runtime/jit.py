@@ -127,17 +127,16 @@ def _fast_tree(tree: Any, key: list, leaves: list) -> bool | None:
             nodes += 1
             if nodes > _FAST_TREE_NODES:  # (a list holding itself: tree_flatten's error)
                 return None
-        if t is tuple or t is list:
-            key.append((t, len(x)))
-            stack += reversed(x)
-            continue
-        if t is dict:
-            try:
-                names = sorted(x)
-            except TypeError:  # (tree_flatten's error, through `_trace`)
-                return None
-            key.append((dict, tuple(names)))
-            stack += [x[k] for k in reversed(names)]
+            if t is dict:
+                try:
+                    names = sorted(x)
+                except TypeError:  # (tree_flatten's error, through `_trace`)
+                    return None
+                key.append((dict, tuple(names)))
+                stack += [x[k] for k in reversed(names)]
+            else:
+                key.append((t, len(x)))
+                stack += reversed(x)
             continue
         if t is float:
             key.append(float)
@@ -212,8 +211,8 @@ class _CacheEntry:
         # a copy indexing another kind of call on the fast path (`Jitted.remember_call_as`):
         # the entry it copies, whose eviction takes it too (None: none)
         self.origin: _CacheEntry | None = None
-        # once on the fast path, where a call is its executable's and nothing else (`_runner`):
-        # leaves -> the call's result (None: the general path's steps apply)
+        # once on the fast path, where a call is its executable's (and donation's steps) and
+        # nothing else (`Jitted._runner`): leaves -> the call's result (None: `Jitted._run`)
         self.run: Callable | None = None
 
 
@@ -804,13 +803,14 @@ class Jitted:
 
     def _fast_key(self, args: tuple, kwargs: dict) -> tuple | None:
         """The dispatch fast path's key of a call, its leaves and whether one is placed (has a
-        sharding); or None when the call needs `_trace`. The key: the avals of unsharded Array arguments (`float` for a Python float, weakly typed:
-        its value is no part of the signature; dtype and shape for a NumPy array, the type for
-        a NumPy scalar), tuples, lists and dicts of those as their type and length (keys) then
-        their items (`_fast_tree`), and the type and value of each static argument, positional
-        or by keyword (other keyword arguments: None). A static value that cannot be hashed
-        makes the key unhashable (the lookup's TypeError). Last, the meshes in effect
-        (`_trace`'s key holds them too)."""
+        sharding); or None when the call needs `_trace`. The key: the avals of unsharded Array
+        arguments (`float` for a Python float, weakly typed: its value is no part of the
+        signature; dtype and shape for a NumPy array, the type for a NumPy scalar), tuples,
+        lists and dicts of those as their type and length (keys) then their items
+        (`_fast_tree`), and the type and value of each static argument, positional or by
+        keyword (other keyword arguments: None). A static value that cannot be hashed makes
+        the key unhashable (the lookup's TypeError). Last, the meshes in effect (`_trace`'s
+        key holds them too)."""
         key, leaves, placed = [], [], False
         static = self.static_argnums
         for i, a in enumerate(args):

@@ -5,6 +5,7 @@ addresses, the donation plan) is, so a call is a handful of allocations and one 
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import struct
 import threading
@@ -147,6 +148,15 @@ def _fresh(shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> tuple:
     return value, address_of(value) if nbytes else 0, None
 
 
+def _frozen_empty(shape: tuple[int, ...], dtype: np.dtype) -> tuple[np.ndarray, int]:
+    """(a new read-only buffer, its address): a native program writes it through the address,
+    so it is frozen before the call."""
+    value = np.empty(shape, dtype)
+    address = _addressof(_from_buffer(value))
+    value.setflags(write=False)
+    return value, address
+
+
 def _addressable(dtype: np.dtype) -> bool:
     """Whether the cheap address (`ctypes.c_char.from_buffer`) works for buffers of `dtype`:
     ml_dtypes' are outside the buffer protocol."""
@@ -249,24 +259,42 @@ class NativeExecutable(Executable):
     def runner(self, single: bool) -> Callable[[Sequence[Any]], Any]:
         """`__call__` specialised for jit's dispatch fast path (its result: the only output
         itself if `single`). For a program without donated pairs, callbacks, polling loops or
-        a workspace whose outputs are small (at most SLAB_MAX_BYTES each), a call is the
-        arguments' addresses, a buffer per output from its `Slab`, the native call and the
-        Arrays: ~1.3 us less than `__call__` for `x + 1` (no `_fresh` tuples, np.empty,
-        address look-up, setflags or general branches). Anything else is `__call__`."""
+        a workspace whose outputs are below the pool's sizes, a call is the arguments'
+        addresses, a buffer per output (from its `Slab` up to SLAB_MAX_BYTES, else a frozen
+        np.empty), the native call and the Arrays: ~1.3 us less than `__call__` for `x + 1`
+        (no `_fresh` tuples, np.empty, address look-up, setflags or general branches).
+        Anything else is `__call__`."""
         call = self.__call__
         recipes = self._recipes
         lean = not (self._aliases or self._callbacks or self._workspace_bytes or
-                    self.program.polls) and all(0 < r[2] <= SLAB_MAX_BYTES and
-                                                _addressable(r[1]) for r in recipes)
+                    self.program.polls) and all(0 < r[2] < MIN_BYTES and _addressable(r[1])
+                                                for r in recipes)
         if not lean:
             return (lambda leaves: call(leaves)[0]) if single else call
         program, pack_in, pack_out = self._compiled, self._pack_inputs, self._pack_outputs
         consts, convert = self._const_addresses, self._convert
-        slabs = [Slab(*r) for r in recipes]
+        takes = [Slab(*r).take if r[2] <= SLAB_MAX_BYTES else
+                 functools.partial(_frozen_empty, r[0], r[1]) for r in recipes]
         # (`keep`: the NumPy copies made for a call, held through it)
-        if single:  # (one output: no lists)
+        if single and recipes[0][2] > SLAB_MAX_BYTES:
             aval, = self.out_avals
-            free, refill = slabs[0]._free, slabs[0].refill
+            take, = takes
+
+            def run_fresh(leaves: Sequence[Any]) -> Array:
+                keep = None
+                try:
+                    addresses = [x._address or x.address for x in leaves]
+                except AttributeError:  # NumPy arrays or Python scalars among them
+                    addresses, keep = convert(leaves)
+                out, address = take()
+                program.entry(pack_in(*consts, *addresses), pack_out(address), None)
+                del keep
+                return Array(out, aval, address)
+            return run_fresh
+        if single:  # (one small output: its slab's list popped here, no calls)
+            aval, = self.out_avals
+            slab = takes[0].__self__
+            free, refill = slab._free, slab.refill
 
             def run_one(leaves: Sequence[Any]) -> Array:
                 keep = None
@@ -290,7 +318,7 @@ class NativeExecutable(Executable):
                 addresses = [x._address or x.address for x in leaves]
             except AttributeError:
                 addresses, keep = convert(leaves)
-            outs, out_addresses = zip(*[slab.take() for slab in slabs])
+            outs, out_addresses = zip(*[take() for take in takes])
             program.entry(pack_in(*consts, *addresses), pack_out(*out_addresses), None)
             del keep
             return list(map(Array, outs, avals, out_addresses))
