@@ -103,6 +103,7 @@ class ProfileSession:
             _state.session = self
             _events.profiler_spans.append(self._compile_span)
             _jit.Jitted._call = _traced_call  # (off the dispatch path while no trace runs)
+            _jit.Jitted.__call__ = _jit.Jitted._call_unshortened  # (its shortcut skips _call)
         return self
 
     def stop(self) -> None:
@@ -110,6 +111,7 @@ class ProfileSession:
             if not self._is_running:
                 raise RuntimeError("No profile started")
             _jit.Jitted._call = _untraced_call
+            _jit.Jitted.__call__ = _shortcut_call
             _events.profiler_spans.remove(self._compile_span)
             self._is_running = False
             _state.session = None
@@ -173,7 +175,7 @@ class ProfileSession:
         return folder
 
 
-_untraced_call = _jit.Jitted._call
+_untraced_call, _shortcut_call = _jit.Jitted._call, _jit.Jitted.__call__
 
 
 def _traced_call(self, args: tuple, kwargs: dict):

@@ -41,7 +41,7 @@ from ..compiler.split_results import noted_results, split_results
 from ..lax.call import pjit_p
 from . import backend_start, explain, tiering
 from .devices import place, to_array
-from .executable import Executable, compile_jaxpr
+from .executable import Executable, compile_jaxpr, interned
 from .jit_refs import call_with_refs
 from .sharded import (argument_text, check_arguments_typed, check_committed,
                       check_context_mesh, check_layout, check_program_devices,
@@ -96,10 +96,63 @@ _LEAF_TYPES = frozenset({Array, np.ndarray, float, int, bool, complex, np.float3
 _NUMPY_SCALARS = frozenset(t for t in _LEAF_TYPES if issubclass(t, np.generic))
 
 
-@functools.cache
 @functools.cache  # (a tree's definition is immutable)
 def _flat_treedef(n: int) -> PyTreeDef:
     return tree_flatten((tuple(range(n)), {}))[1]
+
+
+_FAST_TREE_NODES = 10_000
+
+
+def _fast_tree(tree: Any, key: list, leaves: list) -> bool | None:
+    """A pytree argument's part of `Jitted._fast_key`, when it is built of tuples, lists and
+    dicts (exactly those types: their flattening is fixed, as no type registers twice) of the
+    leaves `_fast_key` takes: appended to `key` (each container as (type, length or sorted
+    keys), then its items, in tree_flatten's order) and to `leaves`. Whether a leaf is placed;
+    None where the call needs `_trace`."""
+    placed = False
+    stack, nodes = [tree], 0
+    while stack:
+        x = stack.pop()
+        t = type(x)
+        if t is Array:
+            if x._sharding is None:
+                key.append(x.aval)
+            else:
+                key.append((x.aval, x._sharding))
+                placed = True
+            leaves.append(x)
+            continue
+        if t is tuple or t is list or t is dict:
+            nodes += 1
+            if nodes > _FAST_TREE_NODES:  # (a list holding itself: tree_flatten's error)
+                return None
+            if t is dict:
+                try:
+                    names = sorted(x)
+                except TypeError:  # (tree_flatten's error, through `_trace`)
+                    return None
+                key.append((dict, tuple(names)))
+                stack += [x[k] for k in reversed(names)]
+            else:
+                key.append((t, len(x)))
+                stack += reversed(x)
+            continue
+        if t is float:
+            key.append(float)
+        elif t is np.ndarray:
+            key.append((t, x.dtype, x.shape))
+        elif t in _NUMPY_SCALARS:
+            key.append(t)
+        else:
+            return None
+        leaves.append(x)
+    return placed
+
+
+@functools.cache
+def _flat_tuple_treedef(n: int) -> PyTreeDef:
+    return tree_flatten((0,) * n)[1]
 
 
 class _CacheEntry:
@@ -107,7 +160,8 @@ class _CacheEntry:
     __slots__ = ("closed", "in_tree", "out_tree", "executable", "in_avals", "arg_names",
                  "donated", "aliases", "consumed", "kept", "direct", "trace_key", "lock",
                  "debug_checks", "last_use", "laid_out", "placement", "blocks", "mark",
-                 "context_mesh", "reads", "given", "device", "readers", "origin", "key_reuse")
+                 "context_mesh", "reads", "given", "device", "readers", "origin", "key_reuse",
+                 "run")
 
     def __init__(self, closed, in_tree, out_tree, in_avals, arg_names, donated):
         self.closed = closed
@@ -157,6 +211,9 @@ class _CacheEntry:
         # a copy indexing another kind of call on the fast path (`Jitted.remember_call_as`):
         # the entry it copies, whose eviction takes it too (None: none)
         self.origin: _CacheEntry | None = None
+        # once on the fast path, where a call is its executable's (and donation's steps) and
+        # nothing else (`Jitted._runner`): leaves -> the call's result (None: `Jitted._run`)
+        self.run: Callable | None = None
 
 
 class _Traces:
@@ -339,17 +396,22 @@ def without_unused_args(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, tuple[int, ..
 def execute(entry: _CacheEntry, executable: Executable, leaves: Sequence) -> list[Array]:
     """Run a compiled signature on a call's argument leaves, then delete the donated arguments
     it consumed (those written over are already deleted by the executable)."""
-    for i in entry.consumed:
+    return _execute(entry.consumed, entry.kept, executable, leaves)
+
+
+def _execute(consumed: tuple[int, ...], kept: tuple[int, ...] | None, executable: Executable,
+             leaves: Sequence) -> list[Array]:
+    for i in consumed:
         x = leaves[i]
-        if type(x) is Array and any(y is x for j, y in enumerate(leaves) if j != i):
+        if type(x) is Array and len(leaves) > 1 and \
+                any(y is x for j, y in enumerate(leaves) if j != i):
             raise RuntimeError(
                 f"INVALID_ARGUMENT: Attempt to use a buffer that was previously donated in the "
                 f"same call (flattened argument {i} is also passed as another argument). Toy "
                 "example for this bug: `f(donate(a), a)`. Pass a copy (`a.copy()`) to one of "
                 "them, or do not donate it.")
-    kept = entry.kept
     outs = executable(leaves if kept is None else [leaves[i] for i in kept])
-    for i in entry.consumed:
+    for i in consumed:
         x = leaves[i]
         if type(x) is Array:
             x.delete()
@@ -437,6 +499,8 @@ class Jitted:
                                          self.donate_argnums, self.donate_argnames,
                                          self.keep_unused, self.inline, self.backend,
                                          _as_key(in_shardings), _as_key(out_shardings)))
+        # (no static argument: `__call__`'s shortest path applies)
+        self._positional_only = self._traces.fast is not None and not self.static_argnums
         functools.update_wrapper(self, fun, updated=())
 
     def _positional_names(self) -> list[str]:
@@ -676,7 +740,36 @@ class Jitted:
         return tuple(flags)
 
     def __call__(self, *args, **kwargs):
+        # the fast path's commonest call in the fewest steps: positional Arrays of a signature
+        # called before under the same config, most often unsharded, whose call is then its
+        # executable's alone (`_fast_key`'s key for them, looked up as `_call` would)
+        if self._positional_only and not kwargs and current_dynamic_trace() is None and \
+                not refs_in_use():
+            key, placed = [], False
+            for x in args:
+                if type(x) is not Array:
+                    break
+                if x._sharding is None:
+                    key.append(x.aval)
+                else:
+                    key.append((x.aval, x._sharding))
+                    placed = True
+            else:
+                key.append(_MESHES.token)
+                entry = self._traces.fast.get(tuple(key))
+                if entry is not None and entry.trace_key is config.trace_key():
+                    entry.last_use = next(_clock)
+                    run = entry.run
+                    return run(args) if run is not None and not placed else \
+                        self._run(entry, args, kwargs, args, placed)
         if refs_in_use():  # Refs as arguments or closed over: threaded through (jit_refs.py)
+            return call_with_refs(self, args, kwargs)
+        return self._call(args, kwargs)
+
+    def _call_unshortened(self, *args, **kwargs):
+        """`__call__` without its shortcut: every call goes through `_call` (jax.profiler's
+        trace puts it in place, to time each call there)."""
+        if refs_in_use():
             return call_with_refs(self, args, kwargs)
         return self._call(args, kwargs)
 
@@ -703,18 +796,21 @@ class Jitted:
         alias.mark = (lambda outs, leaves: mark(outs)) if inner is None else \
             (lambda outs, leaves: mark(inner(outs, leaves)))
         alias.origin = entry
+        alias.run = None  # (its mark applies)
         with _cache_lock:  # (unless evicted meanwhile)
             if any(e is entry for e in self._traces.entries.values()):
                 fast[found[0]] = alias
 
     def _fast_key(self, args: tuple, kwargs: dict) -> tuple | None:
-        """The dispatch fast path's key of a call and its leaves, or None when it needs
-        `_trace`: the avals of unsharded Array arguments (`float` for a Python float, weakly
-        typed: its value is no part of the signature; dtype and shape for a NumPy array, the
-        type for a NumPy scalar) and the type and value of each static
-        argument, positional or by keyword (other keyword arguments: None). A static value
-        that cannot be hashed makes the key unhashable (the lookup's TypeError). Last, the
-        meshes in effect (`_trace`'s key holds them too)."""
+        """The dispatch fast path's key of a call, its leaves and whether one is placed (has a
+        sharding); or None when the call needs `_trace`. The key: the avals of unsharded Array
+        arguments (`float` for a Python float, weakly typed: its value is no part of the
+        signature; dtype and shape for a NumPy array, the type for a NumPy scalar), tuples,
+        lists and dicts of those as their type and length (keys) then their items
+        (`_fast_tree`), and the type and value of each static argument, positional or by
+        keyword (other keyword arguments: None). A static value that cannot be hashed makes
+        the key unhashable (the lookup's TypeError). Last, the meshes in effect (`_trace`'s
+        key holds them too)."""
         key, leaves, placed = [], [], False
         static = self.static_argnums
         for i, a in enumerate(args):
@@ -728,12 +824,20 @@ class Jitted:
                 else:  # placed: its sharding too (hashed once, compared by identity first)
                     key.append((a.aval, a._sharding))
                     placed = True
-            elif t is float:
+                leaves.append(a)
+                continue
+            if t is float:
                 key.append(float)
             elif t is np.ndarray:  # (its aval follows from dtype and shape, as a scalar's
                 key.append((t, a.dtype, a.shape))  # from its type)
             elif t in _NUMPY_SCALARS:
                 key.append(t)
+            elif t is tuple or t is list or t is dict:
+                tree_placed = _fast_tree(a, key, leaves)
+                if tree_placed is None:
+                    return None
+                placed = placed or tree_placed
+                continue
             else:
                 return None
             leaves.append(a)
@@ -801,10 +905,20 @@ class Jitted:
             if found is not None and _MESHES.key is meshes and not transfer_guard.guarding and \
                     not any(isinstance(c, Tracer) for c in entry.closed.consts):
                 entry.trace_key = trace_key
+                if entry.run is None:
+                    entry.run = self._runner(entry)
                 with _cache_lock:  # (unless evicted meanwhile: then it is only the caller's)
                     if any(e is entry for e in self._traces.entries.values()):
-                        fast[found[0]] = entry
+                        fast[tuple(map(interned, found[0]))] = entry
         entry.last_use = next(_clock)
+        if entry.run is not None and not placed:
+            return entry.run(leaves)
+        return self._run(entry, args, kwargs, leaves, placed)
+
+    def _run(self, entry: _CacheEntry, args: tuple, kwargs: dict, leaves: Sequence,
+             placed: bool) -> Any:
+        """A call of a compiled entry, with the steps its kind of program and arguments take
+        (`_CacheEntry.run` where none does)."""
         outs = entry.executable(leaves) if entry.direct else \
             execute(entry, entry.executable, leaves)
         if entry.debug_checks is not None:
@@ -818,6 +932,28 @@ class Jitted:
         if entry.key_reuse is not None:  # (typed keys are no fast-path arguments)
             result = self._with_keys(entry, args, kwargs, result)
         return result if self.out_shardings is None else place(result, self.out_shardings)
+
+    def _runner(self, entry: _CacheEntry) -> Callable | None:
+        """The fast path's call of `entry` (see `_CacheEntry.run`) where nothing but its
+        executable (and `execute`'s donation steps) acts on a call with unsharded arguments:
+        no debug check, mark, key-reuse check or out_shardings. Holds no reference to this
+        wrapper (the traces may outlive it, and must not keep its function alive)."""
+        if entry.debug_checks is not None or entry.mark is not None or \
+                entry.key_reuse is not None or self.out_shardings is not None:
+            return None
+        out_tree, executable = entry.out_tree, entry.executable
+        single = out_tree is _SINGLE_LEAF
+        if entry.direct:
+            run = executable.runner(single)
+        else:  # (arguments donated or left unread: `execute`'s steps)
+            consumed, kept = entry.consumed, entry.kept
+            run = (lambda leaves: _execute(consumed, kept, executable, leaves)[0]) if single \
+                else (lambda leaves: _execute(consumed, kept, executable, leaves))
+        if single:
+            return run
+        if out_tree == _flat_tuple_treedef(out_tree.num_leaves):  # (no unflattening)
+            return lambda leaves: tuple(run(leaves))
+        return lambda leaves: tree_unflatten(out_tree, run(leaves))
 
     def _with_keys(self, entry: _CacheEntry, args: tuple, kwargs: dict, result: Any) -> Any:
         """jax_debug_key_reuse: the traced body's use of its key arguments applied to the
