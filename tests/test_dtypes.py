@@ -85,3 +85,108 @@ def test_python_scalars_are_weak():
 def test_int_overflow_is_an_error():
     with pytest.raises(OverflowError):
         tnp.asarray(2 ** 40)
+
+
+# --- jax_explicit_x64_dtypes: what a 64-bit dtype named explicitly gives with x64 off ----------
+# Recorded from JAX 0.12.0.1 (JAX 0.10.2 gives the same): case -> {mode: dtype, or the
+# exception's type and words' start}; WARN's warning names "dtype" for result_type.
+_F64, _I64 = np.float64, np.int64
+_EXPLICIT_CASES = {
+    "result_type(np.float64)": lambda np_: np_.result_type(_F64),
+    "result_type('float64')": lambda np_: np_.result_type("float64"),
+    "result_type(np.dtype('int64'))": lambda np_: np_.result_type(np.dtype("int64")),
+    "result_type(np.float32, np.float64)": lambda np_: np_.result_type(np.float32, _F64),
+    "result_type(np.int64, 1.0)": lambda np_: np_.result_type(_I64, 1.0),
+    "result_type(np.float64(1))": lambda np_: np_.result_type(np.float64(1)),
+    "result_type(np.ones(2))": lambda np_: np_.result_type(np.ones(2)),
+    "promote_types(np.float64, np.float32)": lambda np_: np_.promote_types(_F64, np.float32),
+    "zeros(2, float64) + 1.0": lambda np_: (np_.zeros(2, _F64) + 1.0).dtype,
+    "ones(2, int64) + 1": lambda np_: (np_.ones(2, _I64) + 1).dtype,
+    "int32 + uint32 arrays": lambda np_: (np_.ones(2, "int32") + np_.ones(2, "uint32")).dtype,
+    "sum of ones(2, int64)": lambda np_: np_.sum(np_.ones(2, _I64)).dtype,
+    "mean(dtype=float64)": lambda np_: np_.mean(np_.ones(3), dtype=_F64).dtype,
+    "ones(2, float64) @ ones(2)": lambda np_: (np_.ones((2, 2), _F64) @ np_.ones((2, 2))).dtype,
+    "asarray(np.ones(2))": lambda np_: np_.asarray(np.ones(2)).dtype,
+}
+_TRUNCATED = "Explicitly requested dtype {} requested in {} is not available, and will be " \
+    "truncated to dtype {}."
+_EXPLICIT_EXPECTED = {  # case: (warn, allow, error); warn: (dtype, warning's start or None)
+    "result_type(np.float64)": (("float32", ("float64", "dtype", "float32")), "float64",
+                                "ValueError: Explicitly requested dtype float64 requested in "
+                                "dtype is not available. To enable more dtypes, set the "
+                                "jax_enable_x64 or allow_explicit_x64_dtypes configuration "
+                                "options.See"),
+    "result_type('float64')": (("float32", ("float64", "dtype", "float32")), "float64",
+                               "ValueError: Explicitly requested dtype float64"),
+    "result_type(np.dtype('int64'))": (("int32", ("int64", "dtype", "int32")), "int64",
+                                       "ValueError: Explicitly requested dtype int64"),
+    "result_type(np.float32, np.float64)": (("float32", ("float64", "dtype", "float32")),
+                                            "float64", "ValueError: Explicitly requested dtype"),
+    "result_type(np.int64, 1.0)": (("float32", ("int64", "dtype", "int32")), "float32",
+                                   "ValueError: Explicitly requested dtype int64"),
+    "result_type(np.float64(1))": (("float32", None), "float32", "float32"),
+    "result_type(np.ones(2))": (("float32", None), "float32", "float32"),
+    "promote_types(np.float64, np.float32)": (("float64", None), "float64", "float64"),
+    "zeros(2, float64) + 1.0": (("float32", ("float64", "zeros", "float32")), "float64",
+                                "ValueError: Explicitly requested dtype float64 requested in "
+                                "zeros"),
+    "ones(2, int64) + 1": (("int32", ("int64", "ones", "int32")), "int64",
+                           "ValueError: Explicitly requested dtype int64 requested in ones"),
+    "int32 + uint32 arrays": (("int32", None), "int32", "int32"),
+    "sum of ones(2, int64)": (("int32", ("int64", "ones", "int32")), "int64",
+                              "ValueError: Explicitly requested dtype int64 requested in ones"),
+    "mean(dtype=float64)": (("float32", ("float64", "mean", "float32")), "float64",
+                            "ValueError: Explicitly requested dtype float64 requested in mean"),
+    "ones(2, float64) @ ones(2)": (("float32", ("float64", "ones", "float32")), "float64",
+                                  "ValueError: Explicitly requested dtype float64 requested in "
+                                  "ones"),
+    "asarray(np.ones(2))": (("float32", None), "float32", "float32"),
+}
+
+
+@pytest.mark.parametrize("mode", ["warn", "allow", "error"])
+@pytest.mark.parametrize("case", sorted(_EXPLICIT_CASES))
+def test_explicit_x64_dtypes_as_jax_0_12(case, mode):
+    import warnings
+    expected = _EXPLICIT_EXPECTED[case][("warn", "allow", "error").index(mode)]
+    tracejit.config.update("jax_explicit_x64_dtypes", mode)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                got = str(_EXPLICIT_CASES[case](tnp))
+            except ValueError as e:
+                got = f"ValueError: {e}"
+    finally:
+        tracejit.config.update("jax_explicit_x64_dtypes", "warn")
+    messages = [w for w in caught if "Explicitly requested" in str(w.message)]
+    if mode == "warn":
+        expected, warning = expected
+        assert len(messages) == (warning is not None)
+        if warning is not None:
+            assert str(messages[0].message).startswith(_TRUNCATED.format(*warning))
+            # (at the user's line: JAX 0.12's stacklevel points into its dtypes.py here)
+            assert messages[0].filename == __file__ and messages[0].category is UserWarning
+    else:
+        assert messages == []
+    assert got.startswith(expected) if expected.startswith("ValueError") else got == expected
+
+
+def test_explicit_x64_dtypes_option_values_and_jit_key():
+    """JAX's ExplicitX64Mode values (strings naming them accepted), a with-block in one thread,
+    and jit's key: a function traced under "warn" traces again under "allow"."""
+    from tracejit.core.config import ExplicitX64Mode, explicit_x64_dtypes
+    assert tracejit.config.jax_explicit_x64_dtypes is ExplicitX64Mode.WARN
+    assert str(jax.config.jax_explicit_x64_dtypes) == str(ExplicitX64Mode.WARN)
+    with pytest.raises(ValueError, match="'sometimes' is not a valid ExplicitX64Mode"):
+        tracejit.config.update("jax_explicit_x64_dtypes", "sometimes")
+    f = tracejit.jit(lambda: tnp.zeros(2, _F64))
+    with pytest.warns(UserWarning, match="requested in zeros"):
+        assert f().dtype == np.float32
+    with explicit_x64_dtypes("allow"):
+        assert explicit_x64_dtypes.value is ExplicitX64Mode.ALLOW
+        out = f()
+        assert out.dtype == np.float64 and tnp.sum(out + 0.1).dtype == np.float64
+        assert float(tnp.sum(tnp.full(3, 0.1, _F64))) == 0.30000000000000004  # (float64's sum)
+    assert explicit_x64_dtypes.value is ExplicitX64Mode.WARN
+    assert f().dtype == np.float32

@@ -69,7 +69,9 @@ def _constant(value: Any, dtype: np.dtype) -> Any:
     if dtypes.is_int(dtype) and np.isinf(value):
         info = np.iinfo(dtype)
         value = info.min if value < 0 else info.max
-    return asarray(np.array(value, dtype=dtype))
+    # (dtype named again: a NumPy value alone would be canonicalised, and a 64-bit dtype the
+    # user asked for is kept under jax_explicit_x64_dtypes="allow")
+    return asarray(np.array(value, dtype=dtype), dtype=dtype)
 
 
 def _isnan(x: Any) -> Any:
