@@ -442,11 +442,12 @@ def user_result_type(*args: Any, return_weak_type_flag: bool = False):
     """jnp.result_type and jax.dtypes.result_type: `result_type`, where a 64-bit dtype named
     explicitly is first what jax_explicit_x64_dtypes says (JAX's dtype(): "requested in
     dtype"), at the user's line; None counts as the default float."""
-    args = tuple(default_float() if a is None else a for a in args)
     if not config.jax_enable_x64:
         for a in args:
-            if _is_dtype_spec(a):
-                explicit_dtype(np_dtype(a), "dtype")
+            if _is_dtype_spec(a) and (dtype := np_dtype(a)) in _x64_to_x32:
+                explicit_dtype(dtype, "dtype")
+        if any(a is None for a in args):  # (np.dtype(None): float64, which "allow" keeps)
+            args = tuple(default_float() if a is None else a for a in args)
     return result_type(*args, return_weak_type_flag=return_weak_type_flag)
 
 
