@@ -377,6 +377,7 @@ def test_state_attributes_and_blocks_as_jax(name):
                 refused, _state_outcome(api, name))
     assert facts(tracejit) == facts(jax)
     from jax._src.config import config_ext
+
     from tracejit.core.config import unset
     assert getattr(jax, name).get_local() is config_ext.unset
     assert getattr(tracejit, name).get_local() is unset

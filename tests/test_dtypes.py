@@ -12,7 +12,7 @@ jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
 NAMES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-         "float16", "bfloat16", "float32", "float64"]
+         "float16", "bfloat16", "float32", "float64", "complex64", "complex128"]
 
 
 @pytest.mark.parametrize("enable_x64", [False, True])
@@ -112,10 +112,10 @@ _TRUNCATED = "Explicitly requested dtype {} requested in {} is not available, an
     "truncated to dtype {}."
 _EXPLICIT_EXPECTED = {  # case: (warn, allow, error); warn: (dtype, warning's start or None)
     "result_type(np.float64)": (("float32", ("float64", "dtype", "float32")), "float64",
-                                "ValueError: Explicitly requested dtype float64 requested in "
-                                "dtype is not available. To enable more dtypes, set the "
-                                "jax_enable_x64 or allow_explicit_x64_dtypes configuration "
-                                "options.See"),
+                                ("ValueError: Explicitly requested dtype float64 requested in "
+                                 "dtype is not available. To enable more dtypes, set the "
+                                 "jax_enable_x64 or allow_explicit_x64_dtypes configuration "
+                                 "options.See")),
     "result_type('float64')": (("float32", ("float64", "dtype", "float32")), "float64",
                                "ValueError: Explicitly requested dtype float64"),
     "result_type(np.dtype('int64'))": (("int32", ("int64", "dtype", "int32")), "int64",
@@ -128,8 +128,7 @@ _EXPLICIT_EXPECTED = {  # case: (warn, allow, error); warn: (dtype, warning's st
     "result_type(np.ones(2))": (("float32", None), "float32", "float32"),
     "promote_types(np.float64, np.float32)": (("float64", None), "float64", "float64"),
     "zeros(2, float64) + 1.0": (("float32", ("float64", "zeros", "float32")), "float64",
-                                "ValueError: Explicitly requested dtype float64 requested in "
-                                "zeros"),
+                                "ValueError: Explicitly requested dtype float64 requested in z"),
     "ones(2, int64) + 1": (("int32", ("int64", "ones", "int32")), "int64",
                            "ValueError: Explicitly requested dtype int64 requested in ones"),
     "int32 + uint32 arrays": (("int32", None), "int32", "int32"),
@@ -138,8 +137,7 @@ _EXPLICIT_EXPECTED = {  # case: (warn, allow, error); warn: (dtype, warning's st
     "mean(dtype=float64)": (("float32", ("float64", "mean", "float32")), "float64",
                             "ValueError: Explicitly requested dtype float64 requested in mean"),
     "ones(2, float64) @ ones(2)": (("float32", ("float64", "ones", "float32")), "float64",
-                                  "ValueError: Explicitly requested dtype float64 requested in "
-                                  "ones"),
+                                  "ValueError: Explicitly requested dtype float64 requested in o"),
     "asarray(np.ones(2))": (("float32", None), "float32", "float32"),
 }
 
@@ -190,3 +188,30 @@ def test_explicit_x64_dtypes_option_values_and_jit_key():
         assert float(tnp.sum(tnp.full(3, 0.1, _F64))) == 0.30000000000000004  # (float64's sum)
     assert explicit_x64_dtypes.value is ExplicitX64Mode.WARN
     assert f().dtype == np.float32
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["x32", "x64"])
+def test_promote_types_of_python_types_as_jax(x64):
+    """Python's int, float and complex are weak in promote_types (JAX's, not NumPy's); a dtype
+    outside the lattice raises JAX's ValueError."""
+    specs = [int, float, complex, bool, "bool", "int8", "uint64", "int32", "float16", "bfloat16",
+             "float32", "float64", "complex64", "complex128"]
+    jax.config.update("jax_enable_x64", x64)
+    tracejit.config.update("jax_enable_x64", x64)
+    try:
+        for a, b in itertools.product(specs, specs):
+            assert tnp.promote_types(a, b) == jnp.promote_types(a, b), (a, b)
+    finally:
+        jax.config.update("jax_enable_x64", False)
+        tracejit.config.update("jax_enable_x64", False)
+    for api in (tnp, jnp):
+        with pytest.raises(ValueError, match=r"dtype=dtype\('O'\) is not a valid dtype for JAX "
+                                             "type promotion"):
+            api.promote_types(np.dtype("O"), np.float32)
+
+
+def test_iinfo_of_ml_dtypes_ints_as_jax():
+    for name in ("int4", "uint4", "int8", "uint64"):
+        ours, theirs = tnp.iinfo(name), jnp.iinfo(name)
+        assert (ours.bits, ours.min, ours.max, str(ours.dtype)) == \
+            (theirs.bits, theirs.min, theirs.max, str(theirs.dtype))

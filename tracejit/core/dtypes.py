@@ -372,13 +372,31 @@ def result_type(*args: Any, return_weak_type_flag: bool = False):
 
 def promote_types(a: Any, b: Any) -> np.dtype:
     """jnp.promote_types: promotion of two dtypes, both taken as strong."""
-    da, db = np_dtype(a), np_dtype(b)
+    # Python's int, float and complex are weak, as in JAX: promote_types(float, "float16") is
+    # float16 (NumPy's is float64)
+    na, nb = _weak_or_dtype(a), _weak_or_dtype(b)
     strict = config.jax_numpy_dtype_promotion == "strict"
-    node = _strict_bound([da, db]) if strict else _least_upper_bound(da, db)
+    node = _strict_bound([na, nb]) if strict else _least_upper_bound(na, nb)
     if isinstance(node, str):  # JAX answers the 64-bit default here, x64 or not
         return {"i": int64, "f": float64, "c": complex128}[_weak_kinds[node]]
-    # An explicitly requested 64-bit input survives; a 64-bit type promotion invented does not.
-    return node if node in (da, db) else canonicalize_dtype(node)
+    # A 64-bit input's promotions survive (JAX's x32 lattice keeps float64 + complex64 =
+    # complex128, int64 + uint64 = float64); a 64-bit type promoting 32-bit ones invents (int32
+    # + uint32) does not.
+    return node if na in _x64_to_x32 or nb in _x64_to_x32 else canonicalize_dtype(node)
+
+
+_PYTHON_WEAK = {int: _I, float: _F, complex: _C}
+
+
+def _weak_or_dtype(x: Any) -> Any:
+    """promote_types' lattice node of x: a Python scalar type's weak node, else x's dtype (JAX's
+    ValueError for one outside the lattice)."""
+    if isinstance(x, type) and x in _PYTHON_WEAK:
+        return _PYTHON_WEAK[x]
+    dtype = np_dtype(x)
+    if not is_supported(dtype):
+        raise ValueError(f"dtype={dtype!r} is not a valid dtype for JAX type promotion.")
+    return dtype
 
 
 def check_user_dtype(dtype: Any, name: str = "dtype", fun_name: str | None = None) -> np.dtype:
@@ -499,4 +517,7 @@ def finfo_of(dtype: Any):
 
 
 def iinfo_of(dtype: Any):
-    return np.iinfo(np_dtype(dtype))
+    dtype = np_dtype(dtype)
+    if dtype.isbuiltin == 2:  # ml_dtypes' (int4, uint4, ...): NumPy's iinfo does not know them
+        return load_ml_dtypes().iinfo(dtype)
+    return np.iinfo(dtype)
