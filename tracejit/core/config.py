@@ -136,6 +136,17 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     "jax_auto_pcast": (True, True),
     # jax2tf's choice of cumulative-reduction lowering; tracejit has one lowering on CPU
     "jax2tf_associative_scan_reductions": (False, False),
+    # JAX's persistent compilation cache, mapped onto ours (runtime/disk_cache.py): its folder
+    # (tracejit_cache_dir wins where both are set), and False turns the caching of programs
+    # off. JAX's thresholds of what is worth caching are accepted and not applied: ours caches
+    # every program (a hit is one file read and the checks)
+    "jax_compilation_cache_dir": (None, False),
+    "jax_enable_compilation_cache": (True, False),
+    "jax_persistent_cache_min_compile_time_secs": (1.0, False),
+    "jax_persistent_cache_min_entry_size_bytes": (0, False),
+    # how JAX trims its own frames from tracebacks; tracejit keeps whole tracebacks (JAX's
+    # "off": core/traceback_util.py), whatever the value
+    "jax_traceback_filtering": ("auto", False),
 }
 
 _TRANSFER_LEVELS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
@@ -153,6 +164,8 @@ _ENUMS: dict[str, tuple] = {
     "jax_default_prng_impl": ("threefry2x32", "threefry4x32", "rbg", "unsafe_rbg", "philox2x32",
                               "philox4x32"),
     "jax_array_garbage_collection_guard": ("allow", "log", "fatal"),
+    "jax_traceback_filtering": ("off", "tracebackhide", "remove_frames", "quiet_remove_frames",
+                                "auto"),
     **{name: _TRANSFER_LEVELS for name in ("jax_transfer_guard", *_TRANSFER_DIRECTIONS)},
 }
 # the options whose values are members of an enum class
