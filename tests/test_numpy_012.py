@@ -1,5 +1,5 @@
-"""jax.numpy names new in JAX 0.12 (jnp.minmax, jnp.top_k), beside outputs recorded from JAX
-0.12.0.1 (the test oracle, JAX 0.10, has neither): values, dtypes and error words."""
+"""Names new in JAX 0.12 (jnp.minmax, jnp.top_k, jax.random.Key), beside outputs recorded from
+JAX 0.12.0.1 (the test oracle, JAX 0.10, has none of them): values, dtypes and error words."""
 import numpy as np
 import pytest
 
@@ -83,3 +83,10 @@ def test_as_recorded_from_jax_0_12(case):
     except ValueError as e:
         got = f"ValueError {e}"
     assert got == _RECORDED[case]
+
+
+def test_random_key_annotation():
+    """JAX 0.12's jax.random.Key: typing.NewType("Key", jax.Array), for annotations."""
+    key = tracejit.random.Key
+    assert key.__name__ == "Key" and key.__supertype__ is tracejit.Array
+    assert key(tracejit.random.key(0)).dtype == tracejit.random.key(0).dtype
