@@ -462,3 +462,29 @@ def test_config_attributes_as_jax():
     assert facts(tracejit) == facts(jax)
     ours, theirs = set(tracejit.config.values), set(jax.config.values)
     assert {"jax_enable_x64", "jax_debug_nans", "jax_explicit_x64_dtypes"} <= ours & theirs
+
+
+@pytest.mark.parametrize("api,jnp", API, ids=["tracejit", "jax"])
+def test_state_blocks_ended_out_of_order_by_generators(api, jnp):
+    """A block opened in a generator that yields inside it, while the caller opens and closes
+    another block of the same option: each block puts back what it found, as JAX's do."""
+    def gen():
+        with api.numpy_rank_promotion("raise"):
+            yield api.numpy_rank_promotion.value
+            yield api.numpy_rank_promotion.value
+        yield api.numpy_rank_promotion.value
+    g = gen()
+    seen = [next(g)]
+    with api.numpy_rank_promotion("warn"):
+        seen += [api.numpy_rank_promotion.value, next(g)]
+        seen.append(next(g))  # (the generator's block ends inside this one: puts back unset)
+        seen.append(api.numpy_rank_promotion.value)
+    seen.append(api.numpy_rank_promotion.value)
+    # JAX's last block puts back "raise", the value of the generator's block that had ended,
+    # for good; here no block of the option is open in the thread: the process-wide value
+    assert seen == ["raise", "warn", "warn", "allow", "allow",
+                    "raise" if api is jax else "allow"]
+    with api.debug_nans(True):  # (and it does not come back while another option's is open)
+        assert api.numpy_rank_promotion.value == ("raise" if api is jax else "allow")
+    if api is jax:
+        jax.numpy_rank_promotion.set_local(jax._src.config.config_ext.unset)

@@ -196,8 +196,10 @@ class _ThreadValues(threading.local):
 
     def __init__(self) -> None:
         self.overrides: dict[str, Any] = {}
-        # what each State with-block open in this thread will put back, innermost last
-        self.olds: list = []
+        # how many of this thread's blocks of each option are open: when the last one ends its
+        # value goes, even where blocks ended out of order (a generator's block ending inside
+        # its caller's) and the value put back is a block's that has ended
+        self.depth: dict[str, int] = {}
         # (the process-wide key it was made from, the thread's own key); None: make it again
         self.key: tuple | None = None
 
@@ -363,6 +365,7 @@ class Config:
         with self._lock:
             self._open += 1
             self._open_by_name[name] = self._open_by_name.get(name, 0) + 1
+            thread.depth[name] = thread.depth.get(name, 0) + 1
             thread.overrides[name] = value
             thread.key = None
             try:
@@ -373,8 +376,13 @@ class Config:
                 raise
 
     def _restore(self, thread: _ThreadValues, name: str, old: Any) -> None:
-        if old is _UNSET:
-            del thread.overrides[name]
+        depth = thread.depth[name] - 1
+        if depth:
+            thread.depth[name] = depth
+        else:
+            del thread.depth[name]
+        if old is _UNSET or not depth:
+            thread.overrides.pop(name, None)
         else:
             thread.overrides[name] = old
         thread.key = None
@@ -451,24 +459,30 @@ class StateContextManager:
     """`with state(v):` — `v` checked when made (as JAX's: a bad value raises before the
     block), in effect for the calling thread inside the block; also a decorator."""
 
-    __slots__ = ("name", "new_val")
+    __slots__ = ("name", "new_val", "_olds")
 
     def __init__(self, name: str, new_val: Any):
         self.name = name
         self.new_val = config._check(name, new_val)
+        # thread id -> the values this object's open blocks in that thread put back, innermost
+        # last: the object may be entered by several threads at once or again inside its own
+        # block, and blocks of other objects may end in between (generators' blocks)
+        self._olds: dict[int, list] = {}
 
     def __enter__(self) -> None:
         thread = config._thread
         old = thread.overrides.get(self.name, _UNSET)
         config._enter(thread, self.name, self.new_val, old)
-        # (the value to put back, on the thread's own stack: the same object may be entered
-        # by several threads, or again inside its own block, and blocks end in reverse order)
-        thread.olds.append(old)
+        self._olds.setdefault(threading.get_ident(), []).append(old)
 
     def __exit__(self, *exc: object) -> None:
-        thread = config._thread
+        thread, ident = config._thread, threading.get_ident()
+        olds = self._olds[ident]
+        old = olds.pop()
+        if not olds:
+            del self._olds[ident]
         with config._lock:
-            config._restore(thread, self.name, thread.olds.pop())
+            config._restore(thread, self.name, old)
             for fn in config._local_watchers.get(self.name, ()):
                 fn(config.read(self.name))
 
