@@ -459,7 +459,7 @@ class StateContextManager:
     """`with state(v):` — `v` checked when made (as JAX's: a bad value raises before the
     block), in effect for the calling thread inside the block; also a decorator."""
 
-    __slots__ = ("name", "new_val", "_olds")
+    __slots__ = ("_olds", "name", "new_val")
 
     def __init__(self, name: str, new_val: Any):
         self.name = name
