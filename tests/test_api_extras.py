@@ -250,6 +250,44 @@ def test_explicit_64_bit_dtype_warns_as_jax(case, x64):
     assert bool(got[0][1]) == (not x64 and case not in _NO_WARNING)
 
 
+_JAX_FAILS_KEEPING_64_BIT = {("lax.argmax", "allow"): ("int64", [])}
+
+
+def _explicit_outcome(api, case):
+    """(dtype or the error's words, the truncation warnings' words) of one case."""
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            out = str(_EXPLICIT_DTYPES[case](api, API[api is jax][1]).dtype)
+        except (ValueError, TypeError) as e:
+            out = f"{type(e).__name__}: {e}"
+    return out, sorted({str(w.message) for w in caught if "Explicitly requested" in str(w.message)})
+
+
+@pytest.mark.parametrize("mode", ["allow", "error"])
+@pytest.mark.parametrize("case", sorted(_EXPLICIT_DTYPES))
+def test_explicit_x64_dtypes_option_as_jax(case, mode):
+    """jax_explicit_x64_dtypes="allow" keeps a 64-bit dtype named explicitly with x64 off (the
+    value is 64-bit), "error" raises JAX's ValueError; beside JAX, the same cases as above."""
+    got = []
+    for api, _ in API:
+        api.config.update("jax_explicit_x64_dtypes", mode)
+        try:
+            got.append(_explicit_outcome(api, case))
+        finally:
+            api.config.update("jax_explicit_x64_dtypes", "warn")
+    if (case, mode) in _JAX_FAILS_KEEPING_64_BIT:
+        # JAX's argmax reduces with a canonical (32-bit) initial index against the kept 64-bit
+        # one and raises (JAX 0.10 and 0.12); ours gives the dtype asked for
+        assert got[1][0].startswith("TypeError: reduce operand dtypes should match")
+        got[1] = _JAX_FAILS_KEEPING_64_BIT[case, mode]
+    assert got[0] == got[1]
+    assert got[0][1] == []  # (no warnings in either mode)
+    if case not in _NO_WARNING:
+        assert got[0][0].startswith("ValueError: Explicitly requested dtype") == (mode == "error")
+
+
 @pytest.mark.parametrize("value,dtype", [
     (np.arange(4, dtype=np.float32), np.float64), (np.arange(3, dtype=np.int16), np.int8),
     (np.arange(8, dtype=np.int8).reshape(2, 4), np.int16), (np.arange(3, dtype=np.int8), np.int16),

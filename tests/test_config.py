@@ -329,3 +329,162 @@ def test_many_threads_entering_and_leaving_blocks():
     assert not wrong
     assert tracejit.config._open == 0 and not any(tracejit.config._open_by_name.values())
     assert not transfer_guard.guarding
+
+
+# --- JAX's option handles: jax.<option> is a State (jax._src.config.State) ---------------------
+def _jax_states():
+    from jax._src.config import State
+    return sorted(n for n in dir(jax) if isinstance(getattr(jax, n), State))
+
+
+def _state_outcome(api, name, *args):
+    """What `api.<name>(*args)` makes of it: the value inside its block, or the error."""
+    state = getattr(api, name)
+    try:
+        cm = state(*args)
+    except (TypeError, ValueError) as e:
+        return "made", type(e).__name__, str(e)
+    with cm:
+        inside = state.value
+    return "inside", str(inside), state.value == getattr(api.config, state.name)
+
+
+def test_the_same_names_are_states():
+    from tracejit.core.config import State
+    names = _jax_states()
+    assert len(names) >= 28 and "debug_nans" in names and "enable_x64" in names
+    assert [n for n in names if not isinstance(getattr(tracejit, n, None), State)] == []
+    ours = sorted(n for n in dir(tracejit) if isinstance(getattr(tracejit, n), State))
+    assert ours == names
+    for n in ("disable_jit", "transfer_guard", "checking_leaks"):  # (functions in JAX, too)
+        assert callable(getattr(tracejit, n)) and not isinstance(getattr(tracejit, n), State)
+
+
+@pytest.mark.parametrize("name", _jax_states())
+def test_state_attributes_and_blocks_as_jax(name):
+    """name, __name__, value (as JAX's str), bool() refused, the with-block with no argument
+    (True for bool options, else JAX's TypeError) and get_local outside a block."""
+    def facts(api):
+        state = getattr(api, name)
+        try:
+            bool(state)
+            refused = None
+        except TypeError as e:
+            refused = str(e)
+        value = "(the tests')" if name == "enable_checks" else str(state.value)
+        return (state.name, state.__name__, value, state.get_global() == state.value,
+                state.__doc__.startswith(f"Context manager for `{state.name}` config option"),
+                refused, _state_outcome(api, name))
+    assert facts(tracejit) == facts(jax)
+    from jax._src.config import config_ext
+
+    from tracejit.core.config import unset
+    assert getattr(jax, name).get_local() is config_ext.unset
+    assert getattr(tracejit, name).get_local() is unset
+
+
+# value a block may not take -> JAX's error (checked when the context manager is made)
+_BAD_VALUES = [("numpy_rank_promotion", "bogus"), ("numpy_dtype_promotion", "loose"),
+               ("default_prng_impl", "nope"), ("transfer_guard_host_to_device", "nah"),
+               ("default_device", 3), ("default_matmul_precision", "zzz"),
+               ("legacy_prng_key", "q"), ("debug_nans", "yes"), ("enable_x64", 0),
+               ("default_matmul_precision", "highest"), ("numpy_dtype_promotion", "strict")]
+
+
+@pytest.mark.parametrize("name,value", _BAD_VALUES, ids=str)
+def test_state_values_parsed_as_jax(name, value):
+    assert _state_outcome(tracejit, name, value) == _state_outcome(jax, name, value)
+
+
+@pytest.mark.parametrize("api,jnp", API, ids=["tracejit", "jax"])
+def test_state_value_is_the_calling_threads_and_a_decorator(api, jnp):
+    state = api.debug_nans
+
+    @api.debug_nans(True)
+    def decorated():
+        return state.value, state.get_local()
+
+    def inside(barrier):
+        with api.numpy_rank_promotion("raise"):
+            barrier.wait()
+            barrier.wait()
+            return api.numpy_rank_promotion.value, decorated()
+
+    def outside(barrier):
+        barrier.wait()
+        seen = api.numpy_rank_promotion.value
+        barrier.wait()
+        return seen, state.value
+    assert in_two_threads(inside, outside) == [("raise", (True, True)), ("allow", False)]
+    assert state.value is False and api.numpy_rank_promotion.value == "allow"
+
+
+def test_one_state_block_object_entered_twice_and_by_two_threads():
+    """The same `state(v)` object entered inside its own block, and by two threads at once,
+    puts back what each entry found (JAX 0.10/0.12 keep one slot for it, so the nested case
+    leaves True set after both blocks there: not followed)."""
+    cm = tracejit.debug_nans(True)
+    with cm:
+        with cm:
+            assert tracejit.debug_nans.value is True
+        assert tracejit.debug_nans.value is True
+    assert tracejit.debug_nans.value is False
+
+    def use(barrier):
+        with cm:
+            barrier.wait()
+            seen = tracejit.debug_nans.value
+            barrier.wait()
+        return seen, tracejit.debug_nans.value
+    assert in_two_threads(use, use) == [(True, False), (True, False)]
+    assert not tracejit.config._open
+
+
+def test_config_attributes_as_jax():
+    """config.values (the calling thread's), x64_enabled, dir, and JAX's errors for an unknown
+    option and for assigning one."""
+    def facts(api):
+        out = []
+        with api.enable_x64(True):
+            values = api.config.values
+            out.append((values["jax_enable_x64"], api.config.x64_enabled))
+        values = api.config.values
+        out.append((values["jax_enable_x64"], str(values["jax_numpy_dtype_promotion"]),
+                    "jax_debug_nans" in dir(api.config)))
+        for action in (lambda: api.config.jax_no_such_option,
+                       lambda: setattr(api.config, "jax_enable_x64", True),
+                       lambda: api.config.update("jax_no_such_option", 1)):
+            with pytest.raises(AttributeError) as e:
+                action()
+            out.append(str(e.value))
+        out.append(api.config.jax_enable_x64)
+        return out
+    assert facts(tracejit) == facts(jax)
+    ours, theirs = set(tracejit.config.values), set(jax.config.values)
+    assert {"jax_enable_x64", "jax_debug_nans", "jax_explicit_x64_dtypes"} <= ours & theirs
+
+
+@pytest.mark.parametrize("api,jnp", API, ids=["tracejit", "jax"])
+def test_state_blocks_ended_out_of_order_by_generators(api, jnp):
+    """A block opened in a generator that yields inside it, while the caller opens and closes
+    another block of the same option: each block puts back what it found, as JAX's do."""
+    def gen():
+        with api.numpy_rank_promotion("raise"):
+            yield api.numpy_rank_promotion.value
+            yield api.numpy_rank_promotion.value
+        yield api.numpy_rank_promotion.value
+    g = gen()
+    seen = [next(g)]
+    with api.numpy_rank_promotion("warn"):
+        seen += [api.numpy_rank_promotion.value, next(g)]
+        seen.append(next(g))  # (the generator's block ends inside this one: puts back unset)
+        seen.append(api.numpy_rank_promotion.value)
+    seen.append(api.numpy_rank_promotion.value)
+    # JAX's last block puts back "raise", the value of the generator's block that had ended,
+    # for good; here no block of the option is open in the thread: the process-wide value
+    assert seen == ["raise", "warn", "warn", "allow", "allow",
+                    "raise" if api is jax else "allow"]
+    with api.debug_nans(True):  # (and it does not come back while another option's is open)
+        assert api.numpy_rank_promotion.value == ("raise" if api is jax else "allow")
+    if api is jax:
+        jax.numpy_rank_promotion.set_local(jax._src.config.config_ext.unset)

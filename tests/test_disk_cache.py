@@ -143,3 +143,27 @@ def test_disabled_in_env_caches_no_program(tmp_path):
     again = _run(tmp_path, enabled=False)
     assert again["stats"] == {} and again["library"] == {"hits": out["library"]["stores"]}
 
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_jax_compilation_cache_options(tmp_path, enabled):
+    """JAX's jax_compilation_cache_dir names the folder (where tracejit_cache_dir is unset) and
+    jax_enable_compilation_cache=False caches no program, as programs written for JAX set them;
+    JAX's thresholds are accepted with JAX's defaults."""
+    import jax
+    for name in ("jax_persistent_cache_min_compile_time_secs",
+                 "jax_persistent_cache_min_entry_size_bytes", "jax_enable_compilation_cache",
+                 "jax_compilation_cache_dir", "jax_traceback_filtering"):
+        assert getattr(tracejit.config, name) == getattr(jax.config, name), name
+    tracejit.config.update("tracejit_cache_dir", None)
+    tracejit.config.update("jax_compilation_cache_dir", str(tmp_path))
+    tracejit.config.update("jax_enable_compilation_cache", enabled)
+    tracejit.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    c = np.float32(uuid.uuid4().int % 10_000 / 7.0 + 1.0)
+    out = tracejit.jit(lambda x: tnp.sin(x) * c, backend="native")(np.arange(8, dtype=np.float32))
+    np.testing.assert_allclose(np.asarray(out), np.sin(np.arange(8, dtype=np.float32)) * c,
+                               rtol=2e-6)
+    tiering.wait()
+    assert len(_entries(tmp_path)) == (1 if enabled else 0)
+    with pytest.raises(ValueError, match="new enum value must be in"):
+        tracejit.config.update("jax_traceback_filtering", "sometimes")

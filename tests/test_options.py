@@ -77,7 +77,8 @@ def test_numpy_dtype_promotion_config_key_and_jit_cache():
             f(a, b)  # ... and not reused under "strict": the option is part of jit's key
     finally:
         tracejit.config.update("jax_numpy_dtype_promotion", "standard")
-    with pytest.raises(ValueError, match="new enum value must be in"):
+    # (JAX 0.10's and 0.12's words: the option holds a NumpyDtypePromotion enum member)
+    with pytest.raises(ValueError, match="'loose' is not a valid NumpyDtypePromotion"):
         tracejit.config.update("jax_numpy_dtype_promotion", "loose")
 
 

@@ -4,7 +4,6 @@ three on first use: ml_dtypes is imported then, core/dtypes.py says why).
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -74,27 +73,7 @@ def result_type(*args: Any, return_weak_type_flag: bool = False) -> Any:
             bad = next(e for e in ext if isinstance(e, ExtendedDType))
             raise ValueError(f"dtype={bad} is not a valid dtype for JAX type promotion.")
         return (ext[0], False) if return_weak_type_flag else ext[0]
-    for a in args:
-        _warn_if_truncated(a)
-    return _core.result_type(*args, return_weak_type_flag=return_weak_type_flag)
-
-
-def _warn_if_truncated(spec: Any) -> None:
-    """JAX's warning when a dtype named explicitly (a NumPy scalar type, a dtype, a string) is
-    64-bit under x32 and will be truncated; values and Python types are silently canonical."""
-    if _core.config.jax_enable_x64:
-        return
-    if not (isinstance(spec, (str, np.dtype))
-            or (isinstance(spec, type) and issubclass(spec, np.generic))):
-        return
-    dt = _core.np_dtype(spec)
-    canonical = _core._x64_to_x32.get(dt, dt)
-    if canonical != dt:
-        warnings.warn(f"Explicitly requested dtype {dt} requested in dtype is not available, "
-                      f"and will be truncated to dtype {canonical.name}. To enable more dtypes, "
-                      "set the jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell "
-                      "environment variable. See https://github.com/jax-ml/jax#current-gotchas "
-                      "for more.", stacklevel=3)
+    return _core.user_result_type(*args, return_weak_type_flag=return_weak_type_flag)
 
 
 def _dtype_of(x: Any) -> np.dtype:

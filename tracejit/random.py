@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import typing
 import warnings
 from typing import Any, Sequence
 
@@ -22,7 +23,7 @@ from .lax import lenient as lax
 from . import numpy as jnp
 from .core import dtypes, key_reuse
 from .core.config import config
-from .core.array import Array
+from .core.array import Array, BaseArray
 from .core.avals import check_shape
 from .core.trace import Tracer, concrete_value, get_aval
 from .lax._base import canonicalize_axis
@@ -30,6 +31,9 @@ from .numpy._util import broadcast_shapes, check_arraylike, promote_dtypes_inexa
 from .prng import PRNGKeyArray
 from .transforms.custom import custom_jvp
 from .transforms.custom_batching import sequential_vmap
+
+# JAX 0.12's annotation for a typed key (`def f(key: jax.random.Key)`), a NewType of Array
+Key = typing.NewType("Key", BaseArray)
 
 __all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "split", "fold_in",
            "bits", "uniform", "normal", "truncated_normal", "bernoulli", "randint", "choice",

@@ -3,15 +3,39 @@
 `config.update("jax_enable_x64", True)` and `config.jax_enable_x64` work as in JAX. Options that
 change what a traced program means are part of every jit cache key (`config.trace_key()`).
 As in JAX, `config.update` sets an option's process-wide value (what a new thread sees) and the
-context managers (`with jax.enable_x64(): ...`) set it for the calling thread alone.
+context managers (`with jax.enable_x64(): ...`) set it for the calling thread alone. Each
+context manager is a `State` as JAX's are: `jax.debug_nans.value` reads the calling thread's value.
 """
 from __future__ import annotations
 
 import contextlib
+import enum
 import functools
 import os
 import threading
 from typing import Any
+
+
+# JAX's enum-valued options hold these (strings naming a member are accepted and converted)
+class ExplicitX64Mode(enum.IntEnum):
+    WARN = enum.auto()
+    ERROR = enum.auto()
+    ALLOW = enum.auto()
+
+    @classmethod
+    def _missing_(cls, value: object) -> ExplicitX64Mode | None:
+        return {"warn": cls.WARN, "error": cls.ERROR, "allow": cls.ALLOW}.get(value)
+
+
+class NumpyDtypePromotion(enum.StrEnum):
+    STANDARD = "standard"
+    STRICT = "strict"
+
+
+class LegacyPrngKeyState(enum.StrEnum):
+    ALLOW = "allow"
+    WARN = "warn"
+    ERROR = "error"
 
 # name -> (default, affects tracing semantics?)
 _OPTIONS: dict[str, tuple[Any, bool]] = {
@@ -68,7 +92,11 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     "tracejit_collective_timeout": (300.0, False),
     # --- JAX's other options, each honoured as JAX honours it on CPU ---
     # "strict": no implicit promotion between different strong dtypes (core/dtypes.py)
-    "jax_numpy_dtype_promotion": ("standard", True),
+    "jax_numpy_dtype_promotion": (NumpyDtypePromotion.STANDARD, True),
+    # what a 64-bit dtype named explicitly (jnp.zeros(3, jnp.float64), astype, result_type)
+    # gives with x64 off: WARN truncates it with JAX's UserWarning, ERROR raises, ALLOW keeps it
+    # (core/dtypes.py's check_user_dtype)
+    "jax_explicit_x64_dtypes": (ExplicitX64Mode.WARN, True),
     # which transfers between host and device are allowed, logged or refused
     # (core/transfer_guard.py); None: "allow". jax_transfer_guard sets all three.
     "jax_transfer_guard": (None, False),
@@ -87,7 +115,7 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     # "allow"/"warn"/"error" for raw uint32 keys passed to jax.random (read while tracing, as
     # JAX: a function traced before keeps its answer); typed keys from raw ones (random.split)
     "jax_default_prng_impl": ("threefry2x32", True),
-    "jax_legacy_prng_key": ("allow", False),
+    "jax_legacy_prng_key": (LegacyPrngKeyState.ALLOW, False),
     "jax_enable_custom_prng": (False, True),
     # False: reduce_sum over float16/bfloat16 (more than one element) raises
     "jax_allow_f16_reductions": (True, True),
@@ -108,6 +136,17 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     "jax_auto_pcast": (True, True),
     # jax2tf's choice of cumulative-reduction lowering; tracejit has one lowering on CPU
     "jax2tf_associative_scan_reductions": (False, False),
+    # JAX's persistent compilation cache, mapped onto ours (runtime/disk_cache.py): its folder
+    # (tracejit_cache_dir wins where both are set), and False turns the caching of programs
+    # off. JAX's thresholds of what is worth caching are accepted and not applied: ours caches
+    # every program (a hit is one file read and the checks)
+    "jax_compilation_cache_dir": (None, False),
+    "jax_enable_compilation_cache": (True, False),
+    "jax_persistent_cache_min_compile_time_secs": (1.0, False),
+    "jax_persistent_cache_min_entry_size_bytes": (0, False),
+    # how JAX trims its own frames from tracebacks; tracejit keeps whole tracebacks (JAX's
+    # "off": core/traceback_util.py), whatever the value
+    "jax_traceback_filtering": ("auto", False),
 }
 
 _TRANSFER_LEVELS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
@@ -116,12 +155,24 @@ _TRANSFER_DIRECTIONS = ("jax_transfer_guard_host_to_device", "jax_transfer_guard
 # the values an enumerated option may take (None allowed where the default is None)
 _ENUMS: dict[str, tuple] = {
     "jax_numpy_rank_promotion": ("allow", "warn", "raise"),
-    "jax_numpy_dtype_promotion": ("standard", "strict"),
+    "jax_default_matmul_precision": (
+        "default", "high", "highest", "bfloat16", "tensorfloat32", "float32", "ANY_F8_ANY_F8_F32",
+        "ANY_F8_ANY_F8_F32_FAST_ACCUM", "ANY_F8_ANY_F8_ANY", "ANY_F8_ANY_F8_ANY_FAST_ACCUM",
+        "F16_F16_F16", "F16_F16_F32", "BF16_BF16_BF16", "BF16_BF16_F32", "BF16_BF16_F32_X3",
+        "BF16_BF16_F32_X6", "BF16_BF16_F32_X9", "TF32_TF32_F32", "TF32_TF32_F32_X3",
+        "F32_F32_F32", "F64_F64_F64"),
     "jax_default_prng_impl": ("threefry2x32", "threefry4x32", "rbg", "unsafe_rbg", "philox2x32",
                               "philox4x32"),
-    "jax_legacy_prng_key": ("allow", "warn", "error"),
     "jax_array_garbage_collection_guard": ("allow", "log", "fatal"),
+    "jax_traceback_filtering": ("off", "tracebackhide", "remove_frames", "quiet_remove_frames",
+                                "auto"),
     **{name: _TRANSFER_LEVELS for name in ("jax_transfer_guard", *_TRANSFER_DIRECTIONS)},
+}
+# the options whose values are members of an enum class
+_ENUM_CLASSES: dict[str, type[enum.Enum]] = {
+    "jax_explicit_x64_dtypes": ExplicitX64Mode,
+    "jax_numpy_dtype_promotion": NumpyDtypePromotion,
+    "jax_legacy_prng_key": LegacyPrngKeyState,
 }
 
 
@@ -131,6 +182,12 @@ def _env_default(name: str, default: Any) -> Any:
         return default
     if isinstance(default, bool):
         return raw.lower() in ("1", "true", "yes", "on")
+    enum_class = _ENUM_CLASSES.get(name)
+    if enum_class is not None:
+        try:
+            return enum_class(raw)
+        except ValueError as e:
+            raise ValueError(f'Invalid value "{raw}" for JAX flag {name}') from e
     return raw
 
 
@@ -139,11 +196,15 @@ class _ThreadValues(threading.local):
 
     def __init__(self) -> None:
         self.overrides: dict[str, Any] = {}
+        # how many of this thread's blocks of each option are open: when the last one ends its
+        # value goes, even where blocks ended out of order (a generator's block ending inside
+        # its caller's) and the value put back is a block's that has ended
+        self.depth: dict[str, int] = {}
         # (the process-wide key it was made from, the thread's own key); None: make it again
         self.key: tuple | None = None
 
 
-_UNSET = object()
+_UNSET = object()  # (JAX's `unset`: no with-block value in this thread)
 
 
 class Config:
@@ -167,14 +228,26 @@ class Config:
         """From now on `name` keeps `value`: setting another raises RuntimeError(message)."""
         self._frozen[name] = (value, message)
 
-    def _check(self, name: str, value: Any) -> None:
-        """Raise as JAX does for a value option `name` cannot take (update and with-blocks)."""
+    def _check(self, name: str, value: Any) -> Any:
+        """The value option `name` takes for `value` (a bool option's bool(value), an enum
+        option's member), or raise as JAX does for a value it cannot take (update, the
+        context managers)."""
         if name not in _OPTIONS:
             raise AttributeError(f"Unrecognized config option: {name}")
+        default = _OPTIONS[name][0]
+        enum_class = _ENUM_CLASSES.get(name)
+        if enum_class is not None:
+            if isinstance(value, str):
+                value = enum_class(value)
+            elif not isinstance(value, enum_class):
+                raise TypeError(f"new enum value must be an instance of {enum_class}, got "
+                                f"{value} of type {type(value)}.")
+        elif isinstance(default, bool):
+            value = bool(value)  # (as JAX's bool options parse: `debug_nans("yes")` is True)
         allowed = _ENUMS.get(name)
         if allowed is not None and value not in allowed and \
-                not (value is None and _OPTIONS[name][0] is None):
-            none = "None or " if _OPTIONS[name][0] is None else ""
+                not (value is None and default is None):
+            none = "None or " if default is None else ""
             raise ValueError(f"new enum value must be {none}in {list(allowed)}, got {value} of "
                              f"type {type(value)}.")
         if name == "jax_default_device":
@@ -182,11 +255,12 @@ class Config:
         frozen = self._frozen.get(name)
         if frozen is not None and value != frozen[0]:
             raise RuntimeError(frozen[1])
+        return value
 
     def update(self, name: str, value: Any) -> None:
         """Set the process-wide value: every thread's, except inside its own with-blocks of
         `name` (they keep theirs, and the process-wide value holds again after them)."""
-        self._check(name, value)
+        value = self._check(name, value)
         if name == "jax_transfer_guard":  # set-only: it sets the three directions
             for direction in _TRANSFER_DIRECTIONS:
                 self.update(direction, value)
@@ -231,7 +305,26 @@ class Config:
                 if name in overrides:
                     return overrides[name]
             return values[name]
-        raise AttributeError(f"Unrecognized config option: {name}")
+        raise AttributeError(f"'Config' object has no attribute '{name}'")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # (JAX's options are read-only properties: `config.jax_enable_x64 = True` raises there
+        # rather than leaving the option as it was behind an attribute that says otherwise)
+        if name in _OPTIONS:
+            raise AttributeError("property of 'Config' object has no setter")
+        object.__setattr__(self, name, value)
+
+    def __dir__(self) -> list[str]:
+        return sorted({*super().__dir__(), *_OPTIONS})
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """Every option's value as the calling thread sees it (JAX's `config.values`)."""
+        return {name: self.read(name) for name in _OPTIONS}
+
+    @property
+    def x64_enabled(self) -> bool:
+        return self.read("jax_enable_x64")
 
     def trace_key(self) -> tuple:
         """The options a traced program depends on, as the calling thread sees them, for jit
@@ -256,7 +349,7 @@ class Config:
     def _override(self, name: str, value: Any):
         """`name` is `value` in this thread until the block ends (also by an exception); other
         threads, and threads started inside it, keep the process-wide value."""
-        self._check(name, value)
+        value = self._check(name, value)
         thread = self._thread
         old = thread.overrides.get(name, _UNSET)
         self._enter(thread, name, value, old)
@@ -272,6 +365,7 @@ class Config:
         with self._lock:
             self._open += 1
             self._open_by_name[name] = self._open_by_name.get(name, 0) + 1
+            thread.depth[name] = thread.depth.get(name, 0) + 1
             thread.overrides[name] = value
             thread.key = None
             try:
@@ -282,8 +376,13 @@ class Config:
                 raise
 
     def _restore(self, thread: _ThreadValues, name: str, old: Any) -> None:
-        if old is _UNSET:
-            del thread.overrides[name]
+        depth = thread.depth[name] - 1
+        if depth:
+            thread.depth[name] = depth
+        else:
+            del thread.depth[name]
+        if old is _UNSET or not depth:
+            thread.overrides.pop(name, None)
         else:
             thread.overrides[name] = old
         thread.key = None
@@ -302,50 +401,151 @@ def _check_default_device(value: Any) -> None:
 config = Config()
 
 
-def enable_x64(enabled: bool = True):
-    """Context manager: `with enable_x64(): ...` (like jax.experimental.enable_x64)."""
-    return config._override("jax_enable_x64", enabled)
+class _NoDefault:
+    pass
 
 
+no_default = _NoDefault()
+
+
+class State:
+    # JAX's option handle (jax._src.config.State): `state.value` is the calling thread's value
+    # (its innermost with-block's, else the process-wide one), `state(v)` a with-block or a
+    # decorator setting it for the calling thread; bool(state) raises, as JAX's does, since
+    # `if jax.debug_nans:` would always be true.
+
+    def __init__(self, name: str, help: str = "", default_context_manager_value: Any = no_default):
+        self._name = name
+        self.__name__ = name.removeprefix("jax_")
+        self.__doc__ = f"Context manager for `{name}` config option.\n\n{help}"
+        self._default_context_manager_value = default_context_manager_value
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def value(self) -> Any:
+        return config.read(self._name)
+
+    def get_global(self) -> Any:
+        """The process-wide value (`config.update`'s)."""
+        return config.read_global(self._name)
+
+    def get_local(self) -> Any:
+        """The calling thread's with-block value, or `unset` outside any block."""
+        return config._thread.overrides.get(self._name, unset)
+
+    def _set(self, value: Any) -> None:
+        config.update(self._name, value)
+
+    def __bool__(self):
+        raise TypeError(f"bool() not supported for instances of type '{type(self).__name__}' "
+                        f"(did you mean to use '{type(self).__name__}.value' instead?)")
+
+    def __call__(self, new_val: Any = no_default) -> StateContextManager:
+        if new_val is no_default:
+            new_val = self._default_context_manager_value
+            if new_val is no_default:
+                raise TypeError(f"Context manager for {self.__name__} config option requires "
+                                "an argument representing the new value for the config option.")
+        return StateContextManager(self._name, new_val)
+
+
+unset = _UNSET
+
+
+class StateContextManager:
+    """`with state(v):` — `v` checked when made (as JAX's: a bad value raises before the
+    block), in effect for the calling thread inside the block; also a decorator."""
+
+    __slots__ = ("_olds", "name", "new_val")
+
+    def __init__(self, name: str, new_val: Any):
+        self.name = name
+        self.new_val = config._check(name, new_val)
+        # thread id -> the values this object's open blocks in that thread put back, innermost
+        # last: the object may be entered by several threads at once or again inside its own
+        # block, and blocks of other objects may end in between (generators' blocks)
+        self._olds: dict[int, list] = {}
+
+    def __enter__(self) -> None:
+        thread = config._thread
+        old = thread.overrides.get(self.name, _UNSET)
+        config._enter(thread, self.name, self.new_val, old)
+        self._olds.setdefault(threading.get_ident(), []).append(old)
+
+    def __exit__(self, *exc: object) -> None:
+        thread, ident = config._thread, threading.get_ident()
+        olds = self._olds[ident]
+        old = olds.pop()
+        if not olds:
+            del self._olds[ident]
+        with config._lock:
+            config._restore(thread, self.name, old)
+            for fn in config._local_watchers.get(self.name, ()):
+                fn(config.read(self.name))
+
+    def __call__(self, func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with StateContextManager(self.name, self.new_val):
+                return func(*args, **kwargs)
+        return wrapper
+
+
+def _state(name: str, help: str = "") -> State:
+    """JAX's State for option `name`; `with state():` sets True where the option is a bool."""
+    default = True if isinstance(_OPTIONS[name][0], bool) else no_default
+    return State(name, help, default)
+
+
+# JAX's option context managers, with JAX's names (jax.<name> in JAX 0.10 and 0.12)
+enable_x64 = _state("jax_enable_x64", "Enable 64-bit types to be used")
+debug_nans = _state("jax_debug_nans", "Add nan checks to every operation: a FloatingPointError "
+                    "names the operation and the user's line.")
+debug_infs = _state("jax_debug_infs", "Add inf checks to every operation.")
+numpy_rank_promotion = _state("jax_numpy_rank_promotion",
+                              "Control NumPy-style automatic rank promotion broadcasting "
+                              '("allow", "warn", or "raise").')
+default_matmul_precision = _state("jax_default_matmul_precision",
+                                  "Control the default matmul and conv precision.")
+threefry_partitionable = _state("jax_threefry_partitionable")
+log_compiles = _state("jax_log_compiles", "Log a message each time jit compiles a function.")
+explain_cache_misses = _state("jax_explain_cache_misses",
+                              "Say why a jitted function traced again.")
+numpy_dtype_promotion = _state("jax_numpy_dtype_promotion",
+                               'Type promotion: "standard" or "strict".')
+transfer_guard_host_to_device = _state("jax_transfer_guard_host_to_device")
+transfer_guard_device_to_host = _state("jax_transfer_guard_device_to_host")
+transfer_guard_device_to_device = _state("jax_transfer_guard_device_to_device")
+default_device = _state("jax_default_device", "Where values made without a device go.")
+check_tracer_leaks = _state("jax_check_tracer_leaks",
+                            "Raise when a trace ends with one of its tracers still referenced.")
+checking_leaks = functools.partial(check_tracer_leaks, True)
+enable_checks = _state("jax_enable_checks", "Run the jaxpr checker after tracing and passes.")
+debug_key_reuse = _state("jax_debug_key_reuse", "Raise when a typed key is consumed twice.")
+default_prng_impl = _state("jax_default_prng_impl")
+legacy_prng_key = _state("jax_legacy_prng_key")
+enable_custom_prng = _state("jax_enable_custom_prng")
+allow_f16_reductions = _state("jax_allow_f16_reductions")
+array_garbage_collection_guard = _state("jax_array_garbage_collection_guard")
+softmax_custom_jvp = _state("jax_softmax_custom_jvp")
+no_tracing = _state("jax_no_tracing")
+no_execution = _state("jax_no_execution")
+thread_guard = _state("jax_thread_guard")
+remove_size_one_mesh_axis_from_type = _state("jax_remove_size_one_mesh_axis_from_type")
+auto_pcast = _state("jax_auto_pcast")
+jax2tf_associative_scan_reductions = _state("jax2tf_associative_scan_reductions")
+# JAX's, reached as jax._src.config.explicit_x64_dtypes (not a jax.* name)
+explicit_x64_dtypes = _state("jax_explicit_x64_dtypes",
+                             "ALLOW: a 64-bit dtype named explicitly is kept with x64 off; WARN: "
+                             "truncated with a warning; ERROR: a ValueError.")
+
+
+# (functions in JAX too, not States)
 def disable_jit(disable: bool = True):
     return config._override("jax_disable_jit", disable)
-
-
-def debug_nans(new_val: bool = True):
-    """Context manager: `with jax.debug_nans(True): ...` checks for NaNs inside it."""
-    return config._override("jax_debug_nans", new_val)
-
-
-def debug_infs(new_val: bool = True):
-    """Context manager: `with jax.debug_infs(True): ...` checks for infinities inside it."""
-    return config._override("jax_debug_infs", new_val)
-
-
-# JAX's other option context managers (`with jax.numpy_rank_promotion("raise"): ...`): the
-# option set inside the block, put back after it
-def numpy_rank_promotion(new_val: str):
-    return config._override("jax_numpy_rank_promotion", new_val)
-
-
-def default_matmul_precision(new_val: Any):
-    return config._override("jax_default_matmul_precision", new_val)
-
-
-def threefry_partitionable(new_val: bool = True):
-    return config._override("jax_threefry_partitionable", new_val)
-
-
-def log_compiles(new_val: bool = True):
-    return config._override("jax_log_compiles", new_val)
-
-
-def explain_cache_misses(new_val: bool = True):
-    return config._override("jax_explain_cache_misses", new_val)
-
-
-# --- the rest of JAX's option context managers, with JAX's names ---
-def numpy_dtype_promotion(new_val: str):
-    return config._override("jax_numpy_dtype_promotion", new_val)
 
 
 @contextlib.contextmanager
@@ -357,82 +557,3 @@ def transfer_guard(new_val: str):
         # (entered last, left first: putting it back must not reset the directions after them)
         stack.enter_context(config._override("jax_transfer_guard", new_val))
         yield
-
-
-def transfer_guard_host_to_device(new_val: str):
-    return config._override("jax_transfer_guard_host_to_device", new_val)
-
-
-def transfer_guard_device_to_host(new_val: str):
-    return config._override("jax_transfer_guard_device_to_host", new_val)
-
-
-def transfer_guard_device_to_device(new_val: str):
-    return config._override("jax_transfer_guard_device_to_device", new_val)
-
-
-def default_device(new_val: Any):
-    return config._override("jax_default_device", new_val)
-
-
-def check_tracer_leaks(new_val: bool = True):
-    return config._override("jax_check_tracer_leaks", new_val)
-
-
-checking_leaks = functools.partial(check_tracer_leaks, True)
-
-
-def enable_checks(new_val: bool = True):
-    return config._override("jax_enable_checks", new_val)
-
-
-def debug_key_reuse(new_val: bool = True):
-    return config._override("jax_debug_key_reuse", new_val)
-
-
-def default_prng_impl(new_val: str):
-    return config._override("jax_default_prng_impl", new_val)
-
-
-def legacy_prng_key(new_val: str):
-    return config._override("jax_legacy_prng_key", new_val)
-
-
-def enable_custom_prng(new_val: bool = True):
-    return config._override("jax_enable_custom_prng", new_val)
-
-
-def allow_f16_reductions(new_val: bool = True):
-    return config._override("jax_allow_f16_reductions", new_val)
-
-
-def array_garbage_collection_guard(new_val: str):
-    return config._override("jax_array_garbage_collection_guard", new_val)
-
-
-def softmax_custom_jvp(new_val: bool = True):
-    return config._override("jax_softmax_custom_jvp", new_val)
-
-
-def no_tracing(new_val: bool = True):
-    return config._override("jax_no_tracing", new_val)
-
-
-def no_execution(new_val: bool = True):
-    return config._override("jax_no_execution", new_val)
-
-
-def thread_guard(new_val: bool = True):
-    return config._override("jax_thread_guard", new_val)
-
-
-def remove_size_one_mesh_axis_from_type(new_val: bool = True):
-    return config._override("jax_remove_size_one_mesh_axis_from_type", new_val)
-
-
-def auto_pcast(new_val: bool = True):
-    return config._override("jax_auto_pcast", new_val)
-
-
-def jax2tf_associative_scan_reductions(new_val: bool = True):
-    return config._override("jax2tf_associative_scan_reductions", new_val)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import config
+from .config import ExplicitX64Mode, config
 
 # ml_dtypes (bfloat16, float8_*, int4, ...) is imported on first need, not with tracejit: its
 # import takes ~0.4 s of CPU with NumPy < 2.5 (ml_dtypes 0.7 registers ~40,000 ufunc loops and
@@ -327,7 +327,11 @@ def dtype_and_weak(x: Any) -> tuple[np.dtype, bool]:
         return default_complex(), True
     if x is bool:
         return bool_, False
-    return canonicalize_dtype(x), False
+    dtype = canonicalize_dtype(x)
+    if dtype.itemsize != np_dtype(x).itemsize and \
+            config.jax_explicit_x64_dtypes == ExplicitX64Mode.ALLOW:
+        return np_dtype(x), False  # (a 64-bit dtype named explicitly, kept: JAX's dtype())
+    return dtype, False
 
 
 def result_type_and_weak(*args: Any) -> tuple[np.dtype, bool]:
@@ -354,7 +358,11 @@ def result_type_and_weak(*args: Any) -> tuple[np.dtype, bool]:
         return default_for_kind(_weak_kinds[dtype]), weak
     if weak:
         return default_for_kind("f" if is_float(dtype) else dtype.kind), True
-    return canonicalize_dtype(dtype), False
+    canonical = canonicalize_dtype(dtype)
+    if canonical != dtype and dtype in dts and \
+            config.jax_explicit_x64_dtypes == ExplicitX64Mode.ALLOW:
+        return dtype, False  # (an operand's 64-bit dtype survives; one promotion invents not)
+    return canonical, False
 
 
 def result_type(*args: Any, return_weak_type_flag: bool = False):
@@ -364,19 +372,38 @@ def result_type(*args: Any, return_weak_type_flag: bool = False):
 
 def promote_types(a: Any, b: Any) -> np.dtype:
     """jnp.promote_types: promotion of two dtypes, both taken as strong."""
-    da, db = np_dtype(a), np_dtype(b)
+    # Python's int, float and complex are weak, as in JAX: promote_types(float, "float16") is
+    # float16 (NumPy's is float64)
+    na, nb = _weak_or_dtype(a), _weak_or_dtype(b)
     strict = config.jax_numpy_dtype_promotion == "strict"
-    node = _strict_bound([da, db]) if strict else _least_upper_bound(da, db)
+    node = _strict_bound([na, nb]) if strict else _least_upper_bound(na, nb)
     if isinstance(node, str):  # JAX answers the 64-bit default here, x64 or not
         return {"i": int64, "f": float64, "c": complex128}[_weak_kinds[node]]
-    # An explicitly requested 64-bit input survives; a 64-bit type promotion invented does not.
-    return node if node in (da, db) else canonicalize_dtype(node)
+    # A 64-bit input's promotions survive (JAX's x32 lattice keeps float64 + complex64 =
+    # complex128, int64 + uint64 = float64); a 64-bit type promoting 32-bit ones invents (int32
+    # + uint32) does not.
+    return node if na in _x64_to_x32 or nb in _x64_to_x32 else canonicalize_dtype(node)
+
+
+_PYTHON_WEAK = {int: _I, float: _F, complex: _C}
+
+
+def _weak_or_dtype(x: Any) -> Any:
+    """promote_types' lattice node of x: a Python scalar type's weak node, else x's dtype (JAX's
+    ValueError for one outside the lattice)."""
+    if isinstance(x, type) and x in _PYTHON_WEAK:
+        return _PYTHON_WEAK[x]
+    dtype = np_dtype(x)
+    if not is_supported(dtype):
+        raise ValueError(f"dtype={dtype!r} is not a valid dtype for JAX type promotion.")
+    return dtype
 
 
 def check_user_dtype(dtype: Any, name: str = "dtype", fun_name: str | None = None) -> np.dtype:
     """Parse a user-given dtype argument; a clear TypeError if it is not one. A 64-bit dtype
-    named explicitly (not a Python type) with x64 off is truncated with JAX's UserWarning,
-    which names the tracejit function the user called (`fun_name`: that name; "": none)."""
+    named explicitly (not a Python type) with x64 off is what `jax_explicit_x64_dtypes` says:
+    truncated with JAX's UserWarning naming the tracejit function the user called (`fun_name`:
+    that name; "": none), refused, or kept."""
     if dtype is None:
         raise TypeError(f"{name} must not be None here")
     if dtype is int:
@@ -393,31 +420,75 @@ def check_user_dtype(dtype: Any, name: str = "dtype", fun_name: str | None = Non
         raise TypeError(f"{name}={dtype!r} is not a valid dtype") from e
     if parsed not in _supported:
         raise TypeError(f"JAX only supports number and bool dtypes, got {name}={parsed}")
-    canonical = canonicalize_dtype(parsed)
-    if canonical != parsed:
-        _warn_truncated(parsed, canonical, fun_name)
+    return explicit_dtype(parsed, fun_name)
+
+
+def explicit_dtype(dtype: np.dtype, fun_name: str | None = None) -> np.dtype:
+    """`dtype`, named explicitly by the user, as JAX's jax_explicit_x64_dtypes has it with x64
+    off: WARN truncates a 64-bit one with JAX's UserWarning, ERROR raises JAX's ValueError,
+    ALLOW keeps it (values made from it are 64-bit)."""
+    canonical = canonicalize_dtype(dtype)
+    if canonical == dtype:
+        return dtype
+    mode = config.jax_explicit_x64_dtypes
+    if mode == ExplicitX64Mode.ALLOW:
+        return dtype
+    if fun_name is None:
+        fun_name = _outermost_public_name()
+    where = f" requested in {fun_name}" if fun_name else ""
+    if mode == ExplicitX64Mode.ERROR:
+        # (JAX's words, its missing space after "options." included)
+        raise ValueError(f"Explicitly requested dtype {dtype}{where} is not available. To enable "
+                         "more dtypes, set the jax_enable_x64 or allow_explicit_x64_dtypes "
+                         "configuration options.See https://github.com/jax-ml/jax#current-gotchas "
+                         "for more.")
+    _warn_at_user_line(
+        f"Explicitly requested dtype {dtype}{where} is not available, and will be truncated to "
+        f"dtype {canonical.name}. To enable more dtypes, set the jax_enable_x64 configuration "
+        "option or the JAX_ENABLE_X64 shell environment variable. See "
+        "https://github.com/jax-ml/jax#current-gotchas for more.")
     return canonical
+
+
+def _is_dtype_spec(x: Any) -> bool:
+    """Whether x names a dtype (a string, a np.dtype, a NumPy scalar type), as JAX's dtype()
+    tells them from values and Python types, which are canonical without a word."""
+    return isinstance(x, (str, np.dtype)) or (isinstance(x, type) and issubclass(x, np.generic))
+
+
+def user_result_type(*args: Any, return_weak_type_flag: bool = False):
+    """jnp.result_type and jax.dtypes.result_type: `result_type`, where a 64-bit dtype named
+    explicitly is first what jax_explicit_x64_dtypes says (JAX's dtype(): "requested in
+    dtype"), at the user's line; None counts as the default float."""
+    if not config.jax_enable_x64:
+        for a in args:
+            if _is_dtype_spec(a) and (dtype := np_dtype(a)) in _x64_to_x32:
+                explicit_dtype(dtype, "dtype")
+        if any(a is None for a in args):  # (np.dtype(None): float64, which "allow" keeps)
+            args = tuple(default_float() if a is None else a for a in args)
+    return result_type(*args, return_weak_type_flag=return_weak_type_flag)
 
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
-def _warn_truncated(dtype: np.dtype, canonical: np.dtype, fun_name: str | None) -> None:
-    """JAX's warning, at the user's line: the first frame outside tracejit. Unless given, the
-    function named is the outermost public one of the tracejit frames below it (what the user
-    called: `zeros`, `astype`, `convert_element_type`)."""
-    frame, outermost = sys._getframe(2), None
+def _outermost_public_name() -> str:
+    """The outermost public function among the tracejit frames of this call (what the user
+    called: `zeros`, `astype`, `convert_element_type`), "" if none."""
+    frame, outermost = sys._getframe(1), ""
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
         if not frame.f_code.co_name.startswith(("_", "<")):
             outermost = frame.f_code.co_name
         frame = frame.f_back
-    if fun_name is None:
-        fun_name = outermost or ""
-    where = f" requested in {fun_name}" if fun_name else ""
-    message = (f"Explicitly requested dtype {dtype}{where} is not available, and will be "
-               f"truncated to dtype {canonical.name}. To enable more dtypes, set the "
-               "jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell environment "
-               "variable. See https://github.com/jax-ml/jax#current-gotchas for more.")
+    return outermost
+
+
+def _warn_at_user_line(message: str) -> None:
+    """A UserWarning located at the user's line: the first frame outside tracejit (JAX's own
+    stacklevel points into JAX for some entry points, result_type's among them)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
     if frame is None:
         warnings.warn(message, UserWarning, stacklevel=3)
         return
@@ -446,4 +517,7 @@ def finfo_of(dtype: Any):
 
 
 def iinfo_of(dtype: Any):
-    return np.iinfo(np_dtype(dtype))
+    dtype = np_dtype(dtype)
+    if dtype.isbuiltin == 2:  # ml_dtypes' (int4, uint4, ...): NumPy's iinfo does not know them
+        return load_ml_dtypes().iinfo(dtype)
+    return np.iinfo(dtype)

@@ -1054,8 +1054,14 @@ def integer_pow(x: Any, y: int):
 
 
 def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False):
-    (operand,) = as_lax_operands("convert_element_type", operand)
     new_dtype = dtypes.check_user_dtype(new_dtype, "new_dtype")
+    if isinstance(operand, (np.ndarray, np.generic)) and \
+            dtypes.canonicalize_dtype(new_dtype) != new_dtype:
+        # a host value to a 64-bit dtype jax_explicit_x64_dtypes="allow" kept with x64 off:
+        # converted on the host, as JAX 0.12 does (canonicalised first, it would lose bits)
+        value = np.asarray(operand).astype(new_dtype)
+        operand = Array.from_numpy(value, ShapedArray(value.shape, new_dtype))
+    (operand,) = as_lax_operands("convert_element_type", operand)
     from ..core.trace import get_aval
     aval = get_aval(operand)
     if aval.dtype == new_dtype and aval.weak_type == weak_type and \

@@ -107,7 +107,7 @@ generic, number, inexact, floating, integer = (_np.generic, _np.number, _np.inex
 signedinteger, unsignedinteger, complexfloating = (_np.signedinteger, _np.unsignedinteger,
                                                    _np.complexfloating)
 promote_types = _dtypes.promote_types
-result_type = _dtypes.result_type
+result_type = _dtypes.user_result_type
 issubdtype = _dtypes.issubdtype
 finfo = _dtypes.finfo_of
 iinfo = _dtypes.iinfo_of

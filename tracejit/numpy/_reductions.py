@@ -69,7 +69,9 @@ def _constant(value: Any, dtype: np.dtype) -> Any:
     if dtypes.is_int(dtype) and np.isinf(value):
         info = np.iinfo(dtype)
         value = info.min if value < 0 else info.max
-    return asarray(np.array(value, dtype=dtype))
+    # (dtype named again: a NumPy value alone would be canonicalised, and a 64-bit dtype the
+    # user asked for is kept under jax_explicit_x64_dtypes="allow")
+    return asarray(np.array(value, dtype=dtype), dtype=dtype)
 
 
 def _isnan(x: Any) -> Any:
@@ -205,6 +207,27 @@ def min(a: Any, axis: Axis = None, out: Any = None, keepdims: bool = False,  # n
 amax = max
 amin = min
 __all__ += ["amax", "amin"]
+
+
+@_export
+def minmax(a: Any, axis: Axis = None, out: Any = None, keepdims: bool = False,
+           initial: Any = None, where: Any = None) -> tuple[Any, Any]:
+    """(min, max) over `axis` (JAX 0.12's jnp.minmax): `initial` is one value for both or the
+    pair (the min's, the max's); a where-mask or an empty reduction needs both."""
+    _check_out("minmax", out)
+    check_arraylike("minmax", a)
+    init_min, init_max = initial if isinstance(initial, tuple) else (initial, initial)
+    if init_min is None or init_max is None:
+        if where is not None:
+            raise ValueError("reduction operation minmax does not have an identity, so to use "
+                             "a where mask one has to specify 'initial'")
+        shape = get_aval(asarray(a)).shape
+        if builtins.any(shape[d] < 1 for d in _reduction_axes(len(shape), axis)):
+            raise ValueError("zero-size array to reduction operation minmax which has no "
+                             "identity")
+    return (min(a, axis, keepdims=keepdims, initial=init_min, where=where),
+            max(a, axis, keepdims=keepdims, initial=init_max, where=where))
+
 
 
 @_export

@@ -22,7 +22,7 @@ from ._util import asarray, check_arraylike, promote_dtypes
 
 __all__ = ["sort", "argsort", "lexsort", "partition", "argpartition", "searchsorted", "digitize",
            "unique", "unique_all", "unique_counts", "unique_inverse", "unique_values", "union1d",
-           "isin", "bincount"]
+           "isin", "bincount", "top_k"]
 
 
 def _array(name: str, x: Any) -> Any:
@@ -480,3 +480,24 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *,
                          full((n, length), 0, w_aval.dtype))
     reduce = lax.reduce_or if w_aval.dtype == dtypes.bool_ else lax.reduce_sum
     return lax.convert_element_type(reduce(contrib, (0,)), w_aval.dtype)
+
+
+def top_k(a: Any, k: int, /, *, axis: int = -1, mode: str = "largest",
+          sorted: bool = True) -> tuple[Any, Any]:
+    """The k largest (or smallest) entries along `axis` and their indices (JAX 0.12's
+    jnp.top_k): lax.top_k, of an order-reversed copy for "smallest" (bitwise not for bools and
+    integers, negation for floats, as JAX)."""
+    del sorted  # (JAX's results are always sorted)
+    arr = _array("top_k", a)
+    dtype = get_aval(arr).dtype
+    if dtypes.issubdtype(dtype, np.complexfloating):
+        raise ValueError("top_k is not compatible with complex inputs.")
+    if mode not in ("largest", "smallest"):
+        raise ValueError(f"mode must be 'largest' or 'smallest', got {mode!r}")
+    axis = canonicalize_axis(axis, get_aval(arr).ndim)
+    if mode == "largest":
+        return tuple(lax.top_k(arr, k, axis=axis))
+    invert = lax.bitwise_not if dtype == np.bool_ or dtypes.issubdtype(dtype, np.integer) \
+        else lax.neg
+    values, indices = lax.top_k(invert(arr), k, axis=axis)
+    return invert(values), indices

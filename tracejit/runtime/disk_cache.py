@@ -22,8 +22,9 @@ the least recently used entries (a hit refreshes an entry's modification time).
 
 Key: sha256 of FORMAT, the llvmlite and LLVM versions, the host CPU name and features, and the
 IR text (entry symbol included: native.py names it deterministically). Options:
-`tracejit_persistent_cache` (on by default) and `tracejit_cache_dir` (else
-$XDG_CACHE_HOME/tracejit or ~/.cache/tracejit).
+`tracejit_persistent_cache` (on by default; JAX's `jax_enable_compilation_cache` too) and
+`tracejit_cache_dir` (else JAX's `jax_compilation_cache_dir`, else $XDG_CACHE_HOME/tracejit or
+~/.cache/tracejit).
 
 The runtime's own code (the thread pool, math's slow paths, the support routines: the same in
 every process, like jaxlib's prebuilt runtime) goes through `compile_library`, into the folder's
@@ -80,15 +81,17 @@ LIBRARY_FOLDER = "library"  # the subfolder of the cache folder compile_library 
 
 
 def _base_dir() -> pathlib.Path:
-    if config.tracejit_cache_dir:
-        return pathlib.Path(config.tracejit_cache_dir)
+    folder = config.tracejit_cache_dir or config.jax_compilation_cache_dir
+    if folder:
+        return pathlib.Path(folder)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return pathlib.Path(base) / "tracejit"
 
 
 def cache_dir() -> pathlib.Path | None:
     """The cache folder, or None when the persistent cache is off."""
-    return _base_dir() if config.tracejit_persistent_cache else None
+    on = config.tracejit_persistent_cache and config.jax_enable_compilation_cache
+    return _base_dir() if on else None
 
 
 def library_dir() -> pathlib.Path | None:
