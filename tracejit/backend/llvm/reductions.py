@@ -16,6 +16,7 @@ from .codegen import Buf, Emitter, NativeCompileError, Scalar
 from .complex_ops import accumulating_mul, pack, parts
 from .index_maps import _zero
 from .lanes import lane_reduce, supported as lanes_supported
+from .math import LLVM_17
 from .math import repetitions
 from .rules import STRUCTURAL
 from .scalar_ops import convert, emit_scalar
@@ -157,13 +158,15 @@ def _lanes_apply(em: Emitter, x, name: str, axes, aval_out) -> bool:
     """Whether a reduction runs in explicit vector lanes (lanes.py): float32/64 sum, max or
     min of a value in memory over its trailing axes (a contiguous run per output element).
     Not where the reduced loop itself would be the one a parallel chunk body cuts (a
-    whole-array max: the chunks then take whole elements of the serial loop instead)."""
+    whole-array max: the chunks then take whole elements of the serial loop instead), except
+    on LLVM 15, whose vectoriser leaves that loop's NaN-propagating max (compares and selects,
+    math.minmax) scalar: one thread's lanes there (1 ms of 16M float32 against 30)."""
     nd = x.aval.ndim
     if not (isinstance(x, Buf) and lanes_supported(name, x.aval.dtype) and axes and
             sorted(axes) == list(range(nd - len(axes), nd))):
         return False
     return not (em.split is not None and not em._trips and aval_out.ndim == 0 and
-                name != "reduce_sum")
+                name != "reduce_sum" and LLVM_17)
 
 
 def _staged_sum(em: Emitter, name: str, dtype: np.dtype, work: np.dtype, aval_out) -> bool:
