@@ -25,29 +25,9 @@ def init_native() -> None:
 
 @functools.cache
 def host_cpu() -> tuple[str, str]:
-    """(CPU name, feature string) of the host; part of every on-disk cache key. LLVM 15
-    (llvmlite 0.44) names an AMD CPU newer than Zen 3/4 "generic": it is tuned as znver3, the
-    newest Zen LLVM 15 knows (its features are the host's either way: AVX-512 stays). Zen 5:
-    softmax 1000² 0.259 -> 0.252 ms, the elementwise chain 10M 11.9 -> 7.3 ms of CPU, one
-    thread, the same bits."""
+    """(CPU name, feature string) of the host; part of every on-disk cache key."""
     init_native()
-    name = llvm.get_host_cpu_name()
-    if name == "generic" and llvm.llvm_version_info < (16,) and _amd_family() >= 0x19:
-        name = "znver3"
-    return name, llvm.get_host_cpu_features().flatten()
-
-
-def _amd_family() -> int:
-    """The CPU family of an AMD x86 host (0x19: Zen 3 and 4, 0x1a: Zen 5), else 0."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            pairs = [line.split(":", 1) for line in f.read(4096).splitlines() if ":" in line]
-    except OSError:
-        return 0
-    info = {k.strip(): v.strip() for k, v in pairs}  # (the first processor's lines)
-    if info.get("vendor_id") != "AuthenticAMD" or not info.get("cpu family", "").isdigit():
-        return 0
-    return int(info["cpu family"])
+    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
 
 
 def create_target_machine(opt: int = 3) -> llvm.TargetMachine:
