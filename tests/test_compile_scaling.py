@@ -154,7 +154,7 @@ def test_trig_slow_path_is_a_scalar_call_in_small_loops_and_a_vector_call_in_lar
         f = tracejit.jit(lambda x: (jnp.sin(x), jnp.cos(x * 0.5), jnp.tan(x)))
         text = f.lower(x).compile().as_text(dialect="llvm")
         scalar = re.findall(r"call \w+ @tracejit_(\w+)_big_f(?:32|64)\(", text)
-        vector = re.findall(r"call <\d+ x \w+> @tracejit_(\w+)_big_f(?:32|64)_m\d+\(", text)
+        vector = re.findall(r"call <\d+ x \w+> @tracejit_(\w+)_big_f(?:32|64)_[mn]\d+\(", text)
         if n >= codegen.INLINE_SLOW_PATH_MIN_ELEMENTS:
             assert sorted(set(vector)) == ["cos", "sin", "tan"]
         else:
@@ -168,7 +168,7 @@ def test_trig_slow_path_is_a_scalar_call_in_small_loops_and_a_vector_call_in_lar
                                        lambda s: (jnp.cos(s[0]) * 1.5, s[1] + 1), (x, 0))[0]
     for x in (np.linspace(-1e6, 1e6, 1000, dtype=np.float32), np.float32(1e6)):
         text = tracejit.jit(newton_like).lower(x).compile().as_text(dialect="llvm")
-        assert ("@tracejit_cos_big_f32_m" in text) == (x.ndim == 1)
+        assert bool(re.search(r"@tracejit_cos_big_f32_[mn]\d+\(", text)) == (x.ndim == 1)
         assert "call float @tracejit_cos_big_f32(" in text or x.ndim == 1
         ref = x
         for _ in range(3):

@@ -2,6 +2,7 @@
 ulp against NumPy/SciPy (float64 references for float32; long double where NumPy has it for
 float64; mpmath for float64 sin/cos/tan past 2**28) over dense sweeps, and bit-for-bit on
 special values (NaN, +-inf, +-0, subnormals, overflow and underflow edges)."""
+import contextlib
 import ctypes
 import functools
 import re
@@ -559,6 +560,62 @@ def test_intrinsics(dtype):
     np.testing.assert_array_equal(got, np.array([e * e, np.nan, np.nan, -np.inf], dtype))
 
 
+@pytest.mark.parametrize("dtype", [F32, F64], ids=["f32", "f64"])
+def test_minmax_compares_and_selects_match_the_intrinsics(monkeypatch, dtype):
+    """LLVM 15's form of minimum/maximum (math.minmax without LLVM 17's intrinsics: compares
+    and selects, a clamp against a constant in one of each) gives the intrinsics' values on
+    every pair of special values, in the vectorised loop and its scalar remainder, on any
+    LLVM."""
+    monkeypatch.setattr(llmath, "LLVM_17", False)
+    ty = ir.FloatType() if dtype == F32 else ir.DoubleType()
+    module = ir.Module(name=f"minmax_selects_{dtype.__name__}")
+    for name in ("minimum", "maximum"):
+        _build_loop(module, f"k_{name}", name, ty, 2)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ty.as_pointer()] * 2
+                                             + [ir.IntType(64)]), name="k_clamp")
+    b = ir.IRBuilder(fn.append_basic_block())
+    with _counted_loop(b, fn.args[2]) as i:
+        x = b.load(b.gep(fn.args[0], [i]))
+        lo = llmath.minmax(b, x, ir.Constant(ty, -104.0), True)
+        b.store(llmath.minmax(b, lo, ir.Constant(ty, 88.8), False), b.gep(fn.args[1], [i]))
+    b.ret_void()
+    assert "llvm.maximum" not in str(module) and "llvm.minimum" not in str(module)
+    _, code = jit_engine.compile_ir(str(module))
+    sv = _special_values(dtype)
+    a, c = (np.ascontiguousarray(m.ravel()) for m in np.meshgrid(sv, sv))
+    zeros = (a == 0) & (c == 0)
+    want = {"minimum": np.where(zeros, np.where(np.signbit(a) | np.signbit(c), -0.0, 0.0),
+                                np.minimum(a, c)),
+            "maximum": np.where(zeros, np.where(np.signbit(a) & np.signbit(c), -0.0, 0.0),
+                                np.maximum(a, c))}
+    i64 = ctypes.c_int64
+    for name, ref in want.items():
+        out = np.empty_like(a)
+        ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3, i64)(code.address(f"k_{name}"))(
+            a.ctypes.data, c.ctypes.data, out.ctypes.data, a.size)
+        _assert_special(name, out, ref, (a, c), dtype, 0)
+    out = np.empty_like(a)
+    ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 2, i64)(code.address("k_clamp"))(
+        a.ctypes.data, out.ctypes.data, a.size)
+    _assert_special("clamp", out, np.clip(a, dtype(-104.0), dtype(88.8)), (a,), dtype, 0)
+
+
+@contextlib.contextmanager
+def _counted_loop(b, n):
+    """`for i in range(n)` (n > 0 assumed: the special values) around the body's code."""
+    i64 = ir.IntType(64)
+    pre, loop, done = b.block, b.append_basic_block("loop"), b.append_basic_block("done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    i = b.phi(i64)
+    i.add_incoming(i64(0), pre)
+    yield i
+    nxt = b.add(i, i64(1))
+    i.add_incoming(nxt, b.block)
+    b.cbranch(b.icmp_signed("<", nxt, n), loop, done)
+    b.position_at_end(done)
+
+
 def test_exp_loop_vectorises():
     """The whole point of branch-free polynomials: a loop calling exp uses vector registers."""
     ir_text, _ = _compiled()
@@ -575,6 +632,8 @@ def test_exp_scalef_and_two_multiplies_agree(monkeypatch):
     ir_text, _ = _compiled()
     body = ir_text[re.search(r'define void @"?k_exp_float32"?\(', ir_text).start():]
     assert ("@llvm.ldexp" in body[:body.index("\n}\n")]) == llmath._has_scalef()
+    if not llmath.LLVM_17:
+        pytest.skip("llvm.ldexp is LLVM 17's: this LLVM has only the two multiplies' path")
     rng = np.random.default_rng(3)
     x = np.concatenate([lin_sweep(-104.5, -85, N, F32), lin_sweep(87, 89, N // 4, F32),
                         rng.uniform(-110, 90, N).astype(F32), _special_values(F32)])

@@ -605,3 +605,47 @@ def test_x64_dtypes(x64, name, dtype):
     want = getattr(jnp, name)(*args, **kw)
     assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12)
+
+
+def _max_min_ref(v, is_max, axis):
+    """NumPy's max (min), NaN-propagating, with a zero result +0 (-0) where that zero is among
+    the values: -0 < +0, as JAX (NumPy returns either zero)."""
+    got = np.max(v, axis=axis) if is_max else np.min(v, axis=axis)
+    wanted = (v == 0) & (np.signbit(v) != is_max)  # +0 for a max, -0 for a min
+    zero_sign = ~np.any(wanted, axis=axis) if is_max else np.any(wanted, axis=axis)
+    return np.where(got == 0, np.where(zero_sign, -0.0, 0.0), got).astype(v.dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("llvm_17", [True, False], ids=["intrinsic", "flagged"])
+def test_max_min_of_computed_values_propagate_nan_and_order_zeros(monkeypatch, dtype, llvm_17):
+    """A max (min) of values fused into its loop, over rows and over the whole array: NaN if any
+    element is, +0 above -0, as JAX. `flagged` is LLVM 15's form (maxnum marked nnan nsz beside
+    a NaN flag and a zero flag: reductions._flagged_step), run here on whatever LLVM this is."""
+    from tracejit.backend.llvm import reductions
+    monkeypatch.setattr(reductions, "LLVM_17", llvm_17)
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(8, 1003)).astype(dtype)
+    x[1, 500] = np.nan                       # a NaN among values
+    x[2] = -np.abs(x[2])
+    x[2, [3, 700]] = [-0.0, 0.0]             # the max of row 2 is a zero of either sign
+    x[3] = -np.abs(x[3])
+    x[3, 5] = -0.0                           # ... only -0
+    x[4] = np.abs(x[4])
+    x[4, [9, 1000]] = [0.0, -0.0]            # the min of row 4 is a zero of either sign
+    x[5] = np.abs(x[5])
+    x[5, 1002] = 0.0                         # ... only +0
+    x[6] = -np.inf
+    x[7, 0] = np.nan                         # a NaN first
+    with tracejit.enable_x64(dtype == np.float64):
+        for red in (tnp.max, tnp.min):
+            for axis in (1, None):
+                for rows in ((0, 1, 2, 3, 4, 5, 6, 7), (2,), (3,), (4,), (5,), (2, 3), (4, 5)):
+                    # (a fresh function each time: no program compiled with the other form)
+                    def f(x, red=red, axis=axis):
+                        return red(x * dtype(2.0), axis=axis)
+                    v = x[list(rows)]
+                    got = np.asarray(tracejit.jit(f)(v))
+                    want = _max_min_ref(v * dtype(2.0), red is tnp.max, axis)
+                    np.testing.assert_array_equal(got, want)
+                    assert (np.signbit(got) == np.signbit(want)).all(), (red, axis, rows)

@@ -9,7 +9,11 @@ from __future__ import annotations
 import functools
 
 import llvmlite.binding as llvm
-from llvmlite.binding.newpassmanagers import NewPassManager as _NewPassManager
+
+try:
+    from llvmlite.binding.newpassmanagers import NewPassManager as _NewPassManager
+except ImportError:  # llvmlite 0.44: each pass manager's class has its own _dispose
+    _NewPassManager = None
 
 
 @functools.cache
@@ -54,6 +58,12 @@ def run_pipeline(ir: llvm.ModuleRef | llvm.ValueRef, speed_level: int, vectorize
 
 def run_always_inliner(module: llvm.ModuleRef) -> None:
     """Inline the module's `alwaysinline` functions, and nothing else."""
+    if _NewPassManager is None:  # llvmlite 0.44's new pass manager has no inliner: the legacy's
+        pm = llvm.create_module_pass_manager()
+        pm.add_always_inliner_pass()
+        pm.run(module)
+        pm.close()
+        return
     pb = llvm.create_pass_builder(pipeline_target_machine(),
                                   llvm.create_pipeline_tuning_options(speed_level=0))
     pm = llvm.create_new_module_pass_manager()
@@ -67,9 +77,12 @@ def _run_and_free(pm, ir: llvm.ModuleRef | llvm.ValueRef, pb) -> None:
     finally:
         # llvmlite 0.50 never frees a pass manager (its _dispose resolves to ObjectRef's no-op,
         # ahead of NewPassManager's in the MRO): ~70 KiB of LLVM memory per compile. Free it
-        # here; detach() stops the Python object from touching it again.
-        _NewPassManager._dispose(pm)
-        pm.detach()
+        # here; detach() stops the Python object from touching it again. (0.44's frees.)
+        if _NewPassManager is None:
+            pm.close()
+        else:
+            _NewPassManager._dispose(pm)
+            pm.detach()
 
 
 def start() -> None:

@@ -85,6 +85,7 @@ from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
+from llvmlite import binding as _llvm
 from llvmlite import ir
 
 from ...lax import elementwise as _xla
@@ -213,6 +214,35 @@ def intrinsic(module: ir.Module, name: str, ty: ir.Type, nargs: int) -> ir.Funct
     if fn is None:
         fn = ir.Function(module, ir.FunctionType(ty, [ty] * nargs), name=full)
     return fn
+
+
+# LLVM 17 brought the `llvm.ldexp` intrinsic (`scale`) and x86's selection of llvm.minimum/
+# maximum; LLVM 15's code generation (llvmlite 0.44's) stops at "Cannot select: fmaximum", so
+# there they are compares and selects of the same values (`minmax`).
+LLVM_17 = _llvm.llvm_version_info >= (17,)
+_BITS_OF = {ir.HalfType: 16, ir.FloatType: 32, ir.DoubleType: 64}
+
+
+def minmax(b: ir.IRBuilder, x: ir.Value, y: ir.Value, is_max: bool) -> ir.Value:
+    """llvm.maximum (is_max) or llvm.minimum of two floats, or float vectors, of one type: NaN
+    where either is NaN, and -0 < +0."""
+    if LLVM_17:
+        fn = b.module.declare_intrinsic("llvm.maximum" if is_max else "llvm.minimum", [x.type],
+                                        ir.FunctionType(x.type, [x.type, x.type]))
+        return b.call(fn, [x, y])
+    if isinstance(y, ir.Constant) and isinstance(y.constant, float) and y.constant != 0.0 \
+            and not math.isnan(y.constant):  # (a clamp: no tie of two zeros, x's NaN kept)
+        return b.select(b.fcmp_ordered("<" if is_max else ">", x, y), y, x)
+    ty = x.type
+    ity = ir.IntType(_BITS_OF[type(getattr(ty, "element", ty))])
+    if isinstance(ty, ir.VectorType):
+        ity = ir.VectorType(ity, ty.count)
+    pick = b.select(b.fcmp_ordered(">" if is_max else "<", x, y), x, y)
+    # equal: the same bits, or zeros of two signs, whose and (or) is +0 (-0)
+    xb, yb = b.bitcast(x, ity), b.bitcast(y, ity)
+    tie = b.bitcast(b.and_(xb, yb) if is_max else b.or_(xb, yb), ty)
+    pick = b.select(b.fcmp_ordered("==", x, y), tie, pick)
+    return b.select(b.fcmp_unordered("uno", x, y), b.fadd(x, y), pick)
 
 
 def _split(x: Fraction, bits: int) -> tuple[float, float]:
@@ -717,16 +747,25 @@ VECTOR_WIDTHS = (2, 4, 8, 16)
 _VFABI = "vector-function-abi-variant"
 
 
+# LLVM 15's loop vectoriser calls a readnone function of a conditional block on every lane,
+# unmasked (LLVM 17's calls its masked variant under the block's mask): there the variants are
+# unmasked ones (`_n<lanes>`) that find the lanes needing the slow path themselves, else
+# Payne-Hanek ran on every element (~20x the time of a sin loop).
+_MASKED_VARIANTS = LLVM_17
+
+
 def vector_variant_symbol(symbol: str, lanes: int) -> str:
-    """The masked vector variant of slow-path routine `symbol` over `lanes` lanes."""
-    return f"{symbol}_m{lanes}"
+    """The vector variant of slow-path routine `symbol` over `lanes` lanes: masked, or, for
+    LLVM 15, unmasked (`_MASKED_VARIANTS`)."""
+    return f"{symbol}_{'m' if _MASKED_VARIANTS else 'n'}{lanes}"
 
 
 def _vfabi_attribute(symbol: str) -> str:
-    """LLVM's vector-function ABI names of `symbol`'s masked variants (`_ZGV_LLVM_M<n>v_`:
-    LLVM's own calling convention, masked, n lanes, one vector argument), which the loop
-    vectoriser calls in place of the scalar routine under a mask."""
-    names = ",".join(f"_ZGV_LLVM_M{n}v_{symbol}({vector_variant_symbol(symbol, n)})"
+    """LLVM's vector-function ABI names of `symbol`'s vector variants (`_ZGV_LLVM_M<n>v_`:
+    LLVM's own calling convention, masked, n lanes, one vector argument; `N`: unmasked), which
+    the loop vectoriser calls in place of the scalar routine."""
+    kind = "M" if _MASKED_VARIANTS else "N"
+    names = ",".join(f"_ZGV_LLVM_{kind}{n}v_{symbol}({vector_variant_symbol(symbol, n)})"
                      for n in VECTOR_WIDTHS)
     return f'"{_VFABI}"="{names}"'
 
@@ -747,8 +786,8 @@ def _big_trig_decl(module: ir.Module, name: str, ty: ir.Type, vectorizable: bool
 
 
 def _vector_variant_type(ty: ir.Type, lanes: int) -> ir.FunctionType:
-    return ir.FunctionType(ir.VectorType(ty, lanes),
-                           [ir.VectorType(ty, lanes), ir.VectorType(ir.IntType(1), lanes)])
+    mask = [ir.VectorType(ir.IntType(1), lanes)] if _MASKED_VARIANTS else []
+    return ir.FunctionType(ir.VectorType(ty, lanes), [ir.VectorType(ty, lanes), *mask])
 
 
 def _vector_variant_decl(module: ir.Module, symbol: str, ty: ir.Type, lanes: int
@@ -779,15 +818,28 @@ def _keep(module: ir.Module, fns: list) -> None:
 def _define_vector_variant(module: ir.Module, scalar: ir.Function, lanes: int) -> None:
     """`x[k] -> scalar(x[k])` on the lanes the mask selects (the others keep x), returning at
     once when it selects none: the vectorised loop calls it for every vector. The lanes are
-    a loop over a stack copy (small code, compiled once per process)."""
+    a loop over a stack copy (small code, compiled once per process). Unmasked variants
+    select the lanes `_with_big_path` sends to the routine: finite |x| >= _PH_MIN."""
     ty = scalar.function_type.return_type
     vec = ir.VectorType(ty, lanes)
     fn = ir.Function(module, _vector_variant_type(ty, lanes),
                      name=vector_variant_symbol(scalar.name, lanes))
     fn.attributes.add("noinline")
     fn.attributes.add("optnone")  # (nothing to optimise: this saves most of its compile time)
-    x, mask = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
+    if _MASKED_VARIANTS:
+        x, mask = fn.args
+    else:
+        (x,) = fn.args
+        e = _Emitter(b, ty)  # (its scalar bit patterns, put in every lane)
+        ivec = ir.VectorType(e.ity, lanes)
+
+        def splat(bits: int) -> ir.Constant:
+            return ir.Constant(ivec, [bits] * lanes)
+        # |x| as bits (sign cleared): finite and past _PH_MIN is an unsigned range of them
+        magnitude = b.and_(b.bitcast(x, ivec), splat((1 << (e.ity.width - 1)) - 1))
+        mask = b.and_(b.icmp_unsigned(">=", magnitude, splat(e.const_bits(_PH_MIN[e.f64]))),
+                      b.icmp_unsigned("<", magnitude, splat(e.const_bits(math.inf))))
     bits = b.bitcast(mask, ir.IntType(lanes))
     with b.if_then(b.icmp_unsigned("!=", bits, ir.Constant(bits.type, 0)), likely=False):
         i32 = ir.IntType(32)
@@ -1356,15 +1408,16 @@ def _digamma(e: _Emitter, x):
 
 def _has_scalef() -> bool:
     """Whether the host has AVX-512's vscalef, to which LLVM lowers `llvm.ldexp` (scalar and
-    vector); elsewhere a vector ldexp becomes a libm call per lane, so two multiplies it is."""
+    vector), from LLVM 17 on; elsewhere a vector ldexp becomes a libm call per lane (or, in
+    LLVM 15, a call of an undefined function), so two multiplies it is."""
     from .jit_engine import host_cpu
-    return "+avx512f" in host_cpu()[1].split(",")
+    return LLVM_17 and "+avx512f" in host_cpu()[1].split(",")
 
 
 def _xla_exp32(e: _Emitter, x):
     # clamp x to [-104, 88.8], NaN passing through: llvm.maximum/minimum against a constant
     # are one vmaxps/vminps each (the select pair became a vminps, a compare and a blend)
-    x = e.call("llvm.minimum", e.call("llvm.maximum", x, -104.0), 88.8)
+    x = minmax(e.b, minmax(e.b, x, e.v(-104.0), True), e.v(88.8), False)
     n = e.floor(e.fma(x, float(np.float32(1 / np.log(2))), 0.5))
     # A NaN n (x NaN) becomes 127 here, not later: one vminps either way, and fptosi below
     # needs no NaN select (y is NaN through r, and stays the same NaN whatever its scale).
@@ -1675,8 +1728,8 @@ _FUNCTIONS: dict[str, tuple[int, Callable]] = {
     "floor": (1, _intrinsic_fn("llvm.floor")), "ceil": (1, _intrinsic_fn("llvm.ceil")),
     "fma": (3, _intrinsic_fn("llvm.fma")),
     # minimum/maximum propagate NaN as JAX does (minnum/maxnum would drop it).
-    "minimum": (2, _intrinsic_fn("llvm.minimum")),
-    "maximum": (2, _intrinsic_fn("llvm.maximum")),
+    "minimum": (2, lambda e, x, y: minmax(e.b, e.v(x), e.v(y), False)),
+    "maximum": (2, lambda e, x, y: minmax(e.b, e.v(x), e.v(y), True)),
 }
 NAMES: tuple[str, ...] = tuple(_FUNCTIONS)
 

@@ -16,10 +16,11 @@ from .codegen import Buf, Emitter, NativeCompileError, Scalar
 from .complex_ops import accumulating_mul, pack, parts
 from .index_maps import _zero
 from .lanes import lane_reduce, supported as lanes_supported
+from .math import LLVM_17
 from .math import repetitions
 from .rules import STRUCTURAL
 from .scalar_ops import convert, emit_scalar
-from .types import I64, const, reg_type
+from .types import I1, I64, const, reg_type
 
 
 def _reduce_identity(name: str, dtype: np.dtype):
@@ -117,6 +118,9 @@ def _reduce(em: Emitter, eqn, ins, dests):
     acc_ptr = em._entry_alloca(reg_type(work))
     lanes = _lanes_apply(em, x, name, axes, aval_out)
     staged = not lanes and _staged_sum(em, name, dtype, work, aval_out)
+    flagged = not (lanes or staged) and _flagged_minmax(name, dtype)
+    if flagged:
+        nan_ptr, zero_ptr = em._entry_alloca(I1), em._entry_alloca(I1)
     if pairwise:
         return _pairwise_sum(em, x, axes, kept, aval_out, out, work, element, lanes, staged)
 
@@ -135,6 +139,9 @@ def _reduce(em: Emitter, eqn, ins, dests):
             b.store(total, acc_ptr)
             return
         b.store(init, acc_ptr)
+        if flagged:
+            b.store(I1(0), nan_ptr)
+            b.store(I1(0), zero_ptr)
 
         def inner(ridx):
             full: list = [None] * len(in_shape)
@@ -142,8 +149,13 @@ def _reduce(em: Emitter, eqn, ins, dests):
                 full[d] = i
             for d, i in zip(axes, ridx):
                 full[d] = i
+            if flagged:
+                _flagged_step(b, name, acc_ptr, nan_ptr, zero_ptr, element(full))
+                return
             b.store(_combine(em, eqn.primitive, work, b.load(acc_ptr), element(full)), acc_ptr)
         em.loop_nest([in_shape[d] for d in axes], inner)
+        if flagged:
+            b.store(_flagged_result(b, name, acc_ptr, nan_ptr, zero_ptr), acc_ptr)
         if out is not None:
             em.store(out, em.linear(aval_out.shape, oidx) if aval_out.ndim else None,
                      convert(b, b.load(acc_ptr), work, dtype))
@@ -151,6 +163,38 @@ def _reduce(em: Emitter, eqn, ins, dests):
     if out is None:
         return [Scalar(convert(b, b.load(acc_ptr), work, dtype), aval_out)]
     return [out]
+
+
+def _flagged_minmax(name: str, dtype: np.dtype) -> bool:
+    """Whether a float32/64 max/min's serial loop keeps LLVM's maxnum/minnum with flags
+    (`_flagged_step`) instead of math.minmax: on LLVM 15 only, whose loop vectoriser leaves
+    minmax's compares and selects scalar (max of |x| over 16M float32: 31 ms against 2) but
+    vectorises a maxnum marked nnan nsz (LLVM 17's vectorises llvm.maximum itself)."""
+    return not LLVM_17 and name in ("reduce_max", "reduce_min") and \
+        dtype in (dtypes.float32, dtypes.float64)
+
+
+def _flagged_step(b: ir.IRBuilder, name: str, acc_ptr, nan_ptr, zero_ptr, v: ir.Value) -> None:
+    """One element into a flagged max (min): maxnum (minnum) of the values, a NaN flag (a NaN
+    makes the maxnum poison, which `_flagged_result` never returns) and a flag for +0 (-0)."""
+    fn = b.module.declare_intrinsic("llvm.maxnum" if name == "reduce_max" else "llvm.minnum",
+                                    [v.type], ir.FunctionType(v.type, [v.type, v.type]))
+    b.store(b.call(fn, [b.load(acc_ptr), v], fastmath=("nnan", "nsz")), acc_ptr)
+    b.store(b.or_(b.load(nan_ptr), b.fcmp_unordered("uno", v, v)), nan_ptr)
+    it = ir.IntType(64 if isinstance(v.type, ir.DoubleType) else 32)
+    bits = 0 if name == "reduce_max" else 1 << (it.width - 1)  # +0 (-0)
+    b.store(b.or_(b.load(zero_ptr), b.icmp_unsigned("==", b.bitcast(v, it), it(bits))), zero_ptr)
+
+
+def _flagged_result(b: ir.IRBuilder, name: str, acc_ptr, nan_ptr, zero_ptr) -> ir.Value:
+    """A flagged max (min): NaN if any element was; a zero result +0 (-0) where that zero was
+    among the elements, else the other (-0 < +0, as llvm.maximum); else maxnum's value."""
+    acc = b.load(acc_ptr)
+    ty = acc.type
+    wanted, other = (0.0, -0.0) if name == "reduce_max" else (-0.0, 0.0)
+    zero = b.select(b.load(zero_ptr), ir.Constant(ty, wanted), ir.Constant(ty, other))
+    value = b.select(b.fcmp_ordered("==", acc, ir.Constant(ty, 0.0)), zero, acc)
+    return b.select(b.load(nan_ptr), ir.Constant(ty, float("nan")), value)
 
 
 def _lanes_apply(em: Emitter, x, name: str, axes, aval_out) -> bool:

@@ -18,6 +18,7 @@ from ...core import dtypes
 from ...core.primitive import Primitive
 from ...lax import elementwise as ew
 from . import complex_ops, special_math
+from . import math as ourmath
 from .types import F32, F64, I1, I16, I32, I64, const, is_complex, is_signed, reg_type
 
 
@@ -187,7 +188,7 @@ def _minmax(is_max: bool):
         x, y = args
         dt = in_dtypes[0]
         if _is_float(dt):
-            return _intrinsic(b, "llvm.maximum" if is_max else "llvm.minimum", [x, y])
+            return ourmath.minmax(b, x, y, is_max)
         if dt == dtypes.bool_:
             return b.or_(x, y) if is_max else b.and_(x, y)
         op = (">" if is_max else "<")
