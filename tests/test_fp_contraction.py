@@ -107,3 +107,35 @@ def test_fori_loop_carry_contracts(jax):
         got = np.asarray(run(tracejit, x))
         assert got == np.asarray(run(jax, x)), (x, got)
         assert got == fused[k], (x, got)
+
+
+# which of a sum's two products is contracted, when a math function's code lies between them
+# (its range reduction or slow path is a branch in scalar code, none in the vector body)
+_BETWEEN = [
+    ("x*b + f(x)*a", lambda f, x, a, b: x * b + f(x) * a,
+     lambda x, a, b, s: _fma_impl(x, b, s * a)),
+    ("f(x)*a + x*b", lambda f, x, a, b: f(x) * a + x * b,
+     lambda x, a, b, s: _fma_impl(s, a, x * b)),
+    ("x*b - f(x)*a", lambda f, x, a, b: x * b - f(x) * a,
+     lambda x, a, b, s: _fma_impl(x, b, -(s * a))),
+    ("f(x)*a - x*b", lambda f, x, a, b: f(x) * a - x * b,
+     lambda x, a, b, s: _fma_impl(s, a, -(x * b))),
+]
+
+
+@native_only
+@pytest.mark.parametrize("n", [1, 7, 1001, 4096, 4099])
+@pytest.mark.parametrize("fn", ["sin", "cos", "tan", "exp", "log", "tanh"])
+@pytest.mark.parametrize("name,f,fused", _BETWEEN, ids=[c[0] for c in _BETWEEN])
+def test_the_first_product_contracts_across_a_math_functions_branches(name, f, fused, fn, n):
+    """The first operand's product, in the vector body and the scalar remainder alike (before:
+    the remainder's instruction selection, one block at a time, could not see a product left
+    before sin's branch and contracted the other). Oracle: the function's own jit bits."""
+    rng = np.random.default_rng(n)
+    x, a, b = rng.standard_normal((3, n)).astype(np.float32) * np.float32(3)
+    if fn == "log":
+        x = np.abs(x) + np.float32(0.1)
+    g = getattr(tnp, fn)
+    s = np.asarray(tracejit.jit(g)(x))
+    got = np.asarray(tracejit.jit(lambda x, a, b: f(g, x, a, b))(x, a, b))
+    np.testing.assert_array_equal(got, fused(x, a, b, s))
