@@ -25,6 +25,13 @@ CASES = [
     ("x*a+b*d", lambda m, x, a, b, d: x * a + b * d, lambda x, a, b, d: _fma_impl(x, a, b * d)),
     ("x*a-b*d", lambda m, x, a, b, d: x * a - b * d,
      lambda x, a, b, d: _fma_impl(x, a, -(b * d))),
+    # under a negation: -A + B is B - A, A - -B is A + B; -(x*a) - b is one fma too (XLA's;
+    # before, -(x*a) - b alone rounded its product)
+    ("-(x*a)+b", lambda m, x, a, b, d: -(x * a) + b, lambda x, a, b, d: _fma_impl(-x, a, b)),
+    ("b-(-(x*a))", lambda m, x, a, b, d: b - (-(x * a)), lambda x, a, b, d: _fma_impl(x, a, b)),
+    ("-(x*a)-b", lambda m, x, a, b, d: -(x * a) - b, lambda x, a, b, d: _fma_impl(-x, a, -b)),
+    ("-(x*a)+b*d", lambda m, x, a, b, d: -(x * a) + b * d,
+     lambda x, a, b, d: _fma_impl(b, d, -(x * a))),
     # a product that is also a result is stored rounded and read back, in XLA's code and ours
     ("x*a, x*a+b", lambda m, x, a, b, d: (x * a, x * a + b), None),
 ]

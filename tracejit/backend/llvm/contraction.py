@@ -14,15 +14,65 @@ first operand if it is a `contract` product with no other reader, else its secon
 difference likewise, the subtrahend's product negated."""
 from __future__ import annotations
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 _FLAG = "contract"
 
 
-def _contractable(v, uses: dict, block) -> bool:
-    """A `contract` product whose only reader is in `block` (the reader's own)."""
-    return isinstance(v, ir.Instruction) and v.opname == "fmul" and _FLAG in v.flags and \
-        uses.get(id(v), 0) == 1 and v.parent is block
+def _product(v, uses: dict, block):
+    """`v` if it is a `contract` product in `block` with one reader, else None."""
+    if isinstance(v, ir.Instruction) and v.opname == "fmul" and _FLAG in v.flags and \
+            uses.get(id(v), 0) == 1 and v.parent is block:
+        return v
+    return None
+
+
+def _is_fneg(v) -> bool:
+    return isinstance(v, ir.Instruction) and v.opname == "fneg"
+
+
+def _negated_product(v, uses: dict, block):
+    """The product under `v` = fneg(product), both with one reader, in `block`; else None."""
+    if _is_fneg(v) and uses.get(id(v), 0) == 1 and v.parent is block:
+        return _product(v.operands[0], uses, block)
+    return None
+
+
+def _fused(op: str, x, y, uses: dict, block):
+    """((a, b, c, negate a?, negate c?), the product fused, an fneg no longer read or None)
+    for `x op y` contracted to fma(±a, b, ±c), or None: instruction selection's rule,
+    negations first (-A + B is B - A, A + -B is A - B, A - -B is A + B; the product under
+    such an fneg contracts if the fneg has no other reader)."""
+    stripped = None
+    if op == "fadd" and _is_fneg(x):
+        op, x, y, stripped = "fsub", y, x.operands[0], x
+    elif op == "fadd" and _is_fneg(y):
+        op, y, stripped = "fsub", y.operands[0], y
+    elif op == "fsub" and _is_fneg(y):
+        op, y, stripped = "fadd", y.operands[0], y
+    alone = stripped is not None and uses.get(id(stripped), 0) == 1
+    dead = stripped if alone else None
+
+    def product(v):
+        if stripped is not None and v is stripped.operands[0]:
+            return _product(v, uses, block) if alone and stripped.parent is block else None
+        return _product(v, uses, block)
+
+    px, py = product(x), product(y)
+    if op == "fadd":
+        if px is not None:
+            return (x.operands[0], x.operands[1], y, False, False), px, dead
+        if py is not None:
+            return (y.operands[0], y.operands[1], x, False, False), py, dead
+        return None
+    if px is not None:  # x*y - z: fma(x, y, -z)
+        return (x.operands[0], x.operands[1], y, False, True), px, dead
+    if py is not None:  # z - x*y: fma(-x, y, z)
+        return (y.operands[0], y.operands[1], x, True, False), py, dead
+    inner = _negated_product(x, uses, block) if stripped is None else None
+    if inner is not None:  # -(x*y) - z: fma(-x, y, -z)
+        return (inner.operands[0], inner.operands[1], y, True, True), inner, x
+    return None
 
 
 def _operands(inst) -> list:
@@ -31,28 +81,34 @@ def _operands(inst) -> list:
     return list(inst.operands)
 
 
-def _contract_block(block, uses: dict, fma, replaced: dict) -> None:
+def _fma(block, ty: ir.Type) -> ir.Function:
+    return block.parent.module.declare_intrinsic("llvm.fma", [ty],
+                                                 ir.FunctionType(ty, [ty] * 3))
+
+
+def _contract_block(block, uses: dict, replaced: dict) -> None:
     """Rewrite `block`'s contracted sums and differences to fma calls (new instructions in the
-    old ones' places; `replaced` maps each old one's id to its value for the readers)."""
+    old ones' places; `replaced` maps each old one's id to its value for the readers, None for
+    a product or fneg that no longer has any)."""
     out = []
     for inst in block.instructions:
         if inst.opname in ("fadd", "fsub") and _FLAG in inst.flags:
-            ops = [replaced.get(id(v), v) for v in inst.operands]
-            x, y = ops
-            pick = 0 if _contractable(x, uses, block) else 1 if _contractable(y, uses, block) \
-                else None
-            if pick is not None:
-                product, other = (x, y) if pick == 0 else (y, x)
-                a, b = product.operands
-                if inst.opname == "fsub":  # x*y - z: fma(x, y, -z); z - x*y: fma(-x, y, z)
-                    neg = ir.Instruction(block, other.type, "fneg", [other if pick == 0 else a],
-                                         name="neg")
-                    out.append(neg)
-                    other, a = (neg, a) if pick == 0 else (other, neg)
-                call = ir.CallInstr(block, fma(inst.type), [a, b, other], name="fma")
+            x, y = (replaced.get(id(v), v) for v in inst.operands)
+            fused = _fused(inst.opname, x, y, uses, block)
+            if fused is not None:
+                (a, b, c, neg_a, neg_c), product, dead = fused
+                if neg_a:
+                    a = ir.Instruction(block, a.type, "fneg", [a], name="neg")
+                    out.append(a)
+                if neg_c:
+                    c = ir.Instruction(block, c.type, "fneg", [c], name="neg")
+                    out.append(c)
+                call = ir.CallInstr(block, _fma(block, inst.type), [a, b, c], name="fma")
                 out.append(call)
                 replaced[id(inst)] = call
-                replaced[id(product)] = None  # no reader left: dropped below
+                replaced[id(product)] = None
+                if dead is not None:
+                    replaced[id(dead)] = None
                 continue
         out.append(inst)
     block.instructions[:] = out
@@ -76,11 +132,9 @@ def contract_products(module: ir.Module) -> None:
         if not candidates:
             _drop_flags(fn)
             continue
-        def fma(ty: ir.Type, module=module) -> ir.Function:
-            return module.declare_intrinsic("llvm.fma", [ty], ir.FunctionType(ty, [ty] * 3))
         replaced: dict[int, ir.Value | None] = {}
         for block in fn.blocks:
-            _contract_block(block, uses, fma, replaced)
+            _contract_block(block, uses, replaced)
         for block in fn.blocks:
             block.instructions[:] = [i for i in block.instructions
                                      if replaced.get(id(i), i) is not None]
