@@ -2,12 +2,17 @@
 float64 product whose only reader adds or subtracts it is one fma, rounded once, as XLA's CPU
 compiler contracts it, so jit returns JAX's bits; eager rounds the product first, as JAX's eager
 ops do. Oracles: the exact fma of lax's reference (`_fma_impl`) and real JAX's jit."""
+import re
+
 import numpy as np
 import pytest
 from tolerance import native
 
 import tracejit
 import tracejit.numpy as tnp
+from tracejit.backend.llvm import codegen, jit_engine
+from tracejit.compiler.passes import optimize
+from tracejit.core.jaxpr import ClosedJaxpr
 from tracejit.lax.elementwise import _fma_impl
 
 # (name, f(numpy module, x, a, b, d), the same value as one fma of NumPy arrays (None:
@@ -146,3 +151,25 @@ def test_the_first_product_contracts_across_a_math_functions_branches(name, f, f
     s = np.asarray(tracejit.jit(g)(x))
     got = np.asarray(tracejit.jit(lambda x, a, b: f(g, x, a, b))(x, a, b))
     np.testing.assert_array_equal(got, fused(x, a, b, s))
+
+
+def _chain(m, x, a, b, d):  # 120 equations: its kernel is outlined (a module of its own)
+    for _ in range(30):
+        x = m.sin(x) * a + x * b
+    return x
+
+
+@pytest.mark.parametrize("name,f,fused", [*CASES, ("chain", _chain, True)],
+                         ids=[c[0] for c in CASES] + ["chain"])
+def test_our_ir_has_the_fmas_and_no_contract_flag(name, f, fused):
+    """The fmas are chosen in the IR codegen hands LLVM (backend/llvm/contraction.py), the
+    main module's and each outlined kernel's: no `contract` flag is left for instruction
+    selection to act on, block by block, so O0's code generation is exact for them too."""
+    ops = _operands(np.float32, (1001,))
+    closed = tracejit.make_jaxpr(lambda *a: f(tnp, *a))(*ops)
+    program = codegen.generate(ClosedJaxpr(*optimize(closed.jaxpr, list(closed.consts))), "f")
+    texts = [program.ir_text, *program.kernels.values()]
+    assert (len(program.kernels) > 0) == (name == "chain")
+    assert not any(re.search(r"\bcontract\b", t) for t in texts)
+    assert any("llvm.fma." in t for t in texts) == (fused is not None)
+    assert all(jit_engine.fast_codegen_exact(t) for t in texts)
