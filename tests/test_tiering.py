@@ -79,11 +79,13 @@ def test_every_benchmark_row_gives_the_same_bits_at_both_tiers(cold, row):
 
 def test_the_rows_the_tiers_are_for_run_o0_code_first(cold):
     """The rows above compare something: these run their first call on O0 code (no `contract`
-    product an fadd reads, and tiering.o0_pays: loops and row loops among them)."""
+    product an fadd reads, and tiering.o0_pays: loops and row loops among them; the SDE, the
+    fori_loop and the MLP step contract products, as explicit fmas: contraction.py)."""
     tracejit.clear_caches()  # (compiled afresh here, not found from the test above)
     gc.collect()
     for row in ("softmax 1000x1000", "sum 10M", "rfft 2^20", "relu 1M", "softmax 3x5",
-                "logsumexp", "fixed-point scan 1000", "matmul"):
+                "logsumexp", "fixed-point scan 1000", "matmul", "SDE 1,000 steps",
+                "fori_loop", "MLP step"):
         build = next(b for name, b in WORKLOADS if row in name)
         fn, args = build(tracejit, tnp, lax, random)
         *_, tiers = _both_tiers(fn, *args)
