@@ -8,10 +8,12 @@ product in one lowering and its other one in another (a math function's range-re
 inlined in the scalar remainder loop but branch-free in the vector body, left a product before
 the branch; O0's code generation contracts nothing). Here the choice is made once, on the
 straight-line code the emitter wrote (math functions still calls), by the rule instruction
-selection follows within one block (DAGCombiner's visitFADDForFMACombine and
-visitFSUBForFMACombine on targets without aggressive fusion, as XLA's CPU code gets): a sum's
-first operand if it is a `contract` product with no other reader, else its second; a
-difference likewise, the subtrahend's product negated."""
+selection follows within one block on x86 (DAGCombiner's visitFADDForFMACombine and
+visitFSUBForFMACombine, no aggressive fusion): a sum's first operand if it is a `contract`
+product with no other reader, else its second; a difference likewise, the subtrahend's product
+negated; an fneg between a product and its sum folded first, as there. One form goes beyond
+it, as XLA's code does: -(x*y) - z is fma(-x, y, -z). Cost: one walk over each function's
+instructions, 0.15-2.2 ms of CPU a benchmark program (CNN's the most)."""
 from __future__ import annotations
 
 from llvmlite import ir
