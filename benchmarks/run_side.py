@@ -20,12 +20,18 @@ def _block(out):
             leaf.block_until_ready()
 
 
-def measure(fn, args, budget: float = 1.5, max_runs: int = 200) -> tuple[float, float, float]:
+def measure(fn, args, budget: float = 1.5, max_runs: int = 200,
+            settle=None) -> tuple[float, float, float]:
     """(first call, median of the timed calls, this process's CPU seconds per wall second
-    over the timed calls)."""
+    over the timed calls). `settle`, called between the first call and the timed ones: for
+    tracejit, waiting for the program's final (O3) code, which a first call run on O0 code
+    leaves to a thread (runtime/tiering.py): a fast row's 200 calls would otherwise time the
+    O0 code (fori_loop 10k 12.5 -> 35 us)."""
     t0 = time.perf_counter()
     _block(fn(*args))
     first = time.perf_counter() - t0
+    if settle is not None:
+        settle()
     times: list[float] = []
     deadline = time.perf_counter() + budget
     wall, cpu = time.perf_counter(), time.process_time()
@@ -74,13 +80,17 @@ def main(impl: str) -> None:
         from tracejit.backend.llvm import blas
         results["threads"] = (f"at most {blas.max_threads()}; BLAS: 1 thread per "
                               f"{blas.WORK_PER_THREAD:.2e} float32 multiply-adds")
+    settle = None
+    if impl == "tracejit":
+        from tracejit.runtime import tiering
+        settle = tiering.wait
     only = sys.argv[2:] or None
     for name, build in WORKLOADS:
         if only and not any(o in name for o in only):
             continue
         try:
             fn, args = build(jax, jnp, lax, random)
-            first, median, cpu_share = measure(fn, args)
+            first, median, cpu_share = measure(fn, args, settle=settle)
             load, cpus = _load()
             results["rows"][name] = {"first": first, "median": median, "load": load,
                                      "cpus": cpus, "cpu_share": cpu_share}

@@ -86,12 +86,13 @@ _NO_VECTORIZE = '"llvm.loop.vectorize.enable", i1 0'
 
 def _product_loop_head(lines: list[str]) -> tuple[str, int]:
     """The header label of the loop whose body computes the first product, and the product's
-    line (the loop's back edge comes after it; its entry's branch to the header before)."""
+    line (the loop's back edge comes after it; its entry's branch to the header before): an
+    fmul, or an fma where a sum reads it (backend/llvm/contraction.py)."""
     label = None
     for at, line in enumerate(lines):
         if line.endswith(":"):
             label = line[:-1].strip('"')
-        elif " fmul " in line:
+        elif " fmul " in line or ('= call ' in line and '@"llvm.fma.' in line):
             break
     return label.replace(".body", ".head"), at
 

@@ -117,6 +117,9 @@ def test_math_calls_count_as_their_bodies_when_judging_a_function_huge(monkeypat
     defines each math function once per module, inlined at each call), is optimised as huge:
     optimize judges it by jit_engine.inlined_lines, not by the lines of its text."""
     tracejit.config.update("tracejit_persistent_cache", False)  # (compiled, not loaded)
+    # (and O3 at once: a first program running O0 code stays alive until its final code is
+    # made, and the second, the same IR, would be found compiled instead)
+    tracejit.config.update("tracejit_tiered_compile", False)
 
     def chain(x):
         for _ in range(40):

@@ -127,10 +127,13 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("n", [1000, 1001, 2001, 4096, 4099])  # 1001, 2001, 4099: a remainder
 @pytest.mark.parametrize("name,f,make", CASES, ids=[c[0] for c in CASES])
 def test_same_bits_as_one_pass_per_iteration_and_close_to_the_interpreter(monkeypatch, name, f,
-                                                                           make):
-    args = make(1000)
+                                                                           make, n):
+    """(fori_mixed's sum `a * 0.5 + step` reads two products, one of them before sin's branch
+    in scalar code: at 1001 and 2001 its remainder once contracted the other one.)"""
+    args = make(n)
     assert len(_row_loops(_optimized(f, *args))) == 1  # the fast path is taken
     new, old, ref = _run_three_ways(monkeypatch, f, *args)
     for a, b, r in zip(new, old, ref):
@@ -153,6 +156,23 @@ def test_sizes_around_the_thread_pool_threshold(monkeypatch, n):
     f(y)
     tracejit.config.update("tracejit_num_threads", 1)  # (conftest restores it)
     np.testing.assert_array_equal(np.asarray(f(y)), new[0])
+
+
+# 9 trips over rows of 502 (29 of them) and 976 (15, the last short): 131,022 and 131,760
+# elements of work, either side of 2^17
+@pytest.mark.parametrize("n,pooled", [(14558, False), (14561, True)])
+def test_fori_mixed_around_the_thread_pool_threshold(monkeypatch, n, pooled):
+    """Rows of an odd length on one thread and on the pool end in scalar remainders too: the
+    same bits as the old lowering."""
+    args = (RNG.standard_normal(n).astype(F32), F32(0.5))
+    jaxpr = _optimized(_fori_mixed, *args)
+    (row,) = [e for e in jaxpr.eqns if e.primitive is row_map_p]
+    assert parallel_loops.worth(row) == pooled
+    assert pooled == (parallel_loops.work(row) >= parallel_loops.PARALLEL_MIN_ELEMENTS)
+    new, old, ref = _run_three_ways(monkeypatch, _fori_mixed, *args)
+    for a, b, r in zip(new, old, ref):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(a, r, rtol=2e-5, atol=2e-5)
 
 
 def test_a_long_scan_over_a_short_vector_runs_on_the_pool():

@@ -35,6 +35,7 @@ from ...core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ...core.primitive import ELEMENTWISE, Primitive
 from . import access_groups
 from .aliasing import plan_aliases
+from .contraction import contract_products
 from .interrupt import SCAN_POLL_MIN_WORK, bounded_work
 from .math import inline_slow_paths, inlined_size, repetitions
 from .rules import ELEMENT_TUPLES, INDEX_MAPS, STRUCTURAL, structural_rule
@@ -817,6 +818,7 @@ class Emitter:
             (self.b, self.inputs, self.workspace, self._callback_ids, self._memo,
              self.module, self._no_vectorize_md, self.polls) = saved
             self.polls = self.polls or polls
+        contract_products(kmodule)
         symbol, text = kernel_module(str(kmodule))
         self.kernels.setdefault(symbol, text)
         fn = self.module.globals.get(symbol) or ir.Function(self.module, fnty, name=symbol)
@@ -1117,6 +1119,7 @@ def generate(closed: ClosedJaxpr, name: str,
                       outline=size >= OUTLINE_MIN_EQNS, segment=SEGMENT_EQNS)
         em.b.ret_void()
         _mark_nonnull(em, fn)
+        contract_products(em.module)
         text = str(em.module)
     return Program(name, text, em.workspace_bytes, aliases, em.callbacks, em.polls, em.kernels)
 

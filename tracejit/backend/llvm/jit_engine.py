@@ -251,9 +251,10 @@ def load(module: llvm.ModuleRef, cached_object: bytes | None = None,
             _object_slot["cached"] = _object_slot["generated"] = None
 
 
-# A product marked `contract` (scalar_ops._contract) and an instruction reading it that code
-# generation at O1-O3 may fold into one fma with it (DAGCombiner: an fadd or fsub marked
-# `contract`, also through an fneg or fpext). O0 folds none, so it would round the product.
+# A product marked `contract` and an instruction reading it that code generation at O1-O3 may
+# fold into one fma with it (DAGCombiner: an fadd or fsub marked `contract`, also through an
+# fneg or fpext). O0 folds none, so it would round the product. (codegen's modules carry no
+# such flag: contraction.py makes their fmas explicit; the check guards any other IR.)
 _CONTRACT_PRODUCT = re.compile(r"^\s*(%[-\w.$]+|%\"[^\"]*\") = fmul\b[^=\n]*\bcontract\b", re.MULTILINE)
 _PRODUCT_READER = re.compile(
     r"^\s*(?:%[-\w.$]+|%\"[^\"]*\") = (?:fadd|fsub|fneg|fpext|fptrunc|select|phi|shufflevector"

@@ -142,9 +142,11 @@ def _binary_math(name: str):
 def _contract(dtype) -> tuple[str, ...]:
     """LLVM's `contract` flag for float32/float64 products, sums and differences: a product
     whose one reader adds or subtracts it becomes one fma, as XLA's CPU compiler contracts them
-    (JAX's jit returns fma's bits for x*a + b). Eager runs, like JAX's, round twice. Not for
-    float16 (XLA rounds each of its operations, as the reference does) nor bfloat16 (rounded
-    after each operation here)."""
+    (JAX's jit returns fma's bits for x*a + b). The flag marks candidates only: codegen's
+    contraction.contract_products picks the fmas and drops it, before LLVM sees the module,
+    so every lowering of a body contracts the same products. Eager runs, like JAX's, round
+    twice. Not for float16 (XLA rounds each of its operations, as the reference does) nor
+    bfloat16 (rounded after each operation here)."""
     return ("contract",) if dtype in (dtypes.float32, dtypes.float64) else ()
 
 
