@@ -372,22 +372,7 @@ def export_profile_data(profile_data: Any, log_dir: Any, create_perfetto_link: b
     raise NotImplementedError(f"jax.profiler.export_profile_data: {_NO_XSPACE}.")
 
 
-__all__ = [
-    "ProfileData",
-    "ProfileEvent",
-    "ProfileLine",
-    "ProfileOptions",
-    "ProfilePlane",
-    "ProfileSession",
-    "StepTraceAnnotation",
-    "TraceAnnotation",
-    "annotate_function",
-    "device_memory_profile",
-    "export_profile_data",
-    "save_device_memory_profile",
-    "start_server",
-    "start_trace",
-    "stop_server",
-    "stop_trace",
-    "trace",
-]
+__all__ = ["ProfileData", "ProfileEvent", "ProfileLine", "ProfileOptions", "ProfilePlane",
+           "ProfileSession", "StepTraceAnnotation", "TraceAnnotation", "annotate_function",
+           "device_memory_profile", "export_profile_data", "save_device_memory_profile",
+           "start_server", "start_trace", "stop_server", "stop_trace", "trace"]
