@@ -330,7 +330,7 @@ def save_device_memory_profile(filename, backend: str | None = None) -> None:
 _NO_XSPACE = ("tracejit's profiler records no XSpace (XPlane protobuf), which these read and "
               "write: its trace is a Chrome trace-event JSON (start_trace/stop_trace write it "
               "under log_dir/plugins/profile/, and create_perfetto_trace=True adds "
-              "perfetto_trace.json.gz); read that file instead")
+              "perfetto_trace.json.gz); read that file, or a ProfileSession's .events, instead")
 
 
 class _XSpaceView:
