@@ -2,6 +2,10 @@
 exists in tracejit and behaves as JAX 0.12 did when its outputs were recorded here (with
 /work/main/.venv-jax312), or refuses with the reason where tracejit has no such thing."""
 import importlib
+import os
+import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -131,3 +135,36 @@ def test_psum_scatter_start_done_is_psum_scatter():
         lambda x: lax.psum_scatter(x, "i", tiled=True), axis_name="i")(x))
     with pytest.raises(NotImplementedError):  # as JAX 0.12: untiled has no async form
         tracejit.vmap(lambda x: lax.psum_scatter_start(x, "i"), axis_name="i")(x)
+
+
+def test_inspect_array_sharding_reports_the_traced_values_layout():
+    # an array: its own sharding, at once; traced with no layout: the one device's sharding
+    got = []
+    x = np.ones(4, np.float32)
+    tracejit.debug.inspect_array_sharding(tracejit.numpy.asarray(x), callback=got.append)
+    tracejit.jit(lambda x: (tracejit.debug.inspect_array_sharding(x, callback=got.append),
+                            x * 2)[1])(x)
+    assert [type(s).__name__ for s in got] == ["SingleDeviceSharding"] * 2
+    # laid out over an Explicit axis of 4 devices (a fresh process: the device count is set
+    # before first use): the NamedSharding its type carries, spec P('x', None) (JAX 0.12 calls
+    # it at compile time with NamedSharding(Mesh('x': 4), P('x',)), the same layout)
+    code = """if True:
+        import tracejit
+        tracejit.config.update("jax_num_cpu_devices", 4)
+        import numpy as np
+        P = tracejit.sharding.PartitionSpec
+        mesh = tracejit.make_mesh((4,), ("x",), axis_types=(tracejit.sharding.AxisType.Explicit,))
+        x = tracejit.device_put(np.ones((8, 2), np.float32),
+                                tracejit.sharding.NamedSharding(mesh, P("x")))
+        got = []
+        tracejit.jit(lambda x: (tracejit.debug.inspect_array_sharding(x, callback=got.append),
+                                x * 2)[1])(x)
+        (s,) = got
+        print(type(s).__name__, s.spec, s.mesh.shape_tuple)
+    """
+    root = pathlib.Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=300, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[0] == "NamedSharding P('x', None) (('x', 4),)"
