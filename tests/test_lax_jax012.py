@@ -192,6 +192,9 @@ def test_polynomial_derivatives_and_vmap(x64):
     # reverse mode wrt the coefficients: x^k, and a non-scalar x summed (unbroadcast)
     np.testing.assert_allclose(tracejit.grad(f, argnums=1)(x, coeffs), [1, x, x ** 2, x ** 3])
     xs = np.array([0.5, -1.0, 2.0])
+    # one tracer in two places: its tangent counts at both (x^0 and x^2)
+    np.testing.assert_allclose(
+        tracejit.grad(lambda c: lax.polynomial(xs, [c, 2.0, c]).sum())(1.5), 3 + (xs ** 2).sum())
     g = tracejit.jit(tracejit.grad(lambda c: lax.polynomial(xs, c).sum()))
     np.testing.assert_allclose(g(coeffs), [3, xs.sum(), (xs ** 2).sum(), (xs ** 3).sum()])
     # jvp against vjp on both operands (the transpose identity)

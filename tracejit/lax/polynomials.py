@@ -74,9 +74,10 @@ def _polynomial_jvp(primals, tangents, *, unroll=None):
         # linear in the coefficients' tangents: Horner's rule over them by mul and add, which
         # transpose with their own rules (x is never an undefined primal here)
         acc = None
-        for t in reversed(coeff_dots):
+        for k in reversed(range(len(coeff_dots))):
+            t = coeff_dots[k]
             acc = acc if type(t) is Zero else (t if acc is None else add(acc, t))
-            if t is not coeff_dots[0] and acc is not None:
+            if k and acc is not None:
                 acc = mul(acc, x)
         y_dot = add_tangents(y_dot, broadcast_to_aval(acc, y_aval))
     return y, y_dot
