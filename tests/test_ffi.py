@@ -429,8 +429,9 @@ def test_registration_errors(lib):
         with pytest.raises(NotImplementedError, match="MLIR"):
             getattr(tracejit.ffi, name)("RmsNorm")
     assert tracejit.ffi.include_dir() == jax.ffi.include_dir()
+    # (abstract_token: JAX 0.12's, which this JAX lacks: tests/test_jax012_names.py)
     assert sorted(n for n in dir(jax.ffi) if not n.startswith("_")) == sorted(
-        tracejit.ffi.__all__)
+        set(tracejit.ffi.__all__) - {"abstract_token"})
 
 
 def test_api_table_layout():

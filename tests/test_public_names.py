@@ -313,8 +313,9 @@ PUBLIC["profiler"] = [
     "save_device_memory_profile", "start_server", "start_trace", "stop_server", "stop_trace",
     "trace"]
 _XPLANE = "XPlane profile data: tracejit's trace is Chrome trace JSON (ProfileSession.events)"
-OUT_OF_SCOPE["profiler"] = {n: _XPLANE for n in ("ProfileData", "ProfileEvent",
-                                                  "ProfilePlane", "register_subprocess")}
+# (ProfileData, ProfileEvent, ProfilePlane exist: constructing one raises NotImplementedError
+# saying there is no XSpace, tests/test_jax012_names.py)
+OUT_OF_SCOPE["profiler"] = {"register_subprocess": _XPLANE}
 _AUTOMATIC_CHECKS = "checkify finds user checks only (no NaN, division or index checks yet)"
 OUT_OF_SCOPE["experimental.checkify"] = {
     n: _AUTOMATIC_CHECKS for n in ("ErrorCategory", "automatic_checks", "div_checks",

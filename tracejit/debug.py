@@ -299,13 +299,15 @@ def breakpoint(*, backend: str | None = None, filter_frames: bool = True,  # noq
 def inspect_array_sharding(value: Any, *, callback: Callable[[Any], None]) -> None:
     """Call `callback` with the sharding of each array in the pytree `value`: at once for
     arrays; for values being traced (inside jit) once, when the function is traced, with the
-    single-device sharding tracejit compiles them to (JAX reports XLA's choice at compile
-    time)."""
+    layout its type carries over Explicit mesh axes (a NamedSharding), else the single-device
+    sharding (JAX calls it at compile time with XLA's choice, which for a value laid out over
+    Auto axes is that layout: not known here until the program is partitioned)."""
     from .core.devices import default_device
     from .core.sharding import SingleDeviceSharding
     for leaf in tree_flatten(value)[0]:
         if isinstance(leaf, Tracer):
-            callback(SingleDeviceSharding(default_device()))
+            typed = get_aval(leaf)._sharding  # (None: no Explicit layout in the type)
+            callback(typed if typed is not None else SingleDeviceSharding(default_device()))
         else:
             callback(leaf.sharding)
 

@@ -26,7 +26,7 @@ from .lax import ffi_api
 from .lax.callback import VMAP_METHODS
 from .lax.ffi import ffi_call_p, wrap_attributes
 
-__all__ = ["build_ffi_lowering_function", "ffi_call", "ffi_lowering", "include_dir",
+__all__ = ["abstract_token", "build_ffi_lowering_function", "ffi_call", "ffi_lowering", "include_dir",
            "pycapsule", "register_ffi_target", "register_ffi_target_as_batch_partitionable",
            "register_ffi_type", "register_ffi_type_id"]
 
@@ -109,9 +109,33 @@ ffi_lowering = _refuse_mlir("ffi_lowering")
 build_ffi_lowering_function = _refuse_mlir("build_ffi_lowering_function")
 
 
+class AbstractToken:
+    """The type of JAX's effect-ordering token (jax.ffi.abstract_token names its one value)."""
+
+    def __repr__(self) -> str:
+        return "AbstractToken()"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AbstractToken)
+
+    def __hash__(self) -> int:
+        return hash(AbstractToken)
+
+
+# JAX: a result type for ffi_call whose output is a token, for handlers that take and return
+# one to order their side effects. tracejit orders effects without token values, so ffi_call
+# refuses it by name (has_side_effect=True orders such calls instead)
+abstract_token = AbstractToken()
+
+
 def _result_avals(results: Sequence[Any]) -> tuple[ShapedArray, ...]:
     avals = []
     for idx, result in enumerate(results):
+        if isinstance(result, AbstractToken):
+            raise NotImplementedError(
+                f"ffi_call: result {idx} is jax.ffi.abstract_token; tracejit has no token "
+                "values (it orders effects without them): drop the token from the handler "
+                "and pass has_side_effect=True to keep its calls in order")
         if not hasattr(result, "shape") or not hasattr(result, "dtype"):
             raise ValueError("All elements of result_shape_dtypes must have 'shape' and 'dtype' "
                              f"attributes. Got {result} at position {idx}.")

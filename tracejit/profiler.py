@@ -329,6 +329,52 @@ def save_device_memory_profile(filename, backend: str | None = None) -> None:
         f.write(profile)
 
 
-__all__ = ["ProfileOptions", "ProfileSession", "StepTraceAnnotation", "TraceAnnotation",
-           "annotate_function", "device_memory_profile", "save_device_memory_profile",
+_NO_XSPACE = ("tracejit's profiler records no XSpace (XPlane protobuf), which these read and "
+              "write: its trace is a Chrome trace-event JSON (start_trace/stop_trace write it "
+              "under log_dir/plugins/profile/, and create_perfetto_trace=True adds "
+              "perfetto_trace.json.gz); read that file, or a ProfileSession's .events, instead")
+
+
+class _XSpaceView:
+    """JAX 0.12's views of a captured XSpace (ProfileData and its planes, lines, events)."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        raise NotImplementedError(f"jax.profiler.{type(self).__name__}: {_NO_XSPACE}.")
+
+    @classmethod
+    def from_file(cls, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"jax.profiler.{cls.__name__}.from_file: {_NO_XSPACE}.")
+
+    @classmethod
+    def from_serialized_xspace(cls, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(
+            f"jax.profiler.{cls.__name__}.from_serialized_xspace: {_NO_XSPACE}.")
+
+
+class ProfileData(_XSpaceView):
+    """A captured XSpace (JAX 0.12): not recorded here."""
+
+
+class ProfilePlane(_XSpaceView):
+    """One XPlane of a ProfileData (JAX 0.12): not recorded here."""
+
+
+class ProfileLine(_XSpaceView):
+    """One XLine of a ProfilePlane (JAX 0.12): not recorded here."""
+
+
+class ProfileEvent(_XSpaceView):
+    """One XEvent of a ProfileLine (JAX 0.12): not recorded here."""
+
+
+def export_profile_data(profile_data: Any, log_dir: Any, create_perfetto_link: bool = False,
+                        create_perfetto_trace: bool = False, session_id: str | None = None
+                        ) -> None:
+    """JAX 0.12: write a ProfileData / ProfileSession's XSpace under log_dir. There is none."""
+    raise NotImplementedError(f"jax.profiler.export_profile_data: {_NO_XSPACE}.")
+
+
+__all__ = ["ProfileData", "ProfileEvent", "ProfileLine", "ProfileOptions", "ProfilePlane",
+           "ProfileSession", "StepTraceAnnotation", "TraceAnnotation", "annotate_function",
+           "device_memory_profile", "export_profile_data", "save_device_memory_profile",
            "start_server", "start_trace", "stop_server", "stop_trace", "trace"]

@@ -134,6 +134,8 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     # (lax/parallel.py)
     "jax_remove_size_one_mesh_axis_from_type": (False, True),
     "jax_auto_pcast": (True, True),
+    # mesh axes no collective may cross (jax.sharding.no_collectives; checked by reshard)
+    "jax_no_collectives": (frozenset(), True),
     # jax2tf's choice of cumulative-reduction lowering; tracejit has one lowering on CPU
     "jax2tf_associative_scan_reductions": (False, False),
     # JAX's persistent compilation cache, mapped onto ours (runtime/disk_cache.py): its folder

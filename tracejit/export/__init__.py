@@ -13,10 +13,17 @@ from ._export import (
     register_namedtuple_serialization,
     register_pytree_node_serialization,
 )
-from .shape_poly import SymbolicScope, is_symbolic_dim, symbolic_args_specs, symbolic_shape
+from .shape_poly import (
+    SymbolicScope,
+    is_symbolic_dim,
+    symbolic_args_specs,
+    symbolic_dim_bounds,
+    symbolic_shape,
+)
 
 __all__ = ["DisabledSafetyCheck", "Exported", "SymbolicScope", "default_export_platform",
            "deserialize", "export", "is_symbolic_dim",
            "maximum_supported_calling_convention_version",
            "minimum_supported_calling_convention_version", "register_namedtuple_serialization",
-           "register_pytree_node_serialization", "symbolic_args_specs", "symbolic_shape"]
+           "register_pytree_node_serialization", "symbolic_args_specs", "symbolic_dim_bounds",
+           "symbolic_shape"]

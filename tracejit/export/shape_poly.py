@@ -4,6 +4,7 @@ dimension can be traced or compiled. Specs whose every dimension is a constant a
 JAX reads them, to integers); a dimension variable raises NotImplementedError saying so."""
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -73,6 +74,13 @@ def symbolic_shape(shape_spec: str | None, *, constraints: Sequence[str] = (),
     if constraints:
         raise NotImplementedError(f"jax.export.symbolic_shape(constraints=...): {_MISSING}.")
     return _parse_dims(shape_spec, like)
+
+
+def symbolic_dim_bounds(dimension: Any) -> tuple[int, int]:
+    """The inclusive bounds JAX can prove for a dimension: (d, d) for an integer d, the only
+    dimensions here (JAX reads it with operator.index: TypeError for a float, say)."""
+    d = operator.index(dimension)
+    return d, d
 
 
 def symbolic_args_specs(args: Any, shapes_specs: Any, constraints: Sequence[str] = (),

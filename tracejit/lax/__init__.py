@@ -14,6 +14,7 @@ from .indexing import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .parallel import *  # noqa: F401,F403
 from . import processes as _processes  # noqa: F401,E402  (collectives across processes)
+from .polynomials import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .reductions import reduce_sum_p
 from .rng_bit_generator import *  # noqa: F401,F403

@@ -352,6 +352,7 @@ def _xla_f32(xla_impl, f64_impl):
 exp_p = unop("exp", _xla_f32(_xla_exp_f32, np.exp), FLOAT, transcendental=True)
 exp2_p = unop("exp2", _quiet(np.exp2), FLOAT, transcendental=True)
 log_p = unop("log", _xla_f32(_xla_log_f32, np.log), FLOAT, transcendental=True)
+log2_p = unop("log2", _quiet(np.log2), FLOAT, transcendental=True)  # JAX 0.12's primitive
 log1p_p = unop("log1p", _xla_f32(_xla_log1p, lambda x: np.log1p(x) if x.dtype.kind == "c"
                                   else _xla_log1p(x)), FLOAT, transcendental=True)
 def _expm1_impl(x: np.ndarray) -> np.ndarray:
@@ -753,6 +754,13 @@ def exp2(x: Any):
 def log(x: Any):
     """Elementwise: the natural logarithm of x."""
     return _unary("log", log_p, x)
+
+
+def log2(x: Any, *, accuracy: Any = None):
+    """Elementwise: the base-2 logarithm of x. `accuracy` (JAX's Tolerance/AccuracyMode) picks
+    among implementations in XLA; there is one here, which JAX then uses too."""
+    del accuracy
+    return _unary("log2", log2_p, x)
 
 
 def log1p(x: Any):
@@ -1241,6 +1249,7 @@ defjvp(integer_pow_p, _integer_pow_jvp)
 defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
 defjvp2(exp2_p, lambda g, ans, x: mul(g, mul(ans, math.log(2))))
 defjvp(log_p, lambda g, x: div(g, x))
+defjvp(log2_p, lambda g, x: div(g, mul(x, math.log(2))))
 defjvp(log1p_p, lambda g, x: div(g, add(x, 1)))
 defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, 1)))
 defjvp2(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(1, ans)))
@@ -1322,7 +1331,7 @@ __all__ = [
     "bitwise_or", "bitwise_xor", "cbrt", "ceil", "clamp", "clz", "complex", "conj",
     "convert_element_type", "cos", "cosh", "digamma", "div", "eq", "erf", "erf_inv", "erfc",
     "exp", "exp2", "expm1", "floor", "fma", "ge", "gt", "imag", "integer_pow", "is_finite",
-    "le", "lgamma", "log", "log1p", "logistic", "lt", "max", "min", "mul", "mulhi", "ne",
+    "le", "lgamma", "log", "log1p", "log2", "logistic", "lt", "max", "min", "mul", "mulhi", "ne",
     "neg",
     "nextafter", "not_", "polygamma", "population_count", "pow", "real", "rem", "round",
     "rsqrt", "select", "select_n", "shift_left", "shift_right_arithmetic",

@@ -20,7 +20,7 @@ from ..core.axis_env import (NamedAxisPrimitive, axis_size as _bound_size, bound
                              vma_frames)
 from ..core.batching import in_batch_rule
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
-from ..core.pytree import tree_flatten, tree_unflatten
+from ..core.pytree import tree_flatten, tree_map, tree_unflatten
 from ..core.rules import bdim_at_front, def_linear, moveaxis, not_mapped
 from ..core.trace import ensure_compile_time_eval, get_aval
 from . import several_axes
@@ -840,5 +840,38 @@ def pswapaxes(x: Any, axis_name: Any, axis: int, *, axis_index_groups: Any = Non
     return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
 
 
-__all__ = ["psum", "pmean", "pmax", "pmin", "pcast", "all_gather", "psum_scatter", "ppermute",
+class Future:
+    """The value an asynchronous collective's start gives (JAX 0.12's AbstractFuture): `done()`
+    is the collective's result. Collectives here are arithmetic over the mapped axis inside one
+    traced program, which LLVM schedules as a whole, so the result is computed at the start and
+    `done()` hands it over."""
+    __slots__ = ("_value",)
+
+    def __init__(self, value: Any):
+        self._value = value
+
+    def done(self) -> Any:
+        return self._value
+
+    shape = property(lambda self: get_aval(self._value).shape)
+    dtype = property(lambda self: get_aval(self._value).dtype)
+    ndim = property(lambda self: get_aval(self._value).ndim)
+
+    def __repr__(self) -> str:
+        return f"Future{{{get_aval(self._value).str_short()}}}"
+
+
+def psum_scatter_start(x: Any, axis_name: Any, *, scatter_dimension: int = 0,
+                       axis_index_groups: Any = None, tiled: bool = False) -> Any:
+    """JAX 0.12's asynchronous psum_scatter: a pytree of Futures whose `done()` is
+    `psum_scatter(x, ...)`. As in JAX, only the tiled form exists (NotImplementedError else)."""
+    if not tiled:
+        raise NotImplementedError("psum_scatter_start: only tiled=True is supported (as in JAX)")
+    out = psum_scatter(x, axis_name, scatter_dimension=scatter_dimension,
+                       axis_index_groups=axis_index_groups, tiled=True)
+    return tree_map(Future, out)
+
+
+__all__ = ["psum", "pmean", "pmax", "pmin", "pcast", "all_gather", "psum_scatter",
+           "psum_scatter_start", "ppermute",
            "pshuffle", "pbroadcast", "all_to_all", "pswapaxes", "axis_index", "axis_size"]

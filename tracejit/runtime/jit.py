@@ -1111,7 +1111,7 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Iterable[int] | No
         donate_argnames: str | Iterable[str] | None = None, keep_unused: bool = False,
         device: Any = None, backend: str | None = None, inline: bool | Inline = False,
         abstracted_axes: Any = None, in_shardings: Any = None, out_shardings: Any = None,
-        **unsupported: Any) -> Any:
+        compiler_options: dict[str, Any] | None = None, **unsupported: Any) -> Any:
     """Compile `fun`: trace it once per argument signature and run the compiled program.
 
     Also usable as `@jit(static_argnums=...)` (decorator factory). Arguments laid out over a
@@ -1120,6 +1120,8 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Iterable[int] | No
     """
     if unsupported:
         raise TypeError(f"jit() got unexpected keyword arguments {sorted(unsupported)}")
+    from .stages import check_compiler_options  # (stages imports this module)
+    check_compiler_options(compiler_options)  # (here, where JAX's XLA refuses at compile)
     _check_abstracted_axes(abstracted_axes, "jit")
     if device is not None:
         _check_device(device, backend)

@@ -38,6 +38,19 @@ class CompilerEffortLevel(enum.Enum):
         return cls.__members__.get(value) if isinstance(value, str) else None
 
 
+def check_compiler_options(options: Any) -> None:
+    """jit's `compiler_options` (and Lowered.compile's) are XLA's flags, none of which means
+    anything to tracejit's LLVM pipeline. XLA refuses a name it does not know (JaxRuntimeError
+    INVALID_ARGUMENT); every name is unknown here, so every one is refused the same way,
+    rather than accepted and ignored. None and {} are accepted."""
+    if options is None:
+        return
+    from ..core.errors import JaxRuntimeError
+    for name in dict(options):
+        raise JaxRuntimeError(f"INVALID_ARGUMENT: No such compile option: '{name}' (tracejit "
+                              "compiles through LLVM and has no XLA compile options)")
+
+
 class ArgInfo:
     """What a compiled function expects for one argument leaf."""
     __slots__ = ("_aval", "donated")
@@ -162,6 +175,7 @@ class Lowered(_Stage):
                 f"{closed.jaxpr}\n")
 
     def compile(self, compiler_options: Any = None) -> Compiled:
+        check_compiler_options(compiler_options)
         executable = compile_entry(self._entry, self._jitted.backend, self._jitted.keep_unused,
                                    self._jitted.split_outputs, self._jitted.fun_name)
         return Compiled(self._jitted, self._entry, executable, self._device)

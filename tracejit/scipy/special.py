@@ -47,6 +47,21 @@ def erfinv(x: Any) -> Any:
     return lax.erf_inv(x)
 
 
+def erfcinv(y: Any) -> Any:
+    """The inverse of erfc on [0, 2] (inf at 0, -inf at 2, NaN outside), JAX 0.12's name:
+    -ndtri(y / 2) / sqrt(2). y / 2 is exact and ndtri keeps full relative accuracy in both
+    tails (it works on min(p, 1 - p), exact for p > 1/2), so the result does too; its
+    derivative, through ndtri's, is -sqrt(pi) / 2 exp(erfcinv(y)**2). Half types compute in
+    float32, as JAX's."""
+    (y,) = promote_args_inexact("erfcinv", y)
+    dtype = np.dtype(get_aval(y).dtype)
+    if dtype.kind == "c":
+        raise ValueError("erfcinv does not support complex-valued inputs.")
+    if dtype.itemsize < 4:
+        return erfcinv(y.astype(np.float32)).astype(dtype)
+    return lax.mul(ndtri(lax.mul(y, 0.5)), -math.sqrt(0.5))
+
+
 def gammaln(x: Any) -> Any:
     """log|Gamma(x)|."""
     (x,) = promote_args_inexact("gammaln", x)

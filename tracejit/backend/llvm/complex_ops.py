@@ -23,6 +23,7 @@ erf/erfc, erf_inv and polygamma on complex are refused with NativeCompileError (
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -221,6 +222,12 @@ def _log_abs(e: _Emitter, a, b):
 
 def _log(e: _Emitter, a, b):
     return _log_abs(e, a, b), _f(e, "atan2", b, a)
+
+
+def _log2(e: _Emitter, a, b):
+    """log z times log2(e), part by part (NumPy's nc_log2; JAX's lowering of log2)."""
+    lr, li = _log(e, a, b)
+    return e.mul(lr, 1 / math.log(2)), e.mul(li, 1 / math.log(2))
 
 
 def _sqrt(e: _Emitter, a, b):
@@ -606,6 +613,7 @@ EMITTERS: dict[Primitive, Callable] = {
     ew.name_p: lambda b, in_dtypes, out_dtype, args, params: args[0],
     ew.sqrt_p: _parts_op(_sqrt, wide=True), ew.rsqrt_p: _rsqrt,
     ew.exp_p: _parts_op(_exp, wide=True), ew.log_p: _parts_op(_log, wide=True),
+    ew.log2_p: _parts_op(_log2, wide=True),
     ew.expm1_p: _parts_op(_expm1, wide=True), ew.log1p_p: _parts_op(_log1p),
     ew.exp2_p: _parts_op(_exp2), ew.sin_p: _parts_op(_sin, wide=True),
     ew.cos_p: _parts_op(_cos, wide=True), ew.tan_p: _parts_op(_tan, wide=True),

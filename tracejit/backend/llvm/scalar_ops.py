@@ -17,6 +17,7 @@ import numpy as np
 from ...core import dtypes
 from ...core.primitive import Primitive
 from ...lax import elementwise as ew
+from ...lax import polynomials as poly
 from . import complex_ops, special_math
 from . import math as ourmath
 from .types import F32, F64, I1, I16, I32, I64, const, is_complex, is_signed, reg_type
@@ -471,12 +472,39 @@ EMITTERS: dict[Primitive, Callable] = {
     ew.copy_p: lambda b, in_dtypes, out_dtype, args, params: args[0],
     ew.name_p: lambda b, in_dtypes, out_dtype, args, params: args[0],
 }
-for _p in (ew.exp_p, ew.exp2_p, ew.log_p, ew.log1p_p, ew.expm1_p, ew.tanh_p, ew.logistic_p,
+for _p in (ew.exp_p, ew.exp2_p, ew.log_p, ew.log2_p, ew.log1p_p, ew.expm1_p, ew.tanh_p, ew.logistic_p,
            ew.sin_p, ew.cos_p, ew.tan_p, ew.asin_p, ew.acos_p, ew.atan_p, ew.sinh_p, ew.cosh_p,
            ew.asinh_p, ew.acosh_p, ew.atanh_p, ew.cbrt_p, ew.erf_p, ew.erfc_p, ew.erf_inv_p,
            ew.lgamma_p, ew.digamma_p, ew.bessel_i0e_p, ew.bessel_i1e_p):
     EMITTERS[_p] = _unary_math(_p.name)  # math.py's polynomial of the same name
 EMITTERS.update(special_math.EMITTERS)  # igamma, betainc, zeta: loops per element
+
+
+def _one_minus_square(b, in_dtypes, out_dtype, args, params):
+    (x,), dt = args, out_dtype
+    one = const(dt, 1)
+    return emit_scalar(b, ew.mul_p, [dt, dt], dt, [emit_scalar(b, ew.add_p, [dt, dt], dt, [one, x],
+                       {}), emit_scalar(b, ew.sub_p, [dt, dt], dt, [one, x], {})], {})
+
+
+def _polynomial(b, in_dtypes, out_dtype, args, params):
+    """Horner's rule by mul and add (JAX's lowering: no fma, and past the unroll threshold its
+    scan's start from 0, as poly._polynomial_impl)."""
+    (x, *coeffs), dt = args, out_dtype
+    if len(coeffs) <= poly._unroll_threshold(params.get("unroll")):
+        acc, rest = coeffs[-1], coeffs[-2::-1]
+    else:
+        acc, rest = const(dt, 0), coeffs[::-1]
+    for c in rest:
+        acc = emit_scalar(b, ew.add_p, [dt, dt], dt,
+                          [emit_scalar(b, ew.mul_p, [dt, dt], dt, [acc, x], {}), c], {})
+    return acc
+
+
+# built from add/sub/mul's emitters, so one emitter serves real and complex operands
+for _p, _emit in ((poly.one_minus_square_p, _one_minus_square), (poly.polynomial_p, _polynomial)):
+    EMITTERS[_p] = _emit
+    complex_ops.EMITTERS[_p] = _emit
 
 
 def emit_scalar(b: ir.IRBuilder, prim: Primitive, in_dtypes: list[np.dtype], out_dtype: np.dtype,
