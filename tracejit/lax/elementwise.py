@@ -1267,7 +1267,9 @@ defjvp(atan_p, lambda g, x: div(g, add(square(x), 1)))
 defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
 defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
 defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), 1))))
-defjvp(acosh_p, lambda g, x: mul(g, rsqrt(mul(sub(x, 1), add(x, 1)))))
+# JAX's form: rsqrt(x - 1) rsqrt(x + 1), not rsqrt((x - 1)(x + 1)), which takes the other
+# square root's sign for complex x with Re x < 0
+defjvp(acosh_p, lambda g, x: mul(g, mul(rsqrt(sub(x, 1)), rsqrt(add(x, 1)))))
 defjvp(atanh_p, lambda g, x: mul(div(1, add(x, 1)), div(g, sub(1, x))))
 defjvp2(sqrt_p, lambda g, ans, x: div(g, mul(ans, 2)))
 defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(div(ans, x), -0.5)))
