@@ -17,7 +17,6 @@ import pytest
 import tracejit
 import tracejit.numpy as jnp
 from tracejit import lax
-from tracejit.backend.llvm.codegen import NativeCompileError
 
 COMPLEX = [np.complex64, np.complex128]
 INF, NAN = np.inf, np.nan

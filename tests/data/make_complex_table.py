@@ -9,7 +9,7 @@ import jax
 import numpy as np
 
 jax.config.update("jax_enable_x64", True)
-import jax.numpy as jnp  # noqa: E402
+import jax.numpy as jnp
 
 OPS = ("asin", "acos", "atan", "asinh", "acosh", "atanh")
 
