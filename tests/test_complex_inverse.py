@@ -1,8 +1,9 @@
-"""Complex asin/acos/atan/asinh/acosh/atanh and cumlogsumexp, natively and in the reference
-interpreter, against JAX 0.12's recorded outputs (tests/data/complex_jax012.npz, made by
-tests/data/make_complex_table.py with JAX 0.12.0.1 on CPU), NumPy's complex functions where
-JAX agrees with them, finite differences and loops (grad, vmap); erf/erfc/erf_inv/polygamma and
-top_k refuse complex operands at trace time with JAX's errors.
+"""Complex asin/acos/atan/asinh/acosh/atanh, cumlogsumexp and jnp.logaddexp, natively and in the
+reference interpreter, against JAX 0.12's recorded outputs (tests/data/complex_jax012.npz, made
+by tests/data/make_complex_table.py with JAX 0.12.0.1 on CPU; the few values written in the
+tests were printed by the same JAX), NumPy's complex functions where JAX agrees with them, finite
+differences and loops (grad, vmap); erf/erfc/erf_inv/polygamma and top_k refuse complex operands
+at trace time with JAX's errors.
 
 The inverse functions follow XLA's formulas step for step (core/complex_inverse.py) in the part
 dtype, so the remaining differences are the ulps of log1p/atan2/log/sqrt between our math.py
@@ -33,6 +34,7 @@ NUMPY = {"asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "asinh": np.ar
          "acosh": np.arccosh, "atanh": np.arctanh}
 COMPLEX = ("complex64", "complex128")
 ULPS = 4
+INF_, NAN_ = np.inf, np.nan
 
 
 @pytest.fixture(autouse=True)
@@ -355,3 +357,27 @@ def test_complex_cumlogsumexp_under_vmap_matches_a_loop():
         got = np.asarray(tracejit.vmap(f, in_axes=in_axis)(x))
         want = np.stack([np.asarray(f(np.take(x, i, in_axis))) for i in range(x.shape[in_axis])])
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("backend", ["native", "interpret"])
+def test_jnp_logaddexp_of_complex_is_jaxs(backend):
+    """jnp.logaddexp/logaddexp2 of complex numbers, as JAX 0.12 computes them (recorded,
+    complex64): the larger term (in (re, im) order) shifts, the phase is wrapped into [-π, π)
+    (logaddexp2: [-π/ln 2, π/ln 2)). At (-inf + 1j, 1 + 1j) JAX's logaddexp2 is NaN (XLA's
+    complex exp2 of -inf + 0j); ours, NumPy's exp2 there, gives 1 + 1j: left out."""
+    z1 = np.array([1.4 + 2.6j, -0.5 + 0.25j, 3 - 3j, complex(-INF_, 1), 2 + 0j], np.complex64)
+    z2 = np.array([0.3 - 1j, -0.5 + 3j, 3 + 3j, 1 + 1j, complex(INF_, 0)], np.complex64)
+    want = np.array([1.0670328 + 2.806976j, -1.4439306 + 1.6250002j, 3.6830893 - 3.1415927j,
+                     1 + 1.0000002j, complex(NAN_, NAN_)], np.complex64)
+    want2 = np.array([0.85959005 + 1.9927502j, -0.2879234 + 1.625j, 2.9619772 - 4.53236j],
+                     np.complex64)
+    with np.errstate(all="ignore"):
+        got = np.asarray(tracejit.jit(jnp.logaddexp, backend=backend)(z1, z2))
+        got2 = np.asarray(tracejit.jit(jnp.logaddexp2, backend=backend)(z1, z2))
+    assert _ulps(got, want).max() <= ULPS, got
+    assert _ulps(got2[:3], want2).max() <= ULPS, got2
+    # JAX's JVP: t1 exp(x1 - out) + t2 exp(x2 - out), recorded for t1 = 1, t2 = 1j
+    t = np.ones(5, np.complex64)
+    _, dt = tracejit.jvp(jnp.logaddexp, (z1, z2), (t, 1j * t))
+    np.testing.assert_allclose(np.asarray(dt)[:3], np.array(
+        [1.0786300 - 0.6520211j, -2.0209582 - 2.020957j, 0.57127309 + 0.5712734j]), rtol=2e-6)
