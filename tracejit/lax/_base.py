@@ -62,9 +62,14 @@ _ACCEPTED = {REAL: "integer, floating", REAL_FLOAT: "floating",
              ORDERED: "integer, floating, bool"}
 
 
-def check_dtype(name: str, aval: ShapedArray, kinds: str, position: int = 0) -> None:
+def check_dtype(name: str, aval: ShapedArray, kinds: str, position: int | None = 0) -> None:
+    """Raise JAX's TypeError for an operand outside `kinds`; `position` None: a unary op (whose
+    message names no position, as JAX's)."""
     if dtype_ok(aval.dtype, kinds):
         return
+    if kinds in _ACCEPTED and position is None:
+        raise TypeError(f"{name} does not accept dtype {aval.dtype.name}. Accepted dtypes are "
+                        f"subtypes of {_ACCEPTED[kinds]}.")
     if kinds in _ACCEPTED:
         raise TypeError(f"{name} does not accept dtype {aval.dtype.name} at position "
                         f"{position}. Accepted dtypes at position {position} are subtypes of "
@@ -79,7 +84,7 @@ def unop(name: str, impl: Callable, kinds: str = NUM, result_dtype: Callable | N
     p = Primitive(name, fusion=ELEMENTWISE, transcendental=transcendental)
 
     def abstract(x: ShapedArray) -> ShapedArray:
-        check_dtype(name, x, kinds)
+        check_dtype(name, x, kinds, None)
         if result_dtype is None:
             return x
         return ShapedArray(x.shape, result_dtype(x.dtype), x.weak_type)  # JAX: weak bools

@@ -53,7 +53,39 @@ cumsum_p = cumulative("cumsum", np.cumsum)
 cumprod_p = cumulative("cumprod", np.cumprod)
 cummax_p = cumulative("cummax", np.maximum.accumulate)
 cummin_p = cumulative("cummin", np.minimum.accumulate)
-cumlogsumexp_p = cumulative("cumlogsumexp", np.logaddexp.accumulate, FLOAT)
+
+
+def _complex_logaddexp(acc: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """JAX's complex logaddexp, cumlogsumexp's combine (backend/llvm/complex_ops.logaddexp has
+    the same steps): the larger of acc, x in (re, im) order as m, m + log1p(exp(acc + x - 2m))
+    with 2m as XLA's product by (2, 0), the imaginary part wrapped into [-π, π)."""
+    part = acc.real.dtype.type
+    first = np.where(acc.real == x.real, acc.imag > x.imag, acc.real > x.real)
+    m = np.where(first, acc, x)
+    two_m = np.empty_like(m)
+    two_m.real = m.real * part(2) - m.imag * part(0)
+    two_m.imag = m.real * part(0) + m.imag * part(2)
+    r = m + np.log1p(np.exp((acc + x) - two_m))
+    pi, two_pi = part(np.pi), part(2 * np.pi)
+    w = np.fmod(r.imag + pi, two_pi)
+    out = np.empty_like(r)
+    out.real, out.imag = r.real, np.where(w < 0, w + two_pi, w) - pi
+    return out
+
+
+def _logaddexp_accumulate(x: np.ndarray, axis: int, dtype) -> np.ndarray:
+    """np.logaddexp.accumulate; complex operands fold JAX's combine from -inf + 0j."""
+    if not np.iscomplexobj(x):
+        return np.logaddexp.accumulate(x, axis=axis, dtype=dtype)
+    acc = np.full(np.delete(x.shape, axis), complex(-np.inf, 0.0), x.dtype)
+    out = np.empty_like(x)
+    for i in range(x.shape[axis]):
+        acc = _complex_logaddexp(acc, np.take(x, i, axis))
+        out[(slice(None),) * axis + (i,)] = acc
+    return out
+
+
+cumlogsumexp_p = cumulative("cumlogsumexp", _logaddexp_accumulate, FLOAT)
 
 
 def _cumulative(name: str, prim: Primitive, operand: Any, axis: int, reverse: bool):

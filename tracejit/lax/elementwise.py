@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from ..core import complex_inverse as ci
 from ..core import dtypes
 from ..core.array import Array
 from ..core.avals import ShapedArray
@@ -32,6 +33,15 @@ def _quiet(f):
             return f(*args, **kw)
     g.__name__ = getattr(f, "__name__", "impl")
     return g
+
+
+def _chlo_for_complex(chlo_fn, real_impl):
+    """A complex operand takes JAX's CHLO formula (core/complex_inverse.py), whose values at
+    branch cuts, infinities and NaN differ from NumPy's C99 ones; a real one `real_impl`."""
+    def impl(x):
+        return ci.evaluate(chlo_fn, x) if np.iscomplexobj(x) else real_impl(x)
+    impl.__name__ = getattr(real_impl, "__name__", "impl")
+    return impl
 
 
 def _bool_dtype(_):
@@ -117,7 +127,7 @@ def _polygamma_impl(m, x):
     return np.where(valid, out, np.nan).astype(x.dtype)
 
 
-polygamma_p = binop("polygamma", _quiet(_polygamma_impl), FLOAT, transcendental=True)
+polygamma_p = binop("polygamma", _quiet(_polygamma_impl), REAL_FLOAT, transcendental=True)
 # x == y gives y (±0.0 included; NumPy's float16 nextafter gives x)
 nextafter_p = binop("nextafter", _quiet(lambda x, y: np.where(x == y, y, np.nextafter(x, y))),
                     REAL_FLOAT)
@@ -170,8 +180,8 @@ neg_p.involution = True
 # sign(±0.0) is ±0.0 and sign(NaN) is NaN, as in XLA
 sign_p = unop("sign", lambda x: np.where(x == 0, x, np.sign(x)).astype(x.dtype), NUM)
 square_p = unop("square", _quiet(np.square), NUM)
-floor_p = unop("floor", np.floor, FLOAT)
-ceil_p = unop("ceil", np.ceil, FLOAT)
+floor_p = unop("floor", np.floor, REAL_FLOAT)
+ceil_p = unop("ceil", np.ceil, REAL_FLOAT)
 is_finite_p = unop("is_finite", np.isfinite, FLOAT, _bool_dtype)
 
 # pow: an integer exponent is allowed beside a float base (XLA converts it to the base's dtype)
@@ -210,7 +220,8 @@ def _round_impl(x, *, rounding_method):
 
 
 round_p = Primitive("round", fusion=ELEMENTWISE)
-round_p.def_abstract_eval(lambda x, *, rounding_method: (check_dtype("round", x, FLOAT), x)[1])
+round_p.def_abstract_eval(lambda x, *, rounding_method: (check_dtype("round", x, REAL_FLOAT, None),
+                                                          x)[1])
 round_p.def_impl(_quiet(_round_impl))
 
 
@@ -365,26 +376,34 @@ def _expm1_impl(x: np.ndarray) -> np.ndarray:
 
 expm1_p = unop("expm1", _quiet(_expm1_impl), FLOAT, transcendental=True)
 tanh_p = unop("tanh", _quiet(np.tanh), FLOAT, transcendental=True)
-logistic_p = unop("logistic", _quiet(lambda x: sp.expit(x).astype(x.dtype)), FLOAT,
-                  transcendental=True)
+def _logistic_impl(x):
+    if np.iscomplexobj(x):  # JAX's (XLA's) 1 / (1 + exp(-x)); SciPy's expit takes no complex
+        return (1 / (1 + np.exp(-x))).astype(x.dtype)
+    return sp.expit(x).astype(x.dtype)
+
+
+logistic_p = unop("logistic", _quiet(_logistic_impl), FLOAT, transcendental=True)
 sin_p = unop("sin", _quiet(np.sin), FLOAT, transcendental=True)
 cos_p = unop("cos", _quiet(np.cos), FLOAT, transcendental=True)
 tan_p = unop("tan", _quiet(np.tan), FLOAT, transcendental=True)
-asin_p = unop("asin", _quiet(np.arcsin), FLOAT, transcendental=True)
-acos_p = unop("acos", _quiet(np.arccos), FLOAT, transcendental=True)
-atan_p = unop("atan", np.arctan, FLOAT, transcendental=True)
+asin_p = unop("asin", _chlo_for_complex(ci.asin, _quiet(np.arcsin)), FLOAT, transcendental=True)
+acos_p = unop("acos", _chlo_for_complex(ci.acos, _quiet(np.arccos)), FLOAT, transcendental=True)
+atan_p = unop("atan", _chlo_for_complex(ci.atan, np.arctan), FLOAT, transcendental=True)
 sinh_p = unop("sinh", _quiet(np.sinh), FLOAT, transcendental=True)
 cosh_p = unop("cosh", _quiet(np.cosh), FLOAT, transcendental=True)
-asinh_p = unop("asinh", np.arcsinh, FLOAT, transcendental=True)
-acosh_p = unop("acosh", _quiet(np.arccosh), FLOAT, transcendental=True)
-atanh_p = unop("atanh", _quiet(np.arctanh), FLOAT, transcendental=True)
+asinh_p = unop("asinh", _chlo_for_complex(ci.asinh, np.arcsinh), FLOAT, transcendental=True)
+acosh_p = unop("acosh", _chlo_for_complex(ci.acosh, _quiet(np.arccosh)), FLOAT,
+               transcendental=True)
+atanh_p = unop("atanh", _chlo_for_complex(ci.atanh, _quiet(np.arctanh)), FLOAT,
+               transcendental=True)
 sqrt_p = unop("sqrt", _quiet(np.sqrt), FLOAT, transcendental=True)
 rsqrt_p = unop("rsqrt", _quiet(lambda x: (1 / np.sqrt(x)).astype(x.dtype)), FLOAT,
                transcendental=True)
-cbrt_p = unop("cbrt", np.cbrt, FLOAT, transcendental=True)
-erf_p = unop("erf", _xla_f32(_xla_erf_f32, lambda x: sp.erf(x).astype(x.dtype)), FLOAT,
+cbrt_p = unop("cbrt", np.cbrt, REAL_FLOAT, transcendental=True)
+erf_p = unop("erf", _xla_f32(_xla_erf_f32, lambda x: sp.erf(x).astype(x.dtype)), REAL_FLOAT,
              transcendental=True)
-erfc_p = unop("erfc", lambda x: sp.erfc(x).astype(x.dtype), FLOAT, transcendental=True)
+erfc_p = unop("erfc", lambda x: sp.erfc(x).astype(x.dtype), REAL_FLOAT,
+              transcendental=True)
 # XLA's erf_inv (Giles' polynomials in w = -log1p(-x²)); JAX's normal sampler is built on it,
 # so the reference follows XLA's CPU code (log1p and FMA contractions included) rather than the
 # correctly rounded SciPy value. float32: w < 5 and w >= 5; float64: w < 6.25, w < 16, w >= 16.
@@ -453,16 +472,16 @@ def _erf_inv_impl(x):
     return out.astype(x.dtype)
 
 
-erf_inv_p = unop("erf_inv", _quiet(_erf_inv_impl), FLOAT, transcendental=True)
+erf_inv_p = unop("erf_inv", _quiet(_erf_inv_impl), REAL_FLOAT, transcendental=True)
 # XLA: lgamma(-inf) = +inf (scipy says -inf); digamma has poles (NaN) at 0, -1, -2, ...
 lgamma_p = unop("lgamma", _quiet(lambda x: np.where(x == -np.inf, np.inf, sp.gammaln(x))
-                                 .astype(x.dtype)), FLOAT, transcendental=True)
+                                 .astype(x.dtype)), REAL_FLOAT, transcendental=True)
 digamma_p = unop("digamma", _quiet(lambda x: np.where((x <= 0) & (x == np.floor(x)), np.nan,
                                                       sp.psi(x)).astype(x.dtype)),
-                 FLOAT, transcendental=True)
-bessel_i0e_p = unop("bessel_i0e", _quiet(lambda x: sp.i0e(x).astype(x.dtype)), FLOAT,
+                 REAL_FLOAT, transcendental=True)
+bessel_i0e_p = unop("bessel_i0e", _quiet(lambda x: sp.i0e(x).astype(x.dtype)), REAL_FLOAT,
                     transcendental=True)
-bessel_i1e_p = unop("bessel_i1e", _quiet(lambda x: sp.i1e(x).astype(x.dtype)), FLOAT,
+bessel_i1e_p = unop("bessel_i1e", _quiet(lambda x: sp.i1e(x).astype(x.dtype)), REAL_FLOAT,
                     transcendental=True)
 
 # --- comparisons and logic -----------------------------------------------------------------
@@ -1263,7 +1282,9 @@ defjvp(atan_p, lambda g, x: div(g, add(square(x), 1)))
 defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
 defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
 defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), 1))))
-defjvp(acosh_p, lambda g, x: mul(g, rsqrt(mul(sub(x, 1), add(x, 1)))))
+# JAX's form: rsqrt(x - 1) rsqrt(x + 1), not rsqrt((x - 1)(x + 1)), which takes the other
+# square root's sign for complex x with Re x < 0
+defjvp(acosh_p, lambda g, x: mul(g, mul(rsqrt(sub(x, 1)), rsqrt(add(x, 1)))))
 defjvp(atanh_p, lambda g, x: mul(div(1, add(x, 1)), div(g, sub(1, x))))
 defjvp2(sqrt_p, lambda g, ans, x: div(g, mul(ans, 2)))
 defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(div(ans, x), -0.5)))

@@ -190,10 +190,25 @@ def log10(x: Any, /):
     return lax.mul(r, one_over_log10)
 
 
+def _wrap_between(x, a: float):
+    """x wrapped into [-a, a) by fmod (JAX's _wrap_between: a complex logaddexp's phase)."""
+    rem = lax.rem(lax.add(x, _lax_const(x, a)), _lax_const(x, 2 * a))
+    rem = lax.select(lax.lt(rem, _lax_const(x, 0)), lax.add(rem, _lax_const(x, 2 * a)), rem)
+    return lax.sub(rem, _lax_const(x, a))
+
+
 def _logaddexp(name: str, exp_fn, scale: float | None):
     @custom_jvp
     def stable(x1, x2):
         amax = lax.max(x1, x2)
+        if _is_complex(x1):  # JAX's: the larger (re, im) term shifts; the phase is wrapped
+            delta = lax.sub(lax.add(x1, x2), lax.mul(amax, _lax_const(amax, 2)))
+            term = lax.log1p(exp_fn(delta))
+            if scale is not None:
+                term = lax.mul(_lax_const(term, scale), term)
+            out = lax.add(amax, term)
+            return lax.complex(lax.real(out), _wrap_between(lax.imag(out),
+                                                            np.pi * (scale or 1.0)))
         delta = lax.sub(x1, x2)
         log1p_term = lax.log1p(exp_fn(lax.neg(lax.abs(delta))))
         if scale is not None:
@@ -201,8 +216,9 @@ def _logaddexp(name: str, exp_fn, scale: float | None):
         # NaN delta: both infinite with one sign (or a NaN input) -- x1 + x2 is the answer
         return lax.select(lax.ne(delta, delta), lax.add(x1, x2), lax.add(amax, log1p_term))
 
-    def replace_inf(x):
-        return lax.select(lax.eq(x, _lax_const(x, np.inf)), lax.full_like(x, 0), x)
+    def replace_inf(x):  # a complex x is tested by its real part, as JAX's
+        part = lax.real(x) if _is_complex(x) else x
+        return lax.select(lax.eq(part, _lax_const(part, np.inf)), lax.full_like(x, 0), x)
 
     @stable.defjvp
     def _jvp(primals, tangents):  # JAX's rule: d/dx1 = exp(x1 - out), finite at the kinks
@@ -213,8 +229,6 @@ def _logaddexp(name: str, exp_fn, scale: float | None):
 
     def f(x1: Any, x2: Any, /):
         x1, x2 = promote_args_inexact(name, x1, x2)
-        if _is_complex(x1):
-            raise NotImplementedError(f"jnp.{name} of complex inputs is not implemented")
         return stable(x1, x2)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Elementwise {name}, as numpy.{name}, without overflow."

@@ -17,9 +17,11 @@ is bit-identical and transcendentals differ only by the float math's ulps:
 complex64 transcendentals compute in float64 and round once, which is at least as accurate as
 the float routines NumPy calls, except where NumPy's formula rounds an intermediate that
 the result is sensitive to (log1p's 1 + z, exp2's z ln 2, pow's integer branch): those
-intermediates round in the operand's precision as in NumPy. The inverse trig family,
-erf/erfc, erf_inv and polygamma on complex are refused with NativeCompileError (see
-`refusal`).
+intermediates round in the operand's precision as in NumPy.
+asin, acos, atan, asinh, acosh, atanh follow JAX instead (its values at branch cuts and special
+points differ from NumPy's): core/complex_inverse.py's CHLO formulas, in the part dtype, as is
+cumlogsumexp's combine (`logaddexp`). erf, erfc, erf_inv and polygamma refuse complex operands
+when traced, as JAX's do.
 """
 from __future__ import annotations
 
@@ -29,24 +31,12 @@ from collections.abc import Callable
 import numpy as np
 from llvmlite import ir
 
+from ...core import complex_inverse as ci
 from ...core import dtypes
 from ...core.primitive import Primitive
 from ...lax import elementwise as ew
 from .math import _Emitter
 from .types import F64, is_complex, reg_type
-
-# the complex forms NumPy evaluates with dedicated algorithms we do not reproduce
-_REFUSED = frozenset({ew.asin_p, ew.acos_p, ew.atan_p, ew.asinh_p, ew.acosh_p, ew.atanh_p,
-                      ew.erf_p, ew.erfc_p, ew.erf_inv_p, ew.polygamma_p})
-
-
-def refusal(prim: Primitive) -> str | None:
-    """Why `prim` on complex operands has no native form, or None if it has one."""
-    if prim in _REFUSED:
-        return (f"native `{prim.name}` of complex numbers is not implemented (NumPy's complex "
-                f"algorithm for it is not reproduced)")
-    return None
-
 
 # --- struct helpers ----------------------------------------------------------------------
 
@@ -405,6 +395,24 @@ def _pow(e: _Emitter, ar, ai, br, bi):
     return e.select(y_zero, 1.0, re), e.select(y_zero, 0.0, im)
 
 
+
+# --- inverse trig and hyperbolic functions (core/complex_inverse.py: JAX's CHLO formulas) -----
+
+class _ChloOps(_Emitter):
+    """The ops interface core/complex_inverse.py's formulas are written against."""
+
+    def max(self, a, b): return _f(self, "maximum", a, b)
+    def min(self, a, b): return _f(self, "minimum", a, b)
+    def log(self, a): return _f(self, "log", a)
+    def log1p(self, a): return _f(self, "log1p", a)
+    def atan2(self, a, b): return _f(self, "atan2", a, b)
+
+
+def _chlo(fn: Callable) -> Callable:
+    """An emitter of `fn`, computed in the part dtype as XLA does (not widened: its cut-over
+    thresholds, and so its values at huge, tiny and special inputs, are the dtype's)."""
+    return _parts_op(lambda e, a, b: fn(_ChloOps(e.b, e.ty), a, b))
+
 # --- ordering (NumPy's CLT/CLE/CGT/CGE) ----------------------------------------------------
 
 def _order(op: str):
@@ -488,6 +496,24 @@ def accumulating_mul(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return pack(b, *_mul_plain(_emitter(b, x), *parts(b, x), *parts(b, y)))
 
 
+def logaddexp(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """JAX's complex logaddexp (cumlogsumexp's combine, x the running value): m = the larger of
+    x, y in (re, im) order, m + log1p(exp(x + y - 2m)) with 2m as XLA's complex product by
+    (2, 0) (so an infinite part makes the other NaN), the imaginary part wrapped into
+    [-π, π) by fmod with the dtype's π and 2π. exp and log1p are this module's (NumPy's)."""
+    e = _emitter(b, x)
+    ar, ai = parts(b, x)
+    br, bi = parts(b, y)
+    first = b.select(e.eq(ar, br), e.gt(ai, bi), e.gt(ar, br))
+    mr, mi = e.select(first, ar, br), e.select(first, ai, bi)
+    tr = e.sub(e.add(ar, br), e.sub(e.mul(mr, 2.0), e.mul(mi, 0.0)))
+    ti = e.sub(e.add(ai, bi), e.add(e.mul(mr, 0.0), e.mul(mi, 2.0)))
+    lr, li = _log1p(e, *_widened(e, _exp, tr, ti))
+    pi, two_pi = float(e.np(np.pi)), float(e.np(2 * np.pi))
+    w = b.frem(e.add(e.add(mi, li), pi), e.v(two_pi))
+    w = e.sub(e.select(e.lt(w, 0.0), e.add(w, two_pi), w), pi)
+    return pack(b, e.add(mr, lr), w)
+
 def _pow_emitter(b, in_dtypes, out_dtype, args, params):
     from .scalar_ops import convert as real_convert
     x, y = args
@@ -501,6 +527,15 @@ def _rsqrt(b, in_dtypes, out_dtype, args, params):
     e = _emitter(b, z)
     root = _widened(e, _sqrt, *parts(b, z))
     return pack(b, *_div(e, e.v(1.0), e.v(0.0), *root))
+
+
+def _logistic(b, in_dtypes, out_dtype, args, params):
+    """XLA's complex logistic 1 / (1 + exp(-z)) (the reference's formula, NumPy's division)."""
+    (z,) = args
+    e = _emitter(b, z)
+    re, im = parts(b, z)
+    er, ei = _widened(e, _exp, e.neg(re), e.neg(im))
+    return pack(b, *_div(e, e.v(1.0), e.v(0.0), e.add(1.0, er), e.add(0.0, ei)))
 
 
 def _select_n(b, in_dtypes, out_dtype, args, params):
@@ -611,7 +646,7 @@ EMITTERS: dict[Primitive, Callable] = {
     ew.stop_gradient_p: lambda b, in_dtypes, out_dtype, args, params: args[0],
     ew.copy_p: lambda b, in_dtypes, out_dtype, args, params: args[0],
     ew.name_p: lambda b, in_dtypes, out_dtype, args, params: args[0],
-    ew.sqrt_p: _parts_op(_sqrt, wide=True), ew.rsqrt_p: _rsqrt,
+    ew.sqrt_p: _parts_op(_sqrt, wide=True), ew.rsqrt_p: _rsqrt, ew.logistic_p: _logistic,
     ew.exp_p: _parts_op(_exp, wide=True), ew.log_p: _parts_op(_log, wide=True),
     ew.log2_p: _parts_op(_log2, wide=True),
     ew.expm1_p: _parts_op(_expm1, wide=True), ew.log1p_p: _parts_op(_log1p),
@@ -619,6 +654,8 @@ EMITTERS: dict[Primitive, Callable] = {
     ew.cos_p: _parts_op(_cos, wide=True), ew.tan_p: _parts_op(_tan, wide=True),
     ew.sinh_p: _parts_op(_sinh, wide=True), ew.cosh_p: _parts_op(_cosh, wide=True),
     ew.tanh_p: _parts_op(_tanh, wide=True), ew.atan2_p: _parts_op(_atan2, wide=True),
+    ew.asin_p: _chlo(ci.asin), ew.acos_p: _chlo(ci.acos), ew.atan_p: _chlo(ci.atan),
+    ew.asinh_p: _chlo(ci.asinh), ew.acosh_p: _chlo(ci.acosh), ew.atanh_p: _chlo(ci.atanh),
 }
 
-__all__ = ["EMITTERS", "accumulating_mul", "convert", "pack", "parts", "refusal"]
+__all__ = ["EMITTERS", "accumulating_mul", "convert", "logaddexp", "pack", "parts"]

@@ -14,6 +14,7 @@ from ...lax import elementwise as ew
 from ...lax import reductions as rd
 from .codegen import Buf, Emitter, NativeCompileError, Scalar
 from .complex_ops import accumulating_mul, pack, parts
+from .complex_ops import logaddexp as complex_logaddexp
 from .index_maps import _zero
 from .lanes import lane_reduce, supported as lanes_supported
 from .math import LLVM_17
@@ -547,8 +548,9 @@ def _cumulative(em: Emitter, eqn, ins, dests):
     axis, reverse = eqn.params["axis"], eqn.params["reverse"]
     aval = eqn.outvars[0].aval
     dtype = aval.dtype
-    if dtype.kind == "c" and name == "cumlogsumexp":  # (NumPy's logaddexp has no complex form)
-        raise NativeCompileError("native cumlogsumexp of complex numbers is not supported")
+    # complex cumlogsumexp folds from JAX's initial value -inf + 0j: its combine wraps the
+    # imaginary part, so even the first output is combine(-inf + 0j, x[0]), not x[0]
+    from_init = dtype.kind == "c" and name == "cumlogsumexp"
     work = _acc_dtype(dtype)
     b = em.b
     out = dests[0] or em.alloc(aval)
@@ -567,6 +569,8 @@ def _cumulative(em: Emitter, eqn, ins, dests):
             return emit_scalar(b, ew.max_p, [work] * 2, work, [acc, v], {})
         if name == "cummin":
             return emit_scalar(b, ew.min_p, [work] * 2, work, [acc, v], {})
+        if work.kind == "c":
+            return complex_logaddexp(b, acc, v)
         return _logaddexp(em, work, acc, v)
 
     def outer(oidx):
@@ -578,7 +582,12 @@ def _cumulative(em: Emitter, eqn, ins, dests):
             full[axis] = t
             v = convert(b, em.value_at(x, full), dtype, work)
             first = b.icmp_signed("==", j, _zero())
-            acc = b.select(first, v, combine(b.load(acc_ptr), v))
+            if from_init:
+                part = reg_type(work).elements[0]
+                init = pack(b, ir.Constant(part, float("-inf")), ir.Constant(part, 0.0))
+                acc = combine(b.select(first, init, b.load(acc_ptr)), v)
+            else:
+                acc = b.select(first, v, combine(b.load(acc_ptr), v))
             b.store(acc, acc_ptr)
             em.store(out, em.linear(aval.shape, full), convert(b, acc, work, dtype))
         em.loop(n, step, name="cum")

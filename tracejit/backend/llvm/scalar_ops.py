@@ -513,8 +513,7 @@ def emit_scalar(b: ir.IRBuilder, prim: Primitive, in_dtypes: list[np.dtype], out
         emitter = complex_ops.EMITTERS.get(prim)
         if emitter is None:
             from .codegen import NativeCompileError  # (codegen imports this module)
-            raise NativeCompileError(complex_ops.refusal(prim) or
-                                     f"native `{prim.name}` of complex numbers is not supported")
+            raise NativeCompileError(f"native `{prim.name}` of complex numbers is not supported")
         return emitter(b, in_dtypes, out_dtype, args, params)
     out = EMITTERS[prim](b, in_dtypes, out_dtype, args, params)
     if out_dtype == dtypes.bfloat16 and prim not in _BF16_EXACT:
