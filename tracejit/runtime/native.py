@@ -266,8 +266,8 @@ class NativeExecutable(Executable):
         Anything else is `__call__`."""
         call = self.__call__
         recipes = self._recipes
-        lean = not (self._aliases or self._callbacks or self._workspace_bytes or
-                    self.program.polls) and all(0 < r[2] < MIN_BYTES and _addressable(r[1])
+        lean = recipes and not (self._aliases or self._callbacks or self._workspace_bytes or
+                                self.program.polls) and all(0 < r[2] < MIN_BYTES and _addressable(r[1])
                                                 for r in recipes)
         if not lean:
             return (lambda leaves: call(leaves)[0]) if single else call
