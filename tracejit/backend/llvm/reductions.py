@@ -12,7 +12,7 @@ from ...core.primitive import Primitive
 from ...lax import cumulative as cu
 from ...lax import elementwise as ew
 from ...lax import reductions as rd
-from .codegen import Buf, Emitter, NativeCompileError, Scalar
+from .codegen import Buf, Emitter, Scalar
 from .complex_ops import accumulating_mul, pack, parts
 from .complex_ops import logaddexp as complex_logaddexp
 from .index_maps import _zero
