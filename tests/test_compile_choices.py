@@ -42,12 +42,15 @@ def test_scalar_trig_far_path_out_of_line(dtype):
     ir_text = f.lower(x).compile().as_text("llvm")
     width = "f64" if dtype == np.float64 else "f32"
     # (float32 tan computes in float64)
-    for symbol in [f"tracejit.sin.far.{width}", f"tracejit.cos.far.{width}",
-                   "tracejit.tan.far.f64"]:
+    for op, symbol in [("sin", f"tracejit.sin.far.{width}"), ("cos", f"tracejit.cos.far.{width}"),
+                       ("tan", "tracejit.tan.far.f64")]:
         name = rf'@"?{re.escape(symbol)}"?\('
-        # one definition, called from each use
+        # one definition, called from the module's one function for the op (math.py: scalar
+        # code's sin/cos/tan used more than once is out of line), itself called from each use
+        outer = rf'@"?tracejit\.math\.{op}\.{"f32" if dtype == np.float32 else "f64"}"?\('
         assert len(re.findall(rf"define internal .*{name}", ir_text)) == 1, symbol
-        assert len(re.findall(name, ir_text)) == 3, symbol
+        assert len(re.findall(name, ir_text)) == 2, symbol
+        assert len(re.findall(rf"call .*{outer}", ir_text)) == 2, op
     # a module's only use is inlined (a call would cost compile time, not save it)
     single = tracejit.jit(jnp.cos).lower(x).compile().as_text("llvm")
     assert ".far." not in single
@@ -144,11 +147,18 @@ def test_cold_counts_a_scan_s_steps():
         return tracejit.lax.scan(lambda c, _: (c * 0.5 + 1.0, None), x, length=64)[0]
     x = np.ones(codegen.VECTORIZE_COLD_ELEMENTS // 16, np.float32)
     ir_text = _emitted_ir(f, x)
-    # the element loop of the body (the block with the multiply) has no metadata; the scan's
-    # own loop over 64 steps and the copies in and out, once per call, do
+    # the element loop of the body (the block with the multiply) is not kept from the
+    # vectoriser (its metadata, if any, is the parallel-access group's); the scan's own loop
+    # over 64 steps and the copies in and out, once per call, are
     head, _ = _product_loop_head(ir_text.split("\n"))
     assert f'br label %"{head}"' in ir_text
-    assert f'br label %"{head}", !llvm.loop' not in ir_text
+    loop_ids = re.findall(rf'br label %"{re.escape(head)}", !llvm.loop (!\d+)', ir_text)
+    assert loop_ids, "the element loop has its parallel-access metadata"
+    for loop_id in loop_ids:
+        (properties,) = re.findall(rf"^{loop_id} = (.*)$", ir_text, re.M)
+        named = [re.search(rf"^{p} = (.*)$", ir_text, re.M).group(1)
+                 for p in re.findall(r"!\d+", properties) if p != loop_id]
+        assert not any("llvm.loop.vectorize.enable" in n for n in named), named
     assert 'br label %"scan.head", !llvm.loop' in ir_text
     np.testing.assert_allclose(np.asarray(tracejit.jit(f)(x)), np.full_like(x, 2.0), rtol=1e-6)
 

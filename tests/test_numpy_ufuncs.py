@@ -640,8 +640,15 @@ def test_jit_matches_eager_for_a_composite_program():
         return q + r, tnp.hypot(x, y) + tnp.logaddexp(x, y) - tnp.copysign(tnp.sinc(x), y)
     x = values("float32")[5:]
     y = x[::-1].copy()
-    for o, j in zip(f(x, y), tracejit.jit(f)(x, y)):
-        assert_same(j, o)
+    (oq, ot), (jq, jt) = f(x, y), tracejit.jit(f)(x, y)
+    assert_same(jq, oq)
+    # eager sinc's sin is NumPy's (the impl rules), jit's is ours (within 1.5 ulp: math.py's
+    # table), and one ulp of a term near 1 is many of the sum where the terms cancel (-0.004 at
+    # x = -0.3): a rounding of each term apart
+    scale = sum(np.abs(np.asarray(t, np.float64)) for t in
+                (tnp.hypot(x, y), tnp.logaddexp(x, y), tnp.sinc(x)))
+    assert_same(jt, ot, atol=np.where(np.isfinite(scale), 2 * np.spacing(
+        scale.astype(np.float32)).astype(np.float64), 0))
 
 
 # --- errors ------------------------------------------------------------------------------------
