@@ -574,8 +574,12 @@ def test_jit_with_where_initial_and_traced_q():
     want = (jnp.sum(x, axis=1, where=mask, initial=2.0), jnp.max(x, where=mask, initial=-5.0),
             jnp.mean(x, axis=0, where=mask), jnp.var(x, where=mask, ddof=1),
             jnp.nanquantile(x, q, axis=0), jnp.cumsum(x, axis=1), x.sum(axis=0))
-    for e, j, w in zip(eager, jitted, want):
-        np.testing.assert_array_equal(np.asarray(e), np.asarray(j))
+    for i, (e, j, w) in enumerate(zip(eager, jitted, want)):
+        if i == 4:  # nanquantile's interpolation, lo * (1 - t) + hi * t: jit contracts its
+            # first product into the sum (backend/llvm/contraction.py), eager rounds both
+            np.testing.assert_array_max_ulp(np.asarray(e), np.asarray(j), maxulp=1)
+        else:
+            np.testing.assert_array_equal(np.asarray(e), np.asarray(j))
         np.testing.assert_allclose(np.asarray(e), np.asarray(w), rtol=1e-5, atol=1e-6)
 
 
