@@ -33,7 +33,6 @@ from ...core import dtypes
 from ...core.avals import ShapedArray
 from ...core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ...core.primitive import ELEMENTWISE, Primitive
-from . import access_groups
 from .aliasing import plan_aliases
 from .contraction import contract_products
 from .interrupt import SCAN_POLL_MIN_WORK, bounded_work
@@ -270,15 +269,13 @@ class Emitter:
 
     def loop(self, n: int | ir.Value, body: Callable[[ir.Value], None], name: str = "i",
              over_data: bool = True, vectorize: bool = True,
-             vector_shape: tuple[int, int] | None = None, parallel: bool = False) -> None:
+             vector_shape: tuple[int, int] | None = None) -> None:
         """`for i in range(n): body(i)`. over_data=False marks a loop over bookkeeping (a
         counter's levels), which a parallel chunk body neither cuts nor counts as its rows.
         vectorize=False keeps LLVM's vectorizer off a loop whose run-time trip count is known
         to be small (else the elements it runs over per call decide: _worth_vectorizing).
         vector_shape = (width, interleave): where LLVM vectorises the loop, these vectors
-        (lanes.lane_reduce's loop of one turn of its four vectors). parallel: the caller vouches
-        that no turn touches memory another turn writes (an element loop: access_groups.tag),
-        which the loop's metadata then says where its body is one block."""
+        (lanes.lane_reduce's loop of one turn of its four vectors)."""
         b = self.b
         trips = n if isinstance(n, int) else _UNKNOWN_TRIPS
         start = ir.Constant(I64, 0)
@@ -306,18 +303,10 @@ class Emitter:
         back = b.branch(header)
         if not (vectorize and self._worth_vectorizing(b.function.blocks[first:])):
             back.set_metadata("llvm.loop", self._no_vectorize())
-        else:
-            props = []
-            # (one body block: its loads and stores are all the loop's)
-            group = access_groups.tag(body_bb) if parallel and b.block is body_bb else None
-            if group is not None:
-                props.append(self._prop("llvm.loop.parallel_accesses", group))
-            if vector_shape is not None:
-                props += self._interleave_props(vector_shape[1], vector_shape[0])
-            elif self.chains != chains:
-                props += self._interleave_props(CHAIN_INTERLEAVE)
-            if props:
-                back.set_metadata("llvm.loop", self._loop_id(props))
+        elif vector_shape is not None:
+            back.set_metadata("llvm.loop", self._interleaved(vector_shape[1], vector_shape[0]))
+        elif self.chains != chains:
+            back.set_metadata("llvm.loop", self._interleaved(CHAIN_INTERLEAVE))
         self._trips.pop()
         self.loop_ranges.pop()
         b.position_at_end(exit_bb)
@@ -347,33 +336,27 @@ class Emitter:
             self._no_vectorize_md = md
         return self._no_vectorize_md
 
-    def _interleave_props(self, count: int, width: int | None = None) -> list:
-        """Loop properties asking LLVM's vectorizer to interleave `count` vectors per turn (of
-        `width` elements, if given)."""
-        props = [self._prop("llvm.loop.interleave.count", ir.Constant(ir.IntType(32), count))]
+    def _interleaved(self, count: int, width: int | None = None) -> ir.Value:
+        """The loop metadata asking LLVM's vectorizer to interleave `count` vectors per turn
+        (of `width` elements, if given) (a loop ID of its own)."""
+        props = [self.module.add_metadata([
+            ir.MetaDataString(self.module, "llvm.loop.interleave.count"),
+            ir.Constant(ir.IntType(32), count)])]
         if width is not None:
-            props.append(self._prop("llvm.loop.vectorize.width",
-                                    ir.Constant(ir.IntType(32), width)))
-        return props
-
-    def _prop(self, name: str, value: ir.Value) -> ir.Value:
-        return self.module.add_metadata([ir.MetaDataString(self.module, name), value])
-
-    def _loop_id(self, props: list) -> ir.Value:
-        """A loop ID of its own holding `props` (a node whose first operand is itself)."""
+            props.append(self.module.add_metadata([
+                ir.MetaDataString(self.module, "llvm.loop.vectorize.width"),
+                ir.Constant(ir.IntType(32), width)]))
         md = self.module.add_metadata(props)
         md.operands = (md,) + md.operands
         return md
 
-    def loop_nest(self, shape: Sequence[int], body: Callable[[list[ir.Value]], None],
-                  parallel: bool = False) -> None:
+    def loop_nest(self, shape: Sequence[int], body: Callable[[list[ir.Value]], None]) -> None:
         """`body(idx)` for every multi-index of `shape`. A dimension of size 1 gets no loop (its
         index is 0): a parallel chunk body (parallel_loops) then cuts the first dimension that
         has rows to share -- shard_map's split over one device leads every value with one. (A
         shape of one element keeps its loops: a chunk body must not store outside its rows.)
         There, an outer dimension of few rows is one loop with the next (the device axis of
-        two devices' [2, 2048, 256] halves: 4096 rows to cut into chunks, not 2). parallel: an
-        element loop nest, whose innermost loop says so (Emitter.loop)."""
+        two devices' [2, 2048, 256] halves: 4096 rows to cut into chunks, not 2)."""
         skip = all(isinstance(n, int) for n in shape) and math.prod(shape) > 1
 
         def rec(k: int, idx: list[ir.Value]):
@@ -394,10 +377,9 @@ class Emitter:
                     n = ir.Constant(I64, shape[inner])
                     rec(inner + 1, idx + [self.b.udiv(i, n)] + [ir.Constant(I64, 0)] *
                         (inner - k - 1) + [self.b.urem(i, n)])
-                self.loop(shape[k] * shape[inner], both, name=f"d{k}", parallel=parallel)
+                self.loop(shape[k] * shape[inner], both, name=f"d{k}")
                 return
-            self.loop(shape[k], lambda i: rec(k + 1, idx + [i]), name=f"d{k}",
-                      parallel=parallel)
+            self.loop(shape[k], lambda i: rec(k + 1, idx + [i]), name=f"d{k}")
         rec(0, [])
 
     def _cuts_here(self) -> bool:
@@ -497,12 +479,9 @@ class Emitter:
             return dest
         if isinstance(val, Buf) and self._bytes_copy(val, dest):
             return dest
-        def store(idx):
-            self.store(dest, self.linear(aval.shape, idx), self.value_at(val, idx))
-        if _reads_transposed(val):
-            self.tiled_nest(aval.shape, store)
-        else:
-            self.loop_nest(aval.shape, store, parallel=True)
+        nest = self.tiled_nest if _reads_transposed(val) else self.loop_nest
+        nest(aval.shape, lambda idx: self.store(
+            dest, self.linear(aval.shape, idx), self.value_at(val, idx)))
         return dest
 
     def _bytes_copy(self, src: Buf, dest: Buf) -> bool:
@@ -1017,7 +996,7 @@ def _fused(em: Emitter, eqn, ins, dests):
     outs = [d or em.alloc(v.aval) for v, d in zip(body.outvars, dests)]
     em.loop_nest(shape, lambda idx: [
         em.store(o, em.linear(shape, idx), em.value_at(env[v], idx))
-        for o, v in zip(outs, body.outvars)], parallel=True)
+        for o, v in zip(outs, body.outvars)])
     return outs
 
 
