@@ -43,15 +43,19 @@ def test_util_and_custom_transpose_are_not_public_in_jax012():
             importlib.import_module(f"tracejit.{name}")
 
 
-def test_compiler_options_refused_as_unknown_xla_options():
-    # JAX 0.12: JaxRuntimeError "INVALID_ARGUMENT: No such compile option: 'xla_bogus_flag'"
-    # (at the first call, or Lowered.compile); no XLA option means anything here
-    with pytest.raises(JaxRuntimeError, match="No such compile option: 'xla_bogus_flag'"):
-        tracejit.jit(lambda x: x + 1, compiler_options={"xla_bogus_flag": True})
-    with pytest.raises(JaxRuntimeError, match="No such compile option: 'xla_cpu_enable_fast"):
-        tracejit.jit(lambda x: x + 1).lower(1.0).compile({"xla_cpu_enable_fast_math": True})
-    assert float(tracejit.jit(lambda x: x + 1, compiler_options={})(1.0)) == 2.0
-    assert float(tracejit.jit(lambda x: x + 1).lower(1.0).compile(None)(1.0)) == 2.0
+def test_compiler_options_accepted_as_jax_accepts_xla_s():
+    # JAX 0.10 (checked): {"xla_cpu_enable_fast_math": False}, {"xla_backend_optimization_level":
+    # 0} and {"exec_time_optimization_effort": 0.5} run; a name XLA does not know raises
+    # JaxRuntimeError "INVALID_ARGUMENT: No such compile option: '...'". None means anything to
+    # LLVM: accepted and ignored; an xla_* name is taken as XLA's (a misspelt one passes here)
+    for options in ({"xla_cpu_enable_fast_math": False}, {"xla_backend_optimization_level": 0},
+                    {"exec_time_optimization_effort": 0.5}, {}, None):
+        assert float(tracejit.jit(lambda x: x + 1, compiler_options=options)(1.0)) == 2.0
+        assert float(tracejit.jit(lambda x: x + 1).lower(1.0).compile(options)(1.0)) == 2.0
+    with pytest.raises(JaxRuntimeError, match="No such compile option: 'bogus_flag'"):
+        tracejit.jit(lambda x: x + 1, compiler_options={"bogus_flag": True})
+    with pytest.raises(JaxRuntimeError, match="No such compile option: 'fast_math'"):
+        tracejit.jit(lambda x: x + 1).lower(1.0).compile({"fast_math": True})
 
 
 def test_symbolic_dim_bounds():
