@@ -275,6 +275,55 @@ def test_without_memory_for_the_packing_the_same_bits(monkeypatch):
         assert np.all(np.abs(packed - want) <= bound)
 
 
+class _FencedHeap:
+    """malloc and free for the routine: each block ends where a page the process may not touch
+    begins, so a packed buffer sized short of what the routine writes faults."""
+
+    def __init__(self):
+        self.fence = _Fenced()
+        self.sizes = []
+        self.malloc = ctypes.CFUNCTYPE(P, ctypes.c_int64)(self._malloc)
+        self.free = ctypes.CFUNCTYPE(None, P)(lambda ptr: None)
+
+    def _malloc(self, nbytes):
+        self.sizes.append(nbytes)
+        block = self.fence.place(np.zeros(-(-nbytes // 4), np.float32))
+        return block.ctypes.data
+
+
+@pytest.mark.parametrize("lanes", LANES)
+@pytest.mark.parametrize("m,n,k,ta,tb", [
+    (gemm.MC + 33, gemm.NC_PANELS * 14 + 5, gemm.KC + 7, "N", "N"),  # past every block
+    (35, 29, 9, "T", "T"),
+    (3, 2 * 14 + 1, gemm.KC - 1, "N", "T"),
+    (gemm.MC - 1, 15, 2 * gemm.KC + 1, "T", "N"),
+])
+def test_packed_buffers_sized_to_the_product(lanes, m, n, k, ta, tb, monkeypatch):
+    """The routine mallocs what the product packs (MC x KC of X, NC x KC of Y at most): its
+    buffers against an unreadable page, every layout, the bits of the routine on malloc's."""
+    import llvmlite.binding as llvm
+
+    from tracejit.backend.llvm import jit_engine
+    heap = _FencedHeap()
+    llvm.add_symbol("tracejit_test_malloc", ctypes.cast(heap.malloc, P).value)
+    llvm.add_symbol("tracejit_test_free", ctypes.cast(heap.free, P).value)
+    name = gemm.symbol(lanes)
+    text = str(gemm.module(lanes)).replace(name, name + "_fenced")
+    text = text.replace('@"malloc"', '@"tracejit_test_malloc"').replace(
+        '@"free"', '@"tracejit_test_free"')
+    _, code = jit_engine.compile_ir(text)
+    monkeypatch.setattr(gemm, "address", lambda lanes: code.address(name + "_fenced"))
+    fenced, want, bound = _fortran_case(lanes, m, n, k, ta, tb, 1, m + n + k)
+    monkeypatch.undo()
+    plain, _, _ = _fortran_case(lanes, m, n, k, ta, tb, 1, m + n + k)
+    np.testing.assert_array_equal(fenced, plain)
+    assert np.all(np.abs(fenced - want) <= bound)
+    mr, nr = gemm._shape(lanes)
+    assert len(heap.sizes) == 1 and heap.sizes[0] < 4 * (
+        gemm.MC * gemm.KC + (gemm.NC_PANELS + 1) * nr * gemm.KC_STRIDE + mr * nr + 64)
+    heap.fence.close()
+
+
 _SCRIPT = """
 import json
 import numpy as np
