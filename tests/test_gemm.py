@@ -320,7 +320,7 @@ def test_packed_buffers_sized_to_the_product(lanes, m, n, k, ta, tb, monkeypatch
     assert np.all(np.abs(fenced - want) <= bound)
     mr, nr = gemm._shape(lanes)
     assert len(heap.sizes) == 1 and heap.sizes[0] < 4 * (
-        gemm.MC * gemm.KC + (gemm.NC_PANELS + 1) * nr * gemm.KC_STRIDE + mr * nr + 64)
+        gemm.MC * gemm.KC + (gemm.NC_PANELS + 1) * nr * (gemm.KC + 16) + mr * nr + 64)
     heap.fence.close()
 
 

@@ -5,7 +5,8 @@ measured at least level (`linalg.gemm_routine`). Compiled once per machine
 
 The loops are BLIS's: column-major C[M,N] = X[M,K] Y[K,N] (linalg's C^T = B^T A^T) in blocks
 of KC of the sum, NC columns and MC rows; each block of Y packed once into a buffer (its
-micro-panels of NR columns with a fixed stride, so the kernel reads them through one pointer),
+micro-panels of NR columns, each column at one stride per call, so the kernel reads them
+through one pointer),
 each block of X into micro-panels of MR rows. The micro-kernel holds an MR x NR tile of C in
 NR * 2 vector registers (AVX-512: 32 x 14 in 28 zmm), broadcasts Y's elements and multiplies
 them into vectors of X's. Every element of C is one chain of fused multiply-adds over k in
@@ -33,7 +34,6 @@ F32P = F32.as_pointer()
 KC = 1024
 MC = 256          # rows of X per packed block (1 MiB at KC)
 NC_PANELS = 80    # micro-panels of Y per packed block (NC = 1120 columns, 4.5 MiB at KC)
-KC_STRIDE = KC + 16  # a Y micro-panel's row stride: not a multiple of 4 KiB (L1 sets)
 
 
 def host_lanes() -> int | None:
@@ -98,22 +98,22 @@ def _at(b, ptr, offset):
 
 
 def _kernel(mod: ir.Module, lanes: int, y_rows: bool, width: int) -> ir.Function:
-    """`void kernel(float* x, float* y, i64 kc, float* c, i64 ldc, i1 first)`: C[0:MR, 0:width]
-    (column stride ldc) = (first ? 0 : C) + sum over p < kc of x[p*MR : p*MR+MR] y(p, j), y(p, j)
-    at y[j*KC_STRIDE + p] or, y_rows, y[p*NR + j]. Each element's fused multiply-adds run in
+    """`void kernel(float* x, float* y, i64 kc, float* c, i64 ldc, i1 first, i64 ys)`:
+    C[0:MR, 0:width] (column stride ldc) = (first ? 0 : C) + sum over p < kc of
+    x[p*MR : p*MR+MR] y(p, j), y(p, j) at y[j*ys + p] or, y_rows, y[p*NR + j]. Each element's fused multiply-adds run in
     p's order, whatever the width (the last micro-panel of columns runs the narrowest width
     that covers it: a full one would compute up to NR - 1 columns of padding)."""
     mr, nr = _shape(lanes)
     row_stride = nr
     vec = ir.VectorType(F32, lanes)
     fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [F32P, F32P, I64, F32P, I64,
-                                                           ir.IntType(1)]),
+                                                           ir.IntType(1), I64]),
                      name=f"sgemm_kernel_{lanes}_{int(y_rows)}_{width}")
     fn.linkage = "internal"
     fn.attributes.add("noinline")
     for a in fn.args[:2] + fn.args[3:4]:
         a.add_attribute("noalias")
-    x, y, kc, c, ldc, first = fn.args
+    x, y, kc, c, ldc, first, ystride = fn.args
     fma = mod.globals.get(f"llvm.fma.v{lanes}f32") or ir.Function(
         mod, ir.FunctionType(vec, [vec] * 3), name=f"llvm.fma.v{lanes}f32")
     entry, load_c, start = (fn.append_basic_block(n) for n in ("entry", "load_c", "start"))
@@ -153,7 +153,7 @@ def _kernel(mod: ir.Module, lanes: int, y_rows: bool, width: int) -> ir.Function
     splat_mask = ir.Constant(ir.VectorType(I32, lanes), [0] * lanes)
     ybase = _at(b, y, b.mul(p, c64(row_stride)) if y_rows else p)
     for j in range(width):
-        s = b.load(_at(b, ybase, c64(j if y_rows else j * KC_STRIDE)))
+        s = b.load(_at(b, ybase, c64(j) if y_rows else b.mul(c64(j), ystride)))
         sv = b.shuffle_vector(b.insert_element(undef, s, ir.Constant(I32, 0)), undef,
                               splat_mask)
         for v in range(2):
@@ -247,7 +247,12 @@ def module(lanes: int) -> ir.Module:
     x_floats = b.mul(_min(b, c64(MC), b.mul(b.udiv(b.add(m, c64(mr - 1)), c64(mr)), c64(mr))),
                      _min(b, c64(KC), k))
     y_panels = b.udiv(b.add(_min(b, c64(nc), n), c64(nr - 1)), c64(nr))
-    y_floats = b.add(b.mul(y_panels, c64(nr * KC_STRIDE)), c64(16))
+    # a Y micro-panel's column stride: the first block's kc rounded up to an odd number of cache
+    # lines (its columns in as many L1 sets; a stride fixed at KC+16 spread k = 256's panels
+    # over 4x the lines: 4096x256x256 3% slower)
+    kc_lines = b.and_(b.add(_min(b, c64(KC), k), c64(15)), c64(-16))
+    ystride = b.sub(b.add(kc_lines, c64(16)), b.and_(kc_lines, c64(16)))
+    y_floats = b.add(b.mul(y_panels, b.mul(c64(nr), ystride)), c64(16))
     raw = b.call(malloc, [b.mul(b.add(b.add(x_floats, y_floats), c64(mr * nr + 16)), c64(4))])
     packed, unpacked = fn.append_basic_block("packed"), fn.append_basic_block("unpacked")
     b.cbranch(b.icmp_unsigned("==", b.ptrtoint(raw, I64), c64(0)), unpacked, packed)
@@ -303,9 +308,9 @@ def module(lanes: int) -> ir.Module:
     def pack_y(pc, kc, jc, ncols):
         """Y[pc:pc+kc, jc:jc+ncols] into micro-panels of NR columns, zeros past ncols: p-major
         (one masked vector load of a row's NR elements per p) where Y's rows are contiguous,
-        else column-major with row stride KC_STRIDE (a copy loop per column)."""
+        else column-major with column stride ystride (a copy loop per column)."""
         def panel(q):
-            dst = _at(b, ybuf, b.mul(q, c64(nr * KC_STRIDE)))
+            dst = _at(b, ybuf, b.mul(q, b.mul(c64(nr), ystride)))
             j0 = b.add(jc, b.mul(q, c64(nr)))
             valid_cols = _min(b, c64(nr), b.sub(b.add(jc, ncols), j0))
             with b.if_else(ys_rows) as (rows, cols):
@@ -322,14 +327,14 @@ def module(lanes: int) -> ir.Module:
                         val = b.call(masked_load, [
                             b.bitcast(_at(b, src, b.mul(p, ys_p)), v16.as_pointer()),
                             ir.Constant(I32, 4), mask, ir.Constant(v16, None)])
-                        # (16 lanes: the 2 past NR land in the next row, written after, or
-                        # in the panel's slack past kc * NR)
+                        # (16 lanes: the 16 - NR past NR land in the next row or panel,
+                        # written after, or in the buffer's 16 floats of slack)
                         b.store(val, b.bitcast(_at(b, dst, b.mul(p, c64(nr))),
                                                v16.as_pointer()), align=4)
                     loops.range(0, kc, 1, row, "yp")
                 with cols:
                     def col(r):
-                        col_dst = _at(b, dst, b.mul(r, c64(KC_STRIDE)))
+                        col_dst = _at(b, dst, b.mul(r, ystride))
                         with b.if_else(b.icmp_signed("<", r, valid_cols)) as (ok, pad):
                             with ok:
                                 src = _at(b, y, b.add(pc, b.mul(b.add(j0, r), ys_j)))
@@ -386,7 +391,7 @@ def module(lanes: int) -> ir.Module:
         first = b.icmp_signed("==", pc, c64(0))
 
         def column_panel(jr):
-            ypanel = _at(b, ybuf, b.mul(b.udiv(jr, c64(nr)), c64(nr * KC_STRIDE)))
+            ypanel = _at(b, ybuf, b.mul(b.udiv(jr, c64(nr)), b.mul(c64(nr), ystride)))
             nvalid = _min(b, c64(nr), b.sub(ncols, jr))
 
             def row_panel(ir_):
@@ -399,9 +404,9 @@ def module(lanes: int) -> ir.Module:
                 def call(dst, ld, width):
                     with b.if_else(ys_rows) as (rows, cols):
                         with rows:
-                            b.call(kernels[True, width], [xpanel, ypanel, kc, dst, ld, first])
+                            b.call(kernels[True, width], [xpanel, ypanel, kc, dst, ld, first, ystride])
                         with cols:
-                            b.call(kernels[False, width], [xpanel, ypanel, kc, dst, ld, first])
+                            b.call(kernels[False, width], [xpanel, ypanel, kc, dst, ld, first, ystride])
 
                 def call_narrowest(dst, ld):
                     """The kernel of the narrowest width >= nvalid."""
