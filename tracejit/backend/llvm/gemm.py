@@ -100,9 +100,10 @@ def _at(b, ptr, offset):
 def _kernel(mod: ir.Module, lanes: int, y_rows: bool, width: int) -> ir.Function:
     """`void kernel(float* x, float* y, i64 kc, float* c, i64 ldc, i1 first, i64 ys)`:
     C[0:MR, 0:width] (column stride ldc) = (first ? 0 : C) + sum over p < kc of
-    x[p*MR : p*MR+MR] y(p, j), y(p, j) at y[j*ys + p] or, y_rows, y[p*NR + j]. Each element's fused multiply-adds run in
-    p's order, whatever the width (the last micro-panel of columns runs the narrowest width
-    that covers it: a full one would compute up to NR - 1 columns of padding)."""
+    x[p*MR : p*MR+MR] y(p, j), y(p, j) at y[j*ys + p] or, y_rows, y[p*NR + j]. Each element's
+    fused multiply-adds run in p's order, whatever the width (the last micro-panel of columns
+    runs the narrowest width that covers it: a full one would compute up to NR - 1 columns of
+    padding)."""
     mr, nr = _shape(lanes)
     row_stride = nr
     vec = ir.VectorType(F32, lanes)
@@ -402,11 +403,12 @@ def module(lanes: int) -> ir.Module:
                                b.icmp_signed("==", nvalid, c64(nr)))
 
                 def call(dst, ld, width):
+                    args = [xpanel, ypanel, kc, dst, ld, first, ystride]
                     with b.if_else(ys_rows) as (rows, cols):
                         with rows:
-                            b.call(kernels[True, width], [xpanel, ypanel, kc, dst, ld, first, ystride])
+                            b.call(kernels[True, width], args)
                         with cols:
-                            b.call(kernels[False, width], [xpanel, ypanel, kc, dst, ld, first, ystride])
+                            b.call(kernels[False, width], args)
 
                 def call_narrowest(dst, ld):
                     """The kernel of the narrowest width >= nvalid."""
