@@ -27,10 +27,10 @@ from .types import F32, I8, I32, I64
 I8P = I8.as_pointer()
 F32P = F32.as_pointer()
 # The sum's block. BLIS keeps an NR-column micro-panel of Y in L1 (KC 256: 14 KiB), but then a
-# product with K > KC loads and stores all of C again for each further block, and a C beyond
-# L2 (a 1024^2 product's column tile: 2 MiB) costs more so than the kernel reading its Y panel
-# (56 KiB at 1024) from L2 with the hardware prefetchers streaming it: 512x1024x1024 on one
-# thread, Zen 4, 4.5% less CPU (medians, alternating; K <= 256 and the MLP's products level).
+# product with K > KC loads and stores all of C again for each further block; where C is beyond
+# L2 (a 1024^2 product's column tile: 2 MiB) that costs more than the kernel's reading its Y
+# panel (56 KiB at 1024) from L2, which the hardware prefetchers stream: 512x1024x1024 on one
+# thread, Zen 4, 4-13% less CPU (medians, alternating; K <= 256 and the MLP's products level).
 KC = 1024
 MC = 256          # rows of X per packed block (1 MiB at KC)
 NC_PANELS = 80    # micro-panels of Y per packed block (NC = 1120 columns, 4.5 MiB at KC)
