@@ -129,6 +129,53 @@ def test_source_digest_follows_every_source_file(tmp_path):
     assert len(changed) == 4 and first not in changed
 
 
+def test_source_digest_record_stands_for_the_contents_while_the_listing_stays(tmp_path,
+                                                                               monkeypatch):
+    """The library folder's record of the sources' digest: a listing that stays (sizes, times,
+    inodes) gives the recorded digest without reading a file; an edit that keeps size and
+    modification time changes the change time, so the contents are read again; a listing
+    with a file changed in the last `settled_ns` is not recorded (a write within one tick of
+    the clock may leave the times as they were); a tampered record is rejected."""
+    import time
+    root, folder = tmp_path / "pkg", tmp_path / "cache" / "library"
+    (root / "core").mkdir(parents=True)
+    (root / "__init__.py").write_text("x = 1\n")
+    (root / "core" / "a.py").write_text("y = 2\n")
+    folder.mkdir(mode=0o700, parents=True)
+    settled = 10**8  # (0.1 s: far more than a tick of the clock)
+    time.sleep(0.2)
+    stats = disk_cache.source_stats
+
+    def digest():
+        before = dict(stats)
+        out = disk_cache.digest_sources(root, folder, settled_ns=settled)
+        assert out == disk_cache.digest_sources(root, None)  # (the contents' digest)
+        return out, {k: v - before.get(k, 0) for k, v in stats.items() if v != before.get(k, 0)}
+    first, counts = digest()
+    assert counts == {"misses": 1, "stores": 1}
+    (record,) = folder.glob("*.digest")  # (one, beside the folder's key)
+    assert record.stat().st_mode & 0o077 == 0
+    with monkeypatch.context() as m:  # a hit reads no source
+        m.setattr(disk_cache, "_contents_digest", None)
+        assert disk_cache.digest_sources(root, folder, settled_ns=settled) == first
+    assert digest() == (first, {"hits": 1})
+    a = root / "core" / "a.py"
+    before = a.stat()
+    a.write_text("y = 3\n")  # the same size, the time it had
+    os.utime(a, ns=(before.st_atime_ns, before.st_mtime_ns))
+    second, counts = digest()
+    assert second != first and counts == {"misses": 1}  # (just changed: not recorded)
+    assert digest() == (second, {"misses": 1})
+    time.sleep(0.2)
+    assert digest() == (second, {"misses": 1, "stores": 1})
+    assert digest() == (second, {"hits": 1})
+    data = bytearray(record.read_bytes())
+    data[-3] ^= 1  # (in the recorded digest)
+    record.write_bytes(bytes(data))
+    assert digest() == (second, {"errors": 1, "misses": 1, "stores": 1})
+    assert digest() == (second, {"hits": 1})
+
+
 _START = """
 import json, numpy as np, tracejit
 from tracejit.runtime import disk_cache

@@ -187,6 +187,13 @@ def compile_library(routine: str, ir_text: Callable[[], str],
 
 
 _PACKAGE = pathlib.Path(__file__).resolve().parent.parent  # (tracejit/)
+# how long a source must have been left alone before its listing may stand for its contents:
+# far more than a tick of any file system's clock (a write within the tick of the one before
+# may leave the change time as it was)
+_SETTLED_NS = 2 * 10**9
+# the records of source_digest: hits (the listing stood for the contents), misses (contents
+# read), stores, errors (as `stats`)
+source_stats: collections.Counter[str] = collections.Counter()
 
 
 @functools.cache
@@ -197,12 +204,50 @@ def source_digest(root: pathlib.Path = _PACKAGE) -> str:
     is compiled again, once per machine). Contents, not modification times: an edit that keeps
     a file's size and time (within one tick of the clock, or with the time put back), a copy
     that keeps the times (`cp -p`, an archive) or a reinstall of other code would otherwise
-    load the old sources' code. ~4.4 ms of CPU (263 files, 3 MB) once per process, on
-    backend_start's thread after `import tracejit`, beside the user's program (reads and
-    hashlib release the GIL); the listing of sizes and times it replaces took ~1.1 ms."""
-    digest = hashlib.sha256(f"{np.__version__}\0{sys.version}".encode())
+    load the old sources' code. Reading them (268 files, 3 MB) took ~5.3 ms of CPU, in the first
+    program that loads a library (backend_start's thread has it only where the program leaves
+    it time), so the library folder keeps a record of the last digest of `root` with the
+    listing it was made from (`_listing`: each source's size, modification and change times,
+    inode and device), which stands for the contents while the listing is the same (~1 ms):
+    see digest_sources."""
+    return digest_sources(root, library_dir())
+
+
+def digest_sources(root: pathlib.Path, folder: pathlib.Path | None,
+                   settled_ns: int = _SETTLED_NS) -> str:
+    """source_digest of `root`, with the record kept in `folder` (None: no record). A record
+    stands for the contents because no call sets a file's change time: every write, rename,
+    `utime` or copy gives the file a new one (or a new inode), so sources with the recorded
+    times, inodes and sizes have the recorded contents -- unless one was written again within
+    the tick of the clock its time was taken in. As git does with its index, a listing is
+    recorded only once every source has been left alone `settled_ns` (a file written just
+    before is read each time until then), and a file system that keeps no change times (0) is
+    read each time. The record is authenticated like an entry, under its own name (one per
+    `root`, replaced when the listing changes)."""
+    sources = _python_sources(root)
+    listing, settled = _listing(root, sources, settled_ns)
+    secret = _secret(folder, True, warn=False) if folder is not None and folder.is_dir() else None
+    if secret is None or listing is None:
+        return _contents_digest(root, sources)
+    name = "sources-" + hashlib.sha256(str(root).encode()).hexdigest()
+    path = folder / f"{name}.digest"
+    entry = _load(path, name, secret, source_stats)
+    if entry is not None:
+        recorded, _, digest = entry[0].partition("\n")
+        if recorded == listing and re.fullmatch("[0-9a-f]{64}", digest):
+            source_stats["hits"] += 1
+            return digest
+    source_stats["misses"] += 1
+    digest = _contents_digest(root, sources)
+    if settled:
+        _store(path, name, secret, f"{listing}\n{digest}".encode(), b"", source_stats)
+    return digest
+
+
+def _python_sources(root: pathlib.Path) -> list[str]:
+    """The paths of the .py files under `root` (not in __pycache__), sorted."""
     sources = []
-    folders, start = [str(root)], len(str(root))
+    folders = [str(root)]
     while folders:
         with os.scandir(folders.pop()) as listing:
             for item in listing:
@@ -212,6 +257,28 @@ def source_digest(root: pathlib.Path = _PACKAGE) -> str:
                 elif item.name != "__pycache__" and item.is_dir(follow_symlinks=False):
                     folders.append(item.path)
     sources.sort()  # (a listing's order is the file system's)
+    return sources
+
+
+def _listing(root: pathlib.Path, sources: list[str], settled_ns: int) -> tuple[str | None, bool]:
+    """(the sha256 of the sources' listing: the versions source_digest hashes, `root`, and each
+    file's path, size, modification and change times, inode and device; whether every file
+    was last changed `settled_ns` ago or more). None where a file's change time is 0."""
+    digest = hashlib.sha256(f"{np.__version__}\0{sys.version}\0{root}".encode())
+    newest = 0
+    for path in sources:
+        info = os.stat(path)
+        if info.st_ctime_ns <= 0:
+            return None, False
+        newest = max(newest, info.st_ctime_ns, info.st_mtime_ns)
+        digest.update(f"\0{path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ctime_ns}"
+                      f"\0{info.st_ino}\0{info.st_dev}".encode())
+    return digest.hexdigest(), newest <= time.time_ns() - settled_ns
+
+
+def _contents_digest(root: pathlib.Path, sources: list[str]) -> str:
+    digest = hashlib.sha256(f"{np.__version__}\0{sys.version}".encode())
+    start = len(str(root))
     for path in sources:
         with open(path, "rb") as f:
             text = f.read()
@@ -322,10 +389,11 @@ _secrets_lock = threading.Lock()
 _warned: set[str] = set()  # (an unsafe folder turns off both caches: one warning says so)
 
 
-def _secret(folder: pathlib.Path, subfolder: bool = False) -> bytes | None:
+def _secret(folder: pathlib.Path, subfolder: bool = False, warn: bool = True) -> bytes | None:
     """The folder's key after checking the folder (and with `subfolder`, its parent), once per
     folder and process; None, with one warning, when the folder is not safe or usable (the
-    persistent cache is then off)."""
+    persistent cache is then off). Without `warn`, None and nothing said (nor remembered: the
+    next call with `warn` checks again, and says why)."""
     with _secrets_lock:
         if (folder, subfolder) not in _secrets:
             try:
@@ -334,6 +402,8 @@ def _secret(folder: pathlib.Path, subfolder: bool = False) -> bytes | None:
                 _check_folder(folder)
                 _secrets[folder, subfolder] = _folder_key(folder)
             except (UnsafeCacheFolder, OSError) as err:
+                if not warn:
+                    return None
                 _secrets[folder, subfolder] = None
                 if str(err) not in _warned:
                     _warned.add(str(err))
