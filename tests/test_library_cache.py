@@ -9,11 +9,9 @@ import os
 import subprocess
 import sys
 
-import llvmlite.binding as llvm
 import numpy as np
 
-from tracejit.backend.llvm import jit_engine
-from tracejit.runtime import disk_cache
+from tracejit.runtime import disk_cache, object_code
 
 # a sum large enough for the thread pool, sines of huge arguments (the out-of-line slow path)
 # and an rfft (the FFT's steps), in a fresh process
@@ -70,14 +68,15 @@ def test_library_code_is_compiled_once_then_loaded(tmp_path):
     assert cold["library"] == {"misses": n, "stores": n}
     assert len(cold["built"]) == len(set(cold["built"])) == n  # one entry per routine
     assert [p.name for p in tmp_path.iterdir()] == ["library"]  # and no program
-    for path in _entries(library):  # a hit reads the routines' names from the text, unparsed
+    routines = set()
+    for path in _entries(library):  # an entry holds its routines' names, not its IR
         data = path.read_bytes()
         _, n_ir, _, _ = disk_cache._HEADER.unpack_from(data)
-        text = data[disk_cache._HEADER.size:disk_cache._HEADER.size + n_ir].decode()
-        module = jit_engine.parse(text)
-        want = [f.name for f in module.functions if not f.is_declaration
-                and f.linkage not in (llvm.Linkage.internal, llvm.Linkage.private)]
-        assert disk_cache.exported_functions(text) == want and want
+        names = data[disk_cache._HEADER.size:disk_cache._HEADER.size + n_ir].decode()
+        assert names and "define" not in names
+        object_code.check(data[disk_cache._HEADER.size + n_ir:], names.split("\n"))
+        routines.update(names.split("\n"))
+    assert set(cold["built"]) <= routines  # (each module defines its routine's name)
     warm = _run(tmp_path)
     assert warm["library"] == {"hits": n} and warm["built"] == []  # loaded by name alone
     keys = ("total", "sines", "spectrum")

@@ -31,7 +31,8 @@ every process, like jaxlib's prebuilt runtime) goes through `compile_library`, i
 `library` subfolder, under the same checks, keyed by its name, its optimisation level and the
 contents of tracejit's source files (`source_digest`) instead of its IR text: a hit loads it
 without building its IR (building and printing the thread pool's IR only to hash it was ~3.7 of
-the ~4.5 ms of CPU it took to load). That cache has an option of its own,
+the ~4.5 ms of CPU it took to load). A library entry holds the names of the functions it
+defines in the place of the optimised IR (no library is printed with as_text). That cache has an option of its own,
 `tracejit_library_cache` (on by default): `tracejit_persistent_cache` off still means that no
 user program is cached, and the runtime's code is then compiled once per machine rather than
 once per process.
@@ -180,7 +181,9 @@ def compile_library(routine: str, ir_text: Callable[[], str],
     name stands for the IR without it: the routine's name (one name, one builder) and the
     sources that build it (source_digest), with what key() adds."""
     folder = library_dir()
-    name = key("", "library", str(speed_level), routine, source_digest()) if folder else ""
+    # ("names": the entry holds the names it defines, not its IR; see _compile)
+    name = (key("", "library", "names", str(speed_level), routine, source_digest()) if folder
+            else "")
     return _compile(ir_text, folder, name,
                     lambda module, _: jit_engine.optimize_library(module, speed_level),
                     library_stats, library=True)[1]
@@ -294,7 +297,12 @@ def _compile(ir_text: Callable[[], str], folder: pathlib.Path | None, name: str,
     """(optimised IR, code, final) of the module `ir_text()`: loaded from `folder`'s entry
     `name` when it holds a valid one (`ir_text` is not called), else parsed, optimised by
     `optimise(module, lines of its IR)` and compiled, and stored there (with `tiered`, see
-    compile_ir)."""
+    compile_ir). A `library` entry holds, in the place of the optimised IR (which nobody reads
+    back: a library has no as_text), the names of the functions it defines for others, one a
+    line, which is all a hit needs of it (_checked_library; compile_library returns the code
+    alone).
+    Reading them from the IR's text was 0.01-1.1 ms a routine (the GEMM's 228 KB), besides
+    reading and authenticating the text."""
     secret = _secret(folder, library) if folder is not None else None
     path = folder / f"{name}.o" if secret is not None else None
     entry = _load(path, name, secret, counts) if path is not None else None
@@ -312,6 +320,7 @@ def _compile(ir_text: Callable[[], str], folder: pathlib.Path | None, name: str,
     text = ir_text()
     module = optimise(jit_engine.parse(text), jit_engine.inlined_lines(text))
     optimised_ir = str(module)
+    stored_ir = "\n".join(_exported(module, optimised_ir)) if library else optimised_ir
     fast = tiered and jit_engine.fast_codegen_exact(optimised_ir)
     code, obj = jit_engine.load(module, ir_text=optimised_ir, library=library, fast=fast)
     if fast and path is not None:  # (where `finish` stores the final code)
@@ -320,11 +329,21 @@ def _compile(ir_text: Callable[[], str], folder: pathlib.Path | None, name: str,
     if path is not None:
         counts["misses"] += 1
         if obj is not None and not fast:
-            _store(path, name, secret, optimised_ir.encode(), obj, counts)
+            _store(path, name, secret, stored_ir.encode(), obj, counts)
     return optimised_ir, code, not fast
 
 
 _LOCAL = (llvm.Linkage.internal, llvm.Linkage.private)
+
+
+def _exported(module: llvm.ModuleRef, optimised_ir: str | None = None) -> list[str]:
+    """The functions `module` defines for other modules to call; read from its printed text
+    `optimised_ir` where the caller has it and the text allows (exported_functions)."""
+    names = exported_functions(optimised_ir) if optimised_ir is not None else None
+    if names is None:
+        names = [f.name for f in module.functions
+                 if not f.is_declaration and f.linkage not in _LOCAL]
+    return names
 
 
 def _checked_module(path: pathlib.Path, optimised_ir: str, obj: bytes,
@@ -334,8 +353,7 @@ def _checked_module(path: pathlib.Path, optimised_ir: str, obj: bytes,
     internal ones are local symbols, or inlined away); else None, the entry deleted."""
     try:
         module = jit_engine.parse(optimised_ir)
-        check(obj, [f.name for f in module.functions
-                    if not f.is_declaration and f.linkage not in _LOCAL])
+        check(obj, _exported(module))
     except (RuntimeError, BadObject):
         counts["errors"] += 1
         _discard(path)
@@ -358,18 +376,15 @@ def exported_functions(ir_text: str) -> list[str] | None:
     return [name for words, name in found if not _LOCAL_WORDS.intersection(words.split())]
 
 
-def _checked_library(path: pathlib.Path, optimised_ir: str, obj: bytes,
+def _checked_library(path: pathlib.Path, names: str, obj: bytes,
                      counts: collections.Counter) -> llvm.ModuleRef | None:
-    """_checked_module for a library entry, without parsing its IR (~0.4-1 ms a routine in the
-    first program calling it): the functions it defines for others are read from the text LLVM
-    printed, and the engine is given an empty module, for which the MCJIT object cache's hook
-    hands over the entry's object code (no library module calls the support routines or slow
-    paths that `load` links by a module's declarations)."""
-    names = exported_functions(optimised_ir)
-    if names is None:
-        return _checked_module(path, optimised_ir, obj, counts)
+    """_checked_module for a library entry, which holds no IR (~0.4-1 ms a routine to parse, in
+    the first program calling it) but the `names` of the functions it defines for others, one
+    a line (_compile); the engine is given an empty module, for which the MCJIT object cache's
+    hook hands over the entry's object code (no library module calls the support routines or
+    slow paths that `load` links by a module's declarations)."""
     try:
-        check(obj, names)
+        check(obj, names.split("\n") if names else [])
     except BadObject:
         counts["errors"] += 1
         _discard(path)
