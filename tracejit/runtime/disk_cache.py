@@ -389,7 +389,7 @@ def _checked_library(path: pathlib.Path, names: str, obj: bytes,
         counts["errors"] += 1
         _discard(path)
         return None
-    return jit_engine.parse("")
+    return jit_engine.empty_module()
 
 
 # --- the folder and its key ------------------------------------------------------------------
