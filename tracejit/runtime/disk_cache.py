@@ -32,10 +32,10 @@ every process, like jaxlib's prebuilt runtime) goes through `compile_library`, i
 contents of tracejit's source files (`source_digest`) instead of its IR text: a hit loads it
 without building its IR (building and printing the thread pool's IR only to hash it was ~3.7 of
 the ~4.5 ms of CPU it took to load). A library entry holds the names of the functions it
-defines in the place of the optimised IR (no library is printed with as_text). That cache has an option of its own,
-`tracejit_library_cache` (on by default): `tracejit_persistent_cache` off still means that no
-user program is cached, and the runtime's code is then compiled once per machine rather than
-once per process.
+defines in the place of the optimised IR (no library is printed with as_text). That cache has
+an option of its own, `tracejit_library_cache` (on by default): `tracejit_persistent_cache` off
+still means that no user program is cached, and the runtime's code is then compiled once per
+machine rather than once per process.
 """
 from __future__ import annotations
 
@@ -300,9 +300,8 @@ def _compile(ir_text: Callable[[], str], folder: pathlib.Path | None, name: str,
     compile_ir). A `library` entry holds, in the place of the optimised IR (which nobody reads
     back: a library has no as_text), the names of the functions it defines for others, one a
     line, which is all a hit needs of it (_checked_library; compile_library returns the code
-    alone).
-    Reading them from the IR's text was 0.01-1.1 ms a routine (the GEMM's 228 KB), besides
-    reading and authenticating the text."""
+    alone): reading them from the IR's text was 0.01-1.1 ms a routine (the GEMM's is 228 KB),
+    besides reading and authenticating the text."""
     secret = _secret(folder, library) if folder is not None else None
     path = folder / f"{name}.o" if secret is not None else None
     entry = _load(path, name, secret, counts) if path is not None else None
