@@ -181,15 +181,18 @@ from tracejit.runtime import disk_cache
 assert tracejit.__file__.startswith({root!r}), tracejit.__file__
 y = tracejit.jit(tracejit.numpy.sin)(np.float32([1e30]))  # (the slow path: library code)
 np.testing.assert_allclose(np.asarray(y), np.sin(np.float64(np.float32(1e30))), rtol=3e-7)
-print(json.dumps(dict(disk_cache.library_stats)))
+print(json.dumps({{"library": dict(disk_cache.library_stats),
+                  "sources": dict(disk_cache.source_stats)}}))
 """
 
 
 def test_a_copy_with_an_edit_that_keeps_size_and_times_compiles_the_library_again(tmp_path):
     """End to end, with the package copied as `cp -p` does (times kept): the same sources in
     another copy load the library's entries; an edit of one source that keeps its size and
-    modification time makes new ones (the old ones would be another source's code)."""
+    modification time makes new ones (the old ones would be another source's code), also
+    where the copy's sources' digest was recorded (their listing, settled) before the edit."""
     import shutil
+    import time
 
     import tracejit
 
@@ -209,9 +212,15 @@ def test_a_copy_with_an_edit_that_keeps_size_and_times_compiles_the_library_agai
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout.strip().splitlines()[-1])
     first, second = copy("first"), copy("second")
-    cold = run(first)
+    time.sleep(2.2)  # (disk_cache._SETTLED_NS: the copies' listings may be recorded)
+    out = run(first)
+    assert out["sources"] == {}  # (no library folder yet when the digest was taken)
+    cold = out["library"]
     assert cold.get("misses", 0) > 0 and "hits" not in cold
-    assert run(second) == {"hits": cold["misses"]}  # the same contents: the same entries
+    # the same contents: the same entries
+    assert run(second) == {"library": {"hits": cold["misses"]},
+                           "sources": {"misses": 1, "stores": 1}}
+    assert run(second) == {"library": {"hits": cold["misses"]}, "sources": {"hits": 1}}
     source = second / "tracejit" / "runtime" / "disk_cache.py"
     before = source.stat()
     text = source.read_text()
@@ -221,7 +230,11 @@ def test_a_copy_with_an_edit_that_keeps_size_and_times_compiles_the_library_agai
     os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert source.stat().st_size == before.st_size
     assert source.stat().st_mtime_ns == before.st_mtime_ns
-    assert run(second) == {"misses": cold["misses"], "stores": cold["misses"]}
+    edited_run = run(second)
+    assert edited_run["library"] == {"misses": cold["misses"], "stores": cold["misses"]}
+    # (the edited sources are read; recorded too where the process got to its digest 2 s or
+    # more after the edit, as it may on a busy machine)
+    assert edited_run["sources"].get("misses") == 1 and "hits" not in edited_run["sources"]
     cache = tmp_path / "cache"  # private: only its owner may read or list any of it
     for path in [cache, *cache.rglob("*")]:
         assert path.stat().st_mode & 0o077 == 0, (path, oct(path.stat().st_mode))
