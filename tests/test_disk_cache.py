@@ -74,6 +74,30 @@ def test_second_process_loads_object_code(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
 
 
+def test_loading_engine_gets_the_object_code_and_generates_none(monkeypatch):
+    """An engine given a module's object code is made with a target machine of no CPU or
+    features (cheap to make, and it generates nothing): its data layout is the host's, the
+    loaded code computes what the generated code does, and an engine that generated code
+    after all (the object cache's hook not handing it over) raises instead of running code
+    generated for no CPU in particular."""
+    import ctypes
+
+    from tracejit.backend import llvm_setup
+    assert (str(llvm_setup.create_loading_target_machine().target_data)
+            == str(llvm_setup.pipeline_target_machine().target_data))
+    ir_text = ("define i64 @tracejit_test_load(i64 %x) {\n  %y = mul i64 %x, 3\n"
+               "  %z = add i64 %y, 1\n  ret i64 %z\n}\n")
+    generated, obj = jit_engine.load(jit_engine.parse(ir_text))
+    loaded, none = jit_engine.load(jit_engine.empty_module(), cached_object=obj)
+    assert none is None
+    for code in (generated, loaded):
+        fn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(code.address("tracejit_test_load"))
+        assert fn(14) == 43
+    monkeypatch.setattr(jit_engine, "_cached_object", lambda module: None)
+    with pytest.raises(RuntimeError, match="generated code"):
+        jit_engine.load(jit_engine.parse(ir_text), cached_object=obj)
+
+
 @pytest.mark.parametrize("damage", ["truncate", "flip_byte", "empty"])
 def test_damaged_entry_is_compiled_afresh(tmp_path, damage):
     cold = _run(tmp_path)

@@ -9,11 +9,9 @@ import os
 import subprocess
 import sys
 
-import llvmlite.binding as llvm
 import numpy as np
 
-from tracejit.backend.llvm import jit_engine
-from tracejit.runtime import disk_cache
+from tracejit.runtime import disk_cache, object_code
 
 # a sum large enough for the thread pool, sines of huge arguments (the out-of-line slow path)
 # and an rfft (the FFT's steps), in a fresh process
@@ -70,14 +68,15 @@ def test_library_code_is_compiled_once_then_loaded(tmp_path):
     assert cold["library"] == {"misses": n, "stores": n}
     assert len(cold["built"]) == len(set(cold["built"])) == n  # one entry per routine
     assert [p.name for p in tmp_path.iterdir()] == ["library"]  # and no program
-    for path in _entries(library):  # a hit reads the routines' names from the text, unparsed
+    routines = set()
+    for path in _entries(library):  # an entry holds its routines' names, not its IR
         data = path.read_bytes()
         _, n_ir, _, _ = disk_cache._HEADER.unpack_from(data)
-        text = data[disk_cache._HEADER.size:disk_cache._HEADER.size + n_ir].decode()
-        module = jit_engine.parse(text)
-        want = [f.name for f in module.functions if not f.is_declaration
-                and f.linkage not in (llvm.Linkage.internal, llvm.Linkage.private)]
-        assert disk_cache.exported_functions(text) == want and want
+        names = data[disk_cache._HEADER.size:disk_cache._HEADER.size + n_ir].decode()
+        assert names and "define" not in names
+        object_code.check(data[disk_cache._HEADER.size + n_ir:], names.split("\n"))
+        routines.update(names.split("\n"))
+    assert set(cold["built"]) <= routines  # (each module defines its routine's name)
     warm = _run(tmp_path)
     assert warm["library"] == {"hits": n} and warm["built"] == []  # loaded by name alone
     keys = ("total", "sines", "spectrum")
@@ -129,21 +128,71 @@ def test_source_digest_follows_every_source_file(tmp_path):
     assert len(changed) == 4 and first not in changed
 
 
+def test_source_digest_record_stands_for_the_contents_while_the_listing_stays(tmp_path,
+                                                                               monkeypatch):
+    """The library folder's record of the sources' digest: a listing that stays (sizes, times,
+    inodes) gives the recorded digest without reading a file; an edit that keeps size and
+    modification time changes the change time, so the contents are read again; a listing
+    with a file changed in the last `settled_ns` is not recorded (a write within one tick of
+    the clock may leave the times as they were); a tampered record is rejected."""
+    import time
+    root, folder = tmp_path / "pkg", tmp_path / "cache" / "library"
+    (root / "core").mkdir(parents=True)
+    (root / "__init__.py").write_text("x = 1\n")
+    (root / "core" / "a.py").write_text("y = 2\n")
+    folder.mkdir(mode=0o700, parents=True)
+    settled = 10**8  # (0.1 s: far more than a tick of the clock)
+    time.sleep(0.2)
+    stats = disk_cache.source_stats
+
+    def digest():
+        before = dict(stats)
+        out = disk_cache.digest_sources(root, folder, settled_ns=settled)
+        assert out == disk_cache.digest_sources(root, None)  # (the contents' digest)
+        return out, {k: v - before.get(k, 0) for k, v in stats.items() if v != before.get(k, 0)}
+    first, counts = digest()
+    assert counts == {"misses": 1, "stores": 1}
+    (record,) = folder.glob("*.digest")  # (one, beside the folder's key)
+    assert record.stat().st_mode & 0o077 == 0
+    with monkeypatch.context() as m:  # a hit reads no source
+        m.setattr(disk_cache, "_contents_digest", None)
+        assert disk_cache.digest_sources(root, folder, settled_ns=settled) == first
+    assert digest() == (first, {"hits": 1})
+    a = root / "core" / "a.py"
+    before = a.stat()
+    a.write_text("y = 3\n")  # the same size, the time it had
+    os.utime(a, ns=(before.st_atime_ns, before.st_mtime_ns))
+    second, counts = digest()
+    assert second != first and counts == {"misses": 1}  # (just changed: not recorded)
+    assert digest() == (second, {"misses": 1})
+    time.sleep(0.2)
+    assert digest() == (second, {"misses": 1, "stores": 1})
+    assert digest() == (second, {"hits": 1})
+    data = bytearray(record.read_bytes())
+    data[-3] ^= 1  # (in the recorded digest)
+    record.write_bytes(bytes(data))
+    assert digest() == (second, {"errors": 1, "misses": 1, "stores": 1})
+    assert digest() == (second, {"hits": 1})
+
+
 _START = """
 import json, numpy as np, tracejit
 from tracejit.runtime import disk_cache
 assert tracejit.__file__.startswith({root!r}), tracejit.__file__
 y = tracejit.jit(tracejit.numpy.sin)(np.float32([1e30]))  # (the slow path: library code)
 np.testing.assert_allclose(np.asarray(y), np.sin(np.float64(np.float32(1e30))), rtol=3e-7)
-print(json.dumps(dict(disk_cache.library_stats)))
+print(json.dumps({{"library": dict(disk_cache.library_stats),
+                  "sources": dict(disk_cache.source_stats)}}))
 """
 
 
 def test_a_copy_with_an_edit_that_keeps_size_and_times_compiles_the_library_again(tmp_path):
     """End to end, with the package copied as `cp -p` does (times kept): the same sources in
     another copy load the library's entries; an edit of one source that keeps its size and
-    modification time makes new ones (the old ones would be another source's code)."""
+    modification time makes new ones (the old ones would be another source's code), also
+    where the copy's sources' digest was recorded (their listing, settled) before the edit."""
     import shutil
+    import time
 
     import tracejit
 
@@ -163,9 +212,15 @@ def test_a_copy_with_an_edit_that_keeps_size_and_times_compiles_the_library_agai
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout.strip().splitlines()[-1])
     first, second = copy("first"), copy("second")
-    cold = run(first)
+    time.sleep(2.2)  # (disk_cache._SETTLED_NS: the copies' listings may be recorded)
+    out = run(first)
+    assert out["sources"] == {}  # (no library folder yet when the digest was taken)
+    cold = out["library"]
     assert cold.get("misses", 0) > 0 and "hits" not in cold
-    assert run(second) == {"hits": cold["misses"]}  # the same contents: the same entries
+    # the same contents: the same entries
+    assert run(second) == {"library": {"hits": cold["misses"]},
+                           "sources": {"misses": 1, "stores": 1}}
+    assert run(second) == {"library": {"hits": cold["misses"]}, "sources": {"hits": 1}}
     source = second / "tracejit" / "runtime" / "disk_cache.py"
     before = source.stat()
     text = source.read_text()
@@ -175,7 +230,11 @@ def test_a_copy_with_an_edit_that_keeps_size_and_times_compiles_the_library_agai
     os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert source.stat().st_size == before.st_size
     assert source.stat().st_mtime_ns == before.st_mtime_ns
-    assert run(second) == {"misses": cold["misses"], "stores": cold["misses"]}
+    edited_run = run(second)
+    assert edited_run["library"] == {"misses": cold["misses"], "stores": cold["misses"]}
+    # (the edited sources are read; recorded too where the process got to its digest 2 s or
+    # more after the edit, as it may on a busy machine)
+    assert edited_run["sources"].get("misses") == 1 and "hits" not in edited_run["sources"]
     cache = tmp_path / "cache"  # private: only its owner may read or list any of it
     for path in [cache, *cache.rglob("*")]:
         assert path.stat().st_mode & 0o077 == 0, (path, oct(path.stat().st_mode))

@@ -31,10 +31,11 @@ every process, like jaxlib's prebuilt runtime) goes through `compile_library`, i
 `library` subfolder, under the same checks, keyed by its name, its optimisation level and the
 contents of tracejit's source files (`source_digest`) instead of its IR text: a hit loads it
 without building its IR (building and printing the thread pool's IR only to hash it was ~3.7 of
-the ~4.5 ms of CPU it took to load). That cache has an option of its own,
-`tracejit_library_cache` (on by default): `tracejit_persistent_cache` off still means that no
-user program is cached, and the runtime's code is then compiled once per machine rather than
-once per process.
+the ~4.5 ms of CPU it took to load). A library entry holds the names of the functions it
+defines in the place of the optimised IR (no library is printed with as_text). That cache has
+an option of its own, `tracejit_library_cache` (on by default): `tracejit_persistent_cache` off
+still means that no user program is cached, and the runtime's code is then compiled once per
+machine rather than once per process.
 """
 from __future__ import annotations
 
@@ -180,13 +181,22 @@ def compile_library(routine: str, ir_text: Callable[[], str],
     name stands for the IR without it: the routine's name (one name, one builder) and the
     sources that build it (source_digest), with what key() adds."""
     folder = library_dir()
-    name = key("", "library", str(speed_level), routine, source_digest()) if folder else ""
+    # ("names": the entry holds the names it defines, not its IR; see _compile)
+    name = (key("", "library", "names", str(speed_level), routine, source_digest()) if folder
+            else "")
     return _compile(ir_text, folder, name,
                     lambda module, _: jit_engine.optimize_library(module, speed_level),
                     library_stats, library=True)[1]
 
 
 _PACKAGE = pathlib.Path(__file__).resolve().parent.parent  # (tracejit/)
+# how long a source must have been left alone before its listing may stand for its contents:
+# far more than a tick of any file system's clock (a write within the tick of the one before
+# may leave the change time as it was)
+_SETTLED_NS = 2 * 10**9
+# the records of source_digest: hits (the listing stood for the contents), misses (contents
+# read), stores, errors (as `stats`)
+source_stats: collections.Counter[str] = collections.Counter()
 
 
 @functools.cache
@@ -197,12 +207,50 @@ def source_digest(root: pathlib.Path = _PACKAGE) -> str:
     is compiled again, once per machine). Contents, not modification times: an edit that keeps
     a file's size and time (within one tick of the clock, or with the time put back), a copy
     that keeps the times (`cp -p`, an archive) or a reinstall of other code would otherwise
-    load the old sources' code. ~4.4 ms of CPU (263 files, 3 MB) once per process, on
-    backend_start's thread after `import tracejit`, beside the user's program (reads and
-    hashlib release the GIL); the listing of sizes and times it replaces took ~1.1 ms."""
-    digest = hashlib.sha256(f"{np.__version__}\0{sys.version}".encode())
+    load the old sources' code. Reading them (268 files, 3 MB) took ~5.3 ms of CPU, in the first
+    program that loads a library (backend_start's thread has it only where the program leaves
+    it time), so the library folder keeps a record of the last digest of `root` with the
+    listing it was made from (`_listing`: each source's size, modification and change times,
+    inode and device), which stands for the contents while the listing is the same (~1 ms):
+    see digest_sources."""
+    return digest_sources(root, library_dir())
+
+
+def digest_sources(root: pathlib.Path, folder: pathlib.Path | None,
+                   settled_ns: int = _SETTLED_NS) -> str:
+    """source_digest of `root`, with the record kept in `folder` (None: no record). A record
+    stands for the contents because no call sets a file's change time: every write, rename,
+    `utime` or copy gives the file a new one (or a new inode), so sources with the recorded
+    times, inodes and sizes have the recorded contents -- unless one was written again within
+    the tick of the clock its time was taken in. As git does with its index, a listing is
+    recorded only once every source has been left alone `settled_ns` (a file written just
+    before is read each time until then), and a file system that keeps no change times (0) is
+    read each time. The record is authenticated like an entry, under its own name (one per
+    `root`, replaced when the listing changes)."""
+    sources = _python_sources(root)
+    listing, settled = _listing(root, sources, settled_ns)
+    secret = _secret(folder, True, warn=False) if folder is not None and folder.is_dir() else None
+    if secret is None or listing is None:
+        return _contents_digest(root, sources)
+    name = "sources-" + hashlib.sha256(str(root).encode()).hexdigest()
+    path = folder / f"{name}.digest"
+    entry = _load(path, name, secret, source_stats)
+    if entry is not None:
+        recorded, _, digest = entry[0].partition("\n")
+        if recorded == listing and re.fullmatch("[0-9a-f]{64}", digest):
+            source_stats["hits"] += 1
+            return digest
+    source_stats["misses"] += 1
+    digest = _contents_digest(root, sources)
+    if settled:
+        _store(path, name, secret, f"{listing}\n{digest}".encode(), b"", source_stats)
+    return digest
+
+
+def _python_sources(root: pathlib.Path) -> list[str]:
+    """The paths of the .py files under `root` (not in __pycache__), sorted."""
     sources = []
-    folders, start = [str(root)], len(str(root))
+    folders = [str(root)]
     while folders:
         with os.scandir(folders.pop()) as listing:
             for item in listing:
@@ -212,6 +260,28 @@ def source_digest(root: pathlib.Path = _PACKAGE) -> str:
                 elif item.name != "__pycache__" and item.is_dir(follow_symlinks=False):
                     folders.append(item.path)
     sources.sort()  # (a listing's order is the file system's)
+    return sources
+
+
+def _listing(root: pathlib.Path, sources: list[str], settled_ns: int) -> tuple[str | None, bool]:
+    """(the sha256 of the sources' listing: the versions source_digest hashes, `root`, and each
+    file's path, size, modification and change times, inode and device; whether every file
+    was last changed `settled_ns` ago or more). None where a file's change time is 0."""
+    digest = hashlib.sha256(f"{np.__version__}\0{sys.version}\0{root}".encode())
+    newest = 0
+    for path in sources:
+        info = os.stat(path)
+        if info.st_ctime_ns <= 0:
+            return None, False
+        newest = max(newest, info.st_ctime_ns, info.st_mtime_ns)
+        digest.update(f"\0{path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ctime_ns}"
+                      f"\0{info.st_ino}\0{info.st_dev}".encode())
+    return digest.hexdigest(), newest <= time.time_ns() - settled_ns
+
+
+def _contents_digest(root: pathlib.Path, sources: list[str]) -> str:
+    digest = hashlib.sha256(f"{np.__version__}\0{sys.version}".encode())
+    start = len(str(root))
     for path in sources:
         with open(path, "rb") as f:
             text = f.read()
@@ -227,7 +297,11 @@ def _compile(ir_text: Callable[[], str], folder: pathlib.Path | None, name: str,
     """(optimised IR, code, final) of the module `ir_text()`: loaded from `folder`'s entry
     `name` when it holds a valid one (`ir_text` is not called), else parsed, optimised by
     `optimise(module, lines of its IR)` and compiled, and stored there (with `tiered`, see
-    compile_ir)."""
+    compile_ir). A `library` entry holds, in the place of the optimised IR (which nobody reads
+    back: a library has no as_text), the names of the functions it defines for others, one a
+    line, which is all a hit needs of it (_checked_library; compile_library returns the code
+    alone): reading them from the IR's text was 0.01-1.1 ms a routine (the GEMM's is 228 KB),
+    besides reading and authenticating the text."""
     secret = _secret(folder, library) if folder is not None else None
     path = folder / f"{name}.o" if secret is not None else None
     entry = _load(path, name, secret, counts) if path is not None else None
@@ -245,6 +319,7 @@ def _compile(ir_text: Callable[[], str], folder: pathlib.Path | None, name: str,
     text = ir_text()
     module = optimise(jit_engine.parse(text), jit_engine.inlined_lines(text))
     optimised_ir = str(module)
+    stored_ir = "\n".join(_exported(module, optimised_ir)) if library else optimised_ir
     fast = tiered and jit_engine.fast_codegen_exact(optimised_ir)
     code, obj = jit_engine.load(module, ir_text=optimised_ir, library=library, fast=fast)
     if fast and path is not None:  # (where `finish` stores the final code)
@@ -253,11 +328,21 @@ def _compile(ir_text: Callable[[], str], folder: pathlib.Path | None, name: str,
     if path is not None:
         counts["misses"] += 1
         if obj is not None and not fast:
-            _store(path, name, secret, optimised_ir.encode(), obj, counts)
+            _store(path, name, secret, stored_ir.encode(), obj, counts)
     return optimised_ir, code, not fast
 
 
 _LOCAL = (llvm.Linkage.internal, llvm.Linkage.private)
+
+
+def _exported(module: llvm.ModuleRef, optimised_ir: str | None = None) -> list[str]:
+    """The functions `module` defines for other modules to call; read from its printed text
+    `optimised_ir` where the caller has it and the text allows (exported_functions)."""
+    names = exported_functions(optimised_ir) if optimised_ir is not None else None
+    if names is None:
+        names = [f.name for f in module.functions
+                 if not f.is_declaration and f.linkage not in _LOCAL]
+    return names
 
 
 def _checked_module(path: pathlib.Path, optimised_ir: str, obj: bytes,
@@ -267,8 +352,7 @@ def _checked_module(path: pathlib.Path, optimised_ir: str, obj: bytes,
     internal ones are local symbols, or inlined away); else None, the entry deleted."""
     try:
         module = jit_engine.parse(optimised_ir)
-        check(obj, [f.name for f in module.functions
-                    if not f.is_declaration and f.linkage not in _LOCAL])
+        check(obj, _exported(module))
     except (RuntimeError, BadObject):
         counts["errors"] += 1
         _discard(path)
@@ -291,23 +375,20 @@ def exported_functions(ir_text: str) -> list[str] | None:
     return [name for words, name in found if not _LOCAL_WORDS.intersection(words.split())]
 
 
-def _checked_library(path: pathlib.Path, optimised_ir: str, obj: bytes,
+def _checked_library(path: pathlib.Path, names: str, obj: bytes,
                      counts: collections.Counter) -> llvm.ModuleRef | None:
-    """_checked_module for a library entry, without parsing its IR (~0.4-1 ms a routine in the
-    first program calling it): the functions it defines for others are read from the text LLVM
-    printed, and the engine is given an empty module, for which the MCJIT object cache's hook
-    hands over the entry's object code (no library module calls the support routines or slow
-    paths that `load` links by a module's declarations)."""
-    names = exported_functions(optimised_ir)
-    if names is None:
-        return _checked_module(path, optimised_ir, obj, counts)
+    """_checked_module for a library entry, which holds no IR (~0.4-1 ms a routine to parse, in
+    the first program calling it) but the `names` of the functions it defines for others, one
+    a line (_compile); the engine is given an empty module, for which the MCJIT object cache's
+    hook hands over the entry's object code (no library module calls the support routines or
+    slow paths that `load` links by a module's declarations)."""
     try:
-        check(obj, names)
+        check(obj, names.split("\n") if names else [])
     except BadObject:
         counts["errors"] += 1
         _discard(path)
         return None
-    return jit_engine.parse("")
+    return jit_engine.empty_module()
 
 
 # --- the folder and its key ------------------------------------------------------------------
@@ -322,10 +403,11 @@ _secrets_lock = threading.Lock()
 _warned: set[str] = set()  # (an unsafe folder turns off both caches: one warning says so)
 
 
-def _secret(folder: pathlib.Path, subfolder: bool = False) -> bytes | None:
+def _secret(folder: pathlib.Path, subfolder: bool = False, warn: bool = True) -> bytes | None:
     """The folder's key after checking the folder (and with `subfolder`, its parent), once per
     folder and process; None, with one warning, when the folder is not safe or usable (the
-    persistent cache is then off)."""
+    persistent cache is then off). Without `warn`, None and nothing said (nor remembered: the
+    next call with `warn` checks again, and says why)."""
     with _secrets_lock:
         if (folder, subfolder) not in _secrets:
             try:
@@ -334,6 +416,8 @@ def _secret(folder: pathlib.Path, subfolder: bool = False) -> bytes | None:
                 _check_folder(folder)
                 _secrets[folder, subfolder] = _folder_key(folder)
             except (UnsafeCacheFolder, OSError) as err:
+                if not warn:
+                    return None
                 _secrets[folder, subfolder] = None
                 if str(err) not in _warned:
                     _warned.add(str(err))

@@ -15,7 +15,8 @@ from llvmlite import ir
 
 from .. import llvm_setup
 from ..llvm_setup import (  # noqa: F401  (host_cpu)
-    create_target_machine, host_cpu, run_always_inliner, run_pipeline)
+    create_loading_target_machine, create_target_machine, host_cpu, run_always_inliner,
+    run_pipeline)
 from . import math as ourmath
 from . import support
 
@@ -226,6 +227,15 @@ def parse(ir_text: str) -> llvm.ModuleRef:
     return module
 
 
+def empty_module() -> llvm.ModuleRef:
+    """A module with nothing in it, for an engine to load cached object code for (MCJIT's object
+    cache hands the code over before anything reads the module; code generation would need the
+    host's triple and data layout, which `parse` stamps: ~0.1-0.2 ms of a first call's library
+    load, against ~0.01)."""
+    llvm_setup.init_native()
+    return llvm.parse_assembly("")
+
+
 def load(module: llvm.ModuleRef, cached_object: bytes | None = None,
          ir_text: str | None = None, library: bool = False,
          fast: bool = False) -> tuple[Code, bytes | None]:
@@ -243,9 +253,14 @@ def load(module: llvm.ModuleRef, cached_object: bytes | None = None,
     with _lock:
         _object_slot["cached"], _object_slot["generated"] = cached_object, None
         try:
-            engine = llvm.create_mcjit_compiler(module, create_target_machine(0 if fast else 3))
+            # (loading needs no CPU's features: create_loading_target_machine)
+            machine = (create_target_machine(0 if fast else 3) if cached_object is None
+                       else create_loading_target_machine())
+            engine = llvm.create_mcjit_compiler(module, machine)
             engine.set_object_cache(_object_compiled, _cached_object)
             engine.finalize_object()
+            if cached_object is not None and _object_slot["generated"] is not None:
+                raise RuntimeError("MCJIT generated code for a module given its object code")
             return Code(engine), _object_slot["generated"]
         finally:
             _object_slot["cached"] = _object_slot["generated"] = None
