@@ -29,6 +29,7 @@ from ..compiler.fusion import fused_p
 from ..compiler.rows import row_map_p
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..lax.control_flow import cond_p, scan_p, while_p
+from . import compile_helper
 
 _pending: collections.deque = collections.deque()  # (weak ref, finish, orphan), oldest first
 _held: dict = {}  # weak ref -> its item, until the program's first call returns (release)
@@ -228,6 +229,7 @@ def _close() -> None:
         _outstanding = 0
         _ready.notify_all()
     _busy.acquire()  # (never released: the thread, a daemon, stops here until the end)
+    compile_helper.close()  # (idle now: it exits at once)
 
 
 def _before_fork() -> None:
@@ -245,6 +247,7 @@ def _after_fork_child() -> None:
     # the parent's thread is not in the child; one it had taken off the queue and not begun
     # keeps its O0 code here
     _busy, _ready, _thread = threading.Lock(), threading.Condition(), None
+    compile_helper.after_fork_child()
     _outstanding = len(_pending) + len(_held)
     if _pending and not _closed:
         _start()
