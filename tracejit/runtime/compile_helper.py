@@ -37,6 +37,7 @@ stats: collections.Counter[str] = collections.Counter()
 _lock = threading.Lock()  # one request at a time (tiering's one thread, a `wait`'s caller)
 _process: subprocess.Popen | None = None
 _failed = False  # the helper could not start, or died: this process generates in place
+_no_start = False  # (the exit: a helper not yet running is not started)
 
 
 def object_code(optimised_ir: str, target: tuple[str, str, str, str]) -> bytes | None:
@@ -45,7 +46,7 @@ def object_code(optimised_ir: str, target: tuple[str, str, str, str]) -> bytes |
     from the helper process; None where the caller must generate it itself."""
     global _failed
     with _lock:
-        if _failed:
+        if _failed or (_no_start and _process is None):
             stats["fallbacks"] += 1
             return None
         try:
@@ -117,6 +118,14 @@ def _stop() -> None:
     except subprocess.TimeoutExpired:
         helper.kill()
         helper.wait()
+
+
+def start_none() -> None:
+    """Start no helper from now on (the interpreter's exit, before tiering finishes what is
+    pending: a helper's start, ~70 ms of CPU, would cost a short script more than the code
+    generation left); one already running still serves."""
+    global _no_start
+    _no_start = True
 
 
 def close() -> None:

@@ -2,6 +2,8 @@
 LLVM's O0 code generation (disk_cache.compile_ir's `tiered`) gets O3's code generated on this
 module's one thread, and runs it from the call after it is in place. The same bits either way
 (jit_engine.fast_codegen_exact); what changes is when the time goes, never what is computed.
+That code generation runs in a helper process where one runs (compile_helper.py, by way of
+disk_cache.finish): here it would hold llvmlite's one lock, and the next program's compile with it.
 The on-disk cache stores final code only (disk_cache.finish), so the exit finishes what is
 pending when that cache is on.
 
@@ -217,9 +219,11 @@ def _warn_once(err: Exception) -> None:
 def _close() -> None:
     """The interpreter's exit: with the persistent cache on, finish what is pending first (its
     entries are stored then, for the next process to load, as without tiers; the same time as
-    compiling it at O3 at once would have taken); then begin nothing more."""
+    compiling it at O3 at once would have taken; no compile helper is started for it); then
+    begin nothing more, and end the helper."""
     global _closed, _outstanding
     from ..core.config import config
+    compile_helper.start_none()
     if config.tracejit_persistent_cache:
         wait()
     with _ready:
