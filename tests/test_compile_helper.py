@@ -171,26 +171,37 @@ def test_the_helper_serves_and_ends_with_its_process(mode):
     assert _gone(pid)
 
 
-@pytest.mark.parametrize("mode", ["nostart", "dies", "garbled"])
+@pytest.mark.parametrize("mode", ["nostart", "dies", "garbled", "versions"])
 def test_without_a_working_helper_final_code_is_made_here(mode, tmp_path):
-    """A helper that cannot start, is killed, or answers something that is not object code: the
-    final code is generated in this process, with the same results (the script checks them)."""
+    """A helper that cannot start, is killed, answers something that is not object code, or
+    runs another llvmlite/LLVM: the final code is generated in this process, with the same
+    results (the script checks them)."""
     garbage = tmp_path / "garbage.py"
-    garbage.write_text(textwrap.dedent("""
+    garbage.write_text(textwrap.dedent(f"""
         import struct, sys
+        import llvmlite, llvmlite.binding as llvm
         i, o = sys.stdin.buffer, sys.stdout.buffer
+        def send(data):
+            o.write(struct.pack("<Q", len(data)) + data)
+            o.flush()
+        hello = f"{{llvmlite.__version__}}\\0{{'.'.join(map(str, llvm.llvm_version_info))}}"
+        seen = False
         while True:
             head = i.read(8)
             if len(head) < 8:
                 break
             i.read(struct.unpack("<Q", head)[0])
-            if getattr(sys, "_seen", False):
-                o.write(b"o" + struct.pack("<Q", 5) + b"\\x7fELFx")
-                o.flush()
-            sys._seen = True
+            if seen:
+                o.write(b"o")
+                send(b"\\x7fELFx")
+            else:
+                send((hello + ("x" if {mode == "versions"} else "")).encode())
+            seen = True
     """))
-    pid, stats = _run(mode, str(garbage))
+    pid, stats = _run("garbled" if mode == "versions" else mode, str(garbage))
     before = 1 if mode == "dies" else 0  # (the objects made before it was killed)
     assert stats["fallbacks"] >= 2 - before and stats.get("objects", 0) == before, stats
+    # (garbled: its reply was read, then refused; versions: refused at the start)
+    assert (stats.get("requests", 0) >= 1) == (mode in ("garbled", "dies")), stats
     if pid:
         assert _gone(pid)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import os
+import select
 import struct
 import subprocess
 import sys
@@ -80,13 +81,31 @@ def object_code(optimised_ir: str, target: tuple[str, str, str, str]) -> bytes |
 
 def _start(target: tuple[str, str, str, str]) -> subprocess.Popen:
     global _process
-    # -P: this file's folder is not put on the helper's path (it imports llvmlite alone)
+    import llvmlite
+    # -P: this file's folder is not put on the helper's path (it imports llvmlite alone), and
+    # the folder this process's llvmlite came from is put first
+    found = os.path.dirname(os.path.dirname(os.path.abspath(llvmlite.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [found, *filter(None, [os.environ.get("PYTHONPATH")])]))
     _process = subprocess.Popen([sys.executable, "-P", os.path.abspath(__file__)],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, close_fds=True)
+                                stderr=subprocess.DEVNULL, close_fds=True, env=env)
     stats["starts"] += 1
     _send(_process.stdin, "\0".join(target).encode())
+    # the same llvmlite and LLVM, or not the same object code; a helper not up in a minute (a
+    # start that hangs) would hold tiering's thread, and every `wait`, for ever
+    if not select.select([_process.stdout], [], [], 60)[0]:
+        raise ValueError("the compile helper did not start")
+    if _read(_process.stdout, _LENGTH.unpack(_read(_process.stdout, _LENGTH.size))[0]) \
+            != _versions().encode():
+        raise ValueError("the compile helper runs another llvmlite or LLVM")
     return _process
+
+
+def _versions() -> str:
+    import llvmlite
+    import llvmlite.binding as llvm
+    return f"{llvmlite.__version__}\0{'.'.join(map(str, llvm.llvm_version_info))}"
 
 
 def _send(stream, data: bytes) -> None:
@@ -167,6 +186,7 @@ def _serve() -> None:
     except EOFError:
         return
     triple, data_layout, cpu, features = header.decode().split("\0")
+    _send(stdout, _versions().encode())
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     target = llvm.Target.from_triple(triple)
