@@ -64,6 +64,7 @@ import numpy as np
 from ..backend.llvm import jit_engine
 from ..core import monitoring
 from ..core.config import config
+from . import compile_helper
 from .object_code import BadObject, check
 
 FORMAT = 2  # bump when the entry layout or what the object code depends on changes
@@ -143,14 +144,20 @@ def compile_ir(ir_text: str, tiered: bool = False) -> tuple[str, jit_engine.Code
 
 def finish(ir_text: str, optimised_ir: str) -> jit_engine.Code:
     """The final code of a module that compile_ir(tiered=True) generated at O0: O3's code
-    generation of its optimised IR (not optimised again), stored in the cache under
+    generation of its optimised IR (not optimised again; in the compile helper process where
+    `tracejit_compile_helper` is on and it runs, else here), stored in the cache under
     `ir_text`'s key, as compile_ir would have stored it: in the cache folder in effect when
     compile_ir ran (none if none was), not the one in effect now. The cache holds final code
     only."""
     with _tiered_lock:
         folder = _tiered_folders.pop(ir_text, None)
     secret = _secret(folder) if folder is not None else None
-    code, obj = jit_engine.load(jit_engine.parse(optimised_ir), ir_text=optimised_ir)
+    obj = compile_helper.object_code(optimised_ir, jit_engine.codegen_target()) \
+        if config.tracejit_compile_helper else None
+    if obj is not None:
+        code = jit_engine.load_object(obj)
+    else:
+        code, obj = jit_engine.load(jit_engine.parse(optimised_ir), ir_text=optimised_ir)
     if secret is not None and obj is not None:
         name = key(ir_text)
         _store(folder / f"{name}.o", name, secret, optimised_ir.encode(), obj, stats)

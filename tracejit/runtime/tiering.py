@@ -2,6 +2,8 @@
 LLVM's O0 code generation (disk_cache.compile_ir's `tiered`) gets O3's code generated on this
 module's one thread, and runs it from the call after it is in place. The same bits either way
 (jit_engine.fast_codegen_exact); what changes is when the time goes, never what is computed.
+That code generation runs in a helper process where one runs (compile_helper.py, by way of
+disk_cache.finish): here it would hold llvmlite's one lock, and the next program's compile with it.
 The on-disk cache stores final code only (disk_cache.finish), so the exit finishes what is
 pending when that cache is on.
 
@@ -29,6 +31,7 @@ from ..compiler.fusion import fused_p
 from ..compiler.rows import row_map_p
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..lax.control_flow import cond_p, scan_p, while_p
+from . import compile_helper
 
 _pending: collections.deque = collections.deque()  # (weak ref, finish, orphan), oldest first
 _held: dict = {}  # weak ref -> its item, until the program's first call returns (release)
@@ -216,9 +219,11 @@ def _warn_once(err: Exception) -> None:
 def _close() -> None:
     """The interpreter's exit: with the persistent cache on, finish what is pending first (its
     entries are stored then, for the next process to load, as without tiers; the same time as
-    compiling it at O3 at once would have taken); then begin nothing more."""
+    compiling it at O3 at once would have taken; no compile helper is started for it); then
+    begin nothing more, and end the helper."""
     global _closed, _outstanding
     from ..core.config import config
+    compile_helper.start_none()
     if config.tracejit_persistent_cache:
         wait()
     with _ready:
@@ -228,6 +233,7 @@ def _close() -> None:
         _outstanding = 0
         _ready.notify_all()
     _busy.acquire()  # (never released: the thread, a daemon, stops here until the end)
+    compile_helper.close()  # (idle now: it exits at once)
 
 
 def _before_fork() -> None:
@@ -245,6 +251,7 @@ def _after_fork_child() -> None:
     # the parent's thread is not in the child; one it had taken off the queue and not begun
     # keeps its O0 code here
     _busy, _ready, _thread = threading.Lock(), threading.Condition(), None
+    compile_helper.after_fork_child()
     _outstanding = len(_pending) + len(_held)
     if _pending and not _closed:
         _start()

@@ -266,6 +266,21 @@ def load(module: llvm.ModuleRef, cached_object: bytes | None = None,
             _object_slot["cached"] = _object_slot["generated"] = None
 
 
+def load_object(obj: bytes) -> Code:
+    """The code of object code generated elsewhere (runtime/compile_helper.py) from an optimised
+    module whose O0 code this process already `load`ed: the support routines and slow paths it
+    links to are in place, so the engine is given an empty module and MCJIT's object-cache
+    hook hands it `obj`, as for a library cache entry (~0.5 ms against 5-100 ms of generating
+    it here)."""
+    return load(parse(""), cached_object=obj, library=True)[0]
+
+
+def codegen_target() -> tuple[str, str, str, str]:
+    """(triple, data layout, CPU name, features): what `parse` and O3's target machine
+    (llvm_setup.create_target_machine) give a module, for a helper process to do the same."""
+    return (llvm.get_process_triple(), str(target_data()), *host_cpu())
+
+
 # A product marked `contract` and an instruction reading it that code generation at O1-O3 may
 # fold into one fma with it (DAGCombiner: an fadd or fsub marked `contract`, also through an
 # fneg or fpext). O0 folds none, so it would round the product. (codegen's modules carry no
