@@ -188,6 +188,24 @@ def test_run_elements_counts_loops_by_their_trips():
     assert tiering.run_elements(branch) == 2 + 3 + 2 + (1 + 1000 + 1000) + 4000
 
 
+def test_run_ops_weighs_a_fused_kernel_by_its_body():
+    """run_elements' walk, a fused kernel's elements times its body's operations (a costly one,
+    as sin, COSTLY_OPS times one); a while_loop's without bound."""
+    f = _jaxpr(lambda x: tnp.sin(x) * 2 + 1, (1000,))
+    fused = native_rt.optimize(f, [])[0]
+    (eqn,) = fused.eqns
+    body = [e.primitive.name for x in tiering._bodies(eqn) for e in x.jaxpr.eqns]
+    weight = sum(tiering.COSTLY_OPS.get(name, 1) for name in body)
+    assert "sin" in body and weight >= tiering.COSTLY_OPS["sin"] + 2
+    assert tiering.run_ops(fused) == weight * tiering.run_elements(fused)
+    assert tiering.run_ops(_jaxpr(lambda x: tnp.sin(x) * 2, (1000,))) == \
+        tiering.run_elements(_jaxpr(lambda x: tnp.sin(x) * 2, (1000,)))  # (unfused: once each)
+    loop = _jaxpr(lambda x: lax.while_loop(lambda c: c[0] < 100,
+                                           lambda c: (c[0] + 1, tnp.sin(c[1])), (0, x))[1],
+                  (1000,))
+    assert tiering.run_ops(loop) == math.inf
+
+
 @pytest.mark.parametrize("trips,shape,o0", [(10, (1000,), True), (40_000, (1000,), False),
                                              (1000, (), True), (1_000_000, (), False)])
 def test_a_long_run_gets_o3_code_first_and_a_short_one_o0(cold, trips, shape, o0):

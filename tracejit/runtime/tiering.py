@@ -1,7 +1,10 @@
 """The second tier of a compile, beneath native.py: a program whose first call runs code from
-LLVM's O0 code generation (disk_cache.compile_ir's `tiered`) gets O3's code generated on this
-module's one thread, and runs it from the call after it is in place. The same bits either way
-(jit_engine.fast_codegen_exact); what changes is when the time goes, never what is computed.
+LLVM's O0 code generation (disk_cache.compile_ir's `tiered`: of O3's optimised IR, or of IR O3
+has not optimised, its `unoptimised`) gets O3's code (O3's optimisation first, where skipped)
+generated on this module's one thread, and runs it from the call after it is in place. The same
+bits either way (jit_engine.fast_codegen_exact, unoptimised_exact); what changes is when the
+time goes, never what is computed. Which first tier a program gets is weighed here
+(unoptimised_pays, o0_pays).
 The on-disk cache stores final code only (disk_cache.finish), so the exit finishes what is
 pending when that cache is on.
 
