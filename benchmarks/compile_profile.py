@@ -20,6 +20,8 @@ STAGES = [  # (label, module, function name): each timed where it is called from
     ("libraries", "tracejit.backend.llvm.jit_engine", "compile_library"),
     ("llvm parse", "tracejit.backend.llvm.jit_engine", "parse"),
     ("llvm opt", "tracejit.backend.llvm.jit_engine", "optimize"),
+    # (a first tier's few passes in place of O3's: jit_engine.optimize_first_tier)
+    ("llvm tier0", "tracejit.backend.llvm.jit_engine", "optimize_first_tier"),
     ("llvm codegen", "tracejit.backend.llvm.jit_engine", "load"),
     ("run", "tracejit.runtime.native", "NativeExecutable.__call__"),  # (the program's run)
 ]

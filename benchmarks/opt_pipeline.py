@@ -35,9 +35,12 @@ def capture(rows: list[str]) -> list[tuple[str, str]]:
     from tracejit import lax, random
     from tracejit.backend.llvm import jit_engine
     from tracejit.runtime import disk_cache
-    # every module compiled here, none loaded: no on-disk entry, no live program's kernels
+    # every module compiled here, none loaded: no on-disk entry, no live program's kernels; and
+    # optimised inside compile_ir (an unoptimised first tier leaves O3 to the tiering thread)
     persistent = jax.config.tracejit_persistent_cache
+    tiered = jax.config.tracejit_tiered_compile
     jax.config.update("tracejit_persistent_cache", False)
+    jax.config.update("tracejit_tiered_compile", False)
     jax.clear_caches()
     modules: list[tuple[str, str]] = []
     state = {"row": None, "program": False}
@@ -73,6 +76,7 @@ def capture(rows: list[str]) -> list[tuple[str, str]]:
     finally:
         jit_engine.run_pipeline, disk_cache.compile_ir = run_pipeline, compile_ir
         jax.config.update("tracejit_persistent_cache", persistent)
+        jax.config.update("tracejit_tiered_compile", tiered)
     return modules
 
 

@@ -66,6 +66,19 @@ def run_pipeline(ir: llvm.ModuleRef | llvm.ValueRef, speed_level: int, vectorize
     _run_and_free(pb.getModulePassManager() if is_module else pb.getFunctionPassManager(), ir, pb)
 
 
+def run_passes(module: llvm.ModuleRef, passes: tuple[str, ...]) -> None:
+    """Run the named passes of llvmlite's new pass manager (`add_<name>_pass`), in order, over
+    a module, and nothing else (those this llvmlite lacks left out)."""
+    pb = llvm.create_pass_builder(pipeline_target_machine(),
+                                  llvm.create_pipeline_tuning_options(speed_level=0))
+    pm = llvm.create_new_module_pass_manager()
+    for name in passes:
+        add = getattr(pm, f"add_{name}_pass", None)
+        if add is not None:
+            add()
+    _run_and_free(pm, module, pb)
+
+
 def run_always_inliner(module: llvm.ModuleRef) -> None:
     """Inline the module's `alwaysinline` functions, and nothing else."""
     if _NewPassManager is None:  # llvmlite 0.44's new pass manager has no inliner: the legacy's

@@ -113,26 +113,29 @@ def key(ir_text: str, *extra: str) -> str:
     return digest.hexdigest()
 
 
-def compile_ir(ir_text: str, tiered: bool = False) -> tuple[str, jit_engine.Code, bool]:
+def compile_ir(ir_text: str, tiered: bool = False, unoptimised: bool = False
+               ) -> tuple[str | None, jit_engine.Code, bool]:
     """Parse, verify and optimise at O3, and generate machine code, loading it from the cache
     when that holds a valid entry for `ir_text`. Returns the optimised module's text as O3 left
     it (the same whether compiled or loaded; code generation rewrites the module the engine
     holds), the code, and whether the code is final. The text is parsed only if someone asks
     to read it (as_text): parsing and verifying it again took ~1 ms of every first call.
-    `tiered`: a module the cache does not hold, whose optimised IR O0's code generation computes
-    to the same bits (jit_engine.fast_codegen_exact), is generated at O0 (not final, not
-    stored: `finish` makes and stores its final code)."""
+    `tiered`: a module the cache does not hold is generated at O0 (not final, not stored:
+    `finish` makes and stores its final code) from O3's optimised IR where that computes O3's
+    bits (jit_engine.fast_codegen_exact); with `unoptimised` too, from its IR barely optimised
+    (jit_engine.optimize_first_tier; its optimised text is then None until `finish`) where
+    jit_engine.unoptimised_exact says that does."""
     folder = cache_dir()
     _first_use(folder)
     if folder is None:
         return _compile(lambda: ir_text, folder, key(ir_text), jit_engine.optimize, stats,
-                        tiered=tiered)
+                        tiered=tiered, unoptimised=unoptimised)
     # JAX's persistent-cache events: a request per program, then a hit (with the time it took
     # to load) or a miss (fired as the new entry is written, as JAX does)
     monitoring.record_event(monitoring.CACHE_REQUEST_EVENT)
     hits, misses, start = stats["hits"], stats["misses"], time.monotonic()
     out = _compile(lambda: ir_text, folder, key(ir_text), jit_engine.optimize, stats,
-                   tiered=tiered)
+                   tiered=tiered, unoptimised=unoptimised)
     if stats["hits"] > hits:
         monitoring.record_event(monitoring.CACHE_HIT_EVENT)
         monitoring.record_event_duration_secs(monitoring.CACHE_RETRIEVAL_EVENT,
@@ -142,16 +145,20 @@ def compile_ir(ir_text: str, tiered: bool = False) -> tuple[str, jit_engine.Code
     return out
 
 
-def finish(ir_text: str, optimised_ir: str) -> jit_engine.Code:
-    """The final code of a module that compile_ir(tiered=True) generated at O0: O3's code
-    generation of its optimised IR (not optimised again; in the compile helper process where
-    `tracejit_compile_helper` is on and it runs, else here), stored in the cache under
+def finish(ir_text: str, optimised_ir: str | None) -> tuple[str, jit_engine.Code]:
+    """(optimised IR, final code) of a module that compile_ir(tiered=True) generated at O0:
+    O3's code generation of its optimised IR (not optimised again; optimised now, on this
+    thread, where that first tier had skipped O3's optimisation: `optimised_ir` None; the code
+    generation in the compile helper process where `tracejit_compile_helper` is on and it runs,
+    else here), stored in the cache under
     `ir_text`'s key, as compile_ir would have stored it: in the cache folder in effect when
     compile_ir ran (none if none was), not the one in effect now. The cache holds final code
     only."""
     with _tiered_lock:
         folder = _tiered_folders.pop(ir_text, None)
     secret = _secret(folder) if folder is not None else None
+    if optimised_ir is None:
+        optimised_ir = optimised_text(ir_text)
     obj = compile_helper.object_code(optimised_ir, jit_engine.codegen_target()) \
         if config.tracejit_compile_helper else None
     if obj is not None:
@@ -161,7 +168,13 @@ def finish(ir_text: str, optimised_ir: str) -> jit_engine.Code:
     if secret is not None and obj is not None:
         name = key(ir_text)
         _store(folder / f"{name}.o", name, secret, optimised_ir.encode(), obj, stats)
-    return code
+    return optimised_ir, code
+
+
+def optimised_text(ir_text: str) -> str:
+    """The text of `ir_text`'s module as O3 leaves it (`jit_engine.optimize`), as compile_ir
+    returns it for a module it optimised."""
+    return str(jit_engine.optimize(jit_engine.parse(ir_text), jit_engine.inlined_lines(ir_text)))
 
 
 # the IR text of a module compile_ir generated at O0 with the cache on -> that cache's folder,
@@ -299,8 +312,8 @@ def _contents_digest(root: pathlib.Path, sources: list[str]) -> str:
 
 
 def _compile(ir_text: Callable[[], str], folder: pathlib.Path | None, name: str, optimise,
-             counts: collections.Counter, library: bool = False,
-             tiered: bool = False) -> tuple[str, jit_engine.Code, bool]:
+             counts: collections.Counter, library: bool = False, tiered: bool = False,
+             unoptimised: bool = False) -> tuple[str | None, jit_engine.Code, bool]:
     """(optimised IR, code, final) of the module `ir_text()`: loaded from `folder`'s entry
     `name` when it holds a valid one (`ir_text` is not called), else parsed, optimised by
     `optimise(module, lines of its IR)` and compiled, and stored there (with `tiered`, see
@@ -324,11 +337,17 @@ def _compile(ir_text: Callable[[], str], folder: pathlib.Path | None, name: str,
             _touch(path)
             return optimised_ir, code, True
     text = ir_text()
-    module = optimise(jit_engine.parse(text), jit_engine.inlined_lines(text))
-    optimised_ir = str(module)
-    stored_ir = "\n".join(_exported(module, optimised_ir)) if library else optimised_ir
-    fast = tiered and jit_engine.fast_codegen_exact(optimised_ir)
-    code, obj = jit_engine.load(module, ir_text=optimised_ir, library=library, fast=fast)
+    if tiered and unoptimised and jit_engine.unoptimised_exact(text):
+        optimised_ir = stored_ir = None  # (fast: `finish` optimises and stores it)
+        module = jit_engine.optimize_first_tier(jit_engine.parse(text))
+        code, obj = jit_engine.load(module, ir_text=text, library=library, fast=True)
+        fast = True
+    else:
+        module = optimise(jit_engine.parse(text), jit_engine.inlined_lines(text))
+        optimised_ir = str(module)
+        stored_ir = "\n".join(_exported(module, optimised_ir)) if library else optimised_ir
+        fast = tiered and jit_engine.fast_codegen_exact(optimised_ir)
+        code, obj = jit_engine.load(module, ir_text=optimised_ir, library=library, fast=fast)
     if fast and path is not None:  # (where `finish` stores the final code)
         with _tiered_lock:
             _tiered_folders[text] = folder

@@ -23,16 +23,20 @@ stats: collections.Counter[str] = collections.Counter()
 
 class Optimised:
     """Compiled code's optimised IR: kept as text, parsed into `module` when first read (only
-    as_text reads it; parsing it on every compile cost ~1 ms of each first call)."""
-    __slots__ = ("_module", "_optimised_ir")
+    as_text reads it; parsing it on every compile cost ~1 ms of each first call). None while
+    a first tier's code runs from IR that O3 has not optimised yet (disk_cache.compile_ir)."""
+    __slots__ = ("_module", "_optimised_ir", "ir_text")
 
-    def __init__(self, optimised_ir: str):
-        self._optimised_ir, self._module = optimised_ir, None
+    def __init__(self, optimised_ir: str | None, ir_text: str):
+        self._optimised_ir, self._module, self.ir_text = optimised_ir, None, ir_text
 
     @property
     def module(self):
-        """The optimised module (parsing canonicalises attributes: reads as a cache hit's)."""
+        """The optimised module (parsing canonicalises attributes: reads as a cache hit's);
+        O3's optimisation made here if the final code's has not been yet (the same text)."""
         if self._module is None:
+            if self._optimised_ir is None:
+                self._optimised_ir = disk_cache.optimised_text(self.ir_text)
             self._module = jit_engine.parse(self._optimised_ir)
         return self._module
 
@@ -42,12 +46,12 @@ class Library(Optimised):
     Code generated at O0 (disk_cache.compile_ir's `tiered`) is `final` once `finish` has put
     O3's code in its place; the O0 code stays `retired` here while the library lives: a
     program linked to it may be running it."""
-    __slots__ = ("code", "symbols", "ir_text", "final", "retired", "__weakref__")
+    __slots__ = ("code", "symbols", "final", "retired", "__weakref__")
 
-    def __init__(self, optimised_ir: str, code: jit_engine.Code, symbols: list[str],
+    def __init__(self, optimised_ir: str | None, code: jit_engine.Code, symbols: list[str],
                  ir_text: str, final: bool):
-        super().__init__(optimised_ir)
-        self.code, self.symbols, self.ir_text, self.final = code, symbols, ir_text, final
+        super().__init__(optimised_ir, ir_text)
+        self.code, self.symbols, self.final = code, symbols, final
         self.retired: list[jit_engine.Code] = []
 
     def finish(self, lock) -> None:
@@ -55,7 +59,7 @@ class Library(Optimised):
         symbols to it under `lock`: programs compiled from then on link to it."""
         if self.final:
             return
-        code = disk_cache.finish(self.ir_text, self._optimised_ir)
+        self._optimised_ir, code = disk_cache.finish(self.ir_text, self._optimised_ir)
         with lock:
             jit_engine.bind(code, self.symbols)
             self.retired.append(self.code)
@@ -84,9 +88,11 @@ def _used(lib: Library) -> None:
             _recent.popitem(last=False)
 
 
-def link(kernels: dict[str, str], tiered: bool = False) -> list[Library]:
+def link(kernels: dict[str, str], tiered: bool = False, unoptimised: bool = False
+         ) -> list[Library]:
     """The libraries defining `kernels` (symbol -> module IR, as codegen.Program has them),
-    compiling those no live library defines (`tiered`: see disk_cache.compile_ir); every
+    compiling those no live library defines (`tiered`, `unoptimised`: see
+    disk_cache.compile_ir); every
     symbol is bound when this returns. The caller holds them as long as its code may call them,
     and serialises calls (native.py's compile lock): a name is rebound only when no live code
     may link to its earlier binding (code already linked keeps its addresses: Library.finish
@@ -103,7 +109,7 @@ def link(kernels: dict[str, str], tiered: bool = False) -> list[Library]:
     if missing:
         hits = disk_cache.stats["hits"]
         ir_text = jit_engine.link_text([kernels[s] for s in sorted(missing)])
-        optimised_ir, code, final = disk_cache.compile_ir(ir_text, tiered)
+        optimised_ir, code, final = disk_cache.compile_ir(ir_text, tiered, unoptimised)
         stats["loaded" if disk_cache.stats["hits"] > hits else "compiled"] += len(missing)
         jit_engine.bind(code, missing)
         lib = Library(optimised_ir, code, missing, ir_text, final)

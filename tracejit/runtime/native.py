@@ -48,14 +48,13 @@ class _Program(kernel_cache.Optimised):
     Executables hold it; when the last one goes, so does the machine code. Code from O0's
     code generation (tiered compiles) is replaced by O3's (`_finish`, on tiering's thread);
     the O0 code stays `retired` here while the program lives: a call may be running it."""
-    __slots__ = ("code", "entry", "kernels", "ir_text", "symbol", "final", "retired",
-                 "__weakref__")
+    __slots__ = ("code", "entry", "kernels", "symbol", "final", "retired", "__weakref__")
 
-    def __init__(self, optimised_ir: str, code: jit_engine.Code, symbol: str, kernels: list,
-                 ir_text: str, final: bool):
-        super().__init__(optimised_ir)
+    def __init__(self, optimised_ir: str | None, code: jit_engine.Code, symbol: str,
+                 kernels: list, ir_text: str, final: bool):
+        super().__init__(optimised_ir, ir_text)
         self.code, self.entry, self.kernels = code, _ENTRY(code.address(symbol)), kernels
-        self.ir_text, self.symbol, self.final = ir_text, symbol, final
+        self.symbol, self.final = symbol, final
         self.retired: list[jit_engine.Code] = []
 
 
@@ -90,11 +89,12 @@ def _finish(program: _Program) -> None:
     for lib in program.kernels:
         lib.finish(_compile_lock)
     if not program.final:
-        code = disk_cache.finish(program.ir_text, program._optimised_ir)
+        optimised_ir, code = disk_cache.finish(program.ir_text, program._optimised_ir)
         entry = _ENTRY(code.address(program.symbol))
         with _swap_lock:
             program.retired.append(program.code)
             program.code, program.entry, program.final = code, entry, True
+            program._optimised_ir = optimised_ir
 
 
 def _orphan(program: _Program):
@@ -112,11 +112,12 @@ _compiled: weakref.WeakValueDictionary[str, _Program] = weakref.WeakValueDiction
 
 
 def _compile_cached(ir_text: str, name: str, kernels: dict[str, str],
-                    tiered: bool = False) -> _Program:
+                    tiered: bool = False, unoptimised: bool = False) -> _Program:
     """Identical programs (same IR) share machine code while both are alive: LLVM's O3 is most
     of compile time. So do identical outlined kernels of different programs (`kernels`, by
     symbol: their IR), compiled and bound before the program that calls them is loaded.
-    `tiered`: code generation at O0 first where exact, O3's made after (runtime/tiering.py)."""
+    `tiered`: code generation at O0 first where exact, O3's made after (runtime/tiering.py);
+    `unoptimised`: of IR that O3 has not optimised either, where exact."""
     hit = _compiled.get(ir_text)
     if hit is not None:
         return hit
@@ -127,9 +128,10 @@ def _compile_cached(ir_text: str, name: str, kernels: dict[str, str],
             hit = _compiled.get(ir_text)
             if hit is None:
                 entry = f"{name}_{hashlib.sha256(ir_text.encode()).hexdigest()[:20]}"
-                libraries = kernel_cache.link(kernels, tiered)
+                libraries = kernel_cache.link(kernels, tiered, unoptimised)
                 named = ir_text.replace(f'@"{_PLACEHOLDER}"', f'@"{entry}"')
-                optimised_ir, code, final = disk_cache.compile_ir(named, tiered)
+                optimised_ir, code, final = disk_cache.compile_ir(named, tiered,
+                                                                 unoptimised)
                 hit = _compiled[ir_text] = _Program(optimised_ir, code, entry, libraries,
                                                     named, final)
                 if not (final and all(lib.final for lib in libraries)):
@@ -184,10 +186,11 @@ class NativeExecutable(Executable):
         self._consts = [np.ascontiguousarray(np.asarray(c)) for c in consts]
         lines = self.program.ir_text.count("\n") + sum(t.count("\n")
                                                        for t in self.program.kernels.values())
-        tiered = config.tracejit_tiered_compile and tiering.o0_pays(jaxpr, lines)
+        unoptimised = config.tracejit_tiered_compile and tiering.unoptimised_pays(jaxpr, lines)
+        tiered = unoptimised or (config.tracejit_tiered_compile and tiering.o0_pays(jaxpr, lines))
         with log_elapsed_time(BACKEND_COMPILE_EVENT, fun_name):
             self._compiled = _compile_cached(self.program.ir_text, name, self.program.kernels,
-                                             tiered)
+                                             tiered, unoptimised)
         self._const_addresses = tuple(c.ctypes.data for c in self._consts)
         self._callbacks = bool(self.program.callbacks)
         if self._callbacks:

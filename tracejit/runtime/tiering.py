@@ -1,9 +1,12 @@
 """The second tier of a compile, beneath native.py: a program whose first call runs code from
-LLVM's O0 code generation (disk_cache.compile_ir's `tiered`) gets O3's code generated on this
-module's one thread, and runs it from the call after it is in place. The same bits either way
-(jit_engine.fast_codegen_exact); what changes is when the time goes, never what is computed.
-That code generation runs in a helper process where one runs (compile_helper.py, by way of
-disk_cache.finish): here it would hold llvmlite's one lock, and the next program's compile with it.
+LLVM's O0 code generation (disk_cache.compile_ir's `tiered`: of O3's optimised IR, or of IR O3
+has not optimised, its `unoptimised`) gets O3's code (O3's optimisation first, where skipped)
+generated on this module's one thread, and runs it from the call after it is in place. The same
+bits either way (jit_engine.fast_codegen_exact, unoptimised_exact); what changes is when the
+time goes, never what is computed. Which first tier a program gets is weighed here
+(unoptimised_pays, o0_pays). The code generation runs in a helper process where one runs
+(compile_helper.py, by way of disk_cache.finish): here it would hold llvmlite's one lock, and
+the next program's compile with it (a skipped optimisation still runs here, under that lock).
 The on-disk cache stores final code only (disk_cache.finish), so the exit finishes what is
 pending when that cache is on.
 
@@ -62,6 +65,57 @@ def o0_pays(jaxpr: Jaxpr, ir_lines: int) -> bool:
     return O0_NS_PER_ELEMENT * run_elements(jaxpr) <= SAVED_NS_PER_LINE * ir_lines
 
 
+# Whether a first call runs code generated at O0 from IR that O3 has not optimised either
+# (jit_engine.optimize_first_tier: scalar, unvectorised, inlined math kept in memory): when its
+# run's extra time, UNOPTIMISED_NS_PER_OP for each element of each operation it computes
+# (`run_ops`), is at most what skipping O3's optimisation saves, SAVED_UNOPTIMISED_NS_PER_LINE
+# a line of IR. Measured (first_call_profile, CPU, fresh processes, load ~4): O3's optimisation
+# took 29-55 us a line (sin 10: 4.4 ms of 136 lines; softmax 1000^2 21 of 388; Newton 11 of
+# 190; logsumexp 20 of 438); the unoptimised code ran longer by 0.5-1 ns an operation
+# (elementwise chain 10M +204 ms for 37 weighted operations an element, softmax 1000^2 +4 ms,
+# the MLP step +25 ms, relu 1M +6 ms), a transcendental function (COSTLY_OPS) some ten
+# simple operations.
+UNOPTIMISED_NS_PER_OP = 0.4
+SAVED_UNOPTIMISED_NS_PER_LINE = 40_000
+COSTLY_OPS = dict.fromkeys(
+    ("exp", "exp2", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "logistic", "erf",
+     "erfc", "erf_inv", "pow", "atan2", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+     "acosh", "atanh", "lgamma", "digamma", "cbrt", "rsqrt", "sqrt", "div", "rem"), 10)
+COSTLY_OPS["threefry2x32"] = 80
+
+
+def unoptimised_pays(jaxpr: Jaxpr, ir_lines: int) -> bool:
+    """Whether a first call of `jaxpr`, compiled from `ir_lines` lines of IR, is likely sooner
+    with neither O3's optimisation nor its code generation (later calls get O3's either
+    way)."""
+    return UNOPTIMISED_NS_PER_OP * run_ops(jaxpr) <= SAVED_UNOPTIMISED_NS_PER_LINE * ir_lines
+
+
+def run_ops(jaxpr: Jaxpr) -> float:
+    """An estimate of the element operations one run of `jaxpr` computes: as run_elements, but
+    a fused kernel's elements each weighed by the operations of its body (COSTLY_OPS count as
+    more than one)."""
+    return _walk(jaxpr, _body_ops)
+
+
+def _body_ops(eqn) -> float:
+    if eqn.primitive is not fused_p:
+        return 1
+    return max(1, sum(_op_weight(e) for x in _bodies(eqn) for e in x.jaxpr.eqns))
+
+
+def _op_weight(eqn) -> float:
+    if eqn.primitive is fused_p:
+        return _body_ops(eqn)
+    return COSTLY_OPS.get(eqn.primitive.name, 1)
+
+
+def _bodies(eqn) -> list[ClosedJaxpr]:
+    return [x for value in eqn.params.values()
+            for x in (value if isinstance(value, tuple) else (value,))
+            if isinstance(x, ClosedJaxpr)]
+
+
 def run_elements(jaxpr: Jaxpr) -> float:
     """An estimate of the elements one run of `jaxpr` reads and writes: each equation's
     operands and results (a fused kernel's, not its body's: those stay in registers), a scan's
@@ -69,15 +123,18 @@ def run_elements(jaxpr: Jaxpr) -> float:
     cond's costliest branch; unbounded (inf) for a while_loop: its trips are unknown, and a
     long simulation in one first call would run 1-3x slower at O0 (6.4 ns a step more for a
     scalar loop) with no O3 code to move to until it returns."""
+    return _walk(jaxpr, lambda eqn: 1)
+
+
+def _walk(jaxpr: Jaxpr, weight) -> float:
+    """run_elements' walk, each equation's elements times `weight(eqn)`."""
     total = 0
     for eqn in jaxpr.eqns:
-        total += sum(math.prod(getattr(v.aval, "shape", ()))
-                     for v in (*eqn.invars, *eqn.outvars))
+        total += weight(eqn) * sum(math.prod(getattr(v.aval, "shape", ()))
+                                   for v in (*eqn.invars, *eqn.outvars))
         if eqn.primitive is fused_p:
             continue
-        bodies = [run_elements(x.jaxpr) for value in eqn.params.values()
-                  for x in (value if isinstance(value, tuple) else (value,))
-                  if isinstance(x, ClosedJaxpr)]
+        bodies = [_walk(x.jaxpr, weight) for x in _bodies(eqn)]
         if not bodies:
             continue
         if eqn.primitive is while_p:

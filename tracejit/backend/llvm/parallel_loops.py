@@ -330,7 +330,7 @@ def _combine_partials(em: Emitter, reducer, parts: Buf, n: int, dest: Buf | None
             def elem(e):
                 at = b.add(i, e)
                 em.store(parts, at, _combine(em, reducer, dtype, em.load(parts, at),
-                                             em.load(parts, b.add(at, gap))))
+                                             em.load(parts, b.add(at, gap)), ordered=True))
             if m == 1:
                 elem(c(0))
             else:  # (vectorised as the first level's pairs * m elements decide)

@@ -48,12 +48,17 @@ _REDUCE_COMBINE = {rd.reduce_sum_p: ew.add_p, rd.reduce_prod_p: ew.mul_p,
                    rd.reduce_or_p: ew.or_p, rd.reduce_xor_p: ew.xor_p}
 
 
-def _combine(em: Emitter, reducer: Primitive, dtype: np.dtype, acc: ir.Value, x: ir.Value
-             ) -> ir.Value:
+def _combine(em: Emitter, reducer: Primitive, dtype: np.dtype, acc: ir.Value, x: ir.Value,
+             ordered: bool = False) -> ir.Value:
+    """`acc` combined with `x`. `ordered`: the caller fixes which values are combined in which
+    order (a pairwise sum's levels, a tree's pairs), so no `reassoc`: O3 made the same machine
+    code without it there (every module of the benchmark rows), and with it a module is kept
+    off the unoptimised first tier (jit_engine.unoptimised_exact)."""
     op = _REDUCE_COMBINE[reducer]
+    flags = () if ordered else ("reassoc",)
     if dtype.kind == "c" and op is ew.add_p:  # part by part, so complex sums vectorise too
         b = em.b
-        re, im = (b.fadd(b.extract_value(acc, k), b.extract_value(x, k), flags=("reassoc",))
+        re, im = (b.fadd(b.extract_value(acc, k), b.extract_value(x, k), flags=flags)
                   for k in (0, 1))
         return pack(b, re, im)
     if dtype.kind == "c" and op is ew.mul_p:
@@ -61,7 +66,7 @@ def _combine(em: Emitter, reducer: Primitive, dtype: np.dtype, acc: ir.Value, x:
     if dtypes.is_float(dtype) and op in (ew.add_p, ew.mul_p) and dtype != dtypes.bfloat16:
         # reassoc lets the sum vectorise (partial sums); NaN/Inf semantics are unchanged.
         # (bfloat16 goes in order, rounding every step, as the reference's ml_dtypes add)
-        return (em.b.fadd if op is ew.add_p else em.b.fmul)(acc, x, flags=("reassoc",))
+        return (em.b.fadd if op is ew.add_p else em.b.fmul)(acc, x, flags=flags)
     return emit_scalar(em.b, op, [dtype, dtype], dtype, [acc, x], {})
 
 
@@ -343,8 +348,8 @@ def _pairwise_sum(em: Emitter, x, axes, kept, aval_out, out, work, element, lane
             bit = b.and_(b.lshr(count, k), one64)
             b.cbranch(b.icmp_unsigned("!=", bit, ir.Constant(I64, 0)), body, done)
             b.position_at_end(body)
-            b.store(_combine(em, rd.reduce_sum_p, work, b.load(level(k)), b.load(carry_ptr)),
-                    carry_ptr)
+            b.store(_combine(em, rd.reduce_sum_p, work, b.load(level(k)), b.load(carry_ptr),
+                             ordered=True), carry_ptr)
             k.add_incoming(b.add(k, one64), body)
             b.branch(head)
             b.position_at_end(done)
@@ -358,8 +363,8 @@ def _pairwise_sum(em: Emitter, x, axes, kept, aval_out, out, work, element, lane
         def gather(k):
             bit = b.trunc(b.lshr(count, k), ir.IntType(1))
             total = b.load(carry_ptr)
-            b.store(b.select(bit, _combine(em, rd.reduce_sum_p, work, total, b.load(level(k))),
-                             total), carry_ptr)
+            b.store(b.select(bit, _combine(em, rd.reduce_sum_p, work, total, b.load(level(k)),
+                                           ordered=True), total), carry_ptr)
         em.loop(_LEVELS, gather, name="lvl", over_data=False)
         return convert(b, b.load(carry_ptr), work, x.aval.dtype)
     return _per_output(em, aval_out, out, outer)
