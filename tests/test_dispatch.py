@@ -227,3 +227,63 @@ def test_mid_size_outputs_on_the_fast_path(shape):
     single, _, _ = _both(lambda x: x + 1.0)
     for _ in range(3):
         np.testing.assert_array_equal(np.asarray(single(tnp.asarray(x))), x + np.float32(1))
+
+
+def test_keyword_and_python_scalar_arguments_like_jax():
+    """Dynamic keyword arguments (Arrays, Python scalars, pytrees, beside static ones passed by
+    name) and Python int and bool arguments take the fast path's index: the second round
+    traces nothing, and every result is JAX's (an int weakly typed, a bool not); an int
+    beyond int32 still raises JAX's OverflowError after its type was indexed, and a keyword
+    argument moved to another name or made positional is another signature."""
+    def f(x, y=1.0, *, n=2, scale=None, flag=False):
+        s = 1.0 if scale is None else scale["a"] * scale["b"][0]
+        return x * y * n + s if not flag else x - y * n
+
+    v = np.arange(4, dtype=np.float32)
+    calls = [((v,), {"y": v}),
+             ((v,), {"y": 2.5, "n": 3}),                     # n static by name
+             ((v,), {"y": 3, "n": 3}),                       # a Python int: weak int32
+             ((v, 2), {"n": 4}),                             # positional int
+             ((v,), {"y": v, "scale": {"a": 2.0, "b": [v]}}),  # a pytree by keyword
+             ((v,), {"scale": {"a": np.float32(2.0), "b": [v]}, "y": -7}),
+             ((v,), {"y": True, "n": 2, "flag": True}),      # a bool: not weak
+             ((v, True), {"flag": False}),
+             ((v, 2**31 - 1), {}),
+             ((v, -2**31), {})]
+    ours, theirs, traced = _both(f, static_argnames=("n", "flag"))
+    for round_ in range(2):
+        for args, kwargs in calls:
+            as_ours = tuple(tnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args)
+            _same(ours(*as_ours, **kwargs), theirs(*args, **kwargs))
+        if round_ == 0:
+            first = len(traced["tracejit"])
+    assert len(traced["tracejit"]) == first == len(traced["jax"])
+    assert len(ours._traces.fast) == len(calls) - 1  # (the last two: one signature)
+    for big in (2**31, -2**31 - 1, 2**70):
+        with pytest.raises(OverflowError):
+            ours(tnp.asarray(v), big)
+        with pytest.raises(OverflowError):
+            ours(tnp.asarray(v), y=big)
+    g, h, g_traced = _both(lambda a, b: a - 2 * b)
+    for args, kwargs in [((1.0,), {"b": 2}), ((1.0, 2), {}), ((), {"a": 1.0, "b": 2}),
+                         ((), {"b": 2, "a": 1.0}), ((), {"a": 2, "b": 1.0})] * 2:
+        _same(g(*args, **kwargs), h(*args, **kwargs))
+    assert len(g_traced["tracejit"]) == len(g_traced["jax"]) == 4
+
+
+def test_python_int_under_x64_and_disable_jit():
+    """An int's indexed type follows jax_enable_x64 (int32, then int64 with a value beyond
+    int32 accepted) and jax_disable_jit runs the function itself, for keyword calls too."""
+    f = tracejit.jit(lambda x, k=0: x + k)
+    assert f(1, k=2).dtype == np.int32 and f(1, k=2).dtype == np.int32
+    with tracejit.enable_x64(True):
+        r = f(2**40, k=2)
+        assert r.dtype == np.int64 and int(r) == 2**40 + 2
+        assert f(1, k=2).dtype == np.int64
+    assert f(1, k=2).dtype == np.int32
+    seen = []
+    g = tracejit.jit(lambda x, k=0: seen.append(type(x)) or x + k)
+    g(1, k=2), g(1, k=2)
+    with tracejit.disable_jit():
+        assert g(1, k=2) == 3
+    assert len(seen) == 2 and seen[1] is int  # (traced once, then run as Python)

@@ -138,8 +138,12 @@ def _fast_tree(tree: Any, key: list, leaves: list) -> bool | None:
                 key.append((t, len(x)))
                 stack += reversed(x)
             continue
-        if t is float:
-            key.append(float)
+        if t is float or t is bool:
+            key.append(t)
+        elif t is int:
+            if not _INT32_MIN <= x <= _INT32_MAX:  # (its type's range decides: `_trace` says)
+                return None
+            key.append(int)
         elif t is np.ndarray:
             key.append((t, x.dtype, x.shape))
         elif t in _NUMPY_SCALARS:
@@ -148,6 +152,10 @@ def _fast_tree(tree: Any, key: list, leaves: list) -> bool | None:
             return None
         leaves.append(x)
     return placed
+
+
+# a Python int in this range fits int32 and int64 alike (its aval is then its type and x64's)
+_INT32_MIN, _INT32_MAX = -2**31, 2**31 - 1
 
 
 @functools.cache
@@ -804,13 +812,14 @@ class Jitted:
     def _fast_key(self, args: tuple, kwargs: dict) -> tuple | None:
         """The dispatch fast path's key of a call, its leaves and whether one is placed (has a
         sharding); or None when the call needs `_trace`. The key: the avals of unsharded Array
-        arguments (`float` for a Python float, weakly typed: its value is no part of the
-        signature; dtype and shape for a NumPy array, the type for a NumPy scalar), tuples,
-        lists and dicts of those as their type and length (keys) then their items
-        (`_fast_tree`), and the type and value of each static argument, positional or by
-        keyword (other keyword arguments: None). A static value that cannot be hashed makes
-        the key unhashable (the lookup's TypeError). Last, the meshes in effect (`_trace`'s
-        key holds them too)."""
+        arguments (the type for a Python float, bool or int in int32's range, weakly typed
+        but the bool: its value is no part of the signature; dtype and shape for a NumPy
+        array, the type for a NumPy scalar), tuples, lists and dicts of those as their type
+        and length (keys) then their items (`_fast_tree`), and the type and value of each
+        static argument; keyword arguments after the positional ones, their sorted names,
+        then each as a static one or a tree. A static value that cannot be hashed makes the
+        key unhashable (the lookup's TypeError). Last, the meshes in effect (`_trace`'s key
+        holds them too)."""
         key, leaves, placed = [], [], False
         static = self.static_argnums
         for i, a in enumerate(args):
@@ -826,8 +835,12 @@ class Jitted:
                     placed = True
                 leaves.append(a)
                 continue
-            if t is float:
-                key.append(float)
+            if t is float or t is bool:
+                key.append(t)
+            elif t is int:  # (weakly typed int32, or int64 under x64: the config's part)
+                if not _INT32_MIN <= a <= _INT32_MAX:  # (_trace raises its OverflowError)
+                    return None
+                key.append(int)
             elif t is np.ndarray:  # (its aval follows from dtype and shape, as a scalar's
                 key.append((t, a.dtype, a.shape))  # from its type)
             elif t in _NUMPY_SCALARS:
@@ -841,10 +854,19 @@ class Jitted:
             else:
                 return None
             leaves.append(a)
-        if kwargs:
-            if not self.static_argnames.issuperset(kwargs):
-                return None
-            key.append(tuple(sorted((k, type(v), v) for k, v in kwargs.items())))
+        if kwargs:  # their names, then in that order (tree_flatten's, of the dynamic ones:
+            names = sorted(kwargs)  # their leaves follow the positional ones) each value
+            key.append(("**", tuple(names)))
+            static_names = self.static_argnames
+            for k in names:
+                v = kwargs[k]
+                if k in static_names:
+                    key.append((type(v), v))
+                    continue
+                tree_placed = _fast_tree(v, key, leaves)
+                if tree_placed is None:
+                    return None
+                placed = placed or tree_placed
         key.append(_MESHES.token)  # (the meshes in effect, as `_trace`'s key holds them)
         return tuple(key), leaves, placed
 
