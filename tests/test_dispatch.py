@@ -287,3 +287,30 @@ def test_python_int_under_x64_and_disable_jit():
     with tracejit.disable_jit():
         assert g(1, k=2) == 3
     assert len(seen) == 2 and seen[1] is int  # (traced once, then run as Python)
+
+
+def test_host_arguments_converted_on_the_fast_path():
+    """NumPy arrays (read-only, strided, of another dtype) and Python scalars beside Arrays
+    (`runners`' host variant: converted first), for one, three and a tree of outputs: the
+    values of JAX after the index holds each signature, and the same entry serves the Array
+    and the host calls of one type."""
+    def f(x, y, s):
+        return x * s + y, (x - y, {"m": x * y})
+
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    frozen = a.copy()
+    frozen.setflags(write=False)
+    wide = rng.standard_normal((3, 8)).astype(np.float32)[:, ::2]  # (not contiguous)
+    calls = [(a, a, 0.1), (tnp.asarray(a), frozen, 1e40), (wide, tnp.asarray(a), -3),
+             (a.astype(np.float64), a, True), (tnp.asarray(a), tnp.asarray(a), 0.1),
+             (a, tnp.asarray(a), np.float32(2.5))]
+    ours, theirs, traced = _both(f)
+    one, one_jax, _ = _both(lambda x, s: x * s)
+    for _ in range(3):
+        for x, y, s in calls:
+            plain = [np.asarray(v) if isinstance(v, tracejit.Array) else v for v in (x, y)]
+            _same(ours(x, y, s), theirs(*plain, s))
+            _same(one(x, s), one_jax(plain[0], s))
+    assert len(traced["tracejit"]) == len(traced["jax"])
+    assert np.isinf(np.asarray(ours(a, a, 1e40)[0])).all()

@@ -104,13 +104,14 @@ def _flat_treedef(n: int) -> PyTreeDef:
 _FAST_TREE_NODES = 10_000
 
 
-def _fast_tree(tree: Any, key: list, leaves: list) -> bool | None:
+def _fast_tree(tree: Any, key: list, leaves: list) -> tuple[bool, bool] | None:
     """A pytree argument's part of `Jitted._fast_key`, when it is built of tuples, lists and
     dicts (exactly those types: their flattening is fixed, as no type registers twice) of the
     leaves `_fast_key` takes: appended to `key` (each container as (type, length or sorted
-    keys), then its items, in tree_flatten's order) and to `leaves`. Whether a leaf is placed;
-    None where the call needs `_trace`."""
-    placed = False
+    keys), then its items, in tree_flatten's order) and to `leaves`. Whether a leaf is placed,
+    and whether one is no Array (a NumPy array or a Python or NumPy scalar); None where the
+    call needs `_trace`."""
+    placed = host = False
     stack, nodes = [tree], 0
     while stack:
         x = stack.pop()
@@ -151,7 +152,8 @@ def _fast_tree(tree: Any, key: list, leaves: list) -> bool | None:
         else:
             return None
         leaves.append(x)
-    return placed
+        host = True
+    return placed, host
 
 
 # a Python int in this range fits int32 and int64 alike (its aval is then its type and x64's)
@@ -169,7 +171,7 @@ class _CacheEntry:
                  "donated", "aliases", "consumed", "kept", "direct", "trace_key", "lock",
                  "debug_checks", "last_use", "laid_out", "placement", "blocks", "mark",
                  "context_mesh", "reads", "given", "device", "readers", "origin", "key_reuse",
-                 "run")
+                 "run", "run_host")
 
     def __init__(self, closed, in_tree, out_tree, in_avals, arg_names, donated):
         self.closed = closed
@@ -220,8 +222,10 @@ class _CacheEntry:
         # the entry it copies, whose eviction takes it too (None: none)
         self.origin: _CacheEntry | None = None
         # once on the fast path, where a call is its executable's (and donation's steps) and
-        # nothing else (`Jitted._runner`): leaves -> the call's result (None: `Jitted._run`)
+        # nothing else (`Jitted._runner`): leaves -> the call's result (None: `Jitted._run`);
+        # and the same for leaves among which a NumPy array or a Python scalar is
         self.run: Callable | None = None
+        self.run_host: Callable | None = None
 
 
 class _Traces:
@@ -804,14 +808,14 @@ class Jitted:
         alias.mark = (lambda outs, leaves: mark(outs)) if inner is None else \
             (lambda outs, leaves: mark(inner(outs, leaves)))
         alias.origin = entry
-        alias.run = None  # (its mark applies)
+        alias.run = alias.run_host = None  # (its mark applies)
         with _cache_lock:  # (unless evicted meanwhile)
             if any(e is entry for e in self._traces.entries.values()):
                 fast[found[0]] = alias
 
     def _fast_key(self, args: tuple, kwargs: dict) -> tuple | None:
-        """The dispatch fast path's key of a call, its leaves and whether one is placed (has a
-        sharding); or None when the call needs `_trace`. The key: the avals of unsharded Array
+        """The dispatch fast path's key of a call, its leaves, whether one is placed (has a
+        sharding) and whether one is no Array; or None when the call needs `_trace`. The key: the avals of unsharded Array
         arguments (the type for a Python float, bool or int in int32's range, weakly typed
         but the bool: its value is no part of the signature; dtype and shape for a NumPy
         array, the type for a NumPy scalar), tuples, lists and dicts of those as their type
@@ -820,7 +824,7 @@ class Jitted:
         then each as a static one or a tree. A static value that cannot be hashed makes the
         key unhashable (the lookup's TypeError). Last, the meshes in effect (`_trace`'s key
         holds them too)."""
-        key, leaves, placed = [], [], False
+        key, leaves, placed, host = [], [], False, False
         static = self.static_argnums
         for i, a in enumerate(args):
             if static and i in static:
@@ -846,14 +850,15 @@ class Jitted:
             elif t in _NUMPY_SCALARS:
                 key.append(t)
             elif t is tuple or t is list or t is dict:
-                tree_placed = _fast_tree(a, key, leaves)
-                if tree_placed is None:
+                tree = _fast_tree(a, key, leaves)
+                if tree is None:
                     return None
-                placed = placed or tree_placed
+                placed, host = placed or tree[0], host or tree[1]
                 continue
             else:
                 return None
             leaves.append(a)
+            host = True
         if kwargs:  # their names, then in that order (tree_flatten's, of the dynamic ones:
             names = sorted(kwargs)  # their leaves follow the positional ones) each value
             key.append(("**", tuple(names)))
@@ -863,12 +868,12 @@ class Jitted:
                 if k in static_names:
                     key.append((type(v), v))
                     continue
-                tree_placed = _fast_tree(v, key, leaves)
-                if tree_placed is None:
+                tree = _fast_tree(v, key, leaves)
+                if tree is None:
                     return None
-                placed = placed or tree_placed
+                placed, host = placed or tree[0], host or tree[1]
         key.append(_MESHES.token)  # (the meshes in effect, as `_trace`'s key holds them)
-        return tuple(key), leaves, placed
+        return tuple(key), leaves, placed, host
 
     def _call(self, args: tuple, kwargs: dict):
         """Every jitted call. Positional Arrays of a signature compiled before, under the same
@@ -876,7 +881,7 @@ class Jitted:
         goes through `_trace`, then is staged into an enclosing trace or compiled."""
         tracing = current_dynamic_trace() is not None
         fast = self._traces.fast
-        entry = None
+        entry, host = None, True
         if fast is not None and not tracing:
             found = self._fast_key(args, kwargs)
             if found is not None:
@@ -888,7 +893,7 @@ class Jitted:
                 # was stamped, jax_disable_jit included
                 if entry is not None and entry.trace_key is not config.trace_key():
                     entry = None
-                leaves, placed = found[1], found[2]
+                leaves, placed, host = found[1], found[2], found[3]
         if entry is None:
             trace_key, meshes = config.trace_key(), _MESHES.key
             if config.read("jax_disable_jit"):
@@ -928,13 +933,13 @@ class Jitted:
                     not any(isinstance(c, Tracer) for c in entry.closed.consts):
                 entry.trace_key = trace_key
                 if entry.run is None:
-                    entry.run = self._runner(entry)
+                    entry.run, entry.run_host = self._runner(entry)
                 with _cache_lock:  # (unless evicted meanwhile: then it is only the caller's)
                     if any(e is entry for e in self._traces.entries.values()):
                         fast[tuple(map(interned, found[0]))] = entry
         entry.last_use = next(_clock)
         if entry.run is not None and not placed:
-            return entry.run(leaves)
+            return entry.run_host(leaves) if host else entry.run(leaves)
         return self._run(entry, args, kwargs, leaves, placed)
 
     def _run(self, entry: _CacheEntry, args: tuple, kwargs: dict, leaves: Sequence,
@@ -955,27 +960,30 @@ class Jitted:
             result = self._with_keys(entry, args, kwargs, result)
         return result if self.out_shardings is None else place(result, self.out_shardings)
 
-    def _runner(self, entry: _CacheEntry) -> Callable | None:
-        """The fast path's call of `entry` (see `_CacheEntry.run`) where nothing but its
-        executable (and `execute`'s donation steps) acts on a call with unsharded arguments:
-        no debug check, mark, key-reuse check or out_shardings. Holds no reference to this
-        wrapper (the traces may outlive it, and must not keep its function alive)."""
+    def _runner(self, entry: _CacheEntry) -> tuple[Callable | None, Callable | None]:
+        """The fast path's calls of `entry` (see `_CacheEntry.run` and `run_host`) where
+        nothing but its executable (and `execute`'s donation steps) acts on a call with
+        unsharded arguments: no debug check, mark, key-reuse check or out_shardings. Hold no
+        reference to this wrapper (the traces may outlive it, and must not keep its function
+        alive)."""
         if entry.debug_checks is not None or entry.mark is not None or \
                 entry.key_reuse is not None or self.out_shardings is not None:
-            return None
+            return None, None
         out_tree, executable = entry.out_tree, entry.executable
         single = out_tree is _SINGLE_LEAF
         if entry.direct:
-            run = executable.runner(single)
+            runs = executable.runners(single)
         else:  # (arguments donated or left unread: `execute`'s steps)
             consumed, kept = entry.consumed, entry.kept
             run = (lambda leaves: _execute(consumed, kept, executable, leaves)[0]) if single \
                 else (lambda leaves: _execute(consumed, kept, executable, leaves))
+            runs = run, run
         if single:
-            return run
+            return runs
         if out_tree == _flat_tuple_treedef(out_tree.num_leaves):  # (no unflattening)
-            return lambda leaves: tuple(run(leaves))
-        return lambda leaves: tree_unflatten(out_tree, run(leaves))
+            return tuple((lambda leaves, run=run: tuple(run(leaves))) for run in runs)
+        return tuple((lambda leaves, run=run: tree_unflatten(out_tree, run(leaves)))
+                     for run in runs)
 
     def _with_keys(self, entry: _CacheEntry, args: tuple, kwargs: dict, result: Any) -> Any:
         """jax_debug_key_reuse: the traced body's use of its key arguments applied to the
