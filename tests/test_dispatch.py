@@ -9,6 +9,7 @@ import pytest
 
 import tracejit
 import tracejit.numpy as tnp
+from tracejit.core.array import Array as ArrayImpl
 
 jax = pytest.importorskip("jax")
 
@@ -314,3 +315,46 @@ def test_host_arguments_converted_on_the_fast_path():
             _same(one(x, s), one_jax(plain[0], s))
     assert len(traced["tracejit"]) == len(traced["jax"])
     assert np.isinf(np.asarray(ours(a, a, 1e40)[0])).all()
+
+
+def test_donated_arguments_on_the_lean_path():
+    """`_aliased_runner`: a donated Array that owns its buffer lends it to the result (the
+    same address, call after call, once a call made it); one whose buffer a slab or another Array shares, or a
+    NumPy array, is copied, the sharer left as it was; an unmatched donated argument and the
+    undonated one stay or go as JAX's; a donated array passed twice is refused."""
+    f = tracejit.jit(lambda x, y, s: (x * s + y, y * 2.0), donate_argnums=(0, 2))
+    g = jax.jit(lambda x, y, s: (x * s + y, y * 2.0), donate_argnums=(0, 2))
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x, y = tnp.asarray(data), tnp.asarray(data + 1)
+    x_jax, want = jax.numpy.asarray(data), data
+    addresses = []
+    with pytest.warns(UserWarning, match="donated buffers were not usable"):
+        for k in range(4):
+            old, s = x, tnp.asarray(np.float32(k))
+            x, _ = f(x, y, s)
+            x_jax, _ = g(x_jax, data + 1, np.float32(k))
+            want = want * np.float32(k) + data + 1
+            assert old.is_deleted() and not y.is_deleted()
+            addresses.append(x.address)
+            np.testing.assert_array_equal(np.asarray(x), np.asarray(x_jax))
+            np.testing.assert_array_equal(np.asarray(x), want)
+    assert len(set(addresses[1:])) == 1  # (the first call's trace held the first buffer)
+    shared = tnp.asarray(data)
+    view = ArrayImpl(np.asarray(shared), shared.aval)  # (the same buffer, two Arrays)
+    out, diff = f(view, y, 2.0)
+    np.testing.assert_array_equal(np.asarray(shared), data)
+    np.testing.assert_array_equal(np.asarray(out), data * 2 + data + 1)
+    np.testing.assert_array_equal(np.asarray(diff), (data + 1) * 2)
+    assert view.is_deleted() and out.address != shared.address
+    small = tracejit.jit(lambda x: x * 2.0, donate_argnums=0)
+    v = small(tnp.asarray(np.float32(3.0)))  # (a slab's: copied when donated)
+    for _ in range(3):
+        old, v = v, small(v)
+        assert old.is_deleted()
+    assert float(v) == 48.0
+    host = data.copy()
+    assert np.asarray(small(host)).tolist() == (data * 2).tolist()
+    np.testing.assert_array_equal(host, data)  # (a NumPy argument is only read)
+    z = tnp.asarray(data)
+    with pytest.raises(RuntimeError, match="previously donated in the same call"):
+        f(z, z, 1.0)

@@ -411,12 +411,11 @@ def execute(entry: _CacheEntry, executable: Executable, leaves: Sequence) -> lis
     return _execute(entry.consumed, entry.kept, executable, leaves)
 
 
-def _execute(consumed: tuple[int, ...], kept: tuple[int, ...] | None, executable: Executable,
-             leaves: Sequence) -> list[Array]:
-    for i in consumed:
+def _execute(consumed: tuple[int, ...], kept: tuple[int, ...] | None,
+             executable: Callable[[Sequence], list[Array]], leaves: Sequence) -> list[Array]:
+    for i in consumed if len(leaves) > 1 else ():
         x = leaves[i]
-        if type(x) is Array and len(leaves) > 1 and \
-                any(y is x for j, y in enumerate(leaves) if j != i):
+        if type(x) is Array and any(y is x for j, y in enumerate(leaves) if j != i):
             raise RuntimeError(
                 f"INVALID_ARGUMENT: Attempt to use a buffer that was previously donated in the "
                 f"same call (flattened argument {i} is also passed as another argument). Toy "
@@ -973,11 +972,12 @@ class Jitted:
         single = out_tree is _SINGLE_LEAF
         if entry.direct:
             runs = executable.runners(single)
-        else:  # (arguments donated or left unread: `execute`'s steps)
+        else:  # (arguments donated or left unread: `execute`'s steps around the runners')
             consumed, kept = entry.consumed, entry.kept
-            run = (lambda leaves: _execute(consumed, kept, executable, leaves)[0]) if single \
-                else (lambda leaves: _execute(consumed, kept, executable, leaves))
-            runs = run, run
+            runs = tuple((lambda leaves, run=run: _execute(consumed, kept, run, leaves)[0])
+                         if single else
+                         (lambda leaves, run=run: _execute(consumed, kept, run, leaves))
+                         for run in executable.runners(False))
         if single:
             return runs
         if out_tree == _flat_tuple_treedef(out_tree.num_leaves):  # (no unflattening)

@@ -40,6 +40,7 @@ _U8 = np.dtype(np.uint8)
 # the address of a fresh writable array (ndarray.ctypes.data costs several times more)
 _addressof = ctypes.addressof
 _from_buffer = ctypes.c_char.from_buffer
+_memmove = ctypes.memmove
 # a Python scalar argument's buffer, by the dtype its aval gives it: a ctypes object, made and
 # its address read in ~0.12 us (np.array's, through `_from_buffer`: ~0.5 us). The C cast
 # rounds a double to float as NumPy does; an int is in its type's range (jit's key checked it)
@@ -270,15 +271,15 @@ class NativeExecutable(Executable):
         """`__call__` specialised for jit's dispatch fast path (its result: the only output
         itself if `single`), for Array arguments and for arguments among which NumPy arrays or
         Python scalars are (`_convert`'s, without the ~0.8 us of the AttributeError that
-        finds them). For a program without donated pairs, callbacks, polling loops or a
-        workspace whose outputs are below the pool's sizes, a call is the arguments'
-        addresses, a buffer per output (from its `Slab` up to SLAB_MAX_BYTES, else a frozen
-        np.empty), the native call and the Arrays: ~1.3 us less than `__call__` for `x + 1`
-        (no `_fresh` tuples, np.empty, address look-up, setflags or general branches).
-        Anything else is `__call__`."""
+        finds them). For a program without callbacks, polling loops or a workspace whose
+        outputs are below the pool's sizes, a call is the arguments' addresses, a buffer per
+        output (from its `Slab` up to SLAB_MAX_BYTES, else a frozen np.empty), the native call
+        and the Arrays: ~1.3 us less than `__call__` for `x + 1` (no `_fresh` tuples,
+        np.empty, address look-up, setflags or general branches); with donated pairs
+        (`_aliased_runner`) ~1 us less. Anything else is `__call__`."""
         call = self.__call__
         recipes = self._recipes
-        lean = recipes and not (self._aliases or self._callbacks or self._workspace_bytes or
+        lean = recipes and not (self._callbacks or self._workspace_bytes or
                                 self.program.polls) and all(0 < r[2] < MIN_BYTES and _addressable(r[1])
                                                 for r in recipes)
         if not lean:
@@ -288,6 +289,10 @@ class NativeExecutable(Executable):
         consts, convert = self._const_addresses, self._convert
         takes = [Slab(*r).take if r[2] <= SLAB_MAX_BYTES else
                  functools.partial(_frozen_empty, r[0], r[1]) for r in recipes]
+        if self._aliases:
+            runs = self._aliased_runner(takes, False), self._aliased_runner(takes, True)
+            return tuple((lambda leaves, run=run: run(leaves)[0]) for run in runs) if single \
+                else runs
         # (`keep`: the NumPy copies made for a call, held through it; `host`: a closure's
         # constant, whether its arguments are converted first)
         if single and recipes[0][2] > SLAB_MAX_BYTES:
@@ -352,6 +357,53 @@ class NativeExecutable(Executable):
                 return list(map(Array, outs, avals, out_addresses))
             return run
         return many_runner(False), many_runner(True)
+
+    def _aliased_runner(self, takes: list[Callable], host: bool
+                        ) -> Callable[[Sequence[Any]], list[Array]]:
+        """`runners`' call of a program with donated pairs (small outputs, none of `__call__`'s
+        other steps), as `_donated_outputs` does it: an aliased output is written into its
+        donated Array's buffer where that Array is the buffer's only user (taken from it
+        before the call: with no callback or polling loop, nothing fails after the call
+        begins), else into a fresh buffer of its own holding a copy of the argument (not a
+        slab's, which no later donation could take: a chain of calls donating their results
+        then copies once)."""
+        program, pack_in, pack_out = self._compiled, self._pack_inputs, self._pack_outputs
+        consts, convert, avals = self._const_addresses, self._convert, self.out_avals
+        # per output: its donated argument's index (None: none) and its byte count
+        pairs = dict(self._aliases)
+        plan = [(take, None, 0) if j not in pairs else
+                (functools.partial(_frozen_empty, recipe[0], recipe[1]), pairs[j], recipe[2])
+                for j, (take, recipe) in enumerate(zip(takes, self._recipes))]
+
+        def run(leaves: Sequence[Any]) -> list[Array]:
+            keep = None
+            if host:
+                addresses, keep = convert(leaves)
+            else:
+                try:
+                    addresses = [x._address or x.address for x in leaves]
+                except AttributeError:
+                    addresses, keep = convert(leaves)
+            outs = []
+            for take, i, nbytes in plan:
+                if i is not None:
+                    x = leaves[i]
+                    if type(x) is Array and sole_owner(x) is not None:
+                        value, address, owner_pool = x._take_buffer()
+                        value.setflags(write=False)
+                        outs.append((value, address, owner_pool))
+                        continue
+                    value, address = take()
+                    _memmove(address, addresses[i], nbytes)
+                    addresses[i] = address
+                    outs.append((value, address, None))
+                    continue
+                outs.append((*take(), None))
+            program.entry(pack_in(*consts, *addresses), pack_out(*[o[1] for o in outs]), None)
+            del keep
+            return [Array(value, aval, address, owner_pool)
+                    for (value, address, owner_pool), aval in zip(outs, avals)]
+        return run
 
     def _convert(self, leaves: Sequence[Any]) -> tuple[list[int], list[np.ndarray]]:
         addresses, keep = [], []
