@@ -235,7 +235,8 @@ def test_keyword_and_python_scalar_arguments_like_jax():
     name) and Python int and bool arguments take the fast path's index: the second round
     traces nothing, and every result is JAX's (an int weakly typed, a bool not); an int
     beyond int32 still raises JAX's OverflowError after its type was indexed, and a keyword
-    argument moved to another name or made positional is another signature."""
+    argument moved to another name or made positional is another signature; a host value
+    by keyword is still a guarded transfer."""
     def f(x, y=1.0, *, n=2, scale=None, flag=False):
         s = 1.0 if scale is None else scale["a"] * scale["b"][0]
         return x * y * n + s if not flag else x - y * n
@@ -260,6 +261,10 @@ def test_keyword_and_python_scalar_arguments_like_jax():
             first = len(traced["tracejit"])
     assert len(traced["tracejit"]) == first == len(traced["jax"])
     assert len(ours._traces.fast) == len(calls) - 1  # (the last two: one signature)
+    for kwargs in ({"y": v}, {"y": 3}, {"y": 2.5, "n": 3}):  # (indexed above: still guarded)
+        with tracejit.transfer_guard("disallow"), \
+                pytest.raises(RuntimeError, match="Disallowed host-to-device transfer"):
+            ours(tnp.asarray(v), **kwargs)
     for big in (2**31, -2**31 - 1, 2**70):
         with pytest.raises(OverflowError):
             ours(tnp.asarray(v), big)
