@@ -250,6 +250,7 @@ def test_keyword_and_python_scalar_arguments_like_jax():
              ((v,), {"scale": {"a": np.float32(2.0), "b": [v]}, "y": -7}),
              ((v,), {"y": True, "n": 2, "flag": True}),      # a bool: not weak
              ((v, True), {"flag": False}),
+             ((v, 1.5 - 2j), {}),                             # a Python complex: weak
              ((v, 2**31 - 1), {}),
              ((v, -2**31), {})]
     ours, theirs, traced = _both(f, static_argnames=("n", "flag"))

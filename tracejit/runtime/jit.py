@@ -139,7 +139,7 @@ def _fast_tree(tree: Any, key: list, leaves: list) -> tuple[bool, bool] | None:
                 key.append((t, len(x)))
                 stack += reversed(x)
             continue
-        if t is float or t is bool:
+        if t is float or t is bool or t is complex:
             key.append(t)
         elif t is int:
             if not _INT32_MIN <= x <= _INT32_MAX:  # (its type's range decides: `_trace` says)
@@ -818,8 +818,8 @@ class Jitted:
     def _fast_key(self, args: tuple, kwargs: dict) -> tuple | None:
         """The dispatch fast path's key of a call, its leaves, whether one is placed (has a
         sharding) and whether one is no Array; or None when the call needs `_trace`. The key: the avals of unsharded Array
-        arguments (the type for a Python float, bool or int in int32's range, weakly typed
-        but the bool: its value is no part of the signature; dtype and shape for a NumPy
+        arguments (the type for a Python float, complex, bool or int in int32's range, weakly
+        typed but the bool: its value is no part of the signature; dtype and shape for a NumPy
         array, the type for a NumPy scalar), tuples, lists and dicts of those as their type
         and length (keys) then their items (`_fast_tree`), and the type and value of each
         static argument; keyword arguments after the positional ones, their sorted names,
@@ -841,7 +841,7 @@ class Jitted:
                     placed = True
                 leaves.append(a)
                 continue
-            if t is float or t is bool:
+            if t is float or t is bool or t is complex:
                 key.append(t)
             elif t is int:  # (weakly typed int32, or int64 under x64: the config's part)
                 if not _INT32_MIN <= a <= _INT32_MAX:  # (_trace raises its OverflowError)
