@@ -251,6 +251,8 @@ def test_keyword_and_python_scalar_arguments_like_jax():
              ((v,), {"y": True, "n": 2, "flag": True}),      # a bool: not weak
              ((v, True), {"flag": False}),
              ((v, 1.5 - 2j), {}),                             # a Python complex: weak
+             ((v, np.int8(-3)), {}), ((v,), {"y": np.complex64(1 + 1j)}),  # NumPy scalars
+             ((v, np.uint16(7)), {}),
              ((v, 2**31 - 1), {}),
              ((v, -2**31), {})]
     ours, theirs, traced = _both(f, static_argnames=("n", "flag"))

@@ -93,7 +93,10 @@ def _check_static_argnums(argnums: Sequence[int], sig: inspect.Signature | None,
 
 _LEAF_TYPES = frozenset({Array, np.ndarray, float, int, bool, complex, np.float32, np.float64,
                          np.int32, np.int64, np.bool_, np.float16, np.uint32, np.uint8})
-_NUMPY_SCALARS = frozenset(t for t in _LEAF_TYPES if issubclass(t, np.generic))
+# (the type decides a NumPy scalar's aval, as its dtype canonicalised under the config's x64)
+_NUMPY_SCALARS = frozenset({t for t in _LEAF_TYPES if issubclass(t, np.generic)} |
+                           {np.int8, np.int16, np.uint16, np.uint64, np.complex64,
+                            np.complex128})
 
 
 @functools.cache  # (a tree's definition is immutable)
