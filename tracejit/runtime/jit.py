@@ -137,7 +137,8 @@ def _fast_tree(tree: Any, key: list, leaves: list) -> tuple[bool, bool] | None:
                 except TypeError:  # (tree_flatten's error, through `_trace`)
                     return None
                 key.append((dict, tuple(names)))
-                stack += [x[k] for k in reversed(names)]
+                names.reverse()
+                stack += map(x.__getitem__, names)
             else:
                 key.append((t, len(x)))
                 stack += reversed(x)
