@@ -758,8 +758,9 @@ class Jitted:
         # the fast path's commonest call in the fewest steps: positional Arrays of a signature
         # called before under the same config, most often unsharded, whose call is then its
         # executable's alone (`_fast_key`'s key for them, looked up as `_call` would)
-        if self._positional_only and not kwargs and current_dynamic_trace() is None and \
-                not refs_in_use():
+        if refs_in_use():  # Refs as arguments or closed over: threaded through (jit_refs.py)
+            return call_with_refs(self, args, kwargs)
+        if self._positional_only and not kwargs and current_dynamic_trace() is None:
             key, placed = [], False
             for x in args:
                 if type(x) is not Array:
@@ -780,8 +781,6 @@ class Jitted:
                     run = entry.run
                     return run(args) if run is not None and not placed else \
                         self._run(entry, args, kwargs, args, placed)
-        if refs_in_use():  # Refs as arguments or closed over: threaded through (jit_refs.py)
-            return call_with_refs(self, args, kwargs)
         return self._call(args, kwargs)
 
     def _call_unshortened(self, *args, **kwargs):
