@@ -1,6 +1,7 @@
 """CPU time per jitted call on the steady-state path (the call's fixed cost), for the kinds of
 call issue 12 names: a scalar `x + 1`, softmax 3x5, four arguments, a pytree argument, a static
-argument, a donated argument, and a NumPy argument. Runs with whichever library `import` finds,
+argument, a donated argument, a NumPy argument, a small array, a keyword argument, three outputs,
+a Python float and int, and a method jitted with `self` static. Runs with whichever library `import` finds,
 so a before/after pair is two PYTHONPATHs (or `--jax` for JAX itself):
 
     python -m benchmarks.dispatch_cost [--jax] [--rounds R] [--calls N] [case substring ...]
@@ -8,6 +9,7 @@ so a before/after pair is two PYTHONPATHs (or `--jax` for JAX itself):
 Prints, per case, the median and the best of R rounds of N calls (ns of process CPU per call)."""
 from __future__ import annotations
 
+import functools
 import statistics
 import sys
 import time
@@ -37,6 +39,24 @@ def _cases(jax, jnp):
         state[0] = donated(state[0])
 
     host = np.ones(4, np.float32)
+    kw = jax.jit(lambda x, y: x * y + 1)
+    outs3 = jax.jit(lambda x: (x + 1, x * 2, x - 3))
+
+    class Model:
+        def __init__(self, scale):
+            self.scale = scale
+
+        @functools.partial(jax.jit, static_argnums=0)
+        def apply(self, x):
+            return x * 2 + 1
+
+        def __hash__(self):
+            return id(self)
+
+        def __eq__(self, other):
+            return self is other
+
+    model = Model(2.0)
     sm, jitted_softmax = f32(3, 5), jax.jit(softmax)
     return {
         "x+1 scalar": lambda: add(x),
@@ -46,6 +66,12 @@ def _cases(jax, jnp):
         "static_argnums": lambda: static(v, 3),
         "donated": donate_step,
         "numpy argument": lambda: add(host),
+        "small array x+1": lambda: add(v),
+        "keyword argument": lambda: kw(v, y=v),
+        "3 outputs": lambda: outs3(v),
+        "python float": lambda: add(2.0),
+        "python int": lambda: add(2),
+        "method (self static)": lambda: model.apply(v),
     }
 
 

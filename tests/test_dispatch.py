@@ -9,6 +9,7 @@ import pytest
 
 import tracejit
 import tracejit.numpy as tnp
+from tracejit.core.array import Array as ArrayImpl
 
 jax = pytest.importorskip("jax")
 
@@ -227,3 +228,141 @@ def test_mid_size_outputs_on_the_fast_path(shape):
     single, _, _ = _both(lambda x: x + 1.0)
     for _ in range(3):
         np.testing.assert_array_equal(np.asarray(single(tnp.asarray(x))), x + np.float32(1))
+
+
+def test_keyword_and_python_scalar_arguments_like_jax():
+    """Dynamic keyword arguments (Arrays, Python scalars, pytrees, beside static ones passed by
+    name) and Python int and bool arguments take the fast path's index: the second round
+    traces nothing, and every result is JAX's (an int weakly typed, a bool not); an int
+    beyond int32 still raises JAX's OverflowError after its type was indexed, and a keyword
+    argument moved to another name or made positional is another signature; a host value
+    by keyword is still a guarded transfer."""
+    def f(x, y=1.0, *, n=2, scale=None, flag=False):
+        s = 1.0 if scale is None else scale["a"] * scale["b"][0]
+        return x * y * n + s if not flag else x - y * n
+
+    v = np.arange(4, dtype=np.float32)
+    calls = [((v,), {"y": v}),
+             ((v,), {"y": 2.5, "n": 3}),                     # n static by name
+             ((v,), {"y": 3, "n": 3}),                       # a Python int: weak int32
+             ((v, 2), {"n": 4}),                             # positional int
+             ((v,), {"y": v, "scale": {"a": 2.0, "b": [v]}}),  # a pytree by keyword
+             ((v,), {"scale": {"a": np.float32(2.0), "b": [v]}, "y": -7}),
+             ((v,), {"y": True, "n": 2, "flag": True}),      # a bool: not weak
+             ((v, True), {"flag": False}),
+             ((v, 1.5 - 2j), {}),                             # a Python complex: weak
+             ((v, np.int8(-3)), {}), ((v,), {"y": np.complex64(1 + 1j)}),  # NumPy scalars
+             ((v, np.uint16(7)), {}),
+             ((v, 2**31 - 1), {}),
+             ((v, -2**31), {})]
+    ours, theirs, traced = _both(f, static_argnames=("n", "flag"))
+    for round_ in range(2):
+        for args, kwargs in calls:
+            as_ours = tuple(tnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args)
+            _same(ours(*as_ours, **kwargs), theirs(*args, **kwargs))
+        if round_ == 0:
+            first = len(traced["tracejit"])
+    assert len(traced["tracejit"]) == first == len(traced["jax"])
+    assert len(ours._traces.fast) == len(calls) - 1  # (the last two: one signature)
+    for kwargs in ({"y": v}, {"y": 3}, {"y": 2.5, "n": 3}):  # (indexed above: still guarded)
+        with tracejit.transfer_guard("disallow"), \
+                pytest.raises(RuntimeError, match="Disallowed host-to-device transfer"):
+            ours(tnp.asarray(v), **kwargs)
+    for big in (2**31, -2**31 - 1, 2**70):
+        with pytest.raises(OverflowError):
+            ours(tnp.asarray(v), big)
+        with pytest.raises(OverflowError):
+            ours(tnp.asarray(v), y=big)
+    g, h, g_traced = _both(lambda a, b: a - 2 * b)
+    for args, kwargs in [((1.0,), {"b": 2}), ((1.0, 2), {}), ((), {"a": 1.0, "b": 2}),
+                         ((), {"b": 2, "a": 1.0}), ((), {"a": 2, "b": 1.0})] * 2:
+        _same(g(*args, **kwargs), h(*args, **kwargs))
+    assert len(g_traced["tracejit"]) == len(g_traced["jax"]) == 4
+
+
+def test_python_int_under_x64_and_disable_jit():
+    """An int's indexed type follows jax_enable_x64 (int32, then int64 with a value beyond
+    int32 accepted) and jax_disable_jit runs the function itself, for keyword calls too."""
+    f = tracejit.jit(lambda x, k=0: x + k)
+    assert f(1, k=2).dtype == np.int32 and f(1, k=2).dtype == np.int32
+    with tracejit.enable_x64(True):
+        r = f(2**40, k=2)
+        assert r.dtype == np.int64 and int(r) == 2**40 + 2
+        assert f(1, k=2).dtype == np.int64
+    assert f(1, k=2).dtype == np.int32
+    seen = []
+    g = tracejit.jit(lambda x, k=0: seen.append(type(x)) or x + k)
+    g(1, k=2), g(1, k=2)
+    with tracejit.disable_jit():
+        assert g(1, k=2) == 3
+    assert len(seen) == 2 and seen[1] is int  # (traced once, then run as Python)
+
+
+def test_host_arguments_converted_on_the_fast_path():
+    """NumPy arrays (read-only, strided, of another dtype) and Python scalars beside Arrays
+    (`runners`' host variant: converted first), for one, three and a tree of outputs: the
+    values of JAX after the index holds each signature, and the same entry serves the Array
+    and the host calls of one type."""
+    def f(x, y, s):
+        return x * s + y, (x - y, {"m": x * y})
+
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    frozen = a.copy()
+    frozen.setflags(write=False)
+    wide = rng.standard_normal((3, 8)).astype(np.float32)[:, ::2]  # (not contiguous)
+    calls = [(a, a, 0.1), (tnp.asarray(a), frozen, 1e40), (wide, tnp.asarray(a), -3),
+             (a.astype(np.float64), a, True), (tnp.asarray(a), tnp.asarray(a), 0.1),
+             (a, tnp.asarray(a), np.float32(2.5))]
+    ours, theirs, traced = _both(f)
+    one, one_jax, _ = _both(lambda x, s: x * s)
+    for _ in range(3):
+        for x, y, s in calls:
+            plain = [np.asarray(v) if isinstance(v, tracejit.Array) else v for v in (x, y)]
+            _same(ours(x, y, s), theirs(*plain, s))
+            _same(one(x, s), one_jax(plain[0], s))
+    assert len(traced["tracejit"]) == len(traced["jax"])
+    assert np.isinf(np.asarray(ours(a, a, 1e40)[0])).all()
+
+
+def test_donated_arguments_on_the_lean_path():
+    """`_aliased_runner`: a donated Array that owns its buffer lends it to the result (the
+    same address, call after call, once a call made it); one whose buffer a slab or another Array shares, or a
+    NumPy array, is copied, the sharer left as it was; an unmatched donated argument and the
+    undonated one stay or go as JAX's; a donated array passed twice is refused."""
+    f = tracejit.jit(lambda x, y, s: (x * s + y, y * 2.0), donate_argnums=(0, 2))
+    g = jax.jit(lambda x, y, s: (x * s + y, y * 2.0), donate_argnums=(0, 2))
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x, y = tnp.asarray(data), tnp.asarray(data + 1)
+    x_jax, want = jax.numpy.asarray(data), data
+    addresses = []
+    with pytest.warns(UserWarning, match="donated buffers were not usable"):
+        for k in range(4):
+            old, s = x, tnp.asarray(np.float32(k))
+            x, _ = f(x, y, s)
+            x_jax, _ = g(x_jax, data + 1, np.float32(k))
+            want = want * np.float32(k) + data + 1
+            assert old.is_deleted() and not y.is_deleted()
+            addresses.append(x.address)
+            np.testing.assert_array_equal(np.asarray(x), np.asarray(x_jax))
+            np.testing.assert_array_equal(np.asarray(x), want)
+    assert len(set(addresses[1:])) == 1  # (the first call's trace held the first buffer)
+    shared = tnp.asarray(data)
+    view = ArrayImpl(np.asarray(shared), shared.aval)  # (the same buffer, two Arrays)
+    out, diff = f(view, y, 2.0)
+    np.testing.assert_array_equal(np.asarray(shared), data)
+    np.testing.assert_array_equal(np.asarray(out), data * 2 + data + 1)
+    np.testing.assert_array_equal(np.asarray(diff), (data + 1) * 2)
+    assert view.is_deleted() and out.address != shared.address
+    small = tracejit.jit(lambda x: x * 2.0, donate_argnums=0)
+    v = small(tnp.asarray(np.float32(3.0)))  # (a slab's: copied when donated)
+    for _ in range(3):
+        old, v = v, small(v)
+        assert old.is_deleted()
+    assert float(v) == 48.0
+    host = data.copy()
+    assert np.asarray(small(host)).tolist() == (data * 2).tolist()
+    np.testing.assert_array_equal(host, data)  # (a NumPy argument is only read)
+    z = tnp.asarray(data)
+    with pytest.raises(RuntimeError, match="previously donated in the same call"):
+        f(z, z, 1.0)

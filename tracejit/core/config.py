@@ -336,7 +336,8 @@ class Config:
         """The options a traced program depends on, as the calling thread sees them, for jit
         cache keys. A new tuple after every `update` (of any option) and, in a thread, at every
         with-block's start and end: a key held from before and compared with `is` tells whether
-        anything changed since (jit's dispatch fast path stamps its entries so)."""
+        anything changed since (jit's dispatch fast path stamps its entries so, and reads the
+        key inline: `_trace_key_cache` while `_open` is 0, this method otherwise)."""
         key = self._trace_key_cache
         if key is None:
             key = self._trace_key_cache = tuple(

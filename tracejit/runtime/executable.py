@@ -30,11 +30,14 @@ class Executable:
         """Run on flat argument leaves (Arrays, NumPy arrays or scalars of the input avals)."""
         raise NotImplementedError
 
-    def runner(self, single: bool) -> Callable[[Sequence[Any]], Any]:
+    def runners(self, single: bool) -> tuple[Callable[[Sequence[Any]], Any],
+                                             Callable[[Sequence[Any]], Any]]:
         """The call as jit's dispatch fast path makes it (its result: the only output itself
-        if `single`); backends specialise it for the signature."""
+        if `single`): for Array arguments, and for arguments among which NumPy arrays or
+        Python scalars are; backends specialise them for the signature."""
         call = self.__call__
-        return (lambda leaves: call(leaves)[0]) if single else call
+        run = (lambda leaves: call(leaves)[0]) if single else call
+        return run, run
 
     def as_text(self) -> str:
         raise NotImplementedError

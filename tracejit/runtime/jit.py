@@ -93,7 +93,10 @@ def _check_static_argnums(argnums: Sequence[int], sig: inspect.Signature | None,
 
 _LEAF_TYPES = frozenset({Array, np.ndarray, float, int, bool, complex, np.float32, np.float64,
                          np.int32, np.int64, np.bool_, np.float16, np.uint32, np.uint8})
-_NUMPY_SCALARS = frozenset(t for t in _LEAF_TYPES if issubclass(t, np.generic))
+# (the type decides a NumPy scalar's aval, as its dtype canonicalised under the config's x64)
+_NUMPY_SCALARS = frozenset({t for t in _LEAF_TYPES if issubclass(t, np.generic)} |
+                           {np.int8, np.int16, np.uint16, np.uint64, np.complex64,
+                            np.complex128})
 
 
 @functools.cache  # (a tree's definition is immutable)
@@ -104,13 +107,14 @@ def _flat_treedef(n: int) -> PyTreeDef:
 _FAST_TREE_NODES = 10_000
 
 
-def _fast_tree(tree: Any, key: list, leaves: list) -> bool | None:
+def _fast_tree(tree: Any, key: list, leaves: list) -> tuple[bool, bool] | None:
     """A pytree argument's part of `Jitted._fast_key`, when it is built of tuples, lists and
     dicts (exactly those types: their flattening is fixed, as no type registers twice) of the
     leaves `_fast_key` takes: appended to `key` (each container as (type, length or sorted
-    keys), then its items, in tree_flatten's order) and to `leaves`. Whether a leaf is placed;
-    None where the call needs `_trace`."""
-    placed = False
+    keys), then its items, in tree_flatten's order) and to `leaves`. Whether a leaf is placed,
+    and whether one is no Array (a NumPy array or a Python or NumPy scalar); None where the
+    call needs `_trace`."""
+    placed = host = False
     stack, nodes = [tree], 0
     while stack:
         x = stack.pop()
@@ -133,13 +137,18 @@ def _fast_tree(tree: Any, key: list, leaves: list) -> bool | None:
                 except TypeError:  # (tree_flatten's error, through `_trace`)
                     return None
                 key.append((dict, tuple(names)))
-                stack += [x[k] for k in reversed(names)]
+                names.reverse()
+                stack += map(x.__getitem__, names)
             else:
                 key.append((t, len(x)))
                 stack += reversed(x)
             continue
-        if t is float:
-            key.append(float)
+        if t is float or t is bool or t is complex:
+            key.append(t)
+        elif t is int:
+            if not _INT32_MIN <= x <= _INT32_MAX:  # (its type's range decides: `_trace` says)
+                return None
+            key.append(int)
         elif t is np.ndarray:
             key.append((t, x.dtype, x.shape))
         elif t in _NUMPY_SCALARS:
@@ -147,7 +156,12 @@ def _fast_tree(tree: Any, key: list, leaves: list) -> bool | None:
         else:
             return None
         leaves.append(x)
-    return placed
+        host = True
+    return placed, host
+
+
+# a Python int in this range fits int32 and int64 alike (its aval is then its type and x64's)
+_INT32_MIN, _INT32_MAX = -2**31, 2**31 - 1
 
 
 @functools.cache
@@ -161,7 +175,7 @@ class _CacheEntry:
                  "donated", "aliases", "consumed", "kept", "direct", "trace_key", "lock",
                  "debug_checks", "last_use", "laid_out", "placement", "blocks", "mark",
                  "context_mesh", "reads", "given", "device", "readers", "origin", "key_reuse",
-                 "run")
+                 "run", "run_host")
 
     def __init__(self, closed, in_tree, out_tree, in_avals, arg_names, donated):
         self.closed = closed
@@ -212,8 +226,10 @@ class _CacheEntry:
         # the entry it copies, whose eviction takes it too (None: none)
         self.origin: _CacheEntry | None = None
         # once on the fast path, where a call is its executable's (and donation's steps) and
-        # nothing else (`Jitted._runner`): leaves -> the call's result (None: `Jitted._run`)
+        # nothing else (`Jitted._runner`): leaves -> the call's result (None: `Jitted._run`);
+        # and the same for leaves among which a NumPy array or a Python scalar is
         self.run: Callable | None = None
+        self.run_host: Callable | None = None
 
 
 class _Traces:
@@ -399,12 +415,11 @@ def execute(entry: _CacheEntry, executable: Executable, leaves: Sequence) -> lis
     return _execute(entry.consumed, entry.kept, executable, leaves)
 
 
-def _execute(consumed: tuple[int, ...], kept: tuple[int, ...] | None, executable: Executable,
-             leaves: Sequence) -> list[Array]:
-    for i in consumed:
+def _execute(consumed: tuple[int, ...], kept: tuple[int, ...] | None,
+             executable: Callable[[Sequence], list[Array]], leaves: Sequence) -> list[Array]:
+    for i in consumed if len(leaves) > 1 else ():
         x = leaves[i]
-        if type(x) is Array and len(leaves) > 1 and \
-                any(y is x for j, y in enumerate(leaves) if j != i):
+        if type(x) is Array and any(y is x for j, y in enumerate(leaves) if j != i):
             raise RuntimeError(
                 f"INVALID_ARGUMENT: Attempt to use a buffer that was previously donated in the "
                 f"same call (flattened argument {i} is also passed as another argument). Toy "
@@ -743,8 +758,9 @@ class Jitted:
         # the fast path's commonest call in the fewest steps: positional Arrays of a signature
         # called before under the same config, most often unsharded, whose call is then its
         # executable's alone (`_fast_key`'s key for them, looked up as `_call` would)
-        if self._positional_only and not kwargs and current_dynamic_trace() is None and \
-                not refs_in_use():
+        if refs_in_use():  # Refs as arguments or closed over: threaded through (jit_refs.py)
+            return call_with_refs(self, args, kwargs)
+        if self._positional_only and not kwargs and current_dynamic_trace() is None:
             key, placed = [], False
             for x in args:
                 if type(x) is not Array:
@@ -757,13 +773,14 @@ class Jitted:
             else:
                 key.append(_MESHES.token)
                 entry = self._traces.fast.get(tuple(key))
-                if entry is not None and entry.trace_key is config.trace_key():
+                # (config.trace_key(), read inline: its call is ~0.2 us of a ~2.4 us call; while
+                # no with-block is open its cache is the key, None after an update)
+                if entry is not None and entry.trace_key is (
+                        config._trace_key_cache if not config._open else config.trace_key()):
                     entry.last_use = next(_clock)
                     run = entry.run
                     return run(args) if run is not None and not placed else \
                         self._run(entry, args, kwargs, args, placed)
-        if refs_in_use():  # Refs as arguments or closed over: threaded through (jit_refs.py)
-            return call_with_refs(self, args, kwargs)
         return self._call(args, kwargs)
 
     def _call_unshortened(self, *args, **kwargs):
@@ -796,22 +813,23 @@ class Jitted:
         alias.mark = (lambda outs, leaves: mark(outs)) if inner is None else \
             (lambda outs, leaves: mark(inner(outs, leaves)))
         alias.origin = entry
-        alias.run = None  # (its mark applies)
+        alias.run = alias.run_host = None  # (its mark applies)
         with _cache_lock:  # (unless evicted meanwhile)
             if any(e is entry for e in self._traces.entries.values()):
                 fast[found[0]] = alias
 
     def _fast_key(self, args: tuple, kwargs: dict) -> tuple | None:
-        """The dispatch fast path's key of a call, its leaves and whether one is placed (has a
-        sharding); or None when the call needs `_trace`. The key: the avals of unsharded Array
-        arguments (`float` for a Python float, weakly typed: its value is no part of the
-        signature; dtype and shape for a NumPy array, the type for a NumPy scalar), tuples,
-        lists and dicts of those as their type and length (keys) then their items
-        (`_fast_tree`), and the type and value of each static argument, positional or by
-        keyword (other keyword arguments: None). A static value that cannot be hashed makes
-        the key unhashable (the lookup's TypeError). Last, the meshes in effect (`_trace`'s
-        key holds them too)."""
-        key, leaves, placed = [], [], False
+        """The dispatch fast path's key of a call, its leaves, whether one is placed (has a
+        sharding) and whether one is no Array; or None when the call needs `_trace`. The key: the avals of unsharded Array
+        arguments (the type for a Python float, complex, bool or int in int32's range, weakly
+        typed but the bool: its value is no part of the signature; dtype and shape for a NumPy
+        array, the type for a NumPy scalar), tuples, lists and dicts of those as their type
+        and length (keys) then their items (`_fast_tree`), and the type and value of each
+        static argument; keyword arguments after the positional ones, their sorted names,
+        then each as a static one or a tree. A static value that cannot be hashed makes the
+        key unhashable (the lookup's TypeError). Last, the meshes in effect (`_trace`'s key
+        holds them too)."""
+        key, leaves, placed, host = [], [], False, False
         static = self.static_argnums
         for i, a in enumerate(args):
             if static and i in static:
@@ -826,27 +844,41 @@ class Jitted:
                     placed = True
                 leaves.append(a)
                 continue
-            if t is float:
-                key.append(float)
+            if t is float or t is bool or t is complex:
+                key.append(t)
+            elif t is int:  # (weakly typed int32, or int64 under x64: the config's part)
+                if not _INT32_MIN <= a <= _INT32_MAX:  # (_trace raises its OverflowError)
+                    return None
+                key.append(int)
             elif t is np.ndarray:  # (its aval follows from dtype and shape, as a scalar's
                 key.append((t, a.dtype, a.shape))  # from its type)
             elif t in _NUMPY_SCALARS:
                 key.append(t)
             elif t is tuple or t is list or t is dict:
-                tree_placed = _fast_tree(a, key, leaves)
-                if tree_placed is None:
+                tree = _fast_tree(a, key, leaves)
+                if tree is None:
                     return None
-                placed = placed or tree_placed
+                placed, host = placed or tree[0], host or tree[1]
                 continue
             else:
                 return None
             leaves.append(a)
-        if kwargs:
-            if not self.static_argnames.issuperset(kwargs):
-                return None
-            key.append(tuple(sorted((k, type(v), v) for k, v in kwargs.items())))
+            host = True
+        if kwargs:  # their names, then in that order (tree_flatten's, of the dynamic ones:
+            names = sorted(kwargs)  # their leaves follow the positional ones) each value
+            key.append(("**", tuple(names)))
+            static_names = self.static_argnames
+            for k in names:
+                v = kwargs[k]
+                if k in static_names:
+                    key.append((type(v), v))
+                    continue
+                tree = _fast_tree(v, key, leaves)
+                if tree is None:
+                    return None
+                placed, host = placed or tree[0], host or tree[1]
         key.append(_MESHES.token)  # (the meshes in effect, as `_trace`'s key holds them)
-        return tuple(key), leaves, placed
+        return tuple(key), leaves, placed, host
 
     def _call(self, args: tuple, kwargs: dict):
         """Every jitted call. Positional Arrays of a signature compiled before, under the same
@@ -854,7 +886,7 @@ class Jitted:
         goes through `_trace`, then is staged into an enclosing trace or compiled."""
         tracing = current_dynamic_trace() is not None
         fast = self._traces.fast
-        entry = None
+        entry, host = None, True
         if fast is not None and not tracing:
             found = self._fast_key(args, kwargs)
             if found is not None:
@@ -864,9 +896,10 @@ class Jitted:
                     entry = None
                 # a stamp that is still config.trace_key() means no option changed since it
                 # was stamped, jax_disable_jit included
-                if entry is not None and entry.trace_key is not config.trace_key():
+                if entry is not None and entry.trace_key is not (
+                        config._trace_key_cache if not config._open else config.trace_key()):
                     entry = None
-                leaves, placed = found[1], found[2]
+                leaves, placed, host = found[1], found[2], found[3]
         if entry is None:
             trace_key, meshes = config.trace_key(), _MESHES.key
             if config.read("jax_disable_jit"):
@@ -906,13 +939,13 @@ class Jitted:
                     not any(isinstance(c, Tracer) for c in entry.closed.consts):
                 entry.trace_key = trace_key
                 if entry.run is None:
-                    entry.run = self._runner(entry)
+                    entry.run, entry.run_host = self._runner(entry)
                 with _cache_lock:  # (unless evicted meanwhile: then it is only the caller's)
                     if any(e is entry for e in self._traces.entries.values()):
                         fast[tuple(map(interned, found[0]))] = entry
         entry.last_use = next(_clock)
         if entry.run is not None and not placed:
-            return entry.run(leaves)
+            return entry.run_host(leaves) if host else entry.run(leaves)
         return self._run(entry, args, kwargs, leaves, placed)
 
     def _run(self, entry: _CacheEntry, args: tuple, kwargs: dict, leaves: Sequence,
@@ -933,27 +966,31 @@ class Jitted:
             result = self._with_keys(entry, args, kwargs, result)
         return result if self.out_shardings is None else place(result, self.out_shardings)
 
-    def _runner(self, entry: _CacheEntry) -> Callable | None:
-        """The fast path's call of `entry` (see `_CacheEntry.run`) where nothing but its
-        executable (and `execute`'s donation steps) acts on a call with unsharded arguments:
-        no debug check, mark, key-reuse check or out_shardings. Holds no reference to this
-        wrapper (the traces may outlive it, and must not keep its function alive)."""
+    def _runner(self, entry: _CacheEntry) -> tuple[Callable | None, Callable | None]:
+        """The fast path's calls of `entry` (see `_CacheEntry.run` and `run_host`) where
+        nothing but its executable (and `execute`'s donation steps) acts on a call with
+        unsharded arguments: no debug check, mark, key-reuse check or out_shardings. Hold no
+        reference to this wrapper (the traces may outlive it, and must not keep its function
+        alive)."""
         if entry.debug_checks is not None or entry.mark is not None or \
                 entry.key_reuse is not None or self.out_shardings is not None:
-            return None
+            return None, None
         out_tree, executable = entry.out_tree, entry.executable
         single = out_tree is _SINGLE_LEAF
         if entry.direct:
-            run = executable.runner(single)
-        else:  # (arguments donated or left unread: `execute`'s steps)
+            runs = executable.runners(single)
+        else:  # (arguments donated or left unread: `execute`'s steps around the runners')
             consumed, kept = entry.consumed, entry.kept
-            run = (lambda leaves: _execute(consumed, kept, executable, leaves)[0]) if single \
-                else (lambda leaves: _execute(consumed, kept, executable, leaves))
+            runs = tuple((lambda leaves, run=run: _execute(consumed, kept, run, leaves)[0])
+                         if single else
+                         (lambda leaves, run=run: _execute(consumed, kept, run, leaves))
+                         for run in executable.runners(False))
         if single:
-            return run
+            return runs
         if out_tree == _flat_tuple_treedef(out_tree.num_leaves):  # (no unflattening)
-            return lambda leaves: tuple(run(leaves))
-        return lambda leaves: tree_unflatten(out_tree, run(leaves))
+            return tuple((lambda leaves, run=run: tuple(run(leaves))) for run in runs)
+        return tuple((lambda leaves, run=run: tree_unflatten(out_tree, run(leaves)))
+                     for run in runs)
 
     def _with_keys(self, entry: _CacheEntry, args: tuple, kwargs: dict, result: Any) -> Any:
         """jax_debug_key_reuse: the traced body's use of its key arguments applied to the

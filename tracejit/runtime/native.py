@@ -40,6 +40,13 @@ _U8 = np.dtype(np.uint8)
 # the address of a fresh writable array (ndarray.ctypes.data costs several times more)
 _addressof = ctypes.addressof
 _from_buffer = ctypes.c_char.from_buffer
+_memmove = ctypes.memmove
+# a Python scalar argument's buffer, by the dtype its aval gives it: a ctypes object, made and
+# its address read in ~0.12 us (np.array's, through `_from_buffer`: ~0.5 us). The C cast
+# rounds a double to float as NumPy does; an int is in its type's range (jit's key checked it)
+_SCALAR_CTYPES = {np.dtype(np.float32): ctypes.c_float, np.dtype(np.float64): ctypes.c_double,
+                  np.dtype(np.int32): ctypes.c_int32, np.dtype(np.int64): ctypes.c_int64,
+                  np.dtype(np.bool_): ctypes.c_bool}
 
 
 class _Program(kernel_cache.Optimised):
@@ -259,72 +266,143 @@ class NativeExecutable(Executable):
             results.append(Array(out[0], aval, out[1], out[2]))
         return results
 
-    def runner(self, single: bool) -> Callable[[Sequence[Any]], Any]:
+    def runners(self, single: bool) -> tuple[Callable[[Sequence[Any]], Any],
+                                             Callable[[Sequence[Any]], Any]]:
         """`__call__` specialised for jit's dispatch fast path (its result: the only output
-        itself if `single`). For a program without donated pairs, callbacks, polling loops or
-        a workspace whose outputs are below the pool's sizes, a call is the arguments'
-        addresses, a buffer per output (from its `Slab` up to SLAB_MAX_BYTES, else a frozen
-        np.empty), the native call and the Arrays: ~1.3 us less than `__call__` for `x + 1`
-        (no `_fresh` tuples, np.empty, address look-up, setflags or general branches).
-        Anything else is `__call__`."""
+        itself if `single`), for Array arguments and for arguments among which NumPy arrays or
+        Python scalars are (`_convert`'s, without the ~0.8 us of the AttributeError that
+        finds them). For a program without callbacks, polling loops or a workspace whose
+        outputs are below the pool's sizes, a call is the arguments' addresses, a buffer per
+        output (from its `Slab` up to SLAB_MAX_BYTES, else a frozen np.empty), the native call
+        and the Arrays: ~1.3 us less than `__call__` for `x + 1` (no `_fresh` tuples,
+        np.empty, address look-up, setflags or general branches); with donated pairs
+        (`_aliased_runner`) ~1 us less. Anything else is `__call__`."""
         call = self.__call__
         recipes = self._recipes
-        lean = recipes and not (self._aliases or self._callbacks or self._workspace_bytes or
+        lean = recipes and not (self._callbacks or self._workspace_bytes or
                                 self.program.polls) and all(0 < r[2] < MIN_BYTES and _addressable(r[1])
                                                 for r in recipes)
         if not lean:
-            return (lambda leaves: call(leaves)[0]) if single else call
+            run = (lambda leaves: call(leaves)[0]) if single else call
+            return run, run
         program, pack_in, pack_out = self._compiled, self._pack_inputs, self._pack_outputs
         consts, convert = self._const_addresses, self._convert
         takes = [Slab(*r).take if r[2] <= SLAB_MAX_BYTES else
                  functools.partial(_frozen_empty, r[0], r[1]) for r in recipes]
-        # (`keep`: the NumPy copies made for a call, held through it)
+        if self._aliases:
+            runs = self._aliased_runner(takes, False), self._aliased_runner(takes, True)
+            return tuple((lambda leaves, run=run: run(leaves)[0]) for run in runs) if single \
+                else runs
+        # (`keep`: the NumPy copies made for a call, held through it; `host`: a closure's
+        # constant, whether its arguments are converted first)
         if single and recipes[0][2] > SLAB_MAX_BYTES:
             aval, = self.out_avals
             take, = takes
 
-            def run_fresh(leaves: Sequence[Any]) -> Array:
-                keep = None
-                try:
-                    addresses = [x._address or x.address for x in leaves]
-                except AttributeError:  # NumPy arrays or Python scalars among them
-                    addresses, keep = convert(leaves)
-                out, address = take()
-                program.entry(pack_in(*consts, *addresses), pack_out(address), None)
-                del keep
-                return Array(out, aval, address)
-            return run_fresh
+            def fresh_runner(host: bool) -> Callable[[Sequence[Any]], Array]:
+                def run_fresh(leaves: Sequence[Any]) -> Array:
+                    keep = None
+                    if host:
+                        addresses, keep = convert(leaves)
+                    else:
+                        try:
+                            addresses = [x._address or x.address for x in leaves]
+                        except AttributeError:  # (NumPy arrays or Python scalars after all)
+                            addresses, keep = convert(leaves)
+                    out, address = take()
+                    program.entry(pack_in(*consts, *addresses), pack_out(address), None)
+                    del keep
+                    return Array(out, aval, address)
+                return run_fresh
+            return fresh_runner(False), fresh_runner(True)
         if single:  # (one small output: its slab's list popped here, no calls)
             aval, = self.out_avals
             slab = takes[0].__self__
             free, refill = slab._free, slab.refill
 
-            def run_one(leaves: Sequence[Any]) -> Array:
-                keep = None
-                try:
-                    addresses = [x._address or x.address for x in leaves]
-                except AttributeError:  # NumPy arrays or Python scalars among them
-                    addresses, keep = convert(leaves)
-                try:
-                    out, address = free.pop()
-                except IndexError:
-                    out, address = refill()
-                program.entry(pack_in(*consts, *addresses), pack_out(address), None)
-                del keep
-                return Array(out, aval, address)
-            return run_one
+            def one_runner(host: bool) -> Callable[[Sequence[Any]], Array]:
+                def run_one(leaves: Sequence[Any]) -> Array:
+                    keep = None
+                    if host:
+                        addresses, keep = convert(leaves)
+                    else:
+                        try:
+                            addresses = [x._address or x.address for x in leaves]
+                        except AttributeError:
+                            addresses, keep = convert(leaves)
+                    try:
+                        out, address = free.pop()
+                    except IndexError:
+                        out, address = refill()
+                    program.entry(pack_in(*consts, *addresses), pack_out(address), None)
+                    del keep
+                    return Array(out, aval, address)
+                return run_one
+            return one_runner(False), one_runner(True)
         avals = self.out_avals
+
+        def many_runner(host: bool) -> Callable[[Sequence[Any]], list[Array]]:
+            def run(leaves: Sequence[Any]) -> list[Array]:
+                keep = None
+                if host:
+                    addresses, keep = convert(leaves)
+                else:
+                    try:
+                        addresses = [x._address or x.address for x in leaves]
+                    except AttributeError:
+                        addresses, keep = convert(leaves)
+                outs, out_addresses = zip(*[take() for take in takes])
+                program.entry(pack_in(*consts, *addresses), pack_out(*out_addresses), None)
+                del keep
+                return list(map(Array, outs, avals, out_addresses))
+            return run
+        return many_runner(False), many_runner(True)
+
+    def _aliased_runner(self, takes: list[Callable], host: bool
+                        ) -> Callable[[Sequence[Any]], list[Array]]:
+        """`runners`' call of a program with donated pairs (small outputs, none of `__call__`'s
+        other steps), as `_donated_outputs` does it: an aliased output is written into its
+        donated Array's buffer where that Array is the buffer's only user (taken from it
+        before the call: with no callback or polling loop, nothing fails after the call
+        begins), else into a fresh buffer of its own holding a copy of the argument (not a
+        slab's, which no later donation could take: a chain of calls donating their results
+        then copies once)."""
+        program, pack_in, pack_out = self._compiled, self._pack_inputs, self._pack_outputs
+        consts, convert, avals = self._const_addresses, self._convert, self.out_avals
+        # per output: its donated argument's index (None: none) and its byte count
+        pairs = dict(self._aliases)
+        plan = [(take, None, 0) if j not in pairs else
+                (functools.partial(_frozen_empty, recipe[0], recipe[1]), pairs[j], recipe[2])
+                for j, (take, recipe) in enumerate(zip(takes, self._recipes))]
 
         def run(leaves: Sequence[Any]) -> list[Array]:
             keep = None
-            try:
-                addresses = [x._address or x.address for x in leaves]
-            except AttributeError:
+            if host:
                 addresses, keep = convert(leaves)
-            outs, out_addresses = zip(*[take() for take in takes])
-            program.entry(pack_in(*consts, *addresses), pack_out(*out_addresses), None)
+            else:
+                try:
+                    addresses = [x._address or x.address for x in leaves]
+                except AttributeError:
+                    addresses, keep = convert(leaves)
+            outs = []
+            for take, i, nbytes in plan:
+                if i is not None:
+                    x = leaves[i]
+                    if type(x) is Array and sole_owner(x) is not None:
+                        value, address, owner_pool = x._take_buffer()
+                        value.setflags(write=False)
+                        outs.append((value, address, owner_pool))
+                        continue
+                    value, address = take()
+                    _memmove(address, addresses[i], nbytes)
+                    addresses[i] = address
+                    outs.append((value, address, None))
+                    continue
+                outs.append((*take(), None))
+            program.entry(pack_in(*consts, *addresses), pack_out(*[o[1] for o in outs]), None)
             del keep
-            return list(map(Array, outs, avals, out_addresses))
+            return [Array(value, aval, address, owner_pool)
+                    for (value, address, owner_pool), aval in zip(outs, avals)]
         return run
 
     def _convert(self, leaves: Sequence[Any]) -> tuple[list[int], list[np.ndarray]]:
@@ -335,11 +413,16 @@ class NativeExecutable(Executable):
                 addresses.append(x.address)
                 continue
             if t is float or t is int or t is bool:  # (a Python scalar: the SDE rows' dt)
-                a = np.array(x, aval.dtype)  # fresh and writable: its address the cheap way
-                try:
-                    address = _addressof(_from_buffer(a))
-                except ValueError:  # ml_dtypes' bfloat16 is outside the buffer protocol
-                    address = a.ctypes.data
+                scalar = _SCALAR_CTYPES.get(aval.dtype)
+                if scalar is not None:
+                    a = scalar(x)
+                    address = _addressof(a)
+                else:
+                    a = np.array(x, aval.dtype)  # fresh and writable: its address cheaply
+                    try:
+                        address = _addressof(_from_buffer(a))
+                    except ValueError:  # ml_dtypes' bfloat16 is outside the buffer protocol
+                        address = a.ctypes.data
             else:
                 a = np.ascontiguousarray(x, dtype=aval.dtype)
                 try:  # (the cheap way where it is writable: ctypes.data costs ~0.5 us more)
