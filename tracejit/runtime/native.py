@@ -221,11 +221,7 @@ class NativeExecutable(Executable):
         check_fits([r[2] for r in self._recipes] + [self._workspace_bytes])
 
     def __call__(self, leaves: Sequence[Any]) -> list[Array]:
-        keep = None  # NumPy copies made for the call must outlive it
-        try:
-            addresses = [x._address or x.address for x in leaves]
-        except AttributeError:  # NumPy arrays or Python scalars among the arguments
-            addresses, keep = self._convert(leaves)
+        addresses, keep = self._addresses(leaves)  # (keep: NumPy copies held through the call)
         if self._aliases:
             outs = self._donated_outputs(leaves, addresses)
         else:
@@ -290,46 +286,33 @@ class NativeExecutable(Executable):
         takes = [Slab(*r).take if r[2] <= SLAB_MAX_BYTES else
                  functools.partial(_frozen_empty, r[0], r[1]) for r in recipes]
         if self._aliases:
-            runs = self._aliased_runner(takes, False), self._aliased_runner(takes, True)
+            runs = (self._aliased_runner(takes, self._addresses),
+                    self._aliased_runner(takes, convert))
             return tuple((lambda leaves, run=run: run(leaves)[0]) for run in runs) if single \
                 else runs
-        # (`keep`: the NumPy copies made for a call, held through it; `host`: a closure's
-        # constant, whether its arguments are converted first)
+        # (`keep`: the NumPy copies made for a call, held through it; `gather`: a closure's
+        # constant, `_addresses` or, for arguments known to hold host values, `_convert`)
         if single and recipes[0][2] > SLAB_MAX_BYTES:
             aval, = self.out_avals
             take, = takes
 
-            def fresh_runner(host: bool) -> Callable[[Sequence[Any]], Array]:
+            def fresh_runner(gather: Callable) -> Callable[[Sequence[Any]], Array]:
                 def run_fresh(leaves: Sequence[Any]) -> Array:
-                    keep = None
-                    if host:
-                        addresses, keep = convert(leaves)
-                    else:
-                        try:
-                            addresses = [x._address or x.address for x in leaves]
-                        except AttributeError:  # (NumPy arrays or Python scalars after all)
-                            addresses, keep = convert(leaves)
+                    addresses, keep = gather(leaves)
                     out, address = take()
                     program.entry(pack_in(*consts, *addresses), pack_out(address), None)
                     del keep
                     return Array(out, aval, address)
                 return run_fresh
-            return fresh_runner(False), fresh_runner(True)
+            return fresh_runner(self._addresses), fresh_runner(convert)
         if single:  # (one small output: its slab's list popped here, no calls)
             aval, = self.out_avals
             slab = takes[0].__self__
             free, refill = slab._free, slab.refill
 
-            def one_runner(host: bool) -> Callable[[Sequence[Any]], Array]:
+            def one_runner(gather: Callable) -> Callable[[Sequence[Any]], Array]:
                 def run_one(leaves: Sequence[Any]) -> Array:
-                    keep = None
-                    if host:
-                        addresses, keep = convert(leaves)
-                    else:
-                        try:
-                            addresses = [x._address or x.address for x in leaves]
-                        except AttributeError:
-                            addresses, keep = convert(leaves)
+                    addresses, keep = gather(leaves)
                     try:
                         out, address = free.pop()
                     except IndexError:
@@ -338,27 +321,20 @@ class NativeExecutable(Executable):
                     del keep
                     return Array(out, aval, address)
                 return run_one
-            return one_runner(False), one_runner(True)
+            return one_runner(self._addresses), one_runner(convert)
         avals = self.out_avals
 
-        def many_runner(host: bool) -> Callable[[Sequence[Any]], list[Array]]:
+        def many_runner(gather: Callable) -> Callable[[Sequence[Any]], list[Array]]:
             def run(leaves: Sequence[Any]) -> list[Array]:
-                keep = None
-                if host:
-                    addresses, keep = convert(leaves)
-                else:
-                    try:
-                        addresses = [x._address or x.address for x in leaves]
-                    except AttributeError:
-                        addresses, keep = convert(leaves)
+                addresses, keep = gather(leaves)
                 outs, out_addresses = zip(*[take() for take in takes])
                 program.entry(pack_in(*consts, *addresses), pack_out(*out_addresses), None)
                 del keep
                 return list(map(Array, outs, avals, out_addresses))
             return run
-        return many_runner(False), many_runner(True)
+        return many_runner(self._addresses), many_runner(convert)
 
-    def _aliased_runner(self, takes: list[Callable], host: bool
+    def _aliased_runner(self, takes: list[Callable], gather: Callable
                         ) -> Callable[[Sequence[Any]], list[Array]]:
         """`runners`' call of a program with donated pairs (small outputs, none of `__call__`'s
         other steps), as `_donated_outputs` does it: an aliased output is written into its
@@ -368,7 +344,7 @@ class NativeExecutable(Executable):
         slab's, which no later donation could take: a chain of calls donating their results
         then copies once)."""
         program, pack_in, pack_out = self._compiled, self._pack_inputs, self._pack_outputs
-        consts, convert, avals = self._const_addresses, self._convert, self.out_avals
+        consts, avals = self._const_addresses, self.out_avals
         # per output: its donated argument's index (None: none) and its byte count
         pairs = dict(self._aliases)
         plan = [(take, None, 0) if j not in pairs else
@@ -376,14 +352,7 @@ class NativeExecutable(Executable):
                 for j, (take, recipe) in enumerate(zip(takes, self._recipes))]
 
         def run(leaves: Sequence[Any]) -> list[Array]:
-            keep = None
-            if host:
-                addresses, keep = convert(leaves)
-            else:
-                try:
-                    addresses = [x._address or x.address for x in leaves]
-                except AttributeError:
-                    addresses, keep = convert(leaves)
+            addresses, keep = gather(leaves)
             outs = []
             for take, i, nbytes in plan:
                 if i is not None:
@@ -404,6 +373,14 @@ class NativeExecutable(Executable):
             return [Array(value, aval, address, owner_pool)
                     for (value, address, owner_pool), aval in zip(outs, avals)]
         return run
+
+    def _addresses(self, leaves: Sequence[Any]) -> tuple[list[int], list[np.ndarray] | None]:
+        """The arguments' addresses, and the NumPy copies made for them (None: none), which
+        must outlive the call."""
+        try:
+            return [x._address or x.address for x in leaves], None
+        except AttributeError:  # NumPy arrays or Python scalars among the arguments
+            return self._convert(leaves)
 
     def _convert(self, leaves: Sequence[Any]) -> tuple[list[int], list[np.ndarray]]:
         addresses, keep = [], []
