@@ -106,6 +106,22 @@ def test_the_helper_optimises_for_its_own_host_only():
         compile_helper._failed = False
 
 
+def test_the_pipeline_the_helper_loads_by_path_imports_llvmlite_alone():
+    """The helper runs backend/llvm_setup.py as a file of its own (no tracejit package): it may
+    import nothing of ours, nor anything but the standard library and llvmlite."""
+    import ast
+    tree = ast.parse(Path(llvm_setup.__file__).read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            top = (node.module or "").split(".")[0]
+            assert node.level == 0 and (top == "llvmlite" or top in sys.stdlib_module_names), \
+                node.module
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                top = alias.name.split(".")[0]
+                assert top == "llvmlite" or top in sys.stdlib_module_names, alias.name
+
+
 def test_ir_the_helper_refuses_is_generated_here_and_the_helper_stays():
     objects, fallbacks = compile_helper.stats["objects"], compile_helper.stats["fallbacks"]
     assert compile_helper.object_code("define void @f( {", jit_engine.codegen_target()) is None

@@ -1,16 +1,21 @@
-"""Beside tiering.py: O3's code generation of a program's already-optimised IR in a helper
-process (this file, run as a script: it imports llvmlite alone), so that the final code of one
-program is made on the other core while this process compiles the next without waiting for
-llvmlite's one process-wide lock (each LLVM call holds it: a program's O3 code generation on
-tiering's thread, 5-100 ms, held up a new program's whole compile behind it). The helper returns
-the object code, which this process loads as it loads the disk cache's (jit_engine.load_object).
+"""Beside tiering.py: a program's final code made in a helper process (this file, run as a script:
+it imports llvmlite alone, and backend/llvm_setup.py by path) -- O3's code generation of its
+optimised IR (`object_code`), and, where its first tier skipped it, O3's optimisation first
+(`optimised_code`) -- so that the final code of one program is made on the other core while
+this process compiles the next without waiting for llvmlite's one process-wide lock (each LLVM
+call holds it: a program's O3 optimisation and code generation on tiering's thread, 5-300 ms,
+held up a new program's whole compile behind it). The helper returns the object code (and the
+optimised IR), which this process loads as it loads the disk cache's (jit_engine.load_object).
 
-The same object code as in this process: the helper parses the text as jit_engine.parse does and
+The same optimised IR and object code as in this process: the helper optimises with
+llvm_setup.optimize (jit_engine.optimize is that function), given the text's inlined lines and
+this process's huge-function limit, for its host only where that is this process's (the pass
+builder's target machine is the host's); it parses the text as jit_engine.parse does and
 generates it with a target machine made as llvm_setup.create_target_machine(3) makes it; a
 target machine's own emission gives MCJIT's bytes (tests/test_compile_helper.py compares them).
-Where the helper cannot start, dies, or answers anything but well-formed object code
-(object_code.check), the caller generates the code in this process as before (`object_code`
-returns None; `stats` counts it), and the process stops using the helper.
+Where the helper cannot start, dies, refuses, or answers anything but well-formed object code
+(object_code.check), the caller optimises and generates the code in this process as before
+(None; `stats` counts it), and where it failed the process stops using the helper.
 
 One helper per process, started by the first request (never by a forked child of this process:
 the child closes the parent's pipes and starts one of its own if it asks). It exits when its
