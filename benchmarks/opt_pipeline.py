@@ -1,5 +1,5 @@
 """LLVM's IR optimisation of the benchmark programs, pipeline by pipeline: each row's (and the
-compile-scaling chains') modules as jit_engine.optimize hands them to LLVM's pass pipeline, then
+compile-scaling chains') modules as llvm_setup.optimize hands them to LLVM's pass pipeline, then
 each put through other pipelines, timed (CPU, best of --runs) and their O3 machine code compared
 with that of the pipeline the compiler runs (O3 with both vectorisers, no unrolling).
 
@@ -33,7 +33,7 @@ def capture(rows: list[str]) -> list[tuple[str, str]]:
     from benchmarks.compile_profile import chains
     from benchmarks.workloads import WORKLOADS
     from tracejit import lax, random
-    from tracejit.backend.llvm import jit_engine
+    from tracejit.backend import llvm_setup
     from tracejit.runtime import disk_cache
     # every module compiled here, none loaded: no on-disk entry, no live program's kernels; and
     # optimised inside compile_ir (an unoptimised first tier leaves O3 to the tiering thread)
@@ -44,7 +44,7 @@ def capture(rows: list[str]) -> list[tuple[str, str]]:
     jax.clear_caches()
     modules: list[tuple[str, str]] = []
     state = {"row": None, "program": False}
-    run_pipeline, compile_ir = jit_engine.run_pipeline, disk_cache.compile_ir
+    run_pipeline, compile_ir = llvm_setup.run_pipeline, disk_cache.compile_ir
 
     def recording_pipeline(ir, speed_level, vectorize):
         if state["program"] and speed_level == 3 and vectorize and isinstance(ir, llvm.ModuleRef):
@@ -58,7 +58,7 @@ def capture(rows: list[str]) -> list[tuple[str, str]]:
         finally:
             state["program"] = False
 
-    jit_engine.run_pipeline, disk_cache.compile_ir = recording_pipeline, program_compile
+    llvm_setup.run_pipeline, disk_cache.compile_ir = recording_pipeline, program_compile
     x = np.linspace(0, 1, 1000, dtype=np.float32)
     programs = [(name, build) for name, build in WORKLOADS]
     programs += [(f"chain of {n} sin", lambda *_, n=n: (jax.jit(chains(jnp)["sin"](n)), (x,)))
@@ -74,7 +74,7 @@ def capture(rows: list[str]) -> list[tuple[str, str]]:
             fn, args = build(jax, jnp, lax, random)
             jax.block_until_ready(fn(*args))
     finally:
-        jit_engine.run_pipeline, disk_cache.compile_ir = run_pipeline, compile_ir
+        llvm_setup.run_pipeline, disk_cache.compile_ir = run_pipeline, compile_ir
         jax.config.update("tracejit_persistent_cache", persistent)
         jax.config.update("tracejit_tiered_compile", tiered)
     return modules

@@ -21,8 +21,9 @@ from tolerance import native
 import tracejit
 import tracejit.numpy as tnp
 from tracejit import lax, random
+from tracejit.backend import llvm_setup
 from tracejit.backend.llvm import jit_engine
-from tracejit.runtime import compile_helper, tiering
+from tracejit.runtime import compile_helper, disk_cache, tiering
 from tracejit.runtime import native as native_rt
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,6 +47,79 @@ def test_the_helper_gives_the_object_code_mcjit_makes_here(row):
         text = m._optimised_ir
         _, here = jit_engine.load(jit_engine.parse(text), ir_text=text)
         assert compile_helper.object_code(text, jit_engine.codegen_target()) == here
+
+
+@pytest.mark.parametrize("row", ["softmax 1000x1000", "SDE 1,000 steps", "random.normal",
+                                 "while_loop Newton", "logsumexp", "MLP 784"])
+def test_the_helper_optimises_as_this_process_does(row):
+    """A skipped first tier's final code (optimised_code): the optimised IR disk_cache makes
+    here (O3's optimisation, jit_engine.optimize) and the object code MCJIT makes of it, byte
+    for byte, for every module of the row's programs."""
+    build = next(b for name, b in WORKLOADS if row in name)
+    before = set(native_rt._compiled.values())
+    fn, args = build(tracejit, tnp, lax, random)
+    fn(*args)
+    tiering.wait()
+    modules = [m for p in set(native_rt._compiled.values()) - before for m in (p, *p.kernels)]
+    assert modules
+    optimised = compile_helper.stats["optimised"]
+    for m in modules:
+        text = disk_cache.optimised_text(m.ir_text)
+        _, here = jit_engine.load(jit_engine.parse(text), ir_text=text)
+        got = compile_helper.optimised_code(m.ir_text, jit_engine.inlined_lines(m.ir_text),
+                                            jit_engine.codegen_target())
+        assert got == (text, here)
+    assert compile_helper.stats["optimised"] == optimised + len(modules)
+
+
+def test_the_helper_optimises_huge_functions_at_this_process_s_limit(monkeypatch):
+    """The limit on a function's lines (llvm_setup.HUGE_FUNCTION_LINES) goes with the request:
+    the helper's O1 of "huge" functions and its optnone round trip give this process's text."""
+    fn = tracejit.jit(lambda x: tnp.cumsum(tnp.sin(x)) * 0.5 + tnp.exp(x[::-1]))
+    ir_text = fn.lower(np.ones(37, np.float32)).compile()._executable.program.ir_text
+    lines = jit_engine.inlined_lines(ir_text)
+    texts = []
+    for limit in (llvm_setup.HUGE_FUNCTION_LINES, 20):
+        monkeypatch.setattr(llvm_setup, "HUGE_FUNCTION_LINES", limit)
+        texts.append(disk_cache.optimised_text(ir_text))
+        _, here = jit_engine.load(jit_engine.parse(texts[-1]), ir_text=texts[-1])
+        assert compile_helper.optimised_code(ir_text, lines, jit_engine.codegen_target()) == \
+            (texts[-1], here)
+    assert texts[0] != texts[1]  # (O1's text is another)
+
+
+def test_the_helper_optimises_for_its_own_host_only():
+    """A request for another CPU's features: the helper refuses to optimise (its pass builder's
+    target machine is its host's), generates code for it still, and stays."""
+    triple, layout, cpu, features = jit_engine.codegen_target()
+    other = (triple, layout, cpu, features.replace("+avx", "-avx", 1))
+    text = 'define i32 @tracejit_helper_host(i32 %x) {\n  %y = add i32 %x, 2\n  ret i32 %y\n}\n'
+    fallbacks = compile_helper.stats["fallbacks"]
+    compile_helper.close()  # (a helper started for `other`)
+    compile_helper._failed = False
+    try:
+        assert compile_helper.optimised_code(text, 4, other) is None
+        assert compile_helper.stats["fallbacks"] == fallbacks + 1
+        assert compile_helper.object_code(text, other) is not None
+    finally:
+        compile_helper.close()
+        compile_helper._failed = False
+
+
+def test_the_pipeline_the_helper_loads_by_path_imports_llvmlite_alone():
+    """The helper runs backend/llvm_setup.py as a file of its own (no tracejit package): it may
+    import nothing of ours, nor anything but the standard library and llvmlite."""
+    import ast
+    tree = ast.parse(Path(llvm_setup.__file__).read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            top = (node.module or "").split(".")[0]
+            assert node.level == 0 and (top == "llvmlite" or top in sys.stdlib_module_names), \
+                node.module
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                top = alias.name.split(".")[0]
+                assert top == "llvmlite" or top in sys.stdlib_module_names, alias.name
 
 
 def test_ir_the_helper_refuses_is_generated_here_and_the_helper_stays():

@@ -1,4 +1,4 @@
-"""LLVM's pipeline by function size (backend/llvm/jit_engine.py): huge functions get O1's function
+"""LLVM's pipeline by function size (backend/llvm_setup.py): huge functions get O1's function
 pipeline and O3's module pipeline skips them, with the same results as O3; the pass managers
 llvmlite would leak are freed, so distinct compiles give their memory back."""
 import ctypes
@@ -9,6 +9,7 @@ import pytest
 
 import tracejit
 import tracejit.numpy as jnp
+from tracejit.backend import llvm_setup
 from tracejit.backend.llvm import jit_engine
 
 
@@ -23,7 +24,7 @@ def test_huge_functions_take_the_cheap_pipeline_with_the_same_results(monkeypatc
     x = np.linspace(0, 1, 40, dtype=np.float32)
     y = np.linspace(-1, 1, 7, dtype=np.float32)
     o3 = tracejit.jit(_program)(x, y)
-    monkeypatch.setattr(jit_engine, "HUGE_FUNCTION_LINES", 50)  # the main function is "huge"
+    monkeypatch.setattr(llvm_setup, "HUGE_FUNCTION_LINES", 50)  # the main function is "huge"
     cheap = tracejit.jit(lambda x, y: _program(x, y))  # another program: compiled again
     text = cheap.lower(x, y).compile().as_text(dialect="llvm")
     assert "optnone" not in text  # (taken off again before code generation)
@@ -43,11 +44,11 @@ def test_a_text_too_short_for_a_huge_function_skips_counting(monkeypatch):
     printed = str(jit_engine.parse(text).get_function("f")).count("\n")
     assert lines < printed <= 2 * lines + 1
     marked = []
-    real_mark = jit_engine._mark_optnone
-    monkeypatch.setattr(jit_engine, "_mark_optnone", lambda t, names: (marked.append(names),
+    real_mark = llvm_setup._mark_optnone
+    monkeypatch.setattr(llvm_setup, "_mark_optnone", lambda t, names: (marked.append(names),
                                                                        real_mark(t, names))[1])
     for limit, huge in [(lines, True), (printed - 1, True), (printed, False), (2 * lines, False)]:
-        monkeypatch.setattr(jit_engine, "HUGE_FUNCTION_LINES", limit)
+        monkeypatch.setattr(llvm_setup, "HUGE_FUNCTION_LINES", limit)
         marked.clear()
         jit_engine.optimize(jit_engine.parse(text), lines)
         assert marked == ([["f"]] if huge else []), limit
@@ -56,11 +57,11 @@ def test_a_text_too_short_for_a_huge_function_skips_counting(monkeypatch):
 def test_optnone_is_added_and_removed_only_where_asked():
     ir = ('define void @"big"(ptr %p) {\n  ret void\n}\n'
           'define internal void @"small"(ptr %p) noinline {\n  ret void\n}\n')
-    marked = jit_engine._mark_optnone(ir, ["big"])
+    marked = llvm_setup._mark_optnone(ir, ["big"])
     assert marked.count("optnone") == 1 and "@\"big\"(ptr %p) noinline optnone {" in marked
     module = jit_engine.parse(marked)
     assert "optnone" in str(module)
-    unmarked = jit_engine.parse(jit_engine._ATTRIBUTE_OPTNONE.sub(r"\1", str(module)))
+    unmarked = jit_engine.parse(llvm_setup._ATTRIBUTE_OPTNONE.sub(r"\1", str(module)))
     assert "optnone" not in str(unmarked)
     assert str(unmarked).count("; Function Attrs: noinline\n") == 2
 
@@ -131,10 +132,10 @@ def test_math_calls_count_as_their_bodies_when_judging_a_function_huge(monkeypat
     lines = text.count("\n")
     assert jit_engine.inlined_lines(text) > 4 * lines  # (80 calls of two functions)
     marked = []
-    real_mark = jit_engine._mark_optnone
-    monkeypatch.setattr(jit_engine, "_mark_optnone", lambda t, names: (marked.append(names),
+    real_mark = llvm_setup._mark_optnone
+    monkeypatch.setattr(llvm_setup, "_mark_optnone", lambda t, names: (marked.append(names),
                                                                        real_mark(t, names))[1])
-    monkeypatch.setattr(jit_engine, "HUGE_FUNCTION_LINES", 2 * lines + 1)  # the text: "short"
+    monkeypatch.setattr(llvm_setup, "HUGE_FUNCTION_LINES", 2 * lines + 1)  # the text: "short"
     got = tracejit.jit(lambda y: chain(y))(x)  # (another program: compiled again)
     assert marked, "the function was not judged huge"
     np.testing.assert_array_equal(np.asarray(got), want)

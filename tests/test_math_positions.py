@@ -2,7 +2,7 @@
 LLVM put it -- the vector body or the scalar tail of a loop, either thread's part of a split
 loop, a 0-d program (scalar code, where sin/cos/tan branch straight to their kernels for small
 arguments) and a program LLVM optimises without its vectorisers (a huge function's O1
-pipeline, jit_engine.HUGE_FUNCTION_LINES). Oracle: the same program on the whole array."""
+pipeline, llvm_setup.HUGE_FUNCTION_LINES). Oracle: the same program on the whole array."""
 import re
 
 import numpy as np
@@ -10,7 +10,8 @@ import pytest
 
 import tracejit
 import tracejit.numpy as jnp
-from tracejit.backend.llvm import codegen, jit_engine, parallel_loops
+from tracejit.backend import llvm_setup
+from tracejit.backend.llvm import codegen, parallel_loops
 
 _FUNCTIONS = {
     "exp": jnp.exp, "exp2": jnp.exp2, "expm1": jnp.expm1,
@@ -94,7 +95,7 @@ _VECTOR_CODE = re.compile(r"^(?!declare ).*<\d+ x (float|double)>", re.MULTILINE
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_without_the_vectorisers_an_element_gets_the_same_bits(dtype, monkeypatch):
-    """Every function "huge" (jit_engine.optimize: O1 without loop or SLP vectorisers), on a
+    """Every function "huge" (llvm_setup.optimize: O1 without loop or SLP vectorisers), on a
     shape compiled nowhere else (so neither the process's kernels nor the disk cache give the
     O3 code): its optimised IR has no vectors and the same bits as the vectorised program."""
     with tracejit.enable_x64(dtype == np.float64):
@@ -102,7 +103,7 @@ def test_without_the_vectorisers_an_element_gets_the_same_bits(dtype, monkeypatc
         whole = _numpy(tracejit.jit(_program)(x))
         assert _VECTOR_CODE.search(
             tracejit.jit(_program).lower(x).compile().as_text(dialect="llvm"))
-        monkeypatch.setattr(jit_engine, "HUGE_FUNCTION_LINES", 0)
+        monkeypatch.setattr(llvm_setup, "HUGE_FUNCTION_LINES", 0)
         scalar = tracejit.jit(lambda x: _program(x))
         text = scalar.lower(x[2:]).compile().as_text(dialect="llvm")
         assert not _VECTOR_CODE.search(text)

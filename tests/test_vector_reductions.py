@@ -11,7 +11,8 @@ import pytest
 import tracejit
 import tracejit.numpy as tnp
 from tracejit import lax
-from tracejit.backend.llvm import jit_engine, lanes, parallel_loops
+from tracejit.backend import llvm_setup
+from tracejit.backend.llvm import lanes, parallel_loops
 
 # each kind of tail (W = 16 float32 or 8 float64 a vector, 4 vectors a step): fewer than W
 # elements, whole vectors, a partial vector, whole steps, and rows cut into 1,024-blocks
@@ -112,7 +113,7 @@ def test_a_sum_of_computed_values_adds_as_the_values_stored(dtype, x64, monkeypa
             np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))
     args = inputs(3)
     check(args, tracejit.jit(_exp_sums)(*args))
-    monkeypatch.setattr(jit_engine, "HUGE_FUNCTION_LINES", 0)
+    monkeypatch.setattr(llvm_setup, "HUGE_FUNCTION_LINES", 0)
     args = inputs(2)  # (shapes compiled nowhere else: neither cache has their O3 code)
     check(args, tracejit.jit(lambda *a: _exp_sums(*a))(*args))
 

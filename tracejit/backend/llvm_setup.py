@@ -3,10 +3,13 @@ tracejit` can import this one): the native target, the host CPU, the pass builde
 machine, and the tables and options LLVM's pass pipeline and code generation set up the first
 time each runs. The start-up thread (runtime/backend_start.py) runs `start` while the rest of
 `import tracejit` goes on, and `warm_up` once the program leaves it time; the compiles of
-backend/llvm/jit_engine.py then find them done."""
+backend/llvm/jit_engine.py then find them done. Also the pipelines themselves, O3's `optimize`
+among them: the compile helper process (runtime/compile_helper.py) loads this file by path,
+with llvmlite alone, and optimises as this process does."""
 from __future__ import annotations
 
 import functools
+import re
 
 import llvmlite.binding as llvm
 
@@ -64,6 +67,75 @@ def run_pipeline(ir: llvm.ModuleRef | llvm.ValueRef, speed_level: int, vectorize
     pb = llvm.create_pass_builder(pipeline_target_machine(), pto)
     is_module = isinstance(ir, llvm.ModuleRef)
     _run_and_free(pb.getModulePassManager() if is_module else pb.getFunctionPassManager(), ir, pb)
+
+
+def parse(ir_text: str) -> llvm.ModuleRef:
+    """Parse and verify LLVM IR text into a module for the host."""
+    init_native()
+    module = llvm.parse_assembly(ir_text)
+    module.triple = llvm.get_process_triple()
+    module.data_layout = str(pipeline_target_machine().target_data)
+    module.verify()
+    return module
+
+
+# A function longer than this many lines of IR (the main function of a program of thousands of
+# equations; kernels are outlined and stay far smaller) is optimised at O1 without vectorisers:
+# LLVM's O3 loop vectoriser and GVN grow faster than linearly with a function's size (21 s of
+# O3 against 3 s of O1 for a 20,000-line function of 12,000 equations).
+HUGE_FUNCTION_LINES = 4000
+
+
+def optimize(module: llvm.ModuleRef, text_lines: int | None = None,
+             huge_lines: int | None = None) -> llvm.ModuleRef:
+    """The optimised module: O3 (loop and SLP vectorisation on) over every function, but huge
+    ones (longer than `huge_lines`, HUGE_FUNCTION_LINES where None) get O1's function pipeline
+    instead, with O3's module pipeline skipping them. Small modules are optimised in place; for
+    those with a huge function a new module is returned (the IR goes through text once each
+    way). `text_lines`: the lines of the text the module was parsed from with its math calls
+    inlined (backend/llvm/math.py's inlined_lines), where the caller has it: LLVM prints a
+    function in at most twice the lines of ours (a blank line before each block), so a short
+    text has no huge function, and printing each function to count (~0.6 ms of a first call)
+    is skipped."""
+    if huge_lines is None:
+        huge_lines = HUGE_FUNCTION_LINES
+    # math's functions (`alwaysinline`, one per math function and type, called from each use)
+    # inlined first: every function, huge ones too, is then optimised as it was when that code
+    # was emitted inline at each use, and a huge function is judged by its size with that code
+    # in it
+    run_always_inliner(module)
+    if text_lines is not None and 2 * text_lines + 1 <= huge_lines:
+        huge = []
+    else:
+        # (not an alwaysinline one: O3 inlines it into its callers, and optnone's noinline
+        # beside alwaysinline fails the verifier; math's far trig routines carry it)
+        huge = [f.name for f in module.functions
+                if not f.is_declaration and str(f).count("\n") > huge_lines
+                and not any(b"alwaysinline" in a for a in f.attributes)]
+    if not huge:
+        run_pipeline(module, speed_level=3, vectorize=True)
+        return module
+    for f in module.functions:
+        if f.name in huge:
+            run_pipeline(f, speed_level=1, vectorize=False)
+    # optnone makes O3's module pipeline leave them as O1 left them (and inline nothing into
+    # them); it comes off again before code generation, which would otherwise be O0's for them
+    module = parse(_mark_optnone(str(module), huge))
+    run_pipeline(module, speed_level=3, vectorize=True)
+    return parse(_ATTRIBUTE_OPTNONE.sub(r"\1", str(module)))
+
+
+# (" optnone" inside an attribute group; only the functions _mark_optnone marked have it)
+_ATTRIBUTE_OPTNONE = re.compile(r"^(attributes #\d+ = \{.*?) optnone\b", re.M)
+
+
+def _mark_optnone(ir_text: str, names: list[str]) -> str:
+    wanted = {f"@{n}(" for n in names} | {f'@"{n}"(' for n in names}
+    lines = ir_text.split("\n")
+    for k, line in enumerate(lines):
+        if line.startswith("define ") and line.endswith("{") and any(w in line for w in wanted):
+            lines[k] = line[:-1] + "noinline optnone {"
+    return "\n".join(lines)
 
 
 def run_passes(module: llvm.ModuleRef, passes: tuple[str, ...]) -> None:

@@ -65,9 +65,10 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     # computes the same bits as O3's, while O3's is generated on a thread of its own
     # (runtime/tiering.py); off: O3's code from the first call ($TRACEJIT_TIERED_COMPILE=0)
     "tracejit_tiered_compile": (True, False),
-    # that O3 code generation in a helper process (runtime/compile_helper.py: the same object
-    # code), so this process's next compile does not wait for LLVM's lock behind it; off, or
-    # where the helper cannot run: on tiering's thread ($TRACEJIT_COMPILE_HELPER=0)
+    # that O3 code generation (and O3's optimisation, where a first tier skipped it) in a helper
+    # process (runtime/compile_helper.py: the same optimised IR and object code), so this
+    # process's next compile does not wait for LLVM's lock behind it; off, or where the helper
+    # cannot run: on tiering's thread ($TRACEJIT_COMPILE_HELPER=0)
     "tracejit_compile_helper": (True, False),
     # bounds: the on-disk cache's total size (least recently used entries go first), and how
     # many signatures each jitted function keeps traced and compiled (least recently called

@@ -147,20 +147,24 @@ def compile_ir(ir_text: str, tiered: bool = False, unoptimised: bool = False
 
 def finish(ir_text: str, optimised_ir: str | None) -> tuple[str, jit_engine.Code]:
     """(optimised IR, final code) of a module that compile_ir(tiered=True) generated at O0:
-    O3's code generation of its optimised IR (not optimised again; optimised now, on this
-    thread, where that first tier had skipped O3's optimisation: `optimised_ir` None; the code
-    generation in the compile helper process where `tracejit_compile_helper` is on and it runs,
-    else here), stored in the cache under
+    O3's code generation of its optimised IR (not optimised again; optimised now where that
+    first tier had skipped O3's optimisation: `optimised_ir` None), stored in the cache under
     `ir_text`'s key, as compile_ir would have stored it: in the cache folder in effect when
     compile_ir ran (none if none was), not the one in effect now. The cache holds final code
-    only."""
+    only. Where `tracejit_compile_helper` is on and the helper runs, it does that optimisation
+    and the code generation (compile_helper.py: the same text and object code, without holding
+    llvmlite's lock here); else this thread does."""
     with _tiered_lock:
         folder = _tiered_folders.pop(ir_text, None)
     secret = _secret(folder) if folder is not None else None
+    helper = config.tracejit_compile_helper
+    obj = None
     if optimised_ir is None:
-        optimised_ir = optimised_text(ir_text)
-    obj = compile_helper.object_code(optimised_ir, jit_engine.codegen_target()) \
-        if config.tracejit_compile_helper else None
+        made = compile_helper.optimised_code(ir_text, jit_engine.inlined_lines(ir_text),
+                                             jit_engine.codegen_target()) if helper else None
+        optimised_ir, obj = made if made is not None else (optimised_text(ir_text), None)
+    if obj is None and helper:
+        obj = compile_helper.object_code(optimised_ir, jit_engine.codegen_target())
     if obj is not None:
         code = jit_engine.load_object(obj)
     else:

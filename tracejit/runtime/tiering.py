@@ -4,9 +4,9 @@ has not optimised, its `unoptimised`) gets O3's code (O3's optimisation first, w
 generated on this module's one thread, and runs it from the call after it is in place. The same
 bits either way (jit_engine.fast_codegen_exact, unoptimised_exact); what changes is when the
 time goes, never what is computed. Which first tier a program gets is weighed here
-(unoptimised_pays, o0_pays). The code generation runs in a helper process where one runs
-(compile_helper.py, by way of disk_cache.finish): here it would hold llvmlite's one lock, and
-the next program's compile with it (a skipped optimisation still runs here, under that lock).
+(unoptimised_pays, o0_pays). The code generation, and a skipped optimisation, run in a
+helper process where one runs (compile_helper.py, by way of disk_cache.finish): here they would
+hold llvmlite's one lock, and the next program's compile with it.
 The on-disk cache stores final code only (disk_cache.finish), so the exit finishes what is
 pending when that cache is on.
 

@@ -1,7 +1,7 @@
-"""The LLVM JIT: host target machine, O3 through the new pass builder (O1 for huge functions),
-and an MCJIT engine per compiled program (`Code`), so that a program's machine code is freed
-when nothing uses it; the support routines every program links to live in one engine kept for
-the process."""
+"""The LLVM JIT: host target machine, O3 through the new pass builder (O1 for huge functions:
+llvm_setup.optimize), and an MCJIT engine per compiled program (`Code`), so that a program's
+machine code is freed when nothing uses it; the support routines every program links to live
+in one engine kept for the process."""
 from __future__ import annotations
 
 import contextvars
@@ -14,9 +14,10 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from .. import llvm_setup
-from ..llvm_setup import (  # noqa: F401  (host_cpu)
-    create_loading_target_machine, create_target_machine, host_cpu, run_always_inliner,
-    run_passes, run_pipeline)
+# (optimize and parse live there: the compile helper process loads that file alone)
+from ..llvm_setup import (  # noqa: F401  (host_cpu, optimize, parse)
+    create_loading_target_machine, create_target_machine, host_cpu, optimize, parse,
+    run_always_inliner, run_passes, run_pipeline)
 from . import math as ourmath
 from . import support
 
@@ -153,78 +154,15 @@ def target_data() -> llvm.TargetData:
     return llvm_setup.pipeline_target_machine().target_data
 
 
-# A function longer than this many lines of IR (the main function of a program of thousands of
-# equations; kernels are outlined and stay far smaller) is optimised at O1 without vectorisers:
-# LLVM's O3 loop vectoriser and GVN grow faster than linearly with a function's size (21 s of
-# O3 against 3 s of O1 for a 20,000-line function of 12,000 equations).
-HUGE_FUNCTION_LINES = 4000
-
-
 def inlined_lines(ir_text: str) -> int:
     """The lines of `ir_text` once its calls of math functions are inlined (`optimize`)."""
     return ourmath.inlined_lines(ir_text)
 
 
-def optimize(module: llvm.ModuleRef, text_lines: int | None = None) -> llvm.ModuleRef:
-    """The optimised module: O3 (loop and SLP vectorisation on) over every function, but huge
-    ones (see HUGE_FUNCTION_LINES) get O1's function pipeline instead, with O3's module
-    pipeline skipping them. Small modules are optimised in place; for those with a huge
-    function a new module is returned (the IR goes through text once each way).
-    `text_lines`: the lines of the text the module was parsed from with its math calls inlined
-    (`inlined_lines`), where the caller has it: LLVM prints a function in at most twice the
-    lines of ours (a blank line before each block), so a short text has no huge function, and
-    printing each function to count (~0.6 ms of a first call) is skipped."""
-    _inline_math(module)
-    if text_lines is not None and 2 * text_lines + 1 <= HUGE_FUNCTION_LINES:
-        huge = []
-    else:
-        # (not an alwaysinline one: O3 inlines it into its callers, and optnone's noinline
-        # beside alwaysinline fails the verifier; math's far trig routines carry it)
-        huge = [f.name for f in module.functions
-                if not f.is_declaration and str(f).count("\n") > HUGE_FUNCTION_LINES
-                and not any(b"alwaysinline" in a for a in f.attributes)]
-    if not huge:
-        run_pipeline(module, speed_level=3, vectorize=True)
-        return module
-    for f in module.functions:
-        if f.name in huge:
-            run_pipeline(f, speed_level=1, vectorize=False)
-    # optnone makes O3's module pipeline leave them as O1 left them (and inline nothing into
-    # them); it comes off again before code generation, which would otherwise be O0's for them
-    module = parse(_mark_optnone(str(module), huge))
-    run_pipeline(module, speed_level=3, vectorize=True)
-    return parse(_ATTRIBUTE_OPTNONE.sub(r"\1", str(module)))
-
-
 def _inline_math(module: llvm.ModuleRef) -> None:
     """Inline the module's `alwaysinline` functions (math.py's, one per math function and type,
-    called from each use) before anything else: every function, huge ones too, is then
-    optimised as it was when that code was emitted inline at each use, and a huge function is
-    judged by its size with that code in it (`inlined_lines`)."""
+    called from each use), as `optimize` does first."""
     run_always_inliner(module)
-
-
-# (" optnone" inside an attribute group; only the functions _mark_optnone marked have it)
-_ATTRIBUTE_OPTNONE = re.compile(r"^(attributes #\d+ = \{.*?) optnone\b", re.M)
-
-
-def _mark_optnone(ir_text: str, names: list[str]) -> str:
-    wanted = {f"@{n}(" for n in names} | {f'@"{n}"(' for n in names}
-    lines = ir_text.split("\n")
-    for k, line in enumerate(lines):
-        if line.startswith("define ") and line.endswith("{") and any(w in line for w in wanted):
-            lines[k] = line[:-1] + "noinline optnone {"
-    return "\n".join(lines)
-
-
-def parse(ir_text: str) -> llvm.ModuleRef:
-    """Parse and verify LLVM IR text into a module for the host."""
-    llvm_setup.init_native()
-    module = llvm.parse_assembly(ir_text)
-    module.triple = llvm.get_process_triple()
-    module.data_layout = str(target_data())
-    module.verify()
-    return module
 
 
 def empty_module() -> llvm.ModuleRef:
