@@ -171,21 +171,47 @@ def _jaxpr(f, *shapes):
 
 
 def test_run_elements_counts_loops_by_their_trips():
-    """Each equation's operands and results; a scan's body its length times (and TRIP_ELEMENTS
-    a trip); a while_loop's without bound (its trips are unknown); a cond's costliest
-    branch."""
+    """Each equation's operands and results; an equation with bodies by its bodies alone (their
+    equations read its operands and write its results): a scan's body its length times (and
+    TRIP_ELEMENTS a trip); a while_loop's without bound (its trips are unknown); a cond's
+    costliest branch."""
     assert tiering.run_elements(_jaxpr(lambda x: tnp.sin(x) * 2, (1000,))) == 2 * 1000 + 2001
     scan = _jaxpr(lambda x: lax.fori_loop(0, 100, lambda i, c: tnp.sin(c), x), (1000,))
     trip = tiering.TRIP_ELEMENTS
-    assert tiering.run_elements(scan) == 2002 + 100 * (3 + 2000 + trip)  # (i + 1: 3 scalars)
+    assert tiering.run_elements(scan) == 100 * (3 + 2000 + trip)  # (i + 1: 3 scalars)
     loop = _jaxpr(lambda x: lax.while_loop(lambda c: c[0] < 100,
                                            lambda c: (c[0] + 1, tnp.sin(c[1])), (0, x))[1],
                   (1000,))
     assert tiering.run_elements(loop) == math.inf
     branch = _jaxpr(lambda p, x: lax.cond(p[0] > 0, lambda x: tnp.sin(tnp.cos(x)), tnp.sin, x),
                     (1,), (1000,))
-    # squeeze, gt, convert (the index); cond's operands and result; cos then sin
-    assert tiering.run_elements(branch) == 2 + 3 + 2 + (1 + 1000 + 1000) + 4000
+    # squeeze, gt, convert (the index); cos then sin (the cond's own operands and result are
+    # the branch's)
+    assert tiering.run_elements(branch) == 2 + 3 + 2 + 4000
+
+
+def _softmax_rows(shape):
+    """softmax over rows as the compiler has it: a row_map whose body is reduce_max, a fused
+    sub+exp, reduce_sum, a scalar div and a fused multiply."""
+    jaxpr = _jaxpr(lambda x: (lambda e: e / tnp.sum(e, axis=-1, keepdims=True))(
+        tnp.exp(x - tnp.max(x, axis=-1, keepdims=True))), shape)
+    optimised = native_rt.optimize(jaxpr, [])[0]
+    (eqn,) = optimised.eqns
+    assert eqn.primitive.name == "row_map" and eqn.params["rows"] == (shape[0],)
+    return optimised
+
+
+def test_run_elements_counts_a_row_maps_rows_by_its_body():
+    """softmax 8x256: each row reads its 256 elements twice (max; sub+exp) and its exponentials
+    twice (sum; the product), writes 256 exponentials and 256 results: 6 an element, not the
+    row_map's operand and result besides (which counted softmax 4096^2's 6 as 8)."""
+    # a row: reduce_max 256 + 1, fused sub+exp 256 + 1 + 256, reduce_sum 256 + 1, div
+    # 1 + 1 + 1 (its literal 1.0 a scalar), fused mul 256 + 1 + 256: 1543, and a trip's 40
+    trip = tiering.TRIP_ELEMENTS
+    assert tiering.run_elements(_softmax_rows((8, 256))) == 8 * (1543 + trip) == 12664
+    # run_ops: sub+exp weighs broadcast 1 + sub 1 + exp 10 = 12, mul broadcast 1 + mul 1 = 2
+    assert tiering.run_ops(_softmax_rows((8, 256))) == \
+        8 * (257 + 12 * 513 + 257 + 3 + 2 * 513 + trip) == 61912
 
 
 def test_run_ops_weighs_a_fused_kernel_by_its_body():

@@ -45,38 +45,58 @@ _thread: threading.Thread | None = None
 _closed = False
 
 
-# Whether a first call runs O0 code: when what that may cost, O0_NS_PER_ELEMENT for each element
-# its run reads or writes (`run_elements`), is at most what it saves, SAVED_NS_PER_LINE for each
-# line of the program's IR (its kernels' included). Measured (CPU, one process, load ~2): O0 code
-# ran 0.11 (sum 10M), 0.12 (softmax 4096^2), 0.17 (logsumexp 4096^2 rows), 0.03 (a 1000-vector
-# scan) ns longer per such element, and its code generation saved 9-123 us a line, a median
-# of ~20 (logsumexp 6.7 ms of 436 lines, softmax 4096^2 7.9 of 465, sum 10M 4.3 of 248, Newton
-# 5.7 of 190, random.normal 42 of 337, a 10k-step 1000-vector scan 8.5 of 235). A loop's trip
-# costs as much as TRIP_ELEMENTS elements more: a 10k-step scalar scan ran 6.4 ns a step longer
-# (its few elements alone would say 0.8), a scalar fori_loop 2.7.
-O0_NS_PER_ELEMENT = 0.15
-SAVED_NS_PER_LINE = 20_000
+# The first tier a program's first call gets is the one of three whose estimate, against O3
+# throughout, is least (`unoptimised_pays`, else `o0_pays`, else O3): each tier's run costs so
+# much more and its compile so much less. All measured by `python -m benchmarks.first_tiers`
+# (every benchmark row and compile-scaling chain, each tier forced, fresh processes, CPU ms,
+# medians of 3, tiers alternating, load 2-3.6).
+#
+# O0's code generation of O3's optimised IR (`o0_pays`): its run costs O0_NS_PER_ELEMENT more
+# for each element it reads or writes (`run_elements`), its code generation SAVED_NS_PER_LINE
+# less for each line of the program's IR (its kernels' included). Measured: runs longer by
+# 0.06-0.2 ns such an element where runs are long (softmax 4096^2 +9.5 ms of 1.0e8 elements,
+# logsumexp 4096^2 rows +6.9 of 3.4e7, scan with xs/ys +3.3 of 3.0e7, the fixed-point
+# 1000-vector scan +1.7 of 2.1e7, the elementwise chain 10M +3.6 of 2e7, SDE 100k +1.8 of 1.9e7,
+# sum 10M +0.7 of 1e7; random.normal 0.58, softmax 1000^2 0.36), ~0.1 the median; code
+# generation saved 11-156 us a line, ~30 the median (softmax 4096^2 12.3 ms of 388 lines,
+# logsumexp 11.3 of 437, scan with xs/ys 10.1 of 176, Newton 9.8 of 190, sum 10M 6.4 of 427,
+# random.normal 54 of 344, the chains of 500-2000 sin/cumsum 11-13, CNN 88 of 3197). Not seen by
+# it: a long chain in registers (3000 `sin` over 1000 elements ran +16 ms at O0 for 1.9e5
+# elements: that row gets the unoptimised tier) and a cumsum's serial loop (~4 ns an element).
+# A loop's trip costs as much as TRIP_ELEMENTS elements more: a 10k-step scalar scan ran 6.4 ns
+# a step longer (its few elements alone would say 0.8), a scalar fori_loop 2.7.
+O0_NS_PER_ELEMENT = 0.1
+SAVED_NS_PER_LINE = 30_000
 TRIP_ELEMENTS = 40
 
 
 def o0_pays(jaxpr: Jaxpr, ir_lines: int) -> bool:
     """Whether a first call of `jaxpr`, compiled from `ir_lines` lines of IR, is likely sooner
-    with O0's code generation (its later calls get O3's either way)."""
-    return O0_NS_PER_ELEMENT * run_elements(jaxpr) <= SAVED_NS_PER_LINE * ir_lines
+    with O0's code generation of O3's optimised IR (its later calls get O3's either way)."""
+    return _o0_estimate(jaxpr, ir_lines) <= 0
 
 
-# Whether a first call runs code generated at O0 from IR that O3 has not optimised either
-# (jit_engine.optimize_first_tier: scalar, unvectorised, inlined math kept in memory): when its
-# run's extra time, UNOPTIMISED_NS_PER_OP for each element of each operation it computes
-# (`run_ops`), is at most what skipping O3's optimisation saves, SAVED_UNOPTIMISED_NS_PER_LINE
-# a line of IR. Measured (first_call_profile, CPU, fresh processes, load ~4): O3's optimisation
-# took 29-55 us a line (sin 10: 4.4 ms of 136 lines; softmax 1000^2 21 of 388; Newton 11 of
-# 190; logsumexp 20 of 438); the unoptimised code ran longer by 0.5-1 ns an operation
-# (elementwise chain 10M +204 ms for 37 weighted operations an element, softmax 1000^2 +4 ms,
-# the MLP step +25 ms, relu 1M +6 ms), a transcendental function (COSTLY_OPS) some ten
-# simple operations.
-UNOPTIMISED_NS_PER_OP = 0.4
-SAVED_UNOPTIMISED_NS_PER_LINE = 40_000
+def _o0_estimate(jaxpr: Jaxpr, ir_lines: int) -> float:
+    """O0 code generation's first call against O3's, ns (less is sooner)."""
+    return O0_NS_PER_ELEMENT * run_elements(jaxpr) - SAVED_NS_PER_LINE * ir_lines
+
+
+# Code generated at O0 from IR that O3 has not optimised either (`unoptimised_pays`;
+# jit_engine.optimize_first_tier: scalar, unvectorised, inlined math kept in memory): its run
+# costs UNOPTIMISED_NS_PER_OP more for each element of each operation it computes (`run_ops`),
+# its compile SAVED_UNOPTIMISED_NS_PER_LINE less a line of IR than O3's optimisation and code
+# generation. Measured (as above): runs longer by 0.2-0.4 ns an operation where runs are long
+# (softmax 4096^2 +108 ms of 5.0e8, logsumexp +102 of 2.4e8, the elementwise chain +200 of
+# 7.4e8, random.normal +360 of 9.9e8, the 1000-vector scans +81 of 2.2e8 and +82 of 4.2e8, the
+# chains of 1000 and 3000 `sin` +4.5 of 2e7 and +13 of 6e7, the MLP step +8.7 of 2.8e7,
+# softmax 1000^2 +6.9 of 3.0e7), ~0.25 the median; SDE 100k 0.06, sum 10M 0.13; a cumsum's
+# serial loop ~5 (its saving is the larger there); its compile saved 11-347 us a line, ~70
+# the median (softmax 1000^2 35 ms of 388 lines, the MLP step 54 of 745, Newton 21 of 190,
+# logsumexp 29 of 437, sum 10M 20 of 427, the 3000 `sin` 19 of 595, SDE 100k 37 of 611, the
+# chains of 500-2000 cumsum 11-15, random.normal 119 of 344). A transcendental function
+# (COSTLY_OPS) counts as some ten simple operations.
+UNOPTIMISED_NS_PER_OP = 0.25
+SAVED_UNOPTIMISED_NS_PER_LINE = 70_000
 COSTLY_OPS = dict.fromkeys(
     ("exp", "exp2", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "logistic", "erf",
      "erfc", "erf_inv", "pow", "atan2", "asin", "acos", "atan", "sinh", "cosh", "asinh",
@@ -86,9 +106,10 @@ COSTLY_OPS["threefry2x32"] = 80
 
 def unoptimised_pays(jaxpr: Jaxpr, ir_lines: int) -> bool:
     """Whether a first call of `jaxpr`, compiled from `ir_lines` lines of IR, is likely sooner
-    with neither O3's optimisation nor its code generation (later calls get O3's either
-    way)."""
-    return UNOPTIMISED_NS_PER_OP * run_ops(jaxpr) <= SAVED_UNOPTIMISED_NS_PER_LINE * ir_lines
+    with neither O3's optimisation nor its code generation than with both, and than with O0's
+    code generation of O3's IR (later calls get O3's code either way)."""
+    estimate = UNOPTIMISED_NS_PER_OP * run_ops(jaxpr) - SAVED_UNOPTIMISED_NS_PER_LINE * ir_lines
+    return estimate <= min(0.0, _o0_estimate(jaxpr, ir_lines))
 
 
 def run_ops(jaxpr: Jaxpr) -> float:
@@ -118,11 +139,13 @@ def _bodies(eqn) -> list[ClosedJaxpr]:
 
 def run_elements(jaxpr: Jaxpr) -> float:
     """An estimate of the elements one run of `jaxpr` reads and writes: each equation's
-    operands and results (a fused kernel's, not its body's: those stay in registers), a scan's
-    body its length times and a row_map's its rows times (each trip TRIP_ELEMENTS more), a
-    cond's costliest branch; unbounded (inf) for a while_loop: its trips are unknown, and a
-    long simulation in one first call would run 1-3x slower at O0 (6.4 ns a step more for a
-    scalar loop) with no O3 code to move to until it returns."""
+    operands and results (a fused kernel's, not its body's: those stay in registers); an
+    equation with bodies, by its bodies alone, whose equations read its operands and write its
+    results (counting them at it as well counted softmax 4096^2's 6 reads and writes an element
+    as 8): a scan's body its length times and a row_map's its rows times (each trip
+    TRIP_ELEMENTS more), a cond's costliest branch; unbounded (inf) for a while_loop: its
+    trips are unknown, and a long simulation in one first call would run 1-3x slower at O0
+    (6.4 ns a step more for a scalar loop) with no O3 code to move to until it returns."""
     return _walk(jaxpr, lambda eqn: 1)
 
 
@@ -130,12 +153,11 @@ def _walk(jaxpr: Jaxpr, weight) -> float:
     """run_elements' walk, each equation's elements times `weight(eqn)`."""
     total = 0
     for eqn in jaxpr.eqns:
-        total += weight(eqn) * sum(math.prod(getattr(v.aval, "shape", ()))
-                                   for v in (*eqn.invars, *eqn.outvars))
-        if eqn.primitive is fused_p:
-            continue
-        bodies = [_walk(x.jaxpr, weight) for x in _bodies(eqn)]
+        bodies = [] if eqn.primitive is fused_p else [_walk(x.jaxpr, weight)
+                                                     for x in _bodies(eqn)]
         if not bodies:
+            total += weight(eqn) * sum(math.prod(getattr(v.aval, "shape", ()))
+                                       for v in (*eqn.invars, *eqn.outvars))
             continue
         if eqn.primitive is while_p:
             return math.inf
