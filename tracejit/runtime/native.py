@@ -239,7 +239,8 @@ class NativeExecutable(Executable):
         self.jaxpr = jaxpr
         self._consts = [np.ascontiguousarray(np.asarray(c)) for c in consts]
         if self._params is not None:
-            self._compiled = _lone_compiled()
+            with log_elapsed_time(BACKEND_COMPILE_EVENT, fun_name):  # (the event, as JAX's)
+                self._compiled = _lone_compiled()
         else:
             lines = self.program.ir_text.count("\n") + sum(
                 t.count("\n") for t in self.program.kernels.values())
