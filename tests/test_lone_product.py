@@ -34,7 +34,8 @@ def _draw(rng, shape):
 @pytest.mark.parametrize("m,k,n", [(1024, 1024, 1024),   # column tiles
                                    (2000, 1500, 700),     # row tiles, a short last one
                                    (128, 128, 128),       # one call
-                                   (300, 200, 500)])      # tiled, timed by linalg: generated
+                                   (300, 200, 500),       # tiles or one call, timed
+                                   (512, 512, 512)])
 @pytest.mark.parametrize("lhs_t,rhs_t", [(False, False), (True, False), (False, True),
                                          (True, True)])
 def test_the_same_bits_as_generated_code(threads, monkeypatch, m, k, n, lhs_t, rhs_t):
@@ -49,7 +50,8 @@ def test_the_same_bits_as_generated_code(threads, monkeypatch, m, k, n, lhs_t, r
     runs = []
     for count in (1, 2):
         threads(count)
-        runs.append(np.asarray(tracejit.jit(f)(x, y)))
+        lone = tracejit.jit(f)
+        runs += [np.asarray(lone(x, y)) for _ in range(3)]  # (a timed one: both modes)
         with monkeypatch.context() as patch:
             patch.setattr(lone_product, "params", lambda jaxpr, donated: None)
             runs.append(np.asarray(tracejit.jit(f)(x, y)))
@@ -71,7 +73,6 @@ def test_which_programs_take_the_entry(monkeypatch):
     assert _params(lambda x, y: x @ y, a.astype(np.float16), b.astype(np.float16)) is None
     batch = a.reshape(4, 256, 1024)
     assert _params(lambda x, y: lax.batch_matmul(x, y), batch, batch.transpose(0, 2, 1)) is None
-    assert _params(lambda x, y: x @ y, a[:512, :512], b[:512, :512]) is None  # (timed per call)
     assert _params(lambda x, y: x @ y, a[:100, :100], b[:100, :100]) is None  # BLAS's
     assert _params(lambda x, y: x @ y[:, :1], a, b) is None  # a gemv
     assert tracejit.jit(lambda x, y: x @ y, donate_argnums=0).lower(a, b).compile() \
@@ -91,3 +92,21 @@ def test_as_text_and_a_closure_constant():
     got = np.asarray(compiled(a))
     want = a.astype(np.float64) @ c
     assert np.all(np.abs(got - want) <= 128 * EPS * (np.abs(a).astype(np.float64) @ np.abs(c)))
+
+
+def test_a_mid_size_product_times_both_modes(threads):
+    """As linalg's code: the first calls alternate one call and tiles, each timed (the block's
+    site words), then the mode faster lately; a large product is not timed."""
+    threads(2)
+    rng = np.random.default_rng(2)
+    x, y = _draw(rng, (512, 512)), _draw(rng, (512, 512))
+    compiled = tracejit.jit(lambda a, b: a @ b).lower(x, y).compile()
+    block = compiled._executable._params
+    assert block[lone_product.TIMED] == 1 and block[lone_product.TILES] == 2
+    outs = [np.asarray(compiled(x, y)) for _ in range(6)]
+    one, tiles, calls = block[lone_product.SITE:]
+    assert calls == 6 and one > 0 and tiles > 0
+    for out in outs[1:]:
+        np.testing.assert_array_equal(out, outs[0])
+    a = _draw(rng, (1024, 1024))
+    assert _params(lambda u, v: u @ v, a, a)[lone_product.TIMED] == 0

@@ -4,8 +4,9 @@ product's shape and tiling from a block of int64 parameters passed where a progr
 pointer goes. Such a program's first call then pays no code generation and no LLVM (matmul
 1024^2: ~7 of its ~10 ms of compile CPU); it computes what linalg's code for the same product
 does: the same routine called on the same tiles (tile_plan), or once where the pool has one
-thread, so the same bits. Products that linalg times per call (mid-size ones) or splits over k,
-BLAS's products and batches keep codegen."""
+thread, and a mid-size product's choice between the two timed per call as linalg's code times
+it (the times kept in the block), so the same bits. Products split over k, BLAS's products and
+batches keep codegen."""
 from __future__ import annotations
 
 import functools
@@ -20,15 +21,19 @@ from .types import F32, I8, I32, I64
 
 I8P = I8.as_pointer()
 # the parameter block's words
-LHS, RHS, M, N, K, LHS_T, RHS_T, AXIS, PER, TILES = range(10)
+LHS, RHS, M, N, K, LHS_T, RHS_T, AXIS, PER, TILES, TIMED = range(11)
+# a timed product's times and calls (linalg._timed_site's slots: one call, tiles, calls), which
+# the entry updates as linalg's code does (_pick_tiles, _record_time)
+SITE = 11
+WORDS = SITE + 3
 _AXES = {None: 0, "m": 1, "n": 2}
 
 
 def params(jaxpr, donated) -> np.ndarray | None:
     """The parameter block of `jaxpr` (optimised) if it is one product this entry runs, else
     None: a lone float32 dot_general of two inputs (or consts) whose result is the only output,
-    no batch, a layout BLAS takes, our routine chosen for it, and a plan of one call or of row or
-    column tiles that linalg would not time per call (nor forced: linalg.GEMM_MODE)."""
+    no batch, a layout BLAS takes, our routine chosen for it, a plan of one call or of row or
+    column tiles, and no mode forced (linalg.GEMM_MODE)."""
     from . import linalg
     from .blas import gemm_work
     if donated or len(jaxpr.eqns) != 1 or len(jaxpr.outvars) != 1 or linalg.GEMM_MODE:
@@ -50,12 +55,14 @@ def params(jaxpr, donated) -> np.ndarray | None:
     if lt is None or rt is None or m == 1 or n == 1 or m * n * k < linalg._BLAS_MIN_FLOPS:
         return None
     plan = linalg.tile_plan(f32, m, n, k)
-    if linalg.gemm_routine(f32, m, n, k, plan) != "ours" or plan is not None and (
-            plan[0] == "k" or gemm_work(f32, m, n, k) < linalg.ONLINE_GEMM_MAX_WORK):
+    if linalg.gemm_routine(f32, m, n, k, plan) != "ours" or plan is not None and plan[0] == "k":
         return None
     axis, per, tiles = plan or (None, 0, 1)
+    # (a mid-size product runs tiles or one call, whichever has been faster here lately)
+    timed = plan is not None and gemm_work(f32, m, n, k) < linalg.ONLINE_GEMM_MAX_WORK
     index = [next(i for i, v in enumerate(inputs) if v is x) for x in eqn.invars]
-    return np.array([*index, m, n, k, lt, rt, _AXES[axis], per, tiles], np.int64)
+    return np.array([*index, m, n, k, lt, rt, _AXES[axis], per, tiles, timed, 0, 0, 0],
+                    np.int64)
 
 
 def symbol(lanes: int) -> str:
@@ -140,12 +147,49 @@ def module(lanes: int) -> ir.Module:
     tiles = b.load(b.gep(p, [ir.Constant(I64, TILES)]))
     several = b.and_(b.icmp_signed(">=", tiles, ir.Constant(I64, 2)), b.icmp_signed(
         ">", b.load_atomic(wanted, "monotonic", 8), ir.Constant(I64, 1)))
-    with b.if_else(several) as (tiled, serial):
+    timed = b.icmp_unsigned("!=", b.load(b.gep(p, [ir.Constant(I64, TIMED)])),
+                            ir.Constant(I64, 0))
+    clock = ir.Function(mod, ir.FunctionType(I64, []), "llvm.readcyclecounter")
+    one_time, tile_time, calls = (b.gep(p, [ir.Constant(I64, SITE + j)]) for j in range(3))
+
+    def load(ptr):  # (calls at once race on a site's times harmlessly: linalg._load)
+        return b.load_atomic(ptr, "monotonic", 8)
+
+    def c64(v):
+        return ir.Constant(I64, v)
+    # linalg._pick_tiles: the first calls alternate, then the mode faster lately, and every
+    # PROBE_EVERY-th call the other
+    from . import linalg
+    count = b.add(load(calls), c64(1))
+    with b.if_then(timed):
+        b.store_atomic(count, calls, "monotonic", 8)
+    t_one, t_tiles = load(one_time), load(tile_time)
+    probe = b.icmp_unsigned("==", b.and_(count, c64(linalg.PROBE_EVERY - 1)), c64(0))
+    choice = b.select(b.icmp_unsigned("==", t_tiles, c64(0)), ir.Constant(ir.IntType(1), 1),
+                      b.xor(b.icmp_unsigned("<=", t_tiles, t_one), probe))
+    choice = b.select(b.icmp_unsigned("==", t_one, c64(0)), ir.Constant(ir.IntType(1), 0),
+                      choice)
+    warm = b.icmp_unsigned("<=", count, c64(linalg.WARM_UP_CALLS))
+    choice = b.select(warm, b.trunc(b.xor(count, c64(1)), ir.IntType(1)), choice)
+    use_tiles = b.and_(several, b.select(timed, choice, ir.Constant(ir.IntType(1), 1)))
+    start = b.call(clock, [])
+    with b.if_else(use_tiles) as (tiled, serial):
         with tiled:  # (Ctrl-C makes the pool skip tiles; the caller discards the output)
             b.call(pool, [b.bitcast(tile, I8P), b.bitcast(ctx, I8P), tiles])
         with serial:
-            zero = ir.Constant(I64, 0)
+            zero = c64(0)
             b.call(part, [ctx, zero, zero, zero])
+    with b.if_then(timed):  # linalg._record_time
+        spent = b.sub(b.call(clock, []), start)
+        spent = b.select(b.icmp_unsigned("<", spent, c64(1)), c64(1), spent)
+        slot = b.gep(p, [b.add(c64(SITE), b.zext(use_tiles, I64))])
+        old = load(slot)
+        now = load(calls)
+        fresh = b.or_(b.icmp_unsigned("==", old, c64(0)), b.icmp_unsigned(
+            "==", b.and_(now, c64(linalg.PROBE_EVERY - 1)), c64(0)))
+        fresh = b.or_(fresh, b.icmp_unsigned("<=", now, c64(linalg.WARM_UP_CALLS)))
+        mean = b.lshr(b.add(old, spent), c64(1))
+        b.store_atomic(b.select(fresh, spent, mean), slot, "monotonic", 8)
     b.ret_void()
     return mod
 
