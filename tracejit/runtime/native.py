@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..backend.llvm import codegen, host_callback
-from ..backend.llvm import jit_engine
+from ..backend.llvm import jit_engine, lone_product
 from ..compiler.fusion import element_op, fused_p, is_reduction
 from ..compiler.passes import optimize
 from ..compiler.rows import row_map_p
@@ -149,6 +149,50 @@ def _compile_cached(ir_text: str, name: str, kernels: dict[str, str],
     return run_interruptibly(work)
 
 
+def _lone_lanes() -> int | None:
+    """The vector width of our gemm's routine here (None: the host has none)."""
+    from ..backend.llvm import gemm
+    return gemm.host_lanes()
+
+
+class _LoneProgram(codegen.Program):
+    """A lone product's Program (lone_product.py): no workspace, no aliases, no callbacks; it
+    polls (Ctrl-C) where tiled, as linalg's code for it does. Its IR, the entry's, is built
+    only where read (as_text): a library cache hit builds none."""
+
+    def __init__(self, params: np.ndarray):
+        self.name, self.kernels, self.workspace_bytes = _PLACEHOLDER, {}, 0
+        self.aliases, self.callbacks = {}, []
+        self.polls = bool(params[lone_product.TILES] > 1)
+
+    @property
+    def ir_text(self) -> str:
+        return lone_product.ir_text(_lone_lanes())
+
+
+class _LoneEntry(_Program):
+    """The compiled entry every lone product's executable calls: final code (no tiers), kept
+    for the process; its module is parsed from the entry's IR where read (as_text)."""
+    __slots__ = ()
+
+    @property
+    def module(self):
+        if self._module is None:
+            self._module = jit_engine.parse(lone_product.ir_text(_lone_lanes()))
+        return self._module
+
+
+@functools.cache
+def _lone_compiled() -> _LoneEntry:
+    lanes = _lone_lanes()
+    entry = _LoneEntry.__new__(_LoneEntry)
+    kernel_cache.Optimised.__init__(entry, None, "")
+    entry.code, entry.entry = None, _ENTRY(lone_product.address(lanes))
+    entry.kernels, entry.symbol, entry.final, entry.retired = [], lone_product.symbol(lanes), \
+        True, []
+    return entry
+
+
 def _fresh(shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> tuple:
     """(value, address, pool) of a new output buffer; large ones come from the pool."""
     if nbytes >= MIN_BYTES:
@@ -186,18 +230,27 @@ class NativeExecutable(Executable):
         with log_elapsed_time(JAXPR_TO_MLIR_MODULE_EVENT, fun_name):
             with log_elapsed_time(OPTIMIZE_EVENT, fun_name):
                 jaxpr, consts = optimize(closed.jaxpr, closed.consts)
+            # (one product on our gemm: the runtime's entry for it, no code to generate)
+            self._params = lone_product.params(jaxpr, donated) if _lone_lanes() else None
             with log_elapsed_time(CODEGEN_EVENT, fun_name):
                 self.program = codegen.generate(ClosedJaxpr(jaxpr, consts), _PLACEHOLDER,
-                                                donated)
+                                                donated) if self._params is None else \
+                    _LoneProgram(self._params)
         self.jaxpr = jaxpr
         self._consts = [np.ascontiguousarray(np.asarray(c)) for c in consts]
-        lines = self.program.ir_text.count("\n") + sum(t.count("\n")
-                                                       for t in self.program.kernels.values())
-        unoptimised = config.tracejit_tiered_compile and tiering.unoptimised_pays(jaxpr, lines)
-        tiered = unoptimised or (config.tracejit_tiered_compile and tiering.o0_pays(jaxpr, lines))
-        with log_elapsed_time(BACKEND_COMPILE_EVENT, fun_name):
-            self._compiled = _compile_cached(self.program.ir_text, name, self.program.kernels,
-                                             tiered, unoptimised)
+        if self._params is not None:
+            with log_elapsed_time(BACKEND_COMPILE_EVENT, fun_name):  # (the event, as JAX's)
+                self._compiled = _lone_compiled()
+        else:
+            lines = self.program.ir_text.count("\n") + sum(
+                t.count("\n") for t in self.program.kernels.values())
+            unoptimised = config.tracejit_tiered_compile and \
+                tiering.unoptimised_pays(jaxpr, lines)
+            tiered = unoptimised or (config.tracejit_tiered_compile and
+                                     tiering.o0_pays(jaxpr, lines))
+            with log_elapsed_time(BACKEND_COMPILE_EVENT, fun_name):
+                self._compiled = _compile_cached(self.program.ir_text, name,
+                                                 self.program.kernels, tiered, unoptimised)
         self._const_addresses = tuple(c.ctypes.data for c in self._consts)
         self._callbacks = bool(self.program.callbacks)
         if self._callbacks:
@@ -217,6 +270,7 @@ class NativeExecutable(Executable):
         self._recipes = [(a.shape, a.dtype, a.size * a.dtype.itemsize) for a in self.out_avals]
         self._aliases = sorted(self.program.aliases.items())  # (output index, input index)
         self._workspace_bytes = self.program.workspace_bytes
+        self._params_address = None if self._params is None else self._params.ctypes.data
         # (before anything is allocated: JAX's out-of-memory error)
         check_fits([r[2] for r in self._recipes] + [self._workspace_bytes])
 
@@ -229,7 +283,8 @@ class NativeExecutable(Executable):
         ins = self._pack_inputs(*self._const_addresses, *addresses, *self._tail)
         out_ptrs = self._pack_outputs(*[o[1] for o in outs])
         nws = self._workspace_bytes
-        ws, ws_address = pool.empty((nws,), _U8, nws) if nws else (None, None)
+        # (a lone product's entry reads its parameters where a workspace would go)
+        ws, ws_address = pool.empty((nws,), _U8, nws) if nws else (None, self._params_address)
         if self.program.polls:  # a loop may run long: Ctrl-C stops it (runtime/interrupts.py)
             with NativeSigint() as sigint:
                 self._compiled.entry(ins, out_ptrs, ws_address)
@@ -275,9 +330,9 @@ class NativeExecutable(Executable):
         (`_aliased_runner`) ~1 us less. Anything else is `__call__`."""
         call = self.__call__
         recipes = self._recipes
-        lean = recipes and not (self._callbacks or self._workspace_bytes or
-                                self.program.polls) and all(0 < r[2] < MIN_BYTES and _addressable(r[1])
-                                                for r in recipes)
+        lean = recipes and not (self._callbacks or self._workspace_bytes or self.program.polls
+                                or self._params is not None) and all(
+            0 < r[2] < MIN_BYTES and _addressable(r[1]) for r in recipes)
         if not lean:
             run = (lambda leaves: call(leaves)[0]) if single else call
             return run, run

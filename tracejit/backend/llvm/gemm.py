@@ -19,6 +19,7 @@ A transposed X is packed by lanes x lanes transposes in registers."""
 from __future__ import annotations
 
 import functools
+import sys
 
 from llvmlite import ir
 
@@ -34,6 +35,15 @@ F32P = F32.as_pointer()
 KC = 1024
 MC = 256          # rows of X per packed block (1 MiB at KC)
 NC_PANELS = 80    # micro-panels of Y per packed block (NC = 1120 columns, 4.5 MiB at KC)
+# Packed blocks of HUGE_PAGE_MIN bytes or more lie on whole 2 MiB pages advised huge (Linux's
+# transparent huge pages, where the kernel grants them): a call's packing writes fresh memory
+# the first time (later calls get the same memory back from malloc), and here (a VM, THP on
+# `madvise`) each 4 KiB page's fault cost ~2.5 us: matmul 1024^2's first call faulted ~1,300
+# pages on each thread (every column tile packs all of its 4 MiB lhs), ~3 ms of its CPU each.
+HUGE_PAGE = 2 << 20
+HUGE_PAGE_MIN = 2 << 20
+_MADVISE = sys.platform.startswith("linux")
+_MADV_HUGEPAGE = 14
 
 
 def host_lanes() -> int | None:
@@ -254,7 +264,12 @@ def module(lanes: int) -> ir.Module:
     kc_lines = b.and_(b.add(_min(b, c64(KC), k), c64(15)), c64(-16))
     ystride = b.sub(b.add(kc_lines, c64(16)), b.and_(kc_lines, c64(16)))
     y_floats = b.add(b.mul(y_panels, b.mul(c64(nr), ystride)), c64(16))
-    raw = b.call(malloc, [b.mul(b.add(b.add(x_floats, y_floats), c64(mr * nr + 16)), c64(4))])
+    nbytes = b.mul(b.add(b.add(x_floats, y_floats), c64(mr * nr + 16)), c64(4))
+    # large blocks on whole 2 MiB pages advised huge (HUGE_PAGE_MIN): a first call's packing
+    # faults a few huge pages in, not a page fault each 4 KiB
+    huge = b.icmp_unsigned(">=", nbytes, c64(HUGE_PAGE_MIN if _MADVISE else 1 << 62))
+    huge_bytes = b.and_(b.add(nbytes, c64(HUGE_PAGE - 1)), c64(-HUGE_PAGE))
+    raw = b.call(malloc, [b.select(huge, b.add(huge_bytes, c64(HUGE_PAGE)), nbytes)])
     packed, unpacked = fn.append_basic_block("packed"), fn.append_basic_block("unpacked")
     b.cbranch(b.icmp_unsigned("==", b.ptrtoint(raw, I64), c64(0)), unpacked, packed)
     # no memory for the packed blocks: each element's chain of fmas straight from X and Y, in
@@ -275,7 +290,12 @@ def module(lanes: int) -> ir.Module:
     loops.range(0, n, 1, lambda j: loops.range(0, m, 1, lambda i: element(j, i), "ui"), "uj")
     b.branch(ret)
     b.position_at_end(packed)
-    base = b.inttoptr(b.and_(b.add(b.ptrtoint(raw, I64), c64(63)), c64(-64)), F32P)
+    align = b.select(huge, c64(HUGE_PAGE), c64(64))
+    base = b.inttoptr(b.and_(b.add(b.ptrtoint(raw, I64), b.sub(align, one)), b.neg(align)), F32P)
+    if _MADVISE:
+        with b.if_then(huge):
+            madvise = ir.Function(mod, ir.FunctionType(I32, [I8P, I64, I32]), name="madvise")
+            b.call(madvise, [b.bitcast(base, I8P), huge_bytes, ir.Constant(I32, _MADV_HUGEPAGE)])
     xbuf, ybuf = base, _at(b, base, x_floats)  # (64-byte aligned: mr and 16 divide them)
     tile = _at(b, ybuf, y_floats)
     ys_rows = y_t  # a row of Y is contiguous: pack it p-major (y_rows kernel)
