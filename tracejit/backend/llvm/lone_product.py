@@ -72,12 +72,12 @@ def symbol(lanes: int) -> str:
 def module(lanes: int) -> ir.Module:
     """`void entry(i8** ins, i8** outs, i64* params)` (a program's entry's type) and its tile
     body, calling gemm's routine as linalg's tiles do (linalg._tile_body, _emit_gemm)."""
-    from . import gemm, thread_pool
-    mod = ir.Module(name=symbol(lanes))
+    from . import gemm, linalg, thread_pool
+    from .codegen import Emitter
+    em = Emitter(symbol(lanes))  # (linalg's choice of tiles, below, takes its module and builder)
+    mod = em.module
     routine = ir.Function(mod, ir.FunctionType(ir.VoidType(), [I8P] * 13), gemm.symbol(lanes))
     pool = ir.Function(mod, ir.FunctionType(ir.VoidType(), [I8P, I8P, I64]), thread_pool.SYMBOL)
-    wanted = ir.GlobalVariable(mod, I64, thread_pool.WANTED_SYMBOL)
-    wanted.linkage = "external"
     ctx_t = ir.ArrayType(I8P, 4)  # params, lhs, rhs, out
 
     # part(ctx, axis, lo, count): the product's rows (axis 1) or columns (2) [lo, lo + count),
@@ -136,7 +136,7 @@ def module(lanes: int) -> ir.Module:
 
     fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [I8P.as_pointer()] * 2 + [I8P]),
                      symbol(lanes))
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b = em.b = ir.IRBuilder(fn.append_basic_block("entry"))
     ins, outs, params_ = fn.args
     p = b.bitcast(params_, I64.as_pointer())
     ctx = b.alloca(ctx_t)
@@ -145,51 +145,34 @@ def module(lanes: int) -> ir.Module:
     for j, v in enumerate(values):
         b.store(v, b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, j)]))
     tiles = b.load(b.gep(p, [ir.Constant(I64, TILES)]))
-    several = b.and_(b.icmp_signed(">=", tiles, ir.Constant(I64, 2)), b.icmp_signed(
-        ">", b.load_atomic(wanted, "monotonic", 8), ir.Constant(I64, 1)))
     timed = b.icmp_unsigned("!=", b.load(b.gep(p, [ir.Constant(I64, TIMED)])),
                             ir.Constant(I64, 0))
-    clock = ir.Function(mod, ir.FunctionType(I64, []), "llvm.readcyclecounter")
-    one_time, tile_time, calls = (b.gep(p, [ir.Constant(I64, SITE + j)]) for j in range(3))
-
-    def load(ptr):  # (calls at once race on a site's times harmlessly: linalg._load)
-        return b.load_atomic(ptr, "monotonic", 8)
-
-    def c64(v):
-        return ir.Constant(I64, v)
-    # linalg._pick_tiles: the first calls alternate, then the mode faster lately, and every
-    # PROBE_EVERY-th call the other
-    from . import linalg
-    count = b.add(load(calls), c64(1))
-    with b.if_then(timed):
-        b.store_atomic(count, calls, "monotonic", 8)
-    t_one, t_tiles = load(one_time), load(tile_time)
-    probe = b.icmp_unsigned("==", b.and_(count, c64(linalg.PROBE_EVERY - 1)), c64(0))
-    choice = b.select(b.icmp_unsigned("==", t_tiles, c64(0)), ir.Constant(ir.IntType(1), 1),
-                      b.xor(b.icmp_unsigned("<=", t_tiles, t_one), probe))
-    choice = b.select(b.icmp_unsigned("==", t_one, c64(0)), ir.Constant(ir.IntType(1), 0),
-                      choice)
-    warm = b.icmp_unsigned("<=", count, c64(linalg.WARM_UP_CALLS))
-    choice = b.select(warm, b.trunc(b.xor(count, c64(1)), ir.IntType(1)), choice)
-    use_tiles = b.and_(several, b.select(timed, choice, ir.Constant(ir.IntType(1), 1)))
-    start = b.call(clock, [])
+    # a timed product: linalg's choice between tiles and one call on the times the block
+    # keeps (its site: [one call, tiles, calls]), updated after as linalg's code does; any
+    # other: tiles wherever the pool has threads (linalg's _pick_tiles, _record_time)
+    site = b.bitcast(b.gep(p, [ir.Constant(I64, SITE)]), ir.ArrayType(I64, 3).as_pointer())
+    with b.if_else(timed) as (then, otherwise):
+        with then:
+            picked, began = linalg._pick_tiles(em, site)  # (no mode forced: `params`)
+            picked_in = b.block
+        with otherwise:
+            threads = b.not_(linalg._one_thread(em))
+            threads_in = b.block
+    choice = b.phi(ir.IntType(1))
+    choice.add_incoming(picked, picked_in)
+    choice.add_incoming(threads, threads_in)
+    start = b.phi(I64)
+    start.add_incoming(began, picked_in)
+    start.add_incoming(ir.Constant(I64, 0), threads_in)
+    use_tiles = b.and_(b.icmp_signed(">=", tiles, ir.Constant(I64, 2)), choice)
     with b.if_else(use_tiles) as (tiled, serial):
         with tiled:  # (Ctrl-C makes the pool skip tiles; the caller discards the output)
             b.call(pool, [b.bitcast(tile, I8P), b.bitcast(ctx, I8P), tiles])
         with serial:
-            zero = c64(0)
+            zero = ir.Constant(I64, 0)
             b.call(part, [ctx, zero, zero, zero])
-    with b.if_then(timed):  # linalg._record_time
-        spent = b.sub(b.call(clock, []), start)
-        spent = b.select(b.icmp_unsigned("<", spent, c64(1)), c64(1), spent)
-        slot = b.gep(p, [b.add(c64(SITE), b.zext(use_tiles, I64))])
-        old = load(slot)
-        now = load(calls)
-        fresh = b.or_(b.icmp_unsigned("==", old, c64(0)), b.icmp_unsigned(
-            "==", b.and_(now, c64(linalg.PROBE_EVERY - 1)), c64(0)))
-        fresh = b.or_(fresh, b.icmp_unsigned("<=", now, c64(linalg.WARM_UP_CALLS)))
-        mean = b.lshr(b.add(old, spent), c64(1))
-        b.store_atomic(b.select(fresh, spent, mean), slot, "monotonic", 8)
+    with b.if_then(timed):
+        linalg._record_time(em, site, use_tiles, start)
     b.ret_void()
     return mod
 
