@@ -33,6 +33,7 @@ from ...core import dtypes
 from ...core.avals import ShapedArray
 from ...core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ...core.primitive import ELEMENTWISE, Primitive
+from . import printer
 from .aliasing import plan_aliases
 from .contraction import contract_products
 from .interrupt import SCAN_POLL_MIN_WORK, bounded_work
@@ -798,7 +799,7 @@ class Emitter:
              self.module, self._no_vectorize_md, self.polls) = saved
             self.polls = self.polls or polls
         contract_products(kmodule)
-        symbol, text = kernel_module(str(kmodule))
+        symbol, text = kernel_module(printer.module_text(kmodule))
         self.kernels.setdefault(symbol, text)
         fn = self.module.globals.get(symbol) or ir.Function(self.module, fnty, name=symbol)
         self.b.call(fn, [self.inputs, self.workspace] + values)
@@ -1099,7 +1100,7 @@ def generate(closed: ClosedJaxpr, name: str,
         em.b.ret_void()
         _mark_nonnull(em, fn)
         contract_products(em.module)
-        text = str(em.module)
+        text = printer.module_text(em.module)
     return Program(name, text, em.workspace_bytes, aliases, em.callbacks, em.polls, em.kernels)
 
 
