@@ -1,12 +1,14 @@
 """Our own Python's part of a first call's code generation, per benchmark row and chain: the CPU
 of `codegen.generate` (building the LLVM IR with llvmlite.ir) and, inside it, of printing the
-modules (`Module.__repr__`, the "ir text" stage), best of several runs of the program each
-row's first call generated (kernels remembered from earlier programs forgotten before each).
+modules (`printer.module_text`, the "ir text" stage; llvmlite's `Module.__repr__` in a tree from
+before the printer, for A/B), best of several runs of the program each row's first call
+generated (kernels remembered from earlier programs forgotten before each), thread CPU.
 
-    python -m benchmarks.codegen_cost [--runs N] [--dump FILE] ["row substring" ...]
+    python -m benchmarks.codegen_cost [--runs N] [--dump FILE] [--check FILE] ["row" ...]
 
 --dump writes each program's IR text and its kernels' (JSON: row -> texts), the oracle for a
-change to the emitters that must not change one byte of what LLVM is handed.
+change to the emitters that must not change one byte of what LLVM is handed; --check compares
+this tree's texts with such a dump (made by another tree) and names the programs that differ.
 """
 from __future__ import annotations
 
@@ -91,6 +93,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--dump")
+    parser.add_argument("--check")
     parser.add_argument("rows", nargs="*")
     opts = parser.parse_args()
     texts: dict[str, list] = {}
@@ -108,6 +111,13 @@ def main() -> None:
     if opts.dump:
         with open(opts.dump, "w") as f:
             json.dump(texts, f)
+    if opts.check:
+        with open(opts.check) as f:
+            before = json.load(f)
+        differ = sorted(set(before) ^ set(texts)) + [k for k in texts if k in before and
+                                                      before[k] != json.loads(json.dumps(texts[k]))]
+        print(f"IR text against {opts.check}: " +
+              (f"differs for {differ}" if differ else f"identical, {len(texts)} programs"))
 
 
 if __name__ == "__main__":
