@@ -14,7 +14,7 @@ STAGES = [  # (label, module, function name): each timed where it is called from
     ("trace", "tracejit.runtime.jit", "Jitted._stage"),
     ("passes", "tracejit.runtime.native", "optimize"),
     ("codegen", "tracejit.backend.llvm.codegen", "generate"),
-    ("ir text", "llvmlite.ir.module", "Module.__repr__"),
+    ("ir text", "tracejit.backend.llvm.printer", "module_text"),
     # the runtime's own routines (thread pool, BLAS threads, SIGINT handler, math's slow paths):
     # loaded from the library cache, or compiled, where a program first needs one
     ("libraries", "tracejit.backend.llvm.jit_engine", "compile_library"),

@@ -123,17 +123,19 @@ def contract_products(module: ir.Module) -> None:
     for fn in module.functions:
         if not fn.blocks:
             continue
+        # (most functions have no contracted product: one look at the flags, no count of uses)
+        flagged = [inst for block in fn.blocks for inst in block.instructions
+                   if _FLAG in getattr(inst, "flags", ())]
+        if not any(inst.opname == "fmul" for inst in flagged):
+            for inst in flagged:
+                inst.flags.remove(_FLAG)
+            continue
         uses: dict[int, int] = {}
-        candidates = False
         for block in fn.blocks:
             for inst in block.instructions:
                 for v in _operands(inst):
                     if isinstance(v, ir.Instruction):
                         uses[id(v)] = uses.get(id(v), 0) + 1
-                candidates = candidates or (inst.opname == "fmul" and _FLAG in inst.flags)
-        if not candidates:
-            _drop_flags(fn)
-            continue
         replaced: dict[int, ir.Value | None] = {}
         for block in fn.blocks:
             _contract_block(block, uses, replaced)

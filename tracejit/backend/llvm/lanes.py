@@ -70,13 +70,13 @@ def lane_reduce(em: Emitter, name: str, dtype: np.dtype, ptr: ir.Value | None, n
     vt = ir.VectorType(t, w)
     wide = ir.VectorType(t, ACCUMULATORS * w)
     ident = _identity(name, dtype)
-    ident_v = ir.Constant(vt, [ident] * w)
+    ident_v = _splat(vt, ident)
     minmax = name != "reduce_sum"
     acc = em._entry_alloca(wide)
-    b.store(ir.Constant(wide, [ident] * wide.count), acc)
+    b.store(_splat(wide, ident), acc)
     if minmax:
         flags = em._entry_alloca(ir.VectorType(I1, wide.count))
-        b.store(ir.Constant(flags.type.pointee, [0] * wide.count), flags)
+        b.store(_splat(flags.type.pointee, 0), flags)
 
     if value is not None:
         slot = em._entry_alloca(ir.ArrayType(t, ACCUMULATORS * w))
@@ -206,11 +206,11 @@ def _signed_zero(em: Emitter, name: str, dtype: np.dtype, ptr: ir.Value, n: int,
     bits = 0 if name == "reduce_max" else 1 << (it.width - 1)
     vi, vb = ir.VectorType(it, w), ir.VectorType(I1, w)
     seen = em._entry_alloca(vb)
-    b.store(ir.Constant(vb, [0] * w), seen)
+    b.store(_splat(vb, 0), seen)
 
     def look(at: ir.Value) -> None:
         v = b.bitcast(load_vec(at), vi)
-        b.store(b.or_(b.load(seen), b.icmp_unsigned("==", v, ir.Constant(vi, [bits] * w))),
+        b.store(b.or_(b.load(seen), b.icmp_unsigned("==", v, _splat(vi, bits))),
                 seen)
     c = functools.partial(ir.Constant, ir.IntType(64))
     if n >= w:
@@ -241,7 +241,7 @@ def _tail(em: Emitter, name: str, n: int, w: int, start: int, add_into, load_vec
     pieces = [load_vec(ir.Constant(ir.IntType(64), start + k * w)) for k in range(vectors)]
     if part and n >= w:  # the vector ending at n - 1, its first w - part lanes counted before
         v = load_vec(ir.Constant(ir.IntType(64), n - w))
-        keep = ir.Constant(ir.VectorType(I1, w), [int(j >= w - part) for j in range(w)])
+        keep = _last_lanes(w, part)
         pieces.append(b.select(keep, v, ident_v))
     elif part:  # fewer than w elements in all
         v = ident_v
@@ -252,7 +252,7 @@ def _tail(em: Emitter, name: str, n: int, w: int, start: int, add_into, load_vec
     if len(pieces) < ACCUMULATORS:
         untouched = ir.Constant(ident_v.type.element, -0.0) if name == "reduce_sum" else \
             ident_v.constant[0]
-        pieces += [ir.Constant(ident_v.type, [untouched] * w)] * (ACCUMULATORS - len(pieces))
+        pieces += [_splat(ident_v.type, untouched)] * (ACCUMULATORS - len(pieces))
     add_into(_concat(b, pieces))
 
 
@@ -303,3 +303,27 @@ def _lanes(start: int, stop: int) -> ir.Constant:
     """The shuffle mask picking lanes start..stop-1, built once (llvmlite wraps each element of
     a new vector constant, and a program of thousands of reductions folds ~10 halves each)."""
     return ir.Constant(ir.VectorType(ir.IntType(32), stop - start), list(range(start, stop)))
+
+
+# Vector constants of a reduction, one object per (type, printed element) in the process:
+# llvmlite wraps each lane of a new vector constant in a Constant of its own and prints them all
+# when the module is printed (the 64 lanes of the accumulators' identity, every reduction); a
+# shared one is wrapped and printed once. (Constants have no parent: modules may share them.)
+_SPLATS: dict[tuple[int, str], ir.Constant] = {}
+
+
+def _splat(vt: ir.VectorType, value) -> ir.Constant:
+    """ir.Constant(vt, [value] * lanes), `value` a Python number or a Constant of the lanes'
+    type."""
+    element = value if isinstance(value, ir.Constant) else ir.Constant(vt.element, value)
+    key = (vt.count, str(element))
+    splat = _SPLATS.get(key)
+    if splat is None:
+        splat = _SPLATS[key] = ir.Constant(vt, [element] * vt.count)
+    return splat
+
+
+@functools.cache
+def _last_lanes(w: int, part: int) -> ir.Constant:
+    """The i1 mask of w lanes true in its last `part`."""
+    return ir.Constant(ir.VectorType(I1, w), [int(j >= w - part) for j in range(w)])

@@ -27,7 +27,7 @@ from ...core.avals import ShapedArray
 from ...core.jaxpr import Var
 from ...lax import reductions as rd
 from . import thread_pool
-from .codegen import VECTORIZE_COLD_ELEMENTS, Buf, Emitter, Scalar
+from .codegen import VECTORIZE_COLD_ELEMENTS, Buf, Emitter, Scalar, define
 from .interrupt import emit_poll
 from .types import I8, I64, const, mem_type
 
@@ -159,8 +159,8 @@ def lower_parallel(em: Emitter, eqn, env: dict, dests: list) -> list | None:
             outer.setdefault(id(x.ptr if isinstance(x, Buf) else x.value), x)
     out_avals = [v.aval for v in eqn.outvars]
     fixed = 4  # inputs, workspace regions, rows per chunk, bytes per region
-    body_fn = ir.Function(em.module, thread_pool.BODY_TYPE,
-                          name=em.module.get_unique_name(f"chunks{len(em.module.globals)}"))
+    body_fn = define(em.module, thread_pool.BODY_TYPE,
+                     em.module.get_unique_name(f"chunks{len(em.module.globals)}"))
     body_fn.linkage = "internal"
     saved = (em.b, em.inputs, em.workspace, em._callback_ids, em._memo, em._trips,
              em.workspace_bytes, em._free, em._slot_of, em.split, em._allocs)
