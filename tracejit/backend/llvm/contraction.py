@@ -123,37 +123,34 @@ def contract_products(module: ir.Module) -> None:
     for fn in module.functions:
         if not fn.blocks:
             continue
-        # (most functions have no contracted product: one look at the flags, no count of uses)
+        # (most functions have no contracted product: one look at the flags, no count of uses;
+        # contracting makes no instruction with the flag, so these are all that carry it)
         flagged = [inst for block in fn.blocks for inst in block.instructions
                    if _FLAG in getattr(inst, "flags", ())]
-        if not any(inst.opname == "fmul" for inst in flagged):
-            for inst in flagged:
-                inst.flags.remove(_FLAG)
-            continue
-        uses: dict[int, int] = {}
-        for block in fn.blocks:
-            for inst in block.instructions:
-                for v in _operands(inst):
-                    if isinstance(v, ir.Instruction):
-                        uses[id(v)] = uses.get(id(v), 0) + 1
-        replaced: dict[int, ir.Value | None] = {}
-        for block in fn.blocks:
-            _contract_block(block, uses, replaced)
-        for block in fn.blocks:
-            block.instructions[:] = [i for i in block.instructions
-                                     if replaced.get(id(i), i) is not None]
-            for inst in block.instructions:
-                if isinstance(inst, ir.PhiInstr):
-                    inst.incomings = [(replaced.get(id(v)) or v, blk) for v, blk in inst.incomings]
-                elif any(id(v) in replaced for v in inst.operands):
-                    inst.operands = type(inst.operands)(replaced.get(id(v)) or v
-                                                        for v in inst.operands)
-        _drop_flags(fn)
+        if any(inst.opname == "fmul" for inst in flagged):
+            _contract_function(fn)
+        for inst in flagged:
+            inst.flags.remove(_FLAG)
 
 
-def _drop_flags(fn: ir.Function) -> None:
+def _contract_function(fn: ir.Function) -> None:
+    """contract_products' fusing in one function that has a contracted product (its flags
+    are left for the caller to drop)."""
+    uses: dict[int, int] = {}
     for block in fn.blocks:
         for inst in block.instructions:
-            flags = getattr(inst, "flags", None)
-            if flags and _FLAG in flags:
-                flags.remove(_FLAG)
+            for v in _operands(inst):
+                if isinstance(v, ir.Instruction):
+                    uses[id(v)] = uses.get(id(v), 0) + 1
+    replaced: dict[int, ir.Value | None] = {}
+    for block in fn.blocks:
+        _contract_block(block, uses, replaced)
+    for block in fn.blocks:
+        block.instructions[:] = [i for i in block.instructions
+                                 if replaced.get(id(i), i) is not None]
+        for inst in block.instructions:
+            if isinstance(inst, ir.PhiInstr):
+                inst.incomings = [(replaced.get(id(v)) or v, blk) for v, blk in inst.incomings]
+            elif any(id(v) in replaced for v in inst.operands):
+                inst.operands = type(inst.operands)(replaced.get(id(v)) or v
+                                                    for v in inst.operands)
