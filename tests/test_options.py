@@ -398,11 +398,12 @@ _LEAKS = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(_LEAKS))
-def test_check_tracer_leaks(case):
+def _leak_reports(api, jnp) -> dict:
+    """Each case of _LEAKS run by `api` under checking_leaks: "ok", or the exception's type,
+    its text's head and what it names as the leaked tracer's holder."""
     global LEAKED
 
-    def run(api, jnp):
+    def run(case):
         global LEAKED
         box = []
         with api.checking_leaks():
@@ -412,11 +413,25 @@ def test_check_tracer_leaks(case):
                 text = str(e)
                 holder = "module global" if f"{__name__}.LEAKED" in text else \
                     "list" if "is referred to by <list " in text else "?"
-                return type(e).__name__, text.split(" Leaked tracer(s):")[0], holder
+                return [type(e).__name__, text.split(" Leaked tracer(s):")[0], holder]
             finally:
                 LEAKED = None
         return "ok"
-    ours, theirs = run(*API[0]), run(*API[1])
+    return {case: run(case) for case in _LEAKS}
+
+
+@pytest.fixture(scope="module")
+def leak_reports():
+    """_leak_reports of both libraries, each in a fresh process: the check walks the heap
+    (gc.collect, gc.get_referrers: JAX's as ours), and the test process's heap after the
+    suite's other files made each case take 5-20 s of both sides' time, 0.1-0.5 s here."""
+    return _each_in_a_process("leaks", devices=1)
+
+
+@pytest.mark.parametrize("case", sorted(_LEAKS))
+def test_check_tracer_leaks(case, leak_reports):
+    global LEAKED
+    ours, theirs = (report[case] for report in leak_reports)
     assert ours == theirs
     # the leaked tracers are found only under the option: off, each case runs (its leak shows
     # when the tracer is used later: UnexpectedTracerError)
@@ -708,16 +723,16 @@ def _placements(api, jnp) -> dict:
     return out
 
 
-def _in_two_devices(scenario: str) -> list:
-    """`scenario`'s answers from tracejit and from JAX, each in a process of two CPU devices
-    (this file run as a script)."""
+def _each_in_a_process(scenario: str, devices: int = 2) -> list:
+    """`scenario`'s answers from tracejit and from JAX, each in a fresh process of `devices`
+    CPU devices (this file run as a script)."""
     import json
     import os
     import subprocess
     import sys
     from tests.in_devices import ROOT
-    env = dict(os.environ, TRACEJIT_NUM_CPU_DEVICES="2", PYTHONPATH=str(ROOT),
-               XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    env = dict(os.environ, TRACEJIT_NUM_CPU_DEVICES=str(devices), PYTHONPATH=str(ROOT),
+               XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
     answers = []
     for module in ("tracejit", "jax"):
         done = subprocess.run([sys.executable, __file__, scenario, module], env=env,
@@ -728,7 +743,7 @@ def _in_two_devices(scenario: str) -> list:
 
 
 def test_default_device():
-    ours, theirs = _in_two_devices("placements")
+    ours, theirs = _each_in_a_process("placements")
     assert ours == theirs
 
 
@@ -782,13 +797,13 @@ def _size_one_axes(api, jnp) -> dict:
 
 
 def test_auto_pcast():
-    ours, theirs = _in_two_devices("pcasts")
+    ours, theirs = _each_in_a_process("pcasts")
     assert ours == theirs
     assert "requires varying manual axes to match" in ours["False varying * invariant True"]
 
 
 def test_remove_size_one_mesh_axis_from_type():
-    ours, theirs = _in_two_devices("size_one_axes")
+    ours, theirs = _each_in_a_process("size_one_axes")
     assert ours == theirs
     assert ours["True"] != ours["False"]
 
@@ -797,7 +812,8 @@ if __name__ == "__main__":
     import importlib
     import json
     import sys
-    scenario = {"placements": _placements, "pcasts": _pcasts, "size_one_axes": _size_one_axes}
+    scenario = {"placements": _placements, "pcasts": _pcasts, "size_one_axes": _size_one_axes,
+                "leaks": _leak_reports}
     module = importlib.import_module(sys.argv[2])
     print(json.dumps(scenario[sys.argv[1]](module, importlib.import_module(sys.argv[2] +
                                                                             ".numpy"))))

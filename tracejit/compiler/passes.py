@@ -1,5 +1,5 @@
-"""Jaxpr -> Jaxpr passes run before code generation: expansion of user primitives into their
-lowerings (user_lowerings.py), inlining of nested jit calls, algebraic
+"""Jaxpr -> Jaxpr passes run before code generation: expansion of composite and user primitives
+into the operations that compute them (lowerings.py), inlining of nested jit calls, algebraic
 simplification, constant folding, common-subexpression elimination, forwarding of unchanged loop
 carries, loop-invariant code motion and dead-code elimination. `optimize` runs them all, then
 key-chain fission (compiler.key_chains), element loops (compiler.element_loops), row fusion
@@ -39,7 +39,7 @@ from .element_loops import element_loops
 from .fusion import fuse
 from .key_chains import split_key_chains
 from .rows import fuse_rows
-from .user_lowerings import expand_user_primitives
+from .lowerings import expand_lowerings
 
 # Primitives whose bodies the passes may reshape: drop or add operands, outputs and consts
 # (every consumer evaluates these bodies with their consts). Any other primitive's sub-jaxprs
@@ -52,7 +52,7 @@ FOLD_MAX_SIZE = 1024  # larger folded results stay computed at run time, not sto
 def optimize(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
     """The whole pipeline, as the native backend runs it before code generation. With the
     `jax_enable_checks` option on, the jaxpr checker runs after every pass."""
-    jaxpr, consts = _checked(expand_user_primitives, jaxpr, consts)
+    jaxpr, consts = _checked(expand_lowerings, jaxpr, consts)
     jaxpr, consts = _checked(inline_calls, jaxpr, consts)
     # with loops a second round catches what the first exposes: equations that read forwarded
     # carries become invariant, hoisted ones may fold, ...

@@ -81,6 +81,11 @@ class Primitive:
         # how the printer shows the params (params -> the params to print, in order); None:
         # all of them, sorted by name
         self.pp_params: Callable[[dict], dict] | None = None
+        # composite(*operands, **params): the primitive as lax operations, which the compiler
+        # traces at an equation's types and inlines in its place before anything else
+        # (compiler/lowerings.py), so they fuse with the program around them and the backend
+        # needs no rule of its own (rng_bit_generator: XLA expands its RngBitGenerator so too)
+        self.composite: Callable | None = None
         self._abstract_eval: Callable | None = None
         self.impl: Callable | None = None
         self.jvp: Callable | None = None
@@ -150,6 +155,10 @@ class Primitive:
 
     def def_dce(self, f: Callable) -> Callable:
         self.dce = f
+        return f
+
+    def def_composite(self, f: Callable) -> Callable:
+        self.composite = f
         return f
 
     def def_not_differentiable(self) -> None:

@@ -1,7 +1,7 @@
 """`jax.interpreters.mlir`: registering how a user-defined primitive is compiled. tracejit
 compiles through LLVM, not MLIR: the lowering it can use is a traceable function
 (`lower_fun`), whose jaxpr the compiler inlines in place of the primitive (compiler/
-user_lowerings.py). User-facing layer over the table in tracejit.core.primitive."""
+lowerings.py). User-facing layer over the table in tracejit.core.primitive."""
 from __future__ import annotations
 
 from typing import Any, Callable

@@ -2,7 +2,8 @@
 they lower natively and differentiate and batch through those): reciprocal, collapse,
 broadcast_like, index_take, empty, platform_dependent, composite, the DotAlgorithmPreset names;
 and three small primitives of JAX's with their rules: reduce_precision, optimization_barrier,
-split (their native lowerings are in backend/llvm/traced.py and bits.py)."""
+split (reduce_precision and split are composites: the compiler expands them into the lax
+operations that compute them, compiler/lowerings.py)."""
 from __future__ import annotations
 
 import enum
@@ -82,7 +83,7 @@ def index_take(src: Any, idxs: Sequence[Any], axes: Sequence[int]) -> Any:
 
 
 def split_slices(operand: Any, *, sizes: tuple[int, ...], axis: int) -> list:
-    """split_p's pieces as slices: its impl evaluates them, its native lowering compiles them.
+    """split_p's pieces as slices: its impl evaluates them, and they are its composite.
     (lax.split itself, in shape.py, stages the slices directly, which fuse as index maps.)"""
     starts = np.cumsum((0, *sizes))
     return [slice_in_dim(operand, int(a), int(b), axis=axis)
@@ -110,6 +111,7 @@ def _split_batch(vals, dims, *, sizes, axis):
 split_p = Primitive("split", multiple_results=True)
 split_p.def_abstract_eval(_split_abstract)
 split_p.def_impl(lambda x, **params: [np.asarray(o) for o in split_slices(x, **params)])
+split_p.def_composite(split_slices)
 def_linear(split_p, _split_transpose)
 split_p.def_batch(_split_batch)
 
@@ -142,7 +144,7 @@ def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> An
 
 def reduce_precision_bits(operand: Any, *, exponent_bits: int, mantissa_bits: int) -> Any:
     """reduce_precision in integer operations on the bit pattern: the primitive's impl
-    evaluates it and its native lowering compiles it (backend/llvm/bits.py)."""
+    evaluates it, and it is its composite."""
     dtype = get_aval(operand).dtype
     info = dtypes.finfo_of(dtype)
     nbits, src_mant = info.bits, info.nmant
@@ -184,6 +186,7 @@ def _reduce_precision_abstract(x, *, exponent_bits, mantissa_bits):
 reduce_precision_p = Primitive("reduce_precision")
 reduce_precision_p.def_abstract_eval(_reduce_precision_abstract)
 reduce_precision_p.def_impl(lambda x, **params: np.asarray(reduce_precision_bits(x, **params)))
+reduce_precision_p.def_composite(reduce_precision_bits)
 # JAX differentiates it as a linear map: tangents and cotangents are rounded the same way
 def_linear(reduce_precision_p, lambda ct, x, **params: [reduce_precision_p.bind(ct, **params)])
 def_vectorized(reduce_precision_p)

@@ -191,6 +191,7 @@ def _rbg_batch(vals, dims, *, shape, **params):
 rng_bit_generator_p = Primitive("rng_bit_generator", multiple_results=True)
 rng_bit_generator_p.def_abstract_eval(_rbg_abstract)
 rng_bit_generator_p.def_impl(_rbg_impl)
+rng_bit_generator_p.def_composite(_generate)
 rng_bit_generator_p.def_not_differentiable()
 rng_bit_generator_p.def_batch(_rbg_batch)
 

@@ -9,9 +9,7 @@ import llvmlite.ir as ir
 from ...core import dtypes
 from ...lax.elementwise import bitcast_convert_type_p
 from ...lax.random_bits import iota_2x32_shape_p, threefry2x32_p
-from ...lax.composed import reduce_precision_bits, reduce_precision_p
-from .traced import traced
-from ...lax.rng_bit_generator import _generate, rng_bit_generator_p, rng_uniform_p
+from ...lax.rng_bit_generator import rng_uniform_p
 from .host_callback import lower_with_impl
 from .codegen import Buf, Emitter, NativeCompileError, Scalar, _as_value
 from .rules import ELEMENT_TUPLES, STRUCTURAL
@@ -90,8 +88,5 @@ STRUCTURAL.update({
     bitcast_convert_type_p: _bitcast_resize,
 })
 
-
-STRUCTURAL[rng_bit_generator_p] = traced(_generate)
-STRUCTURAL[reduce_precision_p] = traced(reduce_precision_bits)
 # the generator's state lives in the host process (see lax/rng_bit_generator.py)
 lower_with_impl(rng_uniform_p)

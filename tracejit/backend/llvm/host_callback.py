@@ -202,5 +202,5 @@ IMPL_ON_HOST.append(_lower_impl)
 # collectives between processes (lax/processes.py): native code calls back into their impl,
 # which calls MPI through mpi4py
 for _prim in PROCESS_COLLECTIVES:
-    if _prim not in (pvary_p, shared_p):  # (the identities: forwarded, traced.py)
+    if _prim not in (pvary_p, shared_p):  # (the identities: forwarded, identities.py)
         lower_with_impl(_prim)

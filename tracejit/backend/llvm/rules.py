@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ...compiler.user_lowerings import is_user_primitive
+from ...compiler.lowerings import is_user_primitive
 from ...core.primitive import Primitive
 
 # shape ops fused as index arithmetic: (em, ins, eqn, idx) -> the element at multi-index idx,

@@ -1,7 +1,10 @@
-"""The first compiler pass: primitives defined by user code (jax.extend.core.Primitive) become
-the equations of the lowering they registered (`mlir.register_lowering(p, mlir.lower_fun(f))`).
-One with only an impl rule stays as it is: the native backend compiles it as a call back into
-Python running the impl (backend/llvm/host_callback.py)."""
+"""The first compiler pass: primitives computed by other operations become those operations'
+equations — tracejit's composites (`Primitive.def_composite`: rng_bit_generator, split,
+reduce_precision) and primitives defined by user code (jax.extend.core.Primitive) with the
+lowering they registered (`mlir.register_lowering(p, mlir.lower_fun(f))`). The equations then
+go through every later pass (fusion above all) as the program's own do. A user primitive with
+only an impl rule stays as it is: the native backend compiles it as a call back into Python
+running the impl (backend/llvm/host_callback.py)."""
 from __future__ import annotations
 
 from typing import Any
@@ -17,10 +20,14 @@ def is_user_primitive(prim: Primitive) -> bool:
     return _primitive.registry.get(prim.name) is not prim
 
 
-def expand_user_primitives(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
-    """Replace each equation of a user primitive (here and in sub-jaxprs) by the jaxpr of its
-    traced lowering; the lowering's consts become constvars of the result."""
-    if not _has_user_primitives(jaxpr):
+def _expands(prim: Primitive) -> bool:
+    return prim.composite is not None or is_user_primitive(prim)
+
+
+def expand_lowerings(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
+    """Replace each equation of a composite or user primitive (here and in sub-jaxprs) by the
+    jaxpr of its composite or traced lowering; their consts become constvars of the result."""
+    if not _has_expansions(jaxpr):
         return jaxpr, consts
     constvars, consts = list(jaxpr.constvars), list(consts)
     eqns: list[Eqn] = []
@@ -31,19 +38,19 @@ def expand_user_primitives(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
         return v if isinstance(v, Literal) else rename.get(v, v)
 
     def expand_body(closed: ClosedJaxpr) -> ClosedJaxpr:
-        inner, inner_consts = expand_user_primitives(closed.jaxpr, closed.consts)
+        inner, inner_consts = expand_lowerings(closed.jaxpr, closed.consts)
         return ClosedJaxpr(inner, inner_consts)
 
     for eqn in jaxpr.eqns:
         invars = [read(v) for v in eqn.invars]
-        if not is_user_primitive(eqn.primitive):
+        if not _expands(eqn.primitive):
             eqns.append(map_subjaxprs(eqn.replace(invars=invars), expand_body, memo))
             continue
         lowered = _lowered(eqn)
         if lowered is None:  # only an impl rule: the backend calls it on the host
             eqns.append(eqn.replace(invars=invars))
             continue
-        inner, inner_consts = expand_user_primitives(*lowered)
+        inner, inner_consts = expand_lowerings(*lowered)
         fresh = [Var(v.aval) for v in inner.constvars]
         constvars += fresh
         consts += inner_consts
@@ -52,17 +59,20 @@ def expand_user_primitives(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
     return Jaxpr(constvars, jaxpr.invars, outvars, eqns, jaxpr.debug_info), consts
 
 
-def _has_user_primitives(jaxpr: Jaxpr) -> bool:
-    return any(is_user_primitive(eqn.primitive) or any(
-        _has_user_primitives(closed.jaxpr) for value in eqn.params.values()
+def _has_expansions(jaxpr: Jaxpr) -> bool:
+    return any(_expands(eqn.primitive) or any(
+        _has_expansions(closed.jaxpr) for value in eqn.params.values()
         for closed in (value if isinstance(value, tuple) else (value,))
         if isinstance(closed, ClosedJaxpr)) for eqn in jaxpr.eqns)
 
 
 def _lowered(eqn: Eqn) -> tuple[Jaxpr, list] | None:
-    """The jaxpr of the lowering registered for eqn's (user) primitive, at eqn's types; None for
-    a primitive with only an impl rule (compiled as a call of it on the host)."""
+    """The jaxpr of eqn's composite, or of the lowering registered for its (user) primitive, at
+    eqn's types; None for a user primitive with only an impl rule (compiled as a call of it on
+    the host)."""
     prim = eqn.primitive
+    if prim.composite is not None:
+        return _traced(prim, lambda *args: _as_list(prim.composite(*args, **eqn.params)), eqn)
     rule = lowerings.get(prim)
     if rule is None and prim.impl is not None:
         return None
@@ -84,7 +94,15 @@ def _lowered(eqn: Eqn) -> tuple[Jaxpr, list] | None:
     def fun(*args):
         out = rule.fun(*args, **params)
         return list(out) if rule.multiple_results else [out]
+    return _traced(prim, fun, eqn)
 
+
+def _as_list(out: Any) -> list:
+    return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+def _traced(prim: Primitive, fun, eqn: Eqn) -> tuple[Jaxpr, list]:
+    """fun's jaxpr at eqn's operand types, checked against eqn's result types."""
     closed = trace_to_jaxpr(fun, [v.aval for v in eqn.invars])
     got = closed.out_avals
     want = [v.aval for v in eqn.outvars]
