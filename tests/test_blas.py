@@ -117,8 +117,9 @@ BATCH_TN = (([1], [1]), ([0], [0]))   # a[i].T @ b[i]
 
 @pytest.mark.parametrize("a_shape,b_shape,dn,chunks", [
     ((16, 128, 128), (16, 128, 128), BATCH_MM, 16),      # one call per product: 16 chunks
-    ((2, 2048, 256), (2, 2048, 256), BATCH_TN, 4),       # the MLP step's weight gradient on
-    ((3, 9000, 64), (3, 9000, 64), BATCH_TN, 12),        # 2 devices: split-k tiles (uneven)
+    ((2, 2048, 256), (2, 2048, 256), BATCH_TN, 2),       # the MLP step's weight gradient on
+    # 2 devices: each product 2 column tiles on our gemm (linalg.product_plan), in turn
+    ((3, 9000, 64), (3, 9000, 64), BATCH_TN, 12),        # split-k tiles on BLAS (uneven)
     ((2, 2048, 256), (2, 2048, 1), BATCH_TN, 2),         # ... and its gemv: one per product
     ((3, 1, 600), (3, 600, 700), BATCH_MM, 3),           # one-row products
 ])

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 import tracejit
-from tracejit.backend.llvm import blas, linalg
+from tracejit.backend.llvm import blas, gemm, linalg
+
+_OURS = (gemm.host_lanes() or 0) >= 16  # (float32 products of 128^3 and more on our gemm)
 
 
 @pytest.fixture
@@ -30,10 +32,15 @@ def _run(monkeypatch, mode, f, x, y, calls):
     (784, 128, 512, "m", True),     # its weight gradient x.T @ dy: row tiles
     (1024, 1024, 1024, "n", False),  # the matmul row: column tiles (always tiled: no site)
     (64, 16384, 64, "k", True),     # partial products of the contracted dimension
+    # the MLP step's weight gradient: split-k on BLAS by its traffic, column tiles on our gemm
+    # (linalg.product_plan) where the host runs ours
+    (256, 4096, 256, "n" if _OURS else "k", True),
+    (128, 16384, 128, "k", True),   # (rows or columns would make one tile: split-k, BLAS)
 ])
 def test_every_mode_gives_the_same_bits(monkeypatch, two_threads, m, k, n, axis, lhs_t):
-    plan = linalg.tile_plan(np.dtype(np.float32), m, n, k)
+    plan, routine = linalg.product_plan(np.dtype(np.float32), m, n, k)
     assert plan is not None and plan[0] == axis
+    assert (routine == "ours") == (_OURS and axis != "k" and min(m, n, k) >= 128)
     rng = np.random.default_rng(0)
     x = rng.standard_normal((k, m) if lhs_t else (m, k)).astype(np.float32)
     y = rng.standard_normal((k, n)).astype(np.float32)

@@ -3,7 +3,7 @@ routine of the runtime's own, compiled once per machine (the library cache), tha
 product's shape and tiling from a block of int64 parameters passed where a program's workspace
 pointer goes. Such a program's first call then pays no code generation and no LLVM (matmul
 1024^2: ~7 of its ~10 ms of compile CPU); it computes what linalg's code for the same product
-does: the same routine called on the same tiles (tile_plan), or once where the pool has one
+does: the same routine called on the same tiles (product_plan), or once where the pool has one
 thread, and a mid-size product's choice between the two timed per call as linalg's code times
 it (the times kept in the block), so the same bits. Products split over k, BLAS's products and
 batches keep codegen."""
@@ -54,8 +54,8 @@ def params(jaxpr, donated) -> np.ndarray | None:
     lt, rt = linalg._gemm_layout(lhs, (), lc, lf), linalg._gemm_layout(rhs, (), rf, rc)
     if lt is None or rt is None or m == 1 or n == 1 or m * n * k < linalg._BLAS_MIN_FLOPS:
         return None
-    plan = linalg.tile_plan(f32, m, n, k)
-    if linalg.gemm_routine(f32, m, n, k, plan) != "ours" or plan is not None and plan[0] == "k":
+    plan, routine = linalg.product_plan(f32, m, n, k)
+    if routine != "ours" or plan is not None and plan[0] == "k":
         return None
     axis, per, tiles = plan or (None, 0, 1)
     # (a mid-size product runs tiles or one call, whichever has been faster here lately)
