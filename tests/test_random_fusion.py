@@ -13,7 +13,8 @@ import tracejit.numpy as jnp
 import tracejit.random as tr
 from tracejit import lax
 from tracejit.compiler.fusion import HASH_FUSE_MIN_ELEMENTS
-from tracejit.lax.random_bits import threefry2x32_numpy, threefry2x32_p
+from tracejit.lax.random_bits import (philox4x32_numpy, philox4x32_p, threefry2x32_numpy,
+                                      threefry2x32_p)
 
 
 def _compiled(f, *args):
@@ -178,6 +179,44 @@ def test_hash_words_read_by_two_kernels_or_returned_are_stored_once():
     np.testing.assert_array_equal(np.asarray(got[0]), w0)
     np.testing.assert_array_equal(np.asarray(got[1]), w0 ^ w1)
     assert int(got[2]) == int(np.sum(w1 >> 16, dtype=np.uint32))
+
+
+# Random123's known answers for philox4x32-10: (key words, counter words) -> the four words
+PHILOX_KAT = [
+    ((0, 0), (0, 0, 0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+    ((0xFFFFFFFF,) * 2, (0xFFFFFFFF,) * 4, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+    ((0xA4093822, 0x299F31D0), (0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344),
+     (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1)),
+]
+
+
+@pytest.mark.parametrize("n", [7, HASH_FUSE_MIN_ELEMENTS + 3])
+def test_philox_words_match_the_reference_alone_fused_and_batched(n):
+    """philox4x32 (rng_bit_generator's PHILOX) against Random123's known answers and its NumPy
+    reference: as a kernel of its own, with its words read by one elementwise kernel (fused
+    there from HASH_FUSE_MIN_ELEMENTS), rank 0, and under vmap over keys."""
+    for key, ctr, want in PHILOX_KAT:
+        args = [np.uint32(v) for v in (*key, *ctr)]
+        assert [int(w) for w in philox4x32_numpy(*args)] == list(want)
+        assert [int(w) for w in tracejit.jit(philox4x32_p.bind)(*args)] == list(want)
+    rng = np.random.default_rng(n)
+    x = [rng.integers(0, 2**32, n, dtype=np.uint32) for _ in range(4)]
+    k0, k1 = np.uint32(0x12345678), np.uint32(0x9ABCDEF0)
+    want = philox4x32_numpy(k0, k1, *x)
+    for g, w in zip(tracejit.jit(philox4x32_p.bind)(k0, k1, *x), want):
+        np.testing.assert_array_equal(np.asarray(g), w)
+
+    def mixed(*a):  # (one kernel reading the four words at its element)
+        w = philox4x32_p.bind(*a)
+        return (w[0] ^ w[1]) + (w[2] >> 3) * w[3]
+    got = tracejit.jit(mixed)(k0, k1, *x)
+    np.testing.assert_array_equal(np.asarray(got), (want[0] ^ want[1]) + (want[2] >> 3) * want[3])
+    assert len(_kernels(mixed, k0, k1, *x)) == (1 if n >= HASH_FUSE_MIN_ELEMENTS else 2)
+    keys = rng.integers(0, 2**32, (3, 2), dtype=np.uint32)
+    batched = tracejit.jit(tracejit.vmap(lambda k: philox4x32_p.bind(k[0], k[1], *x)))(keys)
+    for i in range(3):
+        for g, w in zip(batched, philox4x32_numpy(keys[i, 0], keys[i, 1], *x)):
+            np.testing.assert_array_equal(np.asarray(g)[i], w)
 
 
 def test_scalar_samples_match_jax(jax):

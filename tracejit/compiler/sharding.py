@@ -54,7 +54,7 @@ from ..lax.reductions import (argmax_p, argmin_p, reduce_and_p, reduce_max_p, re
 from ..lax.control_flow import cond_p, scan_p, while_p
 from ..lax.convolution import conv_general_dilated_p
 from ..lax.cumulative import cumlogsumexp_p, cummax_p, cummin_p, cumprod_p, cumsum_p
-from ..lax.random_bits import threefry2x32_p
+from ..lax.random_bits import philox4x32_p, threefry2x32_p
 from ..lax.indexing import (dynamic_slice_p, dynamic_update_slice_p, gather_p, scatter_add_p,
                             scatter_apply_p, scatter_max_p, scatter_min_p, scatter_mul_p,
                             scatter_p, scatter_sub_p)
@@ -430,7 +430,7 @@ _RULES: dict = {
     **{p: _along("axis") for p in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p)},
     rev_p: _along("dimensions"), sort_p: _along("dimension"), top_k_p: _top_k,
     gather_p: _gather,
-    threefry2x32_p: _elementwise,  # elementwise, with two results
+    threefry2x32_p: _elementwise, philox4x32_p: _elementwise,  # (elementwise, several results)
     conv_general_dilated_p: _conv,
     **{p: _cut_back for p in (slice_p, pad_p, concatenate_p, dynamic_slice_p,
                               dynamic_update_slice_p, scatter_p, scatter_add_p, scatter_sub_p,

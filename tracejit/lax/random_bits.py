@@ -2,7 +2,8 @@
 `iota_2x32_shape`, the 64-bit row-major index of every element as (hi, lo) uint32 words.
 tracejit.prng builds keys, split, fold_in and random bits from them. Both compute their two
 results at one element together (elementwise, an index map): fusion computes them inside their
-consumers' loops, so random bits never pass through memory."""
+consumers' loops, so random bits never pass through memory. `philox4x32` (XLA's 10 rounds,
+rng_bit_generator's PHILOX) likewise computes its four words at one element together."""
 from __future__ import annotations
 
 import math
@@ -38,43 +39,78 @@ def threefry2x32_numpy(k0, k1, x0, x1) -> tuple[np.ndarray, np.ndarray]:
     return x0, x1
 
 
-def _threefry_abstract(*avals):
-    if any(a.dtype != _U32 for a in avals):
-        raise TypeError(f"Arguments to threefry2x32 must have uint32 type, got "
-                        f"{[a.str_short() for a in avals]}")
-    shapes = {a.shape for a in avals if a.ndim}
-    if len(shapes) > 1:
-        raise TypeError(f"threefry2x32 arguments must be rank-0 or share one shape, got "
-                        f"{[a.shape for a in avals]}")
-    shape = shapes.pop() if shapes else ()
-    return [ShapedArray(shape, _U32), ShapedArray(shape, _U32)]
+PHILOX_MUL = (0xD2511F53, 0xCD9E8D57)
+PHILOX_STEP = (0x9E3779B9, 0xBB67AE85)
+PHILOX_ROUNDS = 10
 
 
-def _threefry_batch(vals, dims, **params):
-    size = next(v.shape[d] for v, d in zip(vals, dims) if d is not None)
-    avals = [get_aval(v) for v in vals]
-    shape = max(((a.shape[:d] + a.shape[d + 1:]) if d is not None else a.shape
-                 for a, d in zip(avals, dims)), key=len)
-    args = []
-    for v, d, a in zip(vals, dims, avals):
-        if d is None and a.ndim == 0:
+def philox4x32_numpy(k0, k1, x0, x1, x2, x3) -> list[np.ndarray]:
+    """XLA's philox4x32 (10 rounds) of the counter words x0..x3 under the key (k0, k1), on
+    (broadcast) uint32 arrays: the reference implementation."""
+    k0, k1, *x = np.broadcast_arrays(*(np.asarray(v, np.uint32) for v in (k0, k1, x0, x1, x2,
+                                                                           x3)))
+    ka, kb = k0.astype(np.uint64), k1.astype(np.uint64)
+    x = [w.astype(np.uint64) for w in x]
+    low = np.uint64(0xFFFFFFFF)
+    for _ in range(PHILOX_ROUNDS):
+        p0, p1 = x[0] * np.uint64(PHILOX_MUL[0]), x[2] * np.uint64(PHILOX_MUL[1])
+        x = [(p1 >> np.uint64(32)) ^ x[1] ^ ka, p1 & low, (p0 >> np.uint64(32)) ^ x[3] ^ kb,
+             p0 & low]
+        ka, kb = (ka + np.uint64(PHILOX_STEP[0])) & low, (kb + np.uint64(PHILOX_STEP[1])) & low
+    return [w.astype(np.uint32) for w in x]
+
+
+def _words_abstract(name: str, results: int):
+    def abstract(*avals):
+        if any(a.dtype != _U32 for a in avals):
+            raise TypeError(f"Arguments to {name} must have uint32 type, got "
+                            f"{[a.str_short() for a in avals]}")
+        shapes = {a.shape for a in avals if a.ndim}
+        if len(shapes) > 1:
+            raise TypeError(f"{name} arguments must be rank-0 or share one shape, got "
+                            f"{[a.shape for a in avals]}")
+        shape = shapes.pop() if shapes else ()
+        return [ShapedArray(shape, _U32)] * results
+    return abstract
+
+
+def _words_batch(prim: Primitive):
+    """The batch rule of an element op of uint32 words (key words rank-0 or shaped like the
+    counters): every batched operand moved to the front, the others broadcast to it."""
+    def batch(vals, dims, **params):
+        size = next(v.shape[d] for v, d in zip(vals, dims) if d is not None)
+        avals = [get_aval(v) for v in vals]
+        shape = max(((a.shape[:d] + a.shape[d + 1:]) if d is not None else a.shape
+                     for a, d in zip(avals, dims)), key=len)
+        args = []
+        for v, d, a in zip(vals, dims, avals):
+            if d is None and a.ndim == 0:
+                args.append(v)
+                continue
+            if d is None:
+                v = broadcast(v, (size,))
+            elif d:
+                v = transpose(v, (d, *[i for i in range(a.ndim) if i != d]))
+            if get_aval(v).shape != (size, *shape):
+                v = broadcast_in_dim(v, (size, *shape), tuple(range(get_aval(v).ndim)))
             args.append(v)
-            continue
-        if d is None:
-            v = broadcast(v, (size,))
-        elif d:
-            v = transpose(v, (d, *[i for i in range(a.ndim) if i != d]))
-        if get_aval(v).shape != (size, *shape):
-            v = broadcast_in_dim(v, (size, *shape), tuple(range(get_aval(v).ndim)))
-        args.append(v)
-    return threefry2x32_p.bind(*args), [0, 0]
+        outs = prim.bind(*args)
+        return outs, [0] * len(outs)
+    return batch
 
 
 threefry2x32_p = Primitive("threefry2x32", multiple_results=True, fusion=ELEMENTWISE)
-threefry2x32_p.def_abstract_eval(_threefry_abstract)
+threefry2x32_p.def_abstract_eval(_words_abstract("threefry2x32", 2))
 threefry2x32_p.def_impl(lambda *args: list(threefry2x32_numpy(*args)))
 threefry2x32_p.def_not_differentiable()
-threefry2x32_p.def_batch(_threefry_batch)
+threefry2x32_p.def_batch(_words_batch(threefry2x32_p))
+
+# operands (k0, k1, x0, x1, x2, x3)
+philox4x32_p = Primitive("philox4x32", multiple_results=True, fusion=ELEMENTWISE)
+philox4x32_p.def_abstract_eval(_words_abstract("philox4x32", 4))
+philox4x32_p.def_impl(philox4x32_numpy)
+philox4x32_p.def_not_differentiable()
+philox4x32_p.def_batch(_words_batch(philox4x32_p))
 
 
 def _iota_2x32_impl(*, shape):

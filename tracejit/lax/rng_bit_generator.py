@@ -1,7 +1,8 @@
 """`rng_bit_generator` (XLA's RngBitGenerator: THREE_FRY and PHILOX, bit-identical to JAX on
 CPU, where DEFAULT is PHILOX) and `rng_uniform`. The bits are computed by `_generate`, written
-in 32-bit lax operations (so it runs without x64): the impl evaluates it eagerly and the native
-lowering (backend/llvm/bits.py) compiles its jaxpr."""
+in 32-bit lax operations and the threefry2x32 / philox4x32 hashes (so it runs without x64): the
+impl evaluates it eagerly, and it is the primitive's composite, which the compiler expands
+(compiler/lowerings.py), so its counters, hash and bits fuse as random.bits' do."""
 from __future__ import annotations
 
 import enum
@@ -18,9 +19,9 @@ from ..core.primitive import Primitive
 from ..core.batching import move_to_front
 from ..core.rules import axis_size
 from ..core.trace import get_aval
-from .elementwise import (add, bitwise_or, bitwise_xor, convert_element_type, lt, mul, mulhi,
-                          shift_left, shift_right_logical)
-from .random_bits import threefry2x32_p
+from .elementwise import (add, bitwise_or, convert_element_type, lt, shift_left,
+                          shift_right_logical)
+from .random_bits import philox4x32_p, threefry2x32_p
 from .shape import concatenate, full, iota, reshape, slice_in_dim, squeeze, stack
 
 _U32 = np.dtype(np.uint32)
@@ -103,21 +104,6 @@ def _threefry(key: list, shape: tuple[int, ...], wide: bool) -> tuple[Any, list]
 
 # --- PHILOX -------------------------------------------------------------------------------------
 
-_PHILOX_MUL = (0xD2511F53, 0xCD9E8D57)
-_PHILOX_STEP = (0x9E3779B9, 0xBB67AE85)
-
-
-def _philox4x32(x: list, key: list) -> list:
-    ka, kb = key
-    for _ in range(10):
-        p0_hi, p0_lo = mulhi(x[0], _u32(_PHILOX_MUL[0])), mul(x[0], _u32(_PHILOX_MUL[0]))
-        p1_hi, p1_lo = mulhi(x[2], _u32(_PHILOX_MUL[1])), mul(x[2], _u32(_PHILOX_MUL[1]))
-        x = [bitwise_xor(bitwise_xor(p1_hi, x[1]), ka), p1_lo,
-             bitwise_xor(bitwise_xor(p0_hi, x[3]), kb), p0_lo]
-        ka, kb = add(ka, _u32(_PHILOX_STEP[0])), add(kb, _u32(_PHILOX_STEP[1]))
-    return x
-
-
 def _philox(key: list, shape: tuple[int, ...], wide: bool) -> tuple[Any, list]:
     # the 128-bit counter is (state word, key word) read as (low, high), as XLA's expander
     # does for a two-word state; the key is the first word
@@ -128,7 +114,7 @@ def _philox(key: list, shape: tuple[int, ...], wide: bool) -> tuple[Any, list]:
     w1, c1 = _add_carry(s_hi, c0)
     w2, c2 = _add_carry(k0, c1)
     w3 = add(k1, c2)
-    words = _philox4x32([w0, w1, w2, w3], [k0, k1])
+    words = philox4x32_p.bind(k0, k1, w0, w1, w2, w3)
     if wide:
         values = [_combine64(words[0], words[1]), _combine64(words[2], words[3])]
     else:

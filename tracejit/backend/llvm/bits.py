@@ -8,7 +8,8 @@ import llvmlite.ir as ir
 
 from ...core import dtypes
 from ...lax.elementwise import bitcast_convert_type_p
-from ...lax.random_bits import iota_2x32_shape_p, threefry2x32_p
+from ...lax.random_bits import (PHILOX_MUL, PHILOX_ROUNDS, PHILOX_STEP, iota_2x32_shape_p,
+                                philox4x32_p, threefry2x32_p)
 from ...lax.rng_bit_generator import rng_uniform_p
 from .host_callback import lower_with_impl
 from .codegen import Buf, Emitter, NativeCompileError, Scalar, _as_value
@@ -41,6 +42,29 @@ def _threefry_element(em: Emitter, ins, eqn, idx):
     if idx:  # one dependency chain per element: the loop interleaves (codegen.CHAIN_INTERLEAVE)
         em.chains += 1
     return _rounds(em.b, *args)
+
+
+def _philox_element(em: Emitter, ins, eqn, idx):
+    """The four philox words at idx: each round two 32x32 -> 64-bit products (their high and
+    low words), xors and the key's steps."""
+    args = []
+    for x in ins:
+        args.append((yield x, idx if x.aval.ndim else []))
+    if idx:
+        em.chains += 1
+    b = em.b
+    u32, u64 = ir.IntType(32), ir.IntType(64)
+    ka, kb, *x = args
+
+    def product(word, mul):
+        p = b.mul(b.zext(word, u64), ir.Constant(u64, mul))
+        return b.trunc(b.lshr(p, ir.Constant(u64, 32)), u32), b.trunc(p, u32)
+    for _ in range(PHILOX_ROUNDS):
+        (hi0, lo0), (hi1, lo1) = product(x[0], PHILOX_MUL[0]), product(x[2], PHILOX_MUL[1])
+        x = [b.xor(b.xor(hi1, x[1]), ka), lo1, b.xor(b.xor(hi0, x[3]), kb), lo0]
+        ka = b.add(ka, ir.Constant(u32, PHILOX_STEP[0]))
+        kb = b.add(kb, ir.Constant(u32, PHILOX_STEP[1]))
+    return tuple(x)
 
 
 def _iota_2x32_element(em: Emitter, ins, eqn, idx):
@@ -82,9 +106,11 @@ def _bitcast_resize(em: Emitter, eqn, ins, dests):
     return [out if aval.ndim or dests[0] is not None else _as_value(em, out)]
 
 
-ELEMENT_TUPLES.update({threefry2x32_p: _threefry_element, iota_2x32_shape_p: _iota_2x32_element})
+ELEMENT_TUPLES.update({threefry2x32_p: _threefry_element, philox4x32_p: _philox_element,
+                       iota_2x32_shape_p: _iota_2x32_element})
 STRUCTURAL.update({
-    threefry2x32_p: _element_tuple_loop, iota_2x32_shape_p: _element_tuple_loop,
+    threefry2x32_p: _element_tuple_loop, philox4x32_p: _element_tuple_loop,
+    iota_2x32_shape_p: _element_tuple_loop,
     bitcast_convert_type_p: _bitcast_resize,
 })
 
