@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, inline_into, map_subjaxprs
+from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, inline_equations, map_subjaxprs
 from ..core import primitive as _primitive
 from ..core.primitive import Primitive, TracedLowering, lowerings
 from ..core.trace import trace_to_jaxpr
@@ -29,34 +29,20 @@ def expand_lowerings(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
     jaxpr of its composite or traced lowering; their consts become constvars of the result."""
     if not _has_expansions(jaxpr):
         return jaxpr, consts
-    constvars, consts = list(jaxpr.constvars), list(consts)
-    eqns: list[Eqn] = []
-    rename: dict[Var, Any] = {}
     memo: dict = {}
-
-    def read(v):
-        return v if isinstance(v, Literal) else rename.get(v, v)
 
     def expand_body(closed: ClosedJaxpr) -> ClosedJaxpr:
         inner, inner_consts = expand_lowerings(closed.jaxpr, closed.consts)
         return ClosedJaxpr(inner, inner_consts)
 
-    for eqn in jaxpr.eqns:
-        invars = [read(v) for v in eqn.invars]
+    def expand(eqn: Eqn):
         if not _expands(eqn.primitive):
-            eqns.append(map_subjaxprs(eqn.replace(invars=invars), expand_body, memo))
-            continue
+            return map_subjaxprs(eqn, expand_body, memo)
         lowered = _lowered(eqn)
         if lowered is None:  # only an impl rule: the backend calls it on the host
-            eqns.append(eqn.replace(invars=invars))
-            continue
-        inner, inner_consts = expand_lowerings(*lowered)
-        fresh = [Var(v.aval) for v in inner.constvars]
-        constvars += fresh
-        consts += inner_consts
-        rename.update(zip(eqn.outvars, inline_into(eqns, inner, fresh + invars)))
-    outvars = [read(v) for v in jaxpr.outvars]
-    return Jaxpr(constvars, jaxpr.invars, outvars, eqns, jaxpr.debug_info), consts
+            return eqn
+        return expand_lowerings(*lowered)
+    return inline_equations(jaxpr, consts, expand)
 
 
 def _has_expansions(jaxpr: Jaxpr) -> bool:

@@ -20,7 +20,8 @@ from ..core.config import config
 from ..core.dce import dce
 from ..core.global_array import is_own_block_cut
 from ..core.jaxpr import (ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Literal, Var, check_jaxpr,
-                          copy_eqns, has_effects, has_subjaxprs, inline_into, map_subjaxprs)
+                          copy_eqns, has_effects, has_subjaxprs, inline_equations,
+                          map_subjaxprs)
 from ..core.primitive import ELEMENTWISE, Primitive
 from ..lax.call import pjit_p
 from ..lax.control_flow import cond_p, scan_p, while_p
@@ -100,26 +101,13 @@ def inline_calls(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
     constvars of the result)."""
     if not any(e.primitive in _INLINED for e in jaxpr.eqns):
         return jaxpr, consts
-    constvars, consts = list(jaxpr.constvars), list(consts)
-    eqns: list[Eqn] = []
-    rename: dict[Var, object] = {}
 
-    def read(v):
-        return v if isinstance(v, Literal) else rename.get(v, v)
-
-    for eqn in jaxpr.eqns:
-        invars = [read(v) for v in eqn.invars]
+    def expand(eqn: Eqn):
         if eqn.primitive not in _INLINED:
-            eqns.append(eqn.replace(invars=invars))
-            continue
+            return eqn
         closed: ClosedJaxpr = eqn.params[_INLINED[eqn.primitive]]
-        inner, inner_consts = inline_calls(closed.jaxpr, closed.consts)
-        fresh = [Var(v.aval) for v in inner.constvars]
-        constvars += fresh
-        consts += inner_consts
-        rename.update(zip(eqn.outvars, inline_into(eqns, inner, fresh + invars)))
-    outvars = [read(v) for v in jaxpr.outvars]
-    return Jaxpr(constvars, jaxpr.invars, outvars, eqns, jaxpr.debug_info), consts
+        return inline_calls(closed.jaxpr, closed.consts)
+    return inline_equations(jaxpr, consts, expand)
 
 
 # --- shared helpers ------------------------------------------------------------------------

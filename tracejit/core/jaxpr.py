@@ -211,6 +211,33 @@ def inline_into(out: list[Eqn], jaxpr: Jaxpr, args: Sequence) -> list:
     return [v if isinstance(v, Literal) else env.get(v, v) for v in jaxpr.outvars]
 
 
+def inline_equations(jaxpr: Jaxpr, consts: list,
+                     expand: Callable[[Eqn], Eqn | tuple[Jaxpr, list]]) -> tuple[Jaxpr, list]:
+    """`jaxpr` with each equation replaced by what `expand` gives for it (the equation on the
+    rebuilt program's operands): an equation to keep, or a (jaxpr, consts) computing its
+    results, inlined in its place, whose consts become constvars of the result."""
+    constvars, consts = list(jaxpr.constvars), list(consts)
+    eqns: list[Eqn] = []
+    rename: dict[Var, Any] = {}
+
+    def read(v):
+        return v if isinstance(v, Literal) else rename.get(v, v)
+
+    for eqn in jaxpr.eqns:
+        eqn = eqn.replace(invars=[read(v) for v in eqn.invars])
+        got = expand(eqn)
+        if isinstance(got, Eqn):
+            eqns.append(got)
+            continue
+        inner, inner_consts = got
+        fresh = [Var(v.aval) for v in inner.constvars]
+        constvars += fresh
+        consts += inner_consts
+        rename.update(zip(eqn.outvars, inline_into(eqns, inner, fresh + list(eqn.invars))))
+    outvars = [read(v) for v in jaxpr.outvars]
+    return Jaxpr(constvars, jaxpr.invars, outvars, eqns, jaxpr.debug_info), consts
+
+
 def renamed(jaxpr: Jaxpr) -> Jaxpr:
     """`jaxpr` on fresh variables throughout, binders included: a copy that may stand in the
     same program as the original."""

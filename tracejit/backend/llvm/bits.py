@@ -33,28 +33,29 @@ def _rounds(b: ir.IRBuilder, key0, key1, c0, c1) -> tuple[ir.Value, ir.Value]:
     return v0, v1
 
 
-def _threefry_element(em: Emitter, ins, eqn, idx):
-    """Both hash words at idx (key words are rank-0 or shaped like the counters: batched
-    keys)."""
-    args = []
-    for x in ins:
-        args.append((yield x, idx if x.aval.ndim else []))
-    if idx:  # one dependency chain per element: the loop interleaves (codegen.CHAIN_INTERLEAVE)
-        em.chains += 1
-    return _rounds(em.b, *args)
-
-
-def _philox_element(em: Emitter, ins, eqn, idx):
-    """The four philox words at idx: each round two 32x32 -> 64-bit products (their high and
-    low words), xors and the key's steps."""
+def _hash_operands(em: Emitter, ins, idx):
+    """A hash's operands at idx (key words are rank-0 or shaped like the counters: batched
+    keys), its element one dependency chain more (the loop interleaves them:
+    codegen.CHAIN_INTERLEAVE)."""
     args = []
     for x in ins:
         args.append((yield x, idx if x.aval.ndim else []))
     if idx:
         em.chains += 1
+    return args
+
+
+def _threefry_element(em: Emitter, ins, eqn, idx):
+    """Both hash words at idx."""
+    return _rounds(em.b, *(yield from _hash_operands(em, ins, idx)))
+
+
+def _philox_element(em: Emitter, ins, eqn, idx):
+    """The four philox words at idx: each round two 32x32 -> 64-bit products (their high and
+    low words), xors and the key's steps."""
+    ka, kb, *x = yield from _hash_operands(em, ins, idx)
     b = em.b
     u32, u64 = ir.IntType(32), ir.IntType(64)
-    ka, kb, *x = args
 
     def product(word, mul):
         p = b.mul(b.zext(word, u64), ir.Constant(u64, mul))
