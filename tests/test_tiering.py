@@ -177,13 +177,18 @@ def _jaxpr(f, *shapes):
 def test_run_elements_counts_loops_by_their_trips():
     """Each equation's operands and results; an equation with bodies by its bodies alone (their
     equations read its operands and write its results): a scan's body its length times (and
-    TRIP_ELEMENTS a trip); a while_loop's without bound (its trips are unknown); a cond's
-    costliest branch."""
+    TRIP_ELEMENTS a trip); a while_loop's, body and condition, as many times as its counter
+    allows, else without bound (its trips are unknown); a cond's costliest branch."""
     assert tiering.run_elements(_jaxpr(lambda x: tnp.sin(x) * 2, (1000,))) == 2 * 1000 + 2001
     scan = _jaxpr(lambda x: lax.fori_loop(0, 100, lambda i, c: tnp.sin(c), x), (1000,))
     trip = tiering.TRIP_ELEMENTS
     assert tiering.run_elements(scan) == 100 * (3 + 2000 + trip)  # (i + 1: 3 scalars)
     loop = _jaxpr(lambda x: lax.while_loop(lambda c: c[0] < 100,
+                                           lambda c: (c[0] + 1, tnp.sin(c[1])), (0, x))[1],
+                  (1000,))
+    # (the body: i + 1, sin; the condition: i < 100, 3 scalars)
+    assert tiering.run_elements(loop) == 100 * (3 + 2000 + 3 + trip)
+    loop = _jaxpr(lambda x: lax.while_loop(lambda c: tnp.max(c[1]) < 100,
                                            lambda c: (c[0] + 1, tnp.sin(c[1])), (0, x))[1],
                   (1000,))
     assert tiering.run_elements(loop) == math.inf
@@ -220,7 +225,7 @@ def test_run_elements_counts_a_row_maps_rows_by_its_body():
 
 def test_run_ops_weighs_a_fused_kernel_by_its_body():
     """run_elements' walk, a fused kernel's elements times its body's operations (a costly one,
-    as sin, COSTLY_OPS times one); a while_loop's without bound."""
+    as sin, COSTLY_OPS times one); a while_loop's without bound where its trips have none."""
     f = _jaxpr(lambda x: tnp.sin(x) * 2 + 1, (1000,))
     fused = native_rt.optimize(f, [])[0]
     (eqn,) = fused.eqns
@@ -230,22 +235,68 @@ def test_run_ops_weighs_a_fused_kernel_by_its_body():
     assert tiering.run_ops(fused) == weight * tiering.run_elements(fused)
     assert tiering.run_ops(_jaxpr(lambda x: tnp.sin(x) * 2, (1000,))) == \
         tiering.run_elements(_jaxpr(lambda x: tnp.sin(x) * 2, (1000,)))  # (unfused: once each)
-    loop = _jaxpr(lambda x: lax.while_loop(lambda c: c[0] < 100,
+    loop = _jaxpr(lambda x: lax.while_loop(lambda c: c[1][0] < 100,
                                            lambda c: (c[0] + 1, tnp.sin(c[1])), (0, x))[1],
                   (1000,))
     assert tiering.run_ops(loop) == math.inf
 
 
+_LOOPS = [  # (condition, body, initial carry from x, whether the counter bounds its trips)
+    (lambda c: c[0] < 100, lambda c: (c[0] + 1, tnp.sin(c[1])), lambda x: (0, x), True),
+    (lambda c: (c[0] < 100) & (c[1][0] > 0), lambda c: (c[0] + 1, tnp.sin(c[1])),
+     lambda x: (0, x), True),
+    (lambda c: c[0] <= 10, lambda c: (c[0] + 3, c[1] * 2), lambda x: (1, x), True),
+    (lambda c: 10 > c[0], lambda c: (1 + c[0], c[1] * 2), lambda x: (0, x), True),
+    (lambda c: c[0] > 0, lambda c: (c[0] - 1, c[1] * 2), lambda x: (7, x), True),
+    (lambda c: c[0] >= 0, lambda c: (c[0] - 2, c[1] * 2), lambda x: (7, x), True),
+    (lambda c: c[0] < 0, lambda c: (c[0] + 1, c[1] * 2), lambda x: (7, x), True),
+    (lambda c: c[0] < c[2], lambda c: (c[0] + 1, c[1] * 2, c[2]), lambda x: (0, x, 9), True),
+    (lambda c: c[2] > c[0], lambda c: (c[0] + 1, c[1] * 2, c[2]), lambda x: (0, x, 9), True),
+    # no bound: an `or`; a step away from the limit; a limit known only at the call; a step
+    # that is a value; a float counter; the condition on the values alone
+    (lambda c: (c[0] < 10) | (c[1][0] < 50), lambda c: (c[0] + 1, c[1] * 2), lambda x: (0, x),
+     False),
+    (lambda c: c[0] < 10, lambda c: (c[0] - 1, c[1] * 2), lambda x: (15, x), False),
+    (lambda c: c[0] < c[2], lambda c: (c[0] + 1, c[1] * 2, c[2]),
+     lambda x: (0, x, tnp.int32(x[0]) + 3), False),
+    (lambda c: c[0] < 10, lambda c: (c[0] + c[2], c[1] * 2, c[2]), lambda x: (0, x, 1), False),
+    (lambda c: c[0] < 5.5, lambda c: (c[0] + 1.0, c[1] * 2), lambda x: (0.0, x), False),
+    (lambda c: c[1][0] < 5, lambda c: (c[0] + 1, c[1] * 2), lambda x: (0, x), False),
+]
+
+
+@pytest.mark.parametrize("k", range(len(_LOOPS)))
+def test_while_trips_bounds_a_counted_loop(k):
+    """tiering.while_trips: the trips each loop runs (counted by a Python loop of its condition
+    and body) where a counter compared with a constant (a literal, or a carry the body passes
+    on) bounds them, else inf."""
+    cond, body, init, bounded = _LOOPS[k]
+    (eqn,) = [e for e in _jaxpr(lambda x: lax.while_loop(cond, body, init(x)), (3,)).eqns
+              if e.primitive.name == "while"]
+    carry, trips = init(np.ones(3, np.float32)), 0
+    while cond(carry):
+        carry, trips = body(carry), trips + 1
+    assert tiering.while_trips(eqn) == (trips if bounded else math.inf)
+
+
 @pytest.mark.parametrize("trips,shape,o0", [(10, (1000,), True), (40_000, (1000,), False),
                                              (1000, (), True), (1_000_000, (), False)])
-def test_a_long_run_gets_o3_code_first_and_a_short_one_o0(cold, trips, shape, o0):
+@pytest.mark.parametrize("loop", ["fori_loop", "while_loop"])
+def test_a_long_run_gets_o3_code_first_and_a_short_one_o0(cold, trips, shape, o0, loop):
     """tiering.o0_pays through a compile: a loop (no product to contract) of few trips runs O0
     code first; of 40,000 trips over 1000 elements (~8e7 elements: ~12 ms more at O0, more
     than its compile saves) or of a million scalar trips (their cost is the trips'), O3's.
-    Both give O3's bits."""
+    A while_loop whose counter bounds its trips as a fori_loop's (while_trips) alike. Both
+    tiers give O3's bits."""
     x = np.asarray(_RNG.standard_normal(shape), np.float32)
-    f = tracejit.jit(lambda x: lax.fori_loop(
-        0, trips, lambda i, c: tnp.sqrt(tnp.abs(c) + 1.0) / 1.5, x))
+
+    def step(c):
+        return tnp.sqrt(tnp.abs(c) + 1.0) / 1.5
+    if loop == "fori_loop":
+        f = tracejit.jit(lambda x: lax.fori_loop(0, trips, lambda i, c: step(c), x))
+    else:
+        f = tracejit.jit(lambda x: lax.while_loop(lambda c: c[0] < trips,
+                                                  lambda c: (c[0] + 1, step(c[1])), (0, x))[1])
     first, final, tiers = _both_tiers(f, x)
     assert first == final
     assert tiers and all(done for _, done, _ in tiers) != o0

@@ -30,9 +30,11 @@ import threading
 import warnings
 import weakref
 
+import numpy as np
+
 from ..compiler.fusion import fused_p
 from ..compiler.rows import row_map_p
-from ..core.jaxpr import ClosedJaxpr, Jaxpr
+from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from ..lax.control_flow import cond_p, scan_p, while_p
 from . import compile_helper
 
@@ -143,10 +145,75 @@ def run_elements(jaxpr: Jaxpr) -> float:
     equation with bodies, by its bodies alone, whose equations read its operands and write its
     results (counting them at it as well counted softmax 4096^2's 6 reads and writes an element
     as 8): a scan's body its length times and a row_map's its rows times (each trip
-    TRIP_ELEMENTS more), a cond's costliest branch; unbounded (inf) for a while_loop: its
-    trips are unknown, and a long simulation in one first call would run 1-3x slower at O0
-    (6.4 ns a step more for a scalar loop) with no O3 code to move to until it returns."""
+    TRIP_ELEMENTS more), a while_loop's (body and condition) as many times as while_trips
+    bounds its trips, a cond's costliest branch. Unbounded (inf) for a while_loop whose trips
+    have no bound before it runs: a long simulation in one first call would run 1-3x slower
+    at O0 (6.4 ns a step more for a scalar loop) with no O3 code to move to until it
+    returns."""
     return _walk(jaxpr, lambda eqn: 1)
+
+
+def while_trips(eqn) -> float:
+    """A bound of a while_loop's trips, known before it runs (inf where there is none): its
+    condition is a counter's comparison with a constant (`i < n`, `i <= n`, `n > i`, ...),
+    or a conjunction (`&`) of conditions one of which is such, where the counter is a carry
+    that starts at a constant and that the body steps by a constant towards the bound (`i + 1`,
+    `i - 2`): the counted loops users write with a `while_loop` (`i < max_iter & err > tol`).
+    A constant is a literal, or a carry that starts at one and the body passes on unchanged."""
+    cond, body = eqn.params["cond_jaxpr"], eqn.params["body_jaxpr"]
+    cn, bn = eqn.params["cond_nconsts"], eqn.params["body_nconsts"]
+    init = eqn.invars[cn + bn:]
+    carry_in, carry_out = body.jaxpr.invars[bn:], body.jaxpr.outvars
+    cond_carry = {v: k for k, v in enumerate(cond.jaxpr.invars[cn:])}
+    made = {v: e for e in cond.jaxpr.eqns for v in e.outvars}
+
+    def constant(v):  # a number known before the loop runs, or None
+        if isinstance(v, Literal):
+            return v.val.item()
+        k = cond_carry.get(v)
+        if k is not None and carry_out[k] is carry_in[k] and isinstance(init[k], Literal):
+            return init[k].val.item()
+        return None
+
+    def step(k):  # what the body adds to carry k each trip, or None
+        e = next((e for e in body.jaxpr.eqns if carry_out[k] in e.outvars), None)
+        if e is None or e.primitive.name not in ("add", "sub") or \
+                not isinstance(init[k], Literal) or not np.issubdtype(init[k].aval.dtype,
+                                                                       np.integer):
+            return None
+        a, b = e.invars
+        if e.primitive.name == "add" and b is carry_in[k]:
+            a, b = b, a
+        if a is not carry_in[k] or not isinstance(b, Literal):
+            return None
+        return b.val.item() * (1 if e.primitive.name == "add" else -1)
+
+    def bound(v) -> float:
+        e = made.get(v)
+        if e is None:
+            return math.inf
+        name = e.primitive.name
+        if name == "and":
+            return min(bound(x) for x in e.invars)
+        if name == "convert_element_type" and e.invars[0].aval.dtype == np.bool_:
+            return bound(e.invars[0])
+        if name not in _FLIPPED:
+            return math.inf
+        a, b = e.invars
+        return min(counted(a, name, b), counted(b, _FLIPPED[name], a))  # (n > i: i < n)
+
+    def counted(counter, name: str, limit) -> float:  # the trips of `counter name limit`
+        k, limit = cond_carry.get(counter), constant(limit)
+        s = None if k is None or limit is None else step(k)
+        if not s or (s > 0) != (name in ("lt", "le")):
+            return math.inf
+        span = (limit - init[k].val.item()) * (1 if s > 0 else -1) + (name in ("le", "ge"))
+        return max(0, -(-span // abs(s)))
+
+    return bound(cond.jaxpr.outvars[0])
+
+
+_FLIPPED = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}
 
 
 def _walk(jaxpr: Jaxpr, weight) -> float:
@@ -160,8 +227,11 @@ def _walk(jaxpr: Jaxpr, weight) -> float:
                                        for v in (*eqn.invars, *eqn.outvars))
             continue
         if eqn.primitive is while_p:
-            return math.inf
-        if eqn.primitive is scan_p:
+            trips = while_trips(eqn)
+            if trips == math.inf:
+                return math.inf
+            total += trips * (sum(bodies) + TRIP_ELEMENTS)
+        elif eqn.primitive is scan_p:
             total += eqn.params["length"] * (sum(bodies) + TRIP_ELEMENTS)
         elif eqn.primitive is row_map_p:
             total += math.prod(eqn.params["rows"]) * (max(bodies) + TRIP_ELEMENTS)
