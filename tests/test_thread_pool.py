@@ -307,11 +307,12 @@ def test_a_worker_on_the_callers_cpu_sleeps_instead_of_spinning(threads):
         for t in tids:
             os.sched_setaffinity(t, {cpu})
         go(out.ctypes.data, 2)
-        # (the quietest of 5 rounds of 40 calls: a spinning worker spends its ~100 us in every
+        # (the quietest of 10 rounds of 40 calls: a spinning worker spends its ~100 us in every
         # round, while other processes' bursts on this CPU inflate a mean: 51 us a call once
-        # at CI's load)
+        # at CI's load, 52 in the quietest of 5 rounds once with the suite's other worker
+        # beside it; the bound is halfway between the check's ~15 and a spin's ~100 and more)
         per_call = math.inf
-        for _ in range(5):
+        for _ in range(10):
             spent = sum(_cpu_seconds(t) for t in others)
             for _ in range(40):
                 go(out.ctypes.data, 2)
@@ -323,7 +324,7 @@ def test_a_worker_on_the_callers_cpu_sleeps_instead_of_spinning(threads):
             except OSError:  # (a thread that has ended)
                 pass
     np.testing.assert_array_equal(out, [1, 2])
-    assert per_call < 50e-6, per_call
+    assert per_call < 60e-6, per_call
 
 
 def test_calls_from_many_threads_at_once(threads):
