@@ -16,7 +16,7 @@ from ...lax import indexing as lx_indexing
 from ...lax import shape as lx_shape
 from ...lax import sharding as lx_sharding
 from .codegen import Buf, Emitter, _strides
-from .rules import INDEX_MAPS
+from .rules import INDEX_MAPS, LOOP_DIMS
 from .scalar_ops import convert
 from .types import I1, I64, const
 
@@ -77,7 +77,16 @@ def _reshape_at(em: Emitter, ins, eqn, idx):
         return (yield x, [next(it) if d != 1 else _zero() for d in in_shape])
     if isinstance(x, Buf):
         return em.load(x, em.linear(out_shape, idx))
+    if _splits_last(in_shape, out_shape):  # (..., n * c) -> (..., n, c)
+        return (yield x, [*idx[:-1], *em.split_index(idx[-1], in_shape[-1])])
     return (yield x, _delinearize(em, em.linear(out_shape, idx), in_shape))
+
+
+def _splits_last(in_shape, out_shape) -> bool:
+    """Whether a reshape to `out_shape` from `in_shape` only splits the last dimension in two:
+    (..., n * c) from (..., n, c)."""
+    return len(in_shape) == len(out_shape) + 1 and in_shape[:-2] == out_shape[:-1] and \
+        in_shape[-2] * in_shape[-1] == out_shape[-1] and in_shape[-1] > 1
 
 
 def _squeeze_at(em: Emitter, ins, eqn, idx):
@@ -117,6 +126,16 @@ def _concatenate_at(em: Emitter, ins, eqn, idx):
     dim = eqn.params["dimension"]
     b = em.b
     offset = 0
+    known = em.index_range(idx[dim])  # (in a piece of a cut loop: codegen.loop_pieces)
+    for x in ins:
+        n = x.aval.shape[dim]
+        if known is not None and offset <= known[0] and known[1] <= offset + n:
+            sub = list(idx)  # the one operand this index reads, unclamped: it is in bounds
+            sub[dim] = ir.Constant(I64, known[0] - offset) if known[1] - known[0] == 1 \
+                else (b.sub(idx[dim], ir.Constant(I64, offset)) if offset else idx[dim])
+            return (yield x, sub)
+        offset += n
+    offset = 0
     out = None
     for x in ins:
         n = x.aval.shape[dim]
@@ -142,6 +161,13 @@ def _pad_at(em: Emitter, ins, eqn, idx):
     inside = ir.Constant(I1, 1)
     sub = []
     for i, n, (lo, _, interior) in zip(idx, x.aval.shape, eqn.params["padding_config"]):
+        known = em.index_range(i) if interior == 0 else None  # (a piece: codegen.loop_pieces)
+        if known is not None and (known[1] <= lo or known[0] >= lo + n):
+            return (yield pad_value, [])  # every index of the piece is in the padding
+        if known is not None and lo <= known[0] and known[1] <= lo + n:
+            sub.append(ir.Constant(I64, known[0] - lo) if known[1] - known[0] == 1
+                       else b.sub(i, ir.Constant(I64, lo)) if lo else i)
+            continue  # (inside, in bounds)
         t = b.sub(i, ir.Constant(I64, lo)) if lo else i
         step = interior + 1
         q = t if step == 1 else b.sdiv(t, ir.Constant(I64, step))
@@ -213,6 +239,69 @@ def _gather_at(em: Emitter, ins, eqn, idx):
             fill_c = const(x.aval.dtype, fill.astype(x.aval.dtype))
         v = em.b.select(in_bounds, v, fill_c)
     return v
+
+
+def _broadcast_dims(eqn, dims):
+    (v,) = eqn.invars
+    out_shape = eqn.outvars[0].aval.shape
+    return [tuple(dims[bd] if v.aval.shape[k] == out_shape[bd] else None
+                  for k, bd in enumerate(eqn.params["broadcast_dimensions"]))], None
+
+
+def _transpose_dims(eqn, dims):
+    sub: list = [None] * len(dims)
+    for k, p in enumerate(eqn.params["permutation"]):
+        sub[p] = dims[k]
+    return [tuple(sub)], None
+
+
+def _reshape_dims(eqn, dims):  # (as _reshape_at: unit dimensions, or the last one split)
+    (v,) = eqn.invars
+    in_shape, out_shape = v.aval.shape, eqn.outvars[0].aval.shape
+    if eqn.params.get("dimensions") is not None:
+        return [None], None
+    if _splits_last(in_shape, out_shape):
+        last = dims[-1]
+        inner = None if last is None or len(last) != 1 else (last[0], in_shape[-1])
+        return [(*dims[:-1], None, inner)], None  # (n counts in units of c: no cut of its own)
+    if [d for d in in_shape if d != 1] != [d for d in out_shape if d != 1]:
+        return [None], None
+    it = iter(k for k, n in zip(dims, out_shape) if n != 1)
+    return [tuple(next(it) if n != 1 else None for n in in_shape)], None
+
+
+def _squeeze_dims(eqn, dims):
+    gone = set(eqn.params["dimensions"])
+    it = iter(dims)
+    return [tuple(None if k in gone else next(it) for k in range(eqn.invars[0].aval.ndim))], None
+
+
+def _concatenate_dims(eqn, dims):
+    dim = eqn.params["dimension"]
+    ends = np.cumsum([v.aval.shape[dim] for v in eqn.invars]).tolist()
+    inner = tuple(None if k == dim else d for k, d in enumerate(dims))
+    return [inner] * len(eqn.invars), None if dims[dim] is None else (dims[dim], ends)
+
+
+def _pad_dims(eqn, dims):
+    """The innermost dimension padded at its ends only is cut where the operand begins and
+    ends; the operand's index follows the loop's where nothing is padded before it."""
+    x = eqn.invars[0]
+    operand, cuts = [], None
+    for k, (d, n, (lo, hi, interior)) in enumerate(zip(dims, x.aval.shape,
+                                                      eqn.params["padding_config"])):
+        whole = interior == 0 and lo >= 0 and hi >= 0
+        operand.append(d if whole and lo == 0 else None)
+        if whole and d is not None and (lo or hi):
+            cuts = (d, [lo, lo + n])  # (the innermost such dimension's: where LLVM vectorises)
+    return [tuple(operand), ()], cuts
+
+
+LOOP_DIMS.update({
+    lx_shape.broadcast_in_dim_p: _broadcast_dims, lx_shape.transpose_p: _transpose_dims,
+    lx_shape.reshape_p: _reshape_dims, lx_shape.squeeze_p: _squeeze_dims,
+    lx_shape.concatenate_p: _concatenate_dims, lx_shape.pad_p: _pad_dims,
+})
 
 
 INDEX_MAPS.update({

@@ -12,6 +12,11 @@ from ...core.primitive import Primitive
 # shape ops fused as index arithmetic: (em, ins, eqn, idx) -> the element at multi-index idx,
 # as a generator yielding the (operand, index) pairs it reads (see index_maps)
 INDEX_MAPS: dict[Primitive, Callable] = {}
+# index maps that keep some of their result's dimensions whole in an operand (broadcast,
+# transpose, a reshape of unit dimensions, concatenate): (eqn, dims) -> (per operand, the loop
+# dimension each of its dimensions follows or None, where `dims` are the result's; the loop
+# dimension a concatenate cuts and the offsets it cuts it at, or None) -- codegen.loop_pieces
+LOOP_DIMS: dict[Primitive, Callable] = {}
 # element ops with several results (threefry2x32, iota_2x32_shape), fused like INDEX_MAPS but
 # returning every result's element at idx together (codegen memoises them all at once)
 ELEMENT_TUPLES: dict[Primitive, Callable] = {}
