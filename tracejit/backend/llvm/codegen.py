@@ -134,7 +134,7 @@ def loop_pieces(vals: list, shape: Sequence[int]) -> dict[int, list[tuple[int, i
         if len(key) == 2 and ((key[0],) in offsets or
                               sum(other[0] == key[0] for other in offsets) > 1):
             continue  # (one way of looping over a dimension)
-        ends = sorted({0, size, *cuts} & set(range(size + 1)))
+        ends = sorted({0, size, *(c for c in cuts if 0 < c < size)})
         pieces[key] = list(itertools.pairwise(ends))
     if not pieces or math.prod(len(p) for p in pieces.values()) > MAX_LOOP_PIECES:
         return {}
