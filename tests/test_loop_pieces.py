@@ -60,6 +60,14 @@ _PROGRAMS = [
      lambda a, b: np.concatenate([_interior(a)[1:], np.zeros(2, np.float32)]) * 2),
     ("stencil", lambda a, b: (lambda p: p[2:] - 2 * p[1:-1] + p[:-2])(tnp.pad(a, 1)),
      lambda a, b: (lambda p: p[2:] - 2 * p[1:-1] + p[:-2])(np.pad(a, 1))),
+    ("tile", lambda a, b: tnp.tile(a, 3) * 2 + b[0], lambda a, b: np.tile(a, 3) * 2 + b[0]),
+    ("repeat", lambda a, b: tnp.repeat(a, 3) - 1, lambda a, b: np.repeat(a, 3) - 1),
+    ("repeat 2-d", lambda a, b: tnp.repeat(a.reshape(2, -1), 2, axis=1) * 2,
+     lambda a, b: np.repeat(a.reshape(2, -1), 2, axis=1) * 2),
+    ("reshape of an elementwise value", lambda a, b: (a * 2 + b).reshape(-1, 2)[::-1] + 1,
+     lambda a, b: (a * 2 + b).reshape(-1, 2)[::-1] + 1),
+    ("reshape 2-d to 2-d", lambda a, b: (tnp.outer(a[:4], b[:4]) * 2).reshape(2, 8) + 1,
+     lambda a, b: (np.outer(a[:4], b[:4]) * 2).reshape(2, 8) + 1),
     ("cut rows of a where", lambda a, b: tnp.where(tnp.concatenate([a, b]) > 0,
                                                      tnp.concatenate([b, a]), 0.0),
      lambda a, b: np.where(np.concatenate([a, b]) > 0, np.concatenate([b, a]), 0)),
@@ -133,6 +141,10 @@ def test_the_pieces_are_each_operands_range():
         [{(0,): [(0, 3), (3, 1003), (1003, 1008)]}]
     assert _kernel_pieces(lambda a: tnp.pad(a.reshape(10, 100), 1) + 1, a) == \
         [{(1,): [(0, 1), (1, 101), (101, 102)]}]
+    # jnp.tile and jnp.repeat: the dimension looped over as the reshape's (n, c), a loop over c
+    # where it is long, its columns side by side where it is short
+    assert _kernel_pieces(lambda a: tnp.tile(a, 2) * 2, a) == [{(0, 1000): [(0, 1000)]}]
+    assert _kernel_pieces(lambda a: tnp.repeat(a, 2) * 2, a) == [{(0, 2): [(0, 1), (1, 2)]}]
     # more pieces than MAX_LOOP_PIECES: one loop, the operands selected at each element
     many = [a] * (codegen.MAX_LOOP_PIECES + 1)
     assert _kernel_pieces(lambda a: tnp.concatenate([a] * len(many)) + 1, a) == []
@@ -145,6 +157,9 @@ def test_a_cut_loop_is_vectorised():
     the cut, every element selected among the operands' clamped reads: scalar code)."""
     a = np.ones(100_000, np.float32)
     for f in [lambda a, b: (tnp.stack([a, b, a, b], -1) * 2).reshape(-1),
-              lambda a, b: tnp.concatenate([a, b]) * 2, lambda a, b: tnp.pad(a, 3) * 2]:
+              lambda a, b: tnp.concatenate([a, b]) * 2, lambda a, b: tnp.pad(a, 3) * 2,
+              lambda a, b: tnp.tile(a, 2) * 2,
+              # (a reshape reads the buffers of an elementwise value at its linear index)
+              lambda a, b: (a.reshape(400, 250) * 2).reshape(200, 500)]:
         text = tracejit.jit(f).lower(a, a).compile().as_text(dialect="llvm")
         assert re.search(r"fmul <\d+ x float>", text), text

@@ -104,9 +104,10 @@ def loop_pieces(vals: list, shape: Sequence[int]) -> dict[int, list[tuple[int, i
     sooner). Per loop dimension k, under (k,), the [lo, hi) ranges between the offsets at
     which some concatenate changes operand, found through elementwise equations and the index
     maps that keep a dimension whole (LOOP_DIMS); under (k, c), those of the inner dimension of
-    a reshape that splits k into (n, c) (a stack along the last axis, flattened: the nest then
-    loops over k as (n, c)). Empty where the cut nest would have more than MAX_LOOP_PIECES
-    pieces."""
+    a reshape that splits k into (n, c) (a stack along the last axis flattened, jnp.repeat,
+    jnp.tile: the nest then loops over k as (n, c), c's pieces side by side where c is at most
+    MAX_LOOP_PIECES, else one loop). Empty where the cut nest would have more than
+    MAX_LOOP_PIECES pieces."""
     offsets: dict[tuple, set[int]] = {}
     stack = [(v, tuple((k,) for k in range(len(shape)))) for v in vals if isinstance(v, Lazy)]
     seen = set()
@@ -134,6 +135,8 @@ def loop_pieces(vals: list, shape: Sequence[int]) -> dict[int, list[tuple[int, i
         if len(key) == 2 and ((key[0],) in offsets or
                               sum(other[0] == key[0] for other in offsets) > 1):
             continue  # (one way of looping over a dimension)
+        if len(key) == 2 and size <= MAX_LOOP_PIECES:
+            cuts = range(1, size)  # (a few columns: side by side, each index a constant)
         ends = sorted({0, size, *(c for c in cuts if 0 < c < size)})
         pieces[key] = list(itertools.pairwise(ends))
     if not pieces or math.prod(len(p) for p in pieces.values()) > MAX_LOOP_PIECES:
@@ -247,6 +250,9 @@ class Emitter:
         # loop indices made of two (a dimension looped over as (n, c): loop_nest): id ->
         # (index, c, (i, k)), the index being i * c + k
         self._splits: dict[int, tuple[ir.Value, int, tuple[ir.Value, ir.Value]]] = {}
+        # multi-indices a reshape's index map computed from a linear index (index_maps
+        # ._delinearize): their ids -> (shape, the linear index), which `linear` gives back
+        self._linears: dict[tuple[int, ...], tuple[tuple, ir.Value, list]] = {}
 
     # --- memory ------------------------------------------------------------------------------
     def alloc(self, aval: ShapedArray) -> Buf:
@@ -331,9 +337,21 @@ class Emitter:
         ptr = buf.ptr if linear is None else self.b.gep(buf.ptr, [linear], inbounds=True)
         self.b.store(value, ptr)
 
+    def delinearized(self, linear: ir.Value, shape: Sequence[int],
+                     idx: list[ir.Value]) -> list[ir.Value]:
+        """Remember that `idx` is `linear` taken apart over `shape`, for `linear` to give back
+        (a reshape of an elementwise value of buffers then reads them at the linear index
+        itself, which LLVM sees advance by one with the loop: vector loads, where the
+        quotients and remainders were gathers)."""
+        self._linears[tuple(map(id, idx))] = (tuple(shape), linear, idx)
+        return idx
+
     def linear(self, shape: Sequence[int], idx: Sequence[ir.Value]) -> ir.Value | None:
         if not shape:
             return None
+        known = self._linears.get(tuple(map(id, idx)))
+        if known is not None and known[0] == tuple(shape):
+            return known[1]
         acc = None
         for i, s in zip(idx, _strides(shape)):
             term = i if s == 1 else self.b.mul(i, ir.Constant(I64, s))

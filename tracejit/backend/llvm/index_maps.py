@@ -54,7 +54,7 @@ def _delinearize(em: Emitter, linear: ir.Value, shape: Sequence[int]) -> list[ir
             continue
         q = linear if s == 1 else em.b.udiv(linear, ir.Constant(I64, s))
         out.append(em.b.urem(q, ir.Constant(I64, d)))
-    return out
+    return em.delinearized(linear, shape, out)
 
 
 def _reshape_at(em: Emitter, ins, eqn, idx):
@@ -260,10 +260,13 @@ def _reshape_dims(eqn, dims):  # (as _reshape_at: unit dimensions, or the last o
     in_shape, out_shape = v.aval.shape, eqn.outvars[0].aval.shape
     if eqn.params.get("dimensions") is not None:
         return [None], None
-    if _splits_last(in_shape, out_shape):
+    if _splits_last(in_shape, out_shape) and in_shape[-2] > 1:
         last = dims[-1]
-        inner = None if last is None or len(last) != 1 else (last[0], in_shape[-1])
-        return [(*dims[:-1], None, inner)], None  # (n counts in units of c: no cut of its own)
+        if last is None or len(last) != 1:
+            return [None], None
+        inner = (last[0], in_shape[-1])  # (the loop over dimension last[0] split as (n, c))
+        # (n counts in units of c: no cut of its own)
+        return [(*dims[:-1], None, inner)], (inner, [])
     if [d for d in in_shape if d != 1] != [d for d in out_shape if d != 1]:
         return [None], None
     it = iter(k for k, n in zip(dims, out_shape) if n != 1)
