@@ -432,6 +432,13 @@ def leak_reports():
 def test_check_tracer_leaks(case, leak_reports):
     global LEAKED
     ours, theirs = (report[case] for report in leak_reports)
+    if case == "jit, a module global" and theirs != "ok":
+        # the leaked tracer has two referrers in JAX: the module global and a list inside
+        # JAX's trace; JAX's _why_alive names the first that gc.get_referrers returns ("just
+        # pick one parent"), whose order varies from process to process (once in a CI run:
+        # the list)
+        assert theirs[2] in ("module global", "list"), theirs
+        theirs = [*theirs[:2], "module global"]
     assert ours == theirs
     # the leaked tracers are found only under the option: off, each case runs (its leak shows
     # when the tracer is used later: UnexpectedTracerError)
