@@ -108,7 +108,9 @@ def test_sin_of_pieces_is_sin_of_the_whole(n):
 
 
 def _kernel_pieces(f, *args):
-    """loop_pieces of each kernel the program materialises, as codegen calls it."""
+    """loop_pieces of each kernel the program materialises, as codegen calls it (kernels an
+    earlier test's programs emitted forgotten first: each is emitted here)."""
+    codegen.forget_emitted_kernels()
     seen = []
     real = codegen.loop_pieces
 

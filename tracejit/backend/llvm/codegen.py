@@ -96,7 +96,7 @@ def lazy_env(body: Jaxpr, ins: list) -> dict:
 MAX_LOOP_PIECES = 8
 
 
-def loop_pieces(vals: list, shape: Sequence[int]) -> dict[int, list[tuple[int, int]]]:
+def loop_pieces(vals: list, shape: Sequence[int]) -> dict[tuple, list[tuple[int, int]]]:
     """Where a loop nest over `shape` computing `vals` is cut (loop_nest's `pieces`) so that each
     concatenate they read reads one operand in every piece, with no clamped reads of the others
     and no selects among them: LLVM can then vectorise the loop (a stack along the last axis,
@@ -498,7 +498,7 @@ class Emitter:
         return md
 
     def loop_nest(self, shape: Sequence[int], body: Callable[[list[ir.Value]], None],
-                  pieces: dict[int, list[tuple[int, int]]] | None = None) -> None:
+                  pieces: dict[tuple, list[tuple[int, int]]] | None = None) -> None:
         """`body(idx)` for every multi-index of `shape`. A dimension of size 1 gets no loop (its
         index is 0): a parallel chunk body (parallel_loops) then cuts the first dimension that
         has rows to share -- shard_map's split over one device leads every value with one. (A

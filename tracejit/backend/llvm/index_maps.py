@@ -291,8 +291,7 @@ def _pad_dims(eqn, dims):
     ends; the operand's index follows the loop's where nothing is padded before it."""
     x = eqn.invars[0]
     operand, cuts = [], None
-    for k, (d, n, (lo, hi, interior)) in enumerate(zip(dims, x.aval.shape,
-                                                      eqn.params["padding_config"])):
+    for d, n, (lo, hi, interior) in zip(dims, x.aval.shape, eqn.params["padding_config"]):
         whole = interior == 0 and lo >= 0 and hi >= 0
         operand.append(d if whole and lo == 0 else None)
         if whole and d is not None and (lo or hi):
