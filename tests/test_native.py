@@ -341,10 +341,11 @@ def test_temporaries_share_workspace_by_liveness():
     x = np.random.default_rng(0).standard_normal((64, 8)).astype(np.float32)
     compiled = tracejit.jit(f, backend="native").lower(x).compile()
     _assert_same(compiled(x), tracejit.jit(f, backend="interpret")(x), rtol=1e-6)
-    # a, b, c and the sorted copies (6 x 256 bytes) plus one sort's two int64 permutation
-    # buffers (2 x 512) at a time; without reuse the three sorts would need 3 x 1024
-    row, perms = 64 * 4, 2 * 64 * 8
-    assert compiled.memory_analysis().temp_size_in_bytes <= 6 * row + perms
+    # a, b, c and the sorted copies (6 x 256 bytes) plus one sort's radix buffers at a time (keys
+    # and positions twice, 4 x 256 bytes, and a count per byte value and pass, 4 x 1,024);
+    # without reuse the three sorts would need three times those
+    row, sort = 64 * 4, 4 * 64 * 4 + 4 * 256 * 4
+    assert compiled.memory_analysis().temp_size_in_bytes <= 6 * row + sort
 
 
 def test_dynamic_update_slice_in_scan_updates_in_place():

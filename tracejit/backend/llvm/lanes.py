@@ -70,13 +70,13 @@ def lane_reduce(em: Emitter, name: str, dtype: np.dtype, ptr: ir.Value | None, n
     vt = ir.VectorType(t, w)
     wide = ir.VectorType(t, ACCUMULATORS * w)
     ident = _identity(name, dtype)
-    ident_v = _splat(vt, ident)
+    ident_v = splat(vt, ident)
     minmax = name != "reduce_sum"
     acc = em._entry_alloca(wide)
-    b.store(_splat(wide, ident), acc)
+    b.store(splat(wide, ident), acc)
     if minmax:
         flags = em._entry_alloca(ir.VectorType(I1, wide.count))
-        b.store(_splat(flags.type.pointee, 0), flags)
+        b.store(splat(flags.type.pointee, 0), flags)
 
     if value is not None:
         slot = em._entry_alloca(ir.ArrayType(t, ACCUMULATORS * w))
@@ -206,11 +206,11 @@ def _signed_zero(em: Emitter, name: str, dtype: np.dtype, ptr: ir.Value, n: int,
     bits = 0 if name == "reduce_max" else 1 << (it.width - 1)
     vi, vb = ir.VectorType(it, w), ir.VectorType(I1, w)
     seen = em._entry_alloca(vb)
-    b.store(_splat(vb, 0), seen)
+    b.store(splat(vb, 0), seen)
 
     def look(at: ir.Value) -> None:
         v = b.bitcast(load_vec(at), vi)
-        b.store(b.or_(b.load(seen), b.icmp_unsigned("==", v, _splat(vi, bits))),
+        b.store(b.or_(b.load(seen), b.icmp_unsigned("==", v, splat(vi, bits))),
                 seen)
     c = functools.partial(ir.Constant, ir.IntType(64))
     if n >= w:
@@ -252,7 +252,7 @@ def _tail(em: Emitter, name: str, n: int, w: int, start: int, add_into, load_vec
     if len(pieces) < ACCUMULATORS:
         untouched = ir.Constant(ident_v.type.element, -0.0) if name == "reduce_sum" else \
             ident_v.constant[0]
-        pieces += [_splat(ident_v.type, untouched)] * (ACCUMULATORS - len(pieces))
+        pieces += [splat(ident_v.type, untouched)] * (ACCUMULATORS - len(pieces))
     add_into(_concat(b, pieces))
 
 
@@ -312,7 +312,7 @@ def _lanes(start: int, stop: int) -> ir.Constant:
 _SPLATS: dict[tuple[int, str], ir.Constant] = {}
 
 
-def _splat(vt: ir.VectorType, value) -> ir.Constant:
+def splat(vt: ir.VectorType, value) -> ir.Constant:
     """ir.Constant(vt, [value] * lanes), `value` a Python number or a Constant of the lanes'
     type."""
     element = value if isinstance(value, ir.Constant) else ir.Constant(vt.element, value)

@@ -1,6 +1,7 @@
 """Parallel loops (codegen, after fusion): a large kernel whose loop nest runs over independent
-output rows (fused elementwise, gathers, row reductions, argmax, row_map kernels) is emitted as
-a chunk body `void body(i8* ctx, i64 chunk)` and run on our thread pool (thread_pool.py).
+output rows (fused elementwise, gathers, row reductions, argmax, sorts and top_k, row_map
+kernels) is emitted as a chunk body `void body(i8* ctx, i64 chunk)` and run on our thread pool
+(thread_pool.py).
 
 The body is the equation's ordinary lowering with its outermost loop cut to the chunk's rows;
 each row is computed exactly as in the serial loop, so results are bit-identical for every
@@ -26,6 +27,7 @@ from ...compiler.rows import row_map_p
 from ...core.avals import ShapedArray
 from ...core.jaxpr import Var
 from ...lax import reductions as rd
+from ...lax.sorting import sort_p, top_k_p
 from . import thread_pool
 from .codegen import VECTORIZE_COLD_ELEMENTS, Buf, Emitter, Scalar, define
 from .interrupt import emit_poll
@@ -55,6 +57,7 @@ POLL_MIN_ELEMENTS = 1 << 24
 _REDUCERS = {rd.reduce_sum_p, rd.reduce_prod_p, rd.reduce_max_p, rd.reduce_min_p,
              rd.reduce_and_p, rd.reduce_or_p, rd.reduce_xor_p}
 _ROW_ROOTS = _REDUCERS | {rd.argmax_p, rd.argmin_p}
+_SORTS = {sort_p, top_k_p}
 
 
 def _root(eqn):
@@ -100,6 +103,10 @@ def candidate(eqn) -> bool:
         x = root.invars[0].aval
         axes = root.params["axes"]
         return x.ndim - 1 in axes
+    if root.primitive in _SORTS:  # a row at a time along the axis (sorting.py): two rows or more
+        shape = root.invars[0].aval.shape
+        axis = root.params["dimension" if root.primitive is sort_p else "axis"]
+        return math.prod(shape[:axis] + shape[axis + 1:]) >= 2
     return False
 
 
