@@ -336,3 +336,42 @@ def test_long_sums_add_in_the_documented_order(dtype, x64):
         got = np.asarray(fn(x))
         assert got.dtype == dtype
         assert got.tobytes() == np.asarray(_blocks_model(x), dtype).tobytes(), x.size
+
+
+def _arg_values(shape, dtype, rng) -> np.ndarray:
+    """Ties (few distinct values), and for floats NaNs, signed zeros and infinities."""
+    if np.dtype(dtype).kind in "iu":
+        return rng.integers(0, 9, shape).astype(dtype)
+    x = np.round(rng.standard_normal(shape), 1)
+    flat = x.reshape(-1)
+    flat[::37], flat[::13], flat[::29] = np.nan, -0.0, 0.0
+    flat[::41], flat[::43] = -np.inf, np.inf
+    return x.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint8,
+                                   np.int8, np.uint32, np.float16], ids=str)
+def test_argmax_argmin_of_rows_in_memory(dtype, x64):
+    """argmax/argmin of rows in memory (a row's max in lanes, then the first place holding it),
+    of a whole array flattened (a fused reshape of one), and of rows on the thread pool, as the
+    reference interpreter gives them; rows without a NaN in floats too. Every length around the
+    lane width."""
+    rng = np.random.default_rng(3)
+    fns = [lambda a: tnp.argmax(a, axis=-1), lambda a: tnp.argmin(a, axis=-1),
+           lambda a: tnp.argmax(a), lambda a: tnp.argmin(a)]
+    shapes = [(3, n) for n in (1, 2, 15, 16, 17, 63, 65, 1000)] + [(300, 600), (1, 5, 300)]
+    for shape in shapes:
+        x = _arg_values(shape, dtype, rng)
+        for y in (x, np.nan_to_num(x) if x.dtype.kind == "f" else x[::-1]):
+            for f in fns:
+                native = tracejit.jit(f)(y)
+                reference = tracejit.jit(f, backend="interpret")(y)
+                np.testing.assert_array_equal(np.asarray(native), np.asarray(reference))
+                assert np.asarray(native).dtype == np.asarray(reference).dtype
+    x = _arg_values((300, 600), dtype, rng)
+    text = tracejit.jit(fns[0]).lower(x).compile().as_text("llvm")
+    # on the pool, with no serial loop of compares (its blocks: r.*) but for float16's rows
+    assert "@chunks" in text
+    assert bool(re.search(r"\br\.body", text)) == (dtype == np.float16)
+    fused = tracejit.jit(lambda a: tnp.argmax(a * 2, axis=-1)).lower(x).compile().as_text("llvm")
+    assert re.search(r"\br\.body", fused)  # (which a computed value still gets)
