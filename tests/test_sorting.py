@@ -198,6 +198,10 @@ QUERIES = np.array([[0, 2, 2.5], [9, NAN, -0.]], np.float32)
      {"sorter": np.array([3, 4, 1, 0, 2])}),
     (np.array([False, True]), np.array([True, False, True]), {}),
     (SORTED, QUERIES, {"side": "middle"}), (MATRIX, QUERIES, {}),
+    # unsorted: each method's own answer (the binary search's for 'scan'), as JAX's
+    (np.array([5, 1, 4, 1, 9, 2, 6, 5, 3], np.float32), np.array([0, 1, 2, 4.5, 5, 10]), {}),
+    (np.array([5, 1, 4, 1, 9, 2, 6, 5, 3], np.float32), np.array([0, 1, 2, 4.5, 5, 10]),
+     {"side": "right"}),
 ], ids=str)
 def test_searchsorted_matches_jax(a, v, kw, method):
     tkw = {k: to_tj(v) for k, v in kw.items()}
@@ -295,6 +299,8 @@ def test_isin_matches_jax(a, b, kw):
     ((np.array([0, 1, 1, 3]), np.array([np.inf, 1, 1, NAN], np.float32)), {}),
     ((np.array([0, 1]), np.array([1., 2, 3])), {}),
     ((np.array([2, 0], np.uint8), np.array([1, 2], np.int8)), {"length": 4}),
+    ((np.array([0, 1, 1, 3]), np.array([True, False, True, True])), {}),  # JAX's TypeError
+    ((np.array([0, 1, 1, 3]), np.array([1 + 2j, 1, 1, 3j], np.complex64)), {}),
 ], ids=str)
 def test_bincount_matches_jax(args, kw):
     check(tnp.bincount, jnp.bincount, *args, **kw)

@@ -1,8 +1,10 @@
 """Sorting, searching and set functions of tracejit.numpy, built on lax.sort and lax.top_k.
 
-Data-dependent gathers and scatters are done by co-sorting: sorting (keys, values) moves values
-by a permutation, and sorting (perm, iota) inverts one. Functions whose output size depends on
-the data (unique, union1d, bincount without `length`) need concrete inputs or a static `size`.
+searchsorted is JAX's binary search by default (its 'sort' method co-sorts), bincount JAX's
+scatter-add; elsewhere data-dependent gathers and scatters are done by co-sorting: sorting (keys,
+values) moves values by a permutation, and sorting (perm, iota) inverts one. Functions whose
+output size depends on the data (unique, union1d, bincount without `length`) need concrete
+inputs or a static `size`.
 """
 from __future__ import annotations
 
@@ -194,6 +196,27 @@ def _searchsorted_sort(a: Any, v: Any, side: str, dtype: np.dtype) -> Any:
     return lax.convert_element_type(lax.reshape(out, get_aval(v).shape), dtype)
 
 
+def _searchsorted_scan(a: Any, v: Any, side: str, dtype: np.dtype, unrolled: bool) -> Any:
+    """JAX's binary search: ceil(log2(n + 1)) halvings of [low, high) for every query at once
+    (unsigned, mid = low + (high - low) // 2), going left where the query sorts before (left:
+    at or before) a[mid]; the result is `high`. For an unsorted `a` it gives what JAX's does."""
+    from ._indexing import take
+    n = get_aval(a).shape[0]
+    unsigned = dtypes.uint64 if dtype == dtypes.int64 else dtypes.uint32
+    shape = get_aval(v).shape
+
+    def halve(state, _):
+        low, high = state
+        mid = lax.add(low, lax.div(lax.sub(high, low), const_like(get_aval(low), 2)))
+        at = take(a, mid, mode="clip")  # (mid is n only once low == high: either way low)
+        go_left = lax.not_(_sort_lt(at, v)) if side == "left" else _sort_lt(v, at)
+        return (lax.select(go_left, low, mid), lax.select(go_left, mid, high)), None
+    levels = int(np.ceil(np.log2(n + 1)))
+    init = (full(shape, 0, unsigned), full(shape, n, unsigned))
+    (_, high), _ = lax.scan(halve, init, None, length=levels, unroll=levels if unrolled else 1)
+    return lax.convert_element_type(high, dtype)
+
+
 def _searchsorted_compare_all(a: Any, v: Any, side: str, dtype: np.dtype) -> Any:
     """Count the elements of `a` before each query by comparing every pair."""
     v_shape = get_aval(v).shape
@@ -208,8 +231,9 @@ def _searchsorted_compare_all(a: Any, v: Any, side: str, dtype: np.dtype) -> Any
 def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
                  method: str = "scan") -> Any:
     """jnp.searchsorted: insertion indices of `v` into the sorted 1-D `a` (int32). `method` is
-    'compare_all' (compares every pair) or one of 'scan', 'scan_unrolled', 'sort' (which
-    co-sort `a` and `v`); all agree whenever `a` is sorted."""
+    'scan' (JAX's binary search), 'scan_unrolled' (the same, its levels unrolled), 'sort'
+    (co-sorts `a` and `v`) or 'compare_all' (compares every pair); all agree whenever `a` is
+    sorted."""
     a, v = _array("searchsorted", a), _array("searchsorted", v)
     if get_aval(a).ndim != 1:
         raise ValueError("a should be 1-dimensional")
@@ -227,7 +251,9 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
         return full(get_aval(v).shape, 0, dtype)
     if method == "compare_all":
         return _searchsorted_compare_all(a, v, side, dtype)
-    return _searchsorted_sort(a, v, side, dtype)
+    if method == "sort":
+        return _searchsorted_sort(a, v, side, dtype)
+    return _searchsorted_scan(a, v, side, dtype, unrolled=method == "scan_unrolled")
 
 
 def digitize(x: Any, bins: Any, right: bool = False, *, method: str | None = None) -> Any:
@@ -470,16 +496,9 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *,
             raise ValueError(f"type of weights must match type of x. Got "
                              f"typeof(x)={get_aval(x).str_short()} and "
                              f"typeof(weights)={get_aval(weights).str_short()}")
-    w_aval = get_aval(weights)
-    n = get_aval(x).shape[0]
-    # one-hot (n x length) selection summed over n: exact, and infs/NaNs stay in their bin
+    # JAX's: the weights added into their bins in order (a scatter-add; out of range dropped)
     xs = lax.max(x, const_like(get_aval(x), 0))
-    hit = lax.eq(lax.broadcast_in_dim(xs, (n, length), (0,)),
-                 lax.broadcasted_iota(get_aval(x).dtype, (n, length), 1))
-    contrib = lax.select(hit, lax.broadcast_in_dim(weights, (n, length), (0,)),
-                         full((n, length), 0, w_aval.dtype))
-    reduce = lax.reduce_or if w_aval.dtype == dtypes.bool_ else lax.reduce_sum
-    return lax.convert_element_type(reduce(contrib, (0,)), w_aval.dtype)
+    return full(length, 0, get_aval(weights).dtype).at[xs].add(weights, mode="drop")
 
 
 def top_k(a: Any, k: int, /, *, axis: int = -1, mode: str = "largest",
