@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tracejit
+import tracejit.numpy as tnp
 from tracejit import lax
 
 RNG = np.random.default_rng(0)
@@ -371,3 +372,25 @@ def test_fused_transposes_in_tiles(shape, perm):
     _assert_same(native, ref)
     np.testing.assert_array_equal(np.asarray(native), np.transpose(x, perm) * 2.0 + y)
 
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.int64, np.uint32],
+                         ids=lambda d: np.dtype(d).name)
+def test_integer_products_wrap_as_the_reference(dtype):
+    """Integer products accumulate a row at a time in the output (linalg._integer_dot): the
+    reference's values, wrapped, for operands spanning the dtype's whole range, in each layout
+    (transposed operands, batches, a vector operand, an empty contraction)."""
+    rng = np.random.default_rng(5)
+    info = np.iinfo(dtype)
+    a = rng.integers(info.min, info.max, (37, 53), dtype=dtype, endpoint=True)
+    c = rng.integers(info.min, info.max, (53, 29), dtype=dtype, endpoint=True)
+    batch = rng.integers(info.min, info.max, (4, 6, 6), dtype=dtype, endpoint=True)
+    cases = [(lambda x, y: x @ y, a, c), (lambda x, y: x.T @ y.T, c, a),
+             (lambda x: tnp.einsum("bij,bjk->bik", x, x), batch),
+             (lambda x, y: x[0] @ y, a, c), (lambda x, y: x @ y[:, 0], a, c),
+             (lambda x, y: tnp.einsum("ij,kj->ik", x, y), a, np.ascontiguousarray(c.T)),
+             (lambda x, y: lax.dot_general(x, y, (((1,), (0,)), ((), ()))), a[:, :0], c[:0])]
+    if np.dtype(dtype).itemsize < 4:
+        cases.append((lambda x, y: tnp.dot(x, y, preferred_element_type=np.int32), a, c))
+    for f, *args in cases:
+        _assert_same(*_both(f, *args))

@@ -609,8 +609,12 @@ def _dot_loops(em: Emitter, eqn, lhs, rhs, out: Buf, dests, lc, rc, lb, rb, lf, 
     dtype = aval_out.dtype
     acc_dtype = _acc_dtype(dtype)
     b = em.b
-    acc_ptr = em._entry_alloca(reg_type(acc_dtype))
     csizes = [lhs.aval.shape[d] for d in lc]
+    if dtypes.is_int(dtype) and aval_out.ndim and out.ptr is not lhs.ptr and \
+            out.ptr is not rhs.ptr:
+        _integer_dot(em, lhs, rhs, out, lc, rc, lb, rb, lf, rf)
+        return [out]
+    acc_ptr = em._entry_alloca(reg_type(acc_dtype))
 
     def outer(oidx):
         nb = len(lb)
@@ -636,6 +640,43 @@ def _dot_loops(em: Emitter, eqn, lhs, rhs, out: Buf, dests, lc, rc, lb, rb, lf, 
                  convert(b, b.load(acc_ptr), acc_dtype, dtype))
     em.loop_nest(aval_out.shape, outer)
     return [out if aval_out.ndim or dests[0] is not None else _as_value(em, out)]
+
+
+def _integer_dot(em: Emitter, lhs: Buf, rhs: Buf, out: Buf, lc, rc, lb, rb, lf, rf) -> None:
+    """An integer product accumulated in the output, a row of it at a time: for each batch
+    element, lhs free index and contraction index (in that order), the lhs element times the
+    rhs's row of free elements, added into the output's row (its innermost dimensions: one
+    vectorised loop where the rhs's free dimensions are its last). Each element gets the same
+    products in the same order as a sum over the contraction, and integer sums wrap exactly
+    in any order (256^3 int8 -> int32: 15.5 ms as a sum per element (the rhs read down its
+    columns) -> 0.6 ms)."""
+    b = em.b
+    dtype = out.aval.dtype
+    zero = const(dtype, 0)
+    em.loop_nest(out.aval.shape, lambda oidx: em.store(out, em.linear(out.aval.shape, oidx),
+                                                         zero))
+    outer = [lhs.aval.shape[d] for d in (*lb, *lf, *lc)]
+    inner = [rhs.aval.shape[d] for d in rf]
+
+    def row(idx):
+        nb, nf = len(lb), len(lf)
+        bidx, lidx, cidx = idx[:nb], idx[nb:nb + nf], idx[nb + nf:]
+        li: list = [None] * lhs.aval.ndim
+        for dims, at in ((lb, bidx), (lf, lidx), (lc, cidx)):
+            for d, i in zip(dims, at):
+                li[d] = i
+        x = convert(b, em.value_at(lhs, li), lhs.aval.dtype, dtype)
+
+        def element(ridx):
+            ri: list = [None] * rhs.aval.ndim
+            for dims, at in ((rb, bidx), (rc, cidx), (rf, ridx)):
+                for d, i in zip(dims, at):
+                    ri[d] = i
+            y = convert(b, em.value_at(rhs, ri), rhs.aval.dtype, dtype)
+            at = em.linear(out.aval.shape, [*bidx, *lidx, *ridx])
+            em.store(out, at, b.add(em.load(out, at), b.mul(x, y)))
+        em.loop_nest(inner, element)
+    em.loop_nest(outer, row)
 
 
 STRUCTURAL[dot_general_p] = _dot_general
