@@ -295,3 +295,25 @@ def test_float16_window_sums_round_like_xla():
                                                          "SAME"))(x)):
         assert got.dtype == np.float16
         np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+
+
+@pytest.mark.parametrize("dims,strides,padding", [
+    ((1, 3, 3, 1), (1, 1, 1, 1), ((0, 0), (1, 1), (1, 1), (0, 0))),
+    ((1, 3, 3, 1), (1, 2, 2, 1), ((0, 0), (1, 1), (1, 1), (0, 0))),
+    ((1, 3, 3, 1), (1, 1, 1, 1), ((0, 0), (2, 0), (0, 3), (0, 0))),
+    ((1, 4, 1, 2), (1, 3, 1, 1), ((0, 0), (5, 5), (1, 1), (1, 0))),
+    ((1, 3, 3, 1), (1, 1, 1, 1), ((0, 0), (9, 9), (1, 1), (0, 0))),  # no interior on axis 1
+    ((1, 2, 3, 1), (1, 1, 1, 1), ((0, 0), (-1, 1), (2, -2), (0, 0))),
+], ids=str)
+@pytest.mark.parametrize("op", ["add", "max"])
+def test_padded_windows_unrolled_inside(dims, strides, padding, op):
+    """A small padded window: its output cut along each padded axis into the positions whose
+    taps all fall on the operand (unrolled, no tests) and the rest (tested taps); the values
+    of the definition wherever the cuts fall."""
+    x = RNG.standard_normal((2, 9, 11, 5)).astype(np.float32)
+    fn, init = MONOIDS[op]
+    expected = direct_reduce_window(x, init, fn, dims, strides, padding, (1,) * 4, (1,) * 4)
+    lax_op = {"add": lax.add, "max": lax.max}[op]
+    got = tracejit.jit(lambda a: lax.reduce_window(a, np.float32(init), lax_op, dims, strides,
+                                                   padding))(x)
+    np.testing.assert_array_equal(np.asarray(got), expected)

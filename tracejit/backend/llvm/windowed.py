@@ -82,15 +82,32 @@ def _static_taps(params: dict, in_shape, out_shape) -> list[tuple] | None:
     return list(np.ndindex(*window))
 
 
+def _interior(params: dict, in_shape, out_shape) -> list[tuple[int, int]] | None:
+    """Per axis, the [lo, hi) of output positions whose window's taps along it all fall on the
+    operand (past the low padding, before the high); None where the base is dilated (holes)."""
+    if any(bd != 1 for bd in params["base_dilation"]):
+        return None
+    ranges = []
+    for d, (n, size) in enumerate(zip(out_shape, in_shape)):
+        s, w, wd = (params[k][d] for k in ("window_strides", "window_dimensions",
+                                           "window_dilation"))
+        low = params["padding"][d][0]
+        lo = min(max(-(-low // s), 0), n)
+        hi = min(max((size - 1 + low - (w - 1) * wd) // s + 1, lo), n)
+        ranges.append((lo, hi))
+    return ranges
+
+
 def _tap_offsets(em: Emitter, params: dict, in_shape, pos: list[ir.Value], taps) -> list:
-    """The row-major operand offset of each static tap at output position `pos`."""
+    """The row-major operand offset of each static tap at output position `pos` (each of
+    which falls on the operand, past its low padding)."""
     b = em.b
     strides = _strides(in_shape)
     corner = _c(0)
     for d, i in enumerate(pos):
         corner = b.add(corner, b.mul(i, _c(params["window_strides"][d] * strides[d])))
-    return [b.add(corner, _c(sum(k * params["window_dilation"][d] * strides[d]
-                                 for d, k in enumerate(tap)))) for tap in taps]
+    return [b.add(corner, _c(sum((k * params["window_dilation"][d] - params["padding"][d][0])
+                                 * strides[d] for d, k in enumerate(tap)))) for tap in taps]
 
 
 def _out(em: Emitter, eqn, dests, k: int = 0) -> Buf:
@@ -115,7 +132,23 @@ def _reduce_window_monoid(em: Emitter, eqn, ins, dests):
     acc = em._entry_alloca(reg_type(acc_dtype))
     b = em.b
     init = const(acc_dtype, wd._identity(kind, dtype))
-    taps = _static_taps(eqn.params, x.aval.shape, out.aval.shape)
+    # a small window's taps unrolled without bounds tests where they all fall on the operand:
+    # the output cut, along each padded axis, into the positions before, inside and after that
+    # interior (loop pieces), so the interior's loop over the last axis (channels) vectorises
+    window = eqn.params["window_dimensions"]
+    inside = _interior(eqn.params, x.aval.shape, out.aval.shape) \
+        if int(np.prod(window, dtype=np.int64)) <= _UNROLL_TAPS else None
+    taps = list(np.ndindex(*window)) if inside is not None else None
+    pieces = {(d,): [r for r in ((0, lo), (lo, hi), (hi, n)) if r[1] > r[0]]
+              for d, ((lo, hi), n) in enumerate(zip(inside or (), out.aval.shape))
+              if (lo, hi) != (0, n)}
+
+    def interior(idx) -> bool:
+        for i, (lo, hi), n in zip(idx, inside, out.aval.shape):
+            at = em.index_range(i) if (lo, hi) != (0, n) else (lo, hi)
+            if at is None or not lo <= at[0] <= at[1] <= hi or lo == hi:
+                return False
+        return True
 
     def element(idx):
         b.store(init, acc)
@@ -128,14 +161,14 @@ def _reduce_window_monoid(em: Emitter, eqn, ins, dests):
             else:
                 total = _combine(em, reducer, acc_dtype, b.load(acc), v)
             b.store(total, acc)
-        if taps is None:
+        if taps is None or not interior(idx):
             _taps(em, eqn.params, x.aval.shape, idx, body)
         else:
             for off in _tap_offsets(em, eqn.params, x.aval.shape, idx, taps):
                 body(off)
         em.store(out, em.linear(out.aval.shape, idx) if out.aval.ndim else None,
                  convert(b, b.load(acc), acc_dtype, dtype))
-    em.loop_nest(out.aval.shape, element)
+    em.loop_nest(out.aval.shape, element, pieces=pieces)
     return [_result(em, eqn, dests, out)]
 
 
