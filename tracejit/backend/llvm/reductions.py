@@ -8,6 +8,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ...core import dtypes
+from ...core.avals import ShapedArray
 from ...core.jaxpr import Var
 from ...core.primitive import Primitive
 from ...lax import cumulative as cu
@@ -501,6 +502,10 @@ def _is_nan(em: Emitter, dtype: np.dtype, v: ir.Value) -> ir.Value:
     return b.fcmp_unordered("uno", v, v)
 
 
+# Longest row of computed values an argmax/argmin copies into a temporary row (its workspace)
+ARG_ROW_COPY_MAX = 1 << 20
+
+
 def _argminmax(em: Emitter, eqn, ins, dests):
     (x,) = ins
     is_max = eqn.primitive.name == "argmax"
@@ -513,10 +518,13 @@ def _argminmax(em: Emitter, eqn, ins, dests):
     best_ptr = em._entry_alloca(reg_type(dtype))
     idx_ptr = em._entry_alloca(I64)
     out = dests[0] or (None if aval_out.ndim == 0 else em.alloc(aval_out))
-    # rows in memory: the best value in vectors, then the first place it is at
-    stored = _stored(x)
-    in_place = stored is not None and axis == len(in_shape) - 1 and in_shape[axis] > 0 and (
-        lanes_supported("reduce_max", dtype) or dtype.kind in "iu")
+    # the best value in vectors, then the first place it is at: of rows in memory where they
+    # are, of other rows (computed here, or strided) once copied into a temporary row
+    n = in_shape[axis]
+    vectors = 0 < n and (lanes_supported("reduce_max", dtype) or dtype.kind in "iu")
+    stored = _stored(x) if vectors and axis == len(in_shape) - 1 else None
+    row = em.alloc(ShapedArray((n,), dtype)) \
+        if vectors and stored is None and n <= ARG_ROW_COPY_MAX else None
 
     def outer(oidx):
         def at(i):
@@ -525,8 +533,14 @@ def _argminmax(em: Emitter, eqn, ins, dests):
                 full[d] = j
             full[axis] = i
             return em.value_at(x, full)
-        if in_place:
-            return convert(b, _first_best(em, is_max, stored, oidx), np.dtype(np.int64),
+        if stored is not None:
+            start = em.linear(in_shape, [*oidx, _zero()])
+            return convert(b, _first_best(em, is_max, dtype, b.gep(stored.ptr, [start],
+                                                                   inbounds=True), n),
+                           np.dtype(np.int64), aval_out.dtype)
+        if row is not None:
+            em.loop(n, lambda i: em.store(row, i, at(i)), name="row")
+            return convert(b, _first_best(em, is_max, dtype, row.ptr, n), np.dtype(np.int64),
                            aval_out.dtype)
         b.store(at(_zero()), best_ptr)
         b.store(_zero(), idx_ptr)
@@ -547,7 +561,9 @@ def _argminmax(em: Emitter, eqn, ins, dests):
             b.store(b.select(take, i, b.load(idx_ptr)), idx_ptr)
         em.loop(in_shape[axis], step, name="r")
         return convert(b, b.load(idx_ptr), np.dtype(np.int64), aval_out.dtype)
-    return _per_output(em, aval_out, out, outer)
+    result = _per_output(em, aval_out, out, outer)
+    em.release(row)
+    return result
 
 
 def _stored(x) -> Buf | None:
@@ -560,17 +576,13 @@ def _stored(x) -> Buf | None:
     return x if isinstance(x, Buf) else None
 
 
-def _first_best(em: Emitter, is_max: bool, x: Buf, oidx: list) -> ir.Value:
-    """argmax (argmin) of the row of `x` (a buffer, reduced along its last axis) at `oidx`, as
-    an i64: the row's max (min) -- lane_reduce's for floats, NaN where there is one -- then the
-    least place holding it (equal to it, or a NaN where it is NaN), found by a min over the
-    places in a vectorisable loop. Two reads of the row in place of a serial chain of compares
-    and selects (1,000 rows of 1,000 float32: 2.2 -> 0.1 ms)."""
+def _first_best(em: Emitter, is_max: bool, dtype: np.dtype, row: ir.Value, n: int) -> ir.Value:
+    """argmax (argmin) of the n elements of `dtype` at `row`, as an i64: the row's max (min) --
+    lane_reduce's for floats, NaN where there is one -- then the least place holding it (equal
+    to it, or a NaN where it is NaN), found by a min over the places in a vectorisable loop.
+    Two reads of the row in place of a serial chain of compares and selects (1,000 rows of
+    1,000 float32: 2.2 -> 0.1 ms)."""
     b = em.b
-    dtype = x.aval.dtype
-    n = x.aval.shape[-1]
-    start = em.linear(x.aval.shape, [*oidx, _zero()])
-    row = b.gep(x.ptr, [start], inbounds=True)
     name = "reduce_max" if is_max else "reduce_min"
     if dtypes.is_inexact(dtype):
         best = lane_reduce(em, name, dtype, row, n)
