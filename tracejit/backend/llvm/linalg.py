@@ -69,7 +69,51 @@ def _dot_general(em: Emitter, eqn, ins, dests):
                 return [out]
             _emit_gemm(em, dtype, lhs, rhs, out, batch, m, n, k, lt, rt)
             return [out]
+    exact = _exact_float(lhs.aval.dtype, rhs.aval.dtype, k)
+    if (dtypes.is_int(dtype) and exact is not None and isinstance(lhs, Buf)
+            and isinstance(rhs, Buf) and m * n * k >= _BLAS_MIN_FLOPS and m > 1 and n > 1):
+        lt = _gemm_layout(lhs.aval, lb, lc, lf)
+        rt = _gemm_layout(rhs.aval, rb, rf, rc)
+        if lt is not None and rt is not None:
+            _integer_gemm(em, exact, lhs, rhs, out, math.prod(lhs.aval.shape[d] for d in lb),
+                          m, n, k, lt, rt)
+            return [out]
     return _dot_loops(em, eqn, lhs, rhs, out, dests, lc, rc, lb, rb, lf, rf)
+
+
+def _exact_float(a: np.dtype, c: np.dtype, k: int) -> np.dtype | None:
+    """The float type in which a product of integers of types a and c summed over k terms is
+    exact whatever their values (every partial sum an integer below 2^24 or 2^53), or None:
+    integers of up to 16 bits."""
+    if not (dtypes.is_int(a) and dtypes.is_int(c) and a.itemsize <= 2 and c.itemsize <= 2):
+        return None
+    largest = k * max(abs(int(np.iinfo(a).min)), int(np.iinfo(a).max)) * \
+        max(abs(int(np.iinfo(c).min)), int(np.iinfo(c).max))
+    return dtypes.float32 if largest <= 2 ** 24 else dtypes.float64 if largest < 2 ** 53 \
+        else None
+
+
+def _integer_gemm(em: Emitter, work: np.dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int,
+                  m: int, n: int, k: int, lt: bool, rt: bool) -> None:
+    """A product of small integers as a float GEMM in `work`, where it is exact (_exact_float):
+    the operands converted, the product, then each (integral) element back to the output's
+    integer type, wrapped as an integer sum wraps (int8 256^3 -> int32: 1.2 -> ~0.2 ms)."""
+    b = em.b
+    ins = []
+    for x in (lhs, rhs):
+        wide = em.alloc(ShapedArray(x.aval.shape, work))
+        em.loop(x.aval.size, lambda i, x=x, wide=wide: em.store(
+            wide, i, convert(b, em.load(x, i), x.aval.dtype, work)), name="widen")
+        ins.append(wide)
+    product = em.alloc(ShapedArray(out.aval.shape, work))
+    _emit_gemm(em, work, *ins, product, batch, m, n, k, lt, rt)
+    width = ir.IntType(out.aval.dtype.itemsize * 8)
+    em.loop(out.aval.size, lambda i: em.store(out, i, b.trunc(b.fptosi(em.load(product, i), I64),
+                                                               width)
+                                             if width.width < 64 else
+                                             b.fptosi(em.load(product, i), I64)), name="narrow")
+    for buf in (*ins, product):
+        em.release(buf)
 
 
 def _fortran_args(b: ir.IRBuilder, alloca, dtype, args: list) -> list:

@@ -1,0 +1,124 @@
+"""Library operations outside the main table, ours vs JAX: sorting (sort, argsort, rows),
+top_k, argmax, searchsorted, bincount, an integer product, pooling windows, 2-D FFTs and
+categorical sampling -- where a user's program spends its time beyond elementwise work and
+BLAS.
+
+    python -m benchmarks.library_ops [--runs N] ["row substring" ...]
+
+Each side runs in its own process (JAX in .venv-jax312 when present, else the test venv's),
+the sides alternating N times. A row: the first call (trace + compile + run), then the median
+of the calls made in `BUDGET` seconds (tracejit after its final code: runtime/tiering.py).
+Prints each row's medians over the runs and JAX's time / ours (> 1: ours faster)."""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+from . import ROOT, jax_python, side_env
+from .run_side import measure
+
+BUDGET = 0.6
+
+
+def rows(jax, jnp, lax) -> list[tuple[str, object, tuple]]:
+    """(name, jitted function, arguments) of every row, the same on both sides."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    v = rng.standard_normal(1 << 20).astype(np.float32)
+    m = rng.standard_normal((1000, 1000)).astype(np.float32)
+    bias = rng.standard_normal(1000).astype(np.float32)
+    bins = rng.integers(0, 1000, 1 << 20).astype(np.int32)
+    small = rng.integers(-5, 5, (256, 256)).astype(np.int8)
+    image = rng.standard_normal((8, 64, 64, 32)).astype(np.float32)
+    plane = (m[:512, :512] + 1j * m[-512:, -512:]).astype(np.complex64)
+    key = jax.random.PRNGKey(0)
+    table = [
+        ("sort 1M float32", lambda a: jnp.sort(a), (v,)),
+        ("argsort 1M float32", lambda a: jnp.argsort(a), (v,)),
+        ("sort rows 1000x1000", lambda a: jnp.sort(a, axis=1), (m,)),
+        ("top_k 8 of 1000x1000 rows", lambda a: lax.top_k(a, 8), (m,)),
+        ("top_k 64 of 1000x1000 rows", lambda a: lax.top_k(a, 64), (m,)),
+        ("argmax rows 1000x1000", lambda a: jnp.argmax(a, axis=1), (m,)),
+        ("argmax of 1M (flattened)", lambda a: jnp.argmax(a), (m,)),
+        ("argmax rows of x + b", lambda a, c: jnp.argmax(a + c, axis=1), (m, bias)),
+        ("searchsorted 64K into 1M", lambda a, q: jnp.searchsorted(a, q),
+         (np.sort(v), v[:1 << 16])),
+        ("bincount 1M into 1000", lambda b: jnp.bincount(b, length=1000), (bins,)),
+        ("int8 dot 256^3 -> int32",
+         lambda a: jnp.dot(a, a, preferred_element_type=jnp.int32), (small,)),
+        ("avg_pool 3x3 SAME 8x64x64x32",
+         lambda x: lax.reduce_window(x, 0.0, lax.add, (1, 3, 3, 1), (1, 1, 1, 1), "SAME"),
+         (image,)),
+        ("max_pool 3x3/2 SAME 8x64x64x32",
+         lambda x: lax.reduce_window(x, -np.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME"),
+         (image,)),
+        ("fft2 512x512 complex64", lambda a: jnp.fft.fft2(a), (plane,)),
+        ("categorical 1000x1000", lambda k, a: jax.random.categorical(k, a), (key, m)),
+    ]
+    return [(name, jax.jit(fn), args) for name, fn, args in table]
+
+
+def side(impl: str, wanted: list[str]) -> dict:
+    if impl == "jax":
+        import jax
+        import jax.numpy as jnp
+        from jax import lax
+        settle = None
+    else:
+        import tracejit as jax
+        import tracejit.numpy as jnp
+        from tracejit import lax
+        from tracejit.runtime import tiering
+        settle = tiering.wait
+    out = {}
+    for name, fn, args in rows(jax, jnp, lax):
+        if wanted and not any(w in name for w in wanted):
+            continue
+        first, median, _ = measure(fn, args, budget=BUDGET, settle=settle)
+        out[name] = {"first": first, "median": median}
+    return {"version": jax.__version__, "rows": out}
+
+
+def _run_side(python: str, impl: str, wanted: list[str]) -> dict:
+    proc = subprocess.run([python, "-m", "benchmarks.library_ops", "--side", impl, *wanted],
+                          cwd=ROOT, env=side_env(TRACEJIT_PERSISTENT_CACHE="0"),
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"{impl} side failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _time(s: float) -> str:
+    return f"{s * 1e3:.2f} ms" if s >= 1e-3 else f"{s * 1e6:.1f} µs"
+
+
+def main(runs: int, wanted: list[str]) -> None:
+    ours, theirs = [], []
+    for _ in range(runs):  # alternating, so that a load change hits both sides alike
+        ours.append(_run_side(sys.executable, "tracejit", wanted))
+        theirs.append(_run_side(jax_python(), "jax", wanted))
+    print(f"tracejit vs JAX {theirs[0]['version']}; runs: {runs}; load average now: "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print("| operation | tracejit | JAX | vs JAX | 1st call tracejit | 1st call JAX |")
+    print("|---|---|---|---|---|---|")
+    for name in ours[0]["rows"]:
+        med = [{k: statistics.median(r["rows"][name][k] for r in side_runs)
+                for k in ("first", "median")} for side_runs in (ours, theirs)]
+        print(f"| {name} | {_time(med[0]['median'])} | {_time(med[1]['median'])} | "
+              f"{med[1]['median'] / med[0]['median']:.2f} | {_time(med[0]['first'])} | "
+              f"{_time(med[1]['first'])} |")
+
+
+if __name__ == "__main__":
+    argv = sys.argv[1:]
+    if argv[:1] == ["--side"]:
+        print(json.dumps(side(argv[1], argv[2:])))
+        sys.exit()
+    n_runs = 1
+    if "--runs" in argv:
+        k = argv.index("--runs")
+        n_runs, argv = int(argv[k + 1]), argv[:k] + argv[k + 2:]
+    main(n_runs, argv)
