@@ -862,7 +862,21 @@ def _axis_pass(em: Emitter, src: Buf, dst: Buf, axis: int, n: int, kind: str) ->
         else:
             em.loop(n_out, lambda k: store(kb["dst"], at(line, n_out, k), scaled(get(k))),
                     name="s")
-    _tiles(em, ps, lines, bufs, _by_line(em, gather), _by_line(em, scatter))
+    if inner > 1 and kind in ("fft", "ifft") and not ps.bluestein:
+        # lines strided through memory (not the last axis): a tile's t lines lie side by side,
+        # so element k of all t is read (written) before element k + 1, a run of t elements,
+        # not one line down its stride after another (each line's n reads on n cache lines)
+        def gather_tile(kb, start, t, put):
+            em.loop(n, lambda k: em.loop(t, lambda ln: put(k, ln, load(
+                kb["src"], at(em.b.add(start, ln), n_in, k))), name="gl"), name="gk")
+
+        def scatter_tile(kb, start, t, get):
+            em.loop(n_out, lambda k: em.loop(t, lambda ln: store(
+                kb["dst"], at(em.b.add(start, ln), n_out, k), scaled(get(k, ln))), name="sl"),
+                name="sk")
+        _tiles(em, ps, lines, bufs, gather_tile, scatter_tile)
+    else:
+        _tiles(em, ps, lines, bufs, _by_line(em, gather), _by_line(em, scatter))
     ps.release()
     em.release(bufs.get("w"))
 
