@@ -394,3 +394,31 @@ def test_integer_products_wrap_as_the_reference(dtype):
         cases.append((lambda x, y: tnp.dot(x, y, preferred_element_type=np.int32), a, c))
     for f, *args in cases:
         _assert_same(*_both(f, *args))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint8, np.float16,
+                                   np.complex64], ids=lambda d: np.dtype(d).name)
+def test_scatter_runs_of_one_index_as_the_reference(dtype):
+    """Element scatters that combine keep a run of updates to one element in a register
+    (indexing.py): the reference's bits for sorted indices (long runs), unsorted ones, indices
+    out of bounds between a run's updates (dropped or clipped), NaNs and every combine."""
+    rng = np.random.default_rng(9)
+    kind = np.dtype(dtype).kind
+    for sort in (True, False):
+        idx = rng.integers(-3, 40, 300).astype(np.int32)
+        idx = np.sort(idx) if sort else idx
+        upd = (rng.standard_normal(300) * 5).astype(dtype) if kind in "fc" else \
+            rng.integers(0, 9, 300).astype(dtype)
+        if kind == "f":
+            upd[[7, 150, 151]] = np.nan
+        base = np.ones(37, dtype)
+        for method in ("add", "multiply", "min", "max", "set"):
+            if kind == "c" and method in ("min", "max"):
+                continue
+            for mode in (None, "clip", "drop"):
+                _assert_same(*_both(lambda b, i, u, method=method, mode=mode: getattr(
+                    b.at[i], method)(u, mode=mode), base, idx, upd))
+    if kind != "c":
+        seg = np.sort(rng.integers(0, 37, 300)).astype(np.int32)
+        _assert_same(*_both(lambda u, s: tracejit.ops.segment_max(u, s, num_segments=37),
+                            upd, seg))

@@ -4,6 +4,7 @@ into a dying operand's memory where they can be. codegen's Emitter dispatches to
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import ir
 
 from ...core.avals import ShapedArray
 from ...lax import elementwise as ew
@@ -13,6 +14,7 @@ from .complex_ops import accumulating_mul
 from .index_maps import _clamp_index, _window_starts, _zero
 from .rules import IN_PLACE, STRUCTURAL
 from .scalar_ops import convert, emit_scalar
+from .types import I64, reg_type
 
 
 def _dynamic_update_slice(em: Emitter, eqn, ins, dests):
@@ -80,6 +82,9 @@ def _scatter(em: Emitter, eqn, ins, dests):
         lin = em.linear(aval.shape, coord)
 
         def write():
+            if runs:
+                run_write(lin, uidx)
+                return
             old = em.load(out, lin)
             if name == "scatter_apply":
                 closed = p["jaxpr"]
@@ -100,8 +105,36 @@ def _scatter(em: Emitter, eqn, ins, dests):
         else:  # out-of-bounds windows are dropped
             with b.if_then(in_bounds):
                 write()
+    # Element updates that combine (add, sub, mul, min, max) keep the element they are on in a
+    # register while the next update lands on it too (a run: sorted segment ids), storing it
+    # when the run ends: the same combines in the same order, without a store and a load of
+    # the same address per update. 1M sorted ids into 1,000: segment_sum 3.6 -> 0.95 ms,
+    # segment_max 7.5 -> 5.3 (its NaN-propagating max is the chain now); a scatter-add at 1M
+    # random indices pays for the test, 1.81 -> 2.01 ms.
+    op = _SCATTER_COMBINE.get(eqn.primitive)
+    runs = name != "scatter_apply" and op is not None and dtype.kind != "c" and \
+        not dn.update_window_dims
+    if runs:
+        run_at = em._entry_alloca(I64)  # the element the run is on (-1: none yet)
+        run_value = em._entry_alloca(reg_type(dtype))
+        b.store(ir.Constant(I64, -1), run_at)
+
+        def run_write(lin, uidx):
+            at = b.load(run_at)
+            with b.if_then(b.icmp_signed("!=", lin, at)):  # a new run: store the last one's
+                with b.if_then(b.icmp_signed(">=", at, ir.Constant(I64, 0))):
+                    em.store(out, at, b.load(run_value))
+                b.store(lin, run_at)
+                b.store(em.load(out, lin), run_value)
+            u = em.value_at(updates, uidx)
+            b.store(emit_scalar(b, op, [dtype] * 2, dtype, [b.load(run_value), u], {}),
+                    run_value)
     if aval.size:
         em.loop_nest([upd_shape[a] for a in order], body)
+    if runs and aval.size:
+        at = b.load(run_at)
+        with b.if_then(b.icmp_signed(">=", at, ir.Constant(I64, 0))):
+            em.store(out, at, b.load(run_value))
     return [out]
 
 
