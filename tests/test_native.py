@@ -418,6 +418,11 @@ def test_scatter_runs_of_one_index_as_the_reference(dtype):
             for mode in (None, "clip", "drop"):
                 _assert_same(*_both(lambda b, i, u, method=method, mode=mode: getattr(
                     b.at[i], method)(u, mode=mode), base, idx, upd))
+    # into a rank-0 operand (no element index: no runs)
+    dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(),
+                                     scatter_dims_to_operand_dims=())
+    _assert_same(*_both(lambda x, u: lax.scatter_add(x, np.zeros((3, 0), np.int32), u, dn),
+                        base[0], upd[:3]))
     if kind != "c":
         seg = np.sort(rng.integers(0, 37, 300)).astype(np.int32)
         _assert_same(*_both(lambda u, s: tracejit.ops.segment_max(u, s, num_segments=37),

@@ -113,7 +113,7 @@ def _scatter(em: Emitter, eqn, ins, dests):
     # random indices pays for the test, 1.81 -> 2.01 ms.
     op = _SCATTER_COMBINE.get(eqn.primitive)
     runs = name != "scatter_apply" and op is not None and dtype.kind != "c" and \
-        not dn.update_window_dims
+        not dn.update_window_dims and aval.ndim > 0
     if runs:
         run_at = em._entry_alloca(I64)  # the element the run is on (-1: none yet)
         run_value = em._entry_alloca(reg_type(dtype))
