@@ -19,6 +19,7 @@ from ..core.trace import concrete_value, get_aval
 from ..lax import lenient as lax
 from ..lax._base import canonicalize_axis, const_like
 from ._creation import full
+from ._indexing import take
 from ._shape import moveaxis, ravel, swapaxes
 from ._util import asarray, check_arraylike, promote_dtypes
 
@@ -200,7 +201,6 @@ def _searchsorted_scan(a: Any, v: Any, side: str, dtype: np.dtype, unrolled: boo
     """JAX's binary search: ceil(log2(n + 1)) halvings of [low, high) for every query at once
     (unsigned, mid = low + (high - low) // 2), going left where the query sorts before (left:
     at or before) a[mid]; the result is `high`. For an unsorted `a` it gives what JAX's does."""
-    from ._indexing import take
     n = get_aval(a).shape[0]
     unsigned = dtypes.uint64 if dtype == dtypes.int64 else dtypes.uint32
     shape = get_aval(v).shape

@@ -118,6 +118,7 @@ def _radix_sort_rows(em: Emitter, shape: Sequence[int], axis: int, bits: int,
     # the pass's source and destination (a skipped pass leaves them where they were)
     src = [em._entry_alloca(buf.ptr.type) for buf in (keys[0], poss[0])]
     dst = [em._entry_alloca(buf.ptr.type) for buf in (keys[1], poss[1])]
+    run = em._entry_alloca(I32)  # a pass's running count, as its counts become offsets
     one, n32 = ir.Constant(I32, 1), ir.Constant(I32, n)
 
     def bucket(k: ir.Value, p: int) -> ir.Value:
@@ -146,10 +147,9 @@ def _radix_sort_rows(em: Emitter, shape: Sequence[int], axis: int, bits: int,
             src_k, src_p = (Buf(b.load(ptr), buf.aval) for ptr, buf in zip(src, (keys[0], poss[0])))
             first = em.load(src_k, ir.Constant(I64, 0))
             with b.if_then(b.icmp_signed("!=", b.load(counter(first, p)), n32)):
-                run = em._entry_alloca(I32)
                 b.store(ir.Constant(I32, 0), run)
 
-                def offset(d, p=p, run=run):  # the counts become each bucket's first place
+                def offset(d, p=p):  # the counts become each bucket's first place
                     slot = b.gep(counts.ptr, [b.add(d, ir.Constant(I64, p * _BYTE))],
                                  inbounds=True)
                     c = b.load(slot)
@@ -226,11 +226,10 @@ def _unsigned_order(em: Emitter, dtype: np.dtype, v: ir.Value) -> ir.Value:
     b = em.b
     if dtype == dtypes.bool_:
         return b.zext(v, I8)
-    width = _key_bits(dtype)
-    it = ir.IntType(width)
-
     if dtype.kind == "u":
         return v
+    width = _key_bits(dtype)
+    it = ir.IntType(width)
     if dtype.kind == "i":
         return b.xor(v, _constant(v, it, 1 << (width - 1)))
     bits = b.bitcast(v, _like(v, it))
@@ -361,8 +360,8 @@ def _select_rows(em: Emitter, x, axis: int, k: int, key: Callable[[list, ir.Valu
         em.store(top, j, v)
         em.store(at, j, b.trunc(i, I32))
 
-    def consider(oidx, i: ir.Value, v: ir.Value | None = None) -> None:
-        v = key(oidx, i) if v is None else v
+    def consider(oidx, i: ir.Value) -> None:
+        v = key(oidx, i)
         with b.if_then(b.icmp_unsigned(">", v, b.load(kth)), likely=False):
             insert(last, v, i)
             b.store(em.load(top, last), kth)

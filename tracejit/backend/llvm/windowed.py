@@ -146,7 +146,7 @@ def _reduce_window_monoid(em: Emitter, eqn, ins, dests):
     def interior(idx) -> bool:
         for i, (lo, hi), n in zip(idx, inside, out.aval.shape):
             at = em.index_range(i) if (lo, hi) != (0, n) else (lo, hi)
-            if at is None or not lo <= at[0] <= at[1] <= hi or lo == hi:
+            if at is None or not lo <= at[0] < at[1] <= hi:
                 return False
         return True
 
