@@ -7,7 +7,7 @@ import numpy as np
 
 import tracejit
 import tracejit.numpy as tnp
-from tracejit.compiler.fusion import MAX_KERNEL_EQNS
+from tracejit.compiler.fusion import MAX_KERNEL_DEPTH
 
 
 def _compare(f, *args, rtol=1e-6):
@@ -32,13 +32,13 @@ def test_five_thousand_fused_elementwise_equations():
     start = time.perf_counter()
     compiled = _compare(f, x)
     print(f"5,000-equation fused chain: traced and compiled in {time.perf_counter() - start:.1f} s")
-    # kernels of MAX_KERNEL_EQNS equations (fusion cuts long chains): equal ones compile once
-    assert compiled.as_text().count("// kernel") == -(-5000 // MAX_KERNEL_EQNS)
+    # kernels of MAX_KERNEL_DEPTH equations (fusion cuts long chains): equal ones compile once
+    assert compiled.as_text().count("// kernel") == -(-5000 // MAX_KERNEL_DEPTH)
 
 
 def test_long_chain_of_fused_index_maps():
     """Transposes fused as index arithmetic, alternating with arithmetic: kernels of
-    MAX_KERNEL_EQNS equations."""
+    MAX_KERNEL_DEPTH equations."""
     def f(x):
         for _ in range(700):
             x = x.T * 1.0001 + 0.25
@@ -47,7 +47,7 @@ def test_long_chain_of_fused_index_maps():
     x = np.arange(12.0, dtype=np.float32).reshape(3, 4) / 7
     assert _eqn_count(f, x) == 2100
     compiled = _compare(f, x)
-    assert compiled.as_text().count("// kernel") == -(-2100 // MAX_KERNEL_EQNS)
+    assert compiled.as_text().count("// kernel") == -(-2100 // MAX_KERNEL_DEPTH)
 
 
 def test_five_thousand_equations_with_unfusable_ops():

@@ -193,3 +193,39 @@ def test_cheap_bias_add_is_copied_into_each_kernel_reading_it():
     y = RNG.standard_normal((8, 5)).astype(F32)
     assert _kernels(g, x, y) == ["add", "reduce_sum", "transpose -> mul"]
     np.testing.assert_array_equal(np.asarray(tracejit.jit(g)(x, y)[1]), (x + y).T * 2)
+
+
+def test_kernel_limits_cut_long_chains_not_wide_kernels():
+    """Fusion's two limits (fusion.MAX_KERNEL_COST, MAX_KERNEL_DEPTH): a wide kernel of more
+    than MAX_KERNEL_DEPTH equations whose chains are short stays one kernel (ndtri's three
+    rational functions); a chain of cheap ops is cut at the depth, one of transcendental ops
+    at the cost; every piece computes what the interpreter does."""
+    from tracejit.compiler.fusion import MAX_KERNEL_COST, MAX_KERNEL_DEPTH, TRANSCENDENTAL_COST
+    x = RNG.uniform(0.1, 0.9, 1000).astype(F32)
+
+    def wide(x):  # 8 independent chains of 8 ops, summed: depth ~12, ~70 equations
+        terms = []
+        for k in range(8):
+            t = x + float(k)
+            for _ in range(3):
+                t = t * t - x
+            terms.append(lax.polynomial(t, (1.0, 0.5, 0.25, 0.125)))
+        return sum(terms[1:], terms[0])
+    assert len(tracejit.jit(wide).trace(x).jaxpr.eqns) > 2 * MAX_KERNEL_DEPTH
+    assert len(_kernels(wide, x)) == 1
+    _close_to_interpreter(wide, x)
+
+    def chain(x, n, op):
+        for _ in range(n):
+            x = op(x)
+        return x
+    n = 3 * MAX_KERNEL_DEPTH
+    assert len(_kernels(lambda x: chain(x, n, lambda v: v * 0.5 + 0.25), x)) == 6  # 2n eqns
+    per_kernel = min(MAX_KERNEL_DEPTH, MAX_KERNEL_COST // TRANSCENDENTAL_COST)
+    assert len(_kernels(lambda x: chain(x, n, jnp.sin), x)) == -(-n // per_kernel)
+    _close_to_interpreter(lambda x: chain(x, n, jnp.sin), x)
+
+    def heavy(x):  # a wide kernel of transcendental ops past the cost: cut
+        return sum((jnp.sin(x + float(k)) for k in range(1, 40)), jnp.sin(x))
+    assert len(_kernels(heavy, x)) > 1
+    _close_to_interpreter(heavy, x, rtol=1e-5)

@@ -24,6 +24,7 @@ from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Var, renamed
 from ..core.primitive import ELEMENTWISE, INDEX_MAP, REDUCTION, Primitive
 from ..lax.elementwise import (add_p, bitcast_convert_type_p, convert_element_type_p, max_p,
                                min_p, mul_p, neg_p, select_n_p, sub_p)
+from ..lax.polynomials import polynomial_p
 
 
 def element_op(eqn) -> bool:
@@ -151,10 +152,49 @@ def _in_bodies(eqn: Eqn, memo: dict) -> Eqn:
     return eqn.replace(params={k: apply(v) for k, v in eqn.params.items()})
 
 
-# Kernels stop growing at this many equations: past it fusion saves little memory traffic
-# while LLVM's time grows faster than the kernel, and equal pieces of a long chain are one
-# kernel compiled once (codegen's outlined kernels).
-MAX_KERNEL_EQNS = 32
+# Kernels stop growing at this cost (`eqn_cost`, ~instructions per element) or this depth (the
+# longest chain of dependent equations in them): past either, fusion saves little memory
+# traffic while LLVM's time grows faster than the kernel (and a loop body past
+# codegen.VECTORIZE_MAX_BODY instructions is vectorised only over many elements), and equal
+# pieces of a long chain are one kernel compiled once (codegen's outlined kernels). A long
+# chain also runs faster cut: out-of-order execution overlaps a short chain's turns, not a long
+# one's (100 steps of x * 1.0001 + 0.5 over 2^20 float32: 0.96 ms as 7 kernels, 1.77 ms as
+# one). So chains of `sin` or of adds are cut every 32 equations, while a wide kernel of cheap
+# ops and polynomials (ndtri's three rational functions, ~50 equations) stays whole.
+MAX_KERNEL_COST = 256
+MAX_KERNEL_DEPTH = 32
+TRANSCENDENTAL_COST = 8
+
+
+def eqn_cost(eqn: Eqn) -> int:
+    """An equation's weight against MAX_KERNEL_COST: a transcendental op's native code is tens
+    of instructions, a polynomial's two per coefficient, any other element op's a few."""
+    if eqn.primitive.transcendental:
+        return TRANSCENDENTAL_COST
+    if eqn.primitive is polynomial_p:
+        return len(eqn.invars)
+    return 1
+
+
+def eqn_depth(eqn: Eqn) -> int:
+    """An equation's length as a chain against MAX_KERNEL_DEPTH: Horner's rule is a chain of
+    one multiply-add per coefficient after the first."""
+    return max(len(eqn.invars) - 1, 1) if eqn.primitive is polynomial_p else 1
+
+
+def _fits(group: set[int], eqns: Sequence[Eqn]) -> bool:
+    """Whether a kernel of these equations stays within both limits."""
+    if sum(eqn_cost(eqns[i]) for i in group) > MAX_KERNEL_COST:
+        return False
+    depth: dict[Var, int] = {}
+    for i in sorted(group):
+        eqn = eqns[i]
+        d = eqn_depth(eqn) + max((depth.get(v, 0) for v in eqn.invars if isinstance(v, Var)),
+                                 default=0)
+        if d > MAX_KERNEL_DEPTH:
+            return False
+        depth.update((v, d) for v in eqn.outvars)
+    return True
 
 
 def _lazy_values(eqns: Sequence[Eqn], outvars: Sequence, duplicate: bool) -> set[Var]:
@@ -167,7 +207,9 @@ def _lazy_values(eqns: Sequence[Eqn], outvars: Sequence, duplicate: bool) -> set
     outs = set(outvars)
     producer, _ = def_use(eqns)
     lazy: set[Var] = set()
-    size: dict[Var, int] = {}  # equations a lazy value pulls into its consumer's kernel
+    # the cost a lazy value pulls into its consumer's kernel, and the longest chain it ends
+    size: dict[Var, int] = {}
+    depth: dict[Var, int] = {}
     for eqn in eqns:
         if multi_element(eqn):
             # the counters (cheap: an index) go into every reader; the hash only where one
@@ -183,8 +225,10 @@ def _lazy_values(eqns: Sequence[Eqn], outvars: Sequence, duplicate: bool) -> set
         v = eqn.outvars[0]
         if v.aval.ndim == 0 or v in outs:
             continue
-        size[v] = 1 + sum(size.get(x, 0) for x in eqn.invars if x in lazy)
-        if size[v] >= MAX_KERNEL_EQNS:
+        size[v] = eqn_cost(eqn) + sum(size.get(x, 0) for x in eqn.invars if x in lazy)
+        depth[v] = eqn_depth(eqn) + max((depth.get(x, 0) for x in eqn.invars if x in lazy),
+                                        default=0)
+        if size[v] >= MAX_KERNEL_COST or depth[v] >= MAX_KERNEL_DEPTH:
             continue  # stored: a long chain is cut into kernels of equal length
         users = consumers.get(v, [])
         if not users or not all(element_op(u) or is_reduction(u) for u in users):
@@ -260,7 +304,7 @@ def _share_within_kernels(eqns: Sequence[Eqn], outs: set, consumers: dict, lazy:
         only = roots.pop() if len(roots) == 1 else None
         if v in lazy:
             root[k] = only  # None: copied into several kernels, or read at another element
-        elif only is not None and len(kernel(only) | kernel(k)) <= MAX_KERNEL_EQNS:
+        elif only is not None and _fits(kernel(only) | kernel(k), eqns):
             lazy.add(v)
             root[k] = only
 
@@ -293,8 +337,8 @@ def _share_results(k: int, eqns: Sequence[Eqn], outs: set, consumers: dict, lazy
     roots = {root.get(producer[u.outvars[0]]) if _same_element(u, v) else None
              for u, v in reads}
     only = roots.pop() if len(roots) == 1 else None
-    if only is not None and len(_kernel_of(only, eqns, producer, lazy) |
-                                _kernel_of(k, eqns, producer, lazy)) <= MAX_KERNEL_EQNS:
+    if only is not None and _fits(_kernel_of(only, eqns, producer, lazy) |
+                                  _kernel_of(k, eqns, producer, lazy), eqns):
         lazy.update(eqn.outvars)
         root[k] = only
 
