@@ -1,6 +1,6 @@
 """Library operations outside the main table, ours vs JAX: sorting (sort, argsort, rows),
-top_k, argmax, searchsorted, bincount, an integer product, pooling windows, 2-D FFTs and
-categorical sampling -- where a user's program spends its time beyond elementwise work and
+top_k, argmax, searchsorted, bincount, an integer product, pooling windows, 2-D FFTs,
+categorical sampling and scipy.special.ndtri -- where a user's program spends its time beyond elementwise work and
 BLAS.
 
     python -m benchmarks.library_ops [--runs N] ["row substring" ...]
@@ -25,7 +25,10 @@ BUDGET = 0.6
 
 def rows(jax, jnp, lax) -> list[tuple[str, object, tuple]]:
     """(name, jitted function, arguments) of every row, the same on both sides."""
+    import importlib
+
     import numpy as np
+    special = importlib.import_module(f"{jax.__name__}.scipy.special")
     rng = np.random.default_rng(0)
     v = rng.standard_normal(1 << 20).astype(np.float32)
     m = rng.standard_normal((1000, 1000)).astype(np.float32)
@@ -57,6 +60,8 @@ def rows(jax, jnp, lax) -> list[tuple[str, object, tuple]]:
          (image,)),
         ("fft2 512x512 complex64", lambda a: jnp.fft.fft2(a), (plane,)),
         ("categorical 1000x1000", lambda k, a: jax.random.categorical(k, a), (key, m)),
+        ("scipy.special.ndtri 1M float32", special.ndtri,
+         (rng.uniform(0, 1, 1 << 20).astype(np.float32),)),
     ]
     return [(name, jax.jit(fn), args) for name, fn, args in table]
 
