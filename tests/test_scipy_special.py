@@ -391,6 +391,14 @@ def test_spence_against_scipy_and_jax(x64):
     got32 = special.spence(x32)
     assert got32.dtype == np.float32
     np.testing.assert_allclose(got32, jsp.spence(x32), rtol=3e-6, equal_nan=True)
+    # float32 within 3 ulps of SciPy's float64 value rounded (JAX's Cephes rational, whose
+    # polynomials cancel near w = -1/2, is 11 ulps off near x = 1/2 and 2)
+    x32 = np.concatenate([np.linspace(0, 5, 20001), 10 ** np.linspace(-30, 30, 6000)])
+    x32 = x32.astype(np.float32)
+    want32 = sp.spence(x32.astype(np.float64))
+    ulps = np.abs(np.asarray(tracejit.jit(special.spence)(x32)) - want32) / \
+        np.spacing(np.abs(want32).astype(np.float32))
+    assert ulps.max() <= 3, (ulps.max(), x32[np.argmax(ulps)])
     # d/dx Li2(1 - x) = log(x) / (1 - x) (JAX 0.10 gives NaN at 2 and 0 at 1)
     for v, want_g in [(2., -np.log(2.)), (1., -1.), (0.3, np.log(0.3) / 0.7)]:
         np.testing.assert_allclose(tracejit.grad(special.spence)(v), want_g, rtol=1e-12)

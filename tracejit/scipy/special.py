@@ -667,15 +667,17 @@ def _expi_jvp(primals, tangents):
 
 # --- Spence's function ----------------------------------------------------------------------
 
-_DILOG_TERMS = 50           # sum u**k / k**2 for |u| <= 1/2: the 50th term is below 2**-56
+# terms of sum u**k / k**2 for |u| <= 1/2: the last is below 2**-56 (float64), 2**-26 (float32
+# and narrower)
+_DILOG_TERMS_64, _DILOG_TERMS_32 = 50, 18
 
 
 def _dilog_small(u: Any) -> Any:
-    total, power = jnp.zeros_like(u), jnp.ones_like(u)
-    for k in range(1, _DILOG_TERMS + 1):
-        power = power * u
-        total = total + power / (k * k)
-    return total
+    """Li2(u) for |u| <= 1/2: u times the series' polynomial, by Horner's rule (one equation;
+    its terms at least halve with each power, so it is well conditioned for either sign)."""
+    wide = np.dtype(get_aval(u).dtype).itemsize == 8
+    terms = _DILOG_TERMS_64 if wide else _DILOG_TERMS_32
+    return u * lax.polynomial(u, [1. / (k * k) for k in range(1, terms + 1)], unroll=terms)
 
 
 def _dilog_minus(w: Any) -> Any:
