@@ -486,6 +486,30 @@ def test_convert_saturation_x64(x64):
         check_against_jax(ours, jlax.convert_element_type(x, dst), [x], what=dst)
 
 
+@pytest.mark.parametrize("src", ["float16", "bfloat16", "float32", "float64"])
+def test_convert_float_to_int_vectorised_at_the_bounds(src, x64):
+    """Float -> int under jit over 2^13 elements (a vectorised loop): each integer type's
+    bounds and the floats either side of them, halves, NaN and infinities, against the
+    saturating reference."""
+    import ml_dtypes
+    src = np.dtype(ml_dtypes.bfloat16) if src == "bfloat16" else np.dtype(src)
+    info = ml_dtypes.finfo(src)
+    edges = [0.0, 0.5, -0.5, 0.99, -0.99, 1.0, -1.0, 1.5, -1.5, 2.5, float(info.max),
+             -float(info.max), np.inf, -np.inf, np.nan]
+    for bits in (8, 16, 32, 64):
+        for e in (2.0 ** (bits - 1), -2.0 ** (bits - 1), 2.0 ** bits):
+            edges.extend([e, e * 1.5, e / 1.5])
+    with np.errstate(all="ignore"):
+        x = np.array(edges, np.float64).astype(src)
+        x = np.concatenate([x, np.nextafter(x, np.inf).astype(src) if src.itemsize >= 4
+                            else x, -x])
+    x = np.tile(x, -(-8192 // len(x)))[:8192]
+    for dst in ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]:
+        got = tracejit.jit(lambda a: lax.convert_element_type(a, dst))(x)
+        # (the reference from the same values in float64: NumPy has no bfloat16 kind "f")
+        assert_same(got, _convert_ref(x.astype(np.float64), dst), what=f"{src}->{dst}")
+
+
 def test_convert_weak_type_and_passthrough():
     x = np.arange(3, dtype=np.float32)
     weak = lax.convert_element_type(x, np.float32, weak_type=True)
