@@ -538,3 +538,30 @@ def test_indexing_in_x64_mode(x64):
     check(lambda m, x: m.argwhere(x > 7, size=3, fill_value=-1), x)
     check(lambda m, x: m.diag_indices(3), x)
     check(lambda m, x: x.at[A([1, 1])].add(2), x)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int8, np.bool_, np.complex64, np.float64])
+def test_gathers_from_small_tables_against_the_interpreter(dtype):
+    """A gather from a stored table of at most index_maps.SMALL_TABLE elements is a chain of
+    selects (vectorised with its loop): tables either side of that size, rows of a 2-D table,
+    every index mode, negative and out-of-range indices, over 2^13 indices."""
+    from tracejit.backend.llvm.index_maps import SMALL_TABLE
+    rng = np.random.default_rng(1)
+    idx = rng.integers(-SMALL_TABLE - 3, 2 * SMALL_TABLE, 8192).astype(np.int32)
+    for size in (1, 2, 10, SMALL_TABLE, SMALL_TABLE + 1):
+        table = _x((size,), dtype, seed=size)
+        if dtype == np.complex64:
+            table = table + 1j * _x((size,), np.float32, seed=size + 50)
+        for mode in ("clip", "fill", "wrap", None):
+            def f(t, i):
+                return tnp.take(t, i, mode=mode) * 1 if dtype != np.bool_ else \
+                    tnp.take(t, i, mode=mode) | False
+            ours = tracejit.jit(f)(table, idx)
+            want = tracejit.jit(f, backend="interpret")(table, idx)
+            np.testing.assert_array_equal(np.asarray(ours), np.asarray(want),
+                                          err_msg=f"size {size} mode {mode}")
+    rows = _x((4, 4), dtype, seed=3)
+    i = (idx % 9 - 2)[:, None]
+    got = tracejit.jit(lambda t, i: t[i[:, 0]] + t[i[:, 0], ::-1])(rows, i)
+    want = tracejit.jit(lambda t, i: t[i[:, 0]] + t[i[:, 0], ::-1], backend="interpret")(rows, i)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
