@@ -449,6 +449,27 @@ def test_vmap_over_keys_matches_jax(jax):
         np.arange(3)), "exact")
 
 
+def test_two_method_samplers_skip_a_method_no_lane_takes(jax):
+    """poisson (Knuth below lam 10, rejection above) and binomial (inversion, BTRS) run a
+    method only where some lane takes it (lax.cond), with JAX's bits whichever lanes take
+    which: all one way, all the other, mixed; under jit and vmap over keys."""
+    key, jkey = tr.PRNGKey(3), jax.random.PRNGKey(3)
+    cases = [(lambda r, k, lam: r.poisson(k, lam), [2.5, 40.0, [0.5, 3.0, 12.0, 100.0]]),
+             (lambda r, k, n: r.binomial(k, n, 0.3), [5.0, 1000.0, [3.0, 500.0]])]
+    for f, params in cases:
+        for p in params:
+            # 64 lanes of a scalar parameter, or each of a row's values in 16 lanes
+            p = np.broadcast_to(np.float32(p), (64,) if np.ndim(p) == 0 else (16, len(p)))
+            ours = tracejit.jit(lambda k, p: f(tr, k, p))(key, p)
+            _assert_matches(ours, f(jax.random, jkey, p), "exact")
+        keys, jkeys = tr.split(key, 3), jax.random.split(jkey, 3)
+        p = np.full(64, params[0], np.float32)
+        _assert_matches(tracejit.vmap(lambda k: f(tr, k, p))(keys),
+                        jax.vmap(lambda k: f(jax.random, k, p))(jkeys), "exact")
+    text = str(tracejit.make_jaxpr(lambda k: tr.poisson(k, 2.5, (8,)))(key))
+    assert text.count("cond[") == 2
+
+
 def test_gradients_flow_through_reparameterised_samplers(jax):
     def ours(s):
         return (s * tr.normal(tr.PRNGKey(0), (3,))).sum() + tr.uniform(

@@ -926,9 +926,21 @@ def poisson(key: Any, lam: Any, shape: Sequence[int] | None = None, dtype: Any =
     # rejection's acceptance rate approaches 89% as lam grows: any large value serves here
     lam_rejection = lax.select(use_knuth, lax.full_like(lam, 1e5), lam)
     max_iters = np.iinfo(dtype).max
-    result = lax.select(use_knuth, _poisson_knuth(data, lam_knuth, shape, dtype, max_iters),
-                        _poisson_rejection(data, lam_rejection, shape, dtype, max_iters))
+    result = _by_lane(use_knuth, dtype,
+                      lambda: _poisson_knuth(data, lam_knuth, shape, dtype, max_iters),
+                      lambda: _poisson_rejection(data, lam_rejection, shape, dtype, max_iters))
     return lax.select(lam == 0, jnp.zeros_like(result), result)
+
+
+def _by_lane(use_first: Any, dtype: np.dtype, first: Any, second: Any) -> Any:
+    """first() where `use_first`, second() elsewhere (both of use_first's shape and `dtype`),
+    as JAX's select of both methods' samples (poisson's, binomial's); but a method no lane
+    takes is skipped (lax.cond), not run as a rejection loop over parameters chosen only to
+    end it soon. Both draw from the same key, so the samples are the same bits either way."""
+    from .lax.control_flow import cond
+    none = functools.partial(jnp.zeros, get_aval(use_first).shape, dtype)
+    return lax.select(use_first, cond(jnp.any(use_first), first, none),
+                      cond(jnp.all(use_first), none, second))
 
 
 def _poisson_knuth(keys, lam, shape, dtype, max_iters):

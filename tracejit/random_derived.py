@@ -17,10 +17,10 @@ from .core.avals import check_shape
 from .core.trace import concrete_value, get_aval
 from .numpy._util import broadcast_shapes, check_arraylike, promote_dtypes_inexact
 from .prng import PRNGKeyArray
-from .random import (_check_all_safe_to_cast, _check_broadcast_shapes, _check_prng_key,
-                     _check_shape, _const, _exponential, _float_dtype, _gamma, _impl_arg,
-                     _int_dtype, _normal_real, _shape_of, _split2, _split_n, _uniform,
-                     rademacher)
+from .random import (_by_lane, _check_all_safe_to_cast, _check_broadcast_shapes,
+                     _check_prng_key, _check_shape, _const, _exponential, _float_dtype, _gamma,
+                     _impl_arg, _int_dtype, _normal_real, _shape_of, _split2, _split_n,
+                     _uniform, rademacher)
 
 __all__ = ["ball", "binomial", "chisquare", "clone", "double_sided_maxwell", "f",
            "generalized_normal", "geometric", "key_dtype", "lognormal", "maxwell", "multinomial",
@@ -259,9 +259,9 @@ def _binomial(keys: Any, count: Any, prob: Any, shape: tuple[int, ...] | None,
     count_btrs = lax.select(use_inversion, lax.full_like(count, 10000.0), count)
     q_btrs = lax.select(use_inversion, lax.full_like(q, 0.5), q)
     max_iters = dtype.type(dtypes.finfo_of(dtype).max)
-    samples = lax.select(use_inversion,
-                         _binomial_inversion(keys, count_inv, q, shape, dtype, max_iters),
-                         _btrs(keys, count_btrs, q_btrs, shape, dtype, max_iters))
+    samples = _by_lane(use_inversion, dtype,
+                       lambda: _binomial_inversion(keys, count_inv, q, shape, dtype, max_iters),
+                       lambda: _btrs(keys, count_btrs, q_btrs, shape, dtype, max_iters))
     invalid = q_l_0 | q_is_nan | count_nan_or_neg
     samples = lax.select(invalid, jnp.full_like(samples, np.nan, dtype), samples)
     samples = lax.select(count_inf & ~invalid, jnp.full_like(samples, np.inf, dtype), samples)
