@@ -1,6 +1,6 @@
 """Library operations outside the main table, ours vs JAX: sorting (sort, argsort, rows),
 top_k, argmax, searchsorted, bincount, an integer product, pooling windows, 2-D FFTs,
-categorical sampling and scipy.special.ndtri -- where a user's program spends its time beyond elementwise work and
+categorical sampling, scipy.special.ndtri and a transposed convolution -- where a user's program spends its time beyond elementwise work and
 BLAS.
 
     python -m benchmarks.library_ops [--runs N] ["row substring" ...]
@@ -62,6 +62,10 @@ def rows(jax, jnp, lax) -> list[tuple[str, object, tuple]]:
         ("categorical 1000x1000", lambda k, a: jax.random.categorical(k, a), (key, m)),
         ("scipy.special.ndtri 1M float32", special.ndtri,
          (rng.uniform(0, 1, 1 << 20).astype(np.float32),)),
+        ("conv_transpose 3x3/2 8x32x32x32 -> 16",
+         lambda x, w: lax.conv_transpose(x, w, (2, 2), "SAME",
+                                         dimension_numbers=("NHWC", "HWIO", "NHWC")),
+         (image[:, :32, :32], rng.standard_normal((3, 3, 32, 16)).astype(np.float32))),
     ]
     return [(name, jax.jit(fn), args) for name, fn, args in table]
 

@@ -385,3 +385,52 @@ def test_equinox_conv_and_pool_layers_like_jax(tmp_path):
     pytest.importorskip("equinox")
     ours, theirs = run_both("equinox_cnn", tmp_path)
     assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_transposed_convolutions_run_as_subpixel_convolutions():
+    """compiler/conv_phases.py: a convolution with lhs dilation (window stride 1) becomes one
+    convolution of the undilated input whose output features are (phase, feature), its rows
+    interleaved after. Against the original program on the reference interpreter: kernels
+    shorter and longer than the stride, every padding form (negative too), strides 2 and 3,
+    1-, 2- and 3-D, channels-first layouts, and a strided convolution's input gradient."""
+    import itertools
+
+    from tracejit.compiler.conv_phases import split_dilated_convs
+    from tracejit.core.interpret import eval_jaxpr
+    rng = np.random.default_rng(0)
+
+    def check(f, *args):
+        closed = tracejit.make_jaxpr(f)(*args)
+        split, consts = split_dilated_convs(closed.jaxpr, closed.consts)
+        want = eval_jaxpr(closed.jaxpr, closed.consts, *args)[0]
+        got = eval_jaxpr(split, consts, *args)[0]
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-4)
+        np.testing.assert_allclose(np.asarray(tracejit.jit(f)(*args)), want, rtol=2e-5,
+                                   atol=1e-4)
+        return sum(e.params.get("lhs_dilation", (1,)) != (1,) * len(e.params.get(
+            "lhs_dilation", (1,))) for e in split.eqns)
+
+    x = rng.standard_normal((2, 7, 6, 3)).astype(np.float32)
+    for k, s, pad in itertools.product((1, 2, 3, 5), (2, 3), (
+            "SAME", "VALID", ((0, 0), (0, 0)), ((2, 1), (1, 3)), ((-1, 2), (3, -1)))):
+        w = rng.standard_normal((k, k + 1, 3, 4)).astype(np.float32)
+        assert check(lambda x, w: lax.conv_transpose(
+            x, w, (s, 2), pad, dimension_numbers=("NHWC", "HWIO", "NHWC")), x, w) == 0
+    x1, w1 = rng.standard_normal((2, 3, 9)).astype(np.float32), \
+        rng.standard_normal((4, 3, 3)).astype(np.float32)
+    assert check(lambda x, w: lax.conv_general_dilated(x, w, (1,), [(2, 1)],
+                                                       lhs_dilation=(3,)), x1, w1) == 0
+    x3 = rng.standard_normal((1, 2, 4, 5, 3)).astype(np.float32)
+    w3 = rng.standard_normal((3, 2, 2, 3, 2)).astype(np.float32)
+    assert check(lambda x, w: lax.conv_general_dilated(
+        x, w, (1, 1, 1), [(1, 1), (0, 2), (1, 0)], lhs_dilation=(2, 1, 2)), x3, w3) == 0
+    xg = rng.standard_normal((2, 8, 8, 3)).astype(np.float32)
+    wg = rng.standard_normal((3, 3, 3, 5)).astype(np.float32)
+    assert check(tracejit.grad(lambda x, w: lax.conv_general_dilated(
+        x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")).sum()), xg, wg) == 0
+    assert check(lambda x, w: lax.conv_general_dilated(x, w, (1,), [(-20, 30)],
+                                                       lhs_dilation=(3,)), x1, w1) == 0
+    # kept as it is: a window stride with the dilation
+    assert check(lambda x, w: lax.conv_general_dilated(x, w, (2,), [(2, 1)],
+                                                       lhs_dilation=(3,)), x1, w1) == 1

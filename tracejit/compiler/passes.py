@@ -36,6 +36,7 @@ from ..lax.shape import broadcast_in_dim_p, reshape_p, slice_p, squeeze_p, trans
 from ..transforms.custom import custom_jvp_call_p, custom_vjp_call_p
 from ..transforms.custom_batching import custom_vmap_call_p
 from .block_maps import selects_source
+from .conv_phases import split_dilated_convs
 from .element_loops import element_loops
 from .fusion import fuse
 from .key_chains import split_key_chains
@@ -55,6 +56,7 @@ def optimize(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
     `jax_enable_checks` option on, the jaxpr checker runs after every pass."""
     jaxpr, consts = _checked(expand_lowerings, jaxpr, consts)
     jaxpr, consts = _checked(inline_calls, jaxpr, consts)
+    jaxpr, consts = _checked(split_dilated_convs, jaxpr, consts)
     # with loops a second round catches what the first exposes: equations that read forwarded
     # carries become invariant, hoisted ones may fold, ...
     for _ in range(2 if _has_loops(jaxpr) else 1):

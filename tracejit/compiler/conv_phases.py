@@ -1,0 +1,122 @@
+"""Transposed convolutions as convolutions of the undilated input (a pass, before the others).
+
+A convolution with lhs_dilation s > 1 (conv_transpose; a strided convolution's input gradient)
+reads a dilated input of which only every s-th element is real, the rest inserted zeros: of the
+K taps at an output position only those landing on real elements count, and which ones depends
+on the position's phase r = p mod s only. With padding lo, phase r takes the taps
+k = c_r + s m (c_r = (lo - r) mod s), at input j + m + e_r (j = p div s, e_r = (r + c_r - lo) / s,
+exact): a stride-1 convolution of the undilated input per phase. All phases at once are one
+convolution whose kernel holds phase r's taps at offset e_r - min(e) and whose output features
+are (phase, feature); its rows interleaved by phase and cut to length are the result (the
+"sub-pixel" convolution). Per spatial dimension that is s times fewer multiply-adds and im2col
+columns: conv_transpose of 8x32x32x32 by 3x3 to 16 features, stride 2, 4.2 -> 1.3 ms
+(JAX 0.12: 1.6).
+
+Only for window stride 1 and no rhs dilation or feature/batch groups (conv_transpose's shape);
+the sums are the same products in another order, so floats may round differently."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core.jaxpr import (ClosedJaxpr, Eqn, Jaxpr, has_subjaxprs, inline_equations,
+                          map_subjaxprs)
+from ..core.trace import trace_to_jaxpr
+from ..lax.convolution import ConvDimensionNumbers, conv_general_dilated_p
+
+
+def split_dilated_convs(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
+    """`jaxpr` with each transposed convolution (here and in sub-jaxprs) replaced by the
+    equations of its sub-pixel form."""
+    memo: dict = {}
+
+    def body(closed: ClosedJaxpr) -> ClosedJaxpr:
+        inner, inner_consts = split_dilated_convs(closed.jaxpr, closed.consts)
+        return ClosedJaxpr(inner, inner_consts)
+
+    def expand(eqn: Eqn):
+        plans = _plans(eqn)
+        if plans is None:
+            return map_subjaxprs(eqn, body, memo)
+        closed = trace_to_jaxpr(lambda lhs, rhs: [_subpixel(eqn, plans, lhs, rhs)],
+                                [v.aval for v in eqn.invars])
+        return closed.jaxpr, closed.consts
+    if not any(_plans(e) is not None or has_subjaxprs(e) for e in jaxpr.eqns):
+        return jaxpr, consts
+    return inline_equations(jaxpr, consts, expand)
+
+
+def _phases(n_in: int, k: int, s: int, lo: int, n_out: int):
+    """One spatial dimension's plan: an (M, s) table of the kernel tap each phase takes at each
+    of the M offsets (-1: none), the undilated input's padding, and the rows per phase. (For
+    any padding the convolution accepts, the new padding cuts no more than the input holds:
+    checked over every n_in, k < 8, s < 5 and padding.)"""
+    c = [(lo - r) % s for r in range(s)]
+    e = [(r + c[r] - lo) // s for r in range(s)]
+    low = min(e)
+    count = [max(0, -(-(k - c[r]) // s)) for r in range(s)]
+    taps = max(e[r] - low + count[r] for r in range(s))
+    table = np.full((taps, s), -1, np.int64)
+    for r in range(s):
+        for m in range(count[r]):
+            table[e[r] - low + m, r] = c[r] + s * m
+    rows = -(-n_out // s)
+    return table, (-low, rows - 1 + taps - n_in + low), rows
+
+
+def _plans(eqn: Eqn):
+    if eqn.primitive is not conv_general_dilated_p:
+        return None
+    p = eqn.params
+    if not any(d > 1 for d in p["lhs_dilation"]) or any(s != 1 for s in p["window_strides"]) \
+            or any(d != 1 for d in p["rhs_dilation"]) or p["feature_group_count"] != 1 \
+            or p["batch_group_count"] != 1:
+        return None
+    lhs_spec, rhs_spec, out_spec = p["dimension_numbers"]
+    lhs, rhs, out = eqn.invars[0].aval, eqn.invars[1].aval, eqn.outvars[0].aval
+    if lhs.size == 0 or rhs.size == 0 or out.size == 0:
+        return None
+    return [_phases(lhs.shape[lhs_spec[2 + d]], rhs.shape[rhs_spec[2 + d]],
+                    p["lhs_dilation"][d], p["padding"][d][0], out.shape[out_spec[2 + d]])
+            for d in range(len(lhs_spec) - 2)]
+
+
+def _subpixel(eqn: Eqn, plans: list, lhs, rhs):
+    from .. import lax
+    from .. import numpy as jnp
+    p = eqn.params
+    lhs_spec, rhs_spec, out_spec = p["dimension_numbers"]
+    nsp = len(plans)
+    x = lax.transpose(lhs, (lhs_spec[0], *lhs_spec[2:], lhs_spec[1]))    # N, spatial, C
+    w = lax.transpose(rhs, (*rhs_spec[2:], rhs_spec[1], rhs_spec[0]))    # spatial, I, O
+    for d, (table, _, _) in enumerate(plans):                           # axis d: M_d * s_d
+        flat = table.reshape(-1)
+        w = jnp.take(w, np.maximum(flat, 0), axis=d)
+        w = jnp.where((flat >= 0).reshape([-1 if a == d else 1 for a in range(w.ndim)]), w, 0)
+    taps = [t.shape[0] for t, _, _ in plans]
+    phases = [t.shape[1] for t, _, _ in plans]
+    cin, cout = w.shape[-2], w.shape[-1]
+    w = w.reshape([n for pair in zip(taps, phases) for n in pair] + [cin, cout])
+    w = lax.transpose(w, (*range(0, 2 * nsp, 2), 2 * nsp, *range(1, 2 * nsp, 2), 2 * nsp + 1))
+    w = w.reshape((*taps, cin, math.prod(phases) * cout))
+    spatial = tuple(range(1, nsp + 1))
+    y = lax.conv_general_dilated(
+        x, w, (1,) * nsp, [pad for _, pad, _ in plans],
+        dimension_numbers=ConvDimensionNumbers((0, nsp + 1, *spatial),
+                                               (nsp + 1, nsp, *range(nsp)),
+                                               (0, nsp + 1, *spatial)),
+        precision=p["precision"], preferred_element_type=p["preferred_element_type"])
+    rows = [r for _, _, r in plans]
+    n = y.shape[0]
+    y = y.reshape((n, *rows, *phases, cout))                              # N, J, s, O
+    y = lax.transpose(y, (0, *[a for d in range(nsp) for a in (1 + d, 1 + nsp + d)],
+                          1 + 2 * nsp))                                  # N, J1, s1, ..., O
+    y = y.reshape((n, *[r * s for r, s in zip(rows, phases)], cout))
+    out = eqn.outvars[0].aval
+    y = lax.slice(y, (0,) * y.ndim, (n, *[out.shape[out_spec[2 + d]] for d in range(nsp)],
+                                      cout))
+    perm = [0] * y.ndim                            # y's axis a becomes the result's axis
+    for a, axis in enumerate((out_spec[0], *out_spec[2:], out_spec[1])):
+        perm[axis] = a
+    return lax.transpose(y, tuple(perm))
