@@ -434,3 +434,25 @@ def test_transposed_convolutions_run_as_subpixel_convolutions():
     # kept as it is: a window stride with the dilation
     assert check(lambda x, w: lax.conv_general_dilated(x, w, (2,), [(2, 1)],
                                                        lhs_dilation=(3,)), x1, w1) == 1
+
+
+@pytest.mark.parametrize("strides", [(1, 1), (2, 2)])
+def test_gemm_sized_gradients_against_jax(strides):
+    """A CNN layer's gradients at im2col size: the weight gradient's convolution reads the
+    batch as its features (copied features-last first: convolution._features_last), a strided
+    layer's input gradient is a transposed convolution (compiler/conv_phases.py)."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((4, 16, 16, 8)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 8, 12)).astype(np.float32)
+
+    def loss(m):
+        def f(x, w):
+            y = m.lax.conv_general_dilated(x, w, strides, "SAME",
+                                           dimension_numbers=("NHWC", "HWIO", "NHWC"))
+            return (y * y).sum()
+        return f
+    got = tracejit.jit(tracejit.grad(loss(tracejit), (0, 1)))(x, w)
+    want = jax.grad(loss(jax), (0, 1))(x, w)
+    for g, e in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-4,
+                                   atol=1e-4 * np.abs(np.asarray(e)).max())

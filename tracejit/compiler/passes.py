@@ -1,5 +1,6 @@
 """Jaxpr -> Jaxpr passes run before code generation: expansion of composite and user primitives
-into the operations that compute them (lowerings.py), inlining of nested jit calls, algebraic
+into the operations that compute them (lowerings.py), inlining of nested jit calls, transposed
+convolutions as sub-pixel convolutions of the undilated input (conv_phases.py), algebraic
 simplification, constant folding, common-subexpression elimination, forwarding of unchanged loop
 carries, loop-invariant code motion and dead-code elimination. `optimize` runs them all, then
 key-chain fission (compiler.key_chains), element loops (compiler.element_loops), row fusion

@@ -263,8 +263,36 @@ def _conv(em: Emitter, eqn, ins, dests):
     gemm = (g.fgc == 1 and g.bgc == 1 and dtype in _GEMM_DTYPES
             and lhs.aval.dtype == rhs.aval.dtype == dtype
             and npos * g.cout * kc >= _GEMM_MIN_FLOPS and kc >= _GEMM_MIN_CONTRACT)
-    (_conv_gemm if gemm else _conv_direct)(em, g, lhs, rhs, out)
+    if not gemm:
+        _conv_direct(em, g, lhs, rhs, out)
+        return [out]
+    packed = _features_last(em, g, lhs) if g.l_feat != 1 else None
+    _conv_gemm(em, g, packed or lhs, rhs, out)
+    if packed is not None:
+        em.release(packed)
     return [out]
+
+
+def _features_last(em: Emitter, g: _Geometry, lhs: Buf) -> Buf:
+    """lhs copied to (batch, spatial..., features) order, and g's lhs strides made that
+    copy's: im2col then copies runs of contiguous features. Where the features are not the
+    innermost dimension (a weight gradient's convolution reads the batch as its features, at
+    the batch's stride), im2col read each element from a line of its own: the 3x3 weight
+    gradient of an 8x32x32x32 -> 16 convolution 3.1-4.1 ms before, ~1.5 after (JAX 0.12 1.5)."""
+    b = em.b
+    shape = (g.nout * g.bgc, *g.in_space, g.cin * g.fgc)
+    packed = em.alloc(ShapedArray(shape, lhs.aval.dtype))
+    old = (g.l_batch, *g.l_space, g.l_feat)
+
+    def copy(idx: list[ir.Value]) -> None:
+        src = _c(0)
+        for i, stride in zip(idx, old):
+            src = b.add(src, b.mul(i, _c(stride)))
+        em.store(packed, em.linear(shape, idx), em.load(lhs, src))
+    em.loop_nest(shape, copy)
+    strides = _strides(shape)
+    g.l_batch, g.l_space, g.l_feat = strides[0], list(strides[1:-1]), strides[-1]
+    return packed
 
 
 STRUCTURAL[conv_general_dilated_p] = _conv
