@@ -724,8 +724,10 @@ def _spence_jvp(primals, tangents):
 
 # --- the scaled complementary error function ------------------------------------------------
 
-_ERFCX_SPLIT = 2.0          # Laplace's continued fraction above (50 terms: full precision)
-_ERFCX_TERMS = 50
+# Laplace's continued fraction above this point, with enough terms for the type's precision:
+# truncated at x = 2 (its worst), 50 terms are 1.1e-15 off, 18 terms ~5e-9 (15: 2.8e-8)
+_ERFCX_SPLIT = 2.0
+_ERFCX_TERMS_64, _ERFCX_TERMS_32 = 50, 18
 
 
 @custom_jvp
@@ -737,7 +739,8 @@ def erfcx(x: Any) -> Any:
     big = x >= _ERFCX_SPLIT
     xb = jnp.where(big & jnp.isfinite(x), x, _ERFCX_SPLIT)
     t = xb
-    for k in range(_ERFCX_TERMS, 0, -1):      # evaluated from the tail inwards
+    wide = np.dtype(get_aval(x).dtype).itemsize == 8
+    for k in range(_ERFCX_TERMS_64 if wide else _ERFCX_TERMS_32, 0, -1):  # from the tail in
         t = xb + (k / 2) / t
     cf = 1 / (math.sqrt(np.pi) * t)
     xs = jnp.where(big, 0., x)
