@@ -455,6 +455,16 @@ SIMPLIFY_RECORDS = [
     ("sum_unit_axis_complex", lambda x: x.sum(0), [np.ones((1, 5), np.complex64)],
      ["reshape", "add"]),
     ("sum_sized_axis", lambda x: x.sum(0), [np.ones((2, 3), F32)], ["reduce_sum"]),
+    # a select whose predicate is a constant (a comparison of constants, folded), or whose
+    # cases are one value: that case
+    ("select_known_predicate", lambda x: lax.select_n(np.bool_(True), x, -x),
+     [np.ones(3, F32)], ["neg"]),
+    ("select_known_index", lambda x: lax.select_n(np.int32(2), x, -x, x * 2.0),
+     [np.ones(3, F32)], ["mul"]),
+    ("select_same_cases", lambda x, p: lax.select(p, x, x),
+     [np.ones(3, F32), np.array([True, False, True])], []),
+    ("select_unknown_predicate", lambda x, p: lax.select(p, x, -x),
+     [np.ones(3, F32), np.array([True, False, True])], ["neg", "select_n"]),
     ("broadcast_broadcast", lambda x: x * lax.broadcast_in_dim(
         lax.broadcast_in_dim(F32(2.0), (1,), ()), (1, 2, 3), (0,)), [np.ones((1, 2, 3), F32)],
      ["mul"]),

@@ -26,7 +26,7 @@ from ..core.jaxpr import (ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Literal, Var,
 from ..core.primitive import ELEMENTWISE, Primitive
 from ..lax.call import pjit_p
 from ..lax.control_flow import cond_p, scan_p, while_p
-from ..lax.elementwise import add_p, convert_element_type_p, mul_p
+from ..lax.elementwise import add_p, convert_element_type_p, mul_p, select_n_p
 from ..lax.indexing import GatherScatterMode, gather_p
 from ..lax.linalg import dot_general_p
 from ..lax.processes import IDENTITIES as PROCESS_IDENTITIES
@@ -864,8 +864,19 @@ def _move_step(e: Eqn) -> tuple:
     return ("reshape", tuple(e.outvars[0].aval.shape))
 
 
+def _known_choice(eqn: Eqn, producer: Callable):
+    """select_n with a literal predicate (a comparison of constants folded: random.binomial's
+    `p < 0.5` for a Python p), or with every case the same value: that case."""
+    which, *cases = eqn.invars
+    if isinstance(which, Literal) and np.ndim(which.val) == 0:
+        return cases[min(max(int(which.val), 0), len(cases) - 1)]
+    if all(c is cases[0] for c in cases[1:]) and isinstance(cases[0], Var):
+        return cases[0]
+    return None
+
+
 _SPECIFIC_RULES: dict[Primitive, tuple[Callable, ...]] = {
-    convert_element_type_p: (_drop_same_type_convert,),
+    convert_element_type_p: (_drop_same_type_convert,), select_n_p: (_known_choice,),
     reshape_p: (_merge_reshapes,), squeeze_p: (_merge_reshapes,),
     broadcast_in_dim_p: (_merge_reshapes, _merge_broadcasts),
     **{p: (_unit_reduction,) for p in (reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p,
