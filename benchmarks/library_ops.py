@@ -1,6 +1,7 @@
 """Library operations outside the main table, ours vs JAX: sorting (sort, argsort, rows),
 top_k, argmax, searchsorted, bincount, an integer product, pooling windows, 2-D FFTs,
-categorical sampling, scipy.special.ndtri and a transposed convolution -- where a user's program spends its time beyond elementwise work and
+categorical sampling, special functions (ndtri, spence, erfcx), the two-method samplers
+(binomial, poisson), a float -> int conversion and a CNN layer's gradients -- where a user's program spends its time beyond elementwise work and
 BLAS.
 
     python -m benchmarks.library_ops [--runs N] ["row substring" ...]
@@ -38,6 +39,9 @@ def rows(jax, jnp, lax) -> list[tuple[str, object, tuple]]:
     image = rng.standard_normal((8, 64, 64, 32)).astype(np.float32)
     plane = (m[:512, :512] + 1j * m[-512:, -512:]).astype(np.complex64)
     key = jax.random.PRNGKey(0)
+    positive = rng.uniform(0.01, 5, 1 << 20).astype(np.float32)
+    kernel = rng.standard_normal((3, 3, 32, 16)).astype(np.float32)
+    layout = ("NHWC", "HWIO", "NHWC")
     table = [
         ("sort 1M float32", lambda a: jnp.sort(a), (v,)),
         ("argsort 1M float32", lambda a: jnp.argsort(a), (v,)),
@@ -62,10 +66,21 @@ def rows(jax, jnp, lax) -> list[tuple[str, object, tuple]]:
         ("categorical 1000x1000", lambda k, a: jax.random.categorical(k, a), (key, m)),
         ("scipy.special.ndtri 1M float32", special.ndtri,
          (rng.uniform(0, 1, 1 << 20).astype(np.float32),)),
+        ("scipy.special.spence 1M float32", special.spence, (positive,)),
+        ("scipy.special.erfcx 1M float32", special.erfcx, (v,)),
+        ("random.binomial(20, 0.3) 64K",
+         lambda k: jax.random.binomial(k, 20.0, 0.3, (1 << 16,)), (key,)),
+        ("random.binomial(1000, 0.3) 64K",
+         lambda k: jax.random.binomial(k, 1000.0, 0.3, (1 << 16,)), (key,)),
+        ("random.poisson(3) 64K", lambda k: jax.random.poisson(k, 3.0, (1 << 16,)), (key,)),
+        ("floor(x).astype(int32) 1M", lambda a: jnp.floor(a).astype(jnp.int32), (v,)),
         ("conv_transpose 3x3/2 8x32x32x32 -> 16",
-         lambda x, w: lax.conv_transpose(x, w, (2, 2), "SAME",
-                                         dimension_numbers=("NHWC", "HWIO", "NHWC")),
-         (image[:, :32, :32], rng.standard_normal((3, 3, 32, 16)).astype(np.float32))),
+         lambda x, w: lax.conv_transpose(x, w, (2, 2), "SAME", dimension_numbers=layout),
+         (image[:, :32, :32], kernel)),
+        ("conv 3x3 weight gradient 8x32x32x32 -> 16",
+         jax.grad(lambda w, x: lax.conv_general_dilated(
+             x, w, (1, 1), "SAME", dimension_numbers=layout).sum()),
+         (kernel, image[:, :32, :32])),
     ]
     return [(name, jax.jit(fn), args) for name, fn, args in table]
 
