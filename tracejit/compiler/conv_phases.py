@@ -20,8 +20,7 @@ import math
 
 import numpy as np
 
-from ..core.jaxpr import (ClosedJaxpr, Eqn, Jaxpr, has_subjaxprs, inline_equations,
-                          map_subjaxprs)
+from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, has_subjaxprs, inline_equations, map_subjaxprs
 from ..core.trace import trace_to_jaxpr
 from ..lax.convolution import ConvDimensionNumbers, conv_general_dilated_p
 
@@ -84,22 +83,21 @@ def _plans(eqn: Eqn):
 
 def _subpixel(eqn: Eqn, plans: list, lhs, rhs):
     from .. import lax
-    from .. import numpy as jnp
     p = eqn.params
     lhs_spec, rhs_spec, out_spec = p["dimension_numbers"]
     nsp = len(plans)
     x = lax.transpose(lhs, (lhs_spec[0], *lhs_spec[2:], lhs_spec[1]))    # N, spatial, C
     w = lax.transpose(rhs, (*rhs_spec[2:], rhs_spec[1], rhs_spec[0]))    # spatial, I, O
-    for d, (table, _, _) in enumerate(plans):                           # axis d: M_d * s_d
-        flat = table.reshape(-1)
-        w = jnp.take(w, np.maximum(flat, 0), axis=d)
-        w = jnp.where((flat >= 0).reshape([-1 if a == d else 1 for a in range(w.ndim)]), w, 0)
+    for d, (table, _, _) in enumerate(plans):   # axis d: the table's taps (zeros for -1)
+        none = lax.full([1 if a == d else n for a, n in enumerate(w.shape)], 0, w.dtype)
+        w = lax.concatenate([lax.slice_in_dim(w, int(t), int(t) + 1, axis=d) if t >= 0
+                             else none for t in table.reshape(-1)], d)
     taps = [t.shape[0] for t, _, _ in plans]
     phases = [t.shape[1] for t, _, _ in plans]
     cin, cout = w.shape[-2], w.shape[-1]
-    w = w.reshape([n for pair in zip(taps, phases) for n in pair] + [cin, cout])
+    w = lax.reshape(w, (*[n for pair in zip(taps, phases) for n in pair], cin, cout))
     w = lax.transpose(w, (*range(0, 2 * nsp, 2), 2 * nsp, *range(1, 2 * nsp, 2), 2 * nsp + 1))
-    w = w.reshape((*taps, cin, math.prod(phases) * cout))
+    w = lax.reshape(w, (*taps, cin, math.prod(phases) * cout))
     spatial = tuple(range(1, nsp + 1))
     y = lax.conv_general_dilated(
         x, w, (1,) * nsp, [pad for _, pad, _ in plans],
@@ -109,10 +107,10 @@ def _subpixel(eqn: Eqn, plans: list, lhs, rhs):
         precision=p["precision"], preferred_element_type=p["preferred_element_type"])
     rows = [r for _, _, r in plans]
     n = y.shape[0]
-    y = y.reshape((n, *rows, *phases, cout))                              # N, J, s, O
+    y = lax.reshape(y, (n, *rows, *phases, cout))                         # N, J, s, O
     y = lax.transpose(y, (0, *[a for d in range(nsp) for a in (1 + d, 1 + nsp + d)],
                           1 + 2 * nsp))                                  # N, J1, s1, ..., O
-    y = y.reshape((n, *[r * s for r, s in zip(rows, phases)], cout))
+    y = lax.reshape(y, (n, *[r * s for r, s in zip(rows, phases)], cout))
     out = eqn.outvars[0].aval
     y = lax.slice(y, (0,) * y.ndim, (n, *[out.shape[out_spec[2 + d]] for d in range(nsp)],
                                       cout))
