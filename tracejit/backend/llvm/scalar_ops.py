@@ -383,8 +383,8 @@ def _float_to_int(b: ir.IRBuilder, x: ir.Value, src: np.dtype, dst: np.dtype) ->
     """XLA's float -> int conversion: truncation, saturating at the integer's range, NaN -> 0.
     A plain fptosi/fptoui of the value where it is in range, else 0, then the bounds selected:
     what llvm.fpto[su]i.sat computes, but vectorisable (x86 code generation splits a vector of
-    that intrinsic into a compare and branch per lane: `floor(x).astype(int32)` over 2^16
-    float32 took 120 us, a load's time now)."""
+    that intrinsic into a compare and branch per lane: `floor(x).astype(int32)` over 2^20
+    float32 took 449-519 us, 68-88 us now; JAX 0.12 324-392)."""
     t = reg_type(dst)
     bits = 8 * dst.itemsize
     signed = is_signed(dst)
