@@ -937,10 +937,9 @@ def _by_lane(use_first: Any, dtype: np.dtype, first: Any, second: Any) -> Any:
     as JAX's select of both methods' samples (poisson's, binomial's); but a method no lane
     takes is skipped (lax.cond), not run as a rejection loop over parameters chosen only to
     end it soon. Both draw from the same key, so the samples are the same bits either way."""
-    from .lax.control_flow import cond
     none = functools.partial(jnp.zeros, get_aval(use_first).shape, dtype)
-    return lax.select(use_first, cond(jnp.any(use_first), first, none),
-                      cond(jnp.all(use_first), none, second))
+    return lax.select(use_first, lax.cond(jnp.any(use_first), first, none),
+                      lax.cond(jnp.all(use_first), none, second))
 
 
 def _poisson_knuth(keys, lam, shape, dtype, max_iters):
