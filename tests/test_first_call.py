@@ -242,7 +242,7 @@ def test_trig_slow_path_at_o1_gives_o3s_bits():
         # (programs call it for |x| >= _PH_MIN only)
         scale = ourmath._PH_MIN[f64] * 10.0 ** rng.integers(0, 25 if f64 else 20, 64)
         x = (rng.uniform(1, 10, 64) * scale).astype(dtype)
-        o1 = jit_engine._slow_path_engine(symbol)
+        o1 = jit_engine._routine_engine(symbol)
         o3_module = jit_engine.optimize(jit_engine.parse(str(ourmath.big_trig_routine(symbol))))
         o3 = llvm.create_mcjit_compiler(o3_module, jit_engine.create_target_machine())
         o3.finalize_object()

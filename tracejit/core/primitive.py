@@ -59,6 +59,10 @@ class Primitive:
         self.fusion = fusion
         self.transcendental = transcendental
         self.cheap = False
+        # an ELEMENTWISE op whose every element runs a loop until it converges (tens of steps
+        # of divisions: the incomplete gamma and beta functions), ~100x a cheap op's time: the
+        # cost model weighs its elements so (backend's parallel_loops.work)
+        self.iterative = False
         # algebra for the simplifier: operand position -> the constants c with op(x, c) == x
         # bit for bit (for an integer x, for a float x); `involution`: op(op(x)) == x
         self.identities: dict[int, tuple[Any, Any]] = {}

@@ -233,6 +233,10 @@ random_gamma_grad_p = binop("random_gamma_grad",
 regularized_incomplete_beta_p = binop("regularized_incomplete_beta", _upcast(_betainc_impl),
                                       REAL_FLOAT, transcendental=True)
 zeta_p = binop("zeta", _upcast(_zeta_impl), REAL_FLOAT, transcendental=True)
+for _p in (igamma_p, igammac_p, igamma_grad_a_p, random_gamma_grad_p,
+           regularized_incomplete_beta_p):
+    _p.iterative = True
+del _p
 
 
 def _igamma_grad_x(g, a, x):

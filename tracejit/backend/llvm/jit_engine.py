@@ -19,7 +19,7 @@ from ..llvm_setup import (  # noqa: F401  (host_cpu, optimize, parse)
     create_loading_target_machine, create_target_machine, host_cpu, optimize, parse,
     run_always_inliner, run_passes, run_pipeline)
 from . import math as ourmath
-from . import support
+from . import special_loops, support
 
 # Serialises engine creation and code generation (the object-cache hooks below are shared).
 # runtime/native.py compiles one program at a time (its cache fill holds a lock of its own).
@@ -111,20 +111,26 @@ def needs_support(ir_text: str) -> bool:
 
 
 @functools.cache
-def _slow_path_engine(symbol: str) -> Code:
-    """The code of one of math's out-of-line slow paths (sin/cos/tan of huge arguments), made
-    the first time a program calls it and kept; binds its name for programs' linker."""
-    # O1: the path runs only for huge arguments, and O3 took 30 ms of the first program that
-    # calls it (its IR has no fast-math flags: the same bits at every level)
-    code = compile_library(symbol, lambda: ourmath.big_trig_routine(symbol), speed_level=1)
+def _routine_engine(symbol: str) -> Code:
+    """The code of one of the out-of-line routines programs call by name (math's slow paths for
+    sin/cos/tan of huge arguments, special_loops' loops), made the first time a program calls
+    it and kept; binds its name and its vector variants' for programs' linker."""
+    if symbol in special_loops.VARIANTS:
+        # O3: the variants' loops are where betainc spends its time
+        code = compile_library(symbol, lambda: special_loops.routine_module(symbol))
+    else:
+        # O1: the path runs only for huge arguments, and O3 took 30 ms of the first program
+        # that calls it (its IR has no fast-math flags: the same bits at every level)
+        code = compile_library(symbol, lambda: ourmath.big_trig_routine(symbol), speed_level=1)
     for name in (symbol, *_VARIANTS_OF[symbol]):
         llvm.add_symbol(name, code.address(name))
     return code
 
 
-# each slow path's masked vector variants, defined in its module (math.big_trig_routine)
-_VARIANTS_OF = {s: [ourmath.vector_variant_symbol(s, n) for n in ourmath.VECTOR_WIDTHS]
-                for s in ourmath.BIG_TRIG_SYMBOLS}
+# each routine's vector variants, defined in its module (math.big_trig_routine,
+# special_loops.routine_module)
+_VARIANTS_OF = {**{s: [ourmath.vector_variant_symbol(s, n) for n in ourmath.VECTOR_WIDTHS]
+                   for s in ourmath.BIG_TRIG_SYMBOLS}, **special_loops.VARIANTS}
 _ROUTINE_OF = {**{s: s for s in _VARIANTS_OF},
                **{v: s for s, vs in _VARIANTS_OF.items() for v in vs}}
 
@@ -133,7 +139,7 @@ def _link_slow_paths(module: llvm.ModuleRef) -> None:
     for fn in module.functions:
         if fn.is_declaration and fn.name in _ROUTINE_OF:
             with _library_lock:
-                _slow_path_engine(_ROUTINE_OF[fn.name])
+                _routine_engine(_ROUTINE_OF[fn.name])
 
 
 # MCJIT's object-cache hooks for the one module `load` is finalising (under `_lock`): the

@@ -42,6 +42,11 @@ I8P = I8.as_pointer()
 # size where two threads won on a cheap kernel, and no loss below 2^18 either. Kept at 2^17:
 # conservative for cheap kernels, where transcendental chains (compute-bound) start to gain.
 PARALLEL_MIN_ELEMENTS = 1 << 17
+# An element of an iterative op (Primitive.iterative: betainc, igamma, ...) counts as this
+# many: ~20-60 ns of a loop each in vectors (special_loops.py), against ~0.3-1 ns of a cheap
+# op. float32 betainc of a, b in [0.1, 20] (medians, load ~0.3): 2,048 elements 87 us on one
+# thread, 48 on two; 64K 2.76 ms and 1.39.
+ITERATIVE_WORK = 64
 # Work per chunk: many chunks per thread, so a thread the scheduler delays holds back little.
 CHUNK_ELEMENTS = 1 << 15
 # A body with temporaries of its own gets a region per chunk: at most this many chunks, and at
@@ -111,11 +116,14 @@ def candidate(eqn) -> bool:
 
 
 def work(eqn) -> int:
-    """The elements a kernel touches: its largest operand or result; for a row kernel, its
+    """The elements a kernel touches: its largest operand or result (ITERATIVE_WORK times
+    that for a kernel of an iterative op); for a row kernel, its
     rows times the largest row (per step, for the column blocks of a scan's xs and ys) times
     the iterations per element of a loop on each row (compiler.element_loops)."""
     if eqn.primitive is not row_map_p:
-        return max(v.aval.size for v in (*eqn.invars, *eqn.outvars))
+        elements = max(v.aval.size for v in (*eqn.invars, *eqn.outvars))
+        body = eqn.params["body"].jaxpr.eqns if eqn.primitive is fused_p else [eqn]
+        return elements * (ITERATIVE_WORK if any(e.primitive.iterative for e in body) else 1)
     p = eqn.params
     body = p["body"].jaxpr
     row = max([v.aval.size // (v.aval.shape[0] if a == 1 else 1) for v, a in
