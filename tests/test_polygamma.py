@@ -88,3 +88,30 @@ def test_native_polygamma_fuses_with_broadcast_order(x64):
     """A scalar order broadcast against an array (the usual call) compiles and fuses."""
     x = np.linspace(0.1, 5.0, 64)
     _native_vs_interpret(lambda x: lax.polygamma(2.0, x) * lax.bessel_i0e(x), x, ulps=24)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_zeta_reflection_out_of_line_gives_scalar_codes_bits(dtype, x64):
+    """zeta's terms below 0 (math._zeta_reflection) run out of line: a vectorised kernel calls
+    the routine's vector variants on the lanes with x < 0 only; each lane gets the bits the
+    same function gives in scalar code (`lax.map`: the scalar routine), at every order."""
+    from tracejit.backend.llvm import math as ourmath
+    from tracejit.runtime import tiering
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-20, 20, 4096).astype(dtype)
+    x[rng.uniform(size=x.size) < 0.5] *= -1   # (runs of positive lanes, and mixed vectors)
+    x[:2048:64] = -np.abs(x[:2048:64])
+    for m in (1.0, 2.0, 5.0):
+        f = tracejit.jit(lambda v: lax.polygamma(np.dtype(dtype).type(m), v))
+        text = f.lower(x).compile().as_text(dialect="llvm")
+        variant = ourmath.vector_variant_symbol(ourmath._ZETA_REFLECTION, 2)[:-1]
+        assert f"@{variant}" in text, "the kernel calls no vector variant of the reflection"
+        per_element = tracejit.jit(lambda v: lax.map(
+            lambda t: lax.polygamma(np.dtype(dtype).type(m), t), v))
+        f(x)
+        tiering.wait()  # (the final code: a first call may run the first tier's, unvectorised)
+        got, want = np.asarray(f(x)), np.asarray(per_element(x))
+        np.testing.assert_array_equal(got, want)
+        ok = np.floor(x) != x
+        np.testing.assert_allclose(got[ok], sp.polygamma(int(m), x[ok].astype(np.float64)),
+                                   rtol=1e-5 if dtype == "float32" else 1e-9)

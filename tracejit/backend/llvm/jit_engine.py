@@ -112,25 +112,27 @@ def needs_support(ir_text: str) -> bool:
 
 @functools.cache
 def _routine_engine(symbol: str) -> Code:
-    """The code of one of the out-of-line routines programs call by name (math's slow paths for
-    sin/cos/tan of huge arguments, special_loops' loops), made the first time a program calls
-    it and kept; binds its name and its vector variants' for programs' linker."""
+    """The code of one of the out-of-line routines programs call by name (math's cold paths:
+    sin/cos/tan of huge arguments, zeta's terms below 0; special_loops' loops), made the first
+    time a program calls it and kept; binds its name and its vector variants' for programs'
+    linker."""
     if symbol in special_loops.VARIANTS:
-        # O3: the variants' loops are where betainc spends its time
+        # O3: the variants' loops are where betainc and igamma spend their time
         code = compile_library(symbol, lambda: special_loops.routine_module(symbol))
     else:
-        # O1: the path runs only for huge arguments, and O3 took 30 ms of the first program
-        # that calls it (its IR has no fast-math flags: the same bits at every level)
-        code = compile_library(symbol, lambda: ourmath.big_trig_routine(symbol), speed_level=1)
+        # O1: a cold path (huge arguments, negative ones), and O3 took 30 ms of the first
+        # program that calls the trig one (no fast-math flags: the same bits at every level)
+        code = compile_library(symbol, lambda: ourmath.OUT_OF_LINE[symbol](symbol),
+                               speed_level=1)
     for name in (symbol, *_VARIANTS_OF[symbol]):
         llvm.add_symbol(name, code.address(name))
     return code
 
 
-# each routine's vector variants, defined in its module (math.big_trig_routine,
+# each routine's vector variants, defined in its module (math.OUT_OF_LINE's builders,
 # special_loops.routine_module)
 _VARIANTS_OF = {**{s: [ourmath.vector_variant_symbol(s, n) for n in ourmath.VECTOR_WIDTHS]
-                   for s in ourmath.BIG_TRIG_SYMBOLS}, **special_loops.VARIANTS}
+                   for s in ourmath.OUT_OF_LINE}, **special_loops.VARIANTS}
 _ROUTINE_OF = {**{s: s for s in _VARIANTS_OF},
                **{v: s for s, vs in _VARIANTS_OF.items() for v in vs}}
 

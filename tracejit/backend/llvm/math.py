@@ -91,7 +91,8 @@ from llvmlite import ir
 from ...lax import elementwise as _xla
 from ...lax.elementwise import _GILES64, _GILES_LARGE, _GILES_SMALL
 
-__all__ = ["BIG_TRIG_SYMBOLS", "NAMES", "VECTOR_WIDTHS", "big_trig_routine", "emit",
+__all__ = ["BIG_TRIG_SYMBOLS", "NAMES", "OUT_OF_LINE", "VECTOR_WIDTHS", "big_trig_routine",
+           "emit",
            "emit_function", "inline_slow_paths", "inlined_lines", "inlined_size", "repeated",
            "repetitions", "vector_variant_symbol"]
 
@@ -719,7 +720,8 @@ def _with_big_path(e: _Emitter, x, small_result, name: str):
     big = e.and_(e.ge(e.abs(x), _PH_MIN[e.f64]), e.lt(e.abs(x), math.inf))
     small_block = b.block
     with b.if_then(big, likely=False):
-        big_result = b.call(_big_trig_decl(b.module, name, e.ty, _INLINE_SLOW_PATHS.get()), [x])
+        big_result = b.call(_routine_decl(b.module, _big_trig_symbol(name, e.ty), e.ty, 1,
+                                          _INLINE_SLOW_PATHS.get()), [x])
         big_block = b.block
     out = b.phi(e.ty)
     out.add_incoming(small_result, small_block)
@@ -760,42 +762,43 @@ def vector_variant_symbol(symbol: str, lanes: int) -> str:
     return f"{symbol}_{'m' if _MASKED_VARIANTS else 'n'}{lanes}"
 
 
-def _vfabi_attribute(symbol: str) -> str:
+def _vfabi_attribute(symbol: str, nargs: int) -> str:
     """LLVM's vector-function ABI names of `symbol`'s vector variants (`_ZGV_LLVM_M<n>v_`:
-    LLVM's own calling convention, masked, n lanes, one vector argument; `N`: unmasked), which
-    the loop vectoriser calls in place of the scalar routine."""
+    LLVM's own calling convention, masked, n lanes, a `v` per vector argument; `N`:
+    unmasked), which the loop vectoriser calls in place of the scalar routine."""
     kind = "M" if _MASKED_VARIANTS else "N"
-    names = ",".join(f"_ZGV_LLVM_{kind}{n}v_{symbol}({vector_variant_symbol(symbol, n)})"
-                     for n in VECTOR_WIDTHS)
+    names = ",".join(f"_ZGV_LLVM_{kind}{n}{'v' * nargs}_{symbol}"
+                     f"({vector_variant_symbol(symbol, n)})" for n in VECTOR_WIDTHS)
     return f'"{_VFABI}"="{names}"'
 
 
-def _big_trig_decl(module: ir.Module, name: str, ty: ir.Type, vectorizable: bool = False
-                   ) -> ir.Function:
-    """The slow-path routine's declaration; `vectorizable`: with its vector variants declared
-    (and kept, through llvm.compiler.used, until the vectoriser has looked for them)."""
-    symbol = _big_trig_symbol(name, ty)
+def _routine_decl(module: ir.Module, symbol: str, ty: ir.Type, nargs: int,
+                  vectorizable: bool = False) -> ir.Function:
+    """The declaration of out-of-line routine `symbol` (OUT_OF_LINE's) of `nargs` operands of
+    type `ty`; `vectorizable`: with its vector variants declared (and kept, through
+    llvm.compiler.used, until the vectoriser has looked for them)."""
     fn = module.globals.get(symbol)
     if fn is None:
-        fn = ir.Function(module, ir.FunctionType(ty, [ty]), name=symbol)
+        fn = ir.Function(module, ir.FunctionType(ty, [ty] * nargs), name=symbol)
         fn.attributes = _PureAttributes(("readnone", "nounwind", "willreturn", "cold"))
-    if vectorizable and _vfabi_attribute(symbol) not in fn.attributes:
-        fn.attributes.add(_vfabi_attribute(symbol))
-        _keep(module, [_vector_variant_decl(module, symbol, ty, n) for n in VECTOR_WIDTHS])
+    if vectorizable and _vfabi_attribute(symbol, nargs) not in fn.attributes:
+        fn.attributes.add(_vfabi_attribute(symbol, nargs))
+        _keep(module, [_vector_variant_decl(module, symbol, ty, nargs, n)
+                       for n in VECTOR_WIDTHS])
     return fn
 
 
-def _vector_variant_type(ty: ir.Type, lanes: int) -> ir.FunctionType:
+def _vector_variant_type(ty: ir.Type, nargs: int, lanes: int) -> ir.FunctionType:
     mask = [ir.VectorType(ir.IntType(1), lanes)] if _MASKED_VARIANTS else []
-    return ir.FunctionType(ir.VectorType(ty, lanes), [ir.VectorType(ty, lanes), *mask])
+    return ir.FunctionType(ir.VectorType(ty, lanes), [ir.VectorType(ty, lanes)] * nargs + mask)
 
 
-def _vector_variant_decl(module: ir.Module, symbol: str, ty: ir.Type, lanes: int
+def _vector_variant_decl(module: ir.Module, symbol: str, ty: ir.Type, nargs: int, lanes: int
                          ) -> ir.Function:
     name = vector_variant_symbol(symbol, lanes)
     fn = module.globals.get(name)
     if fn is None:
-        fn = ir.Function(module, _vector_variant_type(ty, lanes), name=name)
+        fn = ir.Function(module, _vector_variant_type(ty, nargs, lanes), name=name)
         fn.attributes = _PureAttributes(("readnone", "nounwind", "willreturn"))
     return fn
 
@@ -815,37 +818,36 @@ def _keep(module: ir.Module, fns: list) -> None:
     g.initializer = ir.Constant(ir.ArrayType(i8p, len(items)), items)
 
 
-def _define_vector_variant(module: ir.Module, scalar: ir.Function, lanes: int) -> None:
-    """`x[k] -> scalar(x[k])` on the lanes the mask selects (the others keep x), returning at
-    once when it selects none: the vectorised loop calls it for every vector. The lanes are
-    a loop over a stack copy (small code, compiled once per process). Unmasked variants
-    select the lanes `_with_big_path` sends to the routine: finite |x| >= _PH_MIN."""
+def _define_vector_variant(module: ir.Module, scalar: ir.Function, lanes: int,
+                           needs: Callable) -> None:
+    """`scalar(x[k], ...)` on the lanes the mask selects (the others keep the first operand),
+    returning at once when it selects none: the vectorised loop calls it for every vector.
+    The lanes are a loop over stack copies (small code, compiled once per process). Unmasked
+    variants select the lanes `needs(builder, emitter, vector operands)` says the caller's
+    branch sends to the routine."""
     ty = scalar.function_type.return_type
+    nargs = len(scalar.args)
     vec = ir.VectorType(ty, lanes)
-    fn = ir.Function(module, _vector_variant_type(ty, lanes),
+    fn = ir.Function(module, _vector_variant_type(ty, nargs, lanes),
                      name=vector_variant_symbol(scalar.name, lanes))
     fn.attributes.add("noinline")
     fn.attributes.add("optnone")  # (nothing to optimise: this saves most of its compile time)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    if _MASKED_VARIANTS:
-        x, mask = fn.args
-    else:
-        (x,) = fn.args
-        e = _Emitter(b, ty)  # (its scalar bit patterns, put in every lane)
-        ivec = ir.VectorType(e.ity, lanes)
-
-        def splat(bits: int) -> ir.Constant:
-            return ir.Constant(ivec, [bits] * lanes)
-        # |x| as bits (sign cleared): finite and past _PH_MIN is an unsigned range of them
-        magnitude = b.and_(b.bitcast(x, ivec), splat((1 << (e.ity.width - 1)) - 1))
-        mask = b.and_(b.icmp_unsigned(">=", magnitude, splat(e.const_bits(_PH_MIN[e.f64]))),
-                      b.icmp_unsigned("<", magnitude, splat(e.const_bits(math.inf))))
+    xs = fn.args[:nargs]
+    # (an unmasked variant's emitter: its scalar bit patterns, put in every lane)
+    mask = fn.args[nargs] if _MASKED_VARIANTS else needs(b, _Emitter(b, ty), xs)
     bits = b.bitcast(mask, ir.IntType(lanes))
     with b.if_then(b.icmp_unsigned("!=", bits, ir.Constant(bits.type, 0)), likely=False):
         i32 = ir.IntType(32)
-        slot = b.alloca(ir.ArrayType(ty, lanes))
-        slot.align = 64  # (the vector stores and loads below assume their own alignment)
-        b.store(x, b.bitcast(slot, vec.as_pointer()))
+        slots = []
+        for x in xs:
+            slot = b.alloca(ir.ArrayType(ty, lanes))
+            slot.align = 64  # (the vector stores and loads below assume their own alignment)
+            b.store(x, b.bitcast(slot, vec.as_pointer()))
+            slots.append(slot)
+        out = b.alloca(ir.ArrayType(ty, lanes))
+        out.align = 64
+        b.store(xs[0], b.bitcast(out, vec.as_pointer()))
         pre = b.block
         head = b.append_basic_block("lane")
         done = b.append_basic_block("lanes.done")
@@ -854,14 +856,29 @@ def _define_vector_variant(module: ir.Module, scalar: ir.Function, lanes: int) -
         k = b.phi(i32)
         k.add_incoming(ir.Constant(i32, 0), pre)
         with b.if_then(b.extract_element(mask, k)):
-            at = b.gep(slot, [ir.Constant(i32, 0), k], inbounds=True)
-            b.store(b.call(scalar, [b.load(at)]), at)
+            lane = [b.load(b.gep(slot, [ir.Constant(i32, 0), k], inbounds=True))
+                    for slot in slots]
+            b.store(b.call(scalar, lane), b.gep(out, [ir.Constant(i32, 0), k], inbounds=True))
         nxt = b.add(k, ir.Constant(i32, 1))
         k.add_incoming(nxt, b.block)
         b.cbranch(b.icmp_unsigned("<", nxt, ir.Constant(i32, lanes)), head, done)
         b.position_at_end(done)
-        b.ret(b.load(b.bitcast(slot, vec.as_pointer())))
-    b.ret(x)
+        b.ret(b.load(b.bitcast(out, vec.as_pointer())))
+    b.ret(xs[0])
+
+
+def _needs_big_trig(b: ir.IRBuilder, e: _Emitter, xs) -> ir.Value:
+    """The lanes `_with_big_path` sends to the trig routine: finite |x| >= _PH_MIN."""
+    (x,) = xs
+    lanes = x.type.count
+    ivec = ir.VectorType(e.ity, lanes)
+
+    def splat(bits: int) -> ir.Constant:
+        return ir.Constant(ivec, [bits] * lanes)
+    # |x| as bits (sign cleared): finite and past _PH_MIN is an unsigned range of them
+    magnitude = b.and_(b.bitcast(x, ivec), splat((1 << (e.ity.width - 1)) - 1))
+    return b.and_(b.icmp_unsigned(">=", magnitude, splat(e.const_bits(_PH_MIN[e.f64]))),
+                  b.icmp_unsigned("<", magnitude, splat(e.const_bits(math.inf))))
 
 
 def _sin_cos_reduced(e: _Emitter, x, r, q, want_cos: bool):
@@ -984,7 +1001,7 @@ def big_trig_routine(symbol: str) -> ir.Module:
             e.b.ret(_TRIG_REDUCED[name](e, fn.args[0], r, q))
             fn.attributes.add("noinline")  # (one copy, not one per lane of each variant)
             for lanes in VECTOR_WIDTHS:
-                _define_vector_variant(module, fn, lanes)
+                _define_vector_variant(module, fn, lanes, _needs_big_trig)
             return module
     raise KeyError(f"no out-of-line math routine {symbol!r}; known: {BIG_TRIG_SYMBOLS}")
 
@@ -1543,22 +1560,59 @@ def _zeta_pos(e: _Emitter, s, q_hi, q_lo):
     return acc
 
 
-def _zeta(e: _Emitter, s, q):
-    """zeta(s, q) for integer-valued s >= 2 and any q, as SciPy (inf at the poles q = 0, -1,
-    -2, ... and at q = -inf, 0 at q = inf). For q < 0, with f = q - floor(q), g = ceil(q) - q
-    (both exact): zeta(s, q) = zeta(s, f) + (-1)**s (zeta(s, g) - zeta(s, 1 - q)), the terms
-    q + k < 0 summed as the difference of two zetas (each shifted only _ZETA_SHIFT times)."""
-    neg = e.lt(q, 0.0)
-    f = e.sub(q, e.floor(q))
+_ZETA_REFLECTION = "tracejit_zeta_reflection_f64"
+
+
+def _zeta_reflection(e: _Emitter, s, q):
+    """zeta(s, g) - zeta(s, 1 - q) for q < 0, g = ceil(q) - q (exact): the terms q + k < 0 of
+    zeta(s, q)'s sum, as the difference of two zetas (each shifted only _ZETA_SHIFT times)."""
     g = e.sub(e.neg(q), e.floor(e.neg(q)))
-    zero = e.v(0.0)
-    z_f = _zeta_pos(e, s, e.select(neg, f, q), zero)
-    z_g = _zeta_pos(e, s, e.select(neg, g, zero), zero)
-    one_q, one_q_lo = _two_sum(e, 1.0, e.select(neg, e.neg(q), zero))
-    z_1q = _zeta_pos(e, s, one_q, one_q_lo)
-    odd = e.eq(e.sub(s, e.mul(e.floor(e.mul(s, 0.5)), 2.0)), 1.0)
-    diff = e.sub(z_g, z_1q)
-    res = e.select(neg, e.add(z_f, e.select(odd, e.neg(diff), diff)), z_f)
+    one_q, one_q_lo = _two_sum(e, 1.0, e.neg(q))
+    return e.sub(_zeta_pos(e, s, g, e.v(0.0)), _zeta_pos(e, s, one_q, one_q_lo))
+
+
+def _zeta_reflection_routine(symbol: str) -> ir.Module:
+    """A module defining `_zeta_reflection` as the routine _ZETA_REFLECTION and its vector
+    variants (calling it on the lanes with q < 0)."""
+    module = ir.Module(name=symbol)
+    ty = ir.DoubleType()
+    fn = ir.Function(module, ir.FunctionType(ty, [ty, ty]), name=symbol)
+    e = _Emitter(ir.IRBuilder(fn.append_basic_block("entry")), ty)
+    e.b.ret(_zeta_reflection(e, *fn.args))
+    fn.attributes.add("noinline")
+    for lanes in VECTOR_WIDTHS:
+        _define_vector_variant(module, fn, lanes, lambda b, e, xs: b.fcmp_ordered(
+            "<", xs[1], ir.Constant(xs[1].type, [0.0] * xs[1].type.count)))
+    return module
+
+
+# The out-of-line routines programs call by name (cold paths: compiled at O1), with the
+# builders of their modules
+OUT_OF_LINE: dict[str, Callable[[str], ir.Module]] = {
+    **{symbol: big_trig_routine for symbol in BIG_TRIG_SYMBOLS},
+    _ZETA_REFLECTION: _zeta_reflection_routine}
+
+
+def _zeta(e: _Emitter, s, q):
+    """zeta(s, q) for integer-valued s >= 2 and any q, float64, as SciPy (inf at the poles
+    q = 0, -1, -2, ... and at q = -inf, 0 at q = inf). For q < 0, with f = q - floor(q)
+    (exact): zeta(s, q) = zeta(s, f) + (-1)**s _zeta_reflection(s, q), which runs out of line
+    behind an unlikely branch: a loop LLVM vectorises calls its masked variants, which return
+    at once when no lane has q < 0 (a polygamma of 1M float32 took 54 ms computing all three
+    zetas for every lane; JAX 0.12 33)."""
+    b = e.b
+    neg = e.lt(q, 0.0)
+    z_f = _zeta_pos(e, s, e.select(neg, e.sub(q, e.floor(q)), q), e.v(0.0))
+    positive_block = b.block
+    with b.if_then(neg, likely=False):
+        reflected = b.call(_routine_decl(b.module, _ZETA_REFLECTION, e.ty, 2,
+                                         _INLINE_SLOW_PATHS.get()), [s, q])
+        odd = e.eq(e.sub(s, e.mul(e.floor(e.mul(s, 0.5)), 2.0)), 1.0)
+        negative = e.add(z_f, e.select(odd, e.neg(reflected), reflected))
+        negative_block = b.block
+    res = b.phi(e.ty)
+    res.add_incoming(z_f, positive_block)
+    res.add_incoming(negative, negative_block)
     pole = e.and_(e.le(q, 0.0), e.eq(e.floor(q), q))        # -inf included (f is NaN there)
     return e.select(e.eq(q, math.inf), 0.0, e.select(pole, math.inf, res))
 
