@@ -1,8 +1,8 @@
 """Library operations outside the main table, ours vs JAX: sorting (sort, argsort, rows),
 top_k, argmax, searchsorted, bincount, an integer product, pooling windows, 2-D FFTs,
-categorical sampling, special functions (ndtri, spence, erfcx, betainc, gammainc), the
-two-method samplers (binomial, poisson), a float -> int conversion and a CNN layer's
-gradients -- where a user's program spends its time beyond elementwise work and BLAS.
+categorical sampling, special functions (ndtri, spence, erfcx, betainc, gammainc,
+polygamma), the two-method samplers (binomial, poisson), a float -> int conversion and a CNN
+layer's gradients -- where a user's program spends its time beyond elementwise work and BLAS.
 
     python -m benchmarks.library_ops [--runs N] ["row substring" ...]
 
@@ -73,6 +73,8 @@ def rows(jax, jnp, lax) -> list[tuple[str, object, tuple]]:
           rng.uniform(0.01, 0.99, 1 << 16).astype(np.float32))),
         ("scipy.special.gammainc 1M float32", special.gammainc,
          (positive * 4, positive[::-1] * 4)),
+        ("scipy.special.polygamma(1, x) 1M float32", lambda a: special.polygamma(1, a),
+         (positive * 4,)),
         ("random.binomial(20, 0.3) 64K",
          lambda k: jax.random.binomial(k, 20.0, 0.3, (1 << 16,)), (key,)),
         ("random.binomial(1000, 0.3) 64K",
