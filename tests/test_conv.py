@@ -456,3 +456,28 @@ def test_gemm_sized_gradients_against_jax(strides):
     for g, e in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-4,
                                    atol=1e-4 * np.abs(np.asarray(e)).max())
+
+
+@pytest.mark.parametrize("cout, groups", [(32, 1), (8, 1), (1100, 1), (12, 3)])
+def test_direct_convolutions_run_on_the_pool_with_the_serial_bits(cout, groups, monkeypatch):
+    """A direct convolution (a contraction under im2col's minimum, or feature groups) with
+    enough work runs its batch on the thread pool: the same bits as the serial loop nest (each
+    output's sum in the same order), which the interpreter's oracle matches closely. Rows of
+    sums up to 4 KiB live on the stack, longer ones (1,100 features) in the workspace."""
+    from tracejit.backend.llvm import parallel_loops
+    rng = np.random.default_rng(3)
+    cin = 1 if groups == 1 else 3
+    side = 28 if cout < 1000 else 8
+    x = rng.standard_normal((32, side, side, cin)).astype(np.float32)
+    w = rng.standard_normal((3, 3, cin // groups, cout)).astype(np.float32)
+    kw = dict(window_strides=(1, 1), padding="SAME", feature_group_count=groups,
+              dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    f = tracejit.jit(conv_fn(kw))
+    assert "@tracejit_parallel_for(" in f.lower(x, w).compile().as_text(dialect="llvm")
+    pooled = np.asarray(f(x, w))
+    monkeypatch.setattr(parallel_loops, "PARALLEL_MIN_ELEMENTS", 1 << 40)
+    g = tracejit.jit(conv_fn(kw))
+    assert "@tracejit_parallel_for(" not in g.lower(x, w).compile().as_text(dialect="llvm")
+    np.testing.assert_array_equal(pooled, np.asarray(g(x, w)))
+    want = np.asarray(tracejit.jit(conv_fn(kw), backend="interpret")(x, w))
+    np.testing.assert_allclose(pooled, want, rtol=1e-5, atol=1e-5)

@@ -284,7 +284,7 @@ class NativeExecutable(Executable):
         out_ptrs = self._pack_outputs(*[o[1] for o in outs])
         nws = self._workspace_bytes
         # (a lone product's entry reads its parameters where a workspace would go)
-        ws, ws_address = pool.empty((nws,), _U8, nws) if nws else (None, self._params_address)
+        ws, ws_address = pool.aligned((nws,), _U8, nws) if nws else (None, self._params_address)
         if self.program.polls:  # a loop may run long: Ctrl-C stops it (runtime/interrupts.py)
             with NativeSigint() as sigint:
                 self._compiled.entry(ins, out_ptrs, ws_address)

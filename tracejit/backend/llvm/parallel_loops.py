@@ -27,8 +27,9 @@ from ...compiler.rows import row_map_p
 from ...core.avals import ShapedArray
 from ...core.jaxpr import Var
 from ...lax import reductions as rd
+from ...lax.convolution import conv_general_dilated_p
 from ...lax.sorting import sort_p, top_k_p
-from . import thread_pool
+from . import convolution, thread_pool
 from .codegen import VECTORIZE_COLD_ELEMENTS, Buf, Emitter, Scalar, define
 from .interrupt import emit_poll
 from .types import I8, I64, const, mem_type
@@ -101,6 +102,8 @@ def candidate(eqn) -> bool:
         return False
     if eqn.primitive is row_map_p:
         return True
+    if eqn.primitive is conv_general_dilated_p:  # (its outermost loop: the batch)
+        return convolution.direct(eqn)
     root = _root(eqn)
     if element_op(root):  # (threefry2x32's two words too)
         return True
@@ -117,9 +120,13 @@ def candidate(eqn) -> bool:
 
 def work(eqn) -> int:
     """The elements a kernel touches: its largest operand or result (ITERATIVE_WORK times
-    that for a kernel of an iterative op); for a row kernel, its
+    that for a kernel of an iterative op; a direct convolution's output elements times its
+    contraction over 16, where that is more); for a row kernel, its
     rows times the largest row (per step, for the column blocks of a scan's xs and ys) times
     the iterations per element of a loop on each row (compiler.element_loops)."""
+    if eqn.primitive is conv_general_dilated_p:  # (an output element: a row of products)
+        elements = max(v.aval.size for v in (*eqn.invars, *eqn.outvars))
+        return max(elements, eqn.outvars[0].aval.size * convolution.contraction(eqn) // 16)
     if eqn.primitive is not row_map_p:
         elements = max(v.aval.size for v in (*eqn.invars, *eqn.outvars))
         body = eqn.params["body"].jaxpr.eqns if eqn.primitive is fused_p else [eqn]
