@@ -481,3 +481,45 @@ def test_direct_convolutions_run_on_the_pool_with_the_serial_bits(cout, groups, 
     np.testing.assert_array_equal(pooled, np.asarray(g(x, w)))
     want = np.asarray(tracejit.jit(conv_fn(kw), backend="interpret")(x, w))
     np.testing.assert_allclose(pooled, want, rtol=1e-5, atol=1e-5)
+
+
+BLOCKED_CASES = [  # (input NHWC, kernel HWIO, strides, padding, rhs dilation)
+    ((8, 32, 32, 32), (3, 3, 32, 16), (1, 1), "SAME", (1, 1)),
+    ((2, 9, 11, 20), (3, 3, 20, 48), (2, 2), "SAME", (1, 1)),      # 3 vectors; a rest tile
+    ((2, 10, 13, 24), (5, 3, 24, 32), (1, 2), ((2, 1), (0, 3)), (2, 1)),
+    ((3, 7, 7, 16), (3, 3, 16, 112), (1, 1), "VALID", (1, 1)),     # 4 + 3 vectors
+    ((2, 12, 30, 8), (3, 5, 8, 64), (1, 1), ((-1, 2), (3, -2)), (1, 2)),  # cropping
+    ((4, 8, 8, 40), (1, 1, 40, 64), (1, 1), "SAME", (1, 1)),
+    ((1, 5, 40, 6), (2, 7, 6, 16), (3, 1), "SAME", (1, 1)),        # an edge in every tile
+]
+
+
+@pytest.mark.parametrize("case", range(len(BLOCKED_CASES)))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_blocked_kernel_against_direct_loops_and_jax(case, dtype, request):
+    """The register-blocked kernel (2-D, features innermost in input and output): tiles of
+    every width, rest tiles, edge positions on both sides, strides, dilations, padding
+    (negative too), output features in 1-4 vectors; the weights read in place (HWIO) or
+    packed first (OIHW), on the pool or not -- against the direct loops and JAX."""
+    from tracejit.backend.llvm import convolution as native_conv
+    if dtype == np.float64:
+        request.getfixturevalue("x64")
+    xs, ws, strides, padding, dilation = BLOCKED_CASES[case]
+    rng = np.random.default_rng(case)
+    x, w = rng.standard_normal(xs).astype(dtype), rng.standard_normal(ws).astype(dtype)
+    for dn, kernel in [(("NHWC", "HWIO", "NHWC"), w),
+                       (("NHWC", "OIHW", "NHWC"), np.transpose(w, (3, 2, 0, 1)))]:
+        kw = dict(window_strides=strides, padding=padding, rhs_dilation=dilation,
+                  dimension_numbers=dn)
+        f = tracejit.jit(conv_fn(kw))
+        text = f.lower(x, kernel).compile().as_text(dialect="llvm")
+        assert "@llvm.fma.v" in text, "the blocked kernel was not used"
+        eqn = tracejit.make_jaxpr(conv_fn(kw))(x, kernel).jaxpr.eqns[0]
+        assert native_conv._blocked_lanes(eqn) is not None
+        got = np.asarray(f(x, kernel))
+        want = direct_conv(x, kernel, *params_of(xs, kernel.shape, kw))
+        tol = 1e-4 if dtype == np.float32 else 1e-11
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+        np.testing.assert_allclose(got, np.asarray(jax.lax.conv_general_dilated(
+            x, kernel, **kw)), rtol=tol, atol=tol)
+

@@ -171,6 +171,181 @@ def _row(em: Emitter, aval: ShapedArray) -> Buf:
     return Buf(em.b.bitcast(row, mem_type(aval.dtype).as_pointer()), aval)
 
 
+def _conv_blocked(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf, lanes: int
+                  ) -> None:
+    """A 2-D convolution as a register-blocked loop nest, without im2col: for each output row
+    (batch element and output height; the loop the pool shares out) and block of output
+    features (1-4 vectors), blocks of P output positions along the row hold a P x vectors
+    tile of sums in registers; each window tap and input feature adds one input element
+    (broadcast) times the weights' vectors into it (P x vectors fused multiply-adds for P
+    loads and vectors loads). Positions whose window crosses the row's padding are blocks of
+    one, over the taps that land on the input; a tap row off the input is skipped. Each sum
+    runs over the taps in order, then the input features: one chain per output element.
+    Weights not already [taps, in features, out features] with out innermost are packed so,
+    per chunk of rows (a loop off the pool's rows: the pool's chunks each pack their own)."""
+    b = em.b
+    dtype = out.aval.dtype
+    ty = mem_type(dtype)
+    vec = ir.VectorType(ty, lanes)
+    (height, width), (kh_n, kw_n) = g.in_space, g.window
+    out_h, out_w = g.out_space
+    (sh, sw), (dh, dw), (ph, pw) = g.strides, g.rhs_dil, g.pads
+    cin, cout = g.cin, g.cout
+    taps = kh_n * kw_n
+    if g.r_out == 1 and g.r_in == cout and g.r_space == [kw_n * cin * cout, cin * cout]:
+        w = rhs
+    else:
+        w = em.alloc(ShapedArray((taps * cin * cout,), dtype))
+
+        def pack(kidx: list[ir.Value]) -> None:
+            k = b.add(b.mul(kidx[0], _c(kw_n)), kidx[1])
+            src = b.add(b.mul(kidx[0], _c(g.r_space[0])), b.mul(kidx[1], _c(g.r_space[1])))
+
+            def feature(c: ir.Value) -> None:
+                row = b.mul(b.add(b.mul(k, _c(cin)), c), _c(cout))
+                s_c = b.add(src, b.mul(c, _c(g.r_in)))
+                em.loop(cout, lambda o: em.store(w, b.add(row, o), em.load(
+                    rhs, b.add(s_c, b.mul(o, _c(g.r_out))))), name="o", over_data=False)
+            em.loop(cin, feature, name="c", over_data=False)
+        em.loop(kh_n, lambda kh: em.loop(kw_n, lambda kw: pack([kh, kw]), name="kw",
+                                        over_data=False), name="kh", over_data=False)
+    os = _strides(out.aval.shape)
+    o_batch, (o_h, o_w) = os[g.out_spec[0]], [os[d] for d in g.out_spec[2:]]
+    l_h, l_w = g.l_space
+    name = f"llvm.fma.v{lanes}{'f64' if dtype.itemsize == 8 else 'f32'}"
+    fma = em.module.globals.get(name) or ir.Function(em.module, ir.FunctionType(vec, [vec] * 3),
+                                                     name=name)
+    zero = ir.Constant(vec, [0.0] * lanes)
+    splat_mask = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)
+
+    def column(ow: int, kw: int) -> int:
+        return ow * sw + kw * dw - pw
+
+    def inside(ow: int) -> list[int]:
+        """The window columns of output position ow that land on the input."""
+        return [kw for kw in range(kw_n) if 0 <= column(ow, kw) < width]
+    interior = [ow for ow in range(out_w) if len(inside(ow)) == kw_n]
+    lo, hi = (interior[0], interior[-1] + 1) if interior else (0, 0)
+    edges = [ow for ow in range(out_w) if not lo <= ow < hi]
+
+    def row(r: ir.Value) -> None:
+        n, oh = b.udiv(r, _c(out_h)), b.urem(r, _c(out_h))
+        lhs_n = b.mul(n, _c(g.l_batch))
+        out_row = b.add(b.mul(n, _c(o_batch)), b.mul(oh, _c(o_h)))
+        ih0 = b.sub(b.mul(oh, _c(sh)), _c(ph))
+
+        def tile(ow0: ir.Value, positions: int, o0: ir.Value, vectors: int, edge: bool
+                 ) -> None:
+            """The sums of `positions` output positions from ow0 by `vectors` vectors of
+            output features from o0; `edge`: one position whose window may cross the row's
+            ends (each tap's column tested)."""
+            def kh_step(kh: ir.Value, acc: list) -> list:
+                ih = b.add(ih0, b.mul(kh, _c(dh)))
+                base = b.add(lhs_n, b.mul(ih, _c(l_h)))
+
+                def kw_step(kw: ir.Value, acc: list) -> list:
+                    cols = [b.sub(b.add(b.mul(b.add(ow0, _c(p)), _c(sw)), b.mul(kw, _c(dw))),
+                                  _c(pw)) for p in range(positions)]
+                    xs = [b.add(base, b.mul(col, _c(l_w))) for col in cols]
+                    w0 = b.add(b.mul(b.add(b.mul(kh, _c(kw_n)), kw), _c(cin * cout)), o0)
+
+                    def step(c: ir.Value, acc: list) -> list:
+                        x = [_splat(b, em.load(lhs, b.add(at, c)), vec, splat_mask)
+                             for at in xs]
+                        w_c = b.add(w0, b.mul(c, _c(cout)))
+                        wv = [_load_vector(b, w, b.add(w_c, _c(v * lanes)), vec)
+                              for v in range(vectors)]
+                        return [b.call(fma, [x[p], wv[v], acc[p * vectors + v]])
+                                for p in range(positions) for v in range(vectors)]
+                    if not edge:
+                        return _carried_loop(b, cin, acc, step)
+                    # (a column below 0 compares as huge)
+                    return _if_merged(b, b.icmp_unsigned("<", cols[0], _c(width)), acc,
+                                      lambda acc: _carried_loop(b, cin, acc, step))
+                return _if_merged(b, b.icmp_unsigned("<", ih, _c(height)), acc,
+                                  lambda acc: _carried_loop(b, kw_n, acc, kw_step))
+            acc = _carried_loop(b, kh_n, [zero] * (positions * vectors), kh_step)
+            for p in range(positions):
+                at = b.add(b.add(out_row, b.mul(b.add(ow0, _c(p)), _c(o_w))), o0)
+                for v in range(vectors):
+                    ptr = b.bitcast(b.gep(out.ptr, [b.add(at, _c(v * lanes))], inbounds=True),
+                                    vec.as_pointer())
+                    b.store(acc[p * vectors + v], ptr, align=dtype.itemsize)
+
+        def block(o0: ir.Value, vectors: int) -> None:
+            positions = _BLOCK_POSITIONS[vectors]
+            full, rest = divmod(hi - lo, positions)
+            if full:
+                em.loop(full, lambda q: tile(b.add(_c(lo), b.mul(q, _c(positions))),
+                                             positions, o0, vectors, False),
+                        name="tile", vectorize=False)
+            if rest:
+                tile(_c(lo + full * positions), rest, o0, vectors, False)
+            if edges:  # (the positions before lo, then those from hi)
+                em.loop(len(edges), lambda i: tile(b.select(
+                    b.icmp_unsigned("<", i, _c(lo)), i, b.add(i, _c(hi - lo))), 1, o0, vectors,
+                    True), name="edge", vectorize=False)
+        wide, narrow = divmod(cout // lanes, 4)
+        if wide:
+            em.loop(wide, lambda ob: block(b.mul(ob, _c(4 * lanes)), 4), name="oblock",
+                    vectorize=False)
+        if narrow:
+            block(_c(wide * 4 * lanes), narrow)
+    em.loop(g.nout * out_h, row, name="rows", vectorize=False)
+    if w is not rhs:
+        em.release(w)
+
+
+def _splat(b: ir.IRBuilder, x: ir.Value, vec: ir.VectorType, mask: ir.Constant) -> ir.Value:
+    one = b.insert_element(ir.Constant(vec, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
+    return b.shuffle_vector(one, ir.Constant(vec, ir.Undefined), mask)
+
+
+def _load_vector(b: ir.IRBuilder, buf: Buf, at: ir.Value, vec: ir.VectorType) -> ir.Value:
+    ptr = b.bitcast(b.gep(buf.ptr, [at], inbounds=True), vec.as_pointer())
+    return b.load(ptr, align=buf.aval.dtype.itemsize)
+
+
+def _carried_loop(b: ir.IRBuilder, n: int, acc: list, step) -> list:
+    """`acc = step(i, acc)` for i in range(n) (n >= 1), the values carried in registers
+    (phis); returns them after the last step."""
+    pre = b.block
+    body = b.append_basic_block("carried")
+    done = b.append_basic_block("carried.done")
+    b.branch(body)
+    b.position_at_end(body)
+    i = b.phi(I64)
+    i.add_incoming(_c(0), pre)
+    phis = []
+    for v in acc:
+        phi = b.phi(v.type)
+        phi.add_incoming(v, pre)
+        phis.append(phi)
+    new = step(i, phis)
+    nxt = b.add(i, _c(1))
+    i.add_incoming(nxt, b.block)
+    for phi, v in zip(phis, new):
+        phi.add_incoming(v, b.block)
+    b.cbranch(b.icmp_unsigned("<", nxt, _c(n)), body, done)
+    b.position_at_end(done)
+    return new
+
+
+def _if_merged(b: ir.IRBuilder, cond: ir.Value, acc: list, then) -> list:
+    """`then(acc)` where `cond` holds, else `acc` (phis merge the two)."""
+    before = b.block
+    with b.if_then(cond):
+        new = then(acc)
+        inside = b.block
+    merged = []
+    for old, v in zip(acc, new):
+        phi = b.phi(v.type)
+        phi.add_incoming(old, before)
+        phi.add_incoming(v, inside)
+        merged.append(phi)
+    return merged
+
+
 def _channels_last(spec) -> bool:
     """out_spec is (N, spatial..., C) in memory order: a gemm's [P, O] rows land in place."""
     n = len(spec)
@@ -279,19 +454,51 @@ def contraction(eqn) -> int:
         rhs.shape[eqn.params["dimension_numbers"][1][1]]
 
 
-def direct(eqn) -> bool:
-    """Whether the convolution is the direct loop nest (else im2col and gemm), whose
-    outermost loop runs over the batch: parallel_loops runs it on the pool."""
+def _gemm_sized(eqn) -> bool:
+    """Whether the convolution is large enough for im2col and gemm (or the blocked kernel)."""
     lhs, rhs = (v.aval for v in eqn.invars)
     out = eqn.outvars[0].aval
     p = eqn.params
     npos = math.prod(out.shape[d] for d in p["dimension_numbers"][2][2:])
     cout = out.shape[p["dimension_numbers"][2][1]]
     kc = contraction(eqn)
-    gemm = (p["feature_group_count"] == 1 and p["batch_group_count"] == 1
+    return (p["feature_group_count"] == 1 and p["batch_group_count"] == 1
             and out.dtype in _GEMM_DTYPES and lhs.dtype == rhs.dtype == out.dtype
             and npos * cout * kc >= _GEMM_MIN_FLOPS and kc >= _GEMM_MIN_CONTRACT)
-    return not gemm
+
+
+def direct(eqn) -> bool:
+    """Whether the convolution is a loop nest over its output rows, the batch outermost (the
+    direct loop nest, or the blocked kernel; else im2col and gemm): parallel_loops runs it on
+    the pool."""
+    return not _gemm_sized(eqn) or _blocked_lanes(eqn) is not None
+
+
+# The blocked kernel's contraction (window taps x input features) at most: its weights for
+# one block of output features (64 float32) then stay within 1 MiB, L2, where every block of
+# output positions reads them all again
+_BLOCKED_MAX_CONTRACT = 4096
+# Output positions per block (rows of the register tile) by vectors of output features
+# (columns): the tile's sums stay within AVX-512's 32 registers with the weights' vectors.
+_BLOCK_POSITIONS = {1: 12, 2: 12, 3: 8, 4: 6}
+
+
+def _blocked_lanes(eqn) -> int | None:
+    """The vector lanes of the blocked kernel (`_conv_blocked`) for a gemm-sized 2-D
+    convolution it can run (features innermost in the input and the output, no input
+    dilation, output features a multiple of the lanes, float32 or float64), else None."""
+    from . import gemm
+    if not _gemm_sized(eqn):
+        return None
+    out = eqn.outvars[0].aval
+    p = eqn.params
+    lhs_spec, _, out_spec = p["dimension_numbers"]
+    host = gemm.host_lanes()
+    if (host is None or len(lhs_spec) != 4 or lhs_spec[1] != 3 or out_spec[1] != 3
+            or any(d != 1 for d in p["lhs_dilation"]) or contraction(eqn) > _BLOCKED_MAX_CONTRACT):
+        return None
+    lanes = host if out.dtype.itemsize == 4 else host // 2
+    return lanes if out.shape[out_spec[1]] % lanes == 0 else None
 
 
 def _conv(em: Emitter, eqn, ins, dests):
@@ -301,6 +508,10 @@ def _conv(em: Emitter, eqn, ins, dests):
     if out_aval.size == 0:
         return [out]
     g = _Geometry(eqn, lhs.aval, rhs.aval, out_aval)
+    lanes = _blocked_lanes(eqn)
+    if lanes is not None:
+        _conv_blocked(em, g, lhs, rhs, out, lanes)
+        return [out]
     if direct(eqn):
         _conv_direct(em, g, lhs, rhs, out)
         return [out]
