@@ -1,6 +1,9 @@
 """Structural rule for conv_general_dilated: a direct loop nest (small problems, groups, integer
-and half precision) or, for large float convolutions, im2col into the workspace + BLAS gemm
-one batch element at a time. codegen's Emitter dispatches to it through `rules.STRUCTURAL`.
+and half precision); for large float convolutions a register-blocked loop nest where its layout
+allows (2-D, features innermost in the input and the output: `_conv_blocked`), else im2col
+into the workspace + BLAS gemm a chunk of batch elements at a time. The two loop nests run
+their output rows on the thread pool (parallel_loops). codegen's Emitter dispatches to it
+through `rules.STRUCTURAL`.
 
 Padding and dilation are bounds tests on the input position, never reads: every load is in
 bounds of its operand."""
@@ -273,7 +276,7 @@ def _conv_blocked(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf, lanes
                     b.store(acc[p * vectors + v], ptr, align=dtype.itemsize)
 
         def block(o0: ir.Value, vectors: int) -> None:
-            positions = _BLOCK_POSITIONS[vectors]
+            positions = _tile_positions(vectors)
             full, rest = divmod(hi - lo, positions)
             if full:
                 em.loop(full, lambda q: tile(b.add(_c(lo), b.mul(q, _c(positions))),
@@ -478,9 +481,17 @@ def direct(eqn) -> bool:
 # one block of output features (64 float32) then stay within 1 MiB, L2, where every block of
 # output positions reads them all again
 _BLOCKED_MAX_CONTRACT = 4096
-# Output positions per block (rows of the register tile) by vectors of output features
-# (columns): the tile's sums stay within AVX-512's 32 registers with the weights' vectors.
-_BLOCK_POSITIONS = {1: 12, 2: 12, 3: 8, 4: 6}
+# Output positions per tile at most (rows of the register tile)
+_MAX_TILE_POSITIONS = 12
+
+
+def _tile_positions(vectors: int) -> int:
+    """Output positions per tile of `vectors` vectors of output features: its sums, the
+    weights' vectors and a broadcast input element within the vector registers (AVX-512's
+    32, AVX2's 16): 12, 12, 9, 6 for 1-4 vectors on AVX-512."""
+    from . import gemm
+    registers = 32 if gemm.host_lanes() == 16 else 16
+    return max(1, min(_MAX_TILE_POSITIONS, (registers - 2 - vectors) // vectors))
 
 
 def _blocked_lanes(eqn) -> int | None:
