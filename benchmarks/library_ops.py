@@ -2,7 +2,8 @@
 top_k, argmax, searchsorted, bincount, an integer product, pooling windows, 2-D FFTs,
 categorical sampling, special functions (ndtri, spence, erfcx, betainc, gammainc,
 polygamma), the two-method samplers (binomial, poisson), a float -> int conversion and a CNN
-layer's gradients -- where a user's program spends its time beyond elementwise work and BLAS.
+layer's convolutions -- where a user's program spends its time beyond elementwise work and
+BLAS.
 
     python -m benchmarks.library_ops [--runs N] ["row substring" ...]
 
@@ -81,6 +82,13 @@ def rows(jax, jnp, lax) -> list[tuple[str, object, tuple]]:
          lambda k: jax.random.binomial(k, 1000.0, 0.3, (1 << 16,)), (key,)),
         ("random.poisson(3) 64K", lambda k: jax.random.poisson(k, 3.0, (1 << 16,)), (key,)),
         ("floor(x).astype(int32) 1M", lambda a: jnp.floor(a).astype(jnp.int32), (v,)),
+        ("conv 3x3 8x32x32x32 -> 64",
+         lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=layout),
+         (image[:, :32, :32], rng.standard_normal((3, 3, 32, 64)).astype(np.float32))),
+        ("conv 3x3 32x28x28x1 -> 32",
+         lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=layout),
+         (image.reshape(-1)[:32 * 28 * 28].reshape(32, 28, 28, 1),
+          rng.standard_normal((3, 3, 1, 32)).astype(np.float32))),
         ("conv_transpose 3x3/2 8x32x32x32 -> 16",
          lambda x, w: lax.conv_transpose(x, w, (2, 2), "SAME", dimension_numbers=layout),
          (image[:, :32, :32], kernel)),
