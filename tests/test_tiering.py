@@ -241,6 +241,26 @@ def test_run_ops_weighs_a_fused_kernel_by_its_body():
     assert tiering.run_ops(loop) == math.inf
 
 
+
+def test_heavy_and_iterative_ops_weigh_alone_or_fused():
+    """polygamma and zeta (HEAVY_OPS) and an iterative op (ITERATIVE_OPS) weigh the same alone
+    as in a fused kernel's body; other lone operations count once. Over 2^20 elements they
+    take O0's code generation of O3's IR, which vectorises them (the unoptimised tier ran
+    polygamma 1.4x, gammainc 3x slower), where a cheap kernel keeps the unoptimised tier."""
+    n = 1 << 20
+    alone = [(lambda x: lax.polygamma(1.0, x), tiering.HEAVY_OPS["polygamma"]),
+             (lambda x: lax.zeta(x + 2.0, 1.5), tiering.HEAVY_OPS["zeta"]),
+             (lambda x: lax.igamma(x, x), tiering.ITERATIVE_OPS),
+             (lambda x: lax.betainc(x, x, x), tiering.ITERATIVE_OPS)]
+    for f, weight in alone:
+        jaxpr = native_rt.optimize(_jaxpr(f, (n,)), [])[0]
+        assert tiering.run_ops(jaxpr) >= weight * n
+        assert not tiering.unoptimised_pays(jaxpr, 700) and tiering.o0_pays(jaxpr, 700)
+    cheap = native_rt.optimize(_jaxpr(lambda x: x * 2.0 + 1.0, (n,)), [])[0]
+    assert tiering.unoptimised_pays(cheap, 100)
+    assert tiering.run_ops(_jaxpr(lambda x: tnp.sqrt(x), (n,))) == \
+        tiering.run_elements(_jaxpr(lambda x: tnp.sqrt(x), (n,)))  # (a lone sqrt: once)
+
 _LOOPS = [  # (condition, body, initial carry from x, whether the counter bounds its trips)
     (lambda c: c[0] < 100, lambda c: (c[0] + 1, tnp.sin(c[1])), lambda x: (0, x), True),
     (lambda c: (c[0] < 100) & (c[1][0] > 0), lambda c: (c[0] + 1, tnp.sin(c[1])),

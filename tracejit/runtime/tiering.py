@@ -104,6 +104,15 @@ COSTLY_OPS = dict.fromkeys(
      "erfc", "erf_inv", "pow", "atan2", "asin", "acos", "atan", "sinh", "cosh", "asinh",
      "acosh", "atanh", "lgamma", "digamma", "cbrt", "rsqrt", "sqrt", "div", "rem"), 10)
 COSTLY_OPS["threefry2x32"] = 80
+# Heavier still, and weighed where their equation stands alone too (a kernel of one
+# operation): polygamma and zeta, seven float64 powers an element (the unoptimised tier's first
+# call of polygamma(1, x) over 2^20 float32 took 360 ms of CPU, O0's code generation of O3's
+# IR 216), and an iterative op (Primitive.iterative: ITERATIVE_OPS), whose loops the unoptimised
+# tier runs one element at a time (the vectoriser's variants unused: gammainc 335 against 110
+# ms). (Other lone operations count as one: weighing them too moved SDE 100k to O0's tier,
+# 50 -> 70 ms of CPU.)
+HEAVY_OPS = {"polygamma": 400, "zeta": 400}
+ITERATIVE_OPS = 800
 
 
 def unoptimised_pays(jaxpr: Jaxpr, ir_lines: int) -> bool:
@@ -123,14 +132,19 @@ def run_ops(jaxpr: Jaxpr) -> float:
 
 def _body_ops(eqn) -> float:
     if eqn.primitive is not fused_p:
-        return 1
+        return _heavy(eqn) or 1
     return max(1, sum(_op_weight(e) for x in _bodies(eqn) for e in x.jaxpr.eqns))
+
+
+def _heavy(eqn) -> float:
+    """A HEAVY_OPS or iterative operation's weight, else 0."""
+    return ITERATIVE_OPS if eqn.primitive.iterative else HEAVY_OPS.get(eqn.primitive.name, 0)
 
 
 def _op_weight(eqn) -> float:
     if eqn.primitive is fused_p:
         return _body_ops(eqn)
-    return COSTLY_OPS.get(eqn.primitive.name, 1)
+    return _heavy(eqn) or COSTLY_OPS.get(eqn.primitive.name, 1)
 
 
 def _bodies(eqn) -> list[ClosedJaxpr]:
