@@ -299,6 +299,143 @@ def _conv_blocked(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf, lanes
         em.release(w)
 
 
+def _conv_weight_blocked(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf,
+                         lanes: int) -> None:
+    """A weight gradient's convolution as a register-blocked loop nest: out[b, o, s] = sum over
+    c and window w of lhs[b, c, s * stride + w * dilation - pad] rhs[o, c, w], where b (the
+    forward input's features) is innermost in lhs and o innermost in rhs and out. Each unit of
+    work (an output position s, a block of up to 12 b, a block of 1-4 vectors of o; the units
+    are shared out on the pool) keeps its b x o tile of sums in registers over the whole
+    contraction (c, then the window's rows, then its columns, those on the input only): one
+    broadcast lhs element per b and the rhs's vectors, tile-size fused multiply-adds, each
+    sum one chain in that order. im2col had copied the input once per window tap (the window
+    as large as the image) for a product whose k was the batch times the image."""
+    b = em.b
+    dtype = out.aval.dtype
+    vec = ir.VectorType(mem_type(dtype), lanes)
+    (height, width), (win_h, win_w) = g.in_space, g.window
+    (sh, sw), (dh, dw), (ph, pw) = g.strides, g.rhs_dil, g.pads
+    out_h, out_w = g.out_space
+    nb, cin, cout = g.nout, g.cin, g.cout
+    os = _strides(out.aval.shape)
+    o_batch, (o_h, o_w) = os[g.out_spec[0]], [os[d] for d in g.out_spec[2:]]
+    l_h, l_w = g.l_space
+    r_h, r_w = g.r_space
+    name = f"llvm.fma.v{lanes}{'f64' if dtype.itemsize == 8 else 'f32'}"
+    fma = em.module.globals.get(name) or ir.Function(em.module, ir.FunctionType(vec, [vec] * 3),
+                                                     name=name)
+    zero = ir.Constant(vec, [0.0] * lanes)
+    splat_mask = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)
+    vectors = min(4, cout // lanes)
+    o_blocks = -(-(cout // lanes) // vectors)
+    full = _tile_positions(vectors)
+    b_blocks = -(-nb // full)
+
+    def window_on_input(at: ir.Value, dilation: int, size: int, n: int) -> tuple:
+        """[lo, hi) of the window indices w < n with 0 <= at + w * dilation < size."""
+        def floor_div(x: ir.Value) -> ir.Value:  # (sdiv truncates towards zero)
+            return b.select(b.icmp_signed("<", x, _c(0)),
+                            b.sdiv(b.sub(x, _c(dilation - 1)), _c(dilation)),
+                            b.sdiv(x, _c(dilation)))
+        lo = b.neg(floor_div(at))                       # ceil(-at / d)
+        hi = b.neg(floor_div(b.sub(at, _c(size))))      # ceil((size - at) / d)
+        lo = b.select(b.icmp_signed("<", lo, _c(0)), _c(0), lo)
+        hi = b.select(b.icmp_signed(">", hi, _c(n)), _c(n), hi)
+        return lo, b.select(b.icmp_signed("<", hi, lo), lo, hi)
+
+    def unit(u: ir.Value) -> None:
+        ob = b.urem(u, _c(o_blocks))
+        rest = b.udiv(u, _c(o_blocks))
+        bb = b.urem(rest, _c(b_blocks))
+        pos = b.udiv(rest, _c(b_blocks))
+        oh, ow = b.udiv(pos, _c(out_w)), b.urem(pos, _c(out_w))
+        o0 = b.mul(ob, _c(vectors * lanes))
+        b0 = b.mul(bb, _c(full))
+        at_h = b.sub(b.mul(oh, _c(sh)), _c(ph))
+        at_w = b.sub(b.mul(ow, _c(sw)), _c(pw))
+        kh_lo, kh_hi = window_on_input(at_h, dh, height, win_h)
+        kw_lo, kw_hi = window_on_input(at_w, dw, width, win_w)
+
+        def tile(rows: int, vecs: int) -> None:
+            def c_step(c: ir.Value, acc: list) -> list:
+                l_c = b.add(b.mul(c, _c(g.l_feat)), b0)
+                r_c = b.add(b.mul(c, _c(g.r_in)), o0)
+
+                def kh_step(kh: ir.Value, acc: list) -> list:
+                    ih = b.add(at_h, b.mul(kh, _c(dh)))
+                    l_row = b.add(l_c, b.mul(ih, _c(l_h)))
+                    r_row = b.add(r_c, b.mul(kh, _c(r_h)))
+
+                    def kw_step(kw: ir.Value, acc: list) -> list:
+                        iw = b.add(at_w, b.mul(kw, _c(dw)))
+                        l_at = b.add(l_row, b.mul(iw, _c(l_w)))
+                        r_at = b.add(r_row, b.mul(kw, _c(r_w)))
+                        x = [_splat(b, em.load(lhs, b.add(l_at, _c(i))), vec, splat_mask)
+                             for i in range(rows)]
+                        wv = [_load_vector(b, rhs, b.add(r_at, _c(v * lanes)), vec)
+                              for v in range(vecs)]
+                        return [b.call(fma, [x[i], wv[v], acc[i * vecs + v]])
+                                for i in range(rows) for v in range(vecs)]
+                    return _carried_range(b, kw_lo, kw_hi, acc, kw_step)
+                return _carried_range(b, kh_lo, kh_hi, acc, kh_step)
+            acc = _carried_loop(b, cin, [zero] * (rows * vecs), c_step)
+            base = b.add(b.add(b.mul(oh, _c(o_h)), b.mul(ow, _c(o_w))), o0)
+            for i in range(rows):
+                at = b.add(base, b.mul(b.add(b0, _c(i)), _c(o_batch)))
+                for v in range(vecs):
+                    ptr = b.bitcast(b.gep(out.ptr, [b.add(at, _c(v * lanes))], inbounds=True),
+                                    vec.as_pointer())
+                    b.store(acc[i * vecs + v], ptr, align=dtype.itemsize)
+
+        def by_vectors(rows: int) -> None:
+            narrow = (cout // lanes) % vectors
+            if not narrow:
+                tile(rows, vectors)
+                return
+            with b.if_else(b.icmp_unsigned("<", ob, _c(o_blocks - 1))) as (wide, last):
+                with wide:
+                    tile(rows, vectors)
+                with last:
+                    tile(rows, narrow)
+        last_rows = nb - (b_blocks - 1) * full
+        if last_rows == full:
+            by_vectors(full)
+        else:
+            with b.if_else(b.icmp_unsigned("<", bb, _c(b_blocks - 1))) as (whole, last):
+                with whole:
+                    by_vectors(full)
+                with last:
+                    by_vectors(last_rows)
+    em.loop(out_h * out_w * b_blocks * o_blocks, unit, name="units", vectorize=False)
+
+
+def _carried_range(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, acc: list, step) -> list:
+    """`acc = step(i, acc)` for i in range(lo, hi) (none where hi <= lo), the values carried
+    in registers; returns them after the last step."""
+    pre = b.block
+    head = b.append_basic_block("range")
+    body = b.append_basic_block("range.body")
+    done = b.append_basic_block("range.done")
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(I64)
+    i.add_incoming(lo, pre)
+    phis = []
+    for v in acc:
+        phi = b.phi(v.type)
+        phi.add_incoming(v, pre)
+        phis.append(phi)
+    b.cbranch(b.icmp_signed("<", i, hi), body, done)
+    b.position_at_end(body)
+    new = step(i, phis)
+    i.add_incoming(b.add(i, _c(1)), b.block)
+    for phi, v in zip(phis, new):
+        phi.add_incoming(v, b.block)
+    b.branch(head)
+    b.position_at_end(done)
+    return phis
+
+
 def _splat(b: ir.IRBuilder, x: ir.Value, vec: ir.VectorType, mask: ir.Constant) -> ir.Value:
     one = b.insert_element(ir.Constant(vec, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
     return b.shuffle_vector(one, ir.Constant(vec, ir.Undefined), mask)
@@ -471,10 +608,30 @@ def _gemm_sized(eqn) -> bool:
 
 
 def direct(eqn) -> bool:
-    """Whether the convolution is a loop nest over its output rows, the batch outermost (the
-    direct loop nest, or the blocked kernel; else im2col and gemm): parallel_loops runs it on
+    """Whether the convolution is a loop nest over its output rows (the direct loop nest, the
+    blocked kernel or the weight gradient's; else im2col and gemm): parallel_loops runs it on
     the pool."""
-    return not _gemm_sized(eqn) or _blocked_lanes(eqn) is not None
+    return (not _gemm_sized(eqn) or _blocked_lanes(eqn) is not None
+            or _weight_lanes(eqn) is not None)
+
+
+def _weight_lanes(eqn) -> int | None:
+    """The vector lanes of the weight gradient's kernel (`_conv_weight_blocked`) for a
+    gemm-sized 2-D convolution in the form JAX gives an NHWC convolution's weight gradient
+    (the input's features as this convolution's batch, innermost; the output gradient's
+    features innermost as its output features; the batch contracted), else None."""
+    from . import gemm
+    if not _gemm_sized(eqn):
+        return None
+    out = eqn.outvars[0].aval
+    p = eqn.params
+    lhs_spec, rhs_spec, out_spec = p["dimension_numbers"]
+    host = gemm.host_lanes()
+    if (host is None or len(lhs_spec) != 4 or lhs_spec[0] != 3 or rhs_spec[0] != 3
+            or out_spec[1] != 3 or any(d != 1 for d in p["lhs_dilation"])):
+        return None
+    lanes = host if out.dtype.itemsize == 4 else host // 2
+    return lanes if out.shape[out_spec[1]] % lanes == 0 else None
 
 
 # The blocked kernel's contraction (window taps x input features) at most: its weights for
@@ -522,6 +679,10 @@ def _conv(em: Emitter, eqn, ins, dests):
     lanes = _blocked_lanes(eqn)
     if lanes is not None:
         _conv_blocked(em, g, lhs, rhs, out, lanes)
+        return [out]
+    lanes = _weight_lanes(eqn)
+    if lanes is not None:
+        _conv_weight_blocked(em, g, lhs, rhs, out, lanes)
         return [out]
     if direct(eqn):
         _conv_direct(em, g, lhs, rhs, out)
