@@ -181,8 +181,8 @@ def _conv_blocked(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf, lanes
     features (1-4 vectors), blocks of P output positions along the row hold a P x vectors
     tile of sums in registers; each window tap and input feature adds one input element
     (broadcast) times the weights' vectors into it (P x vectors fused multiply-adds for P
-    loads and vectors loads). Positions whose window crosses the row's padding are blocks of
-    one, over the taps that land on the input; a tap row off the input is skipped. Each sum
+    loads and vectors loads). Positions whose window crosses the row's ends (padding) are
+    tiles of one, each window column tested; a window row off the input is skipped. Each sum
     runs over the taps in order, then the input features: one chain per output element.
     Weights not already [taps, in features, out features] with out innermost are packed so,
     per chunk of rows (a loop off the pool's rows: the pool's chunks each pack their own)."""
