@@ -108,11 +108,12 @@ COSTLY_OPS["threefry2x32"] = 80
 # operation): polygamma and zeta, seven float64 powers an element (the unoptimised tier's first
 # call of polygamma(1, x) over 2^20 float32 took 360 ms of CPU, O0's code generation of O3's
 # IR 216), and an iterative op (Primitive.iterative: ITERATIVE_OPS), whose loops the unoptimised
-# tier runs one element at a time (the vectoriser's variants unused: gammainc 335 against 110
-# ms). (Other lone operations count as one: weighing them too moved SDE 100k to O0's tier,
-# 50 -> 70 ms of CPU.)
+# tier runs one element at a time (the vectoriser's variants unused: gammainc of 2^20 335
+# against 110 ms; betainc of 2^16 46 against 134, where O3's optimisation of lgamma, log and
+# exp costs more than the loops save). (Other lone operations count as one: weighing them too
+# moved SDE 100k to O0's tier, 50 -> 70 ms of CPU.)
 HEAVY_OPS = {"polygamma": 400, "zeta": 400}
-ITERATIVE_OPS = 800
+ITERATIVE_OPS = 250
 
 
 def unoptimised_pays(jaxpr: Jaxpr, ir_lines: int) -> bool:
