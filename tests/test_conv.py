@@ -555,3 +555,52 @@ def test_weight_gradient_kernel_against_jax(case, dtype, request, monkeypatch):
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
     monkeypatch.setattr(parallel_loops, "PARALLEL_MIN_ELEMENTS", 1 << 40)
     np.testing.assert_array_equal(np.asarray(tracejit.jit(grad)(w, x)), got)
+
+
+@pytest.mark.parametrize("layout", [None, ("NCHW", "HWIO", "NHWC"), ("NHWC", "OIHW", "NCHW"),
+                                    ("CHWN", "IHWO", "HWCN")])
+def test_other_layouts_run_channels_last(layout, x64):
+    """A large 2-D float convolution in another layout (lax's default NCHW, equinox's) runs as
+    transposes around the same convolution channels-last (compiler/conv_layouts.py): the
+    forward one and its input gradient in the forward kernel's layout, its weight gradient in
+    the weight gradient kernel's -- against JAX, values and gradients, float32 and float64."""
+    from tracejit.backend.llvm import convolution as native_conv
+    from tracejit.compiler.conv_layouts import MIN_MULTIPLY_ADDS, channels_last_convs
+    from tracejit.compiler.conv_phases import split_dilated_convs
+    rng = np.random.default_rng(7)
+    kw = dict(window_strides=(1, 2), padding=((1, 1), (0, 2)), rhs_dilation=(1, 1),
+              dimension_numbers=layout)
+    spec = lax.conv_dimension_numbers((8, 24, 20, 20), (32, 24, 3, 3),
+                                      layout or ("NCHW", "OIHW", "NCHW"))
+    shape = [0] * 4
+    for role, axis in enumerate(spec.lhs_spec):
+        shape[axis] = (8, 24, 20, 20)[role]
+    wshape = [0] * 4
+    for role, axis in enumerate(spec.rhs_spec):
+        wshape[axis] = (32, 24, 3, 3)[role]
+    for dtype, tol in [(np.float32, 2e-4), (np.float64, 1e-10)]:
+        x = rng.standard_normal(shape).astype(dtype)
+        w = rng.standard_normal(wshape).astype(dtype)
+
+        def loss(conv):
+            return lambda w, x: (conv(x, w, **kw) ** 2).sum()
+        grad = tracejit.grad(loss(lax.conv_general_dilated), argnums=(0, 1))
+        jaxpr = tracejit.make_jaxpr(grad)(w, x)
+        # (the pipeline's order: the strided convolution's input gradient is sub-pixel first)
+        moved, _ = channels_last_convs(*split_dilated_convs(jaxpr.jaxpr, jaxpr.consts))
+        convs = [e for e in moved.eqns if e.primitive.name == "conv_general_dilated"]
+        assert len(convs) == 3 and all(
+            native_conv._blocked_lanes(e) is not None or native_conv._weight_lanes(e)
+            is not None for e in convs)
+        got = tracejit.jit(grad)(w, x)
+        want = jax.grad(loss(jax.lax.conv_general_dilated), argnums=(0, 1))(w, x)
+        for g, h in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(h), rtol=tol,
+                                       atol=tol * np.abs(np.asarray(h)).max())
+        out = tracejit.jit(conv_fn(kw))(x, w)
+        np.testing.assert_allclose(np.asarray(out), np.asarray(
+            jax.lax.conv_general_dilated(x, w, **kw)), rtol=tol, atol=tol * 10)
+    if layout is None:  # (a convolution under MIN_MULTIPLY_ADDS keeps its layout)
+        small = tracejit.make_jaxpr(conv_fn(kw))(x[:1, :, :4, :4], w)
+        assert small.jaxpr.eqns[0].outvars[0].aval.size * 9 * 24 < MIN_MULTIPLY_ADDS
+        assert channels_last_convs(small.jaxpr, small.consts)[0] is small.jaxpr

@@ -37,6 +37,7 @@ from ..lax.shape import broadcast_in_dim_p, reshape_p, slice_p, squeeze_p, trans
 from ..transforms.custom import custom_jvp_call_p, custom_vjp_call_p
 from ..transforms.custom_batching import custom_vmap_call_p
 from .block_maps import selects_source
+from .conv_layouts import channels_last_convs
 from .conv_phases import split_dilated_convs
 from .element_loops import element_loops
 from .fusion import fuse
@@ -58,6 +59,7 @@ def optimize(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
     jaxpr, consts = _checked(expand_lowerings, jaxpr, consts)
     jaxpr, consts = _checked(inline_calls, jaxpr, consts)
     jaxpr, consts = _checked(split_dilated_convs, jaxpr, consts)
+    jaxpr, consts = _checked(channels_last_convs, jaxpr, consts)
     # with loops a second round catches what the first exposes: equations that read forwarded
     # carries become invariant, hoisted ones may fold, ...
     for _ in range(2 if _has_loops(jaxpr) else 1):

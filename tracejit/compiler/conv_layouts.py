@@ -1,0 +1,104 @@
+"""2-D float convolutions moved to channels-last layouts (a pass, after conv_phases).
+
+The native backend's register-blocked kernels (backend/llvm/convolution.py) need a forward
+convolution's input and output with their features innermost (NHWC), and a weight gradient's
+(its batch the input's features, its window as large as the output gradient) with that batch
+innermost. Any other layout -- NCHW, lax's default and equinox's -- ran im2col and a gemm
+after copying its input features-last. Here such a convolution becomes transposes around the
+same convolution in those layouts: the transposes are index maps (on the thread pool where
+large), and the convolution takes a kernel. The result is the same convolution, its sums in
+that kernel's order.
+
+Which form: a convolution whose window holds more positions than its output (a weight
+gradient's) gets the weight gradient's layouts, any other the forward ones. Only where the
+convolution has at least MIN_MULTIPLY_ADDS (the transposes are a pass over each operand):
+small ones keep their layout and the backend's direct loop nest."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, has_subjaxprs, inline_equations, map_subjaxprs
+from ..core.trace import trace_to_jaxpr
+from ..lax.convolution import ConvDimensionNumbers, conv_general_dilated_p
+
+# A convolution with fewer multiply-adds (batch included) keeps its layout
+MIN_MULTIPLY_ADDS = 1 << 22
+# (batch, feature, spatial...) positions of each operand in the layouts the kernels read
+_FORWARD = ((0, 3, 1, 2), None, (0, 3, 1, 2))          # NHWC; the weights as they are
+_WEIGHT_GRADIENT = ((3, 0, 1, 2), (3, 0, 1, 2), (2, 3, 0, 1))
+
+
+def channels_last_convs(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
+    """`jaxpr` with each such convolution (here and in sub-jaxprs) in channels-last layouts
+    between transposes."""
+    memo: dict = {}
+
+    def body(closed: ClosedJaxpr) -> ClosedJaxpr:
+        inner, inner_consts = channels_last_convs(closed.jaxpr, closed.consts)
+        return ClosedJaxpr(inner, inner_consts)
+
+    def expand(eqn: Eqn):
+        target = _target(eqn)
+        if target is None:
+            return map_subjaxprs(eqn, body, memo)
+        closed = trace_to_jaxpr(lambda lhs, rhs: [_moved(eqn, target, lhs, rhs)],
+                                [v.aval for v in eqn.invars])
+        return closed.jaxpr, closed.consts
+    if not any(_target(e) is not None or has_subjaxprs(e) for e in jaxpr.eqns):
+        return jaxpr, consts
+    return inline_equations(jaxpr, consts, expand)
+
+
+def _target(eqn: Eqn):
+    """The (lhs, rhs, out) specs to run `eqn` in (None for an operand kept as it is), or None
+    where `eqn` is not such a convolution or is in them already."""
+    if eqn.primitive is not conv_general_dilated_p:
+        return None
+    p = eqn.params
+    lhs, rhs = (v.aval for v in eqn.invars)
+    out = eqn.outvars[0].aval
+    specs = p["dimension_numbers"]
+    lhs_spec, rhs_spec, out_spec = specs
+    if (len(lhs_spec) != 4 or p["feature_group_count"] != 1 or p["batch_group_count"] != 1
+            or any(d != 1 for d in p["lhs_dilation"])
+            or not lhs.dtype == rhs.dtype == out.dtype
+            or out.dtype not in (np.dtype(np.float32), np.dtype(np.float64))):
+        return None
+    window = math.prod(rhs.shape[d] for d in rhs_spec[2:])
+    positions = math.prod(out.shape[d] for d in out_spec[2:])
+    if out.size * window * rhs.shape[rhs_spec[1]] < MIN_MULTIPLY_ADDS:
+        return None
+    target = _WEIGHT_GRADIENT if window > positions else _FORWARD
+    if all(t is None or tuple(t) == tuple(s) for t, s in zip(target, specs)):
+        return None
+    return target
+
+
+def _arranged(x, spec, target):
+    """x transposed so that its axes play their roles (batch, feature, spatial...) at the
+    positions `target` gives them."""
+    from .. import lax
+    perm = [0] * len(spec)
+    for role, axis in enumerate(spec):
+        perm[target[role]] = axis
+    return x if perm == list(range(len(spec))) else lax.transpose(x, tuple(perm))
+
+
+def _moved(eqn: Eqn, target, lhs, rhs):
+    from .. import lax
+    p = eqn.params
+    specs = p["dimension_numbers"]
+    lhs_t, rhs_t, out_t = (s if t is None else t for t, s in zip(target, specs))
+    y = lax.conv_general_dilated(
+        _arranged(lhs, specs[0], lhs_t), _arranged(rhs, specs[1], rhs_t),
+        p["window_strides"], p["padding"], p["lhs_dilation"], p["rhs_dilation"],
+        dimension_numbers=ConvDimensionNumbers(tuple(lhs_t), tuple(rhs_t), tuple(out_t)),
+        feature_group_count=1, batch_group_count=1, precision=p["precision"],
+        preferred_element_type=p["preferred_element_type"])
+    # back: the result's axis out_spec[role] is y's axis out_t[role]
+    perm = [0] * len(out_t)
+    for role, axis in enumerate(specs[2]):
+        perm[axis] = out_t[role]
+    return y if perm == list(range(len(perm))) else lax.transpose(y, tuple(perm))
