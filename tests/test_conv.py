@@ -604,3 +604,23 @@ def test_other_layouts_run_channels_last(layout, x64):
         small = tracejit.make_jaxpr(conv_fn(kw))(x[:1, :, :4, :4], w)
         assert small.jaxpr.eqns[0].outvars[0].aval.size * 9 * 24 < MIN_MULTIPLY_ADDS
         assert channels_last_convs(small.jaxpr, small.consts)[0] is small.jaxpr
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_convolutions_in_the_kernels_layouts(dtype, x64):
+    """Complex convolutions in the register-blocked kernels' layouts (NHWC forward, its
+    gradients) keep im2col and gemm: values and gradients against JAX."""
+    rng = np.random.default_rng(8)
+    x = (rng.standard_normal((2, 12, 12, 16)) + 1j * rng.standard_normal((2, 12, 12, 16)))
+    w = (rng.standard_normal((3, 3, 16, 16)) + 1j * rng.standard_normal((3, 3, 16, 16)))
+    x, w = x.astype(dtype), w.astype(dtype)
+    kw = dict(window_strides=(1, 1), padding="SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    tol = 1e-4 if dtype == np.complex64 else 1e-10
+    np.testing.assert_allclose(np.asarray(tracejit.jit(conv_fn(kw))(x, w)), np.asarray(
+        jax.lax.conv_general_dilated(x, w, **kw)), rtol=tol, atol=tol)
+
+    def loss(conv):
+        return lambda w, x: (conv(x, w, **kw).real ** 2).sum()
+    got = tracejit.jit(tracejit.grad(loss(lax.conv_general_dilated)))(w, x)
+    want = jax.grad(loss(jax.lax.conv_general_dilated))(w, x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=tol, atol=tol * 100)

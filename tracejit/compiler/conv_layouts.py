@@ -19,9 +19,9 @@ import math
 
 import numpy as np
 
-from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, has_subjaxprs, inline_equations, map_subjaxprs
-from ..core.trace import trace_to_jaxpr
+from ..core.jaxpr import Eqn, Jaxpr
 from ..lax.convolution import ConvDimensionNumbers, conv_general_dilated_p
+from .conv_phases import rewrite_convs
 
 # A convolution with fewer multiply-adds (batch included) keeps its layout
 MIN_MULTIPLY_ADDS = 1 << 22
@@ -33,22 +33,7 @@ _WEIGHT_GRADIENT = ((3, 0, 1, 2), (3, 0, 1, 2), (2, 3, 0, 1))
 def channels_last_convs(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
     """`jaxpr` with each such convolution (here and in sub-jaxprs) in channels-last layouts
     between transposes."""
-    memo: dict = {}
-
-    def body(closed: ClosedJaxpr) -> ClosedJaxpr:
-        inner, inner_consts = channels_last_convs(closed.jaxpr, closed.consts)
-        return ClosedJaxpr(inner, inner_consts)
-
-    def expand(eqn: Eqn):
-        target = _target(eqn)
-        if target is None:
-            return map_subjaxprs(eqn, body, memo)
-        closed = trace_to_jaxpr(lambda lhs, rhs: [_moved(eqn, target, lhs, rhs)],
-                                [v.aval for v in eqn.invars])
-        return closed.jaxpr, closed.consts
-    if not any(_target(e) is not None or has_subjaxprs(e) for e in jaxpr.eqns):
-        return jaxpr, consts
-    return inline_equations(jaxpr, consts, expand)
+    return rewrite_convs(jaxpr, consts, _target, _moved)
 
 
 def _target(eqn: Eqn):

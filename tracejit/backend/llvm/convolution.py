@@ -261,13 +261,14 @@ def _conv_blocked(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf, lanes
                         return [b.call(fma, [x[p], wv[v], acc[p * vectors + v]])
                                 for p in range(positions) for v in range(vectors)]
                     if not edge:
-                        return _carried_loop(b, cin, acc, step)
+                        return _carried_range(b, _c(0), _c(cin), acc, step)
                     # (a column below 0 compares as huge)
                     return _if_merged(b, b.icmp_unsigned("<", cols[0], _c(width)), acc,
-                                      lambda acc: _carried_loop(b, cin, acc, step))
+                                      lambda acc: _carried_range(b, _c(0), _c(cin), acc, step))
                 return _if_merged(b, b.icmp_unsigned("<", ih, _c(height)), acc,
-                                  lambda acc: _carried_loop(b, kw_n, acc, kw_step))
-            acc = _carried_loop(b, kh_n, [zero] * (positions * vectors), kh_step)
+                                  lambda acc: _carried_range(b, _c(0), _c(kw_n), acc, kw_step))
+            acc = _carried_range(b, _c(0), _c(kh_n), [zero] * (positions * vectors),
+                                 kh_step)
             for p in range(positions):
                 at = b.add(b.add(out_row, b.mul(b.add(ow0, _c(p)), _c(o_w))), o0)
                 for v in range(vectors):
@@ -378,7 +379,7 @@ def _conv_weight_blocked(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf
                                 for i in range(rows) for v in range(vecs)]
                     return _carried_range(b, kw_lo, kw_hi, acc, kw_step)
                 return _carried_range(b, kh_lo, kh_hi, acc, kh_step)
-            acc = _carried_loop(b, cin, [zero] * (rows * vecs), c_step)
+            acc = _carried_range(b, _c(0), _c(cin), [zero] * (rows * vecs), c_step)
             base = b.add(b.add(b.mul(oh, _c(o_h)), b.mul(ow, _c(o_w))), o0)
             for i in range(rows):
                 at = b.add(base, b.mul(b.add(b0, _c(i)), _c(o_batch)))
@@ -444,31 +445,6 @@ def _splat(b: ir.IRBuilder, x: ir.Value, vec: ir.VectorType, mask: ir.Constant) 
 def _load_vector(b: ir.IRBuilder, buf: Buf, at: ir.Value, vec: ir.VectorType) -> ir.Value:
     ptr = b.bitcast(b.gep(buf.ptr, [at], inbounds=True), vec.as_pointer())
     return b.load(ptr, align=buf.aval.dtype.itemsize)
-
-
-def _carried_loop(b: ir.IRBuilder, n: int, acc: list, step) -> list:
-    """`acc = step(i, acc)` for i in range(n) (n >= 1), the values carried in registers
-    (phis); returns them after the last step."""
-    pre = b.block
-    body = b.append_basic_block("carried")
-    done = b.append_basic_block("carried.done")
-    b.branch(body)
-    b.position_at_end(body)
-    i = b.phi(I64)
-    i.add_incoming(_c(0), pre)
-    phis = []
-    for v in acc:
-        phi = b.phi(v.type)
-        phi.add_incoming(v, pre)
-        phis.append(phi)
-    new = step(i, phis)
-    nxt = b.add(i, _c(1))
-    i.add_incoming(nxt, b.block)
-    for phi, v in zip(phis, new):
-        phi.add_incoming(v, b.block)
-    b.cbranch(b.icmp_unsigned("<", nxt, _c(n)), body, done)
-    b.position_at_end(done)
-    return new
 
 
 def _if_merged(b: ir.IRBuilder, cond: ir.Value, acc: list, then) -> list:
@@ -617,21 +593,30 @@ def direct(eqn) -> bool:
 
 def _weight_lanes(eqn) -> int | None:
     """The vector lanes of the weight gradient's kernel (`_conv_weight_blocked`) for a
-    gemm-sized 2-D convolution in the form JAX gives an NHWC convolution's weight gradient
-    (the input's features as this convolution's batch, innermost; the output gradient's
-    features innermost as its output features; the batch contracted), else None."""
+    convolution in the form JAX gives an NHWC convolution's weight gradient (the input's
+    features as this convolution's batch, innermost; the output gradient's features innermost
+    as its output features; the batch contracted), else None."""
+    return _kernel_lanes(eqn, lambda lhs_spec, rhs_spec, out_spec:
+                         lhs_spec[0] == 3 and rhs_spec[0] == 3 and out_spec[1] == 3)
+
+
+def _kernel_lanes(eqn, layout) -> int | None:
+    """The vector lanes of a register-blocked kernel for a gemm-sized 2-D real float
+    convolution (complex ones keep im2col) without input dilation whose specs pass
+    `layout(lhs, rhs, out)` and whose output features are a multiple of the lanes, else
+    None."""
     from . import gemm
     if not _gemm_sized(eqn):
         return None
     out = eqn.outvars[0].aval
     p = eqn.params
-    lhs_spec, rhs_spec, out_spec = p["dimension_numbers"]
+    specs = p["dimension_numbers"]
     host = gemm.host_lanes()
-    if (host is None or len(lhs_spec) != 4 or lhs_spec[0] != 3 or rhs_spec[0] != 3
-            or out_spec[1] != 3 or any(d != 1 for d in p["lhs_dilation"])):
+    if (host is None or out.dtype.kind != "f" or len(specs[0]) != 4
+            or any(d != 1 for d in p["lhs_dilation"]) or not layout(*specs)):
         return None
     lanes = host if out.dtype.itemsize == 4 else host // 2
-    return lanes if out.shape[out_spec[1]] % lanes == 0 else None
+    return lanes if out.shape[specs[2][1]] % lanes == 0 else None
 
 
 # The blocked kernel's contraction (window taps x input features) at most: its weights for
@@ -652,21 +637,12 @@ def _tile_positions(vectors: int) -> int:
 
 
 def _blocked_lanes(eqn) -> int | None:
-    """The vector lanes of the blocked kernel (`_conv_blocked`) for a gemm-sized 2-D
-    convolution it can run (features innermost in the input and the output, no input
-    dilation, output features a multiple of the lanes, float32 or float64), else None."""
-    from . import gemm
-    if not _gemm_sized(eqn):
-        return None
-    out = eqn.outvars[0].aval
-    p = eqn.params
-    lhs_spec, _, out_spec = p["dimension_numbers"]
-    host = gemm.host_lanes()
-    if (host is None or len(lhs_spec) != 4 or lhs_spec[1] != 3 or out_spec[1] != 3
-            or any(d != 1 for d in p["lhs_dilation"]) or contraction(eqn) > _BLOCKED_MAX_CONTRACT):
-        return None
-    lanes = host if out.dtype.itemsize == 4 else host // 2
-    return lanes if out.shape[out_spec[1]] % lanes == 0 else None
+    """The vector lanes of the blocked kernel (`_conv_blocked`) for a convolution with its
+    features innermost in the input and the output and a contraction of at most
+    _BLOCKED_MAX_CONTRACT, else None."""
+    return _kernel_lanes(eqn, lambda lhs_spec, rhs_spec, out_spec:
+                         lhs_spec[1] == 3 and out_spec[1] == 3
+                         and contraction(eqn) <= _BLOCKED_MAX_CONTRACT)
 
 
 def _conv(em: Emitter, eqn, ins, dests):
