@@ -215,11 +215,8 @@ def _conv_blocked(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf, lanes
     os = _strides(out.aval.shape)
     o_batch, (o_h, o_w) = os[g.out_spec[0]], [os[d] for d in g.out_spec[2:]]
     l_h, l_w = g.l_space
-    name = f"llvm.fma.v{lanes}{'f64' if dtype.itemsize == 8 else 'f32'}"
-    fma = em.module.globals.get(name) or ir.Function(em.module, ir.FunctionType(vec, [vec] * 3),
-                                                     name=name)
+    fma = _fma(em, vec)
     zero = ir.Constant(vec, [0.0] * lanes)
-    splat_mask = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)
 
     def column(ow: int, kw: int) -> int:
         return ow * sw + kw * dw - pw
@@ -253,7 +250,7 @@ def _conv_blocked(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf, lanes
                     w0 = b.add(b.mul(b.add(b.mul(kh, _c(kw_n)), kw), _c(cin * cout)), o0)
 
                     def step(c: ir.Value, acc: list) -> list:
-                        x = [_splat(b, em.load(lhs, b.add(at, c)), vec, splat_mask)
+                        x = [_splat(b, em.load(lhs, b.add(at, c)), vec)
                              for at in xs]
                         w_c = b.add(w0, b.mul(c, _c(cout)))
                         wv = [_load_vector(b, w, b.add(w_c, _c(v * lanes)), vec)
@@ -322,11 +319,8 @@ def _conv_weight_blocked(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf
     o_batch, (o_h, o_w) = os[g.out_spec[0]], [os[d] for d in g.out_spec[2:]]
     l_h, l_w = g.l_space
     r_h, r_w = g.r_space
-    name = f"llvm.fma.v{lanes}{'f64' if dtype.itemsize == 8 else 'f32'}"
-    fma = em.module.globals.get(name) or ir.Function(em.module, ir.FunctionType(vec, [vec] * 3),
-                                                     name=name)
+    fma = _fma(em, vec)
     zero = ir.Constant(vec, [0.0] * lanes)
-    splat_mask = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)
     vectors = min(4, cout // lanes)
     o_blocks = -(-(cout // lanes) // vectors)
     full = _tile_positions(vectors)
@@ -371,7 +365,7 @@ def _conv_weight_blocked(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf
                         iw = b.add(at_w, b.mul(kw, _c(dw)))
                         l_at = b.add(l_row, b.mul(iw, _c(l_w)))
                         r_at = b.add(r_row, b.mul(kw, _c(r_w)))
-                        x = [_splat(b, em.load(lhs, b.add(l_at, _c(i))), vec, splat_mask)
+                        x = [_splat(b, em.load(lhs, b.add(l_at, _c(i))), vec)
                              for i in range(rows)]
                         wv = [_load_vector(b, rhs, b.add(r_at, _c(v * lanes)), vec)
                               for v in range(vecs)]
@@ -437,9 +431,17 @@ def _carried_range(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, acc: list, step)
     return phis
 
 
-def _splat(b: ir.IRBuilder, x: ir.Value, vec: ir.VectorType, mask: ir.Constant) -> ir.Value:
+def _splat(b: ir.IRBuilder, x: ir.Value, vec: ir.VectorType) -> ir.Value:
     one = b.insert_element(ir.Constant(vec, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
-    return b.shuffle_vector(one, ir.Constant(vec, ir.Undefined), mask)
+    return b.shuffle_vector(one, ir.Constant(vec, ir.Undefined),
+                            ir.Constant(ir.VectorType(ir.IntType(32), vec.count), [0] * vec.count))
+
+
+def _fma(em: Emitter, vec: ir.VectorType) -> ir.Function:
+    """The module's llvm.fma on vectors `vec`."""
+    name = f"llvm.fma.v{vec.count}{'f64' if isinstance(vec.element, ir.DoubleType) else 'f32'}"
+    return em.module.globals.get(name) or ir.Function(em.module, ir.FunctionType(vec, [vec] * 3),
+                                                      name=name)
 
 
 def _load_vector(b: ir.IRBuilder, buf: Buf, at: ir.Value, vec: ir.VectorType) -> ir.Value:
