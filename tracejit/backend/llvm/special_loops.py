@@ -8,10 +8,10 @@ vectorise a loop of data-dependent length inline, turns the kernel's element loo
 call per vector and vectorises the code around it (betainc's lgamma, log and exp). A variant
 steps all its lanes together until every lane has stopped, each lane keeping the values of its
 own last step: the same operations on the same values as the scalar loop, so the same bits.
-A vector of 16 float32 lanes costs about what one lane did (the step is a chain of dependent
-divisions), and waits for its slowest lane.
+A vector costs about what one element did (the step is a chain of dependent divisions), and
+waits for its slowest lane.
 
-A loop is `LaneLoop(init, step, result)` over the routine's arguments `args`:
+A loop is `LaneLoop(nargs, init, step, result)` over the routine's `nargs` arguments `args`:
 `init(e, *args)` the carried values, `step(e, args, vals)` -> (new values, go on), repeated
 while go on (at least once), then `result(e, args, vals)`. `e` is a math._Emitter, scalar or
 over lanes (`_LaneEmitter`): the three must use only its operations."""
