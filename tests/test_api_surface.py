@@ -421,3 +421,22 @@ def test_segment_ops(op, ids, dtype, extra):
 if __name__ == "__main__":
     with warnings.catch_warnings():
         {"smap": _smap_check}[sys.argv[1]]()
+
+
+def test_python_scalar_conversions_refuse_as_jax():
+    """float/int/complex of an array with dimensions, and __index__ of anything but an integer
+    scalar, raise JAX's TypeError with JAX's words (NumPy's named 0-dimensional arrays)."""
+    import jax.numpy as jnp
+    from jax_oracle import same_error
+    for value in ([1.0], [[2]], [1 + 1j]):
+        for convert in (float, int, complex):
+            ours = same_error(lambda: convert(tracejit.numpy.asarray(value)),
+                              lambda: convert(jnp.asarray(value)))
+            assert str(ours) == f"Only scalar arrays can be converted to Python scalars; " \
+                f"got arr.ndim={np.ndim(value)}"
+    for value in ([1], 1.0, True):
+        ours = same_error(lambda: tracejit.numpy.asarray(value).__index__(),
+                          lambda: jnp.asarray(value).__index__())
+        assert str(ours) == "Only integer scalar arrays can be converted to a scalar index."
+    assert [float(tracejit.numpy.asarray(2.5)), int(tracejit.numpy.asarray(3)),
+            tracejit.numpy.asarray(4).__index__()] == [2.5, 3, 4]

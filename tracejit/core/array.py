@@ -176,18 +176,25 @@ class Array(ArrayMetadata):
         return bool(self._data)
 
     def __int__(self):
+        self._check_scalar()
         return int(self._data)
 
     def __float__(self):
+        self._check_scalar()
         return float(self._data)
 
     def __complex__(self):
+        self._check_scalar()
         return complex(self._data)
 
+    def _check_scalar(self):
+        if self.ndim > 0:  # (JAX's TypeError; NumPy's names 0-dimensional arrays)
+            raise TypeError(f"Only scalar arrays can be converted to Python scalars; "
+                            f"got arr.ndim={self.ndim}")
+
     def __index__(self):
-        if self.dtype.kind not in "iub" or self.dtype.kind == "b":
-            raise TypeError(f"only integer scalar arrays can be converted to a scalar index, "
-                            f"got dtype {self.dtype}")
+        if self.dtype.kind not in "iu" or self.ndim > 0:
+            raise TypeError("Only integer scalar arrays can be converted to a scalar index.")
         return self._data.__index__()
 
     def __hash__(self):
