@@ -624,3 +624,39 @@ def test_complex_convolutions_in_the_kernels_layouts(dtype, x64):
     got = tracejit.jit(tracejit.grad(loss(lax.conv_general_dilated)))(w, x)
     want = jax.grad(loss(jax.lax.conv_general_dilated))(w, x)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=tol, atol=tol * 100)
+
+
+@pytest.mark.parametrize("layout", [("NWC", "WIO", "NWC"), ("NCW", "OIW", "NCW")])
+@pytest.mark.parametrize("stride, dilation", [(2, 1), (1, 2)])
+def test_one_dimensional_convolutions_run_as_two_dimensional(layout, stride, dilation, x64):
+    """A large 1-D float convolution runs as a 2-D one with a first spatial dimension of size
+    1, channels-last (compiler/conv_layouts.py): the register-blocked kernels take it and
+    both its gradients; values and gradients against JAX, strided or dilated."""
+    from tracejit.backend.llvm import convolution as native_conv
+    from tracejit.compiler.conv_layouts import channels_last_convs
+    from tracejit.compiler.conv_phases import split_dilated_convs
+    rng = np.random.default_rng(9)
+    kw = dict(window_strides=(stride,), padding=((2, 1),), rhs_dilation=(dilation,),
+              dimension_numbers=layout)
+    x = rng.standard_normal((8, 300, 32) if layout[0] == "NWC" else (8, 32, 300))
+    w = rng.standard_normal((5, 32, 48) if layout[1] == "WIO" else (48, 32, 5))
+
+    def loss(conv):
+        return lambda w, x: (conv(x, w, **kw) ** 2).sum()
+    grad = tracejit.grad(loss(lax.conv_general_dilated), argnums=(0, 1))
+    for dtype, tol in [(np.float32, 2e-4), (np.float64, 1e-10)]:
+        xd, wd = x.astype(dtype), w.astype(dtype)
+        jaxpr = tracejit.make_jaxpr(grad)(wd, xd)
+        moved, _ = channels_last_convs(*split_dilated_convs(jaxpr.jaxpr, jaxpr.consts))
+        convs = [e for e in moved.eqns if e.primitive.name == "conv_general_dilated"]
+        assert len(convs) == 3 and all(len(e.params["window_strides"]) == 2 for e in convs)
+        assert all(native_conv._blocked_lanes(e) is not None or native_conv._weight_lanes(e)
+                   is not None for e in convs)
+        got = tracejit.jit(grad)(wd, xd)
+        want = jax.grad(loss(jax.lax.conv_general_dilated), argnums=(0, 1))(wd, xd)
+        for g, h in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(h), rtol=tol,
+                                       atol=tol * np.abs(np.asarray(h)).max())
+        np.testing.assert_allclose(
+            np.asarray(tracejit.jit(conv_fn(kw))(xd, wd)),
+            np.asarray(jax.lax.conv_general_dilated(xd, wd, **kw)), rtol=tol, atol=tol * 10)

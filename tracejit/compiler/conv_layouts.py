@@ -1,4 +1,5 @@
-"""2-D float convolutions moved to channels-last layouts (a pass, after conv_phases).
+"""1-D and 2-D float convolutions moved to channels-last 2-D layouts (a pass, after
+conv_phases).
 
 The native backend's register-blocked kernels (backend/llvm/convolution.py) need a forward
 convolution's input and output with their features innermost (NHWC), and a weight gradient's
@@ -6,8 +7,9 @@ convolution's input and output with their features innermost (NHWC), and a weigh
 innermost. Any other layout -- NCHW, lax's default and equinox's -- ran im2col and a gemm
 after copying its input features-last. Here such a convolution becomes transposes around the
 same convolution in those layouts: the transposes are index maps (on the thread pool where
-large), and the convolution takes a kernel. The result is the same convolution, its sums in
-that kernel's order.
+large), and the convolution takes a kernel. A 1-D convolution becomes a 2-D one whose first
+spatial dimension has size 1 (the kernels tile the last). The result is the same convolution,
+its sums in that kernel's order.
 
 Which form: a convolution whose window holds more positions than its output (a weight
 gradient's) gets the weight gradient's layouts, any other the forward ones. Only where the
@@ -46,7 +48,8 @@ def _target(eqn: Eqn):
     out = eqn.outvars[0].aval
     specs = p["dimension_numbers"]
     lhs_spec, rhs_spec, out_spec = specs
-    if (len(lhs_spec) != 4 or p["feature_group_count"] != 1 or p["batch_group_count"] != 1
+    if (len(lhs_spec) not in (3, 4) or p["feature_group_count"] != 1
+            or p["batch_group_count"] != 1
             or any(d != 1 for d in p["lhs_dilation"])
             or not lhs.dtype == rhs.dtype == out.dtype
             or out.dtype not in (np.dtype(np.float32), np.dtype(np.float64))):
@@ -56,7 +59,8 @@ def _target(eqn: Eqn):
     if out.size * window * rhs.shape[rhs_spec[1]] < MIN_MULTIPLY_ADDS:
         return None
     target = _WEIGHT_GRADIENT if window > positions else _FORWARD
-    if all(t is None or tuple(t) == tuple(s) for t, s in zip(target, specs)):
+    if len(lhs_spec) == 4 and all(t is None or tuple(t) == tuple(s)
+                                  for t, s in zip(target, specs)):
         return None
     return target
 
@@ -75,10 +79,18 @@ def _moved(eqn: Eqn, target, lhs, rhs):
     from .. import lax
     p = eqn.params
     specs = p["dimension_numbers"]
+    strides, padding = p["window_strides"], p["padding"]
+    lhs_dilation, rhs_dilation = p["lhs_dilation"], p["rhs_dilation"]
+    lifted = len(specs[0]) == 3
+    if lifted:  # one spatial dimension: a first one of size 1 before it (a new last axis)
+        lhs, rhs = lax.expand_dims(lhs, (3,)), lax.expand_dims(rhs, (3,))
+        specs = tuple((s[0], s[1], 3, s[2]) for s in specs)
+        strides, padding = (1, *strides), ((0, 0), *padding)
+        lhs_dilation, rhs_dilation = (1, *lhs_dilation), (1, *rhs_dilation)
     lhs_t, rhs_t, out_t = (s if t is None else t for t, s in zip(target, specs))
     y = lax.conv_general_dilated(
         _arranged(lhs, specs[0], lhs_t), _arranged(rhs, specs[1], rhs_t),
-        p["window_strides"], p["padding"], p["lhs_dilation"], p["rhs_dilation"],
+        strides, padding, lhs_dilation, rhs_dilation,
         dimension_numbers=ConvDimensionNumbers(tuple(lhs_t), tuple(rhs_t), tuple(out_t)),
         feature_group_count=1, batch_group_count=1, precision=p["precision"],
         preferred_element_type=p["preferred_element_type"])
@@ -86,4 +98,5 @@ def _moved(eqn: Eqn, target, lhs, rhs):
     perm = [0] * len(out_t)
     for role, axis in enumerate(specs[2]):
         perm[axis] = out_t[role]
-    return y if perm == list(range(len(perm))) else lax.transpose(y, tuple(perm))
+    y = y if perm == list(range(len(perm))) else lax.transpose(y, tuple(perm))
+    return lax.squeeze(y, (3,)) if lifted else y
