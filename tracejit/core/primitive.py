@@ -51,7 +51,8 @@ class Primitive:
     multiple_results = False
 
     def __init__(self, name: str, *, multiple_results: bool = False, fusion: str | None = None,
-                 transcendental: bool = False, registered: bool = True):
+                 transcendental: bool = False, iterative: bool = False,
+                 registered: bool = True):
         self.name = name
         self.multiple_results = multiple_results
         # declarations (see the module docstring); `cheap`: an index map worth recomputing in
@@ -61,8 +62,9 @@ class Primitive:
         self.cheap = False
         # an ELEMENTWISE op whose every element runs a loop until it converges (tens of steps
         # of divisions: the incomplete gamma and beta functions), ~100x a cheap op's time: the
-        # cost model weighs its elements so (backend's parallel_loops.work)
-        self.iterative = False
+        # cost models weigh its elements so (the backend's parallel_loops.work, the first
+        # tier's runtime/tiering.run_ops)
+        self.iterative = iterative
         # algebra for the simplifier: operand position -> the constants c with op(x, c) == x
         # bit for bit (for an integer x, for a float x); `involution`: op(op(x)) == x
         self.identities: dict[int, tuple[Any, Any]] = {}

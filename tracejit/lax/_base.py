@@ -96,9 +96,9 @@ def unop(name: str, impl: Callable, kinds: str = NUM, result_dtype: Callable | N
 
 
 def binop(name: str, impl: Callable, kinds: str = NUM, result_dtype: Callable | None = None,
-          transcendental: bool = False) -> Primitive:
+          transcendental: bool = False, iterative: bool = False) -> Primitive:
     """An elementwise n-ary primitive: operands of equal shape and dtype (lax does not promote)."""
-    p = Primitive(name, fusion=ELEMENTWISE, transcendental=transcendental)
+    p = Primitive(name, fusion=ELEMENTWISE, transcendental=transcendental, iterative=iterative)
 
     def abstract(*avals: ShapedArray) -> ShapedArray:
         x = avals[0]

@@ -223,20 +223,19 @@ def _upcast(impl):
 
 # --- the primitives -----------------------------------------------------------------------
 
-igamma_p = binop("igamma", _upcast(_igamma_impl), REAL_FLOAT, transcendental=True)
-igammac_p = binop("igammac", _upcast(_igammac_impl), REAL_FLOAT, transcendental=True)
+# (iterative: each element's loop runs until it converges; zeta's sum has a fixed length)
+igamma_p = binop("igamma", _upcast(_igamma_impl), REAL_FLOAT, transcendental=True,
+                 iterative=True)
+igammac_p = binop("igammac", _upcast(_igammac_impl), REAL_FLOAT, transcendental=True,
+                  iterative=True)
 igamma_grad_a_p = binop("igamma_grad_a", _upcast(_igamma_derivative_impl(DERIVATIVE)),
-                        REAL_FLOAT, transcendental=True)
+                        REAL_FLOAT, transcendental=True, iterative=True)
 random_gamma_grad_p = binop("random_gamma_grad",
                             _upcast(_igamma_derivative_impl(SAMPLE_DERIVATIVE)), REAL_FLOAT,
-                            transcendental=True)
+                            transcendental=True, iterative=True)
 regularized_incomplete_beta_p = binop("regularized_incomplete_beta", _upcast(_betainc_impl),
-                                      REAL_FLOAT, transcendental=True)
+                                      REAL_FLOAT, transcendental=True, iterative=True)
 zeta_p = binop("zeta", _upcast(_zeta_impl), REAL_FLOAT, transcendental=True)
-for _p in (igamma_p, igammac_p, igamma_grad_a_p, random_gamma_grad_p,
-           regularized_incomplete_beta_p):
-    _p.iterative = True
-del _p
 
 
 def _igamma_grad_x(g, a, x):

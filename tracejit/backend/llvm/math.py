@@ -92,9 +92,8 @@ from ...lax import elementwise as _xla
 from ...lax.elementwise import _GILES64, _GILES_LARGE, _GILES_SMALL
 
 __all__ = ["BIG_TRIG_SYMBOLS", "NAMES", "OUT_OF_LINE", "VECTOR_WIDTHS", "big_trig_routine",
-           "emit",
-           "emit_function", "inline_slow_paths", "inlined_lines", "inlined_size", "repeated",
-           "repetitions", "vector_variant_symbol"]
+           "emit", "emit_function", "inline_slow_paths", "inlined_lines", "inlined_size",
+           "repeated", "repetitions", "vector_variant_symbol"]
 
 
 class _Emitter:
