@@ -564,9 +564,7 @@ def test_other_layouts_run_channels_last(layout, x64):
     transposes around the same convolution channels-last (compiler/conv_layouts.py): the
     forward one and its input gradient in the forward kernel's layout, its weight gradient in
     the weight gradient kernel's -- against JAX, values and gradients, float32 and float64."""
-    from tracejit.backend.llvm import convolution as native_conv
     from tracejit.compiler.conv_layouts import MIN_MULTIPLY_ADDS, channels_last_convs
-    from tracejit.compiler.conv_phases import split_dilated_convs
     rng = np.random.default_rng(7)
     kw = dict(window_strides=(1, 2), padding=((1, 1), (0, 2)), rhs_dilation=(1, 1),
               dimension_numbers=layout)
@@ -581,25 +579,7 @@ def test_other_layouts_run_channels_last(layout, x64):
     for dtype, tol in [(np.float32, 2e-4), (np.float64, 1e-10)]:
         x = rng.standard_normal(shape).astype(dtype)
         w = rng.standard_normal(wshape).astype(dtype)
-
-        def loss(conv):
-            return lambda w, x: (conv(x, w, **kw) ** 2).sum()
-        grad = tracejit.grad(loss(lax.conv_general_dilated), argnums=(0, 1))
-        jaxpr = tracejit.make_jaxpr(grad)(w, x)
-        # (the pipeline's order: the strided convolution's input gradient is sub-pixel first)
-        moved, _ = channels_last_convs(*split_dilated_convs(jaxpr.jaxpr, jaxpr.consts))
-        convs = [e for e in moved.eqns if e.primitive.name == "conv_general_dilated"]
-        assert len(convs) == 3 and all(
-            native_conv._blocked_lanes(e) is not None or native_conv._weight_lanes(e)
-            is not None for e in convs)
-        got = tracejit.jit(grad)(w, x)
-        want = jax.grad(loss(jax.lax.conv_general_dilated), argnums=(0, 1))(w, x)
-        for g, h in zip(got, want):
-            np.testing.assert_allclose(np.asarray(g), np.asarray(h), rtol=tol,
-                                       atol=tol * np.abs(np.asarray(h)).max())
-        out = tracejit.jit(conv_fn(kw))(x, w)
-        np.testing.assert_allclose(np.asarray(out), np.asarray(
-            jax.lax.conv_general_dilated(x, w, **kw)), rtol=tol, atol=tol * 10)
+        _moved_convs_against_jax(kw, w, x, tol)
     if layout is None:  # (a convolution under MIN_MULTIPLY_ADDS keeps its layout)
         small = tracejit.make_jaxpr(conv_fn(kw))(x[:1, :, :4, :4], w)
         assert small.jaxpr.eqns[0].outvars[0].aval.size * 9 * 24 < MIN_MULTIPLY_ADDS
@@ -632,31 +612,40 @@ def test_one_dimensional_convolutions_run_as_two_dimensional(layout, stride, dil
     """A large 1-D float convolution runs as a 2-D one with a first spatial dimension of size
     1, channels-last (compiler/conv_layouts.py): the register-blocked kernels take it and
     both its gradients; values and gradients against JAX, strided or dilated."""
-    from tracejit.backend.llvm import convolution as native_conv
-    from tracejit.compiler.conv_layouts import channels_last_convs
-    from tracejit.compiler.conv_phases import split_dilated_convs
     rng = np.random.default_rng(9)
     kw = dict(window_strides=(stride,), padding=((2, 1),), rhs_dilation=(dilation,),
               dimension_numbers=layout)
     x = rng.standard_normal((8, 300, 32) if layout[0] == "NWC" else (8, 32, 300))
     w = rng.standard_normal((5, 32, 48) if layout[1] == "WIO" else (48, 32, 5))
 
+    for dtype, tol in [(np.float32, 2e-4), (np.float64, 1e-10)]:
+        convs = _moved_convs_against_jax(kw, w.astype(dtype), x.astype(dtype), tol)
+        assert all(len(e.params["window_strides"]) == 2 for e in convs)
+
+
+def _moved_convs_against_jax(kw, w, x, tol):
+    """The convolution `kw` of x by w, and both its gradients, against JAX; its three
+    convolutions after conv_phases and conv_layouts (the pipeline's order: a strided
+    convolution's input gradient is sub-pixel first) each run a register-blocked kernel.
+    Returns those three convolution equations."""
+    from tracejit.backend.llvm import convolution as native_conv
+    from tracejit.compiler.conv_layouts import channels_last_convs
+    from tracejit.compiler.conv_phases import split_dilated_convs
+
     def loss(conv):
         return lambda w, x: (conv(x, w, **kw) ** 2).sum()
     grad = tracejit.grad(loss(lax.conv_general_dilated), argnums=(0, 1))
-    for dtype, tol in [(np.float32, 2e-4), (np.float64, 1e-10)]:
-        xd, wd = x.astype(dtype), w.astype(dtype)
-        jaxpr = tracejit.make_jaxpr(grad)(wd, xd)
-        moved, _ = channels_last_convs(*split_dilated_convs(jaxpr.jaxpr, jaxpr.consts))
-        convs = [e for e in moved.eqns if e.primitive.name == "conv_general_dilated"]
-        assert len(convs) == 3 and all(len(e.params["window_strides"]) == 2 for e in convs)
-        assert all(native_conv._blocked_lanes(e) is not None or native_conv._weight_lanes(e)
-                   is not None for e in convs)
-        got = tracejit.jit(grad)(wd, xd)
-        want = jax.grad(loss(jax.lax.conv_general_dilated), argnums=(0, 1))(wd, xd)
-        for g, h in zip(got, want):
-            np.testing.assert_allclose(np.asarray(g), np.asarray(h), rtol=tol,
-                                       atol=tol * np.abs(np.asarray(h)).max())
-        np.testing.assert_allclose(
-            np.asarray(tracejit.jit(conv_fn(kw))(xd, wd)),
-            np.asarray(jax.lax.conv_general_dilated(xd, wd, **kw)), rtol=tol, atol=tol * 10)
+    jaxpr = tracejit.make_jaxpr(grad)(w, x)
+    moved, _ = channels_last_convs(*split_dilated_convs(jaxpr.jaxpr, jaxpr.consts))
+    convs = [e for e in moved.eqns if e.primitive.name == "conv_general_dilated"]
+    assert len(convs) == 3 and all(
+        native_conv._blocked_lanes(e) is not None or native_conv._weight_lanes(e) is not None
+        for e in convs)
+    got = tracejit.jit(grad)(w, x)
+    want = jax.grad(loss(jax.lax.conv_general_dilated), argnums=(0, 1))(w, x)
+    for g, h in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(h), rtol=tol,
+                                   atol=tol * np.abs(np.asarray(h)).max())
+    np.testing.assert_allclose(np.asarray(tracejit.jit(conv_fn(kw))(x, w)), np.asarray(
+        jax.lax.conv_general_dilated(x, w, **kw)), rtol=tol, atol=tol * 10)
+    return convs
