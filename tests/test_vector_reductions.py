@@ -5,6 +5,7 @@ length around the lane width, the same bits for 1 and 2 threads, and the referen
 results. Each case is one program holding many reductions, so the file compiles a few times."""
 import re
 
+import llvmlite.ir as ir
 import numpy as np
 import pytest
 
@@ -145,7 +146,20 @@ def test_a_step_of_the_four_accumulators_is_one_vector():
 
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered")
-def test_nan_and_inf_as_numpy():
+@pytest.mark.parametrize("flags", ["host", "i1", "lane-wide"])
+def test_nan_and_inf_as_numpy(flags, monkeypatch):
+    """Sums, maxes and mins with NaNs and infinities where NumPy's; a max's (min's) NaN flags
+    in both forms, whichever the host's: i1 vectors (AVX-512's masks) and lane-wide integers
+    (AVX2's compare results)."""
+    if flags != "host":
+        forced = {"i1": lambda t: ir.IntType(1), "lane-wide": lambda t: ir.IntType(
+            64 if isinstance(t, ir.DoubleType) else 32)}[flags]
+        monkeypatch.setattr(lanes, "_flag_type", forced)
+        probe = np.zeros((2, 1000), np.float32)  # (a loop of 15 steps of 4 W = 64 lanes)
+        text = tracejit.jit(lambda x: tnp.max(x, axis=1)).lower(probe).compile().as_text(
+            dialect="llvm")
+        kind = "i1" if flags == "i1" else "i32"
+        assert f"phi <64 x {kind}>" in text, text
     n = 37
     rows = np.zeros((9, n), np.float32) + np.linspace(-1, 1, n, dtype=np.float32)
     rows[0, 0] = np.nan        # first element

@@ -33,6 +33,12 @@ def host_cpu() -> tuple[str, str]:
     return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
 
 
+@functools.cache
+def host_has(feature: str) -> bool:
+    """Whether the host CPU has `feature`, in LLVM's spelling ("avx512f", "avx2", "fma")."""
+    return f"+{feature}" in host_cpu()[1].split(",")
+
+
 def create_target_machine(opt: int = 3) -> llvm.TargetMachine:
     """A target machine for the host CPU with all of its features, generating code at `opt`
     (3; 0 is LLVM's fast instruction selection and register allocation)."""

@@ -49,11 +49,10 @@ _MADV_HUGEPAGE = 14
 def host_lanes() -> int | None:
     """float32 lanes of the host's vectors for the kernel: 16 with AVX-512, 8 with AVX2 and
     FMA, else None (no kernel: BLAS runs every product)."""
-    from ..llvm_setup import host_cpu
-    features = set(host_cpu()[1].split(","))
-    if "+avx512f" in features:
+    from ..llvm_setup import host_has
+    if host_has("avx512f"):
         return 16
-    if {"+avx2", "+fma"} <= features:
+    if host_has("avx2") and host_has("fma"):
         return 8
     return None
 

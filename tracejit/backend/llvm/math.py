@@ -1426,8 +1426,8 @@ def _has_scalef() -> bool:
     """Whether the host has AVX-512's vscalef, to which LLVM lowers `llvm.ldexp` (scalar and
     vector), from LLVM 17 on; elsewhere a vector ldexp becomes a libm call per lane (or, in
     LLVM 15, a call of an undefined function), so two multiplies it is."""
-    from .jit_engine import host_cpu
-    return LLVM_17 and "+avx512f" in host_cpu()[1].split(",")
+    from ..llvm_setup import host_has
+    return LLVM_17 and host_has("avx512f")
 
 
 def _xla_exp32(e: _Emitter, x):
