@@ -117,8 +117,9 @@ BATCH_TN = (([1], [1]), ([0], [0]))   # a[i].T @ b[i]
 
 @pytest.mark.parametrize("a_shape,b_shape,dn,chunks", [
     ((16, 128, 128), (16, 128, 128), BATCH_MM, 16),      # one call per product: 16 chunks
-    ((2, 2048, 256), (2, 2048, 256), BATCH_TN, 2),       # the MLP step's weight gradient on
-    # 2 devices: each product 2 column tiles on our gemm (linalg.product_plan), in turn
+    ((2, 2048, 256), (2, 2048, 256), BATCH_TN, "plan"),  # the MLP step's weight gradient on
+    # 2 devices: each product 2 column tiles on our gemm (linalg.product_plan), in turn, where
+    # our gemm runs (AVX-512); else 2 split-k tiles each on BLAS
     ((3, 9000, 64), (3, 9000, 64), BATCH_TN, 12),        # split-k tiles on BLAS (uneven)
     ((2, 2048, 256), (2, 2048, 1), BATCH_TN, 2),         # ... and its gemv: one per product
     ((3, 1, 600), (3, 600, 700), BATCH_MM, 3),           # one-row products
@@ -132,6 +133,10 @@ def test_batch_of_products_is_one_pool_job(monkeypatch, a_shape, b_shape, dn, ch
     it has alone either way, whatever the thread count, and the values are within the dot
     product bound of float64's."""
     monkeypatch.setattr(linalg, "GEMM_MODE", mode)
+    if chunks == "plan":
+        m, k = a_shape[2], a_shape[1]
+        plan, routine = linalg.product_plan(np.dtype(F32), m, b_shape[2], k)
+        chunks = a_shape[0] * (plan[2] if plan[0] == "k" and routine == "gemm" else 1)
     old = tracejit.config.read("tracejit_num_threads")
     tracejit.config.update("tracejit_num_threads", threads)
     try:

@@ -260,4 +260,6 @@ def test_shard_map_step_on_one_device_compiles_to_the_plain_step():
     pools = [ll.count("@tracejit_parallel_for(") for ll in lls]
     gemms = [len(re.findall(r"call void @tracejit_(?:scipy_sgemm|sgemm_\d+)\(", ll))
              for ll in lls]  # (BLAS's sgemm or our gemm.py's)
-    assert pools[0] == pools[1] >= 4 and gemms[0] == gemms[1] >= 3, gemms
+    # (sgemm's call sites: 2 on AVX2, where BLAS runs both large products, in tiles; 3 or
+    # more on AVX-512, where our gemm runs them)
+    assert pools[0] == pools[1] >= 4 and gemms[0] == gemms[1] >= 2, gemms
