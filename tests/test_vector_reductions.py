@@ -5,9 +5,9 @@ length around the lane width, the same bits for 1 and 2 threads, and the referen
 results. Each case is one program holding many reductions, so the file compiles a few times."""
 import re
 
-import llvmlite.ir as ir
 import numpy as np
 import pytest
+from llvmlite import ir
 
 import tracejit
 import tracejit.numpy as tnp

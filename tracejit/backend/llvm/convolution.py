@@ -176,16 +176,16 @@ def _row(em: Emitter, aval: ShapedArray) -> Buf:
 
 def _conv_blocked(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf, lanes: int
                   ) -> None:
-    """A 2-D convolution as a register-blocked loop nest, without im2col: for each output row
-    (batch element and output height; the loop the pool shares out) and block of output
-    features (1-4 vectors on AVX-512, 1-2 on AVX2: _block_vectors), blocks of P output positions along the row hold a P x vectors
-    tile of sums in registers; each window tap and input feature adds one input element
-    (broadcast) times the weights' vectors into it (P x vectors fused multiply-adds for P
-    loads and vectors loads). Positions whose window crosses the row's ends (padding) are
-    tiles of one, each window column tested; a window row off the input is skipped. Each sum
-    runs over the taps in order, then the input features: one chain per output element.
-    Weights not already [taps, in features, out features] with out innermost are packed so,
-    per chunk of rows (a loop off the pool's rows: the pool's chunks each pack their own)."""
+    """A 2-D convolution as a register-blocked loop nest, without im2col: for each output row (batch
+    element and output height; the loop the pool shares out) and block of output features (1-4
+    vectors on AVX-512, 1-2 on AVX2: _block_vectors), blocks of P output positions along the row
+    hold a P x vectors tile of sums in registers; each window tap and input feature adds one input
+    element (broadcast) times the weights' vectors into it (P x vectors fused multiply-adds for P
+    loads and vectors loads). Positions whose window crosses the row's ends (padding) are tiles of
+    one, each window column tested; a window row off the input is skipped. Each sum runs over the
+    taps in order, then the input features: one chain per output element. Weights not already [taps,
+    in features, out features] with out innermost are packed so, per chunk of rows (a loop off the
+    pool's rows: the pool's chunks each pack their own)."""
     b = em.b
     dtype = out.aval.dtype
     ty = mem_type(dtype)
@@ -300,15 +300,15 @@ def _conv_blocked(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf, lanes
 
 def _conv_weight_blocked(em: Emitter, g: _Geometry, lhs: Buf, rhs: Buf, out: Buf,
                          lanes: int) -> None:
-    """A weight gradient's convolution as a register-blocked loop nest: out[b, o, s] = sum over
-    c and window w of lhs[b, c, s * stride + w * dilation - pad] rhs[o, c, w], where b (the
-    forward input's features) is innermost in lhs and o innermost in rhs and out. Each unit of
-    work (an output position s, a block of up to 12 b, a block of 1-4 vectors of o:
-    _block_vectors; the units are shared out on the pool) keeps its b x o tile of sums in
-    registers over the whole contraction (c, then the window's rows, then its columns, those
-    on the input only): one broadcast lhs element per b and the rhs's vectors, tile-size fused
-    multiply-adds, each sum one chain in that order. im2col had copied the input once per window tap (the window
-    as large as the image) for a product whose k was the batch times the image."""
+    """A weight gradient's convolution as a register-blocked loop nest: out[b, o, s] = sum over c
+    and window w of lhs[b, c, s * stride + w * dilation - pad] rhs[o, c, w], where b (the forward
+    input's features) is innermost in lhs and o innermost in rhs and out. Each unit of work (an
+    output position s, a block of up to 12 b, a block of 1-4 vectors of o: _block_vectors; the units
+    are shared out on the pool) keeps its b x o tile of sums in registers over the whole contraction
+    (c, then the window's rows, then its columns, those on the input only): one broadcast lhs
+    element per b and the rhs's vectors, tile-size fused multiply-adds, each sum one chain in that
+    order. im2col had copied the input once per window tap (the window as large as the image) for a
+    product whose k was the batch times the image."""
     b = em.b
     dtype = out.aval.dtype
     vec = ir.VectorType(mem_type(dtype), lanes)

@@ -477,15 +477,15 @@ def _emit_gemm(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
 
 # --- our gemm or BLAS's ----------------------------------------------------------------------
 # A float32 product runs our own gemm (gemm.py) where it measured at least level with OpenBLAS's
-# sgemm (one thread each, thread CPU, best of 41, Zen 5 at load ~7): on AVX-512 hosts (its width
-# is what the kernel was tuned for; AVX2 hosts keep BLAS, unmeasured), from OURS_MIN_WORK
-# multiply-adds (128^3: 24.0 against 27.0 us, every layout 11-25% faster; 200^3 level, 80 / 81
-# us; 100^3 18 / 14 us, 64^3 8.8 / 8.4 us: an edge of rows runs the kernel's full 32, 28 of 128
-# rows of padding at 100), and without split-k tiles (their partial sums would make our bits
-# differ from one call's), and only where every dimension is at least OURS_MIN_SIDE: the CNN
-# row's products (im2col's 6272x144 by 144x32, k = 9 for the first layer, the weight gradients'
-# long k by 32 columns) ran 1.62-1.63x JAX's speed on ours against 2.00-2.10 on BLAS (the 14-
-# column panels cover 32 columns as 14 + 14 + 4; shapes this narrow were never tuned).
+# sgemm (one thread each, thread CPU, best of 41, Zen 5 at load ~7): on AVX-512 hosts (its width is
+# what the kernel was tuned for; AVX2 hosts keep BLAS, with which it was level on Zen 3), from
+# OURS_MIN_WORK multiply-adds (128^3: 24.0 against 27.0 us, every layout 11-25% faster; 200^3 level,
+# 80 / 81 us; 100^3 18 / 14 us, 64^3 8.8 / 8.4 us: an edge of rows runs the kernel's full 32, 28 of
+# 128 rows of padding at 100), and without split-k tiles (their partial sums would make our bits
+# differ from one call's), and only where every dimension is at least OURS_MIN_SIDE: the CNN row's
+# products (im2col's 6272x144 by 144x32, k = 9 for the first layer, the weight gradients' long k by
+# 32 columns) ran 1.62-1.63x JAX's speed on ours against 2.00-2.10 on BLAS (the 14-column panels
+# cover 32 columns as 14 + 14 + 4; shapes this narrow were never tuned).
 OURS_MIN_WORK = 1 << 21
 OURS_MIN_SIDE = 128
 GEMM_KERNEL = None  # "ours" / "blas" forces the float32 kernel (tests), or None: the rule
