@@ -28,9 +28,9 @@ def rand(shape, dtype=np.float64):
 
 
 def direct_conv(lhs, rhs, strides, padding, lhs_dil, rhs_dil, dn, fgc, bgc):
-    """The definition, one output element at a time: canonical layouts, then for each output
-    position and each kernel tap the dilated-input position (skipped when it is padding or a
-    dilation hole)."""
+    """The definition: canonical layouts, then for each output position and each kernel tap the
+    dilated-input position (skipped when it is padding or a dilation hole), its sums one output
+    element at a time, or without groups a product over every batch element and feature."""
     lhs_spec, rhs_spec, out_spec = dn
     x = np.transpose(lhs, lhs_spec)
     w = np.transpose(rhs, rhs_spec)
@@ -45,18 +45,30 @@ def direct_conv(lhs, rhs, strides, padding, lhs_dil, rhs_dil, dn, fgc, bgc):
     acc = np.complex128 if x.dtype.kind == "c" else \
         np.int64 if x.dtype.kind == "i" else np.float64
     out = np.zeros((nb, o) + tuple(out_space), acc)
+
+    def input_at(pos, tap):  # the input position of an output position's tap, or None
+        at = []
+        for p, t, s, (lo, _), ld, rd, d in zip(pos, tap, strides, padding, lhs_dil, rhs_dil,
+                                               space):
+            q = p * s + t * rd - lo
+            at.append(q // ld if q >= 0 and q % ld == 0 and q // ld < d else None)
+        return None if None in at else tuple(at)
+    if fgc == 1 and bgc == 1:  # (the same sums, for every batch element and feature at once)
+        every = (slice(None), slice(None))
+        for pos in itertools.product(*map(range, out_space)):
+            for tap in itertools.product(*map(range, window)):
+                at = input_at(pos, tap)
+                if at is not None:
+                    out[every + pos] += x[every + at].astype(acc) @ w[every + tap].astype(acc).T
+        return np.transpose(out, np.argsort(out_spec))
     for b, f, *pos in itertools.product(range(nb), range(o), *map(range, out_space)):
         fg, bg = f // (o // fgc), f // (o // bgc)
         for tap in itertools.product(*map(range, window)):
-            at = []
-            for p, t, s, (lo, _), ld, rd, d in zip(pos, tap, strides, padding, lhs_dil,
-                                                   rhs_dil, space):
-                q = p * s + t * rd - lo
-                at.append(q // ld if q >= 0 and q % ld == 0 and q // ld < d else None)
-            if None in at:
+            at = input_at(pos, tap)
+            if at is None:
                 continue
             for ci in range(cg):
-                out[(b, f) + tuple(pos)] += (x[(bg * nb + b, fg * cg + ci) + tuple(at)]
+                out[(b, f) + tuple(pos)] += (x[(bg * nb + b, fg * cg + ci) + at]
                                              * w[(f, ci) + tap])
     return np.transpose(out, np.argsort(out_spec))
 
