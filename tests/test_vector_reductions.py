@@ -147,10 +147,10 @@ def test_a_step_of_the_four_accumulators_is_one_vector():
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered")
 @pytest.mark.parametrize("flags", ["host", "i1", "lane-wide"])
-def test_nan_and_inf_as_numpy(flags, monkeypatch):
-    """Sums, maxes and mins with NaNs and infinities where NumPy's; a max's (min's) NaN flags
-    in both forms, whichever the host's: i1 vectors (AVX-512's masks) and lane-wide integers
-    (AVX2's compare results)."""
+def test_nan_and_inf_as_numpy(flags, monkeypatch, x64):
+    """Sums, maxes and mins with NaNs and infinities where NumPy's, float32 and float64; a
+    max's (min's) NaN flags in both forms, whichever the host's: i1 vectors (AVX-512's masks)
+    and lane-wide integers (AVX2's compare results)."""
     if flags != "host":
         forced = {"i1": lambda t: ir.IntType(1), "lane-wide": lambda t: ir.IntType(
             64 if isinstance(t, ir.DoubleType) else 32)}[flags]
@@ -172,7 +172,7 @@ def test_nan_and_inf_as_numpy(flags, monkeypatch):
     rows[7, :] = -np.inf
     rows[8, [0, 36]] = [-np.inf, np.nan]
     wide = np.tile(rows, (1, 30))  # the same rows 1,110 long: lanes, blocks and tails
-    for x in (rows, wide):
+    for x in (rows, wide, rows.astype(np.float64), wide.astype(np.float64)):
         s, mx, mn = (np.asarray(a) for a in tracejit.jit(
             lambda x: (tnp.sum(x, axis=1), tnp.max(x, axis=1), tnp.min(x, axis=1)))(x))
         np.testing.assert_array_equal(np.isnan(s), np.isnan(x.sum(axis=1)))
