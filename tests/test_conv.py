@@ -55,11 +55,12 @@ def direct_conv(lhs, rhs, strides, padding, lhs_dil, rhs_dil, dn, fgc, bgc):
         return None if None in at else tuple(at)
     if fgc == 1 and bgc == 1:  # (the same sums, for every batch element and feature at once)
         every = (slice(None), slice(None))
+        xa, wa = x.astype(acc), w.astype(acc)
         for pos in itertools.product(*map(range, out_space)):
             for tap in itertools.product(*map(range, window)):
                 at = input_at(pos, tap)
                 if at is not None:
-                    out[every + pos] += x[every + at].astype(acc) @ w[every + tap].astype(acc).T
+                    out[every + pos] += xa[every + at] @ wa[every + tap].T
         return np.transpose(out, np.argsort(out_spec))
     for b, f, *pos in itertools.product(range(nb), range(o), *map(range, out_space)):
         fg, bg = f // (o // fgc), f // (o // bgc)
