@@ -15,6 +15,8 @@ import mpi4py  # noqa: F401  (a test dependency, `pip install mpi4py mpich`: fai
 
 import tracejit as jax
 from tracejit.distributed import mpiexec
+from tests.libraries import recorded
+from tests.mpi import HARNESS, start_jax
 from tests.mpi.model import DATA, LR, STEPS, TARGET, init, loss
 
 HERE = Path(__file__).resolve().parent / "mpi"
@@ -580,25 +582,25 @@ def test_axis_index_groups_across_processes(tmp_path):
 def _three_runs(tmp_path: Path, script: str, devices: int = 2) -> dict:
     """Run tests/mpi/`script` (written for JAX) three ways at once — under mpiexec -n 2
     (`devices` each), in one process of twice as many devices (both through `python -m
-    tracejit`) and in real JAX — and return what each saved: {"mpi.0", "mpi.1", "single.0",
-    "jax.0"} -> arrays."""
+    tracejit`) and in real JAX (its recording, tests/mpi/recorded/, while that matches) — and
+    return what each saved: {"mpi.0", "mpi.1", "single.0", "jax.0"} -> arrays."""
     python, path = sys.executable, str(HERE / script)
     alias = [python, "-m", "tracejit", path]
+    theirs = recorded(HERE / script, HARNESS)
     started = {
         "mpi": subprocess.Popen([mpiexec(), "-n", "2", *alias, str(tmp_path / "mpi"), "mpi"],
                                 env=_env(devices), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True),
         "single": subprocess.Popen([*alias, str(tmp_path / "single"), "single"],
                                    env=_env(2 * devices), stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, text=True),
-        "jax": subprocess.Popen([python, path, str(tmp_path / "jax"), "jax"],
-                                env=_env(2 * devices),
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)}
+                                   stderr=subprocess.STDOUT, text=True)}
+    if theirs is None:
+        started["jax"] = start_jax(HERE / script, tmp_path / "jax")
     logs = {k: p.communicate(timeout=240)[0] for k, p in started.items()}
     for k, p in started.items():
         assert p.returncode == 0, f"{k} run failed:\n{logs[k][-4000:]}"
-    runs = {}
-    for name in ("mpi.0", "mpi.1", "single.0", "jax.0"):
+    runs = {"jax.0": theirs}
+    for name in ["mpi.0", "mpi.1", "single.0"] + (["jax.0"] if theirs is None else []):
         with np.load(tmp_path / f"{name}.npz") as saved:
             runs[name] = dict(saved)
     return runs

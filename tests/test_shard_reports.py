@@ -64,8 +64,8 @@ def test_types_still_printed_without_a_layout(both):
 
 def test_types_recorded():
     # (strict: what JAX prints, so that the cases above compare layouts, not plain types)
-    from tests.libraries import _recorded, HERE
-    theirs = _recorded(HERE / "shard_reports.py")
+    from tests.libraries import HERE, recorded
+    theirs = recorded(HERE / "shard_reports.py")
     if theirs is None:
         pytest.skip("recording out of date: the other tests run real JAX live")
     assert str(theirs["jit_args"]) == \

@@ -7,7 +7,8 @@ Real JAX's side is the slow half (XLA compiles every optimizer and sampler afres
 may be recorded: tests/libraries/recorded/NAME.npz holds them with a fingerprint of the script's
 text and of the versions of JAX, its libraries, NumPy and the machine. A recording is used only
 while its fingerprint matches; otherwise real JAX runs live, as it always did. Refresh them with
-`python -m tests.libraries [NAME ...]` after changing a script or upgrading JAX."""
+`python -m tests.libraries [NAME ...]` after changing a script or upgrading JAX. The scripts of
+tests/mpi/ keep theirs the same way (`recorded`, `keep`), in tests/mpi/recorded/."""
 from __future__ import annotations
 
 import hashlib
@@ -22,7 +23,6 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-RECORDED = HERE / "recorded"
 # what real JAX's numbers depend on besides the script itself
 _ORACLE_PACKAGES = ("jax", "jaxlib", "numpy", "scipy", "ml_dtypes", "optax", "equinox", "flax",
                     "numpyro", "blackjax")
@@ -39,8 +39,10 @@ def _run(script: Path, out: Path, *, alias: bool) -> dict[str, np.ndarray]:
         return {k: saved[k] for k in saved.files}
 
 
-def _fingerprint(script: Path) -> str:
+def _fingerprint(script: Path, inputs: tuple[Path, ...]) -> str:
     digest = hashlib.sha256(script.read_bytes())
+    for path in inputs:
+        digest.update(path.read_bytes())
     for package in _ORACLE_PACKAGES:
         try:
             version = importlib.metadata.version(package)
@@ -51,32 +53,42 @@ def _fingerprint(script: Path) -> str:
     return digest.hexdigest()
 
 
-def _recorded(script: Path) -> dict[str, np.ndarray] | None:
-    """Real JAX's recorded results of `script`, if recorded under the same fingerprint."""
-    path = RECORDED / f"{script.stem}.npz"
+def _recording(script: Path) -> Path:
+    return script.parent / "recorded" / f"{script.stem}.npz"
+
+
+def recorded(script: Path, inputs: tuple[Path, ...] = ()) -> dict[str, np.ndarray] | None:
+    """Real JAX's recorded results of `script`, if recorded under the same fingerprint (of the
+    script, the files it reads, `inputs`, and the versions and machine)."""
+    path = _recording(script)
     if not path.exists():
         return None
     with np.load(path) as saved:
-        if str(saved[_FINGERPRINT]) != _fingerprint(script):
+        if str(saved[_FINGERPRINT]) != _fingerprint(script, inputs):
             return None
         return {k: saved[k] for k in saved.files if k != _FINGERPRINT}
+
+
+def keep(script: Path, theirs: dict[str, np.ndarray], inputs: tuple[Path, ...] = ()) -> Path:
+    """`theirs`, real JAX's results of `script` just run, as its recording."""
+    path = _recording(script)
+    path.parent.mkdir(exist_ok=True)
+    np.savez_compressed(path, **theirs,
+                        **{_FINGERPRINT: np.array(_fingerprint(script, inputs))})
+    return path
 
 
 def record(name: str, tmp_path: Path) -> Path:
     """Run tests/libraries/`name`.py under real JAX and keep its results as the recording."""
     script = HERE / f"{name}.py"
-    theirs = _run(script, tmp_path / f"{name}.npz", alias=False)
-    RECORDED.mkdir(exist_ok=True)
-    path = RECORDED / f"{name}.npz"
-    np.savez_compressed(path, **theirs, **{_FINGERPRINT: np.array(_fingerprint(script))})
-    return path
+    return keep(script, _run(script, tmp_path / f"{name}.npz", alias=False))
 
 
 def run_both(name: str, tmp_path: Path) -> tuple[dict, dict]:
     """(tracejit's results, real JAX's results) of tests/libraries/`name`.py."""
     script = HERE / f"{name}.py"
     ours = _run(script, tmp_path / "tracejit.npz", alias=True)
-    theirs = _recorded(script)
+    theirs = recorded(script)
     if theirs is None:
         theirs = _run(script, tmp_path / "jax.npz", alias=False)
     assert sorted(ours) == sorted(theirs)
