@@ -602,3 +602,42 @@ def test_fork_and_exit_while_a_second_tier_is_pending(tmp_path):
         assert done.stdout.split() == ["True", "0"], (mode, cache, done.stdout)
         # (5 programs; with the cache on, their final code is stored, at the latest at exit)
         assert len(list(folder.glob("*.o"))) == (5 if cache == "1" else 0), (mode, cache)
+
+
+def test_the_exit_finishes_pending_programs_for_its_seconds_only(tmp_path):
+    """With the cache on, the exit makes and stores the final code of programs still pending
+    for up to tracejit_exit_compile_seconds; those left are not stored, and the next process
+    compiles them again and stores them at its exit. 20 programs, each called once while the
+    thread is paused (so all 20 are pending at the exit): all stored within the default 2 s;
+    with 0 s only what the thread had in hand; then a process of the default finds those
+    (its disk-cache hits) and stores the rest."""
+    source = """
+        import numpy as np
+        import tracejit, tracejit.numpy as tnp
+        from tracejit.runtime import disk_cache, tiering
+        x = np.linspace(-3, 3, 20000, dtype=np.float32)
+        fs = [tracejit.jit(lambda v, k=k: tnp.sum(tnp.exp(v * np.float32(k / 20))))
+              for k in range(20)]
+        with tiering.paused():
+            sums = [float(f(x)) for f in fs]
+        want = [np.sum(np.exp(x * np.float32(k / 20)), dtype=np.float64) for k in range(20)]
+        assert all(abs(s - w) <= 1e-5 * w for s, w in zip(sums, want))
+        print(disk_cache.stats["hits"])
+    """
+    source = textwrap.dedent(source)
+    counts = {}
+    for name, seconds, folder in (("default", None, "a"), ("none", "0", "b"),
+                                  ("after_none", None, "b")):
+        env = dict(os.environ, PYTHONPATH=str(ROOT), TRACEJIT_PERSISTENT_CACHE="1",
+                   TRACEJIT_CACHE_DIR=str(tmp_path / folder))
+        env.pop("TRACEJIT_EXIT_COMPILE_SECONDS", None)
+        if seconds is not None:
+            env["TRACEJIT_EXIT_COMPILE_SECONDS"] = seconds
+        done = subprocess.run([sys.executable, "-c", source], env=env, capture_output=True,
+                              text=True, timeout=240, check=False)
+        assert done.returncode == 0 and not done.stderr, (name, done.stderr)
+        counts[name] = (int(done.stdout), len(list((tmp_path / folder).glob("*.o"))))
+    assert counts["default"] == (0, 20)
+    hits, stored = counts["none"]
+    assert hits == 0 and stored < 20
+    assert counts["after_none"] == (stored, 20)

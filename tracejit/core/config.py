@@ -70,6 +70,10 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     # process's next compile does not wait for LLVM's lock behind it; off, or where the helper
     # cannot run: on tiering's thread ($TRACEJIT_COMPILE_HELPER=0)
     "tracejit_compile_helper": (True, False),
+    # seconds the interpreter's exit may spend making the final code of programs still waiting
+    # for it, to store it in the on-disk cache (runtime/tiering.py); those left are compiled
+    # again by the next process ($TRACEJIT_EXIT_COMPILE_SECONDS)
+    "tracejit_exit_compile_seconds": (2.0, False),
     # bounds: the on-disk cache's total size (least recently used entries go first), and how
     # many signatures each jitted function keeps traced and compiled (least recently called
     # go first; a call after that traces and compiles again)

@@ -8,7 +8,8 @@ time goes, never what is computed. Which first tier a program gets is weighed he
 helper process where one runs (compile_helper.py, by way of disk_cache.finish): here they would
 hold llvmlite's one lock, and the next program's compile with it.
 The on-disk cache stores final code only (disk_cache.finish), so the exit finishes what is
-pending when that cache is on.
+pending when that cache is on, for up to `tracejit_exit_compile_seconds` (what is left then is
+not stored: the next process compiles it again, and stores what it finishes).
 
 A program is `held` until its first call has returned (`release`): O3's code generation would
 otherwise take a core from that call, which on two cores runs on both (logsumexp 4096^2's
@@ -27,6 +28,7 @@ import contextlib
 import math
 import os
 import threading
+import time
 import warnings
 import weakref
 
@@ -299,16 +301,22 @@ def _queue(items: list) -> None:
     _ready.notify_all()
 
 
-def wait() -> None:
+def wait(deadline: float | None = None) -> None:
     """Return when every program submitted so far is finished (or gone), held ones included:
-    for tests, and for a caller that wants final code everywhere."""
+    for tests, and for a caller that wants final code everywhere; or at `deadline`
+    (time.monotonic's) if that comes first."""
     with _ready:
         if _held:
             items = list(_held.values())
             _held.clear()
             _queue(items)
         while _outstanding:
-            _ready.wait()
+            if deadline is None:
+                _ready.wait()
+            elif (left := deadline - time.monotonic()) > 0:
+                _ready.wait(left)
+            else:
+                return
 
 
 def settle() -> None:
@@ -381,15 +389,17 @@ def _warn_once(err: Exception) -> None:
 
 
 def _close() -> None:
-    """The interpreter's exit: with the persistent cache on, finish what is pending first (its
-    entries are stored then, for the next process to load, as without tiers; the same time as
-    compiling it at O3 at once would have taken; no compile helper is started for it); then
-    begin nothing more, and end the helper."""
+    """The interpreter's exit: with the persistent cache on, finish what is pending first, for
+    up to `tracejit_exit_compile_seconds` (its entries are stored then, for the next process to
+    load, as without tiers; no compile helper is started for it); then begin nothing more,
+    finish the program in hand, and end the helper. A script of hundreds of programs each
+    called once would otherwise wait at its exit for all their O3 code (tests/libraries/
+    several_axes.py: 26 s of run, then 17 s of exit)."""
     global _closed, _outstanding
     from ..core.config import config
     compile_helper.start_none()
     if config.tracejit_persistent_cache:
-        wait()
+        wait(time.monotonic() + float(config.tracejit_exit_compile_seconds))
     with _ready:
         _closed = True
         _pending.clear()
