@@ -10,14 +10,14 @@ import sys
 from pathlib import Path
 
 import ml_dtypes
-import numpy as np
 import mpi4py  # noqa: F401  (a test dependency, `pip install mpi4py mpich`: fails, never skips)
+import numpy as np
 
 import tracejit as jax
-from tracejit.distributed import mpiexec
 from tests.libraries import recorded
 from tests.mpi import HARNESS, start_jax
 from tests.mpi.model import DATA, LR, STEPS, TARGET, init, loss
+from tracejit.distributed import mpiexec
 
 HERE = Path(__file__).resolve().parent / "mpi"
 # initialize() in a process not started by mpiexec: one process, and a wrong count refused

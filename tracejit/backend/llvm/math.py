@@ -9,8 +9,8 @@ module, inlined at each call) for bodies built elsewhere: special_math's loops.
 libm calls would stay scalar and cost 5x or more. Every branch of a piecewise method is
 computed and one result is chosen with `select`. No fast-math flags anywhere: NaN, infinities,
 signed zeros and subnormals follow IEEE (and NumPy/SciPy) everywhere; float32 exp, log, log1p,
-erf and erf_inv are XLA CPU's algorithms, bit for bit on normal numbers (XLA flushes subnormal
-inputs and results to zero, tracejit keeps them), so native results equal JAX's there.
+erf, erf_inv and tanh are XLA CPU's algorithms, bit for bit on normal numbers (XLA flushes
+subnormal inputs and results to zero, tracejit keeps them), so native results equal JAX's there.
 Polynomial coefficients are near-minimax fits (Lawson-weighted least squares in mpmath, then
 rounded to the precision used) unless they come from a named source.
 
@@ -26,7 +26,7 @@ where SciPy's float64 is the only reference (erf, erfc, lgamma, digamma):
     log2       1.01   0.98
     log1p      2.44   0.86   f32 XLA's
     expm1      1.31   1.95
-    tanh       2.10   1.85   t/(t+2), t = expm1(2|x|)
+    tanh       4.36   1.85   f32 XLA's (a rational); f64 t/(t+2), t = expm1(2|x|)
     logistic   1.97   1.93
     sin        1.47   1.54   whole range: Payne-Hanek past 2**16 / 2**28, see _reduce_pio2
     cos        1.49   1.42   (f64 past 2**28, the hardest cases and multiples of pi/2 vs
@@ -1414,9 +1414,9 @@ def _digamma(e: _Emitter, x):
     return _as64(e, x, _digamma64)
 
 
-# === float32 exp, log, log1p, erf, erf_inv: XLA's CPU algorithms ==========================
+# === float32 exp, log, log1p, erf, erf_inv, tanh: XLA's CPU algorithms ====================
 # JAX's samplers (random.normal is erf_inv of uniform bits) are specified by XLA's float32
-# code, so these five primitives follow it operation for operation: the same constants (read
+# code, so these primitives (and tanh, an activation) follow it operation for operation: the same constants (read
 # from the reference implementation, lax/elementwise.py) and the same fma contractions. Native
 # results then equal the reference's, and JAX's, bit for bit on normal numbers; subnormals are
 # kept (IEEE, as everywhere in tracejit) where XLA's CPU code flushes them to zero. float64
@@ -1452,6 +1452,15 @@ def _xla_exp32(e: _Emitter, x):
     ni = e.b.fptosi(n, e.ity)   # n is not NaN (the n <= 127 select above)
     out = e.mul(y, e.from_bits(e.ishl(e.iadd(ni, 127), 23)))
     return e.select(low, e.mul(out, 2.0 ** -64), out)
+
+
+def _xla_tanh32(e: _Emitter, x):
+    # NaN passes the clamp's selects; +-inf clamp to where the quotient is exactly +-1
+    c = e.clamp(x, -_xla._TANH_CLAMP, _xla._TANH_CLAMP)
+    x2 = e.mul(c, c)
+    p = e.poly(x2, _xla._TANH_P)
+    q = e.poly(x2, _xla._TANH_Q)
+    return e.select(e.lt(e.abs(x), _xla._TANH_SMALL), x, e.div(e.mul(c, p), q))
 
 
 def _xla_log32(e: _Emitter, u):
@@ -1768,7 +1777,7 @@ _FUNCTIONS: dict[str, tuple[int, Callable]] = {
     "exp": (1, _xla_f32(_xla_exp32, _exp)), "exp2": (1, _exp2), "expm1": (1, _expm1),
     "log": (1, _xla_f32(_xla_log32, _log)), "log2": (1, _log2),
     "log1p": (1, _xla_f32(_xla_log1p32, _log1p)),
-    "tanh": (1, _tanh), "logistic": (1, _logistic), "sinh": (1, _sinh), "cosh": (1, _cosh),
+    "tanh": (1, _xla_f32(_xla_tanh32, _tanh)), "logistic": (1, _logistic), "sinh": (1, _sinh), "cosh": (1, _cosh),
     "asinh": (1, _asinh), "acosh": (1, _acosh), "atanh": (1, _atanh),
     "sin": (1, lambda e, x: _sin_cos(e, x, False)), "cos": (1, lambda e, x: _sin_cos(e, x, True)),
     "tan": (1, _tan), "atan": (1, _atan), "atan2": (2, _atan2), "asin": (1, _asin),
