@@ -41,7 +41,7 @@ EXACT_WIDTHS: dict[str, set[int]] = {
                          # sqrt to float16, native computes in float32)
     # XLA's float32 algorithms, which eager runs and native reproduces (float16: both compute
     # in float32; math.py's erf_inv is XLA's Giles polynomials)
-    **{name: {2, 4} for name in ("exp", "log", "log1p", "erf", "erf_inv")},
+    **{name: {2, 4} for name in ("exp", "log", "log1p", "erf", "erf_inv", "tanh")},
 }
 # Eager's own error: NumPy validates its float32 loops to <= 4 ulp and float64 to <= 2
 # (numpy/_core/tests/data/umath-validation-set-*.csv); SciPy's float64 functions (erfc,
