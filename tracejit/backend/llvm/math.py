@@ -1433,8 +1433,9 @@ def _digamma(e: _Emitter, x):
 
 # === float32 exp, log, log1p, erf, erf_inv, tanh: XLA's CPU algorithms ====================
 # JAX's samplers (random.normal is erf_inv of uniform bits) are specified by XLA's float32
-# code, so these primitives (and tanh, an activation) follow it operation for operation: the same constants (read
-# from the reference implementation, lax/elementwise.py) and the same fma contractions. Native
+# code, so these primitives follow it operation for operation (tanh too, an activation whose
+# bits users compare with JAX's): the same constants (read from the reference implementation,
+# lax/elementwise.py) and the same fma contractions. Native
 # results then equal the reference's, and JAX's, bit for bit on normal numbers; subnormals are
 # kept (IEEE, as everywhere in tracejit) where XLA's CPU code flushes them to zero. float64
 # keeps our own code above.
@@ -1794,7 +1795,8 @@ _FUNCTIONS: dict[str, tuple[int, Callable]] = {
     "exp": (1, _xla_f32(_xla_exp32, _exp)), "exp2": (1, _exp2), "expm1": (1, _expm1),
     "log": (1, _xla_f32(_xla_log32, _log)), "log2": (1, _log2),
     "log1p": (1, _xla_f32(_xla_log1p32, _log1p)),
-    "tanh": (1, _xla_f32(_xla_tanh32, _tanh)), "logistic": (1, _logistic), "sinh": (1, _sinh), "cosh": (1, _cosh),
+    "tanh": (1, _xla_f32(_xla_tanh32, _tanh)), "logistic": (1, _logistic),
+    "sinh": (1, _sinh), "cosh": (1, _cosh),
     "asinh": (1, _asinh), "acosh": (1, _acosh), "atanh": (1, _atanh),
     "sin": (1, lambda e, x: _sin_cos(e, x, False)), "cos": (1, lambda e, x: _sin_cos(e, x, True)),
     "tan": (1, _tan), "atan": (1, _atan), "atan2": (2, _atan2), "asin": (1, _asin),
