@@ -1481,15 +1481,21 @@ def _xla_tanh32(e: _Emitter, x):
     return e.select(e.lt(e.abs(x), _xla._TANH_SMALL), x, e.div(e.mul(c, p), q))
 
 
-def _xla_log32(e: _Emitter, u):
-    sub = e.and_(e.gt(u, 0.0), e.lt(u, e.tiny))  # subnormal: scaled up, k corrected
-    us = e.select(sub, e.mul(u, 2.0 ** 23), u)
+def _xla_log32(e: _Emitter, u, subnormal: bool = True):
+    """(`subnormal` False: u is never subnormal, as log1p's 1 + x, whose least positive value
+    is 2**-24: the scaling below is left out, the same bits.)"""
+    us = u
+    if subnormal:
+        sub = e.and_(e.gt(u, 0.0), e.lt(u, e.tiny))  # subnormal: scaled up, k corrected
+        us = e.select(sub, e.mul(u, 2.0 ** 23), u)
     m = e.select(e.gt(us, e.tiny), us, e.tiny)  # u <= 0 and NaN are patched at the end
     bits = e.bits(m)
     mant = e.from_bits(e.b.or_(e.iand(bits, -2139095041), e.i(0x3F000000)))   # in [1/2, 1)
     small = e.lt(mant, float(np.sqrt(np.float32(0.5))))
     k = e.b.sitofp(e.isub(e.iashr(bits, 23), 127), e.ty)
-    k = e.sub(e.sub(e.add(k, 1.0), e.select(small, 1.0, 0.0)), e.select(sub, 23.0, 0.0))
+    k = e.sub(e.add(k, 1.0), e.select(small, 1.0, 0.0))
+    if subnormal:
+        k = e.sub(k, e.select(sub, 23.0, 0.0))
     x = e.add(e.sub(mant, 1.0), e.select(small, mant, 0.0))
     x2 = e.mul(x, x)
     x3 = e.mul(x2, x)
@@ -1508,7 +1514,7 @@ def _xla_log1p32(e: _Emitter, x):
         num, den = e.fma(num, x, p), e.fma(den, x, q)
     x2 = e.mul(x, x)
     small = e.add(x, e.fma(x2, -0.5, e.mul(e.mul(x, x2), e.div(num, den))))
-    large = _xla_log32(e, e.add(x, 1.0))
+    large = _xla_log32(e, e.add(x, 1.0), subnormal=False)
     return e.select(e.lt(e.abs(x), float(np.float32(np.sqrt(2) - 1))), small, large)
 
 
