@@ -360,33 +360,33 @@ def _half_exp(k: int) -> Fraction:
         return Fraction(decimal.Decimal(k).exp()) / 2
 
 
-def _sinh(e: _Emitter, x):
-    # One expm1 for both sides of the cut, beyond which e^-a is below half an ulp: of a below
-    # it ((t + t/(t+1))/2), of a - cut above it (exact), scaled back by e^cut/2 as hi + lo in
-    # one fma: e^a/2 with no rounding of the constant and no overflow before the end. a - cut
-    # is capped where e^(cap + cut)/2 is past the largest float already (an infinite a).
-    a = e.abs(x)
+def _hyperbolic_argument(e: _Emitter, a):
+    """sinh's and cosh's one exponential of a = |x|: (whether a is beyond the cut, past which
+    e^-a is below half an ulp; the exponential's argument, a below the cut and a - cut above it
+    (exact); `scale`, which takes e^(a - cut) to e^a/2). The scaling multiplies by e^cut/2 as hi
+    + lo in one fma: no rounding of the constant, no overflow before the end. a - cut is capped
+    where e^(cap + cut)/2 is past the largest float already (an infinite a)."""
     cut, cap = e.pick((20, 70.0), (22, 689.0))
     beyond = e.gt(a, float(cut))
-    t = _expm1(e, e.select(beyond, minmax(e.b, e.sub(a, float(cut)), e.v(cap), False), a),
-               big_path=False)
-    small = e.mul(e.add(t, e.div(t, e.add(t, 1.0))), 0.5)
+    arg = e.select(beyond, minmax(e.b, e.sub(a, float(cut)), e.v(cap), False), a)
     hi, lo = _dd(_half_exp(cut), e.np)
-    w = e.add(t, 1.0)
-    big = e.fma(w, hi, e.mul(w, lo))
-    return e.copysign(e.select(beyond, big, small), x)
+    return beyond, arg, lambda w: e.fma(w, hi, e.mul(w, lo))
+
+
+def _sinh(e: _Emitter, x):
+    # (t + t/(t+1))/2 of t = expm1(a) below the cut; above it e^a/2 from the same expm1
+    beyond, arg, scale = _hyperbolic_argument(e, e.abs(x))
+    t = _expm1(e, arg, big_path=False)
+    small = e.mul(e.add(t, e.div(t, e.add(t, 1.0))), 0.5)
+    return e.copysign(e.select(beyond, scale(e.add(t, 1.0)), small), x)
 
 
 def _cosh(e: _Emitter, x):
-    # sinh's one evaluation: e^a below the cut (t/2 + 1/(2t)), e^(a - cut) scaled back above
-    a = e.abs(x)
-    cut, cap = e.pick((20, 70.0), (22, 689.0))
-    beyond = e.gt(a, float(cut))
-    t = _exp(e, e.select(beyond, minmax(e.b, e.sub(a, float(cut)), e.v(cap), False), a))
+    # t/2 + 1/(2t) of t = e^a below the cut; above it e^a/2 from the same exp
+    beyond, arg, scale = _hyperbolic_argument(e, e.abs(x))
+    t = _exp(e, arg)
     small = e.add(e.mul(t, 0.5), e.div(0.5, t))
-    hi, lo = _dd(_half_exp(cut), e.np)
-    big = e.fma(t, hi, e.mul(t, lo))
-    return e.select(beyond, big, small)
+    return e.select(beyond, scale(t), small)
 
 
 # === log family ==============================================================================
@@ -1435,10 +1435,9 @@ def _digamma(e: _Emitter, x):
 # JAX's samplers (random.normal is erf_inv of uniform bits) are specified by XLA's float32
 # code, so these primitives follow it operation for operation (tanh too, an activation whose
 # bits users compare with JAX's): the same constants (read from the reference implementation,
-# lax/elementwise.py) and the same fma contractions. Native
-# results then equal the reference's, and JAX's, bit for bit on normal numbers; subnormals are
-# kept (IEEE, as everywhere in tracejit) where XLA's CPU code flushes them to zero. float64
-# keeps our own code above.
+# lax/elementwise.py) and the same fma contractions. Native results then equal the reference's,
+# and JAX's, bit for bit on normal numbers; subnormals are kept (IEEE, as everywhere in
+# tracejit) where XLA's CPU code flushes them to zero. float64 keeps our own code above.
 
 def _has_scalef() -> bool:
     """Whether the host has AVX-512's vscalef, to which LLVM lowers `llvm.ldexp` (scalar and
