@@ -1,0 +1,58 @@
+"""Print the float32 polynomial tables of tracejit/scipy/special.py (erfcx) and
+backend/llvm/math.py (bessel_i0e, bessel_i1e), so they can be fitted again:
+
+    python tools/fit_polynomials.py
+
+Each piece is a least-squares fit, weighted by 1/|f| (relative error), on 4,000 Chebyshev nodes
+of its interval, of the function written in its variable s (x - centre, 1/x - centre or 1/x**2),
+then expanded in powers of s: coefficients lowest degree first, as float64 (the code rounds
+them to float32 and splits the constant term into hi + lo). SciPy's float64 functions are the
+reference (within a few float64 ulps: far below a float32 ulp). The fits are near-minimax; the
+errors that matter are measured on the compiled code (tests/test_scipy_special.py,
+tests/test_llvm_math.py)."""
+from __future__ import annotations
+
+import numpy as np
+import scipy.special as sp
+from numpy.polynomial import chebyshev, polynomial
+
+NODES = 4000
+
+
+def fit(f, lo: float, hi: float, degree: int, centre: float = 0.0) -> tuple[float, ...]:
+    """f(s) on s in [lo, hi] as a polynomial in s - centre, lowest degree first."""
+    k = np.arange(NODES)
+    t = np.cos(np.pi * (k + 0.5) / NODES)
+    mid, half = (lo + hi) / 2, (hi - lo) / 2
+    y = f(mid + half * t)
+    in_t = chebyshev.cheb2poly(chebyshev.chebfit(t, y, degree, w=1 / np.abs(y)))
+    # t = (s - centre) / half + (centre - mid) / half
+    out = np.zeros(1)
+    for c in in_t[::-1]:
+        out = polynomial.polyadd(polynomial.polymul(out, [(centre - mid) / half, 1 / half]), [c])
+    return tuple(float(c) for c in out)
+
+
+def erfcx_tables() -> dict[str, tuple[float, ...]]:
+    """erfcx(x), x >= 0: itself on [0, 1) and [1, 2) in x - 0.5 and x - 1.5; x erfcx(x) on
+    [2, 8) in 1/x - 0.3125 and on [8, inf) in 1/x**2."""
+    def g_u(u):
+        return sp.erfcx(1 / u) / u
+
+    def g_t(t):
+        return sp.erfcx(1 / np.sqrt(t)) / np.sqrt(t)
+
+    return {"_ERFCX32_0_1": fit(sp.erfcx, 0., 1., 9, 0.5),
+            "_ERFCX32_1_2": fit(sp.erfcx, 1., 2., 9, 1.5),
+            "_ERFCX32_2_8": fit(g_u, 1 / 8, 1 / 2, 9, 0.3125),
+            "_ERFCX32_8_INF": fit(g_t, 1e-14, 1 / 64, 5)}
+
+
+def main() -> None:
+    for name, coeffs in erfcx_tables().items():
+        body = ", ".join(repr(c) for c in coeffs)
+        print(f"{name} = ({body})")
+
+
+if __name__ == "__main__":
+    main()
