@@ -275,7 +275,7 @@ BOUNDS = {
           "tanh": 4.5, "logistic": 2, "sin": 1.5, "cos": 2, "tan": 1, "atan": 2, "asin": 2.5,
           "acos": 1.5, "sinh": 2.5, "cosh": 2.5, "asinh": 1.5, "acosh": 2, "atanh": 2, "erf": 4.5,
           "erfc": 3.5, "cbrt": 1, "lgamma": 1, "digamma": 1, "atan2": 2, "pow": 1,
-          "bessel_i0e": 1, "bessel_i1e": 1, "polygamma": 1},
+          "bessel_i0e": 2, "bessel_i1e": 2, "polygamma": 1},
     F64: {"exp": 1.5, "exp2": 1.5, "log": 1, "log2": 1, "log1p": 1, "expm1": 2, "tanh": 2,
           "logistic": 2, "sin": 2, "cos": 1.5, "tan": 3, "atan": 1.5, "asin": 2.5, "acos": 1.5,
           "sinh": 2.5, "cosh": 2.5, "asinh": 1, "acosh": 2, "atanh": 2, "erf": 2.5,

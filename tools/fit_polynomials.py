@@ -1,12 +1,12 @@
 """Print the float32 polynomial tables of tracejit/scipy/special.py (erfcx) and
-backend/llvm/math.py (bessel_i0e, bessel_i1e), so they can be fitted again:
+tracejit/backend/llvm/math.py (bessel_i0e, bessel_i1e), so they can be fitted again:
 
     python tools/fit_polynomials.py
 
 Each piece is a least-squares fit, weighted by 1/|f| (relative error), on 4,000 Chebyshev nodes
 of its interval, of the function written in its variable s (x - centre, 1/x - centre or 1/x**2),
 then expanded in powers of s: coefficients lowest degree first, as float64 (the code rounds
-them to float32 and splits the constant term into hi + lo). SciPy's float64 functions are the
+them to float32, and splits a constant term that is not exact into hi + lo). SciPy's float64 functions are the
 reference (within a few float64 ulps: far below a float32 ulp). The fits are near-minimax; the
 errors that matter are measured on the compiled code (tests/test_scipy_special.py,
 tests/test_llvm_math.py)."""
@@ -48,8 +48,27 @@ def erfcx_tables() -> dict[str, tuple[float, ...]]:
             "_ERFCX32_8_INF": fit(g_t, 1e-14, 1 / 64, 5)}
 
 
+def bessel_tables() -> dict[str, tuple[float, ...]]:
+    """i0e and i1e of z = |x|: on [0, 0.5], (i0e(z) - 1) / z and (i1e(z) / z - 1/2) / z in z;
+    themselves on (0.5, 2.625] and (2.625, 8] in z - 1.5 and z - 5.25; sqrt(z) times them on
+    (8, inf) in 1/z."""
+    tables = {}
+    for name, f in (("I0E", sp.i0e), ("I1E", sp.i1e)):
+        def small(z, f=f, name=name):
+            return (f(z) - 1) / z if name == "I0E" else (f(z) / z - 0.5) / z
+
+        def tail(u, f=f):
+            return f(1 / u) / np.sqrt(u)
+
+        tables[f"_{name}32_0_05"] = fit(small, 0., 0.5, 6 if name == "I0E" else 5)
+        tables[f"_{name}32_05_2625"] = fit(f, 0.5, 2.625, 10, 1.5)
+        tables[f"_{name}32_2625_8"] = fit(f, 2.625, 8., 12, 5.25)
+        tables[f"_{name}32_8_INF"] = fit(tail, 1e-14, 1 / 8, 6)
+    return tables
+
+
 def main() -> None:
-    for name, coeffs in erfcx_tables().items():
+    for name, coeffs in {**erfcx_tables(), **bessel_tables()}.items():
         body = ", ".join(repr(c) for c in coeffs)
         print(f"{name} = ({body})")
 
