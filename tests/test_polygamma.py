@@ -63,8 +63,9 @@ def test_native_bessel(op, dtype, x64):
     rng = np.random.default_rng(0)
     x = np.concatenate([np.array(_SPECIAL_X), rng.uniform(-40, 40, 2000),
                         np.exp(rng.uniform(-60, 60, 2000))]).astype(dtype)
-    # SciPy's own i1e is ~10 ulp off near x = 8 (float64); float32 rounds a float64 value
-    _native_vs_interpret(getattr(lax, op), x, ulps=1 if dtype == "float32" else 16)
+    # SciPy's own i1e is ~10 ulp off near x = 8 (float64); float32's polynomials are within
+    # 1.8 ulps (backend/llvm/math.py), the interpreter's float64 SciPy value rounded within 0.5
+    _native_vs_interpret(getattr(lax, op), x, ulps=2 if dtype == "float32" else 16)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

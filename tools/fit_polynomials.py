@@ -1,15 +1,15 @@
 """Print the float32 polynomial tables of tracejit/scipy/special.py (erfcx) and
-tracejit/backend/llvm/math.py (bessel_i0e, bessel_i1e), so they can be fitted again:
+tracejit/backend/llvm/math.py (bessel_i0e, bessel_i1e, lgamma), so they can be fitted again:
 
     python tools/fit_polynomials.py
 
 Each piece is a least-squares fit, weighted by 1/|f| (relative error), on 4,000 Chebyshev nodes
 of its interval, of the function written in its variable s (x - centre, 1/x - centre or 1/x**2),
 then expanded in powers of s: coefficients lowest degree first, as float64 (the code rounds
-them to float32, and splits a constant term that is not exact into hi + lo). SciPy's float64 functions are the
-reference (within a few float64 ulps: far below a float32 ulp). The fits are near-minimax; the
-errors that matter are measured on the compiled code (tests/test_scipy_special.py,
-tests/test_llvm_math.py)."""
+them to float32, and splits a constant term that is not exact into hi + lo). SciPy's float64
+functions are the reference (within a few float64 ulps: far below a float32 ulp; mpmath where
+float64 would cancel). The fits are near-minimax; the errors that matter are measured on the
+compiled code (tests/test_scipy_special.py, tests/test_llvm_math.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -67,8 +67,33 @@ def bessel_tables() -> dict[str, tuple[float, ...]]:
     return tables
 
 
+# lgamma's minimum (on x > 0), rounded to float32, and lgamma there (mpmath, 30 digits)
+LGAMMA_MIN_X = float(np.float32(1.4616321449683622))
+
+
+def lgamma_tables() -> dict[str, tuple[float, ...]]:
+    """lgamma(1 + y) / y and lgamma(2 + y) / y on [-1/2, 1/2] (removable at y = 0), and
+    (lgamma(x0 + d) - lgamma(x0)) / d**2 on [1.25 - x0, 1.75 - x0], x0 LGAMMA_MIN_X, in mpmath
+    (lgamma(x0 + d) - lgamma(x0) cancels in float64 near d = 0); its constant term first."""
+    import mpmath
+    mpmath.mp.dps = 30
+    x0 = mpmath.mpf(LGAMMA_MIN_X)
+    at_min = mpmath.loggamma(x0)
+
+    def over_y(shift):
+        return lambda y: sp.gammaln(shift + y) / y
+
+    def over_d2(d):
+        return np.array([float((mpmath.loggamma(x0 + mpmath.mpf(v)) - at_min) / mpmath.mpf(v) ** 2)
+                         for v in d])
+    return {"_LGAMMA32_1": fit(over_y(1.), -0.5, 0.5, 15),
+            "_LGAMMA32_2": fit(over_y(2.), -0.5, 0.5, 11),
+            "_LGAMMA32_MIN": (float(at_min), *fit(over_d2, 1.25 - LGAMMA_MIN_X,
+                                                  1.75 - LGAMMA_MIN_X, 8))}
+
+
 def main() -> None:
-    for name, coeffs in {**erfcx_tables(), **bessel_tables()}.items():
+    for name, coeffs in {**erfcx_tables(), **bessel_tables(), **lgamma_tables()}.items():
         body = ", ".join(repr(c) for c in coeffs)
         print(f"{name} = ({body})")
 

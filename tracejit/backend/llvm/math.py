@@ -45,7 +45,8 @@ where SciPy's float64 is the only reference (erf, erfc, lgamma, digamma):
     erf_inv    -      -      XLA's Giles polynomials, not ours: see _erf_inv64
     pow        0.50   1.12   f32 through float64 log2/exp2; f64 through a double-double log
     cbrt       0.50   0.72
-    lgamma     0.50   5.9    f64 worst in [0.5, 1.5] (lgamma(z+1) - log z cancels a little)
+    lgamma     2.41   5.9    f32 float32 pieces; f64 worst in [0.5, 1.5] (lgamma(z+1) - log z
+                             cancels a little); x < 0: f32 4.9, see below
     digamma    0.50   8.0    f64 worst at x < 0, see below
     bessel_i0e 1.77   4.0    f32 four polynomials; f64 vs mpmath, Cephes' ranges, our Chebyshev
     bessel_i1e 1.78   10.0   f64 vs mpmath: i1e(x)/x cancels in its series near x = 8
@@ -53,13 +54,15 @@ where SciPy's float64 is the only reference (erf, erfc, lgamma, digamma):
 
 float32 sin and cos over every float32 (not a sweep) in [0, pi/4] (the kernels alone): at most
 0.69 and 1.24 ulp; in (pi/4, 64): 1.55 and 1.56.
-f32 lgamma, digamma and polygamma evaluate the float64 code and round; f32 i0e and i1e are
-polynomials in float32 (2^20 float32 on an AVX2 machine: 2.65 -> 0.71 ms, JAX 0.12 1.3 ms).
+f32 digamma and polygamma evaluate the float64 code and round. f32 lgamma, i0e and i1e are
+polynomials in float32 (2^20 float32 on an AVX2 machine: lgamma 7.6 -> 3.0 ms, JAX 0.12 9.6 ms;
+i0e 2.65 -> 0.71 ms, JAX 0.12 1.3 ms; the float64 code rounded had been within 0.5 ulp).
 The f64 target of 4 ulp is missed by lgamma on [0.5, 1.5] and by lgamma/digamma at x < 0:
 there the reflection formula f(x) = g(x) -+ f(1 - x) cancels near the zeros and poles of f, so
 the error is bounded in ulp of the larger term, max(|f(1 - x)|, 1) (at most 5.9 and 8.0 ulp of
-it), not of |f(x)|: relative error is unbounded at the zeros of lgamma and digamma for x < 0,
-as with the usual methods.
+it; float32 lgamma 4.9, two float32 terms of ~2 ulps each), not of |f(x)|: relative error is
+unbounded at the zeros of lgamma and digamma for x < 0, as with the usual methods (JAX 0.10's
+float32 lgamma: 76 ulps on [2.5, 10], and no relative accuracy at 1 and 2).
 polygamma(m >= 1, x < 0) is likewise within 3 ulp of the larger term of its reflection,
 m! * sum_k |x + k|**-(m+1) (SciPy, which sums every term from x upwards, is less accurate
 there for large |x|: ~3 digits at x = -1e5 - 0.5).
@@ -1365,9 +1368,61 @@ def _lgamma_pos(e: _Emitter, z):
     return e.select(stirling, big, recur)
 
 
-def _lgamma64(e: _Emitter, x):
+# float32 lgamma, fitted by tools/fit_polynomials.py (lowest degree first): lgamma(1 + y) / y
+# and lgamma(2 + y) / y on [-1/2, 1/2]; around the minimum x0 (float32), lgamma(x0) (the first
+# entry) and (lgamma(x0 + d) - lgamma(x0)) / d**2 on [1.25 - x0, 1.75 - x0].
+_LGAMMA32_1 = (
+    -0.5772156648398266, 0.8224670343661865, -0.4006856672813709, 0.27058069063068385,
+    -0.20738272488225185, 0.16956091794240238, -0.1441409706575676, 0.12547398504969945,
+    -0.10991661162902987, 0.09994625651498067, -0.10267570674473232, 0.08824235906803443,
+    -0.025244160268510122, 0.039004571801185425, -0.17500874028035815, 0.14750769820299733)
+_LGAMMA32_2 = (
+    0.42278433509978364, 0.32246703340687555, -0.06735230143310965, 0.020580809933779757,
+    -0.007385533335093151, 0.002890472337158574, -0.0011930538773359141, 0.0005100810192785009,
+    -0.00022087361614252557, 9.730981656311195e-05, -5.2781144274256965e-05, 2.5735586847938693e-05)
+_LGAMMA32_MIN = (
+    -0.12148629053584953, 0.4838363691538614, -0.14759551893218847, 0.06459170011159505,
+    -0.03197280353712846, 0.018483836493404134, -0.038302926058439164, 0.03710871583657748,
+    0.30119452997019186, -0.6454879271534884)
+_LGAMMA32_X0 = 1.4616321325302124
+_GAMMA_T32 = 8.0
+
+
+def _lgamma32_pos(e: _Emitter, z):
+    """lgamma(z) for z >= 0 (or NaN, inf), float32: z (lgamma(1 + z) / z) - log z below 1/2;
+    y lgamma(1 + y) / y and y lgamma(2 + y) / y around the zeros 1 and 2 (y = z - 1, z - 2:
+    relative accuracy there); lgamma(x0) + d**2 S(d) around the minimum (no cancellation);
+    lgamma(2 + y) + log((y + 2) ... (y + i - 1)) up to 8, Stirling's series from there. One log
+    and one division for every piece."""
+    i = e.floor(e.add(z, 0.5))
+    y = e.sub(z, i)                           # exact, |y| <= 1/2
+    low = e.lt(z, 0.5)
+    near1 = e.lt(z, 1.25)
+    near_min = e.lt(z, 1.75)
+    s1 = e.select(low, z, e.sub(z, 1.0))
+    d = e.sub(z, _LGAMMA32_X0)
+    at_min, *around_min = _LGAMMA32_MIN
+    hi = e.np(at_min)                         # lgamma(x0) as hi + lo, lo added first
+    minimum = e.add(hi, e.fma(e.mul(d, d), e.poly(d, around_min[::-1]), at_min - float(hi)))
+    poly = e.select(near1, e.mul(s1, e.poly(s1, _LGAMMA32_1[::-1])), e.select(
+        near_min, minimum, e.mul(y, e.poly(y, _LGAMMA32_2[::-1]))))
+    prod = e.v(1.0)
+    for k in range(2, int(_GAMMA_T32)):       # lgamma(y + i) = lgamma(y + 2) + log(prod)
+        prod = e.mul(prod, e.select(e.gt(i, float(k)), e.add(y, float(k)), 1.0))
+    stirling = e.ge(z, _GAMMA_T32)
+    log_arg = _log(e, e.select(stirling, z, e.select(e.ge(i, 3.0), prod,
+                                                      e.select(low, z, 1.0))))
+    recur = e.add(poly, e.select(low, e.neg(log_arg), log_arg))
+    w = e.div(1.0, z)
+    series = e.mul(w, e.poly(e.mul(w, w), _STIRLING_S[-4:]))
+    big = e.add(e.mul(e.sub(z, 0.5), e.sub(log_arg, 1.0)),
+                e.add(0.5 * (math.log(2 * _PI) - 1.0), series))
+    return e.select(stirling, big, recur)
+
+
+def _lgamma_reflect(e: _Emitter, x, pos: Callable):
     neg = e.lt(x, 0.0)
-    core = _lgamma_pos(e, e.select(neg, e.sub(1.0, x), x))
+    core = pos(e, e.select(neg, e.sub(1.0, x), x))
     # Reflection: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x).
     s, _ = _sincospi(e, e.sub(x, e.rint(x)))
     refl = e.sub(e.neg(_log(e, e.div(e.abs(s), _PI))), core)
@@ -1377,7 +1432,9 @@ def _lgamma64(e: _Emitter, x):
 
 
 def _lgamma(e: _Emitter, x):
-    return _as64(e, x, _lgamma64)
+    if e.f64:
+        return _lgamma_reflect(e, x, _lgamma_pos)
+    return _lgamma_reflect(e, x, _lgamma32_pos)
 
 
 # digamma(y) = (y - x0) * R(y - 3/2) on [1, 2], x0 the positive zero (hi + lo).
