@@ -321,14 +321,17 @@ def _run_unary(name, ref, dtype, ulps_numpy):
 
 
 def _reflection_scale(name, x):
-    """lgamma at x < 0 is log(pi / |sin(pi x)|) - lgamma(1 - x), which cancels near its zeros:
-    its error counts in the larger of the two terms there (math.py's table)."""
-    if name != "lgamma":
+    """lgamma and digamma at x < 0 are log(pi / |sin(pi x)|) - lgamma(1 - x) and digamma(1 - x)
+    - pi cot(pi x), which cancel near their zeros: the error counts in the larger of the two
+    terms there (math.py's table)."""
+    if name not in ("lgamma", "digamma"):
         return None
     x = np.asarray(x, np.float64)
     with np.errstate(all="ignore"):
-        terms = np.maximum(np.abs(sp.gammaln(1 - x)),
-                           np.abs(np.log(np.pi / np.abs(np.sin(np.pi * (x - np.rint(x)))))))
+        r = np.pi * (x - np.rint(x))
+        terms = (np.maximum(np.abs(sp.gammaln(1 - x)), np.abs(np.log(np.pi / np.abs(np.sin(r)))))
+                 if name == "lgamma" else
+                 np.maximum(np.abs(sp.psi(1 - x)), np.abs(np.pi / np.tan(r))))
     return np.where(x < 0, np.nan_to_num(np.maximum(terms, 1.0)), 0.0)
 
 

@@ -274,7 +274,7 @@ BOUNDS = {
     F32: {"exp": 5, "exp2": 1, "log": 1.5, "log2": 1.5, "log1p": 2.5, "expm1": 1.5,
           "tanh": 4.5, "logistic": 2, "sin": 1.5, "cos": 2, "tan": 1, "atan": 2, "asin": 2.5,
           "acos": 1.5, "sinh": 2.5, "cosh": 2.5, "asinh": 1.5, "acosh": 2, "atanh": 2, "erf": 4.5,
-          "erfc": 3.5, "cbrt": 1, "lgamma": 2.5, "digamma": 1, "atan2": 2, "pow": 1,
+          "erfc": 3.5, "cbrt": 1, "lgamma": 2.5, "digamma": 3.5, "atan2": 2, "pow": 1,
           "bessel_i0e": 2, "bessel_i1e": 2, "polygamma": 1},
     F64: {"exp": 1.5, "exp2": 1.5, "log": 1, "log2": 1, "log1p": 1, "expm1": 2, "tanh": 2,
           "logistic": 2, "sin": 2, "cos": 1.5, "tan": 3, "atan": 1.5, "asin": 2.5, "acos": 1.5,
@@ -284,16 +284,17 @@ BOUNDS = {
 }
 
 
-# float32 lgamma at x < 0 (in ulps of the larger term, below): its reflection adds two float32
-# terms of ~2 ulps each (lgamma(1 - x) and log(pi / |sin(pi x)|))
-NEGATIVE_BOUNDS = {F32: {"lgamma": 7}}
+# float32 lgamma and digamma at x < 0 (in ulps of the larger term, below): their reflections add
+# two float32 terms of ~2-3 ulps each (lgamma(1 - x) and log(pi / |sin(pi x)|); digamma(1 - x)
+# and pi cot(pi x))
+NEGATIVE_BOUNDS = {F32: {"lgamma": 7, "digamma": 8}}
 
 
 def _scale_floor(name, x, dtype):
     """lgamma and digamma at x < 0 come from the reflection formula f(x) = g(x) -+ f(1 - x),
     which cancels near their zeros and poles; error there is measured in ulp of the larger
-    term, max(|f(1 - x)|, 1) (float64 digamma; lgamma of both types)."""
-    if name == "lgamma" or (dtype == F64 and name == "digamma"):
+    term, max(|f(1 - x)|, 1)."""
+    if name in ("lgamma", "digamma"):
         with np.errstate(all="ignore"):
             other = np.abs(reference(name, 1 - x.astype(F64), dtype=F64))
         return np.where(x < 0, np.maximum(other, 1.0), 0.0)

@@ -1,5 +1,6 @@
 """Print the float32 polynomial tables of tracejit/scipy/special.py (erfcx) and
-tracejit/backend/llvm/math.py (bessel_i0e, bessel_i1e, lgamma), so they can be fitted again:
+tracejit/backend/llvm/math.py (bessel_i0e, bessel_i1e, lgamma, digamma), so they can be fitted
+again:
 
     python tools/fit_polynomials.py
 
@@ -92,8 +93,23 @@ def lgamma_tables() -> dict[str, tuple[float, ...]]:
                                                   1.75 - LGAMMA_MIN_X, 8))}
 
 
+
+
+def digamma_tables() -> dict[str, tuple[float, ...]]:
+    """digamma(y) / (y - x0) on [1, 2] in y - 3/2, x0 digamma's positive zero (mpmath: the
+    quotient cancels in float64 near x0)."""
+    import mpmath
+    mpmath.mp.dps = 30
+    x0 = mpmath.findroot(mpmath.digamma, 1.46)
+
+    def quotient(y):
+        return np.array([float(mpmath.digamma(mpmath.mpf(v)) / (mpmath.mpf(v) - x0)) for v in y])
+    return {"_DIGAMMA32_R": fit(quotient, 1., 2., 11, 1.5)}
+
+
 def main() -> None:
-    for name, coeffs in {**erfcx_tables(), **bessel_tables(), **lgamma_tables()}.items():
+    tables = {**erfcx_tables(), **bessel_tables(), **lgamma_tables(), **digamma_tables()}
+    for name, coeffs in tables.items():
         body = ", ".join(repr(c) for c in coeffs)
         print(f"{name} = ({body})")
 

@@ -47,22 +47,24 @@ where SciPy's float64 is the only reference (erf, erfc, lgamma, digamma):
     cbrt       0.50   0.72
     lgamma     2.41   5.9    f32 float32 pieces; f64 worst in [0.5, 1.5] (lgamma(z+1) - log z
                              cancels a little); x < 0: f32 4.9, see below
-    digamma    0.50   8.0    f64 worst at x < 0, see below
+    digamma    3.29   8.0    f32 float32 pieces; f64 worst at x < 0; x < 0: f32 7.3, see below
     bessel_i0e 1.77   4.0    f32 four polynomials; f64 vs mpmath, Cephes' ranges, our Chebyshev
     bessel_i1e 1.78   10.0   f64 vs mpmath: i1e(x)/x cancels in its series near x = 8
     polygamma  0.50   4.0    m = 1..30, x > 0, f64 vs mpmath; at x < 0 as digamma, below
 
 float32 sin and cos over every float32 (not a sweep) in [0, pi/4] (the kernels alone): at most
 0.69 and 1.24 ulp; in (pi/4, 64): 1.55 and 1.56.
-f32 digamma and polygamma evaluate the float64 code and round. f32 lgamma, i0e and i1e are
-polynomials in float32 (2^20 float32 on an AVX2 machine: lgamma 7.6 -> 3.0 ms, JAX 0.12 9.6 ms;
-i0e 2.65 -> 0.71 ms, JAX 0.12 1.3 ms; the float64 code rounded had been within 0.5 ulp).
+f32 polygamma evaluates the float64 code and rounds. f32 lgamma, digamma, i0e and i1e are
+float32 code (2^20 float32 on an AVX2 machine: lgamma 7.6 -> 3.0 ms, JAX 0.12 9.6 ms; digamma
+5.9 -> 1.9 ms, JAX 0.12 5.8-6.8 ms; i0e 2.65 -> 0.71 ms, JAX 0.12 1.3 ms; the float64 code
+rounded had been within 0.5 ulp).
 The f64 target of 4 ulp is missed by lgamma on [0.5, 1.5] and by lgamma/digamma at x < 0:
 there the reflection formula f(x) = g(x) -+ f(1 - x) cancels near the zeros and poles of f, so
 the error is bounded in ulp of the larger term, max(|f(1 - x)|, 1) (at most 5.9 and 8.0 ulp of
-it; float32 lgamma 4.9, two float32 terms of ~2 ulps each), not of |f(x)|: relative error is
+it; float32 4.9 and 7.3: two float32 terms of ~2-3 ulps each), not of |f(x)|: relative error is
 unbounded at the zeros of lgamma and digamma for x < 0, as with the usual methods (JAX 0.10's
-float32 lgamma: 76 ulps on [2.5, 10], and no relative accuracy at 1 and 2).
+float32 lgamma: 76 ulps on [2.5, 10], digamma 32 on [2, 8], and no relative accuracy at their
+zeros for x > 0).
 polygamma(m >= 1, x < 0) is likewise within 3 ulp of the larger term of its reflection,
 m! * sum_k |x + k|**-(m+1) (SciPy, which sums every term from x upwards, is less accurate
 there for large |x|: ~3 digits at x = -1e5 - 0.5).
@@ -1339,14 +1341,6 @@ _STIRLING_S = (-3617 / 122400, 1 / 156, -691 / 360360, 1 / 1188, -1 / 1680, 1 / 
 _GAMMA_T = 10.0
 
 
-def _as64(e: _Emitter, x, fn: Callable):
-    """Run a float64 implementation for either precision."""
-    if e.f64:
-        return fn(e, x)
-    d = _Emitter(e.b, ir.DoubleType())
-    return e.b.fptrunc(fn(d, e.b.fpext(x, d.ty)), e.ty)
-
-
 def _lgamma_pos(e: _Emitter, z):
     """lgamma(z) for z >= 0 (or NaN, inf), float64."""
     i = e.floor(e.add(z, 0.5))
@@ -1450,31 +1444,48 @@ _DIGAMMA_R = (-8.315741248366466e-05, 0.0001223883039809053, -5.883353238773438e
 # digamma(z) = log z - 1/(2z) - w * A(w), w = 1/z**2, z >= 10.
 _DIGAMMA_A = (-3617 / 8160, 1 / 12, -691 / 32760, 1 / 132, -1 / 240, 1 / 252, -1 / 120,
               1 / 12)
+# float32: R(y - 3/2) fitted by tools/fit_polynomials.py (lowest degree first), the asymptotic
+# series from 5 (its next term at 5, 43867/798/18 w**9, is 2e-13): fewer rounded steps of the
+# recurrence (y + k and the fraction num/den), each ~half an ulp of the sum.
+_DIGAMMA32_R = (
+    0.9510558754482131, -0.4236274216363848, 0.24054265293072272, -0.14840497564834984,
+    0.09498088578203162, -0.06191825444918108, 0.04089278954403552, -0.027051405197863133,
+    0.016918772874165572, -0.011298876317294992, 0.011217447587335849, -0.007400942299807086)
+_DIGAMMA_T32 = 5.0
 
 
 def _digamma_pos(e: _Emitter, z):
-    """digamma(z) for z > 0 (or NaN, inf), float64."""
+    """digamma(z) for z > 0 (or NaN, inf): float64, or float32 with its own R, fewer steps
+    of the recurrence and terms of the series."""
+    if e.f64:
+        r_coeffs, steps_to, a_coeffs = _DIGAMMA_R, _GAMMA_T, _DIGAMMA_A
+    else:
+        r_coeffs, steps_to, a_coeffs = _DIGAMMA32_R[::-1], _DIGAMMA_T32, _DIGAMMA_A
     lt1 = e.lt(z, 1.0)
-    zz = e.select(lt1, e.add(z, 1.0), z)
-    fl = e.floor(zz)
-    y = e.add(e.sub(zz, fl), 1.0)             # in [1, 2)
-    steps = e.sub(fl, 1.0)                    # digamma(zz) = digamma(y) + sum 1/(y + k)
+    fl = e.floor(z)
+    y = e.add(e.sub(z, fl), 1.0)              # in [1, 2), exact from 1 up
+    steps = e.sub(fl, 1.0)                    # digamma(z) = digamma(y) + sum 1/(y + k)
     num, den = e.v(0.0), e.v(1.0)
-    for k in range(int(_GAMMA_T)):
+    for k in range(int(steps_to)):
         use = e.gt(steps, float(k))
         yk = e.add(y, float(k))
         num = e.select(use, e.fma(num, yk, den), num)
         den = e.select(use, e.mul(den, yk), den)
-    x0_hi, x0_lo = _DIGAMMA_X0
-    base = e.mul(e.sub(e.sub(y, x0_hi), x0_lo), e.poly(e.sub(y, 1.5), _DIGAMMA_R))
+    x0_hi = e.np(_DIGAMMA_X0[0])              # (y - x0_hi is exact on [1, 2])
+    x0_lo = _DIGAMMA_X0[0] - float(x0_hi) + _DIGAMMA_X0[1]
+    # below 1 (no steps), digamma(z) = digamma(z + 1) - 1/z, and z + 1 would round: its
+    # y - 3/2 and y - x0_hi from z itself
+    s = e.select(lt1, e.sub(z, 0.5), e.sub(y, 1.5))
+    d = e.select(lt1, e.sub(z, float(x0_hi) - 1.0), e.sub(y, x0_hi))
+    base = e.mul(e.sub(d, x0_lo), e.poly(s, r_coeffs))
     recur = e.add(base, e.div(num, den))
     recur = e.select(lt1, e.sub(recur, e.div(1.0, z)), recur)
     w = e.div(1.0, e.mul(z, z))
-    asym = e.sub(e.sub(_log(e, z), e.div(0.5, z)), e.mul(w, e.poly(w, _DIGAMMA_A)))
-    return e.select(e.ge(z, _GAMMA_T), asym, recur)
+    asym = e.sub(e.sub(_log(e, z), e.div(0.5, z)), e.mul(w, e.poly(w, a_coeffs)))
+    return e.select(e.ge(z, steps_to), asym, recur)
 
 
-def _digamma64(e: _Emitter, x):
+def _digamma(e: _Emitter, x):
     neg = e.lt(x, 0.0)
     core = _digamma_pos(e, e.select(neg, e.sub(1.0, x), x))
     # Reflection: digamma(x) = digamma(1 - x) - pi * cot(pi x).
@@ -1483,10 +1494,6 @@ def _digamma64(e: _Emitter, x):
     res = e.select(neg, refl, core)
     pole = e.and_(e.le(x, 0.0), e.eq(e.floor(x), x))   # JAX gives NaN at 0, -1, -2, ...
     return e.select(pole, math.nan, res)
-
-
-def _digamma(e: _Emitter, x):
-    return _as64(e, x, _digamma64)
 
 
 # === float32 exp, log, log1p, erf, erf_inv, tanh: XLA's CPU algorithms ====================
@@ -1747,7 +1754,7 @@ def _polygamma64(e: _Emitter, m, x):
     odd = e.eq(e.sub(m, e.mul(e.floor(e.mul(m, 0.5)), 2.0)), 1.0)
     fac = _factorial(e, m)
     res = e.mul(e.select(odd, fac, e.neg(fac)), _zeta(e, e.add(m, 1.0), x))
-    psi = _digamma64(e, x)
+    psi = _digamma(e, x)
     psi = e.select(e.eq(x, 0.0), e.copysign(math.inf, e.neg(x)), psi)
     res = e.select(e.eq(m, 0.0), psi, res)
     return e.select(valid, res, math.nan)
