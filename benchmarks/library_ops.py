@@ -1,9 +1,9 @@
 """Library operations outside the main table, ours vs JAX: sorting (sort, argsort, rows),
 top_k, argmax, searchsorted, bincount, an integer product, pooling windows, 2-D FFTs,
-categorical sampling, special functions (ndtri, spence, erfcx, betainc, gammainc,
-polygamma), the two-method samplers (binomial, poisson), a float -> int conversion and a CNN
-layer's convolutions -- where a user's program spends its time beyond elementwise work and
-BLAS.
+categorical sampling, special functions (ndtri, spence, erfcx, log_ndtr, i0e, gammaln, digamma,
+betainc, gammainc, polygamma), the two-method samplers (binomial, poisson), a float -> int
+conversion and a CNN layer's convolutions -- where a user's program spends its time beyond
+elementwise work and BLAS.
 
     python -m benchmarks.library_ops [--runs N] ["row substring" ...]
 
@@ -69,6 +69,10 @@ def rows(jax, jnp, lax) -> list[tuple[str, object, tuple]]:
          (rng.uniform(0, 1, 1 << 20).astype(np.float32),)),
         ("scipy.special.spence 1M float32", special.spence, (positive,)),
         ("scipy.special.erfcx 1M float32", special.erfcx, (v,)),
+        ("scipy.special.log_ndtr 1M float32", special.log_ndtr, (v * 4,)),
+        ("scipy.special.i0e 1M float32", special.i0e, (v * 4,)),
+        ("scipy.special.gammaln 1M float32", special.gammaln, (v * 4,)),
+        ("scipy.special.digamma 1M float32", special.digamma, (v * 4,)),
         ("scipy.special.betainc 64K float32", special.betainc,
          (positive[:1 << 16] * 4, positive[1 << 16:2 << 16] * 4,
           rng.uniform(0.01, 0.99, 1 << 16).astype(np.float32))),
