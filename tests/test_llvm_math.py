@@ -731,3 +731,24 @@ def test_a_function_used_many_times_is_defined_once_and_inlined(dtype, n):
             want = run(name, x * dtype(k), dtype=dtype,
                        inline_slow_paths=vector and name == "sin")
             np.testing.assert_array_equal(np.asarray(next(got)), want, err_msg=f"{name} {k}")
+
+
+def test_float32_tables_are_the_fitters_output():
+    """The float32 polynomial tables (math.py's Bessel, lgamma, digamma; scipy/special.py's
+    erfcx) are what tools/fit_polynomials.py fits: a table edited by hand, or a fit changed
+    without its table, fails here (within the fits' last-bit noise across BLAS kernels)."""
+    import importlib.util
+    import pathlib
+
+    from tracejit.scipy import special
+    path = pathlib.Path(__file__).resolve().parent.parent / "tools" / "fit_polynomials.py"
+    spec = importlib.util.spec_from_file_location("fit_polynomials", path)
+    fitter = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fitter)
+    tables = {**fitter.erfcx_tables(), **fitter.bessel_tables(), **fitter.lgamma_tables(),
+              **fitter.digamma_tables()}
+    assert len(tables) == 16
+    for name, fitted in tables.items():
+        ours = getattr(special if name.startswith("_ERFCX") else llmath, name)
+        np.testing.assert_allclose(ours, fitted, rtol=1e-9, atol=1e-13, err_msg=name)
+    assert fitter.LGAMMA_MIN_X == llmath._LGAMMA32_X0

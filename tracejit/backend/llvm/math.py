@@ -1455,8 +1455,8 @@ _DIGAMMA_T32 = 5.0
 
 
 def _digamma_pos(e: _Emitter, z):
-    """digamma(z) for z > 0 (or NaN, inf): float64, or float32 with its own R, fewer steps
-    of the recurrence and terms of the series."""
+    """digamma(z) for z > 0 (or NaN, inf): float64, or float32 with its own R and fewer steps
+    of the recurrence before the series."""
     if e.f64:
         r_coeffs, steps_to, a_coeffs = _DIGAMMA_R, _GAMMA_T, _DIGAMMA_A
     else:
