@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tracejit as tj
-from tests.libraries import run_both
+from tests.libraries import run_both_once
 
 VALUES = ["psum", "psum_in_order", "psum_one_group", "psum_unequal", "psum_bools",
           "psum_constant", "psum_pytree", "pmean", "pmax", "pmin_int", "all_gather",
@@ -21,7 +21,7 @@ ERRORS = ["overlap", "gap", "all_to_all_overlap", "psum_scatter_unequal",
 
 @pytest.fixture(scope="module")
 def both(tmp_path_factory):
-    return run_both("axis_index_groups", tmp_path_factory.mktemp("axis_index_groups"))
+    return run_both_once("axis_index_groups", tmp_path_factory)
 
 
 @pytest.mark.parametrize("case", VALUES)

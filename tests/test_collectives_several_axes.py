@@ -14,12 +14,12 @@ import pytest
 import tracejit as tj
 import tracejit.numpy as tnp
 from tests.in_devices import run_check
-from tests.libraries import run_both
+from tests.libraries import run_both_once
 
 
 @pytest.fixture(scope="module")
 def both(tmp_path_factory):
-    return run_both("several_axes", tmp_path_factory.mktemp("several_axes"))
+    return run_both_once("several_axes", tmp_path_factory)
 
 
 def _groups(theirs: dict) -> list[str]:

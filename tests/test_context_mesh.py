@@ -14,7 +14,7 @@ import pytest
 
 import tracejit as tj
 from tests.in_devices import run_check
-from tests.libraries import run_both
+from tests.libraries import run_both_once
 from tracejit.sharding import AbstractMesh, Mesh, NamedSharding, use_abstract_mesh
 from tracejit.sharding import PartitionSpec as P
 
@@ -36,7 +36,7 @@ RETRACED_HERE = ["m2_other"]
 
 @pytest.fixture(scope="module")
 def both(tmp_path_factory):
-    return run_both("context_mesh", tmp_path_factory.mktemp("context_mesh"))
+    return run_both_once("context_mesh", tmp_path_factory)
 
 
 def _close(a, b, key):
@@ -141,7 +141,7 @@ def test_retraces_as_jax_does(both):
 
 @pytest.fixture(scope="module")
 def placement(tmp_path_factory):
-    return run_both("mesh_placement", tmp_path_factory.mktemp("mesh_placement"))
+    return run_both_once("mesh_placement", tmp_path_factory)
 
 
 def test_results_under_a_mesh_are_placed_as_jax_places_them(placement):

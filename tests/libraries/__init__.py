@@ -11,9 +11,11 @@ while its fingerprint matches; otherwise real JAX runs live, as it always did. R
 tests/mpi/ keep theirs the same way (`recorded`, `keep`), in tests/mpi/recorded/."""
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.metadata
 import os
+import pickle
 import platform
 import subprocess
 import sys
@@ -93,6 +95,24 @@ def run_both(name: str, tmp_path: Path) -> tuple[dict, dict]:
         theirs = _run(script, tmp_path / "jax.npz", alias=False)
     assert sorted(ours) == sorted(theirs)
     return ours, theirs
+
+
+def run_both_once(name: str, tmp_path_factory) -> tuple[dict, dict]:
+    """run_both for a module fixture: under pytest-xdist each worker runs a module's fixture
+    of its own, so the first worker to get here runs the script and the others read its
+    results (a file lock in the session's directory, which the workers share; test_collectives_
+    several_axes' compiles took 37-61 s in each worker). Without workers, run_both."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return run_both(name, tmp_path_factory.mktemp(name))
+    shared = tmp_path_factory.getbasetemp().parent     # this session's, not an earlier one's
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)               # (released when the file closes)
+        done = shared / f"{name}.pickle"
+        if done.exists():
+            return pickle.loads(done.read_bytes())
+        result = run_both(name, tmp_path_factory.mktemp(name))
+        done.write_bytes(pickle.dumps(result))
+        return result
 
 
 def assert_close(ours: dict, theirs: dict, rtol: float, atol: float = 0.0) -> None:
