@@ -242,14 +242,16 @@ ATOL_JAX = {np.dtype(np.float16): 1e-3, np.dtype(np.float32): 1e-6, np.dtype(np.
 def _plain_elementwise_functions() -> set[str]:
     """lax's elementwise functions of one or two operands and nothing else (`not_` is
     `bitwise_not`; the others skipped take a static parameter or work on pytrees, and have
-    tests of their own)."""
+    tests of their own; log2 is tested in test_lax_jax012.py). JAX's keyword-only `accuracy=`
+    option of the transcendental functions does not count as a parameter."""
     out = set()
     for name in E.__all__:
         f = getattr(E, name)
         if not inspect.isfunction(f) or name in ("not_", "stop_gradient", "integer_pow",
-                                                 "bitcast_convert_type", "polygamma"):
+                                                 "bitcast_convert_type", "polygamma", "log2"):
             continue
-        params = inspect.signature(f).parameters.values()
+        params = [p for p in inspect.signature(f).parameters.values()
+                  if not (p.name == "accuracy" and p.kind is p.KEYWORD_ONLY)]
         if len(params) in (1, 2) and all(p.default is p.empty and p.kind is p.POSITIONAL_OR_KEYWORD
                                          for p in params):
             out.add(name)

@@ -6,6 +6,7 @@ from .composed import *  # noqa: F401,F403
 from .control_flow import *  # noqa: F401,F403
 from .convolution import *  # noqa: F401,F403
 from .cumulative import *  # noqa: F401,F403
+from .dce_sink import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .elementwise import add_p
 from .strict import *  # noqa: F401,F403  (the binary ops users call: JAX's strict operands)
@@ -15,6 +16,7 @@ from .linalg import *  # noqa: F401,F403
 from .parallel import *  # noqa: F401,F403
 from . import processes as _processes  # noqa: F401,E402  (collectives across processes)
 from .polynomials import *  # noqa: F401,F403
+from .ragged_dot import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .reductions import reduce_sum_p
 from .rng_bit_generator import *  # noqa: F401,F403
@@ -22,6 +24,7 @@ from .shape import *  # noqa: F401,F403
 from .sharding import *  # noqa: F401,F403
 from .shape import broadcast_in_dim_p, transpose_p
 from .sorting import *  # noqa: F401,F403
+from .typenames import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
 from .windowed import *  # noqa: F401,F403
 

@@ -6,9 +6,9 @@ out-of-range amounts give 0 (or the sign), float->int conversion saturates and m
 """
 from __future__ import annotations
 
-from typing import Any
-
+import enum
 import math
+from typing import Any
 
 import numpy as np
 
@@ -784,60 +784,95 @@ def is_finite(x: Any):
     return _unary("is_finite", is_finite_p, x)
 
 
-def exp(x: Any):
+class Tolerance:
+    """lax.Tolerance: the error a transcendental op's `accuracy=` may allow (at most two of
+    atol, rtol, ulps). XLA picks among implementations by it; tracejit has one of each op."""
+
+    def __init__(self, atol: float = 0.0, rtol: float = 0.0, ulps: int = 0):
+        if atol < 0.0 or rtol < 0.0 or ulps < 0:
+            raise ValueError("Tolerances must be non-negative.")
+        if atol == 0.0 and rtol == 0.0 and ulps == 0:
+            raise ValueError("At least one of atol, rtol, or ulps must be set.")
+        self.atol, self.rtol, self.ulps = atol, rtol, ulps
+
+
+class AccuracyMode(enum.Enum):
+    """lax.AccuracyMode: the other kind of `accuracy=` request (see Tolerance)."""
+    HIGHEST = 1
+    DEFAULT = 2
+
+
+def _check_accuracy(accuracy: Any) -> None:
+    """`accuracy=` of exp, log, tanh, ...: JAX on CPU accepts a Tolerance or AccuracyMode and
+    keeps its one implementation (so does tracejit); anything else is an error there too."""
+    if accuracy is not None and not isinstance(accuracy, (Tolerance, AccuracyMode)):
+        raise NotImplementedError(f"Accuracy {accuracy} not supported; pass a lax.Tolerance or "
+                                  "a lax.AccuracyMode")
+
+
+def exp(x: Any, *, accuracy: Any = None):
     """Elementwise: E ** x."""
+    _check_accuracy(accuracy)
     return _unary("exp", exp_p, x)
 
 
-def exp2(x: Any):
+def exp2(x: Any, *, accuracy: Any = None):
     """Elementwise: 2 ** x."""
+    _check_accuracy(accuracy)
     return _unary("exp2", exp2_p, x)
 
 
-def log(x: Any):
+def log(x: Any, *, accuracy: Any = None):
     """Elementwise: the natural logarithm of x."""
+    _check_accuracy(accuracy)
     return _unary("log", log_p, x)
 
 
 def log2(x: Any, *, accuracy: Any = None):
-    """Elementwise: the base-2 logarithm of x. `accuracy` (JAX's Tolerance/AccuracyMode) picks
-    among implementations in XLA; there is one here, which JAX then uses too."""
-    del accuracy
+    """Elementwise: the base-2 logarithm of x."""
+    _check_accuracy(accuracy)
     return _unary("log2", log2_p, x)
 
 
-def log1p(x: Any):
+def log1p(x: Any, *, accuracy: Any = None):
     """Elementwise: Log(1 + x), accurate near 0."""
+    _check_accuracy(accuracy)
     return _unary("log1p", log1p_p, x)
 
 
-def expm1(x: Any):
+def expm1(x: Any, *, accuracy: Any = None):
     """Elementwise: Exp(x) - 1, accurate near 0."""
+    _check_accuracy(accuracy)
     return _unary("expm1", expm1_p, x)
 
 
-def tanh(x: Any):
+def tanh(x: Any, *, accuracy: Any = None):
     """Elementwise: the hyperbolic tangent of x."""
+    _check_accuracy(accuracy)
     return _unary("tanh", tanh_p, x)
 
 
-def logistic(x: Any):
+def logistic(x: Any, *, accuracy: Any = None):
     """Elementwise: the logistic sigmoid 1 / (1 + exp(-x))."""
+    _check_accuracy(accuracy)
     return _unary("logistic", logistic_p, x)
 
 
-def sin(x: Any):
+def sin(x: Any, *, accuracy: Any = None):
     """Elementwise: the sine of x."""
+    _check_accuracy(accuracy)
     return _unary("sin", sin_p, x)
 
 
-def cos(x: Any):
+def cos(x: Any, *, accuracy: Any = None):
     """Elementwise: the cosine of x."""
+    _check_accuracy(accuracy)
     return _unary("cos", cos_p, x)
 
 
-def tan(x: Any):
+def tan(x: Any, *, accuracy: Any = None):
     """Elementwise: the tangent of x."""
+    _check_accuracy(accuracy)
     return _unary("tan", tan_p, x)
 
 
@@ -881,18 +916,21 @@ def atanh(x: Any):
     return _unary("atanh", atanh_p, x)
 
 
-def sqrt(x: Any):
+def sqrt(x: Any, *, accuracy: Any = None):
     """Elementwise: the square root of x."""
+    _check_accuracy(accuracy)
     return _unary("sqrt", sqrt_p, x)
 
 
-def rsqrt(x: Any):
+def rsqrt(x: Any, *, accuracy: Any = None):
     """Elementwise: 1 / sqrt(x)."""
+    _check_accuracy(accuracy)
     return _unary("rsqrt", rsqrt_p, x)
 
 
-def cbrt(x: Any):
+def cbrt(x: Any, *, accuracy: Any = None):
     """Elementwise: the cube root of x."""
+    _check_accuracy(accuracy)
     return _unary("cbrt", cbrt_p, x)
 
 
@@ -901,8 +939,9 @@ def erf(x: Any):
     return _unary("erf", erf_p, x)
 
 
-def erfc(x: Any):
+def erfc(x: Any, *, accuracy: Any = None):
     """Elementwise: the complementary error function 1 - erf(x)."""
+    _check_accuracy(accuracy)
     return _unary("erfc", erfc_p, x)
 
 
@@ -1371,7 +1410,8 @@ def_vectorized(name_p)
 
 
 __all__ = [
-    "RoundingMethod", "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh",
+    "AccuracyMode", "RoundingMethod", "Tolerance",
+    "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh",
     "bessel_i0e", "bessel_i1e", "bitcast_convert_type", "bitwise_and", "bitwise_not",
     "bitwise_or", "bitwise_xor", "cbrt", "ceil", "clamp", "clz", "complex", "conj",
     "convert_element_type", "cos", "cosh", "digamma", "div", "eq", "erf", "erf_inv", "erfc",
