@@ -266,6 +266,18 @@ def stop_server():
     raise RuntimeError("No active profiler server.")
 
 
+def register_subprocess(pid: int, port: int) -> Callable[[], None]:
+    """JAX's hook to profile a subprocess through the profiler server it runs (start_server
+    there). tracejit has no profiler server, so no process has one to connect to: registering
+    fails as JAX's does when it cannot connect, with JaxRuntimeError (a RuntimeError)."""
+    from .core.errors import JaxRuntimeError
+    raise JaxRuntimeError(
+        f"UNAVAILABLE: cannot register subprocess {pid} at localhost:{port}: tracejit has no "
+        f"profiler server, in this process or another; profile each process with "
+        f"jax.profiler.trace(log_dir) and open the trace files it writes in "
+        f"https://ui.perfetto.dev")
+
+
 # --- the memory profile: pprof's protobuf, written by hand (no protobuf dependency) ----------
 
 def _varint(n: int) -> bytes:

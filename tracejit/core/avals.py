@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -15,12 +15,63 @@ class AbstractValue:
     __slots__ = ()
 
 
-class ManualAxisType(NamedTuple):
-    """How a value stands over the manual mesh axes of a shard_map (JAX 0.10's name): the axes
-    it varies over (tracejit has no unreduced/reduced types: always empty)."""
-    varying: frozenset = frozenset()
-    unreduced: frozenset = frozenset()
-    reduced: frozenset = frozenset()
+class ManualAxisType:
+    """How a value stands over the manual mesh axes of a shard_map (`jax.sharding`'s, JAX
+    0.10's fields): the axes it varies over (the types tracejit gives have no unreduced or
+    reduced axes: empty). Immutable; keyword-only, each a set of mesh axis names."""
+    __slots__ = ("reduced", "unreduced", "varying")
+
+    def __init__(self, *, varying: Any = frozenset(), unreduced: Any = frozenset(),
+                 reduced: Any = frozenset()):
+        sets = {}
+        for name, value in (("varying", varying), ("unreduced", unreduced),
+                            ("reduced", reduced)):
+            if not isinstance(value, (set, frozenset)):
+                raise TypeError(f"{name} argument of ManualAxisType should of type `frozenset` "
+                                f"or `set`. Got type {type(value)}")
+            sets[name] = frozenset(value)
+        for other, given in (("unreduced", unreduced), ("reduced", reduced)):
+            if sets["varying"] & sets[other]:
+                raise ValueError(f"varying and {other} cannot have common mesh axes. Got "
+                                 f"varying={varying} and {other}={given}")
+        if sets["unreduced"] & sets["reduced"]:
+            raise ValueError(f"`unreduced` and `reduced` argument to ManualAxisType cannot "
+                             f"overlap. Got unreduced: {unreduced} and reduced: {reduced}")
+        for name, value in sets.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("ManualAxisType is immutable")
+
+    def _key(self) -> tuple:
+        return self.varying, self.unreduced, self.reduced
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ManualAxisType) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"ManualAxisType(varying={self.varying}, unreduced={self.unreduced}, "
+                f"reduced={self.reduced})")
+
+    def __reduce__(self):
+        return _manual_axis_type, self._key()
+
+    def update(self, **kwargs: Any) -> ManualAxisType:
+        """This type with the fields given changed."""
+        return ManualAxisType(**{"varying": self.varying, "unreduced": self.unreduced,
+                                 "reduced": self.reduced, **kwargs})
+
+    @property
+    def empty(self) -> bool:
+        return not (self.varying or self.unreduced or self.reduced)
+
+
+def _manual_axis_type(varying: frozenset, unreduced: frozenset, reduced: frozenset
+                      ) -> ManualAxisType:
+    return ManualAxisType(varying=varying, unreduced=unreduced, reduced=reduced)
 
 
 class ShapedArray(AbstractValue):

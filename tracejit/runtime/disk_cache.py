@@ -456,6 +456,16 @@ def _secret(folder: pathlib.Path, subfolder: bool = False, warn: bool = True) ->
         return _secrets[folder, subfolder]
 
 
+def reset() -> None:
+    """Forget what this process learnt of cache folders (JAX's compilation_cache.reset_cache):
+    each is checked again at its next use, a refused one warns again, and whether the cache is
+    in use is reported again. The entries themselves stay."""
+    with _secrets_lock:
+        _secrets.clear()
+        _warned.clear()
+    _used.clear()
+
+
 def _check_folder(folder: pathlib.Path) -> None:
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
