@@ -1,3 +1,14 @@
 """jax.scipy: SciPy's API over tracejit arrays (user-facing layer, beside numpy and nn)."""
 from . import (  # noqa: F401
-    cluster, fft, integrate, interpolate, linalg, ndimage, signal, sparse, special, stats)
+    cluster,
+    fft,
+    integrate,
+    interpolate,
+    linalg,
+    ndimage,
+    signal,
+    sparse,
+    spatial,
+    special,
+    stats,
+)
