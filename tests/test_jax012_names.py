@@ -18,13 +18,14 @@ from tracejit.core.errors import JaxRuntimeError
 JAX012 = {
     "lax": ["log2", "log2_p", "one_minus_square", "one_minus_square_p", "polynomial",
             "polynomial_p", "psum_scatter_start"],
-    "scipy.special": ["erfcinv"],
+    "scipy.special": ["erfcinv", "gammainccinv", "gammaincinv", "iv", "jn", "kn", "ndtri_exp",
+                      "yn"],
+    "sharding": ["UnreducedKind", "is_single_device_sharding", "no_collectives"],
     "export": ["symbolic_dim_bounds"],
     "ffi": ["abstract_token"],
     "profiler": ["ProfileData", "ProfileEvent", "ProfileLine", "ProfilePlane",
                  "export_profile_data"],
     "ad_checkpoint": ["checkpoint_name_fwd", "name_p"],
-    "sharding": ["UnreducedKind", "no_collectives"],
 }
 
 
