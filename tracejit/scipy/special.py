@@ -168,6 +168,31 @@ def _horner(x: Any, coeffs: tuple[float, ...], monic: bool = False) -> Any:
     return lax.polynomial(x, coeffs[::-1], unroll=len(coeffs))
 
 
+def _log_of_tiny(t: Any, finfo: Any) -> Any:
+    """log t for t >= tiny * eps: a subnormal t is scaled up first (a float32 log flushes it to
+    zero, as XLA's does)."""
+    subnormal = t < finfo.tiny
+    return lax.log(jnp.where(subnormal, t * 2. ** 64, t)) \
+        - jnp.where(subnormal, 64 * math.log(2.), 0.)
+
+
+def _ndtri_core(w: Any, z: Any, central: Any, upper: Any) -> Any:
+    """Cephes' ndtri from its variables: w = p - 1/2 where `central`, else the tails' z =
+    sqrt(-2 log t) of the tail probability t (the lower tail's result negated)."""
+    w2 = lax.square(w)
+    r = 1. / z
+    near = z < 8.                                            # t > exp(-32)
+    # the three rational functions share one division
+    ratio = (jnp.where(central, _horner(w2, _NDTRI_P0),
+                       jnp.where(near, _horner(r, _NDTRI_P1), _horner(r, _NDTRI_P2)))
+             / jnp.where(central, _horner(w2, _NDTRI_Q0, True),
+                         jnp.where(near, _horner(r, _NDTRI_Q1, True),
+                                   _horner(r, _NDTRI_Q2, True))))
+    x_central = (w + w * (w2 * ratio)) * math.sqrt(2. * math.pi)
+    x_tail = z - lax.log(z) * r - r * ratio
+    return jnp.where(central, x_central, jnp.where(upper, x_tail, -x_tail))
+
+
 @custom_jvp
 def _ndtri(p: Any) -> Any:
     dtype = np.dtype(get_aval(p).dtype)
@@ -177,25 +202,10 @@ def _ndtri(p: Any) -> Any:
     y = jnp.where(upper, 1. - p, p)                          # exact for p > 1/2
     central = y > exp_m2
     w = jnp.where(central, p, 0.5) - 0.5
-    w2 = lax.square(w)
-    # the tails: y in (0, exp(-2)], every branch kept finite so no NaN reaches a select;
-    # a subnormal y is scaled up first (a float32 log flushes it to zero, as XLA's does)
+    # the tails: y in (0, exp(-2)], every branch kept finite so no NaN reaches a select
     tail_y = jnp.clip(y, finfo.tiny * finfo.eps, exp_m2)
-    subnormal = tail_y < finfo.tiny
-    log_y = lax.log(jnp.where(subnormal, tail_y * 2. ** 64, tail_y)) \
-        - jnp.where(subnormal, 64 * math.log(2.), 0.)
-    z = lax.sqrt(-2. * log_y)
-    r = 1. / z
-    near = z < 8.                                            # y > exp(-32)
-    # the three rational functions share one division
-    ratio = (jnp.where(central, _horner(w2, _NDTRI_P0),
-                       jnp.where(near, _horner(r, _NDTRI_P1), _horner(r, _NDTRI_P2)))
-             / jnp.where(central, _horner(w2, _NDTRI_Q0, True),
-                         jnp.where(near, _horner(r, _NDTRI_Q1, True),
-                                   _horner(r, _NDTRI_Q2, True))))
-    x_central = (w + w * (w2 * ratio)) * math.sqrt(2. * math.pi)
-    x_tail = z - lax.log(z) * r - r * ratio
-    out = jnp.where(central, x_central, jnp.where(upper, x_tail, -x_tail))
+    z = lax.sqrt(-2. * _log_of_tiny(tail_y, finfo))
+    out = _ndtri_core(w, z, central, upper)
     out = jnp.where(p == 0, -np.inf, jnp.where(p == 1, np.inf, out))
     return jnp.where((p < 0) | (p > 1) | jnp.isnan(p), np.nan, out).astype(dtype)
 
@@ -853,25 +863,12 @@ def _ndtri_exp_value(y: Any) -> Any:
     # the centre: w = exp(y) - 1/2, accurate through y = -log 2
     yc = jnp.where(central, y, -ln2_hi)
     w = 0.5 * lax.expm1((yc + ln2_hi) + ln2_lo)
-    w2 = lax.square(w)
     # the tails: the log of the tail probability t <= exp(-2), finite on every lane
     t_up = -lax.expm1(jnp.where(upper & (y < 0), y, -1.))
-    t_up = jnp.maximum(t_up, finfo.tiny * finfo.eps)
-    subnormal = t_up < finfo.tiny
-    log_up = lax.log(jnp.where(subnormal, t_up * 2. ** 64, t_up)) \
-        - jnp.where(subnormal, 64 * math.log(2.), 0.)
+    log_up = _log_of_tiny(jnp.maximum(t_up, finfo.tiny * finfo.eps), finfo)
     log_t = jnp.where(lower & jnp.isfinite(y), y, jnp.where(upper, log_up, -2.))
     z = math.sqrt(2.) * lax.sqrt(-log_t)          # sqrt(-2 log t) without overflow
-    r = 1. / z
-    near = z < 8.
-    ratio = (jnp.where(central, _horner(w2, _NDTRI_P0),
-                       jnp.where(near, _horner(r, _NDTRI_P1), _horner(r, _NDTRI_P2)))
-             / jnp.where(central, _horner(w2, _NDTRI_Q0, True),
-                         jnp.where(near, _horner(r, _NDTRI_Q1, True),
-                                   _horner(r, _NDTRI_Q2, True))))
-    x_central = (w + w * (w2 * ratio)) * math.sqrt(2. * math.pi)
-    x_tail = z - lax.log(z) * r - r * ratio
-    out = jnp.where(central, x_central, jnp.where(upper, x_tail, -x_tail))
+    out = _ndtri_core(w, z, central, upper)
     out = jnp.where(y == 0, np.inf, jnp.where(y == -np.inf, -np.inf, out))
     return jnp.where((y > 0) | jnp.isnan(y), np.nan, out).astype(dtype)
 
