@@ -30,7 +30,7 @@ def _deprecated(module: str, name: str):
     that ours warns with JAX's message (once a process, as JAX's: reset here to see it)."""
     ours_mod = importlib.import_module(f"tracejit.{module}")
     theirs_mod = importlib.import_module(f"jax.{module}")
-    ours_mod._warned.clear()
+    ours_mod.__getattr__.warned.clear()
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         ours = getattr(ours_mod, name)

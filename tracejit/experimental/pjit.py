@@ -6,13 +6,13 @@ As in JAX, reading `pjit` from this module warns."""
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 from ..core.pytree import tree_map
 from ..core.sharding import Mesh, NamedSharding, PartitionSpec, mesh_context, use_abstract_mesh
 from ..runtime.jit import jit
+from ._deprecated import deprecated_attribute
 
 _MESSAGE = "jax.experimental.pjit.pjit has been deprecated. Please use `jax.jit` instead."
 
@@ -101,13 +101,4 @@ def _pjit(fun: Callable, in_shardings: Any = None, out_shardings: Any = None,
 _pjit.__name__ = _pjit.__qualname__ = "pjit"
 
 
-_warned: list[bool] = []
-
-
-def __getattr__(name: str) -> Any:
-    if name == "pjit":
-        if not _warned:  # (once a process, as JAX's deprecated names)
-            _warned.append(True)
-            warnings.warn(_MESSAGE, DeprecationWarning, stacklevel=2)
-        return _pjit
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = deprecated_attribute(__name__, "pjit", _pjit, _MESSAGE)

@@ -3,11 +3,11 @@ jax.shard_map (tracejit/shard_map.py) — mesh, in_specs and out_specs positiona
 check_vma, every mesh axis manual. As in JAX, reading `shard_map` from this module warns."""
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 from ..shard_map import shard_map as _jax_shard_map
+from ._deprecated import deprecated_attribute
 
 _MESSAGE = "jax.experimental.shard_map is deprecated in v0.8.0. Used jax.shard_map instead."
 
@@ -23,13 +23,4 @@ def _shard_map(f: Callable, mesh: Any, in_specs: Any, out_specs: Any,
 _shard_map.__name__ = _shard_map.__qualname__ = "shard_map"
 
 
-_warned: list[bool] = []
-
-
-def __getattr__(name: str) -> Any:
-    if name == "shard_map":
-        if not _warned:  # (once a process, as JAX's deprecated names)
-            _warned.append(True)
-            warnings.warn(_MESSAGE, DeprecationWarning, stacklevel=2)
-        return _shard_map
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = deprecated_attribute(__name__, "shard_map", _shard_map, _MESSAGE)
