@@ -1,4 +1,4 @@
-"""Print the float32 polynomial tables of tracejit/scipy/special.py (erfcx) and
+"""Print the float32 polynomial tables of tracejit/scipy/special.py (erfcx, ndtri) and
 tracejit/backend/llvm/math.py (bessel_i0e, bessel_i1e, lgamma, digamma), so they can be fitted
 again:
 
@@ -93,8 +93,6 @@ def lgamma_tables() -> dict[str, tuple[float, ...]]:
                                                   1.75 - LGAMMA_MIN_X, 8))}
 
 
-
-
 def digamma_tables() -> dict[str, tuple[float, ...]]:
     """digamma(y) / (y - x0) on [1, 2] in y - 3/2, x0 digamma's positive zero (mpmath: the
     quotient cancels in float64 near x0)."""
@@ -107,8 +105,24 @@ def digamma_tables() -> dict[str, tuple[float, ...]]:
     return {"_DIGAMMA32_R": fit(quotient, 1., 2., 11, 1.5)}
 
 
+def ndtri_tables() -> dict[str, tuple[float, ...]]:
+    """ndtri(1 - y) / (1 - 2 y) (y <= 1/2) as a function of w = -log(4 y (1 - y)): on [0, 5)
+    in w - 2.5, and beyond (to w = 105: y down to float32's least subnormal) as sqrt(w) times a
+    polynomial in r = 1/sqrt(w), centred at 0.27. With 1 - 2 y = sqrt(1 - exp(-w)) and
+    2 y = exp(-w) / (1 + sqrt(1 - exp(-w))), ndtri(1 - y) = sqrt(2) erfcinv(2 y)."""
+    def of_w(w):
+        root = np.sqrt(-np.expm1(-w))
+        return np.sqrt(2.) * sp.erfcinv(np.exp(-w) / (1 + root)) / root
+
+    def tail(r):
+        return of_w(1 / r ** 2) * r
+    return {"_NDTRI32_HEAD": fit(of_w, 0., 5., 10, 2.5),
+            "_NDTRI32_TAIL": fit(tail, 1 / np.sqrt(105.), 1 / np.sqrt(5.), 12, 0.27)}
+
+
 def main() -> None:
-    tables = {**erfcx_tables(), **bessel_tables(), **lgamma_tables(), **digamma_tables()}
+    tables = {**erfcx_tables(), **bessel_tables(), **lgamma_tables(), **digamma_tables(),
+              **ndtri_tables()}
     for name, coeffs in tables.items():
         body = ", ".join(repr(c) for c in coeffs)
         print(f"{name} = ({body})")
