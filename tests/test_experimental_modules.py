@@ -316,6 +316,9 @@ with mesh:
     r = pjit(lambda a: a.sum(0), in_shardings=P("x", "y"), out_shardings=P("y"))(x)
     print("pjit", r.sharding.spec, r.tolist())
     print("pjit-none", pjit(lambda a: a * 2)(x).sharding.spec)
+    r = pjit(lambda a, k: a * k, static_argnums=1)(
+        jax.device_put(x, NamedSharding(mesh, P("x", "y"))), 2)
+    print("pjit-keep", r.sharding.spec, float(r.sum()))
     try:
         pjit(lambda a: a, P("x"))(np.arange(3.0))
     except ValueError as e:
@@ -344,7 +347,8 @@ with jax.set_mesh(amesh):
 
 DEVICE_EXPECTED = [
     "mesh (2, 2) [0, 1, 2, 3]", "rev [3, 2, 1, 0]", "hybrid (2, 2)",
-    "pjit P('y',) [24.0, 28.0, 32.0, 36.0]", "pjit-none P()", "indivisible True",
+    "pjit P('y',) [24.0, 28.0, 32.0, 36.0]", "pjit-none P()",
+    "pjit-keep P('x', 'y') 240.0", "indivisible True",
     # each device's 2x2 block summed over x: the rows 0+2 and 1+3, laid out over y
     "shard_map " + str((np.arange(16.0).reshape(4, 4)[:2] + np.arange(16.0).reshape(4, 4)[2:])
                        .tolist()),

@@ -9,16 +9,34 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
+from ..core.array import Array
 from ..core.pytree import tree_map
 from ..core.sharding import Mesh, NamedSharding, PartitionSpec, mesh_context, use_abstract_mesh
+from ..runtime.devices import device_put
 from ..runtime.jit import jit
 from ._deprecated import deprecated_attribute
 
 _MESSAGE = "jax.experimental.pjit.pjit has been deprecated. Please use `jax.jit` instead."
 
 
+class _Unspecified:
+    """in_shardings / out_shardings not given: each value's layout is jit's to choose (JAX's
+    UnspecifiedValue), where None given means replicated over the `with mesh:` block's mesh."""
+
+    def __repr__(self) -> str:
+        return "UnspecifiedValue"
+
+
+UNSPECIFIED = _Unspecified()
+
+
 def _on_mesh(shardings: Any, mesh: Mesh | None, what: str) -> Any:
-    """in_shardings / out_shardings with their PartitionSpecs and Nones on `mesh`."""
+    """in_shardings / out_shardings with their PartitionSpecs and Nones on `mesh` (None where
+    not given: jit's own choice)."""
+    if shardings is UNSPECIFIED:
+        return None
     def leaf(s: Any) -> Any:
         if s is None:
             return None if mesh is None else NamedSharding(mesh, PartitionSpec())
@@ -74,6 +92,15 @@ class _Pjit:
         return jitted
 
     def __call__(self, *args, **kwargs):
+        mesh = _legacy_mesh()
+        if mesh is not None and self._in is UNSPECIFIED:
+            # (as JAX's pjit: under a `with mesh:` block an argument never placed goes there
+            # replicated, a placed one keeps its layout; static arguments are hashable, so
+            # never arrays)
+            replicated = NamedSharding(mesh, PartitionSpec())
+            args, kwargs = tree_map(
+                lambda x: device_put(x, replicated) if isinstance(x, np.ndarray) or (
+                    isinstance(x, Array) and not x.committed) else x, (args, kwargs))
         return self._jit()(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
@@ -85,7 +112,7 @@ class _Pjit:
         return self if obj is None else functools.partial(self, obj)
 
 
-def _pjit(fun: Callable, in_shardings: Any = None, out_shardings: Any = None,
+def _pjit(fun: Callable, in_shardings: Any = UNSPECIFIED, out_shardings: Any = UNSPECIFIED,
           static_argnums: Any = None, static_argnames: Any = None, donate_argnums: Any = None,
           donate_argnames: Any = None, keep_unused: bool = False, device: Any = None,
           backend: str | None = None, inline: bool = False,
