@@ -146,6 +146,48 @@ def test_dot_general_weak_type_and_precision():
     assert canonicalize_precision("highest") == (tlax.Precision.HIGHEST,) * 2
 
 
+def test_dot_algorithm_presets_as_jax_on_the_cpu():
+    """precision= a DotAlgorithmPreset (or its name): the seven JAX runs on the CPU cast the
+    operands to the preset's input types and accumulate in its type (F16_F16_F16 of float32
+    operands rounds them to float16, F64_F64_F64 computes in float64 with x64 off, bfloat16
+    operands of F32_F32_F32 go to float32 and back), with dot_general's result type; the others
+    and a DotAlgorithm raise JAX's ValueError. Oracle: JAX 0.10 (XLA's float32 sums may differ
+    in their order: 1e-6 there; float16 / bfloat16 results in their own ulps)."""
+    import ml_dtypes
+    P, JP = tlax.DotAlgorithmPreset, jlax.DotAlgorithmPreset
+    x, y = rand((4, 5)), rand((5, 3))
+    bf = ml_dtypes.bfloat16
+    cases = [(x, y, "F16_F16_F16", None), (x.astype(bf), y.astype(bf), "F32_F32_F32", None),
+             (x.astype(np.float16), y.astype(np.float16), "F32_F32_F32", None),
+             (x, y, "F64_F64_F64", None), (x, y, "BF16_BF16_F32_X3", None),
+             (x.astype(bf), y.astype(bf), "BF16_BF16_F32", None),
+             (x.astype(bf), y.astype(bf), "BF16_BF16_F32", np.float32),
+             (x.astype(np.float16), y, "F16_F16_F16", None), (x, y, "DEFAULT", None),
+             ((x * 3).astype(np.int32), (y * 3).astype(np.int32), "F32_F32_F32", None)]
+    for a, b, name, pref in cases:
+        want = jlax.dot(a, b, precision=JP[name], preferred_element_type=pref)
+        for prec in (P[name], name):
+            got = tracejit.jit(lambda a, b, prec=prec: tlax.dot(
+                a, b, precision=prec, preferred_element_type=pref))(a, b)
+            assert got.dtype == want.dtype, (name, got.dtype, want.dtype)
+            rtol = 1e-6 if want.dtype in (np.float32, np.int32) else 1e-2
+            np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
+                                       rtol=rtol, atol=rtol, err_msg=name)
+    # F16_F16_F16 of float32 operands is float16 arithmetic, F64_F64_F64 float64's
+    exact = x.astype(np.float64) @ y
+    assert np.abs(np.asarray(tlax.dot(x, y, precision=P.F16_F16_F16)) - exact).max() > 1e-4
+    np.testing.assert_array_equal(tlax.dot(x, y, precision=P.F64_F64_F64),
+                                  exact.astype(np.float32))
+    for bad in ("F16_F16_F32", "TF32_TF32_F32", "BF16_BF16_F32_X9"):
+        with pytest.raises(ValueError, match=f"The precision '{bad}' is not supported by "
+                                             "dot_general on CPU"):
+            tlax.dot(x, y, precision=P[bad])
+        with pytest.raises(ValueError):
+            jlax.dot(x, y, precision=JP[bad])
+    with pytest.raises(ValueError, match="not supported by dot_general on CPU"):
+        tlax.dot(x, y, precision=tlax.DotAlgorithm(np.float32, np.float32, np.float32))
+
+
 @pytest.mark.parametrize("lhs_shape,rhs_shape,dnums", [
     ((2, 3), (2, 3), (((1,), (0,)), ((), ()))),  # contracting sizes differ
     ((2, 3), (3, 2), (((2,), (0,)), ((), ()))),  # out of range

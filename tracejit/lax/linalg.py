@@ -17,7 +17,7 @@ from ..core.primitive import Primitive
 from ..core.rules import aval_of, defjvp, is_undefined
 from ..core.trace import get_aval
 from ._base import check_operand
-from .elementwise import convert_element_type
+from .elementwise import convert_element_type, convert_element_type_p
 from .shape import transpose
 
 
@@ -220,9 +220,67 @@ def dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any = Non
              (_index_tuple(lb, "lhs_batch"), _index_tuple(rb, "rhs_batch")))
     preferred = None if preferred_element_type is None else \
         dtypes.check_user_dtype(preferred_element_type, "preferred_element_type")
+    algorithm = _algorithm(precision)
+    if algorithm is not None:
+        return _dot_by_algorithm(lhs, rhs, dnums, algorithm, preferred)
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dnums,
                               precision=canonicalize_precision(precision),
                               preferred_element_type=preferred)
+
+
+# JAX's dot algorithms on the CPU: these presets run (XLA's CPU ignores the rest of an algorithm
+# but its types, so JAX refuses the others there); each casts the operands to its input types
+# and accumulates in its accumulation type (or the result's, where the preset allows that)
+_CPU_ALGORITHMS = {  # name -> (input types, accumulation type), named (bfloat16 loads lazily)
+    "DEFAULT": (None, None), "F16_F16_F16": (("float16",), "float16"),
+    "F32_F32_F32": (("float32",), "float32"), "F64_F64_F64": (("float64",), "float64"),
+    "BF16_BF16_F32": (("bfloat16", "float32"), "float32"),
+    "BF16_BF16_F32_X3": (("float32",), "float32"), "BF16_BF16_F32_X6": (("float32",), "float32")}
+
+
+def _algorithm(precision: Any) -> Any:
+    """A DotAlgorithmPreset (also named by a string) or DotAlgorithm given as `precision`."""
+    if precision is None or isinstance(precision, Precision):
+        return None
+    from .composed import DotAlgorithmPreset
+    from .typenames import DotAlgorithm
+    if isinstance(precision, (DotAlgorithmPreset, DotAlgorithm)):
+        return precision
+    if isinstance(precision, str) and precision in DotAlgorithmPreset.__members__:
+        return DotAlgorithmPreset[precision]
+    return None
+
+
+def _dot_by_algorithm(lhs: Any, rhs: Any, dnums: tuple, algorithm: Any, preferred: Any) -> Any:
+    """dot_general under one of JAX's dot algorithms, as JAX lowers it on the CPU: the operands
+    converted to the algorithm's input types, the product accumulated in its type, the result
+    converted to the type dot_general gives without it."""
+    name = getattr(algorithm, "name", None)
+    if name not in _CPU_ALGORITHMS or not isinstance(algorithm, enum.Enum):
+        raise ValueError(f"The precision '{algorithm}' is not supported by dot_general on CPU")
+    out_dtype = _dot_general_abstract(get_aval(lhs), get_aval(rhs), dimension_numbers=dnums,
+                                      precision=None, preferred_element_type=preferred).dtype
+    names, accumulation = _CPU_ALGORITHMS[name]
+    if names is None:
+        return dot_general_p.bind(lhs, rhs, dimension_numbers=dnums, precision=None,
+                                  preferred_element_type=preferred)
+    inputs = [dtypes.np_dtype(n) for n in names]
+
+    def cast(x: Any) -> Any:  # (to float64 with x64 off too: XLA's convert, as JAX's)
+        if get_aval(x).dtype in inputs:
+            return x
+        return convert_element_type_p.bind(x, new_dtype=inputs[0], weak_type=False)
+    lhs, rhs = cast(lhs), cast(rhs)
+    outputs = [dtypes.np_dtype(accumulation)]
+    if name == "BF16_BF16_F32" and dtypes.promote_types(
+            get_aval(lhs).dtype, get_aval(rhs).dtype) == dtypes.np_dtype("bfloat16"):
+        outputs.append(dtypes.np_dtype("bfloat16"))
+    acc = out_dtype if out_dtype in outputs else outputs[0]
+    out = dot_general_p.bind(lhs, rhs, dimension_numbers=dnums, precision=None,
+                             preferred_element_type=acc)
+    if get_aval(out).dtype != out_dtype:
+        out = convert_element_type_p.bind(out, new_dtype=out_dtype, weak_type=False)
+    return out
 
 
 def dot(lhs: Any, rhs: Any, *, dimension_numbers: Any = None, precision: Any = None,
