@@ -5,12 +5,12 @@ again:
     python tools/fit_polynomials.py
 
 Each piece is a least-squares fit, weighted by 1/|f| (relative error), on 4,000 Chebyshev nodes
-of its interval, of the function written in its variable s (x - centre, 1/x - centre, 1/x**2
-or 1/sqrt(w) - centre), then expanded in powers of s: coefficients lowest degree first, as
-float64 (the code rounds them to float32, and splits a constant term that is not exact into
-hi + lo). SciPy's float64 functions are the reference (within a few float64 ulps: far below a
-float32 ulp; mpmath where float64 would cancel). The fits are near-minimax; the errors that matter are measured on the
-compiled code (tests/test_scipy_special.py, tests/test_llvm_math.py)."""
+of its interval, of the function written in its variable s (x - centre, 1/x - centre, 1/x**2 or
+1/sqrt(w) - centre), then expanded in powers of s: coefficients lowest degree first, as float64
+(the code rounds them to float32, and splits a constant term that is not exact into hi + lo).
+SciPy's float64 functions are the reference (within a few float64 ulps: far below a float32 ulp;
+mpmath where float64 would cancel). The fits are near-minimax; the errors that matter are
+measured on the compiled code (tests/test_scipy_special.py, tests/test_llvm_math.py)."""
 from __future__ import annotations
 
 import numpy as np
