@@ -258,12 +258,12 @@ def _dot_by_algorithm(lhs: Any, rhs: Any, dnums: tuple, algorithm: Any, preferre
     name = getattr(algorithm, "name", None)
     if name not in _CPU_ALGORITHMS or not isinstance(algorithm, enum.Enum):
         raise ValueError(f"The precision '{algorithm}' is not supported by dot_general on CPU")
-    out_dtype = _dot_general_abstract(get_aval(lhs), get_aval(rhs), dimension_numbers=dnums,
-                                      precision=None, preferred_element_type=preferred).dtype
     names, accumulation = _CPU_ALGORITHMS[name]
     if names is None:
         return dot_general_p.bind(lhs, rhs, dimension_numbers=dnums, precision=None,
                                   preferred_element_type=preferred)
+    out_dtype = _dot_general_abstract(get_aval(lhs), get_aval(rhs), dimension_numbers=dnums,
+                                      precision=None, preferred_element_type=preferred).dtype
     inputs = [dtypes.np_dtype(n) for n in names]
 
     def cast(x: Any) -> Any:  # (to float64 with x64 off too: XLA's convert, as JAX's)
