@@ -108,3 +108,42 @@ def test_without_the_vectorisers_an_element_gets_the_same_bits(dtype, monkeypatc
         text = scalar.lower(x[2:]).compile().as_text(dialect="llvm")
         assert not _VECTOR_CODE.search(text)
         _assert_bits(scalar(x[2:]), [w[2:] for w in whole], "O1, no vectorisers")
+
+
+# math.INTERLEAVED's functions, each alone in a loop (a loop of several, over
+# codegen.MATH_INTERLEAVE_MAX_BODY, keeps one vector a turn), and a loop of two of them
+_INTERLEAVED = {
+    "exp": jnp.exp, "exp2": jnp.exp2, "expm1": jnp.expm1,
+    "log": lambda x: jnp.log(jnp.abs(x)), "log2": lambda x: jnp.log2(jnp.abs(x)),
+    "logistic": tracejit.nn.sigmoid, "sinh": jnp.sinh, "cosh": jnp.cosh,
+    "asinh": jnp.arcsinh, "acosh": lambda x: jnp.arccosh(jnp.abs(x) + 1),
+    "atanh": lambda x: jnp.arctanh(x / 11), "atan2": lambda x: jnp.arctan2(x, 1 - x),
+    "pow": lambda x: jnp.abs(x) ** 2.5, "cbrt": jnp.cbrt,
+    "lgamma": tracejit.scipy.special.gammaln,
+    "erf_inv": lambda x: tracejit.scipy.special.erfinv(x / 11),
+    "softplus": tracejit.nn.softplus,
+}
+_FMA = re.compile(r"call <\d+ x (?:float|double)> @llvm\.fma\.")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", list(_INTERLEAVED))
+def test_an_interleaved_loop_gets_the_same_bits(name, dtype, monkeypatch):
+    """A loop calling math.INTERLEAVED's functions over enough elements runs
+    codegen.CHAIN_INTERLEAVE vectors a turn (its optimised IR holds that many copies of the
+    function's vector fmas), and every element has the bits the one-vector loop gives it (that
+    loop compiled on a shape of its own, with the threshold out of reach)."""
+    f = _INTERLEAVED[name]
+    with tracejit.enable_x64(dtype == np.float64):
+        x = _inputs(codegen.MATH_INTERLEAVE_MIN_ELEMENTS + 37, dtype, seed=3)
+        interleaved = tracejit.jit(f)
+        wide = len(_FMA.findall(interleaved.lower(x).compile().as_text(dialect="llvm")))
+        want = np.asarray(interleaved(x))
+        monkeypatch.setattr(codegen, "MATH_INTERLEAVE_MIN_ELEMENTS", 1 << 62)
+        one = tracejit.jit(lambda x: f(x))
+        narrow = len(_FMA.findall(one.lower(x[3:]).compile().as_text(dialect="llvm")))
+        assert wide >= 3 * narrow > 0, (wide, narrow)
+        got = np.asarray(one(x[3:]))
+        same = (got.view(f"u{got.itemsize}") == want[3:].view(f"u{got.itemsize}")) | (
+            np.isnan(got) & np.isnan(want[3:]))
+        assert same.all(), np.flatnonzero(~same)[:5]

@@ -39,7 +39,7 @@ from . import printer
 from .aliasing import plan_aliases
 from .contraction import contract_products
 from .interrupt import SCAN_POLL_MIN_WORK, bounded_work
-from .math import inline_slow_paths, inlined_size, repetitions
+from .math import inline_slow_paths, inlined_size, interleaved_math, repetitions
 from .rules import ELEMENT_TUPLES, INDEX_MAPS, LOOP_DIMS, STRUCTURAL, structural_rule
 from .scalar_ops import bf16_bits, bf16_widen, emit_scalar
 from .types import I1, I8, I32, I64, const, mem_type
@@ -452,7 +452,7 @@ class Emitter:
             back.set_metadata("llvm.loop", self._no_vectorize())
         elif vector_shape is not None:
             back.set_metadata("llvm.loop", self._interleaved(vector_shape[1], vector_shape[0]))
-        elif self.chains != chains:
+        elif self.chains != chains or self._math_chains(b.function.blocks[first:]):
             back.set_metadata("llvm.loop", self._interleaved(CHAIN_INTERLEAVE))
         self._trips.pop()
         self.loop_ranges.pop()
@@ -470,6 +470,14 @@ class Emitter:
             return False
         # (math calls count as the code LLVM inlines there: a walk of the body, only if needed)
         return elements >= VECTORIZE_MIN_ELEMENTS or inlined_size(blocks) <= VECTORIZE_MAX_BODY
+
+    def _math_chains(self, blocks: list) -> bool:
+        """Whether a vectorised loop with these blocks is worth CHAIN_INTERLEAVE vectors a
+        turn for the math functions it calls (math.INTERLEAVED): it runs over enough elements
+        a call to repay the larger body's compile time, which grows with the body (softplus
+        1M, O3: 32 -> 54 ms), so large bodies keep one vector a turn."""
+        return (math.prod(self._trips) * repetitions() >= MATH_INTERLEAVE_MIN_ELEMENTS
+                and interleaved_math(blocks) and inlined_size(blocks) <= MATH_INTERLEAVE_MAX_BODY)
 
     def _no_vectorize(self) -> ir.Value:
         """The loop metadata that turns LLVM's loop vectorizer off for one loop (a loop ID is
@@ -1135,6 +1143,12 @@ def _outlinable(eqn) -> bool:
 # (random.normal: erf_inv), out-of-order execution overlaps too few turns to hide the chain;
 # four independent chains per turn do (normal 10M on one core: 22.4 -> 12.3 ms of CPU)
 CHAIN_INTERLEAVE = 4
+# a loop calling math functions of math.INTERLEAVED is interleaved as those are (their chains
+# of a few dozen dependent operations are the same problem: softmax 1000^2, one thread, 729 ->
+# 582 us) when it runs over at least MATH_INTERLEAVE_MIN_ELEMENTS elements a call and its body
+# is at most MATH_INTERLEAVE_MAX_BODY instructions once its math is inlined
+MATH_INTERLEAVE_MIN_ELEMENTS = 1 << 16
+MATH_INTERLEAVE_MAX_BODY = 300
 # a loop body above VECTORIZE_MAX_BODY instructions is vectorized only when it runs over at
 # least VECTORIZE_MIN_ELEMENTS elements (loops of unknown trip count always are)
 VECTORIZE_MAX_BODY = 1500
