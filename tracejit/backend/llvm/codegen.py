@@ -375,7 +375,7 @@ class Emitter:
     def loop(self, n: int | ir.Value, body: Callable[[ir.Value], None], name: str = "i",
              over_data: bool = True, vectorize: bool = True,
              vector_shape: tuple[int, int] | None = None,
-             pieces: Sequence[tuple[int, int]] | None = None) -> None:
+             pieces: Sequence[tuple[int, int]] | None = None, unroll: bool = False) -> None:
         """`for i in range(n): body(i)`. over_data=False marks a loop over bookkeeping (a
         counter's levels), which a parallel chunk body neither cuts nor counts as its rows.
         vectorize=False keeps LLVM's vectorizer off a loop whose run-time trip count is known
@@ -383,11 +383,17 @@ class Emitter:
         vector_shape = (width, interleave): where LLVM vectorises the loop, these vectors
         (lanes.lane_reduce's loop of one turn of its four vectors). `pieces`: [lo, hi) ranges
         covering range(n), one loop each (of the chunk's rows within it, in a parallel chunk
-        body), whose body is told its index lies in that range (index_range)."""
+        body), whose body is told its index lies in that range (index_range). `unroll`: O3
+        unrolls the loop fully and does not vectorise it (a loop of constant trips, whose
+        first tier's O0 code generation then makes the loop, not the straight-line code)."""
         trips = n if isinstance(n, int) else _UNKNOWN_TRIPS
         start = ir.Constant(I64, 0)
         if self.split is not None and not self._trips and over_data:  # (parallel_loops)
             start, n = self.split.bounds(self, n)
+        if unroll:
+            assert isinstance(n, int) and pieces is None and start.constant == 0, (n, pieces)
+            self._loop_from(start, n, trips, body, name, False, None, unroll=True)
+            return
         if pieces is None:
             self._loop_from(start, n, trips, body, name, vectorize, vector_shape)
             return
@@ -425,7 +431,7 @@ class Emitter:
 
     def _loop_from(self, start: ir.Value, n: int | ir.Value, trips: int,
                    body: Callable[[ir.Value], None], name: str, vectorize: bool,
-                   vector_shape: tuple[int, int] | None) -> None:
+                   vector_shape: tuple[int, int] | None, unroll: bool = False) -> None:
         """`loop`'s loop: `for i in range(start, n): body(i)`, of about `trips` trips."""
         b = self.b
         self._trips.append(trips)
@@ -448,7 +454,9 @@ class Emitter:
             body(i)
         i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
         back = b.branch(header)
-        if not (vectorize and self._worth_vectorizing(b.function.blocks[first:])):
+        if unroll:
+            back.set_metadata("llvm.loop", self._unrolled())
+        elif not (vectorize and self._worth_vectorizing(b.function.blocks[first:])):
             back.set_metadata("llvm.loop", self._no_vectorize())
         elif vector_shape is not None:
             back.set_metadata("llvm.loop", self._interleaved(vector_shape[1], vector_shape[0]))
@@ -490,6 +498,15 @@ class Emitter:
             md.operands = (md,) + md.operands
             self._no_vectorize_md = md
         return self._no_vectorize_md
+
+    def _unrolled(self) -> ir.Value:
+        """The loop metadata asking LLVM to unroll one loop fully and not vectorise it."""
+        props = [self.module.add_metadata([ir.MetaDataString(self.module, name), *value])
+                 for name, value in (("llvm.loop.unroll.full", ()),
+                                     ("llvm.loop.vectorize.enable", (ir.Constant(I1, 0),)))]
+        md = self.module.add_metadata(props)
+        md.operands = (md,) + md.operands
+        return md
 
     def _interleaved(self, count: int, width: int | None = None) -> ir.Value:
         """The loop metadata asking LLVM's vectorizer to interleave `count` vectors per turn

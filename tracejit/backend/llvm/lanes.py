@@ -136,7 +136,7 @@ def lane_reduce(em: Emitter, name: str, dtype: np.dtype, ptr: ir.Value | None, n
             add_into(load_vec(base, wide))
     if short is None:
         if unroll and not minmax:
-            _unrolled_sum(b, ptr, wide, acc, full, dtype.itemsize)
+            _unrolled_sum(em, ptr, wide, acc, full, dtype.itemsize)
         elif full:
             em.loop(full, body, name="lanes")
         _tail(em, name, n, w, full * block, add_into, load_vec, ident_v, load_one)
@@ -152,7 +152,7 @@ def lane_reduce(em: Emitter, name: str, dtype: np.dtype, ptr: ir.Value | None, n
                         _tail(em, name, m, w, m // block * block, add_into, load_vec, ident_v,
                               load_one)
                 with whole:
-                    _unrolled_sum(b, ptr, wide, acc, full, dtype.itemsize)
+                    _unrolled_sum(em, ptr, wide, acc, full, dtype.itemsize)
         else:
             c = functools.partial(ir.Constant, ir.IntType(64))
             em.loop(b.select(cond, c(m // block), c(full)), body, name="lanes")
@@ -184,28 +184,37 @@ def _flag_type(t: ir.Type) -> ir.IntType:
     return I1 if host_has("avx512f") else ir.IntType(64 if isinstance(t, ir.DoubleType) else 32)
 
 
-def _unrolled_sum(b: ir.IRBuilder, ptr: ir.Value, wide: ir.VectorType, acc: ir.Value,
+def _unrolled_sum(em: Emitter, ptr: ir.Value, wide: ir.VectorType, acc: ir.Value,
                   steps: int, align: int) -> None:
     """The first `steps` steps of 4 W elements at ptr added into the accumulators, in
     straight-line code: the additions of the lanes loop, in its order, without its branch. A
     1,024-element block of a long sum was a 16-turn loop (32 for float64), and its exit cost a
     block (4 KiB, ~35 ns from L3) about 7%: one thread reading 20 MB, best of 500 calls,
     183-187 -> 173 us (a C loop of the same loads, unrolled by gcc, 166-174 us; at 2 or 4 turns
-    a loop, as slow as at 16). The accumulators stay SSA values here (no load and store a
-    step): the IR's size is compile time. One W-lane load and add a vector, not a 4 W one a
-    step: LLVM's scheduler kept the order of the vectors' loads then, but put each step's four
-    in another order (every other step backwards), and the sum ran 16% slower (one thread,
-    best of 15 x 30 calls: 545 -> 635 us)."""
+    a loop, as slow as at 16). One W-lane load and add a vector, not a 4 W one a step: LLVM's
+    scheduler kept the order of the vectors' loads then, but put each step's four in another
+    order (every other step backwards), and the sum ran 16% slower (one thread, best of 15 x 30
+    calls: 545 -> 635 us). The code is a loop of `steps` turns that O3 unrolls fully
+    (Emitter.loop's `unroll`), so that the first tier's O0 code generation, which ignores
+    that, compiles 4 loads and adds, not 64 (it took 8 of sum 10M's ~25 ms first call); the
+    accumulators live in four stack slots, which the first tier's and O3's passes make
+    registers."""
+    b = em.b
     w = wide.count // ACCUMULATORS
     vt = ir.VectorType(wide.element, w)
     vp = b.bitcast(ptr, vt.as_pointer())
     total = b.load(acc)
-    vals = [b.shuffle_vector(total, total, _lanes(k * w, (k + 1) * w))
-            for k in range(ACCUMULATORS)]
-    for j in range(steps * ACCUMULATORS):
-        v = b.load(b.gep(vp, [ir.Constant(ir.IntType(64), j)], inbounds=True), align=align)
-        vals[j % ACCUMULATORS] = b.fadd(vals[j % ACCUMULATORS], v)
-    b.store(_concat(b, vals), acc)
+    slots = [em._entry_alloca(vt) for _ in range(ACCUMULATORS)]
+    for k, slot in enumerate(slots):
+        b.store(b.shuffle_vector(total, total, _lanes(k * w, (k + 1) * w)), slot)
+
+    def step(i: ir.Value) -> None:
+        base = b.mul(i, ir.Constant(ir.IntType(64), ACCUMULATORS))
+        for k, slot in enumerate(slots):
+            at = b.gep(vp, [b.add(base, ir.Constant(ir.IntType(64), k))], inbounds=True)
+            b.store(b.fadd(b.load(slot), b.load(at, align=align)), slot)
+    em.loop(steps, step, name="lanes.unrolled", over_data=False, unroll=True)
+    b.store(_concat(b, [b.load(slot) for slot in slots]), acc)
 
 
 def _signed_zero(em: Emitter, name: str, dtype: np.dtype, ptr: ir.Value, n: int,

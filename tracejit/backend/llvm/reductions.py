@@ -260,8 +260,9 @@ def _run_start(em: Emitter, x, at: dict) -> ir.Value:
 _BLOCK = 1024
 _LEVELS = 64  # the binary counter's levels: one per bit of the block count
 # Elements a call from which a long sum's whole blocks add in straight-line code (lanes.py,
-# _unrolled_sum): ~7% of a read at L3 speed, for ~130 more instructions a kernel (sum 10M's first
-# call +3 ms of CPU), which a sum of a few blocks would pay for nothing
+# _unrolled_sum): ~7% of a read at L3 speed, for ~130 more instructions of O3's code a kernel,
+# which a sum of a few blocks would pay for nothing (the first tier compiles a loop: sum 10M's
+# first call 28-29 -> 22-26 ms of CPU against the straight-line IR it had)
 UNROLL_MIN_ELEMENTS = 1 << 16
 
 
