@@ -483,7 +483,7 @@ class Emitter:
         """Whether a vectorised loop with these blocks is worth CHAIN_INTERLEAVE vectors a
         turn for the math functions it calls (math.INTERLEAVED): it runs over enough elements
         a call to repay the larger body's compile time, which grows with the body (softplus
-        1M, O3: 32 -> 54 ms), so large bodies keep one vector a turn."""
+        1M, O3: 40-45 -> 47-52 ms of CPU), so large bodies keep one vector a turn."""
         return (math.prod(self._trips) * repetitions() >= MATH_INTERLEAVE_MIN_ELEMENTS
                 and interleaved_math(blocks) and inlined_size(blocks) <= MATH_INTERLEAVE_MAX_BODY)
 

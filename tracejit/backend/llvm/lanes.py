@@ -196,9 +196,9 @@ def _unrolled_sum(em: Emitter, ptr: ir.Value, wide: ir.VectorType, acc: ir.Value
     order (every other step backwards), and the sum ran 16% slower (one thread, best of 15 x 30
     calls: 545 -> 635 us). The code is a loop of `steps` turns that O3 unrolls fully
     (Emitter.loop's `unroll`), so that the first tier's O0 code generation, which ignores
-    that, compiles 4 loads and adds, not 64 (it took 8 of sum 10M's ~25 ms first call); the
-    accumulators live in four stack slots, which the first tier's and O3's passes make
-    registers."""
+    that, compiles 4 loads and adds, not 64 (the module's O0 code generation took 9.1 ms of
+    sum 10M's ~28 ms first call, 4.8-5.2 since); the accumulators live in four stack slots,
+    which the first tier's and O3's passes make registers."""
     b = em.b
     w = wide.count // ACCUMULATORS
     vt = ir.VectorType(wide.element, w)
