@@ -15,7 +15,7 @@ import numpy as np
 from ...lax import indexing as lx_indexing
 from ...lax import shape as lx_shape
 from ...lax import sharding as lx_sharding
-from .codegen import Buf, Emitter, _strides
+from .codegen import Buf, Emitter
 from .rules import INDEX_MAPS, LOOP_DIMS
 from .scalar_ops import convert
 from .types import I1, I64, const
@@ -47,14 +47,7 @@ def _transpose_at(em: Emitter, ins, eqn, idx):
 
 
 def _delinearize(em: Emitter, linear: ir.Value, shape: Sequence[int]) -> list[ir.Value]:
-    out = []
-    for d, s in zip(shape, _strides(shape)):
-        if d == 1:
-            out.append(_zero())
-            continue
-        q = linear if s == 1 else em.b.udiv(linear, ir.Constant(I64, s))
-        out.append(em.b.urem(q, ir.Constant(I64, d)))
-    return em.delinearized(linear, shape, out)
+    return em.delinearized(linear, shape, em.unravel(linear, shape))
 
 
 def _reshape_at(em: Emitter, ins, eqn, idx):
@@ -78,7 +71,7 @@ def _reshape_at(em: Emitter, ins, eqn, idx):
     if isinstance(x, Buf):
         return em.load(x, em.linear(out_shape, idx))
     if _splits_last(in_shape, out_shape):  # (..., n * c) -> (..., n, c)
-        return (yield x, [*idx[:-1], *em.split_index(idx[-1], in_shape[-1])])
+        return (yield x, [*idx[:-1], *em.split_index(idx[-1], in_shape[-1], out_shape[-1])])
     return (yield x, _delinearize(em, em.linear(out_shape, idx), in_shape))
 
 

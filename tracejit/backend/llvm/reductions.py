@@ -139,7 +139,7 @@ def _reduce(em: Emitter, eqn, ins, dests):
                                     int(np.prod(reduced)))
             else:
                 def value(k):
-                    ridx = _unravel(em, k, reduced)
+                    ridx = em.unravel(k, reduced)
                     return element(_full_index(len(in_shape), kept, oidx, axes, ridx))
                 total = lane_reduce(em, name, dtype, None, int(np.prod(reduced)), value=value)
             if out is not None:
@@ -228,15 +228,6 @@ def _staged_sum(em: Emitter, name: str, dtype: np.dtype, work: np.dtype, aval_ou
     where the reduced loop is the one a parallel chunk body cuts (as _lanes_apply)."""
     return name == "reduce_sum" and work == dtype and lanes_supported(name, dtype) and \
         not (em.split is not None and not em._trips and aval_out.ndim == 0)
-
-
-def _unravel(em: Emitter, k: ir.Value, shape) -> list:
-    """The row-major multi-index of flat index k over `shape`."""
-    b, idx = em.b, []
-    for n in reversed(shape[1:]):
-        idx.append(b.urem(k, ir.Constant(I64, n)))
-        k = b.udiv(k, ir.Constant(I64, n))
-    return [k, *reversed(idx)] if shape else []
 
 
 def _full_index(ndim: int, kept, oidx, axes, ridx) -> list:
