@@ -3,6 +3,7 @@
 codegen's Emitter dispatches to them through `rules.STRUCTURAL`."""
 from __future__ import annotations
 
+import collections
 import math
 from typing import Sequence
 
@@ -176,11 +177,14 @@ def _while(em: Emitter, eqn, ins, dests):
     b.cbranch(em.scalar_of(pred), body_bb, exit_bb)
     b.position_at_end(body_bb)
     new = carries.next_slots()
+    current = carries.current()
+    for k in _updated_in_place(body_j.jaxpr, bn, len(new)):
+        new[k] = current[k]
     # the body runs an unknown number of times: loops in it vectorise their math's slow paths
     # as a long loop would; its scalar code takes the branchy scalar paths
     with repeated(_WHILE_REPEATS), inline_slow_paths(False):
         em.emit_jaxpr(body_j.jaxpr, [em.const_value(c) for c in body_j.consts],
-                      list(body_consts) + carries.current(), new)
+                      list(body_consts) + current, new)
     carries.advance(new)
     emit_poll(em)  # Ctrl-C stops a long loop at its next iteration
     b.branch(header)
@@ -492,19 +496,23 @@ def _scan_steps(em: Emitter, eqn, ins, dests):
     # an array carry whose new value is also the step's y (an integrator saving its path) is
     # written into the y row only, and the next step reads it from there
     in_y = {c: j for j, c in copies if c < nk <= j and eqn.outvars[c].aval.ndim}
+    in_place = _updated_in_place(closed.jaxpr, nc, nk)
 
     def body(i):
         t = b.sub(ir.Constant(I64, length - 1), i) if reverse else i
         x_rows = [_as_value(em, _row(em, x, t)) for x in xs]
         y_rows = [_row(em, y, t) for y in ys]
         out = carries.next_slots() + y_rows
+        current = carries.current()
         for c, j in in_y.items():
             out[c] = out[j]
+        for c in in_place:
+            out[c] = current[c]
         # the scan's own loop carries a dependency and never vectorises: its scalar code takes
         # math's branchy scalar paths; loops inside it decide for themselves (em.loop)
         with inline_slow_paths(False):
             em.emit_jaxpr(jaxpr, inner_consts,  # invars: const operands, carry, x rows
-                          list(consts) + carries.current() + x_rows, [out[k] for k in firsts])
+                          list(consts) + current + x_rows, [out[k] for k in firsts])
         for k, first in copies:
             if out[k] is not out[first]:
                 _copy(em, out[first], out[k])
@@ -513,6 +521,28 @@ def _scan_steps(em: Emitter, eqn, ins, dests):
             emit_poll(em)
     em.loop(length, body, name="scan")
     return carries.results() + ys
+
+
+def _updated_in_place(body: Jaxpr, first: int, count: int) -> list[int]:
+    """The array carries k < count (the body's invar first + k, outvar k) whose new value an
+    in-place rule (rules.IN_PLACE: a dynamic_update_slice, a scatter, a nested loop's carry)
+    writes over the old one, which nothing else in the body reads: a step then updates the
+    carry's own buffer, where writing the other of its two buffers copied the whole array
+    every step (`fori_loop` filling 10 of 100,000 elements a step took 105 ms, JAX 0.06)."""
+    uses = collections.Counter(v for e in body.eqns for v in e.invars if isinstance(v, Var))
+    uses.update(v for v in body.outvars if isinstance(v, Var))
+    made = {v: e for e in body.eqns for v in e.outvars}
+    out = []
+    for k in range(count):
+        old, new = body.invars[first + k], body.outvars[k]
+        e = made.get(new)
+        rule = e is not None and IN_PLACE.get(e.primitive)
+        if not rule or not old.aval.ndim or uses[old] != 1 or uses[new] != 1:
+            continue
+        j = rule(e, e.outvars.index(new))
+        if j is not None and e.invars[j] is old:
+            out.append(k)
+    return out
 
 
 def _outputs_once(jaxpr):
