@@ -90,3 +90,32 @@ def test_general_reshape_of_fused_values(src, dst):
     x = np.arange(np.prod(src), dtype=np.float32).reshape(src)
     got = tracejit.jit(lambda x: ((x + 1).T.reshape(dst) * 2).T)(x)
     np.testing.assert_array_equal(np.asarray(got), ((x + 1).T.reshape(dst) * 2).T)
+
+
+@pytest.mark.parametrize("src, dst", [((2, 3, 4, 5), (2, 12, 5)), ((6, 4, 5), (2, 3, 20)),
+                                      ((4, 6, 5), (24, 5)), ((2, 1, 6), (2, 2, 3)),
+                                      ((3, 10, 7), (3, 7, 10)), ((5, 2, 9), (10, 9)),
+                                      ((4, 3, 1, 5), (2, 6, 5))])
+def test_reshape_keeping_shared_leading_and_trailing_dimensions(src, dst):
+    """Dimensions a reshape keeps at either end keep their indices (index_maps._reshape_at);
+    those between are unravelled: NumPy's values exactly, both ways."""
+    x = np.arange(np.prod(src), dtype=np.float32).reshape(src)
+    got = tracejit.jit(lambda x: (x * 3 - 1).reshape(dst) + 0.5)(x)
+    np.testing.assert_array_equal(np.asarray(got), (x * 3 - 1).reshape(dst) + 0.5)
+    y = np.arange(np.prod(dst), dtype=np.float32).reshape(dst)
+    back = tracejit.jit(lambda y: tnp.sin(y).reshape(src))(y)
+    np.testing.assert_array_equal(np.asarray(back), np.asarray(tracejit.jit(tnp.sin)(y))
+                                  .reshape(src))
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_repeat_and_tile_of_fused_values(axis):
+    """jnp.repeat (a broadcast reshaped: the repeated axis merged with the new one) and
+    jnp.tile: NumPy's values exactly."""
+    x = np.random.default_rng(axis).standard_normal((7, 5, 3)).astype(np.float32)
+    got = tracejit.jit(lambda x: tnp.repeat(x + 1, 3, axis=axis))(x)
+    np.testing.assert_array_equal(np.asarray(got), np.repeat(x + 1, 3, axis=axis))
+    reps = [1, 1, 1]
+    reps[axis] = 2
+    got = tracejit.jit(lambda x: tnp.tile(x * 2, reps))(x)
+    np.testing.assert_array_equal(np.asarray(got), np.tile(x * 2, reps))

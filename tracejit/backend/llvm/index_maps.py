@@ -72,7 +72,26 @@ def _reshape_at(em: Emitter, ins, eqn, idx):
         return em.load(x, em.linear(out_shape, idx))
     if _splits_last(in_shape, out_shape):  # (..., n * c) -> (..., n, c)
         return (yield x, [*idx[:-1], *em.split_index(idx[-1], in_shape[-1], out_shape[-1])])
-    return (yield x, _delinearize(em, em.linear(out_shape, idx), in_shape))
+    # dimensions the two shapes share at either end keep their indices (row-major: a run of
+    # trailing ones is laid out alike, and so are the leading ones above a run of equal size);
+    # the ones between go through their own linear index. jnp.repeat(x, 2, axis=0) of a
+    # (1000, 1000) reads x[i // 2, j] so, where unravelling i * 1000 + j over (1000, 2, 1000)
+    # divided every element's index by 1000 and its loads were gathers: 1.63 -> 0.12 ms
+    lead = _shared(in_shape, out_shape)
+    trail = _shared(in_shape[lead:][::-1], out_shape[lead:][::-1])
+    mid_in, mid_out = in_shape[lead:len(in_shape) - trail], out_shape[lead:len(out_shape) - trail]
+    mid_linear = em.linear(mid_out, idx[lead:len(idx) - trail])
+    mid = em.unravel(_zero() if mid_linear is None else mid_linear, mid_in)
+    sub = [*idx[:lead], *mid, *idx[len(idx) - trail:]]
+    return (yield x, em.delinearized(em.linear(out_shape, idx), in_shape, sub))
+
+
+def _shared(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading dimensions the shapes a and b have alike."""
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
 
 
 def _splits_last(in_shape, out_shape) -> bool:
