@@ -462,7 +462,7 @@ class Emitter:
                 continue
             k, r = self.divmod_index(k, d, n)
             idx.append(r)
-            n //= d
+            n = n // d if d else 0  # (an empty shape: code that never runs)
         return [k, *reversed(idx)] if shape else []
 
     def index_range(self, i: ir.Value) -> tuple[int, int] | None:
