@@ -79,7 +79,20 @@ def test_which_carries_a_step_updates_in_its_own_buffer():
         (lambda x: lax.scan(lambda a, i: (a.at[i].set(1.0), a[i]), x, tnp.arange(9)), []),
         (lambda x: lax.scan(lambda a, i: (a.at[i].set(1.0), i), x, tnp.arange(9)), [0]),
         (lambda x: lax.while_loop(lambda c: c[0] < 9, lambda c: (
-            c[0] + 1, c[1].at[c[0]].set(2.0), c[2] + c[1]), (0, x, x)), [])]
+            c[0] + 1, c[1].at[c[0]].set(2.0), c[2] + c[1]), (0, x, x)), []),
+        # under a cond (control_flow._cond_in_place): each branch returns the carry as it is
+        # or updated in place, and reads it nowhere else
+        (lambda x: lax.fori_loop(0, 9, lambda i, a: lax.cond(
+            i % 2 == 0, lambda a: a.at[i].set(1.0), lambda a: a, a), x), [1]),
+        (lambda x: lax.fori_loop(0, 9, lambda i, a: lax.cond(
+            i % 2 == 0, lambda a: a.at[i].set(1.0), lambda a: a.at[i + 1].add(x[i]), a), x),
+         [1]),
+        (lambda x: lax.fori_loop(0, 9, lambda i, a: lax.cond(
+            i % 2 == 0, lambda a: a.at[i].set(1.0), lambda a: a * 2, a), x), []),
+        (lambda x: lax.fori_loop(0, 9, lambda i, a: lax.cond(
+            i % 2 == 0, lambda a: a.at[i].set(a[0]), lambda a: a, a), x), []),
+        (lambda x: lax.fori_loop(0, 9, lambda i, a: lax.cond(
+            i % 2 == 0, lambda a: (a + 1).at[i].set(0.0), lambda a: a, a), x), [])]
     for f, want in cases:
         assert _updated_in_place(*_body_of(f, x)) == want
 
@@ -87,7 +100,8 @@ def test_which_carries_a_step_updates_in_its_own_buffer():
 @pytest.mark.parametrize("steps", [9, 10])
 def test_loops_updating_a_carry_in_place_as_numpy(steps):
     """fori_loop (as a scan), while_loop and a reversed scan writing into their array carry
-    step by step (slices, single elements, scatter-adds with repeated indices), with an odd and
+    step by step (slices, single elements, scatter-adds with repeated indices, an update under
+    a cond), with an odd and
     an even count of steps (the final value's buffer is the destination, or is copied there):
     NumPy's values exactly."""
     rng = np.random.default_rng(steps)
@@ -105,6 +119,10 @@ def test_loops_updating_a_carry_in_place_as_numpy(steps):
         return lax.while_loop(lambda c: c[0] < steps, lambda c: (
             c[0] + 1, c[1].at[c[0] * 3].set(x[c[0]] - 1.0)), (0, tnp.ones_like(x)))[1]
 
+    def every_third(x):  # updated under a cond, kept in the other branch
+        return lax.fori_loop(0, steps, lambda i, a: lax.cond(
+            i % 3 == 0, lambda a: a.at[i].set(x[i] * 4), lambda a: a, a), tnp.zeros_like(x))
+
     def reversed_rows(x):
         def step(a, i):
             return lax.dynamic_update_slice(a, x[None, :4] * i.astype(np.float32), (i, 0)), i
@@ -118,5 +136,8 @@ def test_loops_updating_a_carry_in_place_as_numpy(steps):
     np.testing.assert_array_equal(np.asarray(tracejit.jit(slices)(x)), x * 2)
     np.testing.assert_array_equal(np.asarray(tracejit.jit(histogram)(idx)), want_hist)
     np.testing.assert_array_equal(np.asarray(tracejit.jit(counted)(x)), want_counted)
+    want_third = np.zeros_like(x)
+    want_third[:steps:3] = x[:steps:3] * 4
+    np.testing.assert_array_equal(np.asarray(tracejit.jit(every_third)(x)), want_third)
     np.testing.assert_array_equal(np.asarray(tracejit.jit(reversed_rows)(x)),
                                   x[None, :4] * np.arange(steps, dtype=np.float32)[:, None])

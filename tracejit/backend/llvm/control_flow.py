@@ -531,18 +531,19 @@ def _updated_in_place(body: Jaxpr, first: int, count: int) -> list[int]:
     every step (`fori_loop` filling 10 of 100,000 elements a step took 105 ms, JAX 0.06)."""
     uses = collections.Counter(v for e in body.eqns for v in e.invars if isinstance(v, Var))
     uses.update(v for v in body.outvars if isinstance(v, Var))
-    made = {v: e for e in body.eqns for v in e.outvars}
-    out = []
-    for k in range(count):
-        old, new = body.invars[first + k], body.outvars[k]
-        e = made.get(new)
-        rule = e is not None and IN_PLACE.get(e.primitive)
-        if not rule or not old.aval.ndim or uses[old] != 1 or uses[new] != 1:
-            continue
-        j = rule(e, e.outvars.index(new))
-        if j is not None and e.invars[j] is old:
-            out.append(k)
-    return out
+    return [k for k in range(count)
+            if body.invars[first + k].aval.ndim and uses[body.invars[first + k]] == 1
+            and uses[body.outvars[k]] == 1
+            and _overwritten(body, body.outvars[k]) is body.invars[first + k]]
+
+
+def _overwritten(body: Jaxpr, out) -> Var | None:
+    """The operand whose buffer the equation of `body` that makes `out` may write it over
+    (rules.IN_PLACE), or None."""
+    made = next((e for e in body.eqns if out in e.outvars), None)
+    rule = None if made is None else IN_PLACE.get(made.primitive)
+    at = None if rule is None else rule(made, made.outvars.index(out))
+    return None if at is None else made.invars[at]
 
 
 def _outputs_once(jaxpr):
@@ -579,19 +580,38 @@ IN_PLACE[scan_p] = lambda eqn, j: (eqn.params["num_consts"] + j
                                    if j < eqn.params["num_carry"] else None)
 
 
+def _cond_in_place(eqn, j: int) -> int | None:
+    """A cond whose every branch returns, as result j, its operand k unchanged or updated by
+    an in-place rule, that branch reading operand k nowhere else: result j may overwrite
+    operand k (each branch writes its destination with that operand's buffer as a no-op copy
+    or in place). `x.at[i].set(v)` under a cond in a loop body then updates the carry in
+    place (_updated_in_place) instead of copying it every step."""
+    k = None
+    for branch in eqn.params["branches"]:
+        body = branch.jaxpr
+        out = body.outvars[j]
+        old = out if out in body.invars else _overwritten(body, out)
+        if old not in body.invars or k not in (None, body.invars.index(old)):
+            return None
+        k = body.invars.index(old)
+        uses = sum(v is old for e in body.eqns for v in e.invars) + \
+            sum(v is old for v in body.outvars)
+        if uses != 1 or sum(v is out for v in body.outvars) != 1:
+            return None
+    return None if k is None else k + 1  # (the cond's operand 0 is the branch index)
+
+
+IN_PLACE[cond_p] = _cond_in_place
+
+
 def _row_map_in_place(eqn, j: int) -> int | None:
     """A row_map whose body is one loop (compiler.element_loops) updates its carries in place
     row by row, as the loop does on whole arrays: result j overwrites the operand holding the
     initial value of its carry (each row is read and written only while that row runs)."""
     body = eqn.params["body"].jaxpr
-    if len(body.eqns) != 1 or body.eqns[0].primitive not in IN_PLACE:
+    if len(body.eqns) != 1:
         return None
-    (inner,) = body.eqns
-    out = body.outvars[j]
-    if out not in inner.outvars:
-        return None
-    k = IN_PLACE[inner.primitive](inner, inner.outvars.index(out))
-    v = None if k is None else inner.invars[k]
+    v = _overwritten(body, body.outvars[j])
     if not isinstance(v, Var) or body.invars.count(v) != 1:
         return None
     return body.invars.index(v)
