@@ -5,6 +5,7 @@ multiply, transposed operands read through gemm's flags, transposed products com
 order wanted. Each against NumPy in float64 (within the reassociation bound of a length-k dot
 product) and against the reference interpreter."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -406,3 +407,24 @@ def test_products_of_reshaped_operands(xs, xr, ys, yr, dn):
                                      y.reshape(yr) if yr else y, dn)
     (lc, _), _ = dn
     _check(f, (x, y), math.prod((xr or xs)[d] for d in lc))
+
+
+@pytest.mark.parametrize("a_shape,b_shape,dn,dtype", [
+    # over a middle dimension (jax.image.resize's products): the lhs copied to [free, contract]
+    ((16, 40, 24), (40, 72), (([1], [0]), ([], [])), F32),
+    ((16, 24, 40), (16, 40, 72), (([2], [1]), ([0], [0])), F32),       # (already a gemm)
+    ((24, 16, 40), (16, 40, 72), (([2], [1]), ([1], [0])), F32),       # batch not leading
+    ((12, 40, 60), (30, 40, 12), (([1], [1]), ([0], [2])), F32),       # both copied
+    ((40, 30, 50), (50, 40), (([0, 2], [1, 0]), ([], [])), C64),       # two contracting: gemv
+    ((70, 64, 50), (64,), (([1], [0]), ([], [])), F32),                # one column: gemv
+])
+def test_products_over_other_dimensions_reach_blas(a_shape, b_shape, dn, dtype):
+    """An operand whose free and contracting dimensions are interleaved (or whose batch
+    dimensions do not lead) is copied into [batch, free, contract] order for BLAS, as XLA's
+    dot decomposition transposes, where it ran as the inline loop nest: results within the
+    bound of the interpreter's float64 product."""
+    a, b = _operand(a_shape, dtype, 23), _operand(b_shape, dtype, 24)
+    ir = _llvm(_dot(dn), a, b)
+    assert re.search(r"[sdcz]gem[mv]", ir)  # (not the inline loop nest)
+    (lc, _), _ = dn
+    _check(_dot(dn), (a, b), int(np.prod([a_shape[d] for d in lc])))
