@@ -270,6 +270,8 @@ def test_tree_map_none_is_a_node_without_leaves():
     lambda m: m.tree_structure({"b": 1, "a": 2}).unflatten([3, 4]),
     lambda m: m.tree_structure([1, (2, 3)]).flatten_up_to([[1], ({"a": 2}, 3)]),
     lambda m: m.tree_map(1, [1]),
+    lambda m: m.tree_leaves({1: 2, "a": 3}),  # (keys that do not sort: the walk of leaves)
+    lambda m: m.tree_leaves([{1: 2, "a": 3}], is_leaf=lambda x: isinstance(x, dict)),
     lambda m: m.tree_map(_add, [1], [1], [1, 2]),
     lambda m: m.register_pytree_node(Box, lambda b: ((), None), lambda a, c: None),
     lambda m: m.register_pytree_node(tuple, lambda b: ((), None), lambda a, c: None),

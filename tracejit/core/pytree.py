@@ -581,7 +581,31 @@ def _child_keys_of(td: PyTreeDef) -> list:
 
 
 def tree_leaves(tree, is_leaf=None) -> list:
-    return tree_flatten(tree, is_leaf)[0]
+    """tree_flatten's leaves, in its order, without building the tree's definition: a jitted
+    call's outputs pass through here in block_until_ready, and an optimiser's state of 150
+    arrays built 229 PyTreeDef nodes a call for it (a third of that call's time)."""
+    leaves: list = []
+    append = leaves.append
+
+    def rec(x) -> None:
+        if is_leaf is not None and is_leaf(x):
+            append(x)
+            return
+        t = type(x)
+        nt = _registry.get(t)
+        if nt is not None:
+            children = nt.to_iter(x)[0]
+        elif _is_namedtuple_type(t):
+            children = x
+        else:
+            append(x)
+            return
+        for c in children:
+            rec(c)
+
+    rec(tree)
+    rec = None  # (breaks the cycle: see tree_flatten)
+    return leaves
 
 
 def tree_structure(tree, is_leaf=None) -> PyTreeDef:
