@@ -229,3 +229,31 @@ def test_kernel_limits_cut_long_chains_not_wide_kernels():
         return sum((jnp.sin(x + float(k)) for k in range(1, 40)), jnp.sin(x))
     assert len(_kernels(heavy, x)) > 1
     _close_to_interpreter(heavy, x, rtol=1e-5)
+
+
+def test_an_op_of_broadcasts_runs_at_their_shape_and_is_stored_once():
+    """sin of meshgrid's X (a (2000, 2000) broadcast of 2,000 values) is sin of the 2,000
+    values, broadcast (passes._broadcast_last, as XLA's simplifier sinks broadcasts); and a
+    transcendental value that a broadcast enlarges is stored by a kernel of its own (fusion),
+    not computed again for every element its consumer reads. Values: the same operations on
+    the same values, so the same bits as sin computed alone, and NumPy's within rounding."""
+    a = RNG.uniform(-3, 3, 300).astype(F32)
+    b = RNG.uniform(-3, 3, 200).astype(F32)
+
+    def meshgrid(a, b):
+        x, y = jnp.meshgrid(a, b)
+        return jnp.sin(x) * y + jnp.exp(y * 0.5)
+
+    def written_out(a, b):  # the broadcasts written by hand, and a broadcast value reused
+        s = jnp.tanh(a)
+        return s[None, :] * b[:, None] + s[None, :]
+    for f in (meshgrid, written_out):
+        text = tracejit.jit(f).lower(a, b).compile().as_text()
+        assert not re.search(r"f32\[200,300\] = (sin|exp|tanh) ", text), text
+        assert re.search(r"f32\[300\] = (sin|tanh) ", text)
+    got = np.asarray(tracejit.jit(meshgrid)(a, b))
+    s, e = np.asarray(tracejit.jit(jnp.sin)(a)), np.asarray(tracejit.jit(jnp.exp)(b * F32(0.5)))
+    np.testing.assert_array_equal(got, _fma(s[None, :], b[:, None], e[:, None]))
+    np.testing.assert_allclose(got, np.sin(a)[None, :] * b[:, None] + np.exp(b * 0.5)[:, None],
+                               rtol=2e-6, atol=2e-6)
+    _close_to_interpreter(written_out, a, b)

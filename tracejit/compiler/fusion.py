@@ -25,6 +25,7 @@ from ..core.primitive import ELEMENTWISE, INDEX_MAP, REDUCTION, Primitive
 from ..lax.elementwise import (add_p, bitcast_convert_type_p, convert_element_type_p, max_p,
                                min_p, mul_p, neg_p, select_n_p, sub_p)
 from ..lax.polynomials import polynomial_p
+from ..lax.shape import broadcast_in_dim_p
 
 
 def element_op(eqn) -> bool:
@@ -233,6 +234,10 @@ def _lazy_values(eqns: Sequence[Eqn], outvars: Sequence, duplicate: bool) -> set
         users = consumers.get(v, [])
         if not users or not all(element_op(u) or is_reduction(u) for u in users):
             continue
+        if size[v] >= TRANSCENDENTAL_COST and any(
+                u.primitive is broadcast_in_dim_p and u.outvars[0].aval.size >= 2 * v.aval.size
+                for u in users):
+            continue  # stored: its consumer would compute each element again and again
         if len(users) == 1 and sum(1 for x in users[0].invars if x is v) == 1:
             lazy.add(v)
         elif eqn.primitive.cheap and not any(x in lazy for x in eqn.invars):

@@ -536,27 +536,43 @@ def _scalar_operands(eqn: Eqn, producer: Callable):
 
 
 def _broadcast_last(eqn: Eqn, producer: Callable):
-    """An elementwise op of broadcast rank-0 values is computed once at rank 0 and then
-    broadcast (so that constant folding and `_scalar_operands` see the scalar)."""
+    """An elementwise op whose operands are all broadcasts of values of one shape along the
+    same dimensions (or rank-0 values, or broadcasts of them) is computed once at that shape
+    and then broadcast: at rank 0 so that constant folding and `_scalar_operands` see the
+    scalar, at other shapes as XLA's simplifier sinks broadcasts (sin of meshgrid's (2000,
+    2000) X is sin of its 2,000 values, broadcast). The same operations on the same values."""
     if len(eqn.outvars) != 1:  # (threefry2x32's two words)
         return None
     (out,) = eqn.outvars
     if not out.aval.shape:
         return None
-    scalars = [v if not v.aval.shape else _broadcast_scalar(producer(v))
-               for v in eqn.invars]
-    if any(x is None for x in scalars):
+    small, source = [], None  # (the broadcast values' shape, and the dimensions they take)
+    for v in eqn.invars:
+        made = None if not v.aval.shape else producer(v)
+        if made is not None and made.primitive is not broadcast_in_dim_p:
+            return None
+        x = v if made is None else made.invars[0]
+        if x.aval.shape:
+            if made is None:
+                return None
+            at = (x.aval.shape, tuple(made.params["broadcast_dimensions"]))
+            if source not in (None, at):
+                return None
+            source = at
+        small.append(x)
+    shape, dims = source or ((), ())
+    if source is not None and math.prod(shape) >= out.aval.size:
         return None
-    aval = ShapedArray((), out.aval.dtype, out.aval.weak_type)
+    aval = ShapedArray(shape, out.aval.dtype, out.aval.weak_type)
     try:
-        if eqn.primitive.abstract_eval(*[x.aval for x in scalars], **eqn.params) != [aval]:
+        if eqn.primitive.abstract_eval(*[x.aval for x in small], **eqn.params) != [aval]:
             return None
     except (TypeError, ValueError):
         return None
-    scalar = Var(aval)
-    return [eqn.replace(invars=scalars, outvars=[scalar]),
-            Eqn(broadcast_in_dim_p, [scalar], [out],
-                {"shape": out.aval.shape, "broadcast_dimensions": ()}, eqn.source_info)]
+    value = Var(aval)
+    return [eqn.replace(invars=small, outvars=[value]),
+            Eqn(broadcast_in_dim_p, [value], [out],
+                {"shape": out.aval.shape, "broadcast_dimensions": dims}, eqn.source_info)]
 
 
 def _outer_product(eqn: Eqn, producer: Callable):
