@@ -3,7 +3,8 @@ top_k, argmax, searchsorted, bincount, an integer product, pooling windows, 2-D 
 categorical sampling, special functions (ndtri, spence, erfcx, log_ndtr, i0e, gammaln, digamma,
 betainc, gammainc, polygamma), the two-method samplers (binomial, poisson), a float -> int
 conversion and a CNN layer's convolutions -- where a user's program spends its time beyond
-elementwise work and BLAS.
+elementwise work and BLAS -- and patterns of users' programs once far behind JAX's
+(_user_programs).
 
     python -m benchmarks.library_ops [--runs N] ["row substring" ...]
 
@@ -101,7 +102,51 @@ def rows(jax, jnp, lax) -> list[tuple[str, object, tuple]]:
              x, w, (1, 1), "SAME", dimension_numbers=layout).sum()),
          (kernel, image[:, :32, :32])),
     ]
-    return [(name, jax.jit(fn), args) for name, fn, args in table]
+    return [(name, jax.jit(fn), args) for name, fn, args in table + _user_programs(jax, jnp, lax)]
+
+
+def _user_programs(jax, jnp, lax) -> list:
+    """Patterns of users' programs that once ran far behind JAX (10x to 2000x): a carry updated
+    in place in a loop, a reshape or sum that divides its index, an operand contracted over
+    a middle dimension, an op of broadcasts, a wide pytree of outputs (see "Programs beyond
+    the table" in the README)."""
+    import numpy as np
+    rng = np.random.default_rng(1)
+    f32 = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+    long = np.arange(100_000, dtype=np.float32)
+    mlp = [f32(64, 128) * 0.1, f32(128, 10) * 0.1]
+
+    def per_example_norms(p, x, y):
+        def loss(p, x, y):
+            return jnp.sum((jnp.tanh(x @ p[0]) @ p[1] - y) ** 2)
+        g = jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))(p, x, y)
+        return [jnp.linalg.norm(a.reshape(a.shape[0], -1), axis=1) for a in g]
+
+    def adam_like(p, m, v, g):
+        m = jax.tree_util.tree_map(lambda m, g: 0.9 * m + 0.1 * g, m, g)
+        v = jax.tree_util.tree_map(lambda v, g: 0.999 * v + 0.001 * g * g, v, g)
+        return jax.tree_util.tree_map(lambda p, m, v: p - 1e-3 * m / (jnp.sqrt(v) + 1e-8),
+                                      p, m, v), m, v
+    params = {f"l{i}": {"w": f32(64, 64), "b": f32(64)} for i in range(25)}
+    return [
+        ("fori_loop: 10k steps of .at[i].set on 100K",
+         lambda x: lax.fori_loop(0, 10_000, lambda i, a: a.at[i * 10].set(x[i] + 1),
+                                 jnp.zeros_like(x)), (long,)),
+        ("fori_loop: .at[i].set under a cond",
+         lambda x: lax.fori_loop(0, 10_000, lambda i, a: lax.cond(
+             i % 10 == 0, lambda a: a.at[i].set(x[i] * 4), lambda a: a, a),
+             jnp.zeros_like(x)), (long,)),
+        ("vmap(grad) per-example norms, 256 x MLP 64-128-10", per_example_norms,
+         (mlp, f32(256, 64), f32(256, 10))),
+        ("repeat(x, 2, 0) + x[::-1] of 1000^2",
+         lambda x: jnp.concatenate([jnp.repeat(x, 2, axis=0), x[::-1]], 0), (f32(1000, 1000),)),
+        ("image.resize bilinear 64^3 -> 64x128^2",
+         lambda x: jax.image.resize(x, (64, 128, 128), "bilinear"), (f32(64, 64, 64),)),
+        ("sum(sin(X) * Y), meshgrid of 2000",
+         lambda a, b: jnp.sum(jnp.sin(jnp.meshgrid(a, b)[0]) * jnp.meshgrid(a, b)[1]),
+         (f32(2000), f32(2000))),
+        ("Adam-like update of 50 arrays", adam_like, (params, params, params, params)),
+    ]
 
 
 def side(impl: str, wanted: list[str]) -> dict:
