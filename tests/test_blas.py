@@ -428,3 +428,25 @@ def test_products_over_other_dimensions_reach_blas(a_shape, b_shape, dn, dtype):
     assert re.search(r"[sdcz]gem[mv]", ir)  # (not the inline loop nest)
     (lc, _), _ = dn
     _check(_dot(dn), (a, b), int(np.prod([a_shape[d] for d in lc])))
+
+
+@pytest.mark.parametrize("dtype, out", [("bfloat16", "bfloat16"), (np.float16, np.float16),
+                                        ("bfloat16", np.float32), (np.float16, np.float32)])
+def test_half_float_products_go_through_a_float32_gemm(dtype, out):
+    """float16/bfloat16 operands are widened (exactly) for a float32 BLAS product, rounded
+    once to a half output, where they ran as the loop nest: within the float32 sum's bound
+    plus that rounding of the float64 product, and the interpreter's value as closely."""
+    dtype, out = tracejit.numpy.dtype(dtype), tracejit.numpy.dtype(out)
+    a = _operand((64, 96), F32, 25).astype(dtype)
+    b = _operand((96, 80), F32, 26).astype(dtype)
+
+    def f(a, b):
+        return lax.dot_general(a, b, MM, preferred_element_type=out)
+    assert "sgemm" in _llvm(f, a, b)
+    got = np.asarray(tracejit.jit(f)(a, b)).astype(F64)
+    exact = a.astype(F64) @ b.astype(F64)
+    scale = np.abs(a.astype(F64)) @ np.abs(b.astype(F64))
+    bound = 98 * np.finfo(F32).eps * scale + float(np.finfo(out).eps) * np.abs(exact) + 1e-30
+    assert np.all(np.abs(got - exact) <= bound)
+    interp = np.asarray(tracejit.jit(f, backend="interpret")(a, b)).astype(F64)
+    assert np.all(np.abs(got - interp) <= 2 * bound)
