@@ -434,9 +434,9 @@ class Emitter:
         is no power of two is a multiply and a shift (_magic): LLVM's own expansion of a 64-bit
         udiv, a multiply-high, has no vector form on x86, so a vectorised loop that divided
         took a scalar multiply per lane and spilled its vector registers around them (a sum
-        over a transposed (128, 10) reshaped to 1,280: 2.2 ns an element). Where n < 2**15
-        the multiply is 32-bit (8 lanes a vector), else below 2**31 a 64-bit one of i masked
-        to its 31 bits, which x86 makes one vpmuludq (4 lanes)."""
+        over a transposed (128, 10) reshaped to 1,280: 2.2 ns an element). Where n <= 2**15
+        the multiply is 32-bit (8 lanes a vector), else up to 2**31 a 64-bit one of i masked
+        to the bits of n - 1, which x86 makes one vpmuludq (4 lanes)."""
         b = self.b
         if c & (c - 1) == 0 or n > 2 ** 31:
             c_ = ir.Constant(I64, c)
@@ -531,37 +531,32 @@ class Emitter:
                 and interleaved_math(blocks) and inlined_size(blocks) <= MATH_INTERLEAVE_MAX_BODY)
 
     def _no_vectorize(self) -> ir.Value:
-        """The loop metadata that turns LLVM's loop vectorizer off for one loop (a loop ID is
-        a node whose first operand is itself)."""
+        """The loop metadata that turns LLVM's loop vectorizer off for one loop (one node,
+        shared by the module's such loops)."""
         if self._no_vectorize_md is None:
-            prop = self.module.add_metadata([ir.MetaDataString(self.module,
-                                                               "llvm.loop.vectorize.enable"),
-                                             ir.Constant(I1, 0)])
-            md = self.module.add_metadata([prop])
-            md.operands = (md,) + md.operands
-            self._no_vectorize_md = md
+            self._no_vectorize_md = self._loop_id(("llvm.loop.vectorize.enable",
+                                                   ir.Constant(I1, 0)))
         return self._no_vectorize_md
 
     def _unrolled(self) -> ir.Value:
         """The loop metadata asking LLVM to unroll one loop fully and not vectorise it."""
-        props = [self.module.add_metadata([ir.MetaDataString(self.module, name), *value])
-                 for name, value in (("llvm.loop.unroll.full", ()),
-                                     ("llvm.loop.vectorize.enable", (ir.Constant(I1, 0),)))]
-        md = self.module.add_metadata(props)
-        md.operands = (md,) + md.operands
-        return md
+        return self._loop_id(("llvm.loop.unroll.full",),
+                             ("llvm.loop.vectorize.enable", ir.Constant(I1, 0)))
 
     def _interleaved(self, count: int, width: int | None = None) -> ir.Value:
         """The loop metadata asking LLVM's vectorizer to interleave `count` vectors per turn
         (of `width` elements, if given) (a loop ID of its own)."""
-        props = [self.module.add_metadata([
-            ir.MetaDataString(self.module, "llvm.loop.interleave.count"),
-            ir.Constant(ir.IntType(32), count)])]
+        props = [("llvm.loop.interleave.count", ir.Constant(ir.IntType(32), count))]
         if width is not None:
-            props.append(self.module.add_metadata([
-                ir.MetaDataString(self.module, "llvm.loop.vectorize.width"),
-                ir.Constant(ir.IntType(32), width)]))
-        md = self.module.add_metadata(props)
+            props.append(("llvm.loop.vectorize.width", ir.Constant(ir.IntType(32), width)))
+        return self._loop_id(*props)
+
+    def _loop_id(self, *props: tuple) -> ir.Value:
+        """A loop ID holding these (name, values...) properties: a node whose first operand is
+        itself, so that each loop given one is told apart from the others."""
+        nodes = [self.module.add_metadata([ir.MetaDataString(self.module, name), *values])
+                 for name, *values in props]
+        md = self.module.add_metadata(nodes)
         md.operands = (md,) + md.operands
         return md
 

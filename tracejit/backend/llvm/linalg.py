@@ -91,8 +91,7 @@ def _dot_general(em: Emitter, eqn, ins, dests):
         _half_product(em, lhs, rhs, out, (lb, lc, lf), (rb, rc, rf), m, n, k)
         return [out]
     exact = _exact_float(lhs.aval.dtype, rhs.aval.dtype, k)
-    if (dtypes.is_int(dtype) and exact is not None and isinstance(lhs, Buf)
-            and isinstance(rhs, Buf) and m * n * k >= _BLAS_MIN_FLOPS and m > 1 and n > 1):
+    if big and dtypes.is_int(dtype) and exact is not None and m > 1 and n > 1:
         lt = _gemm_layout(lhs.aval, lb, lc, lf)
         rt = _gemm_layout(rhs.aval, rb, rf, rc)
         if lt is not None and rt is not None:
@@ -126,12 +125,7 @@ def _half_product(em: Emitter, lhs: Buf, rhs: Buf, out: Buf, ldims: tuple, rdims
     rounded once), in BLAS's order, as XLA computes half products on CPU. A bfloat16 512^2
     product ran 187 ms as the loop nest (JAX 0.12: 2.6)."""
     b = em.b
-    wide = []
-    for x in (lhs, rhs):
-        w = em.alloc(ShapedArray(x.aval.shape, dtypes.float32))
-        em.loop(x.aval.size, lambda i, x=x, w=w: em.store(
-            w, i, convert(b, em.load(x, i), x.aval.dtype, dtypes.float32)), name="widen")
-        wide.append(w)
+    wide = [_widened(em, x, dtypes.float32) for x in (lhs, rhs)]
     dtype = out.aval.dtype
     product = out if dtype == dtypes.float32 else em.alloc(out.aval.update(dtype=dtypes.float32))
     _blas_product(em, dtypes.float32, *wide, product, ldims, rdims, m, n, k)
@@ -141,6 +135,14 @@ def _half_product(em: Emitter, lhs: Buf, rhs: Buf, out: Buf, ldims: tuple, rdims
         em.release(product)
     for w in wide:
         em.release(w)
+
+
+def _widened(em: Emitter, x: Buf, work: np.dtype) -> Buf:
+    """A new buffer holding x's elements converted (exactly: a wider type) to `work`."""
+    wide = em.alloc(ShapedArray(x.aval.shape, work))
+    em.loop(x.aval.size, lambda i: em.store(
+        wide, i, convert(em.b, em.load(x, i), x.aval.dtype, work)), name="widen")
+    return wide
 
 
 def _exact_float(a: np.dtype, c: np.dtype, k: int) -> np.dtype | None:
@@ -161,12 +163,7 @@ def _integer_gemm(em: Emitter, work: np.dtype, lhs: Buf, rhs: Buf, out: Buf, bat
     the operands converted, the product, then each (integral) element back to the output's
     integer type, wrapped as an integer sum wraps (int8 256^3 -> int32: 1.2 -> ~0.2 ms)."""
     b = em.b
-    ins = []
-    for x in (lhs, rhs):
-        wide = em.alloc(ShapedArray(x.aval.shape, work))
-        em.loop(x.aval.size, lambda i, x=x, wide=wide: em.store(
-            wide, i, convert(b, em.load(x, i), x.aval.dtype, work)), name="widen")
-        ins.append(wide)
+    ins = [_widened(em, x, work) for x in (lhs, rhs)]
     product = em.alloc(ShapedArray(out.aval.shape, work))
     _emit_gemm(em, work, *ins, product, batch, m, n, k, lt, rt)
     width = ir.IntType(out.aval.dtype.itemsize * 8)
