@@ -108,8 +108,8 @@ def rows(jax, jnp, lax) -> list[tuple[str, object, tuple]]:
 def _user_programs(jax, jnp, lax) -> list:
     """Patterns of users' programs that once ran far behind JAX (10x to 2000x): a carry updated
     in place in a loop, a reshape or sum that divides its index, an operand contracted over
-    a middle dimension, an op of broadcasts, a wide pytree of outputs (see "Programs beyond
-    the table" in the README)."""
+    a middle dimension, an op of broadcasts, a wide pytree of outputs, a convolution of one
+    feature (see "Programs beyond the table" in the README)."""
     import numpy as np
     rng = np.random.default_rng(1)
     f32 = lambda *shape: rng.standard_normal(shape).astype(np.float32)
@@ -146,6 +146,11 @@ def _user_programs(jax, jnp, lax) -> list:
          lambda a, b: jnp.sum(jnp.sin(jnp.meshgrid(a, b)[0]) * jnp.meshgrid(a, b)[1]),
          (f32(2000), f32(2000))),
         ("Adam-like update of 50 arrays", adam_like, (params, params, params, params)),
+        ("jnp.convolve 100K by 64, same", lambda x, k: jnp.convolve(x, k, mode="same"),
+         (f32(100_000), f32(64))),
+        ("depthwise conv 3x3 NCHW 8x32x32x32",
+         lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME", feature_group_count=32),
+         (f32(8, 32, 32, 32), f32(32, 1, 3, 3))),
     ]
 
 

@@ -14,7 +14,9 @@ its sums in that kernel's order.
 Which form: a convolution whose window holds more positions than its output (a weight
 gradient's) gets the weight gradient's layouts, any other the forward ones. Only where the
 convolution has at least MIN_MULTIPLY_ADDS (the transposes are a pass over each operand):
-small ones keep their layout and the backend's direct loop nest."""
+small ones keep their layout and the backend's direct loop nest. A convolution of few output
+features with its positions innermost (`along_positions`: jnp.convolve's, a filtered image's,
+a depthwise one's) keeps its layout too: the backend vectorises it along those positions."""
 from __future__ import annotations
 
 import math
@@ -27,6 +29,10 @@ from .conv_phases import rewrite_convs
 
 # A convolution with fewer multiply-adds (batch included) keeps its layout
 MIN_MULTIPLY_ADDS = 1 << 22
+# A convolution with fewer output features per group runs along its positions where its layout
+# allows (`along_positions`): AVX2's float32 lanes, below which a vector of output features
+# is part empty
+FEW_FEATURES = 8
 # (batch, feature, spatial...) positions of each operand in the layouts the kernels read
 _FORWARD = ((0, 3, 1, 2), None, (0, 3, 1, 2))          # NHWC; the weights as they are
 _WEIGHT_GRADIENT = ((3, 0, 1, 2), (3, 0, 1, 2), (2, 3, 0, 1))
@@ -36,6 +42,26 @@ def channels_last_convs(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
     """`jaxpr` with each such convolution (here and in sub-jaxprs) in channels-last layouts
     between transposes."""
     return rewrite_convs(jaxpr, consts, _target, _moved)
+
+
+def along_positions(eqn: Eqn) -> bool:
+    """Whether `eqn` is a real float32 or float64 convolution of fewer than FEW_FEATURES output
+    features per group whose innermost spatial dimension is contiguous in its input and its
+    output, with a window stride of one there and no input dilation: the backend's kernel
+    along output positions (backend/llvm/convolution._conv_positions) can run it."""
+    if eqn.primitive is not conv_general_dilated_p:
+        return False
+    p = eqn.params
+    lhs, rhs = (v.aval for v in eqn.invars)
+    out = eqn.outvars[0].aval
+    lhs_spec, _, out_spec = p["dimension_numbers"]
+    return (len(lhs_spec) >= 3 and lhs.dtype == rhs.dtype == out.dtype
+            and out.dtype in (np.dtype(np.float32), np.dtype(np.float64))
+            and p["batch_group_count"] == 1 and all(d == 1 for d in p["lhs_dilation"])
+            and p["window_strides"][-1] == 1
+            and out.shape[out_spec[1]] // p["feature_group_count"] < FEW_FEATURES
+            and math.prod(lhs.shape[lhs_spec[-1] + 1:]) == 1
+            and math.prod(out.shape[out_spec[-1] + 1:]) == 1)
 
 
 def _target(eqn: Eqn):
@@ -56,7 +82,7 @@ def _target(eqn: Eqn):
         return None
     window = math.prod(rhs.shape[d] for d in rhs_spec[2:])
     positions = math.prod(out.shape[d] for d in out_spec[2:])
-    if out.size * window * rhs.shape[rhs_spec[1]] < MIN_MULTIPLY_ADDS:
+    if out.size * window * rhs.shape[rhs_spec[1]] < MIN_MULTIPLY_ADDS or along_positions(eqn):
         return None
     target = _WEIGHT_GRADIENT if window > positions else _FORWARD
     if len(lhs_spec) == 4 and all(t is None or tuple(t) == tuple(s)
