@@ -147,9 +147,15 @@ def test_the_pieces_are_each_operands_range():
     # where it is long, its columns side by side where it is short
     assert _kernel_pieces(lambda a: tnp.tile(a, 2) * 2, a) == [{(0, 1000): [(0, 1000)]}]
     assert _kernel_pieces(lambda a: tnp.repeat(a, 2) * 2, a) == [{(0, 2): [(0, 1), (1, 2)]}]
-    # more pieces than MAX_LOOP_PIECES: one loop, the operands selected at each element
-    many = [a] * (codegen.MAX_LOOP_PIECES + 1)
-    assert _kernel_pieces(lambda a: tnp.concatenate([a] * len(many)) + 1, a) == []
+    # more operands than MAX_LOOP_PIECES: the concatenate is a kernel of its own, a piece per
+    # operand, which the add reads from memory
+    many = codegen.MAX_LOOP_PIECES + 1
+    assert _kernel_pieces(lambda a: tnp.concatenate([a] * many) + 1, a) == \
+        [{(0,): [(k * 1000, k * 1000 + 1000) for k in range(many)]}]
+    # more pieces than MAX_LOOP_PIECES (3 x 3) in a nest that stores no concatenate: one loop,
+    # the operands selected at each element
+    assert _kernel_pieces(lambda a: tnp.concatenate([a] * 3)[:, None]
+                          + tnp.concatenate([a[:3]] * 3)[None, :], a) == []
     # a slice of a concatenate keeps no dimension whole: not cut
     assert _kernel_pieces(lambda a, b: tnp.concatenate([a, b])[5:1500] + 1, a, a) == []
 
@@ -165,3 +171,28 @@ def test_a_cut_loop_is_vectorised():
               lambda a, b: (a.reshape(400, 250) * 2).reshape(200, 500)]:
         text = tracejit.jit(f).lower(a, a).compile().as_text(dialect="llvm")
         assert re.search(r"fmul <\d+ x float>", text), text
+
+
+def test_wide_concatenates_are_copies_of_their_operands():
+    """Concatenates of more operands than MAX_LOOP_PIECES -- stacks along each axis, operands
+    of different lengths or computed, one read by a sum and a sin, one on the pool -- are
+    kernels of their own, a piece per operand: NumPy's values (the sin's within its ulps)."""
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal((30, 7)).astype(np.float32) for _ in range(12)]
+    ragged = [rng.standard_normal((k + 1, 7)).astype(np.float32) for k in range(12)]
+    big = [rng.standard_normal(10_000).astype(np.float32) for _ in range(100)]
+
+    def cases(np_, xs, ragged, big):
+        cat = np_.concatenate(ragged)
+        return (np_.stack(xs), np_.stack(xs, 1), np_.stack(xs, 2),
+                np_.concatenate([x * 2 + 1 for x in ragged], 0), np_.concatenate(ragged, 0)
+                .sum(0), np_.sin(cat), np_.stack(big), np_.stack(big, 1))
+    got = tracejit.jit(cases, static_argnums=0)(tnp, xs, ragged, big)
+    want = cases(np, xs, ragged, big)
+    for g, w in zip(got, want):
+        if w.shape == (78, 7):  # (the sin)
+            np.testing.assert_allclose(np.asarray(g), w, rtol=2e-7, atol=2e-7)
+        elif w.shape == (7,):  # (the sum, in another order)
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)
+        else:
+            np.testing.assert_array_equal(np.asarray(g), w)

@@ -30,11 +30,12 @@ import llvmlite.ir as ir
 from llvmlite.ir._utils import DuplicatedNameError, NameScope
 import numpy as np
 
-from ...compiler.fusion import fused_p, fusible
+from ...compiler.fusion import MAX_LOOP_PIECES, fused_p, fusible
 from ...core import dtypes
 from ...core.avals import ShapedArray
 from ...core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ...core.primitive import ELEMENTWISE, Primitive
+from ...lax.shape import concatenate_p
 from . import printer
 from .aliasing import plan_aliases
 from .contraction import contract_products
@@ -92,8 +93,6 @@ def lazy_env(body: Jaxpr, ins: list) -> dict:
     return env
 
 
-# At most this many pieces a loop nest is cut into (loop_pieces), its body emitted in each.
-MAX_LOOP_PIECES = 8
 
 
 def loop_pieces(vals: list, shape: Sequence[int]) -> dict[tuple, list[tuple[int, int]]]:
@@ -107,7 +106,11 @@ def loop_pieces(vals: list, shape: Sequence[int]) -> dict[tuple, list[tuple[int,
     a reshape that splits k into (n, c) (a stack along the last axis flattened, jnp.repeat,
     jnp.tile: the nest then loops over k as (n, c), c's pieces side by side where c is at most
     MAX_LOOP_PIECES, else one loop). Empty where the cut nest would have more than
-    MAX_LOOP_PIECES pieces."""
+    MAX_LOOP_PIECES pieces -- or, where a value the nest stores is a concatenate (fusion
+    stores one of more operands in a kernel of its own), more than it has operands: each piece
+    then copies one operand, no more code than the operands need apart."""
+    limit = max([MAX_LOOP_PIECES] + [len(v.eqn.invars) for v in vals if isinstance(v, Lazy)
+                                     and v.eqn.primitive is concatenate_p])
     offsets: dict[tuple, set[int]] = {}
     stack = [(v, tuple((k,) for k in range(len(shape)))) for v in vals if isinstance(v, Lazy)]
     seen = set()
@@ -139,7 +142,7 @@ def loop_pieces(vals: list, shape: Sequence[int]) -> dict[tuple, list[tuple[int,
             cuts = range(1, size)  # (a few columns: side by side, each index a constant)
         ends = sorted({0, size, *(c for c in cuts if 0 < c < size)})
         pieces[key] = list(itertools.pairwise(ends))
-    if not pieces or math.prod(len(p) for p in pieces.values()) > MAX_LOOP_PIECES:
+    if not pieces or math.prod(len(p) for p in pieces.values()) > limit:
         return {}
     return pieces
 
