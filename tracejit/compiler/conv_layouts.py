@@ -25,7 +25,7 @@ import numpy as np
 
 from ..core.jaxpr import Eqn, Jaxpr
 from ..lax.convolution import ConvDimensionNumbers, conv_general_dilated_p
-from .conv_phases import rewrite_convs
+from .rewrite import rewrite_eqns
 
 # A convolution with fewer multiply-adds (batch included) keeps its layout
 MIN_MULTIPLY_ADDS = 1 << 22
@@ -41,7 +41,8 @@ _WEIGHT_GRADIENT = ((3, 0, 1, 2), (3, 0, 1, 2), (2, 3, 0, 1))
 def channels_last_convs(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
     """`jaxpr` with each such convolution (here and in sub-jaxprs) in channels-last layouts
     between transposes."""
-    return rewrite_convs(jaxpr, consts, _target, _moved)
+    return rewrite_eqns(jaxpr, consts, _target,
+                        lambda eqn, target, lhs, rhs: [_moved(eqn, target, lhs, rhs)])
 
 
 def along_positions(eqn: Eqn) -> bool:

@@ -20,37 +20,16 @@ import math
 
 import numpy as np
 
-from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, has_subjaxprs, inline_equations, map_subjaxprs
-from ..core.trace import trace_to_jaxpr
+from ..core.jaxpr import Eqn, Jaxpr
 from ..lax.convolution import ConvDimensionNumbers, conv_general_dilated_p
+from .rewrite import rewrite_eqns
 
 
 def split_dilated_convs(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
     """`jaxpr` with each transposed convolution (here and in sub-jaxprs) replaced by the
     equations of its sub-pixel form."""
-    return rewrite_convs(jaxpr, consts, _plans, _subpixel)
-
-
-def rewrite_convs(jaxpr: Jaxpr, consts: list, plan_of, build) -> tuple[Jaxpr, list]:
-    """`jaxpr` with each equation that `plan_of(eqn)` plans for (not None), here and in
-    sub-jaxprs, replaced by the equations `build(eqn, plan, lhs, rhs)` traces (a convolution
-    pass's rewrite; compiler/conv_layouts.py's too)."""
-    memo: dict = {}
-
-    def body(closed: ClosedJaxpr) -> ClosedJaxpr:
-        inner, inner_consts = rewrite_convs(closed.jaxpr, closed.consts, plan_of, build)
-        return ClosedJaxpr(inner, inner_consts)
-
-    def expand(eqn: Eqn):
-        plan = plan_of(eqn)
-        if plan is None:
-            return map_subjaxprs(eqn, body, memo)
-        closed = trace_to_jaxpr(lambda lhs, rhs: [build(eqn, plan, lhs, rhs)],
-                                [v.aval for v in eqn.invars])
-        return closed.jaxpr, closed.consts
-    if not any(plan_of(e) is not None or has_subjaxprs(e) for e in jaxpr.eqns):
-        return jaxpr, consts
-    return inline_equations(jaxpr, consts, expand)
+    return rewrite_eqns(jaxpr, consts, _plans,
+                        lambda eqn, plan, lhs, rhs: [_subpixel(eqn, plan, lhs, rhs)])
 
 
 def _phases(n_in: int, k: int, s: int, lo: int, n_out: int):

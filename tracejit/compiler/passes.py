@@ -1,5 +1,6 @@
 """Jaxpr -> Jaxpr passes run before code generation: expansion of composite and user primitives
-into the operations that compute them (lowerings.py), inlining of nested jit calls, transposed
+into the operations that compute them (lowerings.py), inlining of nested jit calls, scans
+asked to unroll whole as their steps (unrolled_scans.py), transposed
 convolutions as sub-pixel convolutions of the undilated input (conv_phases.py), algebraic
 simplification, constant folding, common-subexpression elimination, forwarding of unchanged loop
 carries, loop-invariant code motion and dead-code elimination. `optimize` runs them all, then
@@ -44,6 +45,7 @@ from .fusion import fuse
 from .key_chains import split_key_chains
 from .rows import fuse_rows
 from .lowerings import expand_lowerings
+from .unrolled_scans import unroll_scans
 
 # Primitives whose bodies the passes may reshape: drop or add operands, outputs and consts
 # (every consumer evaluates these bodies with their consts). Any other primitive's sub-jaxprs
@@ -58,6 +60,7 @@ def optimize(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
     `jax_enable_checks` option on, the jaxpr checker runs after every pass."""
     jaxpr, consts = _checked(expand_lowerings, jaxpr, consts)
     jaxpr, consts = _checked(inline_calls, jaxpr, consts)
+    jaxpr, consts = _checked(unroll_scans, jaxpr, consts)
     jaxpr, consts = _checked(split_dilated_convs, jaxpr, consts)
     jaxpr, consts = _checked(channels_last_convs, jaxpr, consts)
     # with loops a second round catches what the first exposes: equations that read forwarded
