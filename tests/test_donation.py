@@ -430,3 +430,16 @@ def test_large_pooled_buffers_keep_numpys_huge_page_advice():
         assert _huge_page_eligible(y.address + y.nbytes // 2) == expected
         np.testing.assert_array_equal(np.asarray(y), np.arange(n, dtype=np.float32) * 2 + 1)
         del y
+
+
+def test_a_donated_kernel_reading_a_fused_value_twice():
+    """A kernel that reads one of its fused values twice (p * p - p) over a donated input:
+    donation planning walked p's reads once per reader and failed (a KeyError) on the second."""
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+
+    def f(x):
+        p = x * 2 + 1
+        return p * p - p
+    got = tracejit.jit(f, donate_argnums=0)(tnp.asarray(x))
+    p = x * 2 + 1
+    np.testing.assert_array_equal(np.asarray(got), p * p - p)
