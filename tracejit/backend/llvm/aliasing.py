@@ -22,12 +22,20 @@ def _in_place_operand(eqn, j: int) -> int | None:
     return None if rule is None else rule(eqn, j)
 
 
+def _keeps_order(eqn: Eqn) -> bool:
+    """A reshape that keeps the row-major order (no `dimensions`), or a squeeze: element k of
+    its result is element k of its operand, at the same offset in memory."""
+    return eqn.primitive.name == "squeeze" or (eqn.primitive.name == "reshape"
+                                               and eqn.params.get("dimensions") is None)
+
+
 def _elementwise_reads(eqn: Eqn) -> list[tuple[Var, bool]] | None:
     """For an equation lowered as one elementwise loop nest (an elementwise op or index map, or
     a `fused` kernel with such a root): each operand it reads, and whether every read is at the
-    element being written. None for any other equation."""
+    element being written (at its offset in memory: through reshapes that keep the order too).
+    None for any other equation."""
     if fusible(eqn):
-        same = is_elementwise(eqn)
+        same = is_elementwise(eqn) or _keeps_order(eqn)
         return [(v, same) for v in eqn.invars if isinstance(v, Var)]
     if eqn.primitive is not fused_p:
         return None
@@ -40,7 +48,7 @@ def _elementwise_reads(eqn: Eqn) -> list[tuple[Var, bool]] | None:
     seen = set()  # a value read twice in the kernel (compiler.fusion) is walked once
     while stack:
         e, same_index = stack.pop()
-        same_index = same_index and is_elementwise(e)
+        same_index = same_index and (is_elementwise(e) or _keeps_order(e))
         for v in e.invars:
             if v in producer:
                 if (v, same_index) not in seen:
@@ -119,9 +127,10 @@ def in_place_temporaries(jaxpr: Jaxpr, aliases: dict[int, int]) -> dict[Var, int
     """Temporaries to compute straight into an output's buffer (var -> output index): an
     operand that the output's equation writes over -- by an in-place rule (rules.IN_PLACE: a
     scatter's zeros, a dynamic_update_slice's array, a loop's initial carry) or as an
-    elementwise kernel reading it only at the element it writes -- where that output's buffer
-    is its own (not a donated input's: `aliases`), the output is returned once, and the operand
-    is a value made here of the output's type that no other equation reads. The equation then
+    elementwise kernel reading it only at the element it writes (in memory: through reshapes
+    too) -- where that output's buffer is its own (not a donated input's: `aliases`), the
+    output is returned once, and the operand is a value made here of the output's size and
+    dtype that no other equation reads. The equation then
     updates it where it lies, where a rule copied it out of the workspace first (an embedding
     table's gradient, a scatter-add into 50,000 x 128 zeros: the zeros, a 25.6 MB copy, the
     adds). Through chains of such equations."""
@@ -143,7 +152,7 @@ def in_place_temporaries(jaxpr: Jaxpr, aliases: dict[int, int]) -> dict[Var, int
                 candidates = [v for v, _ in reads if all(same for u, same in reads if u is v)]
             for q in candidates:
                 if (isinstance(q, Var) and q in producer and q not in outs and q not in target
-                        and set(users[q]) == {k} and q.aval.shape == o.aval.shape
+                        and set(users[q]) == {k} and q.aval.size == o.aval.size
                         and q.aval.dtype == o.aval.dtype):
                     target[q] = placed[q] = target[o]
                     break

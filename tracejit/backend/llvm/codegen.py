@@ -1414,7 +1414,8 @@ def generate(closed: ClosedJaxpr, name: str,
     out_bufs = [Buf(in_bufs[nconsts + aliases[j]].ptr, v.aval) if j in aliases else
                 arg_buf(fn.args[1], j, v.aval) for j, v in enumerate(jaxpr.outvars)]
     ins = [_as_value(em, bf) for bf in in_bufs]
-    placed = {v: out_bufs[j] for v, j in in_place_temporaries(jaxpr, aliases).items()}
+    placed = {v: Buf(out_bufs[j].ptr, v.aval)
+              for v, j in in_place_temporaries(jaxpr, aliases).items()}
     size = sum(len(e.params["body"].jaxpr.eqns) if e.primitive is fused_p else 1
                for e in jaxpr.eqns)
     with _collector_paused(len(jaxpr.eqns) > SEGMENT_EQNS):
