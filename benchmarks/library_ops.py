@@ -109,7 +109,8 @@ def _user_programs(jax, jnp, lax) -> list:
     """Patterns of users' programs that once ran far behind JAX (10x to 2000x): a carry updated
     in place in a loop, a reshape or sum that divides its index, an operand contracted over
     a middle dimension, an op of broadcasts, a wide pytree of outputs, a convolution of one
-    feature (see "Programs beyond the table" in the README)."""
+    feature, a stack of many arrays, a scan asked to unroll, a gather's rows, a scatter into
+    zeros, a cumulative sum down columns (see "Programs beyond the table" in the README)."""
     import numpy as np
     rng = np.random.default_rng(1)
     f32 = lambda *shape: rng.standard_normal(shape).astype(np.float32)
@@ -128,6 +129,8 @@ def _user_programs(jax, jnp, lax) -> list:
         return jax.tree_util.tree_map(lambda p, m, v: p - 1e-3 * m / (jnp.sqrt(v) + 1e-8),
                                       p, m, v), m, v
     params = {f"l{i}": {"w": f32(64, 64), "b": f32(64)} for i in range(25)}
+    ids = rng.integers(0, 50_000, 4096).astype(np.int32)
+    starts = rng.integers(0, 100_000, 100_000).astype(np.int32)
     return [
         ("fori_loop: 10k steps of .at[i].set on 100K",
          lambda x: lax.fori_loop(0, 10_000, lambda i, a: a.at[i * 10].set(x[i] + 1),
@@ -151,6 +154,18 @@ def _user_programs(jax, jnp, lax) -> list:
         ("depthwise conv 3x3 NCHW 8x32x32x32",
          lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME", feature_group_count=32),
          (f32(8, 32, 32, 32), f32(32, 1, 3, 3))),
+        ("jnp.stack of 100 arrays of 10K", lambda *xs: jnp.stack(xs),
+         tuple(f32(10_000) for _ in range(100))),
+        ("jnp.polyval, 9 coefficients at 1M points", lambda p, x: jnp.polyval(p, x),
+         (f32(9), f32(1 << 20))),
+        ("tanh of a gather of 4096 rows of 128",
+         lambda t, i: jnp.tanh(t[i]), (f32(50_000, 128), ids)),
+        ("embedding gradient, 50K x 128 at 4096 ids",
+         jax.grad(lambda t, i: jnp.sum(jnp.tanh(t[i]))), (f32(50_000, 128), ids)),
+        ("vmapped dynamic_slice of 16 at 100K starts",
+         jax.vmap(lambda x, s: lax.dynamic_slice(x, (s,), (16,)), in_axes=(None, 0)),
+         (long, starts)),
+        ("cumsum over axis 0 of 1000^2", lambda x: jnp.cumsum(x, 0), (f32(1000, 1000),)),
     ]
 
 
@@ -170,6 +185,9 @@ def side(impl: str, wanted: list[str]) -> dict:
     for name, fn, args in rows(jax, jnp, lax):
         if wanted and not any(w in name for w in wanted):
             continue
+        # each side's own arrays, made once: NumPy arguments cost JAX a copy to its device
+        # every call (a 25.6 MB table 2.7 ms), tracejit none
+        args = jax.tree_util.tree_map(jnp.asarray, args)
         first, median, _ = measure(fn, args, budget=BUDGET, settle=settle)
         out[name] = {"first": first, "median": median}
     return {"version": jax.__version__, "rows": out}
