@@ -203,7 +203,7 @@ def _fits(group: set[int], eqns: Sequence[Eqn]) -> bool:
 # of more operands is therefore stored by a kernel of its own, whose nest is cut into a piece
 # per operand (each a copy of one operand), never computed inside its readers' loops: there
 # each element would select among clamped reads of every operand (jnp.sin of 100 arrays
-# concatenated: 35.7 ms, against 2.7 as a copy then a sin).
+# concatenated: 35.7 ms, against 0.80 as a copy then a sin).
 MAX_LOOP_PIECES = 8
 
 

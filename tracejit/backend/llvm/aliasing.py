@@ -37,7 +37,9 @@ def _elementwise_reads(eqn: Eqn) -> list[tuple[Var, bool]] | None:
     if fusible(eqn):
         same = is_elementwise(eqn) or _keeps_order(eqn)
         return [(v, same) for v in eqn.invars if isinstance(v, Var)]
-    if eqn.primitive is not fused_p:
+    if eqn.primitive is not fused_p or len(eqn.outvars) != 1:
+        # (a kernel of several results stores each in turn: a later one's reads may come after
+        # an earlier one's write at the element)
         return None
     body = eqn.params["body"].jaxpr
     if not fusible(body.eqns[-1]):  # a reduction root
@@ -130,10 +132,10 @@ def in_place_temporaries(jaxpr: Jaxpr, aliases: dict[int, int]) -> dict[Var, int
     elementwise kernel reading it only at the element it writes (in memory: through reshapes
     too) -- where that output's buffer is its own (not a donated input's: `aliases`), the
     output is returned once, and the operand is a value made here of the output's size and
-    dtype that no other equation reads. The equation then
-    updates it where it lies, where a rule copied it out of the workspace first (an embedding
-    table's gradient, a scatter-add into 50,000 x 128 zeros: the zeros, a 25.6 MB copy, the
-    adds). Through chains of such equations."""
+    dtype that no other equation reads. The equation then updates it where it lies, where a
+    rule copied it out of the workspace first (an embedding table's gradient, a scatter-add into
+    50,000 x 128 zeros: the zeros, a 25.6 MB copy, the adds). Through chains of such
+    equations."""
     producer, users = def_use(jaxpr.eqns)
     outs = list(jaxpr.outvars)
     target = {v: j for j, v in enumerate(outs)

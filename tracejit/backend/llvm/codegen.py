@@ -93,8 +93,6 @@ def lazy_env(body: Jaxpr, ins: list) -> dict:
     return env
 
 
-
-
 def loop_pieces(vals: list, shape: Sequence[int]) -> dict[tuple, list[tuple[int, int]]]:
     """Where a loop nest over `shape` computing `vals` is cut (loop_nest's `pieces`) so that each
     concatenate they read reads one operand in every piece, with no clamped reads of the others
