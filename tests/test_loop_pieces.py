@@ -196,3 +196,15 @@ def test_wide_concatenates_are_copies_of_their_operands():
             np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)
         else:
             np.testing.assert_array_equal(np.asarray(g), w)
+
+
+def test_a_reshape_of_a_computed_value_loops_over_the_values_shape():
+    """jnp.kron's product of broadcasts, (16, 32, 16, 32) reshaped to (512, 512), is stored by
+    a loop nest over the product's shape: its rows of 32 vectorise (each element's index was
+    taken apart over that shape, its loads gathers). NumPy's values exactly."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((16, 16)).astype(np.float32)
+    b = rng.standard_normal((32, 32)).astype(np.float32)
+    text = tracejit.jit(tnp.kron).lower(a, b).compile().as_text(dialect="llvm")
+    assert re.search(r"fmul <\d+ x float>", text)
+    np.testing.assert_array_equal(np.asarray(tracejit.jit(tnp.kron)(a, b)), np.kron(a, b))
