@@ -652,10 +652,11 @@ def _cumulative(em: Emitter, eqn, ins, dests):
         return combine(init(), v) if from_init else v
 
     inner = [aval.shape[d] for d in range(axis + 1, aval.ndim)]
-    if math.prod(inner) > 1:
+    if math.prod(inner) > 1 and work == dtype:
         # rows along the axis, each combined elementwise with the row before it (already in
         # `out`): the loop over the inner dimensions vectorises and reads rows in order. Each
-        # element is combined in the same order as by the scalar walk below, so the same bits:
+        # element is combined in the same order as by the scalar walk below, so the same bits
+        # (half floats keep the walk: its running values are float32, rounded once each):
         # cumsum over axis 0 of 1000^2 float32 5.6 -> 0.16 ms (JAX 0.12: 4.5)
         def row(pre):
             def at(t, post):
