@@ -371,6 +371,11 @@ class Emitter:
         known = self._linears.get(tuple(map(id, idx)))
         if known is not None and known[0] == tuple(shape):
             return known[1]
+        return self._linear_sum(shape, idx)
+
+    def _linear_sum(self, shape: Sequence[int], idx: Sequence[ir.Value]) -> ir.Value | None:
+        """The row-major linear index, computed here (`linear` without its memory of indices
+        taken apart: where it was taken apart may not dominate the builder's position)."""
         acc = None
         for i, s in zip(idx, _strides(shape)):
             term = i if s == 1 else self.b.mul(i, ir.Constant(I64, s))
@@ -712,11 +717,7 @@ class Emitter:
             return self.load(val, self.linear(val.aval.shape, idx) if val.aval.ndim else None)
         b, here = self.b, self.b.block
         b.position_at_start(body)
-        linear = None
-        for i, stride in zip(idx, _strides(val.aval.shape)):
-            term = i if stride == 1 else b.mul(i, ir.Constant(I64, stride))
-            linear = term if linear is None else b.add(linear, term)
-        v = self.load(val, linear)
+        v = self.load(val, self._linear_sum(val.aval.shape, idx))
         b.position_at_end(here)
         return v
 
