@@ -10,7 +10,7 @@ import pytest
 import tracejit
 import tracejit.numpy as jnp
 from tracejit import lax
-from tracejit.compiler import passes
+from tracejit.compiler import passes, rows
 from tracejit.core.interpret import eval_jaxpr
 from tracejit.core.jaxpr import check_jaxpr
 from tracejit.runtime.jit import make_jaxpr
@@ -118,12 +118,14 @@ def test_row_kernel_structure_and_values(name, f, rtol, row_atol):
 
 
 @pytest.mark.parametrize("name,f,rtol,row_atol", ROW_PROGRAMS, ids=[p[0] for p in ROW_PROGRAMS])
-@pytest.mark.parametrize("shape", [(3, 5), (5,), (1, 7), (2, 3, 6)])
+@pytest.mark.parametrize("shape", [(3, 17), (5,), (1, 20), (2, 3, 16), (3, 5), (2, 3, 15)])
 def test_small_and_batched_shapes(name, f, rtol, row_atol, shape):
+    """Rows of MIN_ROW_ELEMENTS or more are a row region; one row, or shorter rows (an n-body
+    step's rows of 3), are left to plain fusion."""
     x = _data(shape)
     _assert_close(*_both(f, x), rtol, row_atol)
     row_maps = _row_maps(_compiled(f, x)._executable.jaxpr)
-    if len(shape) == 1:  # one row: nothing to fuse beyond plain fusion
+    if len(shape) == 1 or shape[-1] < rows.MIN_ROW_ELEMENTS:
         assert not row_maps
     else:
         assert [e.params["rows"] for e in row_maps] == [shape[:-1]]
@@ -131,7 +133,7 @@ def test_small_and_batched_shapes(name, f, rtol, row_atol, shape):
 
 @pytest.mark.parametrize("name,f,rtol,row_atol", ROW_PROGRAMS, ids=[p[0] for p in ROW_PROGRAMS])
 def test_nan_and_inf_rows(name, f, rtol, row_atol):
-    x = _data((8, 9))
+    x = _data((8, 19))
     x[1, 3] = np.nan
     x[2, 0] = np.inf
     x[3, :] = -np.inf
@@ -252,7 +254,7 @@ def test_row_map_interpreter_agrees_bit_for_bit(name, f, rtol, row_atol):
 def test_row_kernel_inside_a_loop_body():
     def f(x):
         return lax.fori_loop(0, 3, lambda i, c: tracejit.nn.softmax(c * 2.0), x)
-    x = _data((8, 12))
+    x = _data((8, 20))
     _assert_close(*_both(f, x), 4 * SOFTMAX_RTOL, 0.0)
     closed = make_jaxpr(f)(x)
     jaxpr, _ = passes.optimize(closed.jaxpr, closed.consts)

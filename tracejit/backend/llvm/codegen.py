@@ -35,7 +35,7 @@ from ...core import dtypes
 from ...core.avals import ShapedArray
 from ...core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ...core.primitive import ELEMENTWISE, Primitive
-from ...lax.shape import concatenate_p, reshape_p
+from ...lax.shape import broadcast_in_dim_p, concatenate_p, reshape_p
 from . import printer
 from .aliasing import in_place_temporaries, plan_aliases
 from .contraction import contract_products
@@ -148,6 +148,37 @@ def loop_pieces(vals: list, shape: Sequence[int]) -> dict[tuple, list[tuple[int,
     if not pieces or math.prod(len(p) for p in pieces.values()) > limit:
         return {}
     return pieces
+
+
+def _reads_own_element(em: Emitter, vals: list, shape: Sequence[int]) -> bool:
+    """Whether computing `vals` at an element of `shape` reads nothing but that element's own
+    offset in buffers of `shape` (and values of one element): elementwise operations of
+    `shape` down to such buffers, scalars and broadcasts of scalars, no index maps."""
+    shape = tuple(shape)
+    stack, seen = list(vals), set()
+    while stack:
+        val = stack.pop()
+        if isinstance(val, Scalar) or val.aval.ndim == 0:
+            continue
+        if val.aval.shape != shape:
+            return False
+        if isinstance(val, Buf):
+            continue
+        if not isinstance(val, Lazy):
+            return False
+        if id(val.key) in seen:
+            continue
+        seen.add(id(val.key))
+        eqn = val.eqn
+        if eqn.primitive is broadcast_in_dim_p:
+            if eqn.invars[0].aval.ndim:
+                return False
+            continue
+        if eqn.primitive.fusion != ELEMENTWISE or eqn.primitive in INDEX_MAPS \
+                or eqn.primitive in ELEMENT_TUPLES:
+            return False
+        stack.extend(em.read(val.env, v) for v in eqn.invars)
+    return True
 
 
 def _magic(c: int, bits: int) -> tuple[int, int]:
@@ -631,6 +662,22 @@ class Emitter:
                       pieces=pieces.get((k,)))
         rec(0, [])
 
+    def element_nest(self, vals: list, shape: Sequence[int],
+                     body: Callable[[list[ir.Value]], None]) -> None:
+        """The loop nest of a kernel storing `vals` (values of `shape`) element by element:
+        loop_nest, cut where they read concatenates (loop_pieces) -- or, where every element
+        reads only its own offset in buffers of `shape` (`_reads_own_element`), one loop over
+        all of them, each multi-index taken apart from the flat one for `linear` to give back:
+        an image of (1080, 1920, 3) then runs as one vectorised loop, not 2M loops of 3
+        (uint8 to float32 1.8 -> 0.4 ms)."""
+        if len(shape) > 1 and _reads_own_element(self, vals, shape):
+            def flat(idx: list[ir.Value]) -> None:
+                (i,) = idx
+                body(self.delinearized(i, shape, self.unravel(i, shape)))
+            self.loop_nest((math.prod(shape),), flat)
+            return
+        self.loop_nest(shape, body, loop_pieces(vals, shape))
+
     def pieces_of(self, pieces: list[tuple[int, int]], body: Callable[[ir.Value], None],
                   name: str) -> None:
         """body(i) over each [lo, hi) of `pieces` in turn: a loop each (its index known to lie
@@ -800,11 +847,11 @@ class Emitter:
 
         def store(idx: list[ir.Value]) -> None:
             self.store(dest, self.linear(aval.shape, idx), self.value_at(val, idx))
-        if _reads_transposed(val):
+        if _reads_transposed(val) and _tiled(aval.shape):
             self.tiled_nest(aval.shape, store)
         else:
             with self.hoisting([dest]):
-                self.loop_nest(aval.shape, store, loop_pieces([val], aval.shape))
+                self.element_nest([val], aval.shape, store)
         return result
 
     def _unreshaped(self, val, dest: Buf) -> tuple:
@@ -859,7 +906,7 @@ class Emitter:
         """loop_nest with the last two axes walked in TILE x TILE blocks: a value read through a
         transpose then reads each operand cache line TILE times while it is in L1, instead of
         once per row of the result (a 512^2 float32 transpose: a new line for every element)."""
-        if len(shape) < 2 or min(shape[-2:]) < 2 * TILE:
+        if not _tiled(shape):
             self.loop_nest(shape, body)
             return
         b = self.b
@@ -1253,6 +1300,11 @@ def _param_key(p):
 TILE = 16  # tiled_nest's block side: 16 float32 rows of 64 bytes, 16 lines of L1
 
 
+def _tiled(shape: Sequence[int]) -> bool:
+    """Whether tiled_nest walks `shape` in tiles (its last two axes hold two tiles each)."""
+    return len(shape) >= 2 and min(shape[-2:]) >= 2 * TILE
+
+
 def _reads_transposed(val) -> bool:
     """A fused value whose tree reads some operand through a transpose that moves the last
     axis (its inner loop would stride through memory)."""
@@ -1339,10 +1391,9 @@ def _fused(em: Emitter, eqn, ins, dests):
     shape = body.outvars[0].aval.shape
     outs = [d or em.alloc(v.aval) for v, d in zip(body.outvars, dests)]
     with em.hoisting(outs):
-        em.loop_nest(shape, lambda idx: [
+        em.element_nest([env[v] for v in body.outvars], shape, lambda idx: [
             em.store(o, em.linear(shape, idx), em.value_at(env[v], idx))
-            for o, v in zip(outs, body.outvars)],
-            loop_pieces([env[v] for v in body.outvars], shape))
+            for o, v in zip(outs, body.outvars)])
     return outs
 
 
