@@ -653,3 +653,47 @@ def test_max_min_of_computed_values_propagate_nan_and_order_zeros(monkeypatch, d
                     want = _max_min_ref(v * dtype(2.0), red is tnp.max, axis)
                     np.testing.assert_array_equal(got, want)
                     assert (np.signbit(got) == np.signbit(want)).all(), (red, axis, rows)
+
+
+def _blocked_column_sums(rows: np.ndarray) -> np.ndarray:
+    """The order reductions._blocked_column_sum adds a float32 (rows, columns) array's rows in:
+    blocks of 64 rows added one by one from zero, the block sums combined by a binary counter
+    (level k holds the sum of 2^k blocks), then the levels the final count's bits name, the
+    smallest first."""
+    levels, count = {}, 0
+    for start in range(0, len(rows), 64):
+        block = np.zeros(rows.shape[1], np.float32)
+        for r in rows[start:start + 64]:
+            block = block + r
+        k = 0
+        while count >> k & 1:
+            block = levels[k] + block
+            k += 1
+        levels[k] = block
+        count += 1
+    total = np.zeros(rows.shape[1], np.float32)
+    for k in range(count.bit_length()):
+        if count >> k & 1:
+            total = total + levels[k]
+    return total
+
+
+@pytest.mark.parametrize("shape,axes", [((6, 40, 30, 16), (1, 2)), ((5, 200, 8), (1,)),
+                                        ((3, 4, 70, 5, 9), (1, 2, 3)), ((64, 96, 96, 8), (1, 2))])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_sums_over_middle_axes_add_each_leading_indexs_rows_in_blocks(shape, axes, threads, rng):
+    """A float sum over middle axes, the last kept, sums each leading index's rows on its own
+    (reductions._blocked_column_sum, on the pool for the last shape): the blocked order's bits
+    for either thread count."""
+    tracejit.config.update("tracejit_num_threads", threads)
+    x = rng.standard_normal(shape).astype(np.float32)
+    got = np.asarray(tracejit.jit(lambda a: tnp.sum(a, axis=axes))(x))
+    rows = int(np.prod([shape[d] for d in axes]))
+    assert got.shape == tuple(shape[d] for d in range(len(shape)) if d not in axes)
+    for b in range(shape[0]):
+        each = np.moveaxis(x[b], [d - 1 for d in axes], range(len(axes))).reshape(rows, -1)
+        np.testing.assert_array_equal(got[b].reshape(-1), _blocked_column_sums(each))
+    from tracejit.backend.llvm import parallel_loops
+    compiled = tracejit.jit(lambda a: tnp.sum(a, axis=axes)).lower(x).compile()
+    (eqn,) = compiled._executable.jaxpr.eqns
+    assert parallel_loops.candidate(eqn)  # (its leading indices shared out on the pool)

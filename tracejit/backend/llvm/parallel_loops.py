@@ -110,7 +110,11 @@ def candidate(eqn) -> bool:
     if root.primitive in _ROW_ROOTS:
         x = root.invars[0].aval
         axes = root.params["axes"]
-        return x.ndim - 1 in axes
+        # (or middle axes of a float sum, each leading index's rows summed in turn:
+        # reductions._blocked_column_sum, whose loop over them is the outermost)
+        return x.ndim - 1 in axes or (
+            root.primitive is rd.reduce_sum_p and 0 not in axes and
+            x.dtype in (np.float32, np.float64) and x.shape[0] >= 2)
     if root.primitive in _SORTS:  # a row at a time along the axis (sorting.py): two rows or more
         shape = root.invars[0].aval.shape
         axis = root.params["dimension" if root.primitive is sort_p else "axis"]

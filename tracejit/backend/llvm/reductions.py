@@ -391,18 +391,25 @@ def _blocked_column_sum(em: Emitter, x, axes, kept, aval_out, out, work, element
     """A float reduce_sum that keeps the contiguous axis and has over _ROWS rows to add: the
     rows (the reduced positions, flattened) in blocks of _ROWS summed into `block`, and the
     block rows combined through a binary counter of rows, as _pairwise_sum does for scalars
-    (level k, a row of `levels`, holds the sum of 2^k blocks)."""
+    (level k, a row of `levels`, holds the sum of 2^k blocks). Kept axes before the first
+    reduced one (an image batch's, in a mean over height and width) are looped over outside,
+    each index's rows summed in turn (the loop a parallel chunk body cuts): its rows then lie
+    together in memory, where a row of the whole output read each of them a stride apart. The
+    (32, 64, 64, 64) float32 mean over (1, 2): 2.5 ms, 1.7 so, 0.95 on two threads (JAX 0.12
+    0.93). Each output element gets the same additions in the same order either way."""
     b = em.b
     in_shape = x.aval.shape
     reduced = [in_shape[d] for d in axes]
     n_rows = int(np.prod(reduced))
     n_blocks = -(-n_rows // _ROWS)
-    size = aval_out.size
+    lead = [d for d in kept if d < min(axes)]
+    inner = [d for d in kept if d > min(axes)]
+    inner_shape = [in_shape[d] for d in inner]
+    size = int(np.prod(inner_shape))
     row = aval_out.update(shape=(size,), dtype=work)
     block = em.alloc(row)
     levels = em.alloc(row.update(shape=(n_blocks.bit_length() * size,)))
     count_ptr = em._entry_alloca(I64)
-    b.store(ir.Constant(I64, 0), count_ptr)
     zero = const(work, 0)
 
     def add(acc, v):
@@ -411,60 +418,69 @@ def _blocked_column_sum(em: Emitter, x, axes, kept, aval_out, out, work, element
     def level_at(k, i):
         return b.add(b.mul(k, ir.Constant(I64, size)), i)
 
-    def per_block(jb):
-        em.loop(size, lambda i: em.store(block, i, zero))
-        start = b.mul(jb, ir.Constant(I64, _ROWS))
-        length = b.sub(ir.Constant(I64, n_rows), start)
-        length = b.select(b.icmp_signed("<", length, ir.Constant(I64, _ROWS)), length,
-                          ir.Constant(I64, _ROWS))
+    def rows_of(lidx: list) -> None:
+        """The sums of the rows at the leading kept index `lidx`."""
+        b.store(ir.Constant(I64, 0), count_ptr)
 
-        def per_row(r):
-            # the flat row index unravelled over the reduced axes (once per row)
-            rest, ridx = b.add(start, r), {}
-            for d, n in reversed(list(zip(axes, reduced))):
-                ridx[d] = b.urem(rest, ir.Constant(I64, n))
-                rest = b.udiv(rest, ir.Constant(I64, n))
+        def per_block(jb):
+            em.loop(size, lambda i: em.store(block, i, zero))
+            start = b.mul(jb, ir.Constant(I64, _ROWS))
+            length = b.sub(ir.Constant(I64, n_rows), start)
+            length = b.select(b.icmp_signed("<", length, ir.Constant(I64, _ROWS)), length,
+                              ir.Constant(I64, _ROWS))
 
-            def body(oidx):
-                full = [ridx[d] if d in ridx else None for d in range(len(in_shape))]
-                for d, i in zip(kept, oidx):
-                    full[d] = i
-                lin = em.linear(aval_out.shape, oidx)
-                em.store(block, lin, add(em.load(block, lin), element(full)))
-            em.loop_nest(aval_out.shape, body)
-        em.loop(length, per_row, name="row")
-        # carry: while bit k of the count is set, add level k into the block row
+            def per_row(r):
+                # the flat row index unravelled over the reduced axes (once per row)
+                rest, ridx = b.add(start, r), dict(zip(lead, lidx))
+                for d, n in reversed(list(zip(axes, reduced))):
+                    ridx[d] = b.urem(rest, ir.Constant(I64, n))
+                    rest = b.udiv(rest, ir.Constant(I64, n))
+
+                def body(iidx):
+                    full = [ridx[d] if d in ridx else None for d in range(len(in_shape))]
+                    for d, i in zip(inner, iidx):
+                        full[d] = i
+                    lin = em.linear(inner_shape, iidx)
+                    em.store(block, lin, add(em.load(block, lin), element(full)))
+                em.loop_nest(inner_shape, body)
+            em.loop(length, per_row, name="row")
+            # carry: while bit k of the count is set, add level k into the block row
+            count = b.load(count_ptr)
+            pre = b.block
+            head = b.append_basic_block("carry.head")
+            body_bb = b.append_basic_block("carry.body")
+            done = b.append_basic_block("carry.done")
+            b.branch(head)
+            b.position_at_end(head)
+            k = b.phi(I64, name="lvl")
+            k.add_incoming(ir.Constant(I64, 0), pre)
+            bit = b.and_(b.lshr(count, k), ir.Constant(I64, 1))
+            b.cbranch(b.icmp_unsigned("!=", bit, ir.Constant(I64, 0)), body_bb, done)
+            b.position_at_end(body_bb)
+            em.loop(size, lambda i: em.store(block, i, add(em.load(levels, level_at(k, i)),
+                                                           em.load(block, i))))
+            k.add_incoming(b.add(k, ir.Constant(I64, 1)), b.block)
+            b.branch(head)
+            b.position_at_end(done)
+            em.loop(size, lambda i: em.store(levels, level_at(k, i), em.load(block, i)))
+            b.store(b.add(count, ir.Constant(I64, 1)), count_ptr)
+        em.loop(n_blocks, per_block, name="blk")
+        # the total: the levels whose bit is set in the final count, smallest first
         count = b.load(count_ptr)
-        pre = b.block
-        head = b.append_basic_block("carry.head")
-        body_bb = b.append_basic_block("carry.body")
-        done = b.append_basic_block("carry.done")
-        b.branch(head)
-        b.position_at_end(head)
-        k = b.phi(I64, name="lvl")
-        k.add_incoming(ir.Constant(I64, 0), pre)
-        bit = b.and_(b.lshr(count, k), ir.Constant(I64, 1))
-        b.cbranch(b.icmp_unsigned("!=", bit, ir.Constant(I64, 0)), body_bb, done)
-        b.position_at_end(body_bb)
-        em.loop(size, lambda i: em.store(block, i, add(em.load(levels, level_at(k, i)),
-                                                       em.load(block, i))))
-        k.add_incoming(b.add(k, ir.Constant(I64, 1)), b.block)
-        b.branch(head)
-        b.position_at_end(done)
-        em.loop(size, lambda i: em.store(levels, level_at(k, i), em.load(block, i)))
-        b.store(b.add(count, ir.Constant(I64, 1)), count_ptr)
-    em.loop(n_blocks, per_block, name="blk")
-    # the total: the levels whose bit is set in the final count, smallest first
-    count = b.load(count_ptr)
-    em.loop(size, lambda i: em.store(block, i, zero))
+        em.loop(size, lambda i: em.store(block, i, zero))
 
-    def gather(k):
-        bit = b.trunc(b.lshr(count, k), ir.IntType(1))
-        em.loop(size, lambda i: em.store(block, i, b.select(
-            bit, add(em.load(block, i), em.load(levels, level_at(k, i))), em.load(block, i))))
-    em.loop(n_blocks.bit_length(), gather, name="lvl")
-    em.loop(size, lambda i: em.store(out, i, convert(b, em.load(block, i), work,
-                                                     x.aval.dtype)))
+        def gather(k):
+            bit = b.trunc(b.lshr(count, k), ir.IntType(1))
+            em.loop(size, lambda i: em.store(block, i, b.select(
+                bit, add(em.load(block, i), em.load(levels, level_at(k, i))),
+                em.load(block, i))))
+        em.loop(n_blocks.bit_length(), gather, name="lvl")
+        first = em.linear([in_shape[d] for d in lead], lidx)
+        at = (lambda i: i) if first is None else \
+            (lambda i: b.add(b.mul(first, ir.Constant(I64, size)), i))
+        em.loop(size, lambda i: em.store(out, at(i), convert(b, em.load(block, i), work,
+                                                             x.aval.dtype)))
+    em.loop_nest([in_shape[d] for d in lead], rows_of)
     em.release(levels)
     em.release(block)
     return [out]
