@@ -450,3 +450,41 @@ def test_half_float_products_go_through_a_float32_gemm(dtype, out):
     assert np.all(np.abs(got - exact) <= bound)
     interp = np.asarray(tracejit.jit(f, backend="interpret")(a, b)).astype(F64)
     assert np.all(np.abs(got - interp) <= 2 * bound)
+
+
+@pytest.mark.parametrize("a_shape,b_shape,dn,tiles", [
+    ((1024, 4096), (4096,), (([1], [0]), ([], [])), 8),   # A @ x: "T" on A's rows
+    ((4096, 1024), (4096,), (([0], [0]), ([], [])), 8),   # A.T @ x: "N", tiles of rows
+    ((4096,), (4096, 1024), (([0], [0]), ([], [])), 8),   # x @ B: "N"
+    ((4096,), (1024, 4096), (([0], [1]), ([], [])), 8),   # x @ B.T: "T"
+    ((4160, 1100), (1100,), (([1], [0]), ([], [])), 5),   # 65 groups of 64 outputs: 5 tiles
+    ((1000, 4100), (4100,), (([1], [0]), ([], [])), 1),   # 1000 outputs: no whole groups
+])
+@pytest.mark.parametrize("dtype", [F32, np.float64])
+@pytest.mark.parametrize("threads,mode", [(2, None), (2, "tiles"), (2, "one"), (1, None)])
+def test_large_gemvs_run_as_row_tiles_with_the_bits_of_one_call(monkeypatch, a_shape, b_shape,
+                                                                 dn, tiles, dtype, threads,
+                                                                 mode):
+    """A matrix-vector product of >= linalg.GEMV_TILE_ELEMENTS matrix elements is cut into row
+    tiles of whole 64-output groups, one pool job: each output has the bits of the one ?gemv
+    call (the tiles cut to nothing where the product is below the threshold)."""
+    monkeypatch.setattr(linalg, "GEMM_MODE", mode)
+    a, b = _operand(a_shape, dtype, 31), _operand(b_shape, dtype, 32)
+    f = _dot(dn)
+    old = tracejit.config.read("tracejit_num_threads")
+    tracejit.config.update("tracejit_num_threads", threads)
+    try:
+        ir = _llvm(f, a, b)
+        if tiles > 1 and mode != "one":
+            assert f"i64 {tiles})" in ir.split("call void @tracejit_parallel_for(")[1]
+        elif tiles == 1:
+            assert "@tracejit_parallel_for(" not in ir
+        jf = tracejit.jit(f)
+        calls = [np.asarray(jf(a, b)) for _ in range(2 * linalg.WARM_UP_CALLS)]
+        monkeypatch.setattr(linalg, "GEMV_TILE_ELEMENTS", 1 << 62)
+        whole = np.asarray(tracejit.jit(_dot(dn))(a, b))
+        for got in calls:
+            assert got.tobytes() == whole.tobytes()
+        _check(f, (a, b), a_shape[dn[0][0][0]])
+    finally:
+        tracejit.config.update("tracejit_num_threads", old)

@@ -243,9 +243,39 @@ def _emit_gemv(em: Emitter, dtype, lhs: Buf, rhs: Buf, out: Buf, batch: int, m: 
             (k if rhs_t else n), (n if rhs_t else k)
     work = gemm_work(dtype, m, n, k)
     _set_blas_threads(em, work)
+    tiles = _gemv_tiles(dtype, batch, mat.aval.size, m * n)
+    if tiles > 1:  # ("N": the output runs down the rows; "T": across the columns)
+        part = m * n // tiles
+        tile_args = [trans, part, cols] if trans == "N" else [trans, rows, part]
+        _emit_calls(em, dtype, "gemv", [*tile_args, 1.0, None, rows, None, 1, 0.0, None, 1],
+                    [mat, vec, out], (part if trans == "N" else part * rows, 0, part), tiles,
+                    work)
+        return
     _emit_calls(em, dtype, "gemv", [trans, rows, cols, 1.0, None, rows, None, 1, 0.0, None, 1],
                 [mat, vec, out], (mat.aval.size // batch, vec.aval.size // batch, m * n), batch,
                 _pool_the_batch(batch, work, GEMV_POOL_WORK))
+
+
+# A matrix-vector product reading at least this many elements of matrix is cut into row tiles
+# of whole multiples of GEMV_TILE_ALIGN outputs, one single-threaded ?gemv each, run as one pool
+# job (or one after the other, as a timed site picks): ?gemv is bound by one core's memory
+# bandwidth, and BLAS gives it one thread below blas.WORK_PER_THREAD (4096^2 float32 at 4096
+# points: 2.1-2.5 ms on one core, JAX 0.12 1.2-1.8). OpenBLAS computes each output of a tile
+# as of the whole where both are whole multiples of 64 outputs (its kernels' remainder paths
+# differ): real types only, as measured (m of 256-4096, k odd and even, tiles of 64-512).
+GEMV_TILE_ELEMENTS = 1 << 22
+GEMV_TILE_ALIGN = 64
+GEMV_MAX_TILES = 8
+
+
+def _gemv_tiles(dtype, batch: int, matrix: int, outputs: int) -> int:
+    """How many row tiles a gemv is cut into (1: not cut): the most, up to GEMV_MAX_TILES,
+    that cut its outputs into equal whole multiples of GEMV_TILE_ALIGN."""
+    if batch != 1 or dtype not in (dtypes.float32, dtypes.float64) or \
+            matrix < GEMV_TILE_ELEMENTS or outputs % GEMV_TILE_ALIGN:
+        return 1
+    groups = outputs // GEMV_TILE_ALIGN
+    return max(t for t in range(1, GEMV_MAX_TILES + 1) if groups % t == 0)
 
 
 # --- the products of a batch as one pool job ---------------------------------------------------
