@@ -149,8 +149,10 @@ def test_triangular_solve_vector_rhs():
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("batch", BATCHES)
-@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5)])
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (70, 45), (45, 70)])
 def test_lu(dtype, batch, shape):
+    """(The larger shapes go into and out of LAPACK's column-major order by tiles of 16, a
+    partial tile at each edge.)"""
     x = rand(batch + shape, dtype)
     (lu, piv, perm), (lu_r, piv_r, perm_r) = native_and_reference(linalg.lu, x)
     close(lu, lu_r, dtype)

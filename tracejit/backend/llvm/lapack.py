@@ -153,7 +153,7 @@ def _to_fortran(em: Emitter, x, bidx: list, rows: int, cols: int, dst: Buf, ld: 
         if conj:
             v = b.insert_value(v, b.fneg(b.extract_value(v, 1)), 1)
         em.store(dst, b.add(i, b.mul(j, _c(ld))), v)
-    em.loop_nest([rows, cols], body)
+    em.tiled_nest([rows, cols], body)  # (a transpose: in tiles, as codegen's)
 
 
 def _from_fortran(em: Emitter, src: Buf, ld: int, out: Buf, bidx: list, rows: int, cols: int,
@@ -172,7 +172,7 @@ def _from_fortran(em: Emitter, src: Buf, ld: int, out: Buf, bidx: list, rows: in
         if ok is not None:
             v = b.select(ok, v, nan)
         em.store(out, em.linear(out.aval.shape, bidx + [i, j]), v)
-    em.loop_nest([rows, cols], body)
+    em.tiled_nest([rows, cols], body)
 
 
 def _vector_out(em: Emitter, src: Buf, out: Buf, bidx: list, n: int,
