@@ -75,3 +75,32 @@ def test_short_rows_are_left_to_plain_fusion(rng):
     d = x64[:, None, :] - x64[None, :, :]
     want = np.sum(d * ((d * d).sum(-1) + 1e-3)[..., None] ** -1.5, 1)
     np.testing.assert_allclose(np.asarray(compiled(x)), want, rtol=2e-4, atol=2e-4)
+
+
+def test_loops_of_a_few_trips_unroll_inside_a_loop_body():
+    """An ODE step on a 3-vector: each small kernel's loop of 3 (codegen.UNROLLED_TRIPS) is
+    unrolled, so its stores reach the next kernel's loads in registers -- the scan's loop is
+    the only loop left in the optimised IR -- and the values are the step's in NumPy
+    (float32, fused multiply-adds within a few ulp)."""
+    def f(s):
+        x, y, z = s[0], s[1], s[2]
+        return jnp.stack([10 * (y - x), x * (28 - z) - y, x * y - 8 / 3 * z])
+
+    def steps(s):
+        def body(i, s):
+            k1 = f(s)
+            k2 = f(s + 0.0005 * k1)
+            return s + 0.0005 * (k1 + k2)
+        return tracejit.lax.fori_loop(0, 100, body, s)
+    s0 = np.array([1.0, 1.0, 1.0], np.float32)
+    compiled = tracejit.jit(steps).lower(s0).compile()
+    assert compiled.as_text(dialect="llvm").count("!llvm.loop !") == 1
+
+    def f64(s):
+        x, y, z = s
+        return np.array([10 * (y - x), x * (28 - z) - y, x * y - 8 / 3 * z])
+    s = s0.astype(np.float64)
+    for _ in range(100):
+        k1 = f64(s)
+        s = s + 0.0005 * (k1 + f64(s + 0.0005 * k1))
+    np.testing.assert_allclose(np.asarray(compiled(s0)), s, rtol=1e-5)

@@ -150,6 +150,13 @@ def loop_pieces(vals: list, shape: Sequence[int]) -> dict[tuple, list[tuple[int,
     return pieces
 
 
+# A loop of at most this many trips (a constant) is marked for full unrolling: O3 left such
+# loops as loops, and inside a loop body -- an RK4 step on a 3-vector, whose nine small
+# kernels each stored their 3 elements for the next to load -- the stored values then went
+# through memory, where unrolled they are forwarded in registers.
+UNROLLED_TRIPS = 4
+
+
 def _reads_own_element(em: Emitter, vals: list, shape: Sequence[int]) -> bool:
     """Whether computing `vals` at an element of `shape` reads nothing but that element's own
     offset in buffers of `shape` (and values of one element): elementwise operations of
@@ -445,7 +452,8 @@ class Emitter:
         start = ir.Constant(I64, 0)
         if self.split is not None and not self._trips and over_data:  # (parallel_loops)
             start, n = self.split.bounds(self, n)
-        if unroll:
+        if unroll or (pieces is None and vector_shape is None and isinstance(n, int) and
+                      1 < n <= UNROLLED_TRIPS and isinstance(start, ir.Constant)):
             assert isinstance(n, int) and pieces is None and start.constant == 0, (n, pieces)
             self._loop_from(start, n, trips, body, name, False, None, unroll=True)
             return
