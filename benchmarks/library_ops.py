@@ -110,7 +110,10 @@ def _user_programs(jax, jnp, lax) -> list:
     in place in a loop, a reshape or sum that divides its index, an operand contracted over
     a middle dimension, an op of broadcasts, a wide pytree of outputs, a convolution of one
     feature, a stack of many arrays, a scan asked to unroll, a gather's rows, a scatter into
-    zeros, a cumulative sum down columns (see "Programs beyond the table" in the README)."""
+    zeros, a cumulative sum down columns; arrays of a few columns (an image's channels, 3-vectors,
+    rows of 3), a small matrix-vector product per point, a sum over middle axes, a large gemv,
+    an LU, a compare-all reduction's first call, an ODE on a 3-vector (see "Programs beyond the
+    table" in the README)."""
     import numpy as np
     rng = np.random.default_rng(1)
     f32 = lambda *shape: rng.standard_normal(shape).astype(np.float32)
@@ -128,6 +131,22 @@ def _user_programs(jax, jnp, lax) -> list:
         v = jax.tree_util.tree_map(lambda v, g: 0.999 * v + 0.001 * g * g, v, g)
         return jax.tree_util.tree_map(lambda p, m, v: p - 1e-3 * m / (jnp.sqrt(v) + 1e-8),
                                       p, m, v), m, v
+    def n_body(x):
+        d = x[:, None, :] - x[None, :, :]
+        return jnp.sum(d * (jnp.sum(d * d, -1) + 1e-3)[..., None] ** -1.5, 1)
+
+    def lorenz(s):
+        def f(s):
+            return jnp.stack([10 * (s[1] - s[0]), s[0] * (28 - s[2]) - s[1],
+                              s[0] * s[1] - 8 / 3 * s[2]])
+
+        def step(i, s):
+            k1 = f(s)
+            k2 = f(s + 0.0005 * k1)
+            k3 = f(s + 0.0005 * k2)
+            k4 = f(s + 0.001 * k3)
+            return s + 0.001 / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        return lax.fori_loop(0, 10_000, step, s)
     params = {f"l{i}": {"w": f32(64, 64), "b": f32(64)} for i in range(25)}
     ids = rng.integers(0, 50_000, 4096).astype(np.int32)
     starts = rng.integers(0, 100_000, 100_000).astype(np.int32)
@@ -166,6 +185,21 @@ def _user_programs(jax, jnp, lax) -> list:
          jax.vmap(lambda x, s: lax.dynamic_slice(x, (s,), (16,)), in_axes=(None, 0)),
          (long, starts)),
         ("cumsum over axis 0 of 1000^2", lambda x: jnp.cumsum(x, 0), (f32(1000, 1000),)),
+        ("uint8 image (1080, 1920, 3) to normalised float32",
+         lambda im: (im.astype(jnp.float32) / 255.0 - 0.5) / 0.25,
+         (rng.integers(0, 256, (1080, 1920, 3)).astype(np.uint8),)),
+        ("jnp.cross of 1M 3-vectors", jnp.cross, (f32(1_000_000, 3), f32(1_000_000, 3))),
+        ("n-body forces, 1000 bodies", n_body, (f32(1000, 3),)),
+        ("einsum nij,nj->ni: 1M points by their 3x3 matrices",
+         lambda r, p: jnp.einsum("nij,nj->ni", r, p), (f32(1_000_000, 3, 3), f32(1_000_000, 3))),
+        ("mean over (1, 2) of 32x64x64x64", lambda x: jnp.mean(x, axis=(1, 2)),
+         (f32(32, 64, 64, 64),)),
+        ("matrix-vector product 4096^2", lambda a, x: a @ x, (f32(4096, 4096), f32(4096))),
+        ("jnp.linalg.det of 512^2", jnp.linalg.det, (f32(512, 512),)),
+        ("jnp.isin of 100K in 1000", jnp.isin,
+         (rng.integers(0, 5000, 100_000).astype(np.int32),
+          rng.integers(0, 5000, 1000).astype(np.int32))),
+        ("Lorenz system, 10k RK4 steps", lorenz, (np.ones(3, np.float32),)),
     ]
 
 
