@@ -50,6 +50,22 @@ def _both(f, *args):
     _same(*((r if isinstance(r, tuple) else (r,)) for r in (native, reference)))
 
 
+@pytest.mark.parametrize("keys", [(np.int32, np.float32), (np.float32, np.int32),
+                                  (np.bool_, np.int8, np.float16), (np.uint32, np.int32),
+                                  (np.int16, tnp.bfloat16, np.uint8), (np.float64, np.int32)],
+                         ids=lambda ks: "-".join(np.dtype(k).name for k in ks))
+@pytest.mark.parametrize("n", [R - 1, 1000])
+def test_several_keys_as_the_reference_sorts_them(keys, n):
+    """Keys of up to 64 bits together are one radix key of theirs side by side (the first
+    highest); wider ones and short rows the merge sort: both the reference's stable
+    lexicographic order, a payload carried, NaNs, signed zeros and ties included."""
+    operands = [_values((3, n), k) for k in keys]
+    payload = np.arange(3 * n, dtype=np.int32).reshape(3, n)
+    for axis in (1, 0):
+        _both(lambda *xs, axis=axis: lax.sort(xs, dimension=axis, num_keys=len(keys)),
+              *operands, payload)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("n", [R - 1, R, 1000])
 def test_sort_argsort_key_val(dtype, n):
@@ -103,7 +119,9 @@ def test_the_algorithm_each_row_gets():
     x = _values((2, R), np.float32)
     assert loops(lambda a: lax.sort(a, dimension=1), x) == {"move"}
     assert loops(lambda a: lax.sort(a, dimension=1), x[:, :-1]) == {"merge"}
-    assert loops(lambda a: lax.sort((a, a), dimension=1, num_keys=2), x) == {"merge"}
+    assert loops(lambda a: lax.sort((a, a), dimension=1, num_keys=2), x) == {"move"}
+    assert loops(lambda a: lax.sort((a, a, a), dimension=1, num_keys=3),
+                 x) == {"merge"}  # (96 bits of keys)
     wide = _values((2, 200), np.float32)
     assert loops(lambda a: lax.top_k(a, 4), wide) == {"lanes"}
     assert loops(lambda a: lax.top_k(a, K + 1), wide) == {"move"}
