@@ -697,3 +697,26 @@ def test_sums_over_middle_axes_add_each_leading_indexs_rows_in_blocks(shape, axe
     compiled = tracejit.jit(lambda a: tnp.sum(a, axis=axes)).lower(x).compile()
     (eqn,) = compiled._executable.jaxpr.eqns
     assert parallel_loops.candidate(eqn)  # (its leading indices shared out on the pool)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint8, np.bool_,
+                                   np.float16])
+@pytest.mark.parametrize("shape,axis", [((7, 300), 0), ((6, 300), 0), ((3, 5, 40), 1),
+                                        ((2, 9, 4, 33), 1), ((5, 2, 70), 0)])
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_argminmax_along_a_leading_axis_walks_rows(dtype, shape, axis, name, rng,
+                                                   monkeypatch):
+    """Along an axis before the last, rows of the best so far are compared with each row in
+    turn (reductions._argminmax_rows, odd and even row counts): NumPy's first best, or first
+    NaN, with ties and NaNs in every column; the loop it replaced walked each column alone."""
+    from tracejit.backend.llvm import reductions
+    walked = []
+    rows = reductions._argminmax_rows
+    monkeypatch.setattr(reductions, "_argminmax_rows", lambda *a: walked.append(1) or rows(*a))
+    x = rng.integers(-3, 4, shape).astype(dtype) if dtype != np.bool_ else \
+        rng.random(shape) > 0.5
+    if np.dtype(dtype).kind == "f":
+        x.reshape(-1)[::17] = np.nan
+    got = np.asarray(tracejit.jit(lambda a: getattr(tnp, name)(a, axis=axis))(x))
+    np.testing.assert_array_equal(got, getattr(np, name)(x, axis=axis))
+    assert got.dtype == np.int32 and walked

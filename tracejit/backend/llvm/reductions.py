@@ -530,6 +530,8 @@ def _argminmax(em: Emitter, eqn, ins, dests):
     # the best value in vectors, then the first place it is at: of rows in memory where they
     # are, of other rows (computed here, or strided) once copied into a temporary row
     n = in_shape[axis]
+    if axis < len(in_shape) - 1 and n > 1 and out is not None and dtype.kind != "c":
+        return [_argminmax_rows(em, x, axis, is_max, out)]
     vectors = 0 < n and (lanes_supported("reduce_max", dtype) or dtype.kind in "iu")
     stored = _stored(x) if vectors and axis == len(in_shape) - 1 else None
     row = em.alloc(ShapedArray((n,), dtype)) \
@@ -557,15 +559,7 @@ def _argminmax(em: Emitter, eqn, ins, dests):
         def step(i):
             v = at(i)
             best = b.load(best_ptr)
-            if dtypes.is_inexact(dtype):  # the first NaN wins; then strict improvement
-                best_nan, v_nan = _is_nan(em, dtype, best), _is_nan(em, dtype, v)
-                better = emit_scalar(b, ew.gt_p if is_max else ew.lt_p, [dtype] * 2,
-                                     dtypes.bool_, [v, best], {})
-                take = b.and_(b.not_(best_nan), b.or_(v_nan, better))
-            elif dtype == dtypes.bool_ or dtype.kind == "u":
-                take = b.icmp_unsigned(">" if is_max else "<", v, best)
-            else:
-                take = b.icmp_signed(">" if is_max else "<", v, best)
+            take = _takes(em, is_max, dtype, v, best)
             b.store(b.select(take, v, best), best_ptr)
             b.store(b.select(take, i, b.load(idx_ptr)), idx_ptr)
         em.loop(in_shape[axis], step, name="r")
@@ -573,6 +567,75 @@ def _argminmax(em: Emitter, eqn, ins, dests):
     result = _per_output(em, aval_out, out, outer)
     em.release(row)
     return result
+
+
+def _takes(em: Emitter, is_max: bool, dtype: np.dtype, v: ir.Value, best: ir.Value) -> ir.Value:
+    """Whether `v` replaces `best` as the first best so far: strictly better, or the first NaN
+    (which then stays)."""
+    b = em.b
+    if dtypes.is_inexact(dtype):
+        best_nan, v_nan = _is_nan(em, dtype, best), _is_nan(em, dtype, v)
+        better = emit_scalar(b, ew.gt_p if is_max else ew.lt_p, [dtype] * 2, dtypes.bool_,
+                             [v, best], {})
+        return b.and_(b.not_(best_nan), b.or_(v_nan, better))
+    if dtype == dtypes.bool_ or dtype.kind == "u":
+        return b.icmp_unsigned(">" if is_max else "<", v, best)
+    return b.icmp_signed(">" if is_max else "<", v, best)
+
+
+def _argminmax_rows(em: Emitter, x, axis: int, is_max: bool, out: Buf) -> Buf:
+    """argmax/argmin along an axis before the last: at each index of the axes before it, the
+    rows along it walked in order, each compared elementwise with a row of the best values so
+    far and their places -- vectorised along the contiguous axes, where each output walked
+    down its column alone (jnp.argmax over axis 0 of 1000^2 float32: 1.07 ms, JAX 0.12 0.85).
+    The rows so far alternate between two pairs of buffers, each row read from one and written
+    to the other: updated where they lie, LLVM made masked stores of them (slow on AMD's cores:
+    1.2 ms). The same comparisons in the same order: the first best, or the first NaN."""
+    b = em.b
+    shape, dtype = x.aval.shape, x.aval.dtype
+    lead, inner = list(shape[:axis]), list(shape[axis + 1:])
+    size, out_dtype = math.prod(inner), out.aval.dtype
+    bests = [em.alloc(ShapedArray((size,), dtype)) for _ in range(2)]
+    places = [em.alloc(ShapedArray((size,), out_dtype)) for _ in range(2)]
+    rows_after_first = shape[axis] - 1
+
+    def rows(lidx):
+        def at(r, iidx):
+            return em.value_at(x, [*lidx, r, *iidx])
+
+        def first(iidx):
+            k = em.linear(inner, iidx)
+            em.store(bests[0], k, at(_zero(), iidx))
+            em.store(places[0], k, const(out_dtype, 0))
+        em.loop_nest(inner, first)
+
+        def row(r, src: int):
+            def update(iidx):
+                k = em.linear(inner, iidx)
+                v, so_far = at(r, iidx), em.load(bests[src], k)
+                take = _takes(em, is_max, dtype, v, so_far)
+                em.store(bests[1 - src], k, b.select(take, v, so_far))
+                em.store(places[1 - src], k, b.select(
+                    take, convert(b, r, np.dtype(np.int64), out_dtype), em.load(places[src], k)))
+            em.loop_nest(inner, update)
+
+        def pair(p):
+            r = b.add(b.mul(p, ir.Constant(I64, 2)), ir.Constant(I64, 1))
+            row(r, 0)
+            row(b.add(r, ir.Constant(I64, 1)), 1)
+        em.loop(rows_after_first // 2, pair, name="rows")
+        last = 0
+        if rows_after_first % 2:
+            row(ir.Constant(I64, shape[axis] - 1), 0)
+            last = 1
+        first_out = em.linear(out.aval.shape, [*lidx, *[_zero()] * len(inner)]) \
+            if out.aval.ndim else None
+        em.loop(size, lambda k: em.store(out, k if first_out is None else b.add(first_out, k),
+                                         em.load(places[last], k)), name="places")
+    em.loop_nest(lead, rows)
+    for buf in (*bests, *places):
+        em.release(buf)
+    return out
 
 
 def _stored(x) -> Buf | None:
