@@ -104,3 +104,15 @@ def test_loops_of_a_few_trips_unroll_inside_a_loop_body():
         k1 = f64(s)
         s = s + 0.0005 * (k1 + f64(s + 0.0005 * k1))
     np.testing.assert_allclose(np.asarray(compiled(s0)), s, rtol=1e-5)
+
+
+def test_short_rows_inner_loops_unroll_into_vector_code(rng):
+    """exp(x - max) over rows of 8: the kernel's inner loop of 8 (codegen.UNROLLED_TRIPS_MAX,
+    which LLVM's loop vectoriser leaves alone) is unrolled and its 8 exps become vector code
+    (before: a scalar exp an element); NumPy's values within float32's exp error."""
+    x = rng.standard_normal((4096, 8)).astype(np.float32)
+    f = lambda a: jnp.exp(a - jnp.max(a, -1, keepdims=True))
+    compiled = tracejit.jit(f).lower(x).compile()
+    assert len(re.findall(r"<\d+ x float>", compiled.as_text(dialect="llvm"))) > 100
+    want = np.exp(x.astype(np.float64) - x.max(-1, keepdims=True))
+    np.testing.assert_allclose(np.asarray(compiled(x)), want, rtol=4e-7, atol=0)

@@ -301,7 +301,9 @@ def test_only_a_sum_of_computed_values_prefetches(name, f, prefetches):
     x = _data((3, 2000))
     compiled = _compiled(f, x)
     assert _row_maps(compiled._executable.jaxpr)
-    assert compiled.as_text(dialect="llvm").count("call void @llvm.prefetch") == prefetches
+    # (present or not: a row's two blocks are unrolled, codegen.UNROLLED_TRIPS, and with them
+    # the prefetch's call sites)
+    assert ("call void @llvm.prefetch" in compiled.as_text(dialect="llvm")) == bool(prefetches)
     _assert_close(*_both(f, x), SOFTMAX_RTOL if name != "standardize" else 0.0,
                   ROW_ATOL if name != "softmax" else 0.0)
 
