@@ -160,10 +160,14 @@ def loop_pieces(vals: list, shape: Sequence[int]) -> dict[tuple, list[tuple[int,
 # its 16 trips) and which unrolled its SLP vectoriser makes vector code of (softmax of (64,
 # 1024, 8) 1.85 -> 0.45 ms, JAX 0.12 1.04; of (250000, 8) 6.3 -> 1.9, JAX 3.9; (200000, 10)
 # 6.0 -> 2.3, JAX 4.0). Loops of 16 are the vectoriser's (rows of 16 unrolled: standardize
-# 0.55 -> 1.6 ms); other loops of more than 4 (lanes', prefetches) keep their own shape.
+# 0.55 -> 1.6 ms); other loops of more than 4 (lanes', prefetches) keep their own shape. Only
+# where the loop runs over UNROLLED_MIN_ELEMENTS a call or more: O3's SLP vectoriser is slow
+# on such bodies, and a cold loop's run does not repay it (the CNN row's log_softmax over 10
+# classes for a batch of 32: its first call 0.59 -> 1.2 s, its run no faster).
 UNROLLED_TRIPS = 4
 UNROLLED_TRIPS_MAX = 15
 UNROLLED_BODY_MAX = 512
+UNROLLED_MIN_ELEMENTS = 1 << 16
 
 
 def _reads_own_element(em: Emitter, vals: list, shape: Sequence[int]) -> bool:
@@ -571,7 +575,8 @@ class Emitter:
         i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
         back = b.branch(header)
         if unroll == "small":
-            unroll = inlined_size(b.function.blocks[first:]) * trips <= UNROLLED_BODY_MAX
+            unroll = (math.prod(self._trips) * repetitions() >= UNROLLED_MIN_ELEMENTS and
+                      inlined_size(b.function.blocks[first:]) * trips <= UNROLLED_BODY_MAX)
         if unroll:
             back.set_metadata("llvm.loop", self._unrolled())
         elif not (vectorize and self._worth_vectorizing(b.function.blocks[first:])):
