@@ -292,7 +292,8 @@ def simplify(jaxpr: Jaxpr) -> Jaxpr:
     """Algebraic rewrites (`_rules`: from each primitive's declared algebra and fusion class,
     and the rules of particular shape ops). Each keeps the exact value, dtype and weak
     type: x*1, x+(-0.0) and x-0.0 are identities for floats, but x+0.0 (-0.0 + 0.0 is 0.0) and
-    x*0 (NaN, Inf) are not."""
+    x*0 (NaN, Inf) are not. (One chooses a summation order: a small matrix-vector product's,
+    `_small_contraction`, which sums as XLA does.)"""
     return _simplify(jaxpr, {})
 
 

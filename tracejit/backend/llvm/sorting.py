@@ -259,7 +259,6 @@ def _sort(em: Emitter, eqn, ins, dests):
     outs = [d or em.alloc(v.aval) for d, v in zip(dests, eqn.outvars)]
     b = em.b
     n = aval.shape[axis]
-    dtype = ins[0].aval.dtype
 
     def emit_row(oidx, at: At):
         def put(k):
