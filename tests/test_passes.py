@@ -677,7 +677,7 @@ def test_fuse_inside_loop_bodies_and_row_kernels():
         def body(c, _):
             return tracejit.nn.softmax(c * 2.0 + 1.0) * 0.5, jnp.tanh(c.T) * 3.0 + 1.0
         return lax.scan(body, x, None, length=3)
-    closed = _jaxpr(f, np.zeros((4, 6), F32))
+    closed = _jaxpr(f, np.zeros((4, 20), F32))  # (rows of rows.MIN_ROW_ELEMENTS or more)
     jaxpr, consts = passes.optimize(closed.jaxpr, closed.consts)
     _, body = _body(jaxpr, "scan")
     (row_eqn,) = [e for e in body.eqns if e.primitive.name == "row_map"]
@@ -785,7 +785,10 @@ def test_rng_bit_generator_expands_and_fuses_with_its_reader(algorithm):
     word_hash = "philox4x32" if algorithm == "RNG_PHILOX" else "threefry2x32"
     hashed = [e for e in jaxpr.eqns if word_hash in _all_names(e)]
     assert len(hashed) == 1 and {"add", "lt"} <= set(_all_names(hashed[0]))  # (the counters)
-    assert len([e for e in jaxpr.eqns if e.primitive.name == "fused"]) <= 8
+    # (ten fused kernels at most, thirteen kernels in all: the key's column slices are loads
+    # in their scalar readers' kernels, fusion._picks_from_stored -- fifteen kernels before)
+    assert len([e for e in jaxpr.eqns if e.primitive.name == "fused"]) <= 10
+    assert len(jaxpr.eqns) <= 16
     want = eval_jaxpr(closed.jaxpr, closed.consts, key)  # (the primitive's impl)
     for got in (eval_jaxpr(jaxpr, consts, key), tracejit.jit(f)(key)):
         for g, w in zip(got, want):

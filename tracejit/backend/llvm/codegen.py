@@ -150,8 +150,9 @@ def loop_pieces(vals: list, shape: Sequence[int]) -> dict[tuple, list[tuple[int,
     return pieces
 
 
-# A loop of at most this many trips (a constant) is marked for full unrolling: O3 left such
-# loops as loops, and inside a loop body -- an RK4 step on a 3-vector, whose nine small
+# A loop of at most UNROLLED_TRIPS trips (a constant), run over UNROLLED_HOT_ELEMENTS a call or
+# more, is marked for full unrolling (a cold program's -- a test's few elements -- O3 compile
+# is left as it was): O3 left such loops as loops, and inside a loop body -- an RK4 step on a 3-vector, whose nine small
 # kernels each stored their 3 elements for the next to load -- the stored values then went
 # through memory, where unrolled they are forwarded in registers (Lorenz 10k steps 0.34 ->
 # 0.18 ms). So is a loop nest's loop of at most UNROLLED_TRIPS_MAX trips whose unrolled body
@@ -168,6 +169,7 @@ UNROLLED_TRIPS = 4
 UNROLLED_TRIPS_MAX = 15
 UNROLLED_BODY_MAX = 512
 UNROLLED_MIN_ELEMENTS = 1 << 16
+UNROLLED_HOT_ELEMENTS = 1 << 10
 
 
 def _reads_own_element(em: Emitter, vals: list, shape: Sequence[int]) -> bool:
@@ -462,7 +464,7 @@ class Emitter:
         body), whose body is told its index lies in that range (index_range). `unroll`: O3
         unrolls the loop fully and does not vectorise it (a loop of constant trips, whose
         first tier's O0 code generation then makes the loop, not the straight-line code); a
-        loop of at most UNROLLED_TRIPS constant trips is unrolled too, and so is an
+        hot loop of at most UNROLLED_TRIPS constant trips is unrolled too, and so is a hot
         `element_loop` (a loop nest's) of at most UNROLLED_TRIPS_MAX whose body is small."""
         trips = n if isinstance(n, int) else _UNKNOWN_TRIPS
         start = ir.Constant(I64, 0)
@@ -473,7 +475,7 @@ class Emitter:
                       and isinstance(start, ir.Constant)):
             assert isinstance(n, int) and pieces is None and start.constant == 0, (n, pieces)
             self._loop_from(start, n, trips, body, name, vectorize, None,
-                            unroll=True if unroll or n <= UNROLLED_TRIPS else "small")
+                            unroll=True if unroll else "small")
             return
         if pieces is None:
             self._loop_from(start, n, trips, body, name, vectorize, vector_shape)
@@ -575,8 +577,10 @@ class Emitter:
         i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
         back = b.branch(header)
         if unroll == "small":
-            unroll = (math.prod(self._trips) * repetitions() >= UNROLLED_MIN_ELEMENTS and
-                      inlined_size(b.function.blocks[first:]) * trips <= UNROLLED_BODY_MAX)
+            elements = math.prod(self._trips) * repetitions()
+            unroll = elements >= UNROLLED_HOT_ELEMENTS if trips <= UNROLLED_TRIPS else (
+                elements >= UNROLLED_MIN_ELEMENTS and
+                inlined_size(b.function.blocks[first:]) * trips <= UNROLLED_BODY_MAX)
         if unroll:
             back.set_metadata("llvm.loop", self._unrolled())
         elif not (vectorize and self._worth_vectorizing(b.function.blocks[first:])):
