@@ -413,7 +413,7 @@ def _blocked_column_sum(em: Emitter, x, axes, kept, aval_out, out, work, element
     zero = const(work, 0)
 
     def add(acc, v):
-        return _combine(em, rd.reduce_sum_p, work, acc, v)
+        return _combine(em, rd.reduce_sum_p, work, acc, v, ordered=True)
 
     def level_at(k, i):
         return b.add(b.mul(k, ir.Constant(I64, size)), i)
