@@ -628,10 +628,9 @@ def _argminmax_rows(em: Emitter, x, axis: int, is_max: bool, out: Buf) -> Buf:
         if rows_after_first % 2:
             row(ir.Constant(I64, shape[axis] - 1), 0)
             last = 1
-        first_out = em.linear(out.aval.shape, [*lidx, *[_zero()] * len(inner)]) \
-            if out.aval.ndim else None
-        em.loop(size, lambda k: em.store(out, k if first_out is None else b.add(first_out, k),
-                                         em.load(places[last], k)), name="places")
+        first_out = em.linear(out.aval.shape, [*lidx, *[_zero()] * len(inner)])
+        em.loop(size, lambda k: em.store(out, b.add(first_out, k), em.load(places[last], k)),
+                name="places")
     em.loop_nest(lead, rows)
     for buf in (*bests, *places):
         em.release(buf)
