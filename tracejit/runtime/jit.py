@@ -293,9 +293,9 @@ def _traces_for(fun: Callable, options: tuple) -> _Traces:
 
 def clear_caches() -> None:
     """Drop every jitted function's traces and executables (`jax.clear_caches()`). Machine code
-    stays in the LLVM engine and its in-process and on-disk caches, to be found again."""
-    if config.tracejit_persistent_cache:  # (first tiers' final code, stored: found again)
-        tiering.wait()
+    stays in the LLVM engine and its in-process and on-disk caches, to be found again. Returns
+    without waiting for final code still to be made (tiering.py): a program dropped here before
+    its turn has only its disk entry made then, with that cache on (native._orphan)."""
     with _cache_lock:
         all_traces = [t for by_options in _traces_by_fun.values() for t in by_options.values()]
     for traces in all_traces:
