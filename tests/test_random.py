@@ -99,12 +99,16 @@ def _case_id(row: dict) -> str:
 def test_recorded_jax_outputs(row):
     _set_config(row["x64"], row["partitionable"])
     ours = _run_case(tr, row["fn"], row["kwargs"], row["seed"], row["typed_key"])
+    _assert_matches(ours, recorded_output(row), row["tolerance"])
+
+
+def recorded_output(row: dict) -> np.ndarray:
+    """The array a recorded row's JAX call returned (its bits as make_random_table stores them)."""
     rec = row["out"]
     dtype = np.dtype(rec["dtype"])
     flat = np.array(rec["bits"], dtype=_bits(np.zeros(1, dtype)).dtype)
-    theirs = (flat.astype(np.bool_) if dtype == np.bool_ else flat.view(dtype)).reshape(
+    return (flat.astype(np.bool_) if dtype == np.bool_ else flat.view(dtype)).reshape(
         rec["shape"])
-    _assert_matches(ours, theirs, row["tolerance"])
 
 
 def test_recorded_table_covers_every_function():

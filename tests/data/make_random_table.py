@@ -1,4 +1,5 @@
-"""Records real JAX outputs of jax.random for tests/test_random.py (`random_jax_outputs.json`).
+"""Records real JAX outputs of jax.random for tests/test_random.py (`random_jax_outputs.json`)
+and, with rbg keys, for tests/test_random_rbg.py (`random_rbg_jax_outputs.json`).
 
     .venv/bin/python tests/data/make_random_table.py
 
@@ -14,6 +15,8 @@ import pathlib
 import numpy as np
 
 SEEDS = (0, 42, 2 ** 31 + 5)
+RBG_IMPLS = ("rbg", "unsafe_rbg")
+RBG_SEEDS = (0, 42)
 
 
 def arr(values, dtype):
@@ -189,10 +192,10 @@ def decode(value):
     return value
 
 
-def record(jax, fn: str, kwargs: dict, seed: int, typed: bool) -> dict:
-    key = jax.random.key(seed) if typed else jax.random.PRNGKey(seed)
+def record(jax, fn: str, kwargs: dict, seed: int, typed: bool, impl: str | None = None) -> dict:
+    key = jax.random.key(seed, impl=impl) if typed else jax.random.PRNGKey(seed)
     out = getattr(jax.random, fn)(key, **{k: decode(v) for k, v in kwargs.items()})
-    if typed:
+    if typed and (impl is None or fn in ("split", "fold_in", "clone")):
         out = jax.random.key_data(out)
     out = np.asarray(out)
     if out.dtype.kind == "c":
@@ -206,6 +209,7 @@ def record(jax, fn: str, kwargs: dict, seed: int, typed: bool) -> dict:
 
 def main() -> None:
     import jax
+    record_rbg(jax)  # (first: in JAX's default threefry mode, which the loops below change)
     rows = []
     for x64 in (False, True):
         jax.config.update("jax_enable_x64", x64)
@@ -220,10 +224,34 @@ def main() -> None:
                                      "partitionable": partitionable, "seed": seed,
                                      "typed_key": typed,
                                      "out": record(jax, fn, kwargs, seed, typed)})
-    path = pathlib.Path(__file__).with_name("random_jax_outputs.json")
-    meta = {"jax_version": jax.__version__, "seeds": SEEDS, "cases": rows}
-    path.write_text(json.dumps(meta, separators=(",", ":")) + "\n")
-    print(f"wrote {len(rows)} recorded outputs to {path}")
+    _write("random_jax_outputs.json", {"jax_version": jax.__version__, "seeds": SEEDS,
+                                       "cases": rows})
+
+
+def record_rbg(jax) -> None:
+    """The table again with typed keys of the rbg and unsafe_rbg implementations (poisson left
+    out: JAX refuses it for keys other than threefry's), for tests/test_random_rbg.py, in JAX's
+    default threefry mode (rbg's split and fold_in run threefry)."""
+    rows = []
+    for x64 in (False, True):
+        jax.config.update("jax_enable_x64", x64)
+        for fn, kwargs, tol, needs_x64 in CASES:
+            if needs_x64 != x64 or fn == "poisson":
+                continue
+            for impl in RBG_IMPLS:
+                for seed in RBG_SEEDS:
+                    rows.append({"fn": fn, "kwargs": kwargs, "tolerance": tol, "x64": x64,
+                                 "impl": impl, "seed": seed,
+                                 "out": record(jax, fn, kwargs, seed, True, impl)})
+    _write("random_rbg_jax_outputs.json", {"jax_version": jax.__version__, "seeds": RBG_SEEDS,
+                                           "cases": rows})
+    jax.config.update("jax_enable_x64", False)
+
+
+def _write(name: str, table: dict) -> None:
+    path = pathlib.Path(__file__).with_name(name)
+    path.write_text(json.dumps(table, separators=(",", ":")) + "\n")
+    print(f"wrote {len(table['cases'])} recorded outputs to {path}")
 
 
 if __name__ == "__main__":
