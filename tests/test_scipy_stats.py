@@ -1,6 +1,7 @@
 """tracejit.scipy.stats against real JAX (values, dtypes, the edge cases off each support),
 eagerly and under jit, plus gradients and vmap; JAX's function names per distribution."""
 import functools
+import pathlib
 
 import jax
 import jax.scipy.stats as jst
@@ -63,13 +64,16 @@ def test_each_distribution_has_jaxs_functions():
 
 
 @functools.cache
+def _recorded() -> dict[str, np.ndarray]:
+    with np.load(pathlib.Path(__file__).with_name("data") / "scipy_stats_jax_outputs.npz") as f:
+        return dict(f)
+
+
 def _theirs(dist: str, fn: str) -> np.ndarray:
-    """JAX's values on the case's grid, once a worker (test_matches_jax's eager and jit cases
-    share them). Op by op, as under jax.jit XLA rewrites some edge values (gumbel_r.pdf(-inf)
-    is inf there, NaN op by op; cauchy.logcdf(-inf) finite)."""
-    args = {(d, f): g for d, f, g in PARAMS}[dist, fn](fn)
-    with np.errstate(all="ignore"):
-        return np.asarray(getattr(getattr(jst, dist), fn)(*args))
+    """JAX's values on the case's grid as data/make_scipy_stats_table.py recorded them, op by
+    op, as under jax.jit XLA rewrites some edge values (gumbel_r.pdf(-inf) is inf there, NaN op
+    by op; cauchy.logcdf(-inf) finite)."""
+    return _recorded()[f"{dist}.{fn}"]
 
 
 def _grid(*cols):
@@ -111,6 +115,15 @@ CASES = [
     ("truncnorm", NAMES["truncnorm"], lambda f: _grid(X, [-1., 0.5, 3.], [1., 4.], *LOC_SCALE)),
 ]
 PARAMS = [(d, f, g) for d, fs, g in CASES for f in fs]
+
+
+def test_recorded_values_are_the_grids():
+    """The record holds each case, of its grid's shape (make it again after changing a grid)."""
+    recorded = _recorded()
+    assert sorted(k for k in recorded if k != "jax_version") == sorted(
+        f"{d}.{f}" for d, f, _ in PARAMS)
+    for d, f, grid in PARAMS:
+        assert recorded[f"{d}.{f}"].shape == grid(f)[0].shape, (d, f)
 
 
 @pytest.mark.parametrize("dist, fn, grid", PARAMS, ids=[f"{d}.{f}" for d, f, _ in PARAMS])
