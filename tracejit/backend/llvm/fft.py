@@ -4,7 +4,7 @@ dispatches to it through `rules.STRUCTURAL`.
 Each transformed axis is one pass from a source buffer to a fresh destination. A pass gathers a
 tile of `t` lines into a work buffer laid out [n, t] (the line index innermost), so every loop
 of the transform runs contiguously over the tile: a Stockham autosort FFT whose initial stride
-is t transforms all t lines at once, with radix-4/2/3/5 (and generic odd-radix, primes up to
+is t transforms all t lines at once, with radix-8/4/2/3/5 (and generic odd-radix, primes up to
 13) steps, no bit reversal. A length with a larger prime factor goes through Bluestein's chirp-z
 identity on a power-of-two FFT, so every length costs O(n log n). Twiddles are filled once per
 call into a workspace table from two small float64 tables (exp(a + b) = exp(a) exp(b)), then
@@ -52,9 +52,14 @@ def _c(v: int) -> ir.Constant:
 
 
 def _radices(n: int) -> list[int] | None:
-    """Stockham's radices for n (4s first, then one 2, then odd primes), or None when n has
-    a prime factor above _MAX_DIRECT_PRIME."""
+    """Stockham's radices for n (8s first, then a 4 or a 2, then odd primes), or None when n
+    has a prime factor above _MAX_DIRECT_PRIME. Radix 8 passes over a tile fewer times than 4
+    (512: three steps, not five): 512x512 complex64 row FFTs, alternating with radix 4 in three
+    rounds, 0.41-0.59 against 0.57-0.75 ms; rfft2 of 512^2 0.51-0.75 against 0.61-1.1."""
     out = []
+    while n % 8 == 0:
+        out.append(8)
+        n //= 8
     while n % 4 == 0:
         out.append(4)
         n //= 4
@@ -115,6 +120,14 @@ def _butterfly(cx: _Cx, a: list, sign: int) -> list:
         s02, d02 = cx.add(a[0], a[2]), cx.sub(a[0], a[2])
         s13, d13 = cx.add(a[1], a[3]), cx.times_i(cx.sub(a[1], a[3]), sign)
         return [cx.add(s02, s13), cx.add(d02, d13), cx.sub(s02, s13), cx.sub(d02, d13)]
+    if p == 8:  # two DFT-4s (even and odd elements) joined by the roots w^k of 8
+        even, odd = _butterfly(cx, a[0::2], sign), _butterfly(cx, a[1::2], sign)
+        r = math.sqrt(0.5)
+        w1 = cx.scale(cx.add(odd[1], cx.times_i(odd[1], sign)), r)      # (1 + sign i) / sqrt 2
+        w3 = cx.scale(cx.sub(cx.times_i(odd[3], sign), odd[3]), r)      # (-1 + sign i) / sqrt 2
+        twiddled = [odd[0], w1, cx.times_i(odd[2], sign), w3]
+        return ([cx.add(e, o) for e, o in zip(even, twiddled)]
+                + [cx.sub(e, o) for e, o in zip(even, twiddled)])
     # odd p: pair j with p - j, so each output pair (k, p - k) shares its cosine/sine sums
     h = p // 2
     s = [cx.add(a[j], a[p - j]) for j in range(1, h + 1)]
