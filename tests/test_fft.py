@@ -483,3 +483,20 @@ def test_strided_axes_as_the_last_axis_bit_for_bit(shape, rng):
                                   by_last_axis(lambda a: tlax.fft(a, "ifft", a.shape[-1:])))
     ref = np.fft.fftn(x.astype(np.clongdouble), axes=axes)
     assert rel_error(whole, ref) <= error_bound(max(shape), float(np.finfo(np.float32).eps)) * 3
+
+
+@pytest.mark.parametrize("shape,axis", [((64, 300), 0), ((5, 64, 64), 1), ((3, 64, 100), 1),
+                                        ((4, 64, 7), 1)],
+                         ids=["one-outer", "whole-tiles", "some-across", "all-across"])
+def test_strided_lines_give_the_bits_of_contiguous_ones(shape, axis, rng):
+    """A transform along an axis before the last gathers a tile's t lines (64 here) as runs of
+    t elements where they share their outer index, else element by element (tiles crossing
+    from one outer index to the next; the last tile, moved back to end at the last line, may
+    too): either way each line's transform is the one of the same line laid out contiguously,
+    bit for bit, and within the bound of pocketfft's."""
+    x = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+    got = np.asarray(tracejit.jit(lambda a: tnp.fft.fft(a, axis=axis))(x))
+    last = np.asarray(tracejit.jit(lambda a: tnp.fft.fft(a, axis=-1))(np.moveaxis(x, axis, -1)))
+    np.testing.assert_array_equal(got, np.moveaxis(last, -1, axis))
+    ref = np.fft.fft(x.astype(np.clongdouble), axis=axis)
+    assert rel_error(got, ref) <= error_bound(shape[axis], float(np.finfo(np.float32).eps))

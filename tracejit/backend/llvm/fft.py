@@ -879,14 +879,37 @@ def _axis_pass(em: Emitter, src: Buf, dst: Buf, axis: int, n: int, kind: str) ->
         # lines strided through memory (not the last axis): a tile's t lines lie side by side,
         # so element k of all t is read (written) before element k + 1, a run of t elements,
         # not one line down its stride after another (each line's n reads on n cache lines)
+        def runs(start, t, length, each, name):
+            """each(k, ln, i) for element k < length of line start + ln (ln < t) at index i.
+            Where the t lines share their outer index (always with one outer index) element
+            k of them is one run of t, from the first line's: no index taken apart for each
+            element (512x257 complex64 columns on one thread, best of 300 calls, alternating
+            three rounds: 0.73-1.11 -> 0.73-0.78 ms; rfft2 of 512^2 0.87-1.2 -> 0.72-1.1)."""
+            b = em.b
+
+            def run():
+                first = base(start, length)
+                em.loop(length, lambda k: em.loop(t, lambda ln: each(k, ln, b.add(b.add(
+                    first, b.mul(k, _c(inner))), ln)), name=name + "l"), name=name + "k")
+
+            def apart():
+                em.loop(length, lambda k: em.loop(t, lambda ln: each(
+                    k, ln, at(b.add(start, ln), length, k)), name=name + "l"), name=name + "k")
+            if outer == 1:
+                run()
+                return
+            whole = b.icmp_unsigned("<=", b.add(b.urem(start, _c(inner)), _c(t)), _c(inner))
+            with b.if_else(whole) as (one_run, across):
+                with one_run:
+                    run()
+                with across:
+                    apart()
+
         def gather_tile(kb, start, t, put):
-            em.loop(n, lambda k: em.loop(t, lambda ln: put(k, ln, load(
-                kb["src"], at(em.b.add(start, ln), n_in, k))), name="gl"), name="gk")
+            runs(start, t, n, lambda k, ln, i: put(k, ln, load(kb["src"], i)), "g")
 
         def scatter_tile(kb, start, t, get):
-            em.loop(n_out, lambda k: em.loop(t, lambda ln: store(
-                kb["dst"], at(em.b.add(start, ln), n_out, k), scaled(get(k, ln))), name="sl"),
-                name="sk")
+            runs(start, t, n_out, lambda k, ln, i: store(kb["dst"], i, scaled(get(k, ln))), "s")
         _tiles(em, ps, lines, bufs, gather_tile, scatter_tile)
     else:
         _tiles(em, ps, lines, bufs, _by_line(em, gather), _by_line(em, scatter))
