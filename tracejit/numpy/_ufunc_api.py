@@ -19,7 +19,8 @@ from ..transforms.api import vmap
 from . import _reductions, _ufuncs
 from ._creation import full
 from ._shape import concatenate, moveaxis, ravel
-from ._util import asarray, broadcast_to, broadcast_shapes, check_arraylike
+from ._util import (asarray, broadcast_to, broadcast_shapes, check_arraylike,
+                    promote_dtypes_inexact)
 from ._vectorize import vectorize
 
 __all__ = ["ufunc", "frompyfunc", "add", "multiply", "subtract", "negative", "maximum",
@@ -258,6 +259,37 @@ def _reducer(reduction: Callable, takes_dtype: bool = True) -> Callable:
     return reduce
 
 
+def _logsumexp_reduce(a, *, axis, dtype, keepdims, initial, where):
+    """logaddexp.reduce as JAX's (its reductions._logsumexp), not a fold of logaddexp: the
+    maximum, then log(sum(exp(a - max))) + max, `initial` logaddexp'ed to that; like JAX's it
+    ignores `dtype`."""
+    del dtype
+    check_arraylike("logsumexp", a)
+    (a,) = promote_dtypes_inexact(asarray(a))
+    ndim = get_aval(a).ndim
+    axes = range(ndim) if axis is None else axis if isinstance(axis, tuple) else (axis,)
+    dims = tuple(sorted({canonicalize_axis(d, ndim) for d in axes}))
+    amax = _reductions.max(_ufuncs.real(a), axis=dims, keepdims=True, where=where,
+                           initial=-np.inf)
+    amax = lax.stop_gradient(lax.select(lax.is_finite(amax), amax, lax.full_like(amax, 0)))
+    exp_a = lax.exp(_ufuncs.subtract(a, amax.astype(get_aval(a).dtype)))
+    sumexp = _reductions.sum(exp_a, axis=dims, keepdims=keepdims, where=where)
+    amax = amax if keepdims else lax.squeeze(amax, dims)
+    result = lax.add(lax.log(sumexp), amax.astype(get_aval(sumexp).dtype))
+    return result if initial is None else _ufuncs.logaddexp(initial, result)
+
+
+def _logsumexp2_reduce(a, *, axis, dtype, keepdims, initial, where):
+    """logaddexp2.reduce as JAX's (reductions._logsumexp2): logaddexp.reduce's in base e of
+    a * ln 2, over ln 2."""
+    check_arraylike("logsumexp2", a)
+    ln2 = float(np.log(2))
+    if initial is not None:
+        initial *= ln2
+    return _logsumexp_reduce(asarray(a) * ln2, axis=axis, dtype=dtype, keepdims=keepdims,
+                             initial=initial, where=where) / ln2
+
+
 def _require_integer(a: Any) -> Any:
     if not (dtypes.is_int(get_aval(a).dtype) or get_aval(a).dtype == np.bool_):
         raise ValueError(f"integer argument required; got dtype={get_aval(a).dtype}")
@@ -316,6 +348,6 @@ logical_or = _binary(_ufuncs.logical_or, False, reduce=_monoid_reducer(
     "reduce_logical_or", _reductions._OR, False, logical=True))
 logical_xor = _binary(_ufuncs.logical_xor, False, reduce=_monoid_reducer(
     "reduce_logical_xor", _XOR, False, logical=True))
-logaddexp = _binary(_ufuncs.logaddexp, -np.inf)
-logaddexp2 = _binary(_ufuncs.logaddexp2, -np.inf)
+logaddexp = _binary(_ufuncs.logaddexp, -np.inf, reduce=_logsumexp_reduce)
+logaddexp2 = _binary(_ufuncs.logaddexp2, -np.inf, reduce=_logsumexp2_reduce)
 negative = ufunc(_ufuncs.negative, name="negative", nin=1, nout=1, call=_ufuncs.negative)
