@@ -257,3 +257,17 @@ def test_an_op_of_broadcasts_runs_at_their_shape_and_is_stored_once():
     np.testing.assert_allclose(got, np.sin(a)[None, :] * b[:, None] + np.exp(b * 0.5)[:, None],
                                rtol=2e-6, atol=2e-6)
     _close_to_interpreter(written_out, a, b)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "symmetric", "edge", "wrap"])
+def test_padding_an_edge_made_from_another_is_one_kernel_per_axis(mode):
+    """jnp.pad's reflect and symmetric modes concatenate a reversed edge, then slice the other
+    edge out of that concatenate (passes._slice_of_concatenate reads it from the operand) and
+    concatenate again (passes._flatten_concatenates makes the two one): one kernel per padded
+    axis, each cut into loop pieces, where each step was a kernel storing its whole result.
+    NumPy's values, bit for bit."""
+    x = RNG.standard_normal((40, 50)).astype(F32)
+    f = lambda a: jnp.pad(a, ((3, 5), (7, 2)), mode=mode)  # noqa: E731
+    np.testing.assert_array_equal(np.asarray(tracejit.jit(f)(x)),
+                                  np.pad(x, ((3, 5), (7, 2)), mode=mode))
+    assert len(_kernels(f, x)) <= 2

@@ -471,6 +471,28 @@ SIMPLIFY_RECORDS = [
     ("broadcast_broadcast_var", lambda x: lax.broadcast_in_dim(
         lax.broadcast_in_dim(x, (2, 3), (1,)), (4, 2, 3), (1, 2)), [np.ones(3, F32)],
      ["broadcast_in_dim"]),
+    # a slice of a concatenate within one operand: a slice of it (the operand itself where
+    # whole); across two operands, strided or of another dtype's operand: left
+    ("slice_of_concatenate", lambda x, y: lax.slice(jnp.concatenate([x, y]), (4, 1), (6, 3)),
+     [np.arange(12, dtype=F32).reshape(4, 3), np.arange(9, dtype=F32).reshape(3, 3)],
+     ["slice"]),
+    ("slice_of_concatenate_whole_operand", lambda x, y: jnp.concatenate([x, y], 1)[:, 3:],
+     [np.ones((2, 3), F32), np.arange(8, dtype=F32).reshape(2, 4)], []),
+    ("slice_across_concatenate", lambda x, y: jnp.concatenate([x, y])[3:5],
+     [np.arange(12, dtype=F32).reshape(4, 3), np.arange(9, dtype=F32).reshape(3, 3)],
+     ["concatenate", "slice"]),
+    ("strided_slice_of_concatenate", lambda x, y: jnp.concatenate([x, y])[4::2],
+     [np.arange(12, dtype=F32).reshape(4, 3), np.arange(9, dtype=F32).reshape(3, 3)],
+     ["concatenate", "slice"]),
+    # concatenates of concatenates along one dimension: one; along another: kept
+    ("concatenate_of_concatenates", lambda x, y: jnp.concatenate(
+        [jnp.concatenate([x, y]), x[::-1], jnp.concatenate([y, x])]),
+     [np.arange(6, dtype=F32).reshape(2, 3), np.arange(3, dtype=F32).reshape(1, 3)],
+     ["rev", "concatenate"]),
+    ("concatenate_across_dimensions", lambda x, y: jnp.concatenate(
+        [jnp.concatenate([x, x], 1), jnp.concatenate([y, y], 1)]),
+     [np.arange(6, dtype=F32).reshape(2, 3), np.arange(3, dtype=F32).reshape(1, 3)],
+     ["concatenate", "concatenate", "concatenate"]),
     ("product_transposed_after_unit_sum", lambda x, y: lax.transpose(
         lax.dot_general(x, y, (((1,), (1,)), ((0,), (0,)))).sum(0), (1, 0)),
      [np.ones((1, 5, 2), F32), np.ones((1, 5, 3), F32)],

@@ -35,7 +35,8 @@ from ..lax.processes import IDENTITIES as PROCESS_IDENTITIES
 from ..lax.processes import allgather_p
 from ..lax.reductions import (reduce_and_p, reduce_max_p, reduce_min_p, reduce_or_p,
                               reduce_prod_p, reduce_sum_p, reduce_xor_p)
-from ..lax.shape import broadcast_in_dim_p, reshape_p, slice_p, squeeze_p, transpose_p
+from ..lax.shape import (broadcast_in_dim_p, concatenate_p, reshape_p, slice_p, squeeze_p,
+                         transpose_p)
 from ..transforms.custom import custom_jvp_call_p, custom_vjp_call_p
 from ..transforms.custom_batching import custom_vmap_call_p
 from .block_maps import selects_source
@@ -947,6 +948,57 @@ def _own_block_of_gather(eqn: Eqn, producer: Callable):
     return None
 
 
+def _slice_of_concatenate(eqn: Eqn, producer: Callable):
+    """A slice of a concatenate lying within one of its operands along the concatenated
+    dimension: that slice of the operand. The concatenate then has one reader fewer, so
+    fusion can compute it inside its other reader (jnp.pad's reflect and symmetric modes
+    concatenate an edge reversed, then slice the next edge out of that: 1000^2 reflect-padded
+    by 16 was four kernels, each storing its whole result)."""
+    cat = producer(eqn.invars[0])
+    if cat is None or cat.primitive is not concatenate_p or \
+            any(s not in (None, 1) for s in (eqn.params["strides"] or ())):
+        return None
+    d = cat.params["dimension"]
+    start, limit = list(eqn.params["start_indices"]), list(eqn.params["limit_indices"])
+    offset = 0
+    for x in cat.invars:
+        size = x.aval.shape[d]
+        if offset <= start[d] and limit[d] <= offset + size:
+            out = eqn.outvars[0].aval
+            if not isinstance(x, Var) or (x.aval.dtype, x.aval.weak_type) != (out.dtype,
+                                                                               out.weak_type):
+                return None
+            start[d], limit[d] = start[d] - offset, limit[d] - offset
+            if tuple(start) == (0,) * len(start) and tuple(limit) == x.aval.shape:
+                return x
+            return Eqn(slice_p, [x], eqn.outvars, {**eqn.params, "start_indices": tuple(start),
+                                                   "limit_indices": tuple(limit)},
+                       eqn.source_info)
+        offset += size
+    return None
+
+
+def _flatten_concatenates(eqn: Eqn, producer: Callable):
+    """A concatenate of concatenates along its own dimension: one concatenate of all their
+    operands (up to fusion's MAX_LOOP_PIECES), so that code generation cuts its loop at every
+    operand (a nested one, computed inside the outer one's loop, selected among its operands'
+    clamped reads at each element: jnp.pad's reflect mode)."""
+    from .fusion import MAX_LOOP_PIECES
+    d = eqn.params["dimension"]
+    flat, nested = [], False
+    for x in eqn.invars:
+        inner = producer(x)
+        if inner is not None and inner.primitive is concatenate_p and \
+                inner.params["dimension"] == d:
+            flat.extend(inner.invars)
+            nested = True
+        else:
+            flat.append(x)
+    if not nested or len(flat) > MAX_LOOP_PIECES:
+        return None
+    return Eqn(concatenate_p, flat, eqn.outvars, eqn.params, eqn.source_info)
+
+
 def _moves_into(v: Any, producer: Callable) -> tuple[list[Eqn], Eqn | None]:
     """The reshapes and transposes producing `v` (latest first), and the equation producing
     what they start from (None: an input)."""
@@ -984,7 +1036,8 @@ _SPECIFIC_RULES: dict[Primitive, tuple[Callable, ...]] = {
                                         reduce_and_p, reduce_or_p, reduce_xor_p)},
     transpose_p: (_unit_transpose, _merge_transposes, _transpose_before_unit_reshape),
     gather_p: (_gather_of_broadcast,),
-    slice_p: (_own_block_of_gather,),
+    slice_p: (_own_block_of_gather, _slice_of_concatenate),
+    concatenate_p: (_flatten_concatenates,),
     dot_general_p: (_outer_product, _small_contraction, _fold_transposed_operands,
                     _unbroadcast_batch_operand,
                     _unreshape_operand),
