@@ -368,3 +368,26 @@ def test_rescaling_runs_inside_the_next_rows_kernel(name, f, rtol, row_atol, mon
         assert got[0].dtype == dtype
         ref = tracejit.jit(f, backend="interpret")(x)
         _assert_close(got[0], ref, rtol, row_atol)
+
+
+@pytest.mark.parametrize("shape", [(64, 96), (128, 40)])
+def test_masks_from_iotas_are_made_in_the_row_body(shape):
+    """A causal mask (`tril` of ones: iotas over the rows' full shape, compared) is made by
+    the row body itself: the iota along the row as the body's own, the one along a row
+    dimension from a per-row iota, one element a row (their full-size arrays were each a
+    kernel storing them). The interpreter's values, within the row kernels' tolerance."""
+    def masked_softmax(x):
+        n = x.shape[-1]
+        s = jnp.where(jnp.tril(jnp.ones((x.shape[-2], n), bool)), x, -jnp.inf)
+        return tracejit.nn.softmax(s, -1)
+    x = _data(shape)
+    closed = make_jaxpr(masked_softmax)(x)
+    rowed = passes.dce(rows.fuse_rows(closed.jaxpr))
+    check_jaxpr(rowed)
+    iotas = [e.outvars[0].aval.size for e in rowed.eqns if e.primitive.name == "iota"]
+    assert len(_row_maps(rowed)) == 1 and all(size <= x.size // shape[-1] for size in iotas)
+    got, want = _both(masked_softmax, x)
+    _assert_close(got, want, SOFTMAX_RTOL, 0.0)
+    # the workspace: the per-row iota and a row at most (the full iotas took 2 * 4 * x.size)
+    workspace = _compiled(masked_softmax, x).memory_analysis().temp_size_in_bytes
+    assert workspace <= 4 * (x.size // shape[-1] + shape[-1]) + 128

@@ -82,6 +82,7 @@ def optimize(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
     jaxpr = _checked(element_loops, jaxpr)
     jaxpr = _checked(dce, jaxpr)  # (the uniform loops whose results go unused)
     jaxpr = _checked(fuse_rows, jaxpr)
+    jaxpr = _checked(dce, jaxpr)  # (full-size iotas a row body now makes itself)
     jaxpr = _checked(fuse, jaxpr)
     return _drop_unused_consts(jaxpr, consts)
 

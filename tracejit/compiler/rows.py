@@ -20,7 +20,7 @@ from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from ..core.primitive import Primitive
 from ..lax.elementwise import div_p, mul_p
-from ..lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p
+from ..lax.shape import broadcast_in_dim_p, iota_p, reshape_p, squeeze_p
 from .fusion import def_use, fusible, is_elementwise
 
 _FULL, _PER_ROW, _SCALAR = "full", "per-row", "scalar"
@@ -244,17 +244,24 @@ def _rewrite(eqns: list[Eqn], outvars: list, region: Sequence[int], moved: list[
     body_of: dict[Var, Var | Literal] = {}
     outer_in: list = []
     body_in: list[Var] = []
+    made = {v: e for k, e in enumerate(eqns) if k not in inside for v in e.outvars}
+    before: list[Eqn] = []  # outside, ahead of the row_map: per-row iotas
+    body_eqns: list[Eqn] = []
 
     def operand(v):
         if isinstance(v, Literal):
             return v
         if v not in body_of:  # read from outside the region
+            src = made.get(v)
+            if src is not None and src.primitive is iota_p and \
+                    _kind(v.aval.shape, rows, cols) == _FULL:
+                body_of[v] = _row_iota(src, v, rows, cols, before, body_eqns, operand)
+                return body_of[v]
             body_of[v] = Var(_row_aval(v.aval, rows, cols))
             outer_in.append(v)
             body_in.append(body_of[v])
         return body_of[v]
 
-    body_eqns = []
     for k in region:
         eqn = eqns[k]
         ins = [operand(v) for v in eqn.invars]
@@ -285,11 +292,33 @@ def _rewrite(eqns: list[Eqn], outvars: list, region: Sequence[int], moved: list[
     out: list[Eqn] = []
     for k, eqn in enumerate(eqns):
         if k == region[-1]:
+            out.extend(before)
             out.append(row_eqn)
             out.extend(eqns[j] for j in moved)
         elif k not in inside and k not in late:
             out.append(eqn)
     return out
+
+
+def _row_iota(src: Eqn, v: Var, rows: tuple[int, ...], cols: tuple[int, ...],
+              before: list[Eqn], body_eqns: list[Eqn], operand) -> Var:
+    """An iota over a region's full shape, as the row body's own value rather than an operand
+    stored whole (a causal mask's two iotas were 4 MiB each at 1024^2): along a column dim,
+    the body's iota over the row; along a row dim, an iota of one element per row made
+    outside (`before`), broadcast along the row in the body."""
+    row = Var(_row_aval(v.aval, rows, cols))
+    d = src.params["dimension"]
+    if d >= len(rows):
+        body_eqns.append(Eqn(iota_p, [], [row], {**src.params, "shape": cols,
+                                                   "dimension": d - len(rows)},
+                             src.source_info))
+        return row
+    per_row = Var(ShapedArray(rows + (1,) * len(cols), v.aval.dtype, v.aval.weak_type))
+    before.append(Eqn(iota_p, [], [per_row], {**src.params, "shape": per_row.aval.shape},
+                      src.source_info))
+    body_eqns.append(Eqn(broadcast_in_dim_p, [operand(per_row)], [row],
+                         {"shape": cols, "broadcast_dimensions": ()}, src.source_info))
+    return row
 
 
 def _scale_by_reciprocal(eqns: list[Eqn], outvars: list) -> list[Eqn]:
