@@ -112,13 +112,19 @@ def _user_programs(jax, jnp, lax) -> list:
     feature, a stack of many arrays, a scan asked to unroll, a gather's rows, a scatter into
     zeros, a cumulative sum down columns; arrays of a few columns (an image's channels, 3-vectors,
     rows of 3), a small matrix-vector product per point, a sum over middle axes, a large gemv,
-    an LU, a compare-all reduction's first call, an ODE on a 3-vector (see "Programs beyond the
-    table" in the README)."""
+    an LU, a compare-all reduction's first call, an ODE on a 3-vector; a logaddexp reduction, a
+    reflect padding, a causal mask's iotas, a 2-D FFT (see "Programs beyond the table" in the
+    README)."""
     import numpy as np
     rng = np.random.default_rng(1)
     f32 = lambda *shape: rng.standard_normal(shape).astype(np.float32)
     long = np.arange(100_000, dtype=np.float32)
     mlp = [f32(64, 128) * 0.1, f32(128, 10) * 0.1]
+
+    def causal_attention(q, k, v):
+        s = q @ k.T / 8.0
+        s = jnp.where(jnp.tril(jnp.ones((s.shape[0], s.shape[0]), bool)), s, -jnp.inf)
+        return jax.nn.softmax(s, -1) @ v
 
     def per_example_norms(p, x, y):
         def loss(p, x, y):
@@ -200,6 +206,13 @@ def _user_programs(jax, jnp, lax) -> list:
          (rng.integers(0, 5000, 100_000).astype(np.int32),
           rng.integers(0, 5000, 1000).astype(np.int32))),
         ("Lorenz system, 10k RK4 steps", lorenz, (np.ones(3, np.float32),)),
+        ("jnp.logaddexp.reduce over rows of 1000^2",
+         lambda x: jnp.logaddexp.reduce(x, axis=1), (f32(1000, 1000),)),
+        ("jnp.pad of 1000^2 by 16, reflect", lambda x: jnp.pad(x, 16, mode="reflect"),
+         (f32(1000, 1000),)),
+        ("causal attention 1024x64", causal_attention, (f32(1024, 64), f32(1024, 64),
+                                                         f32(1024, 64))),
+        ("jnp.fft.rfft2 of 512^2", jnp.fft.rfft2, (f32(512, 512),)),
     ]
 
 

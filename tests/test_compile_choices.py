@@ -14,7 +14,7 @@ import tracejit.numpy as jnp
 from tracejit import lax
 from tracejit.backend.llvm import codegen
 from tracejit.backend.llvm import parallel_loops
-from tracejit.runtime import disk_cache
+from tracejit.runtime import disk_cache, tiering
 
 
 def _trig(x):  # (each function used twice: the out-of-line path serves both)
@@ -75,6 +75,7 @@ def test_parallel_program_loads_from_disk_cache(tmp_path):
     tracejit.config.update("tracejit_persistent_cache", True)
     x = np.linspace(-3, 3, parallel_loops.PARALLEL_MIN_ELEMENTS, dtype=np.float32)
     want = np.asarray(tracejit.jit(lambda x: jnp.sum(jnp.sin(x) * x))(x))
+    tiering.wait()  # (its final code, stored when made: clear_caches does not wait for it)
     tracejit.clear_caches()
     before = dict(disk_cache.stats)
     got = np.asarray(tracejit.jit(lambda x: jnp.sum(jnp.sin(x) * x))(x))

@@ -258,7 +258,7 @@ def test_trig_slow_path_at_o1_gives_o3s_bits():
 
 def test_fft_steps_are_library_routines():
     """A transform's Stockham steps are the runtime's routines, one per radix variant with the
-    sizes as arguments: a program declares them and defines none (six steps for 2^12 points;
+    sizes as arguments: a program declares them and defines none (four radix-8 steps for 2^12 points;
     one line (its first step in the s == 1 variant) and 8 lines (every step with s > 1)),
     against NumPy's FFT."""
     import re
@@ -275,6 +275,6 @@ def test_fft_steps_are_library_routines():
         text = f.lower(x).compile().as_text("llvm")
         assert not re.findall(r"define [^@]*@\"?(tracejit_fft_\w+radix\w+)", text)
         steps = set(re.findall(r"declare [^@]*@\"?(tracejit_fft_\w+radix\w+)", text))
-        # radix 4's step, its one-line variant (s == 1, chosen at run time), the last step's
-        assert steps == {f"tracejit_fft_complex64_radix4{v}_fwd"
+        # radix 8's step, its one-line variant (s == 1, chosen at run time), the last step's
+        assert steps == {f"tracejit_fft_complex64_radix8{v}_fwd"
                          for v in ("", "_unit", "_last")}, steps

@@ -17,7 +17,7 @@ import pytest
 import tracejit
 import tracejit.numpy as jnp
 from tracejit.backend.llvm import codegen
-from tracejit.runtime import kernel_cache
+from tracejit.runtime import kernel_cache, tiering
 
 
 @pytest.fixture
@@ -185,6 +185,7 @@ def test_kernels_released_by_clear_caches_load_from_disk(tmp_path, monkeypatch):
     try:
         x = np.linspace(-2, 2, 31, dtype=np.float32)
         want = np.asarray(tracejit.jit(_base(1.5))(x))
+        tiering.wait()  # (the final code, stored when made: clear_caches does not wait for it)
         tracejit.clear_caches()
         gc.collect()
         before = _counts()
