@@ -43,7 +43,7 @@ from .block_maps import selects_source
 from .conv_layouts import channels_last_convs
 from .conv_phases import split_dilated_convs
 from .element_loops import element_loops
-from .fusion import fuse
+from .fusion import MAX_LOOP_PIECES, fuse
 from .key_chains import split_key_chains
 from .rows import fuse_rows
 from .lowerings import expand_lowerings
@@ -984,7 +984,6 @@ def _flatten_concatenates(eqn: Eqn, producer: Callable):
     operands (up to fusion's MAX_LOOP_PIECES), so that code generation cuts its loop at every
     operand (a nested one, computed inside the outer one's loop, selected among its operands'
     clamped reads at each element: jnp.pad's reflect mode)."""
-    from .fusion import MAX_LOOP_PIECES
     d = eqn.params["dimension"]
     flat, nested = [], False
     for x in eqn.invars:

@@ -266,9 +266,7 @@ def _logsumexp_reduce(a, *, axis, dtype, keepdims, initial, where):
     del dtype
     check_arraylike("logsumexp", a)
     (a,) = promote_dtypes_inexact(asarray(a))
-    ndim = get_aval(a).ndim
-    axes = range(ndim) if axis is None else axis if isinstance(axis, tuple) else (axis,)
-    dims = tuple(sorted({canonicalize_axis(d, ndim) for d in axes}))
+    dims = tuple(sorted(_reductions._reduction_axes(get_aval(a).ndim, axis)))
     amax = _reductions.max(_ufuncs.real(a), axis=dims, keepdims=True, where=where,
                            initial=-np.inf)
     amax = lax.stop_gradient(lax.select(lax.is_finite(amax), amax, lax.full_like(amax, 0)))

@@ -152,10 +152,10 @@ def loop_pieces(vals: list, shape: Sequence[int]) -> dict[tuple, list[tuple[int,
 
 # A loop of at most UNROLLED_TRIPS trips (a constant), run over UNROLLED_HOT_ELEMENTS a call or
 # more, is marked for full unrolling (a cold program's -- a test's few elements -- O3 compile
-# is left as it was): O3 left such loops as loops, and inside a loop body -- an RK4 step on a 3-vector, whose nine small
-# kernels each stored their 3 elements for the next to load -- the stored values then went
-# through memory, where unrolled they are forwarded in registers (Lorenz 10k steps 0.34 ->
-# 0.18 ms). So is a loop nest's loop of at most UNROLLED_TRIPS_MAX trips whose unrolled body
+# is left as it was): O3 left such loops as loops, and inside a loop body -- an RK4 step on a
+# 3-vector, whose nine small kernels each stored their 3 elements for the next to load -- the
+# stored values then went through memory, where unrolled they are forwarded in registers
+# (Lorenz 10k steps 0.34 -> 0.18 ms). So is a loop nest's loop of at most UNROLLED_TRIPS_MAX trips whose unrolled body
 # holds at most UNROLLED_BODY_MAX instructions (math inlined): the short inner loop of a kernel
 # over rows of 5-15 (softmax's exp over rows of 8), which LLVM's vectoriser leaves alone (under
 # its 16 trips) and which unrolled its SLP vectoriser makes vector code of (softmax of (64,
