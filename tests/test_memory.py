@@ -102,6 +102,34 @@ def test_disk_cache_evicts_least_recently_used_entries(tmp_path):
     assert (tmp_path / "hmac-key").exists()  # only entries are evicted
 
 
+def test_stores_scan_the_folder_only_where_the_bound_may_be_passed(tmp_path, monkeypatch):
+    """A scan of the folder at every store made filling a cache quadratic: with room for all,
+    one scan at the first store and then one per eighth of the bound stored; entries past the
+    bound are still evicted at the store that passes it."""
+    scans = []
+    evict = disk_cache._evict
+    monkeypatch.setattr(disk_cache, "_evict", lambda *a: scans.append(a[0]) or evict(*a))
+
+    def store(folder, i):
+        folder.mkdir(exist_ok=True)
+        disk_cache._store(folder / f"e{i:02}.o", f"e{i}", b"k" * 32, bytes(1000), b"",
+                          disk_cache.stats)
+
+    for i in range(20):  # (the bound, 1 GiB, far off)
+        store(tmp_path / "roomy", i)
+    assert len(scans) == 1  # (the first store's: this process's view of the folder starts)
+    store(tmp_path / "bounded", 0)
+    size = (tmp_path / "bounded" / "e00.o").stat().st_size
+    tracejit.config.update("tracejit_cache_max_bytes", size * 24)  # (an eighth: 3 entries)
+    for i in range(1, 24):
+        store(tmp_path / "bounded", i)
+    assert len(scans) == 1 + 8  # (at e00, e03, ..., e21)
+    assert len(list((tmp_path / "bounded").glob("*.o"))) == 24
+    store(tmp_path / "bounded", 24)  # past the bound: scanned, the oldest evicted
+    assert len(scans) == 1 + 9 and not (tmp_path / "bounded" / "e00.o").exists()
+    assert len(list((tmp_path / "bounded").glob("*.o"))) == 24
+
+
 def test_large_arrays_from_host_data_start_on_a_cache_line():
     """NumPy's large buffers start at 16 mod 64; asarray, array, device_put and copies of
     large arrays are aligned copies (never sharing the caller's memory, values and dtype

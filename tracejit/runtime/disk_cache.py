@@ -18,7 +18,10 @@ Anything rejected or unreadable is deleted where it is ours to delete and the pr
 as if there were no cache. Writes are atomic (a temp file in the same folder, then os.replace).
 
 The folder is bounded (`tracejit_cache_max_bytes`): a store that takes it past the bound deletes
-the least recently used entries (a hit refreshes an entry's modification time).
+the least recently used entries (a hit refreshes an entry's modification time). Each process
+scans the folder where its view of it may have passed the bound (`_bound`), not at each store:
+another process's entries are counted at the next scan, so the folder may pass the bound by an
+eighth of it per process writing.
 
 Key: sha256 of FORMAT, the llvmlite and LLVM versions, the host CPU name and features, and the
 IR text (entry symbol included: native.py names it deterministically). Options:
@@ -593,7 +596,30 @@ def _store(path: pathlib.Path, name: str, secret: bytes, ir: bytes, obj: bytes,
         counts["errors"] += 1
         return
     counts["stores"] += 1
-    _evict(path.parent, config.tracejit_cache_max_bytes, counts)
+    _bound(path.parent, len(entry), config.tracejit_cache_max_bytes, counts)
+
+
+# folder -> (its entries' bytes at this process's last scan of it plus its stores since, those
+# stores' bytes): a store scans the folder only when that view passes the bound or the stores
+# since reach an eighth of it (other processes' entries are seen at the next scan). A scan on
+# every store made filling a cache quadratic: the test suite's thousands of entries, ~170 s.
+_seen_bytes: dict[str, tuple[int, int]] = {}
+_seen_lock = threading.Lock()
+
+
+def _bound(folder: pathlib.Path, added: int, max_bytes: int,
+           counts: collections.Counter) -> None:
+    """After a store of `added` bytes into `folder`: evict (_evict) where it may be due."""
+    with _seen_lock:
+        seen = _seen_bytes.get(str(folder))
+        if seen is not None:
+            total, since = seen[0] + added, seen[1] + added
+            if total <= max_bytes and since < max_bytes // 8:
+                _seen_bytes[str(folder)] = (total, since)
+                return
+    total = _evict(folder, max_bytes, counts)
+    with _seen_lock:
+        _seen_bytes[str(folder)] = (total, 0)
 
 
 def _touch(path: pathlib.Path) -> None:
@@ -605,8 +631,9 @@ def _touch(path: pathlib.Path) -> None:
         pass
 
 
-def _evict(folder: pathlib.Path, max_bytes: int, counts: collections.Counter) -> None:
-    """Delete the least recently used entries until the folder's entries fit in `max_bytes`."""
+def _evict(folder: pathlib.Path, max_bytes: int, counts: collections.Counter) -> int:
+    """Delete the least recently used entries until the folder's entries fit in `max_bytes`;
+    returns the bytes of those left."""
     entries = []
     try:
         with os.scandir(folder) as listing:
@@ -615,7 +642,7 @@ def _evict(folder: pathlib.Path, max_bytes: int, counts: collections.Counter) ->
                     info = item.stat(follow_symlinks=False)
                     entries.append((info.st_mtime_ns, info.st_size, item.path))
     except OSError:
-        return
+        return max_bytes  # (unreadable now: the next store scans again)
     total = sum(size for _, size, _ in entries)
     for _, size, entry in sorted(entries):
         if total <= max_bytes:
@@ -626,6 +653,7 @@ def _evict(folder: pathlib.Path, max_bytes: int, counts: collections.Counter) ->
         except OSError:
             pass
         total -= size
+    return total
 
 
 jit_engine.set_library_compiler(compile_library)
