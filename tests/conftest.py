@@ -27,6 +27,11 @@ import tracejit  # noqa: E402
 # every jaxpr traced during the tests (by jit, control flow, transformations) and every
 # compiler pass's result goes through the type checker
 tracejit.config.update("jax_enable_checks", True)
+# A program runs its first tier's code for good (tracejit_second_tier: the same bits), not O3's
+# made on tiering's thread as well: most programs here run once or twice, and O3's code for all
+# of them, never run, was a fifth of the suite's CPU. Tests of the second tier, and of what it
+# stores on disk, take the `second_tier` fixture.
+tracejit.config.update("tracejit_second_tier", False)
 
 
 @pytest.fixture(autouse=True)
@@ -36,6 +41,12 @@ def _restore_config():
     for k, v in saved.items():
         if tracejit.config._values[k] != v:
             tracejit.config.update(k, v)
+
+
+@pytest.fixture
+def second_tier():
+    """O3's code made on tiering's thread, as outside the tests (restored after the test)."""
+    tracejit.config.update("tracejit_second_tier", True)
 
 
 @pytest.fixture

@@ -68,6 +68,7 @@ def test_scalar_trig_far_path_out_of_line(dtype):
     np.testing.assert_allclose(got[3], last.astype(dtype), rtol=8 * eps, atol=8 * eps)
 
 
+@pytest.mark.usefixtures("second_tier")
 def test_parallel_program_loads_from_disk_cache(tmp_path):
     """A parallel program's chunk body is an internal function: its object code defines it as
     a local symbol, which the entry's check accepts (it was refused, and recompiled, before)."""

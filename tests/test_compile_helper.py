@@ -30,7 +30,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from benchmarks.workloads import WORKLOADS
 
-pytestmark = pytest.mark.skipif(not native(), reason="the helper is the native backend's")
+# (the second tier, O3's code made on tiering's thread, is what these test)
+pytestmark = [pytest.mark.skipif(not native(), reason="the helper is the native backend's"),
+              pytest.mark.usefixtures("second_tier")]
 
 
 def _row_modules(row: str) -> list:

@@ -140,6 +140,7 @@ def test_key_follows_toolchain_and_host(monkeypatch):
     assert disk_cache.key(ir_text) != base
 
 
+@pytest.mark.usefixtures("second_tier")
 @pytest.mark.parametrize("enabled", [True, False])
 def test_option_switches_writing(tmp_path, enabled):
     tracejit.config.update("tracejit_cache_dir", str(tmp_path))
@@ -169,6 +170,7 @@ def test_disabled_in_env_caches_no_program(tmp_path):
 
 
 
+@pytest.mark.usefixtures("second_tier")
 @pytest.mark.parametrize("enabled", [True, False])
 def test_jax_compilation_cache_options(tmp_path, enabled):
     """JAX's jax_compilation_cache_dir names the folder (where tracejit_cache_dir is unset) and

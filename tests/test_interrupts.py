@@ -73,6 +73,7 @@ def _spin_sqrt(n):  # (no product to contract: its first call may run O0 code)
                           (0, tnp.float32(1)))[1]
 
 
+@pytest.mark.usefixtures("second_tier")
 def test_ctrl_c_stops_a_loop_at_either_tier(tmp_path, monkeypatch):
     """A loop's first calls may run O0 code (runtime/tiering.py; a while_loop's never do, by
     tiering.o0_pays: made to here): Ctrl-C stops the loop in that code and in O3's after it."""

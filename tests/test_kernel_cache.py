@@ -176,6 +176,7 @@ def test_disk_cache_round_trip_with_a_shared_kernel(tmp_path):
     np.testing.assert_allclose(cold["out"]["wrapper"], want * 3 + 7, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.usefixtures("second_tier")
 def test_kernels_released_by_clear_caches_load_from_disk(tmp_path, monkeypatch):
     monkeypatch.setattr(codegen, "OUTLINE_MIN_EQNS", 1)
     was = [(k, tracejit.config.read(k)) for k in ("tracejit_cache_dir",

@@ -9,6 +9,7 @@ import uuid
 import weakref
 
 import numpy as np
+import pytest
 
 import tracejit
 import tracejit.numpy as tnp
@@ -76,6 +77,7 @@ def test_each_function_keeps_its_most_recently_used_signatures():
     assert traced[-1] == (3,) and f._cache_size() == 3
 
 
+@pytest.mark.usefixtures("second_tier")
 def test_disk_cache_evicts_least_recently_used_entries(tmp_path):
     tracejit.config.update("tracejit_cache_dir", str(tmp_path))
     tracejit.config.update("tracejit_persistent_cache", True)

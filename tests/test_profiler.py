@@ -115,6 +115,7 @@ def test_compile_events_name_tracejits_own_stages():
     assert 0 <= inner <= durations["/jax/core/compile/jaxpr_to_mlir_module_duration"]
 
 
+@pytest.mark.usefixtures("second_tier")
 def test_persistent_cache_events(tmp_path):
     """With the on-disk cache on, a program's compile requests it, and misses once it is new
     (JAX's event names); the same program compiled again in a fresh process state (the

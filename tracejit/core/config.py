@@ -65,6 +65,11 @@ _OPTIONS: dict[str, tuple[Any, bool]] = {
     # computes the same bits as O3's, while O3's is generated on a thread of its own
     # (runtime/tiering.py); off: O3's code from the first call ($TRACEJIT_TIERED_COMPILE=0)
     "tracejit_tiered_compile": (True, False),
+    # whether that O3 code is made at all: off, a tiered program keeps its first tier's code
+    # (the same bits) and is not stored in the on-disk cache, which holds final code only --
+    # for a process whose programs each run a few times, as the test suite's
+    # ($TRACEJIT_SECOND_TIER=0)
+    "tracejit_second_tier": (True, False),
     # that O3 code generation (and O3's optimisation, where a first tier skipped it) in a helper
     # process (runtime/compile_helper.py: the same optimised IR and object code), so this
     # process's next compile does not wait for LLVM's lock behind it; off, or where the helper

@@ -141,7 +141,8 @@ def _compile_cached(ir_text: str, name: str, kernels: dict[str, str],
                                                                  unoptimised)
                 hit = _compiled[ir_text] = _Program(optimised_ir, code, entry, libraries,
                                                     named, final)
-                if not (final and all(lib.final for lib in libraries)):
+                if not (final and all(lib.final for lib in libraries)) and \
+                        config.tracejit_second_tier:
                     hit.entry = _FirstCall(hit, hit.entry)
                     tiering.submit(hit, _finish, _orphan(hit), held=True)
             return hit
