@@ -12,6 +12,7 @@ import pytest
 
 import tracejit
 import tracejit.numpy as tnp
+from tracejit.runtime import tiering
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -128,6 +129,7 @@ def test_persistent_cache_events(tmp_path):
         tracejit.jit(lambda x: tnp.cos(x) * 3 - 0.25)(tnp.ones(5))
         first = [e for kind, e, _, _ in got if e.startswith("/jax/compilation_cache/")]
         got.clear()
+        tiering.wait()  # (its final code stored: clear_caches does not wait for it)
         tracejit.clear_caches()
         tracejit.jit(lambda x: tnp.cos(x) * 3 - 0.25)(tnp.ones(5))
         second = [(kind, e) for kind, e, _, _ in got if e.startswith("/jax/compilation_cache/")]

@@ -284,6 +284,7 @@ def _cpu_seconds(tid: int) -> float:
 
 @pytest.mark.skipif(not os.path.exists(f"/proc/self/task/{os.getpid()}/schedstat"),
                     reason="needs Linux's per-thread schedstat")
+@pytest.mark.usefixtures("second_tier")  # (the final code's wait, as users run it)
 def test_a_worker_on_the_callers_cpu_sleeps_instead_of_spinning(threads):
     """All of the process's threads on one CPU, as the scheduler stacks the caller and a woken
     worker when another process holds the other CPU: a worker done with a job must not spin
