@@ -258,9 +258,9 @@ def test_trig_slow_path_at_o1_gives_o3s_bits():
 
 def test_fft_steps_are_library_routines():
     """A transform's Stockham steps are the runtime's routines, one per radix variant with the
-    sizes as arguments: a program declares them and defines none (four radix-8 steps for 2^12 points;
-    one line (its first step in the s == 1 variant) and 8 lines (every step with s > 1)),
-    against NumPy's FFT."""
+    sizes as arguments: a program declares them and defines none (four radix-8 steps for 2^12
+    points; one line (its first step in the s == 1 variant) and 8 lines (every step with
+    s > 1)), against NumPy's FFT."""
     import re
 
     import tracejit
