@@ -151,20 +151,20 @@ def loop_pieces(vals: list, shape: Sequence[int]) -> dict[tuple, list[tuple[int,
 
 
 # A loop of at most UNROLLED_TRIPS trips (a constant), run over UNROLLED_HOT_ELEMENTS a call or
-# more, is marked for full unrolling (a cold program's -- a test's few elements -- O3 compile
-# is left as it was): O3 left such loops as loops, and inside a loop body -- an RK4 step on a
-# 3-vector, whose nine small kernels each stored their 3 elements for the next to load -- the
-# stored values then went through memory, where unrolled they are forwarded in registers
-# (Lorenz 10k steps 0.34 -> 0.18 ms). So is a loop nest's loop of at most UNROLLED_TRIPS_MAX
-# trips whose unrolled body holds at most UNROLLED_BODY_MAX instructions (math inlined): the
-# short inner loop of a kernel over rows of 5-15 (softmax's exp over rows of 8), which LLVM's
-# vectoriser leaves alone (under its 16 trips) and which unrolled its SLP vectoriser makes
-# vector code of (softmax of (64, 1024, 8) 1.85 -> 0.45 ms, JAX 0.12 1.04; of (250000, 8) 6.3
-# -> 1.9, JAX 3.9; (200000, 10) 6.0 -> 2.3, JAX 4.0). Loops of 16 are the vectoriser's (rows of 16 unrolled: standardize
-# 0.55 -> 1.6 ms); other loops of more than 4 (lanes', prefetches) keep their own shape. Only
-# where the loop runs over UNROLLED_MIN_ELEMENTS a call or more: O3's SLP vectoriser is slow
-# on such bodies, and a cold loop's run does not repay it (the CNN row's log_softmax over 10
-# classes for a batch of 32: its first call 0.59 -> 1.2 s, its run no faster).
+# more, is marked for full unrolling (a cold program's -- a test's few elements -- O3 compile is
+# left as it was): O3 left such loops as loops, and inside a loop body -- an RK4 step on a 3-vector,
+# whose nine small kernels each stored their 3 elements for the next to load -- the stored values
+# then went through memory, where unrolled they are forwarded in registers (Lorenz 10k steps 0.34 ->
+# 0.18 ms). So is a loop nest's loop of at most UNROLLED_TRIPS_MAX trips whose unrolled body holds
+# at most UNROLLED_BODY_MAX instructions (math inlined): the short inner loop of a kernel over rows
+# of 5-15 (softmax's exp over rows of 8), which LLVM's vectoriser leaves alone (under its 16 trips)
+# and which unrolled its SLP vectoriser makes vector code of (softmax of (64, 1024, 8) 1.85 -> 0.45
+# ms, JAX 0.12 1.04; of (250000, 8) 6.3 -> 1.9, JAX 3.9; (200000, 10) 6.0 -> 2.3, JAX 4.0). Loops of
+# 16 are the vectoriser's (rows of 16 unrolled: standardize 0.55 -> 1.6 ms); other loops of more
+# than 4 (lanes', prefetches) keep their own shape. Only where the loop runs over
+# UNROLLED_MIN_ELEMENTS a call or more: O3's SLP vectoriser is slow on such bodies, and a cold
+# loop's run does not repay it (the CNN row's log_softmax over 10 classes for a batch of 32: its
+# first call 0.59 -> 1.2 s, its run no faster).
 UNROLLED_TRIPS = 4
 UNROLLED_TRIPS_MAX = 15
 UNROLLED_BODY_MAX = 512
